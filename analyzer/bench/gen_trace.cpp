@@ -1,0 +1,268 @@
+// Writes a large synthetic asyncwatch trace for the analyzer benchmark, streaming (memory
+// does not grow with the trace): several application threads, a callback thread, a few
+// hundred call sites (stacks), tens of kernels, and a realistic mix of records.
+//   asyncwatch_bench_gen OUT.awtrace [--records N] [--threads T] [--call-sites S]
+// Also writes OUT.awtrace.records with the number of records.
+#include <asyncwatch/trace_format.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fmt/format.h>
+#include <string>
+#include <vector>
+
+namespace tf = asyncwatch::trace;
+
+namespace {
+
+struct Writer {
+  int fd;
+  uint64_t next_block = 0;
+  uint64_t records = 0;
+  struct Thread {
+    uint32_t tid;
+    std::vector<uint8_t> block;
+    uint64_t index = UINT64_MAX;
+    uint32_t used = 0;
+  };
+  std::vector<Thread> threads;
+
+  void flush(Thread& t) {
+    if (t.index == UINT64_MAX) return;
+    ssize_t n = pwrite(fd, t.block.data(), tf::kBlockSize, static_cast<off_t>(tf::kHeaderSize + t.index * tf::kBlockSize));
+    if (n != static_cast<ssize_t>(tf::kBlockSize)) {
+      std::perror("pwrite");
+      std::exit(1);
+    }
+  }
+  void put(size_t th, tf::RecordType type, const void* rec, size_t size, const void* payload = nullptr,
+           size_t payload_size = 0) {
+    Thread& t = threads[th];
+    uint32_t total = tf::record_size_aligned(static_cast<uint32_t>(size + payload_size));
+    if (t.index == UINT64_MAX || t.used + total > tf::kBlockSize) {
+      flush(t);
+      t.block.assign(tf::kBlockSize, 0);
+      t.index = next_block++;
+      tf::BlockHeader bh{tf::kBlockMagic, t.tid, t.index};
+      std::memcpy(t.block.data(), &bh, sizeof bh);
+      t.used = sizeof bh;
+    }
+    uint8_t* p = t.block.data() + t.used;
+    std::memcpy(p, rec, size);
+    if (payload_size) std::memcpy(p + size, payload, payload_size);
+    tf::RecordHeader h{static_cast<uint16_t>(type), static_cast<uint16_t>(total)};
+    std::memcpy(p, &h, sizeof h);
+    t.used += total;
+    ++records;
+  }
+  template <class T>
+  void put(size_t th, tf::RecordType type, const T& rec) {
+    put(th, type, &rec, sizeof rec);
+  }
+};
+
+uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+uint64_t rnd() {
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return rng_state;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s OUT.awtrace [--records N] [--threads T] [--call-sites S]\n", argv[0]);
+    return 2;
+  }
+  std::string out = argv[1];
+  uint64_t target = 20'000'000;
+  uint32_t app_threads = 4, sites = 300;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    std::string a = argv[i];
+    uint64_t v = std::strtoull(argv[i + 1], nullptr, 10);
+    if (a == "--records") target = v;
+    else if (a == "--threads") app_threads = static_cast<uint32_t>(v);
+    else if (a == "--call-sites") sites = static_cast<uint32_t>(v);
+  }
+  Writer w;
+  w.fd = open(out.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0644);
+  if (w.fd < 0) {
+    std::perror(out.c_str());
+    return 1;
+  }
+  for (uint32_t i = 0; i < app_threads + 1; ++i) w.threads.push_back({10000 + i, {}, UINT64_MAX, 0});
+  const size_t callback_thread = app_threads;
+
+  for (size_t th = 0; th < w.threads.size(); ++th) {
+    tf::ThreadInfoRecord ti{};
+    ti.tid = w.threads[th].tid;
+    std::snprintf(ti.name, sizeof ti.name, th == callback_thread ? "cuda-callback" : "worker-%zu", th);
+    w.put(th, tf::RecordType::ThreadInfo, ti);
+  }
+  std::string module = "/nonexistent/bench-app";
+  tf::ModuleRecord m{};
+  m.path_len = static_cast<uint16_t>(module.size());
+  m.low = 0x400000;
+  m.high = 0x800000;
+  w.put(0, tf::RecordType::Module, &m, sizeof m, module.data(), module.size());
+  for (uint32_t s = 1; s <= sites; ++s) {
+    uint64_t frames[8];
+    for (int f = 0; f < 8; ++f) frames[f] = 0x400000 + s * 0x100 + static_cast<uint64_t>(f) * 0x10000;
+    tf::StackRecord sr{};
+    sr.stack_id = s;
+    sr.depth = 8;
+    w.put(0, tf::RecordType::Stack, &sr, sizeof sr, frames, sizeof frames);
+  }
+  const uint32_t kernels = 40;
+  for (uint32_t k = 1; k <= kernels; ++k) {
+    std::string name = fmt::format("_Z8kernel{}Pfi", k);
+    tf::StringRecord sr{};
+    sr.string_id = k;
+    sr.len = static_cast<uint32_t>(name.size());
+    w.put(0, tf::RecordType::String, &sr, sizeof sr, name.data(), name.size());
+  }
+  tf::StreamCreateRecord sc{};
+  sc.api = static_cast<uint16_t>(tf::Api::cudaStreamCreate);
+  const uint64_t start = 1'000'000'000;
+  std::vector<uint64_t> clock(app_threads, start + 1000);
+  for (uint32_t th = 0; th < app_threads; ++th) {
+    sc.stream = 0x10000 + th;
+    sc.start_ns = clock[th];
+    sc.end_ns = clock[th] + 2000;
+    clock[th] += 3000;
+    w.put(th, tf::RecordType::StreamCreate, sc);
+  }
+  uint64_t callback_id = 0;
+  uint64_t callback_clock = start;
+  while (w.records < target) {
+    for (uint32_t th = 0; th < app_threads && w.records < target; ++th) {
+      uint64_t& t = clock[th];
+      uint64_t r = rnd();
+      uint32_t pct = static_cast<uint32_t>(r % 100);
+      uint32_t site = 1 + static_cast<uint32_t>((r >> 8) % sites);
+      uint64_t stream = 0x10000 + th;
+      if (pct < 70) {
+        tf::LaunchRecord l{};
+        l.api = static_cast<uint16_t>(tf::Api::__cudaLaunchKernel);
+        l.driver_fn = static_cast<uint16_t>(tf::Api::cuLaunchKernel);
+        l.stream_kind = static_cast<uint8_t>(tf::StreamKind::Explicit);
+        l.kernel_name_id = 1 + static_cast<uint32_t>((r >> 20) % kernels);
+        bool slow = (r >> 40) % 2000 == 0;
+        l.start_ns = t;
+        l.end_ns = t + (slow ? 80'000 : 3'000);
+        if (slow) {
+          l.flags = tf::kFlagStackCaptured;
+          l.stack_id = site;
+        }
+        l.stream = stream;
+        w.put(th, tf::RecordType::Launch, l);
+      } else if (pct < 85) {
+        tf::CopyRecord c{};
+        bool pageable = (r >> 40) % 50 == 0;
+        bool d2h = (r >> 50) & 1;
+        c.api = static_cast<uint16_t>(tf::Api::cudaMemcpyAsync);
+        c.driver_fn = static_cast<uint16_t>(d2h ? tf::Api::cuMemcpyDtoHAsync_v2 : tf::Api::cuMemcpyHtoDAsync_v2);
+        c.direction = static_cast<uint8_t>(d2h ? tf::Direction::DtoH : tf::Direction::HtoD);
+        auto host = static_cast<uint8_t>(pageable ? tf::MemoryKind::Pageable : tf::MemoryKind::Pinned);
+        c.src_memory = d2h ? static_cast<uint8_t>(tf::MemoryKind::Device) : host;
+        c.dst_memory = d2h ? host : static_cast<uint8_t>(tf::MemoryKind::Device);
+        c.stream_kind = static_cast<uint8_t>(tf::StreamKind::Explicit);
+        c.flags = tf::kFlagStackCaptured | (pageable ? tf::kFlagEvidenceChecked | tf::kFlagCompletedAtReturn : 0);
+        c.stack_id = site;
+        c.start_ns = t;
+        c.end_ns = t + (pageable ? 400'000 + (r >> 33) % 100'000 : 1'500);
+        c.stream = stream;
+        c.bytes = 1ull << (10 + (r >> 36) % 14);
+        w.put(th, tf::RecordType::Copy, c);
+      } else if (pct < 90) {
+        tf::SyncRecord s{};
+        s.api = static_cast<uint16_t>(tf::Api::cudaStreamSynchronize);
+        s.driver_fn = static_cast<uint16_t>(tf::Api::cuStreamSynchronize);
+        s.stream_kind = static_cast<uint8_t>(tf::StreamKind::Explicit);
+        s.flags = tf::kFlagStackCaptured;
+        s.stack_id = site;
+        s.start_ns = t;
+        s.end_ns = t + 20'000 + (r >> 30) % 200'000;
+        s.handle = stream;
+        w.put(th, tf::RecordType::Sync, s);
+      } else if (pct < 95) {
+        tf::CopyRecord c{};
+        c.api = static_cast<uint16_t>(tf::Api::cudaMemsetAsync);
+        c.driver_fn = static_cast<uint16_t>(tf::Api::cuMemsetD8Async);
+        c.dst_memory = static_cast<uint8_t>(tf::MemoryKind::Device);
+        c.stream_kind = static_cast<uint8_t>(tf::StreamKind::Explicit);
+        c.flags = tf::kFlagStackCaptured;
+        c.stack_id = site;
+        c.start_ns = t;
+        c.end_ns = t + 2'000;
+        c.stream = stream;
+        c.bytes = 4096;
+        w.put(th, tf::RecordType::Memset, c);
+      } else {
+        tf::HostFuncEnqueueRecord e{};
+        e.api = static_cast<uint16_t>(tf::Api::cudaLaunchHostFunc);
+        e.driver_fn = static_cast<uint16_t>(tf::Api::cuLaunchHostFunc);
+        e.stream_kind = static_cast<uint8_t>(tf::StreamKind::Explicit);
+        e.flags = tf::kFlagStackCaptured;
+        e.stack_id = site;
+        e.callback_id = ++callback_id;
+        e.start_ns = t;
+        e.end_ns = t + 2'500;
+        e.stream = stream;
+        e.user_function = 0x401000;
+        w.put(th, tf::RecordType::HostFuncEnqueue, e);
+        tf::HostFuncRunRecord run{};
+        run.callback_id = callback_id;
+        run.start_ns = std::max(callback_clock, t + 10'000);
+        run.end_ns = run.start_ns + ((r >> 45) % 500 == 0 ? 2'000'000 : 5'000);
+        callback_clock = run.end_ns;
+        w.put(callback_thread, tf::RecordType::HostFuncRun, run);
+      }
+      t += 4'000 + (r >> 56);
+    }
+  }
+  for (auto& t : w.threads) w.flush(t);
+  uint64_t end = 0;
+  for (uint64_t c : clock) end = std::max(end, c);
+  end = std::max(end, callback_clock) + 1000;
+  tf::FileHeader h{};
+  std::memcpy(h.magic, tf::kMagic, sizeof tf::kMagic);
+  h.version = tf::kFormatVersion;
+  h.header_size = tf::kHeaderSize;
+  h.block_size = tf::kBlockSize;
+  h.closed = tf::kClosedCleanly;
+  h.pid = 4242;
+  h.ppid = 1;
+  h.start_monotonic_ns = start;
+  h.start_realtime_ns = 1'700'000'000'000'000'000ull;
+  h.end_monotonic_ns = end;
+  h.blocks_claimed = w.next_block;
+  h.exit_status = 0;
+  std::snprintf(h.executable, sizeof h.executable, "%s", module.c_str());
+  std::snprintf(h.command_line, sizeof h.command_line, "bench-app --synthetic");
+  if (pwrite(w.fd, &h, sizeof h, 0) != static_cast<ssize_t>(sizeof h)) {
+    std::perror("pwrite header");
+    return 1;
+  }
+  if (ftruncate(w.fd, static_cast<off_t>(tf::kHeaderSize + w.next_block * tf::kBlockSize)) != 0) {
+    std::perror("ftruncate");
+    return 1;
+  }
+  close(w.fd);
+  std::FILE* f = std::fopen((out + ".records").c_str(), "w");
+  if (f) {
+    std::fprintf(f, "%llu\n", static_cast<unsigned long long>(w.records));
+    std::fclose(f);
+  }
+  std::printf("%s: %llu records, %llu blocks, %.1f MiB\n", out.c_str(), static_cast<unsigned long long>(w.records),
+              static_cast<unsigned long long>(w.next_block),
+              static_cast<double>(tf::kHeaderSize + w.next_block * tf::kBlockSize) / (1 << 20));
+  return 0;
+}

@@ -1,0 +1,545 @@
+#include "analysis.h"
+
+#include "call_site.h"
+#include "findings/rules.h"
+#include "format.h"
+#include "symbolizer.h"
+#include "trace_reader.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fmt/format.h>
+#include <unordered_map>
+
+namespace asyncwatch {
+
+using namespace trace;
+
+std::string cuda_env_value(const std::string& env, const std::string& name) {
+  size_t pos = 0;
+  while (pos < env.size()) {
+    size_t end = env.find(';', pos);
+    if (end == std::string::npos) end = env.size();
+    std::string item = env.substr(pos, end - pos);
+    if (item.size() > name.size() && item.compare(0, name.size(), name) == 0 && item[name.size()] == '=')
+      return item.substr(name.size() + 1);
+    pos = end + 1;
+  }
+  return {};
+}
+
+std::vector<std::string> expand_trace_inputs(const std::vector<std::string>& inputs) {
+  std::vector<std::string> out;
+  for (const auto& in : inputs) {
+    struct stat st {};
+    if (stat(in.c_str(), &st) != 0) throw TraceError(fmt::format("{}: {}", in, std::strerror(errno)));
+    if (!S_ISDIR(st.st_mode)) {
+      out.push_back(in);
+      continue;
+    }
+    DIR* d = opendir(in.c_str());
+    if (!d) throw TraceError(fmt::format("{}: cannot read directory: {}", in, std::strerror(errno)));
+    std::vector<std::string> found;
+    while (dirent* e = readdir(d)) {
+      std::string name = e->d_name;
+      if (name.size() > 8 && name.compare(name.size() - 8, 8, ".awtrace") == 0)
+        found.push_back(in + (in.back() == '/' ? "" : "/") + name);
+    }
+    closedir(d);
+    if (found.empty()) throw TraceError(fmt::format("{}: the directory holds no .awtrace files", in));
+    std::sort(found.begin(), found.end());
+    out.insert(out.end(), found.begin(), found.end());
+  }
+  return out;
+}
+
+std::string kernel_display_name(const std::string& mangled) {
+  std::string d = demangle(mangled.c_str());
+  // "void reduce<float>(float*, int)" -> "reduce<float>": drop the argument list and return type.
+  if (!d.empty() && d.back() == ')') {
+    int depth = 0;
+    for (size_t i = d.size(); i-- > 0;) {
+      if (d[i] == ')') ++depth;
+      else if (d[i] == '(' && --depth == 0) {
+        d.resize(i);
+        break;
+      }
+    }
+  }
+  int angle = 0;
+  size_t name_start = 0;
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (d[i] == '<') ++angle;
+    else if (d[i] == '>') --angle;
+    else if (d[i] == ' ' && angle == 0) name_start = i + 1;
+  }
+  return d.substr(name_start);
+}
+
+namespace {
+
+constexpr uint32_t kGraphKernel = UINT32_MAX;  // tally id for a graph launch
+
+struct GroupKey {
+  uint8_t id;
+  uint8_t cause;
+  int8_t direction;  // -1 = none
+  int8_t memory;     // -1 = none
+  uint32_t api;      // interned display name of the API
+  uint16_t driver_fn;
+  uint32_t kernel;
+  uint32_t site;
+  bool operator==(const GroupKey& o) const {
+    return id == o.id && cause == o.cause && direction == o.direction && memory == o.memory && api == o.api &&
+           driver_fn == o.driver_fn && kernel == o.kernel && site == o.site;
+  }
+};
+struct GroupKeyHash {
+  size_t operator()(const GroupKey& k) const {
+    uint64_t h = (uint64_t{k.id} << 56) ^ (uint64_t{k.cause} << 48) ^ (uint64_t(uint8_t(k.direction)) << 40) ^
+                 (uint64_t(uint8_t(k.memory)) << 32) ^ k.api ^ (uint64_t{k.driver_fn} << 16);
+    h ^= (uint64_t{k.kernel} * 0x9e3779b97f4a7c15ull) ^ (uint64_t{k.site} * 0xc2b2ae3d27d4eb4full);
+    return static_cast<size_t>(h ^ (h >> 29));
+  }
+};
+
+struct Group {
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+  DurationStats blocked;
+  uint64_t evidence_checked = 0;
+  uint64_t completed_at_return = 0;
+  uint64_t drained = 0;
+  uint64_t outstanding_max = 0;
+  std::unordered_map<uint32_t, uint64_t> waited;
+  uint64_t waited_others = 0;
+  uint32_t stack_id = 0;  // a stack that shows the call site
+  Observation first;      // the key fields, for building the finding
+};
+
+struct SiteRef {
+  uint32_t site = 0;     // 0 = unknown
+  uint32_t api_override = 0;  // interned runtime API name, 0 = none
+};
+
+class ProcessAnalyzer final : public RuleContext {
+ public:
+  ProcessAnalyzer(const TraceFile& t, const Options& o) : trace_(t), opt_(o), symbols_(t.modules()) {
+    std::string env = fixed_string(t.header().cuda_env, sizeof t.header().cuda_env);
+    launch_blocking_ = cuda_env_value(env, "CUDA_LAUNCH_BLOCKING") == "1";
+    module_loading_ = cuda_env_value(env, "CUDA_MODULE_LOADING");
+    names_.push_back("");  // interned id 0 = none
+    sites_.push_back(Frame{});
+  }
+
+  const Options& options() const override { return opt_; }
+  bool launch_blocking_env() const override { return launch_blocking_; }
+
+  void run() {
+    trace_.for_each_merged([this](const RecordView& r) { record(r); });
+  }
+
+  void record(const RecordView& r) {
+    switch (r.type) {
+      case RecordType::Copy:
+      case RecordType::Memset: on_copy(r, r.as<CopyRecord>()); break;
+      case RecordType::Launch: on_launch(r, r.as<LaunchRecord>()); break;
+      case RecordType::HostFuncEnqueue: on_enqueue(r, r.as<HostFuncEnqueueRecord>()); break;
+      case RecordType::HostFuncRun: on_run(r.as<HostFuncRunRecord>()); break;
+      case RecordType::Sync: on_sync(r, r.as<SyncRecord>()); break;
+      case RecordType::MemoryOp: on_memory_op(r.as<MemoryOpRecord>()); break;
+      case RecordType::StreamCreate: {
+        auto s = r.as<StreamCreateRecord>();
+        if (s.result == 0 && s.stream > 2) {
+          StreamState& st = streams_[s.stream];
+          st = StreamState{};
+          st.non_blocking = (s.stream_flags & 1u) != 0;
+        }
+        break;
+      }
+      case RecordType::StreamDestroy: {
+        auto s = r.as<StreamCreateRecord>();
+        if (s.stream > 2) {
+          streams_.erase(s.stream);
+          cached_key_ = UINT64_MAX;
+          cached_ = nullptr;
+        }
+        break;
+      }
+      default: break;
+    }
+  }
+
+  void observe(const Observation& o) override {
+    SiteRef site = site_of(o.stack_id);
+    GroupKey key{};
+    key.id = static_cast<uint8_t>(o.id);
+    key.cause = static_cast<uint8_t>(o.cause);
+    key.direction = o.has_direction ? static_cast<int8_t>(o.direction) : int8_t{-1};
+    key.memory = o.has_host_memory ? static_cast<int8_t>(o.host_memory) : int8_t{-1};
+    bool driver_name = is_driver_api(static_cast<Api>(o.api));
+    key.api = driver_name && site.api_override ? site.api_override : api_id(o.api);
+    key.driver_fn = o.driver_fn;
+    key.kernel = o.id == FindingId::BlockingLaunch ? o.kernel_name_id : 0;
+    key.site = site.site;
+    Group& g = groups_[key];
+    if (g.count == 0) g.first = o;
+    ++g.count;
+    g.bytes += o.bytes;
+    g.blocked.add(o.blocked_ns);
+    g.evidence_checked += o.evidence_checked;
+    g.completed_at_return += o.completed_at_return;
+    g.drained += o.drained_before_return;
+    g.outstanding_max = std::max(g.outstanding_max, o.outstanding_launches);
+    if (!g.stack_id && o.stack_id) g.stack_id = o.stack_id;
+    if (o.waited_for) {
+      for (const auto& [k, n] : o.waited_for->kernels) g.waited[k] += n;
+      g.waited_others += o.waited_for->others;
+    }
+  }
+
+  ProcessResult finish() {
+    ProcessResult out;
+    const FileHeader& h = trace_.header();
+    ProcessSummary& p = out.process;
+    p.pid = h.pid;
+    p.ppid = h.ppid;
+    p.parent_pid_if_forked = h.parent_pid_if_forked;
+    p.executable = fixed_string(h.executable, sizeof h.executable);
+    p.command_line = fixed_string(h.command_line, sizeof h.command_line);
+    p.hostname = fixed_string(h.hostname, sizeof h.hostname);
+    p.cuda_env = fixed_string(h.cuda_env, sizeof h.cuda_env);
+    p.trace = trace_.path();
+    p.closed_cleanly = trace_.closed_cleanly();
+    p.exit_status = h.exit_status;
+    p.start_monotonic_ns = h.start_monotonic_ns;
+    p.start_realtime_ns = h.start_realtime_ns;
+    uint64_t end = p.closed_cleanly ? h.end_monotonic_ns : trace_.last_time_ns();
+    p.wall_ns = end > h.start_monotonic_ns ? end - h.start_monotonic_ns : 0;
+    p.device = trace_.device().present ? trace_.device().name : "";
+    p.simulated = trace_.device().simulated;
+    p.records = trace_.record_count();
+    p.records_lost = std::max(h.records_lost, trace_.lost_in_records());
+    p.blocked_ns_total = blocked_total_;
+    p.async_calls = async_calls_;
+    p.async_calls_blocking = async_blocking_;
+    p.async_calls_async = async_calls_ - async_blocking_;
+    if (!p.closed_cleanly)
+      p.notes.push_back("the process did not exit cleanly (killed or crashed); records up to the last returned call "
+                        "are included");
+    if (p.records_lost)
+      p.notes.push_back(fmt::format("{} records were lost (no trace block could be claimed); findings may be "
+                                    "incomplete",
+                                    p.records_lost));
+    if (p.parent_pid_if_forked) p.notes.push_back(fmt::format("forked from pid {}", p.parent_pid_if_forked));
+    for (const auto& problem : symbols_.problems()) p.notes.push_back(problem);
+
+    for (auto& [key, g] : groups_) {
+      Finding f;
+      f.id = static_cast<FindingId>(key.id);
+      f.cause = static_cast<Cause>(key.cause);
+      f.api = names_[key.api];
+      f.driver_api = g.first.driver_fn ? api_name(static_cast<Api>(g.first.driver_fn)) : "";
+      f.has_direction = key.direction >= 0;
+      f.direction = f.has_direction ? static_cast<Direction>(key.direction) : Direction::Unknown;
+      f.has_host_memory = key.memory >= 0;
+      f.host_memory = f.has_host_memory ? static_cast<MemoryKind>(key.memory) : MemoryKind::Unknown;
+      if (f.id == FindingId::BlockingLaunch) f.kernel = kernel_name(key.kernel);
+      f.count = g.count;
+      f.bytes = g.bytes;
+      f.blocked = std::move(g.blocked);
+      f.evidence_checked = g.evidence_checked;
+      f.completed_at_return = g.completed_at_return;
+      f.drained_before_return = g.drained;
+      f.outstanding_launches_max = g.outstanding_max;
+      for (const auto& [k, n] : g.waited) f.waited_for[kernel_name(k)] += n;
+      if (g.waited_others) f.waited_for["(other kernels)"] += g.waited_others;
+      f.module_loading = module_loading_;
+      if (key.site) {
+        f.call_site_known = true;
+        f.call_site = sites_[key.site];
+      }
+      if (g.stack_id)
+        if (const auto* frames = trace_.stack(g.stack_id))
+          for (uint64_t a : *frames) f.stack.push_back(symbols_.resolve(a));
+      f.processes.push_back(PerProcess{p.pid, f.count, f.blocked.total()});
+      out.findings.push_back(std::move(f));
+    }
+    return out;
+  }
+
+ private:
+  static uint64_t stream_key(uint8_t kind, uint64_t handle, uint32_t tid) {
+    switch (static_cast<StreamKind>(kind)) {
+      case StreamKind::LegacyDefault: return 0;
+      case StreamKind::PerThreadDefault: return (uint64_t{1} << 63) | tid;
+      case StreamKind::Explicit: return handle;
+      case StreamKind::Unknown: break;
+    }
+    if (handle == 0 || handle == 1) return 0;
+    if (handle == 2) return (uint64_t{1} << 63) | tid;
+    return handle;
+  }
+
+  StreamState& stream(uint64_t key) {
+    if (key == cached_key_) return *cached_;
+    cached_key_ = key;
+    cached_ = &streams_[key];  // node-based: the pointer stays valid until erase
+    return *cached_;
+  }
+
+  void idle(uint64_t key) {
+    StreamState& s = stream(key);
+    s.launches_since_sync = 0;
+    s.since_idle.clear();
+    if (key == 0)  // the legacy stream waits for all blocking streams
+      for (auto& [k, st] : streams_)
+        if (!st.non_blocking) {
+          st.launches_since_sync = 0;
+          st.since_idle.clear();
+        }
+  }
+  void idle_all() {
+    for (auto& [k, st] : streams_) {
+      st.launches_since_sync = 0;
+      st.since_idle.clear();
+    }
+  }
+
+  void count_async(bool blocked_long, uint64_t blocked) {
+    ++async_calls_;
+    if (blocked_long) {
+      ++async_blocking_;
+      blocked_total_ += blocked;
+    }
+  }
+
+  void on_copy(const RecordView& r, const CopyRecord& c) {
+    const bool sync_api = (c.flags & kFlagSynchronousApi) != 0;
+    const uint64_t blocked = c.end_ns - c.start_ns;
+    if (c.flags & kFlagCaptureActive) {
+      if (!sync_api) count_async(false, 0);
+      return;
+    }
+    uint64_t key = stream_key(c.stream_kind, c.stream, r.tid);
+    StreamState& st = stream(key);
+    Direction d = copy_direction(c);
+    if (r.type == RecordType::Copy) {
+      if (!sync_api) {
+        bool inline_htod = d == Direction::HtoD && c.src_memory == static_cast<uint8_t>(MemoryKind::Pageable) &&
+                           c.bytes <= opt_.inline_htod_bytes;
+        count_async(blocked >= opt_.min_blocked_ns && !inline_htod, blocked);
+        rules::check_host_to_host_async_copy(*this, c) || rules::check_managed_memory_copy(*this, c) ||
+            rules::check_pageable_async_copy(*this, c, st);
+      }
+      bool completed = (c.flags & kFlagEvidenceChecked) && (c.flags & kFlagCompletedAtReturn);
+      bool waits = d == Direction::DtoH && (sync_api || c.dst_memory == static_cast<uint8_t>(MemoryKind::Pageable));
+      if (completed || waits) idle(key);
+    } else {
+      if (!sync_api) count_async(blocked >= opt_.min_blocked_ns, blocked);
+      rules::check_blocking_memset(*this, c);
+    }
+  }
+
+  void on_launch(const RecordView& r, const LaunchRecord& l) {
+    const uint64_t blocked = l.end_ns - l.start_ns;
+    if (l.flags & kFlagCaptureActive) {
+      count_async(false, 0);
+      return;
+    }
+    count_async(blocked >= opt_.min_blocked_ns, blocked);
+    uint64_t key = stream_key(l.stream_kind, l.stream, r.tid);
+    StreamState& st = stream(key);
+    rules::check_blocking_launch(*this, l, st);
+    auto api = static_cast<Api>(l.api);
+    bool graph = api == Api::cudaGraphLaunch || api == Api::cuGraphLaunch;
+    ++st.launches_since_sync;
+    st.since_idle.add(graph ? kGraphKernel : l.kernel_name_id);
+    if (launch_blocking_) idle(key);
+  }
+
+  void on_enqueue(const RecordView& r, const HostFuncEnqueueRecord& e) {
+    const uint64_t blocked = e.end_ns - e.start_ns;
+    if (e.flags & kFlagCaptureActive) {
+      count_async(false, 0);
+      return;
+    }
+    count_async(blocked >= opt_.min_blocked_ns, blocked);
+    (void)r;
+    rules::check_deprecated_stream_callback(*this, e);
+    auto run = pending_runs_.find(e.callback_id);
+    if (run != pending_runs_.end()) {
+      rules::check_long_host_callback(*this, e, run->second);
+      pending_runs_.erase(run);
+    } else {
+      pending_enqueues_[e.callback_id] = e;
+    }
+  }
+
+  void on_run(const HostFuncRunRecord& run) {
+    auto e = pending_enqueues_.find(run.callback_id);
+    if (e != pending_enqueues_.end()) {
+      rules::check_long_host_callback(*this, e->second, run);
+      pending_enqueues_.erase(e);
+    } else {
+      pending_runs_[run.callback_id] = run;
+    }
+  }
+
+  void on_sync(const RecordView& r, const SyncRecord& s) {
+    if (s.flags & kFlagCaptureActive) return;
+    rules::check_explicit_sync(*this, s);
+    auto is = [&](Api a, Api b) {
+      return static_cast<Api>(s.api) == a || static_cast<Api>(s.api) == b || static_cast<Api>(s.driver_fn) == b;
+    };
+    if (s.result != 0) return;
+    if (is(Api::cudaStreamSynchronize, Api::cuStreamSynchronize) || is(Api::cudaStreamQuery, Api::cuStreamQuery))
+      idle(stream_key(s.stream_kind, s.handle, r.tid));
+    else if (is(Api::cudaDeviceSynchronize, Api::cuCtxSynchronize))
+      idle_all();
+  }
+
+  void on_memory_op(const MemoryOpRecord& m) {
+    if (m.flags & kFlagCaptureActive) return;
+    rules::check_implicit_sync(*this, m);
+    auto api = static_cast<Api>(m.api);
+    if (m.result == 0 && (api == Api::cudaFree || api == Api::cuMemFree_v2 || api == Api::cudaFreeHost ||
+                          api == Api::cuMemFreeHost))
+      idle_all();
+  }
+
+  uint32_t intern_name(const std::string& name) {
+    auto [it, inserted] = name_ids_.emplace(name, static_cast<uint32_t>(names_.size()));
+    if (inserted) names_.push_back(name);
+    return it->second;
+  }
+  uint32_t api_id(uint16_t api) {
+    if (api_ids_.empty()) api_ids_.assign(static_cast<size_t>(Api::Count), 0);
+    if (api >= api_ids_.size()) return intern_name("unknown-api");
+    uint32_t& id = api_ids_[api];
+    if (!id) id = intern_name(api_name(static_cast<Api>(api)));
+    return id;
+  }
+
+  SiteRef site_of(uint32_t stack_id) {
+    if (!stack_id) return {};
+    auto it = stack_sites_.find(stack_id);
+    if (it != stack_sites_.end()) return it->second;
+    SiteRef ref;
+    if (const auto* addrs = trace_.stack(stack_id)) {
+      std::vector<Frame> frames;
+      frames.reserve(addrs->size());
+      for (uint64_t a : *addrs) frames.push_back(symbols_.resolve(a));
+      CallSite cs = select_call_site(frames);
+      if (cs.index >= 0) {
+        const Frame& f = frames[static_cast<size_t>(cs.index)];
+        std::string key = f.function.empty() && f.file.empty()
+                              ? fmt::format("{}+{:x}", f.module, f.address)
+                              : fmt::format("{}\x1f{}\x1f{}\x1f{}", f.function, f.file, f.line, f.module);
+        auto [sit, inserted] = site_ids_.emplace(key, static_cast<uint32_t>(sites_.size()));
+        if (inserted) sites_.push_back(f);
+        ref.site = sit->second;
+      }
+      if (!cs.runtime_api.empty()) ref.api_override = intern_name(cs.runtime_api);
+    }
+    stack_sites_.emplace(stack_id, ref);
+    return ref;
+  }
+
+  std::string kernel_name(uint32_t id) const {
+    if (id == 0) return "(unnamed kernel)";
+    if (id == kGraphKernel) return "(CUDA graph)";
+    const std::string* s = trace_.string(id);
+    return s ? kernel_display_name(*s) : fmt::format("(kernel #{})", id);
+  }
+
+  const TraceFile& trace_;
+  const Options& opt_;
+  Symbolizer symbols_;
+  bool launch_blocking_ = false;
+  std::string module_loading_;
+  std::unordered_map<uint64_t, StreamState> streams_;
+  uint64_t cached_key_ = UINT64_MAX;
+  StreamState* cached_ = nullptr;
+  std::unordered_map<GroupKey, Group, GroupKeyHash> groups_;
+  std::unordered_map<uint32_t, SiteRef> stack_sites_;
+  std::vector<Frame> sites_;
+  std::unordered_map<std::string, uint32_t> site_ids_;
+  std::vector<std::string> names_;
+  std::unordered_map<std::string, uint32_t> name_ids_;
+  std::vector<uint32_t> api_ids_;
+  std::unordered_map<uint64_t, HostFuncEnqueueRecord> pending_enqueues_;
+  std::unordered_map<uint64_t, HostFuncRunRecord> pending_runs_;
+  uint64_t async_calls_ = 0;
+  uint64_t async_blocking_ = 0;
+  uint64_t blocked_total_ = 0;
+};
+
+}  // namespace
+
+ProcessResult analyze_trace(const std::string& path, const Options& options) {
+  auto trace = TraceFile::open(path);
+  trace->index();
+  ProcessAnalyzer analyzer(*trace, options);
+  analyzer.run();
+  return analyzer.finish();
+}
+
+Report build_report(std::vector<ProcessResult> results, const Options& options) {
+  Report report;
+  report.options = options;
+  std::unordered_map<std::string, size_t> by_key;
+  std::vector<Finding> merged;
+  uint64_t wall_total = 0;
+  for (auto& r : results) {
+    for (auto& f : r.findings) {
+      std::string key = f.merge_key();
+      auto it = by_key.find(key);
+      if (it == by_key.end()) {
+        by_key.emplace(key, merged.size());
+        merged.push_back(std::move(f));
+      } else {
+        merged[it->second].merge(f);
+      }
+    }
+    Summary& s = report.summary;
+    s.async_calls += r.process.async_calls;
+    s.async_calls_async += r.process.async_calls_async;
+    s.async_calls_blocking += r.process.async_calls_blocking;
+    s.blocked_ns_total += r.process.blocked_ns_total;
+    wall_total += r.process.wall_ns;
+    report.processes.push_back(std::move(r.process));
+  }
+  for (auto& f : merged) {
+    if (f.id == FindingId::ExplicitSync && f.blocked.total() < options.min_blocked_ns) continue;
+    if (f.id == FindingId::ImplicitSync && f.count < options.implicit_sync_min_count) continue;
+    f.share_of_wall = wall_total ? static_cast<double>(f.blocked.total()) / static_cast<double>(wall_total) : 0.0;
+    std::sort(f.processes.begin(), f.processes.end(),
+              [](const PerProcess& a, const PerProcess& b) { return a.pid < b.pid; });
+    report.findings.push_back(std::move(f));
+  }
+  std::sort(report.findings.begin(), report.findings.end(), [](const Finding& a, const Finding& b) {
+    if (a.blocked.total() != b.blocked.total()) return a.blocked.total() > b.blocked.total();
+    if (a.id != b.id) return a.id < b.id;
+    if (a.call_site.file != b.call_site.file) return a.call_site.file < b.call_site.file;
+    if (a.call_site.line != b.call_site.line) return a.call_site.line < b.call_site.line;
+    return a.merge_key() < b.merge_key();
+  });
+  report.summary.findings = report.findings.size();
+  return report;
+}
+
+Report analyze_traces(const std::vector<std::string>& paths, const Options& options) {
+  std::vector<ProcessResult> results;
+  for (const auto& p : paths) results.push_back(analyze_trace(p, options));
+  std::stable_sort(results.begin(), results.end(), [](const ProcessResult& a, const ProcessResult& b) {
+    return a.process.start_realtime_ns < b.process.start_realtime_ns;
+  });
+  return build_report(std::move(results), options);
+}
+
+}  // namespace asyncwatch

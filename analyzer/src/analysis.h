@@ -1,0 +1,78 @@
+// The report model and the analysis that builds it: each trace is streamed once in time
+// order through the finding rules; groups are kept per call site (memory grows with call
+// sites, streams and threads, not with records), then merged across processes.
+#pragma once
+
+#include "findings/finding.h"
+#include "options.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace asyncwatch {
+
+struct ProcessSummary {
+  uint64_t pid = 0;
+  uint64_t ppid = 0;
+  uint64_t parent_pid_if_forked = 0;
+  std::string executable;
+  std::string command_line;
+  std::string hostname;
+  std::string trace;
+  std::string cuda_env;
+  bool closed_cleanly = false;
+  int32_t exit_status = -1;
+  uint64_t start_monotonic_ns = 0;
+  uint64_t start_realtime_ns = 0;
+  uint64_t wall_ns = 0;
+  std::string device;  // "" when the trace has no DeviceInfo record
+  bool simulated = false;
+  uint64_t records = 0;
+  uint64_t records_lost = 0;
+  uint64_t blocked_ns_total = 0;  // time async calls blocked (those at or above min_blocked)
+  uint64_t async_calls = 0;
+  uint64_t async_calls_async = 0;
+  uint64_t async_calls_blocking = 0;
+  std::vector<std::string> notes;
+};
+
+struct Summary {
+  uint64_t async_calls = 0;
+  uint64_t async_calls_async = 0;
+  uint64_t async_calls_blocking = 0;
+  uint64_t blocked_ns_total = 0;
+  uint64_t findings = 0;
+};
+
+struct Report {
+  Options options;
+  std::vector<ProcessSummary> processes;
+  Summary summary;
+  std::vector<Finding> findings;  // ranked: most blocked time first
+};
+
+// Files named on the command line, and the *.awtrace files of directories, sorted. Throws
+// TraceError for a missing path or a directory without traces.
+std::vector<std::string> expand_trace_inputs(const std::vector<std::string>& inputs);
+
+// Analyzes one trace: the process summary and its findings (unfiltered, unranked).
+struct ProcessResult {
+  ProcessSummary process;
+  std::vector<Finding> findings;
+};
+ProcessResult analyze_trace(const std::string& path, const Options& options);
+
+// Merges processes into one ranked report, applying the group-level thresholds.
+Report build_report(std::vector<ProcessResult> results, const Options& options);
+
+// analyze_trace on each path + build_report. Throws TraceError.
+Report analyze_traces(const std::vector<std::string>& paths, const Options& options);
+
+// A kernel's name for messages: demangled, without argument list and return type.
+std::string kernel_display_name(const std::string& mangled);
+
+// "NAME" from "A=1;NAME=value;..." ("" when absent).
+std::string cuda_env_value(const std::string& cuda_env, const std::string& name);
+
+}  // namespace asyncwatch

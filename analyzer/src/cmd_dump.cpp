@@ -1,0 +1,169 @@
+// asyncwatch dump TRACE: the file header and every raw record in file order, one per line,
+// enums by name. Records are printed up to the first problem, then the problem (exit 2).
+#include "commands.h"
+#include "format.h"
+#include "trace_reader.h"
+
+#include <cstdio>
+#include <fmt/format.h>
+
+namespace asyncwatch {
+
+using namespace trace;
+
+namespace {
+
+std::string api_text(uint16_t api) { return api_name(static_cast<Api>(api)); }
+
+std::string describe(const RecordView& r) {
+  std::string head = fmt::format("@0x{:x} blk {} tid {} {}", r.file_offset, r.block_index, r.tid, record_type_name(r.type));
+  auto times = [](uint64_t s, uint64_t e) { return fmt::format("start={} end={} blocked={}ns", s, e, e - s); };
+  switch (r.type) {
+    case RecordType::ThreadInfo: {
+      auto t = r.as<ThreadInfoRecord>();
+      return fmt::format("{} tid={} name=\"{}\"", head, t.tid, fixed_string(t.name, sizeof t.name));
+    }
+    case RecordType::Module: {
+      auto m = r.as<ModuleRecord>();
+      std::string path(reinterpret_cast<const char*>(r.payload(sizeof(ModuleRecord))), m.path_len);
+      std::string id;
+      for (int i = 0; i < m.build_id_len; ++i) id += fmt::format("{:02x}", m.build_id[i]);
+      return fmt::format("{} path=\"{}\" load_bias=0x{:x} low=0x{:x} high=0x{:x} build_id={}", head, path, m.load_bias,
+                         m.low, m.high, id.empty() ? "-" : id);
+    }
+    case RecordType::Stack: {
+      auto s = r.as<StackRecord>();
+      std::string frames;
+      for (uint32_t i = 0; i < s.depth; ++i) {
+        uint64_t a;
+        std::memcpy(&a, r.payload(sizeof(StackRecord)) + 8 * i, 8);
+        frames += fmt::format(" 0x{:x}", a);
+      }
+      return fmt::format("{} stack_id={} depth={} frames:{}", head, s.stack_id, s.depth, frames);
+    }
+    case RecordType::String: {
+      auto s = r.as<StringRecord>();
+      std::string text(reinterpret_cast<const char*>(r.payload(sizeof(StringRecord))), s.len);
+      return fmt::format("{} string_id={} \"{}\"", head, s.string_id, text);
+    }
+    case RecordType::Copy:
+    case RecordType::Memset: {
+      auto c = r.as<CopyRecord>();
+      return fmt::format("{} api={} driver={} dir={} src={} dst={} stream_kind={} stream=0x{:x} bytes={} flags={} "
+                         "result={} stack={} {}",
+                         head, api_text(c.api), api_text(c.driver_fn), direction_name(static_cast<Direction>(c.direction)),
+                         memory_kind_name(static_cast<MemoryKind>(c.src_memory)),
+                         memory_kind_name(static_cast<MemoryKind>(c.dst_memory)),
+                         stream_kind_name(static_cast<StreamKind>(c.stream_kind)), c.stream, c.bytes,
+                         record_flags_text(c.flags), c.result, c.stack_id, times(c.start_ns, c.end_ns));
+    }
+    case RecordType::Launch: {
+      auto l = r.as<LaunchRecord>();
+      return fmt::format("{} api={} driver={} kernel_name_id={} grid={}x{}x{} block={}x{}x{} shared={} stream_kind={} "
+                         "stream=0x{:x} flags={} result={} stack={} {}",
+                         head, api_text(l.api), api_text(l.driver_fn), l.kernel_name_id, l.grid[0], l.grid[1], l.grid[2],
+                         l.block[0], l.block[1], l.block[2], l.shared_mem_bytes,
+                         stream_kind_name(static_cast<StreamKind>(l.stream_kind)), l.stream, record_flags_text(l.flags),
+                         l.result, l.stack_id, times(l.start_ns, l.end_ns));
+    }
+    case RecordType::HostFuncEnqueue: {
+      auto e = r.as<HostFuncEnqueueRecord>();
+      return fmt::format("{} api={} driver={} callback_id={} function=0x{:x} stream_kind={} stream=0x{:x} flags={} "
+                         "result={} stack={} {}",
+                         head, api_text(e.api), api_text(e.driver_fn), e.callback_id, e.user_function,
+                         stream_kind_name(static_cast<StreamKind>(e.stream_kind)), e.stream, record_flags_text(e.flags),
+                         e.result, e.stack_id, times(e.start_ns, e.end_ns));
+    }
+    case RecordType::HostFuncRun: {
+      auto e = r.as<HostFuncRunRecord>();
+      return fmt::format("{} callback_id={} start={} end={} ran={}ns", head, e.callback_id, e.start_ns, e.end_ns,
+                         e.end_ns - e.start_ns);
+    }
+    case RecordType::Sync: {
+      auto s = r.as<SyncRecord>();
+      return fmt::format("{} api={} driver={} stream_kind={} handle=0x{:x} flags={} result={} stack={} {}", head,
+                         api_text(s.api), api_text(s.driver_fn), stream_kind_name(static_cast<StreamKind>(s.stream_kind)),
+                         s.handle, record_flags_text(s.flags), s.result, s.stack_id, times(s.start_ns, s.end_ns));
+    }
+    case RecordType::MemoryOp: {
+      auto m = r.as<MemoryOpRecord>();
+      return fmt::format("{} api={} driver={} memory={} address=0x{:x} bytes={} alloc_flags=0x{:x} flags={} result={} "
+                         "stack={} {}",
+                         head, api_text(m.api), api_text(m.driver_fn), memory_kind_name(static_cast<MemoryKind>(m.memory)),
+                         m.address, m.bytes, m.alloc_flags, record_flags_text(m.flags), m.result, m.stack_id,
+                         times(m.start_ns, m.end_ns));
+    }
+    case RecordType::StreamCreate:
+    case RecordType::StreamDestroy: {
+      auto s = r.as<StreamCreateRecord>();
+      return fmt::format("{} api={} driver={} stream=0x{:x} stream_flags=0x{:x} priority={} result={} {}", head,
+                         api_text(s.api), api_text(s.driver_fn), s.stream, s.stream_flags, s.priority, s.result,
+                         times(s.start_ns, s.end_ns));
+    }
+    case RecordType::Capture: {
+      auto c = r.as<CaptureRecord>();
+      return fmt::format("{} api={} driver={} stream=0x{:x} mode={} result={} {}", head, api_text(c.api),
+                         api_text(c.driver_fn), c.stream, c.mode, c.result, times(c.start_ns, c.end_ns));
+    }
+    case RecordType::Lost: return fmt::format("{} count={}", head, r.as<LostRecord>().count);
+    case RecordType::DeviceInfo: {
+      auto d = r.as<DeviceInfoRecord>();
+      return fmt::format("{} name=\"{}\" ordinal={} driver_version={} simulated={}", head, fixed_string(d.name, sizeof d.name),
+                         d.device_ordinal, d.driver_version, d.simulated);
+    }
+    default: return head;
+  }
+}
+
+}  // namespace
+
+int cmd_dump(const std::string& path) {
+  std::unique_ptr<TraceFile> t;
+  try {
+    t = TraceFile::open(path);
+  } catch (const TraceError& e) {
+    std::fprintf(stderr, "asyncwatch: %s\n", e.what());
+    return kExitInvalid;
+  }
+  const FileHeader& h = t->header();
+  std::string out;
+  out += fmt::format("file {}\n", path);
+  out += fmt::format("header version={} header_size={} block_size={} closed={} ({}) blocks_in_file={} blocks_claimed={}\n",
+                     h.version, h.header_size, h.block_size,
+                     h.closed == kClosedCleanly ? "cleanly" : "not cleanly", fmt::format("0x{:x}", h.closed),
+                     t->block_count(), h.blocks_claimed);
+  out += fmt::format("header pid={} ppid={} parent_pid_if_forked={} exit_status={} records_lost={}\n", h.pid, h.ppid,
+                     h.parent_pid_if_forked, h.exit_status, h.records_lost);
+  out += fmt::format("header start_monotonic_ns={} start_realtime_ns={} end_monotonic_ns={} wall={}\n",
+                     h.start_monotonic_ns, h.start_realtime_ns, h.end_monotonic_ns,
+                     h.end_monotonic_ns >= h.start_monotonic_ns ? format_duration(h.end_monotonic_ns - h.start_monotonic_ns)
+                                                                : std::string("?"));
+  out += fmt::format("header config_flags=0x{:x} launch_stack_threshold_ns={} hostname=\"{}\"\n", h.config_flags,
+                     h.launch_stack_threshold_ns, fixed_string(h.hostname, sizeof h.hostname));
+  out += fmt::format("header executable=\"{}\"\n", fixed_string(h.executable, sizeof h.executable));
+  out += fmt::format("header command_line=\"{}\"\n", fixed_string(h.command_line, sizeof h.command_line));
+  out += fmt::format("header cuda_env=\"{}\"\n", fixed_string(h.cuda_env, sizeof h.cuda_env));
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  uint64_t records = 0;
+  try {
+    t->scan(
+        [&](const RecordView& r) {
+          std::string line = describe(r);
+          line += '\n';
+          std::fwrite(line.data(), 1, line.size(), stdout);
+          ++records;
+        },
+        [&](uint64_t b, uint32_t tid, bool used) {
+          std::string line = used ? fmt::format("block {} tid {}\n", b, tid) : fmt::format("block {} unused\n", b);
+          std::fwrite(line.data(), 1, line.size(), stdout);
+        });
+  } catch (const TraceError& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "asyncwatch: %s\n", e.what());
+    return kExitInvalid;
+  }
+  std::printf("%llu records\n", static_cast<unsigned long long>(records));
+  return std::ferror(stdout) ? kExitInvalid : kExitOk;
+}
+
+}  // namespace asyncwatch

@@ -1,0 +1,164 @@
+// asyncwatch report [--format text|json|sarif] [-o FILE] [--fail-on ...] TRACE_OR_DIR...
+#include "analysis.h"
+#include "commands.h"
+#include "reports.h"
+#include "trace_reader.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <cstdio>
+#include <fmt/format.h>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace asyncwatch {
+
+Options ReportArgs::options() const {
+  Options o;
+  o.min_blocked_ns = static_cast<uint64_t>(std::llround(min_blocked_us * 1000.0));
+  o.inline_htod_bytes = inline_htod_bytes;
+  o.launch_queue_depth = launch_queue_depth;
+  o.min_callback_ns = static_cast<uint64_t>(std::llround(min_callback_us * 1000.0));
+  o.implicit_sync_min_count = implicit_sync_min_count;
+  return o;
+}
+
+void add_report_options(CLI::App* app, ReportArgs& args, bool with_output) {
+  app->add_option("--format", args.format, "Output format")
+      ->check(CLI::IsMember({"text", "json", "sarif"}))
+      ->capture_default_str();
+  if (with_output) app->add_option("-o,--output", args.output, "Write the report to FILE (default: standard output)");
+  app->add_option("--fail-on", args.fail_on,
+                  "Exit with status 1 when a finding with one of these ids exists (comma separated), or any finding "
+                  "of at least this severity (error, warning, note)");
+  app->add_option("--min-blocked-us", args.min_blocked_us,
+                  "Calls that blocked less than this are not flagged; explicit-sync groups need this much in total")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app->add_option("--inline-htod-bytes", args.inline_htod_bytes,
+                  "Pageable host-to-device copies up to this size are done inline by the driver and ignored")
+      ->capture_default_str();
+  app->add_option("--launch-queue-depth", args.launch_queue_depth,
+                  "Launches outstanding on a stream (since it was last idle) that count as a full launch queue")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app->add_option("--min-callback-us", args.min_callback_us, "Host functions that ran this long are flagged")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app->add_option("--implicit-sync-min-count", args.implicit_sync_min_count,
+                  "Calls of cudaMalloc/cudaFree/... at one call site that count as a loop")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app->add_option("--color,--colour", args.colour, "Colour in text output")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+}
+
+namespace {
+
+// Parses --fail-on; throws std::invalid_argument naming a bad item.
+struct FailOn {
+  bool any_severity = false;
+  Severity min_severity = Severity::Error;
+  std::vector<FindingId> ids;
+  bool matches(const Finding& f) const {
+    if (any_severity && rule_info(f.id).severity >= min_severity) return true;
+    for (FindingId id : ids)
+      if (id == f.id) return true;
+    return false;
+  }
+  bool empty() const { return !any_severity && ids.empty(); }
+};
+
+FailOn parse_fail_on(const std::string& text) {
+  FailOn out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    FindingId id;
+    if (item == "error" || item == "warning" || item == "note") {
+      Severity s = item == "error" ? Severity::Error : item == "warning" ? Severity::Warning : Severity::Note;
+      out.min_severity = out.any_severity ? std::min(out.min_severity, s) : s;
+      out.any_severity = true;
+    } else if (parse_finding_id(item, &id)) {
+      out.ids.push_back(id);
+    } else {
+      std::string known;
+      for (int i = 0; i < static_cast<int>(FindingId::Count); ++i)
+        known += std::string(i ? ", " : "") + finding_id_name(static_cast<FindingId>(i));
+      throw std::invalid_argument(fmt::format("--fail-on: unknown finding id or severity '{}' (known: error, "
+                                              "warning, note, {})",
+                                              item, known));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int produce_report(const ReportArgs& args, const std::vector<std::string>& paths) {
+  FailOn fail_on;
+  try {
+    fail_on = parse_fail_on(args.fail_on);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "asyncwatch: " << e.what() << '\n';
+    return kExitInvalid;
+  }
+  Report report;
+  try {
+    report = analyze_traces(paths, args.options());
+  } catch (const TraceError& e) {
+    std::cerr << "asyncwatch: " << e.what() << '\n';
+    return kExitInvalid;
+  }
+
+  std::ofstream file;
+  std::ostream* out = &std::cout;
+  if (!args.output.empty()) {
+    file.open(args.output);
+    if (!file) {
+      std::cerr << "asyncwatch: " << args.output << ": cannot write the report: " << std::strerror(errno) << '\n';
+      return kExitInvalid;
+    }
+    out = &file;
+  }
+  if (args.format == "json") {
+    *out << report_json(report).dump(2) << '\n';
+  } else if (args.format == "sarif") {
+    *out << report_sarif(report).dump(2) << '\n';
+  } else {
+    TextStyle style;
+    bool tty = args.output.empty() && isatty(STDOUT_FILENO);
+    const char* no_colour = std::getenv("NO_COLOR");
+    style.colour = args.colour == "always" || (args.colour == "auto" && tty && !(no_colour && *no_colour));
+    write_report_text(*out, report, style);
+  }
+  out->flush();
+  if (!*out) {
+    std::cerr << "asyncwatch: cannot write the report\n";
+    return kExitInvalid;
+  }
+  if (!fail_on.empty())
+    for (const auto& f : report.findings)
+      if (fail_on.matches(f)) return kExitFindings;
+  return kExitOk;
+}
+
+int cmd_report(const ReportArgs& args) {
+  std::vector<std::string> paths;
+  try {
+    paths = expand_trace_inputs(args.inputs);
+  } catch (const TraceError& e) {
+    std::cerr << "asyncwatch: " << e.what() << '\n';
+    return kExitInvalid;
+  }
+  return produce_report(args, paths);
+}
+
+}  // namespace asyncwatch

@@ -1,0 +1,115 @@
+// The finding model: ids, severities, causes, one aggregated finding per group, and the
+// rule modules (one file per rule under findings/) that detect them and phrase them.
+#pragma once
+
+#include "../duration_stats.h"
+#include "../options.h"
+#include "../symbolizer.h"
+
+#include <asyncwatch/trace_format.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace asyncwatch {
+
+enum class FindingId : uint8_t {
+  PageableAsyncCopy,
+  HostToHostAsyncCopy,
+  ManagedMemoryCopy,
+  BlockingMemset,
+  BlockingLaunch,
+  LongHostCallback,
+  DeprecatedStreamCallback,
+  ExplicitSync,
+  ImplicitSync,
+  Count
+};
+
+enum class Severity : uint8_t { Note, Warning, Error };
+
+enum class Cause : uint8_t {
+  None,
+  WaitedForStream,    // pageable-async-copy DtoH
+  Staged,             // pageable-async-copy HtoD
+  FirstLaunch,        // blocking-launch
+  LaunchQueueFull,
+  LaunchBlockingEnv,
+  PinnedHostMemory,   // blocking-memset
+  ManagedMemory,
+  Unknown,
+};
+
+const char* finding_id_name(FindingId id);
+bool parse_finding_id(const std::string& name, FindingId* out);
+const char* severity_name(Severity s);
+const char* cause_name(Cause c);  // nullptr for Cause::None
+
+struct PerProcess {
+  uint64_t pid = 0;
+  uint64_t count = 0;
+  uint64_t blocked_ns_total = 0;
+};
+
+// One group of calls: same rule, cause, API, direction, memory, kernel and call site.
+// Everything is text here, so groups of different processes merge by merge_key().
+struct Finding {
+  FindingId id = FindingId::Count;
+  Cause cause = Cause::None;
+  std::string api;         // what the application called (named from the stack when the trace says a driver name)
+  std::string driver_api;  // the driver entry point, "" when none
+  trace::Direction direction = trace::Direction::Unknown;
+  bool has_direction = false;
+  trace::MemoryKind host_memory = trace::MemoryKind::Unknown;
+  bool has_host_memory = false;
+  std::string kernel;      // "" when not applicable / unknown
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+  DurationStats blocked;   // for long-host-callback: how long the host function ran
+  uint64_t evidence_checked = 0;
+  uint64_t completed_at_return = 0;
+  uint64_t drained_before_return = 0;  // long-host-callback: the callback started before the enqueue returned
+  uint64_t outstanding_launches_max = 0;  // blocking-launch: launches outstanding on the stream
+  std::map<std::string, uint64_t> waited_for;  // kernel name -> launches the copy waited for
+  std::string module_loading;  // CUDA_MODULE_LOADING of the process ("" = unset)
+  bool call_site_known = false;
+  Frame call_site;
+  std::vector<Frame> stack;
+  std::vector<PerProcess> processes;
+  double share_of_wall = 0;
+
+  std::string merge_key() const;
+  void merge(const Finding& other);
+};
+
+struct RuleInfo {
+  FindingId id;
+  Severity severity;
+  const char* title;  // short description
+  const char* help;   // how to fix it
+};
+const RuleInfo& rule_info(FindingId id);
+
+// The message of a finding: one sentence per rule, built by the rule's module.
+std::string finding_message(const Finding& f);
+
+namespace rules {
+// Phrasing, one per rule module.
+std::string pageable_async_copy_message(const Finding& f);
+std::string host_to_host_async_copy_message(const Finding& f);
+std::string managed_memory_copy_message(const Finding& f);
+std::string blocking_memset_message(const Finding& f);
+std::string blocking_launch_message(const Finding& f);
+std::string long_host_callback_message(const Finding& f);
+std::string deprecated_stream_callback_message(const Finding& f);
+std::string explicit_sync_message(const Finding& f);
+std::string implicit_sync_message(const Finding& f);
+}  // namespace rules
+
+// Shared phrasing helpers.
+std::string direction_words(const Finding& f);  // "device to host"
+std::string api_with_args(const Finding& f);    // "cudaMemcpyAsync (device to host, 2.0 GiB)"
+
+}  // namespace asyncwatch

@@ -1,0 +1,41 @@
+// host-to-host-async-copy: an asynchronous copy whose both sides are host memory is always
+// synchronous (the runtime does it with a 2D driver copy and waits).
+#include "../format.h"
+#include "rules.h"
+
+#include <fmt/format.h>
+
+namespace asyncwatch::rules {
+
+using namespace trace;
+
+bool check_host_to_host_async_copy(RuleContext& ctx, const CopyRecord& c) {
+  Direction d = copy_direction(c);
+  if (d != Direction::HtoH) return false;
+  uint64_t blocked = c.end_ns - c.start_ns;
+  if (blocked < ctx.options().min_blocked_ns) return true;  // it is this kind; too short to report
+  Observation o;
+  o.id = FindingId::HostToHostAsyncCopy;
+  o.api = c.api;
+  o.driver_fn = c.driver_fn;
+  o.direction = d;
+  o.has_direction = true;
+  o.host_memory = host_side(c, d);
+  o.has_host_memory = true;
+  o.stack_id = c.stack_id;
+  o.blocked_ns = blocked;
+  o.bytes = c.bytes;
+  o.evidence_checked = (c.flags & kFlagEvidenceChecked) != 0;
+  o.completed_at_return = o.evidence_checked && (c.flags & kFlagCompletedAtReturn) != 0;
+  ctx.observe(o);
+  return true;
+}
+
+std::string host_to_host_async_copy_message(const Finding& f) {
+  return fmt::format(
+      "{} blocked {}: a copy between two host buffers is always synchronous, whatever the API's name; use memcpy "
+      "(or std::copy) on the host, or keep the data on the device",
+      api_with_args(f), format_duration(f.blocked.total()) + (f.count > 1 ? " in total" : ""));
+}
+
+}  // namespace asyncwatch::rules

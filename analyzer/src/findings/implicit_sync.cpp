@@ -1,0 +1,58 @@
+// implicit-sync: memory management calls that may synchronize the device (cudaMalloc,
+// cudaFree, cudaMallocHost, cudaFreeHost, cudaHostAlloc, cudaHostRegister,
+// cudaHostUnregister, cudaMallocManaged and their driver forms), reported when one call site
+// makes at least options.implicit_sync_min_count of them: an allocation in a loop.
+#include "../format.h"
+#include "rules.h"
+
+#include <fmt/format.h>
+
+namespace asyncwatch::rules {
+
+using namespace trace;
+
+bool is_implicit_sync_api(Api api) {
+  switch (api) {
+    case Api::cudaMalloc:
+    case Api::cudaFree:
+    case Api::cudaMallocHost:
+    case Api::cudaHostAlloc:
+    case Api::cudaFreeHost:
+    case Api::cudaHostRegister:
+    case Api::cudaHostUnregister:
+    case Api::cudaMallocManaged:
+    case Api::cuMemAlloc_v2:
+    case Api::cuMemFree_v2:
+    case Api::cuMemAllocHost_v2:
+    case Api::cuMemHostAlloc:
+    case Api::cuMemFreeHost:
+    case Api::cuMemHostRegister_v2:
+    case Api::cuMemHostUnregister:
+    case Api::cuMemAllocManaged: return true;
+    default: return false;
+  }
+}
+
+bool check_implicit_sync(RuleContext& ctx, const MemoryOpRecord& m) {
+  if (!is_implicit_sync_api(static_cast<Api>(m.api))) return false;
+  Observation o;
+  o.id = FindingId::ImplicitSync;
+  o.api = m.api;
+  o.driver_fn = m.driver_fn;
+  o.stack_id = m.stack_id;
+  o.blocked_ns = m.end_ns - m.start_ns;
+  o.bytes = m.bytes;
+  o.host_memory = static_cast<MemoryKind>(m.memory);
+  o.has_host_memory = m.memory != 0;
+  ctx.observe(o);
+  return true;
+}
+
+std::string implicit_sync_message(const Finding& f) {
+  return fmt::format(
+      "{} called {} here, {}: it may synchronize the device each time; allocate once outside the loop and "
+      "reuse the memory, or use cudaMallocAsync/cudaFreeAsync with a memory pool",
+      f.api, plural(f.count, "time", "times"), format_duration(f.blocked.total()) + " in total");
+}
+
+}  // namespace asyncwatch::rules

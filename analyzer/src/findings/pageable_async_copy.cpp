@@ -1,0 +1,77 @@
+// pageable-async-copy: an asynchronous copy between the device and pageable host memory.
+// DtoH: the call returns only after the copy completed, so it waits for all earlier work in
+// the stream (cause waited-for-stream). HtoD: the driver stages the data through pinned
+// memory and returns after staging, blocked in proportion to the size (cause staged);
+// copies up to options.inline_htod_bytes are done inline and ignored.
+#include "../format.h"
+#include "rules.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+namespace asyncwatch::rules {
+
+using namespace trace;
+
+bool check_pageable_async_copy(RuleContext& ctx, const CopyRecord& c, const StreamState& stream) {
+  const Options& opt = ctx.options();
+  Direction d = copy_direction(c);
+  uint64_t blocked = c.end_ns - c.start_ns;
+  Observation o;
+  o.id = FindingId::PageableAsyncCopy;
+  if (d == Direction::DtoH && c.dst_memory == static_cast<uint8_t>(MemoryKind::Pageable)) {
+    o.cause = Cause::WaitedForStream;
+    o.waited_for = &stream.since_idle;
+  } else if (d == Direction::HtoD && c.src_memory == static_cast<uint8_t>(MemoryKind::Pageable)) {
+    if (c.bytes <= opt.inline_htod_bytes) return false;
+    o.cause = Cause::Staged;
+  } else {
+    return false;
+  }
+  if (blocked < opt.min_blocked_ns) return false;
+  o.api = c.api;
+  o.driver_fn = c.driver_fn;
+  o.direction = d;
+  o.has_direction = true;
+  o.host_memory = MemoryKind::Pageable;
+  o.has_host_memory = true;
+  o.stack_id = c.stack_id;
+  o.blocked_ns = blocked;
+  o.bytes = c.bytes;
+  o.evidence_checked = (c.flags & kFlagEvidenceChecked) != 0;
+  o.completed_at_return = o.evidence_checked && (c.flags & kFlagCompletedAtReturn) != 0;
+  ctx.observe(o);
+  return true;
+}
+
+namespace {
+std::string waited_for_words(const Finding& f) {
+  if (f.waited_for.empty()) return "all earlier work in the stream";
+  std::vector<std::pair<std::string, uint64_t>> k(f.waited_for.begin(), f.waited_for.end());
+  std::stable_sort(k.begin(), k.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string out = k.size() == 1 ? "kernel " : "kernels ";
+  for (size_t i = 0; i < k.size() && i < 4; ++i) {
+    if (i) out += ", ";
+    out += k[i].first;
+    if (k[i].second > f.count && f.count >= 1 && k[i].second > 1) out += fmt::format(" x{}", k[i].second);
+  }
+  if (k.size() > 4) out += fmt::format(" and {} more", k.size() - 4);
+  return "the stream (" + out + ")";
+}
+}  // namespace
+
+std::string pageable_async_copy_message(const Finding& f) {
+  std::string blocked = format_duration(f.blocked.total()) + (f.count > 1 ? " in total" : "");
+  if (f.cause == Cause::Staged)
+    return fmt::format(
+        "{} blocked {}: the source is pageable host memory, so the driver staged it through pinned memory and the "
+        "call returned only after staging, in proportion to the size; allocate it with cudaMallocHost or register "
+        "it with cudaHostRegister",
+        api_with_args(f), blocked);
+  return fmt::format(
+      "{} blocked {}: the destination is pageable host memory, so the copy waited for {} and ran synchronously; "
+      "allocate it with cudaMallocHost or register it with cudaHostRegister",
+      api_with_args(f), blocked, waited_for_words(f));
+}
+
+}  // namespace asyncwatch::rules

@@ -1,0 +1,77 @@
+// asyncwatch: which "async" CUDA calls were really synchronous, why, and where.
+#include "commands.h"
+
+#include <iostream>
+
+using namespace asyncwatch;
+
+int main(int argc, char** argv) {
+  CLI::App app{"asyncwatch " ASYNCWATCH_VERSION
+               ": finds the asynchronous CUDA calls that ran synchronously, says why and where"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", ASYNCWATCH_VERSION);
+  app.footer("Exit status: 0 fine; 1 a --fail-on finding exists; 2 invalid input or usage; run passes on the "
+             "program's own non-zero status.");
+
+  ReportArgs report_args;
+  CLI::App* report = app.add_subcommand("report", "Report the findings of one or more traces (files or directories)");
+  add_report_options(report, report_args, true);
+  report->add_option("TRACE_OR_DIR", report_args.inputs, "Trace files, or directories of *.awtrace files")
+      ->required();
+
+  std::string dump_trace;
+  CLI::App* dump = app.add_subcommand("dump", "Print the file header and every raw record of a trace, one per line");
+  dump->add_option("TRACE", dump_trace, "The trace file")->required();
+
+  TimelineArgs timeline_args;
+  CLI::App* timeline =
+      app.add_subcommand("timeline", "Export a Chrome trace event JSON timeline (open it in Perfetto UI)");
+  timeline->add_option("-o,--output", timeline_args.output, "Output file (default: standard output)");
+  timeline->add_option("--min-blocked-us", timeline_args.min_blocked_us,
+                       "Calls blocked at least this long get the category \"blocked\"")
+      ->capture_default_str();
+  timeline->add_option("TRACE_OR_DIR", timeline_args.inputs, "Trace files, or directories of *.awtrace files")
+      ->required();
+
+  RunArgs run_args;
+  CLI::App* run = app.add_subcommand(
+      "run", "Run a program under asyncwatch and print the report when it exits: asyncwatch run [options] -- PROGRAM ARGS...");
+  run->add_flag("--sim", run_args.sim, "Run on asyncwatch's simulated CUDA driver and runtime (no GPU needed)");
+  run->add_option("-o,--output-dir", run_args.output_dir,
+                  "Directory for the traces (default: a new asyncwatch-PROGRAM-TIME directory here)");
+  add_report_options(run, run_args.report, false);
+  run->add_option("--report-output", run_args.report.output, "Write the report to this file instead of standard output");
+  run->prefix_command();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitInvalid;
+  }
+
+  try {
+    if (*report) return cmd_report(report_args);
+    if (*dump) return cmd_dump(dump_trace);
+    if (*timeline) return cmd_timeline(timeline_args);
+    if (*run) {
+      run_args.command = run->remaining();
+      if (!run_args.command.empty() && run_args.command.front() == "--") run_args.command.erase(run_args.command.begin());
+      if (run_args.command.empty()) {
+        std::cerr << "asyncwatch run: no program given (asyncwatch run [options] -- PROGRAM ARGS...)\n";
+        return kExitInvalid;
+      }
+      return cmd_run(run_args);
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "asyncwatch: " << e.what() << '\n';
+    return kExitInvalid;
+  }
+  return kExitInvalid;
+}

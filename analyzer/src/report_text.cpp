@@ -1,0 +1,129 @@
+#include "format.h"
+#include "reports.h"
+
+#include <unistd.h>
+
+#include <climits>
+#include <fmt/format.h>
+
+namespace asyncwatch {
+
+namespace {
+struct Colours {
+  const char* bold = "";
+  const char* warning = "";
+  const char* note = "";
+  const char* error = "";
+  const char* dim = "";
+  const char* reset = "";
+};
+Colours colours(bool on) {
+  Colours c;
+  if (on) {
+    c.bold = "\033[1m";
+    c.warning = "\033[1;35m";
+    c.note = "\033[1;36m";
+    c.error = "\033[1;31m";
+    c.dim = "\033[2m";
+    c.reset = "\033[0m";
+  }
+  return c;
+}
+
+std::string cwd_prefix() {
+  char buf[PATH_MAX];
+  if (!getcwd(buf, sizeof buf)) return {};
+  std::string s = buf;
+  if (s.empty() || s.back() != '/') s += '/';
+  return s;
+}
+
+std::string basename_of(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string percent(double share) { return fmt::format("{:.1f}%", share * 100.0); }
+}  // namespace
+
+std::string display_path(const std::string& path) {
+  static const std::string prefix = cwd_prefix();
+  if (!prefix.empty() && path.size() > prefix.size() && path.compare(0, prefix.size(), prefix) == 0)
+    return path.substr(prefix.size());
+  return path;
+}
+
+std::string location_text(const Finding& f) {
+  if (f.call_site_known && !f.call_site.file.empty())
+    return fmt::format("{}:{}", display_path(f.call_site.file), f.call_site.line);
+  return "??";
+}
+
+std::string frame_text(const Frame& f) {
+  std::string s = f.function.empty() ? "??" : f.function;
+  if (!f.file.empty()) s += fmt::format(" at {}:{}", display_path(f.file), f.line);
+  if (!f.module.empty())
+    s += fmt::format(" ({})", basename_of(f.module));
+  return s;
+}
+
+void write_report_text(std::ostream& out, const Report& report, const TextStyle& style) {
+  Colours c = colours(style.colour);
+  for (const auto& p : report.processes) {
+    out << fmt::format("{}asyncwatch:{} pid {} {} ({}), wall time {}{}{}\n", c.bold, c.reset, p.pid,
+                       p.command_line.empty() ? p.executable : p.command_line, display_path(p.trace),
+                       format_duration(p.wall_ns), p.device.empty() ? "" : ", device " + p.device,
+                       p.simulated ? " (simulated)" : "");
+    for (const auto& n : p.notes) out << fmt::format("  {}note:{} {}\n", c.note, c.reset, n);
+  }
+  if (!report.processes.empty()) out << '\n';
+  for (const auto& f : report.findings) {
+    const RuleInfo& rule = rule_info(f.id);
+    const char* sc = rule.severity == Severity::Error ? c.error : rule.severity == Severity::Warning ? c.warning : c.note;
+    out << fmt::format("{}{}:{} {}{}:{} {} {}[{}]{}\n", c.bold, location_text(f), c.reset, sc,
+                       severity_name(rule.severity), c.reset, finding_message(f), c.dim, finding_id_name(f.id), c.reset);
+    std::string stats = plural(f.count, "call", "calls");
+    if (f.bytes) stats += ", " + format_bytes(f.bytes);
+    stats += fmt::format(", {} {} (min {}, median {}, max {}), {} of wall time",
+                         f.id == FindingId::LongHostCallback ? "ran" : (f.id == FindingId::ExplicitSync ? "waited" : "blocked"),
+                         format_duration(f.blocked.total()), format_duration(f.blocked.min()),
+                         format_duration(f.blocked.median()), format_duration(f.blocked.max()), percent(f.share_of_wall));
+    out << "    " << stats << '\n';
+    if (f.evidence_checked) {
+      if (f.completed_at_return == f.evidence_checked)
+        out << fmt::format("    evidence: the stream had completed the copy when the call returned ({} of {} checked)\n",
+                           f.completed_at_return, f.evidence_checked);
+      else if (f.completed_at_return == 0)
+        out << fmt::format("    evidence: the stream had not completed the copy when the call returned ({} checked)\n",
+                           f.evidence_checked);
+      else
+        out << fmt::format("    evidence: in {} of {} checked calls the stream had completed the copy when the call "
+                           "returned\n",
+                           f.completed_at_return, f.evidence_checked);
+    }
+    if (f.call_site_known)
+      out << fmt::format("    call site: {}\n", frame_text(f.call_site));
+    else
+      out << "    call site: unknown (no stack, or no frame outside the CUDA runtime)\n";
+    if (!f.stack.empty()) {
+      out << "    stack:\n";
+      for (size_t i = 0; i < f.stack.size(); ++i)
+        out << fmt::format("      #{:<2} {} {}\n", i, hex(f.stack[i].address), frame_text(f.stack[i]));
+    }
+    if (report.processes.size() > 1) {
+      std::string per;
+      for (const auto& p : f.processes)
+        per += fmt::format("{}pid {} ({}, {})", per.empty() ? "" : ", ", p.pid, plural(p.count, "call", "calls"),
+                           format_duration(p.blocked_ns_total));
+      out << "    processes: " << per << '\n';
+    }
+    out << '\n';
+  }
+  const Summary& s = report.summary;
+  out << fmt::format("{}summary:{} {} asynchronous {}: {} really asynchronous, {} blocked for {} in total; {}\n",
+                     c.bold, c.reset, s.async_calls, s.async_calls == 1 ? "call" : "calls", s.async_calls_async,
+                     s.async_calls_blocking, format_duration(s.blocked_ns_total),
+                     plural(s.findings, "finding", "findings"));
+}
+
+}  // namespace asyncwatch

@@ -1,0 +1,26 @@
+// Report writers: text (compiler-diagnostic style), JSON (docs/report-json.md), SARIF 2.1.0.
+#pragma once
+
+#include "analysis.h"
+
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+
+namespace asyncwatch {
+
+struct TextStyle {
+  bool colour = false;
+};
+void write_report_text(std::ostream& out, const Report& report, const TextStyle& style);
+nlohmann::ordered_json report_json(const Report& report);
+nlohmann::ordered_json report_sarif(const Report& report);
+
+// "file:line" for a call site, relative to the current directory when below it; "??" unknown.
+std::string location_text(const Finding& f);
+// A path relative to the current directory when it lies below it.
+std::string display_path(const std::string& path);
+// "main at /src/seed.cu:52 (/path/app)" / "?? (/path/app+0x1234)"
+std::string frame_text(const Frame& f);
+
+}  // namespace asyncwatch

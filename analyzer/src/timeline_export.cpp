@@ -1,0 +1,236 @@
+#include "timeline_export.h"
+
+#include "analysis.h"
+#include "format.h"
+#include "trace_reader.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+#include <unordered_map>
+
+namespace asyncwatch {
+
+using namespace trace;
+
+namespace {
+
+// Buffered writer: fmt into memory, fwrite in large chunks.
+class Out {
+ public:
+  explicit Out(std::FILE* f) : f_(f) { buf_.reserve(1 << 20); }
+  ~Out() { flush(); }
+  template <class... A>
+  void put(fmt::format_string<A...> s, A&&... args) {
+    fmt::format_to(std::back_inserter(buf_), s, std::forward<A>(args)...);
+    if (buf_.size() > (1 << 20)) flush();
+  }
+  void flush() {
+    if (buf_.size() != 0) std::fwrite(buf_.data(), 1, buf_.size(), f_);
+    buf_.clear();
+  }
+
+ private:
+  std::FILE* f_;
+  fmt::memory_buffer buf_;
+};
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char ch : s) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += ch;
+    } else if (c < 0x20) {
+      o += fmt::format("\\u{:04x}", c);
+    } else {
+      o += ch;
+    }
+  }
+  return o;
+}
+
+constexpr uint64_t kStreamTidBase = 1'000'000'000;
+
+}  // namespace
+
+TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& paths, uint64_t min_blocked_ns) {
+  // Open and validate everything first: no half-written timeline for a bad input.
+  std::vector<std::unique_ptr<TraceFile>> traces;
+  for (const auto& p : paths) {
+    traces.push_back(TraceFile::open(p));
+    traces.back()->index();
+  }
+  uint64_t base_realtime = UINT64_MAX;
+  for (const auto& t : traces) base_realtime = std::min(base_realtime, t->header().start_realtime_ns);
+
+  TimelineStats stats;
+  Out out(file);
+  out.put("{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
+  bool first = true;
+  auto sep = [&]() -> const char* {
+    if (first) {
+      first = false;
+      return "";
+    }
+    return ",\n";
+  };
+  for (const auto& t : traces) {
+    const FileHeader& h = t->header();
+    const uint64_t pid = h.pid;
+    // Time in microseconds since the earliest process start (wall clock aligns processes).
+    const int64_t offset = static_cast<int64_t>(h.start_realtime_ns - base_realtime) - static_cast<int64_t>(h.start_monotonic_ns);
+    auto ts = [&](uint64_t mono) {
+      int64_t ns = static_cast<int64_t>(mono) + offset;
+      return static_cast<double>(ns) / 1000.0;
+    };
+    std::string exe = fixed_string(h.executable, sizeof h.executable);
+    std::string exe_base = exe.substr(exe.rfind('/') + 1);
+    out.put("{}{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":\"{} (pid {})\"}}}}", sep(), pid,
+            json_escape(exe_base), pid);
+    for (const auto& th : t->threads()) {
+      out.put("{}{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":\"{} (tid {})\"}}}}",
+              sep(), pid, th.tid, json_escape(th.name.empty() ? std::string("thread") : th.name), th.tid);
+    }
+    std::unordered_map<uint32_t, std::string> kernel_names;  // string id -> escaped display name
+    auto kernel_of = [&](uint32_t id) -> const std::string& {
+      auto it = kernel_names.find(id);
+      if (it != kernel_names.end()) return it->second;
+      const std::string* k = id ? t->string(id) : nullptr;
+      return kernel_names.emplace(id, k ? json_escape(kernel_display_name(*k)) : std::string("?")).first->second;
+    };
+    std::unordered_map<uint64_t, uint64_t> stream_tracks;  // stream key -> track tid
+    auto stream_track = [&](uint8_t kind, uint64_t handle, uint32_t tid) {
+      uint64_t key;
+      std::string name;
+      auto k = static_cast<StreamKind>(kind);
+      if (k == StreamKind::LegacyDefault || (k == StreamKind::Unknown && handle <= 1)) {
+        key = 0;
+        name = "stream: legacy default";
+      } else if (k == StreamKind::PerThreadDefault || (k == StreamKind::Unknown && handle == 2)) {
+        key = (uint64_t{1} << 63) | tid;
+        name = fmt::format("stream: per-thread default of tid {}", tid);
+      } else {
+        key = handle;
+        name = fmt::format("stream 0x{:x}", handle);
+      }
+      auto [it, inserted] = stream_tracks.emplace(key, kStreamTidBase + stream_tracks.size());
+      if (inserted) {
+        out.put("{}{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":\"{}\"}}}}", sep(), pid,
+                it->second, name);
+        out.put("{}{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{},\"tid\":{},\"args\":{{\"sort_index\":{}}}}}",
+                sep(), pid, it->second, 1000 + stream_tracks.size());
+      }
+      return it->second;
+    };
+    struct Pending {
+      uint64_t track;
+      uint16_t api;
+      uint64_t function;
+    };
+    std::unordered_map<uint64_t, Pending> pending;  // callback id -> stream track
+    std::unordered_map<uint64_t, HostFuncRunRecord> early_runs;
+    auto emit_run = [&](const Pending& p, const HostFuncRunRecord& run) {
+      out.put("{}{{\"ph\":\"X\",\"cat\":\"host-function\",\"name\":\"host function (0x{:x})\",\"pid\":{},\"tid\":{},"
+              "\"ts\":{:.3f},\"dur\":{:.3f},\"args\":{{\"callback_id\":{},\"enqueued_by\":\"{}\"}}}}",
+              sep(), p.function, pid, p.track, ts(run.start_ns), static_cast<double>(run.end_ns - run.start_ns) / 1000.0,
+              run.callback_id, api_name(static_cast<Api>(p.api)));
+      ++stats.events;
+    };
+    auto call = [&](const RecordView& r, const char* cat, const std::string& name, uint64_t start, uint64_t end,
+                    uint32_t flags, const std::string& args) {
+      bool blocked = end - start >= min_blocked_ns && !(flags & kFlagCaptureActive);
+      out.put("{}{{\"ph\":\"X\",\"cat\":\"{}{}\",\"name\":\"{}\",\"pid\":{},\"tid\":{},\"ts\":{:.3f},\"dur\":{:.3f},"
+              "\"args\":{{\"blocked_ns\":{},\"flags\":\"{}\"{}}}}}",
+              sep(), cat, blocked ? ",blocked" : "", name, pid, r.tid, ts(start),
+              static_cast<double>(end - start) / 1000.0, end - start, record_flags_text(flags), args);
+      ++stats.events;
+    };
+    t->for_each_merged([&](const RecordView& r) {
+      ++stats.records;
+      switch (r.type) {
+        case RecordType::Copy:
+        case RecordType::Memset: {
+          auto c = r.as<CopyRecord>();
+          std::string name = api_name(static_cast<Api>(c.api));
+          if (r.type == RecordType::Copy)
+            name += fmt::format(" {} {}", direction_name(static_cast<Direction>(c.direction)), format_bytes(c.bytes));
+          else
+            name += " " + format_bytes(c.bytes);
+          call(r, r.type == RecordType::Copy ? "copy" : "memset", name, c.start_ns, c.end_ns, c.flags,
+               fmt::format(",\"bytes\":{},\"src\":\"{}\",\"dst\":\"{}\",\"stream\":\"0x{:x}\",\"driver\":\"{}\"", c.bytes,
+                           memory_kind_name(static_cast<MemoryKind>(c.src_memory)),
+                           memory_kind_name(static_cast<MemoryKind>(c.dst_memory)), c.stream,
+                           api_name(static_cast<Api>(c.driver_fn))));
+          break;
+        }
+        case RecordType::Launch: {
+          auto l = r.as<LaunchRecord>();
+          const std::string& kernel = kernel_of(l.kernel_name_id);
+          call(r, "launch", fmt::format("{} {}", api_name(static_cast<Api>(l.api)), kernel), l.start_ns, l.end_ns, l.flags,
+               fmt::format(",\"kernel\":\"{}\",\"stream\":\"0x{:x}\",\"grid\":[{},{},{}],\"block\":[{},{},{}]", kernel,
+                           l.stream, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2]));
+          break;
+        }
+        case RecordType::HostFuncEnqueue: {
+          auto e = r.as<HostFuncEnqueueRecord>();
+          call(r, "host-function", api_name(static_cast<Api>(e.api)), e.start_ns, e.end_ns, e.flags,
+               fmt::format(",\"callback_id\":{},\"stream\":\"0x{:x}\"", e.callback_id, e.stream));
+          Pending p{stream_track(e.stream_kind, e.stream, r.tid), e.api, e.user_function};
+          auto early = early_runs.find(e.callback_id);
+          if (early != early_runs.end()) {
+            emit_run(p, early->second);
+            early_runs.erase(early);
+          } else {
+            pending[e.callback_id] = p;
+          }
+          break;
+        }
+        case RecordType::HostFuncRun: {
+          auto run = r.as<HostFuncRunRecord>();
+          auto it = pending.find(run.callback_id);
+          if (it != pending.end()) {
+            emit_run(it->second, run);
+            pending.erase(it);
+          } else {
+            early_runs[run.callback_id] = run;
+          }
+          break;
+        }
+        case RecordType::Sync: {
+          auto s = r.as<SyncRecord>();
+          call(r, "sync", api_name(static_cast<Api>(s.api)), s.start_ns, s.end_ns, s.flags,
+               fmt::format(",\"handle\":\"0x{:x}\"", s.handle));
+          break;
+        }
+        case RecordType::MemoryOp: {
+          auto m = r.as<MemoryOpRecord>();
+          call(r, "memory", api_name(static_cast<Api>(m.api)), m.start_ns, m.end_ns, m.flags,
+               fmt::format(",\"bytes\":{},\"memory\":\"{}\"", m.bytes, memory_kind_name(static_cast<MemoryKind>(m.memory))));
+          break;
+        }
+        case RecordType::StreamCreate:
+        case RecordType::StreamDestroy: {
+          auto s = r.as<StreamCreateRecord>();
+          call(r, "stream", api_name(static_cast<Api>(s.api)), s.start_ns, s.end_ns, 0,
+               fmt::format(",\"stream\":\"0x{:x}\"", s.stream));
+          break;
+        }
+        case RecordType::Capture: {
+          auto c = r.as<CaptureRecord>();
+          call(r, "stream", api_name(static_cast<Api>(c.api)), c.start_ns, c.end_ns, 0,
+               fmt::format(",\"stream\":\"0x{:x}\"", c.stream));
+          break;
+        }
+        default: break;
+      }
+    });
+  }
+  out.put("\n]}}\n");
+  out.flush();
+  return stats;
+}
+
+}  // namespace asyncwatch

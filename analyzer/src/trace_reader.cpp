@@ -1,0 +1,607 @@
+#include "trace_reader.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <fmt/format.h>
+
+namespace asyncwatch {
+
+using namespace trace;
+
+namespace {
+
+// Where the variable part of a record starts: right after the fixed struct, as a writer
+// doing `reinterpret_cast<T*>(rec + 1)` puts it (for StackRecord that is offset 12).
+template <class T>
+constexpr uint32_t payload_offset() {
+  return static_cast<uint32_t>(sizeof(T));
+}
+
+template <class T>
+constexpr uint32_t fixed_size() {
+  return record_size_aligned(static_cast<uint32_t>(sizeof(T)));
+}
+
+}  // namespace
+
+const char* record_type_name(RecordType t) {
+  switch (t) {
+    case RecordType::None: return "None";
+    case RecordType::ThreadInfo: return "ThreadInfo";
+    case RecordType::Module: return "Module";
+    case RecordType::Stack: return "Stack";
+    case RecordType::String: return "String";
+    case RecordType::Copy: return "Copy";
+    case RecordType::Memset: return "Memset";
+    case RecordType::Launch: return "Launch";
+    case RecordType::HostFuncEnqueue: return "HostFuncEnqueue";
+    case RecordType::HostFuncRun: return "HostFuncRun";
+    case RecordType::Sync: return "Sync";
+    case RecordType::MemoryOp: return "MemoryOp";
+    case RecordType::StreamCreate: return "StreamCreate";
+    case RecordType::StreamDestroy: return "StreamDestroy";
+    case RecordType::Capture: return "Capture";
+    case RecordType::Lost: return "Lost";
+    case RecordType::DeviceInfo: return "DeviceInfo";
+    case RecordType::Count: break;
+  }
+  return "unknown";
+}
+
+const char* memory_kind_name(MemoryKind k) {
+  switch (k) {
+    case MemoryKind::Unknown: return "unknown";
+    case MemoryKind::Pageable: return "pageable";
+    case MemoryKind::Pinned: return "pinned";
+    case MemoryKind::Device: return "device";
+    case MemoryKind::Managed: return "managed";
+    case MemoryKind::Array: return "array";
+  }
+  return "unknown";
+}
+
+const char* direction_name(Direction d) {
+  switch (d) {
+    case Direction::Unknown: return "unknown";
+    case Direction::HtoD: return "HtoD";
+    case Direction::DtoH: return "DtoH";
+    case Direction::DtoD: return "DtoD";
+    case Direction::HtoH: return "HtoH";
+    case Direction::Peer: return "Peer";
+  }
+  return "unknown";
+}
+
+const char* stream_kind_name(StreamKind k) {
+  switch (k) {
+    case StreamKind::Unknown: return "unknown";
+    case StreamKind::LegacyDefault: return "legacy-default";
+    case StreamKind::PerThreadDefault: return "per-thread-default";
+    case StreamKind::Explicit: return "explicit";
+  }
+  return "unknown";
+}
+
+std::string record_flags_text(uint32_t flags) {
+  static const std::pair<uint32_t, const char*> kNames[] = {
+      {kFlagCaptureActive, "CaptureActive"},     {kFlagEvidenceChecked, "EvidenceChecked"},
+      {kFlagCompletedAtReturn, "CompletedAtReturn"}, {kFlagFirstLaunch, "FirstLaunch"},
+      {kFlagStackCaptured, "StackCaptured"},     {kFlagRuntimeOnly, "RuntimeOnly"},
+      {kFlagPerThreadEntry, "PerThreadEntry"},   {kFlagSynchronousApi, "SynchronousApi"},
+  };
+  std::string out;
+  uint32_t rest = flags;
+  for (const auto& [bit, name] : kNames) {
+    if (flags & bit) {
+      if (!out.empty()) out += '|';
+      out += name;
+      rest &= ~bit;
+    }
+  }
+  if (rest) {
+    if (!out.empty()) out += '|';
+    out += fmt::format("0x{:x}", rest);
+  }
+  return out.empty() ? "0" : out;
+}
+
+std::string fixed_string(const char* s, size_t n) {
+  size_t len = 0;
+  while (len < n && s[len] != '\0') ++len;
+  return std::string(s, len);
+}
+
+bool is_driver_api(Api api) {
+  const char* name = api_name(api);
+  return name[0] == 'c' && name[1] == 'u' && std::strncmp(name, "cuda", 4) != 0;
+}
+
+uint64_t record_time(const RecordView& r) {
+  // start_ns sits at different offsets; read it with memcpy from the known layouts.
+  auto read_u64 = [&](size_t off) {
+    uint64_t v;
+    std::memcpy(&v, r.data + off, 8);
+    return v;
+  };
+  switch (r.type) {
+    case RecordType::Copy:
+    case RecordType::Memset: return read_u64(offsetof(CopyRecord, start_ns));
+    case RecordType::Launch: return read_u64(offsetof(LaunchRecord, start_ns));
+    case RecordType::HostFuncEnqueue: return read_u64(offsetof(HostFuncEnqueueRecord, start_ns));
+    case RecordType::HostFuncRun: return read_u64(offsetof(HostFuncRunRecord, start_ns));
+    case RecordType::Sync: return read_u64(offsetof(SyncRecord, start_ns));
+    case RecordType::MemoryOp: return read_u64(offsetof(MemoryOpRecord, start_ns));
+    case RecordType::StreamCreate:
+    case RecordType::StreamDestroy: return read_u64(offsetof(StreamCreateRecord, start_ns));
+    case RecordType::Capture: return read_u64(offsetof(CaptureRecord, start_ns));
+    default: return 0;
+  }
+}
+
+uint64_t record_end_time(const RecordView& r) {
+  auto read_u64 = [&](size_t off) {
+    uint64_t v;
+    std::memcpy(&v, r.data + off, 8);
+    return v;
+  };
+  switch (r.type) {
+    case RecordType::Copy:
+    case RecordType::Memset: return read_u64(offsetof(CopyRecord, end_ns));
+    case RecordType::Launch: return read_u64(offsetof(LaunchRecord, end_ns));
+    case RecordType::HostFuncEnqueue: return read_u64(offsetof(HostFuncEnqueueRecord, end_ns));
+    case RecordType::HostFuncRun: return read_u64(offsetof(HostFuncRunRecord, end_ns));
+    case RecordType::Sync: return read_u64(offsetof(SyncRecord, end_ns));
+    case RecordType::MemoryOp: return read_u64(offsetof(MemoryOpRecord, end_ns));
+    case RecordType::StreamCreate:
+    case RecordType::StreamDestroy: return read_u64(offsetof(StreamCreateRecord, end_ns));
+    case RecordType::Capture: return read_u64(offsetof(CaptureRecord, end_ns));
+    default: return 0;
+  }
+}
+
+void TraceFile::fail(const std::string& what) const { throw TraceError(fmt::format("{}: {}", path_, what)); }
+
+void TraceFile::fail_at(uint64_t block, uint64_t offset, const std::string& what) const {
+  throw TraceError(fmt::format("{}: block {} (file offset 0x{:x}): {}", path_, block, offset, what));
+}
+
+std::unique_ptr<TraceFile> TraceFile::open(const std::string& path) {
+  std::unique_ptr<TraceFile> t(new TraceFile());
+  t->path_ = path;
+  t->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (t->fd_ < 0) t->fail(fmt::format("cannot open: {}", std::strerror(errno)));
+  struct stat st {};
+  if (fstat(t->fd_, &st) != 0) t->fail(fmt::format("cannot stat: {}", std::strerror(errno)));
+  if (S_ISDIR(st.st_mode)) t->fail("is a directory, not a trace file");
+  if (!S_ISREG(st.st_mode)) t->fail("is not a regular file");
+  t->size_ = static_cast<uint64_t>(st.st_size);
+  if (t->size_ == 0) t->fail("the file is empty (0 bytes): not an asyncwatch trace, or the traced process never wrote it");
+  void* m = mmap(nullptr, t->size_, PROT_READ, MAP_PRIVATE, t->fd_, 0);
+  if (m == MAP_FAILED) t->fail(fmt::format("cannot map: {}", std::strerror(errno)));
+  t->map_ = static_cast<const uint8_t*>(m);
+
+  if (t->size_ < sizeof(kMagic) || std::memcmp(t->map_, kMagic, sizeof(kMagic)) != 0)
+    t->fail("not an asyncwatch trace (wrong magic: the file does not start with \"ASYNCWTR\")");
+  if (t->size_ < kHeaderSize)
+    t->fail(fmt::format("truncated: {} bytes, shorter than the {}-byte file header", t->size_, kHeaderSize));
+  std::memcpy(&t->header_, t->map_, sizeof(FileHeader));
+  const FileHeader& h = t->header_;
+  if (h.version > kFormatVersion)
+    t->fail(fmt::format("trace format version {} is newer than this asyncwatch supports ({})", h.version, kFormatVersion));
+  if (h.version != kFormatVersion)
+    t->fail(fmt::format("trace format version {} is not valid (this asyncwatch reads version {})", h.version, kFormatVersion));
+  if (h.header_size != kHeaderSize)
+    t->fail(fmt::format("corrupt header: header size {} (expected {})", h.header_size, kHeaderSize));
+  if (h.block_size != kBlockSize)
+    t->fail(fmt::format("corrupt header: block size {} (expected {})", h.block_size, kBlockSize));
+  if (h.closed != 0 && h.closed != kClosedCleanly)
+    t->fail(fmt::format("corrupt header: 'closed' is 0x{:x} (expected 0 or 0x{:x})", h.closed, kClosedCleanly));
+  uint64_t body = t->size_ - kHeaderSize;
+  if (body % kBlockSize != 0)
+    t->fail(fmt::format("truncated: the last block has {} of its {} bytes (file size {})", body % kBlockSize,
+                        kBlockSize, t->size_));
+  t->block_count_ = body / kBlockSize;
+  if (h.blocks_claimed > t->block_count_)
+    t->fail(fmt::format("truncated: the header says {} blocks were claimed but the file holds only {}",
+                        h.blocks_claimed, t->block_count_));
+  if (h.closed == kClosedCleanly && h.end_monotonic_ns < h.start_monotonic_ns)
+    t->fail(fmt::format("corrupt header: end time {} is before start time {}", h.end_monotonic_ns,
+                        h.start_monotonic_ns));
+  madvise(const_cast<uint8_t*>(t->map_), t->size_, MADV_SEQUENTIAL);
+  return t;
+}
+
+TraceFile::~TraceFile() {
+  if (map_) munmap(const_cast<uint8_t*>(map_), size_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void TraceFile::release(uint64_t offset, uint64_t len) const {
+  long page = sysconf(_SC_PAGESIZE);
+  uint64_t start = offset & ~static_cast<uint64_t>(page - 1);
+  if (start >= size_) return;
+  len = std::min(len + (offset - start), size_ - start);
+  madvise(const_cast<uint8_t*>(map_ + start), len, MADV_DONTNEED);
+}
+
+void TraceFile::validate_record(const RecordView& r) const {
+  auto bad = [&](const std::string& what) {
+    fail_at(r.block_index, r.file_offset,
+            fmt::format("{} record at block offset 0x{:x}: {}", record_type_name(r.type),
+                        r.file_offset - kHeaderSize - r.block_index * kBlockSize, what));
+  };
+  auto expect_size = [&](uint32_t want) {
+    if (r.size != want) bad(fmt::format("size {} (expected {})", r.size, want));
+  };
+  auto check_api = [&](uint16_t api, uint16_t driver_fn) {
+    if (api >= static_cast<uint16_t>(Api::Count)) bad(fmt::format("unknown api id {}", api));
+    if (driver_fn >= static_cast<uint16_t>(Api::Count)) bad(fmt::format("unknown driver function id {}", driver_fn));
+  };
+  auto check_times = [&](uint64_t start, uint64_t end) {
+    if (end < start) bad(fmt::format("end time {} is before start time {}", end, start));
+  };
+  auto check_stream_kind = [&](uint8_t k) {
+    if (k > static_cast<uint8_t>(StreamKind::Explicit)) bad(fmt::format("unknown stream kind {}", k));
+  };
+  auto check_memory = [&](uint8_t k, const char* side) {
+    if (k > static_cast<uint8_t>(MemoryKind::Array)) bad(fmt::format("unknown {} memory kind {}", side, k));
+  };
+
+  switch (r.type) {
+    case RecordType::ThreadInfo: expect_size(fixed_size<ThreadInfoRecord>()); break;
+    case RecordType::Module: {
+      if (r.size < fixed_size<ModuleRecord>()) bad(fmt::format("size {} is too small", r.size));
+      auto m = r.as<ModuleRecord>();
+      expect_size(record_size_aligned(payload_offset<ModuleRecord>() + m.path_len));
+      if (m.build_id_len > sizeof(m.build_id)) bad(fmt::format("build id length {} exceeds 20", m.build_id_len));
+      if (m.high < m.low) bad("address range ends before it starts");
+      break;
+    }
+    case RecordType::Stack: {
+      if (r.size < fixed_size<StackRecord>()) bad(fmt::format("size {} is too small", r.size));
+      auto s = r.as<StackRecord>();
+      if (s.stack_id == 0) bad("stack id 0 (ids start at 1)");
+      if (s.depth > kMaxStackDepth) bad(fmt::format("stack depth {} exceeds the maximum {}", s.depth, kMaxStackDepth));
+      expect_size(record_size_aligned(payload_offset<StackRecord>() + 8 * s.depth));
+      break;
+    }
+    case RecordType::String: {
+      if (r.size < fixed_size<StringRecord>()) bad(fmt::format("size {} is too small", r.size));
+      auto s = r.as<StringRecord>();
+      if (s.string_id == 0) bad("string id 0 (ids start at 1)");
+      if (s.len > kBlockSize) bad(fmt::format("string length {} exceeds a block", s.len));
+      expect_size(record_size_aligned(payload_offset<StringRecord>() + s.len));
+      break;
+    }
+    case RecordType::Copy:
+    case RecordType::Memset: {
+      expect_size(fixed_size<CopyRecord>());
+      auto c = r.as<CopyRecord>();
+      check_api(c.api, c.driver_fn);
+      if (c.direction > static_cast<uint8_t>(Direction::Peer)) bad(fmt::format("unknown direction {}", c.direction));
+      check_memory(c.src_memory, "source");
+      check_memory(c.dst_memory, "destination");
+      check_stream_kind(c.stream_kind);
+      check_times(c.start_ns, c.end_ns);
+      break;
+    }
+    case RecordType::Launch: {
+      expect_size(fixed_size<LaunchRecord>());
+      auto l = r.as<LaunchRecord>();
+      check_api(l.api, l.driver_fn);
+      check_stream_kind(l.stream_kind);
+      check_times(l.start_ns, l.end_ns);
+      break;
+    }
+    case RecordType::HostFuncEnqueue: {
+      expect_size(fixed_size<HostFuncEnqueueRecord>());
+      auto e = r.as<HostFuncEnqueueRecord>();
+      check_api(e.api, e.driver_fn);
+      check_stream_kind(e.stream_kind);
+      check_times(e.start_ns, e.end_ns);
+      break;
+    }
+    case RecordType::HostFuncRun: {
+      expect_size(fixed_size<HostFuncRunRecord>());
+      auto e = r.as<HostFuncRunRecord>();
+      check_times(e.start_ns, e.end_ns);
+      break;
+    }
+    case RecordType::Sync: {
+      expect_size(fixed_size<SyncRecord>());
+      auto s = r.as<SyncRecord>();
+      check_api(s.api, s.driver_fn);
+      check_stream_kind(s.stream_kind);
+      check_times(s.start_ns, s.end_ns);
+      break;
+    }
+    case RecordType::MemoryOp: {
+      expect_size(fixed_size<MemoryOpRecord>());
+      auto m = r.as<MemoryOpRecord>();
+      check_api(m.api, m.driver_fn);
+      check_memory(m.memory, "");
+      check_times(m.start_ns, m.end_ns);
+      break;
+    }
+    case RecordType::StreamCreate:
+    case RecordType::StreamDestroy: {
+      expect_size(fixed_size<StreamCreateRecord>());
+      auto s = r.as<StreamCreateRecord>();
+      check_api(s.api, s.driver_fn);
+      check_times(s.start_ns, s.end_ns);
+      break;
+    }
+    case RecordType::Capture: {
+      expect_size(fixed_size<CaptureRecord>());
+      auto c = r.as<CaptureRecord>();
+      check_api(c.api, c.driver_fn);
+      check_times(c.start_ns, c.end_ns);
+      break;
+    }
+    case RecordType::Lost: expect_size(fixed_size<LostRecord>()); break;
+    case RecordType::DeviceInfo: expect_size(fixed_size<DeviceInfoRecord>()); break;
+    case RecordType::None:
+    case RecordType::Count: bad("unexpected record type"); break;
+  }
+}
+
+void TraceFile::scan(const std::function<void(const RecordView&)>& visit,
+                     const std::function<void(uint64_t, uint32_t, bool)>& on_block) const {
+  static_assert(kBlockSize % 8 == 0 && sizeof(BlockHeader) % 8 == 0);
+  for (uint64_t b = 0; b < block_count_; ++b) {
+    const uint64_t base = kHeaderSize + b * kBlockSize;
+    const uint8_t* block = map_ + base;
+    BlockHeader bh;
+    std::memcpy(&bh, block, sizeof bh);
+    if (bh.magic == 0 && bh.tid == 0 && bh.block_index == 0) {
+      // Claimed but never written (crash) or preallocated: its records must be absent too.
+      RecordHeader first;
+      std::memcpy(&first, block + sizeof(BlockHeader), sizeof first);
+      if (first.type != 0 || first.size != 0)
+        fail_at(b, base, "the block header is zero but the block holds records (corrupt block header)");
+      if (on_block) on_block(b, 0, false);
+      continue;
+    }
+    if (bh.magic != kBlockMagic)
+      fail_at(b, base, fmt::format("bad block magic 0x{:08x} (expected 0x{:08x} \"BLK1\")", bh.magic, kBlockMagic));
+    if (bh.block_index != b)
+      fail_at(b, base, fmt::format("the block says it is block {} (corrupt or reordered file)", bh.block_index));
+    if (bh.tid == 0) fail_at(b, base, "owning thread id 0");
+    if (on_block) on_block(b, bh.tid, true);
+    uint32_t off = sizeof(BlockHeader);
+    while (off + sizeof(RecordHeader) <= kBlockSize) {
+      RecordHeader rh;
+      std::memcpy(&rh, block + off, sizeof rh);
+      if (rh.type == 0) {
+        if (rh.size != 0)
+          fail_at(b, base + off, fmt::format("record at block offset 0x{:x}: type 0 (end of block) with size {}", off, rh.size));
+        break;
+      }
+      if (rh.type >= static_cast<uint16_t>(RecordType::Count))
+        fail_at(b, base + off, fmt::format("record at block offset 0x{:x}: unknown record type {}", off, rh.type));
+      if (rh.size < sizeof(RecordHeader) + 4 || rh.size % 8 != 0)
+        fail_at(b, base + off, fmt::format("record at block offset 0x{:x}: size {} is not a positive multiple of 8", off, rh.size));
+      if (off + rh.size > kBlockSize)
+        fail_at(b, base + off, fmt::format("record at block offset 0x{:x}: its {} bytes run past the end of the block", off, rh.size));
+      RecordView r{static_cast<RecordType>(rh.type), rh.size, block + off, base + off, bh.tid, b};
+      validate_record(r);
+      visit(r);
+      off += rh.size;
+    }
+  }
+}
+
+void TraceFile::index() {
+  threads_.clear();
+  thread_by_tid_.clear();
+  uint64_t last_released = kHeaderSize;
+  std::vector<std::pair<uint32_t, RecordView>> stack_refs;  // checked after the scan (ids may be forward)
+  std::unordered_map<uint32_t, uint64_t> first_stack_use;    // id -> file offset of first use
+  std::unordered_map<uint32_t, uint64_t> first_string_use;
+  uint64_t first = UINT64_MAX;
+  auto use_stack = [&](uint32_t id, const RecordView& r) {
+    if (id != 0) first_stack_use.emplace(id, r.file_offset);
+  };
+  scan(
+      [&](const RecordView& r) {
+        ++record_count_;
+        switch (r.type) {
+          case RecordType::ThreadInfo: {
+            auto t = r.as<ThreadInfoRecord>();
+            auto it = thread_by_tid_.find(r.tid);
+            if (it != thread_by_tid_.end()) threads_[it->second].name = fixed_string(t.name, sizeof t.name);
+            return;
+          }
+          case RecordType::Module: {
+            auto m = r.as<ModuleRecord>();
+            ModuleInfo info;
+            info.path.assign(reinterpret_cast<const char*>(r.payload(payload_offset<ModuleRecord>())), m.path_len);
+            info.load_bias = m.load_bias;
+            info.low = m.low;
+            info.high = m.high;
+            info.build_id.assign(m.build_id, m.build_id + m.build_id_len);
+            modules_.push_back(std::move(info));
+            return;
+          }
+          case RecordType::Stack: {
+            auto s = r.as<StackRecord>();
+            std::vector<uint64_t> frames(s.depth);
+            if (s.depth) std::memcpy(frames.data(), r.payload(payload_offset<StackRecord>()), 8ull * s.depth);
+            stacks_.emplace(s.stack_id, std::move(frames));
+            return;
+          }
+          case RecordType::String: {
+            auto s = r.as<StringRecord>();
+            strings_.emplace(s.string_id,
+                             std::string(reinterpret_cast<const char*>(r.payload(payload_offset<StringRecord>())), s.len));
+            return;
+          }
+          case RecordType::Lost: lost_in_records_ += r.as<LostRecord>().count; return;
+          case RecordType::DeviceInfo: {
+            auto d = r.as<DeviceInfoRecord>();
+            device_.present = true;
+            device_.driver_version = d.driver_version;
+            device_.ordinal = d.device_ordinal;
+            device_.simulated = d.simulated != 0;
+            device_.name = fixed_string(d.name, sizeof d.name);
+            return;
+          }
+          case RecordType::Copy:
+          case RecordType::Memset: use_stack(r.as<CopyRecord>().stack_id, r); break;
+          case RecordType::Launch: {
+            auto l = r.as<LaunchRecord>();
+            use_stack(l.stack_id, r);
+            if (l.kernel_name_id) first_string_use.emplace(l.kernel_name_id, r.file_offset);
+            break;
+          }
+          case RecordType::HostFuncEnqueue: use_stack(r.as<HostFuncEnqueueRecord>().stack_id, r); break;
+          case RecordType::Sync: use_stack(r.as<SyncRecord>().stack_id, r); break;
+          case RecordType::MemoryOp: use_stack(r.as<MemoryOpRecord>().stack_id, r); break;
+          default: break;
+        }
+        ++event_record_count_;
+        uint64_t s = record_time(r), e = record_end_time(r);
+        if (s && s < first) first = s;
+        if (e > last_time_ns_) last_time_ns_ = e;
+      },
+      [&](uint64_t b, uint32_t tid, bool used) {
+        if (used) {
+          auto [it, inserted] = thread_by_tid_.emplace(tid, threads_.size());
+          if (inserted) {
+            threads_.push_back(ThreadInfo{tid, {}, {}});
+          }
+          threads_[it->second].blocks.push_back(b);
+        }
+        // Give back what we have read every 16 MiB: resident memory stays bounded.
+        uint64_t here = kHeaderSize + b * kBlockSize;
+        if (here - last_released >= (16u << 20)) {
+          release(last_released, here - last_released);
+          last_released = here;
+        }
+      });
+  release(last_released, size_ - last_released);
+  first_time_ns_ = first == UINT64_MAX ? 0 : first;
+  for (const auto& [id, offset] : first_stack_use)
+    if (!stacks_.count(id))
+      fail(fmt::format("record at file offset 0x{:x} refers to stack id {}, which the trace never defines", offset, id));
+  for (const auto& [id, offset] : first_string_use)
+    if (!strings_.count(id))
+      fail(fmt::format("record at file offset 0x{:x} refers to string id {}, which the trace never defines", offset, id));
+  indexed_ = true;
+}
+
+const std::vector<uint64_t>* TraceFile::stack(uint32_t id) const {
+  auto it = stacks_.find(id);
+  return it == stacks_.end() ? nullptr : &it->second;
+}
+
+const std::string* TraceFile::string(uint32_t id) const {
+  auto it = strings_.find(id);
+  return it == strings_.end() ? nullptr : &it->second;
+}
+
+const std::string* TraceFile::thread_name(uint32_t tid) const {
+  auto it = thread_by_tid_.find(tid);
+  if (it == thread_by_tid_.end() || threads_[it->second].name.empty()) return nullptr;
+  return &threads_[it->second].name;
+}
+
+namespace {
+
+bool is_metadata(RecordType t) {
+  switch (t) {
+    case RecordType::ThreadInfo:
+    case RecordType::Module:
+    case RecordType::Stack:
+    case RecordType::String:
+    case RecordType::Lost:
+    case RecordType::DeviceInfo: return true;
+    default: return false;
+  }
+}
+
+// Walks one thread's chain of (already validated) blocks.
+struct Cursor {
+  const TraceFile* file;
+  const uint8_t* map;
+  const std::vector<uint64_t>* blocks;
+  size_t block_pos = 0;
+  uint32_t off = 0;
+  uint32_t tid = 0;
+  RecordView current{};
+  uint64_t time = 0;
+
+  // Moves to the next event record; false at the end of the chain.
+  bool next() {
+    while (block_pos < blocks->size()) {
+      uint64_t b = (*blocks)[block_pos];
+      const uint8_t* block = map + trace::kHeaderSize + b * trace::kBlockSize;
+      if (off == 0) off = sizeof(BlockHeader);
+      while (off + sizeof(RecordHeader) <= kBlockSize) {
+        RecordHeader rh;
+        std::memcpy(&rh, block + off, sizeof rh);
+        if (rh.type == 0) break;
+        current = RecordView{static_cast<RecordType>(rh.type), rh.size, block + off,
+                             trace::kHeaderSize + b * trace::kBlockSize + off, tid, b};
+        off += rh.size;
+        if (is_metadata(current.type)) continue;
+        uint64_t t = record_time(current);
+        // Keep the thread's own order even if its clock readings go backwards.
+        time = t > time ? t : time;
+        return true;
+      }
+      file->release(trace::kHeaderSize + b * trace::kBlockSize, trace::kBlockSize);
+      ++block_pos;
+      off = 0;
+    }
+    return false;
+  }
+};
+
+}  // namespace
+
+void TraceFile::for_each_merged(const std::function<void(const RecordView&)>& visit) const {
+  if (!indexed_) throw std::logic_error("for_each_merged before index");
+  std::vector<Cursor> cursors;
+  cursors.reserve(threads_.size());
+  for (const auto& t : threads_) {
+    Cursor c{this, map_, &t.blocks};
+    c.tid = t.tid;
+    if (c.next()) cursors.push_back(c);
+  }
+  // Min-heap of cursor indices by (time, index): the index keeps ties deterministic.
+  std::vector<size_t> heap(cursors.size());
+  for (size_t i = 0; i < heap.size(); ++i) heap[i] = i;
+  auto later = [&](size_t a, size_t b) {
+    return cursors[a].time != cursors[b].time ? cursors[a].time > cursors[b].time : a > b;
+  };
+  std::make_heap(heap.begin(), heap.end(), later);
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    size_t i = heap.back();
+    heap.pop_back();
+    Cursor& c = cursors[i];
+    // Drain this cursor while it stays at or before the next thread's time.
+    bool more;
+    for (;;) {
+      visit(c.current);
+      more = c.next();
+      if (!more) break;
+      if (!heap.empty()) {
+        size_t top = heap.front();
+        if (later(i, top)) break;
+      }
+    }
+    if (more) {
+      heap.push_back(i);
+      std::push_heap(heap.begin(), heap.end(), later);
+    }
+  }
+}
+
+}  // namespace asyncwatch

@@ -1,0 +1,155 @@
+// Reads one asyncwatch trace: maps the file, validates every byte it uses, and streams the
+// records either in file order (dump) or merged by time across threads (report, timeline).
+// Nothing here trusts the file: every field that steers a read is checked first, and each
+// problem becomes a TraceError naming the file, the block, the offset and what is wrong.
+#pragma once
+
+#include <asyncwatch/trace_format.h>
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace asyncwatch {
+
+class TraceError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// One record as it lies in the mapping (already validated when handed out).
+struct RecordView {
+  trace::RecordType type;
+  uint32_t size;
+  const uint8_t* data;   // points at the RecordHeader
+  uint64_t file_offset;  // of the RecordHeader
+  uint32_t tid;          // owner of the block
+  uint64_t block_index;
+
+  // Copies the fixed part of a record (the file gives no alignment guarantee we rely on).
+  template <class T>
+  T as() const {
+    T value;
+    std::memcpy(&value, data, sizeof(T));
+    return value;
+  }
+  const uint8_t* payload(size_t fixed) const { return data + fixed; }
+};
+
+struct ModuleInfo {
+  std::string path;
+  uint64_t load_bias = 0;
+  uint64_t low = 0;
+  uint64_t high = 0;
+  std::vector<uint8_t> build_id;
+};
+
+struct ThreadInfo {
+  uint32_t tid = 0;
+  std::string name;
+  std::vector<uint64_t> blocks;  // block indices in file order: the thread's chain
+};
+
+struct DeviceInfo {
+  bool present = false;
+  int32_t driver_version = 0;
+  int32_t ordinal = 0;
+  bool simulated = false;
+  std::string name;
+};
+
+// Time key of a record for the k-way merge: its start time; records without a time
+// (stacks, strings, modules...) return 0 and keep their place in their thread's order.
+uint64_t record_time(const RecordView& r);
+// End time of a call record, 0 for records without one.
+uint64_t record_end_time(const RecordView& r);
+
+class TraceFile {
+ public:
+  // Maps the file and validates the file header. Throws TraceError.
+  static std::unique_ptr<TraceFile> open(const std::string& path);
+  ~TraceFile();
+  TraceFile(const TraceFile&) = delete;
+  TraceFile& operator=(const TraceFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  const trace::FileHeader& header() const { return header_; }
+  bool closed_cleanly() const { return header_.closed == trace::kClosedCleanly; }
+  uint64_t block_count() const { return block_count_; }
+  uint64_t file_size() const { return size_; }
+
+  // Validates every block and record in file order and calls `visit` for each record.
+  // Blocks whose header is all zero (claimed but never written, or preallocated) are
+  // skipped. `on_block(index, tid, used)` is called per block when given. Throws TraceError
+  // at the first problem, after visiting everything before it.
+  void scan(const std::function<void(const RecordView&)>& visit,
+            const std::function<void(uint64_t, uint32_t, bool)>& on_block = {}) const;
+
+  // Pass 1: scan() everything, index threads, stacks, strings, modules, device info, count
+  // records and the last time seen, and check every stack/string id reference. Throws.
+  void index();
+
+  // Pass 2 (after index()): every record except the metadata kinds (ThreadInfo, Module,
+  // Stack, String, DeviceInfo, Lost), merged across threads by record_time (each thread's
+  // own order is kept). Memory stays bounded: the pages of consumed blocks are released.
+  void for_each_merged(const std::function<void(const RecordView&)>& visit) const;
+
+  // Index results.
+  const std::vector<ThreadInfo>& threads() const { return threads_; }
+  const std::vector<ModuleInfo>& modules() const { return modules_; }
+  const DeviceInfo& device() const { return device_; }
+  const std::vector<uint64_t>* stack(uint32_t id) const;
+  const std::string* string(uint32_t id) const;
+  uint64_t record_count() const { return record_count_; }
+  uint64_t event_record_count() const { return event_record_count_; }
+  uint64_t lost_in_records() const { return lost_in_records_; }
+  uint64_t last_time_ns() const { return last_time_ns_; }
+  uint64_t first_time_ns() const { return first_time_ns_; }
+  const std::string* thread_name(uint32_t tid) const;
+
+  // Releases the mapped pages of [offset, offset+len) (they stay in the page cache).
+  void release(uint64_t offset, uint64_t len) const;
+
+ private:
+  TraceFile() = default;
+  [[noreturn]] void fail(const std::string& what) const;
+  [[noreturn]] void fail_at(uint64_t block, uint64_t offset, const std::string& what) const;
+  void validate_record(const RecordView& r) const;
+
+  std::string path_;
+  int fd_ = -1;
+  const uint8_t* map_ = nullptr;
+  uint64_t size_ = 0;
+  uint64_t block_count_ = 0;
+  trace::FileHeader header_{};
+
+  std::vector<ThreadInfo> threads_;
+  std::unordered_map<uint32_t, size_t> thread_by_tid_;
+  std::vector<ModuleInfo> modules_;
+  DeviceInfo device_;
+  std::unordered_map<uint32_t, std::vector<uint64_t>> stacks_;
+  std::unordered_map<uint32_t, std::string> strings_;
+  uint64_t record_count_ = 0;
+  uint64_t event_record_count_ = 0;
+  uint64_t lost_in_records_ = 0;
+  uint64_t last_time_ns_ = 0;
+  uint64_t first_time_ns_ = 0;
+  bool indexed_ = false;
+};
+
+// Text helpers shared by dump, reports and timeline.
+const char* record_type_name(trace::RecordType t);
+const char* memory_kind_name(trace::MemoryKind k);  // "pageable", "pinned", ...
+const char* direction_name(trace::Direction d);     // "HtoD", ... or "unknown"
+const char* stream_kind_name(trace::StreamKind k);
+std::string record_flags_text(uint32_t flags);
+// A fixed-size char field that may lack its NUL.
+std::string fixed_string(const char* s, size_t n);
+bool is_driver_api(trace::Api api);
+
+}  // namespace asyncwatch

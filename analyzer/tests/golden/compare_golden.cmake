@@ -1,0 +1,33 @@
+# Runs `asyncwatch report` on TRACE in JSON (and text when EXPECTED_TEXT exists) and compares
+# with the expected files byte for byte. The trace is named relative to its own directory,
+# so the output holds no machine-specific path. ASYNCWATCH_UPDATE_GOLDEN=1 rewrites them.
+get_filename_component(dir ${TRACE} DIRECTORY)
+get_filename_component(name ${TRACE} NAME)
+set(formats json)
+if(EXISTS ${EXPECTED_TEXT} OR DEFINED ENV{ASYNCWATCH_UPDATE_GOLDEN})
+  list(APPEND formats text)
+endif()
+foreach(format ${formats})
+  if(format STREQUAL "json")
+    set(expected ${EXPECTED_JSON})
+  else()
+    set(expected ${EXPECTED_TEXT})
+  endif()
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env NO_COLOR=1 ${ASYNCWATCH} report --format ${format} ${name}
+    WORKING_DIRECTORY ${dir} OUTPUT_VARIABLE actual ERROR_VARIABLE errors RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "asyncwatch report --format ${format} ${TRACE} exited ${rc}: ${errors}")
+  endif()
+  if(DEFINED ENV{ASYNCWATCH_UPDATE_GOLDEN})
+    file(WRITE ${expected} "${actual}")
+    message(STATUS "updated ${expected}")
+    continue()
+  endif()
+  file(READ ${expected} want)
+  if(NOT actual STREQUAL want)
+    get_filename_component(out_name ${expected} NAME)
+    file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/${out_name}.actual "${actual}")
+    message(FATAL_ERROR "golden mismatch for ${expected}: see ${CMAKE_CURRENT_BINARY_DIR}/${out_name}.actual "
+                        "(diff them; ASYNCWATCH_UPDATE_GOLDEN=1 ctest -R golden rewrites the expected files)")
+  endif()
+endforeach()

@@ -1,0 +1,93 @@
+// Text, JSON and SARIF writers.
+#include "analysis.h"
+#include "reports.h"
+#include "test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+using namespace asyncwatch;
+using namespace asyncwatch::testing;
+using tf::Api;
+using tf::Direction;
+using tf::MemoryKind;
+using tf::RecordType;
+
+namespace {
+Report seed_report() {
+  TraceBuilder b(4242, "/work/app/seed");
+  b.thread_info(1, "seed");
+  b.module(1, "/work/app/seed", 0, 0x400000, 0x500000);
+  uint32_t s = b.stack(1, {0x401300});
+  uint32_t k = b.string(1, "_Z5dummyv");
+  uint64_t t = b.header().start_monotonic_ns + kMs;
+  b.event(1, RecordType::Launch, TraceBuilder::launch(Api::__cudaLaunchKernel, k, t, t + 4 * kUs));
+  t += 10 * kUs;
+  b.event(1, RecordType::Copy,
+          TraceBuilder::copy(Api::cudaMemcpyAsync, Api::cuMemcpyDtoHAsync_v2, Direction::DtoH, MemoryKind::Device,
+                             MemoryKind::Pageable, t, t + 1740 * kMs, 2ull << 30,
+                             tf::kFlagEvidenceChecked | tf::kFlagCompletedAtReturn, 0x5000, s));
+  return analyze_traces({write_trace(b, "seed-report.awtrace")}, Options{});
+}
+}  // namespace
+
+TEST(Reports, TextLooksLikeACompilerDiagnostic) {
+  std::ostringstream out;
+  write_report_text(out, seed_report(), TextStyle{});
+  std::string text = out.str();
+  EXPECT_NE(text.find("??: warning: cudaMemcpyAsync (device to host, 2.0 GiB) blocked 1.74 s: the destination is "
+                      "pageable host memory, so the copy waited for the stream (kernel dummy) and ran synchronously; "
+                      "allocate it with cudaMallocHost or register it with cudaHostRegister [pageable-async-copy]\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("\033["), std::string::npos);  // no colour when not asked
+  std::ostringstream coloured;
+  write_report_text(coloured, seed_report(), TextStyle{true});
+  EXPECT_NE(coloured.str().find("\033["), std::string::npos);
+}
+
+TEST(Reports, JsonFollowsTheContract) {
+  auto j = report_json(seed_report());
+  EXPECT_EQ(j["schema"], "asyncwatch-report");
+  EXPECT_EQ(j["schema_version"], 1);
+  ASSERT_EQ(j["findings"].size(), 1u);
+  auto f = j["findings"][0];
+  for (const char* key : {"id", "severity", "message", "api", "driver_api", "direction", "host_memory", "cause", "kernel",
+                          "count", "bytes", "blocked_ns", "share_of_wall", "evidence", "waited_for", "call_site", "stack",
+                          "processes"})
+    EXPECT_TRUE(f.contains(key)) << key;
+  EXPECT_EQ(f["id"], "pageable-async-copy");
+  EXPECT_EQ(f["direction"], "DtoH");
+  EXPECT_EQ(f["host_memory"], "pageable");
+  EXPECT_EQ(f["cause"], "waited-for-stream");
+  EXPECT_EQ(f["driver_api"], "cuMemcpyDtoHAsync_v2");
+  EXPECT_EQ(f["blocked_ns"]["total"], 1740 * kMs);
+  EXPECT_EQ(f["waited_for"][0]["kernel"], "dummy");
+  EXPECT_EQ(f["evidence"]["completed_at_return"], 1);
+  EXPECT_EQ(f["call_site"]["address"], "0x401300");
+  EXPECT_TRUE(f["call_site"]["file"].is_null());
+  auto p = j["processes"][0];
+  for (const char* key : {"pid", "ppid", "executable", "command_line", "trace", "closed_cleanly", "wall_ns", "device",
+                          "simulated", "records", "records_lost", "blocked_ns_total"})
+    EXPECT_TRUE(p.contains(key)) << key;
+  for (const char* key : {"async_calls", "async_calls_async", "async_calls_blocking", "blocked_ns_total", "findings"})
+    EXPECT_TRUE(j["summary"].contains(key)) << key;
+}
+
+TEST(Reports, SarifHasRulesAndResults) {
+  Report r = seed_report();
+  r.findings[0].call_site_known = true;
+  r.findings[0].call_site.file = "/src/seed.cu";
+  r.findings[0].call_site.line = 52;
+  auto s = report_sarif(r);
+  EXPECT_EQ(s["version"], "2.1.0");
+  auto run = s["runs"][0];
+  EXPECT_EQ(run["tool"]["driver"]["name"], "asyncwatch");
+  EXPECT_EQ(run["tool"]["driver"]["rules"].size(), static_cast<size_t>(FindingId::Count));
+  auto res = run["results"][0];
+  EXPECT_EQ(res["ruleId"], "pageable-async-copy");
+  EXPECT_EQ(res["level"], "warning");
+  EXPECT_EQ(res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"], "/src/seed.cu");
+  EXPECT_EQ(res["locations"][0]["physicalLocation"]["region"]["startLine"], 52);
+}

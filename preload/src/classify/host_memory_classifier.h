@@ -1,0 +1,37 @@
+// What kind of memory a host-side pointer of a copy is: pageable, pinned, managed or device.
+// Fast path: the ranges this process pinned through calls we intercepted (cuMemAllocHost,
+// cuMemHostAlloc, cuMemHostRegister), read without locks. Miss: the driver's
+// cuPointerGetAttributes (never the runtime's cudaPointerGetAttributes, whose failure would
+// overwrite the application's cudaGetLastError state).
+#pragma once
+
+#include <cstdint>
+
+#include "asyncwatch/trace_format.h"
+
+namespace asyncwatch::classify {
+
+// The registry of pinned ranges. Writers (alloc/free/register/unregister, rare) take a mutex and
+// bump a sequence counter; readers retry while a write is in progress. Arrays only grow and old
+// arrays are never freed, so a reader racing a writer never touches freed memory.
+class PinnedRangeRegistry {
+ public:
+  void add(uint64_t begin, uint64_t size) noexcept;
+  // Removes the range that starts at `begin` (free and unregister take the base pointer).
+  bool remove(uint64_t begin) noexcept;
+  // True when `addr` lies inside a registered range (interior pointers included).
+  bool contains(uint64_t addr) const noexcept;
+  uint64_t size() const noexcept;
+  void clear() noexcept;
+};
+
+PinnedRangeRegistry& pinned_ranges() noexcept;
+
+// The real cuPointerGetAttributes, set once the driver is known (interpose/real_driver.cpp).
+using PointerGetAttributesFn = int (*)(unsigned numAttributes, int* attributes, void** data, uint64_t ptr);
+void set_pointer_query(PointerGetAttributesFn fn) noexcept;
+
+// Registry first, then the driver. Never fails: Unknown when nothing could tell.
+trace::MemoryKind classify_pointer(uint64_t addr) noexcept;
+
+}  // namespace asyncwatch::classify

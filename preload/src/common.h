@@ -1,0 +1,37 @@
+// Small helpers used by every part of the preload library.
+#pragma once
+
+#include <cerrno>
+#include <cstdint>
+#include <ctime>
+
+#define AW_EXPORT __attribute__((visibility("default")))
+// initial-exec: the library is LD_PRELOADed, so its TLS is in the static block and every
+// access is one %fs-relative load, with no __tls_get_addr call on the hot path.
+#define AW_TLS __attribute__((tls_model("initial-exec"))) thread_local
+#define AW_LIKELY(x) __builtin_expect(!!(x), 1)
+#define AW_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+namespace asyncwatch {
+
+inline uint64_t now_ns() noexcept {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// The application must see the errno it would have seen without us: every wrapper saves errno
+// after the real call and restores it after our own work (file I/O, dladdr, mmap...).
+class ErrnoKeeper {
+ public:
+  ErrnoKeeper() noexcept : saved_(errno) {}
+  ~ErrnoKeeper() { errno = saved_; }
+  void capture() noexcept { saved_ = errno; }
+  ErrnoKeeper(const ErrnoKeeper&) = delete;
+  ErrnoKeeper& operator=(const ErrnoKeeper&) = delete;
+
+ private:
+  int saved_;
+};
+
+}  // namespace asyncwatch

@@ -1,0 +1,109 @@
+#include "config.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "asyncwatch/trace_format.h"
+
+namespace asyncwatch {
+namespace {
+
+Config g_config;
+
+bool parse_u64(const char* s, uint64_t* out, int base) {
+  if (!s || !*s) return false;
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, base);
+  if (errno || *end || s[0] == '-') return false;
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+Config parse_config(GetEnvFn getenv_fn, WarnFn warn) {
+  Config c;
+  auto bad = [&](const char* name, const char* value, const char* expected) {
+    warn(std::string("invalid ") + name + "='" + value + "' (expected " + expected + "); using the default");
+  };
+  if (const char* v = getenv_fn("ASYNCWATCH_OUTPUT_DIR"); v && *v) c.output_dir = v;
+  if (const char* v = getenv_fn("ASYNCWATCH_OUTPUT_PATTERN"); v) {
+    if (*v && !strchr(v, '/'))
+      c.output_pattern = v;
+    else
+      bad("ASYNCWATCH_OUTPUT_PATTERN", v, "a non-empty file name without '/'");
+  }
+  if (const char* v = getenv_fn("ASYNCWATCH_STACKS"); v) {
+    if (!strcmp(v, "none")) c.stacks = StackPolicy::None;
+    else if (!strcmp(v, "default")) c.stacks = StackPolicy::Default;
+    else if (!strcmp(v, "all")) c.stacks = StackPolicy::All;
+    else bad("ASYNCWATCH_STACKS", v, "none, default or all");
+  }
+  if (const char* v = getenv_fn("ASYNCWATCH_LAUNCH_STACK_THRESHOLD_US"); v) {
+    uint64_t us;
+    if (parse_u64(v, &us, 10) && us < (1ull << 40)) c.launch_stack_threshold_ns = us * 1000;
+    else bad("ASYNCWATCH_LAUNCH_STACK_THRESHOLD_US", v, "a non-negative integer");
+  }
+  if (const char* v = getenv_fn("ASYNCWATCH_EVIDENCE"); v) {
+    if (!strcmp(v, "off")) c.evidence = EvidencePolicy::Off;
+    else if (!strcmp(v, "auto")) c.evidence = EvidencePolicy::Auto;
+    else if (!strcmp(v, "all")) c.evidence = EvidencePolicy::All;
+    else bad("ASYNCWATCH_EVIDENCE", v, "off, auto or all");
+  }
+  if (const char* v = getenv_fn("ASYNCWATCH_LOG"); v) {
+    static const char* const levels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
+    bool ok = false;
+    for (const char* l : levels) ok = ok || !strcmp(v, l);
+    if (ok) c.log_level = v;
+    else bad("ASYNCWATCH_LOG", v, "trace, debug, info, warn, error, critical or off");
+  }
+  if (const char* v = getenv_fn("ASYNCWATCH_QUIET"); v && *v) {
+    if (!strcmp(v, "1")) c.quiet = true;
+    else if (strcmp(v, "0") != 0) bad("ASYNCWATCH_QUIET", v, "0 or 1");
+  }
+  if (const char* v = getenv_fn("ASYNCWATCH_FILE_MODE"); v) {
+    uint64_t mode;
+    if (parse_u64(v, &mode, 8) && mode <= 0777) c.file_mode = static_cast<unsigned>(mode);
+    else bad("ASYNCWATCH_FILE_MODE", v, "an octal mode such as 0600");
+  }
+  if (const char* v = getenv_fn("ASYNCWATCH_DISABLE"); v && *v) {
+    if (!strcmp(v, "1")) c.disabled = true;
+    else if (strcmp(v, "0") != 0) bad("ASYNCWATCH_DISABLE", v, "0 or 1");
+  }
+  return c;
+}
+
+const Config& config() { return g_config; }
+void set_config(const Config& c) { g_config = c; }
+
+std::string expand_output_pattern(const std::string& pattern, const std::string& exe_name, long pid,
+                                  const std::string& host, long unix_seconds) {
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    char ch = pattern[i];
+    if (ch != '%' || i + 1 == pattern.size()) {
+      out += ch;
+      continue;
+    }
+    switch (pattern[++i]) {
+      case 'n': out += exe_name; break;
+      case 'p': out += std::to_string(pid); break;
+      case 'h': out += host; break;
+      case 't': out += std::to_string(unix_seconds); break;
+      case '%': out += '%'; break;
+      default: out += '%'; out += pattern[i]; break;
+    }
+  }
+  return out;
+}
+
+uint32_t config_flags(const Config& c) {
+  uint32_t f = 0;
+  if (c.evidence != EvidencePolicy::Off) f |= trace::kConfigEvidence;
+  if (c.stacks != StackPolicy::None) f |= trace::kConfigStacksCopies;
+  if (c.stacks == StackPolicy::All) f |= trace::kConfigStacksLaunches | trace::kConfigStacksSync;
+  return f;
+}
+
+}  // namespace asyncwatch

@@ -1,0 +1,40 @@
+// Settings read once from ASYNCWATCH_* environment variables (docs/configuration.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace asyncwatch {
+
+enum class StackPolicy : uint8_t { None, Default, All };
+enum class EvidencePolicy : uint8_t { Off, Auto, All };
+
+struct Config {
+  std::string output_dir = ".";
+  std::string output_pattern = "asyncwatch-%n-%p.awtrace";
+  StackPolicy stacks = StackPolicy::Default;
+  uint64_t launch_stack_threshold_ns = 50'000;
+  EvidencePolicy evidence = EvidencePolicy::Auto;
+  std::string log_level = "warn";
+  bool quiet = false;
+  unsigned file_mode = 0600;
+  bool disabled = false;
+};
+
+// Reads the variables through `getenv_fn` (tests pass their own); every invalid value gives one
+// warning through `warn` and leaves the default.
+using GetEnvFn = const char* (*)(const char*);
+using WarnFn = void (*)(const std::string&);
+Config parse_config(GetEnvFn getenv_fn, WarnFn warn);
+
+// The process-wide configuration, parsed at load time by lifecycle.cpp.
+const Config& config();
+void set_config(const Config& c);
+
+// Expands %n (executable base name), %p (pid), %h (host), %t (unix seconds), %% into a file name.
+std::string expand_output_pattern(const std::string& pattern, const std::string& exe_name, long pid,
+                                  const std::string& host, long unix_seconds);
+
+uint32_t config_flags(const Config& c);
+
+}  // namespace asyncwatch

@@ -1,0 +1,350 @@
+#include "call_context.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "config.h"
+#include "real_functions.h"
+#include "stacks/stack_capture.h"
+#include "trace/thread_buffer.h"
+
+namespace asyncwatch::calls {
+
+AW_TLS ThreadCallState tl_call_state;
+
+namespace {
+
+using namespace asyncwatch::trace;
+using namespace asyncwatch::cuda;
+
+std::atomic<int> g_active_captures{0};
+std::atomic<uint64_t> g_next_callback_id{1};
+std::atomic<uint32_t> g_device_info_generation{0};
+
+// Pointers into the fields every call record has, wherever each record type keeps them.
+struct CallFields {
+  uint16_t* api;
+  uint32_t* flags;
+  int32_t* result;
+  uint32_t* stack_id;
+  uint64_t* start_ns;
+  uint64_t* end_ns;
+};
+
+CallFields fields(AnyRecord& r) noexcept {
+  switch (static_cast<RecordType>(r.h.type)) {
+    case RecordType::Copy:
+    case RecordType::Memset:
+      return {&r.copy.api, &r.copy.flags, &r.copy.result, &r.copy.stack_id, &r.copy.start_ns, &r.copy.end_ns};
+    case RecordType::Launch:
+      return {&r.launch.api, &r.launch.flags, &r.launch.result, &r.launch.stack_id, &r.launch.start_ns,
+              &r.launch.end_ns};
+    case RecordType::HostFuncEnqueue:
+      return {&r.host_func.api, &r.host_func.flags, &r.host_func.result, &r.host_func.stack_id,
+              &r.host_func.start_ns, &r.host_func.end_ns};
+    case RecordType::Sync:
+      return {&r.sync.api, &r.sync.flags, &r.sync.result, &r.sync.stack_id, &r.sync.start_ns, &r.sync.end_ns};
+    case RecordType::MemoryOp:
+      return {&r.memory.api, &r.memory.flags, &r.memory.result, &r.memory.stack_id, &r.memory.start_ns,
+              &r.memory.end_ns};
+    case RecordType::StreamCreate:
+    case RecordType::StreamDestroy:
+      return {&r.stream.api, nullptr, &r.stream.result, nullptr, &r.stream.start_ns, &r.stream.end_ns};
+    case RecordType::Capture:
+      return {&r.capture.api, nullptr, &r.capture.result, nullptr, &r.capture.start_ns, &r.capture.end_ns};
+    default:
+      return {nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
+  }
+}
+
+bool wants_stack(Category c, uint64_t blocked_ns) noexcept {
+  const Config& cfg = config();
+  switch (cfg.stacks) {
+    case StackPolicy::None: return false;
+    case StackPolicy::All: return true;
+    case StackPolicy::Default: break;
+  }
+  switch (c) {
+    case Category::Copy:
+    case Category::Memset:
+    case Category::HostFunc: return true;
+    case Category::Launch: return blocked_ns > cfg.launch_stack_threshold_ns;
+    default: return false;
+  }
+}
+
+// Per-thread cache of the evidence event of each context.
+struct EvidenceEvent {
+  CUcontext ctx;
+  CUevent event;
+  uint32_t generation;
+};
+constexpr int kEvidenceSlots = 4;
+AW_TLS EvidenceEvent tl_evidence[kEvidenceSlots];
+
+using CtxGetCurrentFn = CUresult (*)(CUcontext*);
+using EventCreateFn = CUresult (*)(CUevent*, unsigned);
+using EventRecordFn = CUresult (*)(CUevent, CUstream);
+using EventQueryFn = CUresult (*)(CUevent);
+using StreamIsCapturingFn = CUresult (*)(CUstream, int*);
+using FuncGetNameFn = CUresult (*)(const char**, void*);
+
+template <class Fn>
+struct Helper {
+  const char* name;
+  std::atomic<Fn> fn{nullptr};
+  std::atomic<bool> looked{false};
+  Fn get() noexcept {
+    Fn f = fn.load(std::memory_order_acquire);
+    if (f || looked.load(std::memory_order_acquire)) return f;
+    f = reinterpret_cast<Fn>(real::driver_helper(name));
+    if (f) fn.store(f, std::memory_order_release);
+    // Only give up once the driver is known; before that the lookup may succeed later.
+    return f;
+  }
+};
+Helper<CtxGetCurrentFn> h_ctx_get_current{"cuCtxGetCurrent"};
+Helper<EventCreateFn> h_event_create{"cuEventCreate"};
+Helper<EventRecordFn> h_event_record{"cuEventRecord"};
+Helper<EventRecordFn> h_event_record_ptsz{"cuEventRecord_ptsz"};
+Helper<EventQueryFn> h_event_query{"cuEventQuery"};
+Helper<StreamIsCapturingFn> h_stream_is_capturing{"cuStreamIsCapturing"};
+Helper<FuncGetNameFn> h_func_get_name{"cuFuncGetName"};
+Helper<FuncGetNameFn> h_kernel_get_name{"cuKernelGetName"};
+
+// Kernel names: per-thread direct-mapped cache, global map on a miss.
+struct NameCacheEntry {
+  void* fn;
+  uint32_t id;
+  uint32_t generation;
+};
+constexpr uint32_t kNameCacheSize = 128;
+AW_TLS NameCacheEntry* tl_names;
+
+struct NameTable {
+  std::mutex mutex;
+  uint32_t generation = 0;
+  uint32_t next_id = 1;
+  std::unordered_map<void*, uint32_t> by_function;
+  std::unordered_map<std::string, uint32_t> by_text;
+  std::unordered_map<void*, bool> launched_before;  // survives a new trace: process-wide "first"
+};
+NameTable* g_names = new NameTable;
+
+}  // namespace
+
+bool recording() noexcept {
+  if (AW_UNLIKELY(config().disabled)) return false;
+  return trace_writer::is_active() || trace_writer::ensure_open();
+}
+
+void write(AnyRecord& r) noexcept { thread_buffer::write(&r); }
+
+void apply_stack_policy(AnyRecord& r, Category c) noexcept {
+  CallFields f = fields(r);
+  if (!f.stack_id) return;
+  uint64_t blocked = *f.end_ns - *f.start_ns;
+  if (!wants_stack(c, blocked)) return;
+  uint32_t id = stacks::capture_call_site();
+  if (id) {
+    *f.stack_id = id;
+    *f.flags |= kFlagStackCaptured;
+  }
+}
+
+void emit(AnyRecord& r, Category c) noexcept {
+  ThreadCallState& st = thread_state();
+  if (st.runtime_depth > 0) {
+    st.driver_reached = true;
+    // One record per application call: the first driver record of the runtime API's kind
+    // becomes the runtime call's record; other driver calls made by the runtime are internal.
+    if (!st.pending_valid && c == st.runtime_category) {
+      st.pending = r;
+      st.pending_valid = true;
+    }
+    return;
+  }
+  apply_stack_policy(r, c);
+  write(r);
+}
+
+StreamKind stream_kind(CUstream s, bool per_thread_entry) noexcept {
+  auto v = reinterpret_cast<uintptr_t>(s);
+  if (v == 0) return per_thread_entry ? StreamKind::PerThreadDefault : StreamKind::LegacyDefault;
+  if (v == 1) return StreamKind::LegacyDefault;     // CU_STREAM_LEGACY / cudaStreamLegacy
+  if (v == 2) return StreamKind::PerThreadDefault;  // CU_STREAM_PER_THREAD / cudaStreamPerThread
+  return StreamKind::Explicit;
+}
+
+void capture_begun() noexcept { g_active_captures.fetch_add(1, std::memory_order_acq_rel); }
+void capture_ended() noexcept {
+  int v = g_active_captures.load();
+  while (v > 0 && !g_active_captures.compare_exchange_weak(v, v - 1)) {
+  }
+}
+bool any_capture_active() noexcept { return g_active_captures.load(std::memory_order_acquire) > 0; }
+
+bool stream_is_capturing(CUstream s) noexcept {
+  if (!any_capture_active()) return false;
+  auto fn = h_stream_is_capturing.get();
+  if (!fn) return false;
+  int status = 0;
+  if (fn(s, &status) != CUDA_SUCCESS) return false;
+  return status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+void completion_evidence(CUstream s, bool per_thread_entry, uint32_t* flags) noexcept {
+  // Never while any capture is active: under cudaStreamCaptureModeGlobal an event query from
+  // any thread would invalidate the application's capture.
+  if (any_capture_active()) return;
+  auto get_ctx = h_ctx_get_current.get();
+  auto create = h_event_create.get();
+  auto record = (per_thread_entry && s == nullptr && h_event_record_ptsz.get()) ? h_event_record_ptsz.get()
+                                                                                  : h_event_record.get();
+  auto query = h_event_query.get();
+  if (!get_ctx || !create || !record || !query) return;
+  CUcontext ctx = nullptr;
+  if (get_ctx(&ctx) != CUDA_SUCCESS || !ctx) return;
+  uint32_t gen = trace_writer::generation();
+  EvidenceEvent* slot = nullptr;
+  for (auto& e : tl_evidence)
+    if (e.ctx == ctx && e.generation == gen) slot = &e;
+  if (!slot) {
+    slot = &tl_evidence[reinterpret_cast<uintptr_t>(ctx) / 64 % kEvidenceSlots];
+    CUevent ev = nullptr;
+    // Lazily, through the real driver, in the application's current context; never destroyed
+    // (an event is a few bytes of driver state; destroying it at exit races the driver's own
+    // teardown).
+    if (create(&ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) return;
+    *slot = EvidenceEvent{ctx, ev, gen};
+  }
+  if (record(slot->event, s) != CUDA_SUCCESS) {
+    slot->ctx = nullptr;  // stale (context destroyed and address reused?): recreate next time
+    return;
+  }
+  CUresult q = query(slot->event);
+  if (q == CUDA_SUCCESS) *flags |= kFlagEvidenceChecked | kFlagCompletedAtReturn;
+  else if (q == CUDA_ERROR_NOT_READY) *flags |= kFlagEvidenceChecked;
+}
+
+uint32_t kernel_name_id(CUfunction f, bool* first) noexcept {
+  *first = false;
+  if (!f) return 0;
+  uint32_t gen = trace_writer::generation();
+  if (!tl_names) tl_names = static_cast<NameCacheEntry*>(calloc(kNameCacheSize, sizeof(NameCacheEntry)));
+  NameCacheEntry* e = tl_names ? &tl_names[(reinterpret_cast<uintptr_t>(f) >> 4) % kNameCacheSize] : nullptr;
+  if (e && e->fn == f && e->generation == gen) return e->id;
+  uint32_t id = 0;
+  try {
+    std::lock_guard<std::mutex> lock(g_names->mutex);
+    if (g_names->generation != gen) {
+      g_names->by_function.clear();
+      g_names->by_text.clear();
+      g_names->next_id = 1;
+      g_names->generation = gen;
+    }
+    auto [it_first, inserted] = g_names->launched_before.emplace(f, true);
+    (void)it_first;
+    *first = inserted;
+    auto it = g_names->by_function.find(f);
+    if (it != g_names->by_function.end()) {
+      id = it->second;
+    } else {
+      const char* name = nullptr;
+      auto fn_name = h_func_get_name.get();
+      if (!fn_name || fn_name(&name, f) != CUDA_SUCCESS || !name) {
+        // cuLaunchKernel also accepts a CUkernel cast to CUfunction.
+        auto k_name = h_kernel_get_name.get();
+        name = nullptr;
+        if (!k_name || k_name(&name, f) != CUDA_SUCCESS) name = nullptr;
+      }
+      if (name) {
+        std::string text(name);
+        auto t = g_names->by_text.find(text);
+        if (t != g_names->by_text.end()) {
+          id = t->second;
+        } else {
+          id = g_names->next_id++;
+          StringRecord r{};
+          r.h.type = static_cast<uint16_t>(RecordType::String);
+          r.string_id = id;
+          r.len = static_cast<uint32_t>(std::min<size_t>(text.size(), 8192));
+          thread_buffer::write2(&r, sizeof r, text.data(), r.len);
+          g_names->by_text.emplace(std::move(text), id);
+        }
+      }
+      g_names->by_function.emplace(f, id);
+    }
+  } catch (...) {
+    return 0;
+  }
+  if (e) *e = NameCacheEntry{f, id, gen};
+  return id;
+}
+
+void note_driver_ready() noexcept {
+  uint32_t gen = trace_writer::generation();
+  if (AW_LIKELY(g_device_info_generation.load(std::memory_order_relaxed) == gen)) return;
+  if (g_device_info_generation.exchange(gen) == gen) return;
+  using DriverGetVersionFn = CUresult (*)(int*);
+  using CtxGetDeviceFn = CUresult (*)(CUdevice*);
+  using DeviceGetNameFn = CUresult (*)(char*, int, CUdevice);
+  auto get_version = reinterpret_cast<DriverGetVersionFn>(real::driver_helper("cuDriverGetVersion"));
+  auto get_device = reinterpret_cast<CtxGetDeviceFn>(real::driver_helper("cuCtxGetDevice"));
+  auto get_name = reinterpret_cast<DeviceGetNameFn>(real::driver_helper("cuDeviceGetName"));
+  DeviceInfoRecord r{};
+  r.h.type = static_cast<uint16_t>(RecordType::DeviceInfo);
+  r.h.size = static_cast<uint16_t>(record_size_aligned(sizeof r));
+  CUdevice dev = 0;
+  if (!get_device || get_device(&dev) != CUDA_SUCCESS) {
+    g_device_info_generation.store(0);  // no context yet: try again after a later call
+    return;
+  }
+  r.device_ordinal = dev;
+  if (get_version) get_version(&r.driver_version);
+  if (get_name) get_name(r.name, sizeof r.name - 1, dev);
+  std::string n(r.name);
+  r.simulated = (n.find("asyncwatch") != std::string::npos || n.find("imulat") != std::string::npos) ? 1 : 0;
+  thread_buffer::write2(&r, sizeof r, nullptr, 0);
+}
+
+uint64_t next_callback_id() noexcept { return g_next_callback_id.fetch_add(1, std::memory_order_relaxed); }
+
+namespace {
+void write_run(uint64_t id, uint64_t start, uint64_t end) noexcept {
+  if (!recording()) return;
+  HostFuncRunRecord r{};
+  r.h.type = static_cast<uint16_t>(RecordType::HostFuncRun);
+  r.h.size = sizeof r;
+  r.callback_id = id;
+  r.start_ns = start;
+  r.end_ns = end;
+  thread_buffer::write(&r);
+}
+}  // namespace
+
+void host_fn_trampoline(void* p) noexcept {
+  auto* ctx = static_cast<HostFuncContext*>(p);
+  uint64_t start = now_ns();
+  ctx->user_fn(ctx->user_data);
+  uint64_t end = now_ns();
+  ErrnoKeeper keep;
+  write_run(ctx->callback_id, start, end);
+  free(ctx);  // a host function enqueued outside capture runs exactly once
+}
+
+void stream_callback_trampoline(CUstream s, CUresult status, void* p) noexcept {
+  auto* ctx = static_cast<HostFuncContext*>(p);
+  uint64_t start = now_ns();
+  ctx->user_callback(s, status, ctx->user_data);  // the status argument passes through unchanged
+  uint64_t end = now_ns();
+  ErrnoKeeper keep;
+  write_run(ctx->callback_id, start, end);
+  free(ctx);
+}
+
+}  // namespace asyncwatch::calls

@@ -1,0 +1,349 @@
+// Wrappers of the driver's copy and memset entry points (every _v2/_ptds/_ptsz name in
+// hook_table.h). Each records one Copy/Memset record: direction, the memory kind of each side,
+// bytes, stream, time blocked, and (per ASYNCWATCH_EVIDENCE) whether the stream had already
+// completed the work when the call returned.
+#include "call_context.h"
+#include "classify/host_memory_classifier.h"
+#include "config.h"
+#include "cuda_abi.h"
+#include "hook_table.h"
+#include "real_functions.h"
+
+using namespace asyncwatch;
+using namespace asyncwatch::cuda;
+using asyncwatch::hooks::Hook;
+using asyncwatch::trace::Direction;
+using asyncwatch::trace::MemoryKind;
+
+namespace {
+
+struct Sides {
+  Direction direction;
+  MemoryKind src;
+  MemoryKind dst;
+  uint64_t bytes;
+};
+
+inline MemoryKind host_kind(const void* p) noexcept {
+  return classify::classify_pointer(reinterpret_cast<uint64_t>(p));
+}
+inline MemoryKind unified_kind(CUdeviceptr p) noexcept { return classify::classify_pointer(p); }
+
+inline bool is_host(MemoryKind k) { return k == MemoryKind::Pageable || k == MemoryKind::Pinned; }
+inline bool is_device(MemoryKind k) {
+  return k == MemoryKind::Device || k == MemoryKind::Managed || k == MemoryKind::Array;
+}
+
+Direction infer_direction(MemoryKind src, MemoryKind dst) noexcept {
+  if (is_host(src) && is_device(dst)) return Direction::HtoD;
+  if (is_device(src) && is_host(dst)) return Direction::DtoH;
+  if (is_device(src) && is_device(dst)) return Direction::DtoD;
+  if (is_host(src) && is_host(dst)) return Direction::HtoH;
+  return Direction::Unknown;
+}
+
+MemoryKind side_kind(unsigned type, const void* host, CUdeviceptr dev) noexcept {
+  switch (type) {
+    case CU_MEMORYTYPE_HOST: return host_kind(host);
+    case CU_MEMORYTYPE_DEVICE: return MemoryKind::Device;
+    case CU_MEMORYTYPE_ARRAY: return MemoryKind::Array;
+    case CU_MEMORYTYPE_UNIFIED: return unified_kind(dev);
+    default: return MemoryKind::Unknown;
+  }
+}
+
+// A host side that may make the call synchronous: anything not known to be pinned.
+inline bool doubtful_host(MemoryKind k) {
+  return k == MemoryKind::Pageable || k == MemoryKind::Unknown || k == MemoryKind::Managed;
+}
+
+bool wants_evidence(const Sides& s, bool memset) noexcept {
+  switch (config().evidence) {
+    case EvidencePolicy::Off: return false;
+    case EvidencePolicy::All: return true;
+    case EvidencePolicy::Auto: break;
+  }
+  if (memset) return doubtful_host(s.dst);
+  switch (s.direction) {
+    case Direction::HtoD: return doubtful_host(s.src);
+    case Direction::DtoH: return doubtful_host(s.dst);
+    case Direction::HtoH: return true;
+    case Direction::DtoD:
+    case Direction::Peer: return false;
+    default: return doubtful_host(s.src) || doubtful_host(s.dst);
+  }
+}
+
+template <class Call, class Describe>
+CUresult traced(Hook h, trace::RecordType type, CUstream stream, bool has_stream, bool sync_api, Call&& call,
+                Describe&& describe) noexcept {
+  if (!calls::should_record()) return call();
+  calls::DriverScope scope;
+  uint64_t start = now_ns();
+  CUresult r = call();
+  uint64_t end = now_ns();
+  ErrnoKeeper keep;
+  const hooks::HookInfo& hi = hooks::info(h);
+  calls::AnyRecord rec{};
+  auto& c = rec.copy;
+  c.h.type = static_cast<uint16_t>(type);
+  c.h.size = sizeof(trace::CopyRecord);
+  c.api = static_cast<uint16_t>(hi.api);
+  c.driver_fn = static_cast<uint16_t>(hi.api);
+  Sides s = describe();
+  c.direction = static_cast<uint8_t>(s.direction);
+  c.src_memory = static_cast<uint8_t>(s.src);
+  c.dst_memory = static_cast<uint8_t>(s.dst);
+  c.stream_kind = static_cast<uint8_t>(calls::stream_kind(stream, hi.per_thread));
+  c.flags = (hi.per_thread ? trace::kFlagPerThreadEntry : 0u) | (sync_api ? trace::kFlagSynchronousApi : 0u);
+  c.result = r;
+  c.start_ns = start;
+  c.end_ns = end;
+  c.stream = reinterpret_cast<uint64_t>(stream);
+  c.bytes = s.bytes;
+  bool capturing = has_stream && calls::stream_is_capturing(stream);
+  if (capturing) c.flags |= trace::kFlagCaptureActive;
+  if (r == CUDA_SUCCESS) {
+    if (!capturing && wants_evidence(s, type == trace::RecordType::Memset)) calls::completion_evidence(stream, hi.per_thread, &c.flags);
+    calls::note_driver_ready();
+  }
+  calls::emit(rec, type == trace::RecordType::Copy ? calls::Category::Copy : calls::Category::Memset);
+  return r;
+}
+
+template <class Fn>
+inline Fn real_fn(Hook h) noexcept {
+  return reinterpret_cast<Fn>(real::driver(h));
+}
+
+constexpr auto kCopy = trace::RecordType::Copy;
+constexpr auto kMemset = trace::RecordType::Memset;
+
+}  // namespace
+
+#define AW_BOTH(DEF, base, suffix) DEF(base) DEF(base##suffix)
+
+// ---- linear copies -----------------------------------------------------------------------
+#define DEF_MEMCPY(sym)                                                                            \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUdeviceptr src, size_t n) noexcept {        \
+    auto real = real_fn<CUresult (*)(CUdeviceptr, CUdeviceptr, size_t)>(Hook::sym);               \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                 \
+    return traced(                                                                                \
+        Hook::sym, kCopy, nullptr, false, true, [&] { return real(dst, src, n); },                \
+        [&] {                                                                                     \
+          MemoryKind s = unified_kind(src), d = unified_kind(dst);                                \
+          return Sides{infer_direction(s, d), s, d, n};                                           \
+        });                                                                                       \
+  }
+AW_BOTH(DEF_MEMCPY, cuMemcpy, _ptds)
+
+#define DEF_MEMCPY_ASYNC(sym)                                                                        \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream st) noexcept { \
+    auto real = real_fn<CUresult (*)(CUdeviceptr, CUdeviceptr, size_t, CUstream)>(Hook::sym);        \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                   \
+    return traced(                                                                                  \
+        Hook::sym, kCopy, st, true, false, [&] { return real(dst, src, n, st); },                   \
+        [&] {                                                                                       \
+          MemoryKind s = unified_kind(src), d = unified_kind(dst);                                  \
+          return Sides{infer_direction(s, d), s, d, n};                                             \
+        });                                                                                         \
+  }
+AW_BOTH(DEF_MEMCPY_ASYNC, cuMemcpyAsync, _ptsz)
+
+#define DEF_HTOD(sym)                                                                                   \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, const void* src, size_t n) noexcept {             \
+    auto real = real_fn<CUresult (*)(CUdeviceptr, const void*, size_t)>(Hook::sym);                    \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                      \
+    return traced(Hook::sym, kCopy, nullptr, false, true, [&] { return real(dst, src, n); },           \
+                  [&] { return Sides{Direction::HtoD, host_kind(src), MemoryKind::Device, n}; });      \
+  }
+AW_BOTH(DEF_HTOD, cuMemcpyHtoD_v2, _ptds)
+
+#define DEF_DTOH(sym)                                                                                   \
+  extern "C" AW_EXPORT CUresult sym(void* dst, CUdeviceptr src, size_t n) noexcept {                   \
+    auto real = real_fn<CUresult (*)(void*, CUdeviceptr, size_t)>(Hook::sym);                          \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                      \
+    return traced(Hook::sym, kCopy, nullptr, false, true, [&] { return real(dst, src, n); },           \
+                  [&] { return Sides{Direction::DtoH, MemoryKind::Device, host_kind(dst), n}; });      \
+  }
+AW_BOTH(DEF_DTOH, cuMemcpyDtoH_v2, _ptds)
+
+#define DEF_DTOD(sym)                                                                                   \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUdeviceptr src, size_t n) noexcept {             \
+    auto real = real_fn<CUresult (*)(CUdeviceptr, CUdeviceptr, size_t)>(Hook::sym);                    \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                      \
+    return traced(Hook::sym, kCopy, nullptr, false, true, [&] { return real(dst, src, n); },           \
+                  [&] { return Sides{Direction::DtoD, MemoryKind::Device, MemoryKind::Device, n}; });  \
+  }
+AW_BOTH(DEF_DTOD, cuMemcpyDtoD_v2, _ptds)
+
+#define DEF_HTOD_ASYNC(sym)                                                                                \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, const void* src, size_t n, CUstream st) noexcept {   \
+    auto real = real_fn<CUresult (*)(CUdeviceptr, const void*, size_t, CUstream)>(Hook::sym);             \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                         \
+    return traced(Hook::sym, kCopy, st, true, false, [&] { return real(dst, src, n, st); },               \
+                  [&] { return Sides{Direction::HtoD, host_kind(src), MemoryKind::Device, n}; });         \
+  }
+AW_BOTH(DEF_HTOD_ASYNC, cuMemcpyHtoDAsync_v2, _ptsz)
+
+#define DEF_DTOH_ASYNC(sym)                                                                            \
+  extern "C" AW_EXPORT CUresult sym(void* dst, CUdeviceptr src, size_t n, CUstream st) noexcept {     \
+    auto real = real_fn<CUresult (*)(void*, CUdeviceptr, size_t, CUstream)>(Hook::sym);               \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                     \
+    return traced(Hook::sym, kCopy, st, true, false, [&] { return real(dst, src, n, st); },           \
+                  [&] { return Sides{Direction::DtoH, MemoryKind::Device, host_kind(dst), n}; });     \
+  }
+AW_BOTH(DEF_DTOH_ASYNC, cuMemcpyDtoHAsync_v2, _ptsz)
+
+#define DEF_DTOD_ASYNC(sym)                                                                                \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream st) noexcept {   \
+    auto real = real_fn<CUresult (*)(CUdeviceptr, CUdeviceptr, size_t, CUstream)>(Hook::sym);             \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                         \
+    return traced(Hook::sym, kCopy, st, true, false, [&] { return real(dst, src, n, st); },               \
+                  [&] { return Sides{Direction::DtoD, MemoryKind::Device, MemoryKind::Device, n}; });     \
+  }
+AW_BOTH(DEF_DTOD_ASYNC, cuMemcpyDtoDAsync_v2, _ptsz)
+
+// ---- 2D / 3D: each side's kind from the descriptor's memory type -------------------------
+namespace {
+Sides sides_2d(const CUDA_MEMCPY2D* p) noexcept {
+  if (!p) return Sides{Direction::Unknown, MemoryKind::Unknown, MemoryKind::Unknown, 0};
+  MemoryKind s = side_kind(p->srcMemoryType, p->srcHost, p->srcDevice);
+  MemoryKind d = side_kind(p->dstMemoryType, p->dstHost, p->dstDevice);
+  return Sides{infer_direction(s, d), s, d, static_cast<uint64_t>(p->WidthInBytes) * p->Height};
+}
+Sides sides_3d(const CUDA_MEMCPY3D* p) noexcept {
+  if (!p) return Sides{Direction::Unknown, MemoryKind::Unknown, MemoryKind::Unknown, 0};
+  MemoryKind s = side_kind(p->srcMemoryType, p->srcHost, p->srcDevice);
+  MemoryKind d = side_kind(p->dstMemoryType, p->dstHost, p->dstDevice);
+  return Sides{infer_direction(s, d), s, d,
+               static_cast<uint64_t>(p->WidthInBytes) * p->Height * (p->Depth ? p->Depth : 1)};
+}
+}  // namespace
+
+#define DEF_2D(sym)                                                                                      \
+  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY2D* p) noexcept {                                  \
+    auto real = real_fn<CUresult (*)(const CUDA_MEMCPY2D*)>(Hook::sym);                                 \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                       \
+    return traced(Hook::sym, kCopy, nullptr, false, true, [&] { return real(p); }, [&] { return sides_2d(p); }); \
+  }
+AW_BOTH(DEF_2D, cuMemcpy2D_v2, _ptds)
+AW_BOTH(DEF_2D, cuMemcpy2DUnaligned_v2, _ptds)
+
+#define DEF_2D_ASYNC(sym)                                                                           \
+  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY2D* p, CUstream st) noexcept {                \
+    auto real = real_fn<CUresult (*)(const CUDA_MEMCPY2D*, CUstream)>(Hook::sym);                  \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
+    return traced(Hook::sym, kCopy, st, true, false, [&] { return real(p, st); }, [&] { return sides_2d(p); }); \
+  }
+AW_BOTH(DEF_2D_ASYNC, cuMemcpy2DAsync_v2, _ptsz)
+
+#define DEF_3D(sym)                                                                                      \
+  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY3D* p) noexcept {                                  \
+    auto real = real_fn<CUresult (*)(const CUDA_MEMCPY3D*)>(Hook::sym);                                 \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                       \
+    return traced(Hook::sym, kCopy, nullptr, false, true, [&] { return real(p); }, [&] { return sides_3d(p); }); \
+  }
+AW_BOTH(DEF_3D, cuMemcpy3D_v2, _ptds)
+
+#define DEF_3D_ASYNC(sym)                                                                           \
+  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY3D* p, CUstream st) noexcept {                \
+    auto real = real_fn<CUresult (*)(const CUDA_MEMCPY3D*, CUstream)>(Hook::sym);                  \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
+    return traced(Hook::sym, kCopy, st, true, false, [&] { return real(p, st); }, [&] { return sides_3d(p); }); \
+  }
+AW_BOTH(DEF_3D_ASYNC, cuMemcpy3DAsync_v2, _ptsz)
+
+// ---- peer and array copies ---------------------------------------------------------------
+#define DEF_PEER(sym)                                                                                        \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n) noexcept { \
+    auto real = real_fn<CUresult (*)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t)>(Hook::sym);   \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                           \
+    return traced(Hook::sym, kCopy, nullptr, false, true, [&] { return real(dst, dc, src, sc, n); },        \
+                  [&] { return Sides{Direction::Peer, MemoryKind::Device, MemoryKind::Device, n}; });       \
+  }
+AW_BOTH(DEF_PEER, cuMemcpyPeer, _ptds)
+
+#define DEF_PEER_ASYNC(sym)                                                                           \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n, \
+                                    CUstream st) noexcept {                                          \
+    auto real =                                                                                      \
+        real_fn<CUresult (*)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream)>(Hook::sym); \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                    \
+    return traced(Hook::sym, kCopy, st, true, false, [&] { return real(dst, dc, src, sc, n, st); },  \
+                  [&] { return Sides{Direction::Peer, MemoryKind::Device, MemoryKind::Device, n}; }); \
+  }
+AW_BOTH(DEF_PEER_ASYNC, cuMemcpyPeerAsync, _ptsz)
+
+#define DEF_HTOA_ASYNC(sym)                                                                               \
+  extern "C" AW_EXPORT CUresult sym(CUarray dst, size_t off, const void* src, size_t n, CUstream st) noexcept { \
+    auto real = real_fn<CUresult (*)(CUarray, size_t, const void*, size_t, CUstream)>(Hook::sym);         \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                        \
+    return traced(Hook::sym, kCopy, st, true, false, [&] { return real(dst, off, src, n, st); },         \
+                  [&] { return Sides{Direction::HtoD, host_kind(src), MemoryKind::Array, n}; });         \
+  }
+AW_BOTH(DEF_HTOA_ASYNC, cuMemcpyHtoAAsync_v2, _ptsz)
+
+#define DEF_ATOH_ASYNC(sym)                                                                               \
+  extern "C" AW_EXPORT CUresult sym(void* dst, CUarray src, size_t off, size_t n, CUstream st) noexcept { \
+    auto real = real_fn<CUresult (*)(void*, CUarray, size_t, size_t, CUstream)>(Hook::sym);              \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                        \
+    return traced(Hook::sym, kCopy, st, true, false, [&] { return real(dst, src, off, n, st); },         \
+                  [&] { return Sides{Direction::DtoH, MemoryKind::Array, host_kind(dst), n}; });         \
+  }
+AW_BOTH(DEF_ATOH_ASYNC, cuMemcpyAtoHAsync_v2, _ptsz)
+
+// ---- memsets: dst kind classified (pinned/managed targets change the sync behaviour) -------
+#define DEF_MEMSET(sym, T, elem)                                                                     \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, T v, size_t n) noexcept {                      \
+    auto real = real_fn<CUresult (*)(CUdeviceptr, T, size_t)>(Hook::sym);                           \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                   \
+    return traced(Hook::sym, kMemset, nullptr, false, true, [&] { return real(dst, v, n); },        \
+                  [&] { return Sides{Direction::Unknown, MemoryKind::Unknown, unified_kind(dst), n * (elem)}; }); \
+  }
+#define DEF_MEMSET_ASYNC(sym, T, elem)                                                               \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, T v, size_t n, CUstream st) noexcept {         \
+    auto real = real_fn<CUresult (*)(CUdeviceptr, T, size_t, CUstream)>(Hook::sym);                 \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                   \
+    return traced(Hook::sym, kMemset, st, true, false, [&] { return real(dst, v, n, st); },         \
+                  [&] { return Sides{Direction::Unknown, MemoryKind::Unknown, unified_kind(dst), n * (elem)}; }); \
+  }
+#define DEF_MEMSET2D(sym, T, elem)                                                                    \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, size_t pitch, T v, size_t w, size_t h) noexcept { \
+    auto real = real_fn<CUresult (*)(CUdeviceptr, size_t, T, size_t, size_t)>(Hook::sym);            \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                    \
+    return traced(Hook::sym, kMemset, nullptr, false, true, [&] { return real(dst, pitch, v, w, h); }, \
+                  [&] { return Sides{Direction::Unknown, MemoryKind::Unknown, unified_kind(dst), w * h * (elem)}; }); \
+  }
+#define DEF_MEMSET2D_ASYNC(sym, T, elem)                                                                    \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, size_t pitch, T v, size_t w, size_t h, CUstream st) noexcept { \
+    auto real = real_fn<CUresult (*)(CUdeviceptr, size_t, T, size_t, size_t, CUstream)>(Hook::sym);        \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                          \
+    return traced(Hook::sym, kMemset, st, true, false, [&] { return real(dst, pitch, v, w, h, st); },      \
+                  [&] { return Sides{Direction::Unknown, MemoryKind::Unknown, unified_kind(dst), w * h * (elem)}; }); \
+  }
+
+DEF_MEMSET(cuMemsetD8_v2, unsigned char, 1)
+DEF_MEMSET(cuMemsetD8_v2_ptds, unsigned char, 1)
+DEF_MEMSET(cuMemsetD16_v2, unsigned short, 2)
+DEF_MEMSET(cuMemsetD16_v2_ptds, unsigned short, 2)
+DEF_MEMSET(cuMemsetD32_v2, unsigned int, 4)
+DEF_MEMSET(cuMemsetD32_v2_ptds, unsigned int, 4)
+DEF_MEMSET_ASYNC(cuMemsetD8Async, unsigned char, 1)
+DEF_MEMSET_ASYNC(cuMemsetD8Async_ptsz, unsigned char, 1)
+DEF_MEMSET_ASYNC(cuMemsetD16Async, unsigned short, 2)
+DEF_MEMSET_ASYNC(cuMemsetD16Async_ptsz, unsigned short, 2)
+DEF_MEMSET_ASYNC(cuMemsetD32Async, unsigned int, 4)
+DEF_MEMSET_ASYNC(cuMemsetD32Async_ptsz, unsigned int, 4)
+DEF_MEMSET2D(cuMemsetD2D8_v2, unsigned char, 1)
+DEF_MEMSET2D(cuMemsetD2D8_v2_ptds, unsigned char, 1)
+DEF_MEMSET2D(cuMemsetD2D16_v2, unsigned short, 2)
+DEF_MEMSET2D(cuMemsetD2D16_v2_ptds, unsigned short, 2)
+DEF_MEMSET2D(cuMemsetD2D32_v2, unsigned int, 4)
+DEF_MEMSET2D(cuMemsetD2D32_v2_ptds, unsigned int, 4)
+DEF_MEMSET2D_ASYNC(cuMemsetD2D8Async, unsigned char, 1)
+DEF_MEMSET2D_ASYNC(cuMemsetD2D8Async_ptsz, unsigned char, 1)
+DEF_MEMSET2D_ASYNC(cuMemsetD2D16Async, unsigned short, 2)
+DEF_MEMSET2D_ASYNC(cuMemsetD2D16Async_ptsz, unsigned short, 2)
+DEF_MEMSET2D_ASYNC(cuMemsetD2D32Async, unsigned int, 4)
+DEF_MEMSET2D_ASYNC(cuMemsetD2D32Async_ptsz, unsigned int, 4)

@@ -1,0 +1,184 @@
+// Wrappers of kernel launches, graph launches and host functions. Launches are cheap and
+// frequent: no classification, no evidence; a stack only when the launch blocked longer than
+// ASYNCWATCH_LAUNCH_STACK_THRESHOLD_US (captured after the call: the frames are the same).
+#include <cstdlib>
+
+#include "call_context.h"
+#include "cuda_abi.h"
+#include "hook_table.h"
+#include "real_functions.h"
+
+using namespace asyncwatch;
+using namespace asyncwatch::cuda;
+using asyncwatch::hooks::Hook;
+
+namespace {
+
+template <class Fn>
+inline Fn real_fn(Hook h) noexcept {
+  return reinterpret_cast<Fn>(real::driver(h));
+}
+
+struct LaunchShape {
+  CUfunction f;
+  unsigned grid[3];
+  unsigned block[3];
+  unsigned shared;
+  CUstream stream;
+  bool has_function;
+};
+
+template <class Call>
+CUresult traced_launch(Hook h, const LaunchShape& shape, Call&& call) noexcept {
+  if (!calls::should_record()) return call();
+  calls::DriverScope scope;
+  uint64_t start = now_ns();
+  CUresult r = call();
+  uint64_t end = now_ns();
+  ErrnoKeeper keep;
+  const hooks::HookInfo& hi = hooks::info(h);
+  calls::AnyRecord rec{};
+  auto& l = rec.launch;
+  l.h.type = static_cast<uint16_t>(trace::RecordType::Launch);
+  l.h.size = sizeof(trace::LaunchRecord);
+  l.api = l.driver_fn = static_cast<uint16_t>(hi.api);
+  l.stream_kind = static_cast<uint8_t>(calls::stream_kind(shape.stream, hi.per_thread));
+  l.flags = hi.per_thread ? trace::kFlagPerThreadEntry : 0u;
+  l.result = r;
+  if (shape.has_function) {
+    bool first = false;
+    l.kernel_name_id = calls::kernel_name_id(shape.f, &first);
+    if (first) l.flags |= trace::kFlagFirstLaunch;
+  }
+  l.shared_mem_bytes = shape.shared;
+  for (int i = 0; i < 3; ++i) {
+    l.grid[i] = shape.grid[i];
+    l.block[i] = shape.block[i];
+  }
+  l.start_ns = start;
+  l.end_ns = end;
+  l.stream = reinterpret_cast<uint64_t>(shape.stream);
+  if (calls::stream_is_capturing(shape.stream)) l.flags |= trace::kFlagCaptureActive;
+  if (r == CUDA_SUCCESS) calls::note_driver_ready();
+  calls::emit(rec, calls::Category::Launch);
+  return r;
+}
+
+}  // namespace
+
+#define DEF_LAUNCH(sym)                                                                               \
+  extern "C" AW_EXPORT CUresult sym(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, \
+                                    unsigned by, unsigned bz, unsigned shared, CUstream st,          \
+                                    void** params, void** extra) noexcept {                          \
+    auto real = real_fn<CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,   \
+                                     unsigned, unsigned, CUstream, void**, void**)>(Hook::sym);      \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                    \
+    return traced_launch(Hook::sym, LaunchShape{f, {gx, gy, gz}, {bx, by, bz}, shared, st, true},    \
+                         [&] { return real(f, gx, gy, gz, bx, by, bz, shared, st, params, extra); }); \
+  }
+DEF_LAUNCH(cuLaunchKernel)
+DEF_LAUNCH(cuLaunchKernel_ptsz)
+
+#define DEF_LAUNCH_COOP(sym)                                                                          \
+  extern "C" AW_EXPORT CUresult sym(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, \
+                                    unsigned by, unsigned bz, unsigned shared, CUstream st,          \
+                                    void** params) noexcept {                                        \
+    auto real = real_fn<CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,   \
+                                     unsigned, unsigned, CUstream, void**)>(Hook::sym);              \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                    \
+    return traced_launch(Hook::sym, LaunchShape{f, {gx, gy, gz}, {bx, by, bz}, shared, st, true},    \
+                         [&] { return real(f, gx, gy, gz, bx, by, bz, shared, st, params); });        \
+  }
+DEF_LAUNCH_COOP(cuLaunchCooperativeKernel)
+DEF_LAUNCH_COOP(cuLaunchCooperativeKernel_ptsz)
+
+#define DEF_LAUNCH_EX(sym)                                                                              \
+  extern "C" AW_EXPORT CUresult sym(const CUlaunchConfig* cfg, CUfunction f, void** params, void** extra) noexcept { \
+    auto real = real_fn<CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**)>(Hook::sym);   \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                      \
+    LaunchShape shape{f, {0, 0, 0}, {0, 0, 0}, 0, nullptr, true};                                       \
+    if (cfg) {                                                                                         \
+      shape = LaunchShape{f,           {cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ},                  \
+                          {cfg->blockDimX, cfg->blockDimY, cfg->blockDimZ}, cfg->sharedMemBytes,      \
+                          cfg->hStream, true};                                                         \
+    }                                                                                                  \
+    return traced_launch(Hook::sym, shape, [&] { return real(cfg, f, params, extra); });              \
+  }
+DEF_LAUNCH_EX(cuLaunchKernelEx)
+DEF_LAUNCH_EX(cuLaunchKernelEx_ptsz)
+
+#define DEF_GRAPH_LAUNCH(sym)                                                                       \
+  extern "C" AW_EXPORT CUresult sym(CUgraphExec g, CUstream st) noexcept {                         \
+    auto real = real_fn<CUresult (*)(CUgraphExec, CUstream)>(Hook::sym);                           \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
+    return traced_launch(Hook::sym, LaunchShape{nullptr, {0, 0, 0}, {0, 0, 0}, 0, st, false},      \
+                         [&] { return real(g, st); });                                             \
+  }
+DEF_GRAPH_LAUNCH(cuGraphLaunch)
+DEF_GRAPH_LAUNCH(cuGraphLaunch_ptsz)
+
+// ---- host functions ------------------------------------------------------------------------
+namespace {
+
+// `enqueue(fn, data)` calls the real entry point with the function and data to hand the driver.
+template <class Enqueue>
+CUresult traced_host_func(Hook h, CUstream st, CUhostFn user_fn, CUstreamCallback user_cb, void* user_data,
+                          Enqueue&& enqueue) noexcept {
+  if (!calls::should_record()) return enqueue(nullptr);
+  calls::DriverScope scope;
+  const hooks::HookInfo& hi = hooks::info(h);
+  // During capture the host node may run many times (each graph launch) or never: pass the
+  // user's function through unchanged rather than a wrapper context that is freed after one run.
+  bool capturing = calls::stream_is_capturing(st);
+  calls::HostFuncContext* ctx = nullptr;
+  if (!capturing && (user_fn || user_cb)) {
+    ctx = static_cast<calls::HostFuncContext*>(malloc(sizeof(calls::HostFuncContext)));
+    if (ctx) *ctx = calls::HostFuncContext{user_fn, user_cb, user_data, calls::next_callback_id()};
+  }
+  uint64_t start = now_ns();
+  CUresult r = enqueue(ctx);
+  uint64_t end = now_ns();
+  ErrnoKeeper keep;
+  uint64_t id = ctx ? ctx->callback_id : 0;
+  if (r != CUDA_SUCCESS && ctx) free(ctx);  // the driver will never call it
+  calls::AnyRecord rec{};
+  auto& e = rec.host_func;
+  e.h.type = static_cast<uint16_t>(trace::RecordType::HostFuncEnqueue);
+  e.h.size = sizeof(trace::HostFuncEnqueueRecord);
+  e.api = e.driver_fn = static_cast<uint16_t>(hi.api);
+  e.stream_kind = static_cast<uint8_t>(calls::stream_kind(st, hi.per_thread));
+  e.flags = (hi.per_thread ? trace::kFlagPerThreadEntry : 0u) | (capturing ? trace::kFlagCaptureActive : 0u);
+  e.result = r;
+  e.callback_id = id;
+  e.start_ns = start;
+  e.end_ns = end;
+  e.stream = reinterpret_cast<uint64_t>(st);
+  e.user_function = user_fn ? reinterpret_cast<uint64_t>(user_fn) : reinterpret_cast<uint64_t>(user_cb);
+  if (r == CUDA_SUCCESS) calls::note_driver_ready();
+  calls::emit(rec, calls::Category::HostFunc);
+  return r;
+}
+
+}  // namespace
+
+#define DEF_LAUNCH_HOST_FUNC(sym)                                                                   \
+  extern "C" AW_EXPORT CUresult sym(CUstream st, CUhostFn fn, void* data) noexcept {               \
+    auto real = real_fn<CUresult (*)(CUstream, CUhostFn, void*)>(Hook::sym);                       \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
+    return traced_host_func(Hook::sym, st, fn, nullptr, data, [&](calls::HostFuncContext* ctx) {   \
+      return ctx ? real(st, &calls::host_fn_trampoline, ctx) : real(st, fn, data);                 \
+    });                                                                                            \
+  }
+DEF_LAUNCH_HOST_FUNC(cuLaunchHostFunc)
+DEF_LAUNCH_HOST_FUNC(cuLaunchHostFunc_ptsz)
+
+#define DEF_ADD_CALLBACK(sym)                                                                           \
+  extern "C" AW_EXPORT CUresult sym(CUstream st, CUstreamCallback cb, void* data, unsigned flags) noexcept { \
+    auto real = real_fn<CUresult (*)(CUstream, CUstreamCallback, void*, unsigned)>(Hook::sym);         \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                      \
+    return traced_host_func(Hook::sym, st, nullptr, cb, data, [&](calls::HostFuncContext* ctx) {       \
+      return ctx ? real(st, &calls::stream_callback_trampoline, ctx, flags) : real(st, cb, data, flags); \
+    });                                                                                                \
+  }
+DEF_ADD_CALLBACK(cuStreamAddCallback)
+DEF_ADD_CALLBACK(cuStreamAddCallback_ptsz)

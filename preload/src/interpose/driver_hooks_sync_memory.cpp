@@ -1,0 +1,336 @@
+// Wrappers of synchronization, memory management, stream creation and stream capture. These
+// give the analyzer what it needs to read the copies: how long the host waited, which ranges are
+// pinned (and feed the classifier's registry), each stream's flags, and when capture was on.
+#include "call_context.h"
+#include "classify/host_memory_classifier.h"
+#include "cuda_abi.h"
+#include "hook_table.h"
+#include "real_functions.h"
+
+using namespace asyncwatch;
+using namespace asyncwatch::cuda;
+using asyncwatch::hooks::Hook;
+using asyncwatch::trace::MemoryKind;
+
+namespace {
+
+template <class Fn>
+inline Fn real_fn(Hook h) noexcept {
+  return reinterpret_cast<Fn>(real::driver(h));
+}
+
+// Runs `call`, timing it, then lets `fill` complete the record; the common skeleton of every
+// wrapper in this file.
+template <class Call, class Fill>
+CUresult traced(Hook h, calls::Category cat, Call&& call, Fill&& fill) noexcept {
+  if (!calls::should_record()) return call();
+  calls::DriverScope scope;
+  uint64_t start = now_ns();
+  CUresult r = call();
+  uint64_t end = now_ns();
+  ErrnoKeeper keep;
+  calls::AnyRecord rec{};
+  fill(rec, hooks::info(h), r, start, end);
+  if (r == CUDA_SUCCESS) calls::note_driver_ready();
+  calls::emit(rec, cat);
+  return r;
+}
+
+void fill_sync(calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t start, uint64_t end,
+               uint64_t handle, trace::StreamKind kind) {
+  auto& s = rec.sync;
+  s.h.type = static_cast<uint16_t>(trace::RecordType::Sync);
+  s.h.size = sizeof(trace::SyncRecord);
+  s.api = s.driver_fn = static_cast<uint16_t>(hi.api);
+  s.stream_kind = static_cast<uint8_t>(kind);
+  s.flags = hi.per_thread ? trace::kFlagPerThreadEntry : 0u;
+  s.result = r;
+  s.start_ns = start;
+  s.end_ns = end;
+  s.handle = handle;
+}
+
+void fill_memory(calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t start, uint64_t end,
+                 MemoryKind kind, uint64_t address, uint64_t bytes, unsigned alloc_flags) {
+  auto& m = rec.memory;
+  m.h.type = static_cast<uint16_t>(trace::RecordType::MemoryOp);
+  m.h.size = sizeof(trace::MemoryOpRecord);
+  m.api = m.driver_fn = static_cast<uint16_t>(hi.api);
+  m.memory = static_cast<uint8_t>(kind);
+  m.flags = hi.per_thread ? trace::kFlagPerThreadEntry : 0u;
+  m.result = r;
+  m.alloc_flags = alloc_flags;
+  m.start_ns = start;
+  m.end_ns = end;
+  m.address = address;
+  m.bytes = bytes;
+}
+
+void fill_stream(calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t start, uint64_t end,
+                 trace::RecordType type, uint64_t stream, unsigned flags, int priority) {
+  auto& s = rec.stream;
+  s.h.type = static_cast<uint16_t>(type);
+  s.h.size = sizeof(trace::StreamCreateRecord);
+  s.api = s.driver_fn = static_cast<uint16_t>(hi.api);
+  s.result = r;
+  s.stream_flags = flags;
+  s.priority = priority;
+  s.start_ns = start;
+  s.end_ns = end;
+  s.stream = stream;
+}
+
+void fill_capture(calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t start, uint64_t end,
+                  uint64_t stream, unsigned mode) {
+  auto& c = rec.capture;
+  c.h.type = static_cast<uint16_t>(trace::RecordType::Capture);
+  c.h.size = sizeof(trace::CaptureRecord);
+  c.api = c.driver_fn = static_cast<uint16_t>(hi.api);
+  c.result = r;
+  c.mode = mode;
+  c.start_ns = start;
+  c.end_ns = end;
+  c.stream = stream;
+}
+
+}  // namespace
+
+// ---- synchronization ------------------------------------------------------------------------
+#define DEF_STREAM_SYNC(sym)                                                                        \
+  extern "C" AW_EXPORT CUresult sym(CUstream st) noexcept {                                        \
+    auto real = real_fn<CUresult (*)(CUstream)>(Hook::sym);                                        \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
+    return traced(Hook::sym, calls::Category::Sync, [&] { return real(st); },                      \
+                  [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) { \
+                    fill_sync(rec, hi, r, a, b, reinterpret_cast<uint64_t>(st),                    \
+                              calls::stream_kind(st, hi.per_thread));                              \
+                  });                                                                              \
+  }
+DEF_STREAM_SYNC(cuStreamSynchronize)
+DEF_STREAM_SYNC(cuStreamSynchronize_ptsz)
+DEF_STREAM_SYNC(cuStreamQuery)
+DEF_STREAM_SYNC(cuStreamQuery_ptsz)
+
+#define DEF_EVENT_SYNC(sym)                                                                         \
+  extern "C" AW_EXPORT CUresult sym(CUevent ev) noexcept {                                         \
+    auto real = real_fn<CUresult (*)(CUevent)>(Hook::sym);                                         \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
+    return traced(Hook::sym, calls::Category::Sync, [&] { return real(ev); },                      \
+                  [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) { \
+                    fill_sync(rec, hi, r, a, b, reinterpret_cast<uint64_t>(ev), trace::StreamKind::Unknown); \
+                  });                                                                              \
+  }
+DEF_EVENT_SYNC(cuEventSynchronize)
+DEF_EVENT_SYNC(cuEventQuery)
+
+extern "C" AW_EXPORT CUresult cuCtxSynchronize() noexcept {
+  auto real = real_fn<CUresult (*)()>(Hook::cuCtxSynchronize);
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  return traced(Hook::cuCtxSynchronize, calls::Category::Sync, [&] { return real(); },
+                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
+                  fill_sync(rec, hi, r, a, b, 0, trace::StreamKind::Unknown);
+                });
+}
+
+#define DEF_STREAM_WAIT_EVENT(sym)                                                                  \
+  extern "C" AW_EXPORT CUresult sym(CUstream st, CUevent ev, unsigned flags) noexcept {            \
+    auto real = real_fn<CUresult (*)(CUstream, CUevent, unsigned)>(Hook::sym);                     \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
+    return traced(Hook::sym, calls::Category::Sync, [&] { return real(st, ev, flags); },           \
+                  [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) { \
+                    /* handle: the stream that waits; the event is not kept (no field for it) */ \
+                    fill_sync(rec, hi, r, a, b, reinterpret_cast<uint64_t>(st),                    \
+                              calls::stream_kind(st, hi.per_thread));                              \
+                  });                                                                              \
+  }
+DEF_STREAM_WAIT_EVENT(cuStreamWaitEvent)
+DEF_STREAM_WAIT_EVENT(cuStreamWaitEvent_ptsz)
+
+// ---- memory management ----------------------------------------------------------------------
+extern "C" AW_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t n) noexcept {
+  auto real = real_fn<CUresult (*)(CUdeviceptr*, size_t)>(Hook::cuMemAlloc_v2);
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  return traced(Hook::cuMemAlloc_v2, calls::Category::MemoryOp, [&] { return real(p, n); },
+                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
+                  fill_memory(rec, hi, r, a, b, MemoryKind::Device, (r == 0 && p) ? *p : 0, n, 0);
+                });
+}
+
+extern "C" AW_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) noexcept {
+  auto real = real_fn<CUresult (*)(CUdeviceptr)>(Hook::cuMemFree_v2);
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  return traced(Hook::cuMemFree_v2, calls::Category::MemoryOp, [&] { return real(p); },
+                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
+                  fill_memory(rec, hi, r, a, b, MemoryKind::Device, p, 0, 0);
+                });
+}
+
+// The pinned allocations feed the classifier's registry whether or not we record (a disabled or
+// failed trace must not change classification of later calls... which are not recorded either,
+// but the registry is cheap and keeps the two states simple).
+extern "C" AW_EXPORT CUresult cuMemAllocHost_v2(void** pp, size_t n) noexcept {
+  auto real = real_fn<CUresult (*)(void**, size_t)>(Hook::cuMemAllocHost_v2);
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  return traced(Hook::cuMemAllocHost_v2, calls::Category::MemoryOp,
+                [&] {
+                  CUresult r = real(pp, n);
+                  if (r == CUDA_SUCCESS && pp && *pp) classify::pinned_ranges().add(reinterpret_cast<uint64_t>(*pp), n);
+                  return r;
+                },
+                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
+                  fill_memory(rec, hi, r, a, b, MemoryKind::Pinned,
+                              (r == 0 && pp) ? reinterpret_cast<uint64_t>(*pp) : 0, n, 0);
+                });
+}
+
+extern "C" AW_EXPORT CUresult cuMemHostAlloc(void** pp, size_t n, unsigned flags) noexcept {
+  auto real = real_fn<CUresult (*)(void**, size_t, unsigned)>(Hook::cuMemHostAlloc);
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  return traced(Hook::cuMemHostAlloc, calls::Category::MemoryOp,
+                [&] {
+                  CUresult r = real(pp, n, flags);
+                  if (r == CUDA_SUCCESS && pp && *pp) classify::pinned_ranges().add(reinterpret_cast<uint64_t>(*pp), n);
+                  return r;
+                },
+                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
+                  fill_memory(rec, hi, r, a, b, MemoryKind::Pinned,
+                              (r == 0 && pp) ? reinterpret_cast<uint64_t>(*pp) : 0, n, flags);
+                });
+}
+
+extern "C" AW_EXPORT CUresult cuMemFreeHost(void* p) noexcept {
+  auto real = real_fn<CUresult (*)(void*)>(Hook::cuMemFreeHost);
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  return traced(Hook::cuMemFreeHost, calls::Category::MemoryOp,
+                [&] {
+                  // Removed before the free: once the driver released it, malloc may reuse the
+                  // address for pageable memory.
+                  classify::pinned_ranges().remove(reinterpret_cast<uint64_t>(p));
+                  return real(p);
+                },
+                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
+                  fill_memory(rec, hi, r, a, b, MemoryKind::Pinned, reinterpret_cast<uint64_t>(p), 0, 0);
+                });
+}
+
+extern "C" AW_EXPORT CUresult cuMemHostRegister_v2(void* p, size_t n, unsigned flags) noexcept {
+  auto real = real_fn<CUresult (*)(void*, size_t, unsigned)>(Hook::cuMemHostRegister_v2);
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  return traced(Hook::cuMemHostRegister_v2, calls::Category::MemoryOp,
+                [&] {
+                  CUresult r = real(p, n, flags);
+                  if (r == CUDA_SUCCESS && p) classify::pinned_ranges().add(reinterpret_cast<uint64_t>(p), n);
+                  return r;
+                },
+                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
+                  fill_memory(rec, hi, r, a, b, MemoryKind::Pinned, reinterpret_cast<uint64_t>(p), n, flags);
+                });
+}
+
+extern "C" AW_EXPORT CUresult cuMemHostUnregister(void* p) noexcept {
+  auto real = real_fn<CUresult (*)(void*)>(Hook::cuMemHostUnregister);
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  return traced(Hook::cuMemHostUnregister, calls::Category::MemoryOp,
+                [&] {
+                  CUresult r = real(p);
+                  if (r == CUDA_SUCCESS) classify::pinned_ranges().remove(reinterpret_cast<uint64_t>(p));
+                  return r;
+                },
+                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
+                  fill_memory(rec, hi, r, a, b, MemoryKind::Pageable, reinterpret_cast<uint64_t>(p), 0, 0);
+                });
+}
+
+extern "C" AW_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* p, size_t n, unsigned flags) noexcept {
+  auto real = real_fn<CUresult (*)(CUdeviceptr*, size_t, unsigned)>(Hook::cuMemAllocManaged);
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  return traced(Hook::cuMemAllocManaged, calls::Category::MemoryOp, [&] { return real(p, n, flags); },
+                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
+                  fill_memory(rec, hi, r, a, b, MemoryKind::Managed, (r == 0 && p) ? *p : 0, n, flags);
+                });
+}
+
+#define DEF_ALLOC_ASYNC(sym)                                                                        \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr* p, size_t n, CUstream st) noexcept {              \
+    auto real = real_fn<CUresult (*)(CUdeviceptr*, size_t, CUstream)>(Hook::sym);                  \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
+    return traced(Hook::sym, calls::Category::MemoryOp, [&] { return real(p, n, st); },            \
+                  [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) { \
+                    fill_memory(rec, hi, r, a, b, MemoryKind::Device, (r == 0 && p) ? *p : 0, n, 0); \
+                  });                                                                              \
+  }
+DEF_ALLOC_ASYNC(cuMemAllocAsync)
+DEF_ALLOC_ASYNC(cuMemAllocAsync_ptsz)
+
+#define DEF_FREE_ASYNC(sym)                                                                         \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr p, CUstream st) noexcept {                         \
+    auto real = real_fn<CUresult (*)(CUdeviceptr, CUstream)>(Hook::sym);                           \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
+    return traced(Hook::sym, calls::Category::MemoryOp, [&] { return real(p, st); },               \
+                  [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) { \
+                    fill_memory(rec, hi, r, a, b, MemoryKind::Device, p, 0, 0);                    \
+                  });                                                                              \
+  }
+DEF_FREE_ASYNC(cuMemFreeAsync)
+DEF_FREE_ASYNC(cuMemFreeAsync_ptsz)
+
+// ---- streams and capture --------------------------------------------------------------------
+extern "C" AW_EXPORT CUresult cuStreamCreate(CUstream* ph, unsigned flags) noexcept {
+  auto real = real_fn<CUresult (*)(CUstream*, unsigned)>(Hook::cuStreamCreate);
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  return traced(Hook::cuStreamCreate, calls::Category::Stream, [&] { return real(ph, flags); },
+                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
+                  fill_stream(rec, hi, r, a, b, trace::RecordType::StreamCreate,
+                              (r == 0 && ph) ? reinterpret_cast<uint64_t>(*ph) : 0, flags, 0);
+                });
+}
+
+extern "C" AW_EXPORT CUresult cuStreamCreateWithPriority(CUstream* ph, unsigned flags, int priority) noexcept {
+  auto real = real_fn<CUresult (*)(CUstream*, unsigned, int)>(Hook::cuStreamCreateWithPriority);
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  return traced(Hook::cuStreamCreateWithPriority, calls::Category::Stream, [&] { return real(ph, flags, priority); },
+                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
+                  fill_stream(rec, hi, r, a, b, trace::RecordType::StreamCreate,
+                              (r == 0 && ph) ? reinterpret_cast<uint64_t>(*ph) : 0, flags, priority);
+                });
+}
+
+extern "C" AW_EXPORT CUresult cuStreamDestroy_v2(CUstream st) noexcept {
+  auto real = real_fn<CUresult (*)(CUstream)>(Hook::cuStreamDestroy_v2);
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  return traced(Hook::cuStreamDestroy_v2, calls::Category::Stream, [&] { return real(st); },
+                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
+                  fill_stream(rec, hi, r, a, b, trace::RecordType::StreamDestroy, reinterpret_cast<uint64_t>(st), 0, 0);
+                });
+}
+
+#define DEF_BEGIN_CAPTURE(sym)                                                                      \
+  extern "C" AW_EXPORT CUresult sym(CUstream st, unsigned mode) noexcept {                         \
+    auto real = real_fn<CUresult (*)(CUstream, unsigned)>(Hook::sym);                              \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
+    /* Counted even when not recording: evidence must never run during a capture. */              \
+    CUresult r0 = CUDA_SUCCESS;                                                                    \
+    CUresult res = traced(Hook::sym, calls::Category::Capture, [&] { return r0 = real(st, mode); }, \
+                  [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) { \
+                    fill_capture(rec, hi, r, a, b, reinterpret_cast<uint64_t>(st), mode);          \
+                  });                                                                              \
+    if (r0 == CUDA_SUCCESS && res == CUDA_SUCCESS) calls::capture_begun();                         \
+    return res;                                                                                    \
+  }
+DEF_BEGIN_CAPTURE(cuStreamBeginCapture_v2)
+DEF_BEGIN_CAPTURE(cuStreamBeginCapture_v2_ptsz)
+
+#define DEF_END_CAPTURE(sym)                                                                        \
+  extern "C" AW_EXPORT CUresult sym(CUstream st, CUgraph* g) noexcept {                            \
+    auto real = real_fn<CUresult (*)(CUstream, CUgraph*)>(Hook::sym);                              \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
+    CUresult res = traced(Hook::sym, calls::Category::Capture, [&] { return real(st, g); },        \
+                  [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) { \
+                    fill_capture(rec, hi, r, a, b, reinterpret_cast<uint64_t>(st), 0);             \
+                  });                                                                              \
+    /* A failed EndCapture (invalidated capture) still ends it. */                                 \
+    calls::capture_ended();                                                                        \
+    return res;                                                                                    \
+  }
+DEF_END_CAPTURE(cuStreamEndCapture)
+DEF_END_CAPTURE(cuStreamEndCapture_ptsz)

@@ -1,0 +1,71 @@
+// cuGetProcAddress: how the CUDA runtime (static or shared), numba-cuda, cuda-python and most
+// frameworks reach the driver. We call the real one and, when it returned a function we hook,
+// hand back our wrapper for that *exact* symbol: dladdr names what the driver chose for the
+// requested version and flags (cuMemcpyHtoDAsync_v2_ptsz for a per-thread-stream caller), so we
+// never second-guess the driver's choice. NULL results and symbolStatus pass through untouched.
+#include <dlfcn.h>
+
+#include <cstring>
+
+#include "common.h"
+#include "cuda_abi.h"
+#include "hook_table.h"
+#include "real_functions.h"
+
+using namespace asyncwatch;
+using namespace asyncwatch::cuda;
+using asyncwatch::hooks::Hook;
+
+namespace asyncwatch::proc_address {
+
+// Replaces *pfn by our wrapper when it is a hooked driver function. `requested` is the name the
+// caller asked for (used only when dladdr names an alias of the hooked symbol).
+void substitute(const char* requested, void** pfn) noexcept {
+  if (!pfn || !*pfn || real::is_own(*pfn)) return;
+  ErrnoKeeper keep;
+  Dl_info info;
+  Hook h = Hook::Count;
+  if (dladdr(*pfn, &info) && info.dli_sname && info.dli_saddr == *pfn) {
+    h = hooks::find(info.dli_sname);
+    real::note_driver_object(*pfn);
+  }
+  if (h == Hook::Count && requested) {
+    // An alias (two exported names at one address): accept a hooked row whose name is the
+    // requested one plus a version/stream suffix and whose exported address is this function.
+    size_t len = strlen(requested);
+    for (size_t i = 0; i < hooks::kHookCount && h == Hook::Count; ++i) {
+      const char* name = hooks::info(static_cast<Hook>(i)).name;
+      if (strncmp(name, requested, len) != 0) continue;
+      const char* rest = name + len;
+      if (*rest && strcmp(rest, "_v2") && strcmp(rest, "_ptsz") && strcmp(rest, "_ptds") &&
+          strcmp(rest, "_v2_ptsz") && strcmp(rest, "_v2_ptds"))
+        continue;
+      if (real::driver(static_cast<Hook>(i)) == *pfn) h = static_cast<Hook>(i);
+    }
+  }
+  if (h == Hook::Count) return;
+  real::remember_driver(h, *pfn);
+  *pfn = hooks::info(h).wrapper;
+}
+
+}  // namespace asyncwatch::proc_address
+
+extern "C" AW_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version, cuuint64_t flags,
+                                                  int* symbol_status) noexcept {
+  using Fn = CUresult (*)(const char*, void**, int, cuuint64_t, int*);
+  auto real = reinterpret_cast<Fn>(real::driver(Hook::cuGetProcAddress_v2));
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  CUresult r = real(symbol, pfn, version, flags, symbol_status);
+  if (r == CUDA_SUCCESS) proc_address::substitute(symbol, pfn);
+  return r;
+}
+
+// The CUDA 11.3 form (four arguments), still returned for version 11030.
+extern "C" AW_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags) noexcept {
+  using Fn = CUresult (*)(const char*, void**, int, cuuint64_t);
+  auto real = reinterpret_cast<Fn>(real::driver(Hook::cuGetProcAddress));
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  CUresult r = real(symbol, pfn, version, flags);
+  if (r == CUDA_SUCCESS) proc_address::substitute(symbol, pfn);
+  return r;
+}

@@ -1,0 +1,135 @@
+#include "real_functions.h"
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "classify/host_memory_classifier.h"
+#include "common.h"
+#include "stacks/module_map.h"
+
+namespace asyncwatch::real {
+namespace {
+
+std::atomic<DlsymFn> g_dlsym{nullptr};
+std::atomic<void*> g_real[hooks::kHookCount];
+std::atomic<void*> g_driver_handle{nullptr};
+std::atomic<void*> g_runtime_handle{nullptr};
+
+void* open_noload(const char* path) { return dlopen(path, RTLD_LAZY | RTLD_NOLOAD); }
+
+void* driver_handle() {
+  void* h = g_driver_handle.load(std::memory_order_acquire);
+  if (h) return h;
+  // The application reached one of our driver wrappers, so a libcuda is loaded: find it by
+  // soname without loading anything new.
+  h = open_noload("libcuda.so.1");
+  if (!h) h = open_noload("libcuda.so");
+  if (h) {
+    void* expected = nullptr;
+    if (!g_driver_handle.compare_exchange_strong(expected, h)) h = expected;
+    classify::set_pointer_query(
+        reinterpret_cast<classify::PointerGetAttributesFn>(dlsym_fn()(h, "cuPointerGetAttributes")));
+  }
+  return h;
+}
+
+int find_cudart(dl_phdr_info* info, size_t, void* arg) {
+  const char* name = info->dlpi_name;
+  if (name && strstr(name, "libcudart")) {
+    *static_cast<const char**>(arg) = name;
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+DlsymFn dlsym_fn() noexcept {
+  DlsymFn f = g_dlsym.load(std::memory_order_acquire);
+  if (AW_LIKELY(f)) return f;
+  f = reinterpret_cast<DlsymFn>(dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34"));
+  if (!f) f = reinterpret_cast<DlsymFn>(dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5"));
+  g_dlsym.store(f, std::memory_order_release);
+  return f;
+}
+
+bool is_own(const void* p) noexcept { return module_map::is_own_address(reinterpret_cast<uint64_t>(p)); }
+
+bool remember_driver(hooks::Hook h, void* fn) noexcept {
+  if (!fn || is_own(fn)) return false;
+  void* expected = nullptr;
+  g_real[static_cast<size_t>(h)].compare_exchange_strong(expected, fn);
+  return true;
+}
+
+void note_driver_object(void* fn) noexcept {
+  if (g_driver_handle.load(std::memory_order_acquire)) return;
+  Dl_info info;
+  if (!dladdr(fn, &info) || !info.dli_fname) return;
+  void* h = open_noload(info.dli_fname);
+  if (!h) return;
+  void* expected = nullptr;
+  if (g_driver_handle.compare_exchange_strong(expected, h)) {
+    classify::set_pointer_query(
+        reinterpret_cast<classify::PointerGetAttributesFn>(dlsym_fn()(h, "cuPointerGetAttributes")));
+  }
+}
+
+void* driver(hooks::Hook h) noexcept {
+  void* p = g_real[static_cast<size_t>(h)].load(std::memory_order_acquire);
+  if (AW_LIKELY(p)) return p;
+  ErrnoKeeper keep;
+  const char* name = hooks::info(h).name;
+  // Linked with -lcuda: the application called our export; the driver comes after us.
+  p = dlsym_fn()(RTLD_NEXT, name);
+  if (!p || is_own(p)) {
+    void* dh = driver_handle();
+    p = dh ? dlsym_fn()(dh, name) : nullptr;
+  }
+  if (!p || is_own(p)) return nullptr;
+  note_driver_object(p);
+  remember_driver(h, p);
+  return g_real[static_cast<size_t>(h)].load(std::memory_order_acquire);
+}
+
+void* driver_helper(const char* name) noexcept {
+  void* h = driver_handle();
+  if (!h) return nullptr;
+  void* p = dlsym_fn()(h, name);
+  return is_own(p) ? nullptr : p;
+}
+
+void* runtime(const char* name) noexcept {
+  ErrnoKeeper keep;
+  void* p = dlsym_fn()(RTLD_NEXT, name);
+  if (p && !is_own(p)) return p;
+  void* h = g_runtime_handle.load(std::memory_order_acquire);
+  if (!h) {
+    // PyTorch loads libcudart with RTLD_LOCAL: not in the global scope, so RTLD_NEXT misses it.
+    const char* path = nullptr;
+    dl_iterate_phdr(find_cudart, &path);
+    if (path) h = open_noload(path);
+    if (h) g_runtime_handle.store(h, std::memory_order_release);
+  }
+  p = h ? dlsym_fn()(h, name) : nullptr;
+  return is_own(p) ? nullptr : p;
+}
+
+void* next_after_caller(const void* caller, const char* name) noexcept {
+  Dl_info info;
+  link_map* lm = nullptr;
+  if (caller && dladdr1(caller, &info, reinterpret_cast<void**>(&lm), RTLD_DL_LINKMAP) && lm && !is_own(caller)) {
+    // What glibc's RTLD_NEXT means for the caller: the first definition in an object loaded
+    // after the caller's. Calling the real dlsym(RTLD_NEXT) from here would search after *us*.
+    for (link_map* next = lm->l_next; next; next = next->l_next) {
+      if (void* p = dlsym_fn()(next, name)) return p;
+    }
+    return nullptr;
+  }
+  return dlsym_fn()(RTLD_NEXT, name);
+}
+
+}  // namespace asyncwatch::real

@@ -1,0 +1,33 @@
+// Finding the real functions behind our wrappers without ever going through our own dlsym.
+#pragma once
+
+#include "hook_table.h"
+
+namespace asyncwatch::real {
+
+using DlsymFn = void* (*)(void*, const char*);
+// glibc's dlsym: dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34"), falling back to "GLIBC_2.2.5".
+DlsymFn dlsym_fn() noexcept;
+
+// True for addresses inside libasyncwatch itself (a lookup that found our own export).
+bool is_own(const void* p) noexcept;
+
+// The driver's function for a hooked entry point: remembered from what dlsym/cuGetProcAddress
+// returned, else looked up next after us and then in the loaded libcuda.
+void* driver(hooks::Hook h) noexcept;
+// Remember `fn` as the real function for `h` (first one wins); false if `fn` is ours.
+bool remember_driver(hooks::Hook h, void* fn) noexcept;
+// Looks `fn` (a function the driver handed out) up to learn which libcuda is in use.
+void note_driver_object(void* fn) noexcept;
+
+// A driver function we call for our own purposes (classification, evidence, names), looked up
+// by name in the libcuda in use. nullptr until the application reached the driver.
+void* driver_helper(const char* name) noexcept;
+
+// A CUDA runtime function: next after us, or in a libcudart* loaded RTLD_LOCAL (PyTorch).
+void* runtime(const char* name) noexcept;
+
+// The object (link map) containing `addr`, for RTLD_NEXT relative to a caller.
+void* next_after_caller(const void* caller, const char* name) noexcept;
+
+}  // namespace asyncwatch::real

@@ -1,0 +1,388 @@
+// Thin wrappers of the shared CUDA runtime (libcudart.so), only for naming: each marks the
+// thread as "inside cudaXxx", calls the real function, and then writes the one record of the
+// call: the driver wrapper's record (adopted, renamed to the runtime API, timed over the whole
+// runtime call), or, when the runtime reached no hooked driver entry point (a copy during stream
+// capture), a record of its own with kFlagRuntimeOnly. The static runtime is compiled into the
+// executable and never reaches these; its calls are seen at the driver layer only.
+#include <atomic>
+#include <cstring>
+#include <type_traits>
+
+#include "call_context.h"
+#include "classify/host_memory_classifier.h"
+#include "cuda_abi.h"
+#include "real_functions.h"
+
+using namespace asyncwatch;
+using namespace asyncwatch::cuda;
+using asyncwatch::calls::Category;
+using asyncwatch::trace::Api;
+using asyncwatch::trace::Direction;
+using asyncwatch::trace::MemoryKind;
+
+namespace {
+
+struct cudaPitchedPtr {
+  void* ptr;
+  size_t pitch, xsize, ysize;
+};
+struct cudaExtent {
+  size_t width, height, depth;
+};
+using cudaStreamCallback_t = void (*)(cudaStream_t, cudaError_t, void*);
+using cudaHostFn_t = void (*)(void*);
+
+// ---- fallback records (the runtime call reached no hooked driver entry point) -------------
+MemoryKind kind_of(const void* p) { return classify::classify_pointer(reinterpret_cast<uint64_t>(p)); }
+
+bool fill_copy(calls::AnyRecord& rec, const void* dst, const void* src, uint64_t bytes, int kind, cudaStream_t st,
+               bool per_thread) {
+  auto& c = rec.copy;
+  c.h.type = static_cast<uint16_t>(trace::RecordType::Copy);
+  c.h.size = sizeof(trace::CopyRecord);
+  MemoryKind s = MemoryKind::Unknown, d = MemoryKind::Unknown;
+  Direction dir = Direction::Unknown;
+  switch (kind) {
+    case cudaMemcpyHostToDevice: s = kind_of(src); d = MemoryKind::Device; dir = Direction::HtoD; break;
+    case cudaMemcpyDeviceToHost: s = MemoryKind::Device; d = kind_of(dst); dir = Direction::DtoH; break;
+    case cudaMemcpyDeviceToDevice: s = d = MemoryKind::Device; dir = Direction::DtoD; break;
+    case cudaMemcpyHostToHost: s = kind_of(src); d = kind_of(dst); dir = Direction::HtoH; break;
+    default: {
+      s = src ? kind_of(src) : MemoryKind::Unknown;
+      d = dst ? kind_of(dst) : MemoryKind::Unknown;
+      auto host = [](MemoryKind k) { return k == MemoryKind::Pageable || k == MemoryKind::Pinned; };
+      auto dev = [](MemoryKind k) { return k == MemoryKind::Device || k == MemoryKind::Managed; };
+      if (host(s) && dev(d)) dir = Direction::HtoD;
+      else if (dev(s) && host(d)) dir = Direction::DtoH;
+      else if (dev(s) && dev(d)) dir = Direction::DtoD;
+      else if (host(s) && host(d)) dir = Direction::HtoH;
+    }
+  }
+  c.direction = static_cast<uint8_t>(dir);
+  c.src_memory = static_cast<uint8_t>(s);
+  c.dst_memory = static_cast<uint8_t>(d);
+  c.stream_kind = static_cast<uint8_t>(calls::stream_kind(st, per_thread));
+  c.stream = reinterpret_cast<uint64_t>(st);
+  c.bytes = bytes;
+  if (st != nullptr || true) {
+    if (calls::stream_is_capturing(st)) c.flags |= trace::kFlagCaptureActive;
+  }
+  return true;
+}
+
+bool fill_memset(calls::AnyRecord& rec, const void* dst, uint64_t bytes, cudaStream_t st, bool per_thread) {
+  auto& c = rec.copy;
+  c.h.type = static_cast<uint16_t>(trace::RecordType::Memset);
+  c.h.size = sizeof(trace::CopyRecord);
+  c.dst_memory = static_cast<uint8_t>(kind_of(dst));
+  c.stream_kind = static_cast<uint8_t>(calls::stream_kind(st, per_thread));
+  c.stream = reinterpret_cast<uint64_t>(st);
+  c.bytes = bytes;
+  if (calls::stream_is_capturing(st)) c.flags |= trace::kFlagCaptureActive;
+  return true;
+}
+
+bool fill_launch(calls::AnyRecord& rec, dim3 g, dim3 b, size_t shared, cudaStream_t st, bool per_thread) {
+  auto& l = rec.launch;
+  l.h.type = static_cast<uint16_t>(trace::RecordType::Launch);
+  l.h.size = sizeof(trace::LaunchRecord);
+  l.stream_kind = static_cast<uint8_t>(calls::stream_kind(st, per_thread));
+  l.grid[0] = g.x, l.grid[1] = g.y, l.grid[2] = g.z;
+  l.block[0] = b.x, l.block[1] = b.y, l.block[2] = b.z;
+  l.shared_mem_bytes = static_cast<uint32_t>(shared);
+  l.stream = reinterpret_cast<uint64_t>(st);
+  if (calls::stream_is_capturing(st)) l.flags |= trace::kFlagCaptureActive;
+  return true;
+}
+
+bool fill_memory(calls::AnyRecord& rec, MemoryKind k, const void* addr, uint64_t bytes, unsigned flags) {
+  auto& m = rec.memory;
+  m.h.type = static_cast<uint16_t>(trace::RecordType::MemoryOp);
+  m.h.size = sizeof(trace::MemoryOpRecord);
+  m.memory = static_cast<uint8_t>(k);
+  m.address = reinterpret_cast<uint64_t>(addr);
+  m.bytes = bytes;
+  m.alloc_flags = flags;
+  return true;
+}
+
+// Sets the fields every fallback record shares and writes it.
+void write_fallback(calls::AnyRecord& rec, Api api, Category cat, cudaError_t r, uint64_t start, uint64_t end,
+                    bool driver_reached) {
+  uint32_t extra = driver_reached ? 0u : trace::kFlagRuntimeOnly;
+  switch (static_cast<trace::RecordType>(rec.h.type)) {
+    case trace::RecordType::Copy:
+    case trace::RecordType::Memset:
+      rec.copy.api = static_cast<uint16_t>(api);
+      rec.copy.result = r, rec.copy.start_ns = start, rec.copy.end_ns = end, rec.copy.flags |= extra;
+      break;
+    case trace::RecordType::Launch:
+      rec.launch.api = static_cast<uint16_t>(api);
+      rec.launch.result = r, rec.launch.start_ns = start, rec.launch.end_ns = end, rec.launch.flags |= extra;
+      break;
+    case trace::RecordType::MemoryOp:
+      rec.memory.api = static_cast<uint16_t>(api);
+      rec.memory.result = r, rec.memory.start_ns = start, rec.memory.end_ns = end, rec.memory.flags |= extra;
+      break;
+    default: return;
+  }
+  calls::apply_stack_policy(rec, cat);
+  calls::write(rec);
+}
+
+// Completes the adopted driver record: the API the application called, the whole call's time
+// and the runtime's return value.
+void write_adopted(calls::AnyRecord& rec, Api api, Category cat, cudaError_t r, uint64_t start, uint64_t end) {
+  auto set = [&](auto& x) {
+    x.api = static_cast<uint16_t>(api);
+    x.result = r;
+    x.start_ns = start;
+    x.end_ns = end;
+  };
+  switch (static_cast<trace::RecordType>(rec.h.type)) {
+    case trace::RecordType::Copy:
+    case trace::RecordType::Memset: set(rec.copy); break;
+    case trace::RecordType::Launch: set(rec.launch); break;
+    case trace::RecordType::HostFuncEnqueue: set(rec.host_func); break;
+    case trace::RecordType::Sync: set(rec.sync); break;
+    case trace::RecordType::MemoryOp: set(rec.memory); break;
+    case trace::RecordType::StreamCreate:
+    case trace::RecordType::StreamDestroy: set(rec.stream); break;
+    case trace::RecordType::Capture: set(rec.capture); break;
+    default: return;
+  }
+  calls::apply_stack_policy(rec, cat);
+  calls::write(rec);
+}
+
+template <class Call, class Fallback>
+cudaError_t run(Api api, Category cat, Call&& call, Fallback&& fallback) noexcept {
+  calls::ThreadCallState& st = calls::thread_state();
+  if (st.runtime_depth > 0 || st.driver_depth > 0 || !calls::recording()) return call();
+  st.runtime_depth = 1;
+  st.runtime_api = api;
+  st.runtime_category = cat;
+  st.driver_reached = false;
+  st.pending_valid = false;
+  uint64_t start = now_ns();
+  cudaError_t r = call();
+  uint64_t end = now_ns();
+  ErrnoKeeper keep;
+  st.runtime_depth = 0;
+  if (st.pending_valid) {
+    st.pending_valid = false;
+    write_adopted(st.pending, api, cat, r, start, end);
+  } else if constexpr (!std::is_same_v<std::decay_t<Fallback>, std::nullptr_t>) {
+    calls::AnyRecord rec{};
+    if (fallback(rec)) write_fallback(rec, api, cat, r, start, end, st.driver_reached);
+  }
+  return r;
+}
+
+}  // namespace
+
+// X(symbol, Api, Category, per_thread, (parameters), (arguments), fallback-or-nullptr)
+#define AW_RUNTIME_HOOKS(X)                                                                                       \
+  X(cudaMemcpy, cudaMemcpy, Copy, 0, (void* dst, const void* src, size_t n, int kind), (dst, src, n, kind),       \
+    [&](calls::AnyRecord& rec) { return fill_copy(rec, dst, src, n, kind, nullptr, false); })                     \
+  X(cudaMemcpy_ptds, cudaMemcpy, Copy, 1, (void* dst, const void* src, size_t n, int kind), (dst, src, n, kind),  \
+    [&](calls::AnyRecord& rec) { return fill_copy(rec, dst, src, n, kind, nullptr, true); })                      \
+  X(cudaMemcpyAsync, cudaMemcpyAsync, Copy, 0, (void* dst, const void* src, size_t n, int kind, cudaStream_t st), \
+    (dst, src, n, kind, st), [&](calls::AnyRecord& rec) { return fill_copy(rec, dst, src, n, kind, st, false); }) \
+  X(cudaMemcpyAsync_ptsz, cudaMemcpyAsync, Copy, 1,                                                               \
+    (void* dst, const void* src, size_t n, int kind, cudaStream_t st), (dst, src, n, kind, st),                   \
+    [&](calls::AnyRecord& rec) { return fill_copy(rec, dst, src, n, kind, st, true); })                           \
+  X(cudaMemcpy2D, cudaMemcpy2D, Copy, 0,                                                                          \
+    (void* dst, size_t dp, const void* src, size_t sp, size_t w, size_t h, int kind), (dst, dp, src, sp, w, h, kind), \
+    [&](calls::AnyRecord& rec) { return fill_copy(rec, dst, src, w * h, kind, nullptr, false); })                 \
+  X(cudaMemcpy2DAsync, cudaMemcpy2DAsync, Copy, 0,                                                                \
+    (void* dst, size_t dp, const void* src, size_t sp, size_t w, size_t h, int kind, cudaStream_t st),            \
+    (dst, dp, src, sp, w, h, kind, st),                                                                           \
+    [&](calls::AnyRecord& rec) { return fill_copy(rec, dst, src, w * h, kind, st, false); })                      \
+  X(cudaMemcpy2DAsync_ptsz, cudaMemcpy2DAsync, Copy, 1,                                                           \
+    (void* dst, size_t dp, const void* src, size_t sp, size_t w, size_t h, int kind, cudaStream_t st),            \
+    (dst, dp, src, sp, w, h, kind, st),                                                                           \
+    [&](calls::AnyRecord& rec) { return fill_copy(rec, dst, src, w * h, kind, st, true); })                       \
+  X(cudaMemcpy3D, cudaMemcpy3D, Copy, 0, (const void* p), (p), nullptr)                                          \
+  X(cudaMemcpy3DAsync, cudaMemcpy3DAsync, Copy, 0, (const void* p, cudaStream_t st), (p, st), nullptr)            \
+  X(cudaMemcpy3DAsync_ptsz, cudaMemcpy3DAsync, Copy, 1, (const void* p, cudaStream_t st), (p, st), nullptr)       \
+  X(cudaMemcpyPeer, cudaMemcpyPeer, Copy, 0, (void* dst, int dd, const void* src, int sd, size_t n),              \
+    (dst, dd, src, sd, n), nullptr)                                                                               \
+  X(cudaMemcpyPeerAsync, cudaMemcpyPeerAsync, Copy, 0,                                                            \
+    (void* dst, int dd, const void* src, int sd, size_t n, cudaStream_t st), (dst, dd, src, sd, n, st), nullptr)  \
+  X(cudaMemcpyToSymbol, cudaMemcpyToSymbol, Copy, 0,                                                              \
+    (const void* sym, const void* src, size_t n, size_t off, int kind), (sym, src, n, off, kind),                 \
+    [&](calls::AnyRecord& rec) { return fill_copy(rec, nullptr, src, n, kind, nullptr, false); })                 \
+  X(cudaMemcpyToSymbolAsync, cudaMemcpyToSymbolAsync, Copy, 0,                                                    \
+    (const void* sym, const void* src, size_t n, size_t off, int kind, cudaStream_t st),                          \
+    (sym, src, n, off, kind, st),                                                                                 \
+    [&](calls::AnyRecord& rec) { return fill_copy(rec, nullptr, src, n, kind, st, false); })                      \
+  X(cudaMemcpyToSymbolAsync_ptsz, cudaMemcpyToSymbolAsync, Copy, 1,                                               \
+    (const void* sym, const void* src, size_t n, size_t off, int kind, cudaStream_t st),                          \
+    (sym, src, n, off, kind, st),                                                                                 \
+    [&](calls::AnyRecord& rec) { return fill_copy(rec, nullptr, src, n, kind, st, true); })                       \
+  X(cudaMemcpyFromSymbol, cudaMemcpyFromSymbol, Copy, 0,                                                          \
+    (void* dst, const void* sym, size_t n, size_t off, int kind), (dst, sym, n, off, kind),                       \
+    [&](calls::AnyRecord& rec) { return fill_copy(rec, dst, nullptr, n, kind, nullptr, false); })                 \
+  X(cudaMemcpyFromSymbolAsync, cudaMemcpyFromSymbolAsync, Copy, 0,                                                \
+    (void* dst, const void* sym, size_t n, size_t off, int kind, cudaStream_t st), (dst, sym, n, off, kind, st),  \
+    [&](calls::AnyRecord& rec) { return fill_copy(rec, dst, nullptr, n, kind, st, false); })                      \
+  X(cudaMemcpyFromSymbolAsync_ptsz, cudaMemcpyFromSymbolAsync, Copy, 1,                                           \
+    (void* dst, const void* sym, size_t n, size_t off, int kind, cudaStream_t st), (dst, sym, n, off, kind, st),  \
+    [&](calls::AnyRecord& rec) { return fill_copy(rec, dst, nullptr, n, kind, st, true); })                       \
+  X(cudaMemcpy2DToArray, cudaMemcpy2DToArray, Copy, 0,                                                            \
+    (void* a, size_t wo, size_t ho, const void* src, size_t sp, size_t w, size_t h, int kind),                    \
+    (a, wo, ho, src, sp, w, h, kind), nullptr)                                                                    \
+  X(cudaMemcpy2DToArrayAsync, cudaMemcpy2DToArrayAsync, Copy, 0,                                                  \
+    (void* a, size_t wo, size_t ho, const void* src, size_t sp, size_t w, size_t h, int kind, cudaStream_t st),   \
+    (a, wo, ho, src, sp, w, h, kind, st), nullptr)                                                                \
+  X(cudaMemcpy2DFromArray, cudaMemcpy2DFromArray, Copy, 0,                                                        \
+    (void* dst, size_t dp, const void* a, size_t wo, size_t ho, size_t w, size_t h, int kind),                    \
+    (dst, dp, a, wo, ho, w, h, kind), nullptr)                                                                    \
+  X(cudaMemcpy2DFromArrayAsync, cudaMemcpy2DFromArrayAsync, Copy, 0,                                              \
+    (void* dst, size_t dp, const void* a, size_t wo, size_t ho, size_t w, size_t h, int kind, cudaStream_t st),   \
+    (dst, dp, a, wo, ho, w, h, kind, st), nullptr)                                                                \
+  X(cudaMemset, cudaMemset, Memset, 0, (void* p, int v, size_t n), (p, v, n),                                     \
+    [&](calls::AnyRecord& rec) { return fill_memset(rec, p, n, nullptr, false); })                                \
+  X(cudaMemset_ptds, cudaMemset, Memset, 1, (void* p, int v, size_t n), (p, v, n),                                \
+    [&](calls::AnyRecord& rec) { return fill_memset(rec, p, n, nullptr, true); })                                 \
+  X(cudaMemsetAsync, cudaMemsetAsync, Memset, 0, (void* p, int v, size_t n, cudaStream_t st), (p, v, n, st),      \
+    [&](calls::AnyRecord& rec) { return fill_memset(rec, p, n, st, false); })                                     \
+  X(cudaMemsetAsync_ptsz, cudaMemsetAsync, Memset, 1, (void* p, int v, size_t n, cudaStream_t st), (p, v, n, st), \
+    [&](calls::AnyRecord& rec) { return fill_memset(rec, p, n, st, true); })                                      \
+  X(cudaMemset2D, cudaMemset2D, Memset, 0, (void* p, size_t pitch, int v, size_t w, size_t h), (p, pitch, v, w, h), \
+    [&](calls::AnyRecord& rec) { return fill_memset(rec, p, w * h, nullptr, false); })                            \
+  X(cudaMemset2DAsync, cudaMemset2DAsync, Memset, 0,                                                              \
+    (void* p, size_t pitch, int v, size_t w, size_t h, cudaStream_t st), (p, pitch, v, w, h, st),                 \
+    [&](calls::AnyRecord& rec) { return fill_memset(rec, p, w * h, st, false); })                                 \
+  X(cudaMemset3D, cudaMemset3D, Memset, 0, (cudaPitchedPtr p, int v, cudaExtent e), (p, v, e),                    \
+    [&](calls::AnyRecord& rec) { return fill_memset(rec, p.ptr, e.width * e.height * e.depth, nullptr, false); }) \
+  X(cudaMemset3DAsync, cudaMemset3DAsync, Memset, 0, (cudaPitchedPtr p, int v, cudaExtent e, cudaStream_t st),    \
+    (p, v, e, st),                                                                                                \
+    [&](calls::AnyRecord& rec) { return fill_memset(rec, p.ptr, e.width * e.height * e.depth, st, false); })      \
+  X(cudaLaunchKernel, cudaLaunchKernel, Launch, 0,                                                                \
+    (const void* f, dim3 g, dim3 b, void** args, size_t shared, cudaStream_t st), (f, g, b, args, shared, st),    \
+    [&](calls::AnyRecord& rec) { return fill_launch(rec, g, b, shared, st, false); })                             \
+  X(cudaLaunchKernel_ptsz, cudaLaunchKernel, Launch, 1,                                                           \
+    (const void* f, dim3 g, dim3 b, void** args, size_t shared, cudaStream_t st), (f, g, b, args, shared, st),    \
+    [&](calls::AnyRecord& rec) { return fill_launch(rec, g, b, shared, st, true); })                              \
+  X(cudaLaunchKernelExC, cudaLaunchKernelExC, Launch, 0, (const void* cfg, const void* f, void** args),           \
+    (cfg, f, args), nullptr)                                                                                      \
+  X(cudaLaunchKernelExC_ptsz, cudaLaunchKernelExC, Launch, 1, (const void* cfg, const void* f, void** args),      \
+    (cfg, f, args), nullptr)                                                                                      \
+  X(cudaLaunchCooperativeKernel, cudaLaunchCooperativeKernel, Launch, 0,                                          \
+    (const void* f, dim3 g, dim3 b, void** args, size_t shared, cudaStream_t st), (f, g, b, args, shared, st),    \
+    [&](calls::AnyRecord& rec) { return fill_launch(rec, g, b, shared, st, false); })                             \
+  X(cudaLaunchCooperativeKernel_ptsz, cudaLaunchCooperativeKernel, Launch, 1,                                     \
+    (const void* f, dim3 g, dim3 b, void** args, size_t shared, cudaStream_t st), (f, g, b, args, shared, st),    \
+    [&](calls::AnyRecord& rec) { return fill_launch(rec, g, b, shared, st, true); })                              \
+  X(__cudaLaunchKernel, __cudaLaunchKernel, Launch, 0,                                                            \
+    (void* k, dim3 g, dim3 b, void** args, size_t shared, cudaStream_t st), (k, g, b, args, shared, st),          \
+    [&](calls::AnyRecord& rec) { return fill_launch(rec, g, b, shared, st, false); })                             \
+  X(__cudaLaunchKernel_ptsz, __cudaLaunchKernel, Launch, 1,                                                       \
+    (void* k, dim3 g, dim3 b, void** args, size_t shared, cudaStream_t st), (k, g, b, args, shared, st),          \
+    [&](calls::AnyRecord& rec) { return fill_launch(rec, g, b, shared, st, true); })                              \
+  X(cudaGraphLaunch, cudaGraphLaunch, Launch, 0, (void* g, cudaStream_t st), (g, st), nullptr)                    \
+  X(cudaGraphLaunch_ptsz, cudaGraphLaunch, Launch, 1, (void* g, cudaStream_t st), (g, st), nullptr)               \
+  X(cudaStreamAddCallback, cudaStreamAddCallback, HostFunc, 0,                                                    \
+    (cudaStream_t st, cudaStreamCallback_t cb, void* d, unsigned fl), (st, cb, d, fl), nullptr)                   \
+  X(cudaStreamAddCallback_ptsz, cudaStreamAddCallback, HostFunc, 1,                                               \
+    (cudaStream_t st, cudaStreamCallback_t cb, void* d, unsigned fl), (st, cb, d, fl), nullptr)                   \
+  X(cudaLaunchHostFunc, cudaLaunchHostFunc, HostFunc, 0, (cudaStream_t st, cudaHostFn_t fn, void* d), (st, fn, d), \
+    nullptr)                                                                                                      \
+  X(cudaLaunchHostFunc_ptsz, cudaLaunchHostFunc, HostFunc, 1, (cudaStream_t st, cudaHostFn_t fn, void* d),        \
+    (st, fn, d), nullptr)                                                                                         \
+  X(cudaStreamSynchronize, cudaStreamSynchronize, Sync, 0, (cudaStream_t st), (st), nullptr)                      \
+  X(cudaStreamSynchronize_ptsz, cudaStreamSynchronize, Sync, 1, (cudaStream_t st), (st), nullptr)                 \
+  X(cudaEventSynchronize, cudaEventSynchronize, Sync, 0, (cudaEvent_t e), (e), nullptr)                           \
+  X(cudaDeviceSynchronize, cudaDeviceSynchronize, Sync, 0, (), (), nullptr)                                       \
+  X(cudaStreamWaitEvent, cudaStreamWaitEvent, Sync, 0, (cudaStream_t st, cudaEvent_t e, unsigned fl), (st, e, fl), \
+    nullptr)                                                                                                      \
+  X(cudaStreamWaitEvent_ptsz, cudaStreamWaitEvent, Sync, 1, (cudaStream_t st, cudaEvent_t e, unsigned fl),        \
+    (st, e, fl), nullptr)                                                                                         \
+  X(cudaStreamQuery, cudaStreamQuery, Sync, 0, (cudaStream_t st), (st), nullptr)                                  \
+  X(cudaStreamQuery_ptsz, cudaStreamQuery, Sync, 1, (cudaStream_t st), (st), nullptr)                             \
+  X(cudaEventQuery, cudaEventQuery, Sync, 0, (cudaEvent_t e), (e), nullptr)                                       \
+  X(cudaMalloc, cudaMalloc, MemoryOp, 0, (void** p, size_t n), (p, n),                                            \
+    [&](calls::AnyRecord& rec) { return fill_memory(rec, MemoryKind::Device, p ? *p : nullptr, n, 0); })          \
+  X(cudaFree, cudaFree, MemoryOp, 0, (void* p), (p), nullptr)                                                     \
+  X(cudaMallocHost, cudaMallocHost, MemoryOp, 0, (void** p, size_t n), (p, n),                                    \
+    [&](calls::AnyRecord& rec) { return fill_memory(rec, MemoryKind::Pinned, p ? *p : nullptr, n, 0); })          \
+  X(cudaHostAlloc, cudaHostAlloc, MemoryOp, 0, (void** p, size_t n, unsigned fl), (p, n, fl),                     \
+    [&](calls::AnyRecord& rec) { return fill_memory(rec, MemoryKind::Pinned, p ? *p : nullptr, n, fl); })         \
+  X(cudaFreeHost, cudaFreeHost, MemoryOp, 0, (void* p), (p), nullptr)                                             \
+  X(cudaHostRegister, cudaHostRegister, MemoryOp, 0, (void* p, size_t n, unsigned fl), (p, n, fl), nullptr)       \
+  X(cudaHostUnregister, cudaHostUnregister, MemoryOp, 0, (void* p), (p), nullptr)                                 \
+  X(cudaMallocManaged, cudaMallocManaged, MemoryOp, 0, (void** p, size_t n, unsigned fl), (p, n, fl),             \
+    [&](calls::AnyRecord& rec) { return fill_memory(rec, MemoryKind::Managed, p ? *p : nullptr, n, fl); })        \
+  X(cudaMallocAsync, cudaMallocAsync, MemoryOp, 0, (void** p, size_t n, cudaStream_t st), (p, n, st), nullptr)    \
+  X(cudaMallocAsync_ptsz, cudaMallocAsync, MemoryOp, 1, (void** p, size_t n, cudaStream_t st), (p, n, st), nullptr) \
+  X(cudaFreeAsync, cudaFreeAsync, MemoryOp, 0, (void* p, cudaStream_t st), (p, st), nullptr)                      \
+  X(cudaFreeAsync_ptsz, cudaFreeAsync, MemoryOp, 1, (void* p, cudaStream_t st), (p, st), nullptr)                 \
+  X(cudaStreamCreate, cudaStreamCreate, Stream, 0, (cudaStream_t * p), (p), nullptr)                              \
+  X(cudaStreamCreateWithFlags, cudaStreamCreateWithFlags, Stream, 0, (cudaStream_t * p, unsigned fl), (p, fl),    \
+    nullptr)                                                                                                      \
+  X(cudaStreamCreateWithPriority, cudaStreamCreateWithPriority, Stream, 0,                                        \
+    (cudaStream_t * p, unsigned fl, int prio), (p, fl, prio), nullptr)                                            \
+  X(cudaStreamDestroy, cudaStreamDestroy, Stream, 0, (cudaStream_t st), (st), nullptr)                            \
+  X(cudaStreamBeginCapture, cudaStreamBeginCapture, Capture, 0, (cudaStream_t st, int mode), (st, mode), nullptr) \
+  X(cudaStreamBeginCapture_ptsz, cudaStreamBeginCapture, Capture, 1, (cudaStream_t st, int mode), (st, mode),     \
+    nullptr)                                                                                                      \
+  X(cudaStreamEndCapture, cudaStreamEndCapture, Capture, 0, (cudaStream_t st, void** g), (st, g), nullptr)        \
+  X(cudaStreamEndCapture_ptsz, cudaStreamEndCapture, Capture, 1, (cudaStream_t st, void** g), (st, g), nullptr)
+
+namespace {
+enum class RtSlot : uint16_t {
+#define AW_RT_ENUM(sym, api, cat, pt, params, args, fb) sym,
+  AW_RUNTIME_HOOKS(AW_RT_ENUM)
+#undef AW_RT_ENUM
+      Count
+};
+constexpr const char* kRtNames[] = {
+#define AW_RT_NAME(sym, api, cat, pt, params, args, fb) #sym,
+    AW_RUNTIME_HOOKS(AW_RT_NAME)
+#undef AW_RT_NAME
+};
+std::atomic<void*> g_rt_real[static_cast<size_t>(RtSlot::Count)];
+
+void* rt_real(RtSlot s) noexcept {
+  void* p = g_rt_real[static_cast<size_t>(s)].load(std::memory_order_acquire);
+  if (AW_LIKELY(p)) return p;
+  p = real::runtime(kRtNames[static_cast<size_t>(s)]);
+  if (p) g_rt_real[static_cast<size_t>(s)].store(p, std::memory_order_release);
+  return p;
+}
+}  // namespace
+
+#define AW_RT_DEFINE(sym, api, cat, pt, params, args, fb)                            \
+  extern "C" AW_EXPORT cudaError_t sym params noexcept {                             \
+    using Fn = cudaError_t(*) params;                                                \
+    auto real_fn = reinterpret_cast<Fn>(rt_real(RtSlot::sym));                       \
+    if (!real_fn) return cudaErrorInitializationError;                               \
+    return run(Api::api, Category::cat, [&] { return real_fn args; }, fb);           \
+  }
+AW_RUNTIME_HOOKS(AW_RT_DEFINE)
+#undef AW_RT_DEFINE
+
+namespace asyncwatch::runtime_hooks {
+
+namespace {
+void* const kRtWrappers[] = {
+#define AW_RT_ADDR(sym, api, cat, pt, params, args, fb) reinterpret_cast<void*>(&::sym),
+    AW_RUNTIME_HOOKS(AW_RT_ADDR)
+#undef AW_RT_ADDR
+};
+}  // namespace
+
+// dlsym of a runtime name: remember the real one and hand out our wrapper.
+void* wrapper_for(const char* name, void* real_fn) noexcept {
+  for (size_t i = 0; i < static_cast<size_t>(RtSlot::Count); ++i) {
+    if (strcmp(kRtNames[i], name) != 0) continue;
+    void* expected = nullptr;
+    g_rt_real[i].compare_exchange_strong(expected, real_fn);
+    return kRtWrappers[i];
+  }
+  return nullptr;
+}
+
+}  // namespace asyncwatch::runtime_hooks

@@ -1,0 +1,146 @@
+#include "module_map.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <limits.h>
+#include <link.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "asyncwatch/trace_format.h"
+#include "trace/thread_buffer.h"
+
+namespace asyncwatch::module_map {
+namespace {
+
+using namespace asyncwatch::trace;
+
+struct Known {
+  uint64_t low, high;
+};
+std::mutex* g_mutex = new std::mutex;
+std::vector<Known>* g_known = new std::vector<Known>;
+uint64_t g_own_low = 0, g_own_high = 0;
+
+struct Found {
+  std::string path;
+  uint64_t bias, low, high;
+  uint8_t build_id[20];
+  uint8_t build_id_len;
+};
+
+int collect(dl_phdr_info* info, size_t, void* arg) {
+  auto* out = static_cast<std::vector<Found>*>(arg);
+  Found f{};
+  f.bias = info->dlpi_addr;
+  f.low = UINT64_MAX;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type == PT_LOAD) {
+      f.low = std::min<uint64_t>(f.low, info->dlpi_addr + ph.p_vaddr);
+      f.high = std::max<uint64_t>(f.high, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+    } else if (ph.p_type == PT_NOTE && !f.build_id_len) {
+      const char* p = reinterpret_cast<const char*>(info->dlpi_addr + ph.p_vaddr);
+      const char* end = p + ph.p_memsz;
+      while (p + sizeof(ElfW(Nhdr)) <= end) {
+        auto* n = reinterpret_cast<const ElfW(Nhdr)*>(p);
+        const char* name = p + sizeof(ElfW(Nhdr));
+        const char* desc = name + ((n->n_namesz + 3) & ~3u);
+        if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && !memcmp(name, "GNU", 4)) {
+          f.build_id_len = static_cast<uint8_t>(std::min<uint32_t>(n->n_descsz, 20));
+          memcpy(f.build_id, desc, f.build_id_len);
+          break;
+        }
+        p = desc + ((n->n_descsz + 3) & ~3u);
+      }
+    }
+  }
+  if (f.low == UINT64_MAX) return 0;
+  const char* name = info->dlpi_name;
+  if (!name || !*name) {
+    // The main executable has an empty name here.
+    char buf[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    f.path = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+    if (f.path.empty() && f.bias == 0) return 0;
+  } else {
+    f.path = name;
+  }
+  out->push_back(std::move(f));
+  return 0;
+}
+
+}  // namespace
+
+void write_new_modules() noexcept {
+  try {
+    std::vector<Found> found;
+    dl_iterate_phdr(collect, &found);
+    std::lock_guard<std::mutex> lock(*g_mutex);
+    for (const Found& f : found) {
+      bool known = false;
+      for (const Known& k : *g_known) known = known || (k.low == f.low && k.high == f.high);
+      if (known) continue;
+      ModuleRecord r{};
+      r.h.type = static_cast<uint16_t>(RecordType::Module);
+      uint16_t len = static_cast<uint16_t>(std::min<size_t>(f.path.size(), 4096));
+      r.path_len = len;
+      r.build_id_len = f.build_id_len;
+      r.load_bias = f.bias;
+      r.low = f.low;
+      r.high = f.high;
+      memcpy(r.build_id, f.build_id, sizeof r.build_id);
+      if (thread_buffer::write2(&r, sizeof r, f.path.data(), len)) g_known->push_back({f.low, f.high});
+    }
+  } catch (...) {
+  }
+}
+
+bool covered(uint64_t addr) noexcept {
+  std::lock_guard<std::mutex> lock(*g_mutex);
+  for (const Known& k : *g_known)
+    if (addr >= k.low && addr < k.high) return true;
+  return false;
+}
+
+void init_own_range() noexcept {
+  Dl_info info;
+  if (!dladdr(reinterpret_cast<void*>(&init_own_range), &info)) return;
+  struct Arg {
+    uint64_t base, low, high;
+  } arg{reinterpret_cast<uint64_t>(info.dli_fbase), 0, 0};
+  dl_iterate_phdr(
+      [](dl_phdr_info* i, size_t, void* a) -> int {
+        auto* arg2 = static_cast<Arg*>(a);
+        uint64_t low = UINT64_MAX, high = 0;
+        for (int k = 0; k < i->dlpi_phnum; ++k) {
+          if (i->dlpi_phdr[k].p_type != PT_LOAD) continue;
+          low = std::min<uint64_t>(low, i->dlpi_addr + i->dlpi_phdr[k].p_vaddr);
+          high = std::max<uint64_t>(high, i->dlpi_addr + i->dlpi_phdr[k].p_vaddr + i->dlpi_phdr[k].p_memsz);
+        }
+        if (arg2->base >= low && arg2->base < high) {
+          arg2->low = low;
+          arg2->high = high;
+          return 1;
+        }
+        return 0;
+      },
+      &arg);
+  g_own_low = arg.low;
+  g_own_high = arg.high;
+}
+
+bool is_own_address(uint64_t addr) noexcept { return addr >= g_own_low && addr < g_own_high; }
+
+void reset() noexcept {
+  g_mutex = new std::mutex;
+  g_known = new std::vector<Known>;
+}
+
+}  // namespace asyncwatch::module_map

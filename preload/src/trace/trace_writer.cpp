@@ -1,0 +1,333 @@
+#include "trace_writer.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <new>
+
+#include "asyncwatch/trace_format.h"
+#include "common.h"
+#include "config.h"
+#include "log.h"
+
+namespace asyncwatch::trace_writer {
+namespace {
+
+using namespace asyncwatch::trace;
+
+// The file grows by segments of this size (posix_fallocate + one mmap each), so a block claim
+// needs the mutex only once per kBlocksPerSegment blocks.
+constexpr uint64_t kSegmentBytes = 4ull << 20;
+constexpr uint64_t kBlocksPerSegment = kSegmentBytes / kBlockSize;
+constexpr uint64_t kMaxSegments = 16384;  // 64 GiB of trace
+constexpr uint64_t kClosedBit = 1ull << 63;
+
+enum State : int { kNotOpen = 0, kActive = 1, kOff = 2, kClosed = 3 };
+
+std::atomic<int> g_state{kNotOpen};
+std::atomic<uint32_t> g_generation{1};
+// Next block index; kClosedBit set once closed so that no later claim can extend the file past
+// the size it was truncated to.
+std::atomic<uint64_t> g_claim{0};
+std::atomic<uint64_t> g_allocated_blocks{0};
+std::atomic<char*> g_segments[kMaxSegments];
+FileHeader* g_header = nullptr;
+int g_fd = -1;
+uint64_t g_parent_pid = 0;
+std::string* g_path = nullptr;  // leaked on purpose: used from exit paths
+std::atomic<bool> g_warned{false};
+OpenedCallback g_opened_cb = nullptr;
+
+// Leaked on purpose (used during exit); re-created in a forked child in case another thread
+// held it at fork time.
+std::mutex* g_mutex = new std::mutex;
+
+void warn_once(const std::string& msg) {
+  if (!g_warned.exchange(true)) log::warn(msg + "; asyncwatch stops recording for this process");
+}
+
+std::string read_small_file(const char* p) {
+  std::string out;
+  int fd = open(p, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0 && out.size() < 65536) out.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return out;
+}
+
+void copy_str(char* dst, size_t cap, const std::string& s) {
+  size_t n = std::min(cap - 1, s.size());
+  memcpy(dst, s.data(), n);
+  dst[n] = 0;
+}
+
+std::string exe_path() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return {};
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+// Inserts ".N" before the extension: asyncwatch-app-12.awtrace -> asyncwatch-app-12.1.awtrace.
+std::string with_suffix(const std::string& name, int n) {
+  auto dot = name.rfind('.');
+  if (dot == std::string::npos || dot == 0) return name + "." + std::to_string(n);
+  return name.substr(0, dot) + "." + std::to_string(n) + name.substr(dot);
+}
+
+bool fits_rlimit(uint64_t new_size) {
+  rlimit rl;
+  if (getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return true;
+  return new_size <= rl.rlim_cur;  // exceeding it would raise SIGXFSZ in the application
+}
+
+void fill_header(FileHeader* h) {
+  memcpy(h->magic, kMagic, sizeof kMagic);
+  h->version = kFormatVersion;
+  h->header_size = kHeaderSize;
+  h->block_size = kBlockSize;
+  h->closed = 0;
+  h->pid = static_cast<uint64_t>(getpid());
+  h->ppid = static_cast<uint64_t>(getppid());
+  h->parent_pid_if_forked = g_parent_pid;
+  timespec mono, real;
+  clock_gettime(CLOCK_MONOTONIC, &mono);
+  clock_gettime(CLOCK_REALTIME, &real);
+  h->start_monotonic_ns = static_cast<uint64_t>(mono.tv_sec) * 1000000000ull + static_cast<uint64_t>(mono.tv_nsec);
+  h->start_realtime_ns = static_cast<uint64_t>(real.tv_sec) * 1000000000ull + static_cast<uint64_t>(real.tv_nsec);
+  h->exit_status = -1;
+  const Config& c = config();
+  h->config_flags = config_flags(c);
+  h->launch_stack_threshold_ns = c.launch_stack_threshold_ns;
+  char host[64] = {};
+  gethostname(host, sizeof host - 1);
+  copy_str(h->hostname, sizeof h->hostname, host);
+  copy_str(h->executable, sizeof h->executable, exe_path());
+  std::string cmd = read_small_file("/proc/self/cmdline");
+  while (!cmd.empty() && cmd.back() == 0) cmd.pop_back();
+  std::replace(cmd.begin(), cmd.end(), '\0', ' ');
+  copy_str(h->command_line, sizeof h->command_line, cmd);
+  std::string env;
+  for (const char* name : {"CUDA_LAUNCH_BLOCKING", "CUDA_MODULE_LOADING", "CUDA_DEVICE_MAX_CONNECTIONS"}) {
+    if (const char* v = getenv(name)) env += std::string(name) + "=" + v + ";";
+  }
+  copy_str(h->cuda_env, sizeof h->cuda_env, env);
+}
+
+// Called with g_mutex held.
+bool open_locked() {
+  const Config& c = config();
+  std::string exe = exe_path();
+  std::string base = exe.substr(exe.rfind('/') + 1);
+  if (base.empty()) base = "unknown";
+  char host[64] = {};
+  gethostname(host, sizeof host - 1);
+  std::string name = expand_output_pattern(c.output_pattern, base, static_cast<long>(getpid()), host,
+                                           static_cast<long>(time(nullptr)));
+  std::string dir = c.output_dir.empty() ? "." : c.output_dir;
+  int fd = -1;
+  std::string full;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    full = dir + "/" + (attempt ? with_suffix(name, attempt) : name);
+    // O_EXCL: never reuse (or follow, even a dangling symlink) an existing path; O_NOFOLLOW for
+    // kernels that would otherwise follow a symlink in the last component.
+    fd = open(full.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, c.file_mode);
+    if (fd >= 0 || errno != EEXIST) break;
+  }
+  if (fd < 0) {
+    warn_once("cannot create trace file " + full + ": " + strerror(errno));
+    return false;
+  }
+  // The mode must not depend on the application's umask.
+  fchmod(fd, c.file_mode);
+  if (!fits_rlimit(kHeaderSize) || posix_fallocate(fd, 0, kHeaderSize) != 0) {
+    warn_once("cannot allocate trace file " + full);
+    close(fd);
+    unlink(full.c_str());
+    return false;
+  }
+  void* hdr = mmap(nullptr, kHeaderSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (hdr == MAP_FAILED) {
+    warn_once("cannot map trace file " + full + ": " + strerror(errno));
+    close(fd);
+    unlink(full.c_str());
+    return false;
+  }
+  g_header = static_cast<FileHeader*>(hdr);
+  fill_header(g_header);
+  g_fd = fd;
+  if (!g_path) g_path = new std::string;
+  *g_path = full;
+  g_claim.store(0);
+  g_allocated_blocks.store(0);
+  if (!c.quiet) log::info("tracing to " + full);
+  return true;
+}
+
+bool map_segment(uint64_t seg) {
+  if (seg >= kMaxSegments) return false;
+  if (g_segments[seg].load(std::memory_order_acquire)) return true;
+  std::lock_guard<std::mutex> lock(*g_mutex);
+  if (g_segments[seg].load(std::memory_order_acquire)) return true;
+  if (g_state.load() != kActive) return false;
+  off_t off = static_cast<off_t>(kHeaderSize + seg * kSegmentBytes);
+  // posix_fallocate, not ftruncate: a sparse file on a full disk would SIGBUS the application
+  // on its first store into a hole.
+  if (!fits_rlimit(static_cast<uint64_t>(off) + kSegmentBytes)) {
+    warn_once("trace file would exceed RLIMIT_FSIZE");
+    return false;
+  }
+  int rc = posix_fallocate(g_fd, off, static_cast<off_t>(kSegmentBytes));
+  if (rc != 0) {
+    warn_once(std::string("cannot grow trace file: ") + strerror(rc));
+    return false;
+  }
+  void* p = mmap(nullptr, kSegmentBytes, PROT_READ | PROT_WRITE, MAP_SHARED, g_fd, off);
+  if (p == MAP_FAILED) {
+    warn_once(std::string("cannot map trace segment: ") + strerror(errno));
+    return false;
+  }
+  g_segments[seg].store(static_cast<char*>(p), std::memory_order_release);
+  g_allocated_blocks.store((seg + 1) * kBlocksPerSegment);
+  return true;
+}
+
+}  // namespace
+
+bool ensure_open() noexcept {
+  int s = g_state.load(std::memory_order_acquire);
+  if (AW_LIKELY(s == kActive)) return true;
+  if (s != kNotOpen) return false;
+  ErrnoKeeper keep;
+  bool opened = false;
+  try {
+    std::lock_guard<std::mutex> lock(*g_mutex);
+    if (g_state.load() == kNotOpen) {
+      if (config().disabled) {
+        g_state.store(kOff);
+      } else if (open_locked()) {
+        g_state.store(kActive, std::memory_order_release);
+        opened = true;
+      } else {
+        g_state.store(kOff);
+      }
+    }
+  } catch (...) {
+    g_state.store(kOff);
+  }
+  if (opened && g_opened_cb) g_opened_cb();
+  return g_state.load(std::memory_order_acquire) == kActive;
+}
+
+bool is_active() noexcept { return g_state.load(std::memory_order_acquire) == kActive; }
+
+char* claim_block(uint64_t* index_out) noexcept {
+  if (!is_active()) return nullptr;
+  uint64_t idx = g_claim.load(std::memory_order_relaxed);
+  do {
+    if (idx & kClosedBit) return nullptr;
+  } while (!g_claim.compare_exchange_weak(idx, idx + 1, std::memory_order_acq_rel));
+  uint64_t seg = idx / kBlocksPerSegment;
+  bool ok;
+  try {
+    ok = map_segment(seg);
+  } catch (...) {
+    ok = false;
+  }
+  if (!ok) {
+    g_state.store(kOff);  // tracing stops for good; the file stays readable up to here
+    return nullptr;
+  }
+  // Mirror the count into the mapping so a crashed process's header tells how far to read.
+  uint64_t cur = __atomic_load_n(&g_header->blocks_claimed, __ATOMIC_RELAXED);
+  while (cur < idx + 1 &&
+         !__atomic_compare_exchange_n(&g_header->blocks_claimed, &cur, idx + 1, true, __ATOMIC_RELAXED,
+                                      __ATOMIC_RELAXED)) {
+  }
+  *index_out = idx;
+  return g_segments[seg].load(std::memory_order_acquire) + (idx % kBlocksPerSegment) * kBlockSize;
+}
+
+void count_lost(uint64_t n) noexcept {
+  if (g_header) __atomic_fetch_add(&g_header->records_lost, n, __ATOMIC_RELAXED);
+}
+
+uint32_t generation() noexcept { return g_generation.load(std::memory_order_acquire); }
+
+void close_clean(int exit_status) noexcept {
+  ErrnoKeeper keep;
+  std::lock_guard<std::mutex> lock(*g_mutex);
+  int s = g_state.load();
+  if (!g_header || (s != kActive && s != kOff)) return;
+  // A vfork()ed child calling _exit shares our memory: closing would close the parent's trace.
+  if (g_header->pid != static_cast<uint64_t>(getpid())) return;
+  uint64_t claimed = g_claim.fetch_or(kClosedBit) & ~kClosedBit;
+  uint64_t used = std::min(claimed, g_allocated_blocks.load());
+  g_state.store(kClosed);
+  g_header->blocks_claimed = used;
+  g_header->end_monotonic_ns = now_ns();
+  g_header->exit_status = exit_status;
+  // Threads still running keep writing into their claimed blocks, all below `used`; nothing
+  // can be claimed past it any more, so the truncation cannot SIGBUS anyone.
+  if (ftruncate(g_fd, static_cast<off_t>(kHeaderSize + used * kBlockSize)) != 0) {
+    // keep the zero tail; the reader stops at blocks without kBlockMagic
+  }
+  __atomic_store_n(&g_header->closed, kClosedCleanly, __ATOMIC_RELEASE);
+}
+
+// Not in a vfork()ed child: it shares our memory, and its exec says nothing about this process.
+void prepare_exec() noexcept {
+  if (!g_header || g_state.load() != kActive || g_header->pid != static_cast<uint64_t>(getpid())) return;
+  g_header->end_monotonic_ns = now_ns();
+  __atomic_store_n(&g_header->closed, kClosedCleanly, __ATOMIC_RELEASE);
+}
+
+void exec_failed() noexcept {
+  if (!g_header || g_state.load() != kActive || g_header->pid != static_cast<uint64_t>(getpid())) return;
+  g_header->end_monotonic_ns = 0;
+  __atomic_store_n(&g_header->closed, 0u, __ATOMIC_RELEASE);
+}
+
+void after_fork_child(uint64_t parent_pid) noexcept {
+  // Only this thread exists now. The parent's mapping must go: a write through it would land
+  // in the parent's file.
+  g_mutex = new (std::nothrow) std::mutex;
+  for (uint64_t i = 0; i < kMaxSegments; ++i) {
+    char* p = g_segments[i].load();
+    if (!p) break;
+    munmap(p, kSegmentBytes);
+    g_segments[i].store(nullptr);
+  }
+  if (g_header) munmap(g_header, kHeaderSize);
+  g_header = nullptr;
+  if (g_fd >= 0) close(g_fd);
+  g_fd = -1;
+  g_claim.store(0);
+  g_allocated_blocks.store(0);
+  g_parent_pid = parent_pid;
+  g_warned.store(false);
+  int s = g_state.load();
+  g_state.store(s == kActive || s == kClosed || s == kNotOpen ? kNotOpen : s);
+  if (config().disabled) g_state.store(kOff);
+  g_generation.fetch_add(1);
+}
+
+void disable() noexcept { g_state.store(kOff); }
+
+std::string path() { return g_path ? *g_path : std::string(); }
+
+void set_opened_callback(OpenedCallback cb) noexcept { g_opened_cb = cb; }
+
+}  // namespace asyncwatch::trace_writer

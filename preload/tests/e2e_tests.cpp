@@ -1,0 +1,362 @@
+// End-to-end: LD_PRELOAD libasyncwatch.so into tests/test_app.cpp running on the fake libcuda,
+// then read the trace back and assert on its records.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "trace_reader.h"
+
+using namespace asyncwatch::trace;
+using aw_test::Trace;
+
+namespace {
+
+struct AppRun {
+  int status;        // raw wait status
+  std::string out;   // stdout
+  std::string err;   // stderr
+  std::string dir;   // trace directory
+  std::vector<std::string> traces;
+};
+
+std::string slurp(const std::string& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> list_traces(const std::string& dir) {
+  std::vector<std::string> out;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      std::string n = e->d_name;
+      if (n.size() > 8 && n.substr(n.size() - 8) == ".awtrace") out.push_back(dir + "/" + n);
+    }
+    closedir(d);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string make_dir() {
+  char tmpl[] = "/tmp/aw-e2e-XXXXXX";
+  return mkdtemp(tmpl);
+}
+
+// Runs the test app with LD_PRELOAD and extra environment entries "NAME=value".
+AppRun run(const std::vector<std::string>& args, std::vector<std::string> env = {}, std::string dir = "",
+        bool preload = true) {
+  AppRun r;
+  r.dir = dir.empty() ? make_dir() : dir;
+  std::string out = r.dir + "/.stdout", err = r.dir + "/.stderr";
+  pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<std::string> e = {"LD_LIBRARY_PATH=" AW_FAKE_CUDA_DIR, "ASYNCWATCH_OUTPUT_DIR=" + r.dir,
+                                  "PATH=/usr/bin:/bin"};
+    if (preload) e.push_back("LD_PRELOAD=" AW_PRELOAD_LIB);
+    for (auto& x : env) e.push_back(x);
+    std::vector<char*> ev;
+    for (auto& x : e) ev.push_back(x.data());
+    ev.push_back(nullptr);
+    std::vector<std::string> a = {AW_TEST_APP};
+    for (auto& x : args) a.push_back(x);
+    std::vector<char*> av;
+    for (auto& x : a) av.push_back(x.data());
+    av.push_back(nullptr);
+    freopen(out.c_str(), "w", stdout);
+    freopen(err.c_str(), "w", stderr);
+    execve(av[0], av.data(), ev.data());
+    _exit(127);
+  }
+  waitpid(pid, &r.status, 0);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  r.traces = list_traces(r.dir);
+  return r;
+}
+
+bool exited_ok(const AppRun& r) { return WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0; }
+
+Trace only_trace(const AppRun& r) {
+  EXPECT_EQ(r.traces.size(), 1u) << r.err;
+  if (r.traces.empty()) return Trace{};
+  Trace t = aw_test::read_trace(r.traces[0]);
+  EXPECT_TRUE(t.ok) << t.error;
+  return t;
+}
+
+std::vector<CopyRecord> copies(const Trace& t) { return t.all<CopyRecord>(RecordType::Copy); }
+
+}  // namespace
+
+TEST(EndToEnd, ProgramWithoutCudaGetsNoTraceAndSameOutput) {
+  AppRun r = run({"none"});
+  EXPECT_TRUE(exited_ok(r));
+  EXPECT_EQ(r.out, "no cuda here\n");
+  EXPECT_EQ(r.err, "");
+  EXPECT_TRUE(r.traces.empty());
+}
+
+TEST(EndToEnd, LinkedProgramCopiesClassifiedAndTimed) {
+  AppRun r = run({"linked"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  EXPECT_NE(r.err.find("tracing to"), std::string::npos);  // the banner
+  Trace t = only_trace(r);
+  EXPECT_EQ(t.header.closed, kClosedCleanly);
+  auto c = copies(t);
+  ASSERT_EQ(c.size(), 5u);
+  EXPECT_EQ(c[0].bytes, 1000u);
+  EXPECT_EQ(c[0].api, static_cast<uint16_t>(Api::cuMemcpyHtoDAsync_v2));
+  EXPECT_EQ(c[0].driver_fn, static_cast<uint16_t>(Api::cuMemcpyHtoDAsync_v2));
+  EXPECT_EQ(c[0].direction, static_cast<uint8_t>(Direction::HtoD));
+  EXPECT_EQ(c[0].src_memory, static_cast<uint8_t>(MemoryKind::Pageable));
+  EXPECT_EQ(c[0].dst_memory, static_cast<uint8_t>(MemoryKind::Device));
+  EXPECT_EQ(c[0].stream_kind, static_cast<uint8_t>(StreamKind::Explicit));
+  EXPECT_TRUE(c[0].flags & kFlagEvidenceChecked);
+  EXPECT_TRUE(c[0].flags & kFlagCompletedAtReturn);
+  EXPECT_TRUE(c[0].flags & kFlagStackCaptured);
+  EXPECT_GT(c[0].stack_id, 0u);
+  EXPECT_GE(c[0].end_ns, c[0].start_ns);
+  EXPECT_EQ(c[1].src_memory, static_cast<uint8_t>(MemoryKind::Pinned));  // interior of cuMemHostAlloc
+  EXPECT_FALSE(c[1].flags & kFlagEvidenceChecked);                       // auto: pinned needs none
+  EXPECT_EQ(c[2].direction, static_cast<uint8_t>(Direction::DtoH));
+  EXPECT_EQ(c[2].dst_memory, static_cast<uint8_t>(MemoryKind::Pageable));
+  EXPECT_EQ(c[2].stream_kind, static_cast<uint8_t>(StreamKind::LegacyDefault));
+  EXPECT_EQ(c[3].src_memory, static_cast<uint8_t>(MemoryKind::Pinned));  // registered range
+  EXPECT_EQ(c[4].src_memory, static_cast<uint8_t>(MemoryKind::Pageable));  // after unregister
+  auto m = t.all<CopyRecord>(RecordType::Memset);
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].bytes, 4000u);
+  EXPECT_EQ(m[0].dst_memory, static_cast<uint8_t>(MemoryKind::Device));
+  auto sc = t.all<StreamCreateRecord>(RecordType::StreamCreate);
+  ASSERT_EQ(sc.size(), 1u);
+  EXPECT_EQ(sc[0].stream_flags, 1u);
+  EXPECT_EQ(sc[0].stream, c[0].stream);
+  auto mem = t.all<MemoryOpRecord>(RecordType::MemoryOp);
+  EXPECT_GE(mem.size(), 5u);
+  EXPECT_GE(t.count(RecordType::Module), 3u);
+  EXPECT_GE(t.count(RecordType::Stack), 1u);
+  auto dev = t.all<DeviceInfoRecord>(RecordType::DeviceInfo);
+  ASSERT_EQ(dev.size(), 1u);
+  EXPECT_EQ(dev[0].simulated, 1u);
+  EXPECT_STREQ(dev[0].name, "asyncwatch fake device");
+}
+
+TEST(EndToEnd, GetProcAddressHonoursFlagsAndPassesNullThrough) {
+  AppRun r = run({"proc"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  EXPECT_NE(r.out.find("missing=500 ptr=(nil) status=1"), std::string::npos) << r.out;
+  Trace t = only_trace(r);
+  auto c = copies(t);
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c[0].bytes, 111u);
+  EXPECT_FALSE(c[0].flags & kFlagPerThreadEntry);
+  EXPECT_EQ(c[0].stream_kind, static_cast<uint8_t>(StreamKind::LegacyDefault));
+  EXPECT_EQ(c[1].bytes, 222u);
+  EXPECT_TRUE(c[1].flags & kFlagPerThreadEntry);  // the driver chose the _ptsz symbol; so did we
+  EXPECT_EQ(c[1].stream_kind, static_cast<uint8_t>(StreamKind::PerThreadDefault));
+  EXPECT_EQ(c[2].bytes, 333u);
+}
+
+TEST(EndToEnd, LaunchNamesInternedOnceAndFirstLaunchFlagged) {
+  AppRun r = run({"launch"}, {"ASYNCWATCH_STACKS=all"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  Trace t = only_trace(r);
+  auto l = t.all<LaunchRecord>(RecordType::Launch);
+  ASSERT_EQ(l.size(), 3u);
+  auto strings = t.all<StringRecord>(RecordType::String);
+  ASSERT_EQ(strings.size(), 1u);
+  EXPECT_EQ(l[0].kernel_name_id, strings[0].string_id);
+  EXPECT_EQ(l[2].kernel_name_id, strings[0].string_id);
+  EXPECT_TRUE(l[0].flags & kFlagFirstLaunch);
+  EXPECT_FALSE(l[1].flags & kFlagFirstLaunch);
+  EXPECT_EQ(l[0].grid[0], 4u);
+  EXPECT_EQ(l[0].grid[1], 2u);
+  EXPECT_EQ(l[0].block[0], 128u);
+  EXPECT_TRUE(l[0].flags & kFlagStackCaptured);
+  for (const auto& rec : t.records)
+    if (rec.type() == RecordType::String)
+      EXPECT_EQ(std::string(rec.bytes.data() + sizeof(StringRecord), strings[0].len), "_Z5dummyPfi");
+}
+
+TEST(EndToEnd, DefaultPolicyNoStackForFastLaunch) {
+  AppRun r = run({"launch"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  auto l = only_trace(r).all<LaunchRecord>(RecordType::Launch);
+  ASSERT_EQ(l.size(), 3u);
+  EXPECT_FALSE(l[1].flags & kFlagStackCaptured);
+}
+
+TEST(EndToEnd, HostFunctionsRunRecordedAndStatusPassedThrough) {
+  AppRun r = run({"hostfunc"});
+  ASSERT_TRUE(exited_ok(r)) << r.out << r.err;  // the app checks that both callbacks ran with status 0
+  Trace t = only_trace(r);
+  auto enq = t.all<HostFuncEnqueueRecord>(RecordType::HostFuncEnqueue);
+  auto runs = t.all<HostFuncRunRecord>(RecordType::HostFuncRun);
+  ASSERT_EQ(enq.size(), 2u);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].callback_id, enq[0].callback_id);
+  EXPECT_GE(runs[0].end_ns - runs[0].start_ns, 1'000'000u);  // it slept 2 ms
+  EXPECT_EQ(enq[1].api, static_cast<uint16_t>(Api::cuStreamAddCallback));
+  EXPECT_NE(enq[0].user_function, 0u);
+}
+
+TEST(EndToEnd, CaptureFlaggedAndNoEvidenceDuringCapture) {
+  AppRun r = run({"capture"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  Trace t = only_trace(r);
+  auto c = copies(t);
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_TRUE(c[0].flags & kFlagCaptureActive);
+  EXPECT_FALSE(c[0].flags & kFlagEvidenceChecked);
+  EXPECT_FALSE(c[1].flags & kFlagCaptureActive);
+  EXPECT_TRUE(c[1].flags & kFlagEvidenceChecked);
+  EXPECT_EQ(t.count(RecordType::Capture), 2u);
+}
+
+TEST(EndToEnd, EvidenceNotReadyAndOff) {
+  AppRun r = run({"linked"}, {"FAKE_CUDA_INCOMPLETE=1"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  auto c = copies(only_trace(r));
+  ASSERT_FALSE(c.empty());
+  EXPECT_TRUE(c[0].flags & kFlagEvidenceChecked);
+  EXPECT_FALSE(c[0].flags & kFlagCompletedAtReturn);
+  AppRun off = run({"linked"}, {"ASYNCWATCH_EVIDENCE=off", "ASYNCWATCH_STACKS=none"});
+  auto c2 = copies(only_trace(off));
+  ASSERT_FALSE(c2.empty());
+  EXPECT_FALSE(c2[0].flags & kFlagEvidenceChecked);
+  EXPECT_FALSE(c2[0].flags & kFlagStackCaptured);
+}
+
+TEST(EndToEnd, BlockedTimeMeasured) {
+  AppRun r = run({"kill", "3"}, {"FAKE_CUDA_COPY_SLEEP_US=20000"});
+  auto c = copies(only_trace(r));
+  ASSERT_EQ(c.size(), 3u);
+  for (auto& x : c) EXPECT_GE(x.end_ns - x.start_ns, 20'000'000u);
+}
+
+TEST(EndToEnd, ErrnoPreserved) {
+  AppRun r = run({"errno"});
+  EXPECT_TRUE(exited_ok(r)) << r.out << r.err;
+  AppRun bare = run({"errno"}, {}, "", false);
+  EXPECT_EQ(r.out, bare.out);
+}
+
+TEST(EndToEnd, SigkillKeepsEveryReturnedCall) {
+  AppRun r = run({"kill", "5000"});
+  ASSERT_TRUE(WIFSIGNALED(r.status));
+  Trace t = only_trace(r);
+  EXPECT_EQ(t.header.closed, 0u);  // the reader can tell it was not closed cleanly
+  EXPECT_EQ(copies(t).size(), 5000u);
+}
+
+TEST(EndToEnd, AbortKeepsEveryReturnedCall) {
+  AppRun r = run({"abort", "77"});
+  ASSERT_TRUE(WIFSIGNALED(r.status));
+  Trace t = only_trace(r);
+  EXPECT_EQ(t.header.closed, 0u);
+  EXPECT_EQ(copies(t).size(), 77u);
+}
+
+TEST(EndToEnd, UnderscoreExitClosesCleanly) {
+  AppRun r = run({"exit_"});
+  ASSERT_TRUE(WIFEXITED(r.status));
+  EXPECT_EQ(WEXITSTATUS(r.status), 7);
+  Trace t = only_trace(r);
+  EXPECT_EQ(t.header.closed, kClosedCleanly);
+  EXPECT_EQ(t.header.exit_status, 7);
+  EXPECT_EQ(copies(t).size(), 5u);
+}
+
+TEST(EndToEnd, ForkChildGetsItsOwnTrace) {
+  AppRun r = run({"fork"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  ASSERT_EQ(r.traces.size(), 2u);
+  Trace a = aw_test::read_trace(r.traces[0]), b = aw_test::read_trace(r.traces[1]);
+  const Trace& parent = a.header.parent_pid_if_forked == 0 ? a : b;
+  const Trace& child = a.header.parent_pid_if_forked == 0 ? b : a;
+  EXPECT_EQ(child.header.parent_pid_if_forked, parent.header.pid);
+  EXPECT_EQ(copies(parent).size(), 5u);
+  EXPECT_EQ(copies(child).size(), 4u);
+  EXPECT_EQ(parent.header.closed, kClosedCleanly);
+  EXPECT_EQ(child.header.closed, kClosedCleanly);
+  EXPECT_GE(child.count(RecordType::Module), 1u);
+}
+
+TEST(EndToEnd, ExecChildTracedEvenWithItsOwnEnvironment) {
+  AppRun r = run({"exec"}, {"ASYNCWATCH_OUTPUT_PATTERN=exec-%p.awtrace"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  ASSERT_EQ(r.traces.size(), 2u);  // same pid: the second one gets a suffix
+  size_t total = 0;
+  for (auto& p : r.traces) {
+    Trace t = aw_test::read_trace(p);
+    EXPECT_EQ(t.header.closed, kClosedCleanly);
+    total += copies(t).size();
+  }
+  EXPECT_EQ(total, 1u + 5u);
+}
+
+TEST(EndToEnd, UnwritableDirectoryLeavesAppUnaffectedWithOneWarning) {
+  AppRun r = run({"linked"}, {"ASYNCWATCH_OUTPUT_DIR=/proc/no/such/dir"});
+  EXPECT_TRUE(exited_ok(r));
+  size_t n = 0;
+  for (size_t p = r.err.find("cannot create trace file"); p != std::string::npos;
+       p = r.err.find("cannot create trace file", p + 1))
+    ++n;
+  EXPECT_EQ(n, 1u) << r.err;
+}
+
+TEST(EndToEnd, PrecreatedSymlinkNotFollowed) {
+  std::string dir = make_dir();
+  std::string victim = dir + "/victim";
+  { std::ofstream(victim) << "keep"; }
+  // The name the first trace would get: the pattern without %p so it is predictable.
+  ASSERT_EQ(symlink(victim.c_str(), (dir + "/fixed.awtrace").c_str()), 0);
+  AppRun r = run({"linked"}, {"ASYNCWATCH_OUTPUT_PATTERN=fixed.awtrace"}, dir);
+  EXPECT_TRUE(exited_ok(r));
+  EXPECT_EQ(slurp(victim), "keep");
+  struct stat st;
+  ASSERT_EQ(lstat((dir + "/fixed.awtrace").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  EXPECT_EQ(list_traces(dir).size(), 2u);  // the symlink and fixed.1.awtrace
+  EXPECT_TRUE(aw_test::read_trace(dir + "/fixed.1.awtrace").ok);
+}
+
+TEST(EndToEnd, FileModeHonoured) {
+  AppRun r = run({"linked"}, {"ASYNCWATCH_FILE_MODE=0640"});
+  ASSERT_EQ(r.traces.size(), 1u);
+  struct stat st;
+  ASSERT_EQ(stat(r.traces[0].c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0640u);
+}
+
+TEST(EndToEnd, DisabledRecordsNothing) {
+  AppRun r = run({"linked"}, {"ASYNCWATCH_DISABLE=1"});
+  EXPECT_TRUE(exited_ok(r));
+  EXPECT_TRUE(r.traces.empty());
+}
+
+TEST(EndToEnd, ManyThreadsNoLoss) {
+  AppRun r = run({"threads", "8"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  Trace t = only_trace(r);
+  EXPECT_EQ(copies(t).size(), 8u * 2000u);
+  EXPECT_EQ(t.header.records_lost, 0u);
+}
+
+TEST(EndToEnd, QuietHasNoBanner) {
+  AppRun r = run({"linked"}, {"ASYNCWATCH_QUIET=1"});
+  EXPECT_TRUE(exited_ok(r));
+  EXPECT_EQ(r.err, "");
+}

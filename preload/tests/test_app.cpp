@@ -1,0 +1,235 @@
+// One small program per behaviour, selected by argv[1]; runs under LD_PRELOAD=libasyncwatch.so
+// against the fake libcuda (tests/fake_cuda.cpp). It reaches the driver the ways real programs
+// do: linked directly (-lcuda), or dlopen + dlsym("cuGetProcAddress_v2") like the CUDA runtime.
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+using CUresult = int;
+using CUdeviceptr = unsigned long long;
+using CUstream = void*;
+
+extern "C" {
+CUresult cuInit(unsigned);
+CUresult cuMemAlloc_v2(CUdeviceptr*, size_t);
+CUresult cuMemHostAlloc(void**, size_t, unsigned);
+CUresult cuMemFreeHost(void*);
+CUresult cuMemHostRegister_v2(void*, size_t, unsigned);
+CUresult cuMemHostUnregister(void*);
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void*, size_t, CUstream);
+CUresult cuMemcpyDtoHAsync_v2(void*, CUdeviceptr, size_t, CUstream);
+CUresult cuMemsetD8Async(CUdeviceptr, unsigned char, size_t, CUstream);
+CUresult cuLaunchKernel(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+                        void**, void**);
+CUresult cuLaunchHostFunc(CUstream, void (*)(void*), void*);
+CUresult cuStreamAddCallback(CUstream, void (*)(CUstream, CUresult, void*), void*, unsigned);
+CUresult cuStreamSynchronize(CUstream);
+CUresult cuStreamBeginCapture_v2(CUstream, unsigned);
+CUresult cuStreamEndCapture(CUstream, void**);
+CUresult cuStreamCreate(CUstream*, unsigned);
+}
+
+#define CHECK(x)                                                   \
+  do {                                                             \
+    CUresult r_ = (x);                                             \
+    if (r_) {                                                      \
+      fprintf(stderr, "%s failed: %d\n", #x, r_);                  \
+      exit(3);                                                     \
+    }                                                              \
+  } while (0)
+
+static uint64_t now() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+static int copies(int n) {
+  CHECK(cuInit(0));
+  CUdeviceptr d;
+  CHECK(cuMemAlloc_v2(&d, 4096));
+  std::vector<char> host(4096, 1);
+  for (int i = 0; i < n; ++i) CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 64, nullptr));
+  return 0;
+}
+
+using GetProc = CUresult (*)(const char*, void**, int, unsigned long long, int*);
+
+int main(int argc, char** argv) {
+  std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "none") {
+    printf("no cuda here\n");
+    return 0;
+  }
+  if (mode == "linked") {  // -lcuda: pageable and pinned copies, memset, both directions
+    CHECK(cuInit(0));
+    CUdeviceptr d;
+    CHECK(cuMemAlloc_v2(&d, 1 << 20));
+    std::vector<char> pageable(1 << 20, 1);
+    void* pinned;
+    CHECK(cuMemHostAlloc(&pinned, 1 << 20, 0));
+    CUstream s;
+    CHECK(cuStreamCreate(&s, 1));
+    CHECK(cuMemcpyHtoDAsync_v2(d, pageable.data(), 1000, s));
+    CHECK(cuMemcpyHtoDAsync_v2(d, static_cast<char*>(pinned) + 100, 2000, s));  // interior pointer
+    CHECK(cuMemcpyDtoHAsync_v2(pageable.data(), d, 3000, nullptr));
+    CHECK(cuMemsetD8Async(d, 0, 4000, s));
+    CHECK(cuMemFreeHost(pinned));
+    char* reg = static_cast<char*>(malloc(8192));
+    CHECK(cuMemHostRegister_v2(reg, 8192, 0));
+    CHECK(cuMemcpyHtoDAsync_v2(d, reg + 4096, 5000, s));
+    CHECK(cuMemHostUnregister(reg));
+    CHECK(cuMemcpyHtoDAsync_v2(d, reg + 4096, 6000, s));
+    return 0;
+  }
+  if (mode == "proc") {  // the CUDA runtime's way: dlopen, dlsym cuGetProcAddress_v2, then ask it
+    void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) return 4;
+    auto gp = reinterpret_cast<GetProc>(dlsym(h, "cuGetProcAddress_v2"));
+    void* self = nullptr;
+    CHECK(gp("cuGetProcAddress", &self, 12000, 0, nullptr));
+    gp = reinterpret_cast<GetProc>(self);
+    void *init, *alloc, *legacy, *per_thread, *missing = reinterpret_cast<void*>(1);
+    int status = -1;
+    CHECK(gp("cuInit", &init, 12000, 0, nullptr));
+    CHECK(gp("cuMemAlloc", &alloc, 12000, 0, nullptr));
+    CHECK(gp("cuMemcpyHtoDAsync", &legacy, 12000, 0, nullptr));
+    CHECK(gp("cuMemcpyHtoDAsync", &per_thread, 12000, 2, nullptr));
+    CUresult miss = gp("cuNoSuchFunction", &missing, 12000, 0, &status);
+    printf("missing=%d ptr=%p status=%d\n", miss, missing, status);
+    CHECK(reinterpret_cast<CUresult (*)(unsigned)>(init)(0));
+    CUdeviceptr d;
+    CHECK(reinterpret_cast<CUresult (*)(CUdeviceptr*, size_t)>(alloc)(&d, 4096));
+    std::vector<char> host(4096);
+    using Copy = CUresult (*)(CUdeviceptr, const void*, size_t, CUstream);
+    CHECK(reinterpret_cast<Copy>(legacy)(d, host.data(), 111, nullptr));
+    CHECK(reinterpret_cast<Copy>(per_thread)(d, host.data(), 222, nullptr));
+    // Direct dlsym of a hooked name is wrapped too.
+    CHECK(reinterpret_cast<Copy>(dlsym(h, "cuMemcpyHtoDAsync_v2"))(d, host.data(), 333, nullptr));
+    return 0;
+  }
+  if (mode == "launch") {
+    CHECK(cuInit(0));
+    char name[] = "_Z5dummyPfi";
+    for (int i = 0; i < 3; ++i) CHECK(cuLaunchKernel(name, 4, 2, 1, 128, 1, 1, 0, nullptr, nullptr, nullptr));
+    return 0;
+  }
+  if (mode == "hostfunc") {
+    CHECK(cuInit(0));
+    static std::atomic<int> ran{0};
+    CHECK(cuLaunchHostFunc(nullptr, [](void* p) { usleep(2000); ++*static_cast<std::atomic<int>*>(p); }, &ran));
+    CHECK(cuStreamAddCallback(nullptr, [](CUstream, CUresult status, void* p) {
+      if (status == 0) ++*static_cast<std::atomic<int>*>(p);
+    }, &ran, 0));
+    CHECK(cuStreamSynchronize(nullptr));
+    printf("ran=%d\n", ran.load());
+    return ran.load() == 2 ? 0 : 5;
+  }
+  if (mode == "capture") {
+    CHECK(cuInit(0));
+    CUstream s;
+    CHECK(cuStreamCreate(&s, 0));
+    CUdeviceptr d;
+    CHECK(cuMemAlloc_v2(&d, 4096));
+    std::vector<char> host(4096);
+    CHECK(cuStreamBeginCapture_v2(s, 0));
+    CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 64, s));
+    void* g;
+    CHECK(cuStreamEndCapture(s, &g));
+    CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 65, s));
+    return 0;
+  }
+  if (mode == "errno") {
+    CHECK(cuInit(0));
+    CUdeviceptr d;
+    CHECK(cuMemAlloc_v2(&d, 4096));
+    std::vector<char> host(4096);
+    errno = 5;
+    CUresult r = cuMemcpyHtoDAsync_v2(d, host.data(), 64, nullptr);  // the fake sets errno = 77
+    int e = errno;
+    printf("result=%d errno=%d\n", r, e);
+    return e == 77 ? 0 : 6;
+  }
+  if (mode == "kill") {  // N copies, then SIGKILL ourselves
+    int n = argc > 2 ? atoi(argv[2]) : 1000;
+    copies(n);
+    kill(getpid(), SIGKILL);
+    return 0;
+  }
+  if (mode == "abort") {
+    copies(argc > 2 ? atoi(argv[2]) : 10);
+    abort();
+  }
+  if (mode == "exit_") {
+    copies(5);
+    _exit(7);
+  }
+  if (mode == "fork") {
+    copies(3);
+    pid_t pid = fork();
+    if (pid == 0) {
+      copies(4);
+      _exit(0);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    copies(2);
+    printf("child=%d\n", pid);
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 8;
+  }
+  if (mode == "exec") {  // exec ourselves with an environment that lacks LD_PRELOAD
+    copies(1);
+    char* args[] = {argv[0], const_cast<char*>("linked"), nullptr};
+    char* env[] = {const_cast<char*>("PATH=/usr/bin:/bin"), nullptr};
+    execve(argv[0], args, env);
+    return 9;
+  }
+  if (mode == "threads") {
+    int n = argc > 2 ? atoi(argv[2]) : 8;
+    CHECK(cuInit(0));
+    std::vector<std::thread> ts;
+    for (int t = 0; t < n; ++t)
+      ts.emplace_back([] {
+        CUdeviceptr d;
+        CHECK(cuMemAlloc_v2(&d, 4096));
+        std::vector<char> host(4096);
+        for (int i = 0; i < 2000; ++i) CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 64, nullptr));
+      });
+    for (auto& t : ts) t.join();
+    return 0;
+  }
+  if (mode == "bench") {  // ns per call: pinned 64-byte copy and launch, as in the spec's targets
+    int n = argc > 2 ? atoi(argv[2]) : 200000;
+    CHECK(cuInit(0));
+    CUdeviceptr d;
+    CHECK(cuMemAlloc_v2(&d, 4096));
+    void* pinned;
+    CHECK(cuMemHostAlloc(&pinned, 4096, 0));
+    std::vector<char> pageable(4096);
+    char name[] = "_Z6kernelv";
+    for (int i = 0; i < 1000; ++i) CHECK(cuMemcpyHtoDAsync_v2(d, pinned, 64, nullptr));
+    uint64_t t0 = now();
+    for (int i = 0; i < n; ++i) CHECK(cuMemcpyHtoDAsync_v2(d, pinned, 64, nullptr));
+    uint64_t t1 = now();
+    for (int i = 0; i < n; ++i) CHECK(cuMemcpyHtoDAsync_v2(d, pageable.data(), 64, nullptr));
+    uint64_t t2 = now();
+    for (int i = 0; i < n; ++i) CHECK(cuLaunchKernel(name, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr));
+    uint64_t t3 = now();
+    printf("pinned_copy_ns=%.1f pageable_copy_ns=%.1f launch_ns=%.1f\n", double(t1 - t0) / n, double(t2 - t1) / n,
+           double(t3 - t2) / n);
+    return 0;
+  }
+  fprintf(stderr, "unknown mode %s\n", mode.c_str());
+  return 2;
+}

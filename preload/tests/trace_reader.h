@@ -1,0 +1,99 @@
+// A minimal reader of trace_format.h for the tests: every valid record of every block.
+#pragma once
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "asyncwatch/trace_format.h"
+
+namespace aw_test {
+
+struct Record {
+  uint32_t tid;
+  std::vector<char> bytes;  // the whole record, header included
+  asyncwatch::trace::RecordType type() const {
+    asyncwatch::trace::RecordHeader h;
+    memcpy(&h, bytes.data(), sizeof h);
+    return static_cast<asyncwatch::trace::RecordType>(h.type);
+  }
+  template <class T>
+  T as() const {
+    T t{};
+    memcpy(&t, bytes.data(), std::min(sizeof t, bytes.size()));
+    return t;
+  }
+};
+
+struct Trace {
+  asyncwatch::trace::FileHeader header{};
+  std::vector<Record> records;
+  bool ok = false;
+  std::string error;
+
+  template <class T>
+  std::vector<T> all(asyncwatch::trace::RecordType t) const {
+    std::vector<T> out;
+    for (const Record& r : records)
+      if (r.type() == t) out.push_back(r.as<T>());
+    return out;
+  }
+  size_t count(asyncwatch::trace::RecordType t) const {
+    size_t n = 0;
+    for (const Record& r : records) n += r.type() == t;
+    return n;
+  }
+};
+
+inline Trace read_trace(const std::string& path) {
+  using namespace asyncwatch::trace;
+  Trace t;
+  int fd = open(path.c_str(), O_RDONLY);
+  if (fd < 0) {
+    t.error = "cannot open " + path;
+    return t;
+  }
+  struct stat st;
+  fstat(fd, &st);
+  std::vector<char> data(static_cast<size_t>(st.st_size));
+  size_t got = 0;
+  while (got < data.size()) {
+    ssize_t n = read(fd, data.data() + got, data.size() - got);
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  close(fd);
+  if (data.size() < kHeaderSize) {
+    t.error = "short file";
+    return t;
+  }
+  memcpy(&t.header, data.data(), sizeof t.header);
+  if (memcmp(t.header.magic, kMagic, 8) != 0 || t.header.version != kFormatVersion) {
+    t.error = "bad magic/version";
+    return t;
+  }
+  for (size_t off = kHeaderSize; off + kBlockSize <= data.size(); off += kBlockSize) {
+    BlockHeader bh;
+    memcpy(&bh, data.data() + off, sizeof bh);
+    if (bh.magic != kBlockMagic) continue;
+    size_t pos = sizeof(BlockHeader);
+    while (pos + sizeof(RecordHeader) <= kBlockSize) {
+      RecordHeader h;
+      memcpy(&h, data.data() + off + pos, sizeof h);
+      if (h.type == 0 || h.size < sizeof(RecordHeader) || pos + h.size > kBlockSize) break;
+      Record r;
+      r.tid = bh.tid;
+      r.bytes.assign(data.data() + off + pos, data.data() + off + pos + h.size);
+      t.records.push_back(std::move(r));
+      pos += h.size;
+    }
+  }
+  t.ok = true;
+  return t;
+}
+
+}  // namespace aw_test

@@ -1,0 +1,250 @@
+// Unit tests of the tricky logic: configuration parsing, the pinned-range registry, the trace
+// writer's block claiming with several threads (read back with a minimal reader), stack
+// interning, and the name -> hook table.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "classify/host_memory_classifier.h"
+#include "config.h"
+#include "interpose/hook_table.h"
+#include "stacks/stack_capture.h"
+#include "trace/thread_buffer.h"
+#include "trace/trace_writer.h"
+#include "trace_reader.h"
+
+// The hook table points at exported wrappers; here they are stubs.
+#define AW_STUB(sym, api, pt) \
+  extern "C" void sym() {}
+AW_DRIVER_HOOKS(AW_STUB)
+#undef AW_STUB
+
+using namespace asyncwatch;
+using namespace asyncwatch::trace;
+
+namespace {
+
+std::map<std::string, std::string> g_env;
+std::vector<std::string> g_warnings;
+const char* fake_getenv(const char* n) {
+  auto it = g_env.find(n);
+  return it == g_env.end() ? nullptr : it->second.c_str();
+}
+void collect_warning(const std::string& w) { g_warnings.push_back(w); }
+
+Config parse(std::map<std::string, std::string> env) {
+  g_env = std::move(env);
+  g_warnings.clear();
+  return parse_config(&fake_getenv, &collect_warning);
+}
+
+}  // namespace
+
+TEST(Config, Defaults) {
+  Config c = parse({});
+  EXPECT_EQ(c.output_dir, ".");
+  EXPECT_EQ(c.output_pattern, "asyncwatch-%n-%p.awtrace");
+  EXPECT_EQ(c.stacks, StackPolicy::Default);
+  EXPECT_EQ(c.launch_stack_threshold_ns, 50'000u);
+  EXPECT_EQ(c.evidence, EvidencePolicy::Auto);
+  EXPECT_EQ(c.file_mode, 0600u);
+  EXPECT_FALSE(c.quiet);
+  EXPECT_FALSE(c.disabled);
+  EXPECT_TRUE(g_warnings.empty());
+}
+
+TEST(Config, ValidValues) {
+  Config c = parse({{"ASYNCWATCH_OUTPUT_DIR", "/tmp/x"},
+                    {"ASYNCWATCH_OUTPUT_PATTERN", "t-%p-%h.aw"},
+                    {"ASYNCWATCH_STACKS", "all"},
+                    {"ASYNCWATCH_LAUNCH_STACK_THRESHOLD_US", "7"},
+                    {"ASYNCWATCH_EVIDENCE", "off"},
+                    {"ASYNCWATCH_LOG", "debug"},
+                    {"ASYNCWATCH_QUIET", "1"},
+                    {"ASYNCWATCH_FILE_MODE", "0640"},
+                    {"ASYNCWATCH_DISABLE", "1"}});
+  EXPECT_EQ(c.output_dir, "/tmp/x");
+  EXPECT_EQ(c.output_pattern, "t-%p-%h.aw");
+  EXPECT_EQ(c.stacks, StackPolicy::All);
+  EXPECT_EQ(c.launch_stack_threshold_ns, 7000u);
+  EXPECT_EQ(c.evidence, EvidencePolicy::Off);
+  EXPECT_EQ(c.log_level, "debug");
+  EXPECT_TRUE(c.quiet);
+  EXPECT_EQ(c.file_mode, 0640u);
+  EXPECT_TRUE(c.disabled);
+  EXPECT_TRUE(g_warnings.empty());
+}
+
+TEST(Config, InvalidValuesWarnOnceEachAndKeepDefaults) {
+  Config c = parse({{"ASYNCWATCH_STACKS", "some"},
+                    {"ASYNCWATCH_LAUNCH_STACK_THRESHOLD_US", "-3"},
+                    {"ASYNCWATCH_EVIDENCE", "yes"},
+                    {"ASYNCWATCH_FILE_MODE", "0999"},
+                    {"ASYNCWATCH_OUTPUT_PATTERN", "a/b"},
+                    {"ASYNCWATCH_LOG", "loud"}});
+  EXPECT_EQ(c.stacks, StackPolicy::Default);
+  EXPECT_EQ(c.launch_stack_threshold_ns, 50'000u);
+  EXPECT_EQ(c.evidence, EvidencePolicy::Auto);
+  EXPECT_EQ(c.file_mode, 0600u);
+  EXPECT_EQ(c.output_pattern, "asyncwatch-%n-%p.awtrace");
+  EXPECT_EQ(c.log_level, "warn");
+  EXPECT_EQ(g_warnings.size(), 6u);
+}
+
+TEST(Config, PatternExpansion) {
+  EXPECT_EQ(expand_output_pattern("asyncwatch-%n-%p.awtrace", "app", 42, "h", 9), "asyncwatch-app-42.awtrace");
+  EXPECT_EQ(expand_output_pattern("%h_%t_%%_%x", "app", 1, "node", 1700000000), "node_1700000000_%_%x");
+}
+
+TEST(PinnedRegistry, InteriorPointersAndRemoval) {
+  auto& r = classify::pinned_ranges();
+  r.clear();
+  r.add(0x10000, 0x1000);
+  r.add(0x30000, 0x100);
+  r.add(0x20000, 0x2000);
+  EXPECT_TRUE(r.contains(0x10000));
+  EXPECT_TRUE(r.contains(0x10fff));
+  EXPECT_FALSE(r.contains(0x11000));
+  EXPECT_TRUE(r.contains(0x21000));
+  EXPECT_FALSE(r.contains(0xffff));
+  EXPECT_TRUE(r.contains(0x300ff));
+  EXPECT_FALSE(r.remove(0x20010));  // only the base pointer unregisters
+  EXPECT_TRUE(r.remove(0x20000));
+  EXPECT_FALSE(r.contains(0x21000));
+  EXPECT_TRUE(r.contains(0x10800));
+  EXPECT_EQ(r.size(), 2u);
+  r.clear();
+}
+
+TEST(PinnedRegistry, GrowsWhileReadersRead) {
+  auto& r = classify::pinned_ranges();
+  r.clear();
+  r.add(0x1000, 0x10);
+  std::atomic<bool> stop{false};
+  std::atomic<long> misses{0};
+  std::thread reader([&] {
+    while (!stop.load())
+      if (!r.contains(0x1008)) ++misses;
+  });
+  for (uint64_t i = 0; i < 5000; ++i) r.add(0x100000 + i * 0x100, 0x80);
+  for (uint64_t i = 0; i < 5000; i += 2) r.remove(0x100000 + i * 0x100);
+  stop = true;
+  reader.join();
+  EXPECT_EQ(misses.load(), 0);
+  EXPECT_TRUE(r.contains(0x100000 + 1 * 0x100 + 0x7f));
+  EXPECT_FALSE(r.contains(0x100000 + 2 * 0x100));
+  r.clear();
+}
+
+TEST(PinnedRegistry, ClassifierFallsBackToDriverQuery) {
+  classify::pinned_ranges().clear();
+  classify::set_pointer_query([](unsigned n, int* attrs, void** data, uint64_t p) -> int {
+    for (unsigned i = 0; i < n; ++i) {
+      if (attrs[i] == 2) *static_cast<unsigned*>(data[i]) = p == 0xd000 ? 2u : (p == 0xe000 ? 2u : 0u);
+      if (attrs[i] == 8) *static_cast<int*>(data[i]) = p == 0xe000;
+    }
+    return 0;
+  });
+  classify::pinned_ranges().add(0x5000, 0x100);
+  EXPECT_EQ(classify::classify_pointer(0x5010), MemoryKind::Pinned);
+  EXPECT_EQ(classify::classify_pointer(0xd000), MemoryKind::Device);
+  EXPECT_EQ(classify::classify_pointer(0xe000), MemoryKind::Managed);
+  EXPECT_EQ(classify::classify_pointer(0xf000), MemoryKind::Pageable);
+  classify::set_pointer_query(nullptr);
+  classify::pinned_ranges().clear();
+}
+
+TEST(HookTable, ExactNames) {
+  using hooks::Hook;
+  Hook h = hooks::find("cuMemcpyHtoDAsync_v2_ptsz");
+  ASSERT_NE(h, Hook::Count);
+  EXPECT_STREQ(hooks::info(h).name, "cuMemcpyHtoDAsync_v2_ptsz");
+  EXPECT_EQ(hooks::info(h).api, Api::cuMemcpyHtoDAsync_v2);
+  EXPECT_TRUE(hooks::info(h).per_thread);
+  h = hooks::find("cuMemcpyHtoDAsync_v2");
+  ASSERT_NE(h, Hook::Count);
+  EXPECT_FALSE(hooks::info(h).per_thread);
+  EXPECT_EQ(hooks::find("cuMemcpyHtoDAsync"), Hook::Count);  // the v1 ABI is not ours to wrap
+  EXPECT_EQ(hooks::find("cuMemcpyHtoDAsync_v2_ptsz_x"), Hook::Count);
+  EXPECT_EQ(hooks::find("malloc"), Hook::Count);
+  EXPECT_EQ(hooks::info(hooks::find("cuMemcpy_ptds")).api, Api::cuMemcpy);
+  EXPECT_EQ(hooks::info(hooks::find("cuStreamEndCapture_ptsz")).api, Api::cuStreamEndCapture);
+  for (size_t i = 0; i < hooks::kHookCount; ++i) {
+    const auto& hi = hooks::info(static_cast<Hook>(i));
+    EXPECT_EQ(hooks::find(hi.name), static_cast<Hook>(i)) << hi.name;
+    EXPECT_NE(hi.wrapper, nullptr);
+    EXPECT_STRNE(api_name(hi.api), "unknown-api");
+  }
+}
+
+class TraceWriterTest : public ::testing::Test {
+ protected:
+  static std::string dir_;
+  static void SetUpTestSuite() {
+    char tmpl[] = "/tmp/aw-unit-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    Config c;
+    c.output_dir = dir_;
+    c.output_pattern = "unit-%p.awtrace";
+    c.quiet = true;
+    set_config(c);
+  }
+};
+std::string TraceWriterTest::dir_;
+
+TEST_F(TraceWriterTest, ThreadsClaimBlocksAndEveryRecordReadsBack) {
+  ASSERT_TRUE(trace_writer::ensure_open());
+  constexpr int kThreads = 8, kPerThread = 20000;  // ~ 8 * 20000 * 32 B = 5 MiB: several segments
+  std::vector<std::thread> ts;
+  std::vector<uint32_t> tids(kThreads);
+  for (int t = 0; t < kThreads; ++t)
+    ts.emplace_back([t, &tids] {
+      tids[t] = thread_buffer::tid();
+      for (int i = 0; i < kPerThread; ++i) {
+        HostFuncRunRecord r{};
+        r.h.type = static_cast<uint16_t>(RecordType::HostFuncRun);
+        r.h.size = sizeof r;
+        r.callback_id = static_cast<uint64_t>(t) << 32 | static_cast<uint64_t>(i);
+        r.start_ns = static_cast<uint64_t>(i);
+        ASSERT_TRUE(thread_buffer::write(&r));
+      }
+      uint64_t frames[3] = {0x1, 0x2, static_cast<uint64_t>(t % 2)};
+      EXPECT_GT(stacks::intern(frames, 3), 0u);
+    });
+  for (auto& th : ts) th.join();
+  std::string path = trace_writer::path();
+  trace_writer::close_clean(0);
+  aw_test::Trace tr = aw_test::read_trace(path);
+  ASSERT_TRUE(tr.ok) << tr.error;
+  EXPECT_EQ(tr.header.closed, kClosedCleanly);
+  EXPECT_EQ(tr.header.records_lost, 0u);
+  EXPECT_EQ(tr.header.exit_status, 0);
+  struct stat st;
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(static_cast<uint64_t>(st.st_size), kHeaderSize + tr.header.blocks_claimed * kBlockSize);
+  EXPECT_EQ((st.st_mode & 0777), 0600u);
+  std::map<uint32_t, std::vector<uint64_t>> by_tid;
+  for (const auto& rec : tr.records) {
+    if (rec.type() != RecordType::HostFuncRun) continue;
+    auto r = rec.as<HostFuncRunRecord>();
+    EXPECT_EQ(r.callback_id >> 32, 0u + std::find(tids.begin(), tids.end(), rec.tid) - tids.begin());
+    by_tid[rec.tid].push_back(r.callback_id & 0xffffffff);
+  }
+  ASSERT_EQ(by_tid.size(), static_cast<size_t>(kThreads));
+  for (auto& [tid, ids] : by_tid) {
+    // Blocks are read in file order; a thread's blocks are claimed in order, so its records are too.
+    ASSERT_EQ(ids.size(), static_cast<size_t>(kPerThread));
+    for (int i = 0; i < kPerThread; ++i) ASSERT_EQ(ids[i], static_cast<uint64_t>(i));
+  }
+  EXPECT_EQ(tr.count(RecordType::ThreadInfo), static_cast<size_t>(kThreads));
+  EXPECT_EQ(tr.count(RecordType::Stack), 2u);  // two unique stacks, each written once
+  // After the clean close nothing more is accepted into new blocks.
+  uint64_t idx;
+  EXPECT_EQ(trace_writer::claim_block(&idx), nullptr);
+}

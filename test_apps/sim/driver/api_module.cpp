@@ -1,0 +1,108 @@
+// Modules/libraries, kernel handles and names, and kernel launch.
+#include "driver_state.h"
+#include "exports.h"
+#include "host_wait.h"
+#include "kernel_model.h"
+#include "sim_config.h"
+
+using namespace aw_sim;
+
+namespace {
+
+CUresult load_module(void** out, const void* image) {
+  if (CUresult r = check_context()) return r;
+  if (!out || !image) return CUDA_ERROR_INVALID_VALUE;
+  *out = create_module();  // the image is not inspected: kernels are created by name on request
+  return CUDA_SUCCESS;
+}
+
+CUresult get_function(void** out, void* module, const char* name) {
+  if (CUresult r = check_context()) return r;
+  if (!out || !name) return CUDA_ERROR_INVALID_VALUE;
+  if (!is_module(module)) return CUDA_ERROR_INVALID_HANDLE;
+  *out = static_cast<SimModule*>(module)->get_or_create(name);
+  return CUDA_SUCCESS;
+}
+
+CUresult function_name(const char** name, const void* f) {
+  if (!name) return CUDA_ERROR_INVALID_VALUE;
+  if (!is_function(f)) return CUDA_ERROR_INVALID_HANDLE;
+  *name = static_cast<const SimFunction*>(f)->mangled_name.c_str();
+  return CUDA_SUCCESS;
+}
+
+CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, CUstream h,
+                void** params, void** extra, DefaultStream mode) {
+  std::shared_ptr<Stream> s;
+  if (CUresult r = resolve_stream(h, mode, s)) return r;
+  if (!is_function(f)) return CUDA_ERROR_INVALID_HANDLE;
+  if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (static_cast<uint64_t>(bx) * by * bz > 1024) return CUDA_ERROR_INVALID_VALUE;
+  if (extra && extra[0] != CU_LAUNCH_PARAM_END) return unsupported("cuLaunchKernel with 'extra' parameters");
+  auto* fn = reinterpret_cast<SimFunction*>(f);
+  // Lazy loading: the first launch of each kernel loads it, blocking the launching thread.
+  if (!fn->loaded.exchange(true)) busy_wait_until(now_ns() + config().lazy_load_ns);
+  StreamOp op;
+  op.what = "kernel " + fn->mangled_name;
+  op.duration_ns = kernel_duration_ns(*fn, params);
+  bool captured = false;
+  const uint64_t seq = submit(*s, std::move(op), &captured);
+  if (!captured && config().launch_blocking) s->host_wait(seq);
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+AW_DRIVER_EXPORT CUresult CUDAAPI cuModuleLoadData(CUmodule* m, const void* image) {
+  return load_module(reinterpret_cast<void**>(m), image);
+}
+AW_DRIVER_EXPORT CUresult CUDAAPI cuModuleLoadDataEx(CUmodule* m, const void* image, unsigned int, CUjit_option*, void**) {
+  return load_module(reinterpret_cast<void**>(m), image);
+}
+AW_DRIVER_EXPORT CUresult CUDAAPI cuModuleLoadFatBinary(CUmodule* m, const void* image) {
+  return load_module(reinterpret_cast<void**>(m), image);
+}
+AW_DRIVER_EXPORT CUresult CUDAAPI cuModuleUnload(CUmodule m) {
+  if (CUresult r = check_context()) return r;
+  return destroy_module(reinterpret_cast<SimModule*>(m)) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+AW_DRIVER_EXPORT CUresult CUDAAPI cuModuleGetFunction(CUfunction* f, CUmodule m, const char* name) {
+  return get_function(reinterpret_cast<void**>(f), m, name);
+}
+AW_DRIVER_EXPORT CUresult CUDAAPI cuLibraryLoadData(CUlibrary* lib, const void* code, CUjit_option*, void**, unsigned int,
+                                                    CUlibraryOption*, void**, unsigned int) {
+  return load_module(reinterpret_cast<void**>(lib), code);
+}
+AW_DRIVER_EXPORT CUresult CUDAAPI cuLibraryUnload(CUlibrary lib) {
+  if (CUresult r = check_context()) return r;
+  return destroy_module(reinterpret_cast<SimModule*>(lib)) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+AW_DRIVER_EXPORT CUresult CUDAAPI cuLibraryGetKernel(CUkernel* k, CUlibrary lib, const char* name) {
+  return get_function(reinterpret_cast<void**>(k), lib, name);
+}
+AW_DRIVER_EXPORT CUresult CUDAAPI cuLibraryGetModule(CUmodule* m, CUlibrary lib) {
+  if (!m || !is_module(lib)) return CUDA_ERROR_INVALID_HANDLE;
+  *m = reinterpret_cast<CUmodule>(lib);
+  return CUDA_SUCCESS;
+}
+// In the simulator a CUkernel and its CUfunction are the same object.
+AW_DRIVER_EXPORT CUresult CUDAAPI cuKernelGetFunction(CUfunction* f, CUkernel k) {
+  if (CUresult r = check_context()) return r;
+  if (!f) return CUDA_ERROR_INVALID_VALUE;
+  if (!is_function(k)) return CUDA_ERROR_INVALID_HANDLE;
+  *f = reinterpret_cast<CUfunction>(k);
+  return CUDA_SUCCESS;
+}
+AW_DRIVER_EXPORT CUresult CUDAAPI cuFuncGetName(const char** name, CUfunction f) { return function_name(name, f); }
+AW_DRIVER_EXPORT CUresult CUDAAPI cuKernelGetName(const char** name, CUkernel k) { return function_name(name, k); }
+
+AW_DRIVER_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+                                                 unsigned int bx, unsigned int by, unsigned int bz, unsigned int,
+                                                 CUstream s, void** params, void** extra) {
+  return launch(f, gx, gy, gz, bx, by, bz, s, params, extra, DefaultStream::Legacy);
+}
+AW_DRIVER_EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+                                                      unsigned int bx, unsigned int by, unsigned int bz, unsigned int,
+                                                      CUstream s, void** params, void** extra) {
+  return launch(f, gx, gy, gz, bx, by, bz, s, params, extra, DefaultStream::PerThread);
+}

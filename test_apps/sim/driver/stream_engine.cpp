@@ -1,0 +1,229 @@
+#include "stream_engine.h"
+
+#include <algorithm>
+
+#include "host_wait.h"
+#include "sim_config.h"
+
+namespace aw_sim {
+namespace {
+
+std::mutex& progress_mutex() {
+  static std::mutex* m = new std::mutex();
+  return *m;
+}
+std::condition_variable& progress_cv() {
+  static std::condition_variable* cv = new std::condition_variable();
+  return *cv;
+}
+
+constexpr unsigned kNonBlocking = 0x1;  // CU_STREAM_NON_BLOCKING
+
+}  // namespace
+
+void notify_progress() {
+  { std::lock_guard<std::mutex> lock(progress_mutex()); }
+  progress_cv().notify_all();
+}
+
+void wait_for_dependency(const Dependency& d) {
+  if (!d.stream || d.stream->completed() >= d.seq) return;
+  std::unique_lock<std::mutex> lock(progress_mutex());
+  progress_cv().wait(lock, [&] { return d.stream->completed() >= d.seq; });
+}
+
+Stream::Stream(Kind kind, unsigned flags, int priority) : kind_(kind), flags_(flags), priority_(priority) {}
+
+Stream::~Stream() = default;
+
+bool Stream::synchronizes_with_legacy() const {
+  return kind_ == Kind::PerThread || (kind_ == Kind::Created && !(flags_ & kNonBlocking));
+}
+
+void Stream::start_worker() {
+  // The worker owns a reference: a destroyed stream still finishes its queued work.
+  std::thread([self = shared_from_this()] { self->run_worker(); }).detach();
+}
+
+uint64_t Stream::enqueue(StreamOp op) {
+  std::lock_guard<std::mutex> order(enqueue_mutex_);
+  std::vector<Dependency> implicit = stream_table().implicit_dependencies(*this);
+  op.deps.insert(op.deps.end(), implicit.begin(), implicit.end());
+  // Bounded launch queue: the caller blocks while the stream holds queue_depth pending operations.
+  const uint64_t depth = config().queue_depth;
+  spin_until([&] { return enqueued_.load() - completed_.load() < depth; });
+  uint64_t seq;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(std::move(op));
+    seq = enqueued_.fetch_add(1) + 1;
+  }
+  work_ready_.notify_one();
+  return seq;
+}
+
+void Stream::host_wait(uint64_t seq) const {
+  spin_until([&] { return completed_.load() >= seq; });
+}
+
+void Stream::host_synchronize() {
+  if (kind_ == Kind::Legacy) {
+    // Synchronizing the legacy stream waits for earlier work of every blocking stream too: a marker
+    // enqueued on the legacy stream carries exactly those dependencies.
+    StreamOp marker;
+    marker.what = "legacy stream synchronize";
+    host_wait(enqueue(std::move(marker)));
+    return;
+  }
+  host_wait(enqueued_.load());
+}
+
+std::shared_ptr<CaptureGraph> Stream::capture() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return capture_;
+}
+
+void Stream::set_capture(std::shared_ptr<CaptureGraph> g) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  capture_ = std::move(g);
+}
+
+void Stream::retire() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    retiring_ = true;
+  }
+  work_ready_.notify_one();
+}
+
+void Stream::run_worker() {
+  for (;;) {
+    StreamOp* op = nullptr;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      work_ready_.wait(lock, [&] { return !queue_.empty() || retiring_; });
+      if (queue_.empty()) return;
+      op = &queue_.front();  // stays valid: deque push_back does not move elements
+    }
+    for (const Dependency& d : op->deps) wait_for_dependency(d);
+    const uint64_t start = now_ns();
+    if (op->body) op->body();
+    sleep_until(start + op->duration_ns);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.pop_front();
+    }
+    completed_.fetch_add(1);
+    notify_progress();
+  }
+}
+
+// ---- StreamTable ----
+
+StreamTable& stream_table() {
+  static StreamTable* table = new StreamTable();  // leaked: detached workers outlive static destruction
+  return *table;
+}
+
+std::shared_ptr<Stream> StreamTable::legacy() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!legacy_) {
+    legacy_ = std::make_shared<Stream>(Stream::Kind::Legacy, 0, 0);
+    legacy_->start_worker();
+  }
+  return legacy_;
+}
+
+namespace {
+// Retires this thread's default stream when the thread exits.
+struct PerThreadStreamHolder {
+  std::shared_ptr<Stream> stream;
+  ~PerThreadStreamHolder() {
+    if (stream) {
+      stream_table().forget_per_thread(stream.get());
+      stream->retire();
+    }
+  }
+};
+thread_local PerThreadStreamHolder t_per_thread;
+}  // namespace
+
+std::shared_ptr<Stream> StreamTable::per_thread() {
+  if (!t_per_thread.stream) {
+    auto s = std::make_shared<Stream>(Stream::Kind::PerThread, 0, 0);
+    s->start_worker();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      streams_.push_back(s);
+    }
+    t_per_thread.stream = s;
+  }
+  return t_per_thread.stream;
+}
+
+std::shared_ptr<Stream> StreamTable::create(unsigned flags, int priority) {
+  auto s = std::make_shared<Stream>(Stream::Kind::Created, flags, priority);
+  s->start_worker();
+  std::lock_guard<std::mutex> lock(mutex_);
+  streams_.push_back(s);
+  return s;
+}
+
+std::shared_ptr<Stream> StreamTable::find(const void* handle) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& s : streams_)
+    if (s.get() == handle && s->kind() == Stream::Kind::Created) return s;
+  return nullptr;
+}
+
+bool StreamTable::destroy(const void* handle) {
+  std::shared_ptr<Stream> victim;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = std::find_if(streams_.begin(), streams_.end(), [&](const std::shared_ptr<Stream>& s) {
+      return s.get() == handle && s->kind() == Stream::Kind::Created;
+    });
+    if (it == streams_.end()) return false;
+    victim = *it;
+    streams_.erase(it);
+  }
+  victim->retire();
+  return true;
+}
+
+void StreamTable::forget_per_thread(Stream* s) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  streams_.erase(std::remove_if(streams_.begin(), streams_.end(),
+                                [&](const std::shared_ptr<Stream>& x) { return x.get() == s; }),
+                 streams_.end());
+}
+
+std::vector<std::shared_ptr<Stream>> StreamTable::all() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::shared_ptr<Stream>> out = streams_;
+  if (legacy_) out.push_back(legacy_);
+  return out;
+}
+
+std::vector<Dependency> StreamTable::implicit_dependencies(const Stream& s) {
+  std::vector<Dependency> deps;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (s.kind() == Stream::Kind::Legacy) {
+    // Work on the legacy stream waits for all earlier work in blocking streams.
+    for (const auto& other : streams_)
+      if (other->synchronizes_with_legacy() && !other->idle()) deps.push_back({other, other->enqueued()});
+  } else if (s.synchronizes_with_legacy() && legacy_ && !legacy_->idle()) {
+    // Work on a blocking stream waits for earlier work on the legacy stream.
+    deps.push_back({legacy_, legacy_->enqueued()});
+  }
+  return deps;
+}
+
+void StreamTable::synchronize_all() {
+  for (const auto& s : all()) {
+    const uint64_t target = s->enqueued();
+    s->host_wait(target);
+  }
+}
+
+}  // namespace aw_sim

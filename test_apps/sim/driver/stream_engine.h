@@ -1,0 +1,121 @@
+// Streams as in-order queues, each executed by its own worker thread (the simulated GPU engine).
+// Cross-stream ordering (legacy default stream, cuStreamWaitEvent) is expressed as dependencies:
+// an operation does not start before each (stream, sequence number) it depends on has completed.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace aw_sim {
+
+class Stream;
+struct CaptureGraph;
+
+struct Dependency {
+  std::shared_ptr<Stream> stream;
+  uint64_t seq = 0;  // completed when stream->completed() >= seq
+};
+
+// One unit of work: `body` runs on the worker ("driver thread"); the operation then occupies the
+// stream until `duration_ns` after it started (time the GPU would spend).
+struct StreamOp {
+  std::string what;
+  std::function<void()> body;
+  uint64_t duration_ns = 0;
+  std::vector<Dependency> deps;
+};
+
+class Stream : public std::enable_shared_from_this<Stream> {
+ public:
+  enum class Kind { Legacy, PerThread, Created };
+
+  Stream(Kind kind, unsigned flags, int priority);
+  ~Stream();
+
+  Kind kind() const { return kind_; }
+  unsigned flags() const { return flags_; }
+  int priority() const { return priority_; }
+  // Blocking streams (and per-thread default streams) synchronize with the legacy stream.
+  bool synchronizes_with_legacy() const;
+
+  // Appends `op`; blocks (spinning) while the queue holds config().queue_depth operations.
+  // Returns the operation's sequence number. Legacy-stream dependencies are added here.
+  uint64_t enqueue(StreamOp op);
+
+  uint64_t enqueued() const { return enqueued_.load(); }
+  uint64_t completed() const { return completed_.load(); }
+  bool idle() const { return completed() == enqueued(); }
+  // Spin until operation `seq` has completed.
+  void host_wait(uint64_t seq) const;
+  // Spin until everything enqueued so far (plus, for the legacy stream, what it depends on) completed.
+  void host_synchronize();
+
+  // Stream capture: while a graph is attached, work is recorded into it instead of queued.
+  std::shared_ptr<CaptureGraph> capture() const;
+  void set_capture(std::shared_ptr<CaptureGraph> g);
+
+  // Lets the worker finish what is queued, then exit (cuStreamDestroy does not wait).
+  void retire();
+
+  void start_worker();
+
+ private:
+  void run_worker();
+
+  const Kind kind_;
+  const unsigned flags_;
+  const int priority_;
+  mutable std::mutex mutex_;
+  std::condition_variable work_ready_;
+  std::deque<StreamOp> queue_;
+  std::mutex enqueue_mutex_;  // keeps sequence numbers in queue order
+  std::atomic<uint64_t> enqueued_{0};
+  std::atomic<uint64_t> completed_{0};
+  bool retiring_ = false;
+  std::shared_ptr<CaptureGraph> capture_;
+};
+
+// A recorded stream capture / instantiated graph: operations replayed in order by cuGraphLaunch.
+struct CaptureGraph {
+  std::vector<StreamOp> ops;
+  std::weak_ptr<Stream> origin;
+  unsigned long long id = 0;
+  bool invalidated = false;
+};
+
+// All live streams of the (single) context, used for legacy-stream semantics and ctx synchronize.
+class StreamTable {
+ public:
+  std::shared_ptr<Stream> legacy();
+  std::shared_ptr<Stream> per_thread();  // this host thread's default stream
+  std::shared_ptr<Stream> create(unsigned flags, int priority);
+  // Looks up a handle returned by create(); nullptr if unknown.
+  std::shared_ptr<Stream> find(const void* handle);
+  bool destroy(const void* handle);
+  std::vector<std::shared_ptr<Stream>> all();
+  // Dependencies an operation enqueued now into `s` must honour (legacy stream rules).
+  std::vector<Dependency> implicit_dependencies(const Stream& s);
+  void forget_per_thread(Stream* s);
+  // Spin until every stream has finished what was enqueued before this call.
+  void synchronize_all();
+
+ private:
+  std::mutex mutex_;
+  std::shared_ptr<Stream> legacy_;
+  std::vector<std::shared_ptr<Stream>> streams_;  // created and per-thread streams
+};
+
+StreamTable& stream_table();
+
+// Wakes workers waiting for dependencies; called after any operation completes.
+void notify_progress();
+void wait_for_dependency(const Dependency& d);  // sleeping wait, used by workers
+
+}  // namespace aw_sim
