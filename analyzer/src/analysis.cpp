@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fmt/format.h>
+#include <memory>
 #include <unordered_map>
 
 namespace asyncwatch {
@@ -89,10 +90,10 @@ struct GroupKey {
   uint8_t cause;
   int8_t direction;  // -1 = none
   int8_t memory;     // -1 = none
-  uint32_t api;      // interned display name of the API
+  uint32_t api;      // Api id as recorded
   uint16_t driver_fn;
   uint32_t kernel;
-  uint32_t site;
+  uint32_t site;  // stack id during the pass
   bool operator==(const GroupKey& o) const {
     return id == o.id && cause == o.cause && direction == o.direction && memory == o.memory && api == o.api &&
            driver_fn == o.driver_fn && kernel == o.kernel && site == o.site;
@@ -128,7 +129,7 @@ struct SiteRef {
 
 class ProcessAnalyzer final : public RuleContext {
  public:
-  ProcessAnalyzer(const TraceFile& t, const Options& o) : trace_(t), opt_(o), symbols_(t.modules()) {
+  ProcessAnalyzer(TraceFile& t, const Options& o) : trace_(t), opt_(o) {
     std::string env = fixed_string(t.header().cuda_env, sizeof t.header().cuda_env);
     launch_blocking_ = cuda_env_value(env, "CUDA_LAUNCH_BLOCKING") == "1";
     module_loading_ = cuda_env_value(env, "CUDA_MODULE_LOADING");
@@ -140,7 +141,7 @@ class ProcessAnalyzer final : public RuleContext {
   bool launch_blocking_env() const override { return launch_blocking_; }
 
   void run() {
-    trace_.for_each_merged([this](const RecordView& r) { record(r); });
+    trace_.stream_merged([this](const RecordView& r) { record(r); });
   }
 
   void record(const RecordView& r) {
@@ -155,7 +156,7 @@ class ProcessAnalyzer final : public RuleContext {
       case RecordType::StreamCreate: {
         auto s = r.as<StreamCreateRecord>();
         if (s.result == 0 && s.stream > 2) {
-          StreamState& st = streams_[s.stream];
+          StreamState& st = stream(s.stream);
           st = StreamState{};
           st.non_blocking = (s.stream_flags & 1u) != 0;
         }
@@ -165,8 +166,7 @@ class ProcessAnalyzer final : public RuleContext {
         auto s = r.as<StreamCreateRecord>();
         if (s.stream > 2) {
           streams_.erase(s.stream);
-          cached_key_ = UINT64_MAX;
-          cached_ = nullptr;
+          clear_stream_cache();
         }
         break;
       }
@@ -175,17 +175,17 @@ class ProcessAnalyzer final : public RuleContext {
   }
 
   void observe(const Observation& o) override {
-    SiteRef site = site_of(o.stack_id);
+    // Grouped by stack during the pass (stacks and modules may still be ahead in the file);
+    // stacks are mapped to call sites and groups merged per call site in finish().
     GroupKey key{};
     key.id = static_cast<uint8_t>(o.id);
     key.cause = static_cast<uint8_t>(o.cause);
     key.direction = o.has_direction ? static_cast<int8_t>(o.direction) : int8_t{-1};
     key.memory = o.has_host_memory ? static_cast<int8_t>(o.host_memory) : int8_t{-1};
-    bool driver_name = is_driver_api(static_cast<Api>(o.api));
-    key.api = driver_name && site.api_override ? site.api_override : api_id(o.api);
+    key.api = o.api;
     key.driver_fn = o.driver_fn;
     key.kernel = o.id == FindingId::BlockingLaunch ? o.kernel_name_id : 0;
-    key.site = site.site;
+    key.site = o.stack_id;
     Group& g = groups_[key];
     if (g.count == 0) g.first = o;
     ++g.count;
@@ -236,13 +236,17 @@ class ProcessAnalyzer final : public RuleContext {
                                     "incomplete",
                                     p.records_lost));
     if (p.parent_pid_if_forked) p.notes.push_back(fmt::format("forked from pid {}", p.parent_pid_if_forked));
-    for (const auto& problem : symbols_.problems()) p.notes.push_back(problem);
+    symbols_ = std::make_unique<Symbolizer>(trace_.modules());
+    for (const auto& problem : symbols_->problems()) p.notes.push_back(problem);
 
+    std::unordered_map<std::string, size_t> by_site;  // merge_key -> index in out.findings
     for (auto& [key, g] : groups_) {
+      SiteRef site = site_of(key.site);
       Finding f;
       f.id = static_cast<FindingId>(key.id);
       f.cause = static_cast<Cause>(key.cause);
-      f.api = names_[key.api];
+      bool driver_name = is_driver_api(static_cast<Api>(key.api));
+      f.api = driver_name && site.api_override ? names_[site.api_override] : api_name(static_cast<Api>(key.api));
       f.driver_api = g.first.driver_fn ? api_name(static_cast<Api>(g.first.driver_fn)) : "";
       f.has_direction = key.direction >= 0;
       f.direction = f.has_direction ? static_cast<Direction>(key.direction) : Direction::Unknown;
@@ -259,15 +263,22 @@ class ProcessAnalyzer final : public RuleContext {
       for (const auto& [k, n] : g.waited) f.waited_for[kernel_name(k)] += n;
       if (g.waited_others) f.waited_for["(other kernels)"] += g.waited_others;
       f.module_loading = module_loading_;
-      if (key.site) {
+      if (site.site) {
         f.call_site_known = true;
-        f.call_site = sites_[key.site];
+        f.call_site = sites_[site.site];
       }
       if (g.stack_id)
         if (const auto* frames = trace_.stack(g.stack_id))
-          for (uint64_t a : *frames) f.stack.push_back(symbols_.resolve(a));
+          for (uint64_t a : *frames) f.stack.push_back(symbols_->resolve(a));
       f.processes.push_back(PerProcess{p.pid, f.count, f.blocked.total()});
-      out.findings.push_back(std::move(f));
+      std::string mk = f.merge_key();
+      auto it = by_site.find(mk);
+      if (it == by_site.end()) {
+        by_site.emplace(mk, out.findings.size());
+        out.findings.push_back(std::move(f));
+      } else {
+        out.findings[it->second].merge(f);
+      }
     }
     return out;
   }
@@ -285,11 +296,17 @@ class ProcessAnalyzer final : public RuleContext {
     return handle;
   }
 
+  // A small direct-mapped cache in front of the map: threads interleave, each on its stream.
   StreamState& stream(uint64_t key) {
-    if (key == cached_key_) return *cached_;
-    cached_key_ = key;
-    cached_ = &streams_[key];  // node-based: the pointer stays valid until erase
-    return *cached_;
+    size_t slot = static_cast<size_t>((key ^ (key >> 17) ^ (key >> 31)) & (kStreamCache - 1));
+    auto& e = stream_cache_[slot];
+    if (e.state && e.key == key) return *e.state;
+    e.key = key;
+    e.state = &streams_[key];  // node-based: the pointer stays valid until erase
+    return *e.state;
+  }
+  void clear_stream_cache() {
+    for (auto& e : stream_cache_) e = {};
   }
 
   void idle(uint64_t key) {
@@ -417,23 +434,16 @@ class ProcessAnalyzer final : public RuleContext {
     if (inserted) names_.push_back(name);
     return it->second;
   }
-  uint32_t api_id(uint16_t api) {
-    if (api_ids_.empty()) api_ids_.assign(static_cast<size_t>(Api::Count), 0);
-    if (api >= api_ids_.size()) return intern_name("unknown-api");
-    uint32_t& id = api_ids_[api];
-    if (!id) id = intern_name(api_name(static_cast<Api>(api)));
-    return id;
-  }
-
   SiteRef site_of(uint32_t stack_id) {
     if (!stack_id) return {};
+    if (stack_id < dense_sites_.size() && dense_sites_[stack_id].resolved) return dense_sites_[stack_id].ref;
     auto it = stack_sites_.find(stack_id);
     if (it != stack_sites_.end()) return it->second;
     SiteRef ref;
     if (const auto* addrs = trace_.stack(stack_id)) {
       std::vector<Frame> frames;
       frames.reserve(addrs->size());
-      for (uint64_t a : *addrs) frames.push_back(symbols_.resolve(a));
+      for (uint64_t a : *addrs) frames.push_back(symbols_->resolve(a));
       CallSite cs = select_call_site(frames);
       if (cs.index >= 0) {
         const Frame& f = frames[static_cast<size_t>(cs.index)];
@@ -446,7 +456,12 @@ class ProcessAnalyzer final : public RuleContext {
       }
       if (!cs.runtime_api.empty()) ref.api_override = intern_name(cs.runtime_api);
     }
-    stack_sites_.emplace(stack_id, ref);
+    if (stack_id < (1u << 20)) {
+      if (stack_id >= dense_sites_.size()) dense_sites_.resize(std::max<size_t>(stack_id + 1, dense_sites_.size() * 2));
+      dense_sites_[stack_id] = DenseSite{ref, true};
+    } else {
+      stack_sites_.emplace(stack_id, ref);
+    }
     return ref;
   }
 
@@ -457,21 +472,29 @@ class ProcessAnalyzer final : public RuleContext {
     return s ? kernel_display_name(*s) : fmt::format("(kernel #{})", id);
   }
 
-  const TraceFile& trace_;
+  TraceFile& trace_;
   const Options& opt_;
-  Symbolizer symbols_;
+  std::unique_ptr<Symbolizer> symbols_;  // made after the pass, when all modules are known
   bool launch_blocking_ = false;
   std::string module_loading_;
   std::unordered_map<uint64_t, StreamState> streams_;
-  uint64_t cached_key_ = UINT64_MAX;
-  StreamState* cached_ = nullptr;
+  static constexpr size_t kStreamCache = 64;
+  struct StreamCacheEntry {
+    uint64_t key = 0;
+    StreamState* state = nullptr;
+  };
+  StreamCacheEntry stream_cache_[kStreamCache];
   std::unordered_map<GroupKey, Group, GroupKeyHash> groups_;
-  std::unordered_map<uint32_t, SiteRef> stack_sites_;
+  struct DenseSite {
+    SiteRef ref;
+    bool resolved = false;
+  };
+  std::vector<DenseSite> dense_sites_;  // by stack id (ids are small and dense)
+  std::unordered_map<uint32_t, SiteRef> stack_sites_;  // ids beyond the dense range
   std::vector<Frame> sites_;
   std::unordered_map<std::string, uint32_t> site_ids_;
   std::vector<std::string> names_;
   std::unordered_map<std::string, uint32_t> name_ids_;
-  std::vector<uint32_t> api_ids_;
   std::unordered_map<uint64_t, HostFuncEnqueueRecord> pending_enqueues_;
   std::unordered_map<uint64_t, HostFuncRunRecord> pending_runs_;
   uint64_t async_calls_ = 0;
@@ -483,7 +506,7 @@ class ProcessAnalyzer final : public RuleContext {
 
 ProcessResult analyze_trace(const std::string& path, const Options& options) {
   auto trace = TraceFile::open(path);
-  trace->index();
+  trace->index_blocks();
   ProcessAnalyzer analyzer(*trace, options);
   analyzer.run();
   return analyzer.finish();

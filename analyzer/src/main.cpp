@@ -42,9 +42,22 @@ int main(int argc, char** argv) {
   add_report_options(run, run_args.report, false);
   run->add_option("--report-output", run_args.report.output, "Write the report to this file instead of standard output");
   run->prefix_command();
+  run->allow_extras();
+
+  // `run ... -- PROGRAM ARGS`: everything after the first "--" is the program, untouched.
+  std::vector<std::string> program;
+  int parsed_argc = argc;
+  if (argc > 1 && std::string(argv[1]) == "run") {
+    for (int i = 2; i < argc; ++i)
+      if (std::string(argv[i]) == "--") {
+        program.assign(argv + i + 1, argv + argc);
+        parsed_argc = i;
+        break;
+      }
+  }
 
   try {
-    app.parse(argc, argv);
+    app.parse(parsed_argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
@@ -63,6 +76,7 @@ int main(int argc, char** argv) {
     if (*run) {
       run_args.command = run->remaining();
       if (!run_args.command.empty() && run_args.command.front() == "--") run_args.command.erase(run_args.command.begin());
+      run_args.command.insert(run_args.command.end(), program.begin(), program.end());
       if (run_args.command.empty()) {
         std::cerr << "asyncwatch run: no program given (asyncwatch run [options] -- PROGRAM ARGS...)\n";
         return kExitInvalid;

@@ -121,48 +121,28 @@ bool is_driver_api(Api api) {
   return name[0] == 'c' && name[1] == 'u' && std::strncmp(name, "cuda", 4) != 0;
 }
 
-uint64_t record_time(const RecordView& r) {
-  // start_ns sits at different offsets; read it with memcpy from the known layouts.
-  auto read_u64 = [&](size_t off) {
-    uint64_t v;
-    std::memcpy(&v, r.data + off, 8);
-    return v;
+namespace {
+constexpr RecordTimeOffsets make_time_offsets() {
+  RecordTimeOffsets o{};
+  auto set = [&o](RecordType t, size_t start, size_t end) {
+    o.start[static_cast<size_t>(t)] = static_cast<uint8_t>(start);
+    o.end[static_cast<size_t>(t)] = static_cast<uint8_t>(end);
   };
-  switch (r.type) {
-    case RecordType::Copy:
-    case RecordType::Memset: return read_u64(offsetof(CopyRecord, start_ns));
-    case RecordType::Launch: return read_u64(offsetof(LaunchRecord, start_ns));
-    case RecordType::HostFuncEnqueue: return read_u64(offsetof(HostFuncEnqueueRecord, start_ns));
-    case RecordType::HostFuncRun: return read_u64(offsetof(HostFuncRunRecord, start_ns));
-    case RecordType::Sync: return read_u64(offsetof(SyncRecord, start_ns));
-    case RecordType::MemoryOp: return read_u64(offsetof(MemoryOpRecord, start_ns));
-    case RecordType::StreamCreate:
-    case RecordType::StreamDestroy: return read_u64(offsetof(StreamCreateRecord, start_ns));
-    case RecordType::Capture: return read_u64(offsetof(CaptureRecord, start_ns));
-    default: return 0;
-  }
+  set(RecordType::Copy, offsetof(CopyRecord, start_ns), offsetof(CopyRecord, end_ns));
+  set(RecordType::Memset, offsetof(CopyRecord, start_ns), offsetof(CopyRecord, end_ns));
+  set(RecordType::Launch, offsetof(LaunchRecord, start_ns), offsetof(LaunchRecord, end_ns));
+  set(RecordType::HostFuncEnqueue, offsetof(HostFuncEnqueueRecord, start_ns), offsetof(HostFuncEnqueueRecord, end_ns));
+  set(RecordType::HostFuncRun, offsetof(HostFuncRunRecord, start_ns), offsetof(HostFuncRunRecord, end_ns));
+  set(RecordType::Sync, offsetof(SyncRecord, start_ns), offsetof(SyncRecord, end_ns));
+  set(RecordType::MemoryOp, offsetof(MemoryOpRecord, start_ns), offsetof(MemoryOpRecord, end_ns));
+  set(RecordType::StreamCreate, offsetof(StreamCreateRecord, start_ns), offsetof(StreamCreateRecord, end_ns));
+  set(RecordType::StreamDestroy, offsetof(StreamCreateRecord, start_ns), offsetof(StreamCreateRecord, end_ns));
+  set(RecordType::Capture, offsetof(CaptureRecord, start_ns), offsetof(CaptureRecord, end_ns));
+  return o;
 }
+}  // namespace
 
-uint64_t record_end_time(const RecordView& r) {
-  auto read_u64 = [&](size_t off) {
-    uint64_t v;
-    std::memcpy(&v, r.data + off, 8);
-    return v;
-  };
-  switch (r.type) {
-    case RecordType::Copy:
-    case RecordType::Memset: return read_u64(offsetof(CopyRecord, end_ns));
-    case RecordType::Launch: return read_u64(offsetof(LaunchRecord, end_ns));
-    case RecordType::HostFuncEnqueue: return read_u64(offsetof(HostFuncEnqueueRecord, end_ns));
-    case RecordType::HostFuncRun: return read_u64(offsetof(HostFuncRunRecord, end_ns));
-    case RecordType::Sync: return read_u64(offsetof(SyncRecord, end_ns));
-    case RecordType::MemoryOp: return read_u64(offsetof(MemoryOpRecord, end_ns));
-    case RecordType::StreamCreate:
-    case RecordType::StreamDestroy: return read_u64(offsetof(StreamCreateRecord, end_ns));
-    case RecordType::Capture: return read_u64(offsetof(CaptureRecord, end_ns));
-    default: return 0;
-  }
-}
+const RecordTimeOffsets kRecordTimeOffsets = make_time_offsets();
 
 void TraceFile::fail(const std::string& what) const { throw TraceError(fmt::format("{}: {}", path_, what)); }
 
@@ -350,148 +330,190 @@ void TraceFile::validate_record(const RecordView& r) const {
   }
 }
 
+// Checks a block header; false for an unused (all-zero) block.
+bool TraceFile::check_block(uint64_t b, uint32_t* tid) const {
+  const uint64_t base = kHeaderSize + b * kBlockSize;
+  const uint8_t* block = map_ + base;
+  BlockHeader bh;
+  std::memcpy(&bh, block, sizeof bh);
+  if (bh.magic == 0 && bh.tid == 0 && bh.block_index == 0) {
+    // Claimed but never written (crash) or preallocated: its records must be absent too.
+    RecordHeader first;
+    std::memcpy(&first, block + sizeof(BlockHeader), sizeof first);
+    if (first.type != 0 || first.size != 0)
+      fail_at(b, base, "the block header is zero but the block holds records (corrupt block header)");
+    return false;
+  }
+  if (bh.magic != kBlockMagic)
+    fail_at(b, base, fmt::format("bad block magic 0x{:08x} (expected 0x{:08x} \"BLK1\")", bh.magic, kBlockMagic));
+  if (bh.block_index != b)
+    fail_at(b, base, fmt::format("the block says it is block {} (corrupt or reordered file)", bh.block_index));
+  if (bh.tid == 0) fail_at(b, base, "owning thread id 0");
+  *tid = bh.tid;
+  return true;
+}
+
+// Validates the record at `off` of block `b`; false at the end of the block's valid part.
+bool TraceFile::read_record(uint64_t b, uint32_t off, uint32_t tid, RecordView* out) const {
+  static_assert(kBlockSize % 8 == 0 && sizeof(BlockHeader) % 8 == 0);
+  if (off + sizeof(RecordHeader) > kBlockSize) return false;
+  const uint64_t base = kHeaderSize + b * kBlockSize;
+  const uint8_t* block = map_ + base;
+  RecordHeader rh;
+  std::memcpy(&rh, block + off, sizeof rh);
+  if (rh.type == 0) {
+    if (rh.size != 0)
+      fail_at(b, base + off, fmt::format("record at block offset 0x{:x}: type 0 (end of block) with size {}", off, rh.size));
+    return false;
+  }
+  if (rh.type >= static_cast<uint16_t>(RecordType::Count))
+    fail_at(b, base + off, fmt::format("record at block offset 0x{:x}: unknown record type {}", off, rh.type));
+  if (rh.size < sizeof(RecordHeader) + 4 || rh.size % 8 != 0)
+    fail_at(b, base + off, fmt::format("record at block offset 0x{:x}: size {} is not a positive multiple of 8", off, rh.size));
+  if (off + rh.size > kBlockSize)
+    fail_at(b, base + off, fmt::format("record at block offset 0x{:x}: its {} bytes run past the end of the block", off, rh.size));
+  *out = RecordView{static_cast<RecordType>(rh.type), rh.size, block + off, base + off, tid, b};
+  validate_record(*out);
+  return true;
+}
+
 void TraceFile::scan(const std::function<void(const RecordView&)>& visit,
                      const std::function<void(uint64_t, uint32_t, bool)>& on_block) const {
-  static_assert(kBlockSize % 8 == 0 && sizeof(BlockHeader) % 8 == 0);
   for (uint64_t b = 0; b < block_count_; ++b) {
-    const uint64_t base = kHeaderSize + b * kBlockSize;
-    const uint8_t* block = map_ + base;
-    BlockHeader bh;
-    std::memcpy(&bh, block, sizeof bh);
-    if (bh.magic == 0 && bh.tid == 0 && bh.block_index == 0) {
-      // Claimed but never written (crash) or preallocated: its records must be absent too.
-      RecordHeader first;
-      std::memcpy(&first, block + sizeof(BlockHeader), sizeof first);
-      if (first.type != 0 || first.size != 0)
-        fail_at(b, base, "the block header is zero but the block holds records (corrupt block header)");
-      if (on_block) on_block(b, 0, false);
-      continue;
-    }
-    if (bh.magic != kBlockMagic)
-      fail_at(b, base, fmt::format("bad block magic 0x{:08x} (expected 0x{:08x} \"BLK1\")", bh.magic, kBlockMagic));
-    if (bh.block_index != b)
-      fail_at(b, base, fmt::format("the block says it is block {} (corrupt or reordered file)", bh.block_index));
-    if (bh.tid == 0) fail_at(b, base, "owning thread id 0");
-    if (on_block) on_block(b, bh.tid, true);
-    uint32_t off = sizeof(BlockHeader);
-    while (off + sizeof(RecordHeader) <= kBlockSize) {
-      RecordHeader rh;
-      std::memcpy(&rh, block + off, sizeof rh);
-      if (rh.type == 0) {
-        if (rh.size != 0)
-          fail_at(b, base + off, fmt::format("record at block offset 0x{:x}: type 0 (end of block) with size {}", off, rh.size));
-        break;
-      }
-      if (rh.type >= static_cast<uint16_t>(RecordType::Count))
-        fail_at(b, base + off, fmt::format("record at block offset 0x{:x}: unknown record type {}", off, rh.type));
-      if (rh.size < sizeof(RecordHeader) + 4 || rh.size % 8 != 0)
-        fail_at(b, base + off, fmt::format("record at block offset 0x{:x}: size {} is not a positive multiple of 8", off, rh.size));
-      if (off + rh.size > kBlockSize)
-        fail_at(b, base + off, fmt::format("record at block offset 0x{:x}: its {} bytes run past the end of the block", off, rh.size));
-      RecordView r{static_cast<RecordType>(rh.type), rh.size, block + off, base + off, bh.tid, b};
-      validate_record(r);
-      visit(r);
-      off += rh.size;
-    }
+    uint32_t tid = 0;
+    bool used = check_block(b, &tid);
+    if (on_block) on_block(b, tid, used);
+    if (!used) continue;
+    RecordView r;
+    for (uint32_t off = sizeof(BlockHeader); read_record(b, off, tid, &r); off += r.size) visit(r);
   }
 }
 
-void TraceFile::index() {
+void TraceFile::FirstUse::note(uint32_t id, uint64_t offset) {
+  if (id < (1u << 20)) {
+    if (id >= dense.size()) dense.resize(std::max<size_t>(id + 1, dense.size() * 2), 0);
+    if (!dense[id]) dense[id] = offset + 1;
+  } else {
+    sparse.emplace(id, offset);
+  }
+}
+
+bool TraceFile::absorb(const RecordView& r) {
+  ++record_count_;
+  switch (r.type) {
+    case RecordType::ThreadInfo: {
+      auto t = r.as<ThreadInfoRecord>();
+      auto it = thread_by_tid_.find(r.tid);
+      if (it != thread_by_tid_.end()) threads_[it->second].name = fixed_string(t.name, sizeof t.name);
+      return false;
+    }
+    case RecordType::Module: {
+      auto m = r.as<ModuleRecord>();
+      ModuleInfo info;
+      info.path.assign(reinterpret_cast<const char*>(r.payload(payload_offset<ModuleRecord>())), m.path_len);
+      info.load_bias = m.load_bias;
+      info.low = m.low;
+      info.high = m.high;
+      info.build_id.assign(m.build_id, m.build_id + m.build_id_len);
+      modules_.push_back(std::move(info));
+      return false;
+    }
+    case RecordType::Stack: {
+      auto s = r.as<StackRecord>();
+      std::vector<uint64_t> frames(s.depth);
+      if (s.depth) std::memcpy(frames.data(), r.payload(payload_offset<StackRecord>()), 8ull * s.depth);
+      stacks_.emplace(s.stack_id, std::move(frames));
+      return false;
+    }
+    case RecordType::String: {
+      auto s = r.as<StringRecord>();
+      strings_.emplace(s.string_id,
+                       std::string(reinterpret_cast<const char*>(r.payload(payload_offset<StringRecord>())), s.len));
+      return false;
+    }
+    case RecordType::Lost: lost_in_records_ += r.as<LostRecord>().count; return false;
+    case RecordType::DeviceInfo: {
+      auto d = r.as<DeviceInfoRecord>();
+      device_.present = true;
+      device_.driver_version = d.driver_version;
+      device_.ordinal = d.device_ordinal;
+      device_.simulated = d.simulated != 0;
+      device_.name = fixed_string(d.name, sizeof d.name);
+      return false;
+    }
+    case RecordType::Copy:
+    case RecordType::Memset: use_stack(r.as<CopyRecord>().stack_id, r); break;
+    case RecordType::Launch: {
+      auto l = r.as<LaunchRecord>();
+      use_stack(l.stack_id, r);
+      if (l.kernel_name_id) first_string_use_.note(l.kernel_name_id, r.file_offset);
+      break;
+    }
+    case RecordType::HostFuncEnqueue: use_stack(r.as<HostFuncEnqueueRecord>().stack_id, r); break;
+    case RecordType::Sync: use_stack(r.as<SyncRecord>().stack_id, r); break;
+    case RecordType::MemoryOp: use_stack(r.as<MemoryOpRecord>().stack_id, r); break;
+    default: break;
+  }
+  ++event_record_count_;
+  uint64_t s = record_time(r), e = record_end_time(r);
+  if (s && s < first_time_ns_) first_time_ns_ = s;
+  if (e > last_time_ns_) last_time_ns_ = e;
+  return true;
+}
+
+void TraceFile::check_references() {
+  if (first_time_ns_ == UINT64_MAX) first_time_ns_ = 0;
+  auto check = [&](const FirstUse& uses, const char* what, auto&& defined) {
+    auto one = [&](uint32_t id, uint64_t offset) {
+      if (!defined(id))
+        fail(fmt::format("record at file offset 0x{:x} refers to {} id {}, which the trace never defines", offset, what, id));
+    };
+    for (size_t id = 1; id < uses.dense.size(); ++id)
+      if (uses.dense[id]) one(static_cast<uint32_t>(id), uses.dense[id] - 1);
+    for (const auto& [id, off] : uses.sparse) one(id, off);
+  };
+  check(first_stack_use_, "stack", [&](uint32_t id) { return stacks_.count(id) != 0; });
+  check(first_string_use_, "string", [&](uint32_t id) { return strings_.count(id) != 0; });
+}
+
+void TraceFile::reset_index() {
   threads_.clear();
   thread_by_tid_.clear();
+  modules_.clear();
+  stacks_.clear();
+  strings_.clear();
+  device_ = DeviceInfo{};
+  record_count_ = event_record_count_ = lost_in_records_ = last_time_ns_ = 0;
+  first_time_ns_ = UINT64_MAX;
+  first_stack_use_ = FirstUse{};
+  first_string_use_ = FirstUse{};
+}
+
+void TraceFile::index_blocks() {
+  reset_index();
+  for (uint64_t b = 0; b < block_count_; ++b) {
+    uint32_t tid = 0;
+    if (!check_block(b, &tid)) continue;
+    auto [it, inserted] = thread_by_tid_.emplace(tid, threads_.size());
+    if (inserted) threads_.push_back(ThreadInfo{tid, {}, {}});
+    threads_[it->second].blocks.push_back(b);
+  }
+  blocks_indexed_ = true;
+}
+
+void TraceFile::index() {
+  index_blocks();
   uint64_t last_released = kHeaderSize;
-  std::vector<std::pair<uint32_t, RecordView>> stack_refs;  // checked after the scan (ids may be forward)
-  std::unordered_map<uint32_t, uint64_t> first_stack_use;    // id -> file offset of first use
-  std::unordered_map<uint32_t, uint64_t> first_string_use;
-  uint64_t first = UINT64_MAX;
-  auto use_stack = [&](uint32_t id, const RecordView& r) {
-    if (id != 0) first_stack_use.emplace(id, r.file_offset);
-  };
-  scan(
-      [&](const RecordView& r) {
-        ++record_count_;
-        switch (r.type) {
-          case RecordType::ThreadInfo: {
-            auto t = r.as<ThreadInfoRecord>();
-            auto it = thread_by_tid_.find(r.tid);
-            if (it != thread_by_tid_.end()) threads_[it->second].name = fixed_string(t.name, sizeof t.name);
-            return;
-          }
-          case RecordType::Module: {
-            auto m = r.as<ModuleRecord>();
-            ModuleInfo info;
-            info.path.assign(reinterpret_cast<const char*>(r.payload(payload_offset<ModuleRecord>())), m.path_len);
-            info.load_bias = m.load_bias;
-            info.low = m.low;
-            info.high = m.high;
-            info.build_id.assign(m.build_id, m.build_id + m.build_id_len);
-            modules_.push_back(std::move(info));
-            return;
-          }
-          case RecordType::Stack: {
-            auto s = r.as<StackRecord>();
-            std::vector<uint64_t> frames(s.depth);
-            if (s.depth) std::memcpy(frames.data(), r.payload(payload_offset<StackRecord>()), 8ull * s.depth);
-            stacks_.emplace(s.stack_id, std::move(frames));
-            return;
-          }
-          case RecordType::String: {
-            auto s = r.as<StringRecord>();
-            strings_.emplace(s.string_id,
-                             std::string(reinterpret_cast<const char*>(r.payload(payload_offset<StringRecord>())), s.len));
-            return;
-          }
-          case RecordType::Lost: lost_in_records_ += r.as<LostRecord>().count; return;
-          case RecordType::DeviceInfo: {
-            auto d = r.as<DeviceInfoRecord>();
-            device_.present = true;
-            device_.driver_version = d.driver_version;
-            device_.ordinal = d.device_ordinal;
-            device_.simulated = d.simulated != 0;
-            device_.name = fixed_string(d.name, sizeof d.name);
-            return;
-          }
-          case RecordType::Copy:
-          case RecordType::Memset: use_stack(r.as<CopyRecord>().stack_id, r); break;
-          case RecordType::Launch: {
-            auto l = r.as<LaunchRecord>();
-            use_stack(l.stack_id, r);
-            if (l.kernel_name_id) first_string_use.emplace(l.kernel_name_id, r.file_offset);
-            break;
-          }
-          case RecordType::HostFuncEnqueue: use_stack(r.as<HostFuncEnqueueRecord>().stack_id, r); break;
-          case RecordType::Sync: use_stack(r.as<SyncRecord>().stack_id, r); break;
-          case RecordType::MemoryOp: use_stack(r.as<MemoryOpRecord>().stack_id, r); break;
-          default: break;
-        }
-        ++event_record_count_;
-        uint64_t s = record_time(r), e = record_end_time(r);
-        if (s && s < first) first = s;
-        if (e > last_time_ns_) last_time_ns_ = e;
-      },
-      [&](uint64_t b, uint32_t tid, bool used) {
-        if (used) {
-          auto [it, inserted] = thread_by_tid_.emplace(tid, threads_.size());
-          if (inserted) {
-            threads_.push_back(ThreadInfo{tid, {}, {}});
-          }
-          threads_[it->second].blocks.push_back(b);
-        }
-        // Give back what we have read every 16 MiB: resident memory stays bounded.
-        uint64_t here = kHeaderSize + b * kBlockSize;
-        if (here - last_released >= (16u << 20)) {
-          release(last_released, here - last_released);
-          last_released = here;
-        }
-      });
+  scan([&](const RecordView& r) {
+    absorb(r);
+    // Give back what we have read every 16 MiB: resident memory stays bounded.
+    if (r.file_offset - last_released >= (16u << 20)) {
+      release(last_released, r.file_offset - last_released);
+      last_released = r.file_offset;
+    }
+  });
   release(last_released, size_ - last_released);
-  first_time_ns_ = first == UINT64_MAX ? 0 : first;
-  for (const auto& [id, offset] : first_stack_use)
-    if (!stacks_.count(id))
-      fail(fmt::format("record at file offset 0x{:x} refers to stack id {}, which the trace never defines", offset, id));
-  for (const auto& [id, offset] : first_string_use)
-    if (!strings_.count(id))
-      fail(fmt::format("record at file offset 0x{:x} refers to string id {}, which the trace never defines", offset, id));
+  check_references();
   indexed_ = true;
 }
 
@@ -525,10 +547,14 @@ bool is_metadata(RecordType t) {
   }
 }
 
-// Walks one thread's chain of (already validated) blocks.
-struct Cursor {
-  const TraceFile* file;
-  const uint8_t* map;
+}  // namespace
+
+// Walks one thread's chain of blocks. kValidate: checks each record as it reaches it and
+// absorbs the metadata records into the index (single-pass mode); otherwise the records
+// were validated by index() already.
+template <bool kValidate>
+struct TraceFile::Cursor {
+  TraceFile* file;
   const std::vector<uint64_t>* blocks;
   size_t block_pos = 0;
   uint32_t off = 0;
@@ -540,20 +566,29 @@ struct Cursor {
   bool next() {
     while (block_pos < blocks->size()) {
       uint64_t b = (*blocks)[block_pos];
-      const uint8_t* block = map + trace::kHeaderSize + b * trace::kBlockSize;
       if (off == 0) off = sizeof(BlockHeader);
-      while (off + sizeof(RecordHeader) <= kBlockSize) {
-        RecordHeader rh;
-        std::memcpy(&rh, block + off, sizeof rh);
-        if (rh.type == 0) break;
-        current = RecordView{static_cast<RecordType>(rh.type), rh.size, block + off,
-                             trace::kHeaderSize + b * trace::kBlockSize + off, tid, b};
-        off += rh.size;
-        if (is_metadata(current.type)) continue;
-        uint64_t t = record_time(current);
-        // Keep the thread's own order even if its clock readings go backwards.
-        time = t > time ? t : time;
-        return true;
+      if constexpr (kValidate) {
+        while (file->read_record(b, off, tid, &current)) {
+          off += current.size;
+          if (!file->absorb(current)) continue;
+          uint64_t t = record_time(current);
+          time = t > time ? t : time;  // keep the thread's own order even if its clock goes back
+          return true;
+        }
+      } else {
+        const uint8_t* block = file->map_ + trace::kHeaderSize + b * trace::kBlockSize;
+        while (off + sizeof(RecordHeader) <= kBlockSize) {
+          RecordHeader rh;
+          std::memcpy(&rh, block + off, sizeof rh);
+          if (rh.type == 0) break;
+          current = RecordView{static_cast<RecordType>(rh.type), rh.size, block + off,
+                               trace::kHeaderSize + b * trace::kBlockSize + off, tid, b};
+          off += rh.size;
+          if (is_metadata(current.type)) continue;
+          uint64_t t = record_time(current);
+          time = t > time ? t : time;
+          return true;
+        }
       }
       file->release(trace::kHeaderSize + b * trace::kBlockSize, trace::kBlockSize);
       ++block_pos;
@@ -563,39 +598,79 @@ struct Cursor {
   }
 };
 
-}  // namespace
-
 void TraceFile::for_each_merged(const std::function<void(const RecordView&)>& visit) const {
   if (!indexed_) throw std::logic_error("for_each_merged before index");
-  std::vector<Cursor> cursors;
+  const_cast<TraceFile*>(this)->merge<false>(visit);  // reads only
+}
+
+void TraceFile::stream_merged(const std::function<void(const RecordView&)>& visit) {
+  if (!blocks_indexed_) index_blocks();
+  merge<true>(visit);
+  release(kHeaderSize, size_ - kHeaderSize);
+  check_references();
+  indexed_ = true;
+}
+
+template <bool kValidate>
+void TraceFile::merge(const std::function<void(const RecordView&)>& visit) {
+  using C = Cursor<kValidate>;
+  std::vector<C> cursors;
   cursors.reserve(threads_.size());
   for (const auto& t : threads_) {
-    Cursor c{this, map_, &t.blocks};
+    C c{this, &t.blocks};
     c.tid = t.tid;
     if (c.next()) cursors.push_back(c);
   }
-  // Min-heap of cursor indices by (time, index): the index keeps ties deterministic.
+  // Few threads: find the earliest cursor (and the runner-up's time) by a linear scan; many
+  // threads: a binary heap. Either way a cursor is drained while it stays at or before the
+  // runner-up, so one thread's run of records costs one selection.
+  auto before = [&](size_t a, size_t b) {
+    return cursors[a].time != cursors[b].time ? cursors[a].time < cursors[b].time : a < b;
+  };
+  if (cursors.size() <= 16) {
+    // `live` is kept sorted by (time, index): the front is next, live[1] the runner-up.
+    std::vector<size_t> live(cursors.size());
+    for (size_t i = 0; i < live.size(); ++i) live[i] = i;
+    std::sort(live.begin(), live.end(), before);
+    while (!live.empty()) {
+      size_t i = live.front();
+      C& c = cursors[i];
+      const bool alone = live.size() == 1;
+      for (;;) {
+        visit(c.current);
+        if (!c.next()) {
+          live.erase(live.begin());
+          break;
+        }
+        if (!alone && before(live[1], i)) {
+          // Move i to its place further back.
+          size_t k = 1;
+          while (k < live.size() && before(live[k], i)) {
+            live[k - 1] = live[k];
+            ++k;
+          }
+          live[k - 1] = i;
+          break;
+        }
+      }
+    }
+    return;
+  }
   std::vector<size_t> heap(cursors.size());
   for (size_t i = 0; i < heap.size(); ++i) heap[i] = i;
-  auto later = [&](size_t a, size_t b) {
-    return cursors[a].time != cursors[b].time ? cursors[a].time > cursors[b].time : a > b;
-  };
+  auto later = [&](size_t a, size_t b) { return before(b, a); };
   std::make_heap(heap.begin(), heap.end(), later);
   while (!heap.empty()) {
     std::pop_heap(heap.begin(), heap.end(), later);
     size_t i = heap.back();
     heap.pop_back();
-    Cursor& c = cursors[i];
-    // Drain this cursor while it stays at or before the next thread's time.
+    C& c = cursors[i];
     bool more;
     for (;;) {
       visit(c.current);
       more = c.next();
       if (!more) break;
-      if (!heap.empty()) {
-        size_t top = heap.front();
-        if (later(i, top)) break;
-      }
+      if (!heap.empty() && before(heap.front(), i)) break;
     }
     if (more) {
       heap.push_back(i);

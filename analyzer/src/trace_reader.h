@@ -63,11 +63,30 @@ struct DeviceInfo {
   std::string name;
 };
 
+// Offsets of start_ns / end_ns by record type (0: the record has no time).
+struct RecordTimeOffsets {
+  uint8_t start[static_cast<size_t>(trace::RecordType::Count)];
+  uint8_t end[static_cast<size_t>(trace::RecordType::Count)];
+};
+extern const RecordTimeOffsets kRecordTimeOffsets;
+
 // Time key of a record for the k-way merge: its start time; records without a time
 // (stacks, strings, modules...) return 0 and keep their place in their thread's order.
-uint64_t record_time(const RecordView& r);
+inline uint64_t record_time(const RecordView& r) {
+  uint8_t off = kRecordTimeOffsets.start[static_cast<size_t>(r.type)];
+  if (!off) return 0;
+  uint64_t v;
+  std::memcpy(&v, r.data + off, 8);
+  return v;
+}
 // End time of a call record, 0 for records without one.
-uint64_t record_end_time(const RecordView& r);
+inline uint64_t record_end_time(const RecordView& r) {
+  uint8_t off = kRecordTimeOffsets.end[static_cast<size_t>(r.type)];
+  if (!off) return 0;
+  uint64_t v;
+  std::memcpy(&v, r.data + off, 8);
+  return v;
+}
 
 class TraceFile {
  public:
@@ -90,9 +109,18 @@ class TraceFile {
   void scan(const std::function<void(const RecordView&)>& visit,
             const std::function<void(uint64_t, uint32_t, bool)>& on_block = {}) const;
 
-  // Pass 1: scan() everything, index threads, stacks, strings, modules, device info, count
-  // records and the last time seen, and check every stack/string id reference. Throws.
+  // Reads only the block headers (validating them): the per-thread block chains.
+  void index_blocks();
+
+  // Two-pass mode, pass 1: scan() everything, index threads, stacks, strings, modules, device
+  // info, count records and the last time seen, and check every stack/string id reference.
   void index();
+
+  // Single-pass mode (the report): every event record once, merged across threads by time,
+  // each record validated when reached and the metadata absorbed into the index as it comes
+  // (a record may refer to a stack or string that appears later: resolve ids after the
+  // pass). References are checked at the end. Throws TraceError.
+  void stream_merged(const std::function<void(const RecordView&)>& visit);
 
   // Pass 2 (after index()): every record except the metadata kinds (ThreadInfo, Module,
   // Stack, String, DeviceInfo, Lost), merged across threads by record_time (each thread's
@@ -109,7 +137,7 @@ class TraceFile {
   uint64_t event_record_count() const { return event_record_count_; }
   uint64_t lost_in_records() const { return lost_in_records_; }
   uint64_t last_time_ns() const { return last_time_ns_; }
-  uint64_t first_time_ns() const { return first_time_ns_; }
+  uint64_t first_time_ns() const { return first_time_ns_ == UINT64_MAX ? 0 : first_time_ns_; }
   const std::string* thread_name(uint32_t tid) const;
 
   // Releases the mapped pages of [offset, offset+len) (they stay in the page cache).
@@ -120,6 +148,24 @@ class TraceFile {
   [[noreturn]] void fail(const std::string& what) const;
   [[noreturn]] void fail_at(uint64_t block, uint64_t offset, const std::string& what) const;
   void validate_record(const RecordView& r) const;
+  bool check_block(uint64_t b, uint32_t* tid) const;
+  bool read_record(uint64_t b, uint32_t off, uint32_t tid, RecordView* out) const;
+  bool absorb(const RecordView& r);  // true for event records
+  void check_references();
+  void reset_index();
+  template <bool kValidate>
+  struct Cursor;
+  template <bool kValidate>
+  void merge(const std::function<void(const RecordView&)>& visit);
+
+  struct FirstUse {  // first use of each referenced id (file offset)
+    std::vector<uint64_t> dense;  // id -> offset + 1, 0 = unused (ids are small and dense)
+    std::unordered_map<uint32_t, uint64_t> sparse;
+    void note(uint32_t id, uint64_t offset);
+  };
+  void use_stack(uint32_t id, const RecordView& r) {
+    if (id) first_stack_use_.note(id, r.file_offset);
+  }
 
   std::string path_;
   int fd_ = -1;
@@ -138,7 +184,10 @@ class TraceFile {
   uint64_t event_record_count_ = 0;
   uint64_t lost_in_records_ = 0;
   uint64_t last_time_ns_ = 0;
-  uint64_t first_time_ns_ = 0;
+  uint64_t first_time_ns_ = UINT64_MAX;
+  FirstUse first_stack_use_;
+  FirstUse first_string_use_;
+  bool blocks_indexed_ = false;
   bool indexed_ = false;
 };
 

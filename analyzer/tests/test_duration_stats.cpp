@@ -61,6 +61,8 @@ TEST(LogHistogram, BucketsCoverEveryValue) {
     int b = LogHistogram::bucket_of(v);
     ASSERT_LT(b, LogHistogram::kBuckets);
     EXPECT_LE(LogHistogram::bucket_low(b), v);
-    if (v != ~0ull) EXPECT_GT(LogHistogram::bucket_high(b), v);
+    if (v != ~0ull) {
+      EXPECT_GT(LogHistogram::bucket_high(b), v);
+    }
   }
 }

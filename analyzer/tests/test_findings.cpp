@@ -179,7 +179,9 @@ TEST(Findings, BlockingLaunchCauses) {
     if (f.id != FindingId::BlockingLaunch) continue;
     ++causes;
     EXPECT_EQ(f.kernel, "step");
-    if (f.cause == Cause::LaunchQueueFull) EXPECT_EQ(f.outstanding_launches_max, 521u);
+    if (f.cause == Cause::LaunchQueueFull) {
+      EXPECT_EQ(f.outstanding_launches_max, 521u);
+    }
   }
   EXPECT_EQ(causes, 3);
   EXPECT_NE(find(r, FindingId::BlockingLaunch, Cause::FirstLaunch, false), nullptr);

@@ -5,6 +5,7 @@
 
 #include <asyncwatch/trace_format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -202,7 +203,8 @@ class TraceBuilder {
   std::vector<uint8_t> bytes() const {
     tf::FileHeader h = header_;
     h.blocks_claimed = blocks_.size();
-    if (h.closed == tf::kClosedCleanly && h.end_monotonic_ns == 0) h.end_monotonic_ns = last_time_ + 1000;
+    if (h.closed == tf::kClosedCleanly && h.end_monotonic_ns == 0)
+      h.end_monotonic_ns = std::max(last_time_, h.start_monotonic_ns) + 1000;
     std::vector<uint8_t> out(tf::kHeaderSize + (blocks_.size() + zero_tail_) * tf::kBlockSize, 0);
     std::memcpy(out.data(), &h, sizeof h);
     for (size_t i = 0; i < blocks_.size(); ++i)

@@ -8,7 +8,12 @@
 namespace asyncwatch {
 namespace {
 
-Config g_config;
+// Constructed on first use: the library constructor (lifecycle.cpp) and early wrappers may run
+// before this file's static initializers.
+Config& storage() {
+  static Config* c = new Config;
+  return *c;
+}
 
 bool parse_u64(const char* s, uint64_t* out, int base) {
   if (!s || !*s) return false;
@@ -74,8 +79,8 @@ Config parse_config(GetEnvFn getenv_fn, WarnFn warn) {
   return c;
 }
 
-const Config& config() { return g_config; }
-void set_config(const Config& c) { g_config = c; }
+const Config& config() { return storage(); }
+void set_config(const Config& c) { storage() = c; }
 
 std::string expand_output_pattern(const std::string& pattern, const std::string& exe_name, long pid,
                                   const std::string& host, long unix_seconds) {

@@ -30,6 +30,18 @@ spdlog::logger* logger() {
 
 }  // namespace
 
+void banner(const std::string& msg) {
+  // Shown at any ASYNCWATCH_LOG level except "off"; ASYNCWATCH_QUIET=1 suppresses it upstream.
+  if (g_level == spdlog::level::off) return;
+  static spdlog::logger* b = [] {
+    auto* l = new spdlog::logger("asyncwatch-banner", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+    l->set_pattern("asyncwatch[%P]: %v");
+    l->set_level(spdlog::level::info);
+    return l;
+  }();
+  b->info(msg);
+}
+
 void init(const std::string& level) {
   g_level = spdlog::level::from_str(level);
   logger()->set_level(g_level);

@@ -7,6 +7,8 @@
 namespace asyncwatch::log {
 
 void init(const std::string& level);
+// The one-line banner naming the trace file (not subject to the level, except "off").
+void banner(const std::string& msg);
 void info(const std::string& msg);
 void warn(const std::string& msg);
 void error(const std::string& msg);

@@ -62,10 +62,11 @@ AppRun run(const std::vector<std::string>& args, std::vector<std::string> env = 
   std::string out = r.dir + "/.stdout", err = r.dir + "/.stderr";
   pid_t pid = fork();
   if (pid == 0) {
-    std::vector<std::string> e = {"LD_LIBRARY_PATH=" AW_FAKE_CUDA_DIR, "ASYNCWATCH_OUTPUT_DIR=" + r.dir,
-                                  "PATH=/usr/bin:/bin"};
+    // The test's own entries first: getenv returns the first match.
+    std::vector<std::string> e = env;
+    for (std::string x : {"LD_LIBRARY_PATH=" AW_FAKE_CUDA_DIR, "PATH=/usr/bin:/bin"}) e.push_back(x);
+    e.push_back("ASYNCWATCH_OUTPUT_DIR=" + r.dir);
     if (preload) e.push_back("LD_PRELOAD=" AW_PRELOAD_LIB);
-    for (auto& x : env) e.push_back(x);
     std::vector<char*> ev;
     for (auto& x : e) ev.push_back(x.data());
     ev.push_back(nullptr);

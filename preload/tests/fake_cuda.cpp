@@ -82,7 +82,7 @@ struct Worker {
     cv.wait(l, [&] { return q.empty(); });
   }
 };
-Worker g_worker;
+Worker& g_worker = *new Worker;  // never destroyed: its thread outlives exit()
 
 }  // namespace
 

@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   char* host = static_cast<char*>(malloc(bytes));
   aw::fill(host, bytes, 41);
   AW_CHECK(cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice));
+  AW_CHECK(cudaDeviceSynchronize());  // pageable cudaMemcpy may return before its DMA is done
   std::memset(host, 0, bytes);
 
   volatile int cb_order = 0, fn_order = 0;

@@ -32,6 +32,7 @@ AW_FN(cuDeviceGet)
 AW_FN(cuDevicePrimaryCtxRetain)
 AW_FN(cuDevicePrimaryCtxRelease)
 AW_FN(cuCtxSetCurrent)
+AW_FN(cuCtxSynchronize)
 AW_FN(cuModuleLoadData)
 AW_FN(cuModuleGetFunction)
 AW_FN(cuModuleUnload)
@@ -64,8 +65,19 @@ static long long now_ns() {
              std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// argv[i] as a number: 1e8, 16M, 4K, 1G; def when absent.
 static long long arg(int argc, char** argv, int i, long long def) {
-  return i < argc ? static_cast<long long>(std::strtod(argv[i], nullptr)) : def;
+  if (i >= argc) return def;
+  char* end = nullptr;
+  double v = std::strtod(argv[i], &end);
+  if (*end == 'K' || *end == 'k') v *= 1024.0;
+  else if (*end == 'M' || *end == 'm') v *= 1024.0 * 1024.0;
+  else if (*end == 'G' || *end == 'g') v *= 1024.0 * 1024.0 * 1024.0;
+  else if (*end) {
+    std::fprintf(stderr, "bad number: %s\n", argv[i]);
+    std::exit(2);
+  }
+  return static_cast<long long>(v);
 }
 
 #ifndef AW_DIRECT_LINK
@@ -107,7 +119,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   AW_LOAD(cuGetErrorString); AW_LOAD(cuInit); AW_LOAD(cuDeviceGet); AW_LOAD(cuDevicePrimaryCtxRetain);
-  AW_LOAD(cuDevicePrimaryCtxRelease); AW_LOAD(cuCtxSetCurrent); AW_LOAD(cuModuleLoadData);
+  AW_LOAD(cuDevicePrimaryCtxRelease); AW_LOAD(cuCtxSetCurrent); AW_LOAD(cuCtxSynchronize); AW_LOAD(cuModuleLoadData);
   AW_LOAD(cuModuleGetFunction); AW_LOAD(cuModuleUnload); AW_LOAD(cuMemAlloc); AW_LOAD(cuMemFree);
   AW_LOAD(cuMemAllocHost); AW_LOAD(cuMemFreeHost); AW_LOAD(cuMemcpyHtoD); AW_LOAD(cuMemcpyHtoDAsync);
   AW_LOAD(cuMemcpyDtoHAsync); AW_LOAD(cuStreamCreate); AW_LOAD(cuStreamDestroy);
@@ -136,6 +148,7 @@ int main(int argc, char** argv) {
   unsigned char* pinned = static_cast<unsigned char*>(pinned_v);
   fill(pageable, bytes, 81);
   CK(p_cuMemcpyHtoD(dev, pageable, bytes));
+  CK(p_cuCtxSynchronize());  // from pageable memory cuMemcpyHtoD may return before its DMA is done
   std::memset(pageable, 0, bytes);
 
   long long warm = 1000;

@@ -20,6 +20,9 @@ static int copy_after_kernel(int which) {
   char* host = static_cast<char*>(malloc(g_bytes));
   aw::fill(host, g_bytes, unsigned(60 + which));
   AW_CHECK(cudaMemcpy(dev, host, g_bytes, cudaMemcpyHostToDevice));
+  // From pageable memory cudaMemcpy may return before its DMA is done; the non-blocking stream
+  // would not wait for it.
+  AW_CHECK(cudaDeviceSynchronize());
   std::memset(host, 0, g_bytes);
   sleep_kernel<<<1, 1, 0, s>>>(g_cycles);
   if (which == 0) {

@@ -2,11 +2,11 @@
 // recorded, not run, and must not be reported as blocking (@CAPTURED_H2D, @CAPTURED_MEMSET,
 // @CAPTURED_D2H, @CAPTURED_KERNEL); the graph is then launched several times (@GRAPH_LAUNCH).
 // The captured copies use pinned memory (capturing a pageable copy is not portable).
-//   graph_capture [cycles=2e7 (~10 ms)] [bytes=4M] [launches=3]
+//   graph_capture [cycles=1e8 (~50 ms)] [bytes=4M] [launches=3]
 #include "aw_common.h"
 
 int main(int argc, char** argv) {
-  const long long cycles = aw::arg_num(argc, argv, 1, 20000000ll);
+  const long long cycles = aw::arg_num(argc, argv, 1, 100000000ll);
   const size_t bytes = size_t(aw::arg_num(argc, argv, 2, 4ll << 20));
   const int launches = int(aw::arg_num(argc, argv, 3, 3));
   cudaStream_t s;

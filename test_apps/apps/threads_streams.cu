@@ -23,7 +23,10 @@ static void worker(int id) {
   for (int it = 0; it < g_iterations; ++it) {
     const unsigned seed = unsigned(100 + id * 10 + it);
     aw::fill(host, g_bytes, seed);
-    AW_CHECK(cudaMemcpy(dev, host, g_bytes, cudaMemcpyHostToDevice));
+    // Upload in the thread's own stream: a synchronous cudaMemcpy from pageable memory may return
+    // before its DMA (in the legacy stream) is done, and a non-blocking stream does not wait for it.
+    AW_CHECK(cudaMemcpyAsync(dev, host, g_bytes, cudaMemcpyHostToDevice, s));
+    AW_CHECK(cudaStreamSynchronize(s));
     std::memset(host, 0, g_bytes);
     sleep_kernel<<<1, 1, 0, s>>>(g_cycles);
     long long t0 = aw::now_ns();

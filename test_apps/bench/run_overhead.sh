@@ -80,6 +80,7 @@ abspath() { if [[ -e $1 ]]; then echo "$(cd "$(dirname "$1")" && pwd)/$(basename
 bench=$(abspath "$bench")
 lib=$(abspath "$lib")
 simdir=$(abspath "$simdir")
+stats_tool=$(dirname "$bench")/bench_trace_stats
 IFS=, read -r -a mode_list <<<"$modes"
 need_lib=""
 for m in "${mode_list[@]}"; do
@@ -132,14 +133,21 @@ run_bench() {
   fi
 }
 
-# Bytes of the trace files of one run, as `ls -l` shows them.
+# "FILE_BYTES RECORD_BYTES" of the trace files of one run: the size `ls -l` shows, and the bytes
+# of the records in them (bench_trace_stats; "-" without it). A file grows in 64 KiB blocks per
+# thread and is cut to the blocks used at a clean exit, so its size is coarse for short runs.
 trace_bytes() {
   local dir=$1
-  if compgen -G "$dir/*.awtrace" >/dev/null; then
-    ls -ln "$dir"/*.awtrace | awk '{s += $5} END {print s + 0}'
-  else
-    echo 0
+  if ! compgen -G "$dir/*.awtrace" >/dev/null; then
+    echo "0 0"
+    return
   fi
+  local fb rb="-"
+  fb=$(ls -ln "$dir"/*.awtrace | awk '{s += $5} END {print s + 0}')
+  if [[ -x $stats_tool ]]; then
+    rb=$("$stats_tool" "$dir"/*.awtrace | sed -n 's/.* record_bytes=\([0-9]*\).*/\1/p' | awk '{s += $1} END {print s + 0}')
+  fi
+  echo "$fb $rb"
 }
 
 echo "run_overhead: $bench"
@@ -245,16 +253,20 @@ fi
 # ---- trace bytes per call and memory -------------------------------------------------------
 if [[ -n $need_lib ]]; then
   echo ""
-  echo "== trace bytes per call, timed runs (ls -l of the trace file / CUDA calls the benchmark made)"
+  echo "== trace bytes per call, timed runs (trace / CUDA calls the benchmark made; file = ls -l size, records = record bytes in it)"
   awk -v modes="$modes" '
-    { bytes[$1] += $2; calls[$1] += $3; rss[$1] = rss[$1] " " $4; nr[$1]++ ; rsum[$1] += $4 }
+    { fb[$1] += $2; rb[$1] += ($3 == "-" ? 0 : $3); norb[$1] = norb[$1] || ($3 == "-")
+      calls[$1] += $4; nr[$1]++; rsum[$1] += $5 }
     END {
-      printf "%-14s %14s %12s %11s %16s\n", "mode", "trace_bytes", "calls", "bytes/call", "rss_kb(mean)"
+      printf "%-14s %12s %12s %10s %16s %17s %14s\n", "mode", "file_bytes", "record_bytes", "calls",
+             "file_bytes/call", "record_bytes/call", "rss_kb(mean)"
       nm = split(modes, M, ",")
       for (j = 1; j <= nm; j++) {
         m = M[j]; if (!(m in nr)) continue
-        printf "%-14s %14d %12d %11s %16.0f\n", m, bytes[m], calls[m],
-               (m == "bare" || calls[m] == 0) ? "-" : sprintf("%.1f", bytes[m] / calls[m]), rsum[m] / nr[m]
+        aw = (m != "bare" && calls[m] > 0)
+        printf "%-14s %12d %12s %10d %16s %17s %14.0f\n", m, fb[m], norb[m] ? "-" : rb[m], calls[m],
+               aw ? sprintf("%.1f", fb[m] / calls[m]) : "-",
+               (aw && !norb[m]) ? sprintf("%.1f", rb[m] / calls[m]) : "-", rsum[m] / nr[m]
       }
     }' "$work/totals.txt"
 fi
@@ -263,7 +275,8 @@ if [[ -n $need_lib && -n $trace_items ]]; then
   # One process per item and mode: (trace bytes - bytes of a run that times nothing) / item calls.
   if [[ -n $quick ]]; then iscale=$scale; else iscale=$(awk -v s="$scale" 'BEGIN { print s / 4 }'); fi
   echo ""
-  echo "== trace bytes per call by item (one run per item, scale $iscale; minus a run with no items)"
+  if [[ -x $stats_tool ]]; then col=2; what="record bytes"; else col=1; what="ls -l bytes, +-65536/calls"; fi
+  echo "== trace bytes per call by item ($what; one run per item, scale $iscale, minus a run with no items)"
   aw_modes=()
   for m in "${mode_list[@]}"; do [[ $m == bare ]] || aw_modes+=("$m"); done
   # --quick: the default mode only (the simulator drains a stream slowly: ~0.1 ms per operation).
@@ -276,19 +289,18 @@ if [[ -n $need_lib && -n $trace_items ]]; then
   declare -A base
   for m in "${aw_modes[@]}"; do
     run_bench "$m" "items.$m.none" --only none --reps 1 --warmup-ms 0
-    base[$m]=$(trace_bytes "$work/items.$m.none.trace")
+    base[$m]=$(trace_bytes "$work/items.$m.none.trace" | cut -d' ' -f$col)
   done
   for it in $items; do
     line=$(printf "%-20s" "$it")
     for m in "${aw_modes[@]}"; do
       run_bench "$m" "items.$m.$it" --only "$it" --reps 1 --scale "$iscale" --warmup-ms 0
-      b=$(trace_bytes "$work/items.$m.$it.trace")
+      b=$(trace_bytes "$work/items.$m.$it.trace" | cut -d' ' -f$col)
       c=$(sed -n 's/^item=.* calls=\([0-9]*\).*/\1/p' "$work/items.$m.$it.out")
       line+=$(awk -v b="$b" -v z="${base[$m]}" -v c="${c:-0}" 'BEGIN { printf " %16s", (c > 0 ? sprintf("%.1f", (b - z) / c) : "-") }')
     done
     echo "$line"
   done
-  echo "(a trace grows in 64 KiB blocks per thread: figures are +-65536/calls bytes)"
 
   echo ""
   echo "== resident memory per thread that made CUDA calls (16 threads alive, VmRSS delta / 16)"

@@ -88,6 +88,9 @@ def main():
     ap.add_argument("--no-python", action="store_true", help="skip the PyTorch and CuPy scripts")
     ap.add_argument("--budget-s", type=float, default=420, help="stop starting new runs after this")
     ap.add_argument("--keep-work", action="store_true")
+    ap.add_argument("--via", choices=["auto", "preload"], default="auto",
+                    help="preload: LD_PRELOAD + ASYNCWATCH_OUTPUT_DIR even where `asyncwatch run` works "
+                         "(the report is still made when the command works)")
     opts = ap.parse_args()
     start = time.monotonic()
     build = os.path.abspath(opts.build)
@@ -140,26 +143,25 @@ def main():
             env.update(case.get("env") or {})
             timeout = min(case.get("timeout_s", 240), 150)
             rc0, out0, err0, wall0 = run([app] + case["_args"], env, timeout, rd, os.path.join(rd, "bare."))
-            if aw_ok:
+            if aw_ok and opts.via == "auto":
                 env1 = paths.tool_env(case.get("env"))
                 rc1, out1, err1, wall1 = run([paths.asyncwatch, "run", "-o", os.path.join(rd, "traces"), "--", app] + case["_args"],
                                              env1, timeout, rd, os.path.join(rd, ""))
             elif preload_ok:
+                # cwd = the traces folder too: traces land there even if the variable were ignored
                 env1 = dict(env, LD_PRELOAD=paths.preload, ASYNCWATCH_OUTPUT_DIR=os.path.join(rd, "traces"))
-                rc1, out1, err1, wall1 = run([app] + case["_args"], env1, timeout, rd, os.path.join(rd, ""))
+                rc1, out1, err1, wall1 = run([app] + case["_args"], env1, timeout, os.path.join(rd, "traces"), os.path.join(rd, ""))
             else:
                 rc1, out1, err1, wall1 = rc0, out0, err0, 0.0
             report = None
             if aw_ok:
-                rrc, rout, rerr, _ = run([paths.asyncwatch, "report", "--format", "json", os.path.join(rd, "traces")],
-                                         paths.tool_env(), 120, rd, os.path.join(rd, "report."))
-                if rrc == 0:
-                    try:
-                        report = json.loads(rout)
-                        with open(os.path.join(rd, "report.json"), "w") as f:
-                            json.dump(report, f, indent=1)
-                    except ValueError:
-                        report = None
+                report, rerr = check_app.report_json(paths, os.path.join(rd, "traces"), paths.tool_env(), case)
+                if report is not None:
+                    with open(os.path.join(rd, "report.json"), "w") as f:
+                        json.dump(report, f, indent=1)
+                else:
+                    with open(os.path.join(rd, "report.error"), "w") as f:
+                        f.write(rerr or "")
             masks = case.get("stdout_mask", [])
             same = rc0 == rc1 and check_app.normalise(out0, masks) in check_app.normalise(out1, masks)
             errors = check_app.compare_stdout(case, out0, rc0)
@@ -195,7 +197,7 @@ def main():
             rc1, out1, err1, w1 = (rc0, out0, err0, 0.0)
             if preload_ok:
                 env1 = dict(env, LD_PRELOAD=paths.preload, ASYNCWATCH_OUTPUT_DIR=base + ".traces")
-                rc1, out1, err1, w1 = run([sys.executable, os.path.join(HERE, script)], env1, 150, pyd, base + ".aw.")
+                rc1, out1, err1, w1 = run([sys.executable, os.path.join(HERE, script)], env1, 150, base + ".traces", base + ".aw.")
             key = ""
             if aw_ok and os.listdir(base + ".traces"):
                 rrc, rout, _e, _ = run([paths.asyncwatch, "report", "--format", "json", base + ".traces"],

@@ -23,7 +23,10 @@ std::atomic<Range*> g_ranges{nullptr};
 std::atomic<uint64_t> g_count{0};
 std::atomic<uint64_t> g_capacity{0};
 std::atomic<uint64_t> g_seq{0};  // odd while a writer is changing the array
-std::mutex* g_write_mutex = new std::mutex;
+std::mutex& write_mutex() {
+  static std::mutex* m = new std::mutex;
+  return *m;
+}
 std::atomic<PointerGetAttributesFn> g_query{nullptr};
 
 PinnedRangeRegistry g_registry;
@@ -46,7 +49,7 @@ uint64_t upper_bound(Range* r, uint64_t n, uint64_t addr) {
 
 void PinnedRangeRegistry::add(uint64_t begin, uint64_t size) noexcept {
   if (!begin || !size) return;
-  std::lock_guard<std::mutex> lock(*g_write_mutex);
+  std::lock_guard<std::mutex> lock(write_mutex());
   uint64_t n = g_count.load();
   uint64_t cap = g_capacity.load();
   Range* r = g_ranges.load();
@@ -79,7 +82,7 @@ void PinnedRangeRegistry::add(uint64_t begin, uint64_t size) noexcept {
 }
 
 bool PinnedRangeRegistry::remove(uint64_t begin) noexcept {
-  std::lock_guard<std::mutex> lock(*g_write_mutex);
+  std::lock_guard<std::mutex> lock(write_mutex());
   uint64_t n = g_count.load();
   Range* r = g_ranges.load();
   if (!r || !n) return false;
@@ -115,7 +118,7 @@ bool PinnedRangeRegistry::contains(uint64_t addr) const noexcept {
 uint64_t PinnedRangeRegistry::size() const noexcept { return g_count.load(); }
 
 void PinnedRangeRegistry::clear() noexcept {
-  std::lock_guard<std::mutex> lock(*g_write_mutex);
+  std::lock_guard<std::mutex> lock(write_mutex());
   begin_write();
   g_count.store(0);
   end_write();

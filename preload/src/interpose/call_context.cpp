@@ -133,7 +133,10 @@ struct NameTable {
   std::unordered_map<std::string, uint32_t> by_text;
   std::unordered_map<void*, bool> launched_before;  // survives a new trace: process-wide "first"
 };
-NameTable* g_names = new NameTable;
+NameTable& names() {
+  static NameTable* t = new NameTable;  // leaked: used during exit
+  return *t;
+}
 
 }  // namespace
 
@@ -240,18 +243,18 @@ uint32_t kernel_name_id(CUfunction f, bool* first) noexcept {
   if (e && e->fn == f && e->generation == gen) return e->id;
   uint32_t id = 0;
   try {
-    std::lock_guard<std::mutex> lock(g_names->mutex);
-    if (g_names->generation != gen) {
-      g_names->by_function.clear();
-      g_names->by_text.clear();
-      g_names->next_id = 1;
-      g_names->generation = gen;
+    std::lock_guard<std::mutex> lock(names().mutex);
+    if (names().generation != gen) {
+      names().by_function.clear();
+      names().by_text.clear();
+      names().next_id = 1;
+      names().generation = gen;
     }
-    auto [it_first, inserted] = g_names->launched_before.emplace(f, true);
+    auto [it_first, inserted] = names().launched_before.emplace(f, true);
     (void)it_first;
     *first = inserted;
-    auto it = g_names->by_function.find(f);
-    if (it != g_names->by_function.end()) {
+    auto it = names().by_function.find(f);
+    if (it != names().by_function.end()) {
       id = it->second;
     } else {
       const char* name = nullptr;
@@ -264,20 +267,20 @@ uint32_t kernel_name_id(CUfunction f, bool* first) noexcept {
       }
       if (name) {
         std::string text(name);
-        auto t = g_names->by_text.find(text);
-        if (t != g_names->by_text.end()) {
+        auto t = names().by_text.find(text);
+        if (t != names().by_text.end()) {
           id = t->second;
         } else {
-          id = g_names->next_id++;
+          id = names().next_id++;
           StringRecord r{};
           r.h.type = static_cast<uint16_t>(RecordType::String);
           r.string_id = id;
           r.len = static_cast<uint32_t>(std::min<size_t>(text.size(), 8192));
           thread_buffer::write2(&r, sizeof r, text.data(), r.len);
-          g_names->by_text.emplace(std::move(text), id);
+          names().by_text.emplace(std::move(text), id);
         }
       }
-      g_names->by_function.emplace(f, id);
+      names().by_function.emplace(f, id);
     }
   } catch (...) {
     return 0;

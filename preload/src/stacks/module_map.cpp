@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -24,8 +25,14 @@ using namespace asyncwatch::trace;
 struct Known {
   uint64_t low, high;
 };
-std::mutex* g_mutex = new std::mutex;
-std::vector<Known>* g_known = new std::vector<Known>;
+std::mutex& map_mutex() {
+  static std::mutex* m = new std::mutex;
+  return *m;
+}
+std::vector<Known>& known() {
+  static std::vector<Known>* k = new std::vector<Known>;
+  return *k;
+}
 uint64_t g_own_low = 0, g_own_high = 0;
 
 struct Found {
@@ -82,11 +89,11 @@ void write_new_modules() noexcept {
   try {
     std::vector<Found> found;
     dl_iterate_phdr(collect, &found);
-    std::lock_guard<std::mutex> lock(*g_mutex);
+    std::lock_guard<std::mutex> lock(map_mutex());
     for (const Found& f : found) {
-      bool known = false;
-      for (const Known& k : *g_known) known = known || (k.low == f.low && k.high == f.high);
-      if (known) continue;
+      bool seen = false;
+      for (const Known& k : known()) seen = seen || (k.low == f.low && k.high == f.high);
+      if (seen) continue;
       ModuleRecord r{};
       r.h.type = static_cast<uint16_t>(RecordType::Module);
       uint16_t len = static_cast<uint16_t>(std::min<size_t>(f.path.size(), 4096));
@@ -96,15 +103,15 @@ void write_new_modules() noexcept {
       r.low = f.low;
       r.high = f.high;
       memcpy(r.build_id, f.build_id, sizeof r.build_id);
-      if (thread_buffer::write2(&r, sizeof r, f.path.data(), len)) g_known->push_back({f.low, f.high});
+      if (thread_buffer::write2(&r, sizeof r, f.path.data(), len)) known().push_back({f.low, f.high});
     }
   } catch (...) {
   }
 }
 
 bool covered(uint64_t addr) noexcept {
-  std::lock_guard<std::mutex> lock(*g_mutex);
-  for (const Known& k : *g_known)
+  std::lock_guard<std::mutex> lock(map_mutex());
+  for (const Known& k : known())
     if (addr >= k.low && addr < k.high) return true;
   return false;
 }
@@ -139,8 +146,8 @@ void init_own_range() noexcept {
 bool is_own_address(uint64_t addr) noexcept { return addr >= g_own_low && addr < g_own_high; }
 
 void reset() noexcept {
-  g_mutex = new std::mutex;
-  g_known = new std::vector<Known>;
+  new (&map_mutex()) std::mutex;
+  known().clear();
 }
 
 }  // namespace asyncwatch::module_map

@@ -32,7 +32,10 @@ struct Global {
   uint32_t next_id = 1;
   std::unordered_map<uint64_t, std::vector<std::pair<std::vector<uint64_t>, uint32_t>>> by_hash;
 };
-Global* g_global = new Global;  // leaked: used during exit
+Global& global() {
+  static Global* g = new Global;  // leaked: used during exit
+  return *g;
+}
 
 uint64_t hash_frames(const uint64_t* f, uint32_t n) {
   uint64_t h = 0xcbf29ce484222325ull ^ n;
@@ -48,17 +51,17 @@ uint32_t intern_slow(const uint64_t* frames, uint32_t depth, uint64_t h, uint32_
   bool new_module = false;
   uint32_t id = 0;
   {
-    std::lock_guard<std::mutex> lock(g_global->mutex);
-    if (g_global->generation != gen) {
-      g_global->by_hash.clear();
-      g_global->next_id = 1;
-      g_global->generation = gen;
+    std::lock_guard<std::mutex> lock(global().mutex);
+    if (global().generation != gen) {
+      global().by_hash.clear();
+      global().next_id = 1;
+      global().generation = gen;
     }
-    auto& bucket = g_global->by_hash[h];
+    auto& bucket = global().by_hash[h];
     for (auto& [fr, fid] : bucket) {
       if (fr.size() == depth && std::equal(fr.begin(), fr.end(), frames)) return fid;
     }
-    id = g_global->next_id++;
+    id = global().next_id++;
     bucket.emplace_back(std::vector<uint64_t>(frames, frames + depth), id);
     StackRecord r{};
     r.h.type = static_cast<uint16_t>(RecordType::Stack);

@@ -48,9 +48,12 @@ std::string* g_path = nullptr;  // leaked on purpose: used from exit paths
 std::atomic<bool> g_warned{false};
 OpenedCallback g_opened_cb = nullptr;
 
-// Leaked on purpose (used during exit); re-created in a forked child in case another thread
-// held it at fork time.
-std::mutex* g_mutex = new std::mutex;
+// Leaked on purpose (used during exit); re-initialized in a forked child in case another thread
+// held it at fork time. A function, not a global object: wrappers may run before static init.
+std::mutex& writer_mutex() {
+  static std::mutex* m = new std::mutex;
+  return *m;
+}
 
 void warn_once(const std::string& msg) {
   if (!g_warned.exchange(true)) log::warn(msg + "; asyncwatch stops recording for this process");
@@ -172,14 +175,14 @@ bool open_locked() {
   *g_path = full;
   g_claim.store(0);
   g_allocated_blocks.store(0);
-  if (!c.quiet) log::info("tracing to " + full);
+  if (!c.quiet) log::banner("tracing to " + full);
   return true;
 }
 
 bool map_segment(uint64_t seg) {
   if (seg >= kMaxSegments) return false;
   if (g_segments[seg].load(std::memory_order_acquire)) return true;
-  std::lock_guard<std::mutex> lock(*g_mutex);
+  std::lock_guard<std::mutex> lock(writer_mutex());
   if (g_segments[seg].load(std::memory_order_acquire)) return true;
   if (g_state.load() != kActive) return false;
   off_t off = static_cast<off_t>(kHeaderSize + seg * kSegmentBytes);
@@ -213,7 +216,7 @@ bool ensure_open() noexcept {
   ErrnoKeeper keep;
   bool opened = false;
   try {
-    std::lock_guard<std::mutex> lock(*g_mutex);
+    std::lock_guard<std::mutex> lock(writer_mutex());
     if (g_state.load() == kNotOpen) {
       if (config().disabled) {
         g_state.store(kOff);
@@ -268,7 +271,7 @@ uint32_t generation() noexcept { return g_generation.load(std::memory_order_acqu
 
 void close_clean(int exit_status) noexcept {
   ErrnoKeeper keep;
-  std::lock_guard<std::mutex> lock(*g_mutex);
+  std::lock_guard<std::mutex> lock(writer_mutex());
   int s = g_state.load();
   if (!g_header || (s != kActive && s != kOff)) return;
   // A vfork()ed child calling _exit shares our memory: closing would close the parent's trace.
@@ -303,7 +306,7 @@ void exec_failed() noexcept {
 void after_fork_child(uint64_t parent_pid) noexcept {
   // Only this thread exists now. The parent's mapping must go: a write through it would land
   // in the parent's file.
-  g_mutex = new (std::nothrow) std::mutex;
+  new (&writer_mutex()) std::mutex;
   for (uint64_t i = 0; i < kMaxSegments; ++i) {
     char* p = g_segments[i].load();
     if (!p) break;

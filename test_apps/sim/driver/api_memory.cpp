@@ -28,7 +28,9 @@ CUresult allocate(void** out, size_t bytes, MemoryKind kind, unsigned flags) {
 CUresult release(uintptr_t base, MemoryKind expected, bool free_memory) {
   if (CUresult r = check_context()) return r;
   auto a = memory_registry().find(base);
-  if (!a || a->base != base || a->kind != expected) return CUDA_ERROR_INVALID_VALUE;
+  // cuMemFree frees device and managed memory alike.
+  const bool kind_ok = a && (a->kind == expected || (expected == MemoryKind::Device && a->kind == MemoryKind::Managed));
+  if (!a || a->base != base || !kind_ok) return CUDA_ERROR_INVALID_VALUE;
   stream_table().synchronize_all();
   memory_registry().remove(base);
   if (free_memory) free_backing(*a);

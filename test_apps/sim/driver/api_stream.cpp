@@ -4,6 +4,7 @@
 #include "driver_state.h"
 #include "exports.h"
 #include "host_wait.h"
+#include "sim_config.h"
 
 using namespace aw_sim;
 
@@ -97,6 +98,7 @@ CUresult add_callback(CUstream h, CUstreamCallback cb, void* user, unsigned flag
   StreamOp op;
   op.what = "stream callback";
   op.body = [cb, h, user] { cb(h, CUDA_SUCCESS, user); };
+  op.start_delay_ns = config().host_fn_latency_ns;
   s->enqueue(std::move(op));
   return CUDA_SUCCESS;
 }
@@ -108,6 +110,7 @@ CUresult launch_host_func(CUstream h, CUhostFn fn, void* user, DefaultStream mod
   StreamOp op;
   op.what = "host function";
   op.body = [fn, user] { fn(user); };
+  op.start_delay_ns = config().host_fn_latency_ns;
   submit(*s, std::move(op));
   return CUDA_SUCCESS;
 }
@@ -163,7 +166,7 @@ CUresult graph_launch(CUgraphExec exec, CUstream h, DefaultStream mode) {
   std::shared_ptr<Stream> s;
   if (CUresult r = resolve_stream(h, mode, s)) return r;
   if (!exec) return CUDA_ERROR_INVALID_VALUE;
-  for (const StreamOp& op : reinterpret_cast<CaptureGraph*>(exec)->ops) submit(*s, op);
+  for (const StreamOp& op : reinterpret_cast<CaptureGraph*>(exec)->snapshot()) submit(*s, op);
   return CUDA_SUCCESS;
 }
 

@@ -1,5 +1,7 @@
 #include "copy_engine.h"
 
+#include <sys/mman.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
@@ -21,15 +23,30 @@ enum class CopyPath {
   Queued,            // pinned/registered/managed/device: only queued
 };
 
+void advise_huge_pages(const void* p, size_t bytes);
+
 CopyPath copy_path(const CopyShape& s) {
   const MemorySide src = classify(s.src);
   const MemorySide dst = classify(s.dst);
+  if (src == MemorySide::Pageable) advise_huge_pages(s.src, s.bytes());
+  if (dst == MemorySide::Pageable) advise_huge_pages(s.dst, s.bytes());
   // Managed memory is treated like pinned memory (docs/simulator.md: the real driver migrates pages).
   if (src == MemorySide::Managed || dst == MemorySide::Managed) return CopyPath::Queued;
   if (is_host_side(src) && is_host_side(dst)) return CopyPath::HostToHost;
   if (src == MemorySide::Pageable) return CopyPath::PageableToDevice;
   if (dst == MemorySide::Pageable) return CopyPath::DeviceToPageable;
   return CopyPath::Queued;
+}
+
+// Large pageable ranges get transparent-huge-page advice before the first copy touches them: this
+// VM-class hardware takes seconds of page faults for the seed's 2 GiB, which would swamp the timing
+// model (a real DMA pins the pages once). The advice changes no data and no semantics.
+void advise_huge_pages(const void* p, size_t bytes) {
+  constexpr uintptr_t kHuge = 2u << 20;
+  if (bytes < 2 * kHuge) return;
+  const auto begin = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
+  const auto end = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(kHuge - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
 }
 
 void copy_rows(const CopyShape& s) {
@@ -96,7 +113,7 @@ void copy_in_caller_at_stream_position(Stream& stream, const CopyShape& s, uint6
     std::unique_lock<std::mutex> lock(gate->mutex);
     gate->released_cv.wait(lock, [&] { return gate->released; });
   };
-  stream.enqueue(std::move(op));
+  const uint64_t seq = stream.enqueue(std::move(op));
   spin_until([&] { return gate->reached.load(); });
   const uint64_t start = now_ns();
   copy_rows(s);
@@ -106,6 +123,7 @@ void copy_in_caller_at_stream_position(Stream& stream, const CopyShape& s, uint6
     gate->released = true;
   }
   gate->released_cv.notify_one();
+  stream.host_wait(seq);  // returns with the copy retired from the stream, as a completed copy is
 }
 
 }  // namespace
@@ -173,9 +191,10 @@ CUresult memset(CUdeviceptr dst, unsigned value, size_t elem_size, size_t count,
     }
     for (size_t i = 0; i < count; ++i) std::memcpy(p + i * elem_size, &value, elem_size);
   };
+  if (call == CopyCall::Sync && stream->capture()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   bool captured = false;
   const uint64_t seq = submit(*stream, std::move(op), &captured);
-  if (captured) return call == CopyCall::Sync ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
+  if (captured) return CUDA_SUCCESS;
   // Synchronous memsets return before completion, except on pinned host or managed memory.
   if (call == CopyCall::Sync && side != MemorySide::Device) stream->host_wait(seq);
   return CUDA_SUCCESS;

@@ -57,7 +57,7 @@ CUresult resolve_stream(CUstream handle, DefaultStream mode, std::shared_ptr<Str
 uint64_t submit(Stream& s, StreamOp op, bool* captured) {
   if (auto graph = s.capture()) {
     op.deps.clear();
-    graph->ops.push_back(std::move(op));
+    graph->record(std::move(op));
     if (captured) *captured = true;
     return 0;
   }

@@ -57,6 +57,8 @@ SimConfig load() {
     c.queue_depth = std::strtoull(v, nullptr, 10);
     if (c.queue_depth == 0) c.queue_depth = 1;
   }
+  if (const char* v = std::getenv("ASYNCWATCH_SIM_HOST_FN_LATENCY_US"))
+    c.host_fn_latency_ns = std::strtoull(v, nullptr, 10) * 1000;
   if (const char* v = std::getenv("CUDA_LAUNCH_BLOCKING")) c.launch_blocking = std::string(v) == "1";
   return c;
 }

@@ -21,6 +21,7 @@ struct SimConfig {
   bool eager_loading = false;                // CUDA_MODULE_LOADING=EAGER
   std::size_t queue_depth = 1024;            // pending operations per stream
   bool launch_blocking = false;              // CUDA_LAUNCH_BLOCKING=1
+  uint64_t host_fn_latency_ns = 20 * 1000;   // stream reaches a callback -> callback starts
 };
 
 // Parsed on first use; the environment is not re-read afterwards.

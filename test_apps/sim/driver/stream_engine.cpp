@@ -107,6 +107,7 @@ void Stream::run_worker() {
     }
     for (const Dependency& d : op->deps) wait_for_dependency(d);
     const uint64_t start = now_ns();
+    if (op->start_delay_ns) sleep_until(start + op->start_delay_ns);
     if (op->body) op->body();
     sleep_until(start + op->duration_ns);
     {

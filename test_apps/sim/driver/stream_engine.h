@@ -29,6 +29,9 @@ struct StreamOp {
   std::string what;
   std::function<void()> body;
   uint64_t duration_ns = 0;
+  // Time between the stream reaching the operation and `body` starting (host functions: the driver
+  // thread's wake-up latency). Counts towards duration_ns.
+  uint64_t start_delay_ns = 0;
   std::vector<Dependency> deps;
 };
 
@@ -84,10 +87,20 @@ class Stream : public std::enable_shared_from_this<Stream> {
 
 // A recorded stream capture / instantiated graph: operations replayed in order by cuGraphLaunch.
 struct CaptureGraph {
+  CaptureGraph() = default;
+  CaptureGraph(const CaptureGraph& other) : ops(other.snapshot()), origin(other.origin), id(other.id) {}
+  void record(StreamOp op) {
+    std::lock_guard<std::mutex> lock(mutex);
+    ops.push_back(std::move(op));
+  }
+  std::vector<StreamOp> snapshot() const {
+    std::lock_guard<std::mutex> lock(mutex);
+    return ops;
+  }
+  mutable std::mutex mutex;  // several threads may enqueue into one capturing stream
   std::vector<StreamOp> ops;
   std::weak_ptr<Stream> origin;
   unsigned long long id = 0;
-  bool invalidated = false;
 };
 
 // All live streams of the (single) context, used for legacy-stream semantics and ctx synchronize.

@@ -1,8 +1,10 @@
 #include "fatbin_registry.h"
 
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "driver_table.h"
 #include "runtime_errors.h"
@@ -29,6 +31,7 @@ struct RegisteredVariable {
 
 struct Registry {
   std::mutex mutex;
+  std::vector<std::unique_ptr<FatBinary>> fatbins;  // live for the process: stubs keep kernel handles
   std::map<const void*, RegisteredKernel> kernels;     // by host stub
   std::map<const void*, RegisteredVariable> variables; // by host shadow variable
 };
@@ -80,8 +83,11 @@ cudaError_t device_address_of_symbol(const void* host_var, void** dev, size_t* s
 using namespace aw_rt;
 
 AW_RUNTIME_EXPORT void** CUDARTAPI __cudaRegisterFatBinary(void* fatCubin) {
-  auto* fb = new FatBinary();
-  fb->image = fatCubin;
+  auto owned = std::make_unique<FatBinary>();
+  owned->image = fatCubin;
+  FatBinary* fb = owned.get();
+  std::lock_guard<std::mutex> lock(registry().mutex);
+  registry().fatbins.push_back(std::move(owned));
   return reinterpret_cast<void**>(fb);
 }
 

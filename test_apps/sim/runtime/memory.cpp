@@ -1,5 +1,6 @@
 // Allocation, pointer attributes, copies and memsets; each maps to the driver entry point the real
 // runtime uses (FACTS.md, "Runtime -> driver mapping").
+#include <cstdio>
 #include <cstring>
 
 #include "driver_table.h"
@@ -66,6 +67,42 @@ cudaError_t memcpy_async(void* dst, const void* src, size_t n, cudaMemcpyKind ki
     }
   }
   return record(cudaErrorInvalidMemcpyDirection);
+}
+
+CUDA_MEMCPY2D pitched_copy(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                           cudaMemcpyKind kind) {
+  CUDA_MEMCPY2D p;
+  std::memset(&p, 0, sizeof p);
+  const bool src_device = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
+  const bool dst_device = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+  p.srcMemoryType = kind == cudaMemcpyDefault ? CU_MEMORYTYPE_UNIFIED : src_device ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+  p.dstMemoryType = kind == cudaMemcpyDefault ? CU_MEMORYTYPE_UNIFIED : dst_device ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+  p.srcHost = src;
+  p.srcDevice = dptr(src);
+  p.srcPitch = spitch;
+  p.dstHost = dst;
+  p.dstDevice = dptr(dst);
+  p.dstPitch = dpitch;
+  p.WidthInBytes = width;
+  p.Height = height;
+  return p;
+}
+
+cudaError_t memcpy_2d(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                      cudaMemcpyKind kind, cudaStream_t stream, bool async, bool per_thread) {
+  AW_RT_INIT();
+  if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault) return record(cudaErrorInvalidMemcpyDirection);
+  if (width == 0 || height == 0) return cudaSuccess;
+  const StreamEntryPoints& d = stream_api(per_thread);
+  CUDA_MEMCPY2D p = pitched_copy(dst, dpitch, src, spitch, width, height, kind);
+  if (!async) return record(d.memcpy_2d(&p));
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (CUresult r = d.stream_is_capturing(stream, &status)) return record(r);
+  if (status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+    std::fprintf(stderr, "asyncwatch-sim: cudaMemcpy2DAsync into a capturing stream is not supported by the simulator\n");
+    return record(cudaErrorNotSupported);
+  }
+  return record(d.memcpy_2d_async(&p, stream));
 }
 
 cudaError_t symbol_address(const void* symbol, size_t offset, size_t count, char** address) {
@@ -211,6 +248,50 @@ AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaGetSymbolAddress(void** devPtr, cons
 }
 AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaGetSymbolSize(size_t* size, const void* symbol) {
   return device_address_of_symbol(symbol, nullptr, size);
+}
+
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemcpyToSymbolAsync(const void* symbol, const void* src, size_t count,
+                                                                size_t offset, enum cudaMemcpyKind kind, cudaStream_t s) {
+  char* address = nullptr;
+  if (cudaError_t e = symbol_address(symbol, offset, count, &address)) return e;
+  return memcpy_async(address, src, count, kind == cudaMemcpyHostToDevice ? kind : cudaMemcpyDefault, s, false);
+}
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemcpyToSymbolAsync_ptsz(const void* symbol, const void* src, size_t count,
+                                                                     size_t offset, enum cudaMemcpyKind kind, cudaStream_t s) {
+  char* address = nullptr;
+  if (cudaError_t e = symbol_address(symbol, offset, count, &address)) return e;
+  return memcpy_async(address, src, count, kind == cudaMemcpyHostToDevice ? kind : cudaMemcpyDefault, s, true);
+}
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemcpyFromSymbolAsync(void* dst, const void* symbol, size_t count,
+                                                                  size_t offset, enum cudaMemcpyKind kind, cudaStream_t s) {
+  char* address = nullptr;
+  if (cudaError_t e = symbol_address(symbol, offset, count, &address)) return e;
+  return memcpy_async(dst, address, count, kind == cudaMemcpyDeviceToHost ? kind : cudaMemcpyDefault, s, false);
+}
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemcpyFromSymbolAsync_ptsz(void* dst, const void* symbol, size_t count,
+                                                                       size_t offset, enum cudaMemcpyKind kind, cudaStream_t s) {
+  char* address = nullptr;
+  if (cudaError_t e = symbol_address(symbol, offset, count, &address)) return e;
+  return memcpy_async(dst, address, count, kind == cudaMemcpyDeviceToHost ? kind : cudaMemcpyDefault, s, true);
+}
+
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                                                     size_t height, enum cudaMemcpyKind kind) {
+  return memcpy_2d(dst, dpitch, src, spitch, width, height, kind, nullptr, false, false);
+}
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemcpy2D_ptds(void* dst, size_t dpitch, const void* src, size_t spitch,
+                                                          size_t width, size_t height, enum cudaMemcpyKind kind) {
+  return memcpy_2d(dst, dpitch, src, spitch, width, height, kind, nullptr, false, true);
+}
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch,
+                                                          size_t width, size_t height, enum cudaMemcpyKind kind,
+                                                          cudaStream_t stream) {
+  return memcpy_2d(dst, dpitch, src, spitch, width, height, kind, stream, true, false);
+}
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemcpy2DAsync_ptsz(void* dst, size_t dpitch, const void* src, size_t spitch,
+                                                               size_t width, size_t height, enum cudaMemcpyKind kind,
+                                                               cudaStream_t stream) {
+  return memcpy_2d(dst, dpitch, src, spitch, width, height, kind, stream, true, true);
 }
 
 // ---- memsets ----

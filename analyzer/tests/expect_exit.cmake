@@ -1,0 +1,21 @@
+# Runs COMMAND (a ;-list) and checks its exit status (EXPECT) and, when given, that its
+# output (stdout + stderr) matches MATCH. JSON_OUT: stdout must parse as JSON (python3).
+string(REPLACE "@@" ";" COMMAND "${COMMAND}")
+execute_process(COMMAND ${COMMAND} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc STREQUAL EXPECT)
+  message(FATAL_ERROR "exit status ${rc}, expected ${EXPECT}\nstdout:\n${out}\nstderr:\n${err}")
+endif()
+if(DEFINED MATCH AND NOT "${out}${err}" MATCHES "${MATCH}")
+  message(FATAL_ERROR "output does not match '${MATCH}'\nstdout:\n${out}\nstderr:\n${err}")
+endif()
+if(JSON_OUT)
+  string(RANDOM LENGTH 8 tag)
+  set(tmp ${CMAKE_CURRENT_BINARY_DIR}/json-${tag}.json)
+  file(WRITE ${tmp} "${out}")
+  execute_process(COMMAND python3 -c "import json,sys; json.load(open(sys.argv[1]))" ${tmp} RESULT_VARIABLE jrc
+                  ERROR_VARIABLE jerr)
+  file(REMOVE ${tmp})
+  if(NOT jrc EQUAL 0)
+    message(FATAL_ERROR "stdout is not valid JSON: ${jerr}")
+  endif()
+endif()

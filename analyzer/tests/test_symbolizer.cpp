@@ -1,0 +1,101 @@
+// Offline symbolization of this very test binary through libdwfl: a real module, a real
+// return address, a real source line.
+#include "call_site.h"
+#include "symbolizer.h"
+
+#include <gtest/gtest.h>
+#include <link.h>
+
+#include <cstring>
+
+using namespace asyncwatch;
+
+namespace {
+
+struct Found {
+  ModuleInfo module;
+  bool ok = false;
+};
+
+int find_self(dl_phdr_info* info, size_t, void* data) {
+  auto* found = static_cast<Found*>(data);
+  if (found->ok) return 0;
+  // The first entry with an empty name is the executable.
+  if (info->dlpi_name && info->dlpi_name[0]) return 0;
+  uint64_t low = UINT64_MAX, high = 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const auto& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD) continue;
+    low = std::min<uint64_t>(low, info->dlpi_addr + ph.p_vaddr);
+    high = std::max<uint64_t>(high, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+  }
+  char path[4096];
+  ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  if (n <= 0) return 0;
+  found->module.path.assign(path, static_cast<size_t>(n));
+  found->module.load_bias = info->dlpi_addr;
+  found->module.low = low;
+  found->module.high = high;
+  found->ok = true;
+  return 0;
+}
+
+__attribute__((noinline)) uint64_t my_return_address() {
+  return reinterpret_cast<uint64_t>(__builtin_return_address(0));
+}
+
+__attribute__((noinline)) uint64_t user_function_calling_cuda() {
+  uint64_t ret = my_return_address();  // this line is the call site
+  asm volatile("" ::: "memory");
+  return ret;
+}
+
+}  // namespace
+
+TEST(Symbolizer, ResolvesFunctionFileAndLineOfAReturnAddress) {
+  Found self;
+  dl_iterate_phdr(find_self, &self);
+  ASSERT_TRUE(self.ok);
+  uint64_t ret = user_function_calling_cuda();
+  Symbolizer symbols({self.module});
+  const Frame& f = symbols.resolve(ret);
+  EXPECT_NE(f.function.find("user_function_calling_cuda"), std::string::npos) << f.function;
+  EXPECT_NE(f.file.find("test_symbolizer.cpp"), std::string::npos) << f.file;
+  EXPECT_EQ(f.line, 48);
+  EXPECT_EQ(f.module, self.module.path);
+  EXPECT_TRUE(symbols.problems().empty());
+  // Cached: the same object comes back.
+  EXPECT_EQ(&symbols.resolve(ret), &f);
+}
+
+TEST(Symbolizer, MissingModulesAndStrayAddressesGiveUnknownFrames) {
+  ModuleInfo gone;
+  gone.path = "/nonexistent/libgone.so";
+  gone.low = 0x1000;
+  gone.high = 0x2000;
+  Symbolizer symbols({gone});
+  EXPECT_EQ(symbols.problems().size(), 1u);
+  const Frame& in_gone = symbols.resolve(0x1800);
+  EXPECT_EQ(in_gone.module, "/nonexistent/libgone.so");
+  EXPECT_TRUE(in_gone.function.empty());
+  const Frame& nowhere = symbols.resolve(0xdead0000);
+  EXPECT_TRUE(nowhere.module.empty());
+  EXPECT_TRUE(symbols.resolve(0).function.empty());
+}
+
+TEST(Symbolizer, DifferentBuildIdIsNotUsed) {
+  Found self;
+  dl_iterate_phdr(find_self, &self);
+  ASSERT_TRUE(self.ok);
+  self.module.build_id.assign(20, 0xab);
+  Symbolizer symbols({self.module});
+  uint64_t ret = user_function_calling_cuda();
+  EXPECT_TRUE(symbols.resolve(ret).function.empty());
+  ASSERT_EQ(symbols.problems().size(), 1u);
+  EXPECT_NE(symbols.problems()[0].find("build id"), std::string::npos);
+}
+
+TEST(Symbolizer, Demangles) {
+  EXPECT_EQ(demangle("_Z5dummyv"), "dummy()");
+  EXPECT_EQ(demangle("main"), "main");
+}

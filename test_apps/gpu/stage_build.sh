@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Copies what validate.sh needs from a build directory into a small one that fits the device
+# machine's carry limit (64 MiB with the working tree): test_apps/<app>[.static] executables,
+# lib/libasyncwatch.so and bin/asyncwatch (the latter only runs there if its shared libraries do).
+#   bash test_apps/gpu/stage_build.sh [BUILD=build] [DEST=build-gpu]
+# then, on the GPU machine:  bash test_apps/gpu/validate.sh DEST
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=$(cd "${1:-$root/build}" && pwd)
+dest=${2:-$root/build-gpu}
+rm -rf "$dest"
+mkdir -p "$dest/bin" "$dest/lib" "$dest/test_apps"
+for f in "$build"/test_apps/*; do
+  [ -f "$f" ] && [ -x "$f" ] && cp "$f" "$dest/test_apps/"
+done
+[ -f "$build/lib/libasyncwatch.so" ] && cp "$build/lib/libasyncwatch.so" "$dest/lib/" || echo "stage_build: no $build/lib/libasyncwatch.so" >&2
+[ -f "$build/bin/asyncwatch" ] && cp "$build/bin/asyncwatch" "$dest/bin/" || echo "stage_build: no $build/bin/asyncwatch" >&2
+du -sh "$dest"
