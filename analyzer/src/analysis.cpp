@@ -197,7 +197,7 @@ class ProcessAnalyzer final : public RuleContext {
     g.outstanding_max = std::max(g.outstanding_max, o.outstanding_launches);
     if (!g.stack_id && o.stack_id) g.stack_id = o.stack_id;
     if (o.waited_for) {
-      for (const auto& [k, n] : o.waited_for->kernels) g.waited[k] += n;
+      o.waited_for->each([&](uint32_t k, uint64_t n) { g.waited[k] += n; });
       g.waited_others += o.waited_for->others;
     }
   }

@@ -186,7 +186,9 @@ std::unique_ptr<TraceFile> TraceFile::open(const std::string& path) {
     t->fail(fmt::format("truncated: the last block has {} of its {} bytes (file size {})", body % kBlockSize,
                         kBlockSize, t->size_));
   t->block_count_ = body / kBlockSize;
-  if (h.blocks_claimed > t->block_count_)
+  // A clean close truncates the file to exactly the claimed blocks. In an unclean file the
+  // counter may run ahead of what was written (a claim whose segment could not be added).
+  if (h.blocks_claimed > t->block_count_ && h.closed == kClosedCleanly)
     t->fail(fmt::format("truncated: the header says {} blocks were claimed but the file holds only {}",
                         h.blocks_claimed, t->block_count_));
   if (h.closed == kClosedCleanly && h.end_monotonic_ns < h.start_monotonic_ns)
@@ -331,17 +333,22 @@ void TraceFile::validate_record(const RecordView& r) const {
 }
 
 // Checks a block header; false for an unused (all-zero) block.
+// Reads with pread, not through the mapping: a pass over the block headers alone would map
+// (fault-around) most of the file and count it as resident.
 bool TraceFile::check_block(uint64_t b, uint32_t* tid) const {
   const uint64_t base = kHeaderSize + b * kBlockSize;
-  const uint8_t* block = map_ + base;
+  uint8_t head[sizeof(BlockHeader) + sizeof(RecordHeader)];
+  if (pread(fd_, head, sizeof head, static_cast<off_t>(base)) != static_cast<ssize_t>(sizeof head))
+    fail_at(b, base, fmt::format("cannot read the block header: {}", std::strerror(errno)));
   BlockHeader bh;
-  std::memcpy(&bh, block, sizeof bh);
-  if (bh.magic == 0 && bh.tid == 0 && bh.block_index == 0) {
-    // Claimed but never written (crash) or preallocated: its records must be absent too.
+  std::memcpy(&bh, head, sizeof bh);
+  if (bh.magic == 0) {
+    // Claimed but never written (the writer stores the magic last), or preallocated space of a
+    // process that did not close cleanly: unused. Its records must be absent too.
     RecordHeader first;
-    std::memcpy(&first, block + sizeof(BlockHeader), sizeof first);
+    std::memcpy(&first, head + sizeof(BlockHeader), sizeof first);
     if (first.type != 0 || first.size != 0)
-      fail_at(b, base, "the block header is zero but the block holds records (corrupt block header)");
+      fail_at(b, base, "the block has no magic (unused) but holds records (corrupt block header)");
     return false;
   }
   if (bh.magic != kBlockMagic)

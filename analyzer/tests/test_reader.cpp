@@ -235,7 +235,7 @@ TEST(Reader, ZeroBlockHeaderWithRecordsIsCorrupt) {
   auto bytes = b.bytes();
   size_t last = tf::kHeaderSize + 2 * tf::kBlockSize;
   poke<uint16_t>(bytes, last + sizeof(tf::BlockHeader), 5);
-  EXPECT_NE(error_of(bytes, "zeroblock.awtrace").find("the block header is zero but the block holds records"),
+  EXPECT_NE(error_of(bytes, "zeroblock.awtrace").find("the block has no magic (unused) but holds records"),
             std::string::npos);
 }
 
@@ -288,4 +288,23 @@ TEST(Reader, DirectoryInputs) {
   mkdir(empty.c_str(), 0755);
   EXPECT_THROW(expand_trace_inputs({empty}), TraceError);
   EXPECT_THROW(expand_trace_inputs({tmp_path("does-not-exist")}), TraceError);
+}
+
+TEST(Reader, UncleanTraceMayClaimMoreBlocksThanItWrote) {
+  auto b = small_trace();
+  b.crashed();
+  auto bytes = b.bytes();
+  poke<uint64_t>(bytes, offsetof(tf::FileHeader, blocks_claimed), 9);
+  EXPECT_EQ(error_of(bytes, "claimed-unclean.awtrace"), "");
+}
+
+TEST(Reader, ClaimedBlockWithoutMagicIsUnused) {
+  auto b = small_trace();
+  b.crashed();
+  b.add_zero_blocks(1);
+  auto bytes = b.bytes();
+  size_t last = tf::kHeaderSize + 2 * tf::kBlockSize;
+  poke<uint32_t>(bytes, last + offsetof(tf::BlockHeader, tid), 77);  // tid and index written, magic not yet
+  poke<uint64_t>(bytes, last + offsetof(tf::BlockHeader, block_index), 2);
+  EXPECT_EQ(error_of(bytes, "nomagic.awtrace"), "");
 }

@@ -17,6 +17,7 @@
 #   --lib FILE       preload library (default: BUILD_DIR/lib/libasyncwatch.so)
 #   --sim-dir DIR    simulator directory (default: BUILD_DIR/lib/asyncwatch/sim)
 #   --no-trace-items skip the per-item trace size runs and the per-thread memory runs
+#   --cpu LIST       run every benchmark process under `taskset -c LIST` (less migration noise)
 #   --keep DIR       keep raw outputs and traces in DIR (default: a temp dir, removed at exit)
 #
 # Modes: bare; default (LD_PRELOAD=libasyncwatch.so); stacks_all (+ ASYNCWATCH_STACKS=all);
@@ -40,6 +41,7 @@ lib=""
 simdir=""
 trace_items=1
 keep=""
+cpus=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --sim) sim=1 ;;
@@ -53,6 +55,7 @@ while [[ $# -gt 0 ]]; do
     --lib) lib=${2:?}; shift ;;
     --sim-dir) simdir=${2:?}; shift ;;
     --no-trace-items) trace_items="" ;;
+    --cpu) cpus=${2:?}; shift ;;
     --keep) keep=${2:?}; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     -*) die "unknown option $1" ;;
@@ -126,7 +129,9 @@ run_bench() {
   esac
   nruns=$((nruns + 1))
   # cwd = the trace directory: a trace written to "." lands there too.
-  if ! (cd "$tdir" && env "${envs[@]}" "$bench" "$@") >"$work/$name.out" 2>"$work/$name.err"; then
+  local -a pin=()
+  [[ -z $cpus ]] || pin=(taskset -c "$cpus")
+  if ! (cd "$tdir" && env "${envs[@]}" "${pin[@]}" "$bench" "$@") >"$work/$name.out" 2>"$work/$name.err"; then
     echo "run_overhead: FAILED: mode $mode: $bench $*" >&2
     sed 's/^/  | /' "$work/$name.err" | tail -20 >&2
     exit 1
@@ -151,7 +156,7 @@ trace_bytes() {
 }
 
 echo "run_overhead: $bench"
-echo "run_overhead: modes ${modes}; ${rounds} rounds x ${reps} reps, scale ${scale}, warm-up ${warmup} ms${sim:+; simulator $simdir}"
+echo "run_overhead: modes ${modes}; ${rounds} rounds x ${reps} reps, scale ${scale}, warm-up ${warmup} ms${sim:+; simulator $simdir}${cpus:+; cpus $cpus}"
 [[ -z $need_lib ]] || echo "run_overhead: preload $lib"
 
 # ---- timed runs: rounds of every mode in turn -----------------------------------------------

@@ -12,6 +12,7 @@ Output, one line:
 """
 import argparse
 import contextlib
+import os
 import statistics
 import sys
 import time
@@ -66,7 +67,7 @@ def main() -> int:
         mode = "profiler"
     else:
         ctx = contextlib.nullcontext()
-        mode = "bare"
+        mode = "asyncwatch" if "libasyncwatch" in os.environ.get("LD_PRELOAD", "") else "bare"
 
     times_ns = []
     with ctx as prof:

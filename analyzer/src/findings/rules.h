@@ -7,34 +7,55 @@
 #include <asyncwatch/trace_format.h>
 
 #include <cstdint>
-#include <utility>
-#include <vector>
 
 namespace asyncwatch {
 
-// Kernels launched on a stream since it was last known idle, by kernel name id. Bounded:
-// beyond kMaxKinds distinct kernels the rest are only counted.
+// Kernels launched on a stream since it was last known idle, by kernel name id: a small
+// open-addressing table (O(1) per launch). Bounded: beyond kMaxKinds distinct kernels the
+// rest are only counted in `others`.
 struct KernelTally {
+  static constexpr size_t kSlots = 32;
   static constexpr size_t kMaxKinds = 16;
-  std::vector<std::pair<uint32_t, uint64_t>> kernels;
+  struct Slot {
+    uint32_t id = 0;
+    bool used = false;
+    uint64_t count = 0;
+  };
+  Slot slots[kSlots];
+  size_t kinds = 0;
   uint64_t others = 0;
   uint64_t total = 0;
   void add(uint32_t kernel_name_id) {
     ++total;
-    for (auto& k : kernels)
-      if (k.first == kernel_name_id) {
-        ++k.second;
+    size_t i = (kernel_name_id * 2654435761u) >> 27;  // 5 bits: 0..31
+    for (size_t probe = 0; probe < kSlots; ++probe, i = (i + 1) & (kSlots - 1)) {
+      Slot& s = slots[i];
+      if (s.used && s.id == kernel_name_id) {
+        ++s.count;
         return;
       }
-    if (kernels.size() < kMaxKinds)
-      kernels.emplace_back(kernel_name_id, 1);
-    else
-      ++others;
+      if (!s.used) {
+        if (kinds >= kMaxKinds) break;
+        s.used = true;
+        s.id = kernel_name_id;
+        s.count = 1;
+        ++kinds;
+        return;
+      }
+    }
+    ++others;
   }
   void clear() {
-    kernels.clear();
+    if (total == 0) return;
+    for (auto& s : slots) s = Slot{};
+    kinds = 0;
     others = 0;
     total = 0;
+  }
+  template <class F>
+  void each(F&& f) const {
+    for (const auto& s : slots)
+      if (s.used) f(s.id, s.count);
   }
 };
 

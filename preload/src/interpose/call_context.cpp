@@ -152,7 +152,8 @@ void apply_stack_policy(AnyRecord& r, Category c) noexcept {
   if (!f.stack_id) return;
   uint64_t blocked = *f.end_ns - *f.start_ns;
   if (!wants_stack(c, blocked)) return;
-  uint32_t id = stacks::capture_call_site();
+  const ThreadCallState& st = thread_state();
+  uint32_t id = stacks::capture_call_site(st.caller_ra, st.caller_frame);
   if (id) {
     *f.stack_id = id;
     *f.flags |= kFlagStackCaptured;

@@ -35,9 +35,23 @@ struct ThreadCallState {
   bool driver_reached;     // a hooked driver entry point ran during the runtime call
   bool pending_valid;      // `pending` holds the driver's record, finished by the runtime wrapper
   AnyRecord pending;
+  // Where the application called the outermost wrapper: the key of the call-site cache
+  // (stack_capture.cpp), set by AW_NOTE_CALLER at the top of every exported wrapper.
+  const void* caller_ra;
+  const void* caller_frame;
 };
 extern AW_TLS ThreadCallState tl_call_state;
 inline ThreadCallState& thread_state() noexcept { return tl_call_state; }
+
+// First statement of every exported wrapper: remember the application's call site (outermost only).
+#define AW_NOTE_CALLER()                                                                 \
+  do {                                                                                   \
+    ::asyncwatch::calls::ThreadCallState& aw_st_ = ::asyncwatch::calls::thread_state();  \
+    if (aw_st_.driver_depth == 0 && aw_st_.runtime_depth == 0) {                         \
+      aw_st_.caller_ra = __builtin_return_address(0);                                    \
+      aw_st_.caller_frame = __builtin_frame_address(0);                                  \
+    }                                                                                    \
+  } while (0)
 
 // False when nothing should be recorded (disabled, tracing failed or closed).
 bool recording() noexcept;

@@ -125,7 +125,7 @@ constexpr auto kMemset = trace::RecordType::Memset;
 
 // ---- linear copies -----------------------------------------------------------------------
 #define DEF_MEMCPY(sym)                                                                            \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUdeviceptr src, size_t n) noexcept {        \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUdeviceptr src, size_t n) noexcept { AW_NOTE_CALLER();        \
     auto real = real_fn<CUresult (*)(CUdeviceptr, CUdeviceptr, size_t)>(Hook::sym);               \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                 \
     return traced(                                                                                \
@@ -138,7 +138,7 @@ constexpr auto kMemset = trace::RecordType::Memset;
 AW_BOTH(DEF_MEMCPY, cuMemcpy, _ptds)
 
 #define DEF_MEMCPY_ASYNC(sym)                                                                        \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream st) noexcept { \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream st) noexcept { AW_NOTE_CALLER(); \
     auto real = real_fn<CUresult (*)(CUdeviceptr, CUdeviceptr, size_t, CUstream)>(Hook::sym);        \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                   \
     return traced(                                                                                  \
@@ -151,7 +151,7 @@ AW_BOTH(DEF_MEMCPY, cuMemcpy, _ptds)
 AW_BOTH(DEF_MEMCPY_ASYNC, cuMemcpyAsync, _ptsz)
 
 #define DEF_HTOD(sym)                                                                                   \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, const void* src, size_t n) noexcept {             \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, const void* src, size_t n) noexcept { AW_NOTE_CALLER();             \
     auto real = real_fn<CUresult (*)(CUdeviceptr, const void*, size_t)>(Hook::sym);                    \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                      \
     return traced(Hook::sym, kCopy, nullptr, false, true, [&] { return real(dst, src, n); },           \
@@ -160,7 +160,7 @@ AW_BOTH(DEF_MEMCPY_ASYNC, cuMemcpyAsync, _ptsz)
 AW_BOTH(DEF_HTOD, cuMemcpyHtoD_v2, _ptds)
 
 #define DEF_DTOH(sym)                                                                                   \
-  extern "C" AW_EXPORT CUresult sym(void* dst, CUdeviceptr src, size_t n) noexcept {                   \
+  extern "C" AW_EXPORT CUresult sym(void* dst, CUdeviceptr src, size_t n) noexcept { AW_NOTE_CALLER();                   \
     auto real = real_fn<CUresult (*)(void*, CUdeviceptr, size_t)>(Hook::sym);                          \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                      \
     return traced(Hook::sym, kCopy, nullptr, false, true, [&] { return real(dst, src, n); },           \
@@ -169,7 +169,7 @@ AW_BOTH(DEF_HTOD, cuMemcpyHtoD_v2, _ptds)
 AW_BOTH(DEF_DTOH, cuMemcpyDtoH_v2, _ptds)
 
 #define DEF_DTOD(sym)                                                                                   \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUdeviceptr src, size_t n) noexcept {             \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUdeviceptr src, size_t n) noexcept { AW_NOTE_CALLER();             \
     auto real = real_fn<CUresult (*)(CUdeviceptr, CUdeviceptr, size_t)>(Hook::sym);                    \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                      \
     return traced(Hook::sym, kCopy, nullptr, false, true, [&] { return real(dst, src, n); },           \
@@ -178,7 +178,7 @@ AW_BOTH(DEF_DTOH, cuMemcpyDtoH_v2, _ptds)
 AW_BOTH(DEF_DTOD, cuMemcpyDtoD_v2, _ptds)
 
 #define DEF_HTOD_ASYNC(sym)                                                                                \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, const void* src, size_t n, CUstream st) noexcept {   \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, const void* src, size_t n, CUstream st) noexcept { AW_NOTE_CALLER();   \
     auto real = real_fn<CUresult (*)(CUdeviceptr, const void*, size_t, CUstream)>(Hook::sym);             \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                         \
     return traced(Hook::sym, kCopy, st, true, false, [&] { return real(dst, src, n, st); },               \
@@ -187,7 +187,7 @@ AW_BOTH(DEF_DTOD, cuMemcpyDtoD_v2, _ptds)
 AW_BOTH(DEF_HTOD_ASYNC, cuMemcpyHtoDAsync_v2, _ptsz)
 
 #define DEF_DTOH_ASYNC(sym)                                                                            \
-  extern "C" AW_EXPORT CUresult sym(void* dst, CUdeviceptr src, size_t n, CUstream st) noexcept {     \
+  extern "C" AW_EXPORT CUresult sym(void* dst, CUdeviceptr src, size_t n, CUstream st) noexcept { AW_NOTE_CALLER();     \
     auto real = real_fn<CUresult (*)(void*, CUdeviceptr, size_t, CUstream)>(Hook::sym);               \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                     \
     return traced(Hook::sym, kCopy, st, true, false, [&] { return real(dst, src, n, st); },           \
@@ -196,7 +196,7 @@ AW_BOTH(DEF_HTOD_ASYNC, cuMemcpyHtoDAsync_v2, _ptsz)
 AW_BOTH(DEF_DTOH_ASYNC, cuMemcpyDtoHAsync_v2, _ptsz)
 
 #define DEF_DTOD_ASYNC(sym)                                                                                \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream st) noexcept {   \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream st) noexcept { AW_NOTE_CALLER();   \
     auto real = real_fn<CUresult (*)(CUdeviceptr, CUdeviceptr, size_t, CUstream)>(Hook::sym);             \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                         \
     return traced(Hook::sym, kCopy, st, true, false, [&] { return real(dst, src, n, st); },               \
@@ -222,7 +222,7 @@ Sides sides_3d(const CUDA_MEMCPY3D* p) noexcept {
 }  // namespace
 
 #define DEF_2D(sym)                                                                                      \
-  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY2D* p) noexcept {                                  \
+  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY2D* p) noexcept { AW_NOTE_CALLER();                                  \
     auto real = real_fn<CUresult (*)(const CUDA_MEMCPY2D*)>(Hook::sym);                                 \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                       \
     return traced(Hook::sym, kCopy, nullptr, false, true, [&] { return real(p); }, [&] { return sides_2d(p); }); \
@@ -231,7 +231,7 @@ AW_BOTH(DEF_2D, cuMemcpy2D_v2, _ptds)
 AW_BOTH(DEF_2D, cuMemcpy2DUnaligned_v2, _ptds)
 
 #define DEF_2D_ASYNC(sym)                                                                           \
-  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY2D* p, CUstream st) noexcept {                \
+  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY2D* p, CUstream st) noexcept { AW_NOTE_CALLER();                \
     auto real = real_fn<CUresult (*)(const CUDA_MEMCPY2D*, CUstream)>(Hook::sym);                  \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
     return traced(Hook::sym, kCopy, st, true, false, [&] { return real(p, st); }, [&] { return sides_2d(p); }); \
@@ -239,7 +239,7 @@ AW_BOTH(DEF_2D, cuMemcpy2DUnaligned_v2, _ptds)
 AW_BOTH(DEF_2D_ASYNC, cuMemcpy2DAsync_v2, _ptsz)
 
 #define DEF_3D(sym)                                                                                      \
-  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY3D* p) noexcept {                                  \
+  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY3D* p) noexcept { AW_NOTE_CALLER();                                  \
     auto real = real_fn<CUresult (*)(const CUDA_MEMCPY3D*)>(Hook::sym);                                 \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                       \
     return traced(Hook::sym, kCopy, nullptr, false, true, [&] { return real(p); }, [&] { return sides_3d(p); }); \
@@ -247,7 +247,7 @@ AW_BOTH(DEF_2D_ASYNC, cuMemcpy2DAsync_v2, _ptsz)
 AW_BOTH(DEF_3D, cuMemcpy3D_v2, _ptds)
 
 #define DEF_3D_ASYNC(sym)                                                                           \
-  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY3D* p, CUstream st) noexcept {                \
+  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY3D* p, CUstream st) noexcept { AW_NOTE_CALLER();                \
     auto real = real_fn<CUresult (*)(const CUDA_MEMCPY3D*, CUstream)>(Hook::sym);                  \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
     return traced(Hook::sym, kCopy, st, true, false, [&] { return real(p, st); }, [&] { return sides_3d(p); }); \
@@ -256,7 +256,7 @@ AW_BOTH(DEF_3D_ASYNC, cuMemcpy3DAsync_v2, _ptsz)
 
 // ---- peer and array copies ---------------------------------------------------------------
 #define DEF_PEER(sym)                                                                                        \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n) noexcept { \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n) noexcept { AW_NOTE_CALLER(); \
     auto real = real_fn<CUresult (*)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t)>(Hook::sym);   \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                           \
     return traced(Hook::sym, kCopy, nullptr, false, true, [&] { return real(dst, dc, src, sc, n); },        \
@@ -266,7 +266,7 @@ AW_BOTH(DEF_PEER, cuMemcpyPeer, _ptds)
 
 #define DEF_PEER_ASYNC(sym)                                                                           \
   extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n, \
-                                    CUstream st) noexcept {                                          \
+                                    CUstream st) noexcept { AW_NOTE_CALLER();                                          \
     auto real =                                                                                      \
         real_fn<CUresult (*)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream)>(Hook::sym); \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                    \
@@ -276,7 +276,7 @@ AW_BOTH(DEF_PEER, cuMemcpyPeer, _ptds)
 AW_BOTH(DEF_PEER_ASYNC, cuMemcpyPeerAsync, _ptsz)
 
 #define DEF_HTOA_ASYNC(sym)                                                                               \
-  extern "C" AW_EXPORT CUresult sym(CUarray dst, size_t off, const void* src, size_t n, CUstream st) noexcept { \
+  extern "C" AW_EXPORT CUresult sym(CUarray dst, size_t off, const void* src, size_t n, CUstream st) noexcept { AW_NOTE_CALLER(); \
     auto real = real_fn<CUresult (*)(CUarray, size_t, const void*, size_t, CUstream)>(Hook::sym);         \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                        \
     return traced(Hook::sym, kCopy, st, true, false, [&] { return real(dst, off, src, n, st); },         \
@@ -285,7 +285,7 @@ AW_BOTH(DEF_PEER_ASYNC, cuMemcpyPeerAsync, _ptsz)
 AW_BOTH(DEF_HTOA_ASYNC, cuMemcpyHtoAAsync_v2, _ptsz)
 
 #define DEF_ATOH_ASYNC(sym)                                                                               \
-  extern "C" AW_EXPORT CUresult sym(void* dst, CUarray src, size_t off, size_t n, CUstream st) noexcept { \
+  extern "C" AW_EXPORT CUresult sym(void* dst, CUarray src, size_t off, size_t n, CUstream st) noexcept { AW_NOTE_CALLER(); \
     auto real = real_fn<CUresult (*)(void*, CUarray, size_t, size_t, CUstream)>(Hook::sym);              \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                        \
     return traced(Hook::sym, kCopy, st, true, false, [&] { return real(dst, src, off, n, st); },         \
@@ -295,28 +295,28 @@ AW_BOTH(DEF_ATOH_ASYNC, cuMemcpyAtoHAsync_v2, _ptsz)
 
 // ---- memsets: dst kind classified (pinned/managed targets change the sync behaviour) -------
 #define DEF_MEMSET(sym, T, elem)                                                                     \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, T v, size_t n) noexcept {                      \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, T v, size_t n) noexcept { AW_NOTE_CALLER();                      \
     auto real = real_fn<CUresult (*)(CUdeviceptr, T, size_t)>(Hook::sym);                           \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                   \
     return traced(Hook::sym, kMemset, nullptr, false, true, [&] { return real(dst, v, n); },        \
                   [&] { return Sides{Direction::Unknown, MemoryKind::Unknown, unified_kind(dst), n * (elem)}; }); \
   }
 #define DEF_MEMSET_ASYNC(sym, T, elem)                                                               \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, T v, size_t n, CUstream st) noexcept {         \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, T v, size_t n, CUstream st) noexcept { AW_NOTE_CALLER();         \
     auto real = real_fn<CUresult (*)(CUdeviceptr, T, size_t, CUstream)>(Hook::sym);                 \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                   \
     return traced(Hook::sym, kMemset, st, true, false, [&] { return real(dst, v, n, st); },         \
                   [&] { return Sides{Direction::Unknown, MemoryKind::Unknown, unified_kind(dst), n * (elem)}; }); \
   }
 #define DEF_MEMSET2D(sym, T, elem)                                                                    \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, size_t pitch, T v, size_t w, size_t h) noexcept { \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, size_t pitch, T v, size_t w, size_t h) noexcept { AW_NOTE_CALLER(); \
     auto real = real_fn<CUresult (*)(CUdeviceptr, size_t, T, size_t, size_t)>(Hook::sym);            \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                    \
     return traced(Hook::sym, kMemset, nullptr, false, true, [&] { return real(dst, pitch, v, w, h); }, \
                   [&] { return Sides{Direction::Unknown, MemoryKind::Unknown, unified_kind(dst), w * h * (elem)}; }); \
   }
 #define DEF_MEMSET2D_ASYNC(sym, T, elem)                                                                    \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, size_t pitch, T v, size_t w, size_t h, CUstream st) noexcept { \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, size_t pitch, T v, size_t w, size_t h, CUstream st) noexcept { AW_NOTE_CALLER(); \
     auto real = real_fn<CUresult (*)(CUdeviceptr, size_t, T, size_t, size_t, CUstream)>(Hook::sym);        \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                          \
     return traced(Hook::sym, kMemset, st, true, false, [&] { return real(dst, pitch, v, w, h, st); },      \

@@ -69,7 +69,7 @@ CUresult traced_launch(Hook h, const LaunchShape& shape, Call&& call) noexcept {
 #define DEF_LAUNCH(sym)                                                                               \
   extern "C" AW_EXPORT CUresult sym(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, \
                                     unsigned by, unsigned bz, unsigned shared, CUstream st,          \
-                                    void** params, void** extra) noexcept {                          \
+                                    void** params, void** extra) noexcept { AW_NOTE_CALLER();                          \
     auto real = real_fn<CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,   \
                                      unsigned, unsigned, CUstream, void**, void**)>(Hook::sym);      \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                    \
@@ -82,7 +82,7 @@ DEF_LAUNCH(cuLaunchKernel_ptsz)
 #define DEF_LAUNCH_COOP(sym)                                                                          \
   extern "C" AW_EXPORT CUresult sym(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, \
                                     unsigned by, unsigned bz, unsigned shared, CUstream st,          \
-                                    void** params) noexcept {                                        \
+                                    void** params) noexcept { AW_NOTE_CALLER();                                        \
     auto real = real_fn<CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,   \
                                      unsigned, unsigned, CUstream, void**)>(Hook::sym);              \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                    \
@@ -93,7 +93,7 @@ DEF_LAUNCH_COOP(cuLaunchCooperativeKernel)
 DEF_LAUNCH_COOP(cuLaunchCooperativeKernel_ptsz)
 
 #define DEF_LAUNCH_EX(sym)                                                                              \
-  extern "C" AW_EXPORT CUresult sym(const CUlaunchConfig* cfg, CUfunction f, void** params, void** extra) noexcept { \
+  extern "C" AW_EXPORT CUresult sym(const CUlaunchConfig* cfg, CUfunction f, void** params, void** extra) noexcept { AW_NOTE_CALLER(); \
     auto real = real_fn<CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**)>(Hook::sym);   \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                      \
     LaunchShape shape{f, {0, 0, 0}, {0, 0, 0}, 0, nullptr, true};                                       \
@@ -108,7 +108,7 @@ DEF_LAUNCH_EX(cuLaunchKernelEx)
 DEF_LAUNCH_EX(cuLaunchKernelEx_ptsz)
 
 #define DEF_GRAPH_LAUNCH(sym)                                                                       \
-  extern "C" AW_EXPORT CUresult sym(CUgraphExec g, CUstream st) noexcept {                         \
+  extern "C" AW_EXPORT CUresult sym(CUgraphExec g, CUstream st) noexcept { AW_NOTE_CALLER();                         \
     auto real = real_fn<CUresult (*)(CUgraphExec, CUstream)>(Hook::sym);                           \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
     return traced_launch(Hook::sym, LaunchShape{nullptr, {0, 0, 0}, {0, 0, 0}, 0, st, false},      \
@@ -162,7 +162,7 @@ CUresult traced_host_func(Hook h, CUstream st, CUhostFn user_fn, CUstreamCallbac
 }  // namespace
 
 #define DEF_LAUNCH_HOST_FUNC(sym)                                                                   \
-  extern "C" AW_EXPORT CUresult sym(CUstream st, CUhostFn fn, void* data) noexcept {               \
+  extern "C" AW_EXPORT CUresult sym(CUstream st, CUhostFn fn, void* data) noexcept { AW_NOTE_CALLER();               \
     auto real = real_fn<CUresult (*)(CUstream, CUhostFn, void*)>(Hook::sym);                       \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
     return traced_host_func(Hook::sym, st, fn, nullptr, data, [&](calls::HostFuncContext* ctx) {   \
@@ -173,7 +173,7 @@ DEF_LAUNCH_HOST_FUNC(cuLaunchHostFunc)
 DEF_LAUNCH_HOST_FUNC(cuLaunchHostFunc_ptsz)
 
 #define DEF_ADD_CALLBACK(sym)                                                                           \
-  extern "C" AW_EXPORT CUresult sym(CUstream st, CUstreamCallback cb, void* data, unsigned flags) noexcept { \
+  extern "C" AW_EXPORT CUresult sym(CUstream st, CUstreamCallback cb, void* data, unsigned flags) noexcept { AW_NOTE_CALLER(); \
     auto real = real_fn<CUresult (*)(CUstream, CUstreamCallback, void*, unsigned)>(Hook::sym);         \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                      \
     return traced_host_func(Hook::sym, st, nullptr, cb, data, [&](calls::HostFuncContext* ctx) {       \

@@ -97,7 +97,7 @@ void fill_capture(calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, 
 
 // ---- synchronization ------------------------------------------------------------------------
 #define DEF_STREAM_SYNC(sym)                                                                        \
-  extern "C" AW_EXPORT CUresult sym(CUstream st) noexcept {                                        \
+  extern "C" AW_EXPORT CUresult sym(CUstream st) noexcept { AW_NOTE_CALLER();                                        \
     auto real = real_fn<CUresult (*)(CUstream)>(Hook::sym);                                        \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
     return traced(Hook::sym, calls::Category::Sync, [&] { return real(st); },                      \
@@ -112,7 +112,7 @@ DEF_STREAM_SYNC(cuStreamQuery)
 DEF_STREAM_SYNC(cuStreamQuery_ptsz)
 
 #define DEF_EVENT_SYNC(sym)                                                                         \
-  extern "C" AW_EXPORT CUresult sym(CUevent ev) noexcept {                                         \
+  extern "C" AW_EXPORT CUresult sym(CUevent ev) noexcept { AW_NOTE_CALLER();                                         \
     auto real = real_fn<CUresult (*)(CUevent)>(Hook::sym);                                         \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
     return traced(Hook::sym, calls::Category::Sync, [&] { return real(ev); },                      \
@@ -123,7 +123,7 @@ DEF_STREAM_SYNC(cuStreamQuery_ptsz)
 DEF_EVENT_SYNC(cuEventSynchronize)
 DEF_EVENT_SYNC(cuEventQuery)
 
-extern "C" AW_EXPORT CUresult cuCtxSynchronize() noexcept {
+extern "C" AW_EXPORT CUresult cuCtxSynchronize() noexcept { AW_NOTE_CALLER();
   auto real = real_fn<CUresult (*)()>(Hook::cuCtxSynchronize);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   return traced(Hook::cuCtxSynchronize, calls::Category::Sync, [&] { return real(); },
@@ -133,7 +133,7 @@ extern "C" AW_EXPORT CUresult cuCtxSynchronize() noexcept {
 }
 
 #define DEF_STREAM_WAIT_EVENT(sym)                                                                  \
-  extern "C" AW_EXPORT CUresult sym(CUstream st, CUevent ev, unsigned flags) noexcept {            \
+  extern "C" AW_EXPORT CUresult sym(CUstream st, CUevent ev, unsigned flags) noexcept { AW_NOTE_CALLER();            \
     auto real = real_fn<CUresult (*)(CUstream, CUevent, unsigned)>(Hook::sym);                     \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
     return traced(Hook::sym, calls::Category::Sync, [&] { return real(st, ev, flags); },           \
@@ -147,7 +147,7 @@ DEF_STREAM_WAIT_EVENT(cuStreamWaitEvent)
 DEF_STREAM_WAIT_EVENT(cuStreamWaitEvent_ptsz)
 
 // ---- memory management ----------------------------------------------------------------------
-extern "C" AW_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t n) noexcept {
+extern "C" AW_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t n) noexcept { AW_NOTE_CALLER();
   auto real = real_fn<CUresult (*)(CUdeviceptr*, size_t)>(Hook::cuMemAlloc_v2);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   return traced(Hook::cuMemAlloc_v2, calls::Category::MemoryOp, [&] { return real(p, n); },
@@ -156,7 +156,7 @@ extern "C" AW_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t n) noexcept {
                 });
 }
 
-extern "C" AW_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) noexcept {
+extern "C" AW_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) noexcept { AW_NOTE_CALLER();
   auto real = real_fn<CUresult (*)(CUdeviceptr)>(Hook::cuMemFree_v2);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   return traced(Hook::cuMemFree_v2, calls::Category::MemoryOp, [&] { return real(p); },
@@ -168,7 +168,7 @@ extern "C" AW_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) noexcept {
 // The pinned allocations feed the classifier's registry whether or not we record (a disabled or
 // failed trace must not change classification of later calls... which are not recorded either,
 // but the registry is cheap and keeps the two states simple).
-extern "C" AW_EXPORT CUresult cuMemAllocHost_v2(void** pp, size_t n) noexcept {
+extern "C" AW_EXPORT CUresult cuMemAllocHost_v2(void** pp, size_t n) noexcept { AW_NOTE_CALLER();
   auto real = real_fn<CUresult (*)(void**, size_t)>(Hook::cuMemAllocHost_v2);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   return traced(Hook::cuMemAllocHost_v2, calls::Category::MemoryOp,
@@ -183,7 +183,7 @@ extern "C" AW_EXPORT CUresult cuMemAllocHost_v2(void** pp, size_t n) noexcept {
                 });
 }
 
-extern "C" AW_EXPORT CUresult cuMemHostAlloc(void** pp, size_t n, unsigned flags) noexcept {
+extern "C" AW_EXPORT CUresult cuMemHostAlloc(void** pp, size_t n, unsigned flags) noexcept { AW_NOTE_CALLER();
   auto real = real_fn<CUresult (*)(void**, size_t, unsigned)>(Hook::cuMemHostAlloc);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   return traced(Hook::cuMemHostAlloc, calls::Category::MemoryOp,
@@ -198,7 +198,7 @@ extern "C" AW_EXPORT CUresult cuMemHostAlloc(void** pp, size_t n, unsigned flags
                 });
 }
 
-extern "C" AW_EXPORT CUresult cuMemFreeHost(void* p) noexcept {
+extern "C" AW_EXPORT CUresult cuMemFreeHost(void* p) noexcept { AW_NOTE_CALLER();
   auto real = real_fn<CUresult (*)(void*)>(Hook::cuMemFreeHost);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   return traced(Hook::cuMemFreeHost, calls::Category::MemoryOp,
@@ -213,7 +213,7 @@ extern "C" AW_EXPORT CUresult cuMemFreeHost(void* p) noexcept {
                 });
 }
 
-extern "C" AW_EXPORT CUresult cuMemHostRegister_v2(void* p, size_t n, unsigned flags) noexcept {
+extern "C" AW_EXPORT CUresult cuMemHostRegister_v2(void* p, size_t n, unsigned flags) noexcept { AW_NOTE_CALLER();
   auto real = real_fn<CUresult (*)(void*, size_t, unsigned)>(Hook::cuMemHostRegister_v2);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   return traced(Hook::cuMemHostRegister_v2, calls::Category::MemoryOp,
@@ -227,7 +227,7 @@ extern "C" AW_EXPORT CUresult cuMemHostRegister_v2(void* p, size_t n, unsigned f
                 });
 }
 
-extern "C" AW_EXPORT CUresult cuMemHostUnregister(void* p) noexcept {
+extern "C" AW_EXPORT CUresult cuMemHostUnregister(void* p) noexcept { AW_NOTE_CALLER();
   auto real = real_fn<CUresult (*)(void*)>(Hook::cuMemHostUnregister);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   return traced(Hook::cuMemHostUnregister, calls::Category::MemoryOp,
@@ -241,7 +241,7 @@ extern "C" AW_EXPORT CUresult cuMemHostUnregister(void* p) noexcept {
                 });
 }
 
-extern "C" AW_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* p, size_t n, unsigned flags) noexcept {
+extern "C" AW_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* p, size_t n, unsigned flags) noexcept { AW_NOTE_CALLER();
   auto real = real_fn<CUresult (*)(CUdeviceptr*, size_t, unsigned)>(Hook::cuMemAllocManaged);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   return traced(Hook::cuMemAllocManaged, calls::Category::MemoryOp, [&] { return real(p, n, flags); },
@@ -251,7 +251,7 @@ extern "C" AW_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* p, size_t n, unsign
 }
 
 #define DEF_ALLOC_ASYNC(sym)                                                                        \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr* p, size_t n, CUstream st) noexcept {              \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr* p, size_t n, CUstream st) noexcept { AW_NOTE_CALLER();              \
     auto real = real_fn<CUresult (*)(CUdeviceptr*, size_t, CUstream)>(Hook::sym);                  \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
     return traced(Hook::sym, calls::Category::MemoryOp, [&] { return real(p, n, st); },            \
@@ -263,7 +263,7 @@ DEF_ALLOC_ASYNC(cuMemAllocAsync)
 DEF_ALLOC_ASYNC(cuMemAllocAsync_ptsz)
 
 #define DEF_FREE_ASYNC(sym)                                                                         \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr p, CUstream st) noexcept {                         \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr p, CUstream st) noexcept { AW_NOTE_CALLER();                         \
     auto real = real_fn<CUresult (*)(CUdeviceptr, CUstream)>(Hook::sym);                           \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
     return traced(Hook::sym, calls::Category::MemoryOp, [&] { return real(p, st); },               \
@@ -275,7 +275,7 @@ DEF_FREE_ASYNC(cuMemFreeAsync)
 DEF_FREE_ASYNC(cuMemFreeAsync_ptsz)
 
 // ---- streams and capture --------------------------------------------------------------------
-extern "C" AW_EXPORT CUresult cuStreamCreate(CUstream* ph, unsigned flags) noexcept {
+extern "C" AW_EXPORT CUresult cuStreamCreate(CUstream* ph, unsigned flags) noexcept { AW_NOTE_CALLER();
   auto real = real_fn<CUresult (*)(CUstream*, unsigned)>(Hook::cuStreamCreate);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   return traced(Hook::cuStreamCreate, calls::Category::Stream, [&] { return real(ph, flags); },
@@ -285,7 +285,7 @@ extern "C" AW_EXPORT CUresult cuStreamCreate(CUstream* ph, unsigned flags) noexc
                 });
 }
 
-extern "C" AW_EXPORT CUresult cuStreamCreateWithPriority(CUstream* ph, unsigned flags, int priority) noexcept {
+extern "C" AW_EXPORT CUresult cuStreamCreateWithPriority(CUstream* ph, unsigned flags, int priority) noexcept { AW_NOTE_CALLER();
   auto real = real_fn<CUresult (*)(CUstream*, unsigned, int)>(Hook::cuStreamCreateWithPriority);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   return traced(Hook::cuStreamCreateWithPriority, calls::Category::Stream, [&] { return real(ph, flags, priority); },
@@ -295,7 +295,7 @@ extern "C" AW_EXPORT CUresult cuStreamCreateWithPriority(CUstream* ph, unsigned 
                 });
 }
 
-extern "C" AW_EXPORT CUresult cuStreamDestroy_v2(CUstream st) noexcept {
+extern "C" AW_EXPORT CUresult cuStreamDestroy_v2(CUstream st) noexcept { AW_NOTE_CALLER();
   auto real = real_fn<CUresult (*)(CUstream)>(Hook::cuStreamDestroy_v2);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   return traced(Hook::cuStreamDestroy_v2, calls::Category::Stream, [&] { return real(st); },
@@ -305,7 +305,7 @@ extern "C" AW_EXPORT CUresult cuStreamDestroy_v2(CUstream st) noexcept {
 }
 
 #define DEF_BEGIN_CAPTURE(sym)                                                                      \
-  extern "C" AW_EXPORT CUresult sym(CUstream st, unsigned mode) noexcept {                         \
+  extern "C" AW_EXPORT CUresult sym(CUstream st, unsigned mode) noexcept { AW_NOTE_CALLER();                         \
     auto real = real_fn<CUresult (*)(CUstream, unsigned)>(Hook::sym);                              \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
     /* Counted even when not recording: evidence must never run during a capture. */              \
@@ -321,7 +321,7 @@ DEF_BEGIN_CAPTURE(cuStreamBeginCapture_v2)
 DEF_BEGIN_CAPTURE(cuStreamBeginCapture_v2_ptsz)
 
 #define DEF_END_CAPTURE(sym)                                                                        \
-  extern "C" AW_EXPORT CUresult sym(CUstream st, CUgraph* g) noexcept {                            \
+  extern "C" AW_EXPORT CUresult sym(CUstream st, CUgraph* g) noexcept { AW_NOTE_CALLER();                            \
     auto real = real_fn<CUresult (*)(CUstream, CUgraph*)>(Hook::sym);                              \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
     CUresult res = traced(Hook::sym, calls::Category::Capture, [&] { return real(st, g); },        \

@@ -329,7 +329,42 @@ cudaError_t run(Api api, Category cat, Call&& call, Fallback&& fallback) noexcep
   X(cudaStreamBeginCapture_ptsz, cudaStreamBeginCapture, Capture, 1, (cudaStream_t st, int mode), (st, mode),     \
     nullptr)                                                                                                      \
   X(cudaStreamEndCapture, cudaStreamEndCapture, Capture, 0, (cudaStream_t st, void** g), (st, g), nullptr)        \
-  X(cudaStreamEndCapture_ptsz, cudaStreamEndCapture, Capture, 1, (cudaStream_t st, void** g), (st, g), nullptr)
+  X(cudaStreamEndCapture_ptsz, cudaStreamEndCapture, Capture, 1, (cudaStream_t st, void** g), (st, g), nullptr)   \
+  /* per-thread-default-stream forms of the synchronous and remaining asynchronous APIs */                        \
+  X(cudaMemcpy2D_ptds, cudaMemcpy2D, Copy, 1,                                                                     \
+    (void* dst, size_t dp, const void* src, size_t sp, size_t w, size_t h, int kind), (dst, dp, src, sp, w, h, kind), \
+    [&](calls::AnyRecord& rec) { return fill_copy(rec, dst, src, w * h, kind, nullptr, true); })                  \
+  X(cudaMemcpy3D_ptds, cudaMemcpy3D, Copy, 1, (const void* p), (p), nullptr)                                      \
+  X(cudaMemcpyToSymbol_ptds, cudaMemcpyToSymbol, Copy, 1,                                                         \
+    (const void* sym, const void* src, size_t n, size_t off, int kind), (sym, src, n, off, kind),                 \
+    [&](calls::AnyRecord& rec) { return fill_copy(rec, nullptr, src, n, kind, nullptr, true); })                  \
+  X(cudaMemcpyFromSymbol_ptds, cudaMemcpyFromSymbol, Copy, 1,                                                     \
+    (void* dst, const void* sym, size_t n, size_t off, int kind), (dst, sym, n, off, kind),                       \
+    [&](calls::AnyRecord& rec) { return fill_copy(rec, dst, nullptr, n, kind, nullptr, true); })                  \
+  X(cudaMemcpy2DToArray_ptds, cudaMemcpy2DToArray, Copy, 1,                                                       \
+    (void* a, size_t wo, size_t ho, const void* src, size_t sp, size_t w, size_t h, int kind),                    \
+    (a, wo, ho, src, sp, w, h, kind), nullptr)                                                                    \
+  X(cudaMemcpy2DToArrayAsync_ptsz, cudaMemcpy2DToArrayAsync, Copy, 1,                                             \
+    (void* a, size_t wo, size_t ho, const void* src, size_t sp, size_t w, size_t h, int kind, cudaStream_t st),   \
+    (a, wo, ho, src, sp, w, h, kind, st), nullptr)                                                                \
+  X(cudaMemcpy2DFromArray_ptds, cudaMemcpy2DFromArray, Copy, 1,                                                   \
+    (void* dst, size_t dp, const void* a, size_t wo, size_t ho, size_t w, size_t h, int kind),                    \
+    (dst, dp, a, wo, ho, w, h, kind), nullptr)                                                                    \
+  X(cudaMemcpy2DFromArrayAsync_ptsz, cudaMemcpy2DFromArrayAsync, Copy, 1,                                         \
+    (void* dst, size_t dp, const void* a, size_t wo, size_t ho, size_t w, size_t h, int kind, cudaStream_t st),   \
+    (dst, dp, a, wo, ho, w, h, kind, st), nullptr)                                                                \
+  X(cudaMemset2D_ptds, cudaMemset2D, Memset, 1, (void* p, size_t pitch, int v, size_t w, size_t h),               \
+    (p, pitch, v, w, h), [&](calls::AnyRecord& rec) { return fill_memset(rec, p, w * h, nullptr, true); })        \
+  X(cudaMemset2DAsync_ptsz, cudaMemset2DAsync, Memset, 1,                                                         \
+    (void* p, size_t pitch, int v, size_t w, size_t h, cudaStream_t st), (p, pitch, v, w, h, st),                 \
+    [&](calls::AnyRecord& rec) { return fill_memset(rec, p, w * h, st, true); })                                  \
+  X(cudaMemset3D_ptds, cudaMemset3D, Memset, 1, (cudaPitchedPtr p, int v, cudaExtent e), (p, v, e),               \
+    [&](calls::AnyRecord& rec) { return fill_memset(rec, p.ptr, e.width * e.height * e.depth, nullptr, true); })  \
+  X(cudaMemset3DAsync_ptsz, cudaMemset3DAsync, Memset, 1,                                                         \
+    (cudaPitchedPtr p, int v, cudaExtent e, cudaStream_t st), (p, v, e, st),                                      \
+    [&](calls::AnyRecord& rec) { return fill_memset(rec, p.ptr, e.width * e.height * e.depth, st, true); })       \
+  X(cudaMemcpyPeerAsync_ptsz, cudaMemcpyPeerAsync, Copy, 1,                                                       \
+    (void* dst, int dd, const void* src, int sd, size_t n, cudaStream_t st), (dst, dd, src, sd, n, st), nullptr)
 
 namespace {
 enum class RtSlot : uint16_t {
@@ -355,7 +390,7 @@ void* rt_real(RtSlot s) noexcept {
 }  // namespace
 
 #define AW_RT_DEFINE(sym, api, cat, pt, params, args, fb)                            \
-  extern "C" AW_EXPORT cudaError_t sym params noexcept {                             \
+  extern "C" AW_EXPORT cudaError_t sym params noexcept { AW_NOTE_CALLER();                             \
     using Fn = cudaError_t(*) params;                                                \
     auto real_fn = reinterpret_cast<Fn>(rt_real(RtSlot::sym));                       \
     if (!real_fn) return cudaErrorInitializationError;                               \

@@ -2,6 +2,11 @@
 
 #include <boost/stacktrace/safe_dump_to.hpp>
 
+#include <link.h>
+#include <pthread.h>
+
+#include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
@@ -97,7 +102,9 @@ uint32_t intern(const uint64_t* frames, uint32_t depth) noexcept {
   return id;
 }
 
-uint32_t capture_call_site() noexcept {
+namespace {
+
+uint32_t unwind_and_intern() noexcept {
   boost::stacktrace::detail::native_frame_ptr_t raw[kMaxStackDepth + 16];
   std::size_t n = boost::stacktrace::detail::this_thread_frames::collect(raw, kMaxStackDepth + 16, 0);
   uint64_t frames[kMaxStackDepth];
@@ -112,5 +119,122 @@ uint32_t capture_call_site() noexcept {
   }
   return intern(frames, depth);
 }
+
+constexpr uint32_t kSiteCacheSize = 256;
+constexpr uint32_t kVerifyEvery = 256;
+struct SiteEntry {
+  uint64_t ra;
+  uint64_t depth;
+  uint32_t stack_id;
+  uint32_t generation;
+  uint32_t hits;
+  bool ambiguous;
+};
+AW_TLS SiteEntry* tl_sites;
+AW_TLS uint64_t tl_stack_top;
+std::atomic<uint64_t> g_hits{0}, g_unwinds{0}, g_mismatches{0};
+
+uint64_t stack_top() noexcept {
+  if (AW_LIKELY(tl_stack_top)) return tl_stack_top;
+  pthread_attr_t attr;
+  uint64_t top = 1;  // unknown: depth becomes the frame address itself (still per-thread stable)
+  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+    void* addr = nullptr;
+    size_t size = 0;
+    if (pthread_attr_getstack(&attr, &addr, &size) == 0) top = reinterpret_cast<uint64_t>(addr) + size;
+    pthread_attr_destroy(&attr);
+  }
+  tl_stack_top = top;
+  return top;
+}
+
+// Executable ranges used to pick return-address-looking words off the stack for the cache key.
+struct TextRange {
+  uint64_t low, high;
+};
+std::atomic<uint64_t> g_exe_low{0}, g_exe_high{0};
+AW_TLS TextRange tl_caller_text;
+
+TextRange text_of(uint64_t addr, bool main_exe) noexcept {
+  struct Arg {
+    uint64_t addr;
+    bool main_exe;
+    TextRange r;
+  } arg{addr, main_exe, {0, 0}};
+  dl_iterate_phdr(
+      [](dl_phdr_info* i, size_t, void* a) -> int {
+        auto* g = static_cast<Arg*>(a);
+        for (int k = 0; k < i->dlpi_phnum; ++k) {
+          const auto& ph = i->dlpi_phdr[k];
+          if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+          uint64_t lo = i->dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
+          if (g->main_exe || (g->addr >= lo && g->addr < hi)) {
+            g->r = {lo, hi};
+            return 1;
+          }
+        }
+        return g->main_exe ? 1 : 0;  // the first object is the executable
+      },
+      &arg);
+  return arg.r;
+}
+
+// The key of a call site: the immediate caller, the stack depth, and every word within 1 KiB
+// above the caller's frame that points into the executable's or the caller's code: the return
+// addresses of the next frames up. Without them, a call made from inside a statically linked
+// runtime (always the same return address) could not tell its own callers apart.
+uint64_t site_key(uint64_t ra, uint64_t frame, uint64_t top) noexcept {
+  if (AW_UNLIKELY(!g_exe_high.load(std::memory_order_relaxed))) {
+    TextRange r = text_of(0, true);
+    g_exe_low.store(r.low);
+    g_exe_high.store(r.high ? r.high : 1);
+  }
+  if (AW_UNLIKELY(ra < tl_caller_text.low || ra >= tl_caller_text.high)) tl_caller_text = text_of(ra, false);
+  uint64_t elo = g_exe_low.load(std::memory_order_relaxed), ehi = g_exe_high.load(std::memory_order_relaxed);
+  uint64_t clo = tl_caller_text.low, chi = tl_caller_text.high;
+  uint64_t h = ra * 0x9e3779b97f4a7c15ull ^ (top - frame);
+  const uint64_t* w = reinterpret_cast<const uint64_t*>(frame & ~7ull);
+  const uint64_t* end = reinterpret_cast<const uint64_t*>(std::min<uint64_t>(top, (frame & ~7ull) + 1024));
+  for (; w < end; ++w) {
+    uint64_t v = *w;
+    if ((v >= elo && v < ehi) || (v >= clo && v < chi)) h = (h ^ v) * 0x100000001b3ull;
+  }
+  return h;
+}
+
+}  // namespace
+
+uint32_t capture_call_site(const void* caller_ra, const void* caller_frame) noexcept {
+  if (!caller_ra) {
+    g_unwinds.fetch_add(1, std::memory_order_relaxed);
+    return unwind_and_intern();
+  }
+  if (!tl_sites) tl_sites = static_cast<SiteEntry*>(calloc(kSiteCacheSize, sizeof(SiteEntry)));
+  uint64_t top = stack_top();
+  uint64_t ra = reinterpret_cast<uint64_t>(caller_ra);
+  uint64_t depth = top > 1 ? site_key(ra, reinterpret_cast<uint64_t>(caller_frame), top)
+                           : reinterpret_cast<uint64_t>(caller_frame);
+  uint32_t gen = trace_writer::generation();
+  SiteEntry* e = tl_sites ? &tl_sites[(ra ^ (depth * 0x9e3779b97f4a7c15ull)) % kSiteCacheSize] : nullptr;
+  if (e && e->ra == ra && e->depth == depth && e->generation == gen && e->stack_id) {
+    if (!e->ambiguous && (++e->hits % kVerifyEvery) != 0) {
+      g_hits.fetch_add(1, std::memory_order_relaxed);
+      return e->stack_id;
+    }
+    g_unwinds.fetch_add(1, std::memory_order_relaxed);
+    uint32_t id = unwind_and_intern();
+    if (id != e->stack_id) {
+      g_mismatches.fetch_add(1, std::memory_order_relaxed);
+      e->ambiguous = true;  // two stacks share this key: always unwind from now on
+    }
+    return id;
+  }
+  g_unwinds.fetch_add(1, std::memory_order_relaxed);
+  uint32_t id = unwind_and_intern();
+  if (e && id) *e = SiteEntry{ra, depth, id, gen, 0, false};
+  return id;
+}
+
+CacheStats cache_stats() noexcept { return {g_hits.load(), g_unwinds.load(), g_mismatches.load()}; }
 
 }  // namespace asyncwatch::stacks

@@ -208,7 +208,7 @@ TEST_F(DefaultEnv, PointerAttributesFollowTheFactsTable) {
   cudaFree(dev);
   ASSERT_EQ(get_attrs(2, attrs, data, reinterpret_cast<CUdeviceptr>(dev)), CUDA_SUCCESS);  // freed
   EXPECT_EQ(type, 0u);
-  cudaFree(managed);
+  EXPECT_EQ(cudaFree(managed), cudaSuccess);  // cudaFree frees managed memory too
 }
 
 TEST_F(DefaultEnv, FailingPointerQuerySetsTheLastError) {
