@@ -18,6 +18,7 @@
 #include "interpose/real_functions.h"
 #include "log.h"
 #include "stacks/module_map.h"
+#include "stacks/stack_capture.h"
 #include "trace/trace_writer.h"
 
 extern char** environ;
@@ -118,7 +119,13 @@ __attribute__((constructor(101))) void on_load() {
   pthread_atfork(nullptr, nullptr, &atfork_child);
 }
 
-__attribute__((destructor(101))) void on_unload() { trace_writer::close_clean(g_exit_status.load()); }
+__attribute__((destructor(101))) void on_unload() {
+  trace_writer::close_clean(g_exit_status.load());
+  stacks::CacheStats st = stacks::cache_stats();
+  if (st.hits + st.unwinds)
+    log::info("call-site cache: " + std::to_string(st.hits) + " hits, " + std::to_string(st.unwinds) +
+              " full unwinds, " + std::to_string(st.mismatches) + " keys found ambiguous");
+}
 
 void set_exit_status(int s) { g_exit_status.store(s); }
 

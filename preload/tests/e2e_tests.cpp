@@ -361,3 +361,13 @@ TEST(EndToEnd, QuietHasNoBanner) {
   EXPECT_TRUE(exited_ok(r));
   EXPECT_EQ(r.err, "");
 }
+
+TEST(EndToEnd, RtldNextResolvedRelativeToTheCaller) {
+  AppRun r = run({"rtld_next"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  // Searching after the executable finds libasyncwatch first (it is preloaded right after it);
+  // a search relative to libasyncwatch itself would have found libc's.
+  EXPECT_NE(r.out.find("dlsym from " AW_PRELOAD_LIB), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("_exit from " AW_PRELOAD_LIB), std::string::npos) << r.out;
+  EXPECT_TRUE(r.traces.empty());
+}

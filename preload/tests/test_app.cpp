@@ -119,6 +119,15 @@ int main(int argc, char** argv) {
     CHECK(reinterpret_cast<Copy>(dlsym(h, "cuMemcpyHtoDAsync_v2"))(d, host.data(), 333, nullptr));
     return 0;
   }
+  if (mode == "rtld_next") {  // RTLD_NEXT must be relative to the caller (this executable)
+    void* next_dlsym = dlsym(RTLD_NEXT, "dlsym");  // the next definition after the executable: ours
+    void* next_exit = dlsym(RTLD_NEXT, "_exit");
+    Dl_info a, b;
+    dladdr(next_dlsym, &a);
+    dladdr(next_exit, &b);
+    printf("dlsym from %s\n_exit from %s\n", a.dli_fname, b.dli_fname);
+    return 0;
+  }
   if (mode == "launch") {
     CHECK(cuInit(0));
     char name[] = "_Z5dummyPfi";

@@ -32,7 +32,14 @@ AW_FN(cuDeviceGet)
 AW_FN(cuDevicePrimaryCtxRetain)
 AW_FN(cuDevicePrimaryCtxRelease)
 AW_FN(cuCtxSetCurrent)
-AW_FN(cuCtxSynchronize)
+#ifdef AW_DIRECT_LINK
+static CUresult sync_context(CUcontext) { return cuCtxSynchronize(); }
+#else
+// CUDA 13: cuGetProcAddress("cuCtxSynchronize", 13000) returns cuCtxSynchronize_v2(CUcontext)
+// (seen on the H200, driver 580); a pointer of the old no-argument type would pass garbage.
+static decltype(&cuCtxSynchronize_v2) p_cuCtxSynchronize_v2 = nullptr;
+static CUresult sync_context(CUcontext ctx) { return p_cuCtxSynchronize_v2(ctx); }
+#endif
 AW_FN(cuModuleLoadData)
 AW_FN(cuModuleGetFunction)
 AW_FN(cuModuleUnload)
@@ -119,7 +126,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   AW_LOAD(cuGetErrorString); AW_LOAD(cuInit); AW_LOAD(cuDeviceGet); AW_LOAD(cuDevicePrimaryCtxRetain);
-  AW_LOAD(cuDevicePrimaryCtxRelease); AW_LOAD(cuCtxSetCurrent); AW_LOAD(cuCtxSynchronize); AW_LOAD(cuModuleLoadData);
+  AW_LOAD(cuDevicePrimaryCtxRelease); AW_LOAD(cuCtxSetCurrent);
+  load("cuCtxSynchronize", reinterpret_cast<void**>(&p_cuCtxSynchronize_v2)); AW_LOAD(cuModuleLoadData);
   AW_LOAD(cuModuleGetFunction); AW_LOAD(cuModuleUnload); AW_LOAD(cuMemAlloc); AW_LOAD(cuMemFree);
   AW_LOAD(cuMemAllocHost); AW_LOAD(cuMemFreeHost); AW_LOAD(cuMemcpyHtoD); AW_LOAD(cuMemcpyHtoDAsync);
   AW_LOAD(cuMemcpyDtoHAsync); AW_LOAD(cuStreamCreate); AW_LOAD(cuStreamDestroy);
@@ -148,7 +156,7 @@ int main(int argc, char** argv) {
   unsigned char* pinned = static_cast<unsigned char*>(pinned_v);
   fill(pageable, bytes, 81);
   CK(p_cuMemcpyHtoD(dev, pageable, bytes));
-  CK(p_cuCtxSynchronize());  // from pageable memory cuMemcpyHtoD may return before its DMA is done
+  CK(sync_context(ctx));  // from pageable memory cuMemcpyHtoD may return before its DMA is done
   std::memset(pageable, 0, bytes);
 
   long long warm = 1000;

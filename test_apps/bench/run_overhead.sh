@@ -179,6 +179,7 @@ for ((r = 1; r <= rounds; r++)); do
     calls=$(sed -n 's/^total calls=\([0-9]*\).*/\1/p' "$work/timed.$m.$r.out")
     rss=$(sed -n 's/^total .*rss_kb=\([0-9-]*\).*/\1/p' "$work/timed.$m.$r.out")
     echo "$m $(trace_bytes "$work/timed.$m.$r.trace") ${calls:-0} ${rss:--1}" >>"$work/totals.txt"
+    [[ -n $keep ]] || rm -f "$work/timed.$m.$r.trace"/*.awtrace  # ~60 MB each on the H200
   done
 done
 

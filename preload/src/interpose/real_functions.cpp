@@ -124,8 +124,16 @@ void* next_after_caller(const void* caller, const char* name) noexcept {
   if (caller && dladdr1(caller, &info, reinterpret_cast<void**>(&lm), RTLD_DL_LINKMAP) && lm && !is_own(caller)) {
     // What glibc's RTLD_NEXT means for the caller: the first definition in an object loaded
     // after the caller's. Calling the real dlsym(RTLD_NEXT) from here would search after *us*.
+    // A link_map is not a valid dlsym handle for objects loaded at startup (their search list
+    // is not set up), so each object is reopened with RTLD_NOLOAD, and a definition found in one
+    // of its dependencies rather than in the object itself is skipped.
     for (link_map* next = lm->l_next; next; next = next->l_next) {
-      if (void* p = dlsym_fn()(next, name)) return p;
+      void* h = open_noload(next->l_name && *next->l_name ? next->l_name : nullptr);
+      if (!h) continue;
+      void* p = dlsym_fn()(h, name);
+      Dl_info where;
+      link_map* owner = nullptr;
+      if (p && dladdr1(p, &where, reinterpret_cast<void**>(&owner), RTLD_DL_LINKMAP) && owner == next) return p;
     }
     return nullptr;
   }

@@ -179,9 +179,9 @@ TextRange text_of(uint64_t addr, bool main_exe) noexcept {
   return arg.r;
 }
 
-// The key of a call site: the immediate caller, the stack depth, and every word within 1 KiB
-// above the caller's frame that points into the executable's or the caller's code: the return
-// addresses of the next frames up. Without them, a call made from inside a statically linked
+// The key of a call site: the immediate caller, the stack depth, and the first four words within
+// 512 bytes above the caller's frame that point into the executable's or the caller's code: the
+// return addresses of the next frames up. Without them, a call made from inside a statically linked
 // runtime (always the same return address) could not tell its own callers apart.
 uint64_t site_key(uint64_t ra, uint64_t frame, uint64_t top) noexcept {
   if (AW_UNLIKELY(!g_exe_high.load(std::memory_order_relaxed))) {
@@ -194,10 +194,16 @@ uint64_t site_key(uint64_t ra, uint64_t frame, uint64_t top) noexcept {
   uint64_t clo = tl_caller_text.low, chi = tl_caller_text.high;
   uint64_t h = ra * 0x9e3779b97f4a7c15ull ^ (top - frame);
   const uint64_t* w = reinterpret_cast<const uint64_t*>(frame & ~7ull);
-  const uint64_t* end = reinterpret_cast<const uint64_t*>(std::min<uint64_t>(top, (frame & ~7ull) + 1024));
-  for (; w < end; ++w) {
+  const uint64_t* end = reinterpret_cast<const uint64_t*>(std::min<uint64_t>(top, (frame & ~7ull) + 512));
+  // Four such words are the return addresses of (about) the next four frames up: enough to tell
+  // call chains apart in practice, and the scan usually stops before the 512-byte bound.
+  int found = 0;
+  for (; w < end && found < 4; ++w) {
     uint64_t v = *w;
-    if ((v >= elo && v < ehi) || (v >= clo && v < chi)) h = (h ^ v) * 0x100000001b3ull;
+    if ((v >= elo && v < ehi) || (v >= clo && v < chi)) {
+      h = (h ^ v) * 0x100000001b3ull;
+      ++found;
+    }
   }
   return h;
 }
