@@ -129,9 +129,10 @@ int produce_report(const ReportArgs& args, const std::vector<std::string>& paths
     out = &file;
   }
   if (args.format == "json") {
-    *out << report_json(report).dump(2) << '\n';
+    // Names from the trace may be any bytes: invalid UTF-8 becomes U+FFFD.
+    *out << report_json(report).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
   } else if (args.format == "sarif") {
-    *out << report_sarif(report).dump(2) << '\n';
+    *out << report_sarif(report).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
   } else {
     TextStyle style;
     bool tty = args.output.empty() && isatty(STDOUT_FILENO);

@@ -36,17 +36,36 @@ class Out {
   fmt::memory_buffer buf_;
 };
 
+// Length of the valid UTF-8 sequence at s[i], 0 when invalid.
+size_t utf8_length(const std::string& s, size_t i) {
+  auto c = static_cast<unsigned char>(s[i]);
+  size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k)
+    if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return 0;
+  return n;
+}
+
+// JSON string contents: quotes, backslashes and control characters escaped; bytes that are
+// not valid UTF-8 (names in a trace can be anything) become U+FFFD.
 std::string json_escape(const std::string& s) {
   std::string o;
-  for (char ch : s) {
-    auto c = static_cast<unsigned char>(ch);
+  o.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    auto c = static_cast<unsigned char>(s[i]);
     if (c == '"' || c == '\\') {
       o += '\\';
-      o += ch;
+      o += static_cast<char>(c);
+      ++i;
     } else if (c < 0x20) {
       o += fmt::format("\\u{:04x}", c);
+      ++i;
+    } else if (size_t n = utf8_length(s, i)) {
+      o.append(s, i, n);
+      i += n;
     } else {
-      o += ch;
+      o += "\\ufffd";
+      ++i;
     }
   }
   return o;

@@ -23,7 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     asyncwatch::Report r = asyncwatch::analyze_traces({path}, asyncwatch::Options{});
     std::ostringstream out;
     asyncwatch::write_report_text(out, r, asyncwatch::TextStyle{});
-    (void)asyncwatch::report_json(r).dump();
+    (void)asyncwatch::report_json(r).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
     std::FILE* null = std::fopen("/dev/null", "w");
     asyncwatch::write_timeline(null, {path}, 50000);
     std::fclose(null);

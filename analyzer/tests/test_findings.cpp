@@ -89,7 +89,8 @@ TEST(Findings, StreamSyncClearsTheKernelsWaitedFor) {
   x.launch(k1, 3 * kUs);
   x.add(RecordType::Sync, TraceBuilder::sync(Api::cudaStreamSynchronize, Api::cuStreamSynchronize, x.t, x.t + kMs), 2 * kMs);
   x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 1 * kMs, 1 << 20);
-  const Finding* f = find(x.report("p-idle.awtrace"), FindingId::PageableAsyncCopy);
+  Report r = x.report("p-idle.awtrace");
+  const Finding* f = find(r, FindingId::PageableAsyncCopy);
   ASSERT_NE(f, nullptr);
   EXPECT_TRUE(f->waited_for.empty());
 }
