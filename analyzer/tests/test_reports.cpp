@@ -91,3 +91,17 @@ TEST(Reports, SarifHasRulesAndResults) {
   EXPECT_EQ(res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"], "/src/seed.cu");
   EXPECT_EQ(res["locations"][0]["physicalLocation"]["region"]["startLine"], 52);
 }
+
+TEST(Reports, InvalidUtf8InTraceStringsDoesNotBreakJson) {
+  TraceBuilder b(4243, "/work/app/\xff\xfe");
+  b.thread_info(1, "t\xc3");
+  uint32_t k = b.string(1, "bad\xff\x80name");
+  uint64_t t = b.header().start_monotonic_ns + kMs;
+  b.event(1, RecordType::Launch, TraceBuilder::launch(Api::cudaLaunchKernel, k, t, t + 5 * kMs, tf::kFlagFirstLaunch));
+  std::string p = write_trace(b, "utf8.awtrace");
+  Report r = analyze_traces({p}, Options{});
+  std::string out = report_json(r).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  EXPECT_NE(out.find("bad"), std::string::npos);
+  auto parsed = nlohmann::json::parse(out);
+  EXPECT_EQ(parsed["findings"][0]["id"], "blocking-launch");
+}
