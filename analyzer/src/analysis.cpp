@@ -237,7 +237,6 @@ class ProcessAnalyzer final : public RuleContext {
                                     p.records_lost));
     if (p.parent_pid_if_forked) p.notes.push_back(fmt::format("forked from pid {}", p.parent_pid_if_forked));
     symbols_ = std::make_unique<Symbolizer>(trace_.modules());
-    for (const auto& problem : symbols_->problems()) p.notes.push_back(problem);
 
     std::unordered_map<std::string, size_t> by_site;  // merge_key -> index in out.findings
     for (auto& [key, g] : groups_) {
@@ -280,6 +279,7 @@ class ProcessAnalyzer final : public RuleContext {
         out.findings[it->second].merge(f);
       }
     }
+    for (const auto& problem : symbols_->problems()) p.notes.push_back(problem);
     return out;
   }
 

@@ -46,6 +46,12 @@ bool is_runtime_function(const std::string& function) {
 }  // namespace
 
 bool is_tool_or_runtime_frame(const Frame& f) {
+  // Code nvcc generates into the program (the host stub of a kernel launch) and inline code of
+  // the CUDA headers (cuda_runtime.h's template wrappers) belong to the runtime's side.
+  if (starts_with(f.function, "__device_stub_")) return true;
+  if (f.file.find("/targets/x86_64-linux/include/") != std::string::npos ||
+      f.file.find("/cuda/include/") != std::string::npos || f.file.find(".cudafe1.stub.c") != std::string::npos)
+    return true;
   if (!f.module.empty()) {
     std::string base = basename_of(f.module);
     if (starts_with(base, "libasyncwatch") || starts_with(base, "libcuda.so") || starts_with(base, "libcudart") ||

@@ -1,6 +1,7 @@
 // Which frame of a stack is "the user's code": the first (innermost) frame that is not in
 // asyncwatch, the CUDA driver or the CUDA runtime, including a runtime linked statically
-// into the program (functions named cuda*, __cuda*, cudart::*, __cudart*).
+// into the program (functions named cuda*, __cuda*, cudart::*, __cudart*), nvcc's generated
+// launch stubs (__device_stub_*, *.cudafe1.stub.c) and inline code of the CUDA headers.
 #pragma once
 
 #include "symbolizer.h"

@@ -36,16 +36,18 @@ std::string demangle(const char* name) {
 
 Symbolizer::Symbolizer(const std::vector<ModuleInfo>& modules) : modules_(modules) {
   usable_.assign(modules_.size(), false);
+  module_problem_.assign(modules_.size(), std::string());
   dwfl_ = dwfl_begin(&kOfflineCallbacks);
   if (!dwfl_) return;
   dwfl_report_begin(dwfl_);
   for (size_t i = 0; i < modules_.size(); ++i) {
     const ModuleInfo& m = modules_[i];
-    if (m.path.empty() || m.path[0] == '[') continue;  // [vdso] and similar
+    // [vdso], linux-vdso.so.1: no file to read (and never the user's code).
+    if (m.path.empty() || m.path[0] == '[' || m.path.find('/') == std::string::npos) continue;
     std::string name = m.path.substr(m.path.rfind('/') + 1);
     Dwfl_Module* mod = dwfl_report_elf(dwfl_, name.c_str(), m.path.c_str(), -1, m.load_bias, false);
     if (!mod) {
-      problems_.push_back(fmt::format("{}: cannot read it for symbols ({})", m.path, dwfl_errmsg(-1)));
+      module_problem_[i] = fmt::format("{}: cannot read it for symbols ({})", m.path, dwfl_errmsg(-1));
       continue;
     }
     if (!m.build_id.empty()) {
@@ -54,9 +56,9 @@ Symbolizer::Symbolizer(const std::vector<ModuleInfo>& modules) : modules_(module
       int len = dwfl_module_build_id(mod, &bits, &vaddr);
       if (len > 0 && (static_cast<size_t>(len) != m.build_id.size() ||
                       std::memcmp(bits, m.build_id.data(), m.build_id.size()) != 0)) {
-        problems_.push_back(fmt::format("{}: build id {} differs from the traced one {}: not used for symbols",
-                                        m.path, hex_build_id(bits, static_cast<size_t>(len)),
-                                        hex_build_id(m.build_id.data(), m.build_id.size())));
+        module_problem_[i] = fmt::format("{}: build id {} differs from the traced one {}: not used for symbols",
+                                         m.path, hex_build_id(bits, static_cast<size_t>(len)),
+                                         hex_build_id(m.build_id.data(), m.build_id.size()));
         continue;
       }
     }
@@ -83,7 +85,12 @@ const Frame& Symbolizer::resolve(uint64_t address) {
   f.address = address;
   const ModuleInfo* info = module_of(address);
   if (info) f.module = info->path;
-  bool usable = info && usable_[static_cast<size_t>(info - modules_.data())];
+  size_t index = info ? static_cast<size_t>(info - modules_.data()) : 0;
+  bool usable = info && usable_[index];
+  if (info && !module_problem_[index].empty()) {  // reported once, for modules frames fall in
+    problems_.push_back(std::move(module_problem_[index]));
+    module_problem_[index].clear();
+  }
   if (dwfl_ && usable && address > 0) {
     Dwarf_Addr pc = address - 1;
     Dwfl_Module* mod = dwfl_addrmodule(dwfl_, pc);

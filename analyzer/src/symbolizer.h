@@ -30,7 +30,8 @@ class Symbolizer {
 
   // `address` is a return address: the call instruction is found at address - 1.
   const Frame& resolve(uint64_t address);
-  // Modules that could not be opened or whose build id differs: one line each.
+  // Modules that could not be opened or whose build id differs, one line each: only those
+  // that an address resolved so far falls in.
   const std::vector<std::string>& problems() const { return problems_; }
 
  private:
@@ -38,6 +39,7 @@ class Symbolizer {
   Dwfl* dwfl_ = nullptr;
   std::vector<ModuleInfo> modules_;
   std::vector<bool> usable_;
+  std::vector<std::string> module_problem_;
   std::unordered_map<uint64_t, Frame> cache_;
   std::vector<std::string> problems_;
 };

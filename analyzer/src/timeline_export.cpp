@@ -4,11 +4,31 @@
 #include "format.h"
 #include "trace_reader.h"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <memory>
 #include <unordered_map>
+
+namespace asyncwatch {
+namespace {
+// Nanoseconds printed as microseconds with 3 decimals, by integer arithmetic (fast, exact).
+struct Us {
+  int64_t ns;
+};
+}  // namespace
+}  // namespace asyncwatch
+
+template <>
+struct fmt::formatter<asyncwatch::Us> {
+  constexpr auto parse(format_parse_context& ctx) { return ctx.begin(); }
+  template <class Ctx>
+  auto format(asyncwatch::Us u, Ctx& ctx) const {
+    uint64_t a = u.ns < 0 ? static_cast<uint64_t>(-u.ns) : static_cast<uint64_t>(u.ns);
+    return fmt::format_to(ctx.out(), "{}{}.{:03}", u.ns < 0 ? "-" : "", a / 1000, a % 1000);
+  }
+};
 
 namespace asyncwatch {
 
@@ -21,9 +41,9 @@ class Out {
  public:
   explicit Out(std::FILE* f) : f_(f) { buf_.reserve(1 << 20); }
   ~Out() { flush(); }
-  template <class... A>
-  void put(fmt::format_string<A...> s, A&&... args) {
-    fmt::format_to(std::back_inserter(buf_), s, std::forward<A>(args)...);
+  template <class S, class... A>
+  void put(const S& s, A&&... args) {
+    fmt::format_to(fmt::appender(buf_), s, std::forward<A>(args)...);
     if (buf_.size() > (1 << 20)) flush();
   }
   void flush() {
@@ -87,7 +107,7 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
 
   TimelineStats stats;
   Out out(file);
-  out.put("{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
+  out.put(FMT_COMPILE("{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"));
   bool first = true;
   auto sep = [&]() -> const char* {
     if (first) {
@@ -101,16 +121,14 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
     const uint64_t pid = h.pid;
     // Time in microseconds since the earliest process start (wall clock aligns processes).
     const int64_t offset = static_cast<int64_t>(h.start_realtime_ns - base_realtime) - static_cast<int64_t>(h.start_monotonic_ns);
-    auto ts = [&](uint64_t mono) {
-      int64_t ns = static_cast<int64_t>(mono) + offset;
-      return static_cast<double>(ns) / 1000.0;
-    };
+    auto ts = [&](uint64_t mono) { return Us{static_cast<int64_t>(mono) + offset}; };
+    auto dur = [](uint64_t start, uint64_t end) { return Us{static_cast<int64_t>(end - start)}; };
     std::string exe = fixed_string(h.executable, sizeof h.executable);
     std::string exe_base = exe.substr(exe.rfind('/') + 1);
-    out.put("{}{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":\"{} (pid {})\"}}}}", sep(), pid,
+    out.put(FMT_COMPILE("{}{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":\"{} (pid {})\"}}}}"), sep(), pid,
             json_escape(exe_base), pid);
     for (const auto& th : t->threads()) {
-      out.put("{}{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":\"{} (tid {})\"}}}}",
+      out.put(FMT_COMPILE("{}{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":\"{} (tid {})\"}}}}"),
               sep(), pid, th.tid, json_escape(th.name.empty() ? std::string("thread") : th.name), th.tid);
     }
     std::unordered_map<uint32_t, std::string> kernel_names;  // string id -> escaped display name
@@ -137,9 +155,9 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
       }
       auto [it, inserted] = stream_tracks.emplace(key, kStreamTidBase + stream_tracks.size());
       if (inserted) {
-        out.put("{}{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":\"{}\"}}}}", sep(), pid,
+        out.put(FMT_COMPILE("{}{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":\"{}\"}}}}"), sep(), pid,
                 it->second, name);
-        out.put("{}{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{},\"tid\":{},\"args\":{{\"sort_index\":{}}}}}",
+        out.put(FMT_COMPILE("{}{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{},\"tid\":{},\"args\":{{\"sort_index\":{}}}}}"),
                 sep(), pid, it->second, 1000 + stream_tracks.size());
       }
       return it->second;
@@ -152,19 +170,31 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
     std::unordered_map<uint64_t, Pending> pending;  // callback id -> stream track
     std::unordered_map<uint64_t, HostFuncRunRecord> early_runs;
     auto emit_run = [&](const Pending& p, const HostFuncRunRecord& run) {
-      out.put("{}{{\"ph\":\"X\",\"cat\":\"host-function\",\"name\":\"host function (0x{:x})\",\"pid\":{},\"tid\":{},"
-              "\"ts\":{:.3f},\"dur\":{:.3f},\"args\":{{\"callback_id\":{},\"enqueued_by\":\"{}\"}}}}",
-              sep(), p.function, pid, p.track, ts(run.start_ns), static_cast<double>(run.end_ns - run.start_ns) / 1000.0,
+      out.put(FMT_COMPILE("{}{{\"ph\":\"X\",\"cat\":\"host-function\",\"name\":\"host function (0x{:x})\",\"pid\":{},\"tid\":{},"
+              "\"ts\":{},\"dur\":{},\"args\":{{\"callback_id\":{},\"enqueued_by\":\"{}\"}}}}"),
+              sep(), p.function, pid, p.track, ts(run.start_ns), dur(run.start_ns, run.end_ns),
               run.callback_id, api_name(static_cast<Api>(p.api)));
       ++stats.events;
     };
-    auto call = [&](const RecordView& r, const char* cat, const std::string& name, uint64_t start, uint64_t end,
-                    uint32_t flags, const std::string& args) {
+    std::vector<std::string> flag_names(256);
+    auto flags_text = [&](uint32_t flags) -> const std::string& {
+      if (flags >= flag_names.size()) {
+        static thread_local std::string other;
+        other = record_flags_text(flags);
+        return other;
+      }
+      std::string& text = flag_names[flags];
+      if (text.empty()) text = record_flags_text(flags);
+      return text;
+    };
+    // Writes an event up to its args' common part; the caller appends more args, then
+    // `,"name":...` and the closing braces (see close()).
+    auto call = [&](const RecordView& r, const char* cat, uint64_t start, uint64_t end, uint32_t flags) {
       bool blocked = end - start >= min_blocked_ns && !(flags & kFlagCaptureActive);
-      out.put("{}{{\"ph\":\"X\",\"cat\":\"{}{}\",\"name\":\"{}\",\"pid\":{},\"tid\":{},\"ts\":{:.3f},\"dur\":{:.3f},"
-              "\"args\":{{\"blocked_ns\":{},\"flags\":\"{}\"{}}}}}",
-              sep(), cat, blocked ? ",blocked" : "", name, pid, r.tid, ts(start),
-              static_cast<double>(end - start) / 1000.0, end - start, record_flags_text(flags), args);
+      out.put(FMT_COMPILE("{}{{\"ph\":\"X\",\"cat\":\"{}{}\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},"
+              "\"args\":{{\"blocked_ns\":{},\"flags\":\"{}\""),
+              sep(), cat, blocked ? ",blocked" : "", pid, r.tid, ts(start), dur(start, end), end - start,
+              flags_text(flags));
       ++stats.events;
     };
     t->for_each_merged([&](const RecordView& r) {
@@ -173,30 +203,31 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
         case RecordType::Copy:
         case RecordType::Memset: {
           auto c = r.as<CopyRecord>();
-          std::string name = api_name(static_cast<Api>(c.api));
-          if (r.type == RecordType::Copy)
-            name += fmt::format(" {} {}", direction_name(static_cast<Direction>(c.direction)), format_bytes(c.bytes));
-          else
-            name += " " + format_bytes(c.bytes);
-          call(r, r.type == RecordType::Copy ? "copy" : "memset", name, c.start_ns, c.end_ns, c.flags,
-               fmt::format(",\"bytes\":{},\"src\":\"{}\",\"dst\":\"{}\",\"stream\":\"0x{:x}\",\"driver\":\"{}\"", c.bytes,
-                           memory_kind_name(static_cast<MemoryKind>(c.src_memory)),
-                           memory_kind_name(static_cast<MemoryKind>(c.dst_memory)), c.stream,
-                           api_name(static_cast<Api>(c.driver_fn))));
+          bool copy = r.type == RecordType::Copy;
+          call(r, copy ? "copy" : "memset", c.start_ns, c.end_ns, c.flags);
+          out.put(FMT_COMPILE(",\"bytes\":{},\"src\":\"{}\",\"dst\":\"{}\",\"stream\":\"0x{:x}\",\"driver\":\"{}\"}},"
+                  "\"name\":\"{}{}{} {}\"}}"),
+                  c.bytes, memory_kind_name(static_cast<MemoryKind>(c.src_memory)),
+                  memory_kind_name(static_cast<MemoryKind>(c.dst_memory)), c.stream,
+                  api_name(static_cast<Api>(c.driver_fn)), api_name(static_cast<Api>(c.api)), copy ? " " : "",
+                  copy ? direction_name(static_cast<Direction>(c.direction)) : "", format_bytes(c.bytes));
           break;
         }
         case RecordType::Launch: {
           auto l = r.as<LaunchRecord>();
           const std::string& kernel = kernel_of(l.kernel_name_id);
-          call(r, "launch", fmt::format("{} {}", api_name(static_cast<Api>(l.api)), kernel), l.start_ns, l.end_ns, l.flags,
-               fmt::format(",\"kernel\":\"{}\",\"stream\":\"0x{:x}\",\"grid\":[{},{},{}],\"block\":[{},{},{}]", kernel,
-                           l.stream, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2]));
+          call(r, "launch", l.start_ns, l.end_ns, l.flags);
+          out.put(FMT_COMPILE(",\"kernel\":\"{}\",\"stream\":\"0x{:x}\",\"grid\":[{},{},{}],\"block\":[{},{},{}]}},"
+                  "\"name\":\"{} {}\"}}"),
+                  kernel, l.stream, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2],
+                  api_name(static_cast<Api>(l.api)), kernel);
           break;
         }
         case RecordType::HostFuncEnqueue: {
           auto e = r.as<HostFuncEnqueueRecord>();
-          call(r, "host-function", api_name(static_cast<Api>(e.api)), e.start_ns, e.end_ns, e.flags,
-               fmt::format(",\"callback_id\":{},\"stream\":\"0x{:x}\"", e.callback_id, e.stream));
+          call(r, "host-function", e.start_ns, e.end_ns, e.flags);
+          out.put(FMT_COMPILE(",\"callback_id\":{},\"stream\":\"0x{:x}\"}},\"name\":\"{}\"}}"), e.callback_id, e.stream,
+                  api_name(static_cast<Api>(e.api)));
           Pending p{stream_track(e.stream_kind, e.stream, r.tid), e.api, e.user_function};
           auto early = early_runs.find(e.callback_id);
           if (early != early_runs.end()) {
@@ -220,34 +251,35 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
         }
         case RecordType::Sync: {
           auto s = r.as<SyncRecord>();
-          call(r, "sync", api_name(static_cast<Api>(s.api)), s.start_ns, s.end_ns, s.flags,
-               fmt::format(",\"handle\":\"0x{:x}\"", s.handle));
+          call(r, "sync", s.start_ns, s.end_ns, s.flags);
+          out.put(FMT_COMPILE(",\"handle\":\"0x{:x}\"}},\"name\":\"{}\"}}"), s.handle, api_name(static_cast<Api>(s.api)));
           break;
         }
         case RecordType::MemoryOp: {
           auto m = r.as<MemoryOpRecord>();
-          call(r, "memory", api_name(static_cast<Api>(m.api)), m.start_ns, m.end_ns, m.flags,
-               fmt::format(",\"bytes\":{},\"memory\":\"{}\"", m.bytes, memory_kind_name(static_cast<MemoryKind>(m.memory))));
+          call(r, "memory", m.start_ns, m.end_ns, m.flags);
+          out.put(FMT_COMPILE(",\"bytes\":{},\"memory\":\"{}\"}},\"name\":\"{}\"}}"), m.bytes,
+                  memory_kind_name(static_cast<MemoryKind>(m.memory)), api_name(static_cast<Api>(m.api)));
           break;
         }
         case RecordType::StreamCreate:
         case RecordType::StreamDestroy: {
           auto s = r.as<StreamCreateRecord>();
-          call(r, "stream", api_name(static_cast<Api>(s.api)), s.start_ns, s.end_ns, 0,
-               fmt::format(",\"stream\":\"0x{:x}\"", s.stream));
+          call(r, "stream", s.start_ns, s.end_ns, 0);
+          out.put(FMT_COMPILE(",\"stream\":\"0x{:x}\"}},\"name\":\"{}\"}}"), s.stream, api_name(static_cast<Api>(s.api)));
           break;
         }
         case RecordType::Capture: {
           auto c = r.as<CaptureRecord>();
-          call(r, "stream", api_name(static_cast<Api>(c.api)), c.start_ns, c.end_ns, 0,
-               fmt::format(",\"stream\":\"0x{:x}\"", c.stream));
+          call(r, "stream", c.start_ns, c.end_ns, 0);
+          out.put(FMT_COMPILE(",\"stream\":\"0x{:x}\"}},\"name\":\"{}\"}}"), c.stream, api_name(static_cast<Api>(c.api)));
           break;
         }
         default: break;
       }
     });
   }
-  out.put("\n]}}\n");
+  out.put(FMT_COMPILE("\n]}}\n"));
   out.flush();
   return stats;
 }
