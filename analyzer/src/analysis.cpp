@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
 #include <memory>
@@ -125,6 +126,7 @@ struct Group {
 struct SiteRef {
   uint32_t site = 0;     // 0 = unknown
   uint32_t api_override = 0;  // interned runtime API name, 0 = none
+  bool chevron_launch = false;  // the stack shows nvcc's launch stub: kernel<<<...>>>
 };
 
 class ProcessAnalyzer final : public RuleContext {
@@ -177,6 +179,7 @@ class ProcessAnalyzer final : public RuleContext {
   void observe(const Observation& o) override {
     // Grouped by stack during the pass (stacks and modules may still be ahead in the file);
     // stacks are mapped to call sites and groups merged per call site in finish().
+    observed_ = true;
     GroupKey key{};
     key.id = static_cast<uint8_t>(o.id);
     key.cause = static_cast<uint8_t>(o.cause);
@@ -236,16 +239,22 @@ class ProcessAnalyzer final : public RuleContext {
                                     "incomplete",
                                     p.records_lost));
     if (p.parent_pid_if_forked) p.notes.push_back(fmt::format("forked from pid {}", p.parent_pid_if_forked));
-    symbols_ = std::make_unique<Symbolizer>(trace_.modules());
+    const char* no_symbols = std::getenv("ASYNCWATCH_NO_SYMBOLS");
+    symbols_ = std::make_unique<Symbolizer>(trace_.modules(), !(no_symbols && *no_symbols && *no_symbols != '0'));
 
     std::unordered_map<std::string, size_t> by_site;  // merge_key -> index in out.findings
     for (auto& [key, g] : groups_) {
-      SiteRef site = site_of(key.site);
+      SiteRef site = site_of(key.site, key.kernel);
       Finding f;
       f.id = static_cast<FindingId>(key.id);
       f.cause = static_cast<Cause>(key.cause);
       bool driver_name = is_driver_api(static_cast<Api>(key.api));
-      f.api = driver_name && site.api_override ? names_[site.api_override] : api_name(static_cast<Api>(key.api));
+      std::string raw_api = api_name(static_cast<Api>(key.api));
+      f.api = public_api_name(driver_name && site.api_override ? names_[site.api_override] : raw_api);
+      // kernel<<<...>>>: the stack went through nvcc's stub, or the runtime's internal entry
+      // point that only the stubs call was hooked.
+      f.chevron_launch = f.id == FindingId::BlockingLaunch &&
+                         (site.chevron_launch || raw_api.rfind("__cudaLaunchKernel", 0) == 0);
       f.driver_api = g.first.driver_fn ? api_name(static_cast<Api>(g.first.driver_fn)) : "";
       f.has_direction = key.direction >= 0;
       f.direction = f.has_direction ? static_cast<Direction>(key.direction) : Direction::Unknown;
@@ -327,9 +336,12 @@ class ProcessAnalyzer final : public RuleContext {
     }
   }
 
-  void count_async(bool blocked_long, uint64_t blocked) {
+  // An asynchronous call; `flagged`: a blocking rule reported it (it blocked above the thresholds
+  // for a reason the report names). A call that blocked without matching a rule (a pinned copy
+  // behind a busy queue, a small inline copy) is not counted as blocking.
+  void count_async(bool flagged, uint64_t blocked) {
     ++async_calls_;
-    if (blocked_long) {
+    if (flagged) {
       ++async_blocking_;
       blocked_total_ += blocked;
     }
@@ -347,18 +359,18 @@ class ProcessAnalyzer final : public RuleContext {
     Direction d = copy_direction(c);
     if (r.type == RecordType::Copy) {
       if (!sync_api) {
-        bool inline_htod = d == Direction::HtoD && c.src_memory == static_cast<uint8_t>(MemoryKind::Pageable) &&
-                           c.bytes <= opt_.inline_htod_bytes;
-        count_async(blocked >= opt_.min_blocked_ns && !inline_htod, blocked);
+        observed_ = false;
         rules::check_host_to_host_async_copy(*this, c) || rules::check_managed_memory_copy(*this, c) ||
             rules::check_pageable_async_copy(*this, c, st);
+        count_async(observed_, blocked);
       }
       bool completed = (c.flags & kFlagEvidenceChecked) && (c.flags & kFlagCompletedAtReturn);
       bool waits = d == Direction::DtoH && (sync_api || c.dst_memory == static_cast<uint8_t>(MemoryKind::Pageable));
       if (completed || waits) idle(key);
     } else {
-      if (!sync_api) count_async(blocked >= opt_.min_blocked_ns, blocked);
+      observed_ = false;
       rules::check_blocking_memset(*this, c);
+      if (!sync_api) count_async(observed_, blocked);
     }
   }
 
@@ -368,10 +380,11 @@ class ProcessAnalyzer final : public RuleContext {
       count_async(false, 0);
       return;
     }
-    count_async(blocked >= opt_.min_blocked_ns, blocked);
     uint64_t key = stream_key(l.stream_kind, l.stream, r.tid);
     StreamState& st = stream(key);
+    observed_ = false;
     rules::check_blocking_launch(*this, l, st);
+    count_async(observed_, blocked);
     auto api = static_cast<Api>(l.api);
     bool graph = api == Api::cudaGraphLaunch || api == Api::cuGraphLaunch;
     ++st.launches_since_sync;
@@ -380,12 +393,13 @@ class ProcessAnalyzer final : public RuleContext {
   }
 
   void on_enqueue(const RecordView& r, const HostFuncEnqueueRecord& e) {
-    const uint64_t blocked = e.end_ns - e.start_ns;
     if (e.flags & kFlagCaptureActive) {
       count_async(false, 0);
       return;
     }
-    count_async(blocked >= opt_.min_blocked_ns, blocked);
+    // No rule flags the enqueue itself for blocking (long-host-callback is about how long the
+    // function ran on the driver's thread, deprecated-stream-callback about the API).
+    count_async(false, 0);
     (void)r;
     rules::check_deprecated_stream_callback(*this, e);
     auto run = pending_runs_.find(e.callback_id);
@@ -434,17 +448,25 @@ class ProcessAnalyzer final : public RuleContext {
     if (inserted) names_.push_back(name);
     return it->second;
   }
-  SiteRef site_of(uint32_t stack_id) {
+  // The call site of a stack; for a launch (`kernel_id` != 0) nvcc's host wrapper of that
+  // kernel is skipped too.
+  SiteRef site_of(uint32_t stack_id, uint32_t kernel_id = 0) {
     if (!stack_id) return {};
-    if (stack_id < dense_sites_.size() && dense_sites_[stack_id].resolved) return dense_sites_[stack_id].ref;
-    auto it = stack_sites_.find(stack_id);
+    const bool plain = kernel_id == 0 || kernel_id == kGraphKernel;
+    if (plain && stack_id < dense_sites_.size() && dense_sites_[stack_id].resolved) return dense_sites_[stack_id].ref;
+    const uint64_t cache_key = plain ? stack_id : (uint64_t{kernel_id} << 32) | stack_id;
+    auto it = stack_sites_.find(cache_key);
     if (it != stack_sites_.end()) return it->second;
     SiteRef ref;
     if (const auto* addrs = trace_.stack(stack_id)) {
       std::vector<Frame> frames;
       frames.reserve(addrs->size());
       for (uint64_t a : *addrs) frames.push_back(symbols_->resolve(a));
-      CallSite cs = select_call_site(frames);
+      std::string kernel_function;
+      if (!plain)
+        if (const std::string* mangled = trace_.string(kernel_id)) kernel_function = demangle(mangled->c_str());
+      CallSite cs = select_call_site(frames, kernel_function);
+      ref.chevron_launch = cs.chevron_launch;
       if (cs.index >= 0) {
         const Frame& f = frames[static_cast<size_t>(cs.index)];
         std::string key = f.function.empty() && f.file.empty()
@@ -456,11 +478,11 @@ class ProcessAnalyzer final : public RuleContext {
       }
       if (!cs.runtime_api.empty()) ref.api_override = intern_name(cs.runtime_api);
     }
-    if (stack_id < (1u << 20)) {
+    if (plain && stack_id < (1u << 20)) {
       if (stack_id >= dense_sites_.size()) dense_sites_.resize(std::max<size_t>(stack_id + 1, dense_sites_.size() * 2));
       dense_sites_[stack_id] = DenseSite{ref, true};
     } else {
-      stack_sites_.emplace(stack_id, ref);
+      stack_sites_.emplace(cache_key, ref);
     }
     return ref;
   }
@@ -490,13 +512,14 @@ class ProcessAnalyzer final : public RuleContext {
     bool resolved = false;
   };
   std::vector<DenseSite> dense_sites_;  // by stack id (ids are small and dense)
-  std::unordered_map<uint32_t, SiteRef> stack_sites_;  // ids beyond the dense range
+  std::unordered_map<uint64_t, SiteRef> stack_sites_;  // ids beyond the dense range; (kernel, stack) of launches
   std::vector<Frame> sites_;
   std::unordered_map<std::string, uint32_t> site_ids_;
   std::vector<std::string> names_;
   std::unordered_map<std::string, uint32_t> name_ids_;
   std::unordered_map<uint64_t, HostFuncEnqueueRecord> pending_enqueues_;
   std::unordered_map<uint64_t, HostFuncRunRecord> pending_runs_;
+  bool observed_ = false;  // a rule flagged the call being looked at
   uint64_t async_calls_ = 0;
   uint64_t async_blocking_ = 0;
   uint64_t blocked_total_ = 0;

@@ -30,7 +30,7 @@ struct ProcessSummary {
   bool simulated = false;
   uint64_t records = 0;
   uint64_t records_lost = 0;
-  uint64_t blocked_ns_total = 0;  // time async calls blocked (those at or above min_blocked)
+  uint64_t blocked_ns_total = 0;  // time the flagged async calls blocked (async_calls_blocking)
   uint64_t async_calls = 0;
   uint64_t async_calls_async = 0;
   uint64_t async_calls_blocking = 0;

@@ -1,11 +1,13 @@
 // asyncwatch run [--sim] [-o DIR] [report options] -- PROGRAM ARGS...
 // Runs the program with libasyncwatch.so preloaded (its children inherit the environment),
-// passes on its exit status, then reports every trace it wrote.
+// passes on its exit status, then reports every trace it wrote. A program that never touched
+// CUDA writes no trace: one line says so, and its exit status passes on unchanged.
 #include "analysis.h"
 #include "commands.h"
 #include "trace_reader.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -86,7 +88,8 @@ int cmd_run(const RunArgs& args) {
     out_dir = base;
     for (int i = 2; exists(out_dir); ++i) out_dir = fmt::format("{}-{}", base, i);
   }
-  if (mkdir(out_dir.c_str(), 0755) != 0 && errno != EEXIST) {
+  bool created_dir = mkdir(out_dir.c_str(), 0755) == 0;
+  if (!created_dir && errno != EEXIST) {
     std::cerr << fmt::format("asyncwatch run: {}: cannot create the trace directory: {}\n", out_dir, std::strerror(errno));
     return kExitInvalid;
   }
@@ -105,12 +108,18 @@ int cmd_run(const RunArgs& args) {
 
   std::cout.flush();
   std::cerr.flush();
+  // A close-on-exec pipe tells the parent whether exec succeeded (the child writes errno to it
+  // only when execvp fails), so a program that could not start is not taken for one that made
+  // no CUDA calls.
+  int exec_pipe[2] = {-1, -1};
+  if (pipe2(exec_pipe, O_CLOEXEC) != 0) exec_pipe[0] = exec_pipe[1] = -1;
   pid_t child = fork();
   if (child < 0) {
     std::cerr << fmt::format("asyncwatch run: fork failed: {}\n", std::strerror(errno));
     return kExitInvalid;
   }
   if (child == 0) {
+    if (exec_pipe[0] >= 0) close(exec_pipe[0]);
     sigaction(SIGINT, &old_int, nullptr);
     sigaction(SIGQUIT, &old_quit, nullptr);
     setenv("LD_PRELOAD", prepend_path(preload, std::getenv("LD_PRELOAD"), ':').c_str(), 1);
@@ -120,8 +129,23 @@ int cmd_run(const RunArgs& args) {
     for (const auto& a : args.command) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     execvp(argv[0], argv.data());
-    std::fprintf(stderr, "asyncwatch run: cannot run %s: %s\n", argv[0], std::strerror(errno));
-    _exit(errno == ENOENT ? 127 : 126);
+    int err = errno;
+    std::fprintf(stderr, "asyncwatch run: cannot run %s: %s\n", argv[0], std::strerror(err));
+    if (exec_pipe[1] >= 0) {
+      ssize_t ignored = write(exec_pipe[1], &err, sizeof err);
+      (void)ignored;
+    }
+    _exit(err == ENOENT ? 127 : 126);
+  }
+  bool exec_failed = false;
+  if (exec_pipe[1] >= 0) {
+    close(exec_pipe[1]);
+    int err = 0;
+    ssize_t n;
+    while ((n = read(exec_pipe[0], &err, sizeof err)) < 0 && errno == EINTR) {
+    }
+    exec_failed = n > 0;
+    close(exec_pipe[0]);
   }
   int status = 0;
   while (waitpid(child, &status, 0) < 0) {
@@ -141,10 +165,10 @@ int cmd_run(const RunArgs& args) {
   for (const auto& name : traces_in(out_dir))
     if (!before.count(name)) paths.push_back(out_dir + "/" + name);
   if (paths.empty()) {
-    std::cerr << fmt::format("asyncwatch run: {} wrote no trace to {} (did it start at all? is it statically linked, "
-                             "so that LD_PRELOAD cannot reach it?)\n",
-                             program, out_dir);
-    return program_status ? program_status : kExitInvalid;
+    if (created_dir && args.output_dir.empty()) rmdir(out_dir.c_str());  // our default directory, still empty
+    if (exec_failed) return program_status;   // the child said why
+    std::cerr << "asyncwatch: the program made no CUDA calls (no trace was written)\n";
+    return program_status;
   }
   std::cerr << fmt::format("asyncwatch: {} in {}\n", paths.size() == 1 ? "1 trace" : fmt::format("{} traces", paths.size()),
                            out_dir);

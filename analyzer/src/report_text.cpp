@@ -54,9 +54,15 @@ std::string display_path(const std::string& path) {
 }
 
 std::string location_text(const Finding& f) {
-  if (f.call_site_known && !f.call_site.file.empty())
-    return fmt::format("{}:{}", display_path(f.call_site.file), f.call_site.line);
+  if (!f.call_site_known) return {};
+  if (!f.call_site.file.empty()) return fmt::format("{}:{}", display_path(f.call_site.file), f.call_site.line);
   return "??";
+}
+
+std::string missing_call_site_text(const Finding& f) {
+  if (f.call_site_known) return {};
+  if (f.stack.empty()) return "call site not recorded; set ASYNCWATCH_STACKS=all to record it";
+  return "call site unknown: no frame of the stack is outside the CUDA runtime";
 }
 
 std::string frame_text(const Frame& f) {
@@ -80,8 +86,11 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
   for (const auto& f : report.findings) {
     const RuleInfo& rule = rule_info(f.id);
     const char* sc = rule.severity == Severity::Error ? c.error : rule.severity == Severity::Warning ? c.warning : c.note;
-    out << fmt::format("{}{}:{} {}{}:{} {} {}[{}]{}\n", c.bold, location_text(f), c.reset, sc,
-                       severity_name(rule.severity), c.reset, finding_message(f), c.dim, finding_id_name(f.id), c.reset);
+    std::string where = location_text(f);
+    std::string missing = missing_call_site_text(f);
+    out << fmt::format("{}{}{}:{} {}{} {}[{}]{}\n", where.empty() ? "" : c.bold + where + ":" + c.reset + " ", sc,
+                       severity_name(rule.severity), c.reset, finding_message(f),
+                       missing.empty() ? "" : " (" + missing + ")", c.dim, finding_id_name(f.id), c.reset);
     std::string stats = plural(f.count, "call", "calls");
     if (f.bytes) stats += ", " + format_bytes(f.bytes);
     stats += fmt::format(", {} {} (min {}, median {}, max {}), {} of wall time",
@@ -101,10 +110,7 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
                            "returned\n",
                            f.completed_at_return, f.evidence_checked);
     }
-    if (f.call_site_known)
-      out << fmt::format("    call site: {}\n", frame_text(f.call_site));
-    else
-      out << "    call site: unknown (no stack, or no frame outside the CUDA runtime)\n";
+    if (f.call_site_known) out << fmt::format("    call site: {}\n", frame_text(f.call_site));
     if (!f.stack.empty()) {
       out << "    stack:\n";
       for (size_t i = 0; i < f.stack.size(); ++i)
@@ -120,9 +126,13 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
     out << '\n';
   }
   const Summary& s = report.summary;
-  out << fmt::format("{}summary:{} {} asynchronous {}: {} really asynchronous, {} blocked for {} in total; {}\n",
-                     c.bold, c.reset, s.async_calls, s.async_calls == 1 ? "call" : "calls", s.async_calls_async,
-                     s.async_calls_blocking, format_duration(s.blocked_ns_total),
+  // async_calls_blocking counts the calls that a blocking rule flagged (docs/report-json.md).
+  std::string blocking = s.async_calls_blocking == 0
+                             ? std::string("none flagged as blocking")
+                             : fmt::format("{} flagged as blocking ({} in total)", s.async_calls_blocking,
+                                           format_duration(s.blocked_ns_total));
+  out << fmt::format("{}summary:{} {} asynchronous {}: {} really asynchronous, {}; {}\n", c.bold, c.reset,
+                     s.async_calls, s.async_calls == 1 ? "call" : "calls", s.async_calls_async, blocking,
                      plural(s.findings, "finding", "findings"));
 }
 

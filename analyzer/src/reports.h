@@ -16,8 +16,11 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
 nlohmann::ordered_json report_json(const Report& report);
 nlohmann::ordered_json report_sarif(const Report& report);
 
-// "file:line" for a call site, relative to the current directory when below it; "??" unknown.
+// "file:line" for a call site, relative to the current directory when below it; "??" when the
+// call site is known but not symbolized; "" when the finding has no call site.
 std::string location_text(const Finding& f);
+// Why a finding has no call site ("call site not recorded; ..."), "" when it has one.
+std::string missing_call_site_text(const Finding& f);
 // A path relative to the current directory when it lies below it.
 std::string display_path(const std::string& path);
 // "main at /src/seed.cu:52 (/path/app)" / "?? (/path/app+0x1234)"

@@ -34,16 +34,26 @@ std::string demangle(const char* name) {
   return name;
 }
 
-Symbolizer::Symbolizer(const std::vector<ModuleInfo>& modules) : modules_(modules) {
+bool is_pseudo_module(const std::string& path) {
+  if (path.empty() || path[0] == '[') return true;
+  std::string name = path.substr(path.rfind('/') + 1);
+  if (!name.empty() && name[0] == '[') return true;  // ".../[vdso]"
+  for (const char* vdso : {"linux-vdso", "linux-gate", "vdso"})
+    if (name.rfind(vdso, 0) == 0) return true;
+  return path.find('/') == std::string::npos;  // a bare soname: not a file we can find
+}
+
+Symbolizer::Symbolizer(const std::vector<ModuleInfo>& modules, bool read_symbols) : modules_(modules) {
   usable_.assign(modules_.size(), false);
   module_problem_.assign(modules_.size(), std::string());
+  if (!read_symbols) return;
   dwfl_ = dwfl_begin(&kOfflineCallbacks);
   if (!dwfl_) return;
   dwfl_report_begin(dwfl_);
   for (size_t i = 0; i < modules_.size(); ++i) {
     const ModuleInfo& m = modules_[i];
-    // [vdso], linux-vdso.so.1: no file to read (and never the user's code).
-    if (m.path.empty() || m.path[0] == '[' || m.path.find('/') == std::string::npos) continue;
+    // [vdso], linux-vdso.so.1, [vsyscall]: no file to read (and never the user's code).
+    if (is_pseudo_module(m.path)) continue;
     std::string name = m.path.substr(m.path.rfind('/') + 1);
     Dwfl_Module* mod = dwfl_report_elf(dwfl_, name.c_str(), m.path.c_str(), -1, m.load_bias, false);
     if (!mod) {

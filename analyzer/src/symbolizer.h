@@ -23,7 +23,9 @@ struct Frame {
 
 class Symbolizer {
  public:
-  explicit Symbolizer(const std::vector<ModuleInfo>& modules);
+  // `read_symbols` false: modules are only used to name the module of an address; no file is
+  // opened (ASYNCWATCH_NO_SYMBOLS=1, for golden tests of traces from other machines).
+  explicit Symbolizer(const std::vector<ModuleInfo>& modules, bool read_symbols = true);
   ~Symbolizer();
   Symbolizer(const Symbolizer&) = delete;
   Symbolizer& operator=(const Symbolizer&) = delete;
@@ -31,7 +33,8 @@ class Symbolizer {
   // `address` is a return address: the call instruction is found at address - 1.
   const Frame& resolve(uint64_t address);
   // Modules that could not be opened or whose build id differs, one line each: only those
-  // that an address resolved so far falls in.
+  // that an address resolved so far falls in. The kernel's pseudo-modules (linux-vdso.so.1,
+  // [vdso], [vsyscall]) are skipped silently.
   const std::vector<std::string>& problems() const { return problems_; }
 
  private:
@@ -45,5 +48,9 @@ class Symbolizer {
 };
 
 std::string demangle(const char* name);
+
+// True for module paths that name no file to read: the vDSO (linux-vdso.so.1, linux-gate.so.1,
+// [vdso]), [vsyscall] and other "[...]" pseudo-modules, empty paths.
+bool is_pseudo_module(const std::string& path);
 
 }  // namespace asyncwatch

@@ -127,6 +127,24 @@ TEST(Findings, PinnedCopiesAndShortBlocksAreNotFlagged) {
   EXPECT_EQ(r2.findings[0].id, FindingId::PageableAsyncCopy);
 }
 
+TEST(Findings, BlockedCallsWithoutAFindingAreNotCountedAsBlocking) {
+  // A pinned copy behind a busy stream blocked 2 ms: asynchronous as documented, no rule applies,
+  // so the summary does not count it as blocking (async_calls_blocking = calls with a finding).
+  Fixture x;
+  x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pinned, 2 * kMs, 1 << 20);
+  x.copy(Direction::HtoD, MemoryKind::Pageable, MemoryKind::Device, 300 * kUs, 4096);  // inline
+  x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 3 * kMs, 1 << 20);   // flagged
+  x.add(RecordType::HostFuncEnqueue, TraceBuilder::enqueue(Api::cudaLaunchHostFunc, Api::cuLaunchHostFunc, 1, x.t, x.t + 5 * kMs),
+        6 * kMs);
+  Report r = x.report("unflagged.awtrace");
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.summary.async_calls, 4u);
+  EXPECT_EQ(r.summary.async_calls_blocking, 1u);
+  EXPECT_EQ(r.summary.async_calls_async, 3u);
+  EXPECT_EQ(r.summary.blocked_ns_total, 3 * kMs);
+  EXPECT_EQ(r.processes[0].blocked_ns_total, 3 * kMs);
+}
+
 TEST(Findings, CapturedCallsAreNeverBlocking) {
   Fixture x;
   x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 5 * kMs, 1 << 20, tf::kFlagCaptureActive);

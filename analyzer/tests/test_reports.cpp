@@ -105,3 +105,28 @@ TEST(Reports, InvalidUtf8InTraceStringsDoesNotBreakJson) {
   auto parsed = nlohmann::json::parse(out);
   EXPECT_EQ(parsed["findings"][0]["id"], "blocking-launch");
 }
+
+TEST(Reports, SyncsWithoutAStackHaveNoLocation) {
+  TraceBuilder b(4243, "/work/app/syncs");
+  b.thread_info(1, "syncs");
+  uint64_t t = b.header().start_monotonic_ns + kMs;
+  for (int i = 0; i < 3; ++i) {  // no stack: grouped by API under no call site
+    b.event(1, RecordType::Sync, TraceBuilder::sync(Api::cudaStreamSynchronize, Api::cuStreamSynchronize, t, t + 2 * kMs));
+    t += 3 * kMs;
+  }
+  Report r = analyze_traces({write_trace(b, "syncs-report.awtrace")}, Options{});
+  ASSERT_EQ(r.findings.size(), 1u);
+  std::ostringstream out;
+  write_report_text(out, r, TextStyle{});
+  std::string text = out.str();
+  EXPECT_NE(text.find("\nnote: cudaStreamSynchronize waited 6.00 ms in total (3 calls, max 2.00 ms): "), std::string::npos)
+      << text;
+  EXPECT_NE(text.find(" (call site not recorded; set ASYNCWATCH_STACKS=all to record it) [explicit-sync]\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("??"), std::string::npos) << text;
+  auto j = report_json(r);
+  EXPECT_TRUE(j["findings"][0]["call_site"].is_null());
+  auto s = report_sarif(r);
+  EXPECT_TRUE(s["runs"][0]["results"][0]["locations"].empty());
+}

@@ -101,3 +101,36 @@ TEST(Symbolizer, Demangles) {
   EXPECT_EQ(demangle("_Z5dummyv"), "dummy()");
   EXPECT_EQ(demangle("main"), "main");
 }
+
+TEST(Symbolizer, PseudoModulesAreSkippedSilently) {
+  std::vector<ModuleInfo> mods;
+  uint64_t base = 0x10000;
+  for (const char* path : {"linux-vdso.so.1", "[vdso]", "[vsyscall]", "/proc/self/[vdso]", "linux-gate.so.1"}) {
+    ModuleInfo m;
+    m.path = path;
+    m.low = base;
+    m.high = base + 0x1000;
+    m.build_id.assign(20, 0x11);
+    mods.push_back(m);
+    base += 0x10000;
+  }
+  Symbolizer symbols(mods);
+  for (uint64_t a = 0x10800; a < base; a += 0x10000) EXPECT_EQ(symbols.resolve(a).module.empty(), false);
+  EXPECT_TRUE(symbols.problems().empty()) << symbols.problems()[0];
+  EXPECT_TRUE(is_pseudo_module("linux-vdso.so.1"));
+  EXPECT_TRUE(is_pseudo_module("[vsyscall]"));
+  EXPECT_FALSE(is_pseudo_module("/usr/lib/libvdsoish.so"));
+  EXPECT_FALSE(is_pseudo_module("/work/app"));
+}
+
+TEST(Symbolizer, NoSymbolsReadsNoModule) {
+  Found self;
+  dl_iterate_phdr(find_self, &self);
+  ASSERT_TRUE(self.ok);
+  Symbolizer symbols({self.module}, false);
+  uint64_t ret = user_function_calling_cuda();
+  const Frame& f = symbols.resolve(ret);
+  EXPECT_TRUE(f.function.empty());
+  EXPECT_EQ(f.module, self.module.path);
+  EXPECT_TRUE(symbols.problems().empty());
+}

@@ -226,6 +226,54 @@ TEST(EndToEnd, CaptureFlaggedAndNoEvidenceDuringCapture) {
   EXPECT_EQ(t.count(RecordType::Capture), 2u);
 }
 
+TEST(EndToEnd, Cuda13CtxSynchronizeV2AndCaptureToGraph) {
+  AppRun r = run({"cuda13"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  Trace t = only_trace(r);
+  auto s = t.all<SyncRecord>(RecordType::Sync);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].api, static_cast<uint16_t>(Api::cuCtxSynchronize));
+  EXPECT_EQ(s[0].driver_fn, static_cast<uint16_t>(Api::cuCtxSynchronize_v2));
+  auto cap = t.all<CaptureRecord>(RecordType::Capture);
+  ASSERT_EQ(cap.size(), 2u);
+  EXPECT_EQ(cap[0].api, static_cast<uint16_t>(Api::cuStreamBeginCapture_v2));
+  EXPECT_EQ(cap[0].driver_fn, static_cast<uint16_t>(Api::cuStreamBeginCaptureToGraph));
+  auto c = copies(t);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_TRUE(c[0].flags & kFlagCaptureActive);
+  EXPECT_FALSE(c[0].flags & kFlagEvidenceChecked);  // the capture was counted
+}
+
+TEST(EndToEnd, DefaultStackPolicyOnlyDoubtfulCopies) {
+  {
+    AppRun r = run({"linked"});
+    ASSERT_TRUE(exited_ok(r)) << r.err;
+    auto c = copies(only_trace(r));
+    ASSERT_EQ(c.size(), 5u);
+    EXPECT_TRUE(c[0].flags & kFlagStackCaptured);   // pageable source
+    EXPECT_FALSE(c[1].flags & kFlagStackCaptured);  // pinned, returned at once
+    EXPECT_EQ(c[1].stack_id, 0u);
+    EXPECT_TRUE(c[2].flags & kFlagStackCaptured);   // pageable destination
+    EXPECT_FALSE(c[3].flags & kFlagStackCaptured);  // registered (pinned)
+    EXPECT_TRUE(c[4].flags & kFlagStackCaptured);   // pageable again after unregister
+  }
+  {
+    AppRun r = run({"linked"}, {"ASYNCWATCH_STACKS=all"});
+    ASSERT_TRUE(exited_ok(r)) << r.err;
+    auto c = copies(only_trace(r));
+    ASSERT_EQ(c.size(), 5u);
+    for (const auto& x : c) EXPECT_TRUE(x.flags & kFlagStackCaptured);
+  }
+  {
+    // A pinned copy that blocked longer than the threshold gets its stack.
+    AppRun r = run({"linked"}, {"ASYNCWATCH_LAUNCH_STACK_THRESHOLD_US=1", "FAKE_CUDA_COPY_SLEEP_US=200"});
+    ASSERT_TRUE(exited_ok(r)) << r.err;
+    auto c = copies(only_trace(r));
+    ASSERT_EQ(c.size(), 5u);
+    EXPECT_TRUE(c[1].flags & kFlagStackCaptured);
+  }
+}
+
 TEST(EndToEnd, EvidenceNotReadyAndOff) {
   AppRun r = run({"linked"}, {"FAKE_CUDA_INCOMPLETE=1"});
   ASSERT_TRUE(exited_ok(r)) << r.err;

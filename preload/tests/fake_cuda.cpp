@@ -158,6 +158,12 @@ EXPORT CUresult cuStreamCreate(CUstream* s, unsigned) { *s = malloc(8); return 0
 EXPORT CUresult cuStreamDestroy_v2(CUstream s) { free(s); return 0; }
 EXPORT CUresult cuStreamSynchronize(CUstream) { g_worker.drain(); return 0; }
 EXPORT CUresult cuCtxSynchronize() { g_worker.drain(); return 0; }
+// CUDA 13: cuGetProcAddress("cuCtxSynchronize", 13000) answers this one (the table prefers _v2).
+EXPORT CUresult cuCtxSynchronize_v2(void*) { g_worker.drain(); return 0; }
+EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream, void*, const void*, const void*, size_t, unsigned) {
+  g_capturing = 1;
+  return 0;
+}
 
 EXPORT CUresult cuFuncGetName(const char** name, void* f) {
   if (!f) return 1;
@@ -195,7 +201,7 @@ const Entry kEntries[] = {
     E(cuMemHostAlloc), E(cuMemAllocHost_v2), E(cuMemFreeHost), E(cuMemHostRegister_v2), E(cuMemHostUnregister),
     E(cuPointerGetAttributes), E(cuEventCreate), E(cuEventRecord), E(cuEventQuery), E(cuStreamIsCapturing),
     E(cuStreamBeginCapture_v2), E(cuStreamEndCapture), E(cuStreamCreate), E(cuStreamDestroy_v2),
-    E(cuStreamSynchronize), E(cuCtxSynchronize), E(cuFuncGetName), E(cuLaunchKernel), E(cuLaunchHostFunc),
+    E(cuStreamSynchronize), E(cuCtxSynchronize), E(cuCtxSynchronize_v2), E(cuStreamBeginCaptureToGraph), E(cuFuncGetName), E(cuLaunchKernel), E(cuLaunchHostFunc),
     E(cuStreamAddCallback), E(cuGetProcAddress), E(cuGetProcAddress_v2),
 };
 #undef E

@@ -22,6 +22,7 @@ using CUstream = void*;
 
 extern "C" {
 CUresult cuInit(unsigned);
+CUresult cuStreamBeginCaptureToGraph(CUstream, void*, const void*, const void*, size_t, unsigned);
 CUresult cuMemAlloc_v2(CUdeviceptr*, size_t);
 CUresult cuMemHostAlloc(void**, size_t, unsigned);
 CUresult cuMemFreeHost(void*);
@@ -157,6 +158,26 @@ int main(int argc, char** argv) {
     void* g;
     CHECK(cuStreamEndCapture(s, &g));
     CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 65, s));
+    return 0;
+  }
+  if (mode == "cuda13") {  // what CUDA 13 hands out: cuCtxSynchronize_v2, capture into a graph
+    CHECK(cuInit(0));
+    void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) return 4;
+    auto gp = reinterpret_cast<GetProc>(dlsym(h, "cuGetProcAddress_v2"));
+    using CtxSync = CUresult (*)(void*);
+    CtxSync sync = nullptr;
+    CHECK(gp("cuCtxSynchronize", reinterpret_cast<void**>(&sync), 13000, 0, nullptr));
+    CHECK(sync(nullptr));
+    CUstream s;
+    CHECK(cuStreamCreate(&s, 0));
+    CUdeviceptr d;
+    CHECK(cuMemAlloc_v2(&d, 4096));
+    std::vector<char> host(4096);
+    CHECK(cuStreamBeginCaptureToGraph(s, nullptr, nullptr, nullptr, 0, 0));
+    CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 64, s));
+    void* g;
+    CHECK(cuStreamEndCapture(s, &g));
     return 0;
   }
   if (mode == "errno") {

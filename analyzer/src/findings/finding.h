@@ -65,6 +65,7 @@ struct Finding {
   trace::MemoryKind host_memory = trace::MemoryKind::Unknown;
   bool has_host_memory = false;
   std::string kernel;      // "" when not applicable / unknown
+  bool chevron_launch = false;  // blocking-launch: launched with kernel<<<...>>> (nvcc's stub)
   uint64_t count = 0;
   uint64_t bytes = 0;
   DurationStats blocked;   // for long-host-callback: how long the host function ran

@@ -130,6 +130,7 @@ void Finding::merge(const Finding& o) {
   completed_at_return += o.completed_at_return;
   drained_before_return += o.drained_before_return;
   outstanding_launches_max = std::max(outstanding_launches_max, o.outstanding_launches_max);
+  chevron_launch = chevron_launch || o.chevron_launch;
   for (const auto& [k, n] : o.waited_for) waited_for[k] += n;
   if (module_loading.empty()) module_loading = o.module_loading;
   for (const auto& p : o.processes) {
@@ -160,6 +161,7 @@ std::string direction_words(const Finding& f) {
 std::string api_with_args(const Finding& f) {
   std::vector<std::string> parts;
   if (f.id == FindingId::BlockingLaunch || f.id == FindingId::LongHostCallback) {
+    if (f.chevron_launch) parts.push_back("<<<...>>>");
     if (f.id == FindingId::BlockingLaunch) parts.push_back(f.kernel.empty() ? "kernel ?" : "kernel " + f.kernel);
     if (f.count > 1) parts.push_back(plural(f.count, "call", "calls"));
   } else if (f.id == FindingId::BlockingMemset) {

@@ -1,10 +1,17 @@
 # Runs `asyncwatch report` on TRACE in JSON (and text when EXPECTED_TEXT exists) and compares
 # with the expected files byte for byte. The trace is named relative to its own directory,
 # so the output holds no machine-specific path. ASYNCWATCH_UPDATE_GOLDEN=1 rewrites them.
+# NORMALIZE (real traces from the simulator or a GPU): the report is made without reading the
+# traced binaries (ASYNCWATCH_NO_SYMBOLS=1: they are seldom on this machine, or are other
+# builds) and reduced by normalize_report.py (PYTHON) to what does not depend on the machine or
+# on timing; only that JSON is compared.
 get_filename_component(dir ${TRACE} DIRECTORY)
 get_filename_component(name ${TRACE} NAME)
 set(formats json)
-if(EXISTS ${EXPECTED_TEXT} OR DEFINED ENV{ASYNCWATCH_UPDATE_GOLDEN})
+set(env NO_COLOR=1)
+if(NORMALIZE)
+  list(APPEND env ASYNCWATCH_NO_SYMBOLS=1)
+elseif(EXISTS ${EXPECTED_TEXT} OR DEFINED ENV{ASYNCWATCH_UPDATE_GOLDEN})
   list(APPEND formats text)
 endif()
 foreach(format ${formats})
@@ -13,10 +20,21 @@ foreach(format ${formats})
   else()
     set(expected ${EXPECTED_TEXT})
   endif()
-  execute_process(COMMAND ${CMAKE_COMMAND} -E env NO_COLOR=1 ${ASYNCWATCH} report --format ${format} ${name}
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env ${env} ${ASYNCWATCH} report --format ${format} ${name}
     WORKING_DIRECTORY ${dir} OUTPUT_VARIABLE actual ERROR_VARIABLE errors RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "asyncwatch report --format ${format} ${TRACE} exited ${rc}: ${errors}")
+  endif()
+  if(NORMALIZE)
+    string(RANDOM LENGTH 8 tag)
+    set(raw ${CMAKE_CURRENT_BINARY_DIR}/golden-raw-${tag}.json)
+    file(WRITE ${raw} "${actual}")
+    execute_process(COMMAND ${PYTHON} ${CMAKE_CURRENT_LIST_DIR}/normalize_report.py ${raw}
+      OUTPUT_VARIABLE actual ERROR_VARIABLE errors RESULT_VARIABLE rc)
+    file(REMOVE ${raw})
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "normalize_report.py failed on the report of ${TRACE}: ${errors}")
+    endif()
   endif()
   if(DEFINED ENV{ASYNCWATCH_UPDATE_GOLDEN})
     file(WRITE ${expected} "${actual}")

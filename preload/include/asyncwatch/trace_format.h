@@ -153,7 +153,10 @@ inline constexpr uint32_t kMaxStackDepth = 64;
   X(cuStreamCreateWithPriority)                \
   X(cuStreamDestroy_v2)                        \
   X(cuStreamBeginCapture_v2)                   \
-  X(cuStreamEndCapture)
+  X(cuStreamEndCapture)                        \
+  /* appended later (append-only: ids above are stable) */ \
+  X(cuCtxSynchronize_v2)                       \
+  X(cuStreamBeginCaptureToGraph)
 
 enum class Api : uint16_t {
 #define ASYNCWATCH_API_ENUM(name) name,

@@ -61,20 +61,33 @@ CallFields fields(AnyRecord& r) noexcept {
   }
 }
 
-bool wants_stack(Category c, uint64_t blocked_ns) noexcept {
+// A host side that may make a copy synchronous (and so become a finding): anything but pinned
+// host memory, device memory or an array.
+inline bool doubtful_side(uint8_t k) noexcept {
+  auto m = static_cast<MemoryKind>(k);
+  return m == MemoryKind::Pageable || m == MemoryKind::Unknown || m == MemoryKind::Managed;
+}
+
+// Default policy (docs/configuration.md): copies and memsets get a stack when a side is not known
+// to be pinned or device memory (pageable, unknown, managed; every host-to-host copy) or when the
+// call blocked longer than the launch threshold; host-function enqueues always; launches when
+// they blocked longer than the threshold.
+bool wants_stack(const AnyRecord& r, Category c, uint64_t blocked_ns) noexcept {
   const Config& cfg = config();
-  switch (cfg.stacks) {
-    case StackPolicy::None: return false;
-    case StackPolicy::All: return true;
-    case StackPolicy::Default: break;
+  if (AW_LIKELY(cfg.stacks == StackPolicy::Default)) {
+    switch (c) {
+      case Category::Copy:
+      case Category::Memset:
+        if (blocked_ns > cfg.launch_stack_threshold_ns) return true;
+        if (r.copy.direction == static_cast<uint8_t>(Direction::HtoH)) return true;
+        if (c == Category::Memset) return doubtful_side(r.copy.dst_memory);
+        return doubtful_side(r.copy.src_memory) || doubtful_side(r.copy.dst_memory);
+      case Category::HostFunc: return true;
+      case Category::Launch: return blocked_ns > cfg.launch_stack_threshold_ns;
+      default: return false;
+    }
   }
-  switch (c) {
-    case Category::Copy:
-    case Category::Memset:
-    case Category::HostFunc: return true;
-    case Category::Launch: return blocked_ns > cfg.launch_stack_threshold_ns;
-    default: return false;
-  }
+  return cfg.stacks == StackPolicy::All;
 }
 
 // Per-thread cache of the evidence event of each context.
@@ -151,7 +164,7 @@ void apply_stack_policy(AnyRecord& r, Category c) noexcept {
   CallFields f = fields(r);
   if (!f.stack_id) return;
   uint64_t blocked = *f.end_ns - *f.start_ns;
-  if (!wants_stack(c, blocked)) return;
+  if (!wants_stack(r, c, blocked)) return;
   const ThreadCallState& st = thread_state();
   uint32_t id = stacks::capture_call_site(st.caller_ra, st.caller_frame);
   if (id) {

@@ -79,9 +79,10 @@ CUresult traced(Hook h, trace::RecordType type, CUstream stream, bool has_stream
                 Describe&& describe) noexcept {
   if (!calls::should_record()) return call();
   calls::DriverScope scope;
-  uint64_t start = now_ns();
+  calls::DriverClock clock;
+  uint64_t start = clock.now();
   CUresult r = call();
-  uint64_t end = now_ns();
+  uint64_t end = clock.now();
   ErrnoKeeper keep;
   const hooks::HookInfo& hi = hooks::info(h);
   calls::AnyRecord rec{};

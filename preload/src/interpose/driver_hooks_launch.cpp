@@ -32,9 +32,10 @@ template <class Call>
 CUresult traced_launch(Hook h, const LaunchShape& shape, Call&& call) noexcept {
   if (!calls::should_record()) return call();
   calls::DriverScope scope;
-  uint64_t start = now_ns();
+  calls::DriverClock clock;
+  uint64_t start = clock.now();
   CUresult r = call();
-  uint64_t end = now_ns();
+  uint64_t end = clock.now();
   ErrnoKeeper keep;
   const hooks::HookInfo& hi = hooks::info(h);
   calls::AnyRecord rec{};
@@ -135,9 +136,10 @@ CUresult traced_host_func(Hook h, CUstream st, CUhostFn user_fn, CUstreamCallbac
     ctx = static_cast<calls::HostFuncContext*>(malloc(sizeof(calls::HostFuncContext)));
     if (ctx) *ctx = calls::HostFuncContext{user_fn, user_cb, user_data, calls::next_callback_id()};
   }
-  uint64_t start = now_ns();
+  calls::DriverClock clock;
+  uint64_t start = clock.now();
   CUresult r = enqueue(ctx);
-  uint64_t end = now_ns();
+  uint64_t end = clock.now();
   ErrnoKeeper keep;
   uint64_t id = ctx ? ctx->callback_id : 0;
   if (r != CUDA_SUCCESS && ctx) free(ctx);  // the driver will never call it

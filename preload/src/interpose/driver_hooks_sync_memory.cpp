@@ -25,9 +25,10 @@ template <class Call, class Fill>
 CUresult traced(Hook h, calls::Category cat, Call&& call, Fill&& fill) noexcept {
   if (!calls::should_record()) return call();
   calls::DriverScope scope;
-  uint64_t start = now_ns();
+  calls::DriverClock clock;
+  uint64_t start = clock.now();
   CUresult r = call();
-  uint64_t end = now_ns();
+  uint64_t end = clock.now();
   ErrnoKeeper keep;
   calls::AnyRecord rec{};
   fill(rec, hooks::info(h), r, start, end);
@@ -129,6 +130,20 @@ extern "C" AW_EXPORT CUresult cuCtxSynchronize() noexcept { AW_NOTE_CALLER();
   return traced(Hook::cuCtxSynchronize, calls::Category::Sync, [&] { return real(); },
                 [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
                   fill_sync(rec, hi, r, a, b, 0, trace::StreamKind::Unknown);
+                });
+}
+
+// CUDA 13: cuGetProcAddress("cuCtxSynchronize", 13000) hands out cuCtxSynchronize_v2(CUcontext),
+// which synchronizes the given context (NULL: the current one). Recorded as the same Sync as
+// cuCtxSynchronize (api cuCtxSynchronize, so every rule about it applies) with driver_fn naming
+// the entry point the application actually reached, and the context as the handle.
+extern "C" AW_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) noexcept { AW_NOTE_CALLER();
+  auto real = real_fn<CUresult (*)(CUcontext)>(Hook::cuCtxSynchronize_v2);
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  return traced(Hook::cuCtxSynchronize_v2, calls::Category::Sync, [&] { return real(ctx); },
+                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
+                  fill_sync(rec, hi, r, a, b, reinterpret_cast<uint64_t>(ctx), trace::StreamKind::Unknown);
+                  rec.sync.api = static_cast<uint16_t>(trace::Api::cuCtxSynchronize);
                 });
 }
 
@@ -319,6 +334,28 @@ extern "C" AW_EXPORT CUresult cuStreamDestroy_v2(CUstream st) noexcept { AW_NOTE
   }
 DEF_BEGIN_CAPTURE(cuStreamBeginCapture_v2)
 DEF_BEGIN_CAPTURE(cuStreamBeginCapture_v2_ptsz)
+
+// CUDA 12.3+: capture into an existing graph. Ended by cuStreamEndCapture like any capture; it
+// must be counted too, or completion evidence could invalidate a global-mode capture.
+#define DEF_BEGIN_CAPTURE_TO_GRAPH(sym)                                                             \
+  extern "C" AW_EXPORT CUresult sym(CUstream st, CUgraph g, const void* deps, const void* edge_data, \
+                                    size_t ndeps, unsigned mode) noexcept {                         \
+    AW_NOTE_CALLER();                                                                               \
+    auto real = real_fn<CUresult (*)(CUstream, CUgraph, const void*, const void*, size_t, unsigned)>(Hook::sym); \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                   \
+    CUresult r0 = CUDA_SUCCESS;                                                                     \
+    CUresult res = traced(Hook::sym, calls::Category::Capture,                                      \
+                          [&] { return r0 = real(st, g, deps, edge_data, ndeps, mode); },           \
+                          [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) { \
+                            fill_capture(rec, hi, r, a, b, reinterpret_cast<uint64_t>(st), mode);   \
+                            /* a begin of capture for every rule; driver_fn names the entry point */ \
+                            rec.capture.api = static_cast<uint16_t>(trace::Api::cuStreamBeginCapture_v2); \
+                          });                                                                       \
+    if (r0 == CUDA_SUCCESS && res == CUDA_SUCCESS) calls::capture_begun();                          \
+    return res;                                                                                     \
+  }
+DEF_BEGIN_CAPTURE_TO_GRAPH(cuStreamBeginCaptureToGraph)
+DEF_BEGIN_CAPTURE_TO_GRAPH(cuStreamBeginCaptureToGraph_ptsz)
 
 #define DEF_END_CAPTURE(sym)                                                                        \
   extern "C" AW_EXPORT CUresult sym(CUstream st, CUgraph* g) noexcept { AW_NOTE_CALLER();                            \

@@ -57,6 +57,7 @@
   AW_LEGACY_AND_PER_THREAD(X, cuStreamSynchronize, _ptsz)       \
   X(cuEventSynchronize, cuEventSynchronize, 0)                  \
   X(cuCtxSynchronize, cuCtxSynchronize, 0)                      \
+  X(cuCtxSynchronize_v2, cuCtxSynchronize_v2, 0)                \
   AW_LEGACY_AND_PER_THREAD(X, cuStreamWaitEvent, _ptsz)         \
   AW_LEGACY_AND_PER_THREAD(X, cuStreamQuery, _ptsz)             \
   X(cuEventQuery, cuEventQuery, 0)                              \
@@ -76,7 +77,8 @@
   X(cuStreamCreateWithPriority, cuStreamCreateWithPriority, 0)  \
   X(cuStreamDestroy_v2, cuStreamDestroy_v2, 0)                  \
   AW_LEGACY_AND_PER_THREAD(X, cuStreamBeginCapture_v2, _ptsz)   \
-  AW_LEGACY_AND_PER_THREAD(X, cuStreamEndCapture, _ptsz)
+  AW_LEGACY_AND_PER_THREAD(X, cuStreamEndCapture, _ptsz)       \
+  AW_LEGACY_AND_PER_THREAD(X, cuStreamBeginCaptureToGraph, _ptsz)
 
 namespace asyncwatch::hooks {
 

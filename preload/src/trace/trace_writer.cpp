@@ -205,8 +205,11 @@ bool map_segment(uint64_t seg) {
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
-  // Fault the whole segment in writable now, once, instead of one page fault (and ext4
-  // page_mkwrite) per 4 KiB later inside the application's calls. Linux >= 5.14; else no-op.
+  // Fault the whole segment in writable now, in one call, instead of one page fault (and ext4
+  // page_mkwrite) per 4 KiB later inside the application's calls. Linux >= 5.14; older kernels
+  // answer EINVAL and the pages fault in on first use, as before. This moves the cost rather
+  // than removing it: on ext4 the population itself costs ~1.5-2.5 us per 4 KiB page on the
+  // build VM, about what the faults cost (docs/configuration.md, "Overhead measured").
   madvise(p, kSegmentBytes, MADV_POPULATE_WRITE);
   g_segments[seg].store(static_cast<char*>(p), std::memory_order_release);
   g_allocated_blocks.store((seg + 1) * kBlocksPerSegment);

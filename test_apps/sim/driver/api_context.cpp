@@ -194,18 +194,31 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuCtxPopCurrent_v2(CUcontext* ctx) {
   return CUDA_SUCCESS;
 }
 
-AW_DRIVER_EXPORT CUresult CUDAAPI cuCtxGetDevice(CUdevice* dev) {
-  if (CUresult r = check_context()) return r;
+// The context argument of the CUDA 13 (_v2) variants: NULL means the calling thread's current
+// context; otherwise it must be the (one) primary context, current or not.
+static CUresult check_context_argument(CUcontext ctx) {
+  if (!ctx) return check_context();
+  if (!driver_initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  return ctx == reinterpret_cast<CUcontext>(primary_context()) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+AW_DRIVER_EXPORT CUresult CUDAAPI cuCtxGetDevice_v2(CUdevice* dev, CUcontext ctx) {
+  if (CUresult r = check_context_argument(ctx)) return r;
   if (!dev) return CUDA_ERROR_INVALID_VALUE;
   *dev = 0;
   return CUDA_SUCCESS;
 }
 
-AW_DRIVER_EXPORT CUresult CUDAAPI cuCtxSynchronize() {
-  if (CUresult r = check_context()) return r;
+AW_DRIVER_EXPORT CUresult CUDAAPI cuCtxGetDevice(CUdevice* dev) { return cuCtxGetDevice_v2(dev, nullptr); }
+
+// cuGetProcAddress("cuCtxSynchronize", >= 13000) returns this one, as the real CUDA 13 driver does.
+AW_DRIVER_EXPORT CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx) {
+  if (CUresult r = check_context_argument(ctx)) return r;
   stream_table().synchronize_all();
   return CUDA_SUCCESS;
 }
+
+AW_DRIVER_EXPORT CUresult CUDAAPI cuCtxSynchronize() { return cuCtxSynchronize_v2(nullptr); }
 
 AW_DRIVER_EXPORT CUresult CUDAAPI cuMemGetInfo_v2(size_t* free_bytes, size_t* total_bytes) {
   if (CUresult r = check_context()) return r;

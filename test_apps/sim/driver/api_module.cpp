@@ -12,7 +12,8 @@ namespace {
 CUresult load_module(void** out, const void* image) {
   if (CUresult r = check_context()) return r;
   if (!out || !image) return CUDA_ERROR_INVALID_VALUE;
-  *out = create_module();  // the image is not inspected: kernels are created by name on request
+  // Kernels are created by name on request; the image is read only for first-parameter sizes.
+  *out = create_module(image);
   return CUDA_SUCCESS;
 }
 

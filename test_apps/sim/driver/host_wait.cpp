@@ -15,6 +15,7 @@ void busy_wait_until(uint64_t deadline_ns) {
 }
 
 void sleep_until(uint64_t deadline_ns) {
+  if (now_ns() >= deadline_ns) return;  // already past: no system call
   timespec ts{};
   ts.tv_sec = static_cast<time_t>(deadline_ns / 1000000000ull);
   ts.tv_nsec = static_cast<long>(deadline_ns % 1000000000ull);

@@ -12,7 +12,7 @@ uint64_t now_ns();  // CLOCK_MONOTONIC
 // Burn the calling thread's CPU until `deadline_ns`.
 void busy_wait_until(uint64_t deadline_ns);
 
-// Sleep (no CPU) until `deadline_ns`.
+// Sleep (no CPU) until `deadline_ns`; returns at once if it has passed.
 void sleep_until(uint64_t deadline_ns);
 
 template <class Predicate>

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <set>
 
+#include "image_params.h"
 #include "sim_config.h"
 
 namespace aw_sim {
@@ -66,7 +67,14 @@ SimFunction* SimModule::get_or_create(const std::string& name) {
     slot->mangled_name = name;
     MangledKernelName parsed = parse_mangled_name(name);
     slot->plain_name = parsed.identifier.empty() ? name : parsed.identifier;
-    slot->first_param_is_int64 = std::strchr("xlym", parsed.first_param ? parsed.first_param : '?') != nullptr;
+    if (name.compare(0, 2, "_Z") == 0) {
+      slot->first_param_is_int64 = std::strchr("xlym", parsed.first_param ? parsed.first_param : '?') != nullptr;
+    } else {
+      // extern "C": no types in the name; a sleep kernel only if the image says the first
+      // parameter is 8 bytes. Unknown (no image information): not a sleep kernel.
+      auto size = first_param_size.find(name);
+      slot->first_param_is_int64 = size != first_param_size.end() && size->second == 8;
+    }
     slot->is_sleep_kernel =
         slot->first_param_is_int64 && std::regex_search(slot->plain_name, config().sleep_kernel_regex);
     slot->module = this;
@@ -78,8 +86,9 @@ SimFunction* SimModule::get_or_create(const std::string& name) {
   return slot.get();
 }
 
-SimModule* create_module() {
+SimModule* create_module(const void* image) {
   auto* m = new SimModule();
+  m->first_param_size = first_param_sizes(image);
   std::lock_guard<std::mutex> lock(handles_mutex());
   module_handles().insert(m);
   return m;

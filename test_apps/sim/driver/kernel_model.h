@@ -26,10 +26,12 @@ struct SimFunction {
 struct SimModule {
   std::mutex mutex;
   std::map<std::string, std::unique_ptr<SimFunction>> functions;
+  // First-parameter sizes the image declares (image_params.h); decides extern "C" sleep kernels.
+  std::map<std::string, std::size_t> first_param_size;
   SimFunction* get_or_create(const std::string& name);
 };
 
-SimModule* create_module();
+SimModule* create_module(const void* image = nullptr);
 bool destroy_module(SimModule* m);
 bool is_module(const void* handle);
 bool is_function(const void* handle);

@@ -51,8 +51,11 @@ const ProcEntry kEntries[] = {
     E("cuCtxSetCurrent", 4000, cuCtxSetCurrent),
     E("cuCtxPushCurrent", 4000, cuCtxPushCurrent_v2),
     E("cuCtxPopCurrent", 4000, cuCtxPopCurrent_v2),
+    // CUDA 13 changed these two: the 13000 variants take the context (NULL = the current one).
     E("cuCtxGetDevice", 2000, cuCtxGetDevice),
+    E("cuCtxGetDevice", 13000, cuCtxGetDevice_v2),
     E("cuCtxSynchronize", 2000, cuCtxSynchronize),
+    E("cuCtxSynchronize", 13000, cuCtxSynchronize_v2),
     E("cuCtxGetStreamPriorityRange", 5050, cuCtxGetStreamPriorityRange),
     E("cuMemGetInfo", 3020, cuMemGetInfo_v2),
     E("cuMemAlloc", 3020, cuMemAlloc_v2),

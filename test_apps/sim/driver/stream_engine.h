@@ -25,6 +25,12 @@ struct Dependency {
 
 // One unit of work: `body` runs on the worker ("driver thread"); the operation then occupies the
 // stream until `duration_ns` after it started (time the GPU would spend).
+//
+// Timing (the stream's "device clock"): an operation starts, in simulated time, at
+//   start = max(end of the previous operation of this stream, enqueue time, end of each dependency)
+// and ends at start + max(duration_ns, start_delay_ns + the real time `body` took). Its completion is
+// published when the real clock reaches its end; the worker sleeps only when that end is still
+// ahead, so wake-up latency never accumulates into the simulated timeline.
 struct StreamOp {
   std::string what;
   std::function<void()> body;
@@ -33,7 +39,12 @@ struct StreamOp {
   // thread's wake-up latency). Counts towards duration_ns.
   uint64_t start_delay_ns = 0;
   std::vector<Dependency> deps;
+  uint64_t enqueue_ns = 0;  // set by Stream::enqueue
 };
+
+// The simulated start time of the operation whose body is running on the calling worker thread
+// (event records timestamp with it); now_ns() on any other thread.
+uint64_t current_op_start_ns();
 
 class Stream : public std::enable_shared_from_this<Stream> {
  public:
@@ -54,6 +65,8 @@ class Stream : public std::enable_shared_from_this<Stream> {
 
   uint64_t enqueued() const { return enqueued_.load(); }
   uint64_t completed() const { return completed_.load(); }
+  // Simulated end time of completed operation `seq` (0 if it is too old to be remembered).
+  uint64_t end_ns(uint64_t seq) const;
   bool idle() const { return completed() == enqueued(); }
   // Spin until operation `seq` has completed.
   void host_wait(uint64_t seq) const;
@@ -83,6 +96,9 @@ class Stream : public std::enable_shared_from_this<Stream> {
   std::atomic<uint64_t> completed_{0};
   bool retiring_ = false;
   std::shared_ptr<CaptureGraph> capture_;
+  // End times of the last kEndRing completed operations, indexed by sequence number.
+  static constexpr uint64_t kEndRing = 4096;
+  std::unique_ptr<std::atomic<uint64_t>[]> ends_{new std::atomic<uint64_t>[kEndRing]()};
 };
 
 // A recorded stream capture / instantiated graph: operations replayed in order by cuGraphLaunch.

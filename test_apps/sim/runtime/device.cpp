@@ -88,7 +88,7 @@ AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaGetDeviceProperties(struct cudaDevic
 
 AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaDeviceSynchronize(void) {
   AW_RT_INIT();
-  return record(drv().ctx_synchronize());
+  return record(drv().ctx_synchronize(nullptr));
 }
 
 AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaDeviceReset(void) {

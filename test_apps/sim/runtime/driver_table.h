@@ -50,7 +50,7 @@ struct DriverEntryPoints {
   decltype(&cuDevicePrimaryCtxRetain) primary_ctx_retain;
   decltype(&cuDevicePrimaryCtxReset_v2) primary_ctx_reset;
   decltype(&cuCtxSetCurrent) ctx_set_current;
-  decltype(&cuCtxSynchronize) ctx_synchronize;
+  decltype(&cuCtxSynchronize_v2) ctx_synchronize;  // "cuCtxSynchronize" at 13000: the _v2 (context argument)
   decltype(&cuMemGetInfo_v2) mem_get_info;
   decltype(&cuMemAlloc_v2) mem_alloc;
   decltype(&cuMemFree_v2) mem_free;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "sim_test_support.h"
@@ -56,6 +57,59 @@ TEST_F(DriverApi, ProcAddressReturnsTheExactlyNamedExport) {
   EXPECT_STREQ(info.dli_sname, "cuGetProcAddress");
 }
 
+// Names whose CUDA 13 variant changed (cudaTypedefs.h PFN_*_v13000; measured on the H200 for
+// cuCtxSynchronize): version >= 13000 gets the _v2 with a context argument, older versions the v1.
+static std::string symbol_at(const Driver& drv, const char* name, int version, cuuint64_t flags) {
+  void* fn = nullptr;
+  CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  if (drv.get_proc(name, &fn, version, flags, &status) != CUDA_SUCCESS || status != CU_GET_PROC_ADDRESS_SUCCESS)
+    return "";
+  Dl_info info{};
+  return fn && dladdr(fn, &info) && info.dli_sname ? info.dli_sname : "";
+}
+
+TEST_F(DriverApi, Cuda13VersionedNamesFollowTheRequestedVersion) {
+  const cuuint64_t ptds = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+  for (cuuint64_t flags : {cuuint64_t{0}, ptds}) {
+    EXPECT_EQ(symbol_at(drv, "cuCtxSynchronize", 13000, flags), "cuCtxSynchronize_v2");
+    EXPECT_EQ(symbol_at(drv, "cuCtxSynchronize", 13010, flags), "cuCtxSynchronize_v2");
+    EXPECT_EQ(symbol_at(drv, "cuCtxSynchronize", 12090, flags), "cuCtxSynchronize");
+    EXPECT_EQ(symbol_at(drv, "cuCtxSynchronize", 2000, flags), "cuCtxSynchronize");
+    EXPECT_EQ(symbol_at(drv, "cuCtxGetDevice", 13000, flags), "cuCtxGetDevice_v2");
+    EXPECT_EQ(symbol_at(drv, "cuCtxGetDevice", 12080, flags), "cuCtxGetDevice");
+    // Already versioned before 13.0; 13.0 keeps the newest.
+    EXPECT_EQ(symbol_at(drv, "cuEventElapsedTime", 13000, flags), "cuEventElapsedTime_v2");
+    EXPECT_EQ(symbol_at(drv, "cuEventElapsedTime", 12000, flags), "cuEventElapsedTime");
+    EXPECT_EQ(symbol_at(drv, "cuCtxCreate", 13000, flags), "cuCtxCreate_v4");
+    EXPECT_EQ(symbol_at(drv, "cuCtxCreate", 12000, flags), "cuCtxCreate_v2");
+  }
+  EXPECT_EQ(symbol_at(drv, "cuStreamGetCaptureInfo", 13000, 0), "cuStreamGetCaptureInfo_v3");
+  EXPECT_EQ(symbol_at(drv, "cuStreamGetCaptureInfo", 13000, ptds), "cuStreamGetCaptureInfo_v3_ptsz");
+  // Before 12.3 the older signatures (v1/v2) would be due; the simulator lacks them: not sufficient.
+  EXPECT_EQ(symbol_at(drv, "cuStreamGetCaptureInfo", 12020, 0), "");
+}
+
+TEST_F(DriverApi, CtxSynchronizeV2TakesTheContext) {
+  auto sync_v2 = drv.get<decltype(&cuCtxSynchronize_v2)>("cuCtxSynchronize");  // 13000: the _v2
+  auto get_device_v2 = drv.get<decltype(&cuCtxGetDevice_v2)>("cuCtxGetDevice");
+  ASSERT_NE(sync_v2, nullptr);
+  ASSERT_NE(get_device_v2, nullptr);
+  EXPECT_EQ(sync_v2(nullptr), CUDA_SUCCESS);  // NULL: the current context
+  EXPECT_EQ(sync_v2(ctx), CUDA_SUCCESS);
+  EXPECT_EQ(sync_v2(reinterpret_cast<CUcontext>(0x1234)), CUDA_ERROR_INVALID_CONTEXT);
+  CUdevice d = -1;
+  EXPECT_EQ(get_device_v2(&d, ctx), CUDA_SUCCESS);
+  EXPECT_EQ(d, 0);
+  d = -1;
+  EXPECT_EQ(get_device_v2(&d, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(d, 0);
+  // A named context works on a thread where it is not current; NULL there has no context.
+  std::thread([&] {
+    EXPECT_EQ(sync_v2(ctx), CUDA_SUCCESS);
+    EXPECT_EQ(sync_v2(nullptr), CUDA_ERROR_INVALID_CONTEXT);
+  }).join();
+}
+
 TEST_F(DriverApi, UnknownEntryPointsFailLoudly) {
   void* fn = reinterpret_cast<void*>(1);
   CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SUCCESS;
@@ -78,13 +132,13 @@ TEST_F(DriverApi, PageableDtoHAsyncWaitsForTheSleepKernel) {
   auto launch = drv.get<decltype(&cuLaunchKernel)>("cuLaunchKernel");
   auto dtoh_async = drv.get<decltype(&cuMemcpyDtoHAsync_v2)>("cuMemcpyDtoHAsync");
   auto sync = drv.get<decltype(&cuStreamSynchronize)>("cuStreamSynchronize");
-  auto ctx_sync = drv.get<decltype(&cuCtxSynchronize)>("cuCtxSynchronize");
+  auto ctx_sync = drv.get<decltype(&cuCtxSynchronize_v2)>("cuCtxSynchronize");  // 13000: the _v2
 
   const size_t n = 1 << 20;
   CUdeviceptr dev;
   ASSERT_EQ(mem_alloc(&dev, n), CUDA_SUCCESS);
   ASSERT_EQ(memset_d8(dev, 0x5a, n), CUDA_SUCCESS);
-  ASSERT_EQ(ctx_sync(), CUDA_SUCCESS);
+  ASSERT_EQ(ctx_sync(nullptr), CUDA_SUCCESS);
   void* pinned = nullptr;
   ASSERT_EQ(mem_alloc_host(&pinned, n), CUDA_SUCCESS);
   const char image[] = "any image: the simulator runs no device code";
@@ -113,6 +167,46 @@ TEST_F(DriverApi, PageableDtoHAsyncWaitsForTheSleepKernel) {
   EXPECT_GE(pageable_t, 0.9 * kernel_s);
   EXPECT_EQ(pageable[12345], 0x5a);
   EXPECT_EQ(static_cast<char*>(pinned)[12345], 0x5a);
+}
+
+// extern "C" kernels: a sleep kernel only where the image declares an 8-byte first parameter.
+TEST_F(DriverApi, ExternCKernelsAreSleepKernelsOnlyWhenTheImageGivesAnEightByteFirstParameter) {
+  auto module_load = drv.get<decltype(&cuModuleLoadData)>("cuModuleLoadData");
+  auto get_function = drv.get<decltype(&cuModuleGetFunction)>("cuModuleGetFunction");
+  auto stream_create = drv.get<decltype(&cuStreamCreate)>("cuStreamCreate");
+  auto launch = drv.get<decltype(&cuLaunchKernel)>("cuLaunchKernel");
+  auto sync = drv.get<decltype(&cuStreamSynchronize)>("cuStreamSynchronize");
+  static const char ptx[] =
+      "//\n// Generated by NVIDIA NVVM Compiler\n//\n.version 9.0\n.target sm_90\n.address_size 64\n\n"
+      ".visible .entry sleep_kernel(\n\t.param .u64 sleep_kernel_param_0\n)\n{\n\tret;\n}\n"
+      ".visible .entry wait_int(\n\t.param .u32 wait_int_param_0,\n\t.param .u64 wait_int_param_1\n)\n{\n\tret;\n}\n";
+  CUmodule with_sizes, without_sizes;
+  ASSERT_EQ(module_load(&with_sizes, ptx), CUDA_SUCCESS);
+  ASSERT_EQ(module_load(&without_sizes, "an image the simulator cannot read"), CUDA_SUCCESS);
+  CUfunction sleeper, int_first, unknown;
+  ASSERT_EQ(get_function(&sleeper, with_sizes, "sleep_kernel"), CUDA_SUCCESS);
+  ASSERT_EQ(get_function(&int_first, with_sizes, "wait_int"), CUDA_SUCCESS);
+  ASSERT_EQ(get_function(&unknown, without_sizes, "sleep_kernel"), CUDA_SUCCESS);
+  CUstream s;
+  ASSERT_EQ(stream_create(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  long long cycles = 1000;
+  int small = 1;
+  void* p64[] = {&cycles};
+  void* p32[] = {&small, &cycles};
+  for (CUfunction f : {sleeper, int_first, unknown}) {  // pay lazy loading first
+    ASSERT_EQ(launch(f, 1, 1, 1, 1, 1, 1, 0, s, f == int_first ? p32 : p64, nullptr), CUDA_SUCCESS);
+  }
+  ASSERT_EQ(sync(s), CUDA_SUCCESS);
+  cycles = cycles_for(0.1);
+  auto timed = [&](CUfunction f, void** params) {
+    return time_call([&] {
+      ASSERT_EQ(launch(f, 1, 1, 1, 1, 1, 1, 0, s, params, nullptr), CUDA_SUCCESS);
+      ASSERT_EQ(sync(s), CUDA_SUCCESS);
+    });
+  };
+  EXPECT_GE(timed(sleeper, p64), 0.09);  // PTX: .param .u64 first
+  EXPECT_LT(timed(int_first, p32), 0.05);  // first parameter 4 bytes: the default 5 us
+  EXPECT_LT(timed(unknown, p64), 0.05);    // size unknown: never guessed
 }
 
 TEST_F(DriverApi, StreamHandlesAreDecoded) {

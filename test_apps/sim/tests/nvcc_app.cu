@@ -15,6 +15,15 @@ __global__ void dummy(long long sleep_cycles) {
   }
 }
 
+// extern "C": no parameter types in the name; the simulator reads the first parameter's size
+// (8 bytes) from the embedded (uncompressed) cubin, so this is a sleep kernel too.
+extern "C" __global__ void sleep_c(long long sleep_cycles) {
+  long long start = clock64();
+  while (clock64() - start < sleep_cycles) {
+  }
+}
+extern "C" __global__ void wait_c(int flag) { (void)flag; }  // 4-byte first parameter: not a sleep kernel
+
 __global__ void scale(float* data, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) data[i] *= 2.f;
@@ -75,6 +84,18 @@ int main() {
   check(callback_on_other_thread, "callback ran on a driver thread");
   check(host_fn_calls == 1, "host function ran");
   check(pinned[0] == 0x11, "pinned copy done after synchronize");
+
+  sleep_c<<<1, 1, 0, stream>>>(1000);  // pays lazy loading
+  wait_c<<<1, 1, 0, stream>>>(1);
+  cudaStreamSynchronize(stream);
+  t0 = std::chrono::steady_clock::now();
+  sleep_c<<<1, 1, 0, stream>>>(cycles);
+  cudaStreamSynchronize(stream);
+  check(seconds(t0) >= 0.9 * kernel_s, "extern \"C\" sleep kernel with an 8-byte first parameter sleeps");
+  t0 = std::chrono::steady_clock::now();
+  wait_c<<<1, 1, 0, stream>>>(1 << 30);
+  cudaStreamSynchronize(stream);
+  check(seconds(t0) < 0.1 * kernel_s, "extern \"C\" kernel with a 4-byte first parameter takes the default time");
 
   float* data = nullptr;
   cudaMalloc(&data, 256 * sizeof(float));

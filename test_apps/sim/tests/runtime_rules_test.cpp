@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -400,6 +401,94 @@ TEST_F(DefaultEnv, DeviceQueries) {
   EXPECT_EQ(p.multiProcessorCount, 132);
   EXPECT_EQ(cudaSetDevice(1), cudaErrorInvalidDevice);
   EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidDevice);
+}
+
+TEST_F(DefaultEnv, CudaFreeReleasesManagedMemoryAfterQueuedWork) {
+  void* managed = nullptr;
+  ASSERT_EQ(cudaMallocManaged(&managed, 1 << 20, cudaMemAttachGlobal), cudaSuccess);
+  static_cast<char*>(managed)[0] = 1;  // host-accessible, like managed memory
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  launch_sleep(dummy_kernel(), 0.001, s);  // pay lazy loading outside the measurement
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  ASSERT_EQ(launch_sleep(dummy_kernel(), 0.1, s), cudaSuccess);
+  (void)cudaGetLastError();
+  double t = time_call([&] { EXPECT_EQ(cudaFree(managed), cudaSuccess); });
+  EXPECT_GE(t, 0.09);  // cudaFree synchronizes the device first
+  EXPECT_EQ(cudaStreamQuery(s), cudaSuccess);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  cudaPointerAttributes a{};
+  ASSERT_EQ(cudaPointerGetAttributes(&a, managed), cudaSuccess);
+  EXPECT_EQ(a.type, cudaMemoryTypeUnregistered);  // really gone
+  EXPECT_EQ(cudaFree(managed), cudaErrorInvalidValue);  // a second free fails
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
+  cudaStreamDestroy(s);
+}
+
+// The stream's device clock: the worker sleeps only for simulated time that remains, so launch-heavy
+// programs drain at the simulated rate (a bound on wall time that guards the model, not speed).
+TEST_F(DefaultEnv, FiftyThousandEmptyLaunchesDrainQuickly) {
+  static int stub_empty;
+  const void* empty = register_kernel(&stub_empty, "_Z5emptyv");  // not a sleep kernel: 5000 ns
+  const int n = 50000;
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  ASSERT_EQ(cudaLaunchKernel(empty, dim3(1), dim3(1), nullptr, 0, s), cudaSuccess);  // lazy loading
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  double t = time_call([&] {
+    for (int i = 0; i < n; ++i) ASSERT_EQ(cudaLaunchKernel(empty, dim3(1), dim3(1), nullptr, 0, s), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  });
+  EXPECT_GE(t, n * 5000e-9);  // never faster than the simulated GPU
+  EXPECT_LT(t, 2.0);
+  // 0-ns kernels (a sleep kernel asked for 0 cycles) drain as fast as they are launched.
+  long long zero = 0;
+  void* args[] = {&zero};
+  double t0ns = time_call([&] {
+    for (int i = 0; i < n; ++i) ASSERT_EQ(cudaLaunchKernel(dummy_kernel(), dim3(1), dim3(1), args, 0, s), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  });
+  EXPECT_LT(t0ns, 2.0);
+  std::printf("50000 launches + sync: 5 us kernels %.3f s, 0 ns kernels %.3f s\n", t, t0ns);
+  cudaStreamDestroy(s);
+}
+
+// Back-to-back kernels keep their simulated durations: the end of one is the start of the next,
+// whatever the worker's wake-up latency. A 50 ms kernel holds the stream while everything is
+// enqueued, so the result does not depend on how fast this (possibly loaded) host launches.
+TEST_F(DefaultEnv, BackToBackKernelsKeepTheirDurations) {
+  const int n = 200;
+  const double kernel_s = 202e-6, blocker_s = 0.05;
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  launch_sleep(dummy_kernel(), 0.001, s);  // lazy loading
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  cudaEvent_t a, b;
+  ASSERT_EQ(cudaEventCreate(&a), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&b), cudaSuccess);
+  double launched = 0;
+  double wall = time_call([&] {
+    ASSERT_EQ(launch_sleep(dummy_kernel(), blocker_s, s), cudaSuccess);
+    launched = time_call([&] {
+      ASSERT_EQ(cudaEventRecord(a, s), cudaSuccess);
+      for (int i = 0; i < n; ++i) ASSERT_EQ(launch_sleep(dummy_kernel(), kernel_s, s), cudaSuccess);
+      ASSERT_EQ(cudaEventRecord(b, s), cudaSuccess);
+    });
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  });
+  float ms = 0;
+  ASSERT_EQ(cudaEventElapsedTime(&ms, a, b), cudaSuccess);
+  const double expected = n * kernel_s;
+  // Events carry simulated timestamps: the elapsed time is exactly the kernels' sum (was 1.4-2.9x
+  // when every kernel restarted the clock at the worker's late wake-up).
+  if (launched < blocker_s) EXPECT_NEAR(ms / 1e3, expected, 0.01 * expected);
+  EXPECT_GE(ms / 1e3, 0.999 * expected);
+  EXPECT_GE(wall, blocker_s + expected);
+  std::printf("%d x 202 us kernels: events %.3f ms (%.1f us each), wall after the 50 ms blocker %.3f ms\n", n, ms,
+              ms * 1e3 / n, (wall - blocker_s) * 1e3);
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  cudaStreamDestroy(s);
 }
 
 // ---- groups run by their own ctest entries with a different environment ----
