@@ -61,7 +61,7 @@ CUresult event_record(CUevent e, CUstream h, DefaultStream mode) {
   StreamOp op;
   op.what = "event record";
   op.body = [record] {
-    record->time_ns = current_op_start_ns();  // when the stream reached the record, in simulated time
+    record->time_ns = record->stream->running_op_start_ns();  // when the stream reached it, simulated
     record->done = true;
   };
   std::lock_guard<std::mutex> lock(ev->mutex);  // record order = enqueue order for this event

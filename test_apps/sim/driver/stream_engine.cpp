@@ -21,11 +21,8 @@ std::condition_variable& progress_cv() {
 
 constexpr unsigned kNonBlocking = 0x1;  // CU_STREAM_NON_BLOCKING
 
-thread_local uint64_t t_op_start_ns = 0;  // nonzero only on a worker while a body runs
-
 }  // namespace
 
-uint64_t current_op_start_ns() { return t_op_start_ns ? t_op_start_ns : now_ns(); }
 
 void notify_progress() {
   { std::lock_guard<std::mutex> lock(progress_mutex()); }
@@ -133,9 +130,8 @@ void Stream::run_worker() {
     if (op->start_delay_ns) sleep_until(start + op->start_delay_ns);
     if (op->body) {
       const uint64_t body_start = now_ns();
-      t_op_start_ns = start;
+      running_op_start_ns_.store(start);
       op->body();
-      t_op_start_ns = 0;
       // Real work (a copy slower than the model, a long host function) extends the operation.
       end = std::max(end, start + op->start_delay_ns + (now_ns() - body_start));
     } else {

@@ -42,9 +42,6 @@ struct StreamOp {
   uint64_t enqueue_ns = 0;  // set by Stream::enqueue
 };
 
-// The simulated start time of the operation whose body is running on the calling worker thread
-// (event records timestamp with it); now_ns() on any other thread.
-uint64_t current_op_start_ns();
 
 class Stream : public std::enable_shared_from_this<Stream> {
  public:
@@ -67,6 +64,10 @@ class Stream : public std::enable_shared_from_this<Stream> {
   uint64_t completed() const { return completed_.load(); }
   // Simulated end time of completed operation `seq` (0 if it is too old to be remembered).
   uint64_t end_ns(uint64_t seq) const;
+  // Simulated start time of the operation whose body is running (valid inside a body; event records
+  // timestamp with it). A member rather than a thread_local: worker threads touch no TLS of this
+  // dlopen'ed library (LeakSanitizer misreads dynamic TLS blocks at exit).
+  uint64_t running_op_start_ns() const { return running_op_start_ns_.load(); }
   bool idle() const { return completed() == enqueued(); }
   // Spin until operation `seq` has completed.
   void host_wait(uint64_t seq) const;
@@ -97,6 +98,7 @@ class Stream : public std::enable_shared_from_this<Stream> {
   bool retiring_ = false;
   std::shared_ptr<CaptureGraph> capture_;
   // End times of the last kEndRing completed operations, indexed by sequence number.
+  std::atomic<uint64_t> running_op_start_ns_{0};
   static constexpr uint64_t kEndRing = 4096;
   std::unique_ptr<std::atomic<uint64_t>[]> ends_{new std::atomic<uint64_t>[kEndRing]()};
 };
