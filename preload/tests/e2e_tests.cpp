@@ -274,6 +274,21 @@ TEST(EndToEnd, DefaultStackPolicyOnlyDoubtfulCopies) {
   }
 }
 
+// The call-site cache must not hand one call site's stack to another when both reach the
+// driver from the same place at the same depth (the static runtime's case, seen on the H200).
+TEST(EndToEnd, CallSiteCacheTellsSitesBehindOneCallerApart) {
+  AppRun r = run({"two_sites"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  auto c = copies(only_trace(r));
+  ASSERT_EQ(c.size(), 20u);
+  for (size_t i = 0; i < c.size(); ++i) {
+    ASSERT_TRUE(c[i].flags & kFlagStackCaptured) << i;
+    EXPECT_EQ(c[i].bytes, i % 2 ? 200u : 100u);
+    EXPECT_EQ(c[i].stack_id, c[i % 2].stack_id) << "copy " << i << " got the other site's stack";
+  }
+  EXPECT_NE(c[0].stack_id, c[1].stack_id);
+}
+
 TEST(EndToEnd, EvidenceNotReadyAndOff) {
   AppRun r = run({"linked"}, {"FAKE_CUDA_INCOMPLETE=1"});
   ASSERT_TRUE(exited_ok(r)) << r.err;

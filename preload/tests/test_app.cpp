@@ -67,6 +67,23 @@ static int copies(int n) {
 
 using GetProc = CUresult (*)(const char*, void**, int, unsigned long long, int*);
 
+// Stands in for a statically linked runtime: every application call site reaches the driver
+// from this one place, at the same stack depth.
+// Several layers deep, as the runtime is: the first return addresses above the driver call are
+// then the same for every application call site.
+template <int Layer>
+__attribute__((noinline)) CUresult runtime_layer(CUdeviceptr d, const void* src, size_t n) {
+  volatile char pad[32] = {};  // a frame of its own, as the runtime's functions have
+  CUresult r;
+  if constexpr (Layer == 0) r = cuMemcpyHtoDAsync_v2(d, src, n + pad[0], nullptr);
+  else r = runtime_layer<Layer - 1>(d, src, n + pad[0]);
+  asm volatile("" ::: "memory");
+  return r;
+}
+__attribute__((noinline)) CUresult runtime_like_copy(CUdeviceptr d, const void* src, size_t n) {
+  return runtime_layer<6>(d, src, n);
+}
+
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "none") {
@@ -92,6 +109,17 @@ int main(int argc, char** argv) {
     CHECK(cuMemcpyHtoDAsync_v2(d, reg + 4096, 5000, s));
     CHECK(cuMemHostUnregister(reg));
     CHECK(cuMemcpyHtoDAsync_v2(d, reg + 4096, 6000, s));
+    return 0;
+  }
+  if (mode == "two_sites") {  // two call sites of runtime_like_copy, alternating
+    CHECK(cuInit(0));
+    CUdeviceptr d;
+    CHECK(cuMemAlloc_v2(&d, 4096));
+    std::vector<char> pageable(4096, 1);
+    for (int i = 0; i < 10; ++i) {
+      CHECK(runtime_like_copy(d, pageable.data(), 100));  // site A
+      CHECK(runtime_like_copy(d, pageable.data(), 200));  // site B
+    }
     return 0;
   }
   if (mode == "proc") {  // the CUDA runtime's way: dlopen, dlsym cuGetProcAddress_v2, then ask it

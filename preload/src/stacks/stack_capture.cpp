@@ -5,6 +5,7 @@
 #include <immintrin.h>
 #include <link.h>
 #include <pthread.h>
+#include <unwind.h>
 
 #include <algorithm>
 #include <atomic>
@@ -105,23 +106,70 @@ uint32_t intern(const uint64_t* frames, uint32_t depth) noexcept {
 
 namespace {
 
-uint32_t unwind_and_intern() noexcept {
-  boost::stacktrace::detail::native_frame_ptr_t raw[kMaxStackDepth + 16];
-  std::size_t n = boost::stacktrace::detail::this_thread_frames::collect(raw, kMaxStackDepth + 16, 0);
+// Where, on the stack, each kept frame's return address lives: the verification data of the
+// call-site cache. On x86-64 the return address into frame k is stored at CFA(k-1) - 8.
+constexpr uint32_t kVerifySlots = 8;
+struct VerifySlot {
+  uint64_t offset;  // distance below the thread's stack top
+  uint64_t value;   // the return address expected there
+};
+struct Unwound {
   uint64_t frames[kMaxStackDepth];
   uint32_t depth = 0;
+  VerifySlot slots[kVerifySlots];
+  uint32_t nslots = 0;
+};
+
+// Return addresses and CFAs of the current stack, through the unwinder Boost.Stacktrace also
+// uses (its collector does not expose CFAs).
+struct RawFrames {
+  uint64_t ip[kMaxStackDepth + 16];
+  uint64_t cfa[kMaxStackDepth + 16];
+  uint32_t n = 0;
+};
+_Unwind_Reason_Code collect_cb(_Unwind_Context* ctx, void* arg) {
+  auto* r = static_cast<RawFrames*>(arg);
+  if (r->n >= kMaxStackDepth + 16) return _URC_END_OF_STACK;
+  r->ip[r->n] = static_cast<uint64_t>(_Unwind_GetIP(ctx));
+  r->cfa[r->n] = static_cast<uint64_t>(_Unwind_GetCFA(ctx));
+  ++r->n;
+  return _URC_NO_REASON;
+}
+
+void unwind(Unwound* u, uint64_t top) noexcept {
+  boost::stacktrace::detail::native_frame_ptr_t raw[kMaxStackDepth + 16];
+  std::size_t n = boost::stacktrace::detail::this_thread_frames::collect(raw, kMaxStackDepth + 16, 0);
   std::size_t i = 0;
   // Drop our own frames (this function, the wrapper); the first frame left is the caller of
   // the intercepted function: the application, the runtime, or a framework.
   while (i < n && module_map::is_own_address(reinterpret_cast<uint64_t>(raw[i]))) ++i;
-  for (; i < n && depth < kMaxStackDepth; ++i) {
+  for (; i < n && u->depth < kMaxStackDepth; ++i) {
     if (!raw[i]) break;
-    frames[depth++] = reinterpret_cast<uint64_t>(raw[i]);
+    u->frames[u->depth++] = reinterpret_cast<uint64_t>(raw[i]);
   }
-  return intern(frames, depth);
+  if (top <= 1 || u->depth == 0) return;
+  RawFrames rf;
+  _Unwind_Backtrace(collect_cb, &rf);
+  // Align the two walks on the first kept frame, then record the slots of the next frames.
+  uint32_t j = 1;
+  while (j < rf.n && rf.ip[j] != u->frames[0]) ++j;
+  for (uint32_t k = 0; k < u->depth && j + k < rf.n && u->nslots < kVerifySlots; ++k) {
+    if (rf.ip[j + k] != u->frames[k]) break;
+    uint64_t slot = rf.cfa[j + k - 1] - 8;
+    if (slot >= top) break;
+    // Only trust the slot if it really holds the return address (it does under the ABI).
+    if (*reinterpret_cast<const uint64_t*>(slot) != u->frames[k]) break;
+    u->slots[u->nslots++] = VerifySlot{top - slot, u->frames[k]};
+  }
 }
 
-constexpr uint32_t kSiteCacheSize = 256;
+uint32_t unwind_and_intern() noexcept {
+  Unwound u;
+  unwind(&u, 1);
+  return intern(u.frames, u.depth);
+}
+
+constexpr uint32_t kSiteCacheSize = 128;
 constexpr uint32_t kVerifyEvery = 256;
 struct SiteEntry {
   uint64_t ra;
@@ -129,7 +177,8 @@ struct SiteEntry {
   uint32_t stack_id;
   uint32_t generation;
   uint32_t hits;
-  bool ambiguous;
+  uint32_t nslots;
+  VerifySlot slots[kVerifySlots];
 };
 AW_TLS SiteEntry* tl_sites;
 AW_TLS uint64_t tl_stack_top;
@@ -268,29 +317,48 @@ uint32_t capture_call_site(const void* caller_ra, const void* caller_frame) noex
   if (!tl_sites) tl_sites = static_cast<SiteEntry*>(calloc(kSiteCacheSize, sizeof(SiteEntry)));
   uint64_t top = stack_top();
   uint64_t ra = reinterpret_cast<uint64_t>(caller_ra);
-  uint64_t depth = top > 1 ? site_key(ra, reinterpret_cast<uint64_t>(caller_frame), top)
-                           : reinterpret_cast<uint64_t>(caller_frame);
+  uint64_t frame = reinterpret_cast<uint64_t>(caller_frame);
+  uint64_t depth = top > 1 ? site_key(ra, frame, top) : frame;
   uint32_t gen = trace_writer::generation();
   SiteEntry* e = tl_sites ? &tl_sites[(ra ^ (depth * 0x9e3779b97f4a7c15ull)) % kSiteCacheSize] : nullptr;
   if (e && e->ra == ra && e->depth == depth && e->generation == gen && e->stack_id) {
-    if (!e->ambiguous && (++e->hits % kVerifyEvery) != 0) {
+    // The key alone can collide: a statically linked runtime calls the driver from one place for
+    // every application call site. So a hit must also find the cached return addresses at the
+    // same places on the stack (a few loads); a mismatch is a different call chain.
+    bool same = e->nslots > 0;
+    for (uint32_t i = 0; same && i < e->nslots; ++i) {
+      uint64_t slot = top - e->slots[i].offset;
+      same = slot >= frame && *reinterpret_cast<const uint64_t*>(slot) == e->slots[i].value;
+    }
+    if (AW_LIKELY(same) && (++e->hits % kVerifyEvery) != 0) {
       if (AW_UNLIKELY(++tl_hits == kHitFlush)) {
         g_hits.fetch_add(kHitFlush, std::memory_order_relaxed);
         tl_hits = 0;
       }
       return e->stack_id;
     }
-    g_unwinds.fetch_add(1, std::memory_order_relaxed);
-    uint32_t id = unwind_and_intern();
-    if (id != e->stack_id) {
-      g_mismatches.fetch_add(1, std::memory_order_relaxed);
-      e->ambiguous = true;  // two stacks share this key: always unwind from now on
+    if (same) {  // the periodic full check
+      g_unwinds.fetch_add(1, std::memory_order_relaxed);
+      Unwound u;
+      unwind(&u, 1);
+      uint32_t id = intern(u.frames, u.depth);
+      if (id != e->stack_id) g_mismatches.fetch_add(1, std::memory_order_relaxed);
+      return id;
     }
-    return id;
   }
   g_unwinds.fetch_add(1, std::memory_order_relaxed);
-  uint32_t id = unwind_and_intern();
-  if (e && id) *e = SiteEntry{ra, depth, id, gen, 0, false};
+  Unwound u;
+  unwind(&u, top);
+  uint32_t id = intern(u.frames, u.depth);
+  if (e && id) {
+    e->ra = ra;
+    e->depth = depth;
+    e->stack_id = id;
+    e->generation = gen;
+    e->hits = 0;
+    e->nslots = u.nslots;
+    std::copy(u.slots, u.slots + u.nslots, e->slots);
+  }
   return id;
 }
 

@@ -12,9 +12,11 @@ namespace asyncwatch::stacks {
 // DWARF unwinding costs ~0.3-0.5 us per frame, far above the per-call budget, so the result is
 // cached per thread under a call-site key: `caller_ra` (where the application called our
 // exported function) and the depth of `caller_frame` below the thread's stack top. The same
-// call site at the same stack depth is, in practice, the same stack; to catch the exceptions
-// (two call chains with identical frame sizes) one hit in kVerifyEvery is unwound in full and
-// compared, and a key seen with two different stacks is never trusted again.
+// call site at the same stack depth is usually the same stack, but not always: a statically
+// linked runtime calls the driver from one place for every application call site. So each
+// cache entry also keeps where on the stack the first return addresses of its stack were found,
+// and a hit must find the same values there (a few loads); otherwise the stack is unwound.
+// One verified hit in kVerifyEvery is unwound in full anyway and counted if it differs.
 // With caller_ra == nullptr the stack is always unwound.
 uint32_t capture_call_site(const void* caller_ra, const void* caller_frame) noexcept;
 
