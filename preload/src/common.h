@@ -22,10 +22,12 @@ inline uint64_t now_ns() noexcept {
 
 // The application must see the errno it would have seen without us: every wrapper saves errno
 // after the real call and restores it after our own work (file I/O, dladdr, mmap...).
+// Not address-instrumented: it runs in our dlsym, which ASan's own start-up calls before ASan's
+// shadow memory exists (sanitizer CI job).
 class ErrnoKeeper {
  public:
-  ErrnoKeeper() noexcept : saved_(errno) {}
-  ~ErrnoKeeper() { errno = saved_; }
+  __attribute__((no_sanitize_address)) ErrnoKeeper() noexcept : saved_(errno) {}
+  __attribute__((no_sanitize_address)) ~ErrnoKeeper() { errno = saved_; }
   void capture() noexcept { saved_ = errno; }
   ErrnoKeeper(const ErrnoKeeper&) = delete;
   ErrnoKeeper& operator=(const ErrnoKeeper&) = delete;

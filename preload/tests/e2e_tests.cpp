@@ -66,7 +66,8 @@ AppRun run(const std::vector<std::string>& args, std::vector<std::string> env = 
     std::vector<std::string> e = env;
     for (std::string x : {"LD_LIBRARY_PATH=" AW_FAKE_CUDA_DIR, "PATH=/usr/bin:/bin"}) e.push_back(x);
     e.push_back("ASYNCWATCH_OUTPUT_DIR=" + r.dir);
-    if (preload) e.push_back("LD_PRELOAD=" AW_PRELOAD_LIB);
+    if (preload) e.push_back("LD_PRELOAD=" AW_PRELOAD_PREFIX AW_PRELOAD_LIB);
+    if (*AW_SANITIZER_ENV) e.push_back(AW_SANITIZER_ENV);
     std::vector<char*> ev;
     for (auto& x : e) ev.push_back(x.data());
     ev.push_back(nullptr);

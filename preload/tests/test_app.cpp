@@ -104,8 +104,8 @@ int main(int argc, char** argv) {
     CHECK(cuMemcpyDtoHAsync_v2(pageable.data(), d, 3000, nullptr));
     CHECK(cuMemsetD8Async(d, 0, 4000, s));
     CHECK(cuMemFreeHost(pinned));
-    char* reg = static_cast<char*>(malloc(8192));
-    CHECK(cuMemHostRegister_v2(reg, 8192, 0));
+    char* reg = static_cast<char*>(malloc(16384));
+    CHECK(cuMemHostRegister_v2(reg, 16384, 0));
     CHECK(cuMemcpyHtoDAsync_v2(d, reg + 4096, 5000, s));
     CHECK(cuMemHostUnregister(reg));
     CHECK(cuMemcpyHtoDAsync_v2(d, reg + 4096, 6000, s));

@@ -127,6 +127,19 @@ void* next_after_caller(const void* caller, const char* name) noexcept {
     // A link_map is not a valid dlsym handle for objects loaded at startup (their search list
     // is not set up), so each object is reopened with RTLD_NOLOAD, and a definition found in one
     // of its dependencies rather than in the object itself is skipped.
+    // A caller loaded before us (another preloaded library, e.g. the ASan runtime resolving its
+    // interceptors during its own start-up, when even dlopen is not usable yet): the objects
+    // after it begin with us, and we define no function it looks up there but our own
+    // interposers, so glibc's RTLD_NEXT from here (after us) gives the same answer.
+    static link_map* self = [] {
+      Dl_info i;
+      link_map* m = nullptr;
+      dladdr1(reinterpret_cast<void*>(&next_after_caller), &i, reinterpret_cast<void**>(&m), RTLD_DL_LINKMAP);
+      return m;
+    }();
+    // (Not for the main program, always first in the list: RTLD_NEXT from it must find us.)
+    for (link_map* next = lm->l_prev ? lm->l_next : nullptr; next && self; next = next->l_next)
+      if (next == self) return dlsym_fn()(RTLD_NEXT, name);
     for (link_map* next = lm->l_next; next; next = next->l_next) {
       void* h = open_noload(next->l_name && *next->l_name ? next->l_name : nullptr);
       if (!h) continue;
