@@ -18,15 +18,9 @@ bool check_blocking_memset(RuleContext& ctx, const CopyRecord& c) {
   o.cause = target == MemoryKind::Managed                                          ? Cause::ManagedMemory
             : (target == MemoryKind::Pinned || target == MemoryKind::Pageable) ? Cause::PinnedHostMemory
                                                                                    : Cause::Unknown;
-  o.api = c.api;
-  o.driver_fn = c.driver_fn;
+  fill_from_copy(o, c);
   o.host_memory = target;
   o.has_host_memory = target != MemoryKind::Unknown;
-  o.stack_id = c.stack_id;
-  o.blocked_ns = blocked;
-  o.bytes = c.bytes;
-  o.evidence_checked = (c.flags & kFlagEvidenceChecked) != 0;
-  o.completed_at_return = o.evidence_checked && (c.flags & kFlagCompletedAtReturn) != 0;
   ctx.observe(o);
   return true;
 }

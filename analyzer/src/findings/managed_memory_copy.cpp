@@ -17,17 +17,11 @@ bool check_managed_memory_copy(RuleContext& ctx, const CopyRecord& c) {
   Direction d = copy_direction(c);
   Observation o;
   o.id = FindingId::ManagedMemoryCopy;
-  o.api = c.api;
-  o.driver_fn = c.driver_fn;
+  fill_from_copy(o, c);
   o.direction = d;
   o.has_direction = d != Direction::Unknown;
   o.host_memory = MemoryKind::Managed;
   o.has_host_memory = true;
-  o.stack_id = c.stack_id;
-  o.blocked_ns = blocked;
-  o.bytes = c.bytes;
-  o.evidence_checked = (c.flags & kFlagEvidenceChecked) != 0;
-  o.completed_at_return = o.evidence_checked && (c.flags & kFlagCompletedAtReturn) != 0;
   ctx.observe(o);
   return true;
 }

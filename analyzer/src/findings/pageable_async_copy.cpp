@@ -29,17 +29,11 @@ bool check_pageable_async_copy(RuleContext& ctx, const CopyRecord& c, const Stre
     return false;
   }
   if (blocked < opt.min_blocked_ns) return false;
-  o.api = c.api;
-  o.driver_fn = c.driver_fn;
+  fill_from_copy(o, c);
   o.direction = d;
   o.has_direction = true;
   o.host_memory = MemoryKind::Pageable;
   o.has_host_memory = true;
-  o.stack_id = c.stack_id;
-  o.blocked_ns = blocked;
-  o.bytes = c.bytes;
-  o.evidence_checked = (c.flags & kFlagEvidenceChecked) != 0;
-  o.completed_at_return = o.evidence_checked && (c.flags & kFlagCompletedAtReturn) != 0;
   ctx.observe(o);
   return true;
 }

@@ -183,6 +183,16 @@ std::string api_with_args(const Finding& f) {
   return out + ")";
 }
 
+void fill_from_copy(Observation& o, const CopyRecord& c) {
+  o.api = c.api;
+  o.driver_fn = c.driver_fn;
+  o.stack_id = c.stack_id;
+  o.blocked_ns = c.end_ns - c.start_ns;
+  o.bytes = c.bytes;
+  o.evidence_checked = (c.flags & kFlagEvidenceChecked) != 0;
+  o.completed_at_return = o.evidence_checked && (c.flags & kFlagCompletedAtReturn) != 0;
+}
+
 Direction copy_direction(const CopyRecord& c) {
   auto d = static_cast<Direction>(c.direction);
   if (d != Direction::Unknown) return d;

@@ -97,6 +97,10 @@ class RuleContext {
 // The host side of a copy, and its direction (derived from the memory kinds when the
 // record says Unknown).
 trace::Direction copy_direction(const trace::CopyRecord& c);
+
+// The fields every copy or memset observation takes from its record: APIs, call site, blocked
+// time, bytes and the completion evidence.
+void fill_from_copy(Observation& o, const trace::CopyRecord& c);
 trace::MemoryKind host_side(const trace::CopyRecord& c, trace::Direction d);
 
 namespace rules {
