@@ -7,7 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <map>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -418,6 +420,208 @@ TEST(EndToEnd, ManyThreadsNoLoss) {
   Trace t = only_trace(r);
   EXPECT_EQ(copies(t).size(), 8u * 2000u);
   EXPECT_EQ(t.header.records_lost, 0u);
+}
+
+// Per-thread and per-kind counts of the copy records of a (possibly huge) trace.
+struct CopyCounts {
+  FileHeader header{};
+  bool ok = false;
+  uint64_t total = 0, pinned = 0, pageable = 0, other = 0;
+  std::map<uint32_t, uint64_t> per_tid;
+  std::map<uint64_t, uint64_t> per_bytes;
+};
+
+CopyCounts count_copies(const std::string& path) {
+  CopyCounts c;
+  c.ok = aw_test::for_each_record(path, &c.header, [&](uint32_t tid, const char* p, size_t n) {
+    RecordHeader h;
+    memcpy(&h, p, sizeof h);
+    if (static_cast<RecordType>(h.type) != RecordType::Copy) return;
+    CopyRecord r{};
+    memcpy(&r, p, std::min(n, sizeof r));
+    ++c.total;
+    ++c.per_tid[tid];
+    ++c.per_bytes[r.bytes];
+    if (r.src_memory == static_cast<uint8_t>(MemoryKind::Pinned)) ++c.pinned;
+    else if (r.src_memory == static_cast<uint8_t>(MemoryKind::Pageable)) ++c.pageable;
+    else ++c.other;
+  });
+  return c;
+}
+
+// Issue 7, stress: 32 threads x 100,000 intercepted calls (pinned and pageable 64-byte
+// cuMemcpyHtoDAsync_v2 alternating) through the fake driver, default settings. Every call is in the
+// trace, once, under its own thread; nothing lost; closed cleanly. A deadlock ends the app with
+// SIGALRM (its own 120 s alarm) and fails the status check. Sanitizer builds run 1/10 of the calls.
+TEST(EndToEnd, StressThirtyTwoThreadsExactCounts) {
+  const int threads = 32;
+  const int calls = *AW_SANITIZER_ENV ? 10000 : 100000;
+  auto t0 = std::chrono::steady_clock::now();
+  AppRun r = run({"threads", std::to_string(threads), std::to_string(calls)}, {"ASYNCWATCH_QUIET=1"});
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(exited_ok(r)) << "status " << r.status << " " << r.err;
+  EXPECT_EQ(r.err, "");
+  ASSERT_EQ(r.traces.size(), 1u);
+  CopyCounts c = count_copies(r.traces[0]);
+  ASSERT_TRUE(c.ok);
+  const uint64_t expected = uint64_t(threads) * uint64_t(calls);
+  EXPECT_EQ(c.total, expected);
+  EXPECT_EQ(c.pinned, expected / 2);
+  EXPECT_EQ(c.pageable, expected / 2);
+  EXPECT_EQ(c.other, 0u);
+  EXPECT_EQ(c.header.records_lost, 0u);
+  EXPECT_EQ(c.header.closed, kClosedCleanly);  // exit_status stays -1: a return from main is not seen
+  // One trace thread per application thread (the main thread makes no copy), each with all of its calls.
+  size_t with_copies = 0;
+  for (auto& [tid, n] : c.per_tid)
+    if (n) {
+      ++with_copies;
+      EXPECT_EQ(n, uint64_t(calls)) << "tid " << tid;
+    }
+  EXPECT_EQ(with_copies, size_t(threads));
+  RecordProperty("app_seconds", std::to_string(secs));
+  printf("[ stress ] %d threads x %d calls: app ran %.2f s\n", threads, calls, secs);
+}
+
+int count_of(const std::string& hay, const std::string& needle) {
+  int n = 0;
+  for (size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
+  return n;
+}
+
+// Issue 7, output trouble: RLIMIT_FSIZE, set by the app before its first CUDA call, stops the
+// trace after its first 4 MiB segment (limit 6 MiB; 200,000 copies need ~11 MiB). The app must
+// see nothing: no SIGXFSZ, exit 0, the same stdout as without asyncwatch. asyncwatch warns once,
+// the trace stays readable, and the header counts what it could not write.
+TEST(EndToEnd, FileSizeLimitStopsTracingNotTheApp) {
+  const int calls = 200000;
+  AppRun r = run({"fsize", std::to_string(6 << 20), std::to_string(calls)});
+  AppRun bare = run({"fsize", std::to_string(6 << 20), std::to_string(calls)}, {}, "", false);
+  ASSERT_FALSE(WIFSIGNALED(r.status)) << "killed by signal " << WTERMSIG(r.status);
+  EXPECT_TRUE(exited_ok(r)) << r.err;
+  EXPECT_TRUE(exited_ok(bare));
+  EXPECT_EQ(r.out, bare.out);
+  EXPECT_EQ(count_of(r.err, "warning"), 1) << r.err;
+  EXPECT_EQ(count_of(r.err, "RLIMIT_FSIZE"), 1) << r.err;
+  ASSERT_EQ(r.traces.size(), 1u);
+  struct stat st;
+  ASSERT_EQ(stat(r.traces[0].c_str(), &st), 0);
+  EXPECT_LE(st.st_size, 6 << 20);
+  CopyCounts c = count_copies(r.traces[0]);
+  ASSERT_TRUE(c.ok);
+  EXPECT_GT(c.total, 0u);        // the first segment's records are there
+  EXPECT_LT(c.total, uint64_t(calls));
+  EXPECT_GT(c.header.records_lost, 0u);
+  EXPECT_EQ(c.header.closed, kClosedCleanly);
+  printf("[ fsize  ] %llu copies written, records_lost=%llu of %d calls\n", (unsigned long long)c.total,
+         (unsigned long long)c.header.records_lost, calls);
+}
+
+// What docs/trace-format.md says records_lost means: every call after tracing stopped is a record
+// lost, so written + lost covers every call. (Before the fix, calls after the stop were neither
+// written nor counted: 74,860 written + 1 lost of 200,000 calls.)
+TEST(EndToEnd, FileSizeLimitCountsEveryUnrecordedCall) {
+  const int calls = 200000;
+  AppRun r = run({"fsize", std::to_string(6 << 20), std::to_string(calls)}, {"ASYNCWATCH_QUIET=1"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  ASSERT_EQ(r.traces.size(), 1u);
+  CopyCounts c = count_copies(r.traces[0]);
+  ASSERT_TRUE(c.ok);
+  EXPECT_GE(c.total + c.header.records_lost, uint64_t(calls));
+  EXPECT_LE(c.total + c.header.records_lost, uint64_t(calls) + 16);  // + the set-up calls at most
+}
+
+// The same with the limit far below the first segment (256 KiB): only the header fits.
+TEST(EndToEnd, TinyFileSizeLimitStopsTracingNotTheApp) {
+  AppRun r = run({"fsize", std::to_string(256 << 10), "1000"});
+  AppRun bare = run({"fsize", std::to_string(256 << 10), "1000"}, {}, "", false);
+  ASSERT_FALSE(WIFSIGNALED(r.status)) << "killed by signal " << WTERMSIG(r.status);
+  EXPECT_TRUE(exited_ok(r)) << r.err;
+  EXPECT_EQ(r.out, bare.out);
+  EXPECT_EQ(count_of(r.err, "warning"), 1) << r.err;
+  ASSERT_EQ(r.traces.size(), 1u);
+  CopyCounts c = count_copies(r.traces[0]);
+  ASSERT_TRUE(c.ok);
+  EXPECT_EQ(c.total, 0u);
+  EXPECT_GE(c.header.records_lost, 1000u);  // every copy: none fit
+  EXPECT_EQ(c.header.closed, kClosedCleanly);
+}
+
+// Issue 7, bad configuration: every ASYNCWATCH_* variable that is validated set to garbage at
+// once (ASYNCWATCH_OUTPUT_DIR is not validated: a bad directory is the unwritable-directory case
+// above). One warning per variable, the defaults are used, and the trace is still written.
+TEST(EndToEnd, AllVariablesGarbageAtOnceWarnEachAndUseDefaults) {
+  const std::vector<std::string> bad = {
+      "ASYNCWATCH_OUTPUT_PATTERN=../escape/%p", "ASYNCWATCH_STACKS=bogus",
+      "ASYNCWATCH_LAUNCH_STACK_THRESHOLD_US=12abc", "ASYNCWATCH_EVIDENCE=maybe",
+      "ASYNCWATCH_LOG=loud", "ASYNCWATCH_QUIET=yes",
+      "ASYNCWATCH_FILE_MODE=rw-r--r--", "ASYNCWATCH_DISABLE=true"};
+  AppRun r = run({"linked"}, bad);
+  AppRun bare = run({"linked"}, {}, "", false);
+  EXPECT_TRUE(exited_ok(r)) << r.err;
+  EXPECT_EQ(r.out, bare.out);
+  for (const std::string& kv : bad) {
+    std::string name = kv.substr(0, kv.find('='));
+    EXPECT_EQ(count_of(r.err, "invalid " + name + "='"), 1) << name << "\n" << r.err;
+  }
+  EXPECT_EQ(count_of(r.err, "invalid "), int(bad.size())) << r.err;
+  EXPECT_EQ(count_of(r.err, "tracing to"), 1) << r.err;  // QUIET default: the banner
+  ASSERT_EQ(r.traces.size(), 1u);                          // DISABLE default: traced
+  EXPECT_NE(r.traces[0].find("/asyncwatch-aw_test_app-"), std::string::npos) << r.traces[0];  // default pattern
+  struct stat st;
+  ASSERT_EQ(stat(r.traces[0].c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);  // FILE_MODE default
+  Trace t = only_trace(r);
+  EXPECT_EQ(t.header.closed, kClosedCleanly);
+  EXPECT_EQ(t.header.launch_stack_threshold_ns, 50'000u);  // threshold default
+  auto c = copies(t);
+  ASSERT_EQ(c.size(), 5u);
+  EXPECT_TRUE(c[0].flags & kFlagStackCaptured);    // STACKS default: pageable copy has a stack
+  EXPECT_FALSE(c[1].flags & kFlagStackCaptured);   // ... a quick pinned copy none
+  EXPECT_TRUE(c[0].flags & kFlagEvidenceChecked);  // EVIDENCE default (auto): pageable checked
+  EXPECT_FALSE(c[1].flags & kFlagEvidenceChecked); // ... pinned not
+}
+
+// Issue 7, Python multiprocessing-style fork: the parent makes calls, forks 4 children that make
+// calls while the parent makes its own, and each child leaves through _exit (the clean close path
+// of the _exit interposer). Every process's trace holds exactly its own calls: the copies' sizes
+// tell the processes apart (parent 64 before the fork and 65 after, child k 100+k).
+TEST(EndToEnd, MultiprocessingStyleForkEachTraceHasExactlyItsOwnRecords) {
+  const int kids = 4, calls = 20000;
+  AppRun r = run({"forks", std::to_string(kids), std::to_string(calls)}, {"ASYNCWATCH_QUIET=1"});
+  ASSERT_TRUE(exited_ok(r)) << r.out << r.err;
+  ASSERT_EQ(r.traces.size(), size_t(kids + 1)) << r.err;
+  uint64_t parent_pid = 0;
+  std::map<uint64_t, int> seen_bytes;  // copy size -> number of traces holding it
+  std::vector<CopyCounts> all;
+  for (auto& p : r.traces) {
+    all.push_back(count_copies(p));
+    CopyCounts& c = all.back();
+    ASSERT_TRUE(c.ok) << p;
+    EXPECT_EQ(c.header.closed, kClosedCleanly) << p;
+    EXPECT_EQ(c.header.records_lost, 0u) << p;
+    if (c.header.parent_pid_if_forked == 0) parent_pid = c.header.pid;
+    for (auto& [bytes, n] : c.per_bytes) ++seen_bytes[bytes];
+  }
+  ASSERT_NE(parent_pid, 0u);
+  for (auto& c : all) {
+    if (c.header.pid == parent_pid) {
+      EXPECT_EQ(c.header.parent_pid_if_forked, 0u);
+      ASSERT_EQ(c.per_bytes.size(), 2u);
+      EXPECT_EQ(c.per_bytes[64], 1000u);
+      EXPECT_EQ(c.per_bytes[65], uint64_t(calls));
+      EXPECT_EQ(c.total, 1000u + calls);
+    } else {
+      EXPECT_EQ(c.header.parent_pid_if_forked, parent_pid);
+      ASSERT_EQ(c.per_bytes.size(), 1u) << "pid " << c.header.pid;  // nothing of the parent's or a sibling's
+      uint64_t bytes = c.per_bytes.begin()->first;
+      EXPECT_GE(bytes, 100u);
+      EXPECT_LT(bytes, 100u + kids);
+      EXPECT_EQ(c.total, uint64_t(calls));
+    }
+  }
+  for (auto& [bytes, n] : seen_bytes) EXPECT_EQ(n, 1) << bytes << "-byte copies in " << n << " traces";
+  EXPECT_EQ(seen_bytes.size(), size_t(2 + kids));
 }
 
 TEST(EndToEnd, QuietHasNoBanner) {

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -56,12 +57,12 @@ static uint64_t now() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-static int copies(int n) {
+static int copies(int n, size_t bytes = 64) {
   CHECK(cuInit(0));
   CUdeviceptr d;
   CHECK(cuMemAlloc_v2(&d, 4096));
   std::vector<char> host(4096, 1);
-  for (int i = 0; i < n; ++i) CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 64, nullptr));
+  for (int i = 0; i < n; ++i) CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), bytes, nullptr));
   return 0;
 }
 
@@ -253,19 +254,60 @@ int main(int argc, char** argv) {
     execve(argv[0], args, env);
     return 9;
   }
-  if (mode == "threads") {
+  if (mode == "threads") {  // threads [N [CALLS_PER_THREAD]]: 64-byte copies, pinned and pageable alternating
     int n = argc > 2 ? atoi(argv[2]) : 8;
+    int calls = argc > 3 ? atoi(argv[3]) : 2000;
+    alarm(120);  // watchdog: a deadlock ends the process with SIGALRM instead of hanging the suite
     CHECK(cuInit(0));
+    std::atomic<int> ready{0};
     std::vector<std::thread> ts;
     for (int t = 0; t < n; ++t)
-      ts.emplace_back([] {
+      ts.emplace_back([&ready, n, calls] {
         CUdeviceptr d;
         CHECK(cuMemAlloc_v2(&d, 4096));
-        std::vector<char> host(4096);
-        for (int i = 0; i < 2000; ++i) CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 64, nullptr));
+        std::vector<char> pageable(4096);
+        void* pinned;
+        CHECK(cuMemHostAlloc(&pinned, 4096, 0));
+        ++ready;
+        while (ready.load() < n) std::this_thread::yield();  // all threads start their calls together
+        for (int i = 0; i < calls; ++i)
+          CHECK(cuMemcpyHtoDAsync_v2(d, (i & 1) ? pinned : static_cast<void*>(pageable.data()), 64, nullptr));
       });
     for (auto& t : ts) t.join();
+    printf("threads=%d calls=%d\n", n, calls);
     return 0;
+  }
+  if (mode == "fsize") {  // fsize LIMIT_BYTES CALLS: a small RLIMIT_FSIZE, set before the first CUDA call
+    rlim_t limit = argc > 2 ? strtoull(argv[2], nullptr, 0) : 256 * 1024;
+    int n = argc > 3 ? atoi(argv[3]) : 200000;
+    rlimit rl{limit, limit};
+    if (setrlimit(RLIMIT_FSIZE, &rl) != 0) return 10;
+    copies(n);
+    printf("done %d copies\n", n);
+    return 0;
+  }
+  if (mode == "forks") {  // forks N CALLS: multiprocessing-style; bytes tell the processes apart
+    int n = argc > 2 ? atoi(argv[2]) : 4;
+    int calls = argc > 3 ? atoi(argv[3]) : 20000;
+    copies(1000, 64);  // before the fork: the parent's only
+    std::vector<pid_t> kids;
+    for (int k = 0; k < n; ++k) {
+      pid_t pid = fork();
+      if (pid < 0) return 11;
+      if (pid == 0) {
+        copies(calls, static_cast<size_t>(100 + k));  // child k: 100+k bytes
+        _exit(0);  // the clean close path through the _exit interposer, no atexit handlers
+      }
+      kids.push_back(pid);
+    }
+    copies(calls, 65);  // the parent, while the children run
+    int bad = 0;
+    for (pid_t pid : kids) {
+      int st;
+      if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) ++bad;
+    }
+    printf("children=%d bad=%d\n", n, bad);
+    return bad ? 12 : 0;
   }
   if (mode == "bench") {  // ns per call: pinned 64-byte copy and launch, as in the spec's targets
     int n = argc > 2 ? atoi(argv[2]) : 200000;

@@ -96,4 +96,40 @@ inline Trace read_trace(const std::string& path) {
   return t;
 }
 
+// Like read_trace, without keeping the records: calls fn(tid, record bytes) for each one (for
+// traces of millions of records). Returns false if the file is not a trace; fills *header.
+template <class Fn>
+bool for_each_record(const std::string& path, asyncwatch::trace::FileHeader* header, Fn fn) {
+  using namespace asyncwatch::trace;
+  int fd = open(path.c_str(), O_RDONLY);
+  if (fd < 0) return false;
+  struct stat st;
+  fstat(fd, &st);
+  std::vector<char> data(static_cast<size_t>(st.st_size));
+  size_t got = 0;
+  while (got < data.size()) {
+    ssize_t n = read(fd, data.data() + got, data.size() - got);
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  close(fd);
+  if (data.size() < kHeaderSize) return false;
+  memcpy(header, data.data(), sizeof *header);
+  if (memcmp(header->magic, kMagic, 8) != 0 || header->version != kFormatVersion) return false;
+  for (size_t off = kHeaderSize; off + kBlockSize <= data.size(); off += kBlockSize) {
+    BlockHeader bh;
+    memcpy(&bh, data.data() + off, sizeof bh);
+    if (bh.magic != kBlockMagic) continue;
+    size_t pos = sizeof(BlockHeader);
+    while (pos + sizeof(RecordHeader) <= kBlockSize) {
+      RecordHeader h;
+      memcpy(&h, data.data() + off + pos, sizeof h);
+      if (h.type == 0 || h.size < sizeof(RecordHeader) || pos + h.size > kBlockSize) break;
+      fn(bh.tid, data.data() + off + pos, static_cast<size_t>(h.size));
+      pos += h.size;
+    }
+  }
+  return true;
+}
+
 }  // namespace aw_test

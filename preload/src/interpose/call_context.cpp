@@ -155,7 +155,11 @@ NameTable& names() {
 
 bool recording() noexcept {
   if (AW_UNLIKELY(config().disabled)) return false;
-  return trace_writer::is_active() || trace_writer::ensure_open();
+  if (AW_LIKELY(trace_writer::is_active()) || trace_writer::ensure_open()) return true;
+  // Counted once per application call: not again in a driver wrapper nested in a runtime one.
+  const ThreadCallState& st = thread_state();
+  if (st.driver_depth == 0 && st.runtime_depth == 0) trace_writer::count_lost_if_stopped();
+  return false;
 }
 
 void write(AnyRecord& r) noexcept { thread_buffer::write(&r); }

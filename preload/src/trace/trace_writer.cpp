@@ -276,6 +276,12 @@ void count_lost(uint64_t n) noexcept {
   if (g_header) __atomic_fetch_add(&g_header->records_lost, n, __ATOMIC_RELAXED);
 }
 
+void count_lost_if_stopped() noexcept {
+  // Only after an output failure stopped an open trace (its header stays mapped); not before the
+  // trace was opened, not when it could not be opened (no header), not after a clean close.
+  if (g_state.load(std::memory_order_acquire) == kOff && g_header && !config().disabled) count_lost(1);
+}
+
 uint32_t generation() noexcept { return g_generation.load(std::memory_order_acquire); }
 
 void close_clean(int exit_status) noexcept {

@@ -20,6 +20,9 @@ char* claim_block(uint64_t* index_out) noexcept;
 
 // Counts records that could not be written (FileHeader.records_lost, atomically in the mapping).
 void count_lost(uint64_t n) noexcept;
+// Counts one lost record when tracing stopped after an output failure (disk full, RLIMIT_FSIZE):
+// every call the application makes from then on is counted, so a cut-off trace says so.
+void count_lost_if_stopped() noexcept;
 
 // Bumped whenever thread-local block pointers become invalid (fork child, reopen).
 uint32_t generation() noexcept;
