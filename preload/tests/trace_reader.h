@@ -49,55 +49,8 @@ struct Trace {
   }
 };
 
-inline Trace read_trace(const std::string& path) {
-  using namespace asyncwatch::trace;
-  Trace t;
-  int fd = open(path.c_str(), O_RDONLY);
-  if (fd < 0) {
-    t.error = "cannot open " + path;
-    return t;
-  }
-  struct stat st;
-  fstat(fd, &st);
-  std::vector<char> data(static_cast<size_t>(st.st_size));
-  size_t got = 0;
-  while (got < data.size()) {
-    ssize_t n = read(fd, data.data() + got, data.size() - got);
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
-  close(fd);
-  if (data.size() < kHeaderSize) {
-    t.error = "short file";
-    return t;
-  }
-  memcpy(&t.header, data.data(), sizeof t.header);
-  if (memcmp(t.header.magic, kMagic, 8) != 0 || t.header.version != kFormatVersion) {
-    t.error = "bad magic/version";
-    return t;
-  }
-  for (size_t off = kHeaderSize; off + kBlockSize <= data.size(); off += kBlockSize) {
-    BlockHeader bh;
-    memcpy(&bh, data.data() + off, sizeof bh);
-    if (bh.magic != kBlockMagic) continue;
-    size_t pos = sizeof(BlockHeader);
-    while (pos + sizeof(RecordHeader) <= kBlockSize) {
-      RecordHeader h;
-      memcpy(&h, data.data() + off + pos, sizeof h);
-      if (h.type == 0 || h.size < sizeof(RecordHeader) || pos + h.size > kBlockSize) break;
-      Record r;
-      r.tid = bh.tid;
-      r.bytes.assign(data.data() + off + pos, data.data() + off + pos + h.size);
-      t.records.push_back(std::move(r));
-      pos += h.size;
-    }
-  }
-  t.ok = true;
-  return t;
-}
-
-// Like read_trace, without keeping the records: calls fn(tid, record bytes) for each one (for
-// traces of millions of records). Returns false if the file is not a trace; fills *header.
+// Calls fn(tid, record bytes, size) for each record without keeping them (for traces of
+// millions of records). Returns false if the file is not a trace; fills *header.
 template <class Fn>
 bool for_each_record(const std::string& path, asyncwatch::trace::FileHeader* header, Fn fn) {
   using namespace asyncwatch::trace;
@@ -130,6 +83,19 @@ bool for_each_record(const std::string& path, asyncwatch::trace::FileHeader* hea
     }
   }
   return true;
+}
+
+// Every record of a trace, kept in memory (small traces).
+inline Trace read_trace(const std::string& path) {
+  Trace t;
+  t.ok = for_each_record(path, &t.header, [&](uint32_t tid, const char* p, size_t n) {
+    Record r;
+    r.tid = tid;
+    r.bytes.assign(p, p + n);
+    t.records.push_back(std::move(r));
+  });
+  if (!t.ok) t.error = "cannot read " + path + " as a trace";
+  return t;
 }
 
 }  // namespace aw_test
