@@ -3,6 +3,7 @@
 // bytes, stream, time blocked, and (per ASYNCWATCH_EVIDENCE) whether the stream had already
 // completed the work when the call returned.
 #include "call_context.h"
+#include "traced_call.h"
 #include "classify/host_memory_classifier.h"
 #include "config.h"
 #include "cuda_abi.h"
@@ -77,45 +78,33 @@ bool wants_evidence(const Sides& s, bool memset) noexcept {
 template <class Call, class Describe>
 CUresult traced(Hook h, trace::RecordType type, CUstream stream, bool has_stream, bool sync_api, Call&& call,
                 Describe&& describe) noexcept {
-  if (!calls::should_record()) return call();
-  calls::DriverScope scope;
-  calls::DriverClock clock;
-  uint64_t start = clock.now();
-  CUresult r = call();
-  uint64_t end = clock.now();
-  ErrnoKeeper keep;
-  const hooks::HookInfo& hi = hooks::info(h);
-  calls::AnyRecord rec{};
-  auto& c = rec.copy;
-  c.h.type = static_cast<uint16_t>(type);
-  c.h.size = sizeof(trace::CopyRecord);
-  c.api = static_cast<uint16_t>(hi.api);
-  c.driver_fn = static_cast<uint16_t>(hi.api);
-  Sides s = describe();
-  c.direction = static_cast<uint8_t>(s.direction);
-  c.src_memory = static_cast<uint8_t>(s.src);
-  c.dst_memory = static_cast<uint8_t>(s.dst);
-  c.stream_kind = static_cast<uint8_t>(calls::stream_kind(stream, hi.per_thread));
-  c.flags = (hi.per_thread ? trace::kFlagPerThreadEntry : 0u) | (sync_api ? trace::kFlagSynchronousApi : 0u);
-  c.result = r;
-  c.start_ns = start;
-  c.end_ns = end;
-  c.stream = reinterpret_cast<uint64_t>(stream);
-  c.bytes = s.bytes;
-  bool capturing = has_stream && calls::stream_is_capturing(stream);
-  if (capturing) c.flags |= trace::kFlagCaptureActive;
-  if (r == CUDA_SUCCESS) {
-    if (!capturing && wants_evidence(s, type == trace::RecordType::Memset)) calls::completion_evidence(stream, hi.per_thread, &c.flags);
-    calls::note_driver_ready();
-  }
-  calls::emit(rec, type == trace::RecordType::Copy ? calls::Category::Copy : calls::Category::Memset);
-  return r;
+  auto cat = type == trace::RecordType::Copy ? calls::Category::Copy : calls::Category::Memset;
+  return calls::traced(h, cat, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r,
+                                         uint64_t start, uint64_t end) {
+    auto& c = rec.copy;
+    c.h.type = static_cast<uint16_t>(type);
+    c.h.size = sizeof(trace::CopyRecord);
+    c.api = static_cast<uint16_t>(hi.api);
+    c.driver_fn = static_cast<uint16_t>(hi.api);
+    Sides s = describe();
+    c.direction = static_cast<uint8_t>(s.direction);
+    c.src_memory = static_cast<uint8_t>(s.src);
+    c.dst_memory = static_cast<uint8_t>(s.dst);
+    c.stream_kind = static_cast<uint8_t>(calls::stream_kind(stream, hi.per_thread));
+    c.flags = (hi.per_thread ? trace::kFlagPerThreadEntry : 0u) | (sync_api ? trace::kFlagSynchronousApi : 0u);
+    c.result = r;
+    c.start_ns = start;
+    c.end_ns = end;
+    c.stream = reinterpret_cast<uint64_t>(stream);
+    c.bytes = s.bytes;
+    bool capturing = has_stream && calls::stream_is_capturing(stream);
+    if (capturing) c.flags |= trace::kFlagCaptureActive;
+    if (r == CUDA_SUCCESS && !capturing && wants_evidence(s, type == trace::RecordType::Memset))
+      calls::completion_evidence(stream, hi.per_thread, &c.flags);
+  });
 }
 
-template <class Fn>
-inline Fn real_fn(Hook h) noexcept {
-  return reinterpret_cast<Fn>(real::driver(h));
-}
+using calls::real_fn;
 
 constexpr auto kCopy = trace::RecordType::Copy;
 constexpr auto kMemset = trace::RecordType::Memset;

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "call_context.h"
+#include "traced_call.h"
 #include "cuda_abi.h"
 #include "hook_table.h"
 #include "real_functions.h"
@@ -14,10 +15,7 @@ using asyncwatch::hooks::Hook;
 
 namespace {
 
-template <class Fn>
-inline Fn real_fn(Hook h) noexcept {
-  return reinterpret_cast<Fn>(real::driver(h));
-}
+using calls::real_fn;
 
 struct LaunchShape {
   CUfunction f;
@@ -30,39 +28,30 @@ struct LaunchShape {
 
 template <class Call>
 CUresult traced_launch(Hook h, const LaunchShape& shape, Call&& call) noexcept {
-  if (!calls::should_record()) return call();
-  calls::DriverScope scope;
-  calls::DriverClock clock;
-  uint64_t start = clock.now();
-  CUresult r = call();
-  uint64_t end = clock.now();
-  ErrnoKeeper keep;
-  const hooks::HookInfo& hi = hooks::info(h);
-  calls::AnyRecord rec{};
-  auto& l = rec.launch;
-  l.h.type = static_cast<uint16_t>(trace::RecordType::Launch);
-  l.h.size = sizeof(trace::LaunchRecord);
-  l.api = l.driver_fn = static_cast<uint16_t>(hi.api);
-  l.stream_kind = static_cast<uint8_t>(calls::stream_kind(shape.stream, hi.per_thread));
-  l.flags = hi.per_thread ? trace::kFlagPerThreadEntry : 0u;
-  l.result = r;
-  if (shape.has_function) {
-    bool first = false;
-    l.kernel_name_id = calls::kernel_name_id(shape.f, &first);
-    if (first) l.flags |= trace::kFlagFirstLaunch;
-  }
-  l.shared_mem_bytes = shape.shared;
-  for (int i = 0; i < 3; ++i) {
-    l.grid[i] = shape.grid[i];
-    l.block[i] = shape.block[i];
-  }
-  l.start_ns = start;
-  l.end_ns = end;
-  l.stream = reinterpret_cast<uint64_t>(shape.stream);
-  if (calls::stream_is_capturing(shape.stream)) l.flags |= trace::kFlagCaptureActive;
-  if (r == CUDA_SUCCESS) calls::note_driver_ready();
-  calls::emit(rec, calls::Category::Launch);
-  return r;
+  return calls::traced(h, calls::Category::Launch, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi,
+                                                             CUresult r, uint64_t start, uint64_t end) {
+    auto& l = rec.launch;
+    l.h.type = static_cast<uint16_t>(trace::RecordType::Launch);
+    l.h.size = sizeof(trace::LaunchRecord);
+    l.api = l.driver_fn = static_cast<uint16_t>(hi.api);
+    l.stream_kind = static_cast<uint8_t>(calls::stream_kind(shape.stream, hi.per_thread));
+    l.flags = hi.per_thread ? trace::kFlagPerThreadEntry : 0u;
+    l.result = r;
+    if (shape.has_function) {
+      bool first = false;
+      l.kernel_name_id = calls::kernel_name_id(shape.f, &first);
+      if (first) l.flags |= trace::kFlagFirstLaunch;
+    }
+    l.shared_mem_bytes = shape.shared;
+    for (int i = 0; i < 3; ++i) {
+      l.grid[i] = shape.grid[i];
+      l.block[i] = shape.block[i];
+    }
+    l.start_ns = start;
+    l.end_ns = end;
+    l.stream = reinterpret_cast<uint64_t>(shape.stream);
+    if (calls::stream_is_capturing(shape.stream)) l.flags |= trace::kFlagCaptureActive;
+  });
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // give the analyzer what it needs to read the copies: how long the host waited, which ranges are
 // pinned (and feed the classifier's registry), each stream's flags, and when capture was on.
 #include "call_context.h"
+#include "traced_call.h"
 #include "classify/host_memory_classifier.h"
 #include "cuda_abi.h"
 #include "hook_table.h"
@@ -10,32 +11,12 @@
 using namespace asyncwatch;
 using namespace asyncwatch::cuda;
 using asyncwatch::hooks::Hook;
+using asyncwatch::calls::real_fn;
+using asyncwatch::calls::traced;
 using asyncwatch::trace::MemoryKind;
 
 namespace {
 
-template <class Fn>
-inline Fn real_fn(Hook h) noexcept {
-  return reinterpret_cast<Fn>(real::driver(h));
-}
-
-// Runs `call`, timing it, then lets `fill` complete the record; the common skeleton of every
-// wrapper in this file.
-template <class Call, class Fill>
-CUresult traced(Hook h, calls::Category cat, Call&& call, Fill&& fill) noexcept {
-  if (!calls::should_record()) return call();
-  calls::DriverScope scope;
-  calls::DriverClock clock;
-  uint64_t start = clock.now();
-  CUresult r = call();
-  uint64_t end = clock.now();
-  ErrnoKeeper keep;
-  calls::AnyRecord rec{};
-  fill(rec, hooks::info(h), r, start, end);
-  if (r == CUDA_SUCCESS) calls::note_driver_ready();
-  calls::emit(rec, cat);
-  return r;
-}
 
 void fill_sync(calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t start, uint64_t end,
                uint64_t handle, trace::StreamKind kind) {
