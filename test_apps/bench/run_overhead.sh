@@ -12,7 +12,8 @@
 #   --reps N         repetitions of every item inside one process                    [3; quick 2]
 #   --scale F        iteration count multiplier of the timed runs         [1; --sim 0.1; quick 0.01]
 #   --warmup-ms MS   launches and copies before anything is timed, per process      [500; quick 20]
-#   --modes LIST     comma-separated subset of bare,default,stacks_all,evidence_off   [all four]
+#   --modes LIST     comma-separated subset of bare,default,stacks_all,evidence_off,shm
+#                    [bare,default,stacks_all,evidence_off]
 #   --bench FILE     benchmark executable (default: BUILD_DIR/test_apps/overhead_bench[.static])
 #   --lib FILE       preload library (default: BUILD_DIR/lib/libasyncwatch.so)
 #   --sim-dir DIR    simulator directory (default: BUILD_DIR/lib/asyncwatch/sim)
@@ -21,7 +22,8 @@
 #   --keep DIR       keep raw outputs and traces in DIR (default: a temp dir, removed at exit)
 #
 # Modes: bare; default (LD_PRELOAD=libasyncwatch.so); stacks_all (+ ASYNCWATCH_STACKS=all);
-# evidence_off (+ ASYNCWATCH_EVIDENCE=off). Exit status 0 when every run succeeded (whatever the
+# evidence_off (+ ASYNCWATCH_EVIDENCE=off); shm (the default mode with its trace on /dev/shm:
+# what the file-backed mapping's page faults cost). Exit status 0 when every run succeeded (whatever the
 # figures), 1 when a run failed, 2 on usage errors. The last line is "run_overhead: table complete"
 # on success.
 set -euo pipefail
@@ -89,7 +91,7 @@ need_lib=""
 for m in "${mode_list[@]}"; do
   case $m in
     bare) ;;
-    default|stacks_all|evidence_off) need_lib=1 ;;
+    default|stacks_all|evidence_off|shm) need_lib=1 ;;
     *) die "unknown mode $m" ;;
   esac
 done
@@ -111,6 +113,14 @@ else
 fi
 start=$(date +%s.%N)
 nruns=0
+# Mode shm: the default mode with the trace on tmpfs (/dev/shm), which isolates what the page
+# faults of a file-backed shared mapping cost. Its traces are moved next to the others after the run.
+shm_root=""
+if [[ ,$modes, == *,shm,* ]]; then
+  shm_root=$(mktemp -d /dev/shm/aw-overhead.XXXXXX) || die "no /dev/shm for mode shm"
+  trap 'rm -rf "$work" "$shm_root"' EXIT
+  [[ -z $keep ]] || trap 'rm -rf "$shm_root"' EXIT
+fi
 
 # run_bench MODE NAME ARGS...: runs the benchmark in MODE; stdout in $work/NAME.out, the trace (if
 # any) in $work/NAME.trace/.
@@ -126,6 +136,8 @@ run_bench() {
     default) envs+=("LD_PRELOAD=$lib" "ASYNCWATCH_OUTPUT_DIR=$tdir" ASYNCWATCH_QUIET=1) ;;
     stacks_all) envs+=("LD_PRELOAD=$lib" "ASYNCWATCH_OUTPUT_DIR=$tdir" ASYNCWATCH_QUIET=1 ASYNCWATCH_STACKS=all) ;;
     evidence_off) envs+=("LD_PRELOAD=$lib" "ASYNCWATCH_OUTPUT_DIR=$tdir" ASYNCWATCH_QUIET=1 ASYNCWATCH_EVIDENCE=off) ;;
+    shm) mkdir -p "$shm_root/$name"
+         envs+=("LD_PRELOAD=$lib" "ASYNCWATCH_OUTPUT_DIR=$shm_root/$name" ASYNCWATCH_QUIET=1) ;;
   esac
   nruns=$((nruns + 1))
   # cwd = the trace directory: a trace written to "." lands there too.
@@ -161,10 +173,12 @@ echo "run_overhead: modes ${modes}; ${rounds} rounds x ${reps} reps, scale ${sca
 
 # ---- timed runs: rounds of every mode in turn -----------------------------------------------
 : >"$work/samples.txt"
+: >"$work/rounds.txt"
 : >"$work/totals.txt"
 for ((r = 1; r <= rounds; r++)); do
   for m in "${mode_list[@]}"; do
     run_bench "$m" "timed.$m.$r" --reps "$reps" --scale "$scale" --warmup-ms "$warmup"
+    if [[ $m == shm ]]; then mv "$shm_root/timed.$m.$r"/*.awtrace "$work/timed.$m.$r.trace/" 2>/dev/null || true; fi
     awk -v mode="$m" '
       /^item=/ {
         item = ""; samples = ""
@@ -175,7 +189,12 @@ for ((r = 1; r <= rounds; r++)); do
         }
         n = split(samples, s, ",")
         for (i = 1; i <= n; i++) print mode, item, s[i]
-      }' "$work/timed.$m.$r.out" >>"$work/samples.txt"
+        # Median of this process alone, for the paired per-round ratios.
+        for (i = 1; i <= n; i++) v[i] = s[i] + 0
+        for (i = 2; i <= n; i++) { x = v[i]; for (j = i - 1; j >= 1 && v[j] > x; j--) v[j + 1] = v[j]; v[j + 1] = x }
+        med = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+        print mode, item, round, med >> rounds_file
+      }' round="$r" rounds_file="$work/rounds.txt" "$work/timed.$m.$r.out" >>"$work/samples.txt"
     calls=$(sed -n 's/^total calls=\([0-9]*\).*/\1/p' "$work/timed.$m.$r.out")
     rss=$(sed -n 's/^total .*rss_kb=\([0-9-]*\).*/\1/p' "$work/timed.$m.$r.out")
     echo "$m $(trace_bytes "$work/timed.$m.$r.trace") ${calls:-0} ${rss:--1}" >>"$work/totals.txt"
@@ -236,6 +255,44 @@ print_table() {  # COLUMN (2 = median, 3 = min) TITLE
 n_samples=$((rounds * reps))
 print_table 2 "== ns per call, median of $n_samples repetitions ($rounds interleaved rounds x $reps); target and met? judge the default mode"
 print_table 3 "== ns per call, min of $n_samples repetitions"
+
+# Paired ratios: the process-to-process spread of the bare cost is as large as the overhead, so
+# each round's mode is compared with the bare run of the same round (run back to back), and the
+# table gives the median and quartiles of those per-round ratios and how many rounds met the target.
+if [[ ,$modes, == *,bare,* && $rounds -ge 2 ]]; then
+  echo ""
+  echo "== paired per-round ratios (mode's median / bare's median in the same round; $rounds rounds): median [q1, q3], rounds within target"
+  awk -v modes="$modes" -v items="$items" '
+    function sort_(a, n,   i, j, x) { for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x } }
+    function q(a, n, f,   p, lo) { p = 1 + (n - 1) * f; lo = int(p); return (lo >= n) ? a[n] : a[lo] + (p - lo) * (a[lo + 1] - a[lo]) }
+    BEGIN { nm = split(modes, M, ","); ni = split(items, I, "\n"); target["launch"] = 0.05; target["copy_pinned_64"] = 0.10 }
+    { v[$1 " " $2 " " $3] = $4; if ($3 > nr) nr = $3 }
+    END {
+      hdr = sprintf("%-20s", "item")
+      for (j = 1; j <= nm; j++) if (M[j] != "bare") hdr = hdr sprintf(" | %-30s", M[j])
+      print hdr
+      for (i = 1; i <= ni; i++) {
+        it = I[i]; if (it == "") continue
+        line = sprintf("%-20s", it)
+        for (j = 1; j <= nm; j++) {
+          m = M[j]; if (m == "bare") continue
+          n = 0; ok = 0
+          for (r = 1; r <= nr; r++) {
+            b = v["bare " it " " r]; x = v[m " " it " " r]
+            if (b == "" || x == "" || b <= 0) continue
+            a[++n] = x / b
+            if ((it in target) && x / b <= 1 + target[it]) ok++
+          }
+          if (n == 0) { line = line sprintf(" | %-30s", "-"); continue }
+          sort_(a, n)
+          cell = sprintf("%.3f [%.3f, %.3f]", q(a, n, 0.5), q(a, n, 0.25), q(a, n, 0.75))
+          if (it in target) cell = cell sprintf(" %d/%d", ok, n)
+          line = line sprintf(" | %-30s", cell)
+        }
+        print line
+      }
+    }' "$work/rounds.txt"
+fi
 
 if [[ -n $sim ]]; then
   # Simulator bare costs are not the H200's: what carries over is the added time per call.

@@ -107,17 +107,15 @@ uint32_t intern(const uint64_t* frames, uint32_t depth) noexcept {
 namespace {
 
 // Where, on the stack, each kept frame's return address lives: the verification data of the
-// call-site cache. On x86-64 the return address into frame k is stored at CFA(k-1) - 8.
-constexpr uint32_t kVerifySlots = 8;
-struct VerifySlot {
-  uint64_t offset;  // distance below the thread's stack top
-  uint64_t value;   // the return address expected there
-};
+// call-site cache. 32 frames cover a runtime's own frames and the application's first callers;
+// a stack that differs only deeper than that would be taken for the cached one.
+constexpr uint32_t kVerifySlots = 32;
 struct Unwound {
   uint64_t frames[kMaxStackDepth];
   uint32_t depth = 0;
-  VerifySlot slots[kVerifySlots];
   uint32_t nslots = 0;
+  uint32_t slot_offset[kVerifySlots];  // distance of the slot below the thread's stack top
+  uint64_t slot_value[kVerifySlots];   // the return address expected there (= frames[k])
 };
 
 // Return addresses and CFAs of the current stack, through the unwinder Boost.Stacktrace also
@@ -153,13 +151,17 @@ void unwind(Unwound* u, uint64_t top) noexcept {
   // Align the two walks on the first kept frame, then record the slots of the next frames.
   uint32_t j = 1;
   while (j < rf.n && rf.ip[j] != u->frames[0]) ++j;
+  // libgcc's _Unwind_Backtrace calls back before it steps the context to the frame's own CFA:
+  // in the callback for frame i, _Unwind_GetCFA answers the CFA of frame i-1, i.e. the stack
+  // pointer just above the return address into frame i. So ip[i] is stored at cfa[i] - 8.
   for (uint32_t k = 0; k < u->depth && j + k < rf.n && u->nslots < kVerifySlots; ++k) {
     if (rf.ip[j + k] != u->frames[k]) break;
-    uint64_t slot = rf.cfa[j + k - 1] - 8;
-    if (slot >= top) break;
+    uint64_t slot = rf.cfa[j + k] - 8;
+    if (slot >= top || top - slot > UINT32_MAX) break;
     // Only trust the slot if it really holds the return address (it does under the ABI).
     if (*reinterpret_cast<const uint64_t*>(slot) != u->frames[k]) break;
-    u->slots[u->nslots++] = VerifySlot{top - slot, u->frames[k]};
+    u->slot_offset[u->nslots] = static_cast<uint32_t>(top - slot);
+    u->slot_value[u->nslots++] = u->frames[k];
   }
 }
 
@@ -169,18 +171,24 @@ uint32_t unwind_and_intern() noexcept {
   return intern(u.frames, u.depth);
 }
 
-constexpr uint32_t kSiteCacheSize = 128;
+// Per-thread call-site cache: kSiteSets sets of kSiteWays entries. Ways matter: call sites
+// behind one runtime entry point share a key, and a direct-mapped cache would evict one with the
+// other on every alternation.
+constexpr uint32_t kSiteSets = 16;
+constexpr uint32_t kSiteWays = 4;
 constexpr uint32_t kVerifyEvery = 256;
 struct SiteEntry {
   uint64_t ra;
-  uint64_t depth;
+  uint64_t key;
   uint32_t stack_id;
   uint32_t generation;
   uint32_t hits;
   uint32_t nslots;
-  VerifySlot slots[kVerifySlots];
+  uint32_t slot_offset[kVerifySlots];
+  uint64_t slot_value[kVerifySlots];
 };
 AW_TLS SiteEntry* tl_sites;
+AW_TLS uint32_t tl_victim;  // round-robin replacement within a set
 AW_TLS uint64_t tl_stack_top;
 AW_TLS uint32_t tl_hits;  // flushed into g_hits every kHitFlush hits: no shared write per call
 constexpr uint32_t kHitFlush = 1024;
@@ -309,59 +317,76 @@ uint64_t site_key(uint64_t ra, uint64_t frame, uint64_t top) noexcept {
 
 }  // namespace
 
+namespace {
+
+// A hit needs the cached return addresses at the same places on the stack: the key alone can
+// collide (a statically linked runtime calls the driver from one place for every application
+// call site), a mismatch is another call chain.
+inline bool verified(const SiteEntry& e, uint64_t top, uint64_t frame) noexcept {
+  if (e.nslots == 0) return false;
+  for (uint32_t i = 0; i < e.nslots; ++i) {
+    uint64_t slot = top - e.slot_offset[i];
+    if (slot < frame || *reinterpret_cast<const uint64_t*>(slot) != e.slot_value[i]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 uint32_t capture_call_site(const void* caller_ra, const void* caller_frame) noexcept {
   if (!caller_ra) {
     g_unwinds.fetch_add(1, std::memory_order_relaxed);
     return unwind_and_intern();
   }
-  if (!tl_sites) tl_sites = static_cast<SiteEntry*>(calloc(kSiteCacheSize, sizeof(SiteEntry)));
+  if (!tl_sites) tl_sites = static_cast<SiteEntry*>(calloc(kSiteSets * kSiteWays, sizeof(SiteEntry)));
   uint64_t top = stack_top();
   uint64_t ra = reinterpret_cast<uint64_t>(caller_ra);
   uint64_t frame = reinterpret_cast<uint64_t>(caller_frame);
-  uint64_t depth = top > 1 ? site_key(ra, frame, top) : frame;
+  uint64_t key = top > 1 ? site_key(ra, frame, top) : frame;
   uint32_t gen = trace_writer::generation();
-  SiteEntry* e = tl_sites ? &tl_sites[(ra ^ (depth * 0x9e3779b97f4a7c15ull)) % kSiteCacheSize] : nullptr;
-  if (e && e->ra == ra && e->depth == depth && e->generation == gen && e->stack_id) {
-    // The key alone can collide: a statically linked runtime calls the driver from one place for
-    // every application call site. So a hit must also find the cached return addresses at the
-    // same places on the stack (a few loads); a mismatch is a different call chain.
-    bool same = e->nslots > 0;
-    for (uint32_t i = 0; same && i < e->nslots; ++i) {
-      uint64_t slot = top - e->slots[i].offset;
-      same = slot >= frame && *reinterpret_cast<const uint64_t*>(slot) == e->slots[i].value;
-    }
-    if (AW_LIKELY(same) && (++e->hits % kVerifyEvery) != 0) {
+  SiteEntry* set = tl_sites ? &tl_sites[((ra ^ (key * 0x9e3779b97f4a7c15ull)) >> 7) % kSiteSets * kSiteWays] : nullptr;
+  for (uint32_t w = 0; set && w < kSiteWays; ++w) {
+    SiteEntry& e = set[w];
+    if (e.ra != ra || e.key != key || e.generation != gen || !e.stack_id || !verified(e, top, frame)) continue;
+    if (AW_LIKELY((++e.hits % kVerifyEvery) != 0)) {
       if (AW_UNLIKELY(++tl_hits == kHitFlush)) {
         g_hits.fetch_add(kHitFlush, std::memory_order_relaxed);
         tl_hits = 0;
       }
-      return e->stack_id;
+      return e.stack_id;
     }
-    if (same) {  // the periodic full check
-      g_unwinds.fetch_add(1, std::memory_order_relaxed);
-      Unwound u;
-      unwind(&u, 1);
-      uint32_t id = intern(u.frames, u.depth);
-      if (id != e->stack_id) g_mismatches.fetch_add(1, std::memory_order_relaxed);
-      return id;
-    }
+    // The periodic full check: counts a verified hit that the full unwind contradicts.
+    g_unwinds.fetch_add(1, std::memory_order_relaxed);
+    Unwound u;
+    unwind(&u, 1);
+    uint32_t id = intern(u.frames, u.depth);
+    if (id != e.stack_id) g_mismatches.fetch_add(1, std::memory_order_relaxed);
+    return id;
   }
   g_unwinds.fetch_add(1, std::memory_order_relaxed);
   Unwound u;
   unwind(&u, top);
   uint32_t id = intern(u.frames, u.depth);
-  if (e && id) {
-    e->ra = ra;
-    e->depth = depth;
-    e->stack_id = id;
-    e->generation = gen;
-    e->hits = 0;
-    e->nslots = u.nslots;
-    std::copy(u.slots, u.slots + u.nslots, e->slots);
+  if (set && id && u.nslots) {
+    SiteEntry* victim = nullptr;
+    for (uint32_t w = 0; w < kSiteWays && !victim; ++w) {
+      if (!set[w].stack_id || set[w].generation != gen) victim = &set[w];
+    }
+    if (!victim) victim = &set[tl_victim++ % kSiteWays];
+    victim->ra = ra;
+    victim->key = key;
+    victim->stack_id = id;
+    victim->generation = gen;
+    victim->hits = 0;
+    victim->nslots = u.nslots;
+    std::copy(u.slot_offset, u.slot_offset + u.nslots, victim->slot_offset);
+    std::copy(u.slot_value, u.slot_value + u.nslots, victim->slot_value);
   }
   return id;
 }
 
-CacheStats cache_stats() noexcept { return {g_hits.load(), g_unwinds.load(), g_mismatches.load()}; }
+// Other threads' hits since their last flush are not counted (fewer than kHitFlush each); the
+// calling thread's are.
+CacheStats cache_stats() noexcept { return {g_hits.load() + tl_hits, g_unwinds.load(), g_mismatches.load()}; }
 
 }  // namespace asyncwatch::stacks
