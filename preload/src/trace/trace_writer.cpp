@@ -1,6 +1,10 @@
 #include "trace_writer.h"
 
 #include <fcntl.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
 #include <limits.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -179,7 +183,15 @@ bool open_locked() {
   return true;
 }
 
-bool map_segment(uint64_t seg) {
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+// Grows the file by segment `seg` and maps it. `quiet`: a failure is not reported (the mapping
+// thread works ahead; the writer that really needs the segment retries and reports). `populate`:
+// fault the whole segment in writable now (see below); the mapping thread does it after the
+// segment is published, outside the lock.
+bool map_segment(uint64_t seg, bool quiet, bool populate) {
   if (seg >= kMaxSegments) return false;
   if (g_segments[seg].load(std::memory_order_acquire)) return true;
   std::lock_guard<std::mutex> lock(writer_mutex());
@@ -189,31 +201,104 @@ bool map_segment(uint64_t seg) {
   // posix_fallocate, not ftruncate: a sparse file on a full disk would SIGBUS the application
   // on its first store into a hole.
   if (!fits_rlimit(static_cast<uint64_t>(off) + kSegmentBytes)) {
-    warn_once("trace file would exceed RLIMIT_FSIZE");
+    if (!quiet) warn_once("trace file would exceed RLIMIT_FSIZE");
     return false;
   }
   int rc = posix_fallocate(g_fd, off, static_cast<off_t>(kSegmentBytes));
   if (rc != 0) {
-    warn_once(std::string("cannot grow trace file: ") + strerror(rc));
+    if (!quiet) warn_once(std::string("cannot grow trace file: ") + strerror(rc));
     return false;
   }
   void* p = mmap(nullptr, kSegmentBytes, PROT_READ | PROT_WRITE, MAP_SHARED, g_fd, off);
   if (p == MAP_FAILED) {
-    warn_once(std::string("cannot map trace segment: ") + strerror(errno));
+    if (!quiet) warn_once(std::string("cannot map trace segment: ") + strerror(errno));
     return false;
   }
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
-  // Fault the whole segment in writable now, in one call, instead of one page fault (and ext4
-  // page_mkwrite) per 4 KiB later inside the application's calls. Linux >= 5.14; older kernels
-  // answer EINVAL and the pages fault in on first use, as before. This moves the cost rather
-  // than removing it: on ext4 the population itself costs ~1.5-2.5 us per 4 KiB page on the
-  // build VM, about what the faults cost (docs/configuration.md, "Overhead measured").
-  madvise(p, kSegmentBytes, MADV_POPULATE_WRITE);
+  // Fault the whole segment in writable in one call instead of one page fault (and ext4
+  // page_mkwrite) per 4 KiB inside the application's calls. Linux >= 5.14; older kernels answer
+  // EINVAL and the pages fault in on first use. Done here only when no mapping thread prepared
+  // the segment ahead of time: the cost (~2.5-3 us per 4 KiB page on the build VM, i.e. ~50 ns
+  // per 80-byte record) then lands in the call that crosses into the segment.
+  if (populate) madvise(p, kSegmentBytes, MADV_POPULATE_WRITE);
   g_segments[seg].store(static_cast<char*>(p), std::memory_order_release);
-  g_allocated_blocks.store((seg + 1) * kBlocksPerSegment);
+  uint64_t blocks = (seg + 1) * kBlocksPerSegment;
+  uint64_t cur = g_allocated_blocks.load();
+  while (cur < blocks && !g_allocated_blocks.compare_exchange_weak(cur, blocks)) {
+  }
   return true;
+}
+
+// ---- the mapping thread -------------------------------------------------------------------
+// Growing, mapping and populating a segment costs milliseconds (1024 page faults' worth); done
+// inline, that lands in whichever application call crosses into the segment. Once a process has
+// written a quarter of its first segment (1 MiB of trace: short runs never get here), one
+// background thread prepares each next segment while the current one fills, so writers find it
+// mapped and faulted in. Writers ask for it when a claim passes that quarter of a segment (once
+// per 64 blocks); the thread sleeps on a futex in between. It runs no application code, has
+// every signal blocked, and gives up for good on its first failure (writers then map inline, as
+// without it). A forked child starts its own for its own trace.
+constexpr uint64_t kRequestAtBlock = kBlocksPerSegment / 4;
+enum MapperState : int { kMapperNone = 0, kMapperRunning = 1, kMapperGaveUp = 2 };
+std::atomic<uint32_t> g_map_request{0};  // the thread should map segments below this index
+std::atomic<int> g_mapper{kMapperNone};
+
+long futex_call(std::atomic<uint32_t>* addr, int op, uint32_t val) noexcept {
+  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(addr), op | FUTEX_PRIVATE_FLAG, val, nullptr, nullptr, 0);
+}
+
+void* mapper_main(void* arg) {
+  const uint32_t gen = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(arg));
+  uint64_t next = 0;  // first segment this thread has not seen mapped
+  for (;;) {
+    uint32_t want = g_map_request.load(std::memory_order_acquire);
+    if (g_state.load(std::memory_order_acquire) != kActive || g_generation.load() != gen) break;
+    bool failed = false;
+    for (; next < want && !failed; ++next) {
+      if (g_segments[next].load(std::memory_order_acquire)) continue;
+      failed = !map_segment(next, /*quiet=*/true, /*populate=*/false);
+      if (!failed) madvise(g_segments[next].load(), kSegmentBytes, MADV_POPULATE_WRITE);
+    }
+    if (failed) break;
+    futex_call(&g_map_request, FUTEX_WAIT, want);  // returns at once if the request moved on
+  }
+  if (g_generation.load() == gen) g_mapper.store(kMapperGaveUp);
+  return nullptr;
+}
+
+// Started by the first request, from a writer's claim_block.
+bool start_mapper() noexcept {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);  // the thread inherits the mask: no signal of the app's lands in it
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, 64 << 10);
+  pthread_t t;
+  bool ok = pthread_create(&t, &attr, &mapper_main, reinterpret_cast<void*>(static_cast<uintptr_t>(g_generation.load()))) == 0;
+  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (ok) pthread_setname_np(t, "asyncwatch-map");
+  return ok;
+}
+
+// A writer claimed block `idx` of segment `seg`: a quarter into a segment, have the next one prepared.
+void request_ahead(uint64_t idx, uint64_t seg) noexcept {
+  if (idx % kBlocksPerSegment != kRequestAtBlock || seg + 1 >= kMaxSegments) return;
+  int st = g_mapper.load(std::memory_order_relaxed);
+  if (st == kMapperGaveUp) return;
+  uint32_t want = static_cast<uint32_t>(seg + 2);
+  uint32_t cur = g_map_request.load(std::memory_order_relaxed);
+  while (cur < want && !g_map_request.compare_exchange_weak(cur, want)) {
+  }
+  if (st == kMapperNone) {
+    int expected = kMapperNone;
+    if (g_mapper.compare_exchange_strong(expected, kMapperRunning) && !start_mapper()) {
+      g_mapper.store(kMapperGaveUp);  // e.g. a sandbox without clone: writers map inline
+    }
+    return;
+  }
+  futex_call(&g_map_request, FUTEX_WAKE, 1);
 }
 
 }  // namespace
@@ -254,10 +339,11 @@ char* claim_block(uint64_t* index_out) noexcept {
   uint64_t seg = idx / kBlocksPerSegment;
   bool ok;
   try {
-    ok = map_segment(seg);
+    ok = map_segment(seg, /*quiet=*/false, /*populate=*/true);
   } catch (...) {
     ok = false;
   }
+  if (ok) request_ahead(idx, seg);
   if (!ok) {
     g_state.store(kOff);  // tracing stops for good; the file stays readable up to here
     return nullptr;
@@ -294,7 +380,9 @@ void close_clean(int exit_status) noexcept {
   uint64_t claimed = g_claim.fetch_or(kClosedBit) & ~kClosedBit;
   uint64_t used = std::min(claimed, g_allocated_blocks.load());
   g_state.store(kClosed);
-  g_header->blocks_claimed = used;
+  // Atomic: a thread whose claim was counted before the close may still be in claim_block's
+  // compare-and-swap on this field (it never raises it past `used`).
+  __atomic_store_n(&g_header->blocks_claimed, used, __ATOMIC_RELAXED);
   g_header->end_monotonic_ns = now_ns();
   g_header->exit_status = exit_status;
   // Threads still running keep writing into their claimed blocks, all below `used`; nothing
@@ -334,6 +422,8 @@ void after_fork_child(uint64_t parent_pid) noexcept {
   g_fd = -1;
   g_claim.store(0);
   g_allocated_blocks.store(0);
+  g_map_request.store(0);
+  g_mapper.store(kMapperNone);  // threads do not survive fork; the child starts its own when needed
   g_parent_pid = parent_pid;
   g_warned.store(false);
   int s = g_state.load();
