@@ -17,12 +17,16 @@
 #   --bench FILE     benchmark executable (default: BUILD_DIR/test_apps/overhead_bench[.static])
 #   --lib FILE       preload library (default: BUILD_DIR/lib/libasyncwatch.so)
 #   --sim-dir DIR    simulator directory (default: BUILD_DIR/lib/asyncwatch/sim)
+#   --items LIST     time only these benchmark items (overhead_bench --only)           [all]
+#   --variant NAME=LIB  one more mode NAME: the default mode with another build of the library
+#                    (repeatable; for A/B tests of a change to the hot path in one run)
 #   --no-trace-items skip the per-item trace size runs and the per-thread memory runs
 #   --cpu LIST       run every benchmark process under `taskset -c LIST` (less migration noise)
 #   --keep DIR       keep raw outputs and traces in DIR (default: a temp dir, removed at exit)
 #
 # Modes: bare; default (LD_PRELOAD=libasyncwatch.so); stacks_all (+ ASYNCWATCH_STACKS=all);
-# evidence_off (+ ASYNCWATCH_EVIDENCE=off); shm (the default mode with its trace on /dev/shm:
+# evidence_off (+ ASYNCWATCH_EVIDENCE=off); disabled (library loaded, ASYNCWATCH_DISABLE=1:
+# what interposition alone costs); shm (the default mode with its trace on /dev/shm:
 # what the file-backed mapping's page faults cost). Exit status 0 when every run succeeded (whatever the
 # figures), 1 when a run failed, 2 on usage errors. The last line is "run_overhead: table complete"
 # on success.
@@ -44,6 +48,8 @@ simdir=""
 trace_items=1
 keep=""
 cpus=""
+items_opt=()
+declare -A variant_lib=()
 while [[ $# -gt 0 ]]; do
   case $1 in
     --sim) sim=1 ;;
@@ -58,6 +64,8 @@ while [[ $# -gt 0 ]]; do
     --sim-dir) simdir=${2:?}; shift ;;
     --no-trace-items) trace_items="" ;;
     --cpu) cpus=${2:?}; shift ;;
+    --items) items_opt=(--only "${2:?}"); shift ;;
+    --variant) v=${2:?}; [[ $v == *=* ]] || die "--variant NAME=LIB"; variant_lib[${v%%=*}]=$(cd "$(dirname "${v#*=}")" && pwd)/$(basename "${v#*=}"); shift ;;
     --keep) keep=${2:?}; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     -*) die "unknown option $1" ;;
@@ -91,8 +99,9 @@ need_lib=""
 for m in "${mode_list[@]}"; do
   case $m in
     bare) ;;
-    default|stacks_all|evidence_off|shm) need_lib=1 ;;
-    *) die "unknown mode $m" ;;
+    default|stacks_all|evidence_off|shm|disabled) need_lib=1 ;;
+    *) [[ -n ${variant_lib[$m]:-} ]] || die "unknown mode $m"
+       [[ -f ${variant_lib[$m]} ]] || die "no library ${variant_lib[$m]} for variant $m" ;;
   esac
 done
 [[ -z $need_lib || -f $lib ]] || die "no preload library $lib"
@@ -136,8 +145,10 @@ run_bench() {
     default) envs+=("LD_PRELOAD=$lib" "ASYNCWATCH_OUTPUT_DIR=$tdir" ASYNCWATCH_QUIET=1) ;;
     stacks_all) envs+=("LD_PRELOAD=$lib" "ASYNCWATCH_OUTPUT_DIR=$tdir" ASYNCWATCH_QUIET=1 ASYNCWATCH_STACKS=all) ;;
     evidence_off) envs+=("LD_PRELOAD=$lib" "ASYNCWATCH_OUTPUT_DIR=$tdir" ASYNCWATCH_QUIET=1 ASYNCWATCH_EVIDENCE=off) ;;
+    disabled) envs+=("LD_PRELOAD=$lib" "ASYNCWATCH_OUTPUT_DIR=$tdir" ASYNCWATCH_QUIET=1 ASYNCWATCH_DISABLE=1) ;;
     shm) mkdir -p "$shm_root/$name"
          envs+=("LD_PRELOAD=$lib" "ASYNCWATCH_OUTPUT_DIR=$shm_root/$name" ASYNCWATCH_QUIET=1) ;;
+    *) envs+=("LD_PRELOAD=${variant_lib[$mode]}" "ASYNCWATCH_OUTPUT_DIR=$tdir" ASYNCWATCH_QUIET=1) ;;
   esac
   nruns=$((nruns + 1))
   # cwd = the trace directory: a trace written to "." lands there too.
@@ -177,7 +188,7 @@ echo "run_overhead: modes ${modes}; ${rounds} rounds x ${reps} reps, scale ${sca
 : >"$work/totals.txt"
 for ((r = 1; r <= rounds; r++)); do
   for m in "${mode_list[@]}"; do
-    run_bench "$m" "timed.$m.$r" --reps "$reps" --scale "$scale" --warmup-ms "$warmup"
+    run_bench "$m" "timed.$m.$r" --reps "$reps" --scale "$scale" --warmup-ms "$warmup" "${items_opt[@]}"
     if [[ $m == shm ]]; then mv "$shm_root/timed.$m.$r"/*.awtrace "$work/timed.$m.$r.trace/" 2>/dev/null || true; fi
     awk -v mode="$m" '
       /^item=/ {
