@@ -3,6 +3,7 @@
 #include <cxxabi.h>
 #include <elfutils/libdwfl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -54,6 +55,13 @@ Symbolizer::Symbolizer(const std::vector<ModuleInfo>& modules, bool read_symbols
     const ModuleInfo& m = modules_[i];
     // [vdso], linux-vdso.so.1, [vsyscall]: no file to read (and never the user's code).
     if (is_pseudo_module(m.path)) continue;
+    // Only regular files: a trace is input, and a module path naming a FIFO (or a terminal) would
+    // block the open below for ever. A path that does not exist goes on to libdwfl, which says so.
+    struct stat st {};
+    if (stat(m.path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+      module_problem_[i] = fmt::format("{}: cannot read it for symbols (not a regular file)", m.path);
+      continue;
+    }
     std::string name = m.path.substr(m.path.rfind('/') + 1);
     Dwfl_Module* mod = dwfl_report_elf(dwfl_, name.c_str(), m.path.c_str(), -1, m.load_bias, false);
     if (!mod) {

@@ -7,6 +7,9 @@
 
 #include <random>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 using namespace asyncwatch;
 using namespace asyncwatch::testing;
 using tf::Api;
@@ -288,6 +291,30 @@ TEST(Reader, DirectoryInputs) {
   mkdir(empty.c_str(), 0755);
   EXPECT_THROW(expand_trace_inputs({empty}), TraceError);
   EXPECT_THROW(expand_trace_inputs({tmp_path("does-not-exist")}), TraceError);
+}
+
+// A trace is input: a Module record naming a FIFO made the analysis wait for ever for a writer
+// (libdwfl opened it to read symbols; found beside the long fuzz run of issue 7). Such a module is
+// now skipped with a note, and the report is made.
+TEST(Reader, ModulePathNamingAFifoDoesNotBlockTheReport) {
+  std::string fifo = tmp_path("module.fifo");
+  unlink(fifo.c_str());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  TraceBuilder b(42);
+  b.thread_info(7, "main");
+  b.module(7, fifo, 0, 0x400000, 0x500000);
+  uint32_t s = b.stack(7, {0x401000, 0x402000});
+  uint64_t t = b.header().start_monotonic_ns + kMs;
+  b.event(7, RecordType::Copy,
+          TraceBuilder::copy(Api::cudaMemcpyAsync, Api::cuMemcpyDtoHAsync_v2, Direction::DtoH, MemoryKind::Device,
+                             MemoryKind::Pageable, t, t + 5 * kMs, 1 << 20, 0, 0x5000, s));
+  Report r = analyze_traces({write_trace(b, "fifo-module.awtrace")}, Options{});
+  EXPECT_FALSE(r.findings.empty());
+  ASSERT_EQ(r.processes.size(), 1u);
+  bool noted = false;
+  for (const std::string& n : r.processes[0].notes) noted = noted || n.find("not a regular file") != std::string::npos;
+  EXPECT_TRUE(noted);
+  unlink(fifo.c_str());
 }
 
 TEST(Reader, UncleanTraceMayClaimMoreBlocksThanItWrote) {

@@ -84,6 +84,33 @@ TEST(Symbolizer, MissingModulesAndStrayAddressesGiveUnknownFrames) {
   EXPECT_TRUE(symbols.resolve(0).function.empty());
 }
 
+#include <sys/stat.h>  // here, not at the top: the first test expects its call site at line 48
+#include <unistd.h>
+
+// A trace is input: a module path that names a FIFO must not block the analysis (it did: libdwfl's
+// open waited for a writer for ever), a directory or a device must not be read either.
+TEST(Symbolizer, ModulesThatAreNotRegularFilesAreNotOpened) {
+  std::string fifo = std::string(ASYNCWATCH_TEST_TMP) + "/module-fifo";
+  mkdir(ASYNCWATCH_TEST_TMP, 0755);
+  unlink(fifo.c_str());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::vector<ModuleInfo> mods;
+  uint64_t base = 0x10000;
+  for (const std::string& path : {fifo, std::string("/dev/null"), std::string("/tmp")}) {
+    ModuleInfo m;
+    m.path = path;
+    m.low = base;
+    m.high = base + 0x1000;
+    mods.push_back(m);
+    base += 0x10000;
+  }
+  Symbolizer symbols(mods);
+  for (uint64_t a = 0x10800; a < base; a += 0x10000) EXPECT_TRUE(symbols.resolve(a).function.empty());
+  ASSERT_EQ(symbols.problems().size(), 3u);
+  for (const std::string& p : symbols.problems()) EXPECT_NE(p.find("not a regular file"), std::string::npos) << p;
+  unlink(fifo.c_str());
+}
+
 TEST(Symbolizer, DifferentBuildIdIsNotUsed) {
   Found self;
   dl_iterate_phdr(find_self, &self);

@@ -22,12 +22,13 @@ inline uint64_t now_ns() noexcept {
 
 // The application must see the errno it would have seen without us: every wrapper saves errno
 // after the real call and restores it after our own work (file I/O, dladdr, mmap...).
-// Not address-instrumented: it runs in our dlsym, which ASan's own start-up calls before ASan's
-// shadow memory exists (sanitizer CI job).
+// Not instrumented by ASan or TSan: it runs in our dlsym, which the sanitizer runtime's own
+// start-up calls before ASan's shadow memory / TSan's thread state exists (sanitizer CI jobs).
+#define AW_NO_SANITIZE_EARLY __attribute__((no_sanitize_address, no_sanitize("thread")))
 class ErrnoKeeper {
  public:
-  __attribute__((no_sanitize_address)) ErrnoKeeper() noexcept : saved_(errno) {}
-  __attribute__((no_sanitize_address)) ~ErrnoKeeper() { errno = saved_; }
+  AW_NO_SANITIZE_EARLY ErrnoKeeper() noexcept : saved_(errno) {}
+  AW_NO_SANITIZE_EARLY ~ErrnoKeeper() { errno = saved_; }
   void capture() noexcept { saved_ = errno; }
   ErrnoKeeper(const ErrnoKeeper&) = delete;
   ErrnoKeeper& operator=(const ErrnoKeeper&) = delete;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "classify/host_memory_classifier.h"
 #include "common.h"
 #include "config.h"
 #include "interpose/real_functions.h"
@@ -34,7 +35,26 @@ std::string* g_preload_value = nullptr;
 
 void on_trace_opened() { module_map::write_new_modules(); }
 
+// fork() from a multithreaded process: another thread may be inside the library holding one of
+// its locks. The forking thread takes the stack-interning and classifier locks before the fork
+// (in this order: a thread holding the interning lock may go on to the trace writer's lock, never
+// to the classifier's) and releases them on both sides, so the child inherits them free and the
+// data they guard whole. (Before, a child forked while a parent thread was registering a pinned
+// buffer hung at its own first cuMemHostAlloc.) The trace writer's and the module map's state is
+// the parent's trace: the child re-creates their locks and drops that state.
+void atfork_prepare() {
+  stacks::lock_for_fork();
+  classify::lock_for_fork();
+}
+
+void atfork_parent() {
+  classify::unlock_after_fork();
+  stacks::unlock_after_fork();
+}
+
 void atfork_child() {
+  classify::unlock_after_fork();
+  stacks::unlock_after_fork();
   // Only the forking thread exists in the child; drop the parent's trace (its mapping would
   // write into the parent's file) and let the first call in the child open a new one.
   trace_writer::after_fork_child(static_cast<uint64_t>(getppid()));
@@ -116,7 +136,7 @@ __attribute__((constructor(101))) void on_load() {
   capture_environment();
   trace_writer::set_opened_callback(&on_trace_opened);
   if (c.disabled) trace_writer::disable();
-  pthread_atfork(nullptr, nullptr, &atfork_child);
+  pthread_atfork(&atfork_prepare, &atfork_parent, &atfork_child);
 }
 
 __attribute__((destructor(101))) void on_unload() {

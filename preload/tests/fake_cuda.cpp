@@ -84,6 +84,10 @@ struct Worker {
 };
 Worker& g_worker = *new Worker;  // never destroyed: its thread outlives exit()
 
+// Fork safety of the fake itself (the tests fork from multithreaded processes): the forking thread
+// holds g_mu across fork(), so the child never inherits it locked by a thread it does not have.
+const int g_fork_guard = pthread_atfork([] { g_mu.lock(); }, [] { g_mu.unlock(); }, [] { g_mu.unlock(); });
+
 }  // namespace
 
 EXPORT CUresult cuInit(unsigned) { g_initialized = true; return 0; }

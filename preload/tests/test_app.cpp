@@ -1,6 +1,7 @@
 // One small program per behaviour, selected by argv[1]; runs under LD_PRELOAD=libasyncwatch.so
 // against the fake libcuda (tests/fake_cuda.cpp). It reaches the driver the ways real programs
 // do: linked directly (-lcuda), or dlopen + dlsym("cuGetProcAddress_v2") like the CUDA runtime.
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
@@ -9,10 +10,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -83,6 +86,108 @@ __attribute__((noinline)) CUresult runtime_layer(CUdeviceptr d, const void* src,
 }
 __attribute__((noinline)) CUresult runtime_like_copy(CUdeviceptr d, const void* src, size_t n) {
   return runtime_layer<6>(d, src, n);
+}
+
+// Read through a volatile so the compiler cannot see it is null and emit a trap instead of the store.
+int* volatile g_bad_pointer = nullptr;
+
+// Waits for `pid` up to `seconds`; kills it after that. Returns its wait status, or -1 on timeout.
+static int wait_with_timeout(pid_t pid, int seconds) {
+  for (int i = 0; i < seconds * 1000; ++i) {
+    int st;
+    pid_t r = waitpid(pid, &st, WNOHANG);
+    if (r == pid) return st;
+    if (r < 0) return -2;
+    usleep(1000);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  return -1;
+}
+
+// mtforks THREADS KIDS CALLS [ALLOC_EVERY]: fork() from a multithreaded process. THREADS threads
+// make copies continuously (thread t: 70+t bytes, pageable and pinned alternating, and a pinned
+// cuMemHostAlloc + cuMemFreeHost every ALLOC_EVERY copies), so that the library's classifier lock,
+// its stack interning, the trace writer and the fake driver's lock are in use when a fork happens.
+// Meanwhile the main thread forks KIDS children, one after the other, each after the threads made
+// 2,000 more copies. Child k makes CALLS copies of 100+k bytes (pageable and pinned) and leaves
+// through _exit(0); a child that has not finished after 10 s is killed (SIGALRM) and counted bad.
+// The main thread makes 1,000 copies of 64 bytes before the threads start. stdout: the exact
+// number of copies each thread made, then the number of bad children.
+static int mt_forks(int nthreads, int kids, int calls, int alloc_every) {
+  alarm(60);  // a deadlock in the parent ends it with SIGALRM
+  copies(1000, 64);
+  std::atomic<bool> stop{false};
+  // Once every child is forked, each thread stops after 20,000 more copies at most (the parent's
+  // trace stays bounded while it waits for a child that hangs).
+  std::atomic<long> more_after_forks{-1};
+  std::vector<std::atomic<long>> made(static_cast<size_t>(nthreads));
+  std::vector<std::thread> ts;
+  for (int t = 0; t < nthreads; ++t)
+    ts.emplace_back([t, alloc_every, &stop, &made, &more_after_forks] {
+      CUdeviceptr d;
+      CHECK(cuMemAlloc_v2(&d, 4096));
+      std::vector<char> pageable(4096);
+      void* pinned;
+      CHECK(cuMemHostAlloc(&pinned, 4096, 0));
+      const size_t bytes = static_cast<size_t>(70 + t);
+      long i = 0;
+      long limit = -1;
+      while (!stop.load(std::memory_order_relaxed)) {
+        if (limit < 0 && more_after_forks.load(std::memory_order_relaxed) >= 0)
+          limit = i + more_after_forks.load(std::memory_order_relaxed);
+        if (limit >= 0 && i >= limit) break;
+        if (i % alloc_every == alloc_every - 1) {  // the classifier's registry changes (its lock, its sequence count)
+          void* tmp;
+          CHECK(cuMemHostAlloc(&tmp, 256, 0));
+          CHECK(cuMemFreeHost(tmp));
+        }
+        CHECK(cuMemcpyHtoDAsync_v2(d, (i & 1) ? pinned : static_cast<void*>(pageable.data()), bytes, nullptr));
+        made[static_cast<size_t>(t)].store(++i, std::memory_order_relaxed);
+      }
+    });
+  auto total = [&] {
+    long s = 0;
+    for (auto& m : made) s += m.load(std::memory_order_relaxed);
+    return s;
+  };
+  std::vector<pid_t> pids;
+  for (int k = 0; k < kids; ++k) {
+    // Let every thread get going (and the trace grow) between forks.
+    long before = total();
+    while (total() < before + 2000) std::this_thread::yield();
+    pid_t pid = fork();
+    if (pid < 0) return 11;
+    if (pid == 0) {
+      alarm(10);  // not inherited: a deadlocked child ends itself
+      CUdeviceptr d;
+      CHECK(cuMemAlloc_v2(&d, 4096));
+      std::vector<char> pageable(4096);
+      void* pinned;
+      CHECK(cuMemHostAlloc(&pinned, 4096, 0));
+      for (int i = 0; i < calls; ++i)
+        CHECK(cuMemcpyHtoDAsync_v2(d, (i & 1) ? pinned : static_cast<void*>(pageable.data()),
+                                   static_cast<size_t>(100 + k), nullptr));
+      _exit(0);
+    }
+    pids.push_back(pid);
+  }
+  more_after_forks = 20000;
+  int bad = 0;
+  for (pid_t pid : pids) {
+    int st = wait_with_timeout(pid, 15);
+    if (st == -1) fprintf(stderr, "child %d hung: killed\n", pid);
+    else if (st >= 0 && WIFSIGNALED(st))
+      fprintf(stderr, "child %d: killed by signal %d%s\n", pid, WTERMSIG(st),
+              WTERMSIG(st) == SIGALRM ? " (its own 10 s alarm: it hung)" : "");
+    else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) fprintf(stderr, "child %d: status %d\n", pid, st);
+    if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) ++bad;
+  }
+  stop = true;
+  for (auto& t : ts) t.join();
+  for (int t = 0; t < nthreads; ++t) printf("thread %d copies %ld\n", t, made[static_cast<size_t>(t)].load());
+  printf("children=%d bad=%d\n", kids, bad);
+  return bad ? 12 : 0;
 }
 
 int main(int argc, char** argv) {
@@ -308,6 +413,48 @@ int main(int argc, char** argv) {
     }
     printf("children=%d bad=%d\n", n, bad);
     return bad ? 12 : 0;
+  }
+  if (mode == "copies") {  // copies N [BYTES]: N copies, then one line on stdout
+    int n = argc > 2 ? atoi(argv[2]) : 1000;
+    copies(n, argc > 3 ? static_cast<size_t>(atoi(argv[3])) : 64);
+    printf("done %d copies\n", n);
+    return 0;
+  }
+  if (mode == "segv") {  // segv N: a run of copies that dies of SIGSEGV after the Nth
+    int n = argc > 2 ? atoi(argv[2]) : 100;
+    rlimit no_core{0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);  // no core file in the test's working directory
+    CHECK(cuInit(0));
+    CUdeviceptr d;
+    CHECK(cuMemAlloc_v2(&d, 4096));
+    std::vector<char> host(4096, 1);
+    printf("copying\n");
+    fflush(stdout);
+    for (int i = 0;; ++i) {
+      if (i == n) *g_bad_pointer = i;  // a real SIGSEGV (a store to address 0), not raise()
+      CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 64, nullptr));
+    }
+  }
+  if (mode == "mtforks") {  // mtforks THREADS KIDS CALLS [ALLOC_EVERY]: fork while other threads make copies
+    return mt_forks(argc > 2 ? atoi(argv[2]) : 4, argc > 3 ? atoi(argv[3]) : 2, argc > 4 ? atoi(argv[4]) : 20000,
+                    argc > 5 ? std::max(1, atoi(argv[5])) : 8);
+  }
+  if (mode == "mapper") {  // mapper N: N 64-byte copies, then the names of this process's threads
+    copies(argc > 2 ? atoi(argv[2]) : 100000);
+    std::vector<std::string> names;
+    if (DIR* d = opendir("/proc/self/task")) {
+      while (dirent* e = readdir(d)) {
+        if (e->d_name[0] == '.') continue;
+        std::ifstream f(std::string("/proc/self/task/") + e->d_name + "/comm");
+        std::string n;
+        std::getline(f, n);
+        names.push_back(n);
+      }
+      closedir(d);
+    }
+    std::sort(names.begin(), names.end());
+    for (auto& n : names) printf("thread %s\n", n.c_str());
+    return 0;
   }
   if (mode == "bench") {  // ns per call: pinned 64-byte copy and launch, as in the spec's targets
     int n = argc > 2 ? atoi(argv[2]) : 200000;

@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <string>
@@ -247,4 +249,41 @@ TEST_F(TraceWriterTest, ThreadsClaimBlocksAndEveryRecordReadsBack) {
   // After the clean close nothing more is accepted into new blocks.
   uint64_t idx;
   EXPECT_EQ(trace_writer::claim_block(&idx), nullptr);
+}
+
+// A process that leaves main while other threads still make calls: close_clean runs while threads
+// claim new blocks (both touch the header's blocks_claimed; the TSan job reported the plain store in
+// close_clean racing with claim_block's compare-and-swap). The threads stop by themselves once their
+// writes fail after the close; the file must read as closed cleanly and be exactly as long as the
+// header says.
+TEST_F(TraceWriterTest, CloseWhileThreadsClaimBlocks) {
+  trace_writer::after_fork_child(0);  // a fresh trace, as a fork child starts one
+  ASSERT_TRUE(trace_writer::ensure_open());
+  std::string path = trace_writer::path();
+  constexpr int kThreads = 4;
+  std::atomic<int> started{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < kThreads; ++t)
+    ts.emplace_back([&started] {
+      ++started;
+      for (uint64_t i = 0;; ++i) {
+        HostFuncRunRecord r{};
+        r.h.type = static_cast<uint16_t>(RecordType::HostFuncRun);
+        r.h.size = sizeof r;
+        r.callback_id = i;
+        if (!thread_buffer::write(&r)) return;
+      }
+    });
+  while (started.load() < kThreads) std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  trace_writer::close_clean(0);
+  for (auto& th : ts) th.join();
+  aw_test::Trace tr = aw_test::read_trace(path);
+  ASSERT_TRUE(tr.ok) << tr.error;
+  EXPECT_EQ(tr.header.closed, kClosedCleanly);
+  EXPECT_GT(tr.count(RecordType::HostFuncRun), 0u);
+  struct stat st;
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(static_cast<uint64_t>(st.st_size), kHeaderSize + tr.header.blocks_claimed * kBlockSize);
+  std::remove(path.c_str());
 }

@@ -20,4 +20,5 @@ run seed_ratio pageable; run seed_ratio pinned
 run pageable_h2d_sizes; run pageable_d2h_after_kernel; run pinned_kinds; run managed_memory
 run host_to_host; run memsets; run callbacks; run blocking_launches; run blocking_launches 20000 20000
 run default_streams; run default_streams_ptds; run threads_streams; run fork_exec; run graph_capture
+run last_error
 run driver_api; run driver_api_lcuda; run no_cuda

@@ -126,6 +126,9 @@ void PinnedRangeRegistry::clear() noexcept {
 
 PinnedRangeRegistry& pinned_ranges() noexcept { return g_registry; }
 
+void lock_for_fork() noexcept { write_mutex().lock(); }
+void unlock_after_fork() noexcept { write_mutex().unlock(); }
+
 void set_pointer_query(PointerGetAttributesFn fn) noexcept { g_query.store(fn, std::memory_order_release); }
 
 trace::MemoryKind classify_pointer(uint64_t addr) noexcept {

@@ -27,6 +27,12 @@ class PinnedRangeRegistry {
 
 PinnedRangeRegistry& pinned_ranges() noexcept;
 
+// pthread_atfork handlers (lifecycle.cpp): the forking thread holds the writers' lock across fork(),
+// so the child never inherits it held by a thread that does not exist there (a deadlock at the
+// child's first cuMemHostAlloc) nor a write half done (an odd sequence count: every reader spins).
+void lock_for_fork() noexcept;
+void unlock_after_fork() noexcept;
+
 // The real cuPointerGetAttributes, set once the driver is known (interpose/real_driver.cpp).
 using PointerGetAttributesFn = int (*)(unsigned numAttributes, int* attributes, void** data, uint64_t ptr);
 void set_pointer_query(PointerGetAttributesFn fn) noexcept;

@@ -125,12 +125,14 @@ CUresult traced_host_func(Hook h, CUstream st, CUhostFn user_fn, CUstreamCallbac
     ctx = static_cast<calls::HostFuncContext*>(malloc(sizeof(calls::HostFuncContext)));
     if (ctx) *ctx = calls::HostFuncContext{user_fn, user_cb, user_data, calls::next_callback_id()};
   }
+  // Read before the enqueue: once the driver has the context, its thread may run the host function
+  // and free the context (host_fn_trampoline) before the enqueue even returns here.
+  const uint64_t id = ctx ? ctx->callback_id : 0;
   calls::DriverClock clock;
   uint64_t start = clock.now();
   CUresult r = enqueue(ctx);
   uint64_t end = clock.now();
   ErrnoKeeper keep;
-  uint64_t id = ctx ? ctx->callback_id : 0;
   if (r != CUDA_SUCCESS && ctx) free(ctx);  // the driver will never call it
   calls::AnyRecord rec{};
   auto& e = rec.host_func;

@@ -131,12 +131,17 @@ void* next_after_caller(const void* caller, const char* name) noexcept {
     // interceptors during its own start-up, when even dlopen is not usable yet): the objects
     // after it begin with us, and we define no function it looks up there but our own
     // interposers, so glibc's RTLD_NEXT from here (after us) gives the same answer.
-    static link_map* self = [] {
+    // Our own link map, found once. Not a static initialized by a lambda: its guard calls
+    // __cxa_guard_acquire/release, which the TSan runtime intercepts, and this runs while the TSan
+    // runtime resolves its interceptors, before it can handle one (the atomic below is constant-
+    // initialized, without a guard). Two threads may both look it up; they store the same value.
+    static std::atomic<link_map*> g_self{nullptr};
+    link_map* self = g_self.load(std::memory_order_relaxed);
+    if (!self) {
       Dl_info i;
-      link_map* m = nullptr;
-      dladdr1(reinterpret_cast<void*>(&next_after_caller), &i, reinterpret_cast<void**>(&m), RTLD_DL_LINKMAP);
-      return m;
-    }();
+      dladdr1(reinterpret_cast<void*>(&next_after_caller), &i, reinterpret_cast<void**>(&self), RTLD_DL_LINKMAP);
+      g_self.store(self, std::memory_order_relaxed);
+    }
     // (Not for the main program, always first in the list: RTLD_NEXT from it must find us.)
     for (link_map* next = lm->l_prev ? lm->l_next : nullptr; next && self; next = next->l_next)
       if (next == self) return dlsym_fn()(RTLD_NEXT, name);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "asyncwatch/trace_format.h"
+#include "common.h"
 #include "trace/thread_buffer.h"
 
 namespace asyncwatch::module_map {
@@ -143,7 +144,8 @@ void init_own_range() noexcept {
   g_own_high = arg.high;
 }
 
-bool is_own_address(uint64_t addr) noexcept { return addr >= g_own_low && addr < g_own_high; }
+// Called from our dlsym during the TSan runtime's start-up (see AW_NO_SANITIZE_EARLY).
+AW_NO_SANITIZE_EARLY bool is_own_address(uint64_t addr) noexcept { return addr >= g_own_low && addr < g_own_high; }
 
 void reset() noexcept {
   new (&map_mutex()) std::mutex;

@@ -84,6 +84,9 @@ uint32_t intern_slow(const uint64_t* frames, uint32_t depth, uint64_t h, uint32_
 
 }  // namespace
 
+void lock_for_fork() noexcept { global().mutex.lock(); }
+void unlock_after_fork() noexcept { global().mutex.unlock(); }
+
 uint32_t intern(const uint64_t* frames, uint32_t depth) noexcept {
   if (depth == 0) return 0;
   uint32_t gen = trace_writer::generation();

@@ -29,4 +29,10 @@ CacheStats cache_stats() noexcept;
 // Interning alone (tests): id of these frames, writing a StackRecord if new.
 uint32_t intern(const uint64_t* frames, uint32_t depth) noexcept;
 
+// pthread_atfork handlers (lifecycle.cpp): the forking thread holds the interning lock across
+// fork(), so the child never inherits it held by another thread (a deadlock at the child's first
+// new stack) nor the table of stacks half updated.
+void lock_for_fork() noexcept;
+void unlock_after_fork() noexcept;
+
 }  // namespace asyncwatch::stacks

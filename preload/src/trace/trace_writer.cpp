@@ -345,7 +345,11 @@ char* claim_block(uint64_t* index_out) noexcept {
   }
   if (ok) request_ahead(idx, seg);
   if (!ok) {
-    g_state.store(kOff);  // tracing stops for good; the file stays readable up to here
+    // Tracing stops for good; the file stays readable up to here. Only an active trace becomes
+    // "stopped": a claim that raced with a clean close must leave it closed (else every later
+    // call would count as lost).
+    int active = kActive;
+    g_state.compare_exchange_strong(active, kOff);
     return nullptr;
   }
   // Mirror the count into the mapping so a crashed process's header tells how far to read.
@@ -410,9 +414,11 @@ void after_fork_child(uint64_t parent_pid) noexcept {
   // Only this thread exists now. The parent's mapping must go: a write through it would land
   // in the parent's file.
   new (&writer_mutex()) std::mutex;
+  // Every slot, not up to the first empty one: segments are mapped by whichever thread needs
+  // one first (or by the mapping thread), so a later segment can be mapped behind a gap.
   for (uint64_t i = 0; i < kMaxSegments; ++i) {
-    char* p = g_segments[i].load();
-    if (!p) break;
+    char* p = g_segments[i].load(std::memory_order_relaxed);
+    if (!p) continue;
     munmap(p, kSegmentBytes);
     g_segments[i].store(nullptr);
   }
