@@ -16,10 +16,12 @@
 #include "classify/host_memory_classifier.h"
 #include "common.h"
 #include "config.h"
+#include "interpose/call_context.h"
 #include "interpose/real_functions.h"
 #include "log.h"
 #include "stacks/module_map.h"
 #include "stacks/stack_capture.h"
+#include "thread_exit.h"
 #include "trace/trace_writer.h"
 
 extern char** environ;
@@ -137,6 +139,8 @@ __attribute__((constructor(101))) void on_load() {
   trace_writer::set_opened_callback(&on_trace_opened);
   if (c.disabled) trace_writer::disable();
   pthread_atfork(&atfork_prepare, &atfork_parent, &atfork_child);
+  thread_exit::add_hook(&stacks::release_thread);
+  thread_exit::add_hook(&calls::release_thread);
 }
 
 __attribute__((destructor(101))) void on_unload() {

@@ -344,6 +344,17 @@ TEST(EndToEnd, MappingThreadOnlyForLongRunsAndNothingLost) {
   EXPECT_EQ(copies(only_trace(shorter)).size(), 1000u);
 }
 
+// Per-thread state is released at thread exit (thread_exit.cpp): 500 short threads, each one
+// pageable copy (an evidence event, a stack, the caches), leave no driver events behind.
+TEST(EndToEnd, ShortThreadsLeaveNoEventsBehind) {
+  AppRun r = run({"short_threads", "500"}, {"FAKE_CUDA_REPORT_EVENTS=1"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  EXPECT_NE(r.err.find("fake_cuda: live events 0\n"), std::string::npos) << r.err;
+  auto c = copies(only_trace(r));
+  ASSERT_EQ(c.size(), 500u);
+  for (auto& x : c) EXPECT_TRUE(x.flags & kFlagEvidenceChecked);
+}
+
 TEST(EndToEnd, EvidenceNotReadyAndOff) {
   AppRun r = run({"linked"}, {"FAKE_CUDA_INCOMPLETE=1"});
   ASSERT_TRUE(exited_ok(r)) << r.err;

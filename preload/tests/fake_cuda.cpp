@@ -7,7 +7,9 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -151,7 +153,24 @@ EXPORT CUresult cuPointerGetAttributes(unsigned n, int* attrs, void** data, CUde
   return 0;
 }
 
-EXPORT CUresult cuEventCreate(void** e, unsigned) { *e = malloc(8); return 0; }
+// Live events, reported at exit with FAKE_CUDA_REPORT_EVENTS=1 (tests of the library's cleanup).
+std::atomic<long> g_live_events{0};
+struct EventReport {
+  ~EventReport() {
+    if (getenv("FAKE_CUDA_REPORT_EVENTS")) fprintf(stderr, "fake_cuda: live events %ld\n", g_live_events.load());
+  }
+} g_event_report;
+EXPORT CUresult cuEventCreate(void** e, unsigned) {
+  *e = malloc(8);
+  ++g_live_events;
+  return 0;
+}
+EXPORT CUresult cuEventDestroy_v2(void* e) {
+  if (!e) return 400;
+  free(e);
+  --g_live_events;
+  return 0;
+}
 EXPORT CUresult cuEventRecord(void*, CUstream) { return 0; }
 EXPORT CUresult cuEventRecord_ptsz(void*, CUstream) { return 0; }
 EXPORT CUresult cuEventQuery(void*) { return getenv("FAKE_CUDA_INCOMPLETE") ? 600 : 0; }
@@ -203,7 +222,7 @@ const Entry kEntries[] = {
     E(cuMemcpyHtoDAsync_v2), E(cuMemcpyHtoDAsync_v2_ptsz), E(cuMemcpyDtoHAsync_v2), E(cuMemcpyDtoHAsync_v2_ptsz),
     E(cuMemcpyHtoD_v2), E(cuMemcpyAsync), E(cuMemsetD8Async), E(cuMemAlloc_v2), E(cuMemFree_v2),
     E(cuMemHostAlloc), E(cuMemAllocHost_v2), E(cuMemFreeHost), E(cuMemHostRegister_v2), E(cuMemHostUnregister),
-    E(cuPointerGetAttributes), E(cuEventCreate), E(cuEventRecord), E(cuEventQuery), E(cuStreamIsCapturing),
+    E(cuPointerGetAttributes), E(cuEventCreate), E(cuEventDestroy_v2), E(cuEventRecord), E(cuEventQuery), E(cuStreamIsCapturing),
     E(cuStreamBeginCapture_v2), E(cuStreamEndCapture), E(cuStreamCreate), E(cuStreamDestroy_v2),
     E(cuStreamSynchronize), E(cuCtxSynchronize), E(cuCtxSynchronize_v2), E(cuStreamBeginCaptureToGraph), E(cuFuncGetName), E(cuLaunchKernel), E(cuLaunchHostFunc),
     E(cuStreamAddCallback), E(cuGetProcAddress), E(cuGetProcAddress_v2),

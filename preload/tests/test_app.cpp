@@ -439,6 +439,21 @@ int main(int argc, char** argv) {
     return mt_forks(argc > 2 ? atoi(argv[2]) : 4, argc > 3 ? atoi(argv[3]) : 2, argc > 4 ? atoi(argv[4]) : 20000,
                     argc > 5 ? std::max(1, atoi(argv[5])) : 8);
   }
+  if (mode == "short_threads") {  // short_threads N: N threads one after another, each one pageable copy
+    int n = argc > 2 ? atoi(argv[2]) : 1000;
+    CHECK(cuInit(0));
+    CUdeviceptr d;
+    CHECK(cuMemAlloc_v2(&d, 4096));
+    for (int i = 0; i < n; ++i) {
+      std::thread t([d] {
+        std::vector<char> host(64, 1);
+        CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 64, nullptr));
+      });
+      t.join();
+    }
+    printf("threads=%d\n", n);
+    return 0;
+  }
   if (mode == "mapper") {  // mapper N: N 64-byte copies, then the names of this process's threads
     copies(argc > 2 ? atoi(argv[2]) : 100000);
     std::vector<std::string> names;

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "config.h"
+#include "thread_exit.h"
 #include "real_functions.h"
 #include "stacks/stack_capture.h"
 #include "trace/thread_buffer.h"
@@ -103,6 +104,7 @@ using CtxGetCurrentFn = CUresult (*)(CUcontext*);
 using EventCreateFn = CUresult (*)(CUevent*, unsigned);
 using EventRecordFn = CUresult (*)(CUevent, CUstream);
 using EventQueryFn = CUresult (*)(CUevent);
+using EventDestroyFn = CUresult (*)(CUevent);
 using StreamIsCapturingFn = CUresult (*)(CUstream, int*);
 using FuncGetNameFn = CUresult (*)(const char**, void*);
 
@@ -125,6 +127,7 @@ Helper<EventCreateFn> h_event_create{"cuEventCreate"};
 Helper<EventRecordFn> h_event_record{"cuEventRecord"};
 Helper<EventRecordFn> h_event_record_ptsz{"cuEventRecord_ptsz"};
 Helper<EventQueryFn> h_event_query{"cuEventQuery"};
+Helper<EventDestroyFn> h_event_destroy{"cuEventDestroy_v2"};
 Helper<StreamIsCapturingFn> h_stream_is_capturing{"cuStreamIsCapturing"};
 Helper<FuncGetNameFn> h_func_get_name{"cuFuncGetName"};
 Helper<FuncGetNameFn> h_kernel_get_name{"cuKernelGetName"};
@@ -218,6 +221,16 @@ bool stream_is_capturing(CUstream s) noexcept {
   return status != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
+namespace {
+// Destroys a slot's event if this process created it (not a forked child's copy of the parent's).
+void release_event(EvidenceEvent& e) noexcept {
+  if (e.event && e.generation == trace_writer::generation()) {
+    if (auto destroy = h_event_destroy.get()) destroy(e.event);
+  }
+  e = EvidenceEvent{};
+}
+}  // namespace
+
 void completion_evidence(CUstream s, bool per_thread_entry, uint32_t* flags) noexcept {
   // Never while any capture is active: under cudaStreamCaptureModeGlobal an event query from
   // any thread would invalidate the application's capture.
@@ -236,12 +249,14 @@ void completion_evidence(CUstream s, bool per_thread_entry, uint32_t* flags) noe
     if (e.ctx == ctx && e.generation == gen) slot = &e;
   if (!slot) {
     slot = &tl_evidence[reinterpret_cast<uintptr_t>(ctx) / 64 % kEvidenceSlots];
+    // Lazily, through the real driver, in the application's current context. Destroyed when the
+    // slot is reused for another context and when the thread exits (release_thread), not at
+    // process exit: that would race the driver's own teardown.
+    release_event(*slot);
     CUevent ev = nullptr;
-    // Lazily, through the real driver, in the application's current context; never destroyed
-    // (an event is a few bytes of driver state; destroying it at exit races the driver's own
-    // teardown).
     if (create(&ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) return;
     *slot = EvidenceEvent{ctx, ev, gen};
+    thread_exit::watch_this_thread();
   }
   if (record(slot->event, s) != CUDA_SUCCESS) {
     slot->ctx = nullptr;  // stale (context destroyed and address reused?): recreate next time
@@ -256,7 +271,10 @@ uint32_t kernel_name_id(CUfunction f, bool* first) noexcept {
   *first = false;
   if (!f) return 0;
   uint32_t gen = trace_writer::generation();
-  if (!tl_names) tl_names = static_cast<NameCacheEntry*>(calloc(kNameCacheSize, sizeof(NameCacheEntry)));
+  if (!tl_names) {
+    tl_names = static_cast<NameCacheEntry*>(calloc(kNameCacheSize, sizeof(NameCacheEntry)));
+    thread_exit::watch_this_thread();
+  }
   NameCacheEntry* e = tl_names ? &tl_names[(reinterpret_cast<uintptr_t>(f) >> 4) % kNameCacheSize] : nullptr;
   if (e && e->fn == f && e->generation == gen) return e->id;
   uint32_t id = 0;
@@ -366,6 +384,12 @@ void stream_callback_trampoline(CUstream s, CUresult status, void* p) noexcept {
   ErrnoKeeper keep;
   write_run(ctx->callback_id, start, end);
   free(ctx);
+}
+
+void release_thread() noexcept {
+  for (auto& e : tl_evidence) release_event(e);
+  free(tl_names);
+  tl_names = nullptr;
 }
 
 }  // namespace asyncwatch::calls

@@ -84,6 +84,9 @@ uint32_t kernel_name_id(cuda::CUfunction f, bool* first) noexcept;
 // DeviceInfoRecord once per trace, after a call into the driver succeeded.
 void note_driver_ready() noexcept;
 
+// Frees the calling thread's name cache and destroys its evidence events (thread_exit hook).
+void release_thread() noexcept;
+
 // Host functions: the wrapper handed to the driver in place of the user's function.
 struct HostFuncContext {
   cuda::CUhostFn user_fn;

@@ -17,6 +17,7 @@
 #include "asyncwatch/trace_format.h"
 #include "common.h"
 #include "module_map.h"
+#include "thread_exit.h"
 #include "trace/thread_buffer.h"
 #include "trace/trace_writer.h"
 
@@ -94,6 +95,7 @@ uint32_t intern(const uint64_t* frames, uint32_t depth) noexcept {
   if (!tl_cache) {
     tl_cache = static_cast<CacheEntry*>(calloc(kCacheSize, sizeof(CacheEntry)));
     if (!tl_cache) return 0;
+    thread_exit::watch_this_thread();
   }
   CacheEntry& e = tl_cache[h % kCacheSize];
   if (e.hash == h && e.generation == gen) return e.id;
@@ -341,7 +343,10 @@ uint32_t capture_call_site(const void* caller_ra, const void* caller_frame) noex
     g_unwinds.fetch_add(1, std::memory_order_relaxed);
     return unwind_and_intern();
   }
-  if (!tl_sites) tl_sites = static_cast<SiteEntry*>(calloc(kSiteSets * kSiteWays, sizeof(SiteEntry)));
+  if (!tl_sites) {
+    tl_sites = static_cast<SiteEntry*>(calloc(kSiteSets * kSiteWays, sizeof(SiteEntry)));
+    thread_exit::watch_this_thread();
+  }
   uint64_t top = stack_top();
   uint64_t ra = reinterpret_cast<uint64_t>(caller_ra);
   uint64_t frame = reinterpret_cast<uint64_t>(caller_frame);
@@ -386,6 +391,17 @@ uint32_t capture_call_site(const void* caller_ra, const void* caller_frame) noex
     std::copy(u.slot_value, u.slot_value + u.nslots, victim->slot_value);
   }
   return id;
+}
+
+void release_thread() noexcept {
+  free(tl_sites);
+  tl_sites = nullptr;
+  free(tl_cache);
+  tl_cache = nullptr;
+  if (tl_hits) {
+    g_hits.fetch_add(tl_hits, std::memory_order_relaxed);
+    tl_hits = 0;
+  }
 }
 
 // Other threads' hits since their last flush are not counted (fewer than kHitFlush each); the

@@ -29,6 +29,9 @@ CacheStats cache_stats() noexcept;
 // Interning alone (tests): id of these frames, writing a StackRecord if new.
 uint32_t intern(const uint64_t* frames, uint32_t depth) noexcept;
 
+// Frees the calling thread's caches (thread_exit hook; set up by lifecycle.cpp).
+void release_thread() noexcept;
+
 // pthread_atfork handlers (lifecycle.cpp): the forking thread holds the interning lock across
 // fork(), so the child never inherits it held by another thread (a deadlock at the child's first
 // new stack) nor the table of stacks half updated.
