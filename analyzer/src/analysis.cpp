@@ -238,6 +238,15 @@ class ProcessAnalyzer final : public RuleContext {
       p.notes.push_back(fmt::format("{} records were lost (no trace block could be claimed); findings may be "
                                     "incomplete",
                                     p.records_lost));
+    p.pauses = h.pause_count;
+    p.paused_ns = h.paused_ns;
+    if (h.paused_since_ns && end > h.paused_since_ns) p.paused_ns += end - h.paused_since_ns;  // ended paused
+    p.paused_ns = std::min(p.paused_ns, p.wall_ns);
+    if (p.pauses)
+      p.notes.push_back(fmt::format("recording was paused {} time{} for {} in all (asyncwatch_set_recording): calls "
+                                    "made while paused are not in this trace, and shares of wall time count the "
+                                    "recorded time only",
+                                    p.pauses, p.pauses == 1 ? "" : "s", format_duration(p.paused_ns)));
     if (p.parent_pid_if_forked) p.notes.push_back(fmt::format("forked from pid {}", p.parent_pid_if_forked));
     const char* no_symbols = std::getenv("ASYNCWATCH_NO_SYMBOLS");
     symbols_ = std::make_unique<Symbolizer>(trace_.modules(), !(no_symbols && *no_symbols && *no_symbols != '0'));
@@ -557,7 +566,7 @@ Report build_report(std::vector<ProcessResult> results, const Options& options) 
     s.async_calls_async += r.process.async_calls_async;
     s.async_calls_blocking += r.process.async_calls_blocking;
     s.blocked_ns_total += r.process.blocked_ns_total;
-    wall_total += r.process.wall_ns;
+    wall_total += r.process.wall_ns - r.process.paused_ns;
     report.processes.push_back(std::move(r.process));
   }
   for (auto& f : merged) {

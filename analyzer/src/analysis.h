@@ -30,6 +30,8 @@ struct ProcessSummary {
   bool simulated = false;
   uint64_t records = 0;
   uint64_t records_lost = 0;
+  uint64_t paused_ns = 0;  // recording paused by the application (control API), within wall_ns
+  uint64_t pauses = 0;
   uint64_t blocked_ns_total = 0;  // time the flagged async calls blocked (async_calls_blocking)
   uint64_t async_calls = 0;
   uint64_t async_calls_async = 0;

@@ -134,6 +134,9 @@ int cmd_dump(const std::string& path) {
                      t->block_count(), h.blocks_claimed);
   out += fmt::format("header pid={} ppid={} parent_pid_if_forked={} exit_status={} records_lost={}\n", h.pid, h.ppid,
                      h.parent_pid_if_forked, h.exit_status, h.records_lost);
+  if (h.pause_count || h.paused_ns || h.paused_since_ns)
+    out += fmt::format("header pauses={} paused_ns={} paused_since_ns={}\n", h.pause_count, h.paused_ns,
+                       h.paused_since_ns);
   out += fmt::format("header start_monotonic_ns={} start_realtime_ns={} end_monotonic_ns={} wall={}\n",
                      h.start_monotonic_ns, h.start_realtime_ns, h.end_monotonic_ns,
                      h.end_monotonic_ns >= h.start_monotonic_ns ? format_duration(h.end_monotonic_ns - h.start_monotonic_ns)

@@ -43,6 +43,8 @@ ordered_json report_json(const Report& report) {
     // Beyond the minimal schema (docs/report-json.md):
     q["parent_pid_if_forked"] = p.parent_pid_if_forked ? ordered_json(p.parent_pid_if_forked) : ordered_json(nullptr);
     q["exit_status"] = p.closed_cleanly ? ordered_json(p.exit_status) : ordered_json(nullptr);
+    q["pauses"] = p.pauses;
+    q["paused_ns"] = p.paused_ns;
     q["async_calls"] = p.async_calls;
     q["async_calls_async"] = p.async_calls_async;
     q["async_calls_blocking"] = p.async_calls_blocking;

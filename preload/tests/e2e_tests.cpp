@@ -344,6 +344,41 @@ TEST(EndToEnd, MappingThreadOnlyForLongRunsAndNothingLost) {
   EXPECT_EQ(copies(only_trace(shorter)).size(), 1000u);
 }
 
+// The control API (asyncwatch/control.h): calls made while paused are not recorded and not
+// lost; the header counts the pauses and their length, also for a process that ends paused.
+TEST(EndToEnd, PauseAndResumeRecording) {
+  AppRun r = run({"pause"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  EXPECT_EQ(r.out, "control api: yes\npause: was 1\npause again: was 0\nresume: was 0\n");
+  Trace t = only_trace(r);
+  auto c = copies(t);
+  std::map<uint64_t, int> by_size;
+  for (auto& x : c) ++by_size[x.bytes];
+  EXPECT_EQ(by_size, (std::map<uint64_t, int>{{1, 10}, {3, 5}}));
+  EXPECT_EQ(t.header.records_lost, 0u);
+  EXPECT_EQ(t.header.pause_count, 1u);
+  EXPECT_GE(t.header.paused_ns, 20'000'000u);
+  EXPECT_EQ(t.header.paused_since_ns, 0u);
+
+  AppRun ended = run({"pause", "end-paused"});
+  ASSERT_TRUE(exited_ok(ended)) << ended.err;
+  Trace t2 = only_trace(ended);
+  EXPECT_EQ(copies(t2).size(), 10u);
+  EXPECT_EQ(t2.header.pause_count, 1u);
+  EXPECT_GE(t2.header.paused_ns, 20'000'000u);  // the close ended the pause
+  EXPECT_EQ(t2.header.paused_since_ns, 0u);
+
+  AppRun bare = run({"pause"}, {}, "", false);
+  EXPECT_EQ(bare.out, "control api: no\n");
+
+  // The report says so (when the analyzer is built).
+  if (*AW_ASYNCWATCH_BIN && !r.traces.empty()) {
+    AppRun rep = run_program(AW_ASYNCWATCH_BIN, {"report", r.traces[0]}, {"ASYNCWATCH_NO_SYMBOLS=1"}, "", false);
+    EXPECT_TRUE(exited_ok(rep)) << rep.err;
+    EXPECT_NE(rep.out.find("recording was paused 1 time for"), std::string::npos) << rep.out;
+  }
+}
+
 // Per-thread state is released at thread exit (thread_exit.cpp): 500 short threads, each one
 // pageable copy (an evidence event, a stack, the caches), leave no driver events behind.
 TEST(EndToEnd, ShortThreadsLeaveNoEventsBehind) {

@@ -439,6 +439,24 @@ int main(int argc, char** argv) {
     return mt_forks(argc > 2 ? atoi(argv[2]) : 4, argc > 3 ? atoi(argv[3]) : 2, argc > 4 ? atoi(argv[4]) : 20000,
                     argc > 5 ? std::max(1, atoi(argv[5])) : 8);
   }
+  if (mode == "pause") {  // pause [END_PAUSED]: 10 copies, pause, 20 copies, resume, 5 copies (sizes 1/2/3)
+    using SetRecording = int (*)(int);
+    auto set_recording = reinterpret_cast<SetRecording>(dlsym(RTLD_DEFAULT, "asyncwatch_set_recording"));
+    printf("control api: %s\n", set_recording ? "yes" : "no");
+    CHECK(cuInit(0));
+    CUdeviceptr d;
+    CHECK(cuMemAlloc_v2(&d, 4096));
+    std::vector<char> host(4096, 1);
+    for (int i = 0; i < 10; ++i) CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 1, nullptr));
+    if (set_recording) printf("pause: was %d\n", set_recording(0));
+    if (set_recording) printf("pause again: was %d\n", set_recording(0));
+    for (int i = 0; i < 20; ++i) CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 2, nullptr));
+    usleep(20000);
+    if (argc > 2) return 0;  // ends while paused
+    if (set_recording) printf("resume: was %d\n", set_recording(1));
+    for (int i = 0; i < 5; ++i) CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 3, nullptr));
+    return 0;
+  }
   if (mode == "short_threads") {  // short_threads N: N threads one after another, each one pageable copy
     int n = argc > 2 ? atoi(argv[2]) : 1000;
     CHECK(cuInit(0));

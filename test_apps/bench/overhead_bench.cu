@@ -13,12 +13,19 @@
 //   mem=thread threads=16 kb_per_thread=...   resident memory per extra thread that made CUDA calls
 //                                             (only with --only ...,thread_mem)
 //   total calls=... rss_kb=...                all CUDA calls this process made itself; VmRSS at the end
+//   paired item=launch reps=40 on_median_ns=... off_median_ns=... ratio_median=... ratio_q1=...
+//          ratio_q3=...                       with --paired, under asyncwatch only: each repetition times
+//                                             the item with recording paused and on (asyncwatch's control
+//                                             API, asyncwatch/control.h), in alternating order; the ratio
+//                                             is on / paused within the repetition, so the process-to-
+//                                             process spread of the bare cost cancels out
 //
 // Usage: overhead_bench [--reps R] [--scale F] [--quick] [--only ITEM[,ITEM..]|none]
-//                       [--warmup-ms MS] [--threads N] [--list]
+//                       [--warmup-ms MS] [--threads N] [--paired] [--list]
 //   --scale multiplies every item's iteration count; --warmup-ms: launches and copies for that long
 //   before anything is timed [500]; --quick = --scale 0.05 --reps 3 --warmup-ms 20.
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <time.h>
 
@@ -204,6 +211,7 @@ int main(int argc, char** argv) {
   int threads = 16;
   double warmup_ms = 500;
   std::string only;
+  bool paired = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> const char* {
@@ -216,6 +224,7 @@ int main(int argc, char** argv) {
     else if (a == "--warmup-ms") warmup_ms = std::atof(next());
     else if (a == "--only") only = next();
     else if (a == "--threads") threads = std::atoi(next());
+    else if (a == "--paired") paired = true;
     else if (a == "--list") {
       for (const Item& it : kItems) std::printf("%s\n", it.name);
       std::printf("thread_mem\n");
@@ -271,6 +280,42 @@ int main(int argc, char** argv) {
     long long before = c.calls;
     run_item(*s.item, c, std::max<long long>(s.item->batch, s.n / 10));
     s.calls += c.calls - before;
+  }
+  if (paired) {
+    // In-process A/B through the control API: recording paused vs on, in alternating order.
+    using SetRecording = int (*)(int);
+    auto set_recording = reinterpret_cast<SetRecording>(dlsym(RTLD_DEFAULT, "asyncwatch_set_recording"));
+    if (!set_recording) {
+      std::printf("paired: asyncwatch is not loaded (no asyncwatch_set_recording)\n");
+      return 0;
+    }
+    auto quantile = [](std::vector<double> v, double f) {
+      std::sort(v.begin(), v.end());
+      double pos = f * double(v.size() - 1);
+      size_t lo = static_cast<size_t>(pos);
+      return lo + 1 < v.size() ? v[lo] + (pos - double(lo)) * (v[lo + 1] - v[lo]) : v[lo];
+    };
+    for (State& s : states) {
+      std::vector<double> on, off, ratio;
+      for (int r = 0; r < reps; ++r) {
+        double t[2];
+        for (int k = 0; k < 2; ++k) {
+          int rec = (r + k) % 2;  // alternate which state goes first
+          set_recording(rec);
+          t[rec] = double(run_item(*s.item, c, s.n)) / double(s.n);
+        }
+        set_recording(1);
+        on.push_back(t[1]);
+        off.push_back(t[0]);
+        ratio.push_back(t[1] / t[0]);
+      }
+      std::printf("paired item=%s reps=%d on_median_ns=%.1f off_median_ns=%.1f ratio_median=%.4f ratio_q1=%.4f "
+                  "ratio_q3=%.4f\n",
+                  s.item->name, reps, quantile(on, 0.5), quantile(off, 0.5), quantile(ratio, 0.5),
+                  quantile(ratio, 0.25), quantile(ratio, 0.75));
+      std::fflush(stdout);
+    }
+    return 0;
   }
   for (int r = 0; r < reps; ++r) {
     for (State& s : states) {

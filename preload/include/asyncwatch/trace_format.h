@@ -268,7 +268,13 @@ struct FileHeader {
   char command_line[1024];      // argv joined by spaces, truncated
   char cuda_env[256];           // CUDA_LAUNCH_BLOCKING, CUDA_MODULE_LOADING, CUDA_DEVICE_MAX_CONNECTIONS
                                 // as "NAME=value;..." for those set at open
-  uint8_t reserved[kHeaderSize - 8 - 4 * 4 - 8 * 8 - 4 - 4 - 8 - 64 - 512 - 1024 - 256];
+  // Recording paused by the application (asyncwatch_set_recording, asyncwatch/control.h): calls
+  // made while paused are not in the trace. Updated atomically in the mapping; taken from the
+  // reserved bytes (version 1 readers and writers leave them zero).
+  uint64_t paused_ns;           // total of the pauses that ended
+  uint64_t pause_count;         // pauses begun
+  uint64_t paused_since_ns;     // CLOCK_MONOTONIC start of the pause in progress, else 0
+  uint8_t reserved[kHeaderSize - 8 - 4 * 4 - 8 * 8 - 4 - 4 - 8 - 64 - 512 - 1024 - 256 - 3 * 8];
 };
 static_assert(sizeof(FileHeader) == kHeaderSize);
 

@@ -156,7 +156,26 @@ NameTable& names() {
 
 }  // namespace
 
+namespace {
+std::atomic<bool> g_paused{false};
+std::mutex& pause_mutex() {
+  static std::mutex* m = new std::mutex;  // leaked: may be used during exit
+  return *m;
+}
+}  // namespace
+
+int set_recording(bool on) noexcept {
+  std::lock_guard<std::mutex> lock(pause_mutex());
+  bool was_paused = g_paused.load();
+  if (was_paused == !on) return was_paused ? 0 : 1;
+  g_paused.store(!on, std::memory_order_release);
+  trace_writer::note_pause(!on, now_ns());
+  return was_paused ? 0 : 1;
+}
+
 bool recording() noexcept {
+  // Paused by the application: not recorded, and not lost either.
+  if (AW_UNLIKELY(g_paused.load(std::memory_order_relaxed))) return false;
   if (AW_UNLIKELY(config().disabled)) return false;
   if (AW_LIKELY(trace_writer::is_active()) || trace_writer::ensure_open()) return true;
   // Counted once per application call: not again in a driver wrapper nested in a runtime one.
@@ -393,3 +412,13 @@ void release_thread() noexcept {
 }
 
 }  // namespace asyncwatch::calls
+
+// The control API (asyncwatch/control.h).
+extern "C" AW_EXPORT int asyncwatch_set_recording(int on) noexcept {
+  asyncwatch::ErrnoKeeper keep;
+  try {
+    return asyncwatch::calls::set_recording(on != 0);
+  } catch (...) {
+    return -1;
+  }
+}

@@ -53,8 +53,10 @@ inline ThreadCallState& thread_state() noexcept { return tl_call_state; }
     }                                                                                    \
   } while (0)
 
-// False when nothing should be recorded (disabled, tracing failed or closed).
+// False when nothing should be recorded (paused, disabled, tracing failed or closed).
 bool recording() noexcept;
+// The control API: pause (false) or resume (true) recording; returns 1 if it was recording, else 0.
+int set_recording(bool on) noexcept;
 
 // Records a finished driver-level call: kept pending inside a runtime call (the runtime
 // wrapper completes and writes it), else stack-annotated per policy and written.

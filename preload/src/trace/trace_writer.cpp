@@ -374,6 +374,21 @@ void count_lost_if_stopped() noexcept {
 
 uint32_t generation() noexcept { return g_generation.load(std::memory_order_acquire); }
 
+void note_pause(bool paused, uint64_t now) noexcept {
+  std::lock_guard<std::mutex> lock(writer_mutex());
+  int s = g_state.load();
+  if (!g_header || (s != kActive && s != kOff)) return;
+  if (paused) {
+    __atomic_fetch_add(&g_header->pause_count, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&g_header->paused_since_ns, now, __ATOMIC_RELEASE);
+    return;
+  }
+  uint64_t since = __atomic_load_n(&g_header->paused_since_ns, __ATOMIC_ACQUIRE);
+  if (!since) return;
+  __atomic_fetch_add(&g_header->paused_ns, now > since ? now - since : 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&g_header->paused_since_ns, 0, __ATOMIC_RELEASE);
+}
+
 void close_clean(int exit_status) noexcept {
   ErrnoKeeper keep;
   std::lock_guard<std::mutex> lock(writer_mutex());
@@ -389,6 +404,10 @@ void close_clean(int exit_status) noexcept {
   __atomic_store_n(&g_header->blocks_claimed, used, __ATOMIC_RELAXED);
   g_header->end_monotonic_ns = now_ns();
   g_header->exit_status = exit_status;
+  if (uint64_t since = g_header->paused_since_ns) {  // closed while paused: the pause ends here
+    g_header->paused_ns += g_header->end_monotonic_ns > since ? g_header->end_monotonic_ns - since : 0;
+    g_header->paused_since_ns = 0;
+  }
   // Threads still running keep writing into their claimed blocks, all below `used`; nothing
   // can be claimed past it any more, so the truncation cannot SIGBUS anyone.
   if (ftruncate(g_fd, static_cast<off_t>(kHeaderSize + used * kBlockSize)) != 0) {

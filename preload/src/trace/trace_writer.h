@@ -24,6 +24,10 @@ void count_lost(uint64_t n) noexcept;
 // every call the application makes from then on is counted, so a cut-off trace says so.
 void count_lost_if_stopped() noexcept;
 
+// The application paused (paused = true) or resumed recording (control API): kept in the
+// header's pause fields while a trace is open. Calls are serialized by the caller.
+void note_pause(bool paused, uint64_t now) noexcept;
+
 // Bumped whenever thread-local block pointers become invalid (fork child, reopen).
 uint32_t generation() noexcept;
 
