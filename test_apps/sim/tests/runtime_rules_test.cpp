@@ -498,12 +498,14 @@ TEST(QueueDepth4, EnqueueIntoAFullStreamBlocks) {
   ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
   launch_sleep(dummy_kernel(), 0.001, s);
   cudaStreamSynchronize(s);
+  // 100 ms kernels: four enqueues return long before the first kernel ends (even under TSan on a
+  // loaded 2-core machine, where 4 enqueues once took 20 ms), the fifth waits for it.
   double t4 = time_call([&] {
-    for (int i = 0; i < 4; ++i) launch_sleep(dummy_kernel(), 0.03, s);
+    for (int i = 0; i < 4; ++i) launch_sleep(dummy_kernel(), 0.1, s);
   });
-  double t5 = time_call([&] { launch_sleep(dummy_kernel(), 0.03, s); });
-  EXPECT_LT(t4, 0.02);
-  EXPECT_GE(t5, 0.02);
+  double t5 = time_call([&] { launch_sleep(dummy_kernel(), 0.1, s); });
+  EXPECT_LT(t4, 0.05);
+  EXPECT_GE(t5, 0.05);
   cudaStreamDestroy(s);
 }
 
