@@ -680,6 +680,39 @@ TEST(EndToEnd, AllVariablesGarbageAtOnceWarnEachAndUseDefaults) {
   EXPECT_FALSE(c[1].flags & kFlagEvidenceChecked); // ... pinned not
 }
 
+// The traces of a process that forked children (the fork tests): each read, closed cleanly, none
+// lost; which one is the parent's, and in how many traces each copy size appears (copy sizes tell
+// the writers apart).
+struct ForkTraces {
+  std::vector<CopyCounts> all;
+  uint64_t parent_pid = 0;
+  std::map<uint64_t, int> seen_bytes;  // copy size -> number of traces holding it
+};
+void read_fork_traces(const AppRun& r, size_t expected_traces, ForkTraces* f) {
+  ASSERT_EQ(r.traces.size(), expected_traces) << r.err;
+  for (auto& p : r.traces) {
+    f->all.push_back(count_copies(p));
+    CopyCounts& c = f->all.back();
+    ASSERT_TRUE(c.ok) << p;
+    EXPECT_EQ(c.header.closed, kClosedCleanly) << p;
+    EXPECT_EQ(c.header.records_lost, 0u) << p;
+    if (c.header.parent_pid_if_forked == 0) f->parent_pid = c.header.pid;
+    for (auto& [bytes, n] : c.per_bytes) ++f->seen_bytes[bytes];
+  }
+  ASSERT_NE(f->parent_pid, 0u);
+}
+
+// A child's trace: forked from the parent, exactly `calls` copies of its one size 100+k, k < kids
+// (nothing of the parent's or a sibling's).
+void check_child_trace(const CopyCounts& c, uint64_t parent_pid, int kids, int calls) {
+  EXPECT_EQ(c.header.parent_pid_if_forked, parent_pid);
+  ASSERT_EQ(c.per_bytes.size(), 1u) << "pid " << c.header.pid;
+  uint64_t bytes = c.per_bytes.begin()->first;
+  EXPECT_GE(bytes, 100u);
+  EXPECT_LT(bytes, 100u + kids);
+  EXPECT_EQ(c.total, uint64_t(calls));
+}
+
 // Issue 7, Python multiprocessing-style fork: the parent makes calls, forks 4 children that make
 // calls while the parent makes its own, and each child leaves through _exit (the clean close path
 // of the _exit interposer). Every process's trace holds exactly its own calls: the copies' sizes
@@ -688,21 +721,10 @@ TEST(EndToEnd, MultiprocessingStyleForkEachTraceHasExactlyItsOwnRecords) {
   const int kids = 4, calls = 20000;
   AppRun r = run({"forks", std::to_string(kids), std::to_string(calls)}, {"ASYNCWATCH_QUIET=1"});
   ASSERT_TRUE(exited_ok(r)) << r.out << r.err;
-  ASSERT_EQ(r.traces.size(), size_t(kids + 1)) << r.err;
-  uint64_t parent_pid = 0;
-  std::map<uint64_t, int> seen_bytes;  // copy size -> number of traces holding it
-  std::vector<CopyCounts> all;
-  for (auto& p : r.traces) {
-    all.push_back(count_copies(p));
-    CopyCounts& c = all.back();
-    ASSERT_TRUE(c.ok) << p;
-    EXPECT_EQ(c.header.closed, kClosedCleanly) << p;
-    EXPECT_EQ(c.header.records_lost, 0u) << p;
-    if (c.header.parent_pid_if_forked == 0) parent_pid = c.header.pid;
-    for (auto& [bytes, n] : c.per_bytes) ++seen_bytes[bytes];
-  }
-  ASSERT_NE(parent_pid, 0u);
-  for (auto& c : all) {
+  ForkTraces f;
+  ASSERT_NO_FATAL_FAILURE(read_fork_traces(r, size_t(kids + 1), &f));
+  const uint64_t parent_pid = f.parent_pid;
+  for (auto& c : f.all) {
     if (c.header.pid == parent_pid) {
       EXPECT_EQ(c.header.parent_pid_if_forked, 0u);
       ASSERT_EQ(c.per_bytes.size(), 2u);
@@ -710,16 +732,11 @@ TEST(EndToEnd, MultiprocessingStyleForkEachTraceHasExactlyItsOwnRecords) {
       EXPECT_EQ(c.per_bytes[65], uint64_t(calls));
       EXPECT_EQ(c.total, 1000u + calls);
     } else {
-      EXPECT_EQ(c.header.parent_pid_if_forked, parent_pid);
-      ASSERT_EQ(c.per_bytes.size(), 1u) << "pid " << c.header.pid;  // nothing of the parent's or a sibling's
-      uint64_t bytes = c.per_bytes.begin()->first;
-      EXPECT_GE(bytes, 100u);
-      EXPECT_LT(bytes, 100u + kids);
-      EXPECT_EQ(c.total, uint64_t(calls));
+      ASSERT_NO_FATAL_FAILURE(check_child_trace(c, parent_pid, kids, calls));
     }
   }
-  for (auto& [bytes, n] : seen_bytes) EXPECT_EQ(n, 1) << bytes << "-byte copies in " << n << " traces";
-  EXPECT_EQ(seen_bytes.size(), size_t(2 + kids));
+  for (auto& [bytes, n] : f.seen_bytes) EXPECT_EQ(n, 1) << bytes << "-byte copies in " << n << " traces";
+  EXPECT_EQ(f.seen_bytes.size(), size_t(2 + kids));
 }
 
 TEST(EndToEnd, QuietHasNoBanner) {
@@ -1094,22 +1111,11 @@ TEST(EndToEnd, ForkFromMultithreadedParentEachTraceHasExactlyItsOwnRecords) {
     if (sscanf(line.c_str(), "thread %d copies %ld", &t, &n) == 2) made[uint64_t(70 + t)] = uint64_t(n);
   }
   ASSERT_EQ(made.size(), size_t(threads)) << r.out;
-  ASSERT_EQ(r.traces.size(), size_t(kids + 1)) << r.err;
-  std::vector<CopyCounts> all;
-  uint64_t parent_pid = 0;
-  std::map<uint64_t, int> seen_bytes;  // copy size -> number of traces holding it
-  for (auto& p : r.traces) {
-    all.push_back(count_copies(p));
-    CopyCounts& c = all.back();
-    ASSERT_TRUE(c.ok) << p;
-    EXPECT_EQ(c.header.closed, kClosedCleanly) << p;
-    EXPECT_EQ(c.header.records_lost, 0u) << p;
-    if (c.header.parent_pid_if_forked == 0) parent_pid = c.header.pid;
-    for (auto& [bytes, n] : c.per_bytes) ++seen_bytes[bytes];
-  }
-  ASSERT_NE(parent_pid, 0u);
+  ForkTraces f;
+  ASSERT_NO_FATAL_FAILURE(read_fork_traces(r, size_t(kids + 1), &f));
+  const uint64_t parent_pid = f.parent_pid;
   std::set<uint64_t> child_sizes;
-  for (auto& c : all) {
+  for (auto& c : f.all) {
     if (c.header.pid == parent_pid) {
       EXPECT_EQ(c.per_bytes.size(), size_t(1 + threads));
       EXPECT_EQ(c.per_bytes[64], 1000u);
@@ -1123,17 +1129,12 @@ TEST(EndToEnd, ForkFromMultithreadedParentEachTraceHasExactlyItsOwnRecords) {
       for (auto& [bytes, n] : made) printf("%llu ", (unsigned long long)n);
       printf(")\n");
     } else {
-      EXPECT_EQ(c.header.parent_pid_if_forked, parent_pid);
-      ASSERT_EQ(c.per_bytes.size(), 1u) << "pid " << c.header.pid;  // nothing of the parent's or a sibling's
-      uint64_t bytes = c.per_bytes.begin()->first;
-      EXPECT_GE(bytes, 100u);
-      EXPECT_LT(bytes, 100u + kids);
-      child_sizes.insert(bytes);
-      EXPECT_EQ(c.total, uint64_t(calls));
+      ASSERT_NO_FATAL_FAILURE(check_child_trace(c, parent_pid, kids, calls));
+      child_sizes.insert(c.per_bytes.begin()->first);
       EXPECT_EQ(c.per_tid.size(), 1u);  // only the forking thread exists in the child
     }
   }
   EXPECT_EQ(child_sizes.size(), size_t(kids));
-  for (auto& [bytes, n] : seen_bytes) EXPECT_EQ(n, 1) << bytes << "-byte copies in " << n << " traces";
+  for (auto& [bytes, n] : f.seen_bytes) EXPECT_EQ(n, 1) << bytes << "-byte copies in " << n << " traces";
   clean_up_if_passed({&r});
 }
