@@ -167,9 +167,10 @@ std::mutex& pause_mutex() {
 int set_recording(bool on) noexcept {
   std::lock_guard<std::mutex> lock(pause_mutex());
   bool was_paused = g_paused.load();
-  if (was_paused == !on) return was_paused ? 0 : 1;
-  g_paused.store(!on, std::memory_order_release);
-  trace_writer::note_pause(!on, now_ns());
+  if (was_paused != !on) {
+    g_paused.store(!on, std::memory_order_release);
+    trace_writer::note_pause(!on, now_ns());
+  }
   return was_paused ? 0 : 1;
 }
 

@@ -118,9 +118,8 @@ constexpr uint32_t kVerifySlots = 32;
 struct Unwound {
   uint64_t frames[kMaxStackDepth];
   uint32_t depth = 0;
-  uint32_t nslots = 0;
-  uint32_t slot_offset[kVerifySlots];  // distance of the slot below the thread's stack top
-  uint64_t slot_value[kVerifySlots];   // the return address expected there (= frames[k])
+  uint32_t nslots = 0;                 // frames[0..nslots) have their slot found
+  uint32_t slot_offset[kVerifySlots];  // where frames[k]'s return address is: distance below the stack top
 };
 
 // Return addresses and CFAs of the current stack, through the unwinder Boost.Stacktrace also
@@ -165,8 +164,7 @@ void unwind(Unwound* u, uint64_t top) noexcept {
     if (slot >= top || top - slot > UINT32_MAX) break;
     // Only trust the slot if it really holds the return address (it does under the ABI).
     if (*reinterpret_cast<const uint64_t*>(slot) != u->frames[k]) break;
-    u->slot_offset[u->nslots] = static_cast<uint32_t>(top - slot);
-    u->slot_value[u->nslots++] = u->frames[k];
+    u->slot_offset[u->nslots++] = static_cast<uint32_t>(top - slot);
   }
 }
 
@@ -388,7 +386,7 @@ uint32_t capture_call_site(const void* caller_ra, const void* caller_frame) noex
     victim->hits = 0;
     victim->nslots = u.nslots;
     std::copy(u.slot_offset, u.slot_offset + u.nslots, victim->slot_offset);
-    std::copy(u.slot_value, u.slot_value + u.nslots, victim->slot_value);
+    std::copy(u.frames, u.frames + u.nslots, victim->slot_value);
   }
   return id;
 }
