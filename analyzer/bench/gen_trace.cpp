@@ -2,12 +2,24 @@
 // does not grow with the trace): several application threads, a callback thread, a few
 // hundred call sites (stacks), tens of kernels, and a realistic mix of records.
 //   asyncwatch_bench_gen OUT.awtrace [--records N] [--threads T] [--call-sites S]
+//                        [--shape SHAPE --count N [--stack-depth D] [--string-bytes B]]
+// --shape adds a hostile part of N items before the normal mix (docs/reliability.md measures
+// the analyzer's memory on each):
+//   unused-stacks   N stack records of D frames (default 64) that no record refers to
+//   sparse-stacks   the same with ids spread over the whole 32-bit range
+//   call-sites      N stacks of D frames (default 8), each the stack of one pageable copy
+//                   that blocked 0.5 ms: N distinct call sites with a finding each
+//   streams         N launches, each on a stream of its own, never destroyed
+//   callbacks       N host-function enqueues whose function never runs
+//   strings         N strings of B bytes (default 200) that no record refers to
+//   modules         N module records (paths that do not exist)
 // Also writes OUT.awtrace.records with the number of records.
 #include <asyncwatch/trace_format.h>
 
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -84,13 +96,33 @@ int main(int argc, char** argv) {
   std::string out = argv[1];
   uint64_t target = 20'000'000;
   uint32_t app_threads = 4, sites = 300;
+  std::string shape;
+  uint64_t count = 0, string_bytes = 200;
+  uint32_t depth = 0;
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     uint64_t v = std::strtoull(argv[i + 1], nullptr, 10);
     if (a == "--records") target = v;
     else if (a == "--threads") app_threads = static_cast<uint32_t>(v);
     else if (a == "--call-sites") sites = static_cast<uint32_t>(v);
+    else if (a == "--shape") shape = argv[i + 1];
+    else if (a == "--count") count = v;
+    else if (a == "--stack-depth") depth = static_cast<uint32_t>(v);
+    else if (a == "--string-bytes") string_bytes = v;
+    else {
+      std::fprintf(stderr, "%s: unknown option %s\n", argv[0], a.c_str());
+      return 2;
+    }
   }
+  static const char* const kShapes[] = {"", "unused-stacks", "sparse-stacks", "call-sites", "streams",
+                                        "callbacks", "strings", "modules"};
+  bool known = false;
+  for (const char* k : kShapes) known = known || shape == k;
+  if (!known || depth > tf::kMaxStackDepth || string_bytes > tf::kBlockSize / 2) {
+    std::fprintf(stderr, "%s: bad --shape, --stack-depth or --string-bytes\n", argv[0]);
+    return 2;
+  }
+  if (depth == 0) depth = shape == "call-sites" ? 8 : tf::kMaxStackDepth;
   Writer w;
   w.fd = open(out.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0644);
   if (w.fd < 0) {
@@ -128,10 +160,80 @@ int main(int argc, char** argv) {
     sr.len = static_cast<uint32_t>(name.size());
     w.put(0, tf::RecordType::String, &sr, sizeof sr, name.data(), name.size());
   }
+  const uint32_t kernels_end = kernels + 1;
   tf::StreamCreateRecord sc{};
   sc.api = static_cast<uint16_t>(tf::Api::cudaStreamCreate);
   const uint64_t start = 1'000'000'000;
   std::vector<uint64_t> clock(app_threads, start + 1000);
+  // The hostile part (--shape), on the first application thread, before the normal mix.
+  std::vector<uint64_t> frames(depth);
+  auto put_stack = [&](uint32_t id, uint64_t salt) {
+    for (uint32_t f = 0; f < depth; ++f) frames[f] = 0x10000000 + salt * 0x40 + f * 0x10000000000ull;
+    tf::StackRecord sr{};
+    sr.stack_id = id;
+    sr.depth = depth;
+    w.put(0, tf::RecordType::Stack, &sr, sizeof sr, frames.data(), 8ull * depth);
+  };
+  std::string text(string_bytes, 'k');
+  for (uint64_t i = 0; i < count; ++i) {
+    uint64_t& t = clock[0];
+    const uint32_t id = sites + 1 + static_cast<uint32_t>(i);
+    if (shape == "unused-stacks") {
+      put_stack(id, i);
+    } else if (shape == "sparse-stacks") {
+      put_stack(static_cast<uint32_t>((sites + 1 + i) * 2654435761u) | 0x80000000u, i);
+    } else if (shape == "call-sites") {
+      put_stack(id, i);
+      tf::CopyRecord c{};
+      c.api = static_cast<uint16_t>(tf::Api::cudaMemcpyAsync);
+      c.driver_fn = static_cast<uint16_t>(tf::Api::cuMemcpyDtoHAsync_v2);
+      c.direction = static_cast<uint8_t>(tf::Direction::DtoH);
+      c.src_memory = static_cast<uint8_t>(tf::MemoryKind::Device);
+      c.dst_memory = static_cast<uint8_t>(tf::MemoryKind::Pageable);
+      c.stream_kind = static_cast<uint8_t>(tf::StreamKind::Explicit);
+      c.flags = tf::kFlagStackCaptured | tf::kFlagEvidenceChecked | tf::kFlagCompletedAtReturn;
+      c.stack_id = id;
+      c.start_ns = t;
+      c.end_ns = t + 500'000;
+      c.stream = 0x10000;
+      c.bytes = 1 << 20;
+      w.put(0, tf::RecordType::Copy, c);
+    } else if (shape == "streams") {
+      tf::LaunchRecord l{};
+      l.api = static_cast<uint16_t>(tf::Api::cudaLaunchKernel);
+      l.driver_fn = static_cast<uint16_t>(tf::Api::cuLaunchKernel);
+      l.stream_kind = static_cast<uint8_t>(tf::StreamKind::Explicit);
+      l.kernel_name_id = 1;
+      l.start_ns = t;
+      l.end_ns = t + 3'000;
+      l.stream = 0x100000000ull + i;
+      w.put(0, tf::RecordType::Launch, l);
+    } else if (shape == "callbacks") {
+      tf::HostFuncEnqueueRecord e{};
+      e.api = static_cast<uint16_t>(tf::Api::cudaLaunchHostFunc);
+      e.driver_fn = static_cast<uint16_t>(tf::Api::cuLaunchHostFunc);
+      e.stream_kind = static_cast<uint8_t>(tf::StreamKind::Explicit);
+      e.callback_id = 0x8000000000000000ull + i;
+      e.start_ns = t;
+      e.end_ns = t + 2'500;
+      e.stream = 0x10000;
+      e.user_function = 0x401000;
+      w.put(0, tf::RecordType::HostFuncEnqueue, e);
+    } else if (shape == "strings") {
+      tf::StringRecord sr{};
+      sr.string_id = kernels_end + static_cast<uint32_t>(i);
+      sr.len = static_cast<uint32_t>(text.size());
+      w.put(0, tf::RecordType::String, &sr, sizeof sr, text.data(), text.size());
+    } else if (shape == "modules") {
+      std::string path = fmt::format("/nonexistent/hostile/lib{}.so", i);
+      tf::ModuleRecord mr{};
+      mr.path_len = static_cast<uint16_t>(path.size());
+      mr.low = 0x7f0000000000ull + i * 0x10000;
+      mr.high = mr.low + 0x10000;
+      w.put(0, tf::RecordType::Module, &mr, sizeof mr, path.data(), path.size());
+    }
+    t += 4'000;
+  }
   for (uint32_t th = 0; th < app_threads; ++th) {
     sc.stream = 0x10000 + th;
     sc.start_ns = clock[th];

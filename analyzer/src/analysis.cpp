@@ -34,17 +34,23 @@ std::string cuda_env_value(const std::string& env, const std::string& name) {
   return {};
 }
 
-std::vector<std::string> expand_trace_inputs(const std::vector<std::string>& inputs) {
-  std::vector<std::string> out;
+TraceInputs expand_trace_inputs(const std::vector<std::string>& inputs) {
+  TraceInputs out;
   for (const auto& in : inputs) {
     struct stat st {};
-    if (stat(in.c_str(), &st) != 0) throw TraceError(fmt::format("{}: {}", in, std::strerror(errno)));
+    if (stat(in.c_str(), &st) != 0) {
+      out.unreadable.push_back({in, std::strerror(errno)});
+      continue;
+    }
     if (!S_ISDIR(st.st_mode)) {
-      out.push_back(in);
+      out.paths.push_back(in);
       continue;
     }
     DIR* d = opendir(in.c_str());
-    if (!d) throw TraceError(fmt::format("{}: cannot read directory: {}", in, std::strerror(errno)));
+    if (!d) {
+      out.unreadable.push_back({in, fmt::format("cannot read the directory: {}", std::strerror(errno))});
+      continue;
+    }
     std::vector<std::string> found;
     while (dirent* e = readdir(d)) {
       std::string name = e->d_name;
@@ -52,11 +58,22 @@ std::vector<std::string> expand_trace_inputs(const std::vector<std::string>& inp
         found.push_back(in + (in.back() == '/' ? "" : "/") + name);
     }
     closedir(d);
-    if (found.empty()) throw TraceError(fmt::format("{}: the directory holds no .awtrace files", in));
+    if (found.empty()) {
+      out.unreadable.push_back({in, "the directory holds no .awtrace files"});
+      continue;
+    }
     std::sort(found.begin(), found.end());
-    out.insert(out.end(), found.begin(), found.end());
+    out.paths.insert(out.paths.end(), found.begin(), found.end());
   }
   return out;
+}
+
+UnreadableTrace unreadable_trace(const std::string& path, const std::exception& e) {
+  std::string what = e.what();
+  if (dynamic_cast<const std::bad_alloc*>(&e)) what = "not enough memory to analyze it";
+  const std::string prefix = path + ": ";
+  if (what.compare(0, prefix.size(), prefix) == 0) what.erase(0, prefix.size());
+  return {path, what};
 }
 
 std::string kernel_display_name(const std::string& mangled) {
@@ -85,6 +102,7 @@ std::string kernel_display_name(const std::string& mangled) {
 namespace {
 
 constexpr uint32_t kGraphKernel = UINT32_MAX;  // tally id for a graph launch
+constexpr size_t kMaxWaitedKernels = 64;       // distinct kernels a finding names as waited for
 
 struct GroupKey {
   uint8_t id;
@@ -189,7 +207,14 @@ class ProcessAnalyzer final : public RuleContext {
     key.driver_fn = o.driver_fn;
     key.kernel = o.id == FindingId::BlockingLaunch ? o.kernel_name_id : 0;
     key.site = o.stack_id;
-    Group& g = groups_[key];
+    auto found = groups_.find(key);
+    if (found == groups_.end()) {
+      if (groups_.size() >= opt_.limits.call_sites)
+        over_limit("distinct findings before merging by source line (rule, cause, API, kernel, call stack)",
+                   opt_.limits.call_sites, "--max-call-sites");
+      found = groups_.emplace(key, Group{}).first;
+    }
+    Group& g = found->second;
     if (g.count == 0) g.first = o;
     ++g.count;
     g.bytes += o.bytes;
@@ -200,7 +225,12 @@ class ProcessAnalyzer final : public RuleContext {
     g.outstanding_max = std::max(g.outstanding_max, o.outstanding_launches);
     if (!g.stack_id && o.stack_id) g.stack_id = o.stack_id;
     if (o.waited_for) {
-      o.waited_for->each([&](uint32_t k, uint64_t n) { g.waited[k] += n; });
+      o.waited_for->each([&](uint32_t k, uint64_t n) {
+        auto w = g.waited.find(k);
+        if (w != g.waited.end()) w->second += n;
+        else if (g.waited.size() < kMaxWaitedKernels) g.waited.emplace(k, n);
+        else g.waited_others += n;  // bounded: the rest are "(other kernels)"
+      });
       g.waited_others += o.waited_for->others;
     }
   }
@@ -285,7 +315,7 @@ class ProcessAnalyzer final : public RuleContext {
         f.call_site = sites_[site.site];
       }
       if (g.stack_id)
-        if (const auto* frames = trace_.stack(g.stack_id))
+        if (auto frames = trace_.stack(g.stack_id))
           for (uint64_t a : *frames) f.stack.push_back(symbols_->resolve(a));
       f.processes.push_back(PerProcess{p.pid, f.count, f.blocked.total()});
       std::string mk = f.merge_key();
@@ -320,7 +350,13 @@ class ProcessAnalyzer final : public RuleContext {
     auto& e = stream_cache_[slot];
     if (e.state && e.key == key) return *e.state;
     e.key = key;
-    e.state = &streams_[key];  // node-based: the pointer stays valid until erase
+    auto it = streams_.find(key);
+    if (it == streams_.end()) {
+      if (streams_.size() >= opt_.limits.streams)
+        over_limit("streams in use at once", opt_.limits.streams, nullptr);
+      it = streams_.emplace(key, StreamState{}).first;
+    }
+    e.state = &it->second;  // node-based: the pointer stays valid until erase
     return *e.state;
   }
   void clear_stream_cache() {
@@ -416,7 +452,7 @@ class ProcessAnalyzer final : public RuleContext {
       rules::check_long_host_callback(*this, e, run->second);
       pending_runs_.erase(run);
     } else {
-      pending_enqueues_[e.callback_id] = e;
+      note_pending(pending_enqueues_, e.callback_id, e);
     }
   }
 
@@ -426,7 +462,7 @@ class ProcessAnalyzer final : public RuleContext {
       rules::check_long_host_callback(*this, e->second, run);
       pending_enqueues_.erase(e);
     } else {
-      pending_runs_[run.callback_id] = run;
+      note_pending(pending_runs_, run.callback_id, run);
     }
   }
 
@@ -452,6 +488,18 @@ class ProcessAnalyzer final : public RuleContext {
       idle_all();
   }
 
+  // A host function's enqueue waiting for its run, or the reverse (bounded).
+  template <class Map, class Record>
+  void note_pending(Map& pending, uint64_t callback_id, const Record& r) {
+    if (pending.size() >= opt_.limits.pending_callbacks && !pending.count(callback_id))
+      over_limit("host functions enqueued and not seen running (or the reverse)", opt_.limits.pending_callbacks,
+                 nullptr);
+    pending[callback_id] = r;
+  }
+  [[noreturn]] void over_limit(const char* what, uint64_t limit, const char* option) const {
+    throw TraceError(fmt::format("{}: {}", trace_.path(), limit_message(what, limit, option)));
+  }
+
   uint32_t intern_name(const std::string& name) {
     auto [it, inserted] = name_ids_.emplace(name, static_cast<uint32_t>(names_.size()));
     if (inserted) names_.push_back(name);
@@ -467,13 +515,13 @@ class ProcessAnalyzer final : public RuleContext {
     auto it = stack_sites_.find(cache_key);
     if (it != stack_sites_.end()) return it->second;
     SiteRef ref;
-    if (const auto* addrs = trace_.stack(stack_id)) {
+    if (auto addrs = trace_.stack(stack_id)) {
       std::vector<Frame> frames;
       frames.reserve(addrs->size());
       for (uint64_t a : *addrs) frames.push_back(symbols_->resolve(a));
       std::string kernel_function;
       if (!plain)
-        if (const std::string* mangled = trace_.string(kernel_id)) kernel_function = demangle(mangled->c_str());
+        if (auto mangled = trace_.string(kernel_id)) kernel_function = demangle(mangled->c_str());
       CallSite cs = select_call_site(frames, kernel_function);
       ref.chevron_launch = cs.chevron_launch;
       if (cs.index >= 0) {
@@ -499,7 +547,7 @@ class ProcessAnalyzer final : public RuleContext {
   std::string kernel_name(uint32_t id) const {
     if (id == 0) return "(unnamed kernel)";
     if (id == kGraphKernel) return "(CUDA graph)";
-    const std::string* s = trace_.string(id);
+    auto s = trace_.string(id);
     return s ? kernel_display_name(*s) : fmt::format("(kernel #{})", id);
   }
 
@@ -537,7 +585,7 @@ class ProcessAnalyzer final : public RuleContext {
 }  // namespace
 
 ProcessResult analyze_trace(const std::string& path, const Options& options) {
-  auto trace = TraceFile::open(path);
+  auto trace = TraceFile::open(path, options.limits);
   trace->index_blocks();
   ProcessAnalyzer analyzer(*trace, options);
   analyzer.run();
@@ -588,13 +636,24 @@ Report build_report(std::vector<ProcessResult> results, const Options& options) 
   return report;
 }
 
-Report analyze_traces(const std::vector<std::string>& paths, const Options& options) {
+Report analyze_traces(const std::vector<std::string>& paths, const Options& options,
+                      std::vector<UnreadableTrace> unreadable) {
   std::vector<ProcessResult> results;
-  for (const auto& p : paths) results.push_back(analyze_trace(p, options));
+  for (const auto& p : paths) {
+    try {
+      results.push_back(analyze_trace(p, options));
+    } catch (const TraceError& e) {
+      unreadable.push_back(unreadable_trace(p, e));
+    } catch (const std::bad_alloc& e) {
+      unreadable.push_back(unreadable_trace(p, e));
+    }
+  }
   std::stable_sort(results.begin(), results.end(), [](const ProcessResult& a, const ProcessResult& b) {
     return a.process.start_realtime_ns < b.process.start_realtime_ns;
   });
-  return build_report(std::move(results), options);
+  Report report = build_report(std::move(results), options);
+  report.unreadable = std::move(unreadable);
+  return report;
 }
 
 }  // namespace asyncwatch

@@ -47,16 +47,30 @@ struct Summary {
   uint64_t findings = 0;
 };
 
+// A trace (or an input naming traces) that could not be read, and why.
+struct UnreadableTrace {
+  std::string trace;  // the path as named (a trace, or a directory or file given on the command line)
+  std::string error;  // what is wrong, without the path
+};
+
 struct Report {
   Options options;
   std::vector<ProcessSummary> processes;
+  std::vector<UnreadableTrace> unreadable;  // reported too, each with its error
   Summary summary;
   std::vector<Finding> findings;  // ranked: most blocked time first
 };
 
-// Files named on the command line, and the *.awtrace files of directories, sorted. Throws
-// TraceError for a missing path or a directory without traces.
-std::vector<std::string> expand_trace_inputs(const std::vector<std::string>& inputs);
+// Files named on the command line, and the *.awtrace files of directories (sorted). An input
+// that names no trace (missing, unreadable, a directory without traces) is in `unreadable`.
+struct TraceInputs {
+  std::vector<std::string> paths;
+  std::vector<UnreadableTrace> unreadable;
+};
+TraceInputs expand_trace_inputs(const std::vector<std::string>& inputs);
+
+// The error of a TraceError (or any exception) about `path`, without the "path: " prefix.
+UnreadableTrace unreadable_trace(const std::string& path, const std::exception& e);
 
 // Analyzes one trace: the process summary and its findings (unfiltered, unranked).
 struct ProcessResult {
@@ -68,8 +82,11 @@ ProcessResult analyze_trace(const std::string& path, const Options& options);
 // Merges processes into one ranked report, applying the group-level thresholds.
 Report build_report(std::vector<ProcessResult> results, const Options& options);
 
-// analyze_trace on each path + build_report. Throws TraceError.
-Report analyze_traces(const std::vector<std::string>& paths, const Options& options);
+// analyze_trace on each path + build_report. A trace that cannot be read (TraceError, or not
+// enough memory) goes to Report::unreadable, after `unreadable` (the inputs' own); the others
+// are reported.
+Report analyze_traces(const std::vector<std::string>& paths, const Options& options,
+                      std::vector<UnreadableTrace> unreadable = {});
 
 // A kernel's name for messages: demangled, without argument list and return type.
 std::string kernel_display_name(const std::string& mangled);

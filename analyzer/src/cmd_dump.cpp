@@ -1,7 +1,10 @@
 // asyncwatch dump TRACE: the file header and every raw record in file order, one per line,
 // enums by name. Records are printed up to the first problem, then the problem (exit 2).
+// Text from the trace is shown through printable(..., quoted): a name cannot drive the
+// terminal or end its "..." field early.
 #include "commands.h"
 #include "format.h"
+#include "printable.h"
 #include "trace_reader.h"
 
 #include <cstdio>
@@ -21,14 +24,15 @@ std::string describe(const RecordView& r) {
   switch (r.type) {
     case RecordType::ThreadInfo: {
       auto t = r.as<ThreadInfoRecord>();
-      return fmt::format("{} tid={} name=\"{}\"", head, t.tid, fixed_string(t.name, sizeof t.name));
+      return fmt::format("{} tid={} name=\"{}\"", head, t.tid, printable(fixed_string(t.name, sizeof t.name), true));
     }
     case RecordType::Module: {
       auto m = r.as<ModuleRecord>();
       std::string path(reinterpret_cast<const char*>(r.payload(sizeof(ModuleRecord))), m.path_len);
       std::string id;
       for (int i = 0; i < m.build_id_len; ++i) id += fmt::format("{:02x}", m.build_id[i]);
-      return fmt::format("{} path=\"{}\" load_bias=0x{:x} low=0x{:x} high=0x{:x} build_id={}", head, path, m.load_bias,
+      return fmt::format("{} path=\"{}\" load_bias=0x{:x} low=0x{:x} high=0x{:x} build_id={}", head, printable(path, true),
+                         m.load_bias,
                          m.low, m.high, id.empty() ? "-" : id);
     }
     case RecordType::Stack: {
@@ -44,7 +48,7 @@ std::string describe(const RecordView& r) {
     case RecordType::String: {
       auto s = r.as<StringRecord>();
       std::string text(reinterpret_cast<const char*>(r.payload(sizeof(StringRecord))), s.len);
-      return fmt::format("{} string_id={} \"{}\"", head, s.string_id, text);
+      return fmt::format("{} string_id={} \"{}\"", head, s.string_id, printable(text, true));
     }
     case RecordType::Copy:
     case RecordType::Memset: {
@@ -108,8 +112,8 @@ std::string describe(const RecordView& r) {
     case RecordType::Lost: return fmt::format("{} count={}", head, r.as<LostRecord>().count);
     case RecordType::DeviceInfo: {
       auto d = r.as<DeviceInfoRecord>();
-      return fmt::format("{} name=\"{}\" ordinal={} driver_version={} simulated={}", head, fixed_string(d.name, sizeof d.name),
-                         d.device_ordinal, d.driver_version, d.simulated);
+      return fmt::format("{} name=\"{}\" ordinal={} driver_version={} simulated={}", head,
+                         printable(fixed_string(d.name, sizeof d.name), true), d.device_ordinal, d.driver_version, d.simulated);
     }
     default: return head;
   }
@@ -122,12 +126,12 @@ int cmd_dump(const std::string& path) {
   try {
     t = TraceFile::open(path);
   } catch (const TraceError& e) {
-    std::fprintf(stderr, "asyncwatch: %s\n", e.what());
+    print_error(e.what());
     return kExitInvalid;
   }
   const FileHeader& h = t->header();
   std::string out;
-  out += fmt::format("file {}\n", path);
+  out += fmt::format("file {}\n", printable(path));
   out += fmt::format("header version={} header_size={} block_size={} closed={} ({}) blocks_in_file={} blocks_claimed={}\n",
                      h.version, h.header_size, h.block_size,
                      h.closed == kClosedCleanly ? "cleanly" : "not cleanly", fmt::format("0x{:x}", h.closed),
@@ -142,10 +146,11 @@ int cmd_dump(const std::string& path) {
                      h.end_monotonic_ns >= h.start_monotonic_ns ? format_duration(h.end_monotonic_ns - h.start_monotonic_ns)
                                                                 : std::string("?"));
   out += fmt::format("header config_flags=0x{:x} launch_stack_threshold_ns={} hostname=\"{}\"\n", h.config_flags,
-                     h.launch_stack_threshold_ns, fixed_string(h.hostname, sizeof h.hostname));
-  out += fmt::format("header executable=\"{}\"\n", fixed_string(h.executable, sizeof h.executable));
-  out += fmt::format("header command_line=\"{}\"\n", fixed_string(h.command_line, sizeof h.command_line));
-  out += fmt::format("header cuda_env=\"{}\"\n", fixed_string(h.cuda_env, sizeof h.cuda_env));
+                     h.launch_stack_threshold_ns, printable(fixed_string(h.hostname, sizeof h.hostname), true));
+  out += fmt::format("header executable=\"{}\"\n", printable(fixed_string(h.executable, sizeof h.executable), true));
+  out += fmt::format("header command_line=\"{}\"\n",
+                     printable(fixed_string(h.command_line, sizeof h.command_line), true));
+  out += fmt::format("header cuda_env=\"{}\"\n", printable(fixed_string(h.cuda_env, sizeof h.cuda_env), true));
   std::fwrite(out.data(), 1, out.size(), stdout);
   uint64_t records = 0;
   try {
@@ -162,7 +167,7 @@ int cmd_dump(const std::string& path) {
         });
   } catch (const TraceError& e) {
     std::fflush(stdout);
-    std::fprintf(stderr, "asyncwatch: %s\n", e.what());
+    print_error(e.what());
     return kExitInvalid;
   }
   std::printf("%llu records\n", static_cast<unsigned long long>(records));

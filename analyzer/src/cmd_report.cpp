@@ -1,6 +1,8 @@
 // asyncwatch report [--format text|json|sarif] [-o FILE] [--fail-on ...] TRACE_OR_DIR...
 #include "analysis.h"
 #include "commands.h"
+#include "output_file.h"
+#include "printable.h"
 #include "reports.h"
 #include "trace_reader.h"
 
@@ -12,8 +14,8 @@
 #include <cstring>
 #include <cstdio>
 #include <fmt/format.h>
-#include <fstream>
 #include <iostream>
+#include <memory>
 #include <sstream>
 
 namespace asyncwatch {
@@ -25,14 +27,21 @@ Options ReportArgs::options() const {
   o.launch_queue_depth = launch_queue_depth;
   o.min_callback_ns = static_cast<uint64_t>(std::llround(min_callback_us * 1000.0));
   o.implicit_sync_min_count = implicit_sync_min_count;
+  o.limits.stacks = max_stacks;
+  o.limits.call_sites = max_call_sites;
   return o;
 }
+
+void print_error(const std::string& message) { std::cerr << "asyncwatch: " << printable(message) << '\n'; }
 
 void add_report_options(CLI::App* app, ReportArgs& args, bool with_output) {
   app->add_option("--format", args.format, "Output format")
       ->check(CLI::IsMember({"text", "json", "sarif"}))
       ->capture_default_str();
-  if (with_output) app->add_option("-o,--output", args.output, "Write the report to FILE (default: standard output)");
+  if (with_output)
+    app->add_option("-o,--output", args.output,
+                    "Write the report to FILE (\"-\": standard output, the default; a regular file is replaced "
+                    "atomically, a device, FIFO or socket written in place)");
   app->add_option("--fail-on", args.fail_on,
                   "Exit with status 1 when a finding with one of these ids exists (comma separated), or any finding "
                   "of at least this severity (error, warning, note)");
@@ -56,6 +65,15 @@ void add_report_options(CLI::App* app, ReportArgs& args, bool with_output) {
       ->capture_default_str();
   app->add_option("--color,--colour", args.colour, "Colour in text output")
       ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+  app->add_option("--max-stacks", args.max_stacks,
+                  "A trace with more distinct call stacks than this is not read (bounds the analyzer's memory)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app->add_option("--max-call-sites", args.max_call_sites,
+                  "A trace with more distinct findings than this (per rule, API, kernel and call stack, before "
+                  "merging by source line) is not read (bounds the analyzer's memory)")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
 }
 
@@ -102,64 +120,59 @@ FailOn parse_fail_on(const std::string& text) {
 
 }  // namespace
 
-int produce_report(const ReportArgs& args, const std::vector<std::string>& paths) {
+int produce_report(const ReportArgs& args, const std::vector<std::string>& paths,
+                   const std::vector<UnreadableTrace>& unreadable) {
   FailOn fail_on;
   try {
     fail_on = parse_fail_on(args.fail_on);
   } catch (const std::invalid_argument& e) {
-    std::cerr << "asyncwatch: " << e.what() << '\n';
+    print_error(e.what());
     return kExitInvalid;
   }
-  Report report;
+  // Opened first: a path that cannot be written is said before minutes of analysis. Until
+  // commit(), a regular file is untouched (output_file.h).
+  std::unique_ptr<OutputFile> out;
   try {
-    report = analyze_traces(paths, args.options());
-  } catch (const TraceError& e) {
-    std::cerr << "asyncwatch: " << e.what() << '\n';
+    out = std::make_unique<OutputFile>(args.output);
+  } catch (const OutputError& e) {
+    print_error(e.what());
+    return kExitInvalid;
+  }
+  Report report = analyze_traces(paths, args.options(), unreadable);
+  for (const auto& u : report.unreadable) print_error(fmt::format("{}: {}", u.trace, u.error));
+  if (report.processes.empty()) {
+    if (report.unreadable.size() != 1) print_error("no trace could be read");
     return kExitInvalid;
   }
 
-  std::ofstream file;
-  std::ostream* out = &std::cout;
-  if (!args.output.empty()) {
-    file.open(args.output);
-    if (!file) {
-      std::cerr << "asyncwatch: " << args.output << ": cannot write the report: " << std::strerror(errno) << '\n';
-      return kExitInvalid;
+  try {
+    if (args.format == "json" || args.format == "sarif") {
+      // Names from the trace may be any bytes: invalid UTF-8 becomes U+FFFD.
+      std::string text = (args.format == "json" ? report_json(report) : report_sarif(report))
+                             .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+      text += '\n';
+      std::fwrite(text.data(), 1, text.size(), out->stream());
+    } else {
+      TextStyle style;
+      bool tty = out->mode() == OutputFile::Mode::Stdout && isatty(STDOUT_FILENO);
+      const char* no_colour = std::getenv("NO_COLOR");
+      style.colour = args.colour == "always" || (args.colour == "auto" && tty && !(no_colour && *no_colour));
+      write_report_text(out->ostream(), report, style);
     }
-    out = &file;
-  }
-  if (args.format == "json") {
-    // Names from the trace may be any bytes: invalid UTF-8 becomes U+FFFD.
-    *out << report_json(report).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
-  } else if (args.format == "sarif") {
-    *out << report_sarif(report).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
-  } else {
-    TextStyle style;
-    bool tty = args.output.empty() && isatty(STDOUT_FILENO);
-    const char* no_colour = std::getenv("NO_COLOR");
-    style.colour = args.colour == "always" || (args.colour == "auto" && tty && !(no_colour && *no_colour));
-    write_report_text(*out, report, style);
-  }
-  out->flush();
-  if (!*out) {
-    std::cerr << "asyncwatch: cannot write the report\n";
+    out->commit();
+  } catch (const OutputError& e) {
+    print_error(fmt::format("cannot write the report: {}", e.what()));
     return kExitInvalid;
   }
   if (!fail_on.empty())
     for (const auto& f : report.findings)
       if (fail_on.matches(f)) return kExitFindings;
-  return kExitOk;
+  return report.unreadable.empty() ? kExitOk : kExitPartial;
 }
 
 int cmd_report(const ReportArgs& args) {
-  std::vector<std::string> paths;
-  try {
-    paths = expand_trace_inputs(args.inputs);
-  } catch (const TraceError& e) {
-    std::cerr << "asyncwatch: " << e.what() << '\n';
-    return kExitInvalid;
-  }
-  return produce_report(args, paths);
+  TraceInputs inputs = expand_trace_inputs(args.inputs);
+  return produce_report(args, inputs.paths, inputs.unreadable);
 }
 
 }  // namespace asyncwatch

@@ -2,8 +2,12 @@
 // Runs the program with libasyncwatch.so preloaded (its children inherit the environment),
 // passes on its exit status, then reports every trace it wrote. A program that never touched
 // CUDA writes no trace: one line says so, and its exit status passes on unchanged.
+// Without -o, the traces go to a new directory asyncwatch-PROGRAM-TIME-XXXXXX (mkdtemp: an
+// unpredictable suffix, mode 0700), never to a path that existed before; the directory must be
+// the same one when the program ends (an attacker who swapped it would choose the report).
 #include "analysis.h"
 #include "commands.h"
+#include "output_file.h"
 #include "trace_reader.h"
 
 #include <dirent.h>
@@ -13,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -36,16 +41,31 @@ std::string exe_dir() {
 
 bool exists(const std::string& p) { return access(p.c_str(), F_OK) == 0; }
 
-std::set<std::string> traces_in(const std::string& dir) {
+// The *.awtrace names in the directory open as `dir_fd`.
+std::set<std::string> traces_in(int dir_fd) {
   std::set<std::string> out;
-  if (DIR* d = opendir(dir.c_str())) {
+  int fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 3);
+  if (fd < 0) return out;
+  if (DIR* d = fdopendir(fd)) {
+    rewinddir(d);  // the descriptor shares its offset with dir_fd: start from the beginning
     while (dirent* e = readdir(d)) {
       std::string n = e->d_name;
       if (n.size() > 8 && n.compare(n.size() - 8, 8, ".awtrace") == 0) out.insert(n);
     }
     closedir(d);
+  } else {
+    close(fd);
   }
   return out;
+}
+
+bool same_file(const struct stat& a, const struct stat& b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
+
+// A file-name-safe, bounded form of the program's name for the default directory.
+std::string name_for_directory(const std::string& program) {
+  std::string base = program.substr(program.rfind('/') + 1), out;
+  for (char c : base.substr(0, 64)) out += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' ? c : '_';
+  return out.empty() || out[0] == '.' ? "program" + out : out;
 }
 
 std::string prepend_path(const std::string& first, const char* existing, char sep) {
@@ -78,26 +98,46 @@ int cmd_run(const RunArgs& args) {
 
   std::string program = args.command.front();
   std::string out_dir = args.output_dir;
+  bool created_dir = false;
+  int dir_fd = -1;
   if (out_dir.empty()) {
     std::time_t now = std::time(nullptr);
     std::tm tm{};
     localtime_r(&now, &tm);
     char stamp[32];
     std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-    std::string base = fmt::format("asyncwatch-{}-{}", program.substr(program.rfind('/') + 1), stamp);
-    out_dir = base;
-    for (int i = 2; exists(out_dir); ++i) out_dir = fmt::format("{}-{}", base, i);
+    std::string templ = fmt::format("asyncwatch-{}-{}-XXXXXX", name_for_directory(program), stamp);
+    if (!mkdtemp(templ.data())) {
+      print_error(fmt::format("run: cannot create a trace directory {} here: {}", templ, std::strerror(errno)));
+      return kExitInvalid;
+    }
+    out_dir = templ;
+    created_dir = true;
+    dir_fd = open(out_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dir_fd < 0) {
+      print_error(fmt::format("run: {}: cannot open the trace directory: {}", out_dir, std::strerror(errno)));
+      return kExitInvalid;
+    }
+  } else {
+    try {
+      dir_fd = open_output_directory(out_dir, &created_dir);
+    } catch (const OutputError& e) {
+      print_error(fmt::format("run: cannot use the trace directory {}", e.what()));
+      return kExitInvalid;
+    }
   }
-  bool created_dir = mkdir(out_dir.c_str(), 0755) == 0;
-  if (!created_dir && errno != EEXIST) {
-    std::cerr << fmt::format("asyncwatch run: {}: cannot create the trace directory: {}\n", out_dir, std::strerror(errno));
-    return kExitInvalid;
+  struct stat dir_st {};
+  fstat(dir_fd, &dir_st);
+  // The program may change directory: it gets an absolute path.
+  std::string program_out_dir = out_dir;
+  if (out_dir[0] != '/') {
+    char cwd[PATH_MAX];
+    if (getcwd(cwd, sizeof cwd)) program_out_dir = std::string(cwd) + "/" + out_dir;
   }
-  const std::set<std::string> before = traces_in(out_dir);
+  const std::set<std::string> before = traces_in(dir_fd);
 
   if (args.sim)
-    std::cerr << fmt::format("asyncwatch: {} runs on the simulated CUDA driver and runtime ({}), no GPU\n", program,
-                             sim_dir);
+    print_error(fmt::format("{} runs on the simulated CUDA driver and runtime ({}), no GPU", program, sim_dir));
 
   // The parent ignores ^C and ^\ while the program runs (like system()): the program gets them.
   struct sigaction ignore {}, old_int{}, old_quit{};
@@ -123,7 +163,7 @@ int cmd_run(const RunArgs& args) {
     sigaction(SIGINT, &old_int, nullptr);
     sigaction(SIGQUIT, &old_quit, nullptr);
     setenv("LD_PRELOAD", prepend_path(preload, std::getenv("LD_PRELOAD"), ':').c_str(), 1);
-    setenv("ASYNCWATCH_OUTPUT_DIR", out_dir.c_str(), 1);
+    setenv("ASYNCWATCH_OUTPUT_DIR", program_out_dir.c_str(), 1);
     if (args.sim) setenv("LD_LIBRARY_PATH", prepend_path(sim_dir, std::getenv("LD_LIBRARY_PATH"), ':').c_str(), 1);
     std::vector<char*> argv;
     for (const auto& a : args.command) argv.push_back(const_cast<char*>(a.c_str()));
@@ -158,20 +198,28 @@ int cmd_run(const RunArgs& args) {
   sigaction(SIGQUIT, &old_quit, nullptr);
   int program_status = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
   if (WIFSIGNALED(status))
-    std::cerr << fmt::format("asyncwatch: {} was killed by signal {} ({})\n", program, WTERMSIG(status),
-                             strsignal(WTERMSIG(status)));
+    print_error(fmt::format("{} was killed by signal {} ({})", program, WTERMSIG(status), strsignal(WTERMSIG(status))));
 
+  // The traces are read through the same directory: one that was replaced meanwhile is refused.
+  struct stat now_st {};
+  if (stat(out_dir.c_str(), &now_st) != 0 || !same_file(now_st, dir_st)) {
+    print_error(fmt::format("run: the trace directory {} was replaced while the program ran: its traces are not "
+                            "reported",
+                            out_dir));
+    close(dir_fd);
+    return program_status != 0 ? program_status : kExitInvalid;
+  }
   std::vector<std::string> paths;
-  for (const auto& name : traces_in(out_dir))
+  for (const auto& name : traces_in(dir_fd))
     if (!before.count(name)) paths.push_back(out_dir + "/" + name);
+  close(dir_fd);
   if (paths.empty()) {
     if (created_dir && args.output_dir.empty()) rmdir(out_dir.c_str());  // our default directory, still empty
     if (exec_failed) return program_status;   // the child said why
     std::cerr << "asyncwatch: the program made no CUDA calls (no trace was written)\n";
     return program_status;
   }
-  std::cerr << fmt::format("asyncwatch: {} in {}\n", paths.size() == 1 ? "1 trace" : fmt::format("{} traces", paths.size()),
-                           out_dir);
+  print_error(fmt::format("{} in {}", paths.size() == 1 ? "1 trace" : fmt::format("{} traces", paths.size()), out_dir));
   int report_status = produce_report(args.report, paths);
   if (program_status != 0) return program_status;
   return report_status;

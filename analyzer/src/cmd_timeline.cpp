@@ -1,55 +1,45 @@
 // asyncwatch timeline [-o FILE] TRACE_OR_DIR...
 #include "analysis.h"
 #include "commands.h"
+#include "output_file.h"
 #include "timeline_export.h"
 #include "trace_reader.h"
 
-#include <cerrno>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <iostream>
+#include <fmt/format.h>
+#include <memory>
 
 namespace asyncwatch {
 
 int cmd_timeline(const TimelineArgs& args) {
+  TraceInputs inputs = expand_trace_inputs(args.inputs);
+  std::unique_ptr<OutputFile> out;
   try {
-    auto paths = expand_trace_inputs(args.inputs);
-    std::FILE* out = stdout;
-    std::string tmp;
-    if (!args.output.empty()) {
-      tmp = args.output + ".tmp";
-      out = std::fopen(tmp.c_str(), "w");
-      if (!out) {
-        std::cerr << "asyncwatch: " << args.output << ": cannot write: " << std::strerror(errno) << '\n';
-        return kExitInvalid;
-      }
-    }
-    try {
-      write_timeline(out, paths, static_cast<uint64_t>(std::llround(args.min_blocked_us * 1000.0)));
-    } catch (...) {
-      if (out != stdout) {
-        std::fclose(out);
-        std::remove(tmp.c_str());
-      }
-      throw;
-    }
-    if (out != stdout) {
-      bool ok = std::fflush(out) == 0 && !std::ferror(out);
-      ok = std::fclose(out) == 0 && ok;
-      if (!ok || std::rename(tmp.c_str(), args.output.c_str()) != 0) {
-        std::cerr << "asyncwatch: " << args.output << ": cannot write: " << std::strerror(errno) << '\n';
-        std::remove(tmp.c_str());
-        return kExitInvalid;
-      }
-    } else {
-      std::fflush(stdout);
-    }
-  } catch (const TraceError& e) {
-    std::cerr << "asyncwatch: " << e.what() << '\n';
+    out = std::make_unique<OutputFile>(args.output);
+  } catch (const OutputError& e) {
+    print_error(e.what());
     return kExitInvalid;
   }
-  return kExitOk;
+  std::vector<UnreadableTrace> unreadable = inputs.unreadable;
+  TimelineStats stats = write_timeline(out->stream(), inputs.paths,
+                                       static_cast<uint64_t>(std::llround(args.min_blocked_us * 1000.0)), Limits{},
+                                       &unreadable);
+  for (const auto& u : unreadable) print_error(fmt::format("{}: {}", u.trace, u.error));
+  if (stats.host_functions_dropped)
+    print_error(fmt::format("{} host-function runs are not in the timeline: more than {} were waiting for their "
+                            "enqueue record (or the reverse) at once",
+                            stats.host_functions_dropped, Limits{}.pending_callbacks));
+  if (stats.traces == 0) {
+    if (unreadable.size() != 1) print_error("no trace could be read");
+    return kExitInvalid;  // `out` is discarded: nothing replaces a regular file
+  }
+  try {
+    out->commit();
+  } catch (const OutputError& e) {
+    print_error(fmt::format("cannot write the timeline: {}", e.what()));
+    return kExitInvalid;
+  }
+  return unreadable.empty() ? kExitOk : kExitPartial;
 }
 
 }  // namespace asyncwatch

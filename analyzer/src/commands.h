@@ -1,6 +1,7 @@
 // One function per subcommand (cmd_*.cpp), registered with the CLI in main.cpp.
 #pragma once
 
+#include "analysis.h"
 #include "options.h"
 
 #include <CLI/CLI.hpp>
@@ -11,12 +12,13 @@ namespace asyncwatch {
 
 // Exit statuses (docs/contracts.md).
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitFindings = 1;  // a --fail-on finding exists
-inline constexpr int kExitInvalid = 2;   // invalid input or usage
+inline constexpr int kExitFindings = 1;    // a --fail-on finding exists (wins over kExitPartial)
+inline constexpr int kExitInvalid = 2;     // invalid input or usage; no trace could be read; the output failed
+inline constexpr int kExitPartial = 3;     // written, but some traces could not be read (each named)
 
 struct ReportArgs {
   std::string format = "text";
-  std::string output;   // "" = stdout
+  std::string output;   // "" or "-" = stdout (output_file.h)
   std::string fail_on;  // ids or a severity, comma separated
   double min_blocked_us = 50;
   uint64_t inline_htod_bytes = 64 * 1024;
@@ -24,6 +26,8 @@ struct ReportArgs {
   double min_callback_us = 1000;
   uint64_t implicit_sync_min_count = 10;
   std::string colour = "auto";
+  uint64_t max_stacks = Limits{}.stacks;
+  uint64_t max_call_sites = Limits{}.call_sites;
   std::vector<std::string> inputs;
 
   Options options() const;
@@ -32,13 +36,19 @@ struct ReportArgs {
 // Adds the options shared by `report` and `run` (`with_output`: -o FILE).
 void add_report_options(CLI::App* app, ReportArgs& args, bool with_output);
 
-// Writes the report for `paths` and returns the exit status (0, 1 on --fail-on, 2 invalid).
-int produce_report(const ReportArgs& args, const std::vector<std::string>& paths);
+// Writes the report for `paths` and returns the exit status (kExit*). `unreadable`: inputs that
+// named no trace (expand_trace_inputs), reported with the traces that cannot be read.
+int produce_report(const ReportArgs& args, const std::vector<std::string>& paths,
+                   const std::vector<UnreadableTrace>& unreadable = {});
+
+// Prints "asyncwatch: MESSAGE" on stderr, MESSAGE made printable (it may hold names from a trace
+// or a directory listing).
+void print_error(const std::string& message);
 
 int cmd_report(const ReportArgs& args);
 int cmd_dump(const std::string& trace);
 struct TimelineArgs {
-  std::string output;
+  std::string output;  // "" or "-" = stdout
   std::vector<std::string> inputs;
   double min_blocked_us = 50;
 };

@@ -10,8 +10,9 @@ int main(int argc, char** argv) {
                ": finds the asynchronous CUDA calls that ran synchronously, says why and where"};
   app.require_subcommand(1);
   app.set_version_flag("--version", ASYNCWATCH_VERSION);
-  app.footer("Exit status: 0 fine; 1 a --fail-on finding exists; 2 invalid input or usage; run passes on the "
-             "program's own non-zero status.");
+  app.footer("Exit status: 0 fine; 1 a --fail-on finding exists; 2 invalid input or usage, no trace could be read, "
+             "or the output could not be written; 3 the report was written but some traces could not be read (each "
+             "is named); run passes on the program's own non-zero status.");
 
   ReportArgs report_args;
   CLI::App* report = app.add_subcommand("report", "Report the findings of one or more traces (files or directories)");
@@ -26,7 +27,9 @@ int main(int argc, char** argv) {
   TimelineArgs timeline_args;
   CLI::App* timeline =
       app.add_subcommand("timeline", "Export a Chrome trace event JSON timeline (open it in Perfetto UI)");
-  timeline->add_option("-o,--output", timeline_args.output, "Output file (default: standard output)");
+  timeline->add_option("-o,--output", timeline_args.output,
+                       "Output file (\"-\": standard output, the default; a regular file is replaced atomically, a "
+                       "device, FIFO or socket written in place)");
   timeline->add_option("--min-blocked-us", timeline_args.min_blocked_us,
                        "Calls blocked at least this long get the category \"blocked\"")
       ->capture_default_str();
@@ -38,9 +41,10 @@ int main(int argc, char** argv) {
       "run", "Run a program under asyncwatch and print the report when it exits: asyncwatch run [options] -- PROGRAM ARGS...");
   run->add_flag("--sim", run_args.sim, "Run on asyncwatch's simulated CUDA driver and runtime (no GPU needed)");
   run->add_option("-o,--output-dir", run_args.output_dir,
-                  "Directory for the traces (default: a new asyncwatch-PROGRAM-TIME directory here)");
+                  "Directory for the traces (default: a new asyncwatch-PROGRAM-TIME-XXXXXX directory here, mode 0700)");
   add_report_options(run, run_args.report, false);
-  run->add_option("--report-output", run_args.report.output, "Write the report to this file instead of standard output");
+  run->add_option("--report-output", run_args.report.output,
+                  "Write the report to this file instead of standard output (as report -o)");
   run->prefix_command();
   run->allow_extras();
 
@@ -84,7 +88,7 @@ int main(int argc, char** argv) {
       return cmd_run(run_args);
     }
   } catch (const std::exception& e) {
-    std::cerr << "asyncwatch: " << e.what() << '\n';
+    print_error(e.what());
     return kExitInvalid;
   }
   return kExitInvalid;

@@ -52,6 +52,9 @@ ordered_json report_json(const Report& report) {
     procs.push_back(std::move(q));
   }
   j["processes"] = std::move(procs);
+  ordered_json unreadable = ordered_json::array();
+  for (const auto& u : report.unreadable) unreadable.push_back({{"trace", u.trace}, {"error", u.error}});
+  j["unreadable_traces"] = std::move(unreadable);
   const Summary& s = report.summary;
   j["summary"] = {{"async_calls", s.async_calls},
                   {"async_calls_async", s.async_calls_async},

@@ -40,6 +40,15 @@ ordered_json report_sarif(const Report& report) {
                          {"api", f.api}};
     results.push_back(std::move(res));
   }
+  // Traces that could not be read: the run is incomplete (toolExecutionNotifications).
+  ordered_json notifications = ordered_json::array();
+  for (const auto& u : report.unreadable)
+    notifications.push_back(
+        {{"level", "error"},
+         {"message", {{"text", u.trace + ": " + u.error}}},
+         {"locations", ordered_json::array({{{"physicalLocation", {{"artifactLocation", {{"uri", u.trace}}}}}}})}});
+  ordered_json invocation = {{"executionSuccessful", report.unreadable.empty()},
+                             {"toolExecutionNotifications", std::move(notifications)}};
   ordered_json sarif;
   sarif["$schema"] = "https://json.schemastore.org/sarif-2.1.0.json";
   sarif["version"] = "2.1.0";
@@ -49,6 +58,7 @@ ordered_json report_sarif(const Report& report) {
            {{"name", "asyncwatch"},
             {"version", ASYNCWATCH_VERSION},
             {"rules", std::move(rules)}}}}},
+        {"invocations", ordered_json::array({std::move(invocation)})},
         {"results", std::move(results)}}});
   return sarif;
 }

@@ -1,4 +1,7 @@
+// Every string that comes from a trace (or a path) goes through printable() on its way out:
+// a name in a trace must not drive the terminal. The colour escapes are ours, added around.
 #include "format.h"
+#include "printable.h"
 #include "reports.h"
 
 #include <unistd.h>
@@ -77,19 +80,22 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
   Colours c = colours(style.colour);
   for (const auto& p : report.processes) {
     out << fmt::format("{}asyncwatch:{} pid {} {} ({}), wall time {}{}{}\n", c.bold, c.reset, p.pid,
-                       p.command_line.empty() ? p.executable : p.command_line, display_path(p.trace),
-                       format_duration(p.wall_ns), p.device.empty() ? "" : ", device " + p.device,
-                       p.simulated ? " (simulated)" : "");
-    for (const auto& n : p.notes) out << fmt::format("  {}note:{} {}\n", c.note, c.reset, n);
+                       printable(p.command_line.empty() ? p.executable : p.command_line),
+                       printable(display_path(p.trace)), format_duration(p.wall_ns),
+                       p.device.empty() ? "" : ", device " + printable(p.device), p.simulated ? " (simulated)" : "");
+    for (const auto& n : p.notes) out << fmt::format("  {}note:{} {}\n", c.note, c.reset, printable(n));
   }
-  if (!report.processes.empty()) out << '\n';
+  for (const auto& u : report.unreadable)
+    out << fmt::format("{}asyncwatch:{} {}note:{} {} could not be read: {}\n", c.bold, c.reset, c.note, c.reset,
+                       printable(display_path(u.trace)), printable(u.error));
+  if (!report.processes.empty() || !report.unreadable.empty()) out << '\n';
   for (const auto& f : report.findings) {
     const RuleInfo& rule = rule_info(f.id);
     const char* sc = rule.severity == Severity::Error ? c.error : rule.severity == Severity::Warning ? c.warning : c.note;
     std::string where = location_text(f);
     std::string missing = missing_call_site_text(f);
-    out << fmt::format("{}{}{}:{} {}{} {}[{}]{}\n", where.empty() ? "" : c.bold + where + ":" + c.reset + " ", sc,
-                       severity_name(rule.severity), c.reset, finding_message(f),
+    out << fmt::format("{}{}{}:{} {}{} {}[{}]{}\n", where.empty() ? "" : c.bold + printable(where) + ":" + c.reset + " ",
+                       sc, severity_name(rule.severity), c.reset, printable(finding_message(f)),
                        missing.empty() ? "" : " (" + missing + ")", c.dim, finding_id_name(f.id), c.reset);
     std::string stats = plural(f.count, "call", "calls");
     if (f.bytes) stats += ", " + format_bytes(f.bytes);
@@ -110,11 +116,11 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
                            "returned\n",
                            f.completed_at_return, f.evidence_checked);
     }
-    if (f.call_site_known) out << fmt::format("    call site: {}\n", frame_text(f.call_site));
+    if (f.call_site_known) out << fmt::format("    call site: {}\n", printable(frame_text(f.call_site)));
     if (!f.stack.empty()) {
       out << "    stack:\n";
       for (size_t i = 0; i < f.stack.size(); ++i)
-        out << fmt::format("      #{:<2} {} {}\n", i, hex(f.stack[i].address), frame_text(f.stack[i]));
+        out << fmt::format("      #{:<2} {} {}\n", i, hex(f.stack[i].address), printable(frame_text(f.stack[i])));
     }
     if (report.processes.size() > 1) {
       std::string per;
@@ -131,9 +137,12 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
                              ? std::string("none flagged as blocking")
                              : fmt::format("{} flagged as blocking ({} in total)", s.async_calls_blocking,
                                            format_duration(s.blocked_ns_total));
-  out << fmt::format("{}summary:{} {} asynchronous {}: {} really asynchronous, {}; {}\n", c.bold, c.reset,
+  out << fmt::format("{}summary:{} {} asynchronous {}: {} really asynchronous, {}; {}{}\n", c.bold, c.reset,
                      s.async_calls, s.async_calls == 1 ? "call" : "calls", s.async_calls_async, blocking,
-                     plural(s.findings, "finding", "findings"));
+                     plural(s.findings, "finding", "findings"),
+                     report.unreadable.empty()
+                         ? std::string()
+                         : fmt::format("; {} could not be read", plural(report.unreadable.size(), "trace", "traces")));
 }
 
 }  // namespace asyncwatch

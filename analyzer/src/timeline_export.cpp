@@ -95,17 +95,29 @@ constexpr uint64_t kStreamTidBase = 1'000'000'000;
 
 }  // namespace
 
-TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& paths, uint64_t min_blocked_ns) {
+TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& paths, uint64_t min_blocked_ns,
+                             const Limits& limits, std::vector<UnreadableTrace>* unreadable) {
   // Open and validate everything first: no half-written timeline for a bad input.
   std::vector<std::unique_ptr<TraceFile>> traces;
   for (const auto& p : paths) {
-    traces.push_back(TraceFile::open(p));
-    traces.back()->index();
+    try {
+      auto t = TraceFile::open(p, limits);
+      t->index();
+      traces.push_back(std::move(t));
+    } catch (const TraceError& e) {
+      if (!unreadable) throw;
+      unreadable->push_back(unreadable_trace(p, e));
+    } catch (const std::bad_alloc& e) {
+      if (!unreadable) throw;
+      unreadable->push_back(unreadable_trace(p, e));
+    }
   }
+  TimelineStats stats;
+  if (traces.empty()) return stats;
+  stats.traces = traces.size();
   uint64_t base_realtime = UINT64_MAX;
   for (const auto& t : traces) base_realtime = std::min(base_realtime, t->header().start_realtime_ns);
 
-  TimelineStats stats;
   Out out(file);
   out.put(FMT_COMPILE("{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"));
   bool first = true;
@@ -135,7 +147,7 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
     auto kernel_of = [&](uint32_t id) -> const std::string& {
       auto it = kernel_names.find(id);
       if (it != kernel_names.end()) return it->second;
-      const std::string* k = id ? t->string(id) : nullptr;
+      auto k = id ? t->string(id) : std::nullopt;
       return kernel_names.emplace(id, k ? json_escape(kernel_display_name(*k)) : std::string("?")).first->second;
     };
     std::unordered_map<uint64_t, uint64_t> stream_tracks;  // stream key -> track tid
@@ -152,6 +164,11 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
       } else {
         key = handle;
         name = fmt::format("stream 0x{:x}", handle);
+      }
+      if (stream_tracks.size() >= limits.streams && !stream_tracks.count(key)) {
+        // Bounded (Limits::streams): the streams beyond share one track.
+        key = UINT64_MAX;
+        name = fmt::format("streams beyond the first {}", limits.streams);
       }
       auto [it, inserted] = stream_tracks.emplace(key, kStreamTidBase + stream_tracks.size());
       if (inserted) {
@@ -234,7 +251,10 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
             emit_run(p, early->second);
             early_runs.erase(early);
           } else {
-            pending[e.callback_id] = p;
+            if (pending.size() < limits.pending_callbacks || pending.count(e.callback_id))
+              pending[e.callback_id] = p;
+            else
+              ++stats.host_functions_dropped;  // bounded (Limits::pending_callbacks)
           }
           break;
         }
@@ -245,7 +265,10 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
             emit_run(it->second, run);
             pending.erase(it);
           } else {
-            early_runs[run.callback_id] = run;
+            if (early_runs.size() < limits.pending_callbacks || early_runs.count(run.callback_id))
+              early_runs[run.callback_id] = run;
+            else
+              ++stats.host_functions_dropped;
           }
           break;
         }

@@ -150,10 +150,12 @@ void TraceFile::fail_at(uint64_t block, uint64_t offset, const std::string& what
   throw TraceError(fmt::format("{}: block {} (file offset 0x{:x}): {}", path_, block, offset, what));
 }
 
-std::unique_ptr<TraceFile> TraceFile::open(const std::string& path) {
+std::unique_ptr<TraceFile> TraceFile::open(const std::string& path, const Limits& limits) {
   std::unique_ptr<TraceFile> t(new TraceFile());
   t->path_ = path;
-  t->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  t->limits_ = limits;
+  // O_NONBLOCK: a FIFO named like a trace must not block the open (it is refused below).
+  t->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (t->fd_ < 0) t->fail(fmt::format("cannot open: {}", std::strerror(errno)));
   struct stat st {};
   if (fstat(t->fd_, &st) != 0) t->fail(fmt::format("cannot stat: {}", std::strerror(errno)));
@@ -396,13 +398,34 @@ void TraceFile::scan(const std::function<void(const RecordView&)>& visit,
   }
 }
 
-void TraceFile::FirstUse::note(uint32_t id, uint64_t offset) {
-  if (id < (1u << 20)) {
-    if (id >= dense.size()) dense.resize(std::max<size_t>(id + 1, dense.size() * 2), 0);
-    if (!dense[id]) dense[id] = offset + 1;
+bool IdOffsets::add(uint32_t id, uint64_t offset, uint64_t limit) {
+  if (find(id) != UINT64_MAX) return true;
+  if (count_ >= limit) return false;
+  // Dense while the ids are (a few far-out ids must not allocate the whole vector).
+  if (id < kDense && (id < dense_.size() || id <= 2 * count_ + 4096)) {
+    if (id >= dense_.size()) dense_.resize(std::min<size_t>(std::max<size_t>(id + 1, dense_.size() * 2), kDense), 0);
+    dense_[id] = offset + 1;
   } else {
-    sparse.emplace(id, offset);
+    sparse_.emplace(id, offset);
   }
+  ++count_;
+  return true;
+}
+
+uint64_t IdOffsets::find(uint32_t id) const {
+  if (id < dense_.size() && dense_[id]) return dense_[id] - 1;
+  if (sparse_.empty()) return UINT64_MAX;
+  auto it = sparse_.find(id);
+  return it == sparse_.end() ? UINT64_MAX : it->second;
+}
+
+std::string limit_message(const char* what, uint64_t limit, const char* option) {
+  return fmt::format("more than {} {}: beyond the analyzer's limit{} (docs/reliability.md, \"Analyzer memory\")",
+                     limit, what, option ? fmt::format("; raise it with {}", option) : std::string());
+}
+
+void TraceFile::over_limit(const char* what, uint64_t limit, const char* option) const {
+  fail(limit_message(what, limit, option));
 }
 
 bool TraceFile::absorb(const RecordView& r) {
@@ -416,6 +439,10 @@ bool TraceFile::absorb(const RecordView& r) {
     }
     case RecordType::Module: {
       auto m = r.as<ModuleRecord>();
+      if (modules_.size() >= limits_.modules) over_limit("module records", limits_.modules, nullptr);
+      module_path_bytes_ += m.path_len;
+      if (module_path_bytes_ > limits_.module_path_bytes)
+        over_limit("bytes of module paths", limits_.module_path_bytes, nullptr);
       ModuleInfo info;
       info.path.assign(reinterpret_cast<const char*>(r.payload(payload_offset<ModuleRecord>())), m.path_len);
       info.load_bias = m.load_bias;
@@ -425,19 +452,14 @@ bool TraceFile::absorb(const RecordView& r) {
       modules_.push_back(std::move(info));
       return false;
     }
-    case RecordType::Stack: {
-      auto s = r.as<StackRecord>();
-      std::vector<uint64_t> frames(s.depth);
-      if (s.depth) std::memcpy(frames.data(), r.payload(payload_offset<StackRecord>()), 8ull * s.depth);
-      stacks_.emplace(s.stack_id, std::move(frames));
+    case RecordType::Stack:  // the first definition of an id counts
+      if (!stacks_.add(r.as<StackRecord>().stack_id, r.file_offset, limits_.stacks))
+        over_limit("distinct call stacks", limits_.stacks, "--max-stacks");
       return false;
-    }
-    case RecordType::String: {
-      auto s = r.as<StringRecord>();
-      strings_.emplace(s.string_id,
-                       std::string(reinterpret_cast<const char*>(r.payload(payload_offset<StringRecord>())), s.len));
+    case RecordType::String:
+      if (!strings_.add(r.as<StringRecord>().string_id, r.file_offset, limits_.strings))
+        over_limit("distinct strings", limits_.strings, nullptr);
       return false;
-    }
     case RecordType::Lost: lost_in_records_ += r.as<LostRecord>().count; return false;
     case RecordType::DeviceInfo: {
       auto d = r.as<DeviceInfoRecord>();
@@ -453,7 +475,7 @@ bool TraceFile::absorb(const RecordView& r) {
     case RecordType::Launch: {
       auto l = r.as<LaunchRecord>();
       use_stack(l.stack_id, r);
-      if (l.kernel_name_id) first_string_use_.note(l.kernel_name_id, r.file_offset);
+      use_string(l.kernel_name_id, r);
       break;
     }
     case RecordType::HostFuncEnqueue: use_stack(r.as<HostFuncEnqueueRecord>().stack_id, r); break;
@@ -470,30 +492,28 @@ bool TraceFile::absorb(const RecordView& r) {
 
 void TraceFile::check_references() {
   if (first_time_ns_ == UINT64_MAX) first_time_ns_ = 0;
-  auto check = [&](const FirstUse& uses, const char* what, auto&& defined) {
-    auto one = [&](uint32_t id, uint64_t offset) {
-      if (!defined(id))
+  auto check = [&](const IdOffsets& uses, const IdOffsets& defined, const char* what) {
+    uses.each([&](uint32_t id, uint64_t offset) {
+      if (defined.find(id) == UINT64_MAX)
         fail(fmt::format("record at file offset 0x{:x} refers to {} id {}, which the trace never defines", offset, what, id));
-    };
-    for (size_t id = 1; id < uses.dense.size(); ++id)
-      if (uses.dense[id]) one(static_cast<uint32_t>(id), uses.dense[id] - 1);
-    for (const auto& [id, off] : uses.sparse) one(id, off);
+    });
   };
-  check(first_stack_use_, "stack", [&](uint32_t id) { return stacks_.count(id) != 0; });
-  check(first_string_use_, "string", [&](uint32_t id) { return strings_.count(id) != 0; });
+  check(first_stack_use_, stacks_, "stack");
+  check(first_string_use_, strings_, "string");
 }
 
 void TraceFile::reset_index() {
   threads_.clear();
   thread_by_tid_.clear();
   modules_.clear();
-  stacks_.clear();
-  strings_.clear();
+  stacks_ = IdOffsets{};
+  strings_ = IdOffsets{};
+  module_path_bytes_ = 0;
   device_ = DeviceInfo{};
   record_count_ = event_record_count_ = lost_in_records_ = last_time_ns_ = 0;
   first_time_ns_ = UINT64_MAX;
-  first_stack_use_ = FirstUse{};
-  first_string_use_ = FirstUse{};
+  first_stack_use_ = IdOffsets{};
+  first_string_use_ = IdOffsets{};
 }
 
 void TraceFile::index_blocks() {
@@ -524,14 +544,24 @@ void TraceFile::index() {
   indexed_ = true;
 }
 
-const std::vector<uint64_t>* TraceFile::stack(uint32_t id) const {
-  auto it = stacks_.find(id);
-  return it == stacks_.end() ? nullptr : &it->second;
+// Both read a record that absorb() validated (its pages may have been released since: they are
+// read again from the file).
+std::optional<std::vector<uint64_t>> TraceFile::stack(uint32_t id) const {
+  uint64_t off = stacks_.find(id);
+  if (off == UINT64_MAX) return std::nullopt;
+  StackRecord s;
+  std::memcpy(&s, map_ + off, sizeof s);
+  std::vector<uint64_t> frames(s.depth);
+  if (s.depth) std::memcpy(frames.data(), map_ + off + payload_offset<StackRecord>(), 8ull * s.depth);
+  return frames;
 }
 
-const std::string* TraceFile::string(uint32_t id) const {
-  auto it = strings_.find(id);
-  return it == strings_.end() ? nullptr : &it->second;
+std::optional<std::string> TraceFile::string(uint32_t id) const {
+  uint64_t off = strings_.find(id);
+  if (off == UINT64_MAX) return std::nullopt;
+  StringRecord s;
+  std::memcpy(&s, map_ + off, sizeof s);
+  return std::string(reinterpret_cast<const char*>(map_ + off + payload_offset<StringRecord>()), s.len);
 }
 
 const std::string* TraceFile::thread_name(uint32_t tid) const {

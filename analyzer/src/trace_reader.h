@@ -2,7 +2,11 @@
 // records either in file order (dump) or merged by time across threads (report, timeline).
 // Nothing here trusts the file: every field that steers a read is checked first, and each
 // problem becomes a TraceError naming the file, the block, the offset and what is wrong.
+// Memory is bounded (options.h, Limits): stacks and strings are indexed by their offset in the
+// file and read when asked for, never copied as they pass.
 #pragma once
+
+#include "options.h"
 
 #include <asyncwatch/trace_format.h>
 
@@ -10,6 +14,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -88,10 +93,35 @@ inline uint64_t record_end_time(const RecordView& r) {
   return v;
 }
 
+// Ids (of stacks, strings) -> the file offset of a record: a dense vector while the ids are dense
+// (writers hand them out from 1), a hash map for the others. At most `limit` ids: add() says
+// when it is full. Memory: 8 bytes per id (dense), about 40 (hash map).
+class IdOffsets {
+ public:
+  static constexpr uint32_t kDense = 1u << 20;
+  // Records the first offset of `id`; false when `id` is new and `limit` ids are already held.
+  bool add(uint32_t id, uint64_t offset, uint64_t limit);
+  // The offset of `id`, or UINT64_MAX.
+  uint64_t find(uint32_t id) const;
+  size_t size() const { return count_; }
+  template <class F>
+  void each(F&& f) const {  // f(id, offset)
+    for (size_t id = 1; id < dense_.size(); ++id)
+      if (dense_[id]) f(static_cast<uint32_t>(id), dense_[id] - 1);
+    for (const auto& [id, off] : sparse_) f(id, off);
+  }
+
+ private:
+  std::vector<uint64_t> dense_;  // id -> offset + 1, 0 = absent
+  std::unordered_map<uint32_t, uint64_t> sparse_;
+  size_t count_ = 0;
+};
+
 class TraceFile {
  public:
-  // Maps the file and validates the file header. Throws TraceError.
-  static std::unique_ptr<TraceFile> open(const std::string& path);
+  // Maps the file and validates the file header. Throws TraceError. `limits`: what the index
+  // may hold (stacks, strings, modules).
+  static std::unique_ptr<TraceFile> open(const std::string& path, const Limits& limits = {});
   ~TraceFile();
   TraceFile(const TraceFile&) = delete;
   TraceFile& operator=(const TraceFile&) = delete;
@@ -131,8 +161,11 @@ class TraceFile {
   const std::vector<ThreadInfo>& threads() const { return threads_; }
   const std::vector<ModuleInfo>& modules() const { return modules_; }
   const DeviceInfo& device() const { return device_; }
-  const std::vector<uint64_t>* stack(uint32_t id) const;
-  const std::string* string(uint32_t id) const;
+  // The frames of a stack / the text of a string, read from the file (nullopt: not defined).
+  std::optional<std::vector<uint64_t>> stack(uint32_t id) const;
+  std::optional<std::string> string(uint32_t id) const;
+  size_t stack_count() const { return stacks_.size(); }
+  size_t string_count() const { return strings_.size(); }
   uint64_t record_count() const { return record_count_; }
   uint64_t event_record_count() const { return event_record_count_; }
   uint64_t lost_in_records() const { return lost_in_records_; }
@@ -151,6 +184,7 @@ class TraceFile {
   bool check_block(uint64_t b, uint32_t* tid) const;
   bool read_record(uint64_t b, uint32_t off, uint32_t tid, RecordView* out) const;
   bool absorb(const RecordView& r);  // true for event records
+  [[noreturn]] void over_limit(const char* what, uint64_t limit, const char* option) const;
   void check_references();
   void reset_index();
   template <bool kValidate>
@@ -158,16 +192,17 @@ class TraceFile {
   template <bool kValidate>
   void merge(const std::function<void(const RecordView&)>& visit);
 
-  struct FirstUse {  // first use of each referenced id (file offset)
-    std::vector<uint64_t> dense;  // id -> offset + 1, 0 = unused (ids are small and dense)
-    std::unordered_map<uint32_t, uint64_t> sparse;
-    void note(uint32_t id, uint64_t offset);
-  };
   void use_stack(uint32_t id, const RecordView& r) {
-    if (id) first_stack_use_.note(id, r.file_offset);
+    if (id && !first_stack_use_.add(id, r.file_offset, limits_.stacks))
+      over_limit("distinct call stacks referred to", limits_.stacks, "--max-stacks");
+  }
+  void use_string(uint32_t id, const RecordView& r) {
+    if (id && !first_string_use_.add(id, r.file_offset, limits_.strings))
+      over_limit("distinct strings referred to", limits_.strings, nullptr);
   }
 
   std::string path_;
+  Limits limits_;
   int fd_ = -1;
   const uint8_t* map_ = nullptr;
   uint64_t size_ = 0;
@@ -178,18 +213,23 @@ class TraceFile {
   std::unordered_map<uint32_t, size_t> thread_by_tid_;
   std::vector<ModuleInfo> modules_;
   DeviceInfo device_;
-  std::unordered_map<uint32_t, std::vector<uint64_t>> stacks_;
-  std::unordered_map<uint32_t, std::string> strings_;
+  IdOffsets stacks_;   // stack id -> its StackRecord
+  IdOffsets strings_;  // string id -> its StringRecord
+  uint64_t module_path_bytes_ = 0;
   uint64_t record_count_ = 0;
   uint64_t event_record_count_ = 0;
   uint64_t lost_in_records_ = 0;
   uint64_t last_time_ns_ = 0;
   uint64_t first_time_ns_ = UINT64_MAX;
-  FirstUse first_stack_use_;
-  FirstUse first_string_use_;
+  IdOffsets first_stack_use_;  // id -> the first record that refers to it
+  IdOffsets first_string_use_;
   bool blocks_indexed_ = false;
   bool indexed_ = false;
 };
+
+// "more than LIMIT WHAT: beyond the analyzer's limit; raise it with OPTION (...)": the one
+// message for a trace beyond a Limits bound (`option` null: no option raises it).
+std::string limit_message(const char* what, uint64_t limit, const char* option);
 
 // Text helpers shared by dump, reports and timeline.
 const char* record_type_name(trace::RecordType t);
