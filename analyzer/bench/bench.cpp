@@ -2,6 +2,11 @@
 // `asyncwatch report` (JSON) and `asyncwatch timeline` on it, pinned to one core, and prints
 // records/second and the child's peak RSS (getrusage ru_maxrss). Asserts nothing about time.
 //   asyncwatch_bench --asyncwatch PATH --generator PATH [--dir DIR] [--records N] [--short]
+// --hostile: instead, the analyzer's memory on hostile traces (gen_trace --shape), each just under
+// and just over its limit (options.h, Limits): prints peak RSS and checks the exit statuses (0
+// under, 2 over: the trace is refused with its error). With --short, small limits given on the
+// command line (--max-stacks, --max-call-sites) and small traces. docs/reliability.md has the
+// figures of a full run.
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/resource.h>
@@ -52,12 +57,89 @@ Result run(const std::vector<std::string>& argv, bool quiet) {
   return r;
 }
 
+struct HostileCase {
+  const char* shape;
+  uint64_t count;       // items of the hostile part
+  uint64_t normal;      // records of the normal mix after it
+  std::vector<std::string> gen_args;
+  std::vector<std::string> report_args;
+  int expect;           // exit status of `report`
+};
+
+int run_hostile(const std::string& asyncwatch, const std::string& generator, const std::string& dir, bool short_run) {
+  // Defaults of Limits: stacks 1,000,000, call sites 20,000, strings 1,000,000, modules 16,384,
+  // streams 100,000, pending host functions 100,000.
+  const uint64_t stacks = short_run ? 50'000 : 1'000'000, sites = short_run ? 2'000 : 20'000;
+  std::vector<std::string> limits;
+  if (short_run) limits = {"--max-stacks", std::to_string(stacks), "--max-call-sites", std::to_string(sites)};
+  auto under = [](uint64_t limit, uint64_t slack) { return limit - slack; };
+  std::vector<HostileCase> cases = {
+      {"unused-stacks", under(stacks, 1000), 0, {"--stack-depth", "1"}, {}, 0},
+      {"unused-stacks", stacks + 1000, 0, {"--stack-depth", "1"}, {}, 2},
+      {"sparse-stacks", under(stacks, 1000), 0, {"--stack-depth", "1"}, {}, 0},
+      {"call-sites", under(sites, 100), 0, {"--stack-depth", "8"}, {}, 0},
+      {"call-sites", under(sites, 100), 0, {"--stack-depth", "64"}, {}, 0},
+      {"call-sites", sites + 100, 0, {"--stack-depth", "8"}, {}, 2},
+      {"streams", 99'000, 0, {}, {}, 0},
+      {"streams", 101'000, 0, {}, {}, 2},
+      {"callbacks", 99'000, 0, {}, {}, 0},
+      {"callbacks", 101'000, 0, {}, {}, 2},
+      {"strings", 999'000, 0, {"--string-bytes", short_run ? "8" : "200"}, {}, 0},
+      {"strings", 1'001'000, 0, {"--string-bytes", "8"}, {}, 2},
+      {"modules", 16'000, 0, {}, {}, 0},
+      {"modules", 16'500, 0, {}, {}, 2},
+  };
+  if (!short_run) {
+    // The shapes of issue 11 as found: 240 MB of unused one-frame stacks (10 M), 1 M call sites.
+    cases.push_back({"unused-stacks", 455'000, 0, {"--stack-depth", "64"}, {}, 0});
+    cases.push_back({"unused-stacks", 10'000'000, 0, {"--stack-depth", "1"}, {}, 2});
+    cases.push_back({"unused-stacks", 10'000'000, 0, {"--stack-depth", "1"}, {"--max-stacks", "11000000"}, 0});
+    cases.push_back({"call-sites", 1'000'000, 0, {"--stack-depth", "8"}, {}, 2});
+  }
+  int failures = 0;
+  for (const auto& c : cases) {
+    std::string trace = fmt::format("{}/hostile-{}-{}-{}.awtrace", dir, c.shape, c.count,
+                                    c.gen_args.empty() ? "" : c.gen_args.back());
+    std::vector<std::string> gen = {generator, trace, "--records", std::to_string(c.count + c.normal), "--shape",
+                                    c.shape, "--count", std::to_string(c.count)};
+    gen.insert(gen.end(), c.gen_args.begin(), c.gen_args.end());
+    if (run(gen, true).status != 0) {
+      std::printf("%s: the generator failed\n", trace.c_str());
+      return 1;
+    }
+    struct stat st {};
+    stat(trace.c_str(), &st);
+    std::string what = fmt::format("{} x {}{}", c.shape, c.count,
+                                   c.gen_args.empty() ? "" : " (" + c.gen_args[0].substr(2) + " " + c.gen_args[1] + ")");
+    if (!c.report_args.empty()) what += " " + c.report_args[0] + " " + c.report_args[1];
+    std::printf("%-58s %7.1f MiB trace:", what.c_str(), static_cast<double>(st.st_size) / (1 << 20));
+    for (const char* format : {"json", "text"}) {
+      std::vector<std::string> cmd = {asyncwatch, "report", "--format", format};
+      cmd.insert(cmd.end(), limits.begin(), limits.end());
+      cmd.insert(cmd.end(), c.report_args.begin(), c.report_args.end());
+      cmd.push_back(trace);
+      Result r = run(cmd, true);
+      std::printf("  %s %6.2f s %7.1f MiB exit %d", format, r.seconds, static_cast<double>(r.max_rss_kib) / 1024.0,
+                  r.status);
+      if (r.status != c.expect) {
+        std::printf(" (expected %d)", c.expect);
+        ++failures;
+      }
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+    unlink(trace.c_str());
+    unlink((trace + ".records").c_str());
+  }
+  return failures ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string asyncwatch, generator, dir = ".";
   uint64_t records = 20'000'000;
-  bool short_run = false;
+  bool short_run = false, hostile = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -66,6 +148,7 @@ int main(int argc, char** argv) {
     else if (a == "--dir") dir = next();
     else if (a == "--records") records = std::strtoull(next().c_str(), nullptr, 10);
     else if (a == "--short") short_run = true;
+    else if (a == "--hostile") hostile = true;
   }
   if (short_run) records = 500'000;
   if (asyncwatch.empty() || generator.empty()) {
@@ -73,6 +156,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   mkdir(dir.c_str(), 0755);
+  if (hostile) return run_hostile(asyncwatch, generator, dir, short_run);
   std::string trace = fmt::format("{}/bench-{}.awtrace", dir, records);
   struct stat st {};
   if (stat(trace.c_str(), &st) != 0 || stat((trace + ".records").c_str(), &st) != 0) {

@@ -26,8 +26,8 @@ int cmd_timeline(const TimelineArgs& args) {
                                        &unreadable);
   for (const auto& u : unreadable) print_error(fmt::format("{}: {}", u.trace, u.error));
   if (stats.host_functions_dropped)
-    print_error(fmt::format("{} host-function runs are not in the timeline: more than {} were waiting for their "
-                            "enqueue record (or the reverse) at once",
+    print_error(fmt::format("{} host functions are not on the stream tracks of the timeline: more than {} enqueues "
+                            "were waiting for their run record (or runs for their enqueue) at once",
                             stats.host_functions_dropped, Limits{}.pending_callbacks));
   if (stats.traces == 0) {
     if (unreadable.size() != 1) print_error("no trace could be read");

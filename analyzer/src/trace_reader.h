@@ -95,10 +95,10 @@ inline uint64_t record_end_time(const RecordView& r) {
 
 // Ids (of stacks, strings) -> the file offset of a record: a dense vector while the ids are dense
 // (writers hand them out from 1), a hash map for the others. At most `limit` ids: add() says
-// when it is full. Memory: 8 bytes per id (dense), about 40 (hash map).
+// when it is full. Memory: at most 16 bytes per id (dense), about 40 (hash map).
 class IdOffsets {
  public:
-  static constexpr uint32_t kDense = 1u << 20;
+  static constexpr uint32_t kDense = 1u << 27;  // a cap only: ids beyond 2 x count + 4096 go to the map
   // Records the first offset of `id`; false when `id` is new and `limit` ids are already held.
   bool add(uint32_t id, uint64_t offset, uint64_t limit);
   // The offset of `id`, or UINT64_MAX.

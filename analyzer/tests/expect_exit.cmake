@@ -10,7 +10,7 @@ if(DEFINED MATCH AND NOT "${out}${err}" MATCHES "${MATCH}")
 endif()
 if(JSON_OUT)
   string(RANDOM LENGTH 8 tag)
-  set(tmp ${CMAKE_CURRENT_BINARY_DIR}/json-${tag}.json)
+  set(tmp ${SCRATCH_DIR}/json-${tag}.json)  # the build tree (the test runs in the source tree)
   file(WRITE ${tmp} "${out}")
   execute_process(COMMAND python3 -c "import json,sys; json.load(open(sys.argv[1]))" ${tmp} RESULT_VARIABLE jrc
                   ERROR_VARIABLE jerr)

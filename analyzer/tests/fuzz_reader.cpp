@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -63,7 +64,11 @@ void read_and_report(const std::string& path) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   namespace tf = asyncwatch::trace;
-  static const std::string path = "/tmp/asyncwatch-fuzz-" + std::to_string(getpid()) + ".awtrace";
+  // In $TMPDIR (the smoke test points it at its work directory), else /tmp.
+  static const std::string path = [] {
+    const char* dir = std::getenv("TMPDIR");
+    return std::string(dir && *dir ? dir : "/tmp") + "/asyncwatch-fuzz-" + std::to_string(getpid()) + ".awtrace";
+  }();
   size_t padded = tf::kHeaderSize;
   if (size > tf::kHeaderSize)
     padded += (size - tf::kHeaderSize + tf::kBlockSize - 1) / tf::kBlockSize * tf::kBlockSize;

@@ -12,8 +12,9 @@ if(n EQUAL 0)
 endif()
 # -max_len: a header (4 KiB) and two 64 KiB blocks; shorter inputs are zero-padded by the target.
 # New inputs go to WORK/new (the first directory), never into the checked-in corpus.
+# TMPDIR: the target's scratch trace goes to WORK (an input that crashes it leaves it there).
 execute_process(
-  COMMAND "${FUZZER}" -runs=${RUNS} -max_total_time=${SECONDS} -max_len=135168 -timeout=30
+  COMMAND ${CMAKE_COMMAND} -E env "TMPDIR=${WORK}" "${FUZZER}" -runs=${RUNS} -max_total_time=${SECONDS} -max_len=135168 -timeout=30
           -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=${WORK}/artifacts/
           "${WORK}/new" "${CORPUS}"
   WORKING_DIRECTORY "${WORK}"

@@ -17,15 +17,23 @@ Paths come from --build (docs/contracts.md): bin/asyncwatch, lib/libasyncwatch.s
 lib/asyncwatch/sim/, test_apps/<app>[.static]; ASYNCWATCH_BIN, ASYNCWATCH_PRELOAD_LIB and
 ASYNCWATCH_SIM_DIR override them. Exit status 0 when every check passed, 1 otherwise, 2 on usage
 errors or missing files. Python 3 standard library only.
+
+Temporary files: each run gets a directory from tempfile (in $TMPDIR or /tmp), removed with all in
+it when the check ends, fails, times out or gets SIGTERM/SIGINT; a program that runs too long is
+killed with its whole process group (children it forked included), so nothing writes there any
+more. --time-budget (default 270 s, below the 300 s CTest timeout of the apps.* tests) bounds the
+whole check, so CTest never has to kill it (which would leave its directory behind).
 """
 import argparse
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXPECTED_DIR = os.path.join(HERE, "expected")
@@ -354,17 +362,69 @@ class Paths:
         return env
 
 
+DEADLINE = None  # time.monotonic() by which the whole check ends (--time-budget)
+
+
 def run(cmd, env, timeout, cwd=None):
+    """Runs cmd in a process group of its own; at its timeout (or the check's deadline, whichever
+    comes first) the whole group is killed, so no child it forked goes on writing."""
+    if DEADLINE is not None:
+        left = DEADLINE - time.monotonic()
+        if left < timeout:
+            timeout = max(1.0, left)
     try:
-        p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           timeout=timeout, cwd=cwd)
-        return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
-    except subprocess.TimeoutExpired as e:
-        out = (e.stdout or b"").decode(errors="replace")
-        err = (e.stderr or b"").decode(errors="replace")
-        return 124, out, err + f"\n[check_app] timed out after {timeout} s: {' '.join(cmd)}\n"
+        p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
+                             start_new_session=True)
     except OSError as e:
         return 127, "", f"[check_app] cannot run {cmd[0]}: {e}\n"
+    try:
+        out, err = p.communicate(timeout=timeout)
+        rc = p.returncode
+        extra = ""
+    except subprocess.TimeoutExpired:
+        kill_group(p)
+        out, err = p.communicate()
+        rc = 124
+        extra = f"\n[check_app] timed out after {timeout:.0f} s: {' '.join(cmd)}\n"
+    except BaseException:  # SIGTERM/SIGINT while it runs: take the group down, then clean up
+        kill_group(p)
+        p.wait()
+        raise
+    kill_group(p)  # children it left running (a fork that outlived its parent)
+    return rc, out.decode(errors="replace"), err.decode(errors="replace") + extra
+
+
+def kill_group(p):
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class Scratch:
+    """A temporary directory (tempfile: $TMPDIR or /tmp) removed with everything in it on exit."""
+
+    def __init__(self, prefix):
+        self.prefix = prefix
+        self.path = None
+
+    def __enter__(self):
+        self.path = tempfile.mkdtemp(prefix=self.prefix)
+        return self.path
+
+    def __exit__(self, *exc):
+        remove_tree(self.path)
+        return False
+
+
+def remove_tree(path):
+    # A few tries: a process being killed may still be closing a file in it.
+    for _ in range(50):
+        shutil.rmtree(path, ignore_errors=True)
+        if not os.path.lexists(path):
+            return
+        time.sleep(0.1)
+    shutil.rmtree(path)  # the last try says why
 
 
 def report_json(paths, trace_dir, env, case):
@@ -413,8 +473,7 @@ def cmd_check(opts, case_path, ctx, paths):
         paths.need(paths.preload, "preload library libasyncwatch.so")
         if ctx.mode == "sim":
             paths.need_sim()
-        tmp = tempfile.mkdtemp(prefix=f"aw-{case['case']}-")
-        try:
+        with Scratch(f"aw-{case['case']}-") as tmp:
             env = paths.tool_env(case.get("env"))
             if opts.via == "preload":  # the library alone, as on a machine where the command cannot run
                 env.update(LD_PRELOAD=paths.preload, ASYNCWATCH_OUTPUT_DIR=tmp)
@@ -437,8 +496,6 @@ def cmd_check(opts, case_path, ctx, paths):
                 if report is not None:
                     with open(os.path.join(dst, "report.json"), "w") as f:
                         json.dump(report, f, indent=1)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
     errors = compare_stdout(case, out, rc)
     notes = []
     if report is None:
@@ -478,8 +535,7 @@ def cmd_same_output(opts, case_path, ctx, paths):
     masks = case.get("stdout_mask", [])
     timeout = case.get("timeout_s", 240)
     errors = []
-    tmp = tempfile.mkdtemp(prefix=f"aw-same-{case['case']}-")
-    try:
+    with Scratch(f"aw-same-{case['case']}-") as tmp:
         rc0, out0, err0 = run([app] + case["_args"], base_env, timeout, cwd=tmp)
         env1 = dict(base_env, LD_PRELOAD=paths.preload, ASYNCWATCH_OUTPUT_DIR=os.path.join(tmp, "preload"))
         os.makedirs(env1["ASYNCWATCH_OUTPUT_DIR"])
@@ -487,8 +543,6 @@ def cmd_same_output(opts, case_path, ctx, paths):
         env2 = paths.tool_env(case.get("env"))
         rc2, out2, err2 = run([paths.asyncwatch, "run"] + (["--sim"] if ctx.mode == "sim" else []) +
                               ["-o", os.path.join(tmp, "run"), "--", app] + case["_args"], env2, timeout, cwd=tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     n0, n1, n2 = (normalise(o, masks) for o in (out0, out1, out2))
     if rc0 != case.get("exit_code", 0):
         errors.append(f"bare run exited {rc0}, expected {case.get('exit_code', 0)}\n{err0[-2000:]}")
@@ -665,8 +719,15 @@ def main():
     ap.add_argument("--keep", help="copy traces, stdout, stderr and report.json of each run here")
     ap.add_argument("--via", choices=["run", "preload"], default=os.environ.get("ASYNCWATCH_CHECK_VIA", "run"),
                     help="check: `asyncwatch run` (default) or LD_PRELOAD=libasyncwatch.so + `asyncwatch report`")
+    ap.add_argument("--time-budget", type=float, default=270,
+                    help="seconds the whole check may take (programs are killed at its end; 0: no limit)")
     ap.add_argument("-v", "--verbose", action="store_true")
     opts = ap.parse_intermixed_args()
+    global DEADLINE
+    if opts.time_budget > 0:
+        DEADLINE = time.monotonic() + opts.time_budget
+    # SIGTERM (CTest, a CI runner) unwinds like ^C: the temporary directories are removed.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     ctx = Ctx(opts.mode or "sim", "static" if opts.static else "shared")
     paths = Paths(opts.build)
     cases = []
