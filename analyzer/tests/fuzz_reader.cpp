@@ -3,13 +3,18 @@
 //   build-fuzz/bin/asyncwatch_fuzz_reader -max_len=135168 NEW_DIR analyzer/tests/fuzz_corpus/
 // new inputs go to the first directory; never name the checked-in corpus first). The ctest test
 // fuzz.reader-smoke runs it on the checked-in corpus for a bounded number of inputs.
-// Every input must give a report or a TraceError, nothing else.
+// Every input must give a report or a TraceError, nothing else; the text report must hold no raw
+// control character (check_text_is_printable), and the JSON and SARIF documents must be built.
 //
 // tests/fuzz_corpus/ (40 files, 520 KB): the golden traces, also with their trailing zeros cut
 // (the padding below restores them), fuzzed for 32 minutes (docs/reliability.md), the result
 // minimised with -merge=1, then cut to 40 inputs by a greedy cover of its coverage edges that
 // prefers small files: 91 % of the 4,137 edges of the whole merged corpus. To refresh it: fuzz into a
 // new directory seeded with it and the golden traces, -merge=1 the result and keep a few dozen.
+// One more input, 0d389eae...: the crafted trace of test_hostile_traces.cpp (escaped_trace(),
+// its trailing zeros cut), whose strings hold ESC, CR/LF, DEL, C1 and U+202E: without it the
+// mutations hardly ever put such a byte into a name that is printed (a sanitizer that let ESC
+// through went unnoticed for 7,000 inputs), with it check_text_is_printable() sees them at once.
 //
 // Each input is read twice when its length is not a whole trace (header + whole 64 KiB blocks):
 // once as it is (the header and truncation checks), and once zero-padded to the next block
@@ -18,6 +23,7 @@
 // the record parsing, the analysis and the report writers, so the corpus stays small and
 // mutations land on the bytes that matter.
 #include "analysis.h"
+#include "printable.h"
 #include "reports.h"
 #include "timeline_export.h"
 #include "trace_reader.h"
@@ -47,12 +53,35 @@ void write_file(const std::string& path, const uint8_t* data, size_t size, size_
   std::fclose(f);
 }
 
+// The text report (colour off) must hold nothing a terminal would act on, whatever bytes the
+// trace's strings hold (issue 11, item 8): no control byte but the line end, no DEL, no C1
+// control in UTF-8 (U+0080-U+009F), no bidirectional override or isolate (U+202A-U+202E,
+// U+2066-U+2069). Checked byte by byte here, not with printable(), so that a fault in the
+// sanitizer is caught as well as a string printed without it.
+void check_text_is_printable(const std::string& text) {
+  auto at = [&](size_t i) { return i < text.size() ? static_cast<unsigned char>(text[i]) : 0u; };
+  for (size_t i = 0; i < text.size(); ++i) {
+    unsigned c = at(i);
+    bool bad = (c < 0x20 && c != '\n') || c == 0x7f || (c == 0xc2 && at(i + 1) >= 0x80 && at(i + 1) <= 0x9f) ||
+               (c == 0xe2 && at(i + 1) == 0x80 && at(i + 2) >= 0xaa && at(i + 2) <= 0xae) ||
+               (c == 0xe2 && at(i + 1) == 0x81 && at(i + 2) >= 0xa6 && at(i + 2) <= 0xa9);
+    if (bad) {
+      size_t from = i > 60 ? i - 60 : 0;
+      std::fprintf(stderr, "the text report holds byte 0x%02x raw, at: %s\n", c,
+                   asyncwatch::printable(text.substr(from, 120)).c_str());
+      std::abort();
+    }
+  }
+}
+
 void read_and_report(const std::string& path) {
   try {
     asyncwatch::Report r = asyncwatch::analyze_traces({path}, asyncwatch::Options{});
     std::ostringstream out;
     asyncwatch::write_report_text(out, r, asyncwatch::TextStyle{});
+    check_text_is_printable(out.str());
     (void)asyncwatch::report_json(r).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    (void)asyncwatch::report_sarif(r).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
     std::FILE* null = std::fopen("/dev/null", "w");
     asyncwatch::write_timeline(null, {path}, 50000);
     std::fclose(null);
