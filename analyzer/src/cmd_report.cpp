@@ -2,6 +2,7 @@
 #include "analysis.h"
 #include "commands.h"
 #include "reports.h"
+#include "symbolizer.h"
 #include "trace_reader.h"
 
 #include <unistd.h>
@@ -25,6 +26,12 @@ Options ReportArgs::options() const {
   o.launch_queue_depth = launch_queue_depth;
   o.min_callback_ns = static_cast<uint64_t>(std::llround(min_callback_us * 1000.0));
   o.implicit_sync_min_count = implicit_sync_min_count;
+  o.user_code = user_code;
+  for (const auto& text : path_map) {
+    PathMapping m;
+    std::string error;
+    if (parse_path_mapping(text, &m, &error)) o.path_map.push_back(m);  // add_report_options validated it
+  }
   return o;
 }
 
@@ -54,6 +61,22 @@ void add_report_options(CLI::App* app, ReportArgs& args, bool with_output) {
                   "Calls of cudaMalloc/cudaFree/... at one call site that count as a loop")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app->add_option("--user-code", args.user_code,
+                  "Frames whose module path, module file name or source file match this pattern (fnmatch: "
+                  "'*/mylib/*', 'libmine.so*') are the program's own code, where call sites are reported; "
+                  "'!PATTERN' marks library code instead; repeatable, the last match decides (docs/findings.md)")
+      ->take_all();
+  app->add_option("--path-map", args.path_map,
+                  "FROM=TO: read the traced modules whose path starts with FROM from TO instead (traces from "
+                  "another machine); repeatable")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            PathMapping m;
+            std::string error;
+            return parse_path_mapping(text, &m, &error) ? std::string() : error;
+          },
+          "FROM=TO"))
+      ->take_all();
   app->add_option("--color,--colour", args.colour, "Colour in text output")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();

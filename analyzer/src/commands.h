@@ -24,6 +24,8 @@ struct ReportArgs {
   double min_callback_us = 1000;
   uint64_t implicit_sync_min_count = 10;
   std::string colour = "auto";
+  std::vector<std::string> user_code;  // --user-code PATTERN (repeatable)
+  std::vector<std::string> path_map;   // --path-map FROM=TO (repeatable, validated by the CLI)
   std::vector<std::string> inputs;
 
   Options options() const;
