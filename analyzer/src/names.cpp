@@ -133,10 +133,23 @@ std::string shorten_middle(const std::string& name, size_t max) {
   size_t keep = max - ell;
   size_t head = (keep + 1) / 2;
   size_t tail = keep - head;
-  // back off to UTF-8 sequence boundaries (continuation bytes are 10xxxxxx)
+  // Cut between tokens when one is near ("ns::f<a, b, ...c>", not "ns::f<a, b, c...d>"), and
+  // never inside a UTF-8 sequence (continuation bytes are 10xxxxxx).
+  auto separator = [&](size_t i) { return std::strchr(" ,<>():", name[i]) != nullptr; };
   auto continuation = [&](size_t i) { return (static_cast<unsigned char>(name[i]) & 0xC0) == 0x80; };
+  constexpr size_t kWindow = 24;
+  for (size_t h = head; h > 0 && head - h < kWindow && h > head / 2; --h)
+    if (separator(h - 1)) {
+      head = h;
+      break;
+    }
   while (head > 0 && head < name.size() && continuation(head)) --head;
   size_t tail_start = name.size() - tail;
+  for (size_t t = tail_start; t < name.size() && t - tail_start < kWindow && t < name.size() - tail / 2; ++t)
+    if (separator(t)) {
+      tail_start = t;
+      break;
+    }
   while (tail_start < name.size() && continuation(tail_start)) ++tail_start;
   return name.substr(0, head) + kEllipsis + name.substr(tail_start);
 }

@@ -18,10 +18,11 @@ std::string qualified_name(const std::string& demangled);
 
 // `name` when it has at most `max` bytes; otherwise its start and its end with "..." between
 // them (both ends say most: the namespace and class, and the function and its last template
-// arguments), at most `max` bytes in all. Never cuts a UTF-8 sequence.
+// arguments), at most `max` bytes in all; cut between tokens where one is near, never inside a
+// UTF-8 sequence.
 std::string shorten_middle(const std::string& name, size_t max);
 
 // The limit the text report and messages apply to function and kernel names.
-constexpr size_t kDisplayNameMax = 160;
+constexpr size_t kDisplayNameMax = 240;
 
 }  // namespace asyncwatch
