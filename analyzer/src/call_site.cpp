@@ -239,7 +239,8 @@ CallSite select_call_site(const std::vector<Frame>& frames, const std::string& k
     // nvcc's host wrapper of the __global__ function (named after the kernel, its line the
     // declaration's): kernel<<<...>>> calls it, it calls the stub. At -O2 it is inlined into the
     // launching function: an inline frame whose caller (the next frame) is at the <<<...>>> line.
-    if (!wrapper.empty() && !f.function.empty() && (f.function == wrapper || qualified_name(f.function) == wrapper)) {
+    if (!wrapper.empty() && !f.function.empty() &&
+        (f.function == wrapper || name_without_signature(f.function) == name_without_signature(wrapper))) {
       site.chevron_launch = true;
       wrapper.clear();
       continue;

@@ -28,6 +28,19 @@ std::string hex_build_id(const uint8_t* p, size_t n) {
   return s;
 }
 
+// A function DIE's demangled linkage name (`*qualified` true: it names the scopes), else its
+// DW_AT_name; "" when it has neither.
+std::string die_function_name_plain(Dwarf_Die* die, bool* qualified = nullptr) {
+  Dwarf_Attribute attr;
+  if (qualified) *qualified = true;
+  for (int at : {DW_AT_linkage_name, DW_AT_MIPS_linkage_name})
+    if (dwarf_attr_integrate(die, at, &attr))
+      if (const char* s = dwarf_formstring(&attr)) return demangle(s);
+  if (qualified) *qualified = false;
+  const char* name = dwarf_diename(die);
+  return name ? name : "";
+}
+
 // The DIE that declares a function: through DW_AT_abstract_origin (an inline instance) and
 // DW_AT_specification (a member defined outside its class).
 Dwarf_Die declaring_die(Dwarf_Die* die) {
@@ -44,19 +57,27 @@ Dwarf_Die declaring_die(Dwarf_Die* die) {
   return cur;
 }
 
-// "ns::Class::" for a DIE declared in namespace ns, class Class ("(anonymous namespace)::" for an
-// unnamed namespace): the scopes that contain the declaring DIE, outermost first.
-std::string scope_prefix(Dwarf_Die* decl) {
+// "ns::Class::" for a DIE declared in namespace ns, class Class: the scopes that contain the
+// declaring DIE, outermost first, as the demangler writes them: "(anonymous namespace)" for an
+// unnamed namespace and for nvcc's renamed ones (_GLOBAL__N__<hash>), "f::" for a function's local
+// class, "{lambda}" for a closure type (DWARF has no name for it; `operator_call`: the function is
+// its operator()).
+std::string scope_prefix(Dwarf_Die* decl, bool operator_call) {
   Dwarf_Die* scopes = nullptr;
   int n = dwarf_getscopes_die(decl, &scopes);
   std::string prefix;
   for (int i = n - 1; i > 0; --i) {  // scopes[0] is the DIE itself, scopes[n-1] its CU
     int tag = dwarf_tag(&scopes[i]);
     const char* name = dwarf_diename(&scopes[i]);
-    if (tag == DW_TAG_namespace)
-      prefix += name ? std::string(name) + "::" : std::string("(anonymous namespace)::");
-    else if ((tag == DW_TAG_class_type || tag == DW_TAG_structure_type || tag == DW_TAG_union_type) && name)
-      prefix += std::string(name) + "::";
+    if (tag == DW_TAG_namespace) {
+      bool anonymous = !name || std::strncmp(name, "_GLOBAL__N", 10) == 0;
+      prefix += anonymous ? std::string("(anonymous namespace)::") : std::string(name) + "::";
+    } else if (tag == DW_TAG_class_type || tag == DW_TAG_structure_type || tag == DW_TAG_union_type) {
+      if (name) prefix += std::string(name) + "::";
+      else prefix += operator_call && i == 1 ? "{lambda}::" : "{unnamed type}::";
+    } else if (tag == DW_TAG_subprogram && name) {
+      prefix += die_function_name_plain(&scopes[i]) + "::";
+    }
   }
   free(scopes);
   return prefix;
@@ -67,14 +88,11 @@ std::string scope_prefix(Dwarf_Die* decl) {
 // is declared in (GCC gives functions of internal linkage no linkage name: "(anonymous namespace)::f"),
 // else its plain name ("main", C functions).
 std::string die_function_name(Dwarf_Die* die) {
-  Dwarf_Attribute attr;
-  for (int at : {DW_AT_linkage_name, DW_AT_MIPS_linkage_name})
-    if (dwarf_attr_integrate(die, at, &attr))
-      if (const char* s = dwarf_formstring(&attr)) return demangle(s);
-  const char* name = dwarf_diename(die);
-  if (!name) return "";
+  bool qualified = false;
+  std::string name = die_function_name_plain(die, &qualified);
+  if (qualified || name.empty()) return name;
   Dwarf_Die decl = declaring_die(die);
-  return scope_prefix(&decl) + name;
+  return scope_prefix(&decl, name == "operator()") + name;
 }
 
 // Expands the inline scopes of `pc` (a module-relative address as libdwfl sees it) into frames,

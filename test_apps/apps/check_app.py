@@ -166,6 +166,13 @@ def site_ok(want, got, case):
             return False
     if "function" in want and want["function"] not in str(got.get("function") or ""):
         return False
+    if "via" in want:  # "aw_nodebug_roundtrip (libaw_nodebug.so)": the library function called through
+        via = got.get("via")
+        if want["via"] is None:
+            return via is None
+        text = f"{via.get('function')} ({os.path.basename(str(via.get('module')))})" if isinstance(via, dict) else ""
+        if want["via"] not in text:
+            return False
     return True
 
 
