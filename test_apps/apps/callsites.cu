@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
   int *offsets = nullptr, *parts = nullptr;
   AW_CHECK(cudaMalloc(&offsets, n * sizeof(int)));
   AW_CHECK(cudaMalloc(&parts, n * sizeof(int)));
-  AW_CHECK(cudaMemsetAsync(offsets, 0, n * sizeof(int), s));
+  AW_CHECK(cudaMemsetAsync(offsets, 0, n * sizeof(int), s));  // @MEMSET
   csr_partition_kernel<int, int><<<n / 256, 256, 0, s>>>(offsets, parts, n);  // @LAUNCH_ANON
   AW_CHECK(cudaGetLastError());
   AW_CHECK(cudaStreamSynchronize(s));
