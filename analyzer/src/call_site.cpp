@@ -127,6 +127,24 @@ int user_code_override(const Frame& f, const CallSitePolicy& policy) {
   return verdict;
 }
 
+// The same function, whoever named it: the demangler from a linkage name ("void k<0u>(int*)") or
+// DWARF from a DW_AT_name ("k<0>"): compared without signature, integer literal suffixes of
+// template arguments dropped.
+std::string comparable_name(const std::string& name) {
+  std::string s = name_without_signature(name), out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    out += s[i];
+    if (std::isdigit(static_cast<unsigned char>(s[i]))) {
+      size_t j = i + 1;
+      while (j < s.size() && std::strchr("uUlL", s[j])) ++j;
+      if (j > i + 1 && (j == s.size() || std::strchr(",> ", s[j]))) i = j - 1;
+    }
+  }
+  return out;
+}
+
+bool same_function(const std::string& a, const std::string& b) { return a == b || comparable_name(a) == comparable_name(b); }
+
 }  // namespace
 
 bool is_cuda_api_name(const std::string& name) {
@@ -145,7 +163,11 @@ bool is_static_runtime_internal(const std::string& q) {
 }
 
 bool is_launch_stub_frame(const Frame& f) {
-  return starts_with(f.function, "__device_stub_") || f.file.find(".cudafe1.stub.c") != std::string::npos;
+  if (starts_with(f.function, "__device_stub_") || f.file.find(".cudafe1.stub.c") != std::string::npos) return true;
+  // a template kernel's stub is called through nvcc's "__wrapper__device_stub_<kernel>"
+  std::string q = qualified_name(f.function);
+  size_t last = q.rfind("::");
+  return q.compare(last == std::string::npos ? 0 : last + 2, 23, "__wrapper__device_stub_") == 0;
 }
 
 std::string kernel_wrapper_of_stub(const Frame& f) {
@@ -223,13 +245,15 @@ CallSite select_call_site(const std::vector<Frame>& frames, const std::string& k
   std::string wrapper = kernel_function;  // the host wrapper of the launched kernel, if known
   int first_other = -1;
   int via = -1;
+  bool after_stub = false;  // the previous frame was nvcc's launch stub
   for (size_t i = 0; i < frames.size(); ++i) {
     const Frame& f = frames[i];
     FrameKind kind = classify_frame(f, policy);
     if (kind == FrameKind::Tool || kind == FrameKind::Runtime) {
       std::string api = runtime_api_of_frame(f);
       if (!api.empty()) site.runtime_api = api;  // keeps the outermost one seen
-      if (is_launch_stub_frame(f)) {
+      after_stub = is_launch_stub_frame(f);
+      if (after_stub) {
         site.chevron_launch = true;
         std::string w = kernel_wrapper_of_stub(f);
         if (!w.empty()) wrapper = w;
@@ -239,12 +263,17 @@ CallSite select_call_site(const std::vector<Frame>& frames, const std::string& k
     // nvcc's host wrapper of the __global__ function (named after the kernel, its line the
     // declaration's): kernel<<<...>>> calls it, it calls the stub. At -O2 it is inlined into the
     // launching function: an inline frame whose caller (the next frame) is at the <<<...>>> line.
+    // DWARF names an inlined template wrapper "k<0>" where the kernel is "void k<0u>(...)": right
+    // after the stub, the name without template arguments suffices.
     if (!wrapper.empty() && !f.function.empty() &&
-        (f.function == wrapper || name_without_signature(f.function) == name_without_signature(wrapper))) {
+        (same_function(f.function, wrapper) ||
+         (after_stub && qualified_name(f.function) == qualified_name(wrapper)))) {
       site.chevron_launch = true;
       wrapper.clear();
+      after_stub = false;
       continue;
     }
+    after_stub = false;
     if (first_other < 0) first_other = static_cast<int>(i);
     if (kind == FrameKind::Library) {
       via = static_cast<int>(i);

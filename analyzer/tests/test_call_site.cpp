@@ -309,3 +309,26 @@ TEST(CallSite, UnsymbolizedSitesAreKeyedByModuleAndOffset) {
   EXPECT_EQ(call_site_key(site, v1), call_site_key(site, v2));
   EXPECT_NE(call_site_key(site, v1), call_site_key(site, Frame{}));
 }
+
+// A template kernel at -O2 (mergeSort): the stub, nvcc's __wrapper__device_stub_ and the kernel's
+// wrapper are inline frames named by DWARF, "mergeSortSharedKernel<1>" for the kernel
+// "void mergeSortSharedKernel<1u>(unsigned int*, ...)"; the launch's site is the inlined caller.
+TEST(CallSite, TemplateKernelWrapperNamedByDwarf) {
+  std::vector<Frame> s = {
+      frame("", "/usr/lib/x86_64-linux-gnu/libcuda.so.1"), frame("", "/usr/local/cuda/lib64/libcudart.so.13"),
+      frame("__device_stub__Z21mergeSortSharedKernelILj1EEvPjS0_S0_S0_j(unsigned int*, unsigned int*, unsigned int*, "
+            "unsigned int*, unsigned int)",
+            "/work/ms", "/tmp/x.cudafe1.stub.c", 19),
+      inl("__wrapper__device_stub_mergeSortSharedKernel<1>", "/work/ms", "/tmp/x.cudafe1.stub.c", 20),
+      inl("mergeSortSharedKernel<1>", "/work/ms", "/src/mergeSort.cu", 110),
+      inl("mergeSortShared", "/work/ms", "/src/mergeSort.cu", 170), frame("mergeSort", "/work/ms", "/src/mergeSort.cu", 502)};
+  const std::string kernel = "void mergeSortSharedKernel<1u>(unsigned int*, unsigned int*, unsigned int*, unsigned int*, unsigned int)";
+  EXPECT_EQ(select_call_site(s, kernel).index, 5);
+  EXPECT_EQ(select_call_site(s).index, 5);  // from the stub's name alone
+  EXPECT_TRUE(is_launch_stub_frame(s[3]));
+  // not right after a stub, a different template argument list is another function
+  std::vector<Frame> t = {frame("", "/usr/lib/x86_64-linux-gnu/libcuda.so.1"),
+                          frame("mergeSortSharedKernel<2>", "/work/ms", "/src/mergeSort.cu", 120),
+                          frame("main", "/work/ms", "/src/main.cpp", 50)};
+  EXPECT_EQ(select_call_site(t, kernel).index, 1);
+}
