@@ -65,6 +65,8 @@ void add_report_options(CLI::App* app, ReportArgs& args, bool with_output) {
                   "Frames whose module path, module file name or source file match this pattern (fnmatch: "
                   "'*/mylib/*', 'libmine.so*') are the program's own code, where call sites are reported; "
                   "'!PATTERN' marks library code instead; repeatable, the last match decides (docs/findings.md)")
+      ->expected(1)
+      ->allow_extra_args(false)
       ->take_all();
   app->add_option("--path-map", args.path_map,
                   "FROM=TO: read the traced modules whose path starts with FROM from TO instead (traces from "
@@ -76,6 +78,8 @@ void add_report_options(CLI::App* app, ReportArgs& args, bool with_output) {
             return parse_path_mapping(text, &m, &error) ? std::string() : error;
           },
           "FROM=TO"))
+      ->expected(1)
+      ->allow_extra_args(false)
       ->take_all();
   app->add_option("--color,--colour", args.colour, "Colour in text output")
       ->check(CLI::IsMember({"auto", "always", "never"}))

@@ -149,3 +149,55 @@ TEST(EndToEnd, UserFunctionNamedCudaSomethingAndInlineFramesFromRealSymbols) {
       saw_caller = f.stack[i + 1].function == "cudaGraphsManual";
   EXPECT_TRUE(saw_caller);
 }
+
+// A trace from another machine: the modules are not where the trace says; --path-map FROM=TO
+// reads them from here. The frames keep the traced path.
+TEST(EndToEnd, PathMapReadsModulesFromElsewhere) {
+  std::vector<char> host(16);
+  copy_results_back(host);
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  ASSERT_GT(n, 0);
+  std::string exe(self, static_cast<size_t>(n));
+  std::string dir = exe.substr(0, exe.rfind('/'));
+  const std::string elsewhere = "/nonexistent/h200/build";
+  TraceBuilder b(9002, "/nonexistent/h200/build/app");
+  b.thread_info(1, "main");
+  struct Ctx {
+    TraceBuilder* b;
+    std::string exe, elsewhere, dir;
+  } ctx{&b, exe, elsewhere, dir};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) -> int {
+        auto* c = static_cast<Ctx*>(data);
+        if (info->dlpi_name && info->dlpi_name[0]) return 0;  // the executable only
+        uint64_t low = UINT64_MAX, high = 0;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const auto& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_LOAD) continue;
+          low = std::min<uint64_t>(low, info->dlpi_addr + ph.p_vaddr);
+          high = std::max<uint64_t>(high, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+        }
+        c->b->module(1, c->elsewhere + c->exe.substr(c->dir.size()), info->dlpi_addr, low, high);
+        return 1;
+      },
+      &ctx);
+  uint32_t s = b.stack(1, g_frames);
+  uint64_t t = b.header().start_monotonic_ns + kMs;
+  b.event(1, tf::RecordType::Copy,
+          TraceBuilder::copy(tf::Api::cuMemcpyDtoHAsync_v2, tf::Api::cuMemcpyDtoHAsync_v2, tf::Direction::DtoH,
+                             tf::MemoryKind::Device, tf::MemoryKind::Pageable, t, t + 2 * kMs, 1 << 20, 0, 0x5000, s));
+  std::string path = write_trace(b, "end-to-end-path-map.awtrace");
+  Report unmapped = analyze_traces({path}, Options{});
+  ASSERT_EQ(unmapped.findings.size(), 1u);
+  EXPECT_TRUE(unmapped.findings[0].call_site.file.empty());
+  Options o;
+  o.path_map.push_back(PathMapping{elsewhere, dir});
+  Report r = analyze_traces({path}, o);
+  ASSERT_EQ(r.findings.size(), 1u);
+  const Finding& f = r.findings[0];
+  EXPECT_EQ(f.call_site.line, kCopyLine);
+  EXPECT_NE(f.call_site.function.find("copy_results_back"), std::string::npos);
+  EXPECT_EQ(f.call_site.module.rfind(elsewhere, 0), 0u) << f.call_site.module;  // as traced
+  EXPECT_EQ(f.api, "cudaMemcpyAsync");
+}

@@ -254,3 +254,23 @@ TEST(Symbolizer, NoSymbolsReadsNoModule) {
   EXPECT_EQ(f.module, self.module.path);
   EXPECT_TRUE(symbols.problems().empty());
 }
+
+TEST(Symbolizer, PathMappings) {
+  PathMapping m;
+  std::string error;
+  ASSERT_TRUE(parse_path_mapping("/root/corpus/bin/=/work/corpus/bin", &m, &error));
+  EXPECT_EQ(m.from, "/root/corpus/bin");
+  EXPECT_EQ(m.to, "/work/corpus/bin");
+  EXPECT_EQ(map_module_path("/root/corpus/bin/app.O2", {m}), "/work/corpus/bin/app.O2");
+  EXPECT_EQ(map_module_path("/root/corpus/binaries/app", {m}), "/root/corpus/binaries/app");  // whole components
+  EXPECT_EQ(map_module_path("/usr/lib/libc.so.6", {m}), "/usr/lib/libc.so.6");
+  for (const char* bad : {"", "=", "/a=", "=/b", "no-equals"}) EXPECT_FALSE(parse_path_mapping(bad, &m, &error)) << bad;
+  EXPECT_NE(error.find("FROM=TO"), std::string::npos);
+}
+
+TEST(Symbolizer, SymbolNamesWithoutCloneSuffixes) {
+  EXPECT_EQ(symbol_function_name("main.cold"), "main");
+  EXPECT_EQ(symbol_function_name("_Z3foov.cold"), "foo()");
+  EXPECT_EQ(symbol_function_name("helper.part.0"), "helper");
+  EXPECT_EQ(symbol_function_name("_ZN12_GLOBAL__N_13barEi"), "(anonymous namespace)::bar(int)");
+}
