@@ -208,6 +208,9 @@ FrameKind classify_frame(const Frame& f, const CallSitePolicy& policy) {
     if (is_cuda_api_name(q) || is_static_runtime_internal(q)) return FrameKind::Runtime;
   }
   if (int o = user_code_override(f, policy)) return o > 0 ? FrameKind::User : FrameKind::Library;
+  // Outside every loaded module (JIT-compiled code, or module records the trace lacks): no source
+  // to point to; the user's frame, if any, is further out.
+  if (f.module.empty() && f.file.empty()) return FrameKind::Library;
   if (!f.module.empty() && is_library_module(f.module)) return FrameKind::Library;
   if (is_library_header(f.file)) return FrameKind::Library;
   // A shared object without a source line for this frame: built without debug information, not
@@ -226,7 +229,10 @@ std::string runtime_api_of_frame(const Frame& f) {
 }
 
 std::string frame_name_text(const Frame& f) {
-  std::string module = f.module.empty() ? std::string("?") : basename_of(f.module);
+  if (f.module.empty())
+    return (f.function.empty() ? std::string() : shorten_middle(f.function, kDisplayNameMax) + " ") +
+           fmt::format("(no module, 0x{:x})", f.address);
+  std::string module = basename_of(f.module);
   if (f.function.empty()) return module + "+0x" + fmt::format("{:x}", f.offset);
   return shorten_middle(f.function, kDisplayNameMax) + " (" + module + ")";
 }

@@ -45,9 +45,22 @@ TEST(CallSite, TemplateWrappersAndLaunchHelpers) {
   EXPECT_EQ(c.runtime_api, "cudaLaunchKernel");
 }
 
-TEST(CallSite, UnknownFramesAreTakenAsUserCode) {
-  std::vector<Frame> s = {frame("", ""), frame("main", "/work/app")};
-  EXPECT_EQ(select_call_site(s).index, 0);
+TEST(CallSite, FramesOutsideEveryModuleAreSkipped) {
+  // JIT-compiled code (no module): the user's frame is further out; alone, it is the fallback.
+  std::vector<Frame> s = {frame("", ""), frame("main", "/work/app", "/src/app.cu", 9)};
+  EXPECT_EQ(select_call_site(s).index, 1);
+  std::vector<Frame> alone = {frame("", "/usr/lib/libcuda.so.1"), frame("", "")};
+  CallSite c = select_call_site(alone);
+  EXPECT_EQ(c.index, 1);
+  EXPECT_FALSE(c.user);
+  Frame jit = frame("", "");
+  jit.address = 0x7f0012340000;
+  EXPECT_EQ(frame_name_text(jit), "(no module, 0x7f0012340000)");
+  // an unsymbolized frame of a known module stays the user's (a stripped program)
+  EXPECT_EQ(select_call_site({frame("", "/work/app"), frame("main", "/work/app", "/src/app.cu", 9)}, {},
+                             CallSitePolicy{"/work/app", {}})
+                .index,
+            0);
 }
 
 TEST(CallSite, NoUserFrame) {
