@@ -142,6 +142,7 @@ def cmd_probe(opts, exps):
                 binary = os.path.join(opts.bin_dir, f"{exp['program']}.{v}")
                 if not os.path.exists(binary):
                     rows.append(row(exp, v, {}, ["binary missing"], opts.markdown))
+                    rows.append(f"    - binary missing: {binary}")
                     ok = False
                     continue
                 trace = probe_sites.make_probe_trace(binary, tmp, tool, LIB_DIRS, via)
@@ -188,6 +189,7 @@ def cmd_results(opts, exps):
             errors = []
             if not os.path.isdir(run_dir):
                 rows.append(row(exp, v, {}, ["not run"], opts.markdown))
+                rows.append("    - not run (no runs/%s.%s in the results)" % (exp["program"], v))
                 ok = False
                 continue
             with open(os.path.join(run_dir, "rc")) as f:

@@ -98,7 +98,10 @@ def main():
     results = os.path.join(work, "corpus-results")
     os.makedirs(os.path.join(results, "runs"))
     with tarfile.open(opts.archive) as t:
-        t.extractall(work)
+        if hasattr(tarfile, "data_filter"):  # Python >= 3.12: plain files only, nothing outside `work`
+            t.extractall(work, filter="data")
+        else:
+            t.extractall(work)
     bin_dir = os.path.join(work, "corpus", "bin")
     dirs, lib_notes = library_dirs()
     if opts.sim:
@@ -151,7 +154,7 @@ def main():
                                ASYNCWATCH_STACKS="all", ASYNCWATCH_QUIET="1")
             rc, secs = run([binary] + e.get("args", []), d, run_env, opts.timeout_s, prefix)
             n = len(glob.glob(os.path.join(d, "traces", "*.awtrace")))
-            rows.append(f"{name:36} {phase:6} rc={rc:<4} {secs:6.1f} s  traces={n}")
+            rows.append(f"{name:36} {phase:6} rc={rc:<4} {secs:6.1f} s" + (f"  traces={n}" if phase == "traced" else ""))
             print(rows[-1], flush=True)
     summary = "\n".join(info + [""] + rows) + "\n"
     with open(os.path.join(results, "summary.txt"), "w") as f:
@@ -161,7 +164,11 @@ def main():
     with tarfile.open(os.path.join(out_dir, "corpus-results.tar.gz"), "w:gz") as t:
         t.add(results, arcname="corpus-results")
     shutil.rmtree(work, ignore_errors=True)
-    print(f"run_corpus: {out_dir}/corpus-results.tar.gz ({time.monotonic() - start:.0f} s)")
+    size = os.path.getsize(os.path.join(out_dir, "corpus-results.tar.gz"))
+    print(f"run_corpus: {out_dir}/corpus-results.tar.gz, {size / 2**20:.1f} MiB ({time.monotonic() - start:.0f} s)")
+    if size > 16 * 2**20:  # what the device tool brings back per file
+        print("run_corpus: the archive is over 16 MiB: run again with --programs in two halves", file=sys.stderr)
+        return 1
     return 0
 
 
