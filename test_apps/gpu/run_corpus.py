@@ -6,8 +6,9 @@ $OUT/corpus-results.tar.gz (plus $OUT/summary.txt). It only runs binaries; it bu
 
   python3 test_apps/gpu/run_corpus.py [--archive .corpus/corpus.tar.xz] [--preload LIB] [--out DIR]
 
-Back on the development machine: tar xzf corpus-results.tar.gz && python3
-test_apps/corpus/check_corpus.py results --results corpus-results --bin-dir /work/corpus/bin --build build
+Back on the development machine, from the repository root (DIR: an empty directory):
+tar xzf corpus-results.tar.gz -C DIR && python3 test_apps/corpus/check_corpus.py results
+--results DIR/corpus-results --bin-dir BIN_DIR --build build
 Python 3 standard library only; finishes within --budget-s (480 s) plus one run's timeout.
 """
 import argparse
