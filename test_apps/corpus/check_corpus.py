@@ -8,11 +8,14 @@ library function called.
       offline, here: the binaries' real call instructions made into synthetic traced calls
       (probe_sites.py), reported with --min-blocked-us 0 --inline-htod-bytes 0; every expected
       site the probe can see must be reported, nothing elsewhere.
-  check_corpus.py results --results DIR --bin-dir DIR --build BUILD [--markdown] [PROGRAM...]
+  check_corpus.py results --results DIR --bin-dir DIR --build BUILD [--markdown] [--fill-table DOC]
+                          [PROGRAM...]
       the traces of test_apps/gpu/run_corpus.sh (unpacked corpus-results.tar.gz), analysed here;
       the modules are read from --bin-dir through --path-map (the binaries' directory on the GPU
       machine is in DIR/info.txt). Twice: with the default thresholds (what a user sees: every finding
       at an expected site) and with --min-blocked-us 0 --inline-htod-bytes 0 (every required site).
+      --fill-table docs/validation.md writes each row's two H200 cells (sites reported, verdict)
+      into that page's corpus table, the row found by program and build.
 
 Expectation files: test_apps/corpus/expected/<program>.json, one site per statement:
   {"file", "line", "kind": launch|graph|copy|memset|lib, "ids": [finding ids allowed there],
@@ -182,10 +185,11 @@ def cmd_results(opts, exps):
     mapping = []
     if info.get("bin_dir"):
         mapping = ["--path-map", f"{info['bin_dir']}={os.path.abspath(opts.bin_dir)}"]
-    ok, rows = True, []
+    ok, rows, cells = True, [], {}
     for exp in exps:
         for v in VARIANTS:
             run_dir = os.path.join(root, "runs", f"{exp['program']}.{v}")
+            cells[(exp["program"], v)] = ("not run", "FAIL")
             errors = []
             if not os.path.isdir(run_dir):
                 rows.append(row(exp, v, {}, ["not run"], opts.markdown))
@@ -216,12 +220,41 @@ def cmd_results(opts, exps):
                     if strict:
                         seen = s
             rows.append(row(exp, v, seen, errors, opts.markdown))
+            cells[(exp["program"], v)] = gpu_cells(exp, seen, errors)
             if errors:
                 ok = False
                 for e in errors:
                     rows.append(f"    - {e}")
     print("\n".join(rows))
+    if opts.fill_table:
+        fill_table(opts.fill_table, cells, info)
     return ok
+
+
+def gpu_cells(exp, seen, errors):
+    """The two H200 cells of docs/validation.md's corpus table."""
+    req = [(s["file"], s["line"]) for s in exp["sites"] if s["required"] and s.get("run", True) and not s.get("captured")]
+    got = sum(1 for k in req if k in seen)
+    return (f"{len(seen)} sites, {got} of {len(req)} required",
+            "pass" if not errors else f"FAIL ({len(errors)} error{'' if len(errors) == 1 else 's'})")
+
+
+def fill_table(doc, cells, info):
+    """Replaces the last two cells of each corpus-table row `| program | source | build | ...`."""
+    with open(doc) as f:
+        lines = f.read().split("\n")
+    done = set()
+    for i, line in enumerate(lines):
+        parts = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("| ") else []
+        if len(parts) == 7 and (parts[0], parts[2]) in cells:
+            parts[5:7] = cells[(parts[0], parts[2])]
+            lines[i] = "| " + " | ".join(parts) + " |"
+            done.add((parts[0], parts[2]))
+    with open(doc, "w") as f:
+        f.write("\n".join(lines))
+    missing = sorted(set(cells) - done)
+    print(f"check_corpus: {len(done)} rows of {doc} filled (run of {info.get('date', '?')}, {info.get('gpu', '?')})"
+          + (f"; no row for {', '.join(f'{p} {b}' for p, b in missing)}" if missing else ""))
 
 
 def main():
@@ -232,6 +265,7 @@ def main():
     ap.add_argument("--build", required=True, help="asyncwatch build directory (bin/asyncwatch)")
     ap.add_argument("--results", help="results: the unpacked corpus-results directory")
     ap.add_argument("--markdown", action="store_true", help="table rows for docs/validation.md")
+    ap.add_argument("--fill-table", metavar="DOC", help="results: write the H200 cells of DOC's corpus table")
     opts = ap.parse_intermixed_args()
     exps = load(opts.programs)
     if opts.command == "results" and not opts.results:
