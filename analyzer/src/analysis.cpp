@@ -3,6 +3,7 @@
 #include "call_site.h"
 #include "findings/rules.h"
 #include "format.h"
+#include "names.h"
 #include "symbolizer.h"
 #include "trace_reader.h"
 
@@ -77,26 +78,9 @@ UnreadableTrace unreadable_trace(const std::string& path, const std::exception& 
 }
 
 std::string kernel_display_name(const std::string& mangled) {
-  std::string d = demangle(mangled.c_str());
-  // "void reduce<float>(float*, int)" -> "reduce<float>": drop the argument list and return type.
-  if (!d.empty() && d.back() == ')') {
-    int depth = 0;
-    for (size_t i = d.size(); i-- > 0;) {
-      if (d[i] == ')') ++depth;
-      else if (d[i] == '(' && --depth == 0) {
-        d.resize(i);
-        break;
-      }
-    }
-  }
-  int angle = 0;
-  size_t name_start = 0;
-  for (size_t i = 0; i < d.size(); ++i) {
-    if (d[i] == '<') ++angle;
-    else if (d[i] == '>') --angle;
-    else if (d[i] == ' ' && angle == 0) name_start = i + 1;
-  }
-  return d.substr(name_start);
+  // "void (anonymous namespace)::reduce<float>(float*, int)" -> "(anonymous namespace)::reduce<float>":
+  // the return type and the argument list go, namespaces, classes and template arguments stay.
+  return name_without_signature(demangle(mangled.c_str()));
 }
 
 namespace {
@@ -141,6 +125,13 @@ struct Group {
   Observation first;      // the key fields, for building the finding
 };
 
+// A call site: the frame, and the library function it called (module empty when none).
+struct Site {
+  Frame frame;
+  Frame via;
+  bool user = true;
+};
+
 struct SiteRef {
   uint32_t site = 0;     // 0 = unknown
   uint32_t api_override = 0;  // interned runtime API name, 0 = none
@@ -154,7 +145,9 @@ class ProcessAnalyzer final : public RuleContext {
     launch_blocking_ = cuda_env_value(env, "CUDA_LAUNCH_BLOCKING") == "1";
     module_loading_ = cuda_env_value(env, "CUDA_MODULE_LOADING");
     names_.push_back("");  // interned id 0 = none
-    sites_.push_back(Frame{});
+    sites_.push_back(Site{});
+    policy_.executable = fixed_string(t.header().executable, sizeof t.header().executable);
+    policy_.user_code = o.user_code;
   }
 
   const Options& options() const override { return opt_; }
@@ -279,7 +272,8 @@ class ProcessAnalyzer final : public RuleContext {
                                     p.pauses, p.pauses == 1 ? "" : "s", format_duration(p.paused_ns)));
     if (p.parent_pid_if_forked) p.notes.push_back(fmt::format("forked from pid {}", p.parent_pid_if_forked));
     const char* no_symbols = std::getenv("ASYNCWATCH_NO_SYMBOLS");
-    symbols_ = std::make_unique<Symbolizer>(trace_.modules(), !(no_symbols && *no_symbols && *no_symbols != '0'));
+    symbols_ = std::make_unique<Symbolizer>(trace_.modules(), !(no_symbols && *no_symbols && *no_symbols != '0'),
+                                            opt_.path_map);
 
     std::unordered_map<std::string, size_t> by_site;  // merge_key -> index in out.findings
     for (auto& [key, g] : groups_) {
@@ -312,11 +306,12 @@ class ProcessAnalyzer final : public RuleContext {
       f.module_loading = module_loading_;
       if (site.site) {
         f.call_site_known = true;
-        f.call_site = sites_[site.site];
+        f.call_site = sites_[site.site].frame;
+        f.via = sites_[site.site].via;
+        f.call_site_is_user_code = sites_[site.site].user;
       }
       if (g.stack_id)
-        if (auto frames = trace_.stack(g.stack_id))
-          for (uint64_t a : *frames) f.stack.push_back(symbols_->resolve(a));
+        if (auto frames = trace_.stack(g.stack_id)) f.stack = symbols_->expand(*frames);
       f.processes.push_back(PerProcess{p.pid, f.count, f.blocked.total()});
       std::string mk = f.merge_key();
       auto it = by_site.find(mk);
@@ -516,21 +511,20 @@ class ProcessAnalyzer final : public RuleContext {
     if (it != stack_sites_.end()) return it->second;
     SiteRef ref;
     if (auto addrs = trace_.stack(stack_id)) {
-      std::vector<Frame> frames;
-      frames.reserve(addrs->size());
-      for (uint64_t a : *addrs) frames.push_back(symbols_->resolve(a));
+      std::vector<Frame> frames = symbols_->expand(*addrs);  // inline frames expanded
       std::string kernel_function;
       if (!plain)
         if (auto mangled = trace_.string(kernel_id)) kernel_function = demangle(mangled->c_str());
-      CallSite cs = select_call_site(frames, kernel_function);
+      CallSite cs = select_call_site(frames, kernel_function, policy_);
       ref.chevron_launch = cs.chevron_launch;
       if (cs.index >= 0) {
-        const Frame& f = frames[static_cast<size_t>(cs.index)];
-        std::string key = f.function.empty() && f.file.empty()
-                              ? fmt::format("{}+{:x}", f.module, f.address)
-                              : fmt::format("{}\x1f{}\x1f{}\x1f{}", f.function, f.file, f.line, f.module);
+        Site site;
+        site.frame = frames[static_cast<size_t>(cs.index)];
+        if (cs.via >= 0) site.via = frames[static_cast<size_t>(cs.via)];
+        site.user = cs.user;
+        std::string key = call_site_key(site.frame, site.via);
         auto [sit, inserted] = site_ids_.emplace(key, static_cast<uint32_t>(sites_.size()));
-        if (inserted) sites_.push_back(f);
+        if (inserted) sites_.push_back(std::move(site));
         ref.site = sit->second;
       }
       if (!cs.runtime_api.empty()) ref.api_override = intern_name(cs.runtime_api);
@@ -570,8 +564,9 @@ class ProcessAnalyzer final : public RuleContext {
   };
   std::vector<DenseSite> dense_sites_;  // by stack id (ids are small and dense)
   std::unordered_map<uint64_t, SiteRef> stack_sites_;  // ids beyond the dense range; (kernel, stack) of launches
-  std::vector<Frame> sites_;
+  std::vector<Site> sites_;
   std::unordered_map<std::string, uint32_t> site_ids_;
+  CallSitePolicy policy_;
   std::vector<std::string> names_;
   std::unordered_map<std::string, uint32_t> name_ids_;
   std::unordered_map<uint64_t, HostFuncEnqueueRecord> pending_enqueues_;

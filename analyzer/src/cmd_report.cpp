@@ -4,6 +4,7 @@
 #include "output_file.h"
 #include "printable.h"
 #include "reports.h"
+#include "symbolizer.h"
 #include "trace_reader.h"
 
 #include <unistd.h>
@@ -29,6 +30,12 @@ Options ReportArgs::options() const {
   o.implicit_sync_min_count = implicit_sync_min_count;
   o.limits.stacks = max_stacks;
   o.limits.call_sites = max_call_sites;
+  o.user_code = user_code;
+  for (const auto& text : path_map) {
+    PathMapping m;
+    std::string error;
+    if (parse_path_mapping(text, &m, &error)) o.path_map.push_back(m);  // add_report_options validated it
+  }
   return o;
 }
 
@@ -63,6 +70,26 @@ void add_report_options(CLI::App* app, ReportArgs& args, bool with_output) {
                   "Calls of cudaMalloc/cudaFree/... at one call site that count as a loop")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app->add_option("--user-code", args.user_code,
+                  "Frames whose module path, module file name or source file match this pattern (fnmatch: "
+                  "'*/mylib/*', 'libmine.so*') are the program's own code, where call sites are reported; "
+                  "'!PATTERN' marks library code instead; repeatable, the last match decides (docs/findings.md)")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->take_all();
+  app->add_option("--path-map", args.path_map,
+                  "FROM=TO: read the traced modules whose path starts with FROM from TO instead (traces from "
+                  "another machine); repeatable")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            PathMapping m;
+            std::string error;
+            return parse_path_mapping(text, &m, &error) ? std::string() : error;
+          },
+          "FROM=TO"))
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->take_all();
   app->add_option("--color,--colour", args.colour, "Colour in text output")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();

@@ -28,6 +28,8 @@ struct ReportArgs {
   std::string colour = "auto";
   uint64_t max_stacks = Limits{}.stacks;
   uint64_t max_call_sites = Limits{}.call_sites;
+  std::vector<std::string> user_code;  // --user-code PATTERN (repeatable)
+  std::vector<std::string> path_map;   // --path-map FROM=TO (repeatable, validated by the CLI)
   std::vector<std::string> inputs;
 
   Options options() const;

@@ -15,6 +15,8 @@ ordered_json frame_json(const Frame& f) {
   j["line"] = f.file.empty() ? ordered_json(nullptr) : ordered_json(f.line);
   j["module"] = f.module.empty() ? ordered_json(nullptr) : ordered_json(f.module);
   j["address"] = hex(f.address);
+  j["offset"] = hex(f.offset);  // in the module: the same in every process
+  j["inlined"] = f.inlined;
   return j;
 }
 ordered_json text_or_null(const std::string& s) { return s.empty() ? ordered_json(nullptr) : ordered_json(s); }
@@ -96,6 +98,10 @@ ordered_json report_json(const Report& report) {
     }
     x["waited_for"] = std::move(waited);
     x["call_site"] = f.call_site_known ? frame_json(f.call_site) : ordered_json(nullptr);
+    if (f.call_site_known) {
+      x["call_site"]["user_code"] = f.call_site_is_user_code;
+      x["call_site"]["via"] = f.via.module.empty() ? ordered_json(nullptr) : frame_json(f.via);
+    }
     ordered_json stack = ordered_json::array();
     for (const auto& fr : f.stack) stack.push_back(frame_json(fr));
     x["stack"] = std::move(stack);

@@ -1,3 +1,4 @@
+#include "call_site.h"
 #include "reports.h"
 
 namespace asyncwatch {
@@ -24,10 +25,12 @@ ordered_json report_sarif(const Report& report) {
     res["level"] = severity_name(r.severity);
     res["message"] = {{"text", finding_message(f)}};
     ordered_json locations = ordered_json::array();
-    if (f.call_site_known && !f.call_site.file.empty()) {
+    // A call site without a source line (a library or stripped program) is only a logical location.
+    if (f.call_site_known && (!f.call_site.file.empty() || !f.call_site.function.empty())) {
       ordered_json loc;
-      loc["physicalLocation"] = {{"artifactLocation", {{"uri", display_path(f.call_site.file)}}},
-                                 {"region", {{"startLine", f.call_site.line > 0 ? f.call_site.line : 1}}}};
+      if (!f.call_site.file.empty())
+        loc["physicalLocation"] = {{"artifactLocation", {{"uri", display_path(f.call_site.file)}}},
+                                   {"region", {{"startLine", f.call_site.line > 0 ? f.call_site.line : 1}}}};
       if (!f.call_site.function.empty())
         loc["logicalLocations"] = ordered_json::array({{{"fullyQualifiedName", f.call_site.function}, {"kind", "function"}}});
       locations.push_back(std::move(loc));
@@ -38,6 +41,7 @@ ordered_json report_sarif(const Report& report) {
                          {"blocked_ns_total", f.blocked.total()},
                          {"blocked_ns_max", f.blocked.max()},
                          {"api", f.api}};
+    if (!f.via.module.empty()) res["properties"]["via"] = frame_name_text(f.via);
     results.push_back(std::move(res));
   }
   // Traces that could not be read: the run is incomplete (toolExecutionNotifications).

@@ -1,6 +1,8 @@
 // Every string that comes from a trace (or a path) goes through printable() on its way out:
 // a name in a trace must not drive the terminal. The colour escapes are ours, added around.
+#include "call_site.h"
 #include "format.h"
+#include "names.h"
 #include "printable.h"
 #include "reports.h"
 
@@ -59,7 +61,9 @@ std::string display_path(const std::string& path) {
 std::string location_text(const Finding& f) {
   if (!f.call_site_known) return {};
   if (!f.call_site.file.empty()) return fmt::format("{}:{}", display_path(f.call_site.file), f.call_site.line);
-  return "??";
+  // No source line: the function and its module ("cusparseSpMV (libcusparse.so.12)"), or the
+  // module and the offset in it; never "??".
+  return frame_name_text(f.call_site);
 }
 
 std::string missing_call_site_text(const Finding& f) {
@@ -68,11 +72,21 @@ std::string missing_call_site_text(const Finding& f) {
   return "call site unknown: no frame of the stack is outside the CUDA runtime";
 }
 
+std::string call_site_line_text(const Finding& f) {
+  if (!f.call_site_known) return {};
+  std::string s = frame_text(f.call_site);
+  if (!f.via.module.empty()) s += ", via " + frame_name_text(f.via);
+  if (!f.call_site_is_user_code) s += " (no frame of the stack is in the program's own code; see --user-code)";
+  return s;
+}
+
 std::string frame_text(const Frame& f) {
-  std::string s = f.function.empty() ? "??" : f.function;
+  if (f.function.empty() && f.file.empty()) return frame_name_text(f);  // "libcuda.so.1+0x2a3f0"
+  std::string s = f.function.empty() ? "(unknown function)" : shorten_middle(f.function, kDisplayNameMax);
   if (!f.file.empty()) s += fmt::format(" at {}:{}", display_path(f.file), f.line);
   if (!f.module.empty())
     s += fmt::format(" ({})", basename_of(f.module));
+  if (f.inlined) s += " [inlined]";
   return s;
 }
 
@@ -116,7 +130,7 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
                            "returned\n",
                            f.completed_at_return, f.evidence_checked);
     }
-    if (f.call_site_known) out << fmt::format("    call site: {}\n", printable(frame_text(f.call_site)));
+    if (f.call_site_known) out << fmt::format("    call site: {}\n", printable(call_site_line_text(f)));
     if (!f.stack.empty()) {
       out << "    stack:\n";
       for (size_t i = 0; i < f.stack.size(); ++i)

@@ -16,14 +16,17 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
 nlohmann::ordered_json report_json(const Report& report);
 nlohmann::ordered_json report_sarif(const Report& report);
 
-// "file:line" for a call site, relative to the current directory when below it; "??" when the
-// call site is known but not symbolized; "" when the finding has no call site.
+// "file:line" for a call site, relative to the current directory when below it; without a source
+// line "function (module)" or "module+0xOFFSET" (never "??"); "" when the finding has no call site.
 std::string location_text(const Finding& f);
+// The "call site:" line of the text report: the frame, the library function it called
+// (", via cusparseSpMV (libcusparse.so.12)") and a note when no frame is the program's own.
+std::string call_site_line_text(const Finding& f);
 // Why a finding has no call site ("call site not recorded; ..."), "" when it has one.
 std::string missing_call_site_text(const Finding& f);
 // A path relative to the current directory when it lies below it.
 std::string display_path(const std::string& path);
-// "main at /src/seed.cu:52 (/path/app)" / "?? (/path/app+0x1234)"
+// "main at /src/seed.cu:52 (app)", "helper at x.cu:7 (app) [inlined]", "libcuda.so.1+0x1234"
 std::string frame_text(const Frame& f);
 
 }  // namespace asyncwatch

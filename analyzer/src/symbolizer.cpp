@@ -1,6 +1,8 @@
 #include "symbolizer.h"
 
 #include <cxxabi.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -25,7 +27,171 @@ std::string hex_build_id(const uint8_t* p, size_t n) {
   for (size_t i = 0; i < n; ++i) s += fmt::format("{:02x}", p[i]);
   return s;
 }
+
+// A function DIE's demangled linkage name (`*qualified` true: it names the scopes), else its
+// DW_AT_name; "" when it has neither.
+std::string die_function_name_plain(Dwarf_Die* die, bool* qualified = nullptr) {
+  Dwarf_Attribute attr;
+  if (qualified) *qualified = true;
+  for (int at : {DW_AT_linkage_name, DW_AT_MIPS_linkage_name})
+    if (dwarf_attr_integrate(die, at, &attr))
+      if (const char* s = dwarf_formstring(&attr)) return demangle(s);
+  if (qualified) *qualified = false;
+  const char* name = dwarf_diename(die);
+  return name ? name : "";
+}
+
+// The DIE that declares a function: through DW_AT_abstract_origin (an inline instance) and
+// DW_AT_specification (a member defined outside its class).
+Dwarf_Die declaring_die(Dwarf_Die* die) {
+  Dwarf_Die cur = *die;
+  for (int hops = 0; hops < 4; ++hops) {
+    Dwarf_Attribute attr;
+    Dwarf_Die next;
+    if ((dwarf_attr(&cur, DW_AT_abstract_origin, &attr) || dwarf_attr(&cur, DW_AT_specification, &attr)) &&
+        dwarf_formref_die(&attr, &next))
+      cur = next;
+    else
+      break;
+  }
+  return cur;
+}
+
+// "ns::Class::" for a DIE declared in namespace ns, class Class: the scopes that contain the
+// declaring DIE, outermost first, as the demangler writes them: "(anonymous namespace)" for an
+// unnamed namespace and for nvcc's renamed ones (_GLOBAL__N__<hash>), "f::" for a function's local
+// class, "{lambda}" for a closure type (DWARF has no name for it; `operator_call`: the function is
+// its operator()).
+std::string scope_prefix(Dwarf_Die* decl, bool operator_call) {
+  Dwarf_Die* scopes = nullptr;
+  int n = dwarf_getscopes_die(decl, &scopes);
+  std::string prefix;
+  for (int i = n - 1; i > 0; --i) {  // scopes[0] is the DIE itself, scopes[n-1] its CU
+    int tag = dwarf_tag(&scopes[i]);
+    const char* name = dwarf_diename(&scopes[i]);
+    if (tag == DW_TAG_namespace) {
+      bool anonymous = !name || std::strncmp(name, "_GLOBAL__N", 10) == 0;
+      prefix += anonymous ? std::string("(anonymous namespace)::") : std::string(name) + "::";
+    } else if (tag == DW_TAG_class_type || tag == DW_TAG_structure_type || tag == DW_TAG_union_type) {
+      if (name) prefix += std::string(name) + "::";
+      else prefix += operator_call && i == 1 ? "{lambda}::" : "{unnamed type}::";
+    } else if (tag == DW_TAG_subprogram && name) {
+      prefix += die_function_name_plain(&scopes[i]) + "::";
+    }
+  }
+  free(scopes);
+  return prefix;
+}
+
+// The full name of a function's DIE: its demangled linkage name ("(anonymous namespace)::f<int>(int*)",
+// "main::{lambda()#1}::operator()() const"), else its name qualified by the namespaces and classes it
+// is declared in (GCC gives functions of internal linkage no linkage name: "(anonymous namespace)::f"),
+// else its plain name ("main", C functions).
+std::string die_function_name(Dwarf_Die* die) {
+  bool qualified = false;
+  std::string name = die_function_name_plain(die, &qualified);
+  if (qualified || name.empty()) return name;
+  Dwarf_Die decl = declaring_die(die);
+  return scope_prefix(&decl, name == "operator()") + name;
+}
+
+// Expands the inline scopes of `pc` (a module-relative address as libdwfl sees it) into frames,
+// innermost first, each a copy of `base` with its function, file and line. The innermost frame
+// takes the line table's line; each scope's caller takes the scope's DW_AT_call_file/call_line.
+// Appends nothing when the module has no DWARF for pc (the caller keeps the symbol table's name).
+void inline_frames(Dwfl_Module* mod, Dwarf_Addr pc, const Frame& base, std::vector<Frame>& out) {
+  Dwarf_Addr bias = 0;
+  Dwarf_Die* cudie = dwfl_module_addrdie(mod, pc, &bias);
+  if (!cudie) return;
+  Dwarf_Die* scopes = nullptr;
+  int n = dwarf_getscopes(cudie, pc - bias, &scopes);
+  if (n <= 0) {
+    free(scopes);
+    return;
+  }
+  // dwarf_getscopes also lists the abstract definition's scopes of inlined code; the concrete
+  // nesting is the innermost scope's own parents (as eu-addr2line -i walks them).
+  Dwarf_Die innermost = scopes[0];
+  free(scopes);
+  scopes = nullptr;
+  n = dwarf_getscopes_die(&innermost, &scopes);
+  if (n <= 0) {
+    free(scopes);
+    return;
+  }
+  Dwarf_Files* files = nullptr;
+  size_t nfiles = 0;
+  if (dwarf_getsrcfiles(cudie, &files, &nfiles) != 0) files = nullptr;
+  std::string file = base.file;
+  int line = base.line;
+  size_t first = out.size();
+  for (int i = 0; i < n; ++i) {
+    int tag = dwarf_tag(&scopes[i]);
+    if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram && tag != DW_TAG_entry_point) continue;
+    Frame f = base;
+    f.function = die_function_name(&scopes[i]);
+    f.file = file;
+    f.line = line;
+    f.inlined = tag == DW_TAG_inlined_subroutine;
+    out.push_back(std::move(f));
+    if (tag != DW_TAG_inlined_subroutine) break;
+    // Where the caller (the next scope out) called this inlined code.
+    Dwarf_Attribute attr;
+    Dwarf_Word value = 0;
+    file.clear();
+    line = 0;
+    if (files && dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &attr), &value) == 0 && value < nfiles)
+      if (const char* src = dwarf_filesrc(files, value, nullptr, nullptr)) file = src;
+    if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &attr), &value) == 0) line = static_cast<int>(value);
+  }
+  free(scopes);
+  // A trailing inline frame without its enclosing subprogram (broken DWARF): the symbol table's
+  // function is the outer frame, at the call position just read.
+  if (out.size() > first && out.back().inlined) {
+    Frame f = base;
+    f.file = file;
+    f.line = line;
+    out.push_back(std::move(f));
+  }
+}
 }  // namespace
+
+// A symbol's function name: demangled, without GCC's clone suffixes (the cold part of a function
+// is "main.cold", "f() [clone .cold]"; partial inlining and constant propagation make ".part.0",
+// ".isra.0", ".constprop.0"): the function the user wrote.
+std::string symbol_function_name(const char* sym) {
+  std::string name = demangle(sym);
+  for (size_t c; (c = name.rfind(" [clone ")) != std::string::npos && name.back() == ']';) name.resize(c);
+  if (name.rfind("_Z", 0) != 0)
+    for (const char* clone : {".cold", ".part.", ".isra.", ".constprop.", ".lto_priv.", ".localalias"}) {
+      size_t c = name.find(clone);
+      if (c != std::string::npos && c > 0) name.resize(c);
+    }
+  return name;
+}
+
+bool parse_path_mapping(const std::string& text, PathMapping* out, std::string* error) {
+  size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
+    *error = fmt::format("'{}' is not FROM=TO (two non-empty paths)", text);
+    return false;
+  }
+  out->from = text.substr(0, eq);
+  out->to = text.substr(eq + 1);
+  while (out->from.size() > 1 && out->from.back() == '/') out->from.pop_back();
+  while (out->to.size() > 1 && out->to.back() == '/') out->to.pop_back();
+  return true;
+}
+
+std::string map_module_path(const std::string& path, const std::vector<PathMapping>& mappings) {
+  for (const PathMapping& m : mappings) {
+    if (path.compare(0, m.from.size(), m.from) != 0) continue;
+    // whole components: FROM=/a maps /a and /a/x, not /ab
+    if (path.size() == m.from.size() || path[m.from.size()] == '/' || m.from == "/")
+      return m.to + path.substr(m.from == "/" ? 0 : m.from.size());
+  }
+  return path;
+}
 
 std::string demangle(const char* name) {
   if (!name) return {};
@@ -44,7 +210,9 @@ bool is_pseudo_module(const std::string& path) {
   return path.find('/') == std::string::npos;  // a bare soname: not a file we can find
 }
 
-Symbolizer::Symbolizer(const std::vector<ModuleInfo>& modules, bool read_symbols) : modules_(modules) {
+Symbolizer::Symbolizer(const std::vector<ModuleInfo>& modules, bool read_symbols,
+                       const std::vector<PathMapping>& path_map)
+    : modules_(modules) {
   usable_.assign(modules_.size(), false);
   module_problem_.assign(modules_.size(), std::string());
   if (!read_symbols) return;
@@ -55,17 +223,19 @@ Symbolizer::Symbolizer(const std::vector<ModuleInfo>& modules, bool read_symbols
     const ModuleInfo& m = modules_[i];
     // [vdso], linux-vdso.so.1, [vsyscall]: no file to read (and never the user's code).
     if (is_pseudo_module(m.path)) continue;
+    std::string path = map_module_path(m.path, path_map);
+    std::string shown = path == m.path ? path : fmt::format("{} (mapped from {})", path, m.path);
     // Only regular files: a trace is input, and a module path naming a FIFO (or a terminal) would
     // block the open below for ever. A path that does not exist goes on to libdwfl, which says so.
     struct stat st {};
-    if (stat(m.path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-      module_problem_[i] = fmt::format("{}: cannot read it for symbols (not a regular file)", m.path);
+    if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+      module_problem_[i] = fmt::format("{}: cannot read it for symbols (not a regular file)", shown);
       continue;
     }
     std::string name = m.path.substr(m.path.rfind('/') + 1);
-    Dwfl_Module* mod = dwfl_report_elf(dwfl_, name.c_str(), m.path.c_str(), -1, m.load_bias, false);
+    Dwfl_Module* mod = dwfl_report_elf(dwfl_, name.c_str(), path.c_str(), -1, m.load_bias, false);
     if (!mod) {
-      module_problem_[i] = fmt::format("{}: cannot read it for symbols ({})", m.path, dwfl_errmsg(-1));
+      module_problem_[i] = fmt::format("{}: cannot read it for symbols ({})", shown, dwfl_errmsg(-1));
       continue;
     }
     if (!m.build_id.empty()) {
@@ -75,7 +245,7 @@ Symbolizer::Symbolizer(const std::vector<ModuleInfo>& modules, bool read_symbols
       if (len > 0 && (static_cast<size_t>(len) != m.build_id.size() ||
                       std::memcmp(bits, m.build_id.data(), m.build_id.size()) != 0)) {
         module_problem_[i] = fmt::format("{}: build id {} differs from the traced one {}: not used for symbols",
-                                         m.path, hex_build_id(bits, static_cast<size_t>(len)),
+                                         shown, hex_build_id(bits, static_cast<size_t>(len)),
                                          hex_build_id(m.build_id.data(), m.build_id.size()));
         continue;
       }
@@ -96,35 +266,54 @@ const ModuleInfo* Symbolizer::module_of(uint64_t address) const {
   return nullptr;
 }
 
-const Frame& Symbolizer::resolve(uint64_t address) {
+const std::vector<Frame>& Symbolizer::resolve(uint64_t address) {
   auto it = cache_.find(address);
   if (it != cache_.end()) return it->second;
-  Frame f;
-  f.address = address;
+  Frame base;
+  base.address = address;
+  base.offset = address;
   const ModuleInfo* info = module_of(address);
-  if (info) f.module = info->path;
+  if (info) {
+    base.module = info->path;
+    base.offset = address - info->load_bias;
+  }
   size_t index = info ? static_cast<size_t>(info - modules_.data()) : 0;
   bool usable = info && usable_[index];
   if (info && !module_problem_[index].empty()) {  // reported once, for modules frames fall in
     problems_.push_back(std::move(module_problem_[index]));
     module_problem_[index].clear();
   }
+  std::vector<Frame> frames;
   if (dwfl_ && usable && address > 0) {
     Dwarf_Addr pc = address - 1;
-    Dwfl_Module* mod = dwfl_addrmodule(dwfl_, pc);
-    if (mod) {
-      if (const char* sym = dwfl_module_addrname(mod, pc)) f.function = demangle(sym);
+    if (Dwfl_Module* mod = dwfl_addrmodule(dwfl_, pc)) {
+      if (const char* sym = dwfl_module_addrname(mod, pc)) base.function = symbol_function_name(sym);
       if (Dwfl_Line* line = dwfl_module_getsrc(mod, pc)) {
         int lineno = 0;
         Dwarf_Addr a = 0;
         if (const char* src = dwfl_lineinfo(line, &a, &lineno, nullptr, nullptr, nullptr)) {
-          f.file = src;
-          f.line = lineno;
+          base.file = src;
+          base.line = lineno;
         }
       }
+      inline_frames(mod, pc, base, frames);
+      // The outermost frame is the symbol's: its demangled name has the argument list (DWARF
+      // has it only through a linkage name, which functions of internal linkage lack).
+      if (!frames.empty() && !base.function.empty()) frames.back().function = base.function;
     }
   }
-  return cache_.emplace(address, std::move(f)).first->second;
+  if (frames.empty()) frames.push_back(std::move(base));
+  return cache_.emplace(address, std::move(frames)).first->second;
+}
+
+std::vector<Frame> Symbolizer::expand(const std::vector<uint64_t>& addresses) {
+  std::vector<Frame> out;
+  out.reserve(addresses.size());
+  for (uint64_t a : addresses) {
+    const std::vector<Frame>& frames = resolve(a);
+    out.insert(out.end(), frames.begin(), frames.end());
+  }
+  return out;
 }
 
 }  // namespace asyncwatch

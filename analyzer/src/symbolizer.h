@@ -1,7 +1,11 @@
-// Offline symbolization of return addresses with elfutils libdwfl: every ModuleRecord of
-// a trace is reported at its load bias; each address is resolved once and cached.
+// Offline symbolization of return addresses with elfutils libdw/libdwfl: every ModuleRecord of
+// a trace is reported at its load bias; each address is resolved once and cached. An address
+// whose code was inlined becomes several frames, one per inline scope (DW_TAG_inlined_subroutine),
+// as `addr2line -i` shows them: nvcc -O2 inlines the host wrapper of a kernel into the function
+// that launches it, and that function may itself be inlined into its caller.
 #pragma once
 
+#include "options.h"
 #include "trace_reader.h"
 
 #include <cstdint>
@@ -14,24 +18,36 @@ struct Dwfl;
 namespace asyncwatch {
 
 struct Frame {
-  uint64_t address = 0;
-  std::string function;  // demangled; empty when unknown
+  uint64_t address = 0;  // the return address as traced (every inline frame of it has the same one)
+  uint64_t offset = 0;   // address - load bias of its module: the same in every process (ASLR, fork)
+  std::string function;  // demangled, in full; empty when unknown
   std::string file;      // empty when unknown
   int line = 0;
-  std::string module;    // path of the module holding the address; empty when none
+  std::string module;    // path of the module holding the address, as traced; empty when none
+  bool inlined = false;  // code of `function` inlined into the next (outer) frame, which called it at ITS file:line
 };
+
+// "FROM=TO" -> mapping; false (and `error` says why) when malformed.
+bool parse_path_mapping(const std::string& text, PathMapping* out, std::string* error);
+// `path` with the first mapping whose FROM is a prefix of it applied; `path` when none is.
+std::string map_module_path(const std::string& path, const std::vector<PathMapping>& mappings);
 
 class Symbolizer {
  public:
   // `read_symbols` false: modules are only used to name the module of an address; no file is
   // opened (ASYNCWATCH_NO_SYMBOLS=1, for golden tests of traces from other machines).
-  explicit Symbolizer(const std::vector<ModuleInfo>& modules, bool read_symbols = true);
+  explicit Symbolizer(const std::vector<ModuleInfo>& modules, bool read_symbols = true,
+                      const std::vector<PathMapping>& path_map = {});
   ~Symbolizer();
   Symbolizer(const Symbolizer&) = delete;
   Symbolizer& operator=(const Symbolizer&) = delete;
 
-  // `address` is a return address: the call instruction is found at address - 1.
-  const Frame& resolve(uint64_t address);
+  // The frames of one return address (the call instruction is at address - 1), innermost first:
+  // the inline scopes, each with the line it is at, then the function the code belongs to. Never
+  // empty; a frame without symbols keeps its address, offset and module.
+  const std::vector<Frame>& resolve(uint64_t address);
+  // A whole stack (innermost first), inline frames expanded.
+  std::vector<Frame> expand(const std::vector<uint64_t>& addresses);
   // Modules that could not be opened or whose build id differs, one line each: only those
   // that an address resolved so far falls in. The kernel's pseudo-modules (linux-vdso.so.1,
   // [vdso], [vsyscall]) are skipped silently.
@@ -43,11 +59,14 @@ class Symbolizer {
   std::vector<ModuleInfo> modules_;
   std::vector<bool> usable_;
   std::vector<std::string> module_problem_;
-  std::unordered_map<uint64_t, Frame> cache_;
+  std::unordered_map<uint64_t, std::vector<Frame>> cache_;
   std::vector<std::string> problems_;
 };
 
 std::string demangle(const char* name);
+// A symbol table name as a function name: demangled, GCC's clone suffixes removed ("main.cold" ->
+// "main", "f() [clone .constprop.0]" -> "f()").
+std::string symbol_function_name(const char* sym);
 
 // True for module paths that name no file to read: the vDSO (linux-vdso.so.1, linux-gate.so.1,
 // [vdso]), [vsyscall] and other "[...]" pseudo-modules, empty paths.

@@ -1,6 +1,6 @@
 // Writes the crafted golden traces of tests/golden/ (checked in; rerun after a format change):
 //   asyncwatch_make_golden_traces analyzer/tests/golden
-// Addresses point into modules that do not exist on disk, so frames print as "??".
+// Addresses point into modules that do not exist on disk, so frames print as module+offset.
 #include "trace_builder.h"
 
 #include <sys/stat.h>

@@ -45,9 +45,22 @@ TEST(CallSite, TemplateWrappersAndLaunchHelpers) {
   EXPECT_EQ(c.runtime_api, "cudaLaunchKernel");
 }
 
-TEST(CallSite, UnknownFramesAreTakenAsUserCode) {
-  std::vector<Frame> s = {frame("", ""), frame("main", "/work/app")};
-  EXPECT_EQ(select_call_site(s).index, 0);
+TEST(CallSite, FramesOutsideEveryModuleAreSkipped) {
+  // JIT-compiled code (no module): the user's frame is further out; alone, it is the fallback.
+  std::vector<Frame> s = {frame("", ""), frame("main", "/work/app", "/src/app.cu", 9)};
+  EXPECT_EQ(select_call_site(s).index, 1);
+  std::vector<Frame> alone = {frame("", "/usr/lib/libcuda.so.1"), frame("", "")};
+  CallSite c = select_call_site(alone);
+  EXPECT_EQ(c.index, 1);
+  EXPECT_FALSE(c.user);
+  Frame jit = frame("", "");
+  jit.address = 0x7f0012340000;
+  EXPECT_EQ(frame_name_text(jit), "(no module, 0x7f0012340000)");
+  // an unsymbolized frame of a known module stays the user's (a stripped program)
+  EXPECT_EQ(select_call_site({frame("", "/work/app"), frame("main", "/work/app", "/src/app.cu", 9)}, {},
+                             CallSitePolicy{"/work/app", {}})
+                .index,
+            0);
 }
 
 TEST(CallSite, NoUserFrame) {
@@ -119,4 +132,216 @@ TEST(CallSite, PublicApiNames) {
   EXPECT_EQ(kernel_wrapper_of_stub(frame("__device_stub__Z5dummyx(long long)", "")), "dummy(long long)");
   EXPECT_EQ(kernel_wrapper_of_stub(frame("__device_stub__plain()", "")), "plain");
   EXPECT_EQ(kernel_wrapper_of_stub(frame("main", "")), "");
+}
+
+// ---- issue 12: call sites on programs nobody here wrote -----------------------------------------
+
+namespace {
+Frame inl(const char* function, const char* module, const char* file, int line) {
+  Frame f = frame(function, module, file, line);
+  f.inlined = true;
+  return f;
+}
+}  // namespace
+
+TEST(CallSite, ApiNamesAreExactNotAPrefix) {
+  for (const char* api : {"cudaMemcpyAsync", "cudaMemcpyAsync_ptsz", "cudaLaunchKernel", "cudaStreamSynchronize",
+                          "cudaGraphLaunch", "cuMemcpyDtoHAsync_v2", "cuMemcpyDtoHAsync_v2_ptds", "cuLaunchKernel",
+                          "cuGetProcAddress_v2", "__cudaLaunchKernel", "__cudaPushCallConfiguration",
+                          "cudaThreadSynchronize" /* removed in CUDA 13, kept for older builds */})
+    EXPECT_TRUE(is_cuda_api_name(api)) << api;
+  for (const char* user : {"cudaGraphsManual", "cudaSomething", "cudaMemcpyAsyncWrapper", "cuda", "cuBLASHelper",
+                           "cudaMemcpyAsync_", "my::cudaMemcpyAsync", "CudaMemcpyAsync"})
+    EXPECT_FALSE(is_cuda_api_name(user)) << user;
+  ASSERT_GT(cuda_api_name_count(), 900u);  // CUDA 13.0: ~1100 names
+  for (size_t i = 1; i < cuda_api_name_count(); ++i)
+    ASSERT_LT(std::string(cuda_api_name(i - 1)), std::string(cuda_api_name(i))) << "the table must stay sorted";
+}
+
+// A user function named cudaGraphsManual() (cuda + an upper-case letter) is the user's frame,
+// with the shared runtime and with the static runtime inside the executable; the API is the
+// runtime's, never the user function's name.
+TEST(CallSite, UserFunctionNamedCudaSomethingIsUserCode) {
+  std::vector<Frame> shared = {frame("", "/usr/lib/x86_64-linux-gnu/libcuda.so.1"),
+                               frame("cudaMemcpyAsync", "/usr/local/cuda/lib64/libcudart.so.13"),
+                               frame("cudaGraphsManual()", "/work/app", "/src/app.cu", 30),
+                               frame("main", "/work/app", "/src/app.cu", 50)};
+  CallSite c = select_call_site(shared);
+  EXPECT_EQ(c.index, 2);
+  EXPECT_TRUE(c.user);
+  EXPECT_EQ(c.runtime_api, "cudaMemcpyAsync");
+  std::vector<Frame> stat = {frame("", "/usr/lib/x86_64-linux-gnu/libcuda.so.1"),
+                             frame("libcudart_static_4d8b33a106dceb3c07a56e26de61f545e0b2ed0b", "/work/app"),
+                             frame("cudaMemcpyAsync", "/work/app"),
+                             frame("cudaGraphsManual(int)", "/work/app", "/src/app.cu", 30),
+                             frame("main", "/work/app", "/src/app.cu", 50)};
+  c = select_call_site(stat, {}, CallSitePolicy{"/work/app", {}});
+  EXPECT_EQ(c.index, 3);
+  EXPECT_EQ(c.runtime_api, "cudaMemcpyAsync");
+  EXPECT_EQ(runtime_api_of_frame(frame("cudaGraphsManual()", "")), "");
+  EXPECT_EQ(classify_frame(frame("cudaGraphsManual()", "/work/app", "/src/app.cu", 30)), FrameKind::User);
+}
+
+// nvcc -g -O2: the kernel's host wrapper is inlined into main; the return address's frames are
+// the wrapper (at the __global__ line) and main (at the <<<...>>> line).
+TEST(CallSite, InlinedKernelWrapperGivesTheLaunchLine) {
+  std::vector<Frame> s = {frame("", "/usr/lib/x86_64-linux-gnu/libcuda.so.1"),
+                          frame("__cudaLaunchKernel", "/usr/local/cuda/lib64/libcudart.so.13"),
+                          frame("__device_stub__Z1kPii(int*, int)", "/work/app", "/tmp/tmpxft_1-6_a.cudafe1.stub.c", 13),
+                          inl("k(int*, int)", "/work/app", "/src/a.cu", 3), frame("main", "/work/app", "/src/a.cu", 12)};
+  for (const std::string& kernel : {std::string(), std::string("k(int*, int)")}) {
+    CallSite c = select_call_site(s, kernel);
+    EXPECT_EQ(c.index, 4) << kernel;
+    EXPECT_TRUE(c.chevron_launch);
+    EXPECT_EQ(c.runtime_api, "cudaLaunchKernel");
+  }
+  // The stub inlined too (static runtime, LTO): one return address, four frames.
+  std::vector<Frame> t = {frame("", "/usr/lib/x86_64-linux-gnu/libcuda.so.1"),
+                          frame("libcudart_static_0123abcd", "/work/app"), frame("__cudaLaunchKernel", "/work/app"),
+                          inl("__cudaLaunchKernel_helper", "/work/app",
+                              "/usr/local/cuda/targets/x86_64-linux/include/crt/host_runtime.h", 300),
+                          inl("__device_stub__Z1kPii(int*, int)", "/work/app", "/tmp/x.cudafe1.stub.c", 13),
+                          inl("k(int*, int)", "/work/app", "/src/a.cu", 3), frame("main", "/work/app", "/src/a.cu", 19)};
+  EXPECT_EQ(select_call_site(t, "k(int*, int)", CallSitePolicy{"/work/app", {}}).index, 6);
+}
+
+// The wrapper inside a function that is itself inlined: the site is that function's <<<...>>>
+// line, not its caller's call of it.
+TEST(CallSite, KernelWrapperInsideAnInlinedFunction) {
+  std::vector<Frame> s = {frame("", "/usr/lib/x86_64-linux-gnu/libcuda.so.1"),
+                          frame("__cudaLaunchKernel", "/usr/local/cuda/lib64/libcudart.so.13"),
+                          frame("__device_stub__Z1kPii(int*, int)", "/work/app", "/tmp/x.cudafe1.stub.c", 13),
+                          inl("k(int*, int)", "/work/app", "/src/a.cu", 3),
+                          inl("launch_helper(int*)", "/work/app", "/src/a.cu", 7),
+                          frame("main", "/work/app", "/src/a.cu", 14)};
+  CallSite c = select_call_site(s, "k(int*, int)");
+  EXPECT_EQ(c.index, 4);
+  EXPECT_TRUE(c.chevron_launch);
+}
+
+// A copy made inside a vendor library: the site is the user's frame beneath, via the library's
+// function that the user called.
+TEST(CallSite, VendorLibraryFramesAreSkippedAndNamedVia) {
+  std::vector<Frame> s = {frame("", "/usr/lib/x86_64-linux-gnu/libcuda.so.1"),
+                          frame("", "/usr/local/cuda-13.0/lib64/libcusparse.so.12"),
+                          frame("cusparseSpMV", "/usr/local/cuda-13.0/lib64/libcusparse.so.12"),
+                          frame("main", "/work/cg", "/src/cg.cu", 253),
+                          frame("__libc_start_call_main", "/lib/x86_64-linux-gnu/libc.so.6")};
+  CallSite c = select_call_site(s, {}, CallSitePolicy{"/work/cg", {}});
+  EXPECT_EQ(c.index, 3);
+  EXPECT_EQ(c.via, 2);
+  EXPECT_TRUE(c.user);
+  EXPECT_EQ(frame_name_text(s[2]), "cusparseSpMV (libcusparse.so.12)");
+  // NVIDIA's libraries by name wherever they are; Python packages; the system's directories.
+  for (const char* m : {"/opt/conda/envs/x/lib/libcublasLt.so.13", "/home/u/.venv/lib/python3.12/site-packages/"
+                        "torch/lib/libtorch_cuda.so", "/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
+                        "/usr/bin/python3.12", "/usr/local/cuda/targets/x86_64-linux/lib/libnvrtc.so.13"})
+    EXPECT_EQ(classify_frame(frame("f", m, "/build/f.cpp", 1)), FrameKind::Library) << m;
+  for (const char* m : {"/home/u/cuda/app", "/work/cuda-samples/bin/vectorAdd", "/usr/local/bin/app"})
+    EXPECT_EQ(classify_frame(frame("f", m, "/build/f.cpp", 1)), FrameKind::User) << m;
+}
+
+// A shared library built without debug information, called from main: its frames have no source
+// line, so they are library code; the program's own frames are user code even when it is stripped.
+TEST(CallSite, SharedLibraryWithoutDebugInfoIsLibraryCode) {
+  CallSitePolicy policy{"/work/build/test_apps/app", {}};
+  std::vector<Frame> s = {frame("", "/usr/lib/x86_64-linux-gnu/libcuda.so.1"),
+                          frame("cudaMemcpyAsync", "/work/build/lib/asyncwatch/sim/libcudart.so.13"),
+                          frame("aw_nodebug_copy_back", "/work/build/test_apps/libaw_nodebug.so"),
+                          frame("main", "/work/build/test_apps/app", "/src/app.cu", 40)};
+  CallSite c = select_call_site(s, {}, policy);
+  EXPECT_EQ(c.index, 3);
+  EXPECT_EQ(c.via, 2);
+  EXPECT_EQ(c.runtime_api, "cudaMemcpyAsync");
+  std::vector<Frame> stripped = {frame("", "/usr/lib/x86_64-linux-gnu/libcuda.so.1"),
+                                 frame("cudaMemcpyAsync", "/usr/local/cuda/lib64/libcudart.so.13"),
+                                 frame("main", "/work/build/test_apps/app")};
+  c = select_call_site(stripped, {}, policy);
+  EXPECT_EQ(c.index, 2);
+  EXPECT_TRUE(c.user);
+  // --user-code: the library is the user's after all; "!" makes code a library's.
+  policy.user_code = {"libaw_nodebug.so"};
+  c = select_call_site(s, {}, policy);
+  EXPECT_EQ(c.index, 2);
+  EXPECT_EQ(c.via, -1);
+  policy.user_code = {"*/test_apps/*", "!app.cu"};
+  EXPECT_EQ(classify_frame(s[3], policy), FrameKind::Library);
+  EXPECT_EQ(classify_frame(s[2], policy), FrameKind::User);
+}
+
+// No frame is the user's (a Python program: interpreter and framework libraries only): the
+// first frame outside the runtime, not marked as user code.
+TEST(CallSite, NoUserFrameFallsBackToTheFirstLibraryFrame) {
+  std::vector<Frame> s = {frame("", "/usr/lib/x86_64-linux-gnu/libcuda.so.1"),
+                          frame("cudaMemcpyAsync", "/site-packages/torch/lib/libcudart.so.13"),
+                          frame("at::native::copy_kernel_cuda(at::TensorIterator&, bool)",
+                                "/venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so"),
+                          frame("_PyEval_EvalFrameDefault", "/usr/bin/python3.12")};
+  CallSite c = select_call_site(s, {}, CallSitePolicy{"/usr/bin/python3.12", {}});
+  EXPECT_EQ(c.index, 2);
+  EXPECT_FALSE(c.user);
+  EXPECT_EQ(c.via, -1);
+}
+
+// Inline code of the toolkit's other headers (thrust, cub) is library code: the call site is
+// the user's call of thrust, via the outermost thrust frame.
+TEST(CallSite, ThrustHeadersAreLibraryCode) {
+  std::vector<Frame> s = {frame("", "/usr/lib/x86_64-linux-gnu/libcuda.so.1"),
+                          frame("cudaMemcpyAsync", "/usr/local/cuda/lib64/libcudart.so.13"),
+                          inl("thrust::cuda_cub::trivial_copy_n<...>", "/work/app",
+                              "/usr/local/cuda/include/thrust/system/cuda/detail/copy.h", 90),
+                          frame("thrust::copy<...>(...)", "/work/app", "/usr/local/cuda/include/thrust/copy.h", 40),
+                          frame("main", "/work/app", "/src/app.cu", 12)};
+  CallSite c = select_call_site(s, {}, CallSitePolicy{"/work/app", {}});
+  EXPECT_EQ(c.index, 4);
+  EXPECT_EQ(c.via, 3);
+}
+
+// Unsymbolized sites are told apart by module and offset, not by the absolute address: two
+// processes (ASLR, fork) with the same site give the same key.
+TEST(CallSite, UnsymbolizedSitesAreKeyedByModuleAndOffset) {
+  Frame a = frame("", "/work/app");
+  a.address = 0x55550000401234;
+  a.offset = 0x1234;
+  Frame b = a;
+  b.address = 0x7f0000401234;
+  EXPECT_EQ(call_site_key(a, Frame{}), call_site_key(b, Frame{}));
+  Frame c = a;
+  c.offset = 0x1240;
+  EXPECT_NE(call_site_key(a, Frame{}), call_site_key(c, Frame{}));
+  // a named function without a line: still by offset (two calls in one stripped main differ)
+  a.function = b.function = c.function = "main";
+  EXPECT_EQ(call_site_key(a, Frame{}), call_site_key(b, Frame{}));
+  EXPECT_NE(call_site_key(a, Frame{}), call_site_key(c, Frame{}));
+  // via: by name, whatever the offset inside the library function
+  Frame v1 = frame("cusparseSpMV", "/usr/lib/libcusparse.so.12");
+  v1.offset = 0x100;
+  Frame v2 = v1;
+  v2.offset = 0x200;
+  Frame site = frame("main", "/work/cg", "/src/cg.cu", 253);
+  EXPECT_EQ(call_site_key(site, v1), call_site_key(site, v2));
+  EXPECT_NE(call_site_key(site, v1), call_site_key(site, Frame{}));
+}
+
+// A template kernel at -O2 (mergeSort): the stub, nvcc's __wrapper__device_stub_ and the kernel's
+// wrapper are inline frames named by DWARF, "mergeSortSharedKernel<1>" for the kernel
+// "void mergeSortSharedKernel<1u>(unsigned int*, ...)"; the launch's site is the inlined caller.
+TEST(CallSite, TemplateKernelWrapperNamedByDwarf) {
+  std::vector<Frame> s = {
+      frame("", "/usr/lib/x86_64-linux-gnu/libcuda.so.1"), frame("", "/usr/local/cuda/lib64/libcudart.so.13"),
+      frame("__device_stub__Z21mergeSortSharedKernelILj1EEvPjS0_S0_S0_j(unsigned int*, unsigned int*, unsigned int*, "
+            "unsigned int*, unsigned int)",
+            "/work/ms", "/tmp/x.cudafe1.stub.c", 19),
+      inl("__wrapper__device_stub_mergeSortSharedKernel<1>", "/work/ms", "/tmp/x.cudafe1.stub.c", 20),
+      inl("mergeSortSharedKernel<1>", "/work/ms", "/src/mergeSort.cu", 110),
+      inl("mergeSortShared", "/work/ms", "/src/mergeSort.cu", 170), frame("mergeSort", "/work/ms", "/src/mergeSort.cu", 502)};
+  const std::string kernel = "void mergeSortSharedKernel<1u>(unsigned int*, unsigned int*, unsigned int*, unsigned int*, unsigned int)";
+  EXPECT_EQ(select_call_site(s, kernel).index, 5);
+  EXPECT_EQ(select_call_site(s).index, 5);  // from the stub's name alone
+  EXPECT_TRUE(is_launch_stub_frame(s[3]));
+  // not right after a stub, a different template argument list is another function
+  std::vector<Frame> t = {frame("", "/usr/lib/x86_64-linux-gnu/libcuda.so.1"),
+                          frame("mergeSortSharedKernel<2>", "/work/ms", "/src/mergeSort.cu", 120),
+                          frame("main", "/work/ms", "/src/main.cpp", 50)};
+  EXPECT_EQ(select_call_site(t, kernel).index, 1);
 }

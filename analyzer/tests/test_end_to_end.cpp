@@ -13,6 +13,7 @@
 #include <link.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <sstream>
 
 using namespace asyncwatch;
@@ -67,8 +68,23 @@ extern "C" __attribute__((noinline)) int cudaMemcpyAsync(void* dst, const void* 
   return rc;
 }
 
+const int kCopyLine = __LINE__ + 3;
 __attribute__((noinline)) void copy_results_back(std::vector<char>& host) {
-  cudaMemcpyAsync(host.data(), nullptr, host.size(), 2, nullptr);  // line 71: the call site
+  asm volatile("" ::: "memory");
+  cudaMemcpyAsync(host.data(), nullptr, host.size(), 2, nullptr);  // the call site
+  asm volatile("" ::: "memory");
+}
+
+// A user function named like a runtime API (cuda + an upper-case letter), calling the "static
+// runtime" through an inline helper: the site is the helper's line, the API cudaMemcpyAsync.
+const int kInlineCopyLine = __LINE__ + 3;
+__attribute__((always_inline)) inline void copy_in_inline_helper(std::vector<char>& host) {
+  asm volatile("" ::: "memory");
+  cudaMemcpyAsync(host.data(), nullptr, host.size(), 2, nullptr);
+  asm volatile("" ::: "memory");
+}
+extern "C" __attribute__((noinline)) void cudaGraphsManual(std::vector<char>& host) {
+  copy_in_inline_helper(host);
   asm volatile("" ::: "memory");
 }
 
@@ -94,11 +110,94 @@ TEST(EndToEnd, StaticRuntimeCallSiteAndApiFromRealSymbols) {
   ASSERT_TRUE(f.call_site_known);
   EXPECT_NE(f.call_site.function.find("copy_results_back"), std::string::npos) << f.call_site.function;
   EXPECT_NE(f.call_site.file.find("test_end_to_end.cpp"), std::string::npos) << f.call_site.file;
-  EXPECT_EQ(f.call_site.line, 71);
+  EXPECT_EQ(f.call_site.line, kCopyLine);
   std::ostringstream text;
   write_report_text(text, r, TextStyle{});
-  EXPECT_NE(text.str().find("test_end_to_end.cpp:71: warning: cudaMemcpyAsync (device to host, 4.0 MiB) blocked "
-                            "4.79 ms: the destination is pageable host memory"),
+  EXPECT_NE(text.str().find(fmt::format("test_end_to_end.cpp:{}: warning: cudaMemcpyAsync (device to host, 4.0 MiB) "
+                                        "blocked 4.79 ms: the destination is pageable host memory",
+                                        kCopyLine)),
             std::string::npos)
       << text.str();
+}
+
+TEST(EndToEnd, UserFunctionNamedCudaSomethingAndInlineFramesFromRealSymbols) {
+  std::vector<char> host(16);
+  cudaGraphsManual(host);
+  ASSERT_GE(g_frames.size(), 3u);
+  TraceBuilder b(9001, "/proc/self/exe");
+  b.thread_info(1, "main");
+  dl_iterate_phdr(add_module, &b);
+  uint32_t s = b.stack(1, g_frames);
+  uint64_t t = b.header().start_monotonic_ns + kMs;
+  b.event(1, tf::RecordType::Copy,
+          TraceBuilder::copy(tf::Api::cuMemcpyDtoHAsync_v2, tf::Api::cuMemcpyDtoHAsync_v2, tf::Direction::DtoH,
+                             tf::MemoryKind::Device, tf::MemoryKind::Pageable, t, t + 2 * kMs, 1 << 20,
+                             tf::kFlagEvidenceChecked | tf::kFlagCompletedAtReturn, 0x5000, s));
+  Report r = analyze_traces({write_trace(b, "end-to-end-inline.awtrace")}, Options{});
+  ASSERT_EQ(r.findings.size(), 1u);
+  const Finding& f = r.findings[0];
+  EXPECT_EQ(f.api, "cudaMemcpyAsync");  // never the user's cudaGraphsManual
+  ASSERT_TRUE(f.call_site_known);
+  EXPECT_NE(f.call_site.function.find("copy_in_inline_helper"), std::string::npos) << f.call_site.function;
+  EXPECT_TRUE(f.call_site.inlined);
+  EXPECT_EQ(f.call_site.line, kInlineCopyLine);
+  EXPECT_TRUE(f.via.module.empty());
+  // the expanded stack: the inline helper, then cudaGraphsManual at its call of the helper
+  bool saw_caller = false;
+  for (size_t i = 0; i + 1 < f.stack.size(); ++i)
+    if (f.stack[i].function.find("copy_in_inline_helper") != std::string::npos)
+      saw_caller = f.stack[i + 1].function == "cudaGraphsManual";
+  EXPECT_TRUE(saw_caller);
+}
+
+// A trace from another machine: the modules are not where the trace says; --path-map FROM=TO
+// reads them from here. The frames keep the traced path.
+TEST(EndToEnd, PathMapReadsModulesFromElsewhere) {
+  std::vector<char> host(16);
+  copy_results_back(host);
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  ASSERT_GT(n, 0);
+  std::string exe(self, static_cast<size_t>(n));
+  std::string dir = exe.substr(0, exe.rfind('/'));
+  const std::string elsewhere = "/nonexistent/h200/build";
+  TraceBuilder b(9002, "/nonexistent/h200/build/app");
+  b.thread_info(1, "main");
+  struct Ctx {
+    TraceBuilder* b;
+    std::string exe, elsewhere, dir;
+  } ctx{&b, exe, elsewhere, dir};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) -> int {
+        auto* c = static_cast<Ctx*>(data);
+        if (info->dlpi_name && info->dlpi_name[0]) return 0;  // the executable only
+        uint64_t low = UINT64_MAX, high = 0;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const auto& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_LOAD) continue;
+          low = std::min<uint64_t>(low, info->dlpi_addr + ph.p_vaddr);
+          high = std::max<uint64_t>(high, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+        }
+        c->b->module(1, c->elsewhere + c->exe.substr(c->dir.size()), info->dlpi_addr, low, high);
+        return 1;
+      },
+      &ctx);
+  uint32_t s = b.stack(1, g_frames);
+  uint64_t t = b.header().start_monotonic_ns + kMs;
+  b.event(1, tf::RecordType::Copy,
+          TraceBuilder::copy(tf::Api::cuMemcpyDtoHAsync_v2, tf::Api::cuMemcpyDtoHAsync_v2, tf::Direction::DtoH,
+                             tf::MemoryKind::Device, tf::MemoryKind::Pageable, t, t + 2 * kMs, 1 << 20, 0, 0x5000, s));
+  std::string path = write_trace(b, "end-to-end-path-map.awtrace");
+  Report unmapped = analyze_traces({path}, Options{});
+  ASSERT_EQ(unmapped.findings.size(), 1u);
+  EXPECT_TRUE(unmapped.findings[0].call_site.file.empty());
+  Options o;
+  o.path_map.push_back(PathMapping{elsewhere, dir});
+  Report r = analyze_traces({path}, o);
+  ASSERT_EQ(r.findings.size(), 1u);
+  const Finding& f = r.findings[0];
+  EXPECT_EQ(f.call_site.line, kCopyLine);
+  EXPECT_NE(f.call_site.function.find("copy_results_back"), std::string::npos);
+  EXPECT_EQ(f.call_site.module.rfind(elsewhere, 0), 0u) << f.call_site.module;  // as traced
+  EXPECT_EQ(f.api, "cudaMemcpyAsync");
 }

@@ -3,6 +3,7 @@
 #include "call_site.h"
 #include "symbolizer.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <link.h>
 
@@ -44,8 +45,34 @@ __attribute__((noinline)) uint64_t my_return_address() {
   return reinterpret_cast<uint64_t>(__builtin_return_address(0));
 }
 
+const int kCallSiteLine = __LINE__ + 3;
 __attribute__((noinline)) uint64_t user_function_calling_cuda() {
+  asm volatile("" ::: "memory");
   uint64_t ret = my_return_address();  // this line is the call site
+  asm volatile("" ::: "memory");
+  return ret;
+}
+
+// nvcc -O2 inlines the host wrapper of a kernel into the launching function, which may itself be
+// inlined into its caller: here inner() into middle() into outer(), always, at every -O level.
+const int kInnerLine = __LINE__ + 3;
+__attribute__((always_inline)) inline uint64_t inner() {
+  asm volatile("" ::: "memory");
+  uint64_t ret = my_return_address();
+  asm volatile("" ::: "memory");
+  return ret;
+}
+const int kMiddleLine = __LINE__ + 3;
+__attribute__((always_inline)) inline uint64_t middle() {
+  asm volatile("" ::: "memory");
+  uint64_t ret = inner() + 1;
+  asm volatile("" ::: "memory");
+  return ret - 1;
+}
+const int kOuterLine = __LINE__ + 3;
+__attribute__((noinline)) uint64_t outer() {
+  asm volatile("" ::: "memory");
+  uint64_t ret = middle();
   asm volatile("" ::: "memory");
   return ret;
 }
@@ -58,14 +85,80 @@ TEST(Symbolizer, ResolvesFunctionFileAndLineOfAReturnAddress) {
   ASSERT_TRUE(self.ok);
   uint64_t ret = user_function_calling_cuda();
   Symbolizer symbols({self.module});
-  const Frame& f = symbols.resolve(ret);
+  const std::vector<Frame>& frames = symbols.resolve(ret);
+  ASSERT_EQ(frames.size(), 1u);
+  const Frame& f = frames[0];
   EXPECT_NE(f.function.find("user_function_calling_cuda"), std::string::npos) << f.function;
   EXPECT_NE(f.file.find("test_symbolizer.cpp"), std::string::npos) << f.file;
-  EXPECT_EQ(f.line, 48);
+  EXPECT_EQ(f.line, kCallSiteLine);
   EXPECT_EQ(f.module, self.module.path);
+  EXPECT_EQ(f.offset, ret - self.module.load_bias);
+  EXPECT_FALSE(f.inlined);
   EXPECT_TRUE(symbols.problems().empty());
   // Cached: the same object comes back.
-  EXPECT_EQ(&symbols.resolve(ret), &f);
+  EXPECT_EQ(&symbols.resolve(ret), &frames);
+}
+
+// One return address, three frames, as `addr2line -i` shows them: the innermost inline scope at
+// the line of the call, each inline scope's caller at the line where it called the scope.
+TEST(Symbolizer, ExpandsInlineFramesWithTheirCallLines) {
+  Found self;
+  dl_iterate_phdr(find_self, &self);
+  ASSERT_TRUE(self.ok);
+  uint64_t ret = outer();
+  Symbolizer symbols({self.module});
+  const std::vector<Frame>& frames = symbols.resolve(ret);
+  ASSERT_EQ(frames.size(), 3u);
+  // Functions of internal linkage have no DW_AT_linkage_name: named with their scopes.
+  EXPECT_EQ(frames[0].function, "(anonymous namespace)::inner");
+  EXPECT_EQ(frames[0].line, kInnerLine);
+  EXPECT_TRUE(frames[0].inlined);
+  EXPECT_EQ(frames[1].function, "(anonymous namespace)::middle");
+  EXPECT_EQ(frames[1].line, kMiddleLine);
+  EXPECT_TRUE(frames[1].inlined);
+  EXPECT_EQ(frames[2].function, "(anonymous namespace)::outer()");
+  EXPECT_EQ(frames[2].line, kOuterLine);
+  EXPECT_FALSE(frames[2].inlined);
+  for (const Frame& f : frames) {
+    EXPECT_NE(f.file.find("test_symbolizer.cpp"), std::string::npos) << f.file;
+    EXPECT_EQ(f.address, ret);
+    EXPECT_EQ(f.offset, ret - self.module.load_bias);
+  }
+  std::vector<Frame> stack = symbols.expand({ret, ret});
+  EXPECT_EQ(stack.size(), 6u);
+}
+
+// The reference: binutils' addr2line -i -f -C on the same binary and offsets (skipped without it).
+TEST(Symbolizer, AgreesWithAddr2lineOnInlineFrames) {
+  Found self;
+  dl_iterate_phdr(find_self, &self);
+  ASSERT_TRUE(self.ok);
+  if (system("addr2line --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no addr2line";
+  Symbolizer symbols({self.module});
+  for (uint64_t ret : {outer(), user_function_calling_cuda()}) {
+    const std::vector<Frame>& frames = symbols.resolve(ret);
+    std::string cmd = fmt::format("addr2line -i -f -C -e '{}' 0x{:x}", self.module.path, ret - 1 - self.module.load_bias);
+    FILE* p = popen(cmd.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    std::vector<std::string> lines;
+    char buf[4096];
+    while (fgets(buf, sizeof buf, p)) {
+      std::string l = buf;
+      while (!l.empty() && (l.back() == '\n' || l.back() == '\r')) l.pop_back();
+      lines.push_back(l);
+    }
+    pclose(p);
+    ASSERT_EQ(lines.size(), 2 * frames.size()) << cmd;
+    // Pairs of lines: a function, then "file:line" or "file:line (discriminator N)". Only the
+    // locations are compared: binutils names the innermost inline frame after the enclosing symbol
+    // and the others by their plain DW_AT_name; the names are checked in the test above.
+    for (size_t i = 0; i < frames.size(); ++i) {
+      std::string where = lines[2 * i + 1];
+      where = where.substr(0, where.find(' '));
+      std::string want = frames[i].file + ":" + std::to_string(frames[i].line);
+      EXPECT_EQ(where, want);
+    }
+  }
 }
 
 TEST(Symbolizer, MissingModulesAndStrayAddressesGiveUnknownFrames) {
@@ -75,16 +168,16 @@ TEST(Symbolizer, MissingModulesAndStrayAddressesGiveUnknownFrames) {
   gone.high = 0x2000;
   Symbolizer symbols({gone});
   EXPECT_EQ(symbols.problems().size(), 0u);  // reported only once a frame falls in it
-  const Frame& in_gone = symbols.resolve(0x1800);
+  const Frame& in_gone = symbols.resolve(0x1800).at(0);
   EXPECT_EQ(symbols.problems().size(), 1u);
   EXPECT_EQ(in_gone.module, "/nonexistent/libgone.so");
   EXPECT_TRUE(in_gone.function.empty());
-  const Frame& nowhere = symbols.resolve(0xdead0000);
+  const Frame& nowhere = symbols.resolve(0xdead0000).at(0);
   EXPECT_TRUE(nowhere.module.empty());
-  EXPECT_TRUE(symbols.resolve(0).function.empty());
+  EXPECT_TRUE(symbols.resolve(0).at(0).function.empty());
 }
 
-#include <sys/stat.h>  // here, not at the top: the first test expects its call site at line 48
+#include <sys/stat.h>
 #include <unistd.h>
 
 // A trace is input: a module path that names a FIFO must not block the analysis (it did: libdwfl's
@@ -105,7 +198,7 @@ TEST(Symbolizer, ModulesThatAreNotRegularFilesAreNotOpened) {
     base += 0x10000;
   }
   Symbolizer symbols(mods);
-  for (uint64_t a = 0x10800; a < base; a += 0x10000) EXPECT_TRUE(symbols.resolve(a).function.empty());
+  for (uint64_t a = 0x10800; a < base; a += 0x10000) EXPECT_TRUE(symbols.resolve(a).at(0).function.empty());
   ASSERT_EQ(symbols.problems().size(), 3u);
   for (const std::string& p : symbols.problems()) EXPECT_NE(p.find("not a regular file"), std::string::npos) << p;
   unlink(fifo.c_str());
@@ -118,8 +211,8 @@ TEST(Symbolizer, DifferentBuildIdIsNotUsed) {
   self.module.build_id.assign(20, 0xab);
   Symbolizer symbols({self.module});
   uint64_t ret = user_function_calling_cuda();
-  EXPECT_TRUE(symbols.resolve(ret).function.empty());
-  EXPECT_TRUE(symbols.resolve(ret).file.empty());
+  EXPECT_TRUE(symbols.resolve(ret).at(0).function.empty());
+  EXPECT_TRUE(symbols.resolve(ret).at(0).file.empty());
   ASSERT_EQ(symbols.problems().size(), 1u);
   EXPECT_NE(symbols.problems()[0].find("build id"), std::string::npos);
 }
@@ -142,7 +235,7 @@ TEST(Symbolizer, PseudoModulesAreSkippedSilently) {
     base += 0x10000;
   }
   Symbolizer symbols(mods);
-  for (uint64_t a = 0x10800; a < base; a += 0x10000) EXPECT_EQ(symbols.resolve(a).module.empty(), false);
+  for (uint64_t a = 0x10800; a < base; a += 0x10000) EXPECT_EQ(symbols.resolve(a).at(0).module.empty(), false);
   EXPECT_TRUE(symbols.problems().empty()) << symbols.problems()[0];
   EXPECT_TRUE(is_pseudo_module("linux-vdso.so.1"));
   EXPECT_TRUE(is_pseudo_module("[vsyscall]"));
@@ -156,8 +249,28 @@ TEST(Symbolizer, NoSymbolsReadsNoModule) {
   ASSERT_TRUE(self.ok);
   Symbolizer symbols({self.module}, false);
   uint64_t ret = user_function_calling_cuda();
-  const Frame& f = symbols.resolve(ret);
+  const Frame& f = symbols.resolve(ret).at(0);
   EXPECT_TRUE(f.function.empty());
   EXPECT_EQ(f.module, self.module.path);
   EXPECT_TRUE(symbols.problems().empty());
+}
+
+TEST(Symbolizer, PathMappings) {
+  PathMapping m;
+  std::string error;
+  ASSERT_TRUE(parse_path_mapping("/root/corpus/bin/=/work/corpus/bin", &m, &error));
+  EXPECT_EQ(m.from, "/root/corpus/bin");
+  EXPECT_EQ(m.to, "/work/corpus/bin");
+  EXPECT_EQ(map_module_path("/root/corpus/bin/app.O2", {m}), "/work/corpus/bin/app.O2");
+  EXPECT_EQ(map_module_path("/root/corpus/binaries/app", {m}), "/root/corpus/binaries/app");  // whole components
+  EXPECT_EQ(map_module_path("/usr/lib/libc.so.6", {m}), "/usr/lib/libc.so.6");
+  for (const char* bad : {"", "=", "/a=", "=/b", "no-equals"}) EXPECT_FALSE(parse_path_mapping(bad, &m, &error)) << bad;
+  EXPECT_NE(error.find("FROM=TO"), std::string::npos);
+}
+
+TEST(Symbolizer, SymbolNamesWithoutCloneSuffixes) {
+  EXPECT_EQ(symbol_function_name("main.cold"), "main");
+  EXPECT_EQ(symbol_function_name("_Z3foov.cold"), "foo()");
+  EXPECT_EQ(symbol_function_name("helper.part.0"), "helper");
+  EXPECT_EQ(symbol_function_name("_ZN12_GLOBAL__N_13barEi"), "(anonymous namespace)::bar(int)");
 }

@@ -9,6 +9,8 @@ file (test_apps/apps/expected/<case>.json; the format is in test_apps/apps/READM
   check_app.py same-output [--sim|--gpu] [--static] --build DIR CASE.json...
   check_app.py seed-ratio  --build DIR                (issue 2's ratio test, on the simulator)
   check_app.py show        [--sim|--gpu] CASE.json    (the expectations with markers resolved)
+  check_app.py probe       [--static] --build DIR CASE.json...   (call sites checked offline on the
+                           binary's real return addresses; cases with "probe_sites": true)
   check_app.py results     [--build DIR] [--reanalyze] VALIDATE_DIR
                            (every run of an unpacked validate.tar.gz from the GPU machine; runs
                            `asyncwatch report` here on the traces when the GPU machine could not)
@@ -174,6 +176,13 @@ def site_ok(want, got, case):
             return False
     if "function" in want and want["function"] not in str(got.get("function") or ""):
         return False
+    if "via" in want:  # "aw_nodebug_roundtrip (libaw_nodebug.so)": the library function called through
+        via = got.get("via")
+        if want["via"] is None:
+            return via is None
+        text = f"{via.get('function')} ({os.path.basename(str(via.get('module')))})" if isinstance(via, dict) else ""
+        if want["via"] not in text:
+            return False
     return True
 
 
@@ -675,6 +684,61 @@ def check_python_run(root, r, paths, opts):
     return not errors
 
 
+def probe_match(m, f, case):
+    """A matcher against a probe finding: call site and API only (the probe's calls are synthetic:
+    every copy is a pageable host-to-device one, every launch a first launch, every call of a
+    library function a launch)."""
+    site = m.get("call_site") or {}
+    # what a library does inside is not known to the probe: its calls are probed as launches
+    if "api" in m and not site.get("via") and not field_ok(m["api"], f.get("api")):
+        return False
+    if "id" in m and m["id"] == "blocking-memset" and f.get("id") != "blocking-memset":
+        return False
+    return site_ok(m.get("call_site"), f.get("call_site"), case)
+
+
+def cmd_probe(opts, case_path, ctx, paths):
+    """The call sites of a build that cannot run here (static runtime), checked offline: every call
+    instruction that launches, copies or sets memory becomes a synthetic traced call with its real
+    return address (test_apps/corpus/probe_sites.py), and `asyncwatch report --min-blocked-us 0` must
+    put each at a line the expectation file names (findings and allowed, by call_site and api)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "corpus"))
+    import probe_sites  # noqa: E402 (the probe lives with the corpus tools)
+    case = load_case(case_path, ctx)
+    title = f"probe {case['case']} ({ctx.linkage})"
+    binary = paths.app(case, ctx.linkage)
+    tool = os.environ.get("ASYNCWATCH_PROBE_TRACE") or os.path.join(paths.build or "", "bin", "asyncwatch_probe_trace")
+    paths.need(tool, "probe trace writer (build target asyncwatch_probe_trace)")
+    matchers = [m for m in case.get("findings", []) + case.get("allowed", []) if applies(m, ctx)]
+    via = sorted({m["call_site"]["via"].split(" (")[0] for m in matchers
+                  if isinstance(m.get("call_site"), dict) and m["call_site"].get("via")})
+    tmp = tempfile.mkdtemp(prefix="aw-probe-")
+    try:
+        trace = probe_sites.make_probe_trace(binary, tmp, tool, [paths.apps], via)
+        rc, out, err = run([paths.asyncwatch, "report", "--format", "json", "--min-blocked-us", "0", trace],
+                           paths.tool_env(), 120)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    errors = []
+    if rc != 0:
+        errors.append(f"asyncwatch report exited {rc}: {err[-2000:]}")
+        print_result(title, errors, [], opts.verbose)
+        return False
+    findings = json.loads(out).get("findings") or []
+    for m in case.get("findings", []):
+        if applies(m, ctx) and "call_site" in m and not any(probe_match(m, f, case) for f in findings):
+            errors.append(f"expected a probed call at {describe(m)}: none")
+    for m in case.get("absent", []):
+        for f in findings:
+            if applies(m, ctx) and probe_match(m, f, case):
+                errors.append(f"must be absent: {describe(m)}\n      got: {short(f)}")
+    for f in findings:
+        if not any(probe_match(m, f, case) for m in matchers if "call_site" in m):
+            errors.append(f"probed call reported at a line no expectation names: {short(f)}")
+    print_result(title, errors, [short(f) for f in findings], opts.verbose)
+    return not errors
+
+
 def cmd_results(opts, paths):
     """Checks every run recorded in VALIDATE_DIR/manifest.json (test_apps/gpu/validate.py)."""
     if len(opts.cases) != 1:
@@ -707,7 +771,7 @@ def cmd_results(opts, paths):
 # ---------------------------------------------------------------------------------------------
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", choices=["check", "same-output", "seed-ratio", "show", "results"])
+    ap.add_argument("command", choices=["check", "same-output", "seed-ratio", "show", "results", "probe"])
     ap.add_argument("cases", nargs="*", help="expectation files (or case names in expected/)")
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--sim", action="store_const", dest="mode", const="sim", help="simulator (default)")
@@ -751,7 +815,7 @@ def main():
                     if "call_site" in m and "line" in m["call_site"]:
                         print(describe(m), "->", resolve_line(m["call_site"]["line"], m["call_site"].get("file"), case))
                 continue
-            fn = cmd_check if opts.command == "check" else cmd_same_output
+            fn = {"check": cmd_check, "probe": cmd_probe}.get(opts.command, cmd_same_output)
             ok = fn(opts, c, ctx, paths) and ok
         return 0 if ok else 1
     except Missing as e:

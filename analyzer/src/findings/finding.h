@@ -77,6 +77,8 @@ struct Finding {
   std::string module_loading;  // CUDA_MODULE_LOADING of the process ("" = unset)
   bool call_site_known = false;
   Frame call_site;
+  bool call_site_is_user_code = true;  // false: no frame of the stack is the user's; the first library frame
+  Frame via;                           // the library function the call site called (module empty: none)
   std::vector<Frame> stack;
   std::vector<PerProcess> processes;
   double share_of_wall = 0;

@@ -4,6 +4,7 @@
 // memory and returns after staging, blocked in proportion to the size (cause staged);
 // copies up to options.inline_htod_bytes are done inline and ignored.
 #include "../format.h"
+#include "../names.h"
 #include "rules.h"
 
 #include <algorithm>
@@ -46,7 +47,7 @@ std::string waited_for_words(const Finding& f) {
   std::string out = k.size() == 1 ? "kernel " : "kernels ";
   for (size_t i = 0; i < k.size() && i < 4; ++i) {
     if (i) out += ", ";
-    out += k[i].first;
+    out += shorten_middle(k[i].first, kDisplayNameMax);
     if (k[i].second > f.count && f.count >= 1 && k[i].second > 1) out += fmt::format(" x{}", k[i].second);
   }
   if (k.size() > 4) out += fmt::format(" and {} more", k.size() - 4);

@@ -1,5 +1,7 @@
 // Names, severities and help texts of the finding rules; merging of groups.
+#include "../call_site.h"
 #include "../format.h"
+#include "../names.h"
 #include "rules.h"
 
 #include <fmt/format.h>
@@ -111,12 +113,7 @@ std::string finding_message(const Finding& f) {
 }
 
 std::string Finding::merge_key() const {
-  std::string site = call_site_known
-                         ? fmt::format("{}\x1f{}\x1f{}\x1f{}", call_site.function, call_site.file, call_site.line,
-                                       call_site.file.empty() && call_site.function.empty()
-                                           ? call_site.module + "+" + hex(call_site.address)
-                                           : call_site.module)
-                         : std::string("?");
+  std::string site = call_site_known ? call_site_key(call_site, via) : std::string("?");
   return fmt::format("{}\x1e{}\x1e{}\x1e{}\x1e{}\x1e{}\x1e{}\x1e{}", static_cast<int>(id), static_cast<int>(cause), api,
                      driver_api, has_direction ? static_cast<int>(direction) : -1,
                      has_host_memory ? static_cast<int>(host_memory) : -1, kernel, site);
@@ -162,7 +159,8 @@ std::string api_with_args(const Finding& f) {
   std::vector<std::string> parts;
   if (f.id == FindingId::BlockingLaunch || f.id == FindingId::LongHostCallback) {
     if (f.chevron_launch) parts.push_back("<<<...>>>");
-    if (f.id == FindingId::BlockingLaunch) parts.push_back(f.kernel.empty() ? "kernel ?" : "kernel " + f.kernel);
+    if (f.id == FindingId::BlockingLaunch)
+      parts.push_back(f.kernel.empty() ? "kernel ?" : "kernel " + shorten_middle(f.kernel, kDisplayNameMax));
     if (f.count > 1) parts.push_back(plural(f.count, "call", "calls"));
   } else if (f.id == FindingId::BlockingMemset) {
     if (f.count > 1) parts.push_back(plural(f.count, "call", "calls"));
@@ -177,10 +175,15 @@ std::string api_with_args(const Finding& f) {
     if (f.count > 1) parts.push_back(plural(f.count, "call", "calls"));
     parts.push_back(format_bytes(f.bytes) + (f.count > 1 ? " in total" : ""));
   }
-  if (parts.empty()) return f.api;
-  std::string out = f.api + " (";
-  for (size_t i = 0; i < parts.size(); ++i) out += (i ? ", " : "") + parts[i];
-  return out + ")";
+  std::string out = f.api;
+  if (!parts.empty()) {
+    out += " (";
+    for (size_t i = 0; i < parts.size(); ++i) out += (i ? ", " : "") + parts[i];
+    out += ")";
+  }
+  // Called inside a library: through which of its functions ("via cusparseSpMV (libcusparse.so.12)").
+  if (!f.via.module.empty()) out += " via " + frame_name_text(f.via);
+  return out;
 }
 
 void fill_from_copy(Observation& o, const CopyRecord& c) {

@@ -1,0 +1,278 @@
+#!/usr/bin/env python3
+"""Checks asyncwatch's call sites on the corpus of public CUDA programs (test_apps/corpus/README.md):
+every copy, launch and memset finding must be at the line of its statement (a multi-line
+statement: its first line), distinct statements distinct findings, library calls "via" the
+library function called.
+
+  check_corpus.py probe   --bin-dir DIR --build BUILD [--markdown] [PROGRAM...]
+      offline, here: the binaries' real call instructions made into synthetic traced calls
+      (probe_sites.py), reported with --min-blocked-us 0 --inline-htod-bytes 0; every expected
+      site the probe can see must be reported, nothing elsewhere.
+  check_corpus.py results --results DIR --bin-dir DIR --build BUILD [--markdown] [--fill-table DOC]
+                          [PROGRAM...]
+      the traces of test_apps/gpu/run_corpus.sh (unpacked corpus-results.tar.gz), analysed here;
+      the modules are read from --bin-dir through --path-map (the binaries' directory on the GPU
+      machine is in DIR/info.txt). Twice: with the default thresholds (what a user sees: every finding
+      at an expected site) and with --min-blocked-us 0 --inline-htod-bytes 0 (every required site).
+      --fill-table docs/validation.md writes each row's two H200 cells (sites reported, verdict)
+      into that page's corpus table, the row found by program and build.
+
+Expectation files: test_apps/corpus/expected/<program>.json, one site per statement:
+  {"file", "line", "kind": launch|graph|copy|memset|lib, "ids": [finding ids allowed there],
+   "required": the GPU run must report it, "what", "via": library function (lib sites),
+   "captured": recorded inside stream capture (must never be reported on the GPU),
+   "run": false (not executed with the program's arguments)}.
+Findings of other ids (explicit-sync, implicit-sync, callbacks) are not checked. Exit 0 when every
+row passes, 1 otherwise, 2 on usage errors. Python 3 standard library; binutils for `probe`.
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXPECTED = os.path.join(HERE, "expected")
+VARIANTS = ["O0.static", "O0.shared", "O2.static", "O2.shared"]
+CHECKED_IDS = {"blocking-launch", "pageable-async-copy", "host-to-host-async-copy", "managed-memory-copy",
+               "blocking-memset"}
+ALL_SITES = ["--min-blocked-us", "0", "--inline-htod-bytes", "0"]
+LIB_DIRS = ["/usr/local/cuda/lib64"]
+
+
+def load(programs):
+    out = []
+    for path in sorted(glob.glob(os.path.join(EXPECTED, "*.json"))):
+        with open(path) as f:
+            e = json.load(f)
+        if not programs or e["program"] in programs:
+            out.append(e)
+    missing = set(programs) - {e["program"] for e in out}
+    if missing:
+        raise SystemExit(f"check_corpus: no expectation file for {', '.join(sorted(missing))}")
+    return out
+
+
+def report(asyncwatch, traces, extra):
+    cmd = [asyncwatch, "report", "--format", "json"] + extra + traces
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    if p.returncode not in (0, 1):
+        return None, f"asyncwatch report exited {p.returncode}: {p.stderr.strip()[-1500:]}"
+    try:
+        return json.loads(p.stdout), None
+    except ValueError as e:
+        return None, f"no JSON from asyncwatch report: {e}"
+
+
+def where(f):
+    cs = f.get("call_site") or {}
+    if cs.get("file"):
+        return f"{os.path.basename(cs['file'])}:{cs.get('line')}"
+    mod = os.path.basename(cs.get("module") or "?")
+    return f"{cs.get('function') or ''} ({mod}+{cs.get('offset')})" if cs else "(no call site)"
+
+
+def via_ok(want, cs):
+    """The finding went through library function `want`: by name, or, where the library could not
+    be read for symbols here (another build of it on the GPU machine), through some library frame."""
+    via = cs.get("via") if isinstance(cs, dict) else None
+    if not via:
+        return False
+    fn = via.get("function")
+    return fn == want if fn else bool(via.get("module"))
+
+
+def evaluate(exp, findings, mode, strict_required):
+    """-> (errors, reported site keys). mode: probe | gpu."""
+    errors = []
+    sites = {(s["file"], s["line"]): s for s in exp["sites"]}
+    seen = {}
+    for f in findings:
+        if f.get("id") not in CHECKED_IDS:
+            continue
+        cs = f.get("call_site") or {}
+        key = (os.path.basename(cs.get("file") or ""), cs.get("line"))
+        s = sites.get(key)
+        if s is None:
+            errors.append(f"{f.get('id')} ({f.get('api')}, {f.get('count')} calls) at {where(f)}: no expected statement there")
+            continue
+        seen.setdefault(key, []).append(f)
+        if mode == "gpu" and f.get("id") not in s["ids"]:
+            errors.append(f"{f.get('id')} at {key[0]}:{key[1]}: expected one of {', '.join(s['ids'])} there")
+        if mode == "gpu" and s.get("captured"):
+            errors.append(f"{f.get('id')} at {key[0]}:{key[1]}: the call was captured into a graph, never executed")
+        if s.get("via") and not via_ok(s["via"], cs):
+            errors.append(f"{f.get('id')} at {key[0]}:{key[1]}: expected via {s['via']}, got "
+                          f"{(cs.get('via') or {}).get('function') if isinstance(cs.get('via'), dict) else None}")
+        if not cs.get("user_code", True):
+            errors.append(f"{f.get('id')} at {key[0]}:{key[1]}: not marked as the program's own code")
+    if strict_required:
+        for key, s in sites.items():
+            need = (s.get("probe", True) if mode == "probe" else
+                    s["required"] and s.get("run", True) and not s.get("captured"))
+            if need and key not in seen:
+                errors.append(f"missing: {key[0]}:{key[1]} ({s['what']})")
+    return errors, seen
+
+
+def row(exp, build, seen, errors, markdown):
+    listed = len(exp["sites"])
+    req = sum(1 for s in exp["sites"] if s["required"] and s.get("run", True) and not s.get("captured"))
+    reported = ", ".join(f"{k[0]}:{k[1]}" for k in sorted(seen, key=lambda k: (k[0], k[1] or 0)))
+    verdict = "pass" if not errors else "FAIL"
+    if markdown:
+        return f"| {exp['program']} | {build} | {listed} ({req} required) | {len(seen)}: {reported} | {verdict} |"
+    return f"{exp['program']:24} {build:10} {listed:3} ({req:2} req) {len(seen):3} reported  {verdict}"
+
+
+def cmd_probe(opts, exps):
+    sys.path.insert(0, HERE)
+    import probe_sites  # noqa: E402
+    tool = os.path.join(opts.build, "bin", "asyncwatch_probe_trace")
+    asyncwatch = os.path.join(opts.build, "bin", "asyncwatch")
+    for p in (tool, asyncwatch):
+        if not os.path.exists(p):
+            raise SystemExit(f"check_corpus: missing {p} (build targets asyncwatch and asyncwatch_probe_trace)")
+    ok, rows = True, []
+    tmp = tempfile.mkdtemp(prefix="aw-corpus-probe-")
+    try:
+        for exp in exps:
+            via = sorted({s["via"] for s in exp["sites"] if s.get("via")})
+            for v in VARIANTS:
+                binary = os.path.join(opts.bin_dir, f"{exp['program']}.{v}")
+                if not os.path.exists(binary):
+                    rows.append(row(exp, v, {}, ["binary missing"], opts.markdown))
+                    rows.append(f"    - binary missing: {binary}")
+                    ok = False
+                    continue
+                trace = probe_sites.make_probe_trace(binary, tmp, tool, LIB_DIRS, via)
+                rep, err = report(asyncwatch, [trace], ALL_SITES)
+                errors, seen = (evaluate(exp, rep.get("findings") or [], "probe", True) if rep else ([err], {}))
+                rows.append(row(exp, v, seen, errors, opts.markdown))
+                if errors:
+                    ok = False
+                    for e in errors:
+                        rows.append(f"    - {e}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("\n".join(rows))
+    return ok
+
+
+def read_info(results):
+    info = {}
+    path = os.path.join(results, "info.txt")
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                if "=" in line:
+                    k, v = line.rstrip("\n").split("=", 1)
+                    info[k] = v
+    return info
+
+
+def cmd_results(opts, exps):
+    asyncwatch = os.path.join(opts.build, "bin", "asyncwatch")
+    if not os.path.exists(asyncwatch):
+        raise SystemExit(f"check_corpus: missing {asyncwatch}")
+    root = opts.results
+    if os.path.isdir(os.path.join(root, "corpus-results")):
+        root = os.path.join(root, "corpus-results")
+    info = read_info(root)
+    mapping = []
+    if info.get("bin_dir"):
+        mapping = ["--path-map", f"{info['bin_dir']}={os.path.abspath(opts.bin_dir)}"]
+    ok, rows, cells = True, [], {}
+    for exp in exps:
+        for v in VARIANTS:
+            run_dir = os.path.join(root, "runs", f"{exp['program']}.{v}")
+            cells[(exp["program"], v)] = ("not run", "FAIL")
+            errors = []
+            if not os.path.isdir(run_dir):
+                rows.append(row(exp, v, {}, ["not run"], opts.markdown))
+                rows.append("    - not run (no runs/%s.%s in the results)" % (exp["program"], v))
+                ok = False
+                continue
+            with open(os.path.join(run_dir, "rc")) as f:
+                rc = f.read().strip()
+            bare = os.path.join(run_dir, "bare.rc")
+            if rc != "0":
+                errors.append(f"the program exited {rc} under asyncwatch")
+            if os.path.exists(bare):
+                with open(bare) as f:
+                    if f.read().strip() != rc:
+                        errors.append("exit status differs from the bare run")
+            traces = sorted(glob.glob(os.path.join(run_dir, "traces", "*.awtrace")))
+            seen = {}
+            if not traces:
+                errors.append("no trace")
+            else:
+                for extra, strict in (([], False), (ALL_SITES, True)):
+                    rep, err = report(asyncwatch, traces, mapping + extra)
+                    if rep is None:
+                        errors.append(err)
+                        continue
+                    e, s = evaluate(exp, rep.get("findings") or [], "gpu", strict)
+                    errors += [("" if strict else "(default thresholds) ") + x for x in e]
+                    if strict:
+                        seen = s
+            rows.append(row(exp, v, seen, errors, opts.markdown))
+            cells[(exp["program"], v)] = gpu_cells(exp, seen, errors)
+            if errors:
+                ok = False
+                for e in errors:
+                    rows.append(f"    - {e}")
+    print("\n".join(rows))
+    if opts.fill_table:
+        fill_table(opts.fill_table, cells, info)
+    return ok
+
+
+def gpu_cells(exp, seen, errors):
+    """The two H200 cells of docs/validation.md's corpus table."""
+    req = [(s["file"], s["line"]) for s in exp["sites"] if s["required"] and s.get("run", True) and not s.get("captured")]
+    got = sum(1 for k in req if k in seen)
+    return (f"{len(seen)} sites, {got} of {len(req)} required",
+            "pass" if not errors else f"FAIL ({len(errors)} error{'' if len(errors) == 1 else 's'})")
+
+
+def fill_table(doc, cells, info):
+    """Replaces the last two cells of each corpus-table row `| program | source | build | ...`."""
+    with open(doc) as f:
+        lines = f.read().split("\n")
+    done = set()
+    for i, line in enumerate(lines):
+        parts = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("| ") else []
+        if len(parts) == 7 and (parts[0], parts[2]) in cells:
+            parts[5:7] = cells[(parts[0], parts[2])]
+            lines[i] = "| " + " | ".join(parts) + " |"
+            done.add((parts[0], parts[2]))
+    with open(doc, "w") as f:
+        f.write("\n".join(lines))
+    missing = sorted(set(cells) - done)
+    print(f"check_corpus: {len(done)} rows of {doc} filled (run of {info.get('date', '?')}, {info.get('gpu', '?')})"
+          + (f"; no row for {', '.join(f'{p} {b}' for p, b in missing)}" if missing else ""))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("command", choices=["probe", "results"])
+    ap.add_argument("programs", nargs="*")
+    ap.add_argument("--bin-dir", required=True, help="the corpus binaries here (/work/corpus/bin)")
+    ap.add_argument("--build", required=True, help="asyncwatch build directory (bin/asyncwatch)")
+    ap.add_argument("--results", help="results: the unpacked corpus-results directory")
+    ap.add_argument("--markdown", action="store_true", help="table rows for docs/validation.md")
+    ap.add_argument("--fill-table", metavar="DOC", help="results: write the H200 cells of DOC's corpus table")
+    opts = ap.parse_intermixed_args()
+    exps = load(opts.programs)
+    if opts.command == "results" and not opts.results:
+        ap.error("results needs --results DIR")
+    ok = cmd_probe(opts, exps) if opts.command == "probe" else cmd_results(opts, exps)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
