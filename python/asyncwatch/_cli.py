@@ -1,0 +1,15 @@
+"""The `asyncwatch` console script and `python -m asyncwatch`: the bundled command itself."""
+from __future__ import annotations
+
+import os
+import sys
+
+from ._binaries import executable
+
+
+def main() -> None:
+    exe = executable()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # exec, not a child: signals, the exit status and the terminal go to the command unchanged.
+    os.execv(exe, ["asyncwatch", *sys.argv[1:]])
