@@ -35,11 +35,11 @@ class Frame:
     address: str
 
     def __str__(self) -> str:
+        """As in the text report: `function at file:line (module)`, `??` for what is unknown."""
+        text = self.function or "??"
         if self.file and self.line:
-            where = f"{self.file}:{self.line}"
-            return f"{self.function} ({where})" if self.function else where
-        name = self.function or "??"
-        return f"{name} ({os.path.basename(self.module)}+{self.address})" if self.module else f"{name} {self.address}"
+            text += f" at {self.file}:{self.line}"
+        return text + (f" ({os.path.basename(self.module)})" if self.module else f" {self.address}")
 
 
 @dataclass(frozen=True)
@@ -97,13 +97,9 @@ class Finding:
 
     @property
     def location(self) -> str:
-        """file:line of the call site, or what is known of it."""
+        """file:line of the call site, as the text report begins its line (`??` when unknown)."""
         site = self.call_site
-        if site is None:
-            return "(no call site)"
-        if site.file and site.line:
-            return f"{site.file}:{site.line}"
-        return str(site)
+        return f"{site.file}:{site.line}" if site is not None and site.file and site.line else "??"
 
     def __str__(self) -> str:
         """The first line of the text report: `file:line: warning: message [id]`."""

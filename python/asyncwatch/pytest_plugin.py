@@ -21,7 +21,7 @@ from typing import Any, Generator, List, Optional, Set
 import pytest
 
 from ._binaries import executable, preload_library, sim_dir
-from ._control import active, recording
+from ._control import active
 from ._report import Finding, Report, ReportError, parse_report
 
 # Set for the re-executed pytest: where its traces go, its pid (a worker or a test's subprocess
@@ -144,7 +144,6 @@ class _Session:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        recording(False)  # pytest's own teardown is not the application
         self.traces = sorted(p for p in self.trace_dir.glob("*.awtrace") if p.name not in self.before)
         if not self.traces:
             return
@@ -192,8 +191,8 @@ class _Session:
         for f in r.findings:
             named = f in self.failing
             tr.write_line(("FAIL " if named else "") + str(f), red=named, yellow=not named and f.severity == "warning")
-            tr.write_line(f"    {f.count} call(s), blocked {f.blocked_ns.total / 1e6:.1f} ms in all; stack: "
-                          + " <- ".join(str(fr) for fr in f.stack[:4]))
+            site = f"; call site: {f.call_site}" if f.call_site else ""
+            tr.write_line(f"    {f.count} call(s), blocked {f.blocked_ns.total / 1e6:.1f} ms in all{site}")
         if self.failing:
             ids = ", ".join(dict.fromkeys(f.id for f in self.failing))
             tr.write_line(f"asyncwatch: the session fails: {ids} (--asyncwatch-fail-on {self.fail_on})", red=True)
