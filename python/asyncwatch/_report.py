@@ -11,7 +11,7 @@ import json
 import os
 import subprocess
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Optional, Tuple, Type, TypeVar, Union, get_type_hints
+from typing import Any, Dict, Iterable, List, Optional, Tuple, Type, TypeVar, Union, cast, get_type_hints
 
 from ._binaries import executable
 
@@ -174,7 +174,7 @@ _SCALARS: Dict[Any, Tuple[type, ...]] = {int: (int,), float: (int, float), str: 
 
 def _convert(tp: Any, value: Any, where: str) -> Any:
     origin = getattr(tp, "__origin__", None)
-    args = getattr(tp, "__args__", ())
+    args: Tuple[Any, ...] = getattr(tp, "__args__", ())
     if origin is Union:  # Optional[X]
         if value is None:
             return None
@@ -183,12 +183,11 @@ def _convert(tp: Any, value: Any, where: str) -> Any:
         if not isinstance(value, list):
             raise ReportError(f"{where}: expected a list, got {type(value).__name__}")
         return tuple(_convert(args[0], v, f"{where}[{i}]") for i, v in enumerate(value))
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return _build(tp, value, where)
-    ok = _SCALARS[tp]
-    if not isinstance(value, ok) or (tp is int and isinstance(value, bool)):
+    if not isinstance(value, _SCALARS[tp]) or (tp is int and isinstance(value, bool)):
         raise ReportError(f"{where}: expected {tp.__name__}, got {json.dumps(value)[:60]}")
-    return float(value) if tp is float else value
+    return float(cast(float, value)) if tp is float else value  # JSON writes 0.0 as 0
 
 
 def _build(cls: Type[_T], obj: Any, where: str) -> _T:
@@ -196,7 +195,7 @@ def _build(cls: Type[_T], obj: Any, where: str) -> _T:
         raise ReportError(f"{where}: expected an object, got {type(obj).__name__}")
     hints = get_type_hints(cls)
     kwargs: Dict[str, Any] = {}
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]  # cls is a dataclass
         if f.name in obj:
             kwargs[f.name] = _convert(hints[f.name], obj[f.name], f"{where}.{f.name}")
         elif f.default is dataclasses.MISSING:
