@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Generator, List, Optional, Set
+from typing import Any, Dict, Generator, List, Optional, Set, Tuple
 
 import pytest
 
@@ -42,12 +42,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "least this severity (error, warning, note) appears; implies --asyncwatch")
     group.addoption("--asyncwatch-sim", action="store_true", default=False,
                     help="run on asyncwatch's simulated CUDA driver and runtime (no GPU); implies --asyncwatch")
+    group.addoption("--asyncwatch-per-test", action="store_true", default=False,
+                    help="also check after each test and fail the test (or its teardown) during which a "
+                         "--asyncwatch-fail-on finding appeared (one analyzer run per test phase)")
     group.addoption("--asyncwatch-dir", metavar="DIR", default=None,
                     help="keep the traces in DIR (default: a temporary directory, removed at the end)")
 
 
 def _enabled(options: Any) -> bool:
-    return bool(options.asyncwatch or options.asyncwatch_fail_on or options.asyncwatch_sim)
+    return bool(options.asyncwatch or options.asyncwatch_fail_on or options.asyncwatch_sim
+                or options.asyncwatch_per_test)
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
@@ -79,14 +83,20 @@ def _check_fail_on(ids: str) -> None:
         raise pytest.UsageError(f"--asyncwatch-fail-on: {done.stderr.strip().replace('asyncwatch: --fail-on: ', '')}")
 
 
+def _check_options(options: Any) -> None:
+    if options.asyncwatch_per_test and not options.asyncwatch_fail_on:
+        raise pytest.UsageError("--asyncwatch-per-test needs --asyncwatch-fail-on (which findings fail a test)")
+    if options.asyncwatch_fail_on:
+        _check_fail_on(options.asyncwatch_fail_on)
+
+
 def _reexec(config: pytest.Config, options: Any) -> None:
     if tuple(config.invocation_params.args) != tuple(sys.argv[1:]):
         raise pytest.UsageError(
             "--asyncwatch re-executes pytest under asyncwatch, which needs pytest started from the command "
             "line; from pytest.main(), run the whole program under asyncwatch instead: "
             "asyncwatch run -- python ...")
-    if options.asyncwatch_fail_on:
-        _check_fail_on(options.asyncwatch_fail_on)
+    _check_options(options)
     env = dict(os.environ)
     if options.asyncwatch_dir:
         trace_dir = Path(options.asyncwatch_dir).resolve()
@@ -121,6 +131,8 @@ class _Session:
         self.failing: List[Finding] = []
         self.problem: Optional[str] = None
         self.traces: List[Path] = []
+        self.per_test = False
+        self.seen: Dict[Tuple[Any, ...], int] = {}  # --asyncwatch-per-test: calls per finding so far
 
     @classmethod
     def start(cls, config: pytest.Config, options: Any) -> "_Session":
@@ -132,9 +144,9 @@ class _Session:
             trace_dir, remove = Path(os.environ[_ENV_DIR]), os.environ.get(_ENV_TEMP) == "1"
         else:  # under `asyncwatch run -- pytest --asyncwatch`: its directory, its run prints its own report
             trace_dir, remove = Path(os.environ.get("ASYNCWATCH_OUTPUT_DIR", ".")).resolve(), False
-            if options.asyncwatch_fail_on:
-                _check_fail_on(options.asyncwatch_fail_on)
+            _check_options(options)
         session = cls(trace_dir, remove, options.asyncwatch_fail_on, options.asyncwatch_sim)
+        session.per_test = options.asyncwatch_per_test
         config.pluginmanager.register(session, "asyncwatch-session")
         return session
 
@@ -142,9 +154,49 @@ class _Session:
         where = "a temporary directory" if self.remove_dir else str(self.trace_dir)
         return f"asyncwatch: tracing this session{' on the simulator' if self.sim else ''}, traces in {where}"
 
+    def _new_traces(self) -> List[Path]:
+        return sorted(p for p in self.trace_dir.glob("*.awtrace") if p.name not in self.before)
+
+    def _new_named_calls(self) -> List[Tuple[int, Finding]]:
+        """--asyncwatch-per-test: the listed findings whose call count grew since the last check,
+        from the traces as they are now (the running processes' traces are read up to their last
+        completed call). Without symbols: fast, and the same grouping at every check."""
+        traces = self._new_traces()
+        if not traces:
+            return []
+        cmd = [os.fspath(executable()), "report", "--format", "json", *(str(t) for t in traces)]
+        done = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, ASYNCWATCH_NO_SYMBOLS="1"))
+        if done.returncode != 0:
+            return []  # e.g. a trace a subprocess has only just created; the session's report says more
+        grown = []
+        for f in parse_report(done.stdout).findings:
+            if not self._named(f):
+                continue
+            key = (f.id, f.api, f.direction, f.call_site.address if f.call_site else None)
+            if f.count > self.seen.get(key, 0):
+                grown.append((f.count - self.seen.get(key, 0), f))
+            self.seen[key] = f.count
+        return grown
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: Any) -> Generator[None, Any, None]:
+        outcome = yield
+        report = outcome.get_result()
+        if not self.per_test or report.when == "setup":  # setup is checked with the call
+            return
+        grown = self._new_named_calls()
+        if not grown:
+            return
+        text = "\n".join(f"asyncwatch: {n} new call(s) with a --asyncwatch-fail-on finding: {f}" for n, f in grown)
+        if report.failed:
+            report.sections.append(("asyncwatch", text))
+        else:
+            report.outcome = "failed"
+            report.longrepr = text
+
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        self.traces = sorted(p for p in self.trace_dir.glob("*.awtrace") if p.name not in self.before)
+        self.traces = self._new_traces()
         if not self.traces:
             return
         cmd = [os.fspath(executable()), "report", "--format", "json"]

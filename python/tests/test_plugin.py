@@ -40,6 +40,19 @@ def test_a_clean_session_passes(scratch: Path, clean_env: dict) -> None:
     assert leftovers(scratch) == []
 
 
+def test_per_test_fails_the_test_that_made_the_finding(scratch: Path, clean_env: dict) -> None:
+    done = run_pytest(scratch, clean_env, "--asyncwatch-sim", "--asyncwatch-fail-on", "pageable-async-copy",
+                      "--asyncwatch-per-test", "-rA", str(SESSIONS / "session_mixed.py"))
+    out = done.stdout
+    assert done.returncode == 1, out + done.stderr
+    assert "1 failed, 2 passed" in out
+    assert "FAILED " in out and "session_mixed.py::test_pageable_copy" in out
+    assert "PASSED " in out and "test_first_pinned_copy" in out and "test_second_pinned_copy" in out
+    assert "1 new call(s) with a --asyncwatch-fail-on finding" in out and "[pageable-async-copy]" in out
+    usage = run_pytest(scratch, clean_env, "--asyncwatch-sim", "--asyncwatch-per-test", str(SESSIONS / "session_mixed.py"))
+    assert usage.returncode == 4 and "--asyncwatch-per-test needs --asyncwatch-fail-on" in usage.stderr
+
+
 def test_findings_are_reported_without_fail_on_and_traces_kept(scratch: Path, clean_env: dict) -> None:
     traces = scratch / "traces"
     done = run_pytest(scratch, clean_env, "--asyncwatch-sim", "--asyncwatch-dir", str(traces),
