@@ -50,6 +50,17 @@ check "console script and python -m agree" test "$(asyncwatch --version)" = "$(p
 check "asyncwatch run -- python3 torch_copies.py (exit 0)" test $? = 0
 asyncwatch report "$work/torch-traces" | tee "$out/torch_report.txt"
 check "torch: pageable-async-copy reported" has_finding "$out/torch_report.json" pageable-async-copy
+check "torch: the report matches test_apps/gpu/expected/torch_copies.json" python3 - "$out/torch_report.json" <<PY
+import json, sys
+sys.path.insert(0, "$root/test_apps/apps")
+import check_app
+ctx = check_app.Ctx("gpu", "shared")
+case = check_app.load_case("$root/test_apps/gpu/expected/torch_copies.json", ctx)
+errors, notes = check_app.compare_report(case, json.load(open(sys.argv[1])), ctx)
+for line in errors + notes:
+    print("  ", line)
+sys.exit(1 if errors else 0)
+PY
 
 echo; echo "== 2. the Python API in a PyTorch process under asyncwatch"
 cat >"$work/paused_copy.py" <<'PY'
