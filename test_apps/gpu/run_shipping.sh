@@ -112,9 +112,10 @@ else
 fi
 
 echo; echo "== 4. a venv with --system-site-packages"
-if python3 -m venv --system-site-packages "$work/venv" 2>"$work/venv.err"; then
-  check "pip install into the venv" "$work/venv/bin/python" -m pip install -q --no-index --no-deps "$wheel"
-  ( cd "$work" && "$work/venv/bin/asyncwatch" run -o "$work/venv-traces" --format json \
+# Without the PYTHONPATH of 1, or pip would find the package installed there and install nothing.
+if env -u PYTHONPATH python3 -m venv --system-site-packages "$work/venv" 2>"$work/venv.err"; then
+  check "pip install into the venv" env -u PYTHONPATH "$work/venv/bin/python" -m pip install -q --no-index --no-deps "$wheel"
+  ( cd "$work" && env -u PYTHONPATH "$work/venv/bin/asyncwatch" run -o "$work/venv-traces" --format json \
       --report-output "$work/venv.json" -- "$work/venv/bin/python" "$torch_script" >/dev/null )
   check "venv: asyncwatch run -- python torch_copies.py" has_finding "$work/venv.json" pageable-async-copy
 else
