@@ -8,7 +8,10 @@ from ._binaries import executable
 
 
 def main() -> None:
-    exe = executable()
+    try:
+        exe = executable()
+    except FileNotFoundError as e:
+        sys.exit(str(e))  # status 1, the message on stderr
     sys.stdout.flush()
     sys.stderr.flush()
     # exec, not a child: signals, the exit status and the terminal go to the command unchanged.
