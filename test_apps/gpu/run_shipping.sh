@@ -10,19 +10,24 @@
 #   4. a venv with --system-site-packages, when the machine's Python can make one;
 #   5. the tarball unpacked elsewhere: its `bin/asyncwatch report` on the trace made in 1, and its
 #      `bin/asyncwatch run` of the same script.
-# Results in $OUT (summary.txt, shipping.log, the reports, traces.tar.gz); exit status 1 if a check failed.
+# Results in $OUT, five files (at most 8 come back): summary.txt, shipping.log (everything printed, the
+# text reports included), torch_report.json, tarball_report.json, traces.tar.gz; exit status 1 if a check failed.
 #   bash test_apps/gpu/run_shipping.sh [DIST_DIR]
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-dist=$(cd "${1:-$root/build-dist}" && pwd)
+dist=$(cd "${1:-$root/build-dist}" 2>/dev/null && pwd)
 out=${OUT:-$root/out/shipping}
 mkdir -p "$out"
 exec > >(tee "$out/shipping.log") 2>&1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-wheel=$(ls "$dist"/asyncwatch-*-py3-none-manylinux_*_x86_64.whl | head -n1)
-tarball=$(ls "$dist"/asyncwatch-*-linux-x86_64.tar.gz | head -n1)
+wheel=$(ls "$dist"/asyncwatch-*-py3-none-manylinux_*_x86_64.whl 2>/dev/null | head -n1)
+tarball=$(ls "$dist"/asyncwatch-*-linux-x86_64.tar.gz 2>/dev/null | head -n1)
 torch_script=$root/test_apps/gpu/torch_copies.py
+if [ ! -f "$wheel" ] || [ ! -f "$tarball" ]; then
+  echo "run_shipping.sh: no wheel or tarball in ${1:-$root/build-dist}: build them with \`bash .ci/package\` and carry build-dist/" >&2
+  exit 2
+fi
 failed=0
 check() {  # check NAME COMMAND...: runs it, records PASS/FAIL in summary.txt
   local name=$1; shift
@@ -48,7 +53,7 @@ check "console script and python -m agree" test "$(asyncwatch --version)" = "$(p
 ( cd "$work" && asyncwatch run -o "$work/torch-traces" --format json --report-output "$out/torch_report.json" \
     -- python3 "$torch_script" )
 check "asyncwatch run -- python3 torch_copies.py (exit 0)" test $? = 0
-asyncwatch report "$work/torch-traces" | tee "$out/torch_report.txt"
+asyncwatch report "$work/torch-traces"
 check "torch: pageable-async-copy reported" has_finding "$out/torch_report.json" pageable-async-copy
 check "torch: the report matches test_apps/gpu/expected/torch_copies.json" python3 - "$out/torch_report.json" <<PY
 import json, sys
@@ -78,7 +83,7 @@ PY
 ( cd "$work" && asyncwatch run -o "$work/api-traces" --format json --report-output "$work/api.json" \
     -- python3 "$work/paused_copy.py" )
 check "control API under asyncwatch (exit 0)" test $? = 0
-python3 - "$work/api-traces" <<'PY' | tee "$out/api.txt"
+python3 - "$work/api-traces" <<'PY'
 import sys, asyncwatch
 r = asyncwatch.report(sys.argv[1])
 for f in r.findings:
@@ -89,7 +94,7 @@ ok = p.pauses == 1 and not [f for f in r.findings if f.direction == "HtoD" and f
      and any(f.id == "pageable-async-copy" and f.direction == "DtoH" for f in r.findings)
 sys.exit(0 if ok else 1)
 PY
-check "paused(): the paused HtoD copy is not reported, the DtoH one is; asyncwatch.report() reads it" test "${PIPESTATUS[0]}" = 0
+check "paused(): the paused HtoD copy is not reported, the DtoH one is; asyncwatch.report() reads it" test $? = 0
 
 echo; echo "== 3. pytest --asyncwatch on the GPU"
 if python3 -c 'import pytest' 2>/dev/null; then
@@ -104,9 +109,9 @@ def test_cpu_copy_after_kernels():
     assert bool((y.cpu() == 1).all())
 PY
   ( cd "$work/pytest" && python3 -m pytest -p no:cacheprovider -q --asyncwatch --asyncwatch-fail-on pageable-async-copy \
-      test_torch_copy.py ) | tee "$out/pytest.txt"
+      test_torch_copy.py ) | tee "$work/pytest.txt"
   check "pytest --asyncwatch-fail-on pageable-async-copy fails the session (exit 1)" test "${PIPESTATUS[0]}" = 1
-  check "pytest: the finding is in the summary" grep -q 'FAIL .*\[pageable-async-copy\]' "$out/pytest.txt"
+  check "pytest: the finding is in the summary" grep -q 'FAIL .*\[pageable-async-copy\]' "$work/pytest.txt"
 else
   echo "skipped: no pytest in this Python" | tee -a "$out/summary.txt"
 fi
@@ -126,8 +131,7 @@ echo; echo "== 5. the tarball, unpacked elsewhere"
 mkdir "$work/elsewhere"
 tar xzf "$tarball" -C "$work/elsewhere"
 aw=$(ls "$work"/elsewhere/asyncwatch-*/bin/asyncwatch)
-(cd "$work/elsewhere" && "$aw" report --format json -o "$out/tarball_report.json" "$work/torch-traces" && "$aw" report "$work/torch-traces") \
-  >"$out/tarball_report.txt"
+(cd "$work/elsewhere" && "$aw" report --format json -o "$out/tarball_report.json" "$work/torch-traces" && "$aw" report "$work/torch-traces")
 check "tarball: bin/asyncwatch report of the trace made in 1" has_finding "$out/tarball_report.json" pageable-async-copy
 check "tarball and wheel report the same findings" python3 - "$out/tarball_report.json" "$out/torch_report.json" <<'PY'
 import json, sys
