@@ -1,0 +1,67 @@
+# How the asyncwatch command links its libraries (docs/contracts.md, "What the binaries need").
+#
+# ASYNCWATCH_STATIC_DEPS=ON (default): the command runs on any x86-64 Linux with glibc >= the figure
+# in pyproject.toml's wheel tag, e.g. a GPU box with no elfutils or an fmt of another soname (PyTorch
+# images): elfutils (libdw, libelf) and the compression libraries they use are linked from their .a
+# files, fmt is header-only, CLI11 and nlohmann_json are header-only anyway, and libstdc++/libgcc are
+# libstdc++ is linked statically (an older distribution's libstdc++ lacks the GLIBCXX versions GCC 12
+# emits). What remains NEEDED is libc, libm, ld-linux and libgcc_s; the package.binary-deps tests keep
+# it so.
+#
+# OFF: the shared libraries of the build machine (a distribution package would want this).
+#
+# Defines:
+#   asyncwatch_libdw        INTERFACE target: libdw with everything it needs
+#   asyncwatch_fmt          INTERFACE target: fmt (header-only when static)
+#   asyncwatch_static_rt    INTERFACE target: link options for a self-contained executable
+option(ASYNCWATCH_STATIC_DEPS "Link elfutils, fmt and libstdc++ into the asyncwatch command statically" ON)
+
+find_package(Threads REQUIRED)
+find_package(fmt REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(LIBDW REQUIRED libdw)
+
+add_library(asyncwatch_libdw INTERFACE)
+add_library(asyncwatch_fmt INTERFACE)
+add_library(asyncwatch_static_rt INTERFACE)
+
+if(NOT ASYNCWATCH_STATIC_DEPS)
+  pkg_check_modules(LIBDW_SHARED REQUIRED IMPORTED_TARGET libdw)
+  target_link_libraries(asyncwatch_libdw INTERFACE PkgConfig::LIBDW_SHARED)
+  target_link_libraries(asyncwatch_fmt INTERFACE fmt::fmt)
+  return()
+endif()
+
+# `pkg-config --static libdw` is elfutils' own list of what libdw.a needs, in link order (0.188 on
+# Debian 12: dw bz2 elf z z lzma pthread; an elfutils built with zstd adds zstd). Each one is
+# resolved to its .a file, so a missing one is named here rather than linked dynamically unnoticed.
+set(_aw_system_libs pthread dl m rt c)
+set(_aw_static_paths "")
+set(_aw_seen "")
+foreach(_aw_lib IN LISTS LIBDW_STATIC_LIBRARIES)
+  if(_aw_lib IN_LIST _aw_system_libs)
+    continue()
+  endif()
+  if(NOT _aw_lib IN_LIST _aw_seen)
+    list(APPEND _aw_seen ${_aw_lib})
+    find_library(ASYNCWATCH_STATIC_${_aw_lib} NAMES lib${_aw_lib}.a HINTS ${LIBDW_STATIC_LIBRARY_DIRS})
+    if(NOT ASYNCWATCH_STATIC_${_aw_lib})
+      message(FATAL_ERROR "asyncwatch: lib${_aw_lib}.a (needed by libdw.a, from `pkg-config --static --libs libdw`) "
+                          "was not found: install its -dev package (.ci/setup lists them), or configure with "
+                          "-DASYNCWATCH_STATIC_DEPS=OFF to link the shared libraries instead")
+    endif()
+  endif()
+  list(APPEND _aw_static_paths ${ASYNCWATCH_STATIC_${_aw_lib}})
+endforeach()
+target_include_directories(asyncwatch_libdw SYSTEM INTERFACE ${LIBDW_STATIC_INCLUDE_DIRS})
+target_link_libraries(asyncwatch_libdw INTERFACE ${_aw_static_paths} Threads::Threads)
+message(STATUS "asyncwatch: libdw linked statically: ${_aw_static_paths}")
+
+target_link_libraries(asyncwatch_fmt INTERFACE fmt::fmt-header-only)
+
+# libgcc stays shared (libgcc_s.so.1 is on every glibc system): the static libgcc_eh of GCC 12 calls
+# _dl_find_object, GLIBC_2.35; the system's own libgcc_s matches its glibc. Not with sanitizers:
+# their runtimes are shared libraries that expect the shared libstdc++.
+if(NOT ASYNCWATCH_SANITIZE)
+  target_link_options(asyncwatch_static_rt INTERFACE -static-libstdc++)
+endif()
