@@ -129,6 +129,12 @@ Trace only_trace(const AppRun& r) {
 
 std::vector<CopyRecord> copies(const Trace& t) { return t.all<CopyRecord>(RecordType::Copy); }
 
+int count_of(const std::string& hay, const std::string& needle) {
+  int n = 0;
+  for (size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
+  return n;
+}
+
 }  // namespace
 
 TEST(EndToEnd, ProgramWithoutCudaGetsNoTraceAndSameOutput) {
@@ -325,22 +331,22 @@ TEST(EndToEnd, CallSiteCacheTellsSitesBehindOneCallerApart) {
   EXPECT_NE(c[0].stack_id, c[1].stack_id);
 }
 
-// The segment-mapping thread (trace_writer.cpp): a run that writes several segments gets one, a
-// short run none; either way every record is there and nothing is lost.
-TEST(EndToEnd, MappingThreadOnlyForLongRunsAndNothingLost) {
+// The trace's file thread (trace/trace_file.cpp): one per traced process, also for a short run; it
+// maps segments ahead of the writers, so every record is there and nothing is lost.
+TEST(EndToEnd, FileThreadMapsAheadAndNothingLost) {
   AppRun longer = run({"mapper", "200000"});  // ~11 MiB of trace: three 4 MiB segments
   ASSERT_TRUE(exited_ok(longer)) << longer.err;
-  EXPECT_NE(longer.out.find("thread asyncwatch-map\n"), std::string::npos) << longer.out;
+  EXPECT_EQ(count_of(longer.out, "thread asyncwatch-file\n"), 1) << longer.out;
   Trace t = only_trace(longer);
   EXPECT_EQ(t.header.records_lost, 0u);
   EXPECT_EQ(t.header.closed, kClosedCleanly);
   EXPECT_EQ(copies(t).size(), 200000u);
   AppRun bare = run({"mapper", "200000"}, {}, "", false);
-  EXPECT_EQ(bare.out.find("asyncwatch-map"), std::string::npos) << bare.out;
+  EXPECT_EQ(bare.out.find("asyncwatch"), std::string::npos) << bare.out;
 
   AppRun shorter = run({"mapper", "1000"});
   ASSERT_TRUE(exited_ok(shorter)) << shorter.err;
-  EXPECT_EQ(shorter.out.find("asyncwatch-map"), std::string::npos) << shorter.out;
+  EXPECT_EQ(count_of(shorter.out, "thread asyncwatch-file\n"), 1) << shorter.out;
   EXPECT_EQ(copies(only_trace(shorter)).size(), 1000u);
 }
 
@@ -579,12 +585,6 @@ TEST(EndToEnd, StressThirtyTwoThreadsExactCounts) {
   EXPECT_EQ(with_copies, size_t(threads));
   RecordProperty("app_seconds", std::to_string(secs));
   printf("[ stress ] %d threads x %d calls: app ran %.2f s\n", threads, calls, secs);
-}
-
-int count_of(const std::string& hay, const std::string& needle) {
-  int n = 0;
-  for (size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
-  return n;
 }
 
 // Issue 7, output trouble: RLIMIT_FSIZE, set by the app before its first CUDA call, stops the

@@ -12,10 +12,11 @@
 #include "real_functions.h"
 #include "stacks/stack_capture.h"
 #include "trace/thread_buffer.h"
+#include "traced_call.h"
 
 namespace asyncwatch::calls {
 
-AW_TLS ThreadCallState tl_call_state;
+AW_TLS_SHARED ThreadCallState tl_call_state;
 
 namespace {
 
@@ -165,6 +166,7 @@ std::mutex& pause_mutex() {
 }  // namespace
 
 int set_recording(bool on) noexcept {
+  LibraryScope scope;  // a handler's CUDA call meanwhile must not wait for the lock held here
   std::lock_guard<std::mutex> lock(pause_mutex());
   bool was_paused = g_paused.load();
   if (was_paused != !on) {
@@ -177,15 +179,33 @@ int set_recording(bool on) noexcept {
 bool recording() noexcept {
   // Paused by the application: not recorded, and not lost either.
   if (AW_UNLIKELY(g_paused.load(std::memory_order_relaxed))) return false;
-  if (AW_UNLIKELY(config().disabled)) return false;
-  if (AW_LIKELY(trace_writer::is_active()) || trace_writer::ensure_open()) return true;
-  // Counted once per application call: not again in a driver wrapper nested in a runtime one.
-  const ThreadCallState& st = thread_state();
-  if (st.driver_depth == 0 && st.runtime_depth == 0) trace_writer::count_lost_if_stopped();
-  return false;
+  if (AW_UNLIKELY(tracing_disabled())) return false;
+  return trace_writer::accepts_calls();
 }
 
-void write(AnyRecord& r) noexcept { thread_buffer::write(&r); }
+Nested classify_nested(const ThreadCallState& st, const void* ra, bool runtime_wrapper) noexcept {
+  if (st.phase & kPhaseQuiet) return Nested::PassThrough;  // under a call already counted as lost
+  if (st.phase & 1) return Nested::Lost;                    // a handler interrupted our own code
+  // Inside a real function: of the runtime (phase 2 under a runtime wrapper), else of the driver.
+  bool in_runtime = st.phase == 2 && (st.outer == kOuterRuntime || st.outer == kOuterRuntimePassive);
+  bool from_callee = in_runtime ? runtime_hooks::text_contains(st.rt_instance, ra) : real::driver_text_contains(ra);
+  if (from_callee) return Nested::PassThrough;  // the library calling its own (or the driver's) entry point
+  (void)runtime_wrapper;
+  return Nested::Reentrant;
+}
+
+uint32_t begin_lost(ThreadCallState& st) noexcept {
+  uint32_t saved = st.phase;
+  st.phase = saved | kPhaseQuiet;
+  signal_fence();
+  if (!g_paused.load(std::memory_order_relaxed) && !tracing_disabled() && trace_writer::accepts_calls())
+    trace_writer::count_lost(1);
+  return saved;
+}
+
+void write(AnyRecord& r) noexcept {
+  if (AW_UNLIKELY(!thread_buffer::write(&r))) trace_writer::count_lost(1);
+}
 
 void apply_stack_policy(AnyRecord& r, Category c) noexcept {
   CallFields f = fields(r);
@@ -193,27 +213,21 @@ void apply_stack_policy(AnyRecord& r, Category c) noexcept {
   uint64_t blocked = *f.end_ns - *f.start_ns;
   if (!wants_stack(r, c, blocked)) return;
   const ThreadCallState& st = thread_state();
-  uint32_t id = stacks::capture_call_site(st.caller_ra, st.caller_frame);
+  uint32_t id = stacks::capture_call_site(st.caller.ra, st.caller.frame);
   if (id) {
     *f.stack_id = id;
     *f.flags |= kFlagStackCaptured;
   }
 }
 
-void emit(AnyRecord& r, Category c) noexcept {
-  ThreadCallState& st = thread_state();
-  if (st.runtime_depth > 0) {
-    st.driver_reached = true;
-    // One record per application call: the first driver record of the runtime API's kind
-    // becomes the runtime call's record; other driver calls made by the runtime are internal.
-    if (!st.pending_valid && c == st.runtime_category) {
-      st.pending = r;
-      st.pending_valid = true;
-    }
-    return;
+void adopt(ThreadCallState& st, const AnyRecord& r, Category c) noexcept {
+  st.driver_reached = true;
+  // One record per application call: the first driver record of the runtime API's kind
+  // becomes the runtime call's record; other driver calls made by the runtime are internal.
+  if (!st.pending_valid && c == st.runtime_category) {
+    st.pending = r;
+    st.pending_valid = true;
   }
-  apply_stack_policy(r, c);
-  write(r);
 }
 
 StreamKind stream_kind(CUstream s, bool per_thread_entry) noexcept {
@@ -374,8 +388,9 @@ void note_driver_ready() noexcept {
 uint64_t next_callback_id() noexcept { return g_next_callback_id.fetch_add(1, std::memory_order_relaxed); }
 
 namespace {
+// Not a call of the application: written when the trace is open and recording, never counted as lost.
 void write_run(uint64_t id, uint64_t start, uint64_t end) noexcept {
-  if (!recording()) return;
+  if (g_paused.load(std::memory_order_relaxed) || !trace_writer::is_active()) return;
   HostFuncRunRecord r{};
   r.h.type = static_cast<uint16_t>(RecordType::HostFuncRun);
   r.h.size = sizeof r;
