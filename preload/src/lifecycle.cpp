@@ -53,7 +53,11 @@ int exit_status() noexcept {
 std::vector<std::string>* g_inherit = nullptr;
 std::string* g_preload_value = nullptr;
 
-void on_trace_opened() { module_map::write_new_modules(); }
+// The module map, unless the file was asked for by a reentrant call (a signal handler's: the map's
+// lists allocate); then the first stack captured later finds no known module and writes it.
+void on_trace_opened() {
+  if (!calls::thread_state().reentrant) module_map::write_new_modules();
+}
 
 // fork() from a multithreaded process: another thread may be inside the library holding one of
 // its locks. The forking thread takes the stack-interning and classifier locks before the fork

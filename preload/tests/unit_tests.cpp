@@ -1,6 +1,7 @@
 // Unit tests of the tricky logic: configuration parsing, the pinned-range registry, the trace
 // writer's block claiming with several threads (read back with a minimal reader), stack
 // interning, and the name -> hook table.
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -189,13 +190,23 @@ class TraceWriterTest : public ::testing::Test {
  protected:
   static std::string dir_;
   static void SetUpTestSuite() {
-    char tmpl[] = "/tmp/aw-unit-XXXXXX";
-    dir_ = mkdtemp(tmpl);
+    const char* base = getenv("TMPDIR");  // CTest: a directory of the build tree, checked empty afterwards
+    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/aw-unit-XXXXXX";
+    dir_ = mkdtemp(tmpl.data());
     Config c;
     c.output_dir = dir_;
     c.output_pattern = "unit-%p.awtrace";
     c.quiet = true;
     set_config(c);
+  }
+  // Nothing is left in /tmp: the traces and the directory go.
+  static void TearDownTestSuite() {
+    if (DIR* d = opendir(dir_.c_str())) {
+      while (dirent* e = readdir(d))
+        if (e->d_name[0] != '.') unlink((dir_ + "/" + e->d_name).c_str());
+      closedir(d);
+    }
+    rmdir(dir_.c_str());
   }
 };
 std::string TraceWriterTest::dir_;

@@ -180,7 +180,12 @@ bool recording() noexcept {
   // Paused by the application: not recorded, and not lost either.
   if (AW_UNLIKELY(g_paused.load(std::memory_order_relaxed))) return false;
   if (AW_UNLIKELY(tracing_disabled())) return false;
-  return trace_writer::accepts_calls();
+  if (AW_LIKELY(trace_writer::is_active())) return true;
+  // The first call (the file thread is started here), or the trace stopped: as the library's own
+  // code, so that a signal handler meanwhile passes through.
+  bool may_start = !thread_state().reentrant;
+  LibraryScope scope;
+  return trace_writer::accepts_calls_slow(may_start);
 }
 
 Nested classify_nested(const ThreadCallState& st, const void* ra, bool runtime_wrapper) noexcept {
@@ -188,8 +193,12 @@ Nested classify_nested(const ThreadCallState& st, const void* ra, bool runtime_w
   if (st.phase & 1) return Nested::Lost;                    // a handler interrupted our own code
   // Inside a real function: of the runtime (phase 2 under a runtime wrapper), else of the driver.
   bool in_runtime = st.phase == 2 && (st.outer == kOuterRuntime || st.outer == kOuterRuntimePassive);
-  bool from_callee = in_runtime ? runtime_hooks::text_contains(st.rt_instance, ra) : real::driver_text_contains(ra);
-  if (from_callee) return Nested::PassThrough;  // the library calling its own (or the driver's) entry point
+  // From the library the active wrapper called (or a tail call from it: the return address is then
+  // ours): the library calling its own (or the driver's) entry point. A handler's call comes from
+  // the application's code.
+  bool from_callee = real::is_own(ra) ||
+                     (in_runtime ? runtime_hooks::text_contains(st.rt_instance, ra) : real::driver_text_contains(ra));
+  if (from_callee) return Nested::PassThrough;
   (void)runtime_wrapper;
   return Nested::Reentrant;
 }
@@ -198,7 +207,7 @@ uint32_t begin_lost(ThreadCallState& st) noexcept {
   uint32_t saved = st.phase;
   st.phase = saved | kPhaseQuiet;
   signal_fence();
-  if (!g_paused.load(std::memory_order_relaxed) && !tracing_disabled() && trace_writer::accepts_calls())
+  if (!g_paused.load(std::memory_order_relaxed) && !tracing_disabled() && trace_writer::lost_calls_counted())
     trace_writer::count_lost(1);
   return saved;
 }
@@ -209,7 +218,7 @@ void write(AnyRecord& r) noexcept {
 
 void apply_stack_policy(AnyRecord& r, Category c) noexcept {
   CallFields f = fields(r);
-  if (!f.stack_id) return;
+  if (!f.stack_id || AW_UNLIKELY(thread_state().reentrant)) return;
   uint64_t blocked = *f.end_ns - *f.start_ns;
   if (!wants_stack(r, c, blocked)) return;
   const ThreadCallState& st = thread_state();
@@ -247,7 +256,7 @@ void capture_ended() noexcept {
 bool any_capture_active() noexcept { return g_active_captures.load(std::memory_order_acquire) > 0; }
 
 bool stream_is_capturing(CUstream s) noexcept {
-  if (!any_capture_active()) return false;
+  if (!any_capture_active() || thread_state().reentrant) return false;
   auto fn = h_stream_is_capturing.get();
   if (!fn) return false;
   int status = 0;
@@ -268,7 +277,7 @@ void release_event(EvidenceEvent& e) noexcept {
 void completion_evidence(CUstream s, bool per_thread_entry, uint32_t* flags) noexcept {
   // Never while any capture is active: under cudaStreamCaptureModeGlobal an event query from
   // any thread would invalidate the application's capture.
-  if (any_capture_active()) return;
+  if (any_capture_active() || thread_state().reentrant) return;
   auto get_ctx = h_ctx_get_current.get();
   auto create = h_event_create.get();
   auto record = (per_thread_entry && s == nullptr && h_event_record_ptsz.get()) ? h_event_record_ptsz.get()
@@ -303,7 +312,7 @@ void completion_evidence(CUstream s, bool per_thread_entry, uint32_t* flags) noe
 
 uint32_t kernel_name_id(CUfunction f, bool* first) noexcept {
   *first = false;
-  if (!f) return 0;
+  if (!f || thread_state().reentrant) return 0;
   uint32_t gen = trace_writer::generation();
   if (!tl_names) {
     tl_names = static_cast<NameCacheEntry*>(calloc(kNameCacheSize, sizeof(NameCacheEntry)));
@@ -360,6 +369,7 @@ uint32_t kernel_name_id(CUfunction f, bool* first) noexcept {
 }
 
 void note_driver_ready() noexcept {
+  if (AW_UNLIKELY(thread_state().reentrant)) return;
   uint32_t gen = trace_writer::generation();
   if (AW_LIKELY(g_device_info_generation.load(std::memory_order_relaxed) == gen)) return;
   if (g_device_info_generation.exchange(gen) == gen) return;

@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "asyncwatch/trace_format.h"
+#include "classify/host_memory_classifier.h"
 #include "common.h"
 #include "cuda_abi.h"
 #include "trace/trace_writer.h"
@@ -63,6 +64,12 @@ struct ThreadCallState {
   Category runtime_category;
   bool driver_reached;  // a hooked driver entry point ran during the runtime call
   bool pending_valid;   // `pending` holds the driver's record, finished by the runtime wrapper
+  // A reentrant call (it interrupted a real function: a signal handler's, most likely): recorded
+  // with nothing that may allocate or take a lock the interrupted code may hold: no driver query of
+  // ours (memory classified from the pinned-range registry only, no capture check), no stack, no
+  // kernel name, no completion evidence, no device info, no module map, no host-function
+  // trampoline, no thread started.
+  bool reentrant;
   Caller caller;
   AnyRecord pending;
 };
@@ -122,6 +129,7 @@ class SavedCallState {
 
  private:
   ThreadCallState saved_;
+  classify::RegistryOnlyScope no_driver_queries_;
 };
 
 // Marks the library's own code outside wrappers (thread-exit hooks, fork handlers, the control

@@ -121,6 +121,8 @@ CUresult traced_host_func(calls::Caller caller, Hook h, CUstream st, CUhostFn us
   return calls::traced_with(
       caller, h, calls::Category::HostFunc,
       [&]() noexcept {
+        // A reentrant call (a signal handler's) allocates nothing: the user's function passes through.
+        if (calls::thread_state().reentrant) return;
         // During capture the host node may run many times (each graph launch) or never: pass the
         // user's function through unchanged rather than a wrapper context that is freed after one run.
         capturing = calls::stream_is_capturing(st);

@@ -186,6 +186,7 @@ cudaError_t run(uint8_t inst, calls::Caller c, Api api, Category cat, Call&& cal
       case calls::Nested::Lost: way = kLost; break;
       default:  // a call of its own, in a clean state (restored below)
         reentrant = new (saved_storage) calls::SavedCallState;
+        st.reentrant = true;
         way = calls::recording() ? kRecord : kPassive;
         break;
     }

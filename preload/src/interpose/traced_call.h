@@ -22,6 +22,12 @@ inline Fn real_fn(hooks::Hook h) noexcept {
   return reinterpret_cast<Fn>(real::driver(h));
 }
 
+// A driver wrapper called by the runtime of the active runtime wrapper: from its code, or by a tail
+// call from it (the return address is then our runtime wrapper's).
+inline bool nested_in_runtime(const ThreadCallState& st, const void* ra) noexcept {
+  return runtime_hooks::text_contains(st.rt_instance, ra) || real::is_own(ra);
+}
+
 struct NoPrepare {
   void operator()() const noexcept {}
 };
@@ -41,7 +47,7 @@ cuda::CUresult traced_with(Caller c, hooks::Hook h, Category cat, Prepare&& prep
   alignas(SavedCallState) unsigned char saved_storage[sizeof(SavedCallState)];
   if (AW_LIKELY(ph == 0)) {  // called by the application
     way = recording() ? kOuter : kPass;
-  } else if (ph == 2 && st.outer == kOuterRuntime && runtime_hooks::text_contains(st.rt_instance, c.ra)) {
+  } else if (ph == 2 && st.outer == kOuterRuntime && nested_in_runtime(st, c.ra)) {
     // Called by the runtime inside a traced runtime call: the record is the runtime call's.
     way = kInRuntime;
   } else {
@@ -50,6 +56,7 @@ cuda::CUresult traced_with(Caller c, hooks::Hook h, Category cat, Prepare&& prep
       case Nested::Lost: way = kLost; break;
       default:  // a call of its own, in a clean state (restored below)
         reentrant = new (saved_storage) SavedCallState;
+        st.reentrant = true;
         way = recording() ? kOuter : kPass;
         break;
     }

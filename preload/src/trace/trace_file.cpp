@@ -24,6 +24,7 @@
 
 #include "common.h"
 #include "config.h"
+#include "trace_writer.h"
 
 #ifndef SYS_close_range
 #define SYS_close_range 436
@@ -38,7 +39,7 @@ namespace {
 using namespace asyncwatch::trace;
 
 // What the thread is doing; requesters wait on g_done for a change.
-enum ThreadState : int { kNone = 0, kOpening = 1, kServing = 2, kGone = 3 };
+enum ThreadState : int { kNone = 0, kStarting = 1, kIdle = 2, kServing = 3, kGone = 4 };
 
 std::atomic<int> g_thread{kNone};
 std::atomic<uint32_t> g_req{0};   // bumped by requesters; the thread sleeps on it
@@ -46,6 +47,7 @@ std::atomic<uint32_t> g_done{0};  // bumped by the thread after each step; reque
 std::atomic<uint64_t> g_want{0};  // map segments below this, ahead of need
 std::atomic<uint64_t> g_need{0};  // a requester waits for the segments below this
 std::atomic<uint64_t> g_mapped{0};  // segments [0, g_mapped) are mapped
+std::atomic<bool> g_open_req{false};
 std::atomic<bool> g_close_req{false};
 std::atomic<uint64_t> g_close_bytes{0};
 std::atomic<char*> g_segments[kMaxSegments];
@@ -317,25 +319,41 @@ void* file_main(void*) {
       // table goes with it) and must not trace.
       set_error("cannot release the trace thread's copies of the application's file descriptors");
       finish();
+      trace_writer::file_opened(nullptr);
       return nullptr;
     }
     g_private = true;
   }
+  g_thread.store(kIdle, std::memory_order_release);
+  bump(&g_done);
+  // The file is created when the first record is written, after the application's first call
+  // returned (that call may need the last free descriptor number itself).
+  for (;;) {
+    uint32_t req = g_req.load(std::memory_order_acquire);
+    if (g_close_req.load(std::memory_order_acquire)) {
+      finish();
+      return nullptr;
+    }
+    if (g_open_req.load(std::memory_order_acquire)) break;
+    futex(&g_req, FUTEX_WAIT, req);
+  }
   if (!create_file()) {
     finish();
+    trace_writer::file_opened(nullptr);
     return nullptr;
   }
-  bool ok = map_one(0);
-  if (ok) g_mapped.store(1, std::memory_order_release);
-  if (!ok) {
-    // Header only: the trace exists and says so; nothing can be recorded into it.
+  FileHeader* h = g_header.load(std::memory_order_acquire);
+  if (!map_one(0)) {
+    // Header only: the trace exists and says so; the first block claim fails and reports why.
     release(kHeaderSize);
-    g_thread.store(kServing, std::memory_order_release);  // the header is published
     finish();
+    trace_writer::file_opened(h);
     return nullptr;
   }
+  g_mapped.store(1, std::memory_order_release);
   g_thread.store(kServing, std::memory_order_release);
   bump(&g_done);
+  trace_writer::file_opened(h);
   populate(0);
   uint64_t ahead_failed_at = UINT64_MAX;  // a segment mapped ahead that failed: retried only when needed
   for (;;) {
@@ -369,20 +387,20 @@ void* file_main(void*) {
 
 }  // namespace
 
-FileHeader* open(uint64_t parent_pid) noexcept {
+bool start() noexcept {
   int st = g_thread.load(std::memory_order_acquire);
-  if (st == kOpening || st == kServing) return nullptr;  // one trace per process at a time
+  if (st == kStarting || st == kIdle || st == kServing) return false;  // one trace per process at a time
   g_error[0] = 0;
   g_path[0] = 0;
-  g_parent_pid = parent_pid;
   g_want.store(0);
   g_need.store(0);
   g_mapped.store(0);
+  g_open_req.store(false);
   g_close_req.store(false);
   g_header.store(nullptr);
   g_fd = -1;
   g_thread_pid.store(getpid());
-  g_thread.store(kOpening, std::memory_order_release);
+  g_thread.store(kStarting, std::memory_order_release);
   // The thread inherits the mask: no signal of the application's is ever delivered to it.
   sigset_t all, old;
   sigfillset(&all);
@@ -397,15 +415,16 @@ FileHeader* open(uint64_t parent_pid) noexcept {
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (rc != 0) {
     set_error("cannot start the trace's file thread: %s", strerror(rc));
-    g_thread.store(kNone, std::memory_order_release);
-    return nullptr;
+    g_thread.store(kGone, std::memory_order_release);
+    return false;
   }
-  for (;;) {
-    uint32_t d = g_done.load(std::memory_order_acquire);
-    if (g_thread.load(std::memory_order_acquire) != kOpening) break;
-    futex(&g_done, FUTEX_WAIT, d);
-  }
-  return g_header.load(std::memory_order_acquire);
+  return true;
+}
+
+void request_open(uint64_t parent_pid) noexcept {
+  g_parent_pid = parent_pid;
+  g_open_req.store(true, std::memory_order_release);
+  bump(&g_req);
 }
 
 char* segment(uint64_t seg) noexcept {
@@ -435,7 +454,8 @@ void map_ahead(uint64_t count) noexcept {
 uint64_t mapped_blocks() noexcept { return g_mapped.load(std::memory_order_acquire) * kBlocksPerSegment; }
 
 void close(uint64_t bytes) noexcept {
-  if (g_thread.load(std::memory_order_acquire) != kServing) return;
+  int st = g_thread.load(std::memory_order_acquire);
+  if (st == kNone || st == kGone) return;
   g_close_bytes.store(bytes);
   g_close_req.store(true, std::memory_order_release);
   bump(&g_req);

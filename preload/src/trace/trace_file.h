@@ -23,10 +23,14 @@ constexpr uint64_t kSegmentBytes = 4ull << 20;
 constexpr uint64_t kBlocksPerSegment = kSegmentBytes / trace::kBlockSize;
 constexpr uint64_t kMaxSegments = 16384;  // 64 GiB of trace
 
-// Starts the thread, which creates the trace file, maps and fills its header and maps segment 0;
-// waits for that. Returns the header, or nullptr: no trace (error_text() says why; nothing is left
-// open). A header without segment 0 (a full disk) is returned too: the first claim then fails.
-trace::FileHeader* open(uint64_t parent_pid) noexcept;
+// Starts the thread (its descriptor table made its own); it waits for request_open. False when no
+// thread could be started (error_text() says why).
+bool start() noexcept;
+// Asks the thread to create the trace file, map and fill its header and map segment 0; it then
+// calls trace_writer::file_opened with the header, or nullptr: no trace (error_text() says why,
+// nothing is left open). A header without segment 0 (a full disk) is passed too: the first
+// claim then fails. Does not wait.
+void request_open(uint64_t parent_pid) noexcept;
 
 // Segment `seg`, mapped: waits for the thread when it is not mapped yet. nullptr when it cannot be
 // mapped; that is final (error_text() says why) and the thread has released the file.

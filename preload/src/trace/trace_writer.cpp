@@ -23,12 +23,16 @@ using trace_file::kBlocksPerSegment;
 
 constexpr uint64_t kClosedBit = 1ull << 63;
 
+// kStarting: a thread of the application is starting the file thread (it is in the library's own
+// code meanwhile, so a signal handler on it never waits for this). kReady: the file thread runs,
+// the file is not created yet. kOpening: the file thread creates it, and ends kOpening itself
+// (file_opened): nobody ever waits for an application thread to finish a step.
 // kOff: tracing stopped after a failure (the header, if any, stays mapped and counts the calls
 // lost from then on), or disabled. kForeign: a child made without fork handlers; nothing of the
 // parent's trace may be touched in it.
-enum State : uint32_t { kNotOpen = 0, kOpening, kActive, kOff, kClosing, kClosed, kForeign };
+enum State : uint32_t { kNotOpen = 0, kStarting, kReady, kOpening, kActive, kOff, kClosing, kClosed, kForeign };
 
-std::atomic<uint32_t> g_state{kNotOpen};  // also a futex word (waiting for kOpening to end)
+std::atomic<uint32_t> g_state{kNotOpen};  // also a futex word (waiting for kStarting/kOpening to end)
 // Next block index; kClosedBit set once closed so that no later claim can extend the file past
 // the size it was truncated to.
 std::atomic<uint64_t> g_claim{0};
@@ -59,9 +63,9 @@ void set_state(uint32_t s) noexcept {
   g_state.store(s, std::memory_order_release);
   futex(&g_state, FUTEX_WAKE, INT32_MAX);
 }
-uint32_t wait_while_opening() noexcept {
+uint32_t wait_while(uint32_t busy) noexcept {
   uint32_t s;
-  while ((s = g_state.load(std::memory_order_acquire)) == kOpening) futex(&g_state, FUTEX_WAIT, kOpening);
+  while ((s = g_state.load(std::memory_order_acquire)) == busy) futex(&g_state, FUTEX_WAIT, busy);
   return s;
 }
 
@@ -73,20 +77,16 @@ void add_lost(FileHeader* h, uint64_t n) noexcept {
   if (n) __atomic_fetch_add(&h->records_lost, n, __ATOMIC_RELAXED);
 }
 
-// The opening thread (g_state == kOpening, won by compare-and-swap).
-void open_now() noexcept {
-  FileHeader* h = trace_file::open(g_parent_pid);
-  if (!h) {
+// Starts the file thread (NotOpen -> Starting -> Ready), from the thread that won the state.
+void start_file_thread() noexcept {
+  uint32_t expected = kNotOpen;
+  if (!g_state.compare_exchange_strong(expected, kStarting)) return;
+  if (trace_file::start()) {
+    set_state(kReady);
+  } else {
     set_state(kOff);
     warn_once(trace_file::error_text());
-    return;
   }
-  g_claim.store(0);
-  g_header.store(h, std::memory_order_release);
-  add_lost(h, g_lost_pending.exchange(0));
-  set_state(kActive);
-  if (!config().quiet) log::banner("tracing to %s", trace_file::path());
-  if (g_opened_cb) g_opened_cb();
 }
 
 }  // namespace
@@ -104,6 +104,17 @@ void init_process() noexcept {
 }
 
 uint32_t generation() noexcept { return g_page.generation.load(std::memory_order_acquire); }
+
+void file_opened(FileHeader* h) noexcept {
+  if (!h) {
+    set_state(kOff);
+    return;
+  }
+  g_claim.store(0);
+  g_header.store(h, std::memory_order_release);
+  add_lost(h, g_lost_pending.exchange(0));
+  set_state(kActive);
+}
 
 bool process_is_ours() noexcept {
   if (AW_LIKELY(g_page.generation.load(std::memory_order_acquire) != 0)) {
@@ -126,42 +137,71 @@ bool ensure_open() noexcept {
   uint32_t s = g_state.load(std::memory_order_acquire);
   if (AW_LIKELY(s == kActive)) return true;
   ErrnoKeeper keep;
+  bool opener = false;
   for (;;) {
     switch (s) {
-      case kActive: return true;
-      case kOpening: s = wait_while_opening(); continue;
-      case kNotOpen: {
-        if (!process_is_ours()) return false;
-        uint32_t expected = kNotOpen;
-        if (config().disabled) {
-          g_state.compare_exchange_strong(expected, kOff);
-        } else if (g_state.compare_exchange_strong(expected, kOpening)) {
-          open_now();
+      case kActive:
+        if (opener) {  // the thread that asked for the file says where it is, and writes the module map
+          if (!config().quiet) log::banner("tracing to %s", trace_file::path());
+          if (g_opened_cb) g_opened_cb();
         }
-        s = g_state.load(std::memory_order_acquire);
-        continue;
+        return true;
+      case kNotOpen:
+        if (!process_is_ours()) return false;
+        if (config().disabled) {
+          uint32_t expected = kNotOpen;
+          g_state.compare_exchange_strong(expected, kOff);
+        } else {
+          start_file_thread();
+        }
+        break;
+      case kStarting: s = wait_while(kStarting); continue;
+      case kReady: {
+        uint32_t expected = kReady;
+        if (g_state.compare_exchange_strong(expected, kOpening)) {
+          opener = true;
+          trace_file::request_open(g_parent_pid);
+        }
+        break;
       }
-      default: return false;
+      case kOpening: s = wait_while(kOpening); continue;
+      default:
+        if (opener) warn_once(trace_file::error_text());
+        return false;
     }
+    s = g_state.load(std::memory_order_acquire);
   }
 }
 
 bool is_active() noexcept { return g_state.load(std::memory_order_acquire) == kActive; }
 
-namespace {
-__attribute__((noinline)) bool accepts_calls_slow() noexcept {
-  uint32_t s = g_state.load(std::memory_order_acquire);
-  if (s == kActive) return true;
-  if (s == kNotOpen || s == kOpening) return true;  // opened by the record's write, after the call
-  // Stopped after an output failure: every call from then on is counted (not when there is no header,
-  // i.e. the trace could not be created, and not when disabled).
-  if (s == kOff && !config().disabled && g_header.load(std::memory_order_acquire)) count_lost(1);
-  return false;
+bool accepts_calls_slow(bool may_start) noexcept {
+  switch (g_state.load(std::memory_order_acquire)) {
+    case kActive:
+    case kStarting:
+    case kReady:
+    case kOpening: return true;  // the record's write opens the file, after the call
+    case kNotOpen:
+      if (!process_is_ours() || config().disabled) return false;
+      if (!may_start) {  // e.g. a signal handler's call: no thread is started from there
+        count_lost(1);
+        return false;
+      }
+      start_file_thread();
+      return g_state.load(std::memory_order_acquire) == kReady;
+    case kOff:
+      // Stopped after an output failure: every call from then on is counted (not when there is no
+      // header, i.e. the trace could not be created, and not when disabled).
+      if (!config().disabled && g_header.load(std::memory_order_acquire)) count_lost(1);
+      return false;
+    default: return false;
+  }
 }
-}  // namespace
 
-bool accepts_calls() noexcept {
-  return AW_LIKELY(g_state.load(std::memory_order_acquire) == kActive) || accepts_calls_slow();
+bool lost_calls_counted() noexcept {
+  uint32_t s = g_state.load(std::memory_order_acquire);
+  if (s == kOff) return !config().disabled && g_header.load(std::memory_order_acquire);
+  return s <= kActive && !config().disabled;  // counted now, or once the header exists
 }
 
 char* claim_block(uint64_t* index_out) noexcept {
@@ -225,7 +265,9 @@ void note_pause(bool paused, uint64_t now) noexcept {
 
 void close_clean(int exit_status) noexcept {
   ErrnoKeeper keep;
-  uint32_t s = wait_while_opening();
+  // Waits only for the file thread (kOpening ends in file_opened), never for an application thread:
+  // this may be a signal handler that interrupted the thread asking for the file.
+  uint32_t s = wait_while(kOpening);
   FileHeader* h = g_header.load(std::memory_order_acquire);
   if (!h || (s != kActive && s != kOff)) return;
   // A vfork()ed child calling _exit shares our memory: closing would close the parent's trace.
@@ -279,6 +321,7 @@ void after_fork_child(uint64_t parent_pid) noexcept {
   g_warned.store(false);
   uint32_t s = g_state.load();
   // A failed or disabled trace stays off in the child; a child of a foreign process is foreign.
+  // Anything else starts anew (the file thread does not exist in the child).
   g_state.store(s == kOff || s == kForeign ? s : kNotOpen);
   if (config().disabled) g_state.store(kOff);
   g_owner_pid.store(getpid());

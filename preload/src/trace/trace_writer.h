@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <string>
 
+#include "asyncwatch/trace_format.h"
+
 namespace asyncwatch::trace_writer {
 
 // Opens the trace on first use (called by the first record of the process, or of a forked
@@ -17,12 +19,17 @@ namespace asyncwatch::trace_writer {
 // and tracing stays off for the rest of the process.
 bool ensure_open() noexcept;
 bool is_active() noexcept;
-// Whether a call made now should be recorded as far as the trace is concerned: the trace is open,
-// or not opened yet (the record's write opens it). When tracing stopped after an output failure
-// (disk full, RLIMIT_FSIZE, descriptor taken by the application) the call is counted in
-// records_lost here and false is returned, so that every call of the application is either in the
-// trace or counted.
-bool accepts_calls() noexcept;
+// Whether a call made now should be recorded as far as the trace is concerned (when !is_active()):
+// the file is not created yet (the record's write creates it, after the call). `may_start`: start
+// the file thread when it is not running yet (the caller is marked as in the library's own code:
+// a signal handler on this thread does not reach this meanwhile). When tracing stopped after an
+// output failure (disk full, RLIMIT_FSIZE, descriptor taken by the application) the call is
+// counted in records_lost here and false is returned, so that every call of the application is
+// either in the trace or counted.
+bool accepts_calls_slow(bool may_start) noexcept;
+// Whether a call that passes through unrecorded now (a signal handler's, see call_context.h) is
+// to be counted in records_lost. No side effect.
+bool lost_calls_counted() noexcept;
 
 // A fresh block for the calling thread, or nullptr (tracing stopped, disk full, closed).
 // `index_out` gets the block's index in the file.
@@ -63,5 +70,8 @@ std::string path();
 // thread, to write the module map.
 using OpenedCallback = void (*)();
 void set_opened_callback(OpenedCallback cb) noexcept;
+
+// For trace_file.cpp: the file thread created the file (`h`, its header) or failed (nullptr).
+void file_opened(trace::FileHeader* h) noexcept;
 
 }  // namespace asyncwatch::trace_writer
