@@ -23,6 +23,7 @@
 #include "common.h"
 #include "config.h"
 #include "interpose/call_context.h"
+#include "interpose/signal_hooks.h"
 #include "interpose/real_functions.h"
 #include "log.h"
 #include "stacks/module_map.h"
@@ -82,8 +83,7 @@ void atfork_prepare() {
 void atfork_parent() {
   classify::unlock_after_fork();
   stacks::unlock_after_fork();
-  calls::signal_fence();
-  calls::thread_state().phase = tl_phase_before_fork;
+  calls::set_phase(calls::thread_state(), tl_phase_before_fork);
 }
 
 void atfork_child() {
@@ -93,8 +93,8 @@ void atfork_child() {
   // write into the parent's file) and let the first call in the child open a new one.
   trace_writer::after_fork_child(static_cast<uint64_t>(getppid()));
   module_map::reset();
-  calls::signal_fence();
-  calls::thread_state().phase = tl_phase_before_fork;
+  signals::forget_deferred();  // the parent's: the child has no pending signals
+  calls::set_phase(calls::thread_state(), tl_phase_before_fork);
 }
 
 // Per-thread state released at thread exit (thread_exit.h), as the library's own code.
@@ -177,6 +177,7 @@ __attribute__((constructor(101))) void on_load(int argc, char** argv, char**) {
   log::capture_stderr();
   module_map::init_own_range();
   trace_writer::init_process();
+  signals::init();
   trace_file::set_command_line(argc, argv);
   Config c = parse_config([](const char* n) -> const char* { return getenv(n); }, &warn_config);
   set_config(c);

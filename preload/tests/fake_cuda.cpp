@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -49,10 +50,12 @@ int kind_of(uintptr_t p) {  // 0 unregistered, 1 host (pinned), 2 device
   return 0;
 }
 
+// Read at load time, not in a function-local static: a copy may be made by a signal handler that
+// interrupted the first copy (a guarded static's initialization would deadlock there).
+const bool g_cancel_point = getenv("FAKE_CUDA_CANCEL_POINT") != nullptr;
 void copy_delay() {
   if (const char* s = getenv("FAKE_CUDA_COPY_SLEEP_US")) usleep(static_cast<useconds_t>(atoi(s)));
-  static const bool cancel_point = getenv("FAKE_CUDA_CANCEL_POINT") != nullptr;
-  if (cancel_point) pthread_testcancel();
+  if (g_cancel_point) pthread_testcancel();
 }
 
 int g_device_fd = -1;
@@ -156,7 +159,15 @@ EXPORT CUresult cuMemHostUnregister(void* p) {
   std::lock_guard<std::mutex> l(g_mu);
   return g_pinned.erase(reinterpret_cast<uintptr_t>(p)) ? 0 : 1;
 }
+// FAKE_CUDA_QUERY_SIGNAL=N: each pointer query (made by the library, in its own code) queues signal
+// N with the value 1234 to the calling thread, which the library must defer until it returns.
+const int g_query_signal = getenv("FAKE_CUDA_QUERY_SIGNAL") ? atoi(getenv("FAKE_CUDA_QUERY_SIGNAL")) : 0;
 EXPORT CUresult cuPointerGetAttributes(unsigned n, int* attrs, void** data, CUdeviceptr p) {
+  if (g_query_signal) {
+    sigval v{};
+    v.sival_int = 1234;
+    pthread_sigqueue(pthread_self(), g_query_signal, v);
+  }
   int k = kind_of(static_cast<uintptr_t>(p));
   for (unsigned i = 0; i < n; ++i) {
     if (attrs[i] == 2) *static_cast<unsigned*>(data[i]) = static_cast<unsigned>(k);

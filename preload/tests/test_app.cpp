@@ -10,6 +10,7 @@
 #include <linux/seccomp.h>
 #include <pthread.h>
 #include <sched.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stddef.h>
 #include <sys/mman.h>
@@ -290,6 +291,38 @@ static int fd_steal(const std::string& how, const char* path, int chunks) {
   return ok ? 0 : 24;
 }
 
+// fdsteal_fork closefrom|close_range|dup2 FILE CHUNKS: the parent opens a file of its own first
+// (descriptor 3), makes 1,000 copies (its trace is open) and forks; the child closes its inherited
+// copy of descriptor 3 and runs fdsteal (its own first calls, then every descriptor from 3 closed or
+// replaced, then FILE written around copies); the parent makes 500 more copies and checks that its
+// own file, written before and after the fork, is intact.
+static int fd_steal_fork(const std::string& how, const char* path, int chunks) {
+  std::string mine = std::string(path) + ".parent";
+  int own = open(mine.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (own < 0) return 22;
+  char buf[4096];
+  for (size_t i = 0; i < sizeof buf; ++i) buf[i] = static_cast<char>('a' + i % 26);  // chunk 0's pattern
+  if (write(own, buf, sizeof buf) != static_cast<ssize_t>(sizeof buf)) return 23;
+  copies(1000);
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid < 0) return 11;
+  if (pid == 0) {
+    close(own);
+    exit(fd_steal(how, path, chunks));
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  copies(500);
+  for (size_t i = 0; i < sizeof buf; ++i) buf[i] = static_cast<char>('a' + (1 + i) % 26);  // chunk 1's
+  if (write(own, buf, sizeof buf) != static_cast<ssize_t>(sizeof buf)) return 23;
+  close(own);
+  printf("child exit %d, parent's file %s\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+         check_own_file(mine.c_str(), 2) ? "intact" : "CHANGED");
+  unlink(mine.c_str());
+  return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 8;
+}
+
 // closed_stdio REPORT: run with some of 0/1/2 closed. Checks that read/write on each closed one
 // fail with EBADF before and after the first CUDA calls, then writes a file of its own (it gets
 // the lowest free descriptor, maybe 0/1/2) around more calls and checks it. Results go to REPORT
@@ -420,21 +453,147 @@ static int sig_copy(int n, long step_us, int calls) {
   return hung || other ? 13 : 0;
 }
 
-// sig_storm CALLS INTERVAL_US: a timer every INTERVAL_US whose handler makes a 77-byte copy, while
-// the program makes CALLS 64-byte copies. Prints the handler's count (the trace must hold every
-// call or count it in records_lost).
-static int sig_storm(int calls, long interval_us) {
+// The kernel's rt_sigaction directly (as a runtime without libc would install handlers), with a
+// signal-return trampoline of our own: a handler the library does not see being installed.
+extern "C" void aw_test_restore_rt();
+asm(".text\n.globl aw_test_restore_rt\n.type aw_test_restore_rt,@function\naw_test_restore_rt:\n"
+    "  movq $15, %rax\n  syscall\n");  // rt_sigreturn
+static void install_raw(int sig, void (*fn)(int)) {
+  struct {
+    void (*handler)(int);
+    unsigned long flags;
+    void (*restorer)();
+    uint64_t mask;
+  } ksa{fn, SA_RESTART | 0x04000000 /* SA_RESTORER */, aw_test_restore_rt, 0};
+  syscall(SYS_rt_sigaction, sig, &ksa, nullptr, sizeof ksa.mask);
+}
+
+// sig_storm CALLS INTERVAL_US [raw]: a timer every INTERVAL_US whose handler makes a 77-byte copy,
+// while the program makes CALLS 64-byte copies (pageable). Prints the handler's count (the trace
+// must hold every call or count it in records_lost). "raw": the handler installed with the system
+// call, unseen by the library; its copies are from registered (pinned) memory, so that one that
+// interrupted the program needs nothing but the trace.
+static int sig_storm(int calls, long interval_us, bool raw) {
   CHECK(cuInit(0));
   CUdeviceptr d;
   CHECK(cuMemAlloc_v2(&d, 4096));
   g_sig_dev = d;
-  install(on_alarm_copy);
-  arm_timer(interval_us, interval_us);
+  if (raw) {
+    CHECK(cuMemHostRegister_v2(g_sig_host, sizeof g_sig_host, 0));
+    install_raw(SIGALRM, on_alarm_copy);
+  } else {
+    install(on_alarm_copy);
+  }
   std::vector<char> host(4096, 1);
+  arm_timer(interval_us, interval_us);
   for (int i = 0; i < calls; ++i) CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 64, nullptr));
   arm_timer(0, 0);
   fprintf(stderr, "handler calls %d\n", static_cast<int>(g_handler_calls));
   printf("calls=%d handler_failed=%d\n", calls, static_cast<int>(g_handler_failed));
+  return g_handler_failed ? 14 : 0;
+}
+
+// sig_deferred N: N pageable copies while the fake driver queues SIGUSR2 (value 1234) inside each
+// of the library's pointer queries (FAKE_CUDA_QUERY_SIGNAL); the SA_SIGINFO handler checks its
+// siginfo and makes a 77-byte copy. Prints how often it ran and with the queued siginfo.
+static volatile sig_atomic_t g_deferred_ok = 0;
+static void on_usr2_info(int, siginfo_t* si, void*) {
+  int saved = errno;
+  if (si->si_code == SI_QUEUE && si->si_value.sival_int == 1234) ++g_deferred_ok;
+  on_alarm_copy(SIGUSR2);
+  errno = saved;
+}
+static int sig_deferred(int n) {
+  CHECK(cuInit(0));
+  CUdeviceptr d;
+  CHECK(cuMemAlloc_v2(&d, 4096));
+  g_sig_dev = d;
+  struct sigaction sa {};
+  sa.sa_sigaction = on_usr2_info;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGUSR2, &sa, nullptr);
+  std::vector<char> host(4096, 1);
+  for (int i = 0; i < n; ++i) CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 64, nullptr));
+  printf("handler ran %d times, %d with their siginfo\n", static_cast<int>(g_handler_calls),
+         static_cast<int>(g_deferred_ok));
+  return g_handler_failed ? 14 : 0;
+}
+
+// sig_longjmp [alt]: a handler makes a copy and leaves with siglongjmp (on an alternate signal stack
+// with "alt"); then the program makes 5 pageable copies (the thread is back in the application:
+// recorded as usual, with their call site).
+static sigjmp_buf g_jump;
+static void on_usr1_jump(int) {
+  on_alarm_copy(SIGUSR1);
+  siglongjmp(g_jump, 1);
+}
+static int sig_longjmp(bool alt) {
+  CHECK(cuInit(0));
+  CUdeviceptr d;
+  CHECK(cuMemAlloc_v2(&d, 4096));
+  g_sig_dev = d;
+  static char alt_stack[1 << 16];
+  if (alt) {
+    stack_t ss{};
+    ss.ss_sp = alt_stack;
+    ss.ss_size = sizeof alt_stack;
+    if (sigaltstack(&ss, nullptr) != 0) return 10;
+  }
+  struct sigaction sa {};
+  sa.sa_handler = on_usr1_jump;
+  sa.sa_flags = alt ? SA_ONSTACK : 0;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGUSR1, &sa, nullptr);
+  for (int round = 0; round < 3; ++round) {
+    if (!sigsetjmp(g_jump, 1)) raise(SIGUSR1);
+    std::vector<char> host(4096, 1);
+    for (int i = 0; i < 5; ++i) CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 64, nullptr));
+  }
+  printf("handler ran %d times\n", static_cast<int>(g_handler_calls));
+  return g_handler_failed ? 14 : 0;
+}
+
+// sig_api: what sigaction/signal/sysv_signal/sigset report and do, with and without the library:
+// every query returns the program's own handler, System V semantics reset the handler.
+static volatile sig_atomic_t g_h2_runs = 0, g_h3_runs = 0;
+static void api_h1(int, siginfo_t*, void*) {}
+static void api_h2(int) { ++g_h2_runs; }
+static void api_h3(int s) {
+  ++g_h3_runs;
+  on_alarm_copy(s);
+}
+static int sig_api() {
+  CHECK(cuInit(0));
+  CUdeviceptr d;
+  CHECK(cuMemAlloc_v2(&d, 4096));
+  g_sig_dev = d;
+  struct sigaction a {}, q{};
+  a.sa_sigaction = api_h1;
+  a.sa_flags = SA_SIGINFO;
+  sigemptyset(&a.sa_mask);
+  sigaction(SIGUSR1, &a, nullptr);
+  sigaction(SIGUSR1, nullptr, &q);
+  printf("sigaction: h1 %d, siginfo %d\n", q.sa_sigaction == api_h1, (q.sa_flags & SA_SIGINFO) != 0);
+  sighandler_t old = signal(SIGUSR1, api_h2);
+  printf("signal: returned h1 %d\n", old == reinterpret_cast<sighandler_t>(reinterpret_cast<void (*)()>(api_h1)));
+  sigaction(SIGUSR1, nullptr, &q);
+  printf("now h2 %d, restart %d, siginfo %d\n", q.sa_handler == api_h2, (q.sa_flags & SA_RESTART) != 0,
+         (q.sa_flags & SA_SIGINFO) != 0);
+  old = sysv_signal(SIGUSR1, api_h3);
+  printf("sysv_signal: returned h2 %d\n", old == api_h2);
+  raise(SIGUSR1);
+  sigaction(SIGUSR1, nullptr, &q);
+  printf("after one delivery: h3 ran %d, reset to default %d\n", static_cast<int>(g_h3_runs), q.sa_handler == SIG_DFL);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  old = sigset(SIGUSR2, api_h2);  // obsolete, still interposed
+#pragma GCC diagnostic pop
+  printf("sigset: returned default %d\n", old == SIG_DFL);
+  raise(SIGUSR2);
+  old = signal(SIGUSR2, SIG_IGN);
+  printf("h2 ran %d, signal returned h2 %d, handler copies %d\n", static_cast<int>(g_h2_runs), old == api_h2,
+         static_cast<int>(g_handler_calls));
   return g_handler_failed ? 14 : 0;
 }
 
@@ -957,11 +1116,15 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (mode == "fdsteal" && argc > 4) return fd_steal(argv[2], argv[3], atoi(argv[4]));
+  if (mode == "fdsteal_fork" && argc > 4) return fd_steal_fork(argv[2], argv[3], atoi(argv[4]));
   if (mode == "closed_stdio" && argc > 2) return closed_stdio(argv[2]);
   if (mode == "sig_exit" && argc > 4) return sig_exit(argv[2], atoi(argv[3]), atol(argv[4]));
   if (mode == "sig_copy" && argc > 4) return sig_copy(atoi(argv[2]), atol(argv[3]), atoi(argv[4]));
-  if (mode == "sig_storm" && argc > 3) return sig_storm(atoi(argv[2]), atol(argv[3]));
+  if (mode == "sig_storm" && argc > 3) return sig_storm(atoi(argv[2]), atol(argv[3]), argc > 4 && !strcmp(argv[4], "raw"));
   if (mode == "cancel") return cancel_pending();
+  if (mode == "sig_deferred" && argc > 2) return sig_deferred(atoi(argv[2]));
+  if (mode == "sig_longjmp") return sig_longjmp(argc > 2 && !strcmp(argv[2], "alt"));
+  if (mode == "sig_api") return sig_api();
   if (mode == "nofile") return nofile();
   if (mode == "runtimes") return runtimes(argc - 2, argv + 2);
   if (mode == "reload" && argc > 2) return reload(argv[2]);

@@ -279,6 +279,15 @@ int children(int n, long step_us, bool query, const std::string& kind) {
     if (pid < 0) return 11;
     if (pid == 0) {
       AW_CHECK(cudaSetDevice(0));  // the context, before the timer (not an intercepted call)
+      if (query) {
+        // The legacy stream exists before the handler queries it (an event recorded on it: not an
+        // intercepted call). The simulator creates it on first use, allocating: a handler that
+        // interrupted an allocation of the first call would deadlock in the simulator, with or
+        // without asyncwatch (a real driver has it since the context).
+        cudaEvent_t ev;
+        AW_CHECK(cudaEventCreate(&ev));
+        AW_CHECK(cudaEventRecord(ev, 0));
+      }
       install(query ? on_alarm_query : kind == "_exit" ? on_alarm_exit : on_alarm_libc_exit);
       arm_timer(1 + k * step_us);
       char* dev;

@@ -12,6 +12,7 @@
 #include "real_functions.h"
 #include "stacks/stack_capture.h"
 #include "trace/thread_buffer.h"
+#include "signal_hooks.h"
 #include "traced_call.h"
 
 namespace asyncwatch::calls {
@@ -188,7 +189,12 @@ bool recording() noexcept {
   return trace_writer::accepts_calls_slow(may_start);
 }
 
-Nested classify_nested(const ThreadCallState& st, const void* ra, bool runtime_wrapper) noexcept {
+Nested classify_nested(ThreadCallState& st, Caller c) noexcept {
+  if (st.phase == kPhaseHandler) {  // an application's handler, through our trampoline
+    if (signals::handler_running(st, c.frame)) return Nested::Reentrant;
+    signals::handler_left(st);
+    return Nested::Application;
+  }
   if (st.phase & kPhaseQuiet) return Nested::PassThrough;  // under a call already counted as lost
   if (st.phase & 1) return Nested::Lost;                    // a handler interrupted our own code
   // Inside a real function: of the runtime (phase 2 under a runtime wrapper), else of the driver.
@@ -196,11 +202,9 @@ Nested classify_nested(const ThreadCallState& st, const void* ra, bool runtime_w
   // From the library the active wrapper called (or a tail call from it: the return address is then
   // ours): the library calling its own (or the driver's) entry point. A handler's call comes from
   // the application's code.
-  bool from_callee = real::is_own(ra) ||
-                     (in_runtime ? runtime_hooks::text_contains(st.rt_instance, ra) : real::driver_text_contains(ra));
-  if (from_callee) return Nested::PassThrough;
-  (void)runtime_wrapper;
-  return Nested::Reentrant;
+  bool from_callee = real::is_own(c.ra) || (in_runtime ? runtime_hooks::text_contains(st.rt_instance, c.ra)
+                                                       : real::driver_text_contains(c.ra));
+  return from_callee ? Nested::PassThrough : Nested::Reentrant;
 }
 
 uint32_t begin_lost(ThreadCallState& st) noexcept {
@@ -398,9 +402,10 @@ void note_driver_ready() noexcept {
 uint64_t next_callback_id() noexcept { return g_next_callback_id.fetch_add(1, std::memory_order_relaxed); }
 
 namespace {
-// Not a call of the application: written when the trace is open and recording, never counted as lost.
+// Not a call of the application: written when recording (also while the trace is still being
+// created for the call that enqueued the function: the write waits for it), never counted as lost.
 void write_run(uint64_t id, uint64_t start, uint64_t end) noexcept {
-  if (g_paused.load(std::memory_order_relaxed) || !trace_writer::is_active()) return;
+  if (g_paused.load(std::memory_order_relaxed) || !trace_writer::is_active_or_opening()) return;
   HostFuncRunRecord r{};
   r.h.type = static_cast<uint16_t>(RecordType::HostFuncRun);
   r.h.size = sizeof r;

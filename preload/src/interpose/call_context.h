@@ -10,7 +10,10 @@
 // either the CUDA library calling its own or the driver's entry points (the caller's return
 // address lies in that library: nested, as always), or a handler (or a callback) that interrupted
 // the real function: then it is recorded as a call of its own, with the thread's state saved
-// around it.
+// around it. A handler installed through sigaction/signal runs through the library's trampoline
+// (signal_hooks.cpp), which marks a thread that was in the application (`phase` 0) with
+// kPhaseHandler: its CUDA calls are reentrant too (the handler may have interrupted malloc, or a
+// lock of libc, that the library's bookkeeping would need).
 #pragma once
 
 #include <cstdint>
@@ -53,6 +56,9 @@ enum Outer : uint8_t {
 };
 // Set in `phase` while a call that was counted as lost passes through: nothing under it counts again.
 inline constexpr uint32_t kPhaseQuiet = 1u << 31;
+// `phase` while an application's signal handler runs on a thread that was in the application: set
+// and restored by the signal trampoline (signal_hooks.h), even (not the library's own code).
+inline constexpr uint32_t kPhaseHandler = 1u << 30;
 
 struct ThreadCallState {
   // 0: in the application. Odd: the library's own code runs on this thread. Even (2, 4): inside
@@ -71,12 +77,32 @@ struct ThreadCallState {
   // trampoline, no thread started.
   bool reentrant;
   Caller caller;
+  // While phase == kPhaseHandler: the trampoline's frame, its return address (the kernel's signal
+  // return) and the alternate stack the handler runs on ([lo, hi), 0/0: the thread's own stack),
+  // to tell a handler still running from one left with siglongjmp (signal_hooks.h).
+  uintptr_t handler_frame;
+  uintptr_t handler_return;
+  uintptr_t handler_alt_lo, handler_alt_hi;
   AnyRecord pending;
 };
 extern AW_TLS_SHARED ThreadCallState tl_call_state;
 inline ThreadCallState& thread_state() noexcept { return tl_call_state; }
 
 inline void signal_fence() noexcept { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
+
+// Non-zero when the signal trampoline deferred a signal that arrived while this thread ran the
+// library's own code (signal_hooks.h); not in ThreadCallState, which SavedCallState clears.
+extern AW_TLS_SHARED uint32_t tl_signals_deferred;
+void deliver_deferred_signals() noexcept;  // signal_hooks.cpp
+// Every change of `phase` from the library's own code (odd) to another value goes through here: a
+// signal deferred meanwhile is delivered once the thread is out of it. Stored first, then checked:
+// a signal arriving before the store is deferred and seen here, one after it runs at once.
+inline void set_phase(ThreadCallState& st, uint32_t p) noexcept {
+  signal_fence();
+  st.phase = p;
+  signal_fence();
+  if (AW_UNLIKELY(tl_signals_deferred) && !(p & 1)) deliver_deferred_signals();
+}
 
 // First statement of every exported wrapper: the application's call site, as a local.
 #define AW_NOTE_CALLER() \
@@ -92,9 +118,10 @@ int set_recording(bool on) noexcept;
 enum class Nested : uint8_t {
   PassThrough,  // the CUDA library calling its own (or the driver's) entry point: not an application call
   Lost,         // a signal handler interrupted the library's code: pass through, counted in records_lost
-  Reentrant,    // a handler (or callback) interrupted a real function: a call of its own
+  Reentrant,    // a handler (or callback) interrupted a real function or the application: a call of its own
+  Application,  // a handler left with siglongjmp: the thread is in the application again (phase reset to 0)
 };
-Nested classify_nested(const ThreadCallState& st, const void* ra, bool runtime_wrapper) noexcept;
+Nested classify_nested(ThreadCallState& st, Caller c) noexcept;
 // Counts a Lost call (unless paused or disabled) and marks the thread quiet while it passes through.
 uint32_t begin_lost(ThreadCallState& st) noexcept;
 
@@ -111,8 +138,7 @@ class SavedCallState {
     saved_.phase = phase;
     st = ThreadCallState{};
     st.phase = 1;
-    signal_fence();
-    st.phase = 0;
+    set_phase(st, 0);
   }
   ~SavedCallState() {
     ThreadCallState& st = tl_call_state;
@@ -121,8 +147,7 @@ class SavedCallState {
     uint32_t phase = saved_.phase;
     saved_.phase = 1;
     st = saved_;
-    signal_fence();
-    st.phase = phase;
+    set_phase(st, phase);
   }
   SavedCallState(const SavedCallState&) = delete;
   SavedCallState& operator=(const SavedCallState&) = delete;
@@ -141,10 +166,7 @@ class LibraryScope {
     tl_call_state.phase = saved_ | 1u;
     signal_fence();
   }
-  ~LibraryScope() {
-    signal_fence();
-    tl_call_state.phase = saved_;
-  }
+  ~LibraryScope() { set_phase(tl_call_state, saved_); }
   LibraryScope(const LibraryScope&) = delete;
   LibraryScope& operator=(const LibraryScope&) = delete;
 

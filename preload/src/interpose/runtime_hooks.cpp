@@ -181,9 +181,10 @@ cudaError_t run(uint8_t inst, calls::Caller c, Api api, Category cat, Call&& cal
   if (AW_LIKELY(ph == 0)) {
     way = calls::recording() ? kRecord : kPassive;
   } else {
-    switch (calls::classify_nested(st, c.ra, /*runtime_wrapper=*/true)) {
+    switch (calls::classify_nested(st, c)) {
       case calls::Nested::PassThrough: way = kPass; break;
       case calls::Nested::Lost: way = kLost; break;
+      case calls::Nested::Application: way = calls::recording() ? kRecord : kPassive; break;
       default:  // a call of its own, in a clean state (restored below)
         reentrant = new (saved_storage) calls::SavedCallState;
         st.reentrant = true;
@@ -203,8 +204,7 @@ cudaError_t run(uint8_t inst, calls::Caller c, Api api, Category cat, Call&& cal
     st.driver_reached = false;
     st.pending_valid = false;
     start = now_ns();
-    calls::signal_fence();
-    st.phase = 2;
+    calls::set_phase(st, 2);
   } else if (way == kPassive) {
     // Not recorded (paused, stopped): the driver wrappers under it pass through without counting
     // the call a second time.
@@ -212,8 +212,7 @@ cudaError_t run(uint8_t inst, calls::Caller c, Api api, Category cat, Call&& cal
     calls::signal_fence();
     st.outer = calls::kOuterRuntimePassive;
     st.rt_instance = inst;
-    calls::signal_fence();
-    st.phase = 2;
+    calls::set_phase(st, 2);
   } else if (way == kLost) {
     lost_phase = calls::begin_lost(st);
   }
@@ -240,8 +239,7 @@ cudaError_t run(uint8_t inst, calls::Caller c, Api api, Category cat, Call&& cal
       if (fallback(rec)) write_fallback(rec, api, cat, r, start, end, st.driver_reached);
     }
   }();
-  calls::signal_fence();
-  st.phase = 0;
+  calls::set_phase(st, 0);
   if (AW_UNLIKELY(reentrant)) reentrant->~SavedCallState();
   return r;
 }

@@ -51,9 +51,10 @@ cuda::CUresult traced_with(Caller c, hooks::Hook h, Category cat, Prepare&& prep
     // Called by the runtime inside a traced runtime call: the record is the runtime call's.
     way = kInRuntime;
   } else {
-    switch (classify_nested(st, c.ra, /*runtime_wrapper=*/false)) {
+    switch (classify_nested(st, c)) {
       case Nested::PassThrough: way = kPass; break;
       case Nested::Lost: way = kLost; break;
+      case Nested::Application: way = recording() ? kOuter : kPass; break;
       default:  // a call of its own, in a clean state (restored below)
         reentrant = new (saved_storage) SavedCallState;
         st.reentrant = true;
@@ -70,16 +71,16 @@ cuda::CUresult traced_with(Caller c, hooks::Hook h, Category cat, Prepare&& prep
     st.outer = kOuterDriver;
     if constexpr (kPrepares) prepare();
     start = now_ns();
-    signal_fence();
-    st.phase = 2;
+    set_phase(st, 2);
   } else if (way == kInRuntime) {
     if constexpr (kPrepares) {
       st.phase = 3;
       signal_fence();
       prepare();
-      signal_fence();
+      set_phase(st, 4);
+    } else {
+      st.phase = 4;
     }
-    st.phase = 4;
   } else if (way == kLost) {
     lost_phase = begin_lost(st);
   }
@@ -105,8 +106,7 @@ cuda::CUresult traced_with(Caller c, hooks::Hook h, Category cat, Prepare&& prep
       adopt(st, rec, cat);
     }
   }();
-  signal_fence();
-  st.phase = way == kOuter ? 0 : 2;
+  set_phase(st, way == kOuter ? 0 : 2);
   if (AW_UNLIKELY(reentrant)) reentrant->~SavedCallState();
   return r;
 }

@@ -116,18 +116,23 @@ bool close_inherited() noexcept {
 // Process-table mode: a high number, below min(RLIMIT_NOFILE, 1024) (the kernel's descriptor table
 // need not grow, select() users are unaffected), never 0/1/2, and never the last free number: if
 // no other number is free, the application would have none left, so tracing gives up.
-int place_high(int fd) noexcept {
+bool same_file(int fd, const struct stat& want) noexcept {
+  struct stat st;
+  return fstat(fd, &st) == 0 && st.st_dev == want.st_dev && st.st_ino == want.st_ino;
+}
+
+// `fd` was just opened at the lowest free number (maybe 0/1/2): the copy at a high number is
+// kept, the low one closed, each only while it still refers to the trace file `st` (another thread
+// of the application may close and reuse numbers meanwhile). -1: no room, or the file was lost.
+int place_high(int fd, const struct stat& st) noexcept {
   rlimit rl{};
   long top = 1024;
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) top = std::min<long>(top, static_cast<long>(rl.rlim_cur));
-  for (long dist = 1; top - dist >= 3; dist *= 2) {
-    int h = fcntl(fd, F_DUPFD_CLOEXEC, static_cast<int>(top - dist));
-    if (h >= 0) {
-      ::close(fd);
-      return h;
-    }
-  }
-  return -1;
+  int h = -1;
+  for (long dist = 1; h < 0 && top - dist >= 3; dist *= 2) h = fcntl(fd, F_DUPFD_CLOEXEC, static_cast<int>(top - dist));
+  if (same_file(fd, st)) ::close(fd);
+  if (h >= 0 && !same_file(h, st)) h = -1;  // the low number was another file when it was copied
+  return h;
 }
 
 bool descriptor_is_ours() noexcept {
@@ -227,19 +232,19 @@ bool create_file() noexcept {
     g_path[0] = 0;
     return false;
   }
+  struct stat st;
+  bool known = fstat(fd, &st) == 0;
   auto fail = [&](const char* what) {
     set_error("%s %s", what, g_path);
-    ::close(fd);
+    if (fd >= 0 && (g_private || (known && same_file(fd, st)))) ::close(fd);
     unlink(g_path);
     g_path[0] = 0;
     return false;
   };
+  if (!known) return fail("cannot stat trace file");
   if (!g_private) {
-    int h = place_high(fd);
-    if (h < 0) return fail("no free file descriptor (RLIMIT_NOFILE) besides the last one for trace file");
-    fd = h;
-    struct stat st;
-    if (fstat(fd, &st) != 0) return fail("cannot stat trace file");
+    fd = place_high(fd, st);
+    if (fd < 0) return fail("no free file descriptor (RLIMIT_NOFILE) besides the last one for trace file");
     g_dev = st.st_dev;
     g_ino = st.st_ino;
   }
@@ -489,7 +494,9 @@ void forget_after_fork() noexcept {
     // Not a real fork (unit tests start a fresh trace this way): let the thread release the file.
     trace_file::close(kNoTruncate);
   } else if (!g_private && g_fd >= 0) {
-    ::close(g_fd);  // the child's inherited copy of the parent's descriptor
+    // The child's inherited copy of the parent's descriptor. The system call, not close(): that is
+    // a cancellation point, and this runs inside the application's fork().
+    syscall(SYS_close, g_fd);
   }
   g_fd = -1;
   // Every slot, not up to the first empty one: the child must not keep a mapping of the parent's

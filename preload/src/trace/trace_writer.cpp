@@ -175,6 +175,11 @@ bool ensure_open() noexcept {
 
 bool is_active() noexcept { return g_state.load(std::memory_order_acquire) == kActive; }
 
+bool is_active_or_opening() noexcept {
+  uint32_t s = g_state.load(std::memory_order_acquire);
+  return s == kActive || s == kStarting || s == kReady || s == kOpening;
+}
+
 bool accepts_calls_slow(bool may_start) noexcept {
   switch (g_state.load(std::memory_order_acquire)) {
     case kActive:

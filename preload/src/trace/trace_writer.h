@@ -19,6 +19,9 @@ namespace asyncwatch::trace_writer {
 // and tracing stays off for the rest of the process.
 bool ensure_open() noexcept;
 bool is_active() noexcept;
+// Active, or about to be: the file thread is starting or creating the file for a call already made
+// (a record written now waits for it).
+bool is_active_or_opening() noexcept;
 // Whether a call made now should be recorded as far as the trace is concerned (when !is_active()):
 // the file is not created yet (the record's write creates it, after the call). `may_start`: start
 // the file thread when it is not running yet (the caller is marked as in the library's own code:
