@@ -1,5 +1,6 @@
 #include "config.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -79,27 +80,52 @@ Config parse_config(GetEnvFn getenv_fn, WarnFn warn) {
   return c;
 }
 
+namespace {
+bool g_disabled = false;
+}
 const Config& config() { return storage(); }
-void set_config(const Config& c) { storage() = c; }
+void set_config(const Config& c) {
+  storage() = c;
+  g_disabled = c.disabled;
+}
+bool tracing_disabled() noexcept { return g_disabled; }
+
+bool expand_output_pattern_to(char* out, size_t cap, const char* pattern, const char* exe_name, long pid,
+                              const char* host, long unix_seconds) noexcept {
+  size_t n = 0;
+  bool fits = true;
+  auto put = [&](const char* s, size_t len) {
+    for (size_t i = 0; i < len; ++i) {
+      if (n + 1 < cap) out[n++] = s[i];
+      else fits = false;
+    }
+  };
+  char num[24];
+  for (const char* p = pattern; *p; ++p) {
+    if (*p != '%' || !p[1]) {
+      put(p, 1);
+      continue;
+    }
+    switch (*++p) {
+      case 'n': put(exe_name, strlen(exe_name)); break;
+      case 'p': put(num, static_cast<size_t>(snprintf(num, sizeof num, "%ld", pid))); break;
+      case 'h': put(host, strlen(host)); break;
+      case 't': put(num, static_cast<size_t>(snprintf(num, sizeof num, "%ld", unix_seconds))); break;
+      case '%': put("%", 1); break;
+      default: put(p - 1, 2); break;
+    }
+  }
+  if (cap) out[n] = 0;
+  return fits && cap;
+}
 
 std::string expand_output_pattern(const std::string& pattern, const std::string& exe_name, long pid,
                                   const std::string& host, long unix_seconds) {
-  std::string out;
-  for (size_t i = 0; i < pattern.size(); ++i) {
-    char ch = pattern[i];
-    if (ch != '%' || i + 1 == pattern.size()) {
-      out += ch;
-      continue;
-    }
-    switch (pattern[++i]) {
-      case 'n': out += exe_name; break;
-      case 'p': out += std::to_string(pid); break;
-      case 'h': out += host; break;
-      case 't': out += std::to_string(unix_seconds); break;
-      case '%': out += '%'; break;
-      default: out += '%'; out += pattern[i]; break;
-    }
-  }
+  std::string out(pattern.size() + exe_name.size() * 4 + host.size() * 4 + 256, '\0');
+  while (!expand_output_pattern_to(out.data(), out.size(), pattern.c_str(), exe_name.c_str(), pid, host.c_str(),
+                                   unix_seconds))
+    out.resize(out.size() * 2);
+  out.resize(strlen(out.c_str()));
   return out;
 }
 

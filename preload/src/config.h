@@ -1,6 +1,7 @@
 // Settings read once from ASYNCWATCH_* environment variables (docs/configuration.md).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -30,10 +31,16 @@ Config parse_config(GetEnvFn getenv_fn, WarnFn warn);
 // The process-wide configuration, parsed at load time by lifecycle.cpp.
 const Config& config();
 void set_config(const Config& c);
+// config().disabled, without the function-local static behind config() (the wrappers' hot path).
+bool tracing_disabled() noexcept;
 
 // Expands %n (executable base name), %p (pid), %h (host), %t (unix seconds), %% into a file name.
 std::string expand_output_pattern(const std::string& pattern, const std::string& exe_name, long pid,
                                   const std::string& host, long unix_seconds);
+// The same into `out` (NUL-terminated, at most cap - 1 bytes); false when it did not fit. Allocates
+// nothing: the trace's file thread names the file with it.
+bool expand_output_pattern_to(char* out, size_t cap, const char* pattern, const char* exe_name, long pid,
+                              const char* host, long unix_seconds) noexcept;
 
 uint32_t config_flags(const Config& c);
 

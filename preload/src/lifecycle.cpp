@@ -1,11 +1,17 @@
 // Process lifecycle: load (configuration), trace open (module map), fork (the child gets its own
 // trace), exec (LD_PRELOAD and ASYNCWATCH_* survive into the new image; the trace is marked
-// closed first because no destructor runs), and exit (clean close through the library
-// destructor, exit(), _exit() and _Exit()).
+// closed first because no destructor runs: execve, execv, execvp, execvpe, execl, execlp,
+// execle, fexecve, execveat), and exit (clean close through the library destructor, exit(),
+// _exit() and _Exit()).
+#include <alloca.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <cstdarg>
 
 #include <atomic>
 #include <cstdlib>
@@ -17,11 +23,13 @@
 #include "common.h"
 #include "config.h"
 #include "interpose/call_context.h"
+#include "interpose/signal_hooks.h"
 #include "interpose/real_functions.h"
 #include "log.h"
 #include "stacks/module_map.h"
 #include "stacks/stack_capture.h"
 #include "thread_exit.h"
+#include "trace/trace_file.h"
 #include "trace/trace_writer.h"
 
 extern char** environ;
@@ -29,13 +37,28 @@ extern char** environ;
 namespace asyncwatch::lifecycle {
 namespace {
 
-std::atomic<int> g_exit_status{-1};
+// The status given to exit/_exit/_Exit, with the pid of the process that gave it: a vfork()ed
+// child's _exit writes here too (it shares our memory), and must not become the parent's status.
+std::atomic<uint64_t> g_exit_status{0};
+
+void set_exit_status(int s) noexcept {
+  g_exit_status.store(static_cast<uint32_t>(s) | static_cast<uint64_t>(static_cast<uint32_t>(getpid())) << 32);
+}
+int exit_status() noexcept {
+  uint64_t v = g_exit_status.load();
+  if (static_cast<pid_t>(v >> 32) != getpid()) return -1;  // unknown (main returned), or another process's
+  return static_cast<int32_t>(static_cast<uint32_t>(v));
+}
 // The environment entries a child must inherit to be traced: LD_PRELOAD as we were loaded and
 // every ASYNCWATCH_* variable, captured at load time (the application may unset them later).
 std::vector<std::string>* g_inherit = nullptr;
 std::string* g_preload_value = nullptr;
 
-void on_trace_opened() { module_map::write_new_modules(); }
+// The module map, unless the file was asked for by a reentrant call (a signal handler's: the map's
+// lists allocate); then the first stack captured later finds no known module and writes it.
+void on_trace_opened() {
+  if (!calls::thread_state().reentrant) module_map::write_new_modules();
+}
 
 // fork() from a multithreaded process: another thread may be inside the library holding one of
 // its locks. The forking thread takes the stack-interning and classifier locks before the fork
@@ -44,7 +67,15 @@ void on_trace_opened() { module_map::write_new_modules(); }
 // data they guard whole. (Before, a child forked while a parent thread was registering a pinned
 // buffer hung at its own first cuMemHostAlloc.) The trace writer's and the module map's state is
 // the parent's trace: the child re-creates their locks and drops that state.
+// Between the handlers the forking thread holds those locks: it is marked as in the library's own
+// code, so a signal handler's CUDA call there passes through instead of waiting for them.
+AW_TLS uint32_t tl_phase_before_fork;
+
 void atfork_prepare() {
+  calls::ThreadCallState& st = calls::thread_state();
+  tl_phase_before_fork = st.phase;
+  st.phase |= 1u;
+  calls::signal_fence();
   stacks::lock_for_fork();
   classify::lock_for_fork();
 }
@@ -52,6 +83,7 @@ void atfork_prepare() {
 void atfork_parent() {
   classify::unlock_after_fork();
   stacks::unlock_after_fork();
+  calls::set_phase(calls::thread_state(), tl_phase_before_fork);
 }
 
 void atfork_child() {
@@ -61,9 +93,18 @@ void atfork_child() {
   // write into the parent's file) and let the first call in the child open a new one.
   trace_writer::after_fork_child(static_cast<uint64_t>(getppid()));
   module_map::reset();
+  signals::forget_deferred();  // the parent's: the child has no pending signals
+  calls::set_phase(calls::thread_state(), tl_phase_before_fork);
 }
 
-void warn_config(const std::string& msg) { log::warn(msg); }
+// Per-thread state released at thread exit (thread_exit.h), as the library's own code.
+void release_thread() noexcept {
+  calls::LibraryScope scope;
+  stacks::release_thread();
+  calls::release_thread();
+}
+
+void warn_config(const std::string& msg) { log::warn("%s", msg.c_str()); }
 
 void capture_environment() {
   g_inherit = new std::vector<std::string>;
@@ -129,29 +170,64 @@ Fn next(const char* name) {
 
 }  // namespace
 
-__attribute__((constructor(101))) void on_load() {
+// glibc passes the program's arguments to ELF constructors: the command line for the trace header,
+// without reading /proc (no descriptor of ours in the application's table).
+__attribute__((constructor(101))) void on_load(int argc, char** argv, char**) {
   ErrnoKeeper keep;
+  log::capture_stderr();
   module_map::init_own_range();
+  trace_writer::init_process();
+  signals::init();
+  trace_file::set_command_line(argc, argv);
   Config c = parse_config([](const char* n) -> const char* { return getenv(n); }, &warn_config);
   set_config(c);
-  log::init(c.log_level);
+  log::set_level(c.log_level.c_str());
   capture_environment();
   trace_writer::set_opened_callback(&on_trace_opened);
   if (c.disabled) trace_writer::disable();
   pthread_atfork(&atfork_prepare, &atfork_parent, &atfork_child);
-  thread_exit::add_hook(&stacks::release_thread);
-  thread_exit::add_hook(&calls::release_thread);
+  thread_exit::add_hook(&release_thread);
 }
 
 __attribute__((destructor(101))) void on_unload() {
-  trace_writer::close_clean(g_exit_status.load());
+  trace_writer::close_clean(exit_status());
   stacks::CacheStats st = stacks::cache_stats();
   if (st.hits + st.unwinds)
-    log::info("call-site cache: " + std::to_string(st.hits) + " hits, " + std::to_string(st.unwinds) +
-              " full unwinds, " + std::to_string(st.mismatches) + " keys found ambiguous");
+    log::info("call-site cache: %llu hits, %llu full unwinds, %llu keys found ambiguous",
+              static_cast<unsigned long long>(st.hits), static_cast<unsigned long long>(st.unwinds),
+              static_cast<unsigned long long>(st.mismatches));
 }
 
-void set_exit_status(int s) { g_exit_status.store(s); }
+// Before any exec: the environment the new image needs to be traced, and the trace marked closed.
+// `run(envp)` is the real exec; it returns only when the exec failed.
+template <class Exec>
+int exec_with(char* const* envp, Exec&& run) {
+  std::vector<std::string> storage;
+  std::vector<char*> env;
+  char** e = environment_for_child(envp, storage, env);
+  trace_writer::prepare_exec();
+  int r = run(e);
+  ErrnoKeeper keep;
+  trace_writer::exec_failed();
+  return r;
+}
+
+// argv of execl/execlp/execle: arg0, the variadic arguments up to the terminating null pointer, on
+// the stack (no heap: an exec may run in a vfork()ed child). *envp_out gets execle's environment.
+#define AW_COLLECT_ARGS(arg0, argv_out, envp_out)                  \
+  do {                                                              \
+    va_list ap;                                                     \
+    va_start(ap, arg0);                                             \
+    size_t n = 1;                                                   \
+    while (va_arg(ap, char*)) ++n;                                  \
+    va_end(ap);                                                     \
+    argv_out = static_cast<char**>(alloca((n + 1) * sizeof(char*))); \
+    va_start(ap, arg0);                                             \
+    argv_out[0] = const_cast<char*>(arg0);                          \
+    for (size_t i = 1; i <= n; ++i) argv_out[i] = va_arg(ap, char*); \
+    if (envp_out) *envp_out = va_arg(ap, char**);                   \
+    va_end(ap);                                                     \
+  } while (0)
 
 }  // namespace asyncwatch::lifecycle
 
@@ -180,28 +256,67 @@ extern "C" AW_EXPORT void _Exit(int status) {
   __builtin_unreachable();
 }
 
+using ExecveFn = int (*)(const char*, char* const*, char* const*);
+
 extern "C" AW_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
-  static auto real = lifecycle::next<int (*)(const char*, char* const*, char* const*)>("execve");
-  std::vector<std::string> storage;
-  std::vector<char*> env;
-  char** e = lifecycle::environment_for_child(envp, storage, env);
-  trace_writer::prepare_exec();
-  int r = real(path, argv, e);
-  ErrnoKeeper keep;
-  trace_writer::exec_failed();
-  return r;
+  static auto real = lifecycle::next<ExecveFn>("execve");
+  return lifecycle::exec_with(envp, [&](char** e) { return real(path, argv, e); });
 }
 
 extern "C" AW_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
-  static auto real = lifecycle::next<int (*)(const char*, char* const*, char* const*)>("execvpe");
-  std::vector<std::string> storage;
-  std::vector<char*> env;
-  char** e = lifecycle::environment_for_child(envp, storage, env);
-  trace_writer::prepare_exec();
-  int r = real(file, argv, e);
-  ErrnoKeeper keep;
-  trace_writer::exec_failed();
-  return r;
+  static auto real = lifecycle::next<ExecveFn>("execvpe");
+  return lifecycle::exec_with(envp, [&](char** e) { return real(file, argv, e); });
+}
+
+// The forms without an environment use the process's; glibc implements them without going
+// through execve's symbol, so each is interposed.
+extern "C" AW_EXPORT int execv(const char* path, char* const argv[]) {
+  static auto real = lifecycle::next<ExecveFn>("execve");
+  return lifecycle::exec_with(environ, [&](char** e) { return real(path, argv, e); });
+}
+
+extern "C" AW_EXPORT int execvp(const char* file, char* const argv[]) {
+  static auto real = lifecycle::next<ExecveFn>("execvpe");
+  return lifecycle::exec_with(environ, [&](char** e) { return real(file, argv, e); });
+}
+
+extern "C" AW_EXPORT int execl(const char* path, const char* arg, ...) {
+  char** argv;
+  char*** no_env = nullptr;
+  AW_COLLECT_ARGS(arg, argv, no_env);
+  static auto real = lifecycle::next<ExecveFn>("execve");
+  return lifecycle::exec_with(environ, [&](char** e) { return real(path, argv, e); });
+}
+
+extern "C" AW_EXPORT int execlp(const char* file, const char* arg, ...) {
+  char** argv;
+  char*** no_env = nullptr;
+  AW_COLLECT_ARGS(arg, argv, no_env);
+  static auto real = lifecycle::next<ExecveFn>("execvpe");
+  return lifecycle::exec_with(environ, [&](char** e) { return real(file, argv, e); });
+}
+
+extern "C" AW_EXPORT int execle(const char* path, const char* arg, ...) {
+  char** argv;
+  char** envp = nullptr;
+  char*** env_out = &envp;
+  AW_COLLECT_ARGS(arg, argv, env_out);
+  static auto real = lifecycle::next<ExecveFn>("execve");
+  return lifecycle::exec_with(envp, [&](char** e) { return real(path, argv, e); });
+}
+
+extern "C" AW_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
+  static auto real = lifecycle::next<int (*)(int, char* const*, char* const*)>("fexecve");
+  return lifecycle::exec_with(envp, [&](char** e) { return real(fd, argv, e); });
+}
+
+// glibc >= 2.34 has the wrapper; older ones reach the system call directly.
+extern "C" AW_EXPORT int execveat(int dirfd, const char* path, char* const argv[], char* const envp[], int flags) {
+  using Fn = int (*)(int, const char*, char* const*, char* const*, int);
+  static auto real = lifecycle::next<Fn>("execveat");
+  return lifecycle::exec_with(envp, [&](char** e) {
+    return real ? real(dirfd, path, argv, e, flags) : static_cast<int>(syscall(SYS_execveat, dirfd, path, argv, e, flags));
+  });
 }
 
 extern "C" AW_EXPORT int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* fa,

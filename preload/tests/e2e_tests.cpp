@@ -60,10 +60,58 @@ std::vector<std::string> list_traces(const std::string& dir) {
   return out;
 }
 
-std::string make_dir() {
-  char tmpl[] = "/tmp/aw-e2e-XXXXXX";
-  return mkdtemp(tmpl);
+std::vector<std::string> dir_entries(const std::string& dir) {
+  std::vector<std::string> out;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      std::string n = e->d_name;
+      if (n != "." && n != "..") out.push_back(n);
+    }
+    closedir(d);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
+
+void remove_tree(const std::string& path) {
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0) return;
+  if (S_ISDIR(st.st_mode)) {
+    for (const std::string& name : dir_entries(path)) remove_tree(path + "/" + name);
+    rmdir(path.c_str());
+  } else {
+    unlink(path.c_str());
+  }
+}
+
+// Every directory a test makes is removed when the test ends (traces of up to tens of MB; nothing
+// is left in /tmp), unless AW_KEEP_TEST_DIRS=1 asks to keep them for a look.
+std::vector<std::string>& test_dirs() {
+  static std::vector<std::string> dirs;
+  return dirs;
+}
+
+// Under $TMPDIR when set (CTest sets one in the build tree and checks that it ends up empty), else /tmp.
+std::string make_dir() {
+  const char* base = getenv("TMPDIR");
+  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/aw-e2e-XXXXXX";
+  std::string d = mkdtemp(tmpl.data());
+  test_dirs().push_back(d);
+  return d;
+}
+
+class RemoveTestDirs : public ::testing::EmptyTestEventListener {
+  void OnTestEnd(const ::testing::TestInfo&) override {
+    const char* keep = getenv("AW_KEEP_TEST_DIRS");
+    if (!keep || strcmp(keep, "1") != 0)
+      for (const std::string& d : test_dirs()) remove_tree(d);
+    test_dirs().clear();
+  }
+};
+const bool g_remove_test_dirs = [] {
+  ::testing::UnitTest::GetInstance()->listeners().Append(new RemoveTestDirs);
+  return true;
+}();
 
 // The environment of a program under test: the test's own entries first (getenv returns the first
 // match), then the fake driver's directory, the trace directory and LD_PRELOAD.
@@ -77,9 +125,10 @@ std::vector<std::string> app_environment(const std::vector<std::string>& env, co
   return e;
 }
 
-// In a forked child: stdout and stderr to files, then execve. Never returns.
+// In a forked child: stdout and stderr to files, the descriptors in `closed` ("0", "12"...) closed,
+// then execve. Never returns.
 [[noreturn]] void exec_program(std::vector<std::string> argv, std::vector<std::string> env, const std::string& out,
-                               const std::string& err) {
+                               const std::string& err, const std::string& closed = "") {
   std::vector<char*> ev;
   for (auto& x : env) ev.push_back(x.data());
   ev.push_back(nullptr);
@@ -88,13 +137,15 @@ std::vector<std::string> app_environment(const std::vector<std::string>& env, co
   av.push_back(nullptr);
   freopen(out.c_str(), "w", stdout);
   freopen(err.c_str(), "w", stderr);
+  for (char c : closed) close(c - '0');
   execve(av[0], av.data(), ev.data());
   _exit(127);
 }
 
 // Runs PROGRAM ARGS... with LD_PRELOAD and extra environment entries "NAME=value".
 AppRun run_program(const std::string& program, const std::vector<std::string>& args,
-                   std::vector<std::string> env = {}, std::string dir = "", bool preload = true) {
+                   std::vector<std::string> env = {}, std::string dir = "", bool preload = true,
+                   const std::string& closed = "") {
   AppRun r;
   r.dir = dir.empty() ? make_dir() : dir;
   std::string out = r.dir + "/.stdout", err = r.dir + "/.stderr";
@@ -102,7 +153,7 @@ AppRun run_program(const std::string& program, const std::vector<std::string>& a
   if (pid == 0) {
     std::vector<std::string> a = {program};
     for (auto& x : args) a.push_back(x);
-    exec_program(a, app_environment(env, r.dir, preload), out, err);
+    exec_program(a, app_environment(env, r.dir, preload), out, err, closed);
   }
   waitpid(pid, &r.status, 0);
   r.out = slurp(out);
@@ -128,6 +179,12 @@ Trace only_trace(const AppRun& r) {
 }
 
 std::vector<CopyRecord> copies(const Trace& t) { return t.all<CopyRecord>(RecordType::Copy); }
+
+int count_of(const std::string& hay, const std::string& needle) {
+  int n = 0;
+  for (size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
+  return n;
+}
 
 }  // namespace
 
@@ -325,22 +382,22 @@ TEST(EndToEnd, CallSiteCacheTellsSitesBehindOneCallerApart) {
   EXPECT_NE(c[0].stack_id, c[1].stack_id);
 }
 
-// The segment-mapping thread (trace_writer.cpp): a run that writes several segments gets one, a
-// short run none; either way every record is there and nothing is lost.
-TEST(EndToEnd, MappingThreadOnlyForLongRunsAndNothingLost) {
+// The trace's file thread (trace/trace_file.cpp): one per traced process, also for a short run; it
+// maps segments ahead of the writers, so every record is there and nothing is lost.
+TEST(EndToEnd, FileThreadMapsAheadAndNothingLost) {
   AppRun longer = run({"mapper", "200000"});  // ~11 MiB of trace: three 4 MiB segments
   ASSERT_TRUE(exited_ok(longer)) << longer.err;
-  EXPECT_NE(longer.out.find("thread asyncwatch-map\n"), std::string::npos) << longer.out;
+  EXPECT_EQ(count_of(longer.out, "thread asyncwatch-file\n"), 1) << longer.out;
   Trace t = only_trace(longer);
   EXPECT_EQ(t.header.records_lost, 0u);
   EXPECT_EQ(t.header.closed, kClosedCleanly);
   EXPECT_EQ(copies(t).size(), 200000u);
   AppRun bare = run({"mapper", "200000"}, {}, "", false);
-  EXPECT_EQ(bare.out.find("asyncwatch-map"), std::string::npos) << bare.out;
+  EXPECT_EQ(bare.out.find("asyncwatch"), std::string::npos) << bare.out;
 
   AppRun shorter = run({"mapper", "1000"});
   ASSERT_TRUE(exited_ok(shorter)) << shorter.err;
-  EXPECT_EQ(shorter.out.find("asyncwatch-map"), std::string::npos) << shorter.out;
+  EXPECT_EQ(count_of(shorter.out, "thread asyncwatch-file\n"), 1) << shorter.out;
   EXPECT_EQ(copies(only_trace(shorter)).size(), 1000u);
 }
 
@@ -581,12 +638,6 @@ TEST(EndToEnd, StressThirtyTwoThreadsExactCounts) {
   printf("[ stress ] %d threads x %d calls: app ran %.2f s\n", threads, calls, secs);
 }
 
-int count_of(const std::string& hay, const std::string& needle) {
-  int n = 0;
-  for (size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
-  return n;
-}
-
 // Issue 7, output trouble: RLIMIT_FSIZE, set by the app before its first CUDA call, stops the
 // trace after its first 4 MiB segment (limit 6 MiB; 200,000 copies need ~11 MiB). The app must
 // see nothing: no SIGXFSZ, exit 0, the same stdout as without asyncwatch. asyncwatch warns once,
@@ -760,38 +811,6 @@ TEST(EndToEnd, RtldNextResolvedRelativeToTheCaller) {
 namespace {
 
 // Every name in `dir` but "." and "..", sorted.
-std::vector<std::string> dir_entries(const std::string& dir) {
-  std::vector<std::string> out;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d)) {
-      std::string n = e->d_name;
-      if (n != "." && n != "..") out.push_back(n);
-    }
-    closedir(d);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-void remove_tree(const std::string& path) {
-  struct stat st;
-  if (lstat(path.c_str(), &st) != 0) return;
-  if (S_ISDIR(st.st_mode)) {
-    for (const std::string& name : dir_entries(path)) remove_tree(path + "/" + name);
-    rmdir(path.c_str());
-  } else {
-    unlink(path.c_str());
-  }
-}
-
-// At the end of a test: its directories (traces of up to tens of MB) go when it passed, and stay
-// for a look when it failed.
-void clean_up_if_passed(std::initializer_list<const AppRun*> runs) {
-  if (::testing::Test::HasFailure()) return;
-  for (const AppRun* r : runs)
-    if (r && r->dir.rfind("/tmp/aw-e2e-", 0) == 0) remove_tree(r->dir);
-}
-
 std::string describe_status(int st) {
   if (WIFEXITED(st)) return "exit " + std::to_string(WEXITSTATUS(st));
   if (WIFSIGNALED(st)) return std::string("signal ") + strsignal(WTERMSIG(st));
@@ -831,9 +850,7 @@ TEST(EndToEnd, SegfaultMidRunKeepsEveryReturnedCallAndTheSignal) {
     AppRun rep = run_program(AW_ASYNCWATCH_BIN, {"report", r.traces[0]}, {"ASYNCWATCH_NO_SYMBOLS=1"}, "", false);
     EXPECT_TRUE(exited_ok(rep)) << describe_status(rep.status) << "\n" << rep.err;
     EXPECT_NE(rep.out.find("the process did not exit cleanly (killed or crashed)"), std::string::npos) << rep.out;
-    clean_up_if_passed({&rep});
   }
-  clean_up_if_passed({&r, &bare});
 }
 
 // Programs that never use CUDA, with the library loaded: the same stdout and exit status as
@@ -857,7 +874,6 @@ void expect_unchanged_without_cuda(const std::string& program, const std::vector
   EXPECT_EQ(bare.err, "");
   EXPECT_TRUE(r.traces.empty());
   EXPECT_EQ(dir_entries(r.dir), (std::vector<std::string>{".stderr", ".stdout"}));
-  clean_up_if_passed({&r, &bare});
 }
 
 // bash: a builtin, an external command (fork + execve through the library's execve, which passes
@@ -1045,7 +1061,6 @@ TEST(EndToEnd, FullDiskStopsTracingNotTheApp) {
   EXPECT_LE(c.total + c.header.records_lost, uint64_t(calls) + 16);  // + the set-up calls at most
   printf("[ tmpfs  ] 6 MiB: %llu copies written, records_lost=%llu of %d calls, trace %lld bytes\n",
          (unsigned long long)c.total, (unsigned long long)c.header.records_lost, calls, (long long)st.st_size);
-  clean_up_if_passed({&r, &bare});
 }
 
 // The same on a 1 MiB tmpfs: the header fits, the first segment does not: a header-only trace.
@@ -1067,7 +1082,6 @@ TEST(EndToEnd, FullDiskBeforeTheFirstSegmentLeavesAHeaderOnlyTrace) {
   EXPECT_EQ(c.total, 0u);
   EXPECT_GE(c.header.records_lost, 1000u);
   EXPECT_LE(c.header.records_lost, 1000u + 16u);
-  clean_up_if_passed({&r, &bare});
 }
 
 // A tmpfs already full: not even the header can be allocated. One warning, no file left behind
@@ -1084,7 +1098,6 @@ TEST(EndToEnd, FullDiskBeforeTheHeaderLeavesNoFile) {
   EXPECT_EQ(count_of(r.err, "cannot allocate trace file"), 1) << r.err;
   EXPECT_TRUE(r.traces.empty());
   EXPECT_EQ(t.in_tmpfs, (std::vector<std::string>{"filler"}));
-  clean_up_if_passed({&r, &bare});
 }
 
 // Issue 7, fork from a multithreaded parent: 4 threads make copies continuously (pageable and
@@ -1136,5 +1149,408 @@ TEST(EndToEnd, ForkFromMultithreadedParentEachTraceHasExactlyItsOwnRecords) {
   }
   EXPECT_EQ(child_sizes.size(), size_t(kids));
   for (auto& [bytes, n] : f.seen_bytes) EXPECT_EQ(n, 1) << bytes << "-byte copies in " << n << " traces";
-  clean_up_if_passed({&r});
+}
+
+// ---- Issue 11 (preload library): the application's files, descriptors, signals, cancellation,
+// runtime instances, loss accounting, clone -------------------------------------------------------
+namespace {
+
+// The two places the trace's descriptor can live (trace/trace_file.h): the file thread's own table
+// (the default), or the process's table when unshare() is refused (a container's seccomp profile;
+// the test app installs such a filter with AW_TEST_DENY_UNSHARE=1).
+struct FdMode {
+  const char* name;
+  std::vector<std::string> env;
+};
+const FdMode kFdModes[] = {{"private table", {}}, {"process table (unshare denied)", {"AW_TEST_DENY_UNSHARE=1"}}};
+
+std::map<uint64_t, size_t> copies_by_size(const Trace& t) {
+  std::map<uint64_t, size_t> m;
+  for (const auto& c : copies(t)) ++m[c.bytes];
+  return m;
+}
+
+bool skipped_for_seccomp(const AppRun& r) { return WIFEXITED(r.status) && WEXITSTATUS(r.status) == 20; }
+
+std::string copy_file_to(const std::string& from, const std::string& to) {
+  std::ifstream in(from, std::ios::binary);
+  std::ofstream out(to, std::ios::binary);
+  out << in.rdbuf();
+  return to;
+}
+
+}  // namespace
+
+// Item 1: the program closes or replaces every descriptor from 3 up after its first CUDA calls,
+// then writes a file of its own (8 MiB, 80,000 more calls in between: new trace segments).
+TEST(Issue11, ProgramClosingOrReplacingDescriptorsLeavesItsFileAndTheTraceIntact) {
+  for (const char* how : {"closefrom", "close_range", "dup2"}) {
+    for (const FdMode& m : kFdModes) {
+      SCOPED_TRACE(std::string(how) + ", " + m.name);
+      std::string dir = make_dir();
+      AppRun bare = run({"fdsteal", how, dir + "/bare.data", "2000"}, m.env, dir, false);
+      if (skipped_for_seccomp(bare)) GTEST_SKIP() << "seccomp filters not available: " << bare.err;
+      std::string tdir = make_dir();
+      AppRun r = run({"fdsteal", how, tdir + "/own.data", "2000"}, m.env, tdir);
+      ASSERT_TRUE(exited_ok(bare)) << bare.err;
+      ASSERT_TRUE(exited_ok(r)) << r.err;
+      EXPECT_EQ(r.out, "own file intact\n");
+      EXPECT_EQ(r.out, bare.out);
+      Trace t = only_trace(r);
+      EXPECT_EQ(t.header.closed, kClosedCleanly);
+      size_t written = copies(t).size();
+      if (m.env.empty()) {
+        // The descriptor was never in the program's table: nothing happened to the trace.
+        EXPECT_EQ(written, 1000u + 2000u * 40u);
+        EXPECT_EQ(t.header.records_lost, 0u);
+        EXPECT_EQ(count_of(r.err, "warning"), 0) << r.err;
+      } else {
+        // Tracing stopped at the next segment with one warning; the copies since are counted.
+        EXPECT_EQ(count_of(r.err, "closed or replaced by the application"), 1) << r.err;
+        EXPECT_EQ(count_of(r.err, "warning"), 1) << r.err;
+        EXPECT_EQ(written + t.header.records_lost, 1000u + 2000u * 40u);
+        EXPECT_GE(written, 1000u);
+      }
+    }
+  }
+}
+
+// Item 1, after fork(): the child closes its inherited copy of the parent's file, then closes or
+// replaces every descriptor from 3 up and writes a file of its own; the parent writes its file
+// before and after the fork. Both files intact, each process's trace exactly its own calls.
+TEST(Issue11, ForkChildClosingDescriptorsLeavesBothFilesAndTracesIntact) {
+  for (const char* how : {"closefrom", "dup2"}) {
+    for (const FdMode& m : kFdModes) {
+      SCOPED_TRACE(std::string(how) + ", " + m.name);
+      std::string bdir = make_dir(), tdir = make_dir();
+      AppRun bare = run({"fdsteal_fork", how, bdir + "/child.data", "500"}, m.env, bdir, false);
+      if (skipped_for_seccomp(bare)) GTEST_SKIP() << "seccomp filters not available: " << bare.err;
+      AppRun r = run({"fdsteal_fork", how, tdir + "/child.data", "500"}, m.env, tdir);
+      ASSERT_TRUE(exited_ok(bare)) << bare.err;
+      ASSERT_TRUE(exited_ok(r)) << r.err;
+      EXPECT_EQ(bare.out, "own file intact\nchild exit 0, parent's file intact\n");
+      EXPECT_EQ(r.out, bare.out);
+      ASSERT_EQ(r.traces.size(), 2u) << r.err;
+      for (const std::string& p : r.traces) {
+        Trace t = aw_test::read_trace(p);
+        ASSERT_TRUE(t.ok) << t.error;
+        EXPECT_EQ(t.header.closed, kClosedCleanly) << p;
+        size_t written = copies(t).size();
+        if (t.header.parent_pid_if_forked == 0) {  // the parent: its descriptor was never touched
+          EXPECT_EQ(written, 1500u) << p;
+          EXPECT_EQ(t.header.records_lost, 0u) << p;
+        } else if (m.env.empty()) {  // the child, its descriptor in the file thread's own table
+          EXPECT_EQ(written, 1000u + 500u * 40u) << p;
+          EXPECT_EQ(t.header.records_lost, 0u) << p;
+        } else {  // the child's high descriptor closed by it: stopped, the rest counted
+          EXPECT_EQ(written + t.header.records_lost, 1000u + 500u * 40u) << p;
+        }
+      }
+      EXPECT_LE(count_of(r.err, "warning"), m.env.empty() ? 0 : 1) << r.err;
+    }
+  }
+}
+
+// Item 2: a closed stdin/stdout/stderr never becomes the trace: read(0)/write(1|2) still fail with
+// EBADF after the first CUDA call, the program's own file (which gets the lowest number) is
+// untouched, and the trace header is intact. With stderr closed the library writes nothing.
+TEST(Issue11, ClosedStandardDescriptorsNeverBecomeTheTrace) {
+  for (const char* closed : {"0", "1", "2", "012"}) {
+    for (const FdMode& m : kFdModes) {
+      SCOPED_TRACE(std::string("closed ") + closed + ", " + m.name);
+      std::string bdir = make_dir(), tdir = make_dir();
+      AppRun bare = run_program(AW_TEST_APP, {"closed_stdio", bdir + "/report"}, m.env, bdir, false, closed);
+      if (skipped_for_seccomp(bare)) GTEST_SKIP() << "seccomp filters not available";
+      AppRun r = run_program(AW_TEST_APP, {"closed_stdio", tdir + "/report"}, m.env, tdir, true, closed);
+      ASSERT_TRUE(exited_ok(bare));
+      ASSERT_TRUE(exited_ok(r)) << r.err;
+      std::string want = slurp(bdir + "/report"), got = slurp(tdir + "/report");
+      EXPECT_NE(want.find("own file intact"), std::string::npos) << want;
+      EXPECT_EQ(got, want);
+      if (strchr(closed, '2')) EXPECT_EQ(r.err, "");  // nothing written anywhere: not the banner either
+      Trace t = only_trace(r);
+      EXPECT_EQ(t.header.closed, kClosedCleanly);
+      EXPECT_EQ(copies(t).size(), 100u + 80u);
+    }
+  }
+}
+
+// Item 3: a signal handler that calls _exit or exit at any moment of the process's first CUDA call
+// (the trace's open, its first segment) ends the process: 40 children, the timer at 0-2 ms.
+TEST(Issue11, HandlerExitingDuringTheFirstCallNeverHangs) {
+  for (const char* kind : {"_exit", "exit"}) {
+    SCOPED_TRACE(kind);
+    AppRun bare = run({"sig_exit", kind, "40", "50"}, {}, "", false);
+    AppRun r = run({"sig_exit", kind, "40", "50"});
+    EXPECT_EQ(bare.out, "children=40 ended_by_handler=40 hung=0 other=0\n") << bare.err;
+    EXPECT_EQ(r.out, bare.out) << r.err;
+    EXPECT_TRUE(exited_ok(r));
+    for (const std::string& p : r.traces) EXPECT_TRUE(aw_test::read_trace(p).ok) << p;
+  }
+}
+
+// Item 3 and 10: a handler that makes a CUDA call at any moment of the first call: the handler's
+// call is recorded or counted in records_lost, never dropped; the program's own calls all recorded.
+TEST(Issue11, HandlerCopyDuringTheFirstCallIsWrittenOrCounted) {
+  AppRun bare = run({"sig_copy", "40", "50", "200"}, {}, "", false);
+  AppRun r = run({"sig_copy", "40", "50", "200"});
+  EXPECT_EQ(bare.out, "children=40 ok=40 hung=0 other=0\n") << bare.err;
+  EXPECT_EQ(r.out, bare.out) << r.err;
+  ASSERT_EQ(r.traces.size(), 40u) << r.err;
+  for (const std::string& p : r.traces) {
+    Trace t = aw_test::read_trace(p);
+    ASSERT_TRUE(t.ok) << p;
+    auto by = copies_by_size(t);
+    EXPECT_EQ(by[64], 200u) << p;
+    EXPECT_EQ(by[77] + t.header.records_lost, 1u) << p;
+  }
+}
+
+// Items 3, 9 and 10: a timer every 40 us whose handler copies, while the program makes 20,000
+// copies: every handler call is in the trace or in records_lost, the trace reads record by record.
+// Installed with sigaction, the handler never runs inside the library (held back until it returns):
+// every call is written. Installed with the raw system call (unseen by the library), a handler that
+// interrupted the library's own code passes through and is counted.
+TEST(Issue11, SignalStormEveryCallWrittenOrCounted) {
+  for (bool raw : {false, true}) {
+    SCOPED_TRACE(raw ? "raw rt_sigaction" : "sigaction");
+    std::vector<std::string> args = {"sig_storm", "20000", "40"};
+    if (raw) args.push_back("raw");
+    AppRun bare = run(args, {}, "", false);
+    AppRun r = run(args);
+    ASSERT_TRUE(exited_ok(bare)) << bare.err;
+    ASSERT_TRUE(exited_ok(r)) << r.err;
+    EXPECT_EQ(r.out, bare.out);
+    std::smatch mt;
+    ASSERT_TRUE(std::regex_search(r.err, mt, std::regex("handler calls (\\d+)"))) << r.err;
+    uint64_t handler_calls = std::stoull(mt[1]);
+    EXPECT_GT(handler_calls, 0u);
+    Trace t = only_trace(r);
+    EXPECT_EQ(t.header.closed, kClosedCleanly);
+    auto by = copies_by_size(t);
+    EXPECT_EQ(by[64], 20000u);
+    EXPECT_EQ(by[77] + t.header.records_lost, handler_calls);
+    // Through our trampoline nothing is lost (not under a sanitizer runtime, which installs the
+    // program's handlers itself, past the library: AW_SANITIZER_ENV is set there).
+    if (!raw && !*AW_SANITIZER_ENV) EXPECT_EQ(t.header.records_lost, 0u);
+    printf("[ storm ] %s: %llu handler calls: %zu recorded, %llu counted lost\n", raw ? "raw" : "sigaction",
+           static_cast<unsigned long long>(handler_calls), by[77],
+           static_cast<unsigned long long>(t.header.records_lost));
+    fflush(stdout);  // before the next fork
+  }
+}
+
+// Item 3: a signal that arrives while the thread runs the library's own code (here: queued by the
+// fake driver inside the library's pointer query) is held back and delivered, with its siginfo,
+// when the wrapper returns: the handler runs once per signal, its copy is recorded (not lost), and
+// after the call that was interrupted.
+TEST(Issue11, SignalInTheLibrarysCodeDeliveredAfterItWithItsSiginfo) {
+  AppRun r = run({"sig_deferred", "50"}, {"FAKE_CUDA_QUERY_SIGNAL=" + std::to_string(SIGUSR2)});
+  ASSERT_TRUE(exited_ok(r)) << describe_status(r.status) << r.err;
+  EXPECT_EQ(r.out, "handler ran 50 times, 50 with their siginfo\n");
+  Trace t = only_trace(r);
+  EXPECT_EQ(t.header.records_lost, 0u);
+  std::vector<uint64_t> sizes;
+  for (const auto& c : copies(t)) sizes.push_back(c.bytes);
+  std::vector<uint64_t> want;
+  for (int i = 0; i < 50; ++i) want.insert(want.end(), {64, 77});
+  EXPECT_EQ(sizes, want);
+}
+
+// Item 3: a handler that leaves with siglongjmp (on the thread's stack and on an alternate signal
+// stack): its copy is recorded as a handler's (no call site, no driver query), and the thread's
+// later calls as usual (pageable, with their call site), as the library tells from the stack that
+// the handler is gone.
+TEST(Issue11, HandlerLeftWithSiglongjmpLaterCallsRecordedAsUsual) {
+  for (bool alt : {false, true}) {
+    SCOPED_TRACE(alt ? "alternate signal stack" : "thread's stack");
+    std::vector<std::string> args = {"sig_longjmp"};
+    if (alt) args.push_back("alt");
+    AppRun bare = run(args, {}, "", false);
+    AppRun r = run(args);
+    EXPECT_EQ(bare.out, "handler ran 3 times\n") << bare.err;
+    EXPECT_EQ(r.out, bare.out) << r.err;
+    ASSERT_TRUE(exited_ok(r)) << r.err;
+    size_t handler = 0, later = 0;
+    for (const auto& c : copies(only_trace(r))) {
+      if (c.bytes == 77) {
+        ++handler;
+        EXPECT_FALSE(c.flags & kFlagStackCaptured);
+      } else {
+        ++later;
+        EXPECT_EQ(c.src_memory, static_cast<uint8_t>(MemoryKind::Pageable));
+        EXPECT_TRUE(c.flags & kFlagStackCaptured);
+      }
+    }
+    EXPECT_EQ(handler, 3u);
+    EXPECT_EQ(later, 15u);
+  }
+}
+
+// Item 3: the program sees exactly the handlers it installed (sigaction, signal, sysv_signal, sigset
+// report the program's own functions; System V semantics still reset the handler), although the
+// kernel holds the library's trampoline.
+TEST(Issue11, SignalApiReportsTheProgramsOwnHandlers) {
+  AppRun bare = run({"sig_api"}, {}, "", false);
+  AppRun r = run({"sig_api"});
+  ASSERT_TRUE(exited_ok(bare)) << bare.err;
+  EXPECT_EQ(bare.out,
+            "sigaction: h1 1, siginfo 1\nsignal: returned h1 1\nnow h2 1, restart 1, siginfo 0\n"
+            "sysv_signal: returned h2 1\nafter one delivery: h3 ran 1, reset to default 1\n"
+            "sigset: returned default 1\nh2 ran 1, signal returned h2 1, handler copies 1\n");
+  EXPECT_EQ(r.out, bare.out) << r.err;
+  EXPECT_TRUE(exited_ok(r)) << r.err;
+  EXPECT_EQ(copies_by_size(only_trace(r))[77], 1u);
+}
+
+// Item 4: a thread with a pending pthread_cancel makes the process's first CUDA call: no SIGABRT;
+// it is cancelled where it would be without the library (at its next cancellation point, or inside
+// the driver call when that is one: FAKE_CUDA_CANCEL_POINT=1).
+TEST(Issue11, PendingCancellationAtTheFirstCall) {
+  for (bool inside : {false, true}) {
+    SCOPED_TRACE(inside ? "cancellation point inside the driver call" : "after the call");
+    std::vector<std::string> env;
+    if (inside) env.push_back("FAKE_CUDA_CANCEL_POINT=1");
+    AppRun bare = run({"cancel"}, env, "", false);
+    AppRun r = run({"cancel"}, env);
+    EXPECT_EQ(bare.out, "thread cancelled\nmain copies done\n") << bare.err;
+    EXPECT_EQ(r.out, bare.out) << r.err;
+    EXPECT_TRUE(exited_ok(r)) << describe_status(r.status) << r.err;
+    auto by = copies_by_size(only_trace(r));
+    EXPECT_EQ(by[64], inside ? 5u : 6u);  // the thread's copy returned only when not cancelled inside it
+  }
+}
+
+// Item 5: five copies of a runtime loaded RTLD_LOCAL from different paths: each copy's calls reach
+// its own functions; the first three are traced at the runtime level (instance slots), the others
+// are handed out unwrapped (their driver calls are still recorded).
+TEST(Issue11, EveryRuntimeCopyCallsItsOwnFunctions) {
+  std::string dir = make_dir();
+  std::vector<std::string> args = {"runtimes"};
+  for (int i = 0; i < 5; ++i) {
+    std::string sub = dir + "/copy" + std::to_string(i);
+    mkdir(sub.c_str(), 0755);
+    args.push_back(copy_file_to(AW_FAKE_CUDART, sub + "/libcudart.so.13"));
+  }
+  AppRun bare = run(args, {}, "", false);
+  AppRun r = run(args);
+  ASSERT_TRUE(exited_ok(bare)) << bare.err;
+  EXPECT_EQ(bare.out,
+            "runtime 0 served 2 calls\nruntime 1 served 3 calls\nruntime 2 served 4 calls\n"
+            "runtime 3 served 5 calls\nruntime 4 served 6 calls\n");
+  EXPECT_EQ(r.out, bare.out) << r.err;
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  Trace t = only_trace(r);
+  std::map<uint64_t, size_t> memsets;
+  for (const auto& m : t.all<CopyRecord>(RecordType::Memset)) {
+    EXPECT_EQ(m.api, static_cast<uint16_t>(Api::cudaMemset));
+    EXPECT_TRUE(m.flags & kFlagRuntimeOnly);
+    ++memsets[m.bytes];
+  }
+  EXPECT_EQ(memsets, (std::map<uint64_t, size_t>{{100, 1}, {101, 2}, {102, 3}}));
+  std::map<uint64_t, uint16_t> api_by_size;
+  for (const auto& c : copies(t)) {
+    if (c.bytes < 1000) continue;
+    EXPECT_EQ(api_by_size.count(c.bytes), 0u) << "two records of one call of " << c.bytes << " bytes";
+    api_by_size[c.bytes] = c.api;
+    EXPECT_EQ(c.driver_fn, static_cast<uint16_t>(Api::cuMemcpyHtoDAsync_v2));
+  }
+  const auto rt = static_cast<uint16_t>(Api::cudaMemcpyAsync), drv = static_cast<uint16_t>(Api::cuMemcpyHtoDAsync_v2);
+  EXPECT_EQ(api_by_size, (std::map<uint64_t, uint16_t>{{1000, rt}, {1001, rt}, {1002, rt}, {1003, drv}, {1004, drv}}));
+}
+
+// Item 5: a runtime unloaded and loaded again at another address: the new copy's function is
+// called, not the unloaded one's (before: SIGSEGV).
+TEST(Issue11, RuntimeUnloadedAndLoadedElsewhere) {
+  std::string dir = make_dir();
+  std::string lib = copy_file_to(AW_FAKE_CUDART, dir + "/libcudart.so.13");
+  AppRun bare = run({"reload", lib}, {}, "", false);
+  AppRun r = run({"reload", lib});
+  EXPECT_EQ(bare.out, "first load served 1\nloaded again elsewhere\nsecond load served 1\n") << bare.err;
+  EXPECT_EQ(r.out, bare.out) << r.err;
+  EXPECT_TRUE(exited_ok(r)) << describe_status(r.status);
+  auto m = only_trace(r).all<CopyRecord>(RecordType::Memset);
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_EQ(m[0].bytes, 10u);
+  EXPECT_EQ(m[1].bytes, 11u);
+}
+
+// Item 6: RLIMIT_NOFILE with one descriptor free when the first CUDA call starts, which the driver
+// needs: the call succeeds as without the library. The trace is traced from the file thread's own
+// table; where unshare is denied there is no room for it: one warning, no trace, the program as bare.
+TEST(Issue11, LastFreeDescriptorLeftToTheDriver) {
+  for (const FdMode& m : kFdModes) {
+    SCOPED_TRACE(m.name);
+    std::vector<std::string> env = m.env;
+    env.push_back("FAKE_CUDA_NEEDS_FD=1");
+    AppRun bare = run({"nofile"}, env, "", false);
+    if (skipped_for_seccomp(bare)) GTEST_SKIP() << "seccomp filters not available";
+    AppRun r = run({"nofile"}, env);
+    EXPECT_EQ(bare.out, "alloc result 0\ncopies done; a further open fails (EMFILE)\n") << bare.err;
+    EXPECT_EQ(r.out, bare.out) << r.err;
+    EXPECT_TRUE(exited_ok(r)) << r.err;
+    if (m.env.empty()) {
+      EXPECT_EQ(copies(only_trace(r)).size(), 10u);
+    } else {
+      EXPECT_TRUE(r.traces.empty());
+      EXPECT_EQ(count_of(r.err, "no free file descriptor"), 1) << r.err;
+    }
+  }
+}
+
+// Item 9: with the trace stopped (RLIMIT_FSIZE), each call through the shared runtime counts once
+// (before: twice, once in the runtime wrapper and once in the driver wrapper under it).
+TEST(Issue11, RuntimeCallsAfterTheTraceStoppedCountOnce) {
+  AppRun r = run({"runtime_fsize", std::to_string(6 << 20), "200000", AW_FAKE_CUDART});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  Trace t = only_trace(r);
+  size_t runtime_copies = 0;
+  for (const auto& c : copies(t)) runtime_copies += c.api == static_cast<uint16_t>(Api::cudaMemcpyAsync);
+  EXPECT_GT(t.header.records_lost, 0u);
+  EXPECT_EQ(runtime_copies + t.header.records_lost, 200000u);
+}
+
+// Item 9: every exec form closes the trace as execve does.
+TEST(Issue11, EveryExecFormClosesTheTrace) {
+  for (const char* form : {"execv", "execvp", "execl", "execlp", "execle", "fexecve", "execveat"}) {
+    SCOPED_TRACE(form);
+    AppRun r = run({"exec_form", form}, {"ASYNCWATCH_OUTPUT_PATTERN=exec-%p.awtrace"});
+    ASSERT_TRUE(exited_ok(r)) << r.err;
+    ASSERT_EQ(r.traces.size(), 2u) << r.err;
+    size_t total = 0;
+    for (auto& p : r.traces) {
+      Trace t = aw_test::read_trace(p);
+      EXPECT_EQ(t.header.closed, kClosedCleanly) << p;
+      total += copies(t).size();
+    }
+    EXPECT_EQ(total, 1u + 5u);
+  }
+}
+
+// Item 9: a vfork()ed child's _exit(7) shares the parent's memory; it is not the parent's status.
+TEST(Issue11, VforkChildExitStatusIsNotTheParents) {
+  AppRun r = run({"vfork_exit"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  EXPECT_EQ(r.out, "child status 7\n");
+  Trace t = only_trace(r);
+  EXPECT_EQ(t.header.closed, kClosedCleanly);
+  EXPECT_EQ(t.header.exit_status, -1);  // main returned: unknown, and never the child's 7
+  EXPECT_EQ(copies(t).size(), 5u);
+}
+
+// Item 10: a child made by a raw clone()/clone3() system call runs no fork handlers; its copy of the
+// mapping still shares the parent's blocks. It records nothing (no trace of its own), and the
+// parent's trace holds exactly the parent's calls.
+TEST(Issue11, RawCloneChildNeverWritesIntoTheParentsTrace) {
+  for (const char* how : {"clone", "clone3"}) {
+    SCOPED_TRACE(how);
+    AppRun r = run({"clone_child", how});
+    ASSERT_TRUE(exited_ok(r)) << r.err;
+    if (r.out == "clone3 unsupported\n") continue;
+    EXPECT_EQ(r.out, "child ok\n");
+    Trace t = only_trace(r);
+    EXPECT_EQ(t.header.closed, kClosedCleanly);
+    EXPECT_EQ(t.header.records_lost, 0u);
+    EXPECT_EQ(copies_by_size(t), (std::map<uint64_t, size_t>{{64, 1000}, {65, 1000}}));
+  }
 }

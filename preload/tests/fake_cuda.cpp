@@ -2,9 +2,14 @@
 // for end-to-end tests of libasyncwatch without a GPU or the simulator. "Device memory" is host
 // memory from malloc; copies are memcpy; host functions run on a driver thread, as in CUDA.
 // FAKE_CUDA_COPY_SLEEP_US makes every copy block for that long; FAKE_CUDA_INCOMPLETE=1 makes
-// cuEventQuery report CUDA_ERROR_NOT_READY.
+// cuEventQuery report CUDA_ERROR_NOT_READY. FAKE_CUDA_NEEDS_FD=1: the first cuMemAlloc opens a
+// descriptor and keeps it, as the real driver opens /dev/nvidia* (CUDA_ERROR_OPERATING_SYSTEM (304)
+// when none is free). FAKE_CUDA_CANCEL_POINT=1: every copy is a cancellation point (it calls
+// pthread_testcancel, as a driver call may reach one inside).
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -45,9 +50,15 @@ int kind_of(uintptr_t p) {  // 0 unregistered, 1 host (pinned), 2 device
   return 0;
 }
 
+// Read at load time, not in a function-local static: a copy may be made by a signal handler that
+// interrupted the first copy (a guarded static's initialization would deadlock there).
+const bool g_cancel_point = getenv("FAKE_CUDA_CANCEL_POINT") != nullptr;
 void copy_delay() {
   if (const char* s = getenv("FAKE_CUDA_COPY_SLEEP_US")) usleep(static_cast<useconds_t>(atoi(s)));
+  if (g_cancel_point) pthread_testcancel();
 }
+
+int g_device_fd = -1;
 
 // One driver thread runs host functions in order, like a stream's callback thread.
 struct Worker {
@@ -108,6 +119,10 @@ EXPORT CUresult cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream) 
 EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream) { memset(reinterpret_cast<void*>(d), v, n); return 0; }
 
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t n) {
+  if (g_device_fd < 0 && getenv("FAKE_CUDA_NEEDS_FD")) {
+    g_device_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (g_device_fd < 0) return 304;  // CUDA_ERROR_OPERATING_SYSTEM
+  }
   void* m = malloc(n);
   std::lock_guard<std::mutex> l(g_mu);
   g_device[reinterpret_cast<uintptr_t>(m)] = n;
@@ -144,7 +159,15 @@ EXPORT CUresult cuMemHostUnregister(void* p) {
   std::lock_guard<std::mutex> l(g_mu);
   return g_pinned.erase(reinterpret_cast<uintptr_t>(p)) ? 0 : 1;
 }
+// FAKE_CUDA_QUERY_SIGNAL=N: each pointer query (made by the library, in its own code) queues signal
+// N with the value 1234 to the calling thread, which the library must defer until it returns.
+const int g_query_signal = getenv("FAKE_CUDA_QUERY_SIGNAL") ? atoi(getenv("FAKE_CUDA_QUERY_SIGNAL")) : 0;
 EXPORT CUresult cuPointerGetAttributes(unsigned n, int* attrs, void** data, CUdeviceptr p) {
+  if (g_query_signal) {
+    sigval v{};
+    v.sival_int = 1234;
+    pthread_sigqueue(pthread_self(), g_query_signal, v);
+  }
   int k = kind_of(static_cast<uintptr_t>(p));
   for (unsigned i = 0; i < n; ++i) {
     if (attrs[i] == 2) *static_cast<unsigned*>(data[i]) = static_cast<unsigned>(k);

@@ -4,8 +4,20 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/sched.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
 #include <signal.h>
+#include <stddef.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,6 +56,8 @@ CUresult cuStreamBeginCapture_v2(CUstream, unsigned);
 CUresult cuStreamEndCapture(CUstream, void**);
 CUresult cuStreamCreate(CUstream*, unsigned);
 }
+
+extern char** environ;
 
 #define CHECK(x)                                                   \
   do {                                                             \
@@ -190,7 +204,598 @@ static int mt_forks(int nthreads, int kids, int calls, int alloc_every) {
   return bad ? 12 : 0;
 }
 
+
+// ---- issue 11: hostile but correct programs ------------------------------------------------------
+
+// AW_TEST_DENY_UNSHARE=1: a seccomp filter makes unshare() fail with EPERM, as a container's default
+// profile does, before anything else (the library then keeps the trace's descriptor in the
+// process's table).
+static void maybe_deny_unshare() {
+  const char* v = getenv("AW_TEST_DENY_UNSHARE");
+  if (!v || strcmp(v, "1") != 0) return;
+  sock_filter f[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_unshare, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  sock_fprog prog{static_cast<unsigned short>(sizeof f / sizeof f[0]), f};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
+    perror("seccomp");
+    exit(20);
+  }
+}
+
+// The application's own file: written in chunks of a known pattern, with CUDA calls in between.
+static bool write_own_file(int fd, int chunks, CUdeviceptr d, const std::vector<char>& host, int copies_per_chunk) {
+  char buf[4096];
+  for (int c = 0; c < chunks; ++c) {
+    for (size_t i = 0; i < sizeof buf; ++i) buf[i] = static_cast<char>('a' + (c + i) % 26);
+    if (write(fd, buf, sizeof buf) != static_cast<ssize_t>(sizeof buf)) return false;
+    for (int k = 0; k < copies_per_chunk; ++k) CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 64, nullptr));
+  }
+  return true;
+}
+
+static bool check_own_file(const char* path, int chunks) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[4096];
+  bool ok = true;
+  for (int c = 0; c < chunks && ok; ++c) {
+    ok = read(fd, buf, sizeof buf) == static_cast<ssize_t>(sizeof buf);
+    for (size_t i = 0; ok && i < sizeof buf; ++i) ok = buf[i] == static_cast<char>('a' + (c + i) % 26);
+  }
+  ok = ok && read(fd, buf, 1) == 0;  // nothing more: not grown, not overwritten
+  close(fd);
+  return ok;
+}
+
+// fdsteal closefrom|close_range|dup2 FILE CHUNKS: after the first CUDA calls, the program closes
+// (or replaces) every descriptor from 3 up, then writes its own FILE (4 KiB chunks, 40 copies
+// after each: enough records for new trace segments) and checks it.
+static int fd_steal(const std::string& how, const char* path, int chunks) {
+  copies(1000);
+  CUdeviceptr d;
+  CHECK(cuMemAlloc_v2(&d, 4096));
+  std::vector<char> host(4096, 1);
+  int fd = -1;
+  if (how == "closefrom") {
+    closefrom(3);
+  } else if (how == "close_range") {
+    if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0) return 21;
+  } else if (how == "dup2") {
+    fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return 22;
+    rlimit rl{};
+    getrlimit(RLIMIT_NOFILE, &rl);
+    int top = static_cast<int>(std::min<rlim_t>(rl.rlim_cur, 4096));
+    for (int i = 3; i < top; ++i)
+      if (i != fd) dup2(fd, i);  // every other number now refers to the program's file
+  } else {
+    return 2;
+  }
+  if (fd < 0) fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return 22;
+  if (!write_own_file(fd, chunks, d, host, 40)) return 23;
+  if (how == "dup2") {
+    rlimit rl{};
+    getrlimit(RLIMIT_NOFILE, &rl);
+    int top = static_cast<int>(std::min<rlim_t>(rl.rlim_cur, 4096));
+    for (int i = 3; i < top; ++i)
+      if (i != fd) close(i);
+  }
+  close(fd);
+  bool ok = check_own_file(path, chunks);
+  printf("own file %s\n", ok ? "intact" : "CHANGED");
+  return ok ? 0 : 24;
+}
+
+// fdsteal_fork closefrom|close_range|dup2 FILE CHUNKS: the parent opens a file of its own first
+// (descriptor 3), makes 1,000 copies (its trace is open) and forks; the child closes its inherited
+// copy of descriptor 3 and runs fdsteal (its own first calls, then every descriptor from 3 closed or
+// replaced, then FILE written around copies); the parent makes 500 more copies and checks that its
+// own file, written before and after the fork, is intact.
+static int fd_steal_fork(const std::string& how, const char* path, int chunks) {
+  std::string mine = std::string(path) + ".parent";
+  int own = open(mine.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (own < 0) return 22;
+  char buf[4096];
+  for (size_t i = 0; i < sizeof buf; ++i) buf[i] = static_cast<char>('a' + i % 26);  // chunk 0's pattern
+  if (write(own, buf, sizeof buf) != static_cast<ssize_t>(sizeof buf)) return 23;
+  copies(1000);
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid < 0) return 11;
+  if (pid == 0) {
+    close(own);
+    exit(fd_steal(how, path, chunks));
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  copies(500);
+  for (size_t i = 0; i < sizeof buf; ++i) buf[i] = static_cast<char>('a' + (1 + i) % 26);  // chunk 1's
+  if (write(own, buf, sizeof buf) != static_cast<ssize_t>(sizeof buf)) return 23;
+  close(own);
+  printf("child exit %d, parent's file %s\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+         check_own_file(mine.c_str(), 2) ? "intact" : "CHANGED");
+  unlink(mine.c_str());
+  return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 8;
+}
+
+// closed_stdio REPORT: run with some of 0/1/2 closed. Checks that read/write on each closed one
+// fail with EBADF before and after the first CUDA calls, then writes a file of its own (it gets
+// the lowest free descriptor, maybe 0/1/2) around more calls and checks it. Results go to REPORT
+// (stdout may be closed).
+static int closed_stdio(const char* report) {
+  bool closed[3];
+  for (int i = 0; i < 3; ++i) closed[i] = fcntl(i, F_GETFD) < 0 && errno == EBADF;
+  std::string out;
+  auto probe = [&](const char* when) {
+    for (int i = 0; i < 3; ++i) {
+      if (!closed[i]) continue;
+      char c;
+      errno = 0;
+      ssize_t r = i == 0 ? read(0, &c, 1) : write(i, "x", 1);
+      out += "fd " + std::to_string(i) + " " + when + ": " + (r < 0 && errno == EBADF ? "EBADF" : "usable!") + "\n";
+    }
+  };
+  probe("before");
+  copies(100);
+  probe("after");
+  char path[4096];
+  snprintf(path, sizeof path, "%s.own", report);
+  int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return 22;
+  out += "own file on fd " + std::string(fd <= 2 ? "<= 2" : "> 2") + "\n";
+  CUdeviceptr d;
+  CHECK(cuMemAlloc_v2(&d, 4096));
+  std::vector<char> host(4096, 1);
+  if (!write_own_file(fd, 8, d, host, 10)) return 23;
+  close(fd);
+  out += std::string("own file ") + (check_own_file(path, 8) ? "intact" : "CHANGED") + "\n";
+  unlink(path);
+  FILE* f = fopen(report, "w");
+  if (!f) return 25;
+  fputs(out.c_str(), f);
+  fclose(f);
+  return 0;
+}
+
+// Signals. A handler that calls _exit/exit, or a CUDA function, at any moment of the first CUDA
+// call (which opens the trace) or of any other.
+static volatile sig_atomic_t g_handler_calls = 0;
+static volatile sig_atomic_t g_handler_failed = 0;
+static CUdeviceptr g_sig_dev = 0;
+static char g_sig_host[4096];
+
+static void arm_timer(long first_us, long interval_us) {
+  itimerval it{};
+  it.it_value.tv_sec = first_us / 1000000;
+  it.it_value.tv_usec = first_us % 1000000;
+  it.it_interval.tv_sec = interval_us / 1000000;
+  it.it_interval.tv_usec = interval_us % 1000000;
+  setitimer(ITIMER_REAL, &it, nullptr);
+}
+
+static void on_alarm_exit(int) { _exit(42); }
+static void on_alarm_libc_exit(int) { exit(43); }  // not async-signal-safe; it must not hang either
+static void on_alarm_copy(int) {
+  int saved = errno;
+  if (cuMemcpyHtoDAsync_v2(g_sig_dev, g_sig_host, 77, nullptr) != 0) g_handler_failed = 1;
+  ++g_handler_calls;
+  errno = saved;
+}
+
+static void install(void (*fn)(int)) {
+  struct sigaction sa {};
+  sa.sa_handler = fn;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGALRM, &sa, nullptr);
+}
+
+// sig_exit KIND N STEP_US: N children, child k arms a timer at k * STEP_US and makes its first CUDA
+// calls until the handler (KIND: _exit -> status 42, exit -> 43) ends it. Prints how many ended so
+// and how many hung (killed after 10 s).
+static int sig_exit(const std::string& kind, int n, long step_us) {
+  int want = kind == "_exit" ? 42 : 43;
+  int ok = 0, hung = 0, other = 0;
+  for (int k = 0; k < n; ++k) {
+    pid_t pid = fork();
+    if (pid < 0) return 11;
+    if (pid == 0) {
+      install(kind == "_exit" ? on_alarm_exit : on_alarm_libc_exit);
+      arm_timer(1 + k * step_us, 0);
+      CHECK(cuInit(0));
+      CUdeviceptr d;
+      CHECK(cuMemAlloc_v2(&d, 4096));  // the process's first intercepted call: opens the trace
+      std::vector<char> host(4096, 1);
+      for (;;) CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 64, nullptr));
+    }
+    int st = wait_with_timeout(pid, 10);
+    if (st == -1) ++hung;
+    else if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == want) ++ok;
+    else ++other;
+  }
+  printf("children=%d ended_by_handler=%d hung=%d other=%d\n", n, ok, hung, other);
+  return hung || other ? 13 : 0;
+}
+
+// sig_copy N STEP_US CALLS: N children, child k arms a one-shot timer at k * STEP_US; its handler
+// makes one 77-byte copy. The child makes CALLS 64-byte copies, waits for the handler, exits 0.
+static int sig_copy(int n, long step_us, int calls) {
+  int ok = 0, hung = 0, other = 0;
+  for (int k = 0; k < n; ++k) {
+    pid_t pid = fork();
+    if (pid < 0) return 11;
+    if (pid == 0) {
+      alarm(0);
+      CHECK(cuInit(0));
+      install(on_alarm_copy);
+      // The handler's copy needs a device pointer before the first intercepted call: the fake
+      // driver's "device memory" is host memory, so a static buffer serves (an unregistered pointer).
+      g_sig_dev = reinterpret_cast<CUdeviceptr>(g_sig_host);
+      arm_timer(1 + k * step_us, 0);
+      CUdeviceptr d;
+      CHECK(cuMemAlloc_v2(&d, 4096));  // the first intercepted call
+      std::vector<char> host(4096, 1);
+      for (int i = 0; i < calls; ++i) CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 64, nullptr));
+      while (!g_handler_calls) usleep(100);
+      _exit(g_handler_failed ? 14 : 0);
+    }
+    int st = wait_with_timeout(pid, 10);
+    if (st == -1) ++hung;
+    else if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0) ++ok;
+    else ++other;
+  }
+  printf("children=%d ok=%d hung=%d other=%d\n", n, ok, hung, other);
+  return hung || other ? 13 : 0;
+}
+
+// The kernel's rt_sigaction directly (as a runtime without libc would install handlers), with a
+// signal-return trampoline of our own: a handler the library does not see being installed.
+extern "C" void aw_test_restore_rt();
+asm(".text\n.globl aw_test_restore_rt\n.type aw_test_restore_rt,@function\naw_test_restore_rt:\n"
+    "  movq $15, %rax\n  syscall\n");  // rt_sigreturn
+static void install_raw(int sig, void (*fn)(int)) {
+  struct {
+    void (*handler)(int);
+    unsigned long flags;
+    void (*restorer)();
+    uint64_t mask;
+  } ksa{fn, SA_RESTART | 0x04000000 /* SA_RESTORER */, aw_test_restore_rt, 0};
+  syscall(SYS_rt_sigaction, sig, &ksa, nullptr, sizeof ksa.mask);
+}
+
+// sig_storm CALLS INTERVAL_US [raw]: a timer every INTERVAL_US whose handler makes a 77-byte copy,
+// while the program makes CALLS 64-byte copies (pageable). Prints the handler's count (the trace
+// must hold every call or count it in records_lost). "raw": the handler installed with the system
+// call, unseen by the library; its copies are from registered (pinned) memory, so that one that
+// interrupted the program needs nothing but the trace.
+static int sig_storm(int calls, long interval_us, bool raw) {
+  CHECK(cuInit(0));
+  CUdeviceptr d;
+  CHECK(cuMemAlloc_v2(&d, 4096));
+  g_sig_dev = d;
+  if (raw) {
+    CHECK(cuMemHostRegister_v2(g_sig_host, sizeof g_sig_host, 0));
+    install_raw(SIGALRM, on_alarm_copy);
+  } else {
+    install(on_alarm_copy);
+  }
+  std::vector<char> host(4096, 1);
+  arm_timer(interval_us, interval_us);
+  for (int i = 0; i < calls; ++i) CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 64, nullptr));
+  arm_timer(0, 0);
+  fprintf(stderr, "handler calls %d\n", static_cast<int>(g_handler_calls));
+  printf("calls=%d handler_failed=%d\n", calls, static_cast<int>(g_handler_failed));
+  return g_handler_failed ? 14 : 0;
+}
+
+// sig_deferred N: N pageable copies while the fake driver queues SIGUSR2 (value 1234) inside each
+// of the library's pointer queries (FAKE_CUDA_QUERY_SIGNAL); the SA_SIGINFO handler checks its
+// siginfo and makes a 77-byte copy. Prints how often it ran and with the queued siginfo.
+static volatile sig_atomic_t g_deferred_ok = 0;
+static void on_usr2_info(int, siginfo_t* si, void*) {
+  int saved = errno;
+  if (si->si_code == SI_QUEUE && si->si_value.sival_int == 1234) ++g_deferred_ok;
+  on_alarm_copy(SIGUSR2);
+  errno = saved;
+}
+static int sig_deferred(int n) {
+  CHECK(cuInit(0));
+  CUdeviceptr d;
+  CHECK(cuMemAlloc_v2(&d, 4096));
+  g_sig_dev = d;
+  struct sigaction sa {};
+  sa.sa_sigaction = on_usr2_info;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGUSR2, &sa, nullptr);
+  std::vector<char> host(4096, 1);
+  for (int i = 0; i < n; ++i) CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 64, nullptr));
+  printf("handler ran %d times, %d with their siginfo\n", static_cast<int>(g_handler_calls),
+         static_cast<int>(g_deferred_ok));
+  return g_handler_failed ? 14 : 0;
+}
+
+// sig_longjmp [alt]: a handler makes a copy and leaves with siglongjmp (on an alternate signal stack
+// with "alt"); then the program makes 5 pageable copies (the thread is back in the application:
+// recorded as usual, with their call site).
+static sigjmp_buf g_jump;
+static void on_usr1_jump(int) {
+  on_alarm_copy(SIGUSR1);
+  siglongjmp(g_jump, 1);
+}
+static int sig_longjmp(bool alt) {
+  CHECK(cuInit(0));
+  CUdeviceptr d;
+  CHECK(cuMemAlloc_v2(&d, 4096));
+  g_sig_dev = d;
+  static char alt_stack[1 << 16];
+  if (alt) {
+    stack_t ss{};
+    ss.ss_sp = alt_stack;
+    ss.ss_size = sizeof alt_stack;
+    if (sigaltstack(&ss, nullptr) != 0) return 10;
+  }
+  struct sigaction sa {};
+  sa.sa_handler = on_usr1_jump;
+  sa.sa_flags = alt ? SA_ONSTACK : 0;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGUSR1, &sa, nullptr);
+  for (int round = 0; round < 3; ++round) {
+    if (!sigsetjmp(g_jump, 1)) raise(SIGUSR1);
+    std::vector<char> host(4096, 1);
+    for (int i = 0; i < 5; ++i) CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 64, nullptr));
+  }
+  printf("handler ran %d times\n", static_cast<int>(g_handler_calls));
+  return g_handler_failed ? 14 : 0;
+}
+
+// sig_api: what sigaction/signal/sysv_signal/sigset report and do, with and without the library:
+// every query returns the program's own handler, System V semantics reset the handler.
+static volatile sig_atomic_t g_h2_runs = 0, g_h3_runs = 0;
+static void api_h1(int, siginfo_t*, void*) {}
+static void api_h2(int) { ++g_h2_runs; }
+static void api_h3(int s) {
+  ++g_h3_runs;
+  on_alarm_copy(s);
+}
+static int sig_api() {
+  CHECK(cuInit(0));
+  CUdeviceptr d;
+  CHECK(cuMemAlloc_v2(&d, 4096));
+  g_sig_dev = d;
+  struct sigaction a {}, q{};
+  a.sa_sigaction = api_h1;
+  a.sa_flags = SA_SIGINFO;
+  sigemptyset(&a.sa_mask);
+  sigaction(SIGUSR1, &a, nullptr);
+  sigaction(SIGUSR1, nullptr, &q);
+  printf("sigaction: h1 %d, siginfo %d\n", q.sa_sigaction == api_h1, (q.sa_flags & SA_SIGINFO) != 0);
+  sighandler_t old = signal(SIGUSR1, api_h2);
+  printf("signal: returned h1 %d\n", old == reinterpret_cast<sighandler_t>(reinterpret_cast<void (*)()>(api_h1)));
+  sigaction(SIGUSR1, nullptr, &q);
+  printf("now h2 %d, restart %d, siginfo %d\n", q.sa_handler == api_h2, (q.sa_flags & SA_RESTART) != 0,
+         (q.sa_flags & SA_SIGINFO) != 0);
+  old = sysv_signal(SIGUSR1, api_h3);
+  printf("sysv_signal: returned h2 %d\n", old == api_h2);
+  raise(SIGUSR1);
+  sigaction(SIGUSR1, nullptr, &q);
+  printf("after one delivery: h3 ran %d, reset to default %d\n", static_cast<int>(g_h3_runs), q.sa_handler == SIG_DFL);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  old = sigset(SIGUSR2, api_h2);  // obsolete, still interposed
+#pragma GCC diagnostic pop
+  printf("sigset: returned default %d\n", old == SIG_DFL);
+  raise(SIGUSR2);
+  old = signal(SIGUSR2, SIG_IGN);
+  printf("h2 ran %d, signal returned h2 %d, handler copies %d\n", static_cast<int>(g_h2_runs), old == api_h2,
+         static_cast<int>(g_handler_calls));
+  return g_handler_failed ? 14 : 0;
+}
+
+// cancel [inside]: a thread with a cancellation pending makes the process's first CUDA call (with
+// FAKE_CUDA_CANCEL_POINT=1 the call itself is a cancellation point), then reaches pthread_testcancel.
+static std::atomic<int> g_cancel_step{0};
+static void* cancel_thread(void*) {
+  int old;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+  g_cancel_step = 1;
+  while (g_cancel_step.load() < 2) usleep(100);  // main has called pthread_cancel
+  pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old);  // now pending; deferred
+  CUdeviceptr d;
+  CUresult r = cuMemAlloc_v2(&d, 4096);  // the process's first intercepted call
+  std::vector<char> host(4096, 1);
+  if (r == 0) r = cuMemcpyHtoDAsync_v2(d, host.data(), 64, nullptr);
+  fprintf(stderr, "thread: calls returned %d\n", r);
+  pthread_testcancel();
+  return reinterpret_cast<void*>(1);  // not cancelled
+}
+static int cancel_pending() {
+  CHECK(cuInit(0));
+  pthread_t t;
+  if (pthread_create(&t, nullptr, cancel_thread, nullptr) != 0) return 11;
+  while (g_cancel_step.load() < 1) usleep(100);
+  pthread_cancel(t);
+  g_cancel_step = 2;
+  void* ret = nullptr;
+  pthread_join(t, &ret);
+  printf("thread %s\n", ret == PTHREAD_CANCELED ? "cancelled" : "not cancelled");
+  copies(5);
+  printf("main copies done\n");
+  return ret == PTHREAD_CANCELED ? 0 : 15;
+}
+
+// nofile: RLIMIT_NOFILE lowered so that exactly one descriptor is free when the first CUDA call
+// starts (with FAKE_CUDA_NEEDS_FD=1 the driver takes it). Prints the calls' results.
+static int nofile() {
+  CHECK(cuInit(0));
+  rlimit rl{};
+  getrlimit(RLIMIT_NOFILE, &rl);
+  rlimit low{64, rl.rlim_max};
+  if (setrlimit(RLIMIT_NOFILE, &low) != 0) return 16;
+  std::vector<int> fillers;
+  for (;;) {
+    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) break;
+    fillers.push_back(fd);
+  }
+  if (fillers.empty()) return 17;
+  close(fillers.back());  // exactly one free number
+  fillers.pop_back();
+  CUdeviceptr d;
+  CUresult r = cuMemAlloc_v2(&d, 4096);  // the first intercepted call; the driver opens a descriptor
+  printf("alloc result %d\n", r);
+  if (r != 0) return 18;
+  std::vector<char> host(4096, 1);
+  for (int i = 0; i < 10; ++i) CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 64, nullptr));
+  int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  printf("copies done; a further open %s\n", fd < 0 ? "fails (EMFILE)" : "succeeds");
+  return 0;
+}
+
+// Runtime instances. The tests pass the paths of copies of libcudart_fake.so.
+using MemsetFn = int (*)(void*, int, size_t);
+using RtCopyFn = int (*)(void*, const void*, size_t, int, void*);
+using CallsFn = int (*)();
+struct FakeRuntime {
+  void* handle;
+  MemsetFn memset_fn;
+  RtCopyFn copy_fn;
+  CallsFn calls_fn;
+};
+static bool load_runtime(const char* path, FakeRuntime* rt) {
+  rt->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!rt->handle) {
+    fprintf(stderr, "dlopen %s: %s\n", path, dlerror());
+    return false;
+  }
+  rt->memset_fn = reinterpret_cast<MemsetFn>(dlsym(rt->handle, "cudaMemset"));
+  rt->copy_fn = reinterpret_cast<RtCopyFn>(dlsym(rt->handle, "cudaMemcpyAsync"));
+  rt->calls_fn = reinterpret_cast<CallsFn>(dlsym(rt->handle, "fake_cudart_calls"));
+  return rt->memset_fn && rt->copy_fn && rt->calls_fn;
+}
+
+// runtimes PATH...: copy i gets i + 1 memsets (of 100 + i bytes) and one copy of 1000 + i bytes;
+// each copy must have served exactly its own calls.
+static int runtimes(int argc, char** argv) {
+  CHECK(cuInit(0));
+  CUdeviceptr d;
+  CHECK(cuMemAlloc_v2(&d, 4096));
+  std::vector<char> host(4096, 1);
+  std::vector<FakeRuntime> rts(static_cast<size_t>(argc));
+  for (int i = 0; i < argc; ++i)
+    if (!load_runtime(argv[i], &rts[static_cast<size_t>(i)])) return 19;
+  bool ok = true;
+  for (int i = 0; i < argc; ++i) {
+    FakeRuntime& rt = rts[static_cast<size_t>(i)];
+    for (int k = 0; k <= i; ++k) ok = ok && rt.memset_fn(host.data(), 0, static_cast<size_t>(100 + i)) == 0;
+    ok = ok && rt.copy_fn(reinterpret_cast<void*>(d), host.data(), static_cast<size_t>(1000 + i), 1, nullptr) == 0;
+  }
+  for (int i = 0; i < argc; ++i) printf("runtime %d served %d calls\n", i, rts[static_cast<size_t>(i)].calls_fn());
+  return ok ? 0 : 26;
+}
+
+// reload PATH: load, call, unload; hold the old address range so the next load lands elsewhere;
+// load again, call through the new function.
+static int reload(const char* path) {
+  CHECK(cuInit(0));
+  std::vector<char> host(4096, 1);
+  FakeRuntime a;
+  if (!load_runtime(path, &a)) return 19;
+  Dl_info info;
+  dladdr(reinterpret_cast<void*>(a.calls_fn), &info);
+  uintptr_t old_base = reinterpret_cast<uintptr_t>(info.dli_fbase);
+  if (a.memset_fn(host.data(), 0, 10) != 0) return 26;
+  printf("first load served %d\n", a.calls_fn());
+  dlclose(a.handle);
+  // Occupy its first page (the loader would likely map it there again).
+  void* hold = mmap(reinterpret_cast<void*>(old_base), 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  FakeRuntime b;
+  if (!load_runtime(path, &b)) return 19;
+  dladdr(reinterpret_cast<void*>(b.calls_fn), &info);
+  printf("loaded again %s\n", reinterpret_cast<uintptr_t>(info.dli_fbase) != old_base ? "elsewhere" : "at the same address");
+  if (b.memset_fn(host.data(), 0, 11) != 0) return 26;
+  printf("second load served %d\n", b.calls_fn());
+  if (hold != MAP_FAILED) munmap(hold, 4096);
+  return 0;
+}
+
+// runtime_fsize LIMIT N PATH: a small RLIMIT_FSIZE and N copies through a (fake) shared runtime.
+static int runtime_fsize(rlim_t limit, int n, const char* path) {
+  rlimit rl{limit, limit};
+  if (setrlimit(RLIMIT_FSIZE, &rl) != 0) return 10;
+  CHECK(cuInit(0));
+  CUdeviceptr d;
+  CHECK(cuMemAlloc_v2(&d, 4096));
+  std::vector<char> host(4096, 1);
+  FakeRuntime rt;
+  if (!load_runtime(path, &rt)) return 19;
+  for (int i = 0; i < n; ++i)
+    if (rt.copy_fn(reinterpret_cast<void*>(d), host.data(), 64, 1, nullptr) != 0) return 26;
+  printf("done %d runtime copies\n", n);
+  return 0;
+}
+
+// exec_form FORM: one copy, then the program runs itself ("linked") through that exec function.
+static int exec_form(const std::string& form, char* self) {
+  copies(1);
+  char* args[] = {self, const_cast<char*>("linked"), nullptr};
+  if (form == "execv") execv(self, args);
+  else if (form == "execvp") execvp(self, args);
+  else if (form == "execl") execl(self, self, "linked", static_cast<char*>(nullptr));
+  else if (form == "execlp") execlp(self, self, "linked", static_cast<char*>(nullptr));
+  else if (form == "execle") execle(self, self, "linked", static_cast<char*>(nullptr), environ);
+  else if (form == "fexecve") {
+    int fd = open(self, O_RDONLY | O_CLOEXEC);
+    fexecve(fd, args, environ);
+  } else if (form == "execveat") {
+    int fd = open(self, O_RDONLY | O_CLOEXEC);
+    execveat(fd, "", args, environ, AT_EMPTY_PATH);
+  } else {
+    return 2;
+  }
+  perror(form.c_str());
+  return 9;
+}
+
+// clone_child clone|clone3: a child made by the raw system call (no fork handlers run), which
+// makes copies of its own (123 bytes) while the parent's trace is open; then the parent goes on.
+static int clone_child(const std::string& how) {
+  copies(1000, 64);
+  long pid;
+  if (how == "clone") {
+    pid = syscall(SYS_clone, SIGCHLD, nullptr, nullptr, nullptr, nullptr);
+  } else {
+    clone_args ca{};
+    ca.exit_signal = SIGCHLD;
+    pid = syscall(SYS_clone3, &ca, sizeof ca);
+    if (pid < 0 && errno == ENOSYS) {
+      printf("clone3 unsupported\n");
+      return 0;
+    }
+  }
+  if (pid < 0) return 11;
+  if (pid == 0) {
+    CUdeviceptr d;
+    if (cuMemAlloc_v2(&d, 4096) != 0) syscall(SYS_exit_group, 3);
+    static char host[4096];
+    for (int i = 0; i < 500; ++i)
+      if (cuMemcpyHtoDAsync_v2(d, host, 123, nullptr) != 0) syscall(SYS_exit_group, 4);
+    syscall(SYS_exit_group, 0);
+  }
+  int st;
+  waitpid(static_cast<pid_t>(pid), &st, 0);
+  copies(1000, 65);
+  printf("child %s\n", WIFEXITED(st) && WEXITSTATUS(st) == 0 ? "ok" : "failed");
+  return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 8;
+}
+
 int main(int argc, char** argv) {
+  maybe_deny_unshare();
   std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "none") {
     printf("no cuda here\n");
@@ -510,6 +1115,32 @@ int main(int argc, char** argv) {
            double(t3 - t2) / n);
     return 0;
   }
+  if (mode == "fdsteal" && argc > 4) return fd_steal(argv[2], argv[3], atoi(argv[4]));
+  if (mode == "fdsteal_fork" && argc > 4) return fd_steal_fork(argv[2], argv[3], atoi(argv[4]));
+  if (mode == "closed_stdio" && argc > 2) return closed_stdio(argv[2]);
+  if (mode == "sig_exit" && argc > 4) return sig_exit(argv[2], atoi(argv[3]), atol(argv[4]));
+  if (mode == "sig_copy" && argc > 4) return sig_copy(atoi(argv[2]), atol(argv[3]), atoi(argv[4]));
+  if (mode == "sig_storm" && argc > 3) return sig_storm(atoi(argv[2]), atol(argv[3]), argc > 4 && !strcmp(argv[4], "raw"));
+  if (mode == "cancel") return cancel_pending();
+  if (mode == "sig_deferred" && argc > 2) return sig_deferred(atoi(argv[2]));
+  if (mode == "sig_longjmp") return sig_longjmp(argc > 2 && !strcmp(argv[2], "alt"));
+  if (mode == "sig_api") return sig_api();
+  if (mode == "nofile") return nofile();
+  if (mode == "runtimes") return runtimes(argc - 2, argv + 2);
+  if (mode == "reload" && argc > 2) return reload(argv[2]);
+  if (mode == "runtime_fsize" && argc > 4) return runtime_fsize(strtoull(argv[2], nullptr, 0), atoi(argv[3]), argv[4]);
+  if (mode == "exec_form" && argc > 2) return exec_form(argv[2], argv[0]);
+  if (mode == "vfork_exit") {  // a vfork()ed child's _exit(7) must not become this process's status
+    copies(3);
+    pid_t pid = vfork();
+    if (pid == 0) _exit(7);
+    int st;
+    waitpid(pid, &st, 0);
+    copies(2);
+    printf("child status %d\n", WEXITSTATUS(st));
+    return 0;  // through main's return: the trace's exit status is unknown (-1), never the child's 7
+  }
+  if (mode == "clone_child" && argc > 2) return clone_child(argv[2]);
   fprintf(stderr, "unknown mode %s\n", mode.c_str());
   return 2;
 }

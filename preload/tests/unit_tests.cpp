@@ -1,7 +1,9 @@
 // Unit tests of the tricky logic: configuration parsing, the pinned-range registry, the trace
 // writer's block claiming with several threads (read back with a minimal reader), stack
 // interning, and the name -> hook table.
+#include <dirent.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -99,6 +101,15 @@ TEST(Config, InvalidValuesWarnOnceEachAndKeepDefaults) {
   EXPECT_EQ(g_warnings.size(), 6u);
 }
 
+TEST(Config, PatternExpansionIntoABuffer) {
+  char buf[64];
+  EXPECT_TRUE(expand_output_pattern_to(buf, sizeof buf, "asyncwatch-%n-%p.awtrace", "app", 42, "h", 9));
+  EXPECT_STREQ(buf, "asyncwatch-app-42.awtrace");
+  char small[8];
+  EXPECT_FALSE(expand_output_pattern_to(small, sizeof small, "%n-%p", "application", 42, "h", 9));
+  EXPECT_STREQ(small, "applica");  // truncated, still terminated
+}
+
 TEST(Config, PatternExpansion) {
   EXPECT_EQ(expand_output_pattern("asyncwatch-%n-%p.awtrace", "app", 42, "h", 9), "asyncwatch-app-42.awtrace");
   EXPECT_EQ(expand_output_pattern("%h_%t_%%_%x", "app", 1, "node", 1700000000), "node_1700000000_%_%x");
@@ -189,13 +200,23 @@ class TraceWriterTest : public ::testing::Test {
  protected:
   static std::string dir_;
   static void SetUpTestSuite() {
-    char tmpl[] = "/tmp/aw-unit-XXXXXX";
-    dir_ = mkdtemp(tmpl);
+    const char* base = getenv("TMPDIR");  // CTest: a directory of the build tree, checked empty afterwards
+    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/aw-unit-XXXXXX";
+    dir_ = mkdtemp(tmpl.data());
     Config c;
     c.output_dir = dir_;
     c.output_pattern = "unit-%p.awtrace";
     c.quiet = true;
     set_config(c);
+  }
+  // Nothing is left in /tmp: the traces and the directory go.
+  static void TearDownTestSuite() {
+    if (DIR* d = opendir(dir_.c_str())) {
+      while (dirent* e = readdir(d))
+        if (e->d_name[0] != '.') unlink((dir_ + "/" + e->d_name).c_str());
+      closedir(d);
+    }
+    rmdir(dir_.c_str());
   }
 };
 std::string TraceWriterTest::dir_;
@@ -286,4 +307,63 @@ TEST_F(TraceWriterTest, CloseWhileThreadsClaimBlocks) {
   ASSERT_EQ(stat(path.c_str(), &st), 0);
   EXPECT_EQ(static_cast<uint64_t>(st.st_size), kHeaderSize + tr.header.blocks_claimed * kBlockSize);
   std::remove(path.c_str());
+}
+
+// reserve/commit (thread_buffer.h): a signal handler that writes while this thread has a record
+// reserved and not committed writes into a block of its own (level 1), one more level down the
+// record is refused; all committed records read back whole, in each level's order.
+namespace {
+uint32_t g_handler_written = 0;
+bool g_handler_third_refused = false;
+HostFuncRunRecord run_record(uint64_t id) {
+  HostFuncRunRecord r{};
+  r.h.type = static_cast<uint16_t>(RecordType::HostFuncRun);
+  r.h.size = sizeof r;
+  r.callback_id = id;
+  return r;
+}
+void on_usr1(int) {
+  // Level 1 (the interrupted thread's reservation is open): two records, whole.
+  HostFuncRunRecord a = run_record(1001), b = run_record(1002);
+  g_handler_written += thread_buffer::write(&a);
+  char* p = thread_buffer::reserve(sizeof(HostFuncRunRecord));  // level 1 open...
+  if (p) {
+    HostFuncRunRecord c = run_record(1003);
+    g_handler_third_refused = thread_buffer::reserve(sizeof(HostFuncRunRecord)) == nullptr;  // ...level 2: no
+    memcpy(p + sizeof(RecordHeader), reinterpret_cast<char*>(&c) + sizeof(RecordHeader), sizeof c - sizeof(RecordHeader));
+    thread_buffer::commit(p, RecordType::HostFuncRun, sizeof c);
+    ++g_handler_written;
+  }
+  g_handler_written += thread_buffer::write(&b);
+}
+}  // namespace
+
+TEST_F(TraceWriterTest, SignalHandlerWritingBetweenReserveAndCommit) {
+  trace_writer::after_fork_child(0);  // a fresh trace
+  ASSERT_TRUE(trace_writer::ensure_open());
+  std::string path = trace_writer::path();
+  HostFuncRunRecord first = run_record(1);
+  ASSERT_TRUE(thread_buffer::write(&first));
+  struct sigaction sa {}, old{};
+  sa.sa_handler = on_usr1;
+  sigaction(SIGUSR1, &sa, &old);
+  char* p = thread_buffer::reserve(sizeof(HostFuncRunRecord));
+  ASSERT_NE(p, nullptr);
+  raise(SIGUSR1);  // the handler writes while `p` is reserved and empty
+  HostFuncRunRecord r = run_record(2);
+  memcpy(p + sizeof(RecordHeader), reinterpret_cast<char*>(&r) + sizeof(RecordHeader), sizeof r - sizeof(RecordHeader));
+  thread_buffer::commit(p, RecordType::HostFuncRun, sizeof r);
+  HostFuncRunRecord last = run_record(3);
+  ASSERT_TRUE(thread_buffer::write(&last));
+  sigaction(SIGUSR1, &old, nullptr);
+  EXPECT_EQ(g_handler_written, 3u);
+  EXPECT_TRUE(g_handler_third_refused);
+  trace_writer::close_clean(0);
+  aw_test::Trace tr = aw_test::read_trace(path);
+  ASSERT_TRUE(tr.ok) << tr.error;
+  std::vector<uint64_t> ids;
+  for (const auto& rec : tr.records)
+    if (rec.type() == RecordType::HostFuncRun) ids.push_back(rec.as<HostFuncRunRecord>().callback_id);
+  // The thread's own block (1, 2, 3 in program order) comes first in the file, then the handler's.
+  EXPECT_EQ(ids, (std::vector<uint64_t>{1, 2, 3, 1001, 1003, 1002}));
 }

@@ -30,6 +30,7 @@ std::mutex& write_mutex() {
 std::atomic<PointerGetAttributesFn> g_query{nullptr};
 
 PinnedRangeRegistry g_registry;
+AW_TLS bool tl_registry_only;
 
 void begin_write() { g_seq.fetch_add(1, std::memory_order_acq_rel); }
 void end_write() { g_seq.fetch_add(1, std::memory_order_release); }
@@ -131,11 +132,14 @@ void unlock_after_fork() noexcept { write_mutex().unlock(); }
 
 void set_pointer_query(PointerGetAttributesFn fn) noexcept { g_query.store(fn, std::memory_order_release); }
 
+RegistryOnlyScope::RegistryOnlyScope() noexcept : saved_(tl_registry_only) { tl_registry_only = true; }
+RegistryOnlyScope::~RegistryOnlyScope() { tl_registry_only = saved_; }
+
 trace::MemoryKind classify_pointer(uint64_t addr) noexcept {
   using trace::MemoryKind;
   if (g_registry.contains(addr)) return MemoryKind::Pinned;
   PointerGetAttributesFn q = g_query.load(std::memory_order_acquire);
-  if (!q) return MemoryKind::Unknown;
+  if (!q || tl_registry_only) return MemoryKind::Unknown;
   int attrs[2] = {cuda::CU_POINTER_ATTRIBUTE_MEMORY_TYPE, cuda::CU_POINTER_ATTRIBUTE_IS_MANAGED};
   unsigned mem_type = 0;
   int is_managed = 0;  // CU_POINTER_ATTRIBUTE_IS_MANAGED is a bool returned in an int-sized slot

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "asyncwatch/trace_format.h"
+#include "common.h"
 
 namespace asyncwatch::classify {
 
@@ -39,5 +40,19 @@ void set_pointer_query(PointerGetAttributesFn fn) noexcept;
 
 // Registry first, then the driver. Never fails: Unknown when nothing could tell.
 trace::MemoryKind classify_pointer(uint64_t addr) noexcept;
+
+// Set while the calling thread records a call that interrupted a driver function (a signal
+// handler's, call_context.h): the driver is not asked (the interrupted function may hold the very
+// locks the query needs); pointers not in the registry are Unknown.
+class RegistryOnlyScope {
+ public:
+  RegistryOnlyScope() noexcept;
+  ~RegistryOnlyScope();
+  RegistryOnlyScope(const RegistryOnlyScope&) = delete;
+  RegistryOnlyScope& operator=(const RegistryOnlyScope&) = delete;
+
+ private:
+  bool saved_;
+};
 
 }  // namespace asyncwatch::classify

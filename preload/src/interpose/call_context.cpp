@@ -12,10 +12,12 @@
 #include "real_functions.h"
 #include "stacks/stack_capture.h"
 #include "trace/thread_buffer.h"
+#include "signal_hooks.h"
+#include "traced_call.h"
 
 namespace asyncwatch::calls {
 
-AW_TLS ThreadCallState tl_call_state;
+AW_TLS_SHARED ThreadCallState tl_call_state;
 
 namespace {
 
@@ -165,6 +167,7 @@ std::mutex& pause_mutex() {
 }  // namespace
 
 int set_recording(bool on) noexcept {
+  LibraryScope scope;  // a handler's CUDA call meanwhile must not wait for the lock held here
   std::lock_guard<std::mutex> lock(pause_mutex());
   bool was_paused = g_paused.load();
   if (was_paused != !on) {
@@ -177,43 +180,67 @@ int set_recording(bool on) noexcept {
 bool recording() noexcept {
   // Paused by the application: not recorded, and not lost either.
   if (AW_UNLIKELY(g_paused.load(std::memory_order_relaxed))) return false;
-  if (AW_UNLIKELY(config().disabled)) return false;
-  if (AW_LIKELY(trace_writer::is_active()) || trace_writer::ensure_open()) return true;
-  // Counted once per application call: not again in a driver wrapper nested in a runtime one.
-  const ThreadCallState& st = thread_state();
-  if (st.driver_depth == 0 && st.runtime_depth == 0) trace_writer::count_lost_if_stopped();
-  return false;
+  if (AW_UNLIKELY(tracing_disabled())) return false;
+  if (AW_LIKELY(trace_writer::is_active())) return true;
+  // The first call (the file thread is started here), or the trace stopped: as the library's own
+  // code, so that a signal handler meanwhile passes through.
+  bool may_start = !thread_state().reentrant;
+  LibraryScope scope;
+  return trace_writer::accepts_calls_slow(may_start);
 }
 
-void write(AnyRecord& r) noexcept { thread_buffer::write(&r); }
+Nested classify_nested(ThreadCallState& st, Caller c) noexcept {
+  if (st.phase == kPhaseHandler) {  // an application's handler, through our trampoline
+    if (signals::handler_running(st, c.frame)) return Nested::Reentrant;
+    signals::handler_left(st);
+    return Nested::Application;
+  }
+  if (st.phase & kPhaseQuiet) return Nested::PassThrough;  // under a call already counted as lost
+  if (st.phase & 1) return Nested::Lost;                    // a handler interrupted our own code
+  // Inside a real function: of the runtime (phase 2 under a runtime wrapper), else of the driver.
+  bool in_runtime = st.phase == 2 && (st.outer == kOuterRuntime || st.outer == kOuterRuntimePassive);
+  // From the library the active wrapper called (or a tail call from it: the return address is then
+  // ours): the library calling its own (or the driver's) entry point. A handler's call comes from
+  // the application's code.
+  bool from_callee = real::is_own(c.ra) || (in_runtime ? runtime_hooks::text_contains(st.rt_instance, c.ra)
+                                                       : real::driver_text_contains(c.ra));
+  return from_callee ? Nested::PassThrough : Nested::Reentrant;
+}
+
+uint32_t begin_lost(ThreadCallState& st) noexcept {
+  uint32_t saved = st.phase;
+  st.phase = saved | kPhaseQuiet;
+  signal_fence();
+  if (!g_paused.load(std::memory_order_relaxed) && !tracing_disabled() && trace_writer::lost_calls_counted())
+    trace_writer::count_lost(1);
+  return saved;
+}
+
+void write(AnyRecord& r) noexcept {
+  if (AW_UNLIKELY(!thread_buffer::write(&r))) trace_writer::count_lost(1);
+}
 
 void apply_stack_policy(AnyRecord& r, Category c) noexcept {
   CallFields f = fields(r);
-  if (!f.stack_id) return;
+  if (!f.stack_id || AW_UNLIKELY(thread_state().reentrant)) return;
   uint64_t blocked = *f.end_ns - *f.start_ns;
   if (!wants_stack(r, c, blocked)) return;
   const ThreadCallState& st = thread_state();
-  uint32_t id = stacks::capture_call_site(st.caller_ra, st.caller_frame);
+  uint32_t id = stacks::capture_call_site(st.caller.ra, st.caller.frame);
   if (id) {
     *f.stack_id = id;
     *f.flags |= kFlagStackCaptured;
   }
 }
 
-void emit(AnyRecord& r, Category c) noexcept {
-  ThreadCallState& st = thread_state();
-  if (st.runtime_depth > 0) {
-    st.driver_reached = true;
-    // One record per application call: the first driver record of the runtime API's kind
-    // becomes the runtime call's record; other driver calls made by the runtime are internal.
-    if (!st.pending_valid && c == st.runtime_category) {
-      st.pending = r;
-      st.pending_valid = true;
-    }
-    return;
+void adopt(ThreadCallState& st, const AnyRecord& r, Category c) noexcept {
+  st.driver_reached = true;
+  // One record per application call: the first driver record of the runtime API's kind
+  // becomes the runtime call's record; other driver calls made by the runtime are internal.
+  if (!st.pending_valid && c == st.runtime_category) {
+    st.pending = r;
+    st.pending_valid = true;
   }
-  apply_stack_policy(r, c);
-  write(r);
 }
 
 StreamKind stream_kind(CUstream s, bool per_thread_entry) noexcept {
@@ -233,7 +260,7 @@ void capture_ended() noexcept {
 bool any_capture_active() noexcept { return g_active_captures.load(std::memory_order_acquire) > 0; }
 
 bool stream_is_capturing(CUstream s) noexcept {
-  if (!any_capture_active()) return false;
+  if (!any_capture_active() || thread_state().reentrant) return false;
   auto fn = h_stream_is_capturing.get();
   if (!fn) return false;
   int status = 0;
@@ -254,7 +281,7 @@ void release_event(EvidenceEvent& e) noexcept {
 void completion_evidence(CUstream s, bool per_thread_entry, uint32_t* flags) noexcept {
   // Never while any capture is active: under cudaStreamCaptureModeGlobal an event query from
   // any thread would invalidate the application's capture.
-  if (any_capture_active()) return;
+  if (any_capture_active() || thread_state().reentrant) return;
   auto get_ctx = h_ctx_get_current.get();
   auto create = h_event_create.get();
   auto record = (per_thread_entry && s == nullptr && h_event_record_ptsz.get()) ? h_event_record_ptsz.get()
@@ -289,7 +316,7 @@ void completion_evidence(CUstream s, bool per_thread_entry, uint32_t* flags) noe
 
 uint32_t kernel_name_id(CUfunction f, bool* first) noexcept {
   *first = false;
-  if (!f) return 0;
+  if (!f || thread_state().reentrant) return 0;
   uint32_t gen = trace_writer::generation();
   if (!tl_names) {
     tl_names = static_cast<NameCacheEntry*>(calloc(kNameCacheSize, sizeof(NameCacheEntry)));
@@ -346,6 +373,7 @@ uint32_t kernel_name_id(CUfunction f, bool* first) noexcept {
 }
 
 void note_driver_ready() noexcept {
+  if (AW_UNLIKELY(thread_state().reentrant)) return;
   uint32_t gen = trace_writer::generation();
   if (AW_LIKELY(g_device_info_generation.load(std::memory_order_relaxed) == gen)) return;
   if (g_device_info_generation.exchange(gen) == gen) return;
@@ -374,8 +402,10 @@ void note_driver_ready() noexcept {
 uint64_t next_callback_id() noexcept { return g_next_callback_id.fetch_add(1, std::memory_order_relaxed); }
 
 namespace {
+// Not a call of the application: written when recording (also while the trace is still being
+// created for the call that enqueued the function: the write waits for it), never counted as lost.
 void write_run(uint64_t id, uint64_t start, uint64_t end) noexcept {
-  if (!recording()) return;
+  if (g_paused.load(std::memory_order_relaxed) || !trace_writer::is_active_or_opening()) return;
   HostFuncRunRecord r{};
   r.h.type = static_cast<uint16_t>(RecordType::HostFuncRun);
   r.h.size = sizeof r;

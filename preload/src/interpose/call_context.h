@@ -1,12 +1,25 @@
-// What the calling thread is doing right now, shared by the driver and runtime wrappers:
-// whether it is inside a driver wrapper (nested hooked calls pass straight through), and which
-// runtime API, if any, it is inside, so that the driver record names the API the application
-// called and the call is recorded once, not twice.
+// What the calling thread is doing right now, shared by the driver and runtime wrappers: whether
+// it is in the application, in the library's own code, or inside the real function of an active
+// wrapper; which runtime API, if any, it is inside (so that the driver record names the API the
+// application called and the call is recorded once, not twice).
+//
+// Signal handlers (docs/interception.md, "Signals"): a wrapper entered while this thread is in the
+// library's own code (`phase` odd) was called by a signal handler that interrupted us: the call
+// passes straight through and is counted in records_lost (our state, locks and open reservation
+// stay untouched). One entered while this thread is inside a real CUDA function (`phase` even) is
+// either the CUDA library calling its own or the driver's entry points (the caller's return
+// address lies in that library: nested, as always), or a handler (or a callback) that interrupted
+// the real function: then it is recorded as a call of its own, with the thread's state saved
+// around it. A handler installed through sigaction/signal runs through the library's trampoline
+// (signal_hooks.cpp), which marks a thread that was in the application (`phase` 0) with
+// kPhaseHandler: its CUDA calls are reentrant too (the handler may have interrupted malloc, or a
+// lock of libc, that the library's bookkeeping would need).
 #pragma once
 
 #include <cstdint>
 
 #include "asyncwatch/trace_format.h"
+#include "classify/host_memory_classifier.h"
 #include "common.h"
 #include "cuda_abi.h"
 #include "trace/trace_writer.h"
@@ -27,44 +40,147 @@ union AnyRecord {
   trace::CaptureRecord capture;
 };
 
-struct ThreadCallState {
-  uint32_t driver_depth;   // > 0 inside a driver wrapper
-  uint32_t runtime_depth;  // > 0 inside a runtime wrapper
-  trace::Api runtime_api;
-  Category runtime_category;
-  bool driver_reached;     // a hooked driver entry point ran during the runtime call
-  bool pending_valid;      // `pending` holds the driver's record, finished by the runtime wrapper
-  AnyRecord pending;
-  // Where the application called the outermost wrapper: the key of the call-site cache
-  // (stack_capture.cpp), set by AW_NOTE_CALLER at the top of every exported wrapper.
-  const void* caller_ra;
-  const void* caller_frame;
+// Where the application called the outermost wrapper: the key of the call-site cache
+// (stack_capture.cpp). Taken by AW_NOTE_CALLER in the exported function itself.
+struct Caller {
+  const void* ra;
+  const void* frame;
 };
-extern AW_TLS ThreadCallState tl_call_state;
+
+// The outermost active wrapper.
+enum Outer : uint8_t {
+  kOuterNone = 0,
+  kOuterDriver = 1,
+  kOuterRuntime = 2,         // recording: the driver's record becomes the runtime call's
+  kOuterRuntimePassive = 3,  // not recording (paused, stopped): nested driver wrappers pass through
+};
+// Set in `phase` while a call that was counted as lost passes through: nothing under it counts again.
+inline constexpr uint32_t kPhaseQuiet = 1u << 31;
+// `phase` while an application's signal handler runs on a thread that was in the application: set
+// and restored by the signal trampoline (signal_hooks.h), even (not the library's own code).
+inline constexpr uint32_t kPhaseHandler = 1u << 30;
+
+struct ThreadCallState {
+  // 0: in the application. Odd: the library's own code runs on this thread. Even (2, 4): inside
+  // the real function of an active wrapper (4: a driver function called by the runtime). Each
+  // change is one store, so a signal handler sees either the old or the new value.
+  uint32_t phase;
+  uint8_t outer;        // Outer, meaningful while phase != 0
+  uint8_t rt_instance;  // the runtime instance (runtime_hooks.cpp) of a runtime outer wrapper
+  Category runtime_category;
+  bool driver_reached;  // a hooked driver entry point ran during the runtime call
+  bool pending_valid;   // `pending` holds the driver's record, finished by the runtime wrapper
+  // A reentrant call (it interrupted a real function: a signal handler's, most likely): recorded
+  // with nothing that may allocate or take a lock the interrupted code may hold: no driver query of
+  // ours (memory classified from the pinned-range registry only, no capture check), no stack, no
+  // kernel name, no completion evidence, no device info, no module map, no host-function
+  // trampoline, no thread started.
+  bool reentrant;
+  Caller caller;
+  // While phase == kPhaseHandler: the trampoline's frame, its return address (the kernel's signal
+  // return) and the alternate stack the handler runs on ([lo, hi), 0/0: the thread's own stack),
+  // to tell a handler still running from one left with siglongjmp (signal_hooks.h).
+  uintptr_t handler_frame;
+  uintptr_t handler_return;
+  uintptr_t handler_alt_lo, handler_alt_hi;
+  AnyRecord pending;
+};
+extern AW_TLS_SHARED ThreadCallState tl_call_state;
 inline ThreadCallState& thread_state() noexcept { return tl_call_state; }
 
-// First statement of every exported wrapper: remember the application's call site (outermost only).
-#define AW_NOTE_CALLER()                                                                 \
-  do {                                                                                   \
-    ::asyncwatch::calls::ThreadCallState& aw_st_ = ::asyncwatch::calls::thread_state();  \
-    if (aw_st_.driver_depth == 0 && aw_st_.runtime_depth == 0) {                         \
-      aw_st_.caller_ra = __builtin_return_address(0);                                    \
-      aw_st_.caller_frame = __builtin_frame_address(0);                                  \
-    }                                                                                    \
-  } while (0)
+inline void signal_fence() noexcept { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
 
-// False when nothing should be recorded (paused, disabled, tracing failed or closed).
+// Non-zero when the signal trampoline deferred a signal that arrived while this thread ran the
+// library's own code (signal_hooks.h); not in ThreadCallState, which SavedCallState clears.
+extern AW_TLS_SHARED uint32_t tl_signals_deferred;
+void deliver_deferred_signals() noexcept;  // signal_hooks.cpp
+// Every change of `phase` from the library's own code (odd) to another value goes through here: a
+// signal deferred meanwhile is delivered once the thread is out of it. Stored first, then checked:
+// a signal arriving before the store is deferred and seen here, one after it runs at once.
+inline void set_phase(ThreadCallState& st, uint32_t p) noexcept {
+  signal_fence();
+  st.phase = p;
+  signal_fence();
+  if (AW_UNLIKELY(tl_signals_deferred) && !(p & 1)) deliver_deferred_signals();
+}
+
+// First statement of every exported wrapper: the application's call site, as a local.
+#define AW_NOTE_CALLER() \
+  const ::asyncwatch::calls::Caller aw_caller { __builtin_return_address(0), __builtin_frame_address(0) }
+
+// False when nothing should be recorded (paused, disabled, tracing failed or closed); a call made
+// after tracing stopped on a failure is counted in records_lost here.
 bool recording() noexcept;
 // The control API: pause (false) or resume (true) recording; returns 1 if it was recording, else 0.
 int set_recording(bool on) noexcept;
 
-// Records a finished driver-level call: kept pending inside a runtime call (the runtime
-// wrapper completes and writes it), else stack-annotated per policy and written.
-void emit(AnyRecord& r, Category c) noexcept;
-// Writes a record whose stack policy was already applied.
+// How a wrapper entered with phase != 0 (and not the runtime -> driver fast path) proceeds.
+enum class Nested : uint8_t {
+  PassThrough,  // the CUDA library calling its own (or the driver's) entry point: not an application call
+  Lost,         // a signal handler interrupted the library's code: pass through, counted in records_lost
+  Reentrant,    // a handler (or callback) interrupted a real function or the application: a call of its own
+  Application,  // a handler left with siglongjmp: the thread is in the application again (phase reset to 0)
+};
+Nested classify_nested(ThreadCallState& st, Caller c) noexcept;
+// Counts a Lost call (unless paused or disabled) and marks the thread quiet while it passes through.
+uint32_t begin_lost(ThreadCallState& st) noexcept;
+
+// The thread's call state saved and cleared for a reentrant call, restored afterwards. `phase`
+// is odd while the rest is being copied, so a handler nested in this one passes through.
+class SavedCallState {
+ public:
+  SavedCallState() noexcept {
+    ThreadCallState& st = tl_call_state;
+    uint32_t phase = st.phase;
+    st.phase = 1;
+    signal_fence();
+    saved_ = st;
+    saved_.phase = phase;
+    st = ThreadCallState{};
+    st.phase = 1;
+    set_phase(st, 0);
+  }
+  ~SavedCallState() {
+    ThreadCallState& st = tl_call_state;
+    st.phase = 1;
+    signal_fence();
+    uint32_t phase = saved_.phase;
+    saved_.phase = 1;
+    st = saved_;
+    set_phase(st, phase);
+  }
+  SavedCallState(const SavedCallState&) = delete;
+  SavedCallState& operator=(const SavedCallState&) = delete;
+
+ private:
+  ThreadCallState saved_;
+  classify::RegistryOnlyScope no_driver_queries_;
+};
+
+// Marks the library's own code outside wrappers (thread-exit hooks, fork handlers, the control
+// API) so that a signal handler's CUDA call in between passes through instead of reaching the
+// state or locks being used.
+class LibraryScope {
+ public:
+  LibraryScope() noexcept : saved_(tl_call_state.phase) {
+    tl_call_state.phase = saved_ | 1u;
+    signal_fence();
+  }
+  ~LibraryScope() { set_phase(tl_call_state, saved_); }
+  LibraryScope(const LibraryScope&) = delete;
+  LibraryScope& operator=(const LibraryScope&) = delete;
+
+ private:
+  uint32_t saved_;
+};
+
+// Writes a finished call record (counted in records_lost when it cannot be written).
 void write(AnyRecord& r) noexcept;
 // Applies the stack policy (capture the call site when wanted) to a finished record.
 void apply_stack_policy(AnyRecord& r, Category c) noexcept;
+// A driver wrapper's record inside a runtime call: the first of the runtime call's category is kept
+// for the runtime wrapper to complete; the others are the runtime's internals.
+void adopt(ThreadCallState& st, const AnyRecord& r, Category c) noexcept;
 
 trace::StreamKind stream_kind(cuda::CUstream s, bool per_thread_entry) noexcept;
 
@@ -99,24 +215,5 @@ struct HostFuncContext {
 uint64_t next_callback_id() noexcept;
 void host_fn_trampoline(void* ctx) noexcept;
 void stream_callback_trampoline(cuda::CUstream s, cuda::CUresult status, void* ctx) noexcept;
-
-// RAII for the driver wrappers: marks the thread as inside a driver wrapper.
-class DriverScope {
- public:
-  DriverScope() noexcept { ++thread_state().driver_depth; }
-  ~DriverScope() { --thread_state().driver_depth; }
-};
-
-// Timestamps of a driver wrapper. Inside a traced runtime call the runtime wrapper's own start
-// and end become the record's times (write_adopted), so the driver wrapper reads no clock: one
-// record per call costs two clock reads, not four.
-struct DriverClock {
-  bool nested;
-  DriverClock() noexcept : nested(thread_state().runtime_depth > 0) {}
-  uint64_t now() const noexcept { return AW_LIKELY(!nested) ? now_ns() : 0; }
-};
-
-// Should this driver wrapper record? (not nested in another driver wrapper, recording on)
-inline bool should_record() noexcept { return thread_state().driver_depth == 0 && recording(); }
 
 }  // namespace asyncwatch::calls

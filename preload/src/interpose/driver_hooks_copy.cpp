@@ -76,10 +76,10 @@ bool wants_evidence(const Sides& s, bool memset) noexcept {
 }
 
 template <class Call, class Describe>
-CUresult traced(Hook h, trace::RecordType type, CUstream stream, bool has_stream, bool sync_api, Call&& call,
-                Describe&& describe) noexcept {
+CUresult traced(calls::Caller caller, Hook h, trace::RecordType type, CUstream stream, bool has_stream, bool sync_api,
+                Call&& call, Describe&& describe) {
   auto cat = type == trace::RecordType::Copy ? calls::Category::Copy : calls::Category::Memset;
-  return calls::traced(h, cat, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r,
+  return calls::traced(caller, h, cat, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r,
                                          uint64_t start, uint64_t end) {
     auto& c = rec.copy;
     c.h.type = static_cast<uint16_t>(type);
@@ -115,11 +115,11 @@ constexpr auto kMemset = trace::RecordType::Memset;
 
 // ---- linear copies -----------------------------------------------------------------------
 #define DEF_MEMCPY(sym)                                                                            \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUdeviceptr src, size_t n) noexcept { AW_NOTE_CALLER();        \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUdeviceptr src, size_t n) { AW_NOTE_CALLER();        \
     auto real = real_fn<CUresult (*)(CUdeviceptr, CUdeviceptr, size_t)>(Hook::sym);               \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                 \
     return traced(                                                                                \
-        Hook::sym, kCopy, nullptr, false, true, [&] { return real(dst, src, n); },                \
+        aw_caller, Hook::sym, kCopy, nullptr, false, true, [&] { return real(dst, src, n); },                \
         [&] {                                                                                     \
           MemoryKind s = unified_kind(src), d = unified_kind(dst);                                \
           return Sides{infer_direction(s, d), s, d, n};                                           \
@@ -128,11 +128,11 @@ constexpr auto kMemset = trace::RecordType::Memset;
 AW_BOTH(DEF_MEMCPY, cuMemcpy, _ptds)
 
 #define DEF_MEMCPY_ASYNC(sym)                                                                        \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream st) noexcept { AW_NOTE_CALLER(); \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream st) { AW_NOTE_CALLER(); \
     auto real = real_fn<CUresult (*)(CUdeviceptr, CUdeviceptr, size_t, CUstream)>(Hook::sym);        \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                   \
     return traced(                                                                                  \
-        Hook::sym, kCopy, st, true, false, [&] { return real(dst, src, n, st); },                   \
+        aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(dst, src, n, st); },                   \
         [&] {                                                                                       \
           MemoryKind s = unified_kind(src), d = unified_kind(dst);                                  \
           return Sides{infer_direction(s, d), s, d, n};                                             \
@@ -141,55 +141,55 @@ AW_BOTH(DEF_MEMCPY, cuMemcpy, _ptds)
 AW_BOTH(DEF_MEMCPY_ASYNC, cuMemcpyAsync, _ptsz)
 
 #define DEF_HTOD(sym)                                                                                   \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, const void* src, size_t n) noexcept { AW_NOTE_CALLER();             \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, const void* src, size_t n) { AW_NOTE_CALLER();             \
     auto real = real_fn<CUresult (*)(CUdeviceptr, const void*, size_t)>(Hook::sym);                    \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                      \
-    return traced(Hook::sym, kCopy, nullptr, false, true, [&] { return real(dst, src, n); },           \
+    return traced(aw_caller, Hook::sym, kCopy, nullptr, false, true, [&] { return real(dst, src, n); },           \
                   [&] { return Sides{Direction::HtoD, host_kind(src), MemoryKind::Device, n}; });      \
   }
 AW_BOTH(DEF_HTOD, cuMemcpyHtoD_v2, _ptds)
 
 #define DEF_DTOH(sym)                                                                                   \
-  extern "C" AW_EXPORT CUresult sym(void* dst, CUdeviceptr src, size_t n) noexcept { AW_NOTE_CALLER();                   \
+  extern "C" AW_EXPORT CUresult sym(void* dst, CUdeviceptr src, size_t n) { AW_NOTE_CALLER();                   \
     auto real = real_fn<CUresult (*)(void*, CUdeviceptr, size_t)>(Hook::sym);                          \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                      \
-    return traced(Hook::sym, kCopy, nullptr, false, true, [&] { return real(dst, src, n); },           \
+    return traced(aw_caller, Hook::sym, kCopy, nullptr, false, true, [&] { return real(dst, src, n); },           \
                   [&] { return Sides{Direction::DtoH, MemoryKind::Device, host_kind(dst), n}; });      \
   }
 AW_BOTH(DEF_DTOH, cuMemcpyDtoH_v2, _ptds)
 
 #define DEF_DTOD(sym)                                                                                   \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUdeviceptr src, size_t n) noexcept { AW_NOTE_CALLER();             \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUdeviceptr src, size_t n) { AW_NOTE_CALLER();             \
     auto real = real_fn<CUresult (*)(CUdeviceptr, CUdeviceptr, size_t)>(Hook::sym);                    \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                      \
-    return traced(Hook::sym, kCopy, nullptr, false, true, [&] { return real(dst, src, n); },           \
+    return traced(aw_caller, Hook::sym, kCopy, nullptr, false, true, [&] { return real(dst, src, n); },           \
                   [&] { return Sides{Direction::DtoD, MemoryKind::Device, MemoryKind::Device, n}; });  \
   }
 AW_BOTH(DEF_DTOD, cuMemcpyDtoD_v2, _ptds)
 
 #define DEF_HTOD_ASYNC(sym)                                                                                \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, const void* src, size_t n, CUstream st) noexcept { AW_NOTE_CALLER();   \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, const void* src, size_t n, CUstream st) { AW_NOTE_CALLER();   \
     auto real = real_fn<CUresult (*)(CUdeviceptr, const void*, size_t, CUstream)>(Hook::sym);             \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                         \
-    return traced(Hook::sym, kCopy, st, true, false, [&] { return real(dst, src, n, st); },               \
+    return traced(aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(dst, src, n, st); },               \
                   [&] { return Sides{Direction::HtoD, host_kind(src), MemoryKind::Device, n}; });         \
   }
 AW_BOTH(DEF_HTOD_ASYNC, cuMemcpyHtoDAsync_v2, _ptsz)
 
 #define DEF_DTOH_ASYNC(sym)                                                                            \
-  extern "C" AW_EXPORT CUresult sym(void* dst, CUdeviceptr src, size_t n, CUstream st) noexcept { AW_NOTE_CALLER();     \
+  extern "C" AW_EXPORT CUresult sym(void* dst, CUdeviceptr src, size_t n, CUstream st) { AW_NOTE_CALLER();     \
     auto real = real_fn<CUresult (*)(void*, CUdeviceptr, size_t, CUstream)>(Hook::sym);               \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                     \
-    return traced(Hook::sym, kCopy, st, true, false, [&] { return real(dst, src, n, st); },           \
+    return traced(aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(dst, src, n, st); },           \
                   [&] { return Sides{Direction::DtoH, MemoryKind::Device, host_kind(dst), n}; });     \
   }
 AW_BOTH(DEF_DTOH_ASYNC, cuMemcpyDtoHAsync_v2, _ptsz)
 
 #define DEF_DTOD_ASYNC(sym)                                                                                \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream st) noexcept { AW_NOTE_CALLER();   \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream st) { AW_NOTE_CALLER();   \
     auto real = real_fn<CUresult (*)(CUdeviceptr, CUdeviceptr, size_t, CUstream)>(Hook::sym);             \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                         \
-    return traced(Hook::sym, kCopy, st, true, false, [&] { return real(dst, src, n, st); },               \
+    return traced(aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(dst, src, n, st); },               \
                   [&] { return Sides{Direction::DtoD, MemoryKind::Device, MemoryKind::Device, n}; });     \
   }
 AW_BOTH(DEF_DTOD_ASYNC, cuMemcpyDtoDAsync_v2, _ptsz)
@@ -212,104 +212,104 @@ Sides sides_3d(const CUDA_MEMCPY3D* p) noexcept {
 }  // namespace
 
 #define DEF_2D(sym)                                                                                      \
-  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY2D* p) noexcept { AW_NOTE_CALLER();                                  \
+  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY2D* p) { AW_NOTE_CALLER();                                  \
     auto real = real_fn<CUresult (*)(const CUDA_MEMCPY2D*)>(Hook::sym);                                 \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                       \
-    return traced(Hook::sym, kCopy, nullptr, false, true, [&] { return real(p); }, [&] { return sides_2d(p); }); \
+    return traced(aw_caller, Hook::sym, kCopy, nullptr, false, true, [&] { return real(p); }, [&] { return sides_2d(p); }); \
   }
 AW_BOTH(DEF_2D, cuMemcpy2D_v2, _ptds)
 AW_BOTH(DEF_2D, cuMemcpy2DUnaligned_v2, _ptds)
 
 #define DEF_2D_ASYNC(sym)                                                                           \
-  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY2D* p, CUstream st) noexcept { AW_NOTE_CALLER();                \
+  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY2D* p, CUstream st) { AW_NOTE_CALLER();                \
     auto real = real_fn<CUresult (*)(const CUDA_MEMCPY2D*, CUstream)>(Hook::sym);                  \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
-    return traced(Hook::sym, kCopy, st, true, false, [&] { return real(p, st); }, [&] { return sides_2d(p); }); \
+    return traced(aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(p, st); }, [&] { return sides_2d(p); }); \
   }
 AW_BOTH(DEF_2D_ASYNC, cuMemcpy2DAsync_v2, _ptsz)
 
 #define DEF_3D(sym)                                                                                      \
-  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY3D* p) noexcept { AW_NOTE_CALLER();                                  \
+  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY3D* p) { AW_NOTE_CALLER();                                  \
     auto real = real_fn<CUresult (*)(const CUDA_MEMCPY3D*)>(Hook::sym);                                 \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                       \
-    return traced(Hook::sym, kCopy, nullptr, false, true, [&] { return real(p); }, [&] { return sides_3d(p); }); \
+    return traced(aw_caller, Hook::sym, kCopy, nullptr, false, true, [&] { return real(p); }, [&] { return sides_3d(p); }); \
   }
 AW_BOTH(DEF_3D, cuMemcpy3D_v2, _ptds)
 
 #define DEF_3D_ASYNC(sym)                                                                           \
-  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY3D* p, CUstream st) noexcept { AW_NOTE_CALLER();                \
+  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY3D* p, CUstream st) { AW_NOTE_CALLER();                \
     auto real = real_fn<CUresult (*)(const CUDA_MEMCPY3D*, CUstream)>(Hook::sym);                  \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
-    return traced(Hook::sym, kCopy, st, true, false, [&] { return real(p, st); }, [&] { return sides_3d(p); }); \
+    return traced(aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(p, st); }, [&] { return sides_3d(p); }); \
   }
 AW_BOTH(DEF_3D_ASYNC, cuMemcpy3DAsync_v2, _ptsz)
 
 // ---- peer and array copies ---------------------------------------------------------------
 #define DEF_PEER(sym)                                                                                        \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n) noexcept { AW_NOTE_CALLER(); \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n) { AW_NOTE_CALLER(); \
     auto real = real_fn<CUresult (*)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t)>(Hook::sym);   \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                           \
-    return traced(Hook::sym, kCopy, nullptr, false, true, [&] { return real(dst, dc, src, sc, n); },        \
+    return traced(aw_caller, Hook::sym, kCopy, nullptr, false, true, [&] { return real(dst, dc, src, sc, n); },        \
                   [&] { return Sides{Direction::Peer, MemoryKind::Device, MemoryKind::Device, n}; });       \
   }
 AW_BOTH(DEF_PEER, cuMemcpyPeer, _ptds)
 
 #define DEF_PEER_ASYNC(sym)                                                                           \
   extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n, \
-                                    CUstream st) noexcept { AW_NOTE_CALLER();                                          \
+                                    CUstream st) { AW_NOTE_CALLER();                                          \
     auto real =                                                                                      \
         real_fn<CUresult (*)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream)>(Hook::sym); \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                    \
-    return traced(Hook::sym, kCopy, st, true, false, [&] { return real(dst, dc, src, sc, n, st); },  \
+    return traced(aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(dst, dc, src, sc, n, st); },  \
                   [&] { return Sides{Direction::Peer, MemoryKind::Device, MemoryKind::Device, n}; }); \
   }
 AW_BOTH(DEF_PEER_ASYNC, cuMemcpyPeerAsync, _ptsz)
 
 #define DEF_HTOA_ASYNC(sym)                                                                               \
-  extern "C" AW_EXPORT CUresult sym(CUarray dst, size_t off, const void* src, size_t n, CUstream st) noexcept { AW_NOTE_CALLER(); \
+  extern "C" AW_EXPORT CUresult sym(CUarray dst, size_t off, const void* src, size_t n, CUstream st) { AW_NOTE_CALLER(); \
     auto real = real_fn<CUresult (*)(CUarray, size_t, const void*, size_t, CUstream)>(Hook::sym);         \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                        \
-    return traced(Hook::sym, kCopy, st, true, false, [&] { return real(dst, off, src, n, st); },         \
+    return traced(aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(dst, off, src, n, st); },         \
                   [&] { return Sides{Direction::HtoD, host_kind(src), MemoryKind::Array, n}; });         \
   }
 AW_BOTH(DEF_HTOA_ASYNC, cuMemcpyHtoAAsync_v2, _ptsz)
 
 #define DEF_ATOH_ASYNC(sym)                                                                               \
-  extern "C" AW_EXPORT CUresult sym(void* dst, CUarray src, size_t off, size_t n, CUstream st) noexcept { AW_NOTE_CALLER(); \
+  extern "C" AW_EXPORT CUresult sym(void* dst, CUarray src, size_t off, size_t n, CUstream st) { AW_NOTE_CALLER(); \
     auto real = real_fn<CUresult (*)(void*, CUarray, size_t, size_t, CUstream)>(Hook::sym);              \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                        \
-    return traced(Hook::sym, kCopy, st, true, false, [&] { return real(dst, src, off, n, st); },         \
+    return traced(aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(dst, src, off, n, st); },         \
                   [&] { return Sides{Direction::DtoH, MemoryKind::Array, host_kind(dst), n}; });         \
   }
 AW_BOTH(DEF_ATOH_ASYNC, cuMemcpyAtoHAsync_v2, _ptsz)
 
 // ---- memsets: dst kind classified (pinned/managed targets change the sync behaviour) -------
 #define DEF_MEMSET(sym, T, elem)                                                                     \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, T v, size_t n) noexcept { AW_NOTE_CALLER();                      \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, T v, size_t n) { AW_NOTE_CALLER();                      \
     auto real = real_fn<CUresult (*)(CUdeviceptr, T, size_t)>(Hook::sym);                           \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                   \
-    return traced(Hook::sym, kMemset, nullptr, false, true, [&] { return real(dst, v, n); },        \
+    return traced(aw_caller, Hook::sym, kMemset, nullptr, false, true, [&] { return real(dst, v, n); },        \
                   [&] { return Sides{Direction::Unknown, MemoryKind::Unknown, unified_kind(dst), n * (elem)}; }); \
   }
 #define DEF_MEMSET_ASYNC(sym, T, elem)                                                               \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, T v, size_t n, CUstream st) noexcept { AW_NOTE_CALLER();         \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, T v, size_t n, CUstream st) { AW_NOTE_CALLER();         \
     auto real = real_fn<CUresult (*)(CUdeviceptr, T, size_t, CUstream)>(Hook::sym);                 \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                   \
-    return traced(Hook::sym, kMemset, st, true, false, [&] { return real(dst, v, n, st); },         \
+    return traced(aw_caller, Hook::sym, kMemset, st, true, false, [&] { return real(dst, v, n, st); },         \
                   [&] { return Sides{Direction::Unknown, MemoryKind::Unknown, unified_kind(dst), n * (elem)}; }); \
   }
 #define DEF_MEMSET2D(sym, T, elem)                                                                    \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, size_t pitch, T v, size_t w, size_t h) noexcept { AW_NOTE_CALLER(); \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, size_t pitch, T v, size_t w, size_t h) { AW_NOTE_CALLER(); \
     auto real = real_fn<CUresult (*)(CUdeviceptr, size_t, T, size_t, size_t)>(Hook::sym);            \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                    \
-    return traced(Hook::sym, kMemset, nullptr, false, true, [&] { return real(dst, pitch, v, w, h); }, \
+    return traced(aw_caller, Hook::sym, kMemset, nullptr, false, true, [&] { return real(dst, pitch, v, w, h); }, \
                   [&] { return Sides{Direction::Unknown, MemoryKind::Unknown, unified_kind(dst), w * h * (elem)}; }); \
   }
 #define DEF_MEMSET2D_ASYNC(sym, T, elem)                                                                    \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, size_t pitch, T v, size_t w, size_t h, CUstream st) noexcept { AW_NOTE_CALLER(); \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, size_t pitch, T v, size_t w, size_t h, CUstream st) { AW_NOTE_CALLER(); \
     auto real = real_fn<CUresult (*)(CUdeviceptr, size_t, T, size_t, size_t, CUstream)>(Hook::sym);        \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                          \
-    return traced(Hook::sym, kMemset, st, true, false, [&] { return real(dst, pitch, v, w, h, st); },      \
+    return traced(aw_caller, Hook::sym, kMemset, st, true, false, [&] { return real(dst, pitch, v, w, h, st); },      \
                   [&] { return Sides{Direction::Unknown, MemoryKind::Unknown, unified_kind(dst), w * h * (elem)}; }); \
   }
 

@@ -27,8 +27,8 @@ struct LaunchShape {
 };
 
 template <class Call>
-CUresult traced_launch(Hook h, const LaunchShape& shape, Call&& call) noexcept {
-  return calls::traced(h, calls::Category::Launch, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi,
+CUresult traced_launch(calls::Caller caller, Hook h, const LaunchShape& shape, Call&& call) {
+  return calls::traced(caller, h, calls::Category::Launch, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi,
                                                              CUresult r, uint64_t start, uint64_t end) {
     auto& l = rec.launch;
     l.h.type = static_cast<uint16_t>(trace::RecordType::Launch);
@@ -59,11 +59,11 @@ CUresult traced_launch(Hook h, const LaunchShape& shape, Call&& call) noexcept {
 #define DEF_LAUNCH(sym)                                                                               \
   extern "C" AW_EXPORT CUresult sym(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, \
                                     unsigned by, unsigned bz, unsigned shared, CUstream st,          \
-                                    void** params, void** extra) noexcept { AW_NOTE_CALLER();                          \
+                                    void** params, void** extra) { AW_NOTE_CALLER();                          \
     auto real = real_fn<CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,   \
                                      unsigned, unsigned, CUstream, void**, void**)>(Hook::sym);      \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                    \
-    return traced_launch(Hook::sym, LaunchShape{f, {gx, gy, gz}, {bx, by, bz}, shared, st, true},    \
+    return traced_launch(aw_caller, Hook::sym, LaunchShape{f, {gx, gy, gz}, {bx, by, bz}, shared, st, true},    \
                          [&] { return real(f, gx, gy, gz, bx, by, bz, shared, st, params, extra); }); \
   }
 DEF_LAUNCH(cuLaunchKernel)
@@ -72,18 +72,18 @@ DEF_LAUNCH(cuLaunchKernel_ptsz)
 #define DEF_LAUNCH_COOP(sym)                                                                          \
   extern "C" AW_EXPORT CUresult sym(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, \
                                     unsigned by, unsigned bz, unsigned shared, CUstream st,          \
-                                    void** params) noexcept { AW_NOTE_CALLER();                                        \
+                                    void** params) { AW_NOTE_CALLER();                                        \
     auto real = real_fn<CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,   \
                                      unsigned, unsigned, CUstream, void**)>(Hook::sym);              \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                    \
-    return traced_launch(Hook::sym, LaunchShape{f, {gx, gy, gz}, {bx, by, bz}, shared, st, true},    \
+    return traced_launch(aw_caller, Hook::sym, LaunchShape{f, {gx, gy, gz}, {bx, by, bz}, shared, st, true},    \
                          [&] { return real(f, gx, gy, gz, bx, by, bz, shared, st, params); });        \
   }
 DEF_LAUNCH_COOP(cuLaunchCooperativeKernel)
 DEF_LAUNCH_COOP(cuLaunchCooperativeKernel_ptsz)
 
 #define DEF_LAUNCH_EX(sym)                                                                              \
-  extern "C" AW_EXPORT CUresult sym(const CUlaunchConfig* cfg, CUfunction f, void** params, void** extra) noexcept { AW_NOTE_CALLER(); \
+  extern "C" AW_EXPORT CUresult sym(const CUlaunchConfig* cfg, CUfunction f, void** params, void** extra) { AW_NOTE_CALLER(); \
     auto real = real_fn<CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**)>(Hook::sym);   \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                      \
     LaunchShape shape{f, {0, 0, 0}, {0, 0, 0}, 0, nullptr, true};                                       \
@@ -92,16 +92,16 @@ DEF_LAUNCH_COOP(cuLaunchCooperativeKernel_ptsz)
                           {cfg->blockDimX, cfg->blockDimY, cfg->blockDimZ}, cfg->sharedMemBytes,      \
                           cfg->hStream, true};                                                         \
     }                                                                                                  \
-    return traced_launch(Hook::sym, shape, [&] { return real(cfg, f, params, extra); });              \
+    return traced_launch(aw_caller, Hook::sym, shape, [&] { return real(cfg, f, params, extra); });              \
   }
 DEF_LAUNCH_EX(cuLaunchKernelEx)
 DEF_LAUNCH_EX(cuLaunchKernelEx_ptsz)
 
 #define DEF_GRAPH_LAUNCH(sym)                                                                       \
-  extern "C" AW_EXPORT CUresult sym(CUgraphExec g, CUstream st) noexcept { AW_NOTE_CALLER();                         \
+  extern "C" AW_EXPORT CUresult sym(CUgraphExec g, CUstream st) { AW_NOTE_CALLER();                         \
     auto real = real_fn<CUresult (*)(CUgraphExec, CUstream)>(Hook::sym);                           \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
-    return traced_launch(Hook::sym, LaunchShape{nullptr, {0, 0, 0}, {0, 0, 0}, 0, st, false},      \
+    return traced_launch(aw_caller, Hook::sym, LaunchShape{nullptr, {0, 0, 0}, {0, 0, 0}, 0, st, false},      \
                          [&] { return real(g, st); });                                             \
   }
 DEF_GRAPH_LAUNCH(cuGraphLaunch)
@@ -110,55 +110,55 @@ DEF_GRAPH_LAUNCH(cuGraphLaunch_ptsz)
 // ---- host functions ------------------------------------------------------------------------
 namespace {
 
-// `enqueue(fn, data)` calls the real entry point with the function and data to hand the driver.
+// `enqueue(ctx)` calls the real entry point with our trampoline and `ctx`, or with the user's
+// function and data when `ctx` is null.
 template <class Enqueue>
-CUresult traced_host_func(Hook h, CUstream st, CUhostFn user_fn, CUstreamCallback user_cb, void* user_data,
-                          Enqueue&& enqueue) noexcept {
-  if (!calls::should_record()) return enqueue(nullptr);
-  calls::DriverScope scope;
-  const hooks::HookInfo& hi = hooks::info(h);
-  // During capture the host node may run many times (each graph launch) or never: pass the
-  // user's function through unchanged rather than a wrapper context that is freed after one run.
-  bool capturing = calls::stream_is_capturing(st);
+CUresult traced_host_func(calls::Caller caller, Hook h, CUstream st, CUhostFn user_fn, CUstreamCallback user_cb,
+                          void* user_data, Enqueue&& enqueue) {
   calls::HostFuncContext* ctx = nullptr;
-  if (!capturing && (user_fn || user_cb)) {
-    ctx = static_cast<calls::HostFuncContext*>(malloc(sizeof(calls::HostFuncContext)));
-    if (ctx) *ctx = calls::HostFuncContext{user_fn, user_cb, user_data, calls::next_callback_id()};
-  }
-  // Read before the enqueue: once the driver has the context, its thread may run the host function
-  // and free the context (host_fn_trampoline) before the enqueue even returns here.
-  const uint64_t id = ctx ? ctx->callback_id : 0;
-  calls::DriverClock clock;
-  uint64_t start = clock.now();
-  CUresult r = enqueue(ctx);
-  uint64_t end = clock.now();
-  ErrnoKeeper keep;
-  if (r != CUDA_SUCCESS && ctx) free(ctx);  // the driver will never call it
-  calls::AnyRecord rec{};
-  auto& e = rec.host_func;
-  e.h.type = static_cast<uint16_t>(trace::RecordType::HostFuncEnqueue);
-  e.h.size = sizeof(trace::HostFuncEnqueueRecord);
-  e.api = e.driver_fn = static_cast<uint16_t>(hi.api);
-  e.stream_kind = static_cast<uint8_t>(calls::stream_kind(st, hi.per_thread));
-  e.flags = (hi.per_thread ? trace::kFlagPerThreadEntry : 0u) | (capturing ? trace::kFlagCaptureActive : 0u);
-  e.result = r;
-  e.callback_id = id;
-  e.start_ns = start;
-  e.end_ns = end;
-  e.stream = reinterpret_cast<uint64_t>(st);
-  e.user_function = user_fn ? reinterpret_cast<uint64_t>(user_fn) : reinterpret_cast<uint64_t>(user_cb);
-  if (r == CUDA_SUCCESS) calls::note_driver_ready();
-  calls::emit(rec, calls::Category::HostFunc);
-  return r;
+  bool capturing = false;
+  uint64_t id = 0;
+  return calls::traced_with(
+      caller, h, calls::Category::HostFunc,
+      [&]() noexcept {
+        // A reentrant call (a signal handler's) allocates nothing: the user's function passes through.
+        if (calls::thread_state().reentrant) return;
+        // During capture the host node may run many times (each graph launch) or never: pass the
+        // user's function through unchanged rather than a wrapper context that is freed after one run.
+        capturing = calls::stream_is_capturing(st);
+        if (!capturing && (user_fn || user_cb)) {
+          ctx = static_cast<calls::HostFuncContext*>(malloc(sizeof(calls::HostFuncContext)));
+          if (ctx) *ctx = calls::HostFuncContext{user_fn, user_cb, user_data, calls::next_callback_id()};
+        }
+        // Read before the enqueue: once the driver has the context, its thread may run the host
+        // function and free the context (host_fn_trampoline) before the enqueue even returns here.
+        id = ctx ? ctx->callback_id : 0;
+      },
+      [&] { return enqueue(ctx); },
+      [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t start, uint64_t end) {
+        if (r != CUDA_SUCCESS && ctx) free(ctx);  // the driver will never call it
+        auto& e = rec.host_func;
+        e.h.type = static_cast<uint16_t>(trace::RecordType::HostFuncEnqueue);
+        e.h.size = sizeof(trace::HostFuncEnqueueRecord);
+        e.api = e.driver_fn = static_cast<uint16_t>(hi.api);
+        e.stream_kind = static_cast<uint8_t>(calls::stream_kind(st, hi.per_thread));
+        e.flags = (hi.per_thread ? trace::kFlagPerThreadEntry : 0u) | (capturing ? trace::kFlagCaptureActive : 0u);
+        e.result = r;
+        e.callback_id = id;
+        e.start_ns = start;
+        e.end_ns = end;
+        e.stream = reinterpret_cast<uint64_t>(st);
+        e.user_function = user_fn ? reinterpret_cast<uint64_t>(user_fn) : reinterpret_cast<uint64_t>(user_cb);
+      });
 }
 
 }  // namespace
 
 #define DEF_LAUNCH_HOST_FUNC(sym)                                                                   \
-  extern "C" AW_EXPORT CUresult sym(CUstream st, CUhostFn fn, void* data) noexcept { AW_NOTE_CALLER();               \
+  extern "C" AW_EXPORT CUresult sym(CUstream st, CUhostFn fn, void* data) { AW_NOTE_CALLER();               \
     auto real = real_fn<CUresult (*)(CUstream, CUhostFn, void*)>(Hook::sym);                       \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
-    return traced_host_func(Hook::sym, st, fn, nullptr, data, [&](calls::HostFuncContext* ctx) {   \
+    return traced_host_func(aw_caller, Hook::sym, st, fn, nullptr, data, [&](calls::HostFuncContext* ctx) {   \
       return ctx ? real(st, &calls::host_fn_trampoline, ctx) : real(st, fn, data);                 \
     });                                                                                            \
   }
@@ -166,10 +166,10 @@ DEF_LAUNCH_HOST_FUNC(cuLaunchHostFunc)
 DEF_LAUNCH_HOST_FUNC(cuLaunchHostFunc_ptsz)
 
 #define DEF_ADD_CALLBACK(sym)                                                                           \
-  extern "C" AW_EXPORT CUresult sym(CUstream st, CUstreamCallback cb, void* data, unsigned flags) noexcept { AW_NOTE_CALLER(); \
+  extern "C" AW_EXPORT CUresult sym(CUstream st, CUstreamCallback cb, void* data, unsigned flags) { AW_NOTE_CALLER(); \
     auto real = real_fn<CUresult (*)(CUstream, CUstreamCallback, void*, unsigned)>(Hook::sym);         \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                      \
-    return traced_host_func(Hook::sym, st, nullptr, cb, data, [&](calls::HostFuncContext* ctx) {       \
+    return traced_host_func(aw_caller, Hook::sym, st, nullptr, cb, data, [&](calls::HostFuncContext* ctx) {       \
       return ctx ? real(st, &calls::stream_callback_trampoline, ctx, flags) : real(st, cb, data, flags); \
     });                                                                                                \
   }

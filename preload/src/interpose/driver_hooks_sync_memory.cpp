@@ -17,6 +17,14 @@ using asyncwatch::trace::MemoryKind;
 
 namespace {
 
+// The pinned-range registry is written under its lock and a sequence count that readers spin on:
+// marked as the library's own code, so that a signal handler's copy in between (which would spin
+// on this thread's unfinished write) passes through instead.
+template <class Fn>
+void with_registry(Fn&& fn) noexcept {
+  calls::LibraryScope scope;
+  fn();
+}
 
 void fill_sync(calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t start, uint64_t end,
                uint64_t handle, trace::StreamKind kind) {
@@ -79,10 +87,10 @@ void fill_capture(calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, 
 
 // ---- synchronization ------------------------------------------------------------------------
 #define DEF_STREAM_SYNC(sym)                                                                        \
-  extern "C" AW_EXPORT CUresult sym(CUstream st) noexcept { AW_NOTE_CALLER();                                        \
+  extern "C" AW_EXPORT CUresult sym(CUstream st) { AW_NOTE_CALLER();                                        \
     auto real = real_fn<CUresult (*)(CUstream)>(Hook::sym);                                        \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
-    return traced(Hook::sym, calls::Category::Sync, [&] { return real(st); },                      \
+    return traced(aw_caller, Hook::sym, calls::Category::Sync, [&] { return real(st); },                      \
                   [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) { \
                     fill_sync(rec, hi, r, a, b, reinterpret_cast<uint64_t>(st),                    \
                               calls::stream_kind(st, hi.per_thread));                              \
@@ -94,10 +102,10 @@ DEF_STREAM_SYNC(cuStreamQuery)
 DEF_STREAM_SYNC(cuStreamQuery_ptsz)
 
 #define DEF_EVENT_SYNC(sym)                                                                         \
-  extern "C" AW_EXPORT CUresult sym(CUevent ev) noexcept { AW_NOTE_CALLER();                                         \
+  extern "C" AW_EXPORT CUresult sym(CUevent ev) { AW_NOTE_CALLER();                                         \
     auto real = real_fn<CUresult (*)(CUevent)>(Hook::sym);                                         \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
-    return traced(Hook::sym, calls::Category::Sync, [&] { return real(ev); },                      \
+    return traced(aw_caller, Hook::sym, calls::Category::Sync, [&] { return real(ev); },                      \
                   [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) { \
                     fill_sync(rec, hi, r, a, b, reinterpret_cast<uint64_t>(ev), trace::StreamKind::Unknown); \
                   });                                                                              \
@@ -105,10 +113,10 @@ DEF_STREAM_SYNC(cuStreamQuery_ptsz)
 DEF_EVENT_SYNC(cuEventSynchronize)
 DEF_EVENT_SYNC(cuEventQuery)
 
-extern "C" AW_EXPORT CUresult cuCtxSynchronize() noexcept { AW_NOTE_CALLER();
+extern "C" AW_EXPORT CUresult cuCtxSynchronize() { AW_NOTE_CALLER();
   auto real = real_fn<CUresult (*)()>(Hook::cuCtxSynchronize);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return traced(Hook::cuCtxSynchronize, calls::Category::Sync, [&] { return real(); },
+  return traced(aw_caller, Hook::cuCtxSynchronize, calls::Category::Sync, [&] { return real(); },
                 [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
                   fill_sync(rec, hi, r, a, b, 0, trace::StreamKind::Unknown);
                 });
@@ -118,10 +126,10 @@ extern "C" AW_EXPORT CUresult cuCtxSynchronize() noexcept { AW_NOTE_CALLER();
 // which synchronizes the given context (NULL: the current one). Recorded as the same Sync as
 // cuCtxSynchronize (api cuCtxSynchronize, so every rule about it applies) with driver_fn naming
 // the entry point the application actually reached, and the context as the handle.
-extern "C" AW_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) noexcept { AW_NOTE_CALLER();
+extern "C" AW_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) { AW_NOTE_CALLER();
   auto real = real_fn<CUresult (*)(CUcontext)>(Hook::cuCtxSynchronize_v2);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return traced(Hook::cuCtxSynchronize_v2, calls::Category::Sync, [&] { return real(ctx); },
+  return traced(aw_caller, Hook::cuCtxSynchronize_v2, calls::Category::Sync, [&] { return real(ctx); },
                 [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
                   fill_sync(rec, hi, r, a, b, reinterpret_cast<uint64_t>(ctx), trace::StreamKind::Unknown);
                   rec.sync.api = static_cast<uint16_t>(trace::Api::cuCtxSynchronize);
@@ -129,10 +137,10 @@ extern "C" AW_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) noexcept { AW_N
 }
 
 #define DEF_STREAM_WAIT_EVENT(sym)                                                                  \
-  extern "C" AW_EXPORT CUresult sym(CUstream st, CUevent ev, unsigned flags) noexcept { AW_NOTE_CALLER();            \
+  extern "C" AW_EXPORT CUresult sym(CUstream st, CUevent ev, unsigned flags) { AW_NOTE_CALLER();            \
     auto real = real_fn<CUresult (*)(CUstream, CUevent, unsigned)>(Hook::sym);                     \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
-    return traced(Hook::sym, calls::Category::Sync, [&] { return real(st, ev, flags); },           \
+    return traced(aw_caller, Hook::sym, calls::Category::Sync, [&] { return real(st, ev, flags); },           \
                   [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) { \
                     /* handle: the stream that waits; the event is not kept (no field for it) */ \
                     fill_sync(rec, hi, r, a, b, reinterpret_cast<uint64_t>(st),                    \
@@ -143,19 +151,19 @@ DEF_STREAM_WAIT_EVENT(cuStreamWaitEvent)
 DEF_STREAM_WAIT_EVENT(cuStreamWaitEvent_ptsz)
 
 // ---- memory management ----------------------------------------------------------------------
-extern "C" AW_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t n) noexcept { AW_NOTE_CALLER();
+extern "C" AW_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t n) { AW_NOTE_CALLER();
   auto real = real_fn<CUresult (*)(CUdeviceptr*, size_t)>(Hook::cuMemAlloc_v2);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return traced(Hook::cuMemAlloc_v2, calls::Category::MemoryOp, [&] { return real(p, n); },
+  return traced(aw_caller, Hook::cuMemAlloc_v2, calls::Category::MemoryOp, [&] { return real(p, n); },
                 [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
                   fill_memory(rec, hi, r, a, b, MemoryKind::Device, (r == 0 && p) ? *p : 0, n, 0);
                 });
 }
 
-extern "C" AW_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) noexcept { AW_NOTE_CALLER();
+extern "C" AW_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) { AW_NOTE_CALLER();
   auto real = real_fn<CUresult (*)(CUdeviceptr)>(Hook::cuMemFree_v2);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return traced(Hook::cuMemFree_v2, calls::Category::MemoryOp, [&] { return real(p); },
+  return traced(aw_caller, Hook::cuMemFree_v2, calls::Category::MemoryOp, [&] { return real(p); },
                 [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
                   fill_memory(rec, hi, r, a, b, MemoryKind::Device, p, 0, 0);
                 });
@@ -164,13 +172,13 @@ extern "C" AW_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) noexcept { AW_NOTE_CAL
 // The pinned allocations feed the classifier's registry whether or not we record (a disabled or
 // failed trace must not change classification of later calls... which are not recorded either,
 // but the registry is cheap and keeps the two states simple).
-extern "C" AW_EXPORT CUresult cuMemAllocHost_v2(void** pp, size_t n) noexcept { AW_NOTE_CALLER();
+extern "C" AW_EXPORT CUresult cuMemAllocHost_v2(void** pp, size_t n) { AW_NOTE_CALLER();
   auto real = real_fn<CUresult (*)(void**, size_t)>(Hook::cuMemAllocHost_v2);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return traced(Hook::cuMemAllocHost_v2, calls::Category::MemoryOp,
+  return traced(aw_caller, Hook::cuMemAllocHost_v2, calls::Category::MemoryOp,
                 [&] {
                   CUresult r = real(pp, n);
-                  if (r == CUDA_SUCCESS && pp && *pp) classify::pinned_ranges().add(reinterpret_cast<uint64_t>(*pp), n);
+                  if (r == CUDA_SUCCESS && pp && *pp) with_registry([&] { classify::pinned_ranges().add(reinterpret_cast<uint64_t>(*pp), n); });
                   return r;
                 },
                 [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
@@ -179,13 +187,13 @@ extern "C" AW_EXPORT CUresult cuMemAllocHost_v2(void** pp, size_t n) noexcept { 
                 });
 }
 
-extern "C" AW_EXPORT CUresult cuMemHostAlloc(void** pp, size_t n, unsigned flags) noexcept { AW_NOTE_CALLER();
+extern "C" AW_EXPORT CUresult cuMemHostAlloc(void** pp, size_t n, unsigned flags) { AW_NOTE_CALLER();
   auto real = real_fn<CUresult (*)(void**, size_t, unsigned)>(Hook::cuMemHostAlloc);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return traced(Hook::cuMemHostAlloc, calls::Category::MemoryOp,
+  return traced(aw_caller, Hook::cuMemHostAlloc, calls::Category::MemoryOp,
                 [&] {
                   CUresult r = real(pp, n, flags);
-                  if (r == CUDA_SUCCESS && pp && *pp) classify::pinned_ranges().add(reinterpret_cast<uint64_t>(*pp), n);
+                  if (r == CUDA_SUCCESS && pp && *pp) with_registry([&] { classify::pinned_ranges().add(reinterpret_cast<uint64_t>(*pp), n); });
                   return r;
                 },
                 [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
@@ -194,14 +202,14 @@ extern "C" AW_EXPORT CUresult cuMemHostAlloc(void** pp, size_t n, unsigned flags
                 });
 }
 
-extern "C" AW_EXPORT CUresult cuMemFreeHost(void* p) noexcept { AW_NOTE_CALLER();
+extern "C" AW_EXPORT CUresult cuMemFreeHost(void* p) { AW_NOTE_CALLER();
   auto real = real_fn<CUresult (*)(void*)>(Hook::cuMemFreeHost);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return traced(Hook::cuMemFreeHost, calls::Category::MemoryOp,
+  return traced(aw_caller, Hook::cuMemFreeHost, calls::Category::MemoryOp,
                 [&] {
                   // Removed before the free: once the driver released it, malloc may reuse the
                   // address for pageable memory.
-                  classify::pinned_ranges().remove(reinterpret_cast<uint64_t>(p));
+                  with_registry([&] { classify::pinned_ranges().remove(reinterpret_cast<uint64_t>(p)); });
                   return real(p);
                 },
                 [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
@@ -209,13 +217,13 @@ extern "C" AW_EXPORT CUresult cuMemFreeHost(void* p) noexcept { AW_NOTE_CALLER()
                 });
 }
 
-extern "C" AW_EXPORT CUresult cuMemHostRegister_v2(void* p, size_t n, unsigned flags) noexcept { AW_NOTE_CALLER();
+extern "C" AW_EXPORT CUresult cuMemHostRegister_v2(void* p, size_t n, unsigned flags) { AW_NOTE_CALLER();
   auto real = real_fn<CUresult (*)(void*, size_t, unsigned)>(Hook::cuMemHostRegister_v2);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return traced(Hook::cuMemHostRegister_v2, calls::Category::MemoryOp,
+  return traced(aw_caller, Hook::cuMemHostRegister_v2, calls::Category::MemoryOp,
                 [&] {
                   CUresult r = real(p, n, flags);
-                  if (r == CUDA_SUCCESS && p) classify::pinned_ranges().add(reinterpret_cast<uint64_t>(p), n);
+                  if (r == CUDA_SUCCESS && p) with_registry([&] { classify::pinned_ranges().add(reinterpret_cast<uint64_t>(p), n); });
                   return r;
                 },
                 [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
@@ -223,13 +231,13 @@ extern "C" AW_EXPORT CUresult cuMemHostRegister_v2(void* p, size_t n, unsigned f
                 });
 }
 
-extern "C" AW_EXPORT CUresult cuMemHostUnregister(void* p) noexcept { AW_NOTE_CALLER();
+extern "C" AW_EXPORT CUresult cuMemHostUnregister(void* p) { AW_NOTE_CALLER();
   auto real = real_fn<CUresult (*)(void*)>(Hook::cuMemHostUnregister);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return traced(Hook::cuMemHostUnregister, calls::Category::MemoryOp,
+  return traced(aw_caller, Hook::cuMemHostUnregister, calls::Category::MemoryOp,
                 [&] {
                   CUresult r = real(p);
-                  if (r == CUDA_SUCCESS) classify::pinned_ranges().remove(reinterpret_cast<uint64_t>(p));
+                  if (r == CUDA_SUCCESS) with_registry([&] { classify::pinned_ranges().remove(reinterpret_cast<uint64_t>(p)); });
                   return r;
                 },
                 [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
@@ -237,20 +245,20 @@ extern "C" AW_EXPORT CUresult cuMemHostUnregister(void* p) noexcept { AW_NOTE_CA
                 });
 }
 
-extern "C" AW_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* p, size_t n, unsigned flags) noexcept { AW_NOTE_CALLER();
+extern "C" AW_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* p, size_t n, unsigned flags) { AW_NOTE_CALLER();
   auto real = real_fn<CUresult (*)(CUdeviceptr*, size_t, unsigned)>(Hook::cuMemAllocManaged);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return traced(Hook::cuMemAllocManaged, calls::Category::MemoryOp, [&] { return real(p, n, flags); },
+  return traced(aw_caller, Hook::cuMemAllocManaged, calls::Category::MemoryOp, [&] { return real(p, n, flags); },
                 [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
                   fill_memory(rec, hi, r, a, b, MemoryKind::Managed, (r == 0 && p) ? *p : 0, n, flags);
                 });
 }
 
 #define DEF_ALLOC_ASYNC(sym)                                                                        \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr* p, size_t n, CUstream st) noexcept { AW_NOTE_CALLER();              \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr* p, size_t n, CUstream st) { AW_NOTE_CALLER();              \
     auto real = real_fn<CUresult (*)(CUdeviceptr*, size_t, CUstream)>(Hook::sym);                  \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
-    return traced(Hook::sym, calls::Category::MemoryOp, [&] { return real(p, n, st); },            \
+    return traced(aw_caller, Hook::sym, calls::Category::MemoryOp, [&] { return real(p, n, st); },            \
                   [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) { \
                     fill_memory(rec, hi, r, a, b, MemoryKind::Device, (r == 0 && p) ? *p : 0, n, 0); \
                   });                                                                              \
@@ -259,10 +267,10 @@ DEF_ALLOC_ASYNC(cuMemAllocAsync)
 DEF_ALLOC_ASYNC(cuMemAllocAsync_ptsz)
 
 #define DEF_FREE_ASYNC(sym)                                                                         \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr p, CUstream st) noexcept { AW_NOTE_CALLER();                         \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr p, CUstream st) { AW_NOTE_CALLER();                         \
     auto real = real_fn<CUresult (*)(CUdeviceptr, CUstream)>(Hook::sym);                           \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
-    return traced(Hook::sym, calls::Category::MemoryOp, [&] { return real(p, st); },               \
+    return traced(aw_caller, Hook::sym, calls::Category::MemoryOp, [&] { return real(p, st); },               \
                   [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) { \
                     fill_memory(rec, hi, r, a, b, MemoryKind::Device, p, 0, 0);                    \
                   });                                                                              \
@@ -271,42 +279,42 @@ DEF_FREE_ASYNC(cuMemFreeAsync)
 DEF_FREE_ASYNC(cuMemFreeAsync_ptsz)
 
 // ---- streams and capture --------------------------------------------------------------------
-extern "C" AW_EXPORT CUresult cuStreamCreate(CUstream* ph, unsigned flags) noexcept { AW_NOTE_CALLER();
+extern "C" AW_EXPORT CUresult cuStreamCreate(CUstream* ph, unsigned flags) { AW_NOTE_CALLER();
   auto real = real_fn<CUresult (*)(CUstream*, unsigned)>(Hook::cuStreamCreate);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return traced(Hook::cuStreamCreate, calls::Category::Stream, [&] { return real(ph, flags); },
+  return traced(aw_caller, Hook::cuStreamCreate, calls::Category::Stream, [&] { return real(ph, flags); },
                 [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
                   fill_stream(rec, hi, r, a, b, trace::RecordType::StreamCreate,
                               (r == 0 && ph) ? reinterpret_cast<uint64_t>(*ph) : 0, flags, 0);
                 });
 }
 
-extern "C" AW_EXPORT CUresult cuStreamCreateWithPriority(CUstream* ph, unsigned flags, int priority) noexcept { AW_NOTE_CALLER();
+extern "C" AW_EXPORT CUresult cuStreamCreateWithPriority(CUstream* ph, unsigned flags, int priority) { AW_NOTE_CALLER();
   auto real = real_fn<CUresult (*)(CUstream*, unsigned, int)>(Hook::cuStreamCreateWithPriority);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return traced(Hook::cuStreamCreateWithPriority, calls::Category::Stream, [&] { return real(ph, flags, priority); },
+  return traced(aw_caller, Hook::cuStreamCreateWithPriority, calls::Category::Stream, [&] { return real(ph, flags, priority); },
                 [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
                   fill_stream(rec, hi, r, a, b, trace::RecordType::StreamCreate,
                               (r == 0 && ph) ? reinterpret_cast<uint64_t>(*ph) : 0, flags, priority);
                 });
 }
 
-extern "C" AW_EXPORT CUresult cuStreamDestroy_v2(CUstream st) noexcept { AW_NOTE_CALLER();
+extern "C" AW_EXPORT CUresult cuStreamDestroy_v2(CUstream st) { AW_NOTE_CALLER();
   auto real = real_fn<CUresult (*)(CUstream)>(Hook::cuStreamDestroy_v2);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return traced(Hook::cuStreamDestroy_v2, calls::Category::Stream, [&] { return real(st); },
+  return traced(aw_caller, Hook::cuStreamDestroy_v2, calls::Category::Stream, [&] { return real(st); },
                 [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
                   fill_stream(rec, hi, r, a, b, trace::RecordType::StreamDestroy, reinterpret_cast<uint64_t>(st), 0, 0);
                 });
 }
 
 #define DEF_BEGIN_CAPTURE(sym)                                                                      \
-  extern "C" AW_EXPORT CUresult sym(CUstream st, unsigned mode) noexcept { AW_NOTE_CALLER();                         \
+  extern "C" AW_EXPORT CUresult sym(CUstream st, unsigned mode) { AW_NOTE_CALLER();                         \
     auto real = real_fn<CUresult (*)(CUstream, unsigned)>(Hook::sym);                              \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
     /* Counted even when not recording: evidence must never run during a capture. */              \
     CUresult r0 = CUDA_SUCCESS;                                                                    \
-    CUresult res = traced(Hook::sym, calls::Category::Capture, [&] { return r0 = real(st, mode); }, \
+    CUresult res = traced(aw_caller, Hook::sym, calls::Category::Capture, [&] { return r0 = real(st, mode); }, \
                   [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) { \
                     fill_capture(rec, hi, r, a, b, reinterpret_cast<uint64_t>(st), mode);          \
                   });                                                                              \
@@ -325,7 +333,7 @@ DEF_BEGIN_CAPTURE(cuStreamBeginCapture_v2_ptsz)
     auto real = real_fn<CUresult (*)(CUstream, CUgraph, const void*, const void*, size_t, unsigned)>(Hook::sym); \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                   \
     CUresult r0 = CUDA_SUCCESS;                                                                     \
-    CUresult res = traced(Hook::sym, calls::Category::Capture,                                      \
+    CUresult res = traced(aw_caller, Hook::sym, calls::Category::Capture,                                      \
                           [&] { return r0 = real(st, g, deps, edge_data, ndeps, mode); },           \
                           [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) { \
                             fill_capture(rec, hi, r, a, b, reinterpret_cast<uint64_t>(st), mode);   \
@@ -339,10 +347,10 @@ DEF_BEGIN_CAPTURE_TO_GRAPH(cuStreamBeginCaptureToGraph)
 DEF_BEGIN_CAPTURE_TO_GRAPH(cuStreamBeginCaptureToGraph_ptsz)
 
 #define DEF_END_CAPTURE(sym)                                                                        \
-  extern "C" AW_EXPORT CUresult sym(CUstream st, CUgraph* g) noexcept { AW_NOTE_CALLER();                            \
+  extern "C" AW_EXPORT CUresult sym(CUstream st, CUgraph* g) { AW_NOTE_CALLER();                            \
     auto real = real_fn<CUresult (*)(CUstream, CUgraph*)>(Hook::sym);                              \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
-    CUresult res = traced(Hook::sym, calls::Category::Capture, [&] { return real(st, g); },        \
+    CUresult res = traced(aw_caller, Hook::sym, calls::Category::Capture, [&] { return real(st, g); },        \
                   [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) { \
                     fill_capture(rec, hi, r, a, b, reinterpret_cast<uint64_t>(st), 0);             \
                   });                                                                              \

@@ -44,14 +44,14 @@ void substitute(const char* requested, void** pfn) noexcept {
     }
   }
   if (h == Hook::Count) return;
-  real::remember_driver(h, *pfn);
-  *pfn = hooks::info(h).wrapper;
+  // Not the function remembered for this name (a second libcuda): handed out unwrapped.
+  if (real::remember_driver(h, *pfn)) *pfn = hooks::info(h).wrapper;
 }
 
 }  // namespace asyncwatch::proc_address
 
 extern "C" AW_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version, cuuint64_t flags,
-                                                  int* symbol_status) noexcept {
+                                                  int* symbol_status) {
   using Fn = CUresult (*)(const char*, void**, int, cuuint64_t, int*);
   auto real = reinterpret_cast<Fn>(real::driver(Hook::cuGetProcAddress_v2));
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
@@ -61,7 +61,7 @@ extern "C" AW_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn
 }
 
 // The CUDA 11.3 form (four arguments), still returned for version 11030.
-extern "C" AW_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags) noexcept {
+extern "C" AW_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags) {
   using Fn = CUresult (*)(const char*, void**, int, cuuint64_t);
   auto real = reinterpret_cast<Fn>(real::driver(Hook::cuGetProcAddress));
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;

@@ -3,7 +3,9 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 
 #include "classify/host_memory_classifier.h"
@@ -16,9 +18,35 @@ namespace {
 std::atomic<DlsymFn> g_dlsym{nullptr};
 std::atomic<void*> g_real[hooks::kHookCount];
 std::atomic<void*> g_driver_handle{nullptr};
-std::atomic<void*> g_runtime_handle{nullptr};
+std::atomic<uintptr_t> g_driver_lo{0}, g_driver_hi{0};  // address range of the libcuda in use
 
 void* open_noload(const char* path) { return dlopen(path, RTLD_LAZY | RTLD_NOLOAD); }
+
+// The address range of the loaded object containing `fn`.
+void note_driver_range(const void* fn) noexcept {
+  if (g_driver_hi.load(std::memory_order_acquire)) return;
+  struct Arg {
+    uintptr_t addr, lo, hi;
+  } arg{reinterpret_cast<uintptr_t>(fn), 0, 0};
+  dl_iterate_phdr(
+      [](dl_phdr_info* i, size_t, void* a) -> int {
+        auto* g = static_cast<Arg*>(a);
+        uintptr_t lo = UINTPTR_MAX, hi = 0;
+        for (int k = 0; k < i->dlpi_phnum; ++k) {
+          if (i->dlpi_phdr[k].p_type != PT_LOAD) continue;
+          lo = std::min<uintptr_t>(lo, i->dlpi_addr + i->dlpi_phdr[k].p_vaddr);
+          hi = std::max<uintptr_t>(hi, i->dlpi_addr + i->dlpi_phdr[k].p_vaddr + i->dlpi_phdr[k].p_memsz);
+        }
+        if (g->addr < lo || g->addr >= hi) return 0;
+        g->lo = lo;
+        g->hi = hi;
+        return 1;
+      },
+      &arg);
+  if (!arg.hi) return;
+  g_driver_lo.store(arg.lo, std::memory_order_relaxed);
+  g_driver_hi.store(arg.hi, std::memory_order_release);
+}
 
 void* driver_handle() {
   void* h = g_driver_handle.load(std::memory_order_acquire);
@@ -61,11 +89,17 @@ bool is_own(const void* p) noexcept { return module_map::is_own_address(reinterp
 bool remember_driver(hooks::Hook h, void* fn) noexcept {
   if (!fn || is_own(fn)) return false;
   void* expected = nullptr;
-  g_real[static_cast<size_t>(h)].compare_exchange_strong(expected, fn);
-  return true;
+  if (g_real[static_cast<size_t>(h)].compare_exchange_strong(expected, fn)) return true;
+  return expected == fn;
+}
+
+bool driver_text_contains(const void* ra) noexcept {
+  uintptr_t a = reinterpret_cast<uintptr_t>(ra), lo = g_driver_lo.load(std::memory_order_relaxed);
+  return a - lo < g_driver_hi.load(std::memory_order_acquire) - lo;
 }
 
 void note_driver_object(void* fn) noexcept {
+  note_driver_range(fn);
   if (g_driver_handle.load(std::memory_order_acquire)) return;
   Dl_info info;
   if (!dladdr(fn, &info) || !info.dli_fname) return;
@@ -106,15 +140,15 @@ void* runtime(const char* name) noexcept {
   ErrnoKeeper keep;
   void* p = dlsym_fn()(RTLD_NEXT, name);
   if (p && !is_own(p)) return p;
-  void* h = g_runtime_handle.load(std::memory_order_acquire);
-  if (!h) {
-    // PyTorch loads libcudart with RTLD_LOCAL: not in the global scope, so RTLD_NEXT misses it.
-    const char* path = nullptr;
-    dl_iterate_phdr(find_cudart, &path);
-    if (path) h = open_noload(path);
-    if (h) g_runtime_handle.store(h, std::memory_order_release);
-  }
-  p = h ? dlsym_fn()(h, name) : nullptr;
+  // PyTorch loads libcudart with RTLD_LOCAL: not in the global scope, so RTLD_NEXT misses it. The
+  // reference the lookup takes is given back at once (the application may unload it).
+  const char* path = nullptr;
+  dl_iterate_phdr(find_cudart, &path);
+  void* h = path ? open_noload(path) : nullptr;
+  if (!h) return nullptr;
+  p = dlsym_fn()(h, name);
+  static auto real_dlclose = reinterpret_cast<int (*)(void*)>(dlsym_fn()(RTLD_NEXT, "dlclose"));
+  if (real_dlclose) real_dlclose(h);  // not ours: that would scan the runtime instances again
   return is_own(p) ? nullptr : p;
 }
 

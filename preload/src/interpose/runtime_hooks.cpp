@@ -4,14 +4,29 @@
 // runtime call), or, when the runtime reached no hooked driver entry point (a copy during stream
 // capture), a record of its own with kFlagRuntimeOnly. The static runtime is compiled into the
 // executable and never reaches these; its calls are seen at the driver layer only.
+//
+// Instances (docs/interception.md, "Runtime instances"): a process may hold several libcudart
+// objects (two copies from different paths, loaded RTLD_LOCAL; one unloaded and loaded again
+// elsewhere). The exported wrappers are instance 0: they call the runtime that follows us in the
+// global scope (else the first libcudart loaded). A runtime function handed out by dlsym from any
+// other object gets the wrapper of an instance bound to that object (kRtInstances - 1 of them, each
+// its own copy of every wrapper, made by a template), so each copy's calls reach its own functions;
+// beyond them, dlsym hands the real function out unwrapped. An instance whose object was unloaded
+// (seen by our dlclose) is unbound: its slot serves the next object.
+#include <dlfcn.h>
+#include <link.h>
+
 #include <atomic>
 #include <cstring>
+#include <new>
 #include <type_traits>
 
 #include "call_context.h"
 #include "classify/host_memory_classifier.h"
 #include "cuda_abi.h"
 #include "real_functions.h"
+#include "runtime_hooks.h"
+#include "traced_call.h"
 
 using namespace asyncwatch;
 using namespace asyncwatch::cuda;
@@ -156,26 +171,76 @@ void write_adopted(calls::AnyRecord& rec, Api api, Category cat, cudaError_t r, 
 }
 
 template <class Call, class Fallback>
-cudaError_t run(Api api, Category cat, Call&& call, Fallback&& fallback) noexcept {
+cudaError_t run(uint8_t inst, calls::Caller c, Api api, Category cat, Call&& call, Fallback&& fallback) {
+  enum Way { kRecord, kPassive, kPass, kLost };
   calls::ThreadCallState& st = calls::thread_state();
-  if (st.runtime_depth > 0 || st.driver_depth > 0 || !calls::recording()) return call();
-  st.runtime_depth = 1;
-  st.runtime_api = api;
-  st.runtime_category = cat;
-  st.driver_reached = false;
-  st.pending_valid = false;
-  uint64_t start = now_ns();
-  cudaError_t r = call();
-  uint64_t end = now_ns();
-  ErrnoKeeper keep;
-  st.runtime_depth = 0;
-  if (st.pending_valid) {
-    st.pending_valid = false;
-    write_adopted(st.pending, api, cat, r, start, end);
-  } else if constexpr (!std::is_same_v<std::decay_t<Fallback>, std::nullptr_t>) {
-    calls::AnyRecord rec{};
-    if (fallback(rec)) write_fallback(rec, api, cat, r, start, end, st.driver_reached);
+  const uint32_t ph = st.phase;
+  Way way;
+  calls::SavedCallState* reentrant = nullptr;  // set when this call interrupted a real function
+  alignas(calls::SavedCallState) unsigned char saved_storage[sizeof(calls::SavedCallState)];
+  if (AW_LIKELY(ph == 0)) {
+    way = calls::recording() ? kRecord : kPassive;
+  } else {
+    switch (calls::classify_nested(st, c)) {
+      case calls::Nested::PassThrough: way = kPass; break;
+      case calls::Nested::Lost: way = kLost; break;
+      case calls::Nested::Application: way = calls::recording() ? kRecord : kPassive; break;
+      default:  // a call of its own, in a clean state (restored below)
+        reentrant = new (saved_storage) calls::SavedCallState;
+        st.reentrant = true;
+        way = calls::recording() ? kRecord : kPassive;
+        break;
+    }
   }
+  uint64_t start = 0;
+  uint32_t lost_phase = 0;
+  if (way == kRecord) {
+    st.phase = 1;
+    calls::signal_fence();
+    st.caller = c;
+    st.outer = calls::kOuterRuntime;
+    st.rt_instance = inst;
+    st.runtime_category = cat;
+    st.driver_reached = false;
+    st.pending_valid = false;
+    start = now_ns();
+    calls::set_phase(st, 2);
+  } else if (way == kPassive) {
+    // Not recorded (paused, stopped): the driver wrappers under it pass through without counting
+    // the call a second time.
+    st.phase = 1;
+    calls::signal_fence();
+    st.outer = calls::kOuterRuntimePassive;
+    st.rt_instance = inst;
+    calls::set_phase(st, 2);
+  } else if (way == kLost) {
+    lost_phase = calls::begin_lost(st);
+  }
+  cudaError_t r = call();
+  if (AW_UNLIKELY(way != kRecord)) {
+    if (way == kLost) st.phase = lost_phase;
+    if (way == kPassive) {
+      calls::signal_fence();
+      st.phase = 0;
+    }
+    if (AW_UNLIKELY(reentrant)) reentrant->~SavedCallState();
+    return r;
+  }
+  st.phase = 1;
+  calls::signal_fence();
+  uint64_t end = now_ns();
+  [&]() noexcept {
+    ErrnoKeeper keep;
+    if (st.pending_valid) {
+      st.pending_valid = false;
+      write_adopted(st.pending, api, cat, r, start, end);
+    } else if constexpr (!std::is_same_v<std::decay_t<Fallback>, std::nullptr_t>) {
+      calls::AnyRecord rec{};
+      if (fallback(rec)) write_fallback(rec, api, cat, r, start, end, st.driver_reached);
+    }
+  }();
+  calls::set_phase(st, 0);
+  if (AW_UNLIKELY(reentrant)) reentrant->~SavedCallState();
   return r;
 }
 
@@ -373,28 +438,122 @@ enum class RtSlot : uint16_t {
 #undef AW_RT_ENUM
       Count
 };
+constexpr size_t kRtCount = static_cast<size_t>(RtSlot::Count);
 constexpr const char* kRtNames[] = {
 #define AW_RT_NAME(sym, api, cat, pt, params, args, fb) #sym,
     AW_RUNTIME_HOOKS(AW_RT_NAME)
 #undef AW_RT_NAME
 };
-std::atomic<void*> g_rt_real[static_cast<size_t>(RtSlot::Count)];
 
-void* rt_real(RtSlot s) noexcept {
-  void* p = g_rt_real[static_cast<size_t>(s)].load(std::memory_order_acquire);
-  if (AW_LIKELY(p)) return p;
-  p = real::runtime(kRtNames[static_cast<size_t>(s)]);
-  if (p) g_rt_real[static_cast<size_t>(s)].store(p, std::memory_order_release);
+constexpr int kRtInstances = 4;  // 0: the exported wrappers; 1..3: runtimes handed out by dlsym
+enum InstanceState : int { kFree = 0, kBinding = 1, kBound = 2 };
+struct RtInstance {
+  std::atomic<void*> real[kRtCount];
+  std::atomic<uintptr_t> lo, hi;    // the object's address range (the runtime -> driver nesting test)
+  std::atomic<uintptr_t> base, ld;  // identity: load bias and dynamic section of the object
+  std::atomic<int> state;
+};
+RtInstance g_inst[kRtInstances];
+
+// The loaded object containing `p`: its load bias, dynamic section and address range.
+struct Object {
+  uintptr_t base, ld, lo, hi;
+};
+bool object_of(const void* p, Object* out) noexcept {
+  Dl_info info;
+  link_map* lm = nullptr;
+  if (!dladdr1(p, &info, reinterpret_cast<void**>(&lm), RTLD_DL_LINKMAP) || !lm) return false;
+  struct Arg {
+    uintptr_t base;
+    const void* ld;
+    Object* out;
+    bool found;
+  } arg{lm->l_addr, lm->l_ld, out, false};
+  dl_iterate_phdr(
+      [](dl_phdr_info* i, size_t, void* a) -> int {
+        auto* g = static_cast<Arg*>(a);
+        if (i->dlpi_addr != g->base) return 0;
+        uintptr_t lo = UINTPTR_MAX, hi = 0, ld = 0;
+        for (int k = 0; k < i->dlpi_phnum; ++k) {
+          const ElfW(Phdr)& ph = i->dlpi_phdr[k];
+          if (ph.p_type == PT_LOAD) {
+            lo = std::min<uintptr_t>(lo, i->dlpi_addr + ph.p_vaddr);
+            hi = std::max<uintptr_t>(hi, i->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+          } else if (ph.p_type == PT_DYNAMIC) {
+            ld = i->dlpi_addr + ph.p_vaddr;
+          }
+        }
+        if (ld != reinterpret_cast<uintptr_t>(g->ld) || lo > hi) return 0;
+        *g->out = Object{i->dlpi_addr, ld, lo, hi};
+        g->found = true;
+        return 1;
+      },
+      &arg);
+  return arg.found;
+}
+
+bool same_object(const RtInstance& in, const Object& o) noexcept {
+  return in.state.load(std::memory_order_acquire) == kBound && in.base.load() == o.base && in.ld.load() == o.ld;
+}
+
+void bind(RtInstance& in, const Object& o) noexcept {
+  in.base.store(o.base);
+  in.ld.store(o.ld);
+  in.lo.store(o.lo);
+  in.hi.store(o.hi);
+  in.state.store(kBound, std::memory_order_release);
+}
+
+void unbind(RtInstance& in) noexcept {
+  in.state.store(kBinding);
+  for (auto& r : in.real) r.store(nullptr);
+  in.lo.store(0);
+  in.hi.store(0);
+  in.base.store(0);
+  in.ld.store(0);
+  in.state.store(kFree, std::memory_order_release);
+}
+
+// Instance 0's function for `s`, found the first time it is needed.
+__attribute__((noinline)) void* resolve_export(RtSlot s) noexcept {
+  void* p = real::runtime(kRtNames[static_cast<size_t>(s)]);
+  if (!p) return nullptr;
+  RtInstance& in = g_inst[0];
+  Object o;
+  int expected = kFree;
+  if (in.state.load(std::memory_order_acquire) != kBound && object_of(p, &o) &&
+      in.state.compare_exchange_strong(expected, kBinding))
+    bind(in, o);
+  // Bound by another thread right now: its range must be known before this call goes through.
+  while (in.state.load(std::memory_order_acquire) == kBinding) {
+  }
+  in.real[static_cast<size_t>(s)].store(p, std::memory_order_release);
   return p;
+}
+
+template <int I>
+inline void* rt_real(RtSlot s) noexcept {
+  void* p = g_inst[I].real[static_cast<size_t>(s)].load(std::memory_order_acquire);
+  if (I == 0 && AW_UNLIKELY(!p)) return resolve_export(s);
+  return p;  // instances >= 1: set when dlsym handed the wrapper out
 }
 }  // namespace
 
-#define AW_RT_DEFINE(sym, api, cat, pt, params, args, fb)                            \
-  extern "C" AW_EXPORT cudaError_t sym params noexcept { AW_NOTE_CALLER();                             \
-    using Fn = cudaError_t(*) params;                                                \
-    auto real_fn = reinterpret_cast<Fn>(rt_real(RtSlot::sym));                       \
-    if (!real_fn) return cudaErrorInitializationError;                               \
-    return run(Api::api, Category::cat, [&] { return real_fn args; }, fb);           \
+#define AW_RT_BODY(inst, sym, api, cat, params, args, fb)                               \
+  AW_NOTE_CALLER();                                                                      \
+  using Fn = cudaError_t(*) params;                                                      \
+  auto real_fn = reinterpret_cast<Fn>(rt_real<inst>(RtSlot::sym));                       \
+  if (!real_fn) return cudaErrorInitializationError;                                     \
+  return run(inst, aw_caller, Api::api, Category::cat, [&] { return real_fn args; }, fb);
+
+// The exported wrapper (instance 0) and, for the other instances, a template of the same body.
+#define AW_RT_DEFINE(sym, api, cat, pt, params, args, fb)                                            \
+  extern "C" AW_EXPORT cudaError_t sym params { AW_RT_BODY(0, sym, api, cat, params, args, fb) }   \
+  namespace {                                                                                       \
+  template <int I>                                                                                  \
+  cudaError_t sym##_instance params {                                                               \
+    AW_RT_BODY(I, sym, api, cat, params, args, fb)                                                  \
+  }                                                                                                 \
   }
 AW_RUNTIME_HOOKS(AW_RT_DEFINE)
 #undef AW_RT_DEFINE
@@ -402,22 +561,81 @@ AW_RUNTIME_HOOKS(AW_RT_DEFINE)
 namespace asyncwatch::runtime_hooks {
 
 namespace {
-void* const kRtWrappers[] = {
 #define AW_RT_ADDR(sym, api, cat, pt, params, args, fb) reinterpret_cast<void*>(&::sym),
-    AW_RUNTIME_HOOKS(AW_RT_ADDR)
+void* const kExported[] = {AW_RUNTIME_HOOKS(AW_RT_ADDR)};
 #undef AW_RT_ADDR
-};
+#define AW_RT_ADDR_AT(I) \
+  { AW_RUNTIME_HOOKS(AW_RT_ADDR_ONE_##I) }
+#define AW_RT_ADDR_ONE_1(sym, api, cat, pt, params, args, fb) reinterpret_cast<void*>(&sym##_instance<1>),
+#define AW_RT_ADDR_ONE_2(sym, api, cat, pt, params, args, fb) reinterpret_cast<void*>(&sym##_instance<2>),
+#define AW_RT_ADDR_ONE_3(sym, api, cat, pt, params, args, fb) reinterpret_cast<void*>(&sym##_instance<3>),
+void* const kInstanceWrappers[kRtInstances][kRtCount] = {{}, AW_RT_ADDR_AT(1), AW_RT_ADDR_AT(2), AW_RT_ADDR_AT(3)};
+static_assert(kRtInstances == 4, "one AW_RT_ADDR_AT row per instance");
+
+// An instance for object `o`: the one bound to it, else a free one, else one whose object is gone.
+int instance_for(const Object& o) noexcept {
+  for (int i = 1; i < kRtInstances; ++i)
+    if (same_object(g_inst[i], o)) return i;
+  for (int pass = 0; pass < 2; ++pass) {
+    if (pass == 1) forget_unloaded();
+    for (int i = 1; i < kRtInstances; ++i) {
+      int expected = kFree;
+      if (g_inst[i].state.compare_exchange_strong(expected, kBinding)) {
+        bind(g_inst[i], o);
+        return i;
+      }
+      if (same_object(g_inst[i], o)) return i;  // bound meanwhile by another thread
+    }
+  }
+  return -1;
+}
 }  // namespace
 
-// dlsym of a runtime name: remember the real one and hand out our wrapper.
+bool text_contains(uint8_t instance, const void* ra) noexcept {
+  const RtInstance& in = g_inst[instance & (kRtInstances - 1)];
+  uintptr_t a = reinterpret_cast<uintptr_t>(ra), lo = in.lo.load(std::memory_order_relaxed);
+  return a - lo < in.hi.load(std::memory_order_relaxed) - lo;
+}
+
+// dlsym of a runtime name: the wrapper of the instance bound to the object `real_fn` is in (the
+// exported wrapper when that is the runtime the exports call), or nullptr (hand `real_fn` out).
 void* wrapper_for(const char* name, void* real_fn) noexcept {
-  for (size_t i = 0; i < static_cast<size_t>(RtSlot::Count); ++i) {
-    if (strcmp(kRtNames[i], name) != 0) continue;
+  size_t slot = kRtCount;
+  for (size_t i = 0; i < kRtCount && slot == kRtCount; ++i)
+    if (!strcmp(kRtNames[i], name)) slot = i;
+  if (slot == kRtCount) return nullptr;
+  Object o;
+  if (!object_of(real_fn, &o)) return nullptr;
+  if (same_object(g_inst[0], o)) {
     void* expected = nullptr;
-    g_rt_real[i].compare_exchange_strong(expected, real_fn);
-    return kRtWrappers[i];
+    g_inst[0].real[slot].compare_exchange_strong(expected, real_fn);
+    if (expected == nullptr || expected == real_fn) return kExported[slot];
   }
-  return nullptr;
+  int i = instance_for(o);
+  if (i < 0) return nullptr;  // more runtimes than instances: this one is not traced at its level
+  g_inst[i].real[slot].store(real_fn, std::memory_order_release);
+  return kInstanceWrappers[i][slot];
+}
+
+void forget_unloaded() noexcept {
+  // Which bound instances' objects are still loaded.
+  struct Arg {
+    bool alive[kRtInstances];
+  } arg{};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* a) -> int {
+        auto* g = static_cast<Arg*>(a);
+        uintptr_t ld = 0;
+        for (int k = 0; k < info->dlpi_phnum; ++k)
+          if (info->dlpi_phdr[k].p_type == PT_DYNAMIC) ld = info->dlpi_addr + info->dlpi_phdr[k].p_vaddr;
+        for (int i = 0; i < kRtInstances; ++i)
+          if (g_inst[i].state.load() == kBound && g_inst[i].base.load() == info->dlpi_addr && g_inst[i].ld.load() == ld)
+            g->alive[i] = true;
+        return 0;
+      },
+      &arg);
+  for (int i = 0; i < kRtInstances; ++i)
+    if (g_inst[i].state.load() == kBound && !arg.alive[i]) unbind(g_inst[i]);
 }
 
 }  // namespace asyncwatch::runtime_hooks

@@ -1,10 +1,16 @@
-// The trace file of this process: lazily created, mmap'ed MAP_SHARED in segments, handed out
-// to threads in kBlockSize blocks (docs/trace-format.md). Everything here is off the hot path
-// except claim_block's one compare-and-swap.
+// The trace file of this process: opened on first use (after the application's first intercepted
+// call returned), mapped MAP_SHARED in 4 MiB segments, handed out to threads in kBlockSize blocks
+// (docs/trace-format.md). Every file operation is made by the trace's file thread
+// (trace_file.h); nothing here takes a lock: states change by compare-and-swap, and a thread that
+// must wait for the file thread (the open, a segment not mapped yet, the close) sleeps on a futex,
+// which is safe from a signal handler too. Everything here is off the hot path except
+// claim_block's compare-and-swap and the state and generation loads.
 #pragma once
 
 #include <cstdint>
 #include <string>
+
+#include "asyncwatch/trace_format.h"
 
 namespace asyncwatch::trace_writer {
 
@@ -13,28 +19,47 @@ namespace asyncwatch::trace_writer {
 // and tracing stays off for the rest of the process.
 bool ensure_open() noexcept;
 bool is_active() noexcept;
+// Active, or about to be: the file thread is starting or creating the file for a call already made
+// (a record written now waits for it).
+bool is_active_or_opening() noexcept;
+// Whether a call made now should be recorded as far as the trace is concerned (when !is_active()):
+// the file is not created yet (the record's write creates it, after the call). `may_start`: start
+// the file thread when it is not running yet (the caller is marked as in the library's own code:
+// a signal handler on this thread does not reach this meanwhile). When tracing stopped after an
+// output failure (disk full, RLIMIT_FSIZE, descriptor taken by the application) the call is
+// counted in records_lost here and false is returned, so that every call of the application is
+// either in the trace or counted.
+bool accepts_calls_slow(bool may_start) noexcept;
+// Whether a call that passes through unrecorded now (a signal handler's, see call_context.h) is
+// to be counted in records_lost. No side effect.
+bool lost_calls_counted() noexcept;
 
 // A fresh block for the calling thread, or nullptr (tracing stopped, disk full, closed).
 // `index_out` gets the block's index in the file.
 char* claim_block(uint64_t* index_out) noexcept;
 
-// Counts records that could not be written (FileHeader.records_lost, atomically in the mapping).
+// Counts calls whose record could not be written (FileHeader.records_lost, atomically in the
+// mapping; counted in memory until the header exists, then added to it).
 void count_lost(uint64_t n) noexcept;
-// Counts one lost record when tracing stopped after an output failure (disk full, RLIMIT_FSIZE):
-// every call the application makes from then on is counted, so a cut-off trace says so.
-void count_lost_if_stopped() noexcept;
 
 // The application paused (paused = true) or resumed recording (control API): kept in the
 // header's pause fields while a trace is open. Calls are serialized by the caller.
 void note_pause(bool paused, uint64_t now) noexcept;
 
-// Bumped whenever thread-local block pointers become invalid (fork child, reopen).
+// Identifies the trace the thread-local blocks belong to: bumped whenever they become invalid
+// (fork child, reopen). Never 0 in a process that is ours; 0 in a child created by a raw
+// clone()/clone3() without fork handlers (its memory page holding the value is wiped on fork).
 uint32_t generation() noexcept;
+// False in such a child (and then tracing stops in it for good, touching nothing of the parent's
+// trace); true otherwise. Initializes the process's generation on first use.
+bool process_is_ours() noexcept;
+// The library's constructor: sets up the generation page (MADV_WIPEONFORK).
+void init_process() noexcept;
 
 // Clean close: end time, exit status, closed = kClosedCleanly, file truncated to the used size.
 void close_clean(int exit_status) noexcept;
-// Before execve: mark closed (the image is about to be replaced and no destructor will run);
-// exec_failed() undoes it when execve returned.
+// Before an exec: mark closed (the image is about to be replaced and no destructor will run);
+// exec_failed() undoes it when the exec returned.
 void prepare_exec() noexcept;
 void exec_failed() noexcept;
 // pthread_atfork child handler: forget the parent's trace; the child opens its own on first use.
@@ -48,5 +73,8 @@ std::string path();
 // thread, to write the module map.
 using OpenedCallback = void (*)();
 void set_opened_callback(OpenedCallback cb) noexcept;
+
+// For trace_file.cpp: the file thread created the file (`h`, its header) or failed (nullptr).
+void file_opened(trace::FileHeader* h) noexcept;
 
 }  // namespace asyncwatch::trace_writer

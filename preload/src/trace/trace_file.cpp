@@ -1,0 +1,522 @@
+#include "trace_file.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "common.h"
+#include "config.h"
+#include "trace_writer.h"
+
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+namespace asyncwatch::trace_file {
+namespace {
+
+using namespace asyncwatch::trace;
+
+// What the thread is doing; requesters wait on g_done for a change.
+enum ThreadState : int { kNone = 0, kStarting = 1, kIdle = 2, kServing = 3, kGone = 4 };
+
+std::atomic<int> g_thread{kNone};
+std::atomic<uint32_t> g_req{0};   // bumped by requesters; the thread sleeps on it
+std::atomic<uint32_t> g_done{0};  // bumped by the thread after each step; requesters sleep on it
+std::atomic<uint64_t> g_want{0};  // map segments below this, ahead of need
+std::atomic<uint64_t> g_need{0};  // a requester waits for the segments below this
+std::atomic<uint64_t> g_mapped{0};  // segments [0, g_mapped) are mapped
+std::atomic<bool> g_open_req{false};
+std::atomic<bool> g_close_req{false};
+std::atomic<uint64_t> g_close_bytes{0};
+std::atomic<char*> g_segments[kMaxSegments];
+std::atomic<FileHeader*> g_header{nullptr};
+std::atomic<pid_t> g_thread_pid{0};  // the process the thread belongs to
+
+// Owned by the thread while it runs (read by others only after it published kServing or kGone).
+int g_fd = -1;
+bool g_private = false;
+dev_t g_dev = 0;
+ino_t g_ino = 0;
+uint64_t g_parent_pid = 0;
+char g_path[PATH_MAX];
+char g_error[320];
+char g_cmdline[sizeof(FileHeader::command_line)];
+bool g_cmdline_set = false;
+
+long futex(std::atomic<uint32_t>* a, int op, uint32_t v) noexcept {
+  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(a), op | FUTEX_PRIVATE_FLAG, v, nullptr, nullptr, 0);
+}
+void bump(std::atomic<uint32_t>* a) noexcept {
+  a->fetch_add(1, std::memory_order_acq_rel);
+  futex(a, FUTEX_WAKE, INT32_MAX);
+}
+
+__attribute__((format(printf, 1, 2))) void set_error(const char* fmt, ...) noexcept {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(g_error, sizeof g_error, fmt, ap);
+  va_end(ap);
+}
+
+// ---- the descriptor -----------------------------------------------------------------------------
+
+struct Dirent64 {  // what getdents64 returns
+  uint64_t ino;
+  int64_t off;
+  unsigned short reclen;
+  unsigned char type;
+  char name[1];
+};
+
+// Closes this thread's copies of the application's descriptors (right after unshare): a copy would
+// keep the application's pipes, sockets and files open after it closed them.
+bool close_inherited() noexcept {
+  if (syscall(SYS_close_range, 0u, ~0u, 0u) == 0) return true;
+  // Linux < 5.9: the descriptors listed in /proc/thread-self/fd (this thread's table).
+  int d = static_cast<int>(syscall(SYS_openat, AT_FDCWD, "/proc/thread-self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (d < 0) return false;
+  char buf[4096];
+  for (;;) {
+    long n = syscall(SYS_getdents64, d, buf, sizeof buf);
+    if (n <= 0) break;
+    for (long off = 0; off < n;) {
+      auto* e = reinterpret_cast<Dirent64*>(buf + off);
+      off += e->reclen;
+      char* end;
+      long fd = strtol(e->name, &end, 10);
+      if (end != e->name && !*end && fd != d) syscall(SYS_close, fd);
+    }
+  }
+  syscall(SYS_close, d);
+  return true;
+}
+
+// Process-table mode: a high number, below min(RLIMIT_NOFILE, 1024) (the kernel's descriptor table
+// need not grow, select() users are unaffected), never 0/1/2, and never the last free number: if
+// no other number is free, the application would have none left, so tracing gives up.
+bool same_file(int fd, const struct stat& want) noexcept {
+  struct stat st;
+  return fstat(fd, &st) == 0 && st.st_dev == want.st_dev && st.st_ino == want.st_ino;
+}
+
+// `fd` was just opened at the lowest free number (maybe 0/1/2): the copy at a high number is
+// kept, the low one closed, each only while it still refers to the trace file `st` (another thread
+// of the application may close and reuse numbers meanwhile). -1: no room, or the file was lost.
+int place_high(int fd, const struct stat& st) noexcept {
+  rlimit rl{};
+  long top = 1024;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) top = std::min<long>(top, static_cast<long>(rl.rlim_cur));
+  int h = -1;
+  for (long dist = 1; h < 0 && top - dist >= 3; dist *= 2) h = fcntl(fd, F_DUPFD_CLOEXEC, static_cast<int>(top - dist));
+  if (same_file(fd, st)) ::close(fd);
+  if (h >= 0 && !same_file(h, st)) h = -1;  // the low number was another file when it was copied
+  return h;
+}
+
+bool descriptor_is_ours() noexcept {
+  if (g_private) return true;
+  struct stat st;
+  return fstat(g_fd, &st) == 0 && st.st_dev == g_dev && st.st_ino == g_ino;
+}
+
+bool fits_rlimit(uint64_t new_size) noexcept {
+  rlimit rl;
+  if (getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return true;
+  return new_size <= rl.rlim_cur;  // exceeding it would raise SIGXFSZ
+}
+
+// Inserts ".N" before the extension: asyncwatch-app-12.awtrace -> asyncwatch-app-12.1.awtrace.
+void with_suffix(char* out, size_t cap, const char* dir, const char* name, int n) noexcept {
+  const char* dot = strrchr(name, '.');
+  if (!n) snprintf(out, cap, "%s/%s", dir, name);
+  else if (!dot || dot == name) snprintf(out, cap, "%s/%s.%d", dir, name, n);
+  else snprintf(out, cap, "%s/%.*s.%d%s", dir, static_cast<int>(dot - name), name, n, dot);
+}
+
+void copy_str(char* dst, size_t cap, const char* s) noexcept {
+  size_t n = std::min(cap - 1, strlen(s));
+  memcpy(dst, s, n);
+  dst[n] = 0;
+}
+
+void fill_header(FileHeader* h) noexcept {
+  memcpy(h->magic, kMagic, sizeof kMagic);
+  h->version = kFormatVersion;
+  h->header_size = kHeaderSize;
+  h->block_size = kBlockSize;
+  h->closed = 0;
+  h->pid = static_cast<uint64_t>(getpid());
+  h->ppid = static_cast<uint64_t>(getppid());
+  h->parent_pid_if_forked = g_parent_pid;
+  timespec mono, real;
+  clock_gettime(CLOCK_MONOTONIC, &mono);
+  clock_gettime(CLOCK_REALTIME, &real);
+  h->start_monotonic_ns = static_cast<uint64_t>(mono.tv_sec) * 1000000000ull + static_cast<uint64_t>(mono.tv_nsec);
+  h->start_realtime_ns = static_cast<uint64_t>(real.tv_sec) * 1000000000ull + static_cast<uint64_t>(real.tv_nsec);
+  h->exit_status = -1;
+  const Config& c = config();
+  h->config_flags = config_flags(c);
+  h->launch_stack_threshold_ns = c.launch_stack_threshold_ns;
+  gethostname(h->hostname, sizeof h->hostname - 1);
+  ssize_t n = readlink("/proc/self/exe", h->executable, sizeof h->executable - 1);
+  h->executable[n > 0 ? n : 0] = 0;
+  if (g_cmdline_set) {
+    copy_str(h->command_line, sizeof h->command_line, g_cmdline);
+  } else {  // not set by the constructor (unit tests): the kernel's copy
+    int fd = ::open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    ssize_t got = fd >= 0 ? read(fd, h->command_line, sizeof h->command_line - 1) : 0;
+    if (fd >= 0) ::close(fd);
+    for (ssize_t i = 0; i < got; ++i)
+      if (!h->command_line[i]) h->command_line[i] = ' ';
+    while (got > 0 && h->command_line[got - 1] == ' ') --got;
+    h->command_line[got > 0 ? got : 0] = 0;
+  }
+  size_t used = 0;
+  for (const char* name : {"CUDA_LAUNCH_BLOCKING", "CUDA_MODULE_LOADING", "CUDA_DEVICE_MAX_CONNECTIONS"}) {
+    const char* v = getenv(name);
+    if (!v || used >= sizeof h->cuda_env - 1) continue;
+    int w = snprintf(h->cuda_env + used, sizeof h->cuda_env - used, "%s=%s;", name, v);
+    if (w > 0) used = std::min(sizeof h->cuda_env - 1, used + static_cast<size_t>(w));
+  }
+}
+
+// Creates the file (O_EXCL|O_NOFOLLOW: never an existing path, never through a symlink), maps and
+// fills the header. On failure nothing is left behind.
+bool create_file() noexcept {
+  const Config& c = config();
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[n > 0 ? n : 0] = 0;
+  const char* base = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
+  if (!*base) base = "unknown";
+  char host[64] = {};
+  gethostname(host, sizeof host - 1);
+  char name[PATH_MAX];
+  if (!expand_output_pattern_to(name, sizeof name, c.output_pattern.c_str(), base, static_cast<long>(getpid()), host,
+                                static_cast<long>(time(nullptr)))) {
+    set_error("trace file name too long");
+    return false;
+  }
+  const char* dir = c.output_dir.empty() ? "." : c.output_dir.c_str();
+  int fd = -1;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    with_suffix(g_path, sizeof g_path, dir, name, attempt);
+    fd = ::open(g_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, c.file_mode);
+    if (fd >= 0 || errno != EEXIST) break;
+  }
+  if (fd < 0) {
+    if (errno == EMFILE || errno == ENFILE) set_error("no free file descriptor for trace file %s", g_path);
+    else set_error("cannot create trace file %s: %s", g_path, strerror(errno));
+    g_path[0] = 0;
+    return false;
+  }
+  struct stat st;
+  bool known = fstat(fd, &st) == 0;
+  auto fail = [&](const char* what) {
+    set_error("%s %s", what, g_path);
+    if (fd >= 0 && (g_private || (known && same_file(fd, st)))) ::close(fd);
+    unlink(g_path);
+    g_path[0] = 0;
+    return false;
+  };
+  if (!known) return fail("cannot stat trace file");
+  if (!g_private) {
+    fd = place_high(fd, st);
+    if (fd < 0) return fail("no free file descriptor (RLIMIT_NOFILE) besides the last one for trace file");
+    g_dev = st.st_dev;
+    g_ino = st.st_ino;
+  }
+  fchmod(fd, c.file_mode);  // the mode must not depend on the application's umask
+  if (!fits_rlimit(kHeaderSize) || posix_fallocate(fd, 0, kHeaderSize) != 0) return fail("cannot allocate trace file");
+  void* hdr = mmap(nullptr, kHeaderSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (hdr == MAP_FAILED) return fail("cannot map trace file");
+  g_fd = fd;
+  fill_header(static_cast<FileHeader*>(hdr));
+  g_header.store(static_cast<FileHeader*>(hdr), std::memory_order_release);
+  return true;
+}
+
+// Grows the file by segment `seg` and maps it. posix_fallocate, not ftruncate: a sparse file on a
+// full disk would SIGBUS the application on its first store into a hole.
+bool map_one(uint64_t seg) noexcept {
+  if (seg >= kMaxSegments) {
+    set_error("trace file reached its size limit (%llu GiB)", static_cast<unsigned long long>(kMaxSegments * kSegmentBytes >> 30));
+    return false;
+  }
+  off_t off = static_cast<off_t>(kHeaderSize + seg * kSegmentBytes);
+  if (!fits_rlimit(static_cast<uint64_t>(off) + kSegmentBytes)) {
+    set_error("trace file would exceed RLIMIT_FSIZE");
+    return false;
+  }
+  if (!descriptor_is_ours()) {
+    set_error("the trace file's descriptor %d was closed or replaced by the application", g_fd);
+    g_fd = -1;  // not ours any more: never touched again
+    return false;
+  }
+  int rc = posix_fallocate(g_fd, off, static_cast<off_t>(kSegmentBytes));
+  if (rc != 0) {
+    set_error("cannot grow trace file: %s", strerror(rc));
+    return false;
+  }
+  void* p = mmap(nullptr, kSegmentBytes, PROT_READ | PROT_WRITE, MAP_SHARED, g_fd, off);
+  if (p == MAP_FAILED) {
+    set_error("cannot map trace segment: %s", strerror(errno));
+    return false;
+  }
+  g_segments[seg].store(static_cast<char*>(p), std::memory_order_release);
+  return true;
+}
+
+// Fault the segment in writable in one call instead of one page fault (and ext4 page_mkwrite) per
+// 4 KiB inside the application's calls; done after the segment is published, so a writer that
+// waited for it goes on at once. Linux >= 5.14; older kernels answer EINVAL and pages fault in.
+void populate(uint64_t seg) noexcept {
+  if (char* p = g_segments[seg].load(std::memory_order_acquire)) madvise(p, kSegmentBytes, MADV_POPULATE_WRITE);
+}
+
+// Truncates to `bytes` (kNoTruncate: not at all) and releases the descriptor, only when it is
+// still ours.
+constexpr uint64_t kNoTruncate = UINT64_MAX;
+void release(uint64_t bytes) noexcept {
+  if (g_fd >= 0 && descriptor_is_ours()) {
+    if (bytes != kNoTruncate && ftruncate(g_fd, static_cast<off_t>(bytes)) != 0) {
+      // keep the zero tail; the reader stops at blocks without kBlockMagic
+    }
+    ::close(g_fd);
+  }
+  g_fd = -1;
+}
+
+void finish() noexcept {
+  g_thread.store(kGone, std::memory_order_release);
+  bump(&g_done);
+}
+
+void* file_main(void*) {
+  prctl(PR_SET_NAME, "asyncwatch-file");  // not pthread_setname_np: that opens a file in the caller's table
+  // Its own descriptor table: nothing the application does to its descriptors reaches the trace's.
+  g_private = false;
+  if (unshare(CLONE_FILES) == 0) {
+    if (!close_inherited()) {
+      // Its copies of the application's descriptors cannot be closed: this thread must go (its
+      // table goes with it) and must not trace.
+      set_error("cannot release the trace thread's copies of the application's file descriptors");
+      finish();
+      trace_writer::file_opened(nullptr);
+      return nullptr;
+    }
+    g_private = true;
+  }
+  g_thread.store(kIdle, std::memory_order_release);
+  bump(&g_done);
+  // The file is created when the first record is written, after the application's first call
+  // returned (that call may need the last free descriptor number itself).
+  for (;;) {
+    uint32_t req = g_req.load(std::memory_order_acquire);
+    if (g_close_req.load(std::memory_order_acquire)) {
+      finish();
+      return nullptr;
+    }
+    if (g_open_req.load(std::memory_order_acquire)) break;
+    futex(&g_req, FUTEX_WAIT, req);
+  }
+  if (!create_file()) {
+    finish();
+    trace_writer::file_opened(nullptr);
+    return nullptr;
+  }
+  FileHeader* h = g_header.load(std::memory_order_acquire);
+  if (!map_one(0)) {
+    // Header only: the trace exists and says so; the first block claim fails and reports why.
+    release(kHeaderSize);
+    finish();
+    trace_writer::file_opened(h);
+    return nullptr;
+  }
+  g_mapped.store(1, std::memory_order_release);
+  g_thread.store(kServing, std::memory_order_release);
+  bump(&g_done);
+  trace_writer::file_opened(h);
+  populate(0);
+  uint64_t ahead_failed_at = UINT64_MAX;  // a segment mapped ahead that failed: retried only when needed
+  for (;;) {
+    uint32_t req = g_req.load(std::memory_order_acquire);
+    if (g_close_req.load(std::memory_order_acquire)) {
+      release(g_close_bytes.load());
+      finish();
+      return nullptr;
+    }
+    uint64_t mapped = g_mapped.load(std::memory_order_relaxed);
+    uint64_t need = g_need.load(std::memory_order_acquire);
+    uint64_t want = std::max(need, g_want.load(std::memory_order_acquire));
+    if (mapped < want && (mapped < need || mapped < ahead_failed_at)) {
+      if (map_one(mapped)) {
+        g_mapped.store(mapped + 1, std::memory_order_release);
+        bump(&g_done);
+        populate(mapped);
+        continue;
+      }
+      if (mapped < need) {  // a writer needs it: final. Keep what is mapped; release the file.
+        release(kHeaderSize + mapped * kSegmentBytes);
+        finish();
+        return nullptr;
+      }
+      ahead_failed_at = mapped;
+      continue;
+    }
+    futex(&g_req, FUTEX_WAIT, req);
+  }
+}
+
+}  // namespace
+
+bool start() noexcept {
+  int st = g_thread.load(std::memory_order_acquire);
+  if (st == kStarting || st == kIdle || st == kServing) return false;  // one trace per process at a time
+  g_error[0] = 0;
+  g_path[0] = 0;
+  g_want.store(0);
+  g_need.store(0);
+  g_mapped.store(0);
+  g_open_req.store(false);
+  g_close_req.store(false);
+  g_header.store(nullptr);
+  g_fd = -1;
+  g_thread_pid.store(getpid());
+  g_thread.store(kStarting, std::memory_order_release);
+  // The thread inherits the mask: no signal of the application's is ever delivered to it.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, 128 << 10);
+  pthread_t t;
+  int rc = pthread_create(&t, &attr, &file_main, nullptr);
+  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (rc != 0) {
+    set_error("cannot start the trace's file thread: %s", strerror(rc));
+    g_thread.store(kGone, std::memory_order_release);
+    return false;
+  }
+  return true;
+}
+
+void request_open(uint64_t parent_pid) noexcept {
+  g_parent_pid = parent_pid;
+  g_open_req.store(true, std::memory_order_release);
+  bump(&g_req);
+}
+
+char* segment(uint64_t seg) noexcept {
+  if (seg >= kMaxSegments) return nullptr;
+  char* p = g_segments[seg].load(std::memory_order_acquire);
+  if (AW_LIKELY(p)) return p;
+  uint64_t cur = g_need.load();
+  while (cur < seg + 1 && !g_need.compare_exchange_weak(cur, seg + 1)) {
+  }
+  bump(&g_req);
+  for (;;) {
+    uint32_t d = g_done.load(std::memory_order_acquire);
+    if ((p = g_segments[seg].load(std::memory_order_acquire))) return p;
+    if (g_thread.load(std::memory_order_acquire) != kServing) return nullptr;
+    futex(&g_done, FUTEX_WAIT, d);
+  }
+}
+
+void map_ahead(uint64_t count) noexcept {
+  uint64_t cur = g_want.load(std::memory_order_relaxed);
+  bool raised = false;
+  while (cur < count && !(raised = g_want.compare_exchange_weak(cur, count))) {
+  }
+  if (raised) bump(&g_req);
+}
+
+uint64_t mapped_blocks() noexcept { return g_mapped.load(std::memory_order_acquire) * kBlocksPerSegment; }
+
+void close(uint64_t bytes) noexcept {
+  int st = g_thread.load(std::memory_order_acquire);
+  if (st == kNone || st == kGone) return;
+  g_close_bytes.store(bytes);
+  g_close_req.store(true, std::memory_order_release);
+  bump(&g_req);
+  for (;;) {
+    uint32_t d = g_done.load(std::memory_order_acquire);
+    if (g_thread.load(std::memory_order_acquire) == kGone) return;
+    futex(&g_done, FUTEX_WAIT, d);
+  }
+}
+
+const char* error_text() noexcept { return g_error; }
+const char* path() noexcept { return g_path; }
+bool private_descriptor() noexcept { return g_private; }
+
+void set_command_line(int argc, char** argv) noexcept {
+  size_t used = 0;
+  for (int i = 0; argv && i < argc && argv[i]; ++i) {
+    size_t len = strlen(argv[i]);
+    if (i && used + 1 < sizeof g_cmdline) g_cmdline[used++] = ' ';
+    size_t n = std::min(len, sizeof g_cmdline - 1 - used);
+    memcpy(g_cmdline + used, argv[i], n);
+    used += n;
+  }
+  g_cmdline[used] = 0;
+  g_cmdline_set = argv != nullptr;
+}
+
+void forget_after_fork() noexcept {
+  bool same_process = g_thread_pid.load() == getpid();
+  if (same_process) {
+    // Not a real fork (unit tests start a fresh trace this way): let the thread release the file.
+    trace_file::close(kNoTruncate);
+  } else if (!g_private && g_fd >= 0) {
+    // The child's inherited copy of the parent's descriptor. The system call, not close(): that is
+    // a cancellation point, and this runs inside the application's fork().
+    syscall(SYS_close, g_fd);
+  }
+  g_fd = -1;
+  // Every slot, not up to the first empty one: the child must not keep a mapping of the parent's
+  // file (a write through it would land there).
+  for (uint64_t i = 0; i < kMaxSegments; ++i) {
+    char* p = g_segments[i].load(std::memory_order_relaxed);
+    if (!p) continue;
+    munmap(p, kSegmentBytes);
+    g_segments[i].store(nullptr);
+  }
+  if (FileHeader* h = g_header.exchange(nullptr)) munmap(h, kHeaderSize);
+  g_thread.store(kNone);
+  g_want.store(0);
+  g_need.store(0);
+  g_mapped.store(0);
+  g_close_req.store(false);
+  g_req.store(0);
+  g_done.store(0);
+  g_path[0] = 0;
+  g_error[0] = 0;
+}
+
+}  // namespace asyncwatch::trace_file

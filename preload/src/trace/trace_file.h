@@ -1,0 +1,62 @@
+// The trace's file thread: the only code that touches the trace file's descriptor (docs/interception.md,
+// "File descriptors"). It creates the file, maps and fills its header, grows and maps the 4 MiB
+// segments (ahead of need), and truncates the file at the end. Application threads never make a
+// file operation of ours: they ask this thread and wait for it on a futex, which cannot deadlock
+// (the thread takes no lock, allocates nothing and runs no application code once started), also
+// from a signal handler. Used by trace_writer.cpp only.
+//
+// The descriptor lives in the thread's own descriptor table (unshare(CLONE_FILES), the copies of
+// the application's descriptors closed at once), so the application can neither see, close nor
+// replace it, and it never occupies one of the application's descriptor numbers. Where unshare is
+// not allowed (a container's seccomp profile), the descriptor is in the process's table, moved to a
+// high number (F_DUPFD_CLOEXEC), never 0/1/2, and its identity (st_dev/st_ino) is checked before
+// every use: if the application closed or replaced it, tracing stops and the descriptor is left alone.
+#pragma once
+
+#include <cstdint>
+
+#include "asyncwatch/trace_format.h"
+
+namespace asyncwatch::trace_file {
+
+constexpr uint64_t kSegmentBytes = 4ull << 20;
+constexpr uint64_t kBlocksPerSegment = kSegmentBytes / trace::kBlockSize;
+constexpr uint64_t kMaxSegments = 16384;  // 64 GiB of trace
+
+// Starts the thread (its descriptor table made its own); it waits for request_open. False when no
+// thread could be started (error_text() says why).
+bool start() noexcept;
+// Asks the thread to create the trace file, map and fill its header and map segment 0; it then
+// calls trace_writer::file_opened with the header, or nullptr: no trace (error_text() says why,
+// nothing is left open). A header without segment 0 (a full disk) is passed too: the first
+// claim then fails. Does not wait.
+void request_open(uint64_t parent_pid) noexcept;
+
+// Segment `seg`, mapped: waits for the thread when it is not mapped yet. nullptr when it cannot be
+// mapped; that is final (error_text() says why) and the thread has released the file.
+char* segment(uint64_t seg) noexcept;
+// Asks the thread to map (and populate) segments below `count` ahead of need; does not wait.
+void map_ahead(uint64_t count) noexcept;
+// Blocks mapped so far (segments mapped without a gap from 0, times blocks per segment).
+uint64_t mapped_blocks() noexcept;
+
+// Ends the file: truncated to `bytes` (UINT64_MAX: not truncated) when the thread still holds it,
+// descriptor released, thread gone. Waits. Nothing when the thread is already gone.
+void close(uint64_t bytes) noexcept;
+
+// Why the last open or mapping failed (one line), "" if none.
+const char* error_text() noexcept;
+// The trace's path ("" before a successful open).
+const char* path() noexcept;
+// Whether the descriptor is in the thread's own table (false: the process's, checked before use).
+bool private_descriptor() noexcept;
+
+// The command line for the header (argv joined by spaces), from the library's constructor.
+void set_command_line(int argc, char** argv) noexcept;
+
+// In a fork child: the parent's thread does not exist here; drop its mappings and state, and the
+// child's copy of a descriptor the parent held in the process's table (the child's first call
+// starts a thread of its own).
+void forget_after_fork() noexcept;
+
+}  // namespace asyncwatch::trace_file
