@@ -370,12 +370,15 @@ cudaError_t run(uint8_t inst, calls::Caller c, Api api, Category cat, Call&& cal
   X(cudaEventQuery, cudaEventQuery, Sync, 0, (cudaEvent_t e), (e), nullptr)                                       \
   X(cudaMalloc, cudaMalloc, MemoryOp, 0, (void** p, size_t n), (p, n),                                            \
     [&](calls::AnyRecord& rec) { return fill_memory(rec, MemoryKind::Device, p ? *p : nullptr, n, 0); })          \
-  X(cudaFree, cudaFree, MemoryOp, 0, (void* p), (p), nullptr)                                                     \
+  /* cudaFree(0), the customary runtime initialization, reaches no cuMemFree: recorded here */                   \
+  X(cudaFree, cudaFree, MemoryOp, 0, (void* p), (p),                                                              \
+    [&](calls::AnyRecord& rec) { return fill_memory(rec, MemoryKind::Device, p, 0, 0); })                         \
   X(cudaMallocHost, cudaMallocHost, MemoryOp, 0, (void** p, size_t n), (p, n),                                    \
     [&](calls::AnyRecord& rec) { return fill_memory(rec, MemoryKind::Pinned, p ? *p : nullptr, n, 0); })          \
   X(cudaHostAlloc, cudaHostAlloc, MemoryOp, 0, (void** p, size_t n, unsigned fl), (p, n, fl),                     \
     [&](calls::AnyRecord& rec) { return fill_memory(rec, MemoryKind::Pinned, p ? *p : nullptr, n, fl); })         \
-  X(cudaFreeHost, cudaFreeHost, MemoryOp, 0, (void* p), (p), nullptr)                                             \
+  X(cudaFreeHost, cudaFreeHost, MemoryOp, 0, (void* p), (p),                                                      \
+    [&](calls::AnyRecord& rec) { return fill_memory(rec, MemoryKind::Pinned, p, 0, 0); })                         \
   X(cudaHostRegister, cudaHostRegister, MemoryOp, 0, (void* p, size_t n, unsigned fl), (p, n, fl), nullptr)       \
   X(cudaHostUnregister, cudaHostUnregister, MemoryOp, 0, (void* p), (p), nullptr)                                 \
   X(cudaMallocManaged, cudaMallocManaged, MemoryOp, 0, (void** p, size_t n, unsigned fl), (p, n, fl),             \
