@@ -8,6 +8,8 @@
 #include <climits>
 #include <cstring>
 #include <initializer_list>
+#include <iterator>
+#include <utility>
 
 #include "common.h"
 #include "dynamic_symbols.h"
@@ -79,8 +81,7 @@ struct Interpreter {
   uint64_t bytes_type = 0;    // &PyBytes_Type
   uint64_t none = 0;          // &_Py_NoneStruct (3.13: f_executable of a frame without code)
   uint32_t version_hex = 0;
-  // How much of each structure a walk reads (the largest offset read + its size).
-  uint16_t tstate_view = 0, frame_view = 0, code_view = 0;
+  size_t layout_index = 0;  // in python_layout::kLayouts
 };
 Interpreter g_interpreter;
 
@@ -89,8 +90,6 @@ constexpr uint8_t kSearching = 0xff;
 std::atomic<uint64_t> g_searches{0};
 std::atomic<const char*> g_detail{"not searched yet"};
 char g_object_path[512];
-
-AW_TLS uint64_t tl_trusted_tstate;  // read once with checked reads on this thread: plain loads now
 
 constexpr uint32_t kMaxSkipped = 256;  // frames without Python code (shims, incomplete) per walk
 
@@ -101,22 +100,38 @@ uint32_t fingerprint(uint64_t filename, uint64_t name, uint64_t linetable, int32
 }
 
 // ---------------------------------------------------------------------------------------------
-// The walk: one definition for both readers.
+// The walk: one definition, compiled for each reader and each layout of the table (the offsets
+// become immediates: a table looked up at run time doubled the instructions per frame).
 
-template <class Reader>
+constexpr uint16_t view_size(std::initializer_list<uint16_t> offsets) {
+  uint16_t size = 0;
+  for (uint16_t o : offsets) {
+    if (o != kAbsent && o + 8 > size) size = static_cast<uint16_t>(o + 8);
+  }
+  return size;
+}
+
+template <class Reader, size_t kLayout>
 uint32_t walk(Reader& rd, uint64_t tstate, PythonFrame* out, uint32_t max, WalkEnd& end) {
+  constexpr const Layout& L = python_layout::kLayouts[kLayout];
+  constexpr bool kFrameObjects = L.frame_kind == FrameKind::kFrameObject;
+  // How much of each structure a walk reads (the largest offset read + 8).
+  constexpr uint16_t kTstateView = view_size({L.tstate_interp, L.tstate_thread_id, L.tstate_frame});
+  constexpr uint16_t kFrameView =
+      view_size({L.object_type, L.frame_back, L.frame_code, L.frame_lasti, L.frame_instr, L.frame_owner});
+  constexpr uint16_t kCodeView = view_size({L.object_type, L.object_size, L.code_firstlineno, L.code_filename,
+                                            L.code_name, L.code_linetable, L.code_firsttraceable});
+  static_assert(kTstateView <= CheckedReader::kMaxView && kFrameView <= CheckedReader::kMaxView &&
+                kCodeView <= CheckedReader::kMaxView);
   const Interpreter& in = g_interpreter;
-  const Layout& L = *in.layout;
   auto* runtime = reinterpret_cast<const uint8_t*>(in.runtime);  // in the object's data: mapped
-  auto load_finalizing = [&] {
-    return __atomic_load_n(reinterpret_cast<const uint64_t*>(runtime + L.runtime_finalizing),
-                           __ATOMIC_ACQUIRE);
-  };
+  const auto* finalizing_field = reinterpret_cast<const uint64_t*>(runtime + L.runtime_finalizing);
+  auto load_finalizing = [finalizing_field] { return __atomic_load_n(finalizing_field, __ATOMIC_ACQUIRE); };
   end = WalkEnd::kNoThreadState;
 
   // The thread state must be this thread's, of the main interpreter, and not one that another
   // thread is finalizing the runtime around (then thread states are being freed).
-  const uint8_t* ts = rd.view(tstate, in.tstate_view);
+  const uint8_t* ts = rd.view(tstate, kTstateView);
   if (!ts) return end = WalkEnd::kInvalid, 0;
   uint64_t main_interp = field<uint64_t>(runtime, L.runtime_interpreters_main);
   if (field<uint64_t>(ts, L.tstate_interp) != main_interp || main_interp == 0) return 0;
@@ -125,59 +140,57 @@ uint32_t walk(Reader& rd, uint64_t tstate, PythonFrame* out, uint32_t max, WalkE
   if (finalizing != 0 && finalizing != tstate) return 0;
 
   uint64_t frame = field<uint64_t>(ts, L.tstate_frame);
-  if (L.cframe_current_frame != kAbsent && frame != 0) {
-    if (!plausible(frame)) return end = WalkEnd::kInvalid, 0;
-    const uint8_t* cframe = rd.view(frame, L.cframe_current_frame + 8u);
-    if (!cframe) return end = WalkEnd::kInvalid, 0;
-    frame = field<uint64_t>(cframe, L.cframe_current_frame);
+  if constexpr (L.cframe_current_frame != kAbsent) {
+    if (frame != 0) {
+      if (!plausible(frame)) return end = WalkEnd::kInvalid, 0;
+      const uint8_t* cframe = rd.view(frame, L.cframe_current_frame + 8u);
+      if (!cframe) return end = WalkEnd::kInvalid, 0;
+      frame = field<uint64_t>(cframe, L.cframe_current_frame);
+    }
   }
 
   uint32_t n = 0, skipped = 0;
-  for (; frame != 0; ) {
+  while (frame != 0) {
     if (n == max) return end = WalkEnd::kDepthLimit, n;
     // A runtime that started finalizing while we walk may free what we are about to read.
     if (!plausible(frame) || load_finalizing() != finalizing) return end = WalkEnd::kInvalid, n;
-    const uint8_t* f = rd.view(frame, in.frame_view);
+    const uint8_t* f = rd.view(frame, kFrameView);
     if (!f) return end = WalkEnd::kInvalid, n;
-    uint64_t code = field<uint64_t>(f, L.frame_code);
-    uint64_t back = field<uint64_t>(f, L.frame_back);
-    uint64_t instr_ptr = 0;
-    int32_t instr;
-    bool generator = false;
-    if (L.frame_kind == FrameKind::kFrameObject) {
+    const uint64_t code = field<uint64_t>(f, L.frame_code);
+    const uint64_t back = field<uint64_t>(f, L.frame_back);
+    int32_t instr = 0;
+    [[maybe_unused]] uint64_t instr_ptr = 0;
+    [[maybe_unused]] bool generator = false;
+    if constexpr (kFrameObjects) {
       if (field<uint64_t>(f, L.object_type) != in.frame_type) return end = WalkEnd::kInvalid, n;
       instr = field<int32_t>(f, L.frame_lasti);
       if (instr < -1 || instr >= (1 << 28)) return end = WalkEnd::kInvalid, n;
     } else {
-      auto owner = static_cast<uint8_t>(field<char>(f, L.frame_owner));
-      if (L.owned_by_cstack != kAbsent && owner == L.owned_by_cstack) {
-        // An entry shim on the C stack (3.12+): no Python code of its own.
+      const auto owner = static_cast<uint8_t>(field<char>(f, L.frame_owner));
+      bool no_code = false;
+      if constexpr (L.owned_by_cstack != kAbsent) no_code = owner == L.owned_by_cstack;  // an entry shim
+      if constexpr (L.minor >= 13) no_code = no_code || code == in.none;  // f_executable is None
+      if (no_code) {
         if (++skipped > kMaxSkipped) return end = WalkEnd::kInvalid, n;
         frame = back;
         continue;
       }
       generator = owner == L.owned_by_generator;
       instr_ptr = field<uint64_t>(f, L.frame_instr);
-      instr = 0;  // set below, once the code object is known
-      if (in.none != 0 && code == in.none) {  // 3.13: a frame without code object
-        if (++skipped > kMaxSkipped) return end = WalkEnd::kInvalid, n;
-        frame = back;
-        continue;
-      }
     }
     if (!plausible(code)) return end = WalkEnd::kInvalid, n;
-    const uint8_t* c = rd.view(code, in.code_view);
+    const uint8_t* c = rd.view(code, kCodeView);
     if (!c || field<uint64_t>(c, L.object_type) != in.code_type) return end = WalkEnd::kInvalid, n;
-    if (L.frame_kind == FrameKind::kInterpreterFrame) {
-      int64_t units = field<int64_t>(c, L.object_size);
-      int64_t delta = static_cast<int64_t>(instr_ptr - (code + L.code_adaptive));
+    if constexpr (!kFrameObjects) {
+      const int64_t units = field<int64_t>(c, L.object_size);
+      const int64_t delta = static_cast<int64_t>(instr_ptr - (code + L.code_adaptive));
       // 3.11/3.12 point one unit before the bytecode in a frame that has not started.
       if (units <= 0 || units >= (int64_t(1) << 28) || (delta & 1) || delta < -2 || delta >= 2 * units) {
         return end = WalkEnd::kInvalid, n;
       }
       instr = static_cast<int32_t>(delta / 2);
       if (!generator && instr < field<int32_t>(c, L.code_firsttraceable)) {
-        // Incomplete: still running its prologue (as CPython, which leaves it out of tracebacks).
+        // Incomplete: still running its prologue (CPython leaves it out of tracebacks too).
         if (++skipped > kMaxSkipped) return end = WalkEnd::kInvalid, n;
         frame = back;
         continue;
@@ -186,8 +199,7 @@ uint32_t walk(Reader& rd, uint64_t tstate, PythonFrame* out, uint32_t max, WalkE
     out[n].code = code;
     out[n].instr = instr;
     out[n].code_check = fingerprint(field<uint64_t>(c, L.code_filename), field<uint64_t>(c, L.code_name),
-                                    field<uint64_t>(c, L.code_linetable),
-                                    field<int32_t>(c, L.code_firstlineno));
+                                    field<uint64_t>(c, L.code_linetable), field<int32_t>(c, L.code_firstlineno));
     ++n;
     frame = back;
   }
@@ -199,8 +211,9 @@ uint32_t walk(Reader& rd, uint64_t tstate, PythonFrame* out, uint32_t max, WalkE
 // thread that runs Python (the main thread, threading's threads, PyGILState_Ensure) and which,
 // unlike the "current thread state", stays set while the thread has released the GIL.
 // 0 and `end` set when there is none.
+template <size_t kLayout>
 uint64_t thread_state(WalkEnd& end) {
-  const Layout& L = *g_interpreter.layout;
+  constexpr const Layout& L = python_layout::kLayouts[kLayout];
   auto* runtime = reinterpret_cast<const uint8_t*>(g_interpreter.runtime);
   end = WalkEnd::kNoPython;
   if (__atomic_load_n(reinterpret_cast<const int*>(runtime + L.runtime_initialized), __ATOMIC_ACQUIRE) == 0) {
@@ -211,6 +224,45 @@ uint64_t thread_state(WalkEnd& end) {
   if (key >= PTHREAD_KEYS_MAX) return 0;
   end = WalkEnd::kNoThreadState;
   return reinterpret_cast<uint64_t>(pthread_getspecific(static_cast<pthread_key_t>(key)));
+}
+
+void set_unavailable(Availability a, const char* why);
+
+// Set by the first checked walk that found frames and no unreadable memory: the layout is then
+// that of this interpreter, and later walks use plain loads.
+std::atomic<bool> g_layout_proven{false};
+
+template <size_t kLayout>
+uint32_t capture_as(PythonFrame* out, uint32_t max, WalkEnd& e, bool checked_only) {
+  uint64_t tstate = thread_state<kLayout>(e);
+  if (tstate == 0) return 0;
+  if (!plausible(tstate)) return e = WalkEnd::kInvalid, 0;
+  if (AW_LIKELY(!checked_only && g_layout_proven.load(std::memory_order_relaxed))) {
+    DirectReader rd;
+    return walk<DirectReader, kLayout>(rd, tstate, out, max, e);
+  }
+  // Until a walk has shown that the layout is right, read without risking a fault. If a pointer
+  // the layout leads to is unreadable, plain loads could fault: Python frames are turned off.
+  CheckedReader rd;
+  uint32_t n = walk<CheckedReader, kLayout>(rd, tstate, out, max, e);
+  if (rd.failed()) {
+    set_unavailable(Availability::kUnsupported,
+                    "a pointer in CPython's thread state or frames was unreadable (layout mismatch?)");
+    return 0;
+  }
+  if (n > 0 && (e == WalkEnd::kComplete || e == WalkEnd::kDepthLimit)) {
+    g_layout_proven.store(true, std::memory_order_relaxed);
+  }
+  return n;
+}
+
+template <size_t... I>
+uint32_t capture_dispatch(std::index_sequence<I...>, PythonFrame* out, uint32_t max, WalkEnd& e,
+                          bool checked_only) {
+  uint32_t n = 0;
+  const size_t layout = g_interpreter.layout_index;
+  ((layout == I ? (n = capture_as<I>(out, max, e, checked_only), true) : false) || ...);
+  return n;
 }
 
 void set_unavailable(Availability a, const char* why) {
@@ -314,14 +366,6 @@ const char* check_debug_offsets(CheckedReader& rd, const Layout& L, uint64_t run
   return same ? nullptr : "_PyRuntime.debug_offsets differ from the known 3.13 layout";
 }
 
-uint16_t view_size(std::initializer_list<uint16_t> offsets) {
-  uint16_t size = 0;
-  for (uint16_t o : offsets) {
-    if (o != kAbsent && o + 8 > size) size = static_cast<uint16_t>(o + 8);
-  }
-  return size;
-}
-
 // Fills g_interpreter; returns the resulting availability and sets g_detail.
 Availability search() {
   ErrnoKeeper keep_errno;
@@ -365,6 +409,11 @@ Availability search() {
       return fail("_PyRuntime is unreadable");
     }
   }
+  // 3.13 states its own offsets (and whether it is a free-threaded build): compare first.
+  if (L->minor == 13) {
+    if (const char* why = check_debug_offsets(rd, *L, found.runtime.address, version)) return fail(why);
+    if (!found.has_none) return fail("_Py_NoneStruct is not exported");
+  }
   const uint64_t type_type = found.type_type.address;
   // 3.11+ code objects hold their bytecode inline: tp_basicsize ends where it starts.
   const bool inline_code = L->frame_kind == FrameKind::kInterpreterFrame;
@@ -378,10 +427,6 @@ Availability search() {
        !check_type(rd, *L, found.frame_type.address, type_type, "frame", -1, 0))) {
     return fail("PyUnicode_Type, PyBytes_Type or PyFrame_Type does not match the layout");
   }
-  if (L->minor == 13) {
-    if (const char* why = check_debug_offsets(rd, *L, found.runtime.address, version)) return fail(why);
-    if (!found.has_none) return fail("_Py_NoneStruct is not exported");
-  }
   Interpreter& in = g_interpreter;
   in.layout = L;
   in.runtime = found.runtime.address;
@@ -391,11 +436,7 @@ Availability search() {
   in.bytes_type = found.bytes_type.address;
   in.none = L->minor == 13 ? found.none.address : 0;
   in.version_hex = version;
-  in.tstate_view = view_size({L->tstate_interp, L->tstate_thread_id, L->tstate_frame});
-  in.frame_view = view_size({L->object_type, L->frame_back, L->frame_code, L->frame_lasti, L->frame_instr,
-                             L->frame_owner});
-  in.code_view = view_size({L->object_type, L->object_size, L->code_firstlineno, L->code_filename,
-                            L->code_name, L->code_linetable, L->code_firsttraceable});
+  in.layout_index = static_cast<size_t>(L - python_layout::kLayouts);
   g_detail.store(g_object_path, std::memory_order_relaxed);
   return Availability::kReady;
 }
@@ -509,24 +550,7 @@ uint32_t capture(PythonFrame* out, uint32_t max, WalkEnd* end) noexcept {
   WalkEnd& e = end ? *end : ignored;
   e = WalkEnd::kNoPython;
   if (AW_UNLIKELY(!ready())) return 0;
-  uint64_t tstate = thread_state(e);
-  if (tstate == 0) return 0;
-  if (!plausible(tstate)) return e = WalkEnd::kInvalid, 0;
-  if (AW_LIKELY(tstate == tl_trusted_tstate)) {
-    DirectReader rd;
-    return walk(rd, tstate, out, max, e);
-  }
-  // A thread state not seen on this thread: read it and its frames without risking a fault. If
-  // that cannot be done, plain loads could fault: turn Python frames off for the process.
-  CheckedReader rd;
-  uint32_t n = walk(rd, tstate, out, max, e);
-  if (rd.failed()) {
-    set_unavailable(Availability::kUnsupported,
-                    "a pointer in CPython's thread state or frames was unreadable (layout mismatch?)");
-    return 0;
-  }
-  if (n > 0 || e == WalkEnd::kComplete || e == WalkEnd::kDepthLimit) tl_trusted_tstate = tstate;
-  return n;
+  return capture_dispatch(std::make_index_sequence<std::size(python_layout::kLayouts)>(), out, max, e, false);
 }
 
 uint32_t capture_checked(PythonFrame* out, uint32_t max, WalkEnd* end) noexcept {
@@ -534,11 +558,7 @@ uint32_t capture_checked(PythonFrame* out, uint32_t max, WalkEnd* end) noexcept 
   WalkEnd& e = end ? *end : ignored;
   e = WalkEnd::kNoPython;
   if (!ready()) return 0;
-  uint64_t tstate = thread_state(e);
-  if (tstate == 0) return 0;
-  if (!plausible(tstate)) return e = WalkEnd::kInvalid, 0;
-  CheckedReader rd;
-  return walk(rd, tstate, out, max, e);
+  return capture_dispatch(std::make_index_sequence<std::size(python_layout::kLayouts)>(), out, max, e, true);
 }
 
 bool describe_code(const PythonFrame& frame, CodeDescription& out) noexcept {

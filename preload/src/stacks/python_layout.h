@@ -46,7 +46,8 @@ struct Layout {
   uint16_t owned_by_generator;  // FRAME_OWNED_BY_GENERATOR (3.11+)
   uint16_t owned_by_cstack;     // FRAME_OWNED_BY_CSTACK (3.12+): entry shims, not Python code
 
-X
+  // PyCodeObject (PyCode_Type's tp_basicsize is code_size in 3.10, code_adaptive in 3.11+: checked
+  // at start-up)
   uint16_t code_size;
   uint16_t code_firstlineno;     // int
   uint16_t code_filename;        // str

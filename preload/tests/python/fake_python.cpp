@@ -189,6 +189,14 @@ __attribute__((constructor)) void fake_python_init() {
   if (variant == "py39") return set_version(0x030912f0);
   if (variant == "py314") return set_version(0x030e00f0);
   if (variant == "alpha") return set_version(0x030c00a1);
+  if (variant == "py313t" || variant == "py313-offsets") {
+    // 3.13's _PyRuntime starts with _Py_DebugOffsets: cookie, version, free_threaded, offsets.
+    set_version(0x030d00f0);
+    std::memcpy(_PyRuntime, "xdebugpy", 8);
+    put(_PyRuntime, 8, uint64_t{0x030d00f0});
+    put(_PyRuntime, 16, uint64_t{variant == "py313t" ? 1u : 0u});
+    return;
+  }
   make_types();
   if (variant == "wrong-code-size") {
     put(PyCode_Type, L.type_basicsize, static_cast<int64_t>(L.code_adaptive + 8));

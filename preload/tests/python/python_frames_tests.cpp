@@ -115,6 +115,8 @@ TEST(PythonFrames, RefusesWhatIsNotASupportedCPython) {
   EXPECT_EQ(with_fake("py39", expect_walk(0, WalkEnd::kNoPython, Availability::kUnsupported, "not supported")), "");
   EXPECT_EQ(with_fake("py314", expect_walk(0, WalkEnd::kNoPython, Availability::kUnsupported, "not supported")), "");
   EXPECT_EQ(with_fake("alpha", expect_walk(0, WalkEnd::kNoPython, Availability::kUnsupported, "alpha")), "");
+  EXPECT_EQ(with_fake("py313t", expect_walk(0, WalkEnd::kNoPython, Availability::kUnsupported, "free-threaded")), "");
+  EXPECT_EQ(with_fake("py313-offsets", expect_walk(0, WalkEnd::kNoPython, Availability::kUnsupported, "differ")), "");
   EXPECT_EQ(with_fake("wrong-code-size", expect_walk(0, WalkEnd::kNoPython, Availability::kUnsupported, "PyCode_Type")),
             "");
 }

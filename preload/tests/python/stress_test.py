@@ -119,7 +119,7 @@ def main():
     if counts["walks"] == 0 or counts["new_thread_walks"] == 0 or counts["busy_ops"] == 0:
         print(f"FAIL: nothing ran: {counts}")
         sys.exit(1)
-    print(f"ok: {counts["walks"]} verified walks + {counts['repeat_walks']} repeated walks on 2 threads, "
+    print(f"ok: {counts['walks']} verified walks + {counts['repeat_walks']} repeated walks on 2 threads, "
           f"{counts['new_thread_walks']} first walks on new threads, while 3 threads ran "
           f"{counts['busy_ops']} busy loops")
 
