@@ -1,6 +1,7 @@
 // Test-only shared library, loaded by the test scripts with ctypes.CDLL (which releases the GIL
 // around every call): runs python_frames on the calling thread, as an intercepted CUDA call
 // would, and hands the result back as text. Resolving is done here too, without the GIL.
+#include <dlfcn.h>
 #include <pthread.h>
 #include <time.h>
 
@@ -153,4 +154,38 @@ AW_HELPER int aw_decode(int format, const unsigned char* table, int size, int fi
     }
   }
   return ok ? 0 : -1;
+}
+
+// Runs Python source `code` on a new native thread that enters the interpreter the way C++
+// libraries' own threads do (PyGILState_Ensure: a thread state made for this thread), as
+// PyTorch's autograd device threads run backward hooks. The interpreter's functions are looked up
+// in the process (the helper does not link libpython). Returns PyRun_SimpleString's result, or
+// -2 when the functions are not found.
+AW_HELPER int aw_run_python_on_native_thread(const char* code) {
+  struct Call {
+    const char* code;
+    int result;
+  } call{code, -2};
+  using Ensure = int (*)();
+  using Release = void (*)(int);
+  using Run = int (*)(const char*);
+  static auto ensure = reinterpret_cast<Ensure>(dlsym(RTLD_DEFAULT, "PyGILState_Ensure"));
+  static auto release = reinterpret_cast<Release>(dlsym(RTLD_DEFAULT, "PyGILState_Release"));
+  static auto run = reinterpret_cast<Run>(dlsym(RTLD_DEFAULT, "PyRun_SimpleString"));
+  if (!ensure || !release || !run) return -2;
+  pthread_t t;
+  if (pthread_create(
+          &t, nullptr,
+          [](void* arg) -> void* {
+            auto* c = static_cast<Call*>(arg);
+            int state = ensure();
+            c->result = run(c->code);
+            release(state);
+            return nullptr;
+          },
+          &call) != 0) {
+    return -3;
+  }
+  pthread_join(t, nullptr);
+  return call.result;
 }

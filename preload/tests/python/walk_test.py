@@ -269,6 +269,43 @@ def case_native_thread():
     print("ok native-thread: no frames, no thread state", flush=True)
 
 
+GIL_THREAD = []
+
+
+def gil_thread_entry():
+    buf, end, used = ctypes.create_string_buffer(1 << 16), ctypes.c_int(), ctypes.c_int()
+    GIL_THREAD.append((W(buf, C, N, M, end, used), expected(sys._getframe()), buf, used, end))  # @gil_thread
+
+
+def case_native_thread_with_gilstate():
+    # A native thread entering Python through PyGILState_Ensure (as C++ libraries' threads do).
+    rc = lib.aw_run_python_on_native_thread(b"import __main__\n__main__.gil_thread_entry()\n")
+    if rc != 0 or not GIL_THREAD:
+        fail("native-thread-gilstate", f"PyRun_SimpleString returned {rc}")
+    n, exp, buf, used, end = GIL_THREAD[0]
+    got = check("native-thread-gilstate", n, exp, ["gil_thread"], buf=buf, used=used, end=end)
+    if got[-1][1] != "<module>" or got[-1][0] != b"<string>":
+        fail("native-thread-gilstate", f"outermost frame {got[-1]}")
+
+
+def case_fork_child():
+    # A child made by fork walks its own copy of the stack (other threads' states were freed).
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            n, exp = W(B, C, N, M, E, U), expected(sys._getframe())  # @fork_child
+            check("fork-child", n, exp, ["fork_child"])
+            code = 0
+        except SystemExit as exit:  # check() failed
+            code = exit.code
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if status != 0:
+        fail("fork-child", f"the child ended with status {status:#x}")
+
+
 def case_status():
     text = ctypes.create_string_buffer(1024)
     lib.aw_status(text, len(text))
@@ -282,7 +319,8 @@ def case_status():
 def main():
     cases = [case_nested, case_distinct_lines, case_checked_reads, case_method_qualname,
              case_second_thread, case_generator, case_coroutine, case_asyncio, case_deep_recursion,
-             case_through_c, case_comprehension, case_traced, case_class_body, case_native_thread]
+             case_through_c, case_comprehension, case_traced, case_class_body, case_native_thread,
+             case_native_thread_with_gilstate, case_fork_child]
     for case in cases:
         case()
     for name in ["<exec-ascii>", "<exec-\xe9>", "<exec-\u65e5\u672c>", "<exec-\U0001f600>", "<exec-\udcff>"]:
