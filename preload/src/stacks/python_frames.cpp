@@ -129,15 +129,15 @@ uint32_t walk(Reader& rd, uint64_t tstate, PythonFrame* out, uint32_t max, WalkE
   auto load_finalizing = [finalizing_field] { return __atomic_load_n(finalizing_field, __ATOMIC_ACQUIRE); };
   end = WalkEnd::kNoThreadState;
 
-  // The thread state must be this thread's, of the main interpreter, and not one that another
-  // thread is finalizing the runtime around (then thread states are being freed).
+  // Not while another thread finalizes the runtime (it frees thread states: checked before this
+  // one is read), and the thread state must be this thread's, of the main interpreter.
+  const uint64_t finalizing = load_finalizing();
+  if (finalizing != 0 && finalizing != tstate) return 0;
   const uint8_t* ts = rd.view(tstate, kTstateView);
   if (!ts) return end = WalkEnd::kInvalid, 0;
   uint64_t main_interp = field<uint64_t>(runtime, L.runtime_interpreters_main);
   if (field<uint64_t>(ts, L.tstate_interp) != main_interp || main_interp == 0) return 0;
   if (field<uint64_t>(ts, L.tstate_thread_id) != static_cast<uint64_t>(pthread_self())) return 0;
-  const uint64_t finalizing = load_finalizing();
-  if (finalizing != 0 && finalizing != tstate) return 0;
 
   uint64_t frame = field<uint64_t>(ts, L.tstate_frame);
   if constexpr (L.cframe_current_frame != kAbsent) {
