@@ -608,4 +608,10 @@ void note_objects_loaded() noexcept {
                                   std::memory_order_acq_rel);
 }
 
+void reset_after_fork() noexcept {
+  uint8_t expected = kSearching;
+  g_state.compare_exchange_strong(expected, static_cast<uint8_t>(Availability::kNotSearched),
+                                  std::memory_order_acq_rel);
+}
+
 }  // namespace asyncwatch::python_frames

@@ -95,4 +95,8 @@ Availability find_interpreter() noexcept;
 // again if the last search found none; does nothing otherwise.
 void note_objects_loaded() noexcept;
 
+// In the child after fork (a pthread_atfork child handler): a search another thread of the parent
+// was making when it forked will never finish in the child; the next capture searches again.
+void reset_after_fork() noexcept;
+
 }  // namespace asyncwatch::python_frames
