@@ -27,13 +27,11 @@ using python_layout::Layout;
 // (plain loads) or a copy made by process_vm_readv, which fails with EFAULT instead of faulting.
 
 struct DirectReader {
-  static constexpr bool kChecked = false;
   const uint8_t* view(uint64_t addr, size_t) { return reinterpret_cast<const uint8_t*>(addr); }
   bool failed() const { return false; }
 };
 
 struct CheckedReader {
-  static constexpr bool kChecked = true;
   static constexpr size_t kMaxView = 256;
   pid_t pid = getpid();
   bool unreadable = false;
@@ -226,7 +224,10 @@ uint64_t thread_state(WalkEnd& end) {
   return reinterpret_cast<uint64_t>(pthread_getspecific(static_cast<pthread_key_t>(key)));
 }
 
-void set_unavailable(Availability a, const char* why);
+void set_unavailable(Availability a, const char* why) {
+  g_detail.store(why, std::memory_order_relaxed);
+  g_state.store(static_cast<uint8_t>(a), std::memory_order_release);
+}
 
 // Set by the first checked walk that found frames and no unreadable memory: the layout is then
 // that of this interpreter, and later walks use plain loads.
@@ -263,11 +264,6 @@ uint32_t capture_dispatch(std::index_sequence<I...>, PythonFrame* out, uint32_t 
   const size_t layout = g_interpreter.layout_index;
   ((layout == I ? (n = capture_as<I>(out, max, e, checked_only), true) : false) || ...);
   return n;
-}
-
-void set_unavailable(Availability a, const char* why) {
-  g_detail.store(why, std::memory_order_relaxed);
-  g_state.store(static_cast<uint8_t>(a), std::memory_order_release);
 }
 
 // ---------------------------------------------------------------------------------------------
