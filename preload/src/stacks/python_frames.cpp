@@ -559,6 +559,10 @@ uint32_t capture_checked(PythonFrame* out, uint32_t max, WalkEnd* end) noexcept 
 
 bool describe_code(const PythonFrame& frame, CodeDescription& out) noexcept {
   if (g_state.load(std::memory_order_acquire) != static_cast<uint8_t>(Availability::kReady)) return false;
+  // Plain loads of the strings and bytes a code object points at: only once a complete checked
+  // walk has shown the layout to be this interpreter's (a walk that stopped at an invalid
+  // pointer before that proves nothing).
+  if (!g_layout_proven.load(std::memory_order_relaxed)) return false;
   const Interpreter& in = g_interpreter;
   const Layout& L = *in.layout;
   if (!plausible(frame.code)) return false;

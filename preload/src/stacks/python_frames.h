@@ -11,6 +11,12 @@
 // loaded objects' exported symbols, done by the first call and never again (see
 // note_objects_loaded). Works while the extension that called CUDA released the GIL: only this
 // thread's own frames are read, and they do not change while it is inside a C call.
+//
+// Thread safety: every function may be called from any number of threads at once; the state is
+// a few atomics written by the one search. The search (first capture, or find_interpreter) runs
+// dl_iterate_phdr, which takes glibc's loader lock: make it at trace start, not from a signal
+// handler. After it, capture is one pthread_getspecific (lock-free in glibc) and loads (or
+// process_vm_readv calls until the layout is proven): no lock, no allocation, errno kept.
 #pragma once
 
 #include <cstdint>
@@ -68,8 +74,9 @@ struct CodeDescription {
 };
 
 // Describes the code object of a frame that capture() returned on this thread during the
-// current call (the frame keeps it alive). False when it cannot be read or is no longer the
-// code object that was captured (code_check differs).
+// current call (the frame keeps it alive). False when it cannot be read, is no longer the
+// code object that was captured (code_check differs), or no complete walk in the process has yet
+// shown the layout to be right (describe_code reads with plain loads only).
 bool describe_code(const PythonFrame& frame, CodeDescription& out) noexcept;
 
 enum class Availability : uint8_t {

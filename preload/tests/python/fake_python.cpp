@@ -247,6 +247,12 @@ __attribute__((constructor)) void fake_python_init() {
     pthread_setspecific(g_key, make_tstate(make_frame(code, nullptr, 9, 0), self, addr(g_interp)));
     return;
   }
+  if (variant == "invalid-after-one") {  // a good innermost frame, then one outside its bytecode
+    void* code = make_code(filename, make_ascii("f"), 1, 4);
+    void* bad = make_frame(code, nullptr, 9, 0);
+    pthread_setspecific(g_key, make_tstate(make_frame(code, bad, 1, 0), self, addr(g_interp)));
+    return;
+  }
   if (variant == "text-kinds") {
     // Latin-1, UCS-2 with a surrogate escape (byte 0xff) and a lone surrogate, UCS-4.
     const uint32_t latin1[] = {'/', 0xe9, '.', 'p', 'y'};

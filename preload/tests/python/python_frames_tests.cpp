@@ -154,6 +154,28 @@ TEST(PythonFrames, CyclesAndBadInstructionsStop) {
             "");
 }
 
+// A checked walk that stopped at an invalid pointer proves nothing about the layout: its frames
+// are returned, but describe_code (plain loads) refuses them until a walk completes.
+TEST(PythonFrames, NoDescriptionBeforeTheLayoutIsProven) {
+  EXPECT_EQ(with_fake("invalid-after-one", []() -> std::string {
+              std::string r = expect_walk(1, WalkEnd::kInvalid, Availability::kReady)();
+              if (!r.empty()) return r;
+              PythonFrame f[4];
+              WalkEnd e;
+              if (capture(f, 4, &e) != 1) return "second walk";
+              char file[64], qual[64], table[64];
+              CodeDescription d;
+              d.filename = {file, sizeof file};
+              d.qualname = {qual, sizeof qual};
+              d.line_table = {table, sizeof table};
+              if (describe_code(f[0], d)) return "described a frame of an unproven layout";
+              if (capture(f, 1, &e) != 1 || e != WalkEnd::kDepthLimit) return "walk of one frame";
+              if (!describe_code(f[0], d)) return "not described after a walk reached the depth limit";
+              return text(d.qualname) == "f" ? "" : "qualname " + text(d.qualname);
+            }),
+            "");
+}
+
 TEST(PythonFrames, WalksAndDescribesAConsistentInterpreter) {
   EXPECT_EQ(with_fake("valid", []() -> std::string {
               PythonFrame first[8], plain[8], checked[8], two[2];
