@@ -451,39 +451,33 @@ bool ready() {
 // ---------------------------------------------------------------------------------------------
 // Text out of str objects: compact strings only (every str CPython makes for code objects).
 
-// Appends code point `c` as UTF-8; false when it does not fit.
-bool put_utf8(Buffer& b, uint32_t c) {
-  uint8_t u[4];
-  uint32_t n;
+// Code point `c` as UTF-8 in u; returns its length.
+uint32_t encode_utf8(uint32_t c, uint8_t u[4]) {
   if (c >= 0xdc80 && c <= 0xdcff) {  // surrogateescape: the byte it stands for
     u[0] = static_cast<uint8_t>(c - 0xdc00);
-    n = 1;
-  } else if (c < 0x80) {
+    return 1;
+  }
+  if (c < 0x80) {
     u[0] = static_cast<uint8_t>(c);
-    n = 1;
-  } else if (c < 0x800) {
+    return 1;
+  }
+  if (c < 0x800) {
     u[0] = static_cast<uint8_t>(0xc0 | (c >> 6));
     u[1] = static_cast<uint8_t>(0x80 | (c & 0x3f));
-    n = 2;
-  } else {
-    if ((c >= 0xd800 && c <= 0xdfff) || c > 0x10ffff) c = 0xfffd;  // a lone surrogate
-    if (c < 0x10000) {
-      u[0] = static_cast<uint8_t>(0xe0 | (c >> 12));
-      u[1] = static_cast<uint8_t>(0x80 | ((c >> 6) & 0x3f));
-      u[2] = static_cast<uint8_t>(0x80 | (c & 0x3f));
-      n = 3;
-    } else {
-      u[0] = static_cast<uint8_t>(0xf0 | (c >> 18));
-      u[1] = static_cast<uint8_t>(0x80 | ((c >> 12) & 0x3f));
-      u[2] = static_cast<uint8_t>(0x80 | ((c >> 6) & 0x3f));
-      u[3] = static_cast<uint8_t>(0x80 | (c & 0x3f));
-      n = 4;
-    }
+    return 2;
   }
-  if (b.capacity - b.size < n) return false;
-  std::memcpy(b.data + b.size, u, n);
-  b.size += n;
-  return true;
+  if ((c >= 0xd800 && c <= 0xdfff) || c > 0x10ffff) c = 0xfffd;  // a lone surrogate
+  if (c < 0x10000) {
+    u[0] = static_cast<uint8_t>(0xe0 | (c >> 12));
+    u[1] = static_cast<uint8_t>(0x80 | ((c >> 6) & 0x3f));
+    u[2] = static_cast<uint8_t>(0x80 | (c & 0x3f));
+    return 3;
+  }
+  u[0] = static_cast<uint8_t>(0xf0 | (c >> 18));
+  u[1] = static_cast<uint8_t>(0x80 | ((c >> 12) & 0x3f));
+  u[2] = static_cast<uint8_t>(0x80 | ((c >> 6) & 0x3f));
+  u[3] = static_cast<uint8_t>(0x80 | (c & 0x3f));
+  return 4;
 }
 
 constexpr int64_t kMaxText = int64_t(1) << 20;  // a longer file or function name is not real
@@ -491,7 +485,7 @@ constexpr int64_t kMaxText = int64_t(1) << 20;  // a longer file or function nam
 bool copy_str(uint64_t str, Buffer& b) {
   const Interpreter& in = g_interpreter;
   const Layout& L = *in.layout;
-  b.size = 0;
+  b.size = b.needed = 0;
   b.truncated = false;
   if (!plausible(str)) return false;
   auto* s = reinterpret_cast<const uint8_t*>(str);
@@ -502,6 +496,15 @@ bool copy_str(uint64_t str, Buffer& b) {
   bool compact = (state >> L.unicode_compact_bit) & 1, ascii = (state >> L.unicode_ascii_bit) & 1;
   if (length < 0 || length > kMaxText || !compact || (kind != 1 && kind != 2 && kind != 4)) return false;
   const uint8_t* chars = s + (ascii ? L.unicode_ascii_data : L.unicode_compact_data);
+  if (ascii && kind == 1) {  // the common case: the bytes are the UTF-8
+    const uint32_t capacity = b.data ? b.capacity : 0;
+    b.needed = static_cast<uint32_t>(length);
+    b.size = b.needed < capacity ? b.needed : capacity;
+    b.truncated = b.size < b.needed;
+    if (b.size) std::memcpy(b.data, chars, b.size);
+    return true;
+  }
+  uint32_t needed = 0;  // at most 4 * kMaxText
   for (int64_t i = 0; i < length; ++i) {
     uint32_t c;
     if (kind == 1) {
@@ -513,18 +516,25 @@ bool copy_str(uint64_t str, Buffer& b) {
     } else {
       std::memcpy(&c, chars + 4 * i, 4);
     }
-    if (!put_utf8(b, c)) {
+    uint8_t u[4];
+    const uint32_t n = encode_utf8(c, u);
+    needed += n;
+    if (b.truncated) continue;  // counting only: the text stops at the last whole character
+    if (!b.data || b.capacity - b.size < n) {
       b.truncated = true;
-      break;
+      continue;
     }
+    std::memcpy(b.data + b.size, u, n);
+    b.size += n;
   }
+  b.needed = needed;
   return true;
 }
 
 bool copy_bytes(uint64_t bytes, Buffer& b, uint32_t* length_out) {
   const Interpreter& in = g_interpreter;
   const Layout& L = *in.layout;
-  b.size = 0;
+  b.size = b.needed = 0;
   b.truncated = false;
   if (!plausible(bytes)) return false;
   auto* o = reinterpret_cast<const uint8_t*>(bytes);
@@ -532,8 +542,10 @@ bool copy_bytes(uint64_t bytes, Buffer& b, uint32_t* length_out) {
   int64_t length = field<int64_t>(o, L.object_size);
   if (length < 0 || length > (int64_t(1) << 28)) return false;
   if (length_out) *length_out = static_cast<uint32_t>(length);
-  uint32_t n = length > b.capacity ? b.capacity : static_cast<uint32_t>(length);
-  if (b.data && n) std::memcpy(b.data, o + L.bytes_data, n);
+  b.needed = static_cast<uint32_t>(length);
+  const uint32_t capacity = b.data ? b.capacity : 0;
+  uint32_t n = length > capacity ? capacity : static_cast<uint32_t>(length);
+  if (n) std::memcpy(b.data, o + L.bytes_data, n);
   b.size = n;
   b.truncated = n < length;
   return true;

@@ -55,11 +55,13 @@ uint32_t capture(PythonFrame* out, uint32_t max, WalkEnd* end = nullptr) noexcep
 // The same walk with every read through process_vm_readv (tests and benchmarks: ~1-2 us a read).
 uint32_t capture_checked(PythonFrame* out, uint32_t max, WalkEnd* end = nullptr) noexcept;
 
-// A caller-provided buffer that describe_code fills.
+// A caller-provided buffer that describe_code fills. `needed` lets a caller size a trace record
+// before copying: describe once with small (or zero-capacity) buffers, then again into the record.
 struct Buffer {
   char* data = nullptr;
   uint32_t capacity = 0;
   uint32_t size = 0;       // bytes written
+  uint32_t needed = 0;     // bytes the whole value takes (== size unless truncated)
   bool truncated = false;  // the value did not fit (text is cut at a character boundary)
 };
 

@@ -54,6 +54,10 @@ AW_HELPER int aw_walk(char* out, int cap, int max_frames, int mode, int* end, in
     d.qualname = {qualname, sizeof qualname};
     d.line_table = {reinterpret_cast<char*>(table), sizeof table};
     if (!python_frames::describe_code(frames[i], d) || d.line_table.truncated) return -1 - static_cast<int>(i);
+    if (d.filename.needed != d.filename.size || d.qualname.needed != d.qualname.size ||
+        d.line_table.needed != d.line_table.size) {
+      return -1 - static_cast<int>(i);  // `needed` must be what was written when it fitted
+    }
     python_lines::SourceLocation loc = python_lines::locate(d.line_table_format, table, d.line_table.size,
                                                             d.first_line, frames[i].instr);
     char numbers[96];
@@ -88,6 +92,52 @@ AW_HELPER long long aw_bench(int iterations, int max_frames, int mode, int* fram
   clock_gettime(CLOCK_MONOTONIC, &b);
   *frames_out = static_cast<int>(n);
   return (b.tv_sec - a.tv_sec) * 1000000000ll + (b.tv_nsec - a.tv_nsec);
+}
+
+// Cost of resolving, off the hot path: one walk, then `iterations` times for each of its frames
+// describe_code twice, as a trace writer would (sizes with empty buffers, then the copy into a
+// buffer of that size), and then python_lines::locate of each frame's instruction in its table.
+// Nanoseconds of all describe_code pairs in ns[0], of all locates in ns[1]; returns the frames,
+// or -1 when a frame could not be described (single-threaded: the buffers are static).
+AW_HELPER int aw_bench_describe(int iterations, int max_frames, long long* ns) {
+  constexpr uint32_t kFrames = 64, kTable = 4096;
+  static PythonFrame frames[kFrames];
+  static python_frames::CodeDescription d[kFrames];
+  static char filenames[kFrames][1024], qualnames[kFrames][256];
+  static uint8_t tables[kFrames][kTable];
+  WalkEnd e;
+  uint32_t n = python_frames::capture(frames, max_frames < 64 ? static_cast<uint32_t>(max_frames) : kFrames, &e);
+  auto now = [] {
+    timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000ll + t.tv_nsec;
+  };
+  long long t0 = now();
+  for (int it = 0; it < iterations; ++it) {
+    for (uint32_t i = 0; i < n; ++i) {
+      python_frames::CodeDescription sizes;
+      if (!python_frames::describe_code(frames[i], sizes) || sizes.filename.needed > sizeof filenames[i] ||
+          sizes.qualname.needed > sizeof qualnames[i] || sizes.line_table.needed > kTable) {
+        return -1;
+      }
+      d[i].filename = {filenames[i], sizes.filename.needed};
+      d[i].qualname = {qualnames[i], sizes.qualname.needed};
+      d[i].line_table = {reinterpret_cast<char*>(tables[i]), sizes.line_table.needed};
+      if (!python_frames::describe_code(frames[i], d[i])) return -1;
+    }
+  }
+  long long t1 = now();
+  int64_t sum = 0;  // used, so that the locates are not optimized away
+  for (int it = 0; it < iterations; ++it) {
+    for (uint32_t i = 0; i < n; ++i) {
+      sum += python_lines::line_of(d[i].line_table_format, tables[i], d[i].line_table.size, d[i].first_line,
+                                   frames[i].instr);
+    }
+  }
+  long long t2 = now();
+  ns[0] = t1 - t0;
+  ns[1] = sum == 0 ? -1 : t2 - t1;
+  return static_cast<int>(n);
 }
 
 // `iterations` walks; returns how many differed from the first (this thread's frames cannot

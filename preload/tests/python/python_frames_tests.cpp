@@ -213,6 +213,12 @@ TEST(PythonFrames, WalksAndDescribesAConsistentInterpreter) {
               stale.code_check ^= 1;
               CodeDescription d;
               if (describe_code(stale, d)) return "described a code object with another fingerprint";
+              char five[5];
+              d.filename = {five, sizeof five};
+              if (!describe_code(first[0], d) || text(d.filename) != "/fake" || !d.filename.truncated ||
+                  d.filename.needed != 14) {
+                return "ASCII truncation: " + text(d.filename) + ", needed " + std::to_string(d.filename.needed);
+              }
               return "";
             }),
             "");
@@ -238,8 +244,17 @@ TEST(PythonFrames, TextOfEveryStringKind) {
               }
               // Cut at a character boundary: "f" and not the first bytes of the emoji.
               d.qualname = {qual, 4};
-              if (!describe_code(f[0], d) || text(d.qualname) != "f" || !d.qualname.truncated) {
-                return "truncation: " + text(d.qualname);
+              if (!describe_code(f[0], d) || text(d.qualname) != "f" || !d.qualname.truncated ||
+                  d.qualname.needed != 5 || d.filename.needed != 6 || d.filename.truncated) {
+                return "truncation: " + text(d.qualname) + ", needed " + std::to_string(d.qualname.needed);
+              }
+              // Sizes only (what a caller that copies straight into a trace record asks first).
+              CodeDescription sizes;
+              if (!describe_code(f[1], sizes) || sizes.filename.size != 0 || sizes.filename.needed != 10 ||
+                  !sizes.filename.truncated || sizes.qualname.needed != 1 || !sizes.qualname.truncated || sizes.line_table.size != 0 ||
+                  sizes.line_table.needed != 8 || !sizes.line_table.truncated) {
+                return "sizes: needed " + std::to_string(sizes.filename.needed) + "/" +
+                       std::to_string(sizes.qualname.needed) + "/" + std::to_string(sizes.line_table.needed);
               }
               return "";
             }),
