@@ -15,7 +15,8 @@
 // Thread safety: every function may be called from any number of threads at once; the state is
 // a few atomics written by the one search. The search (first capture, or find_interpreter) runs
 // dl_iterate_phdr, which takes glibc's loader lock: make it at trace start, not from a signal
-// handler. After it, capture is one pthread_getspecific (lock-free in glibc) and loads (or
+// handler; a capture on another thread meanwhile returns 0 frames (kNoPython) instead of
+// waiting. After it, capture is one pthread_getspecific (lock-free in glibc) and loads (or
 // process_vm_readv calls until the layout is proven): no lock, no allocation, errno kept.
 #pragma once
 

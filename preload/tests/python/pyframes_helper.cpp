@@ -72,6 +72,10 @@ AW_HELPER int aw_walk(char* out, int cap, int max_frames, int mode, int* end, in
   return static_cast<int>(n);
 }
 
+// Searches for the interpreter now (as the preload library would at trace open); returns the
+// Availability.
+AW_HELPER int aw_find_interpreter() { return static_cast<int>(python_frames::find_interpreter()); }
+
 // "availability version_hex searches detail"
 AW_HELPER int aw_status(char* out, int cap) {
   python_frames::Status s = python_frames::status();
