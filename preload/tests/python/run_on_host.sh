@@ -2,10 +2,16 @@
 # The python_frames checks with one interpreter, on a machine where the build was not made (the
 # H200: Ubuntu's CPython in /opt/torch/.venv). Each check's output goes to OUT_DIR/<check>.txt and
 # a summary to OUT_DIR/summary.txt (8 files); exit 1 when a check fails.
-# usage: run_on_host.sh PYTHON HELPER.so OUT_DIR
+# usage: run_on_host.sh [PYTHON [HELPER.so [OUT_DIR]]]
+# defaults, for the H200 run from the repository root: /opt/torch/.venv/bin/python3,
+# build-h200/libaw_pyframes_helper.so (built here, carried: docs/python-frames.md says how), "$OUT".
 set -uo pipefail
-python=$1 helper=$2 out=$3
 here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../../.." && pwd)
+python=${1:-/opt/torch/.venv/bin/python3} helper=${2:-$root/build-h200/libaw_pyframes_helper.so} out=${3:-${OUT:-}}
+[[ -n $out ]] || { echo "run_on_host.sh: no OUT_DIR given and \$OUT is not set" >&2; exit 2; }
+[[ -x $python ]] || { echo "run_on_host.sh: $python is not an executable" >&2; exit 2; }
+[[ -f $helper ]] || { echo "run_on_host.sh: $helper does not exist (build it: see docs/python-frames.md)" >&2; exit 2; }
 mkdir -p "$out"
 status=0
 : >"$out/summary.txt"
