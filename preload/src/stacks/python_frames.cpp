@@ -1,0 +1,629 @@
+#include "python_frames.h"
+
+#include <pthread.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <climits>
+#include <cstring>
+#include <initializer_list>
+#include <iterator>
+#include <utility>
+
+#include "common.h"
+#include "dynamic_symbols.h"
+#include "python_layout.h"
+
+namespace asyncwatch::python_frames {
+namespace {
+
+using python_layout::FrameKind;
+using python_layout::kAbsent;
+using python_layout::Layout;
+
+// ---------------------------------------------------------------------------------------------
+// Reading memory. A reader hands out a view of `size` bytes at an address: the address itself
+// (plain loads) or a copy made by process_vm_readv, which fails with EFAULT instead of faulting.
+
+struct DirectReader {
+  const uint8_t* view(uint64_t addr, size_t) { return reinterpret_cast<const uint8_t*>(addr); }
+  bool failed() const { return false; }
+};
+
+struct CheckedReader {
+  static constexpr size_t kMaxView = 256;
+  pid_t pid = getpid();
+  bool unreadable = false;
+  unsigned next = 0;
+  alignas(8) uint8_t buffers[2][kMaxView];  // two views alive at a time (a frame and its code)
+
+  const uint8_t* view(uint64_t addr, size_t size) {
+    if (size > kMaxView) size = kMaxView;
+    next ^= 1;
+    if (!copy(addr, buffers[next], size)) {
+      unreadable = true;
+      return nullptr;
+    }
+    return buffers[next];
+  }
+  bool copy(uint64_t addr, void* to, size_t size) {
+    ErrnoKeeper keep_errno;
+    iovec local{to, size};
+    iovec remote{reinterpret_cast<void*>(addr), size};
+    return process_vm_readv(pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(size);
+  }
+  bool failed() const { return unreadable; }
+};
+
+template <class T>
+T field(const uint8_t* view, uint16_t offset) {
+  T value;
+  std::memcpy(&value, view + offset, sizeof value);
+  return value;
+}
+
+// User-space, 8-byte aligned, not in the first 64 KiB: what every pointer CPython stores to a
+// thread state, a frame or an object is (the allocators align to 16).
+bool plausible(uint64_t p) { return p >= 0x10000 && p < (uint64_t(1) << 56) && (p & 7) == 0; }
+
+// ---------------------------------------------------------------------------------------------
+// The interpreter found at the search, written once before g_state becomes kReady.
+
+struct Interpreter {
+  const Layout* layout = nullptr;
+  uint64_t runtime = 0;       // &_PyRuntime
+  uint64_t code_type = 0;     // &PyCode_Type
+  uint64_t frame_type = 0;    // &PyFrame_Type (3.10 frames are objects)
+  uint64_t unicode_type = 0;  // &PyUnicode_Type
+  uint64_t bytes_type = 0;    // &PyBytes_Type
+  uint64_t none = 0;          // &_Py_NoneStruct (3.13: f_executable of a frame without code)
+  uint32_t version_hex = 0;
+  size_t layout_index = 0;  // in python_layout::kLayouts
+};
+Interpreter g_interpreter;
+
+std::atomic<uint8_t> g_state{static_cast<uint8_t>(Availability::kNotSearched)};
+constexpr uint8_t kSearching = 0xff;
+std::atomic<uint64_t> g_searches{0};
+std::atomic<const char*> g_detail{"not searched yet"};
+char g_object_path[512];
+
+constexpr uint32_t kMaxSkipped = 256;  // frames without Python code (shims, incomplete) per walk
+
+uint32_t fingerprint(uint64_t filename, uint64_t name, uint64_t linetable, int32_t first_line) {
+  uint64_t h = (filename ^ (name << 1) ^ (linetable << 2) ^ static_cast<uint32_t>(first_line)) *
+               0x9e3779b97f4a7c15ull;
+  return static_cast<uint32_t>(h >> 32);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The walk: one definition, compiled for each reader and each layout of the table (the offsets
+// become immediates: a table looked up at run time doubled the instructions per frame).
+
+constexpr uint16_t view_size(std::initializer_list<uint16_t> offsets) {
+  uint16_t size = 0;
+  for (uint16_t o : offsets) {
+    if (o != kAbsent && o + 8 > size) size = static_cast<uint16_t>(o + 8);
+  }
+  return size;
+}
+
+template <class Reader, size_t kLayout>
+uint32_t walk(Reader& rd, uint64_t tstate, PythonFrame* out, uint32_t max, WalkEnd& end) {
+  constexpr const Layout& L = python_layout::kLayouts[kLayout];
+  constexpr bool kFrameObjects = L.frame_kind == FrameKind::kFrameObject;
+  // How much of each structure a walk reads (the largest offset read + 8).
+  constexpr uint16_t kTstateView = view_size({L.tstate_interp, L.tstate_thread_id, L.tstate_frame});
+  constexpr uint16_t kFrameView =
+      view_size({L.object_type, L.frame_back, L.frame_code, L.frame_lasti, L.frame_instr, L.frame_owner});
+  constexpr uint16_t kCodeView = view_size({L.object_type, L.object_size, L.code_firstlineno, L.code_filename,
+                                            L.code_name, L.code_linetable, L.code_firsttraceable});
+  static_assert(kTstateView <= CheckedReader::kMaxView && kFrameView <= CheckedReader::kMaxView &&
+                kCodeView <= CheckedReader::kMaxView);
+  const Interpreter& in = g_interpreter;
+  auto* runtime = reinterpret_cast<const uint8_t*>(in.runtime);  // in the object's data: mapped
+  const auto* finalizing_field = reinterpret_cast<const uint64_t*>(runtime + L.runtime_finalizing);
+  auto load_finalizing = [finalizing_field] { return __atomic_load_n(finalizing_field, __ATOMIC_ACQUIRE); };
+  end = WalkEnd::kNoThreadState;
+
+  // Not while another thread finalizes the runtime (it frees thread states: checked before this
+  // one is read), and the thread state must be this thread's, of the main interpreter.
+  const uint64_t finalizing = load_finalizing();
+  if (finalizing != 0 && finalizing != tstate) return 0;
+  const uint8_t* ts = rd.view(tstate, kTstateView);
+  if (!ts) return end = WalkEnd::kInvalid, 0;
+  uint64_t main_interp = field<uint64_t>(runtime, L.runtime_interpreters_main);
+  if (field<uint64_t>(ts, L.tstate_interp) != main_interp || main_interp == 0) return 0;
+  if (field<uint64_t>(ts, L.tstate_thread_id) != static_cast<uint64_t>(pthread_self())) return 0;
+
+  uint64_t frame = field<uint64_t>(ts, L.tstate_frame);
+  if constexpr (L.cframe_current_frame != kAbsent) {
+    if (frame != 0) {
+      if (!plausible(frame)) return end = WalkEnd::kInvalid, 0;
+      const uint8_t* cframe = rd.view(frame, L.cframe_current_frame + 8u);
+      if (!cframe) return end = WalkEnd::kInvalid, 0;
+      frame = field<uint64_t>(cframe, L.cframe_current_frame);
+    }
+  }
+
+  uint32_t n = 0, skipped = 0;
+  while (frame != 0) {
+    if (n == max) return end = WalkEnd::kDepthLimit, n;
+    // A runtime that started finalizing while we walk may free what we are about to read.
+    if (!plausible(frame) || load_finalizing() != finalizing) return end = WalkEnd::kInvalid, n;
+    const uint8_t* f = rd.view(frame, kFrameView);
+    if (!f) return end = WalkEnd::kInvalid, n;
+    const uint64_t code = field<uint64_t>(f, L.frame_code);
+    const uint64_t back = field<uint64_t>(f, L.frame_back);
+    int32_t instr = 0;
+    [[maybe_unused]] uint64_t instr_ptr = 0;
+    [[maybe_unused]] bool generator = false;
+    if constexpr (kFrameObjects) {
+      if (field<uint64_t>(f, L.object_type) != in.frame_type) return end = WalkEnd::kInvalid, n;
+      instr = field<int32_t>(f, L.frame_lasti);
+      if (instr < -1 || instr >= (1 << 28)) return end = WalkEnd::kInvalid, n;
+    } else {
+      const auto owner = static_cast<uint8_t>(field<char>(f, L.frame_owner));
+      bool no_code = false;
+      if constexpr (L.owned_by_cstack != kAbsent) no_code = owner == L.owned_by_cstack;  // an entry shim
+      if constexpr (L.minor >= 13) no_code = no_code || code == in.none;  // f_executable is None
+      if (no_code) {
+        if (++skipped > kMaxSkipped) return end = WalkEnd::kInvalid, n;
+        frame = back;
+        continue;
+      }
+      generator = owner == L.owned_by_generator;
+      instr_ptr = field<uint64_t>(f, L.frame_instr);
+    }
+    if (!plausible(code)) return end = WalkEnd::kInvalid, n;
+    const uint8_t* c = rd.view(code, kCodeView);
+    if (!c || field<uint64_t>(c, L.object_type) != in.code_type) return end = WalkEnd::kInvalid, n;
+    if constexpr (!kFrameObjects) {
+      const int64_t units = field<int64_t>(c, L.object_size);
+      const int64_t delta = static_cast<int64_t>(instr_ptr - (code + L.code_adaptive));
+      // 3.11/3.12 point one unit before the bytecode in a frame that has not started.
+      if (units <= 0 || units >= (int64_t(1) << 28) || (delta & 1) || delta < -2 || delta >= 2 * units) {
+        return end = WalkEnd::kInvalid, n;
+      }
+      instr = static_cast<int32_t>(delta / 2);
+      if (!generator && instr < field<int32_t>(c, L.code_firsttraceable)) {
+        // Incomplete: still running its prologue (CPython leaves it out of tracebacks too).
+        if (++skipped > kMaxSkipped) return end = WalkEnd::kInvalid, n;
+        frame = back;
+        continue;
+      }
+    }
+    out[n].code = code;
+    out[n].instr = instr;
+    out[n].code_check = fingerprint(field<uint64_t>(c, L.code_filename), field<uint64_t>(c, L.code_name),
+                                    field<uint64_t>(c, L.code_linetable), field<int32_t>(c, L.code_firstlineno));
+    ++n;
+    frame = back;
+  }
+  end = WalkEnd::kComplete;
+  return n;
+}
+
+// The calling thread's state: PyGILState's thread-specific value, which CPython sets for every
+// thread that runs Python (the main thread, threading's threads, PyGILState_Ensure) and which,
+// unlike the "current thread state", stays set while the thread has released the GIL.
+// 0 and `end` set when there is none.
+template <size_t kLayout>
+uint64_t thread_state(WalkEnd& end) {
+  constexpr const Layout& L = python_layout::kLayouts[kLayout];
+  auto* runtime = reinterpret_cast<const uint8_t*>(g_interpreter.runtime);
+  end = WalkEnd::kNoPython;
+  if (__atomic_load_n(reinterpret_cast<const int*>(runtime + L.runtime_initialized), __ATOMIC_ACQUIRE) == 0) {
+    return 0;
+  }
+  if (field<int>(runtime, L.runtime_tss + L.tss_initialized) != 1) return 0;
+  auto key = field<unsigned>(runtime, L.runtime_tss + L.tss_key);
+  if (key >= PTHREAD_KEYS_MAX) return 0;
+  end = WalkEnd::kNoThreadState;
+  return reinterpret_cast<uint64_t>(pthread_getspecific(static_cast<pthread_key_t>(key)));
+}
+
+void set_unavailable(Availability a, const char* why) {
+  g_detail.store(why, std::memory_order_relaxed);
+  g_state.store(static_cast<uint8_t>(a), std::memory_order_release);
+}
+
+// Set by the first checked walk that found frames and no unreadable memory: the layout is then
+// that of this interpreter, and later walks use plain loads.
+std::atomic<bool> g_layout_proven{false};
+
+template <size_t kLayout>
+uint32_t capture_as(PythonFrame* out, uint32_t max, WalkEnd& e, bool checked_only) {
+  uint64_t tstate = thread_state<kLayout>(e);
+  if (tstate == 0) return 0;
+  if (!plausible(tstate)) return e = WalkEnd::kInvalid, 0;
+  if (AW_LIKELY(!checked_only && g_layout_proven.load(std::memory_order_relaxed))) {
+    DirectReader rd;
+    return walk<DirectReader, kLayout>(rd, tstate, out, max, e);
+  }
+  // Until a walk has shown that the layout is right, read without risking a fault. If a pointer
+  // the layout leads to is unreadable, plain loads could fault: Python frames are turned off.
+  CheckedReader rd;
+  uint32_t n = walk<CheckedReader, kLayout>(rd, tstate, out, max, e);
+  if (rd.failed()) {
+    set_unavailable(Availability::kUnsupported,
+                    "a pointer in CPython's thread state or frames was unreadable (layout mismatch?)");
+    return 0;
+  }
+  if (n > 0 && (e == WalkEnd::kComplete || e == WalkEnd::kDepthLimit)) {
+    g_layout_proven.store(true, std::memory_order_relaxed);
+  }
+  return n;
+}
+
+template <size_t... I>
+uint32_t capture_dispatch(std::index_sequence<I...>, PythonFrame* out, uint32_t max, WalkEnd& e,
+                          bool checked_only) {
+  uint32_t n = 0;
+  const size_t layout = g_interpreter.layout_index;
+  ((layout == I ? (n = capture_as<I>(out, max, e, checked_only), true) : false) || ...);
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The search: the first object in load order that exports _PyRuntime, then checks that it is a
+// CPython whose layout is in python_layout.h, read through checked reads only.
+
+struct Found {
+  bool any = false;
+  dynamic_symbols::Symbol runtime{}, version{}, py_is{}, code_type{}, type_type{}, frame_type{},
+      unicode_type{}, bytes_type{}, none{};
+  bool has_version = false, has_py_is = false, has_frame_type = false, has_none = false;
+  bool complete = false;  // all of the types found
+};
+
+bool visit(const dynamic_symbols::Object& object, void* arg) {
+  auto* found = static_cast<Found*>(arg);
+  dynamic_symbols::Symbol runtime;
+  if (!object.find("_PyRuntime", &runtime) || !runtime.is_data) return false;
+  found->any = true;
+  found->runtime = runtime;
+  found->has_version = object.find("Py_Version", &found->version);
+  found->has_py_is = object.find("Py_Is", &found->py_is);
+  found->has_frame_type = object.find("PyFrame_Type", &found->frame_type);
+  found->has_none = object.find("_Py_NoneStruct", &found->none);
+  found->complete = object.find("PyCode_Type", &found->code_type) &&
+                    object.find("PyType_Type", &found->type_type) &&
+                    object.find("PyUnicode_Type", &found->unicode_type) &&
+                    object.find("PyBytes_Type", &found->bytes_type);
+  const char* name = object.name();
+  std::strncpy(g_object_path, *name ? name : "the executable", sizeof g_object_path - 1);
+  return true;
+}
+
+// A type object: its type is `type_type`, its tp_name is `name` and (when given) its sizes.
+bool check_type(CheckedReader& rd, const Layout& L, uint64_t type, uint64_t type_type, const char* name,
+                int64_t basicsize, int64_t itemsize) {
+  uint8_t t[64];
+  if (!rd.copy(type, t, sizeof t)) return false;
+  if (field<uint64_t>(t, L.object_type) != type_type) return false;
+  if (basicsize >= 0 && (field<int64_t>(t, L.type_basicsize) != basicsize ||
+                         field<int64_t>(t, L.type_itemsize) != itemsize)) {
+    return false;
+  }
+  char text[16] = {};
+  size_t len = std::strlen(name) + 1;
+  return rd.copy(field<uint64_t>(t, L.type_name), text, len) && std::memcmp(text, name, len) == 0;
+}
+
+// 3.13's _PyRuntime starts with _Py_DebugOffsets (for debuggers): the offsets it states must be
+// those of python_layout.h, or this is a build the table does not describe. The prefix of it we
+// compare, as in CPython 3.13's Include/internal/pycore_runtime.h:
+struct DebugOffsets313 {
+  char cookie[8];
+  uint64_t version, free_threaded;
+  struct { uint64_t size, finalizing, interpreters_head; } runtime_state;
+  struct {
+    uint64_t size, id, next, threads_head, gc, imports_modules, sysdict, builtins, ceval_gil,
+        gil_runtime_state, gil_runtime_state_enabled, gil_runtime_state_locked, gil_runtime_state_holder;
+  } interpreter_state;
+  struct {
+    uint64_t size, prev, next, interp, current_frame, thread_id, native_thread_id, datastack_chunk, status;
+  } thread_state;
+  struct { uint64_t size, previous, executable, instr_ptr, localsplus, owner; } interpreter_frame;
+  struct {
+    uint64_t size, filename, name, qualname, linetable, firstlineno, argcount, localsplusnames,
+        localspluskinds, co_code_adaptive;
+  } code_object;
+  struct { uint64_t size, ob_type; } pyobject;
+  struct { uint64_t size, tp_name, tp_repr, tp_flags; } type_object;
+  struct { uint64_t size, ob_item, ob_size; } tuple_object, list_object;
+  struct { uint64_t size, ma_keys, ma_values; } dict_object;
+  struct { uint64_t size, ob_fval; } float_object;
+  struct { uint64_t size, lv_tag, ob_digit; } long_object;
+  struct { uint64_t size, ob_size, ob_sval; } bytes_object;
+  struct { uint64_t size, state, length, asciiobject_size; } unicode_object;
+};
+
+const char* check_debug_offsets(CheckedReader& rd, const Layout& L, uint64_t runtime, uint32_t version) {
+  DebugOffsets313 d;
+  if (!rd.copy(runtime, &d, sizeof d)) return "_PyRuntime.debug_offsets is unreadable";
+  if (std::memcmp(d.cookie, "xdebugpy", 8) != 0) return "_PyRuntime.debug_offsets has no cookie";
+  if (d.version != version) return "_PyRuntime.debug_offsets names another version than Py_Version";
+  if (d.free_threaded != 0) return "free-threaded CPython (3.13t) is not supported";
+  const bool same =
+      d.runtime_state.finalizing == L.runtime_finalizing && d.thread_state.interp == L.tstate_interp &&
+      d.thread_state.current_frame == L.tstate_frame && d.thread_state.thread_id == L.tstate_thread_id &&
+      d.interpreter_frame.previous == L.frame_back && d.interpreter_frame.executable == L.frame_code &&
+      d.interpreter_frame.instr_ptr == L.frame_instr && d.interpreter_frame.owner == L.frame_owner &&
+      d.code_object.size == L.code_size && d.code_object.filename == L.code_filename &&
+      d.code_object.name == L.code_name && d.code_object.qualname == L.code_qualname &&
+      d.code_object.linetable == L.code_linetable && d.code_object.firstlineno == L.code_firstlineno &&
+      d.code_object.co_code_adaptive == L.code_adaptive && d.pyobject.ob_type == L.object_type &&
+      d.type_object.tp_name == L.type_name && d.bytes_object.ob_sval == L.bytes_data &&
+      d.unicode_object.state == L.unicode_state && d.unicode_object.length == L.unicode_length &&
+      d.unicode_object.asciiobject_size == L.unicode_ascii_data;
+  return same ? nullptr : "_PyRuntime.debug_offsets differ from the known 3.13 layout";
+}
+
+// Fills g_interpreter; returns the resulting availability and sets g_detail.
+Availability search() {
+  ErrnoKeeper keep_errno;
+  Found found;
+  dynamic_symbols::for_each_object(visit, &found);
+  if (!found.any) {
+    g_detail.store("no loaded object exports _PyRuntime", std::memory_order_relaxed);
+    return Availability::kNoPython;
+  }
+  auto fail = [](const char* why) {
+    g_detail.store(why, std::memory_order_relaxed);
+    return Availability::kUnsupported;
+  };
+  CheckedReader rd;
+  uint32_t version = 0;
+  if (found.has_version) {
+    uint64_t v = 0;
+    if (!found.version.is_data || !rd.copy(found.version.address, &v, sizeof v)) return fail("Py_Version is unreadable");
+    version = static_cast<uint32_t>(v);
+  } else if (found.has_py_is) {
+    version = 0x030a0000;  // Py_Version is new in 3.11 and Py_Is in 3.10
+  } else {
+    return fail("CPython before 3.10 (no Py_Version, no Py_Is) is not supported");
+  }
+  if ((version >> 24) != 3) return fail("not CPython 3");
+  const Layout* L = python_layout::find((version >> 16) & 0xff);
+  if (!L) return fail("this CPython version is not supported (3.10 to 3.13 are)");
+  if (found.has_version && ((version >> 4) & 0xf) < 0xc) {
+    return fail("an alpha or beta release of CPython: its layout may differ from the final one");
+  }
+  if (!found.complete || (L->frame_kind == FrameKind::kFrameObject && !found.has_frame_type)) {
+    return fail("a CPython type object is not exported");
+  }
+  const uint16_t runtime_needed = view_size({L->runtime_initialized, L->runtime_finalizing,
+                                             L->runtime_interpreters_main, L->runtime_tss});
+  if (found.runtime.size < runtime_needed) return fail("_PyRuntime is smaller than the layout says");
+  {
+    uint8_t probe[8];
+    if (!rd.copy(found.runtime.address, probe, 1) ||
+        !rd.copy(found.runtime.address + runtime_needed - sizeof probe, probe, sizeof probe)) {
+      return fail("_PyRuntime is unreadable");
+    }
+  }
+  // 3.13 states its own offsets (and whether it is a free-threaded build): compare first.
+  if (L->minor == 13) {
+    if (const char* why = check_debug_offsets(rd, *L, found.runtime.address, version)) return fail(why);
+    if (!found.has_none) return fail("_Py_NoneStruct is not exported");
+  }
+  const uint64_t type_type = found.type_type.address;
+  // 3.11+ code objects hold their bytecode inline: tp_basicsize ends where it starts.
+  const bool inline_code = L->frame_kind == FrameKind::kInterpreterFrame;
+  if (!check_type(rd, *L, found.code_type.address, type_type, "code", inline_code ? L->code_adaptive : L->code_size,
+                  inline_code ? 2 : 0)) {
+    return fail("PyCode_Type does not match the layout of this version (a debug or unusual build?)");
+  }
+  if (!check_type(rd, *L, found.unicode_type.address, type_type, "str", -1, 0) ||
+      !check_type(rd, *L, found.bytes_type.address, type_type, "bytes", -1, 0) ||
+      (L->frame_kind == FrameKind::kFrameObject &&
+       !check_type(rd, *L, found.frame_type.address, type_type, "frame", -1, 0))) {
+    return fail("PyUnicode_Type, PyBytes_Type or PyFrame_Type does not match the layout");
+  }
+  Interpreter& in = g_interpreter;
+  in.layout = L;
+  in.runtime = found.runtime.address;
+  in.code_type = found.code_type.address;
+  in.frame_type = found.has_frame_type ? found.frame_type.address : 0;
+  in.unicode_type = found.unicode_type.address;
+  in.bytes_type = found.bytes_type.address;
+  in.none = L->minor == 13 ? found.none.address : 0;
+  in.version_hex = version;
+  in.layout_index = static_cast<size_t>(L - python_layout::kLayouts);
+  g_detail.store(g_object_path, std::memory_order_relaxed);
+  return Availability::kReady;
+}
+
+bool ready() {
+  uint8_t s = g_state.load(std::memory_order_acquire);
+  if (AW_LIKELY(s == static_cast<uint8_t>(Availability::kReady))) return true;
+  if (s != static_cast<uint8_t>(Availability::kNotSearched)) return false;
+  // One thread searches; the others find nothing until it is done.
+  if (!g_state.compare_exchange_strong(s, kSearching, std::memory_order_acq_rel)) return false;
+  g_searches.fetch_add(1, std::memory_order_relaxed);
+  g_state.store(static_cast<uint8_t>(search()), std::memory_order_release);
+  return g_state.load(std::memory_order_acquire) == static_cast<uint8_t>(Availability::kReady);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Text out of str objects: compact strings only (every str CPython makes for code objects).
+
+// Code point `c` as UTF-8 in u; returns its length.
+uint32_t encode_utf8(uint32_t c, uint8_t u[4]) {
+  if (c >= 0xdc80 && c <= 0xdcff) {  // surrogateescape: the byte it stands for
+    u[0] = static_cast<uint8_t>(c - 0xdc00);
+    return 1;
+  }
+  if (c < 0x80) {
+    u[0] = static_cast<uint8_t>(c);
+    return 1;
+  }
+  if (c < 0x800) {
+    u[0] = static_cast<uint8_t>(0xc0 | (c >> 6));
+    u[1] = static_cast<uint8_t>(0x80 | (c & 0x3f));
+    return 2;
+  }
+  if ((c >= 0xd800 && c <= 0xdfff) || c > 0x10ffff) c = 0xfffd;  // a lone surrogate
+  if (c < 0x10000) {
+    u[0] = static_cast<uint8_t>(0xe0 | (c >> 12));
+    u[1] = static_cast<uint8_t>(0x80 | ((c >> 6) & 0x3f));
+    u[2] = static_cast<uint8_t>(0x80 | (c & 0x3f));
+    return 3;
+  }
+  u[0] = static_cast<uint8_t>(0xf0 | (c >> 18));
+  u[1] = static_cast<uint8_t>(0x80 | ((c >> 12) & 0x3f));
+  u[2] = static_cast<uint8_t>(0x80 | ((c >> 6) & 0x3f));
+  u[3] = static_cast<uint8_t>(0x80 | (c & 0x3f));
+  return 4;
+}
+
+constexpr int64_t kMaxText = int64_t(1) << 20;  // a longer file or function name is not real
+
+bool copy_str(uint64_t str, Buffer& b) {
+  const Interpreter& in = g_interpreter;
+  const Layout& L = *in.layout;
+  b.size = b.needed = 0;
+  b.truncated = false;
+  if (!plausible(str)) return false;
+  auto* s = reinterpret_cast<const uint8_t*>(str);
+  if (field<uint64_t>(s, L.object_type) != in.unicode_type) return false;
+  int64_t length = field<int64_t>(s, L.unicode_length);
+  uint32_t state = field<uint32_t>(s, L.unicode_state);
+  unsigned kind = (state >> L.unicode_kind_shift) & 7;
+  bool compact = (state >> L.unicode_compact_bit) & 1, ascii = (state >> L.unicode_ascii_bit) & 1;
+  if (length < 0 || length > kMaxText || !compact || (kind != 1 && kind != 2 && kind != 4)) return false;
+  const uint8_t* chars = s + (ascii ? L.unicode_ascii_data : L.unicode_compact_data);
+  if (ascii && kind == 1) {  // the common case: the bytes are the UTF-8
+    const uint32_t capacity = b.data ? b.capacity : 0;
+    b.needed = static_cast<uint32_t>(length);
+    b.size = b.needed < capacity ? b.needed : capacity;
+    b.truncated = b.size < b.needed;
+    if (b.size) std::memcpy(b.data, chars, b.size);
+    return true;
+  }
+  uint32_t needed = 0;  // at most 4 * kMaxText
+  for (int64_t i = 0; i < length; ++i) {
+    uint32_t c;
+    if (kind == 1) {
+      c = chars[i];
+    } else if (kind == 2) {
+      uint16_t u;
+      std::memcpy(&u, chars + 2 * i, 2);
+      c = u;
+    } else {
+      std::memcpy(&c, chars + 4 * i, 4);
+    }
+    uint8_t u[4];
+    const uint32_t n = encode_utf8(c, u);
+    needed += n;
+    if (b.truncated) continue;  // counting only: the text stops at the last whole character
+    if (!b.data || b.capacity - b.size < n) {
+      b.truncated = true;
+      continue;
+    }
+    std::memcpy(b.data + b.size, u, n);
+    b.size += n;
+  }
+  b.needed = needed;
+  return true;
+}
+
+bool copy_bytes(uint64_t bytes, Buffer& b, uint32_t* length_out) {
+  const Interpreter& in = g_interpreter;
+  const Layout& L = *in.layout;
+  b.size = b.needed = 0;
+  b.truncated = false;
+  if (!plausible(bytes)) return false;
+  auto* o = reinterpret_cast<const uint8_t*>(bytes);
+  if (field<uint64_t>(o, L.object_type) != in.bytes_type) return false;
+  int64_t length = field<int64_t>(o, L.object_size);
+  if (length < 0 || length > (int64_t(1) << 28)) return false;
+  if (length_out) *length_out = static_cast<uint32_t>(length);
+  b.needed = static_cast<uint32_t>(length);
+  const uint32_t capacity = b.data ? b.capacity : 0;
+  uint32_t n = length > capacity ? capacity : static_cast<uint32_t>(length);
+  if (n) std::memcpy(b.data, o + L.bytes_data, n);
+  b.size = n;
+  b.truncated = n < length;
+  return true;
+}
+
+}  // namespace
+
+uint32_t capture(PythonFrame* out, uint32_t max, WalkEnd* end) noexcept {
+  WalkEnd ignored;
+  WalkEnd& e = end ? *end : ignored;
+  e = WalkEnd::kNoPython;
+  if (AW_UNLIKELY(!ready())) return 0;
+  return capture_dispatch(std::make_index_sequence<std::size(python_layout::kLayouts)>(), out, max, e, false);
+}
+
+uint32_t capture_checked(PythonFrame* out, uint32_t max, WalkEnd* end) noexcept {
+  WalkEnd ignored;
+  WalkEnd& e = end ? *end : ignored;
+  e = WalkEnd::kNoPython;
+  if (!ready()) return 0;
+  return capture_dispatch(std::make_index_sequence<std::size(python_layout::kLayouts)>(), out, max, e, true);
+}
+
+bool describe_code(const PythonFrame& frame, CodeDescription& out) noexcept {
+  if (g_state.load(std::memory_order_acquire) != static_cast<uint8_t>(Availability::kReady)) return false;
+  // Plain loads of the strings and bytes a code object points at: only once a complete checked
+  // walk has shown the layout to be this interpreter's (a walk that stopped at an invalid
+  // pointer before that proves nothing).
+  if (!g_layout_proven.load(std::memory_order_relaxed)) return false;
+  const Interpreter& in = g_interpreter;
+  const Layout& L = *in.layout;
+  if (!plausible(frame.code)) return false;
+  auto* c = reinterpret_cast<const uint8_t*>(frame.code);
+  if (field<uint64_t>(c, L.object_type) != in.code_type) return false;
+  uint64_t filename = field<uint64_t>(c, L.code_filename), name = field<uint64_t>(c, L.code_name);
+  uint64_t linetable = field<uint64_t>(c, L.code_linetable);
+  int32_t first_line = field<int32_t>(c, L.code_firstlineno);
+  if (fingerprint(filename, name, linetable, first_line) != frame.code_check) return false;
+  out.first_line = first_line;
+  out.line_table_format = L.line_table;
+  if (L.frame_kind == FrameKind::kInterpreterFrame) {
+    out.instructions = static_cast<uint32_t>(field<int64_t>(c, L.object_size));
+  } else {
+    Buffer none;
+    uint32_t bytes = 0;
+    if (!copy_bytes(field<uint64_t>(c, L.code_bytecode), none, &bytes)) return false;
+    out.instructions = bytes / 2;
+  }
+  uint64_t qualname = L.code_qualname != kAbsent ? field<uint64_t>(c, L.code_qualname) : name;
+  return copy_str(filename, out.filename) && copy_str(qualname, out.qualname) &&
+         copy_bytes(linetable, out.line_table, nullptr);
+}
+
+Status status() noexcept {
+  uint8_t s = g_state.load(std::memory_order_acquire);
+  Status st{};
+  st.availability = s == kSearching ? Availability::kNotSearched : static_cast<Availability>(s);
+  st.version_hex = st.availability == Availability::kReady ? g_interpreter.version_hex : 0;
+  st.detail = g_detail.load(std::memory_order_relaxed);
+  st.searches = g_searches.load(std::memory_order_relaxed);
+  return st;
+}
+
+Availability find_interpreter() noexcept {
+  ready();
+  return status().availability;
+}
+
+void note_objects_loaded() noexcept {
+  uint8_t expected = static_cast<uint8_t>(Availability::kNoPython);
+  g_state.compare_exchange_strong(expected, static_cast<uint8_t>(Availability::kNotSearched),
+                                  std::memory_order_acq_rel);
+}
+
+void reset_after_fork() noexcept {
+  uint8_t expected = kSearching;
+  g_state.compare_exchange_strong(expected, static_cast<uint8_t>(Availability::kNotSearched),
+                                  std::memory_order_acq_rel);
+}
+
+}  // namespace asyncwatch::python_frames

@@ -1,0 +1,112 @@
+// The calling thread's Python frames, read from CPython's own structures without the GIL, without
+// calling into the interpreter, without allocating and without locks (docs/python-frames.md).
+//
+// capture() is for the hot path: it returns raw ids, (code object address, instruction index),
+// innermost first. describe_code() turns a code object into its file, qualified name, first line
+// and raw line table, once per code object, while the code object is still alive (during the
+// same intercepted call, on the same thread); asyncwatch/python_lines.h maps an instruction index
+// to its line from those raw bytes, in the preload library or offline in the analyzer.
+//
+// In a process without a (supported) CPython everything returns "nothing" after one search of the
+// loaded objects' exported symbols, done by the first call and never again (see
+// note_objects_loaded). Works while the extension that called CUDA released the GIL: only this
+// thread's own frames are read, and they do not change while it is inside a C call.
+//
+// Thread safety: every function may be called from any number of threads at once; the state is
+// a few atomics written by the one search. The search (first capture, or find_interpreter) runs
+// dl_iterate_phdr, which takes glibc's loader lock: make it at trace start, not from a signal
+// handler; a capture on another thread meanwhile returns 0 frames (kNoPython) instead of
+// waiting. After it, capture is one pthread_getspecific (lock-free in glibc) and loads (or
+// process_vm_readv calls until the layout is proven): no lock, no allocation, errno kept.
+#pragma once
+
+#include <cstdint>
+
+#include "asyncwatch/python_lines.h"
+
+namespace asyncwatch::python_frames {
+
+struct PythonFrame {
+  uint64_t code;        // address of the PyCodeObject (alive while the frame is)
+  int32_t instr;        // instruction index in code units; -1: the frame has not started (3.10)
+  uint32_t code_check;  // fingerprint of the code object's identity: with `code`, the key under
+                        // which a code object is described once (an address can be reused by
+                        // another code object after the first one is freed)
+};
+
+// Why a walk stopped.
+enum class WalkEnd : uint8_t {
+  kNoPython,       // no supported interpreter in the process, or it is not initialized
+  kNoThreadState,  // this thread has no usable Python thread state: a thread that never ran
+                   // Python, a subinterpreter's thread, a thread other than the finalizing one
+                   // while the runtime is finalized
+  kComplete,       // the outermost frame was reached
+  kDepthLimit,     // `max` frames were stored and more follow
+  kInvalid,        // a pointer failed validation: the frames before it are stored
+};
+
+// Stores up to `max` frames of the calling thread, innermost first; returns how many.
+// Until one walk in the process has found frames, walks read through process_vm_readv (a read
+// that fails instead of faulting: 60-330 us a walk); then plain loads (~10 ns a frame), every
+// pointer still checked (range, alignment, the type of each code and frame object, the
+// instruction inside its bytecode, depth and cycle caps). If a checked read fails, the layout
+// is not this interpreter's: Python frames are turned off for the process (status() says why).
+uint32_t capture(PythonFrame* out, uint32_t max, WalkEnd* end = nullptr) noexcept;
+
+// The same walk with every read through process_vm_readv (tests and benchmarks: ~1-2 us a read).
+uint32_t capture_checked(PythonFrame* out, uint32_t max, WalkEnd* end = nullptr) noexcept;
+
+// A caller-provided buffer that describe_code fills. `needed` lets a caller size a trace record
+// before copying: describe once with small (or zero-capacity) buffers, then again into the record.
+struct Buffer {
+  char* data = nullptr;
+  uint32_t capacity = 0;
+  uint32_t size = 0;       // bytes written
+  uint32_t needed = 0;     // bytes the whole value takes (== size unless truncated)
+  bool truncated = false;  // the value did not fit (text is cut at a character boundary)
+};
+
+struct CodeDescription {
+  Buffer filename;    // co_filename, UTF-8 (undecodable bytes the interpreter kept as
+                      // surrogate escapes come back as the original bytes, as os.fsencode does)
+  Buffer qualname;    // co_qualname (3.11+), co_name in 3.10 (it has no qualified name)
+  Buffer line_table;  // co_linetable, raw bytes
+  int32_t first_line = 0;        // co_firstlineno
+  uint32_t instructions = 0;     // length of the bytecode in code units
+  python_lines::LineTableFormat line_table_format = python_lines::LineTableFormat::kUnknown;
+};
+
+// Describes the code object of a frame that capture() returned on this thread during the
+// current call (the frame keeps it alive). False when it cannot be read, is no longer the
+// code object that was captured (code_check differs), or no complete walk in the process has yet
+// shown the layout to be right (describe_code reads with plain loads only).
+bool describe_code(const PythonFrame& frame, CodeDescription& out) noexcept;
+
+enum class Availability : uint8_t {
+  kNotSearched,  // no capture yet (or note_objects_loaded after a failed search)
+  kNoPython,     // no loaded object exports _PyRuntime
+  kUnsupported,  // a CPython that is not supported or did not pass the start-up checks
+  kReady,
+};
+
+struct Status {
+  Availability availability;
+  uint32_t version_hex;   // PY_VERSION_HEX of the interpreter found (3.10: 0x030a0000), or 0
+  const char* detail;     // why not ready, or the object that defines _PyRuntime; static storage
+  uint64_t searches;      // how many times the loaded objects were searched
+};
+Status status() noexcept;
+
+// Searches now if no search was made yet (e.g. at trace start, to record the version); capture()
+// does the same on its first call.
+Availability find_interpreter() noexcept;
+
+// After dlopen: a process that had no Python may have one now. Makes the next capture search
+// again if the last search found none; does nothing otherwise.
+void note_objects_loaded() noexcept;
+
+// In the child after fork (a pthread_atfork child handler): a search another thread of the parent
+// was making when it forked will never finish in the child; the next capture searches again.
+void reset_after_fork() noexcept;
+
+}  // namespace asyncwatch::python_frames

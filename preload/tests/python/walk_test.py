@@ -1,0 +1,333 @@
+"""python_frames on a real interpreter: usage: python3.X walk_test.py HELPER.so
+
+Each case calls the helper (ctypes releases the GIL) from Python code and compares the frames the
+walker found, resolved without the GIL, with two references: the interpreter's own view of the same
+stack (sys._getframe(), taken on the same line right after the call), and the source: a line
+marked "# @name" is where the frame of that name must be. Prints one line per case; exit 1 on the
+first difference.
+"""
+import asyncio
+import ctypes
+import os
+import sys
+import threading
+
+lib = ctypes.CDLL(sys.argv[1])
+W = lib.aw_walk
+W.argtypes = [ctypes.POINTER(ctypes.c_char), ctypes.c_int, ctypes.c_int, ctypes.c_int,
+              ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int)]
+B = ctypes.create_string_buffer(1 << 20)
+C = len(B)
+E = ctypes.c_int()
+U = ctypes.c_int()
+N = 64  # frames asked for
+M = 0   # 0: capture (plain loads after the first walk), 1: capture_checked
+
+NO_PYTHON, NO_THREAD_STATE, COMPLETE, DEPTH_LIMIT, INVALID = range(5)
+END_NAMES = ["no-python", "no-thread-state", "complete", "depth-limit", "invalid"]
+
+MARK = {}
+with open(__file__, encoding="utf-8") as source:
+    for number, text in enumerate(source, 1):
+        if "# @" in text:
+            MARK[text.rsplit("# @", 1)[1].strip()] = number
+
+HAS_QUALNAME = sys.version_info >= (3, 11)
+
+
+def expected(frame):
+    out = []
+    while frame is not None:
+        co = frame.f_code
+        line = frame.f_lineno
+        out.append((os.fsencode(co.co_filename), co.co_qualname if HAS_QUALNAME else co.co_name,
+                    -1 if line is None else line, co.co_firstlineno))
+        frame = frame.f_back
+    return out
+
+
+def parse(n, buf, used):
+    got = []
+    for record in buf.raw[:used.value].split(b"\x1e")[:n]:
+        filename, qualname, line, column, first, instr = record.split(b"\x1f")
+        got.append((filename, qualname.decode("utf-8"), int(line), int(first)))
+    return got
+
+
+def fail(case, why):
+    print(f"FAIL {case}: {why}", flush=True)
+    sys.exit(1)
+
+
+def check(case, n, exp, marks=(), max_frames=None, buf=None, used=None, end=None):
+    """Compares a walk with the interpreter's view; marks: markers of the innermost frames."""
+    max_frames = N if max_frames is None else max_frames
+    if n < 0:
+        fail(case, f"frame {-n - 1} could not be described")
+    got = parse(n, buf or B, used or U)
+    want = exp[:max_frames]
+    if len(got) != len(want):
+        fail(case, f"{len(got)} frames, expected {len(want)}:\n  got  {got}\n  want {want}")
+    for i, (g, w) in enumerate(zip(got, want)):
+        if g != w:
+            fail(case, f"frame {i}: got {g}, expected {w}")
+    for i, mark in enumerate(marks):
+        if got[i][2] != MARK[mark]:
+            fail(case, f"frame {i} at line {got[i][2]}, the source marks {mark} at {MARK[mark]}")
+    end = (end or E).value
+    if len(exp) < max_frames and end != COMPLETE:
+        fail(case, f"walk ended with {END_NAMES[end]}, expected complete")
+    if len(exp) > max_frames and end != DEPTH_LIMIT:
+        fail(case, f"walk ended with {END_NAMES[end]}, expected depth-limit")
+    print(f"ok {case}: {len(got)} frames, innermost {got[0][1]} line {got[0][2]}" if got else f"ok {case}",
+          flush=True)
+    return got
+
+
+# --- the cases ---------------------------------------------------------------------------------
+
+def nested3():
+    return W(B, C, N, M, E, U), expected(sys._getframe())  # @nested3
+
+
+def nested2():
+    return nested3()  # @nested2
+
+
+def nested1():
+    return nested2()  # @nested1
+
+
+def case_nested():
+    n, exp = nested1()
+    check("nested", n, exp, ["nested3", "nested2", "nested1"])
+
+
+def case_distinct_lines():
+    n1, exp1 = W(B, C, N, M, E, U), expected(sys._getframe())  # @distinct1
+    got1 = check("distinct-lines-1", n1, exp1, ["distinct1"])
+    n2, exp2 = W(B, C, N, M, E, U), expected(sys._getframe())  # @distinct2
+    got2 = check("distinct-lines-2", n2, exp2, ["distinct2"])
+    if got1[0][2] == got2[0][2]:
+        fail("distinct-lines", "two lines gave the same line")
+
+
+def case_checked_reads():
+    # capture_checked (every read through process_vm_readv) finds the same frames.
+    n, exp = W(B, C, N, 1, E, U), expected(sys._getframe())  # @checked
+    check("checked-reads", n, exp, ["checked"])
+
+
+class Holder:
+    def method(self):
+        return W(B, C, N, M, E, U), expected(sys._getframe())  # @method
+
+    @staticmethod
+    def static():
+        return Holder().method()  # @static
+
+
+def case_method_qualname():
+    n, exp = Holder.static()
+    got = check("method", n, exp, ["method", "static"])
+    if HAS_QUALNAME and (got[0][1] != "Holder.method" or got[1][1] != "Holder.static"):
+        fail("method", f"qualified names {got[0][1]}, {got[1][1]}")
+
+
+def thread_inner(result):
+    result.append((W(B2, C, N, M, E2, U2), expected(sys._getframe())))  # @thread_inner
+
+
+def thread_outer(result):
+    thread_inner(result)  # @thread_outer
+
+
+B2 = ctypes.create_string_buffer(1 << 20)
+E2 = ctypes.c_int()
+U2 = ctypes.c_int()
+
+
+def case_second_thread():
+    result = []
+    t = threading.Thread(target=thread_outer, args=(result,), name="second")
+    t.start()
+    t.join()
+    n, exp = result[0]
+    got = check("second-thread", n, exp, ["thread_inner", "thread_outer"], buf=B2, used=U2, end=E2)
+    if not got[-1][0].endswith(b"threading.py"):
+        fail("second-thread", f"outermost frame {got[-1]} is not threading's bootstrap")
+
+
+def generator():
+    yield W(B, C, N, M, E, U), expected(sys._getframe())  # @generator
+
+
+def case_generator():
+    n, exp = next(generator())  # @generator_caller
+    check("generator", n, exp, ["generator", "generator_caller"])
+
+
+async def coroutine_inner():
+    return W(B, C, N, M, E, U), expected(sys._getframe())  # @coroutine_inner
+
+
+async def coroutine_outer():
+    return await coroutine_inner()  # @coroutine_outer
+
+
+def case_coroutine():
+    c = coroutine_outer()
+    try:
+        c.send(None)  # @coroutine_send
+    except StopIteration as stop:
+        n, exp = stop.value
+    check("coroutine", n, exp, ["coroutine_inner", "coroutine_outer", "coroutine_send"])
+
+
+def case_asyncio():
+    async def main():
+        await asyncio.sleep(0)
+        return await coroutine_outer()  # @asyncio_main
+
+    n, exp = asyncio.run(main())
+    check("asyncio", n, exp, ["coroutine_inner", "coroutine_outer", "asyncio_main"], max_frames=N)
+
+
+EXEC_SOURCE = "x = 1\n\nr = W(B, C, N, M, E, U), expected(sys._getframe())\n"
+
+
+def case_exec(name):
+    g = {"W": W, "B": B, "C": C, "N": N, "M": M, "E": E, "U": U, "expected": expected, "sys": sys}
+    exec(compile(EXEC_SOURCE, name, "exec"), g)  # @exec
+    n, exp = g["r"]
+    got = check(f"exec {ascii(name)}", n, exp)
+    if got[0][0] != os.fsencode(name) or got[0][2] != 3 or got[0][1] != "<module>" or got[1][2] != MARK["exec"]:
+        fail(f"exec {ascii(name)}", f"frames {got[:2]}")
+
+
+def recurse(depth):
+    if depth == 0:
+        return W(B, C, N, M, E, U), expected(sys._getframe())  # @recurse_bottom
+    return recurse(depth - 1)  # @recurse
+
+
+def case_deep_recursion():
+    global N
+    n, exp = recurse(200)
+    got = check("deep-recursion-beyond-N", n, exp, ["recurse_bottom"] + ["recurse"] * (N - 1))
+    if len(got) != N:
+        fail("deep-recursion", f"{len(got)} frames")
+    saved, N = N, 1000
+    try:
+        n, exp = recurse(300)
+        check("deep-recursion-within-N", n, exp, ["recurse_bottom"] + ["recurse"] * 300, max_frames=1000)
+    finally:
+        N = saved
+
+
+def case_through_c():
+    # Python called back from C (sorted's key): a C-stack boundary in the frame chain.
+    result = []
+    sorted([2, 1], key=lambda v: result.append((W(B, C, N, M, E, U), expected(sys._getframe()))) or v)  # @through_c
+    for i, (n, exp) in enumerate(result):
+        if i == len(result) - 1:
+            check("through-c-callback", n, exp, ["through_c", "through_c"])
+
+
+def case_comprehension():
+    r = [(W(B, C, N, M, E, U), expected(sys._getframe())) for _ in range(1)]  # @comprehension
+    n, exp = r[0]
+    check("comprehension", n, exp, ["comprehension"])
+
+
+def case_traced():
+    # Under a trace function (the frames then keep f_lineno themselves in 3.10).
+    def tracer(frame, event, arg):
+        return tracer
+
+    sys.settrace(tracer)
+    try:
+        n, exp = W(B, C, N, M, E, U), expected(sys._getframe())  # @traced
+    finally:
+        sys.settrace(None)
+    check("traced", n, exp, ["traced"])
+
+
+def case_class_body():
+    class Body:
+        r = W(B, C, N, M, E, U), expected(sys._getframe())  # @class_body
+
+    n, exp = Body.r
+    check("class-body", n, exp, ["class_body"])
+
+
+def case_native_thread():
+    end = ctypes.c_int()
+    n = lib.aw_walk_native_thread(ctypes.byref(end))
+    if n != 0 or end.value != NO_THREAD_STATE:
+        fail("native-thread", f"{n} frames, end {END_NAMES[end.value]}")
+    print("ok native-thread: no frames, no thread state", flush=True)
+
+
+GIL_THREAD = []
+
+
+def gil_thread_entry():
+    buf, end, used = ctypes.create_string_buffer(1 << 16), ctypes.c_int(), ctypes.c_int()
+    GIL_THREAD.append((W(buf, C, N, M, end, used), expected(sys._getframe()), buf, used, end))  # @gil_thread
+
+
+def case_native_thread_with_gilstate():
+    # A native thread entering Python through PyGILState_Ensure (as C++ libraries' threads do).
+    rc = lib.aw_run_python_on_native_thread(b"import __main__\n__main__.gil_thread_entry()\n")
+    if rc != 0 or not GIL_THREAD:
+        fail("native-thread-gilstate", f"PyRun_SimpleString returned {rc}")
+    n, exp, buf, used, end = GIL_THREAD[0]
+    got = check("native-thread-gilstate", n, exp, ["gil_thread"], buf=buf, used=used, end=end)
+    if got[-1][1] != "<module>" or got[-1][0] != b"<string>":
+        fail("native-thread-gilstate", f"outermost frame {got[-1]}")
+
+
+def case_fork_child():
+    # A child made by fork walks its own copy of the stack (other threads' states were freed).
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            n, exp = W(B, C, N, M, E, U), expected(sys._getframe())  # @fork_child
+            check("fork-child", n, exp, ["fork_child"])
+            code = 0
+        except SystemExit as exit:  # check() failed
+            code = exit.code
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if status != 0:
+        fail("fork-child", f"the child ended with status {status:#x}")
+
+
+def case_status():
+    text = ctypes.create_string_buffer(1024)
+    lib.aw_status(text, len(text))
+    availability, version, searches, detail = text.value.decode().split(" ", 3)
+    want = sys.hexversion if sys.version_info >= (3, 11) else sys.hexversion & 0xffff0000
+    if availability != "3" or int(version) != want or searches != "1":
+        fail("status", text.value.decode())
+    print(f"ok status: CPython {int(version):#x} in {detail}, searched {searches} time", flush=True)
+
+
+def main():
+    cases = [case_nested, case_distinct_lines, case_checked_reads, case_method_qualname,
+             case_second_thread, case_generator, case_coroutine, case_asyncio, case_deep_recursion,
+             case_through_c, case_comprehension, case_traced, case_class_body, case_native_thread,
+             case_native_thread_with_gilstate, case_fork_child]
+    for case in cases:
+        case()
+    for name in ["<exec-ascii>", "<exec-\xe9>", "<exec-\u65e5\u672c>", "<exec-\U0001f600>", "<exec-\udcff>"]:
+        case_exec(name)
+    case_status()
+    print("all cases passed", flush=True)
+
+
+if __name__ == "__main__":
+    main()
