@@ -37,6 +37,7 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -244,11 +245,22 @@ int wait_with_timeout(pid_t pid, int seconds) {
   return -1;
 }
 
+// SIGALRM to this thread (not to the process: a driver thread that does not block it would get
+// it, and a handler that interrupts the driver's own worker is not what is being tested).
 void arm_timer(long first_us) {
-  itimerval it{};
-  it.it_value.tv_sec = first_us / 1000000;
-  it.it_value.tv_usec = first_us % 1000000;
-  setitimer(ITIMER_REAL, &it, nullptr);
+  sigevent sev{};
+  sev.sigev_notify = SIGEV_THREAD_ID;
+  sev.sigev_signo = SIGALRM;
+  sev._sigev_un._tid = static_cast<pid_t>(syscall(SYS_gettid));  // sigev_notify_thread_id (glibc >= 2.38)
+  timer_t timer;
+  if (timer_create(CLOCK_MONOTONIC, &sev, &timer) != 0) {
+    perror("timer_create");
+    _exit(21);
+  }
+  itimerspec its{};
+  its.it_value.tv_sec = first_us / 1000000;
+  its.it_value.tv_nsec = (first_us % 1000000) * 1000;
+  timer_settime(timer, 0, &its, nullptr);
 }
 
 void install(void (*fn)(int)) {
