@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every mode of test_apps/apps/hostile_app.cu (issue 11: descriptors closed or replaced,
-# closed stdin/stdout/stderr, signal handlers calling _exit/exit or CUDA during the first call,
+# the same in a fork child, closed stdin/stdout/stderr, signal handlers calling _exit/exit or CUDA during the first call,
 # a pending pthread_cancel at the first call, RLIMIT_NOFILE with one descriptor free) bare and under
 # LD_PRELOAD=libasyncwatch.so, for the shared- and the static-runtime build, and compares: exit
 # status, stdout and the report files must be the same; the traces must read, be closed cleanly
@@ -62,6 +62,10 @@ cases=()
 for how in closefrom close_range dup2; do
   cases+=("fds.$how.own-table||| fds $how @DIR/own.data $chunks")
   cases+=("fds.$how.process-table||AW_HOSTILE_DENY_UNSHARE=1| fds $how @DIR/own.data $chunks")
+done
+for how in closefrom dup2; do
+  cases+=("fork_fds.$how.own-table||| fork_fds $how @DIR/own.data $chunks")
+  cases+=("fork_fds.$how.process-table||AW_HOSTILE_DENY_UNSHARE=1| fork_fds $how @DIR/own.data $chunks")
 done
 for c in 0 1 2 012; do
   cases+=("stdio.closed-$c.own-table|$c|| stdio @DIR/report")
@@ -132,6 +136,14 @@ if kind == 'fds':
     elif not own and t[0]['copies'] + t[0]['lost'] != want: bad.append('copies %d + lost %d != %d' % (t[0]['copies'], t[0]['lost'], want))
     if own and warnings: bad.append('%d warnings' % warnings)
     if warnings > 1: bad.append('%d warnings' % warnings)
+elif kind == 'fork_fds':
+    # The parent's trace: every call of its own, nothing lost (the child makes no CUDA call; a trace
+    # of its own, if any, holds none).
+    want = 1002 + 40 * (chunks // 2) * 2
+    parents = [x for x in t if x['copies']]
+    if len(parents) != 1: bad.append('%d traces with copies' % len(parents))
+    elif parents[0]['copies'] != want or parents[0]['lost']: bad.append('parent copies %d (want %d), lost %d' % (parents[0]['copies'], want, parents[0]['lost']))
+    if warnings: bad.append('%d warnings' % warnings)
 elif kind == 'stdio':
     if len(t) != 1: bad.append('%d traces' % len(t))
     elif t[0]['copies'] + t[0]['lost'] != 1002 + 640: bad.append('copies %d + lost %d' % (t[0]['copies'], t[0]['lost']))
