@@ -333,7 +333,9 @@ TEST(EndToEnd, Cuda13CtxSynchronizeV2AndCaptureToGraph) {
 
 TEST(EndToEnd, DefaultStackPolicyOnlyDoubtfulCopies) {
   {
-    AppRun r = run({"linked"});
+    // The memory kinds decide here, not the time: a pinned copy that takes longer than the
+    // threshold gets a stack too (under TSan on a loaded machine one took more than 50 us).
+    AppRun r = run({"linked"}, {"ASYNCWATCH_LAUNCH_STACK_THRESHOLD_US=10000000"});
     ASSERT_TRUE(exited_ok(r)) << r.err;
     auto c = copies(only_trace(r));
     ASSERT_EQ(c.size(), 5u);
