@@ -2,7 +2,7 @@
 // access to the simulated driver through dlopen + cuGetProcAddress_v2 (as the runtime does).
 #pragma once
 #include <cuda.h>
-#include <cuda_runtime_api.h>
+#include <cuda_runtime.h>
 #include <dlfcn.h>
 
 #include <chrono>
