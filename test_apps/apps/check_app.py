@@ -358,7 +358,9 @@ def run(cmd, env, timeout, cwd=None):
     try:
         p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            timeout=timeout, cwd=cwd)
-        return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+        # Killed by signal N: report 128 + N, as a shell and `asyncwatch run` do (Python gives -N).
+        rc = p.returncode if p.returncode >= 0 else 128 - p.returncode
+        return rc, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
     except subprocess.TimeoutExpired as e:
         out = (e.stdout or b"").decode(errors="replace")
         err = (e.stderr or b"").decode(errors="replace")

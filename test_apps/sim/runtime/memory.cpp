@@ -385,7 +385,8 @@ cudaError_t copy_3d_peer(const cudaMemcpy3DPeerParms* p, cudaStream_t stream, bo
   return record(async ? d.memcpy_3d_peer_async(&peer, reinterpret_cast<CUstream>(stream)) : d.memcpy_3d_peer(&peer));
 }
 
-// Host <-> array and array <-> array copies as 2D descriptors (offsets in bytes and rows).
+// Host <-> array and array <-> array copies as 2D descriptors (offsets in bytes and rows), through
+// cuMemcpy2D[Async] like the other 2D copies.
 cudaError_t array_copy_2d(cudaArray_t dst_array, size_t dst_x, size_t dst_y, void* dst, size_t dpitch,
                           cudaArray_const_t src_array, size_t src_x, size_t src_y, const void* src, size_t spitch,
                           size_t width, size_t height, cudaMemcpyKind kind, cudaStream_t stream, bool async,
@@ -393,7 +394,7 @@ cudaError_t array_copy_2d(cudaArray_t dst_array, size_t dst_x, size_t dst_y, voi
   AW_RT_INIT();
   if (!valid_kind(kind)) return record(cudaErrorInvalidMemcpyDirection);
   if (width == 0 || height == 0) return cudaSuccess;
-  CUDA_MEMCPY3D c = pitched_3d(dst, dpitch, src, spitch, width, height, kind);
+  CUDA_MEMCPY2D c = pitched_copy(dst, dpitch, src, spitch, width, height, kind);
   if (src_array) {
     c.srcMemoryType = CU_MEMORYTYPE_ARRAY;
     c.srcArray = reinterpret_cast<CUarray>(const_cast<cudaArray_t>(src_array));
@@ -407,8 +408,8 @@ cudaError_t array_copy_2d(cudaArray_t dst_array, size_t dst_x, size_t dst_y, voi
     c.dstY = dst_y;
   }
   const StreamEntryPoints& d = stream_api(per_thread);
-  if (!async) return record(d.memcpy_3d(&c));
-  return record(d.memcpy_3d_async(&c, reinterpret_cast<CUstream>(stream)));
+  if (!async) return record(d.memcpy_2d(&c));
+  return record(d.memcpy_2d_async(&c, reinterpret_cast<CUstream>(stream)));
 }
 
 // cudaMemcpyToArray / FromArray (deprecated) copy `count` bytes in one row.
