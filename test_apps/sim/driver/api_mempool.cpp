@@ -69,9 +69,11 @@ SimMemPool* pool_of(CUmemoryPool h) {
   return pools().count(p) ? p : nullptr;
 }
 
-// Frees free blocks until the pool reserves at most `keep` bytes (or has no free block left).
-void trim(SimMemPool* p, cuuint64_t keep) {
+// Frees free blocks until the pool reserves at most `keep` bytes (or has no free block left); with
+// `to_threshold`, at most max(release threshold, bytes in use).
+void trim(SimMemPool* p, cuuint64_t keep, bool to_threshold = false) {
   std::lock_guard<std::mutex> lock(p->mutex);
+  if (to_threshold) keep = std::max(p->release_threshold, p->used);
   while (p->reserved > keep && !p->free_blocks.empty()) {
     auto it = std::prev(p->free_blocks.end());  // largest first
     Allocation a;
@@ -168,7 +170,7 @@ void trim_pools_after_synchronize() {
     std::lock_guard<std::mutex> lock(pools_mutex());
     all.assign(pools().begin(), pools().end());
   }
-  for (SimMemPool* p : all) trim(p, std::max(p->release_threshold, p->used));
+  for (SimMemPool* p : all) trim(p, 0, true);
 }
 
 }  // namespace aw_sim

@@ -48,7 +48,7 @@ CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx
   if (extra && extra[0] != CU_LAUNCH_PARAM_END) return unsupported("cuLaunchKernel with 'extra' parameters");
   auto* fn = reinterpret_cast<SimFunction*>(f);
   // Lazy loading: the first launch of each kernel loads it, blocking the launching thread.
-  if (!fn->loaded.exchange(true)) busy_wait_until(now_ns() + config().lazy_load_ns);
+  ensure_loaded(*fn);
   if (s->capture()) {
     NodeParams p;
     p.kind = NodeKind::Kernel;

@@ -208,8 +208,7 @@ CUresult instantiate(SimGraph* g, SimGraphExec** out) {
   }
   // Lazy loading: instantiation loads the kernels the graph launches (CUDA_MODULE_LOADING=LAZY).
   for (const NodeParams& p : exec->nodes)
-    if (p.kind == NodeKind::Kernel && p.function && !p.function->loaded.exchange(true))
-      busy_wait_until(now_ns() + config().lazy_load_ns);
+    if (p.kind == NodeKind::Kernel && p.function) ensure_loaded(*p.function);
   *out = exec.get();
   std::lock_guard<std::mutex> lock(handles_mutex());
   exec_handles().insert(exec.get());
