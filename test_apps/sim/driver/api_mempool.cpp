@@ -239,8 +239,10 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool pool) {
     if (current_pools()[p->device] == p) current_pools()[p->device] = default_pools()[p->device];
   }
   trim(p, 0);
-  // Blocks still allocated from it stay valid until freed (as the CUDA docs allow); the pool's
-  // bookkeeping is leaked with them.
+  // The handle is invalid from now on. Blocks still allocated from it stay valid until freed (as
+  // the CUDA docs allow): the pool's bookkeeping stays alive (leaked) for them.
+  std::lock_guard<std::mutex> lock(pools_mutex());
+  pools().erase(p);
   return CUDA_SUCCESS;
 }
 AW_DRIVER_EXPORT CUresult CUDAAPI cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) {

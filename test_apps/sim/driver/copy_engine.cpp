@@ -153,8 +153,12 @@ void wait_for_stream_position(Stream& stream) {
   stream.host_wait(stream.enqueue(std::move(marker)));
 }
 
+// Where one operand of a 3D copy starts, and its row and slice pitches. For an array operand,
+// *array_end is the end of its memory (the copy must stay inside it); null otherwise.
 CUresult address_of(CUmemorytype type, const void* host, CUdeviceptr device, CUarray array, size_t x, size_t y, size_t z,
-                    size_t pitch, size_t height, char** out, size_t* out_pitch, size_t* out_slice) {
+                    size_t pitch, size_t height, char** out, size_t* out_pitch, size_t* out_slice,
+                    const char** array_end) {
+  *array_end = nullptr;
   switch (type) {
     case CU_MEMORYTYPE_HOST:
       *out = const_cast<char*>(static_cast<const char*>(host));
@@ -170,6 +174,7 @@ CUresult address_of(CUmemorytype type, const void* host, CUdeviceptr device, CUa
       *out_pitch = a->row_bytes();
       *out_slice = a->slice_bytes();
       *out = reinterpret_cast<char*>(a->base) + z * *out_slice + y * *out_pitch + x;
+      *array_end = reinterpret_cast<const char*>(a->base) + a->bytes();
       return CUDA_SUCCESS;
     }
     default: return CUDA_ERROR_INVALID_VALUE;
@@ -198,12 +203,19 @@ CUresult shape_from_memcpy3d(const CUDA_MEMCPY3D& p, CopyShape* out) {
   const size_t dst_pitch = p.dstPitch ? p.dstPitch : p.WidthInBytes;
   const size_t src_height = p.srcHeight ? p.srcHeight : s.height;
   const size_t dst_height = p.dstHeight ? p.dstHeight : s.height;
+  const char* src_end = nullptr;
+  const char* dst_end = nullptr;
   if (CUresult r = address_of(p.srcMemoryType, p.srcHost, p.srcDevice, p.srcArray, p.srcXInBytes, p.srcY, p.srcZ,
-                              src_pitch, src_height, &src, &s.src_pitch, &s.src_slice))
+                              src_pitch, src_height, &src, &s.src_pitch, &s.src_slice, &src_end))
     return r;
   if (CUresult r = address_of(p.dstMemoryType, p.dstHost, p.dstDevice, p.dstArray, p.dstXInBytes, p.dstY, p.dstZ,
-                              dst_pitch, dst_height, &dst, &s.dst_pitch, &s.dst_slice))
+                              dst_pitch, dst_height, &dst, &s.dst_pitch, &s.dst_slice, &dst_end))
     return r;
+  // An array operand: the copy's last byte must be inside the array (rows never wrap).
+  if (src_end && (p.srcXInBytes + s.width > s.src_pitch || src + span(s.src_pitch, s.src_slice, s) > src_end))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (dst_end && (p.dstXInBytes + s.width > s.dst_pitch || dst + span(s.dst_pitch, s.dst_slice, s) > dst_end))
+    return CUDA_ERROR_INVALID_VALUE;
   s.src = src;
   s.dst = dst;
   if (s.height > 1 && (s.src_pitch < s.width || s.dst_pitch < s.width)) return CUDA_ERROR_INVALID_VALUE;

@@ -193,7 +193,7 @@ TEST_F(DriverApi, ExplicitGraphWithAPageableMemcpyNodeBlocksTheLaunch) {
   EXPECT_EQ(pageable[n - 1], 0x33);
   c.dstHost = pinned;
   ASSERT_EQ(exec_set(e, copy, &c, ctx), CUDA_SUCCESS);
-  EXPECT_LT(time_call([&] { ASSERT_EQ(graph_launch(e, s), CUDA_SUCCESS); }), 0.05 * kernel_s);
+  EXPECT_LT(time_call([&] { ASSERT_EQ(graph_launch(e, s), CUDA_SUCCESS); }), 0.25 * kernel_s);  // at once, with room for a loaded machine
   ASSERT_EQ(sync(s), CUDA_SUCCESS);
   EXPECT_EQ(static_cast<char*>(pinned)[n - 1], 0x33);
 }

@@ -20,6 +20,9 @@ const void* dummy_kernel() {
 }
 
 constexpr double kKernel = 0.2;
+// "Returned at once": far below the kernel, with room for a loaded 2-core machine (a pinned graph
+// launch was seen to take 18 ms there while other builds ran).
+constexpr double kQuick = 0.25 * kKernel;
 
 void CUDART_CB count_call(void* p) { ++*static_cast<int*>(p); }
 
@@ -66,7 +69,7 @@ TEST_F(Graphs, CapturedPageableNodeMakesTheLaunchWaitPinnedDoesNot) {
   cudaGraphExec_t with_pinned = captured_kernel_then_d2h(pinned);
   // Capture recorded nodes: a kernel node and a memcpy node.
   double pinned_launch = time_call([&] { ASSERT_EQ(cudaGraphLaunch(with_pinned, s), cudaSuccess); });
-  EXPECT_LT(pinned_launch, 0.05 * kKernel);
+  EXPECT_LT(pinned_launch, kQuick);
   ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
   EXPECT_EQ(pinned[0], 7);
   double pageable_launch = time_call([&] { ASSERT_EQ(cudaGraphLaunch(with_pageable, s), cudaSuccess); });
@@ -182,7 +185,7 @@ TEST_F(Graphs, ExecMemcpyNodeSetParamsSwapsInAPageableBuffer) {
   ASSERT_EQ(cudaGraphAddMemcpyNode1D(&copy, g, &kernel, 1, pinned, dev, n, cudaMemcpyDeviceToHost), cudaSuccess);
   cudaGraphExec_t e;
   ASSERT_EQ(cudaGraphInstantiate(&e, g, 0), cudaSuccess);
-  EXPECT_LT(time_call([&] { ASSERT_EQ(cudaGraphLaunch(e, s), cudaSuccess); }), 0.05 * kKernel);
+  EXPECT_LT(time_call([&] { ASSERT_EQ(cudaGraphLaunch(e, s), cudaSuccess); }), kQuick);
   ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
   // The executable graph's node now copies into pageable memory: the launch waits for the kernel.
   ASSERT_EQ(cudaGraphExecMemcpyNodeSetParams1D(e, copy, pageable.data(), dev, n, cudaMemcpyDeviceToHost), cudaSuccess);
@@ -196,7 +199,7 @@ TEST_F(Graphs, ExecMemcpyNodeSetParamsSwapsInAPageableBuffer) {
   cudaGraphExecUpdateResultInfo info{};
   ASSERT_EQ(cudaGraphExecUpdate(e, g, &info), cudaSuccess);
   EXPECT_EQ(info.result, cudaGraphExecUpdateSuccess);
-  EXPECT_LT(time_call([&] { ASSERT_EQ(cudaGraphLaunch(e, s), cudaSuccess); }), 0.05 * kKernel);
+  EXPECT_LT(time_call([&] { ASSERT_EQ(cudaGraphLaunch(e, s), cudaSuccess); }), kQuick);
   ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
   // A graph of another shape cannot update it.
   cudaGraph_t other;
