@@ -22,6 +22,7 @@ struct SimMemPool {
   cuuint64_t reserved = 0, reserved_high = 0, used = 0, used_high = 0;
   cuuint64_t release_threshold = 0;
   int reuse[3] = {1, 1, 1};  // REUSE_FOLLOW_EVENT_DEPENDENCIES, ALLOW_OPPORTUNISTIC, ALLOW_INTERNAL_DEPENDENCIES
+  bool destroyed = false;    // cuMemPoolDestroy'ed while blocks were in use: deleted with the last one
 };
 
 std::mutex& pools_mutex() {
@@ -129,6 +130,24 @@ CUresult alloc_async(CUdeviceptr* out, size_t bytes, SimMemPool* pool, CUstream 
   return CUDA_SUCCESS;
 }
 
+// A block of `pool` is no longer in use (`lock` holds `pool->mutex`). `reusable` (cuMemFreeAsync): it
+// goes back into the pool, or to the system once the pool is destroyed; otherwise (cuMemFree) the
+// caller frees it. The last block of a destroyed pool deletes the pool.
+void release_block(SimMemPool* pool, std::unique_lock<std::mutex>& lock, const Allocation& a, bool reusable) {
+  pool->used -= a.size;
+  if (reusable && !pool->destroyed) {
+    pool->free_blocks.emplace(a.size, a.base);
+    pool->free_bytes += a.size;
+    g_free_blocks = true;
+    return;
+  }
+  pool->reserved -= a.size;
+  const bool last = pool->destroyed && pool->used == 0;
+  lock.unlock();
+  if (reusable) free_backing(a);
+  if (last) delete pool;
+}
+
 CUresult free_async(CUdeviceptr ptr, CUstream h, DefaultStream mode) {
   std::shared_ptr<Stream> s;
   if (CUresult r = resolve_stream(h, mode, s)) return r;
@@ -142,11 +161,8 @@ CUresult free_async(CUdeviceptr ptr, CUstream h, DefaultStream mode) {
     auto entry = memory_registry().remove(base);
     if (!entry) return;
     auto* pool = static_cast<SimMemPool*>(entry->pool);
-    std::lock_guard<std::mutex> lock(pool->mutex);
-    pool->used -= entry->size;
-    pool->free_blocks.emplace(entry->size, entry->base);
-    pool->free_bytes += entry->size;
-    g_free_blocks = true;
+    std::unique_lock<std::mutex> lock(pool->mutex);
+    release_block(pool, lock, *entry, true);
   };
   s->enqueue(std::move(op));
   return CUDA_SUCCESS;
@@ -158,19 +174,15 @@ namespace aw_sim {
 
 void forget_pool_allocation(const Allocation& a) {
   auto* pool = static_cast<SimMemPool*>(a.pool);
-  std::lock_guard<std::mutex> lock(pool->mutex);
-  pool->used -= a.size;
-  pool->reserved -= a.size;
+  std::unique_lock<std::mutex> lock(pool->mutex);
+  release_block(pool, lock, a, false);
 }
 
 void trim_pools_after_synchronize() {
   if (!g_free_blocks.exchange(false)) return;
-  std::vector<SimMemPool*> all;
-  {
-    std::lock_guard<std::mutex> lock(pools_mutex());
-    all.assign(pools().begin(), pools().end());
-  }
-  for (SimMemPool* p : all) trim(p, 0, true);
+  // Under the pools' lock: a pool being destroyed is either still listed or already trimmed.
+  std::lock_guard<std::mutex> lock(pools_mutex());
+  for (SimMemPool* p : pools()) trim(p, 0, true);
 }
 
 }  // namespace aw_sim
@@ -238,11 +250,30 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool pool) {
     if (default_pools()[p->device] == p) return CUDA_ERROR_INVALID_VALUE;  // the default pool stays
     if (current_pools()[p->device] == p) current_pools()[p->device] = default_pools()[p->device];
   }
-  trim(p, 0);
-  // The handle is invalid from now on. Blocks still allocated from it stay valid until freed (as
-  // the CUDA docs allow): the pool's bookkeeping stays alive (leaked) for them.
-  std::lock_guard<std::mutex> lock(pools_mutex());
-  pools().erase(p);
+  {
+    // The handle is invalid from now on (and no synchronize trims it any more).
+    std::lock_guard<std::mutex> lock(pools_mutex());
+    pools().erase(p);
+  }
+  // Its free blocks go back to the system. Blocks still allocated from it stay valid until freed (the
+  // CUDA docs allow destroying a pool in use): the last of them deletes the pool (release_block).
+  std::multimap<size_t, uintptr_t> blocks;
+  bool unused;
+  {
+    std::lock_guard<std::mutex> lock(p->mutex);
+    p->destroyed = true;
+    blocks.swap(p->free_blocks);
+    p->reserved -= p->free_bytes;
+    p->free_bytes = 0;
+    unused = p->used == 0;
+  }
+  for (const auto& [size, base] : blocks) {
+    Allocation a;
+    a.base = base;
+    a.size = size;
+    free_backing(a);
+  }
+  if (unused) delete p;
   return CUDA_SUCCESS;
 }
 AW_DRIVER_EXPORT CUresult CUDAAPI cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) {

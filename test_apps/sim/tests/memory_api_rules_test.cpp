@@ -253,6 +253,35 @@ TEST_F(MemoryApi, StreamOrderedAllocationNeverSynchronizes) {
   ASSERT_EQ(cudaFreeAsync(m, s), cudaSuccess);
   ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
   ASSERT_EQ(cudaMemPoolDestroy(mine), cudaSuccess);
+  EXPECT_EQ(cudaMallocFromPoolAsync(&m, 4096, mine, s), cudaErrorInvalidValue);  // the handle is gone
+  (void)cudaGetLastError();
+  // Pools destroyed while blocks are in use: the blocks stay usable until freed, in stream order or
+  // by cudaFree (ASan's leak check sees that the pools go with their last block).
+  for (bool by_free_async : {true, false}) {
+    cudaMemPool_t busy_pool;
+    ASSERT_EQ(cudaMemPoolCreate(&busy_pool, &props), cudaSuccess);
+    void* kept = nullptr;
+    void* returned = nullptr;
+    ASSERT_EQ(cudaMallocFromPoolAsync(&kept, 4096, busy_pool, s), cudaSuccess);
+    ASSERT_EQ(cudaMallocFromPoolAsync(&returned, 8192, busy_pool, s), cudaSuccess);
+    ASSERT_EQ(cudaFreeAsync(returned, s), cudaSuccess);  // a free block when the pool is destroyed
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    ASSERT_EQ(cudaMemPoolDestroy(busy_pool), cudaSuccess);
+    ASSERT_EQ(cudaMemsetAsync(kept, 7, 4096, s), cudaSuccess);
+    unsigned char back[4096] = {};
+    ASSERT_EQ(cudaMemcpyAsync(back, kept, sizeof back, cudaMemcpyDeviceToHost, s), cudaSuccess);
+    EXPECT_EQ(back[0], 7);
+    EXPECT_EQ(back[4095], 7);
+    if (by_free_async) {
+      ASSERT_EQ(cudaFreeAsync(kept, s), cudaSuccess);
+      ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    } else {
+      ASSERT_EQ(cudaFree(kept), cudaSuccess);
+    }
+    cudaPointerAttributes attr{};
+    ASSERT_EQ(cudaPointerGetAttributes(&attr, kept), cudaSuccess);
+    EXPECT_EQ(attr.type, cudaMemoryTypeUnregistered);
+  }
 }
 
 TEST_F(MemoryApi, ArraysThreeDimensionalCopiesAndMemsets) {
