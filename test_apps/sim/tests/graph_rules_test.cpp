@@ -1,7 +1,8 @@
 // CUDA graphs on the simulator: the nodes of captured and explicitly built graphs, the launch rule
 // measured on the H200 (a memcpy node with pageable host memory makes cudaGraphLaunch wait for the
 // graph's earlier work; pinned and device nodes stay queued: FACTS.md), parameter updates, cross-stream
-// capture. Timings are ratios of a 0.2 s simulated kernel, so they hold on slow, loaded machines.
+// capture. Waits are ratios of a 0.2 s simulated kernel; "returned at once" holds the stream instead of
+// timing the call, so both hold on slow, loaded machines.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -20,9 +21,8 @@ const void* dummy_kernel() {
 }
 
 constexpr double kKernel = 0.2;
-// "Returned at once": far below the kernel, with room for a loaded 2-core machine (a pinned graph
-// launch was seen to take 18 ms there while other builds ran).
-constexpr double kQuick = 0.25 * kKernel;
+// "Returned at once" is checked with returns_while_stream_held (no time bound: a pinned graph launch
+// was seen to take 18 ms, and a process to stall for 0.46 s, on the loaded 2-core machine).
 
 void CUDART_CB count_call(void* p) { ++*static_cast<int*>(p); }
 
@@ -68,8 +68,7 @@ TEST_F(Graphs, CapturedPageableNodeMakesTheLaunchWaitPinnedDoesNot) {
   cudaGraphExec_t with_pageable = captured_kernel_then_d2h(pageable);
   cudaGraphExec_t with_pinned = captured_kernel_then_d2h(pinned);
   // Capture recorded nodes: a kernel node and a memcpy node.
-  double pinned_launch = time_call([&] { ASSERT_EQ(cudaGraphLaunch(with_pinned, s), cudaSuccess); });
-  EXPECT_LT(pinned_launch, kQuick);
+  EXPECT_TRUE(returns_while_stream_held(s, [&] { ASSERT_EQ(cudaGraphLaunch(with_pinned, s), cudaSuccess); }));
   ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
   EXPECT_EQ(pinned[0], 7);
   double pageable_launch = time_call([&] { ASSERT_EQ(cudaGraphLaunch(with_pageable, s), cudaSuccess); });
@@ -185,7 +184,7 @@ TEST_F(Graphs, ExecMemcpyNodeSetParamsSwapsInAPageableBuffer) {
   ASSERT_EQ(cudaGraphAddMemcpyNode1D(&copy, g, &kernel, 1, pinned, dev, n, cudaMemcpyDeviceToHost), cudaSuccess);
   cudaGraphExec_t e;
   ASSERT_EQ(cudaGraphInstantiate(&e, g, 0), cudaSuccess);
-  EXPECT_LT(time_call([&] { ASSERT_EQ(cudaGraphLaunch(e, s), cudaSuccess); }), kQuick);
+  EXPECT_TRUE(returns_while_stream_held(s, [&] { ASSERT_EQ(cudaGraphLaunch(e, s), cudaSuccess); }));
   ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
   // The executable graph's node now copies into pageable memory: the launch waits for the kernel.
   ASSERT_EQ(cudaGraphExecMemcpyNodeSetParams1D(e, copy, pageable.data(), dev, n, cudaMemcpyDeviceToHost), cudaSuccess);
@@ -199,7 +198,7 @@ TEST_F(Graphs, ExecMemcpyNodeSetParamsSwapsInAPageableBuffer) {
   cudaGraphExecUpdateResultInfo info{};
   ASSERT_EQ(cudaGraphExecUpdate(e, g, &info), cudaSuccess);
   EXPECT_EQ(info.result, cudaGraphExecUpdateSuccess);
-  EXPECT_LT(time_call([&] { ASSERT_EQ(cudaGraphLaunch(e, s), cudaSuccess); }), kQuick);
+  EXPECT_TRUE(returns_while_stream_held(s, [&] { ASSERT_EQ(cudaGraphLaunch(e, s), cudaSuccess); }));
   ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
   // A graph of another shape cannot update it.
   cudaGraph_t other;
