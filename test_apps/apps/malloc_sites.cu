@@ -1,6 +1,6 @@
 // Issue 14 item 3: memory management calls at many distinct lines, and a caching allocator's pool
 // growing from one line. Neither is "an allocation in a loop".
-//   malloc_sites [growths=65]
+//   malloc_sites [growths=65] [step=64K]   (each growth asks for `step` bytes more than the last)
 //   - cudaMalloc and cudaFree at 14 distinct lines each (@MALLOC_1 ... @MALLOC_14, @FREE_1 ... @FREE_14),
 //     each called once;
 //   - a caching-allocator-style pool (as PyTorch's): requests of growing sizes are served from cached
@@ -49,6 +49,7 @@ struct Pool {
 
 int main(int argc, char** argv) {
   const int growths = int(aw::arg_num(argc, argv, 1, 65));
+  const size_t step_bytes = size_t(aw::arg_num(argc, argv, 2, 64 << 10));
   void* p[14] = {};
   AW_CHECK(cudaMalloc(&p[0], 1 << 10));  // @MALLOC_1
   AW_CHECK(cudaMalloc(&p[1], 2 << 10));  // @MALLOC_2
@@ -93,7 +94,7 @@ int main(int argc, char** argv) {
   pool.put(scratch_a);
   pool.put(scratch_b);
   for (int step = 0; pool.growths < growths; ++step) {
-    const size_t activation = (size_t(step) + 1) * (64 << 10);
+    const size_t activation = (size_t(step) + 1) * step_bytes;
     char* t = pool.get(activation);
     char* a = pool.get(4096);
     char* b = pool.get(4096);
