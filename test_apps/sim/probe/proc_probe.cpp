@@ -155,7 +155,7 @@ CUresult CUDAAPI probe_get_proc_v1(const char* symbol, void** pfn, int version, 
 
 extern "C" __attribute__((visibility("default"))) void* dlsym(void* handle, const char* name) {
   void* fn = real_dlsym()(handle, name);
-  if (!fn || !name) return fn;
+  if (!fn) return fn;  // found, so `name` was a valid string (glibc declares it nonnull)
   if (std::strcmp(name, "cuGetProcAddress_v2") == 0) {
     g_real_v2 = reinterpret_cast<GetProcV2>(fn);
     logf("dlsym %s\n", name);
