@@ -10,7 +10,7 @@
 // cause first-launch (about the loading time only) and the ~100 ms in the cudaFree at @WARM_UP.
 #include "aw_common.h"
 
-int main(int argc, char** argv) {
+int main(int argc, char**) {
   const bool warm = argc > 1;
   if (warm) AW_CHECK(cudaFree(nullptr));  // @WARM_UP
   long long t0 = aw::now_ns();
