@@ -64,13 +64,17 @@ TEST_F(DefaultEnv, PageableDeviceToHostWaitsForTheKernelPinnedDoesNot) {
   launch_sleep(dummy_kernel(), 0.01, s);  // pay lazy loading outside the measurements
   ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
 
+  // Pinned copies return while a host function holds the stream (not a time bound a loaded machine
+  // could break); the pageable one returns only after the stream finished, at least the kernel's
+  // time after the kernel was launched.
+  const auto launched = std::chrono::steady_clock::now();
   ASSERT_EQ(launch_sleep(dummy_kernel(), kKernelSeconds, s), cudaSuccess);
-  double pinned_d2h = time_call([&] { cudaMemcpyAsync(pinned, dev, n, cudaMemcpyDeviceToHost, s); });
-  double pinned_h2d = time_call([&] { cudaMemcpyAsync(dev, pinned, n, cudaMemcpyHostToDevice, s); });
-  double pageable_d2h = time_call([&] { cudaMemcpyAsync(pageable.data(), dev, n, cudaMemcpyDeviceToHost, s); });
-  EXPECT_LT(pinned_d2h, 0.01 * kKernelSeconds);
-  EXPECT_LT(pinned_h2d, 0.01 * kKernelSeconds);
-  EXPECT_GE(pageable_d2h, 0.9 * kKernelSeconds);
+  EXPECT_TRUE(returns_while_stream_held(s, [&] {
+    ASSERT_EQ(cudaMemcpyAsync(pinned, dev, n, cudaMemcpyDeviceToHost, s), cudaSuccess);
+    ASSERT_EQ(cudaMemcpyAsync(dev, pinned, n, cudaMemcpyHostToDevice, s), cudaSuccess);
+  }));
+  ASSERT_EQ(cudaMemcpyAsync(pageable.data(), dev, n, cudaMemcpyDeviceToHost, s), cudaSuccess);
+  EXPECT_GE(seconds_since(launched), 0.9 * kKernelSeconds);
   EXPECT_EQ(pageable[0], 7);  // the bytes were really copied
   EXPECT_EQ(pageable[n - 1], 7);
   EXPECT_EQ(cudaStreamQuery(s), cudaSuccess);  // a pageable D2H returns after the copy completed
@@ -326,9 +330,13 @@ TEST_F(DefaultEnv, FirstLaunchOfEachKernelPaysLazyLoading) {
   int arg = 0;
   void* args[] = {&arg};
   double first = time_call([&] { cudaLaunchKernel(k, dim3(1), dim3(1), args, 0, 0); });
-  double second = time_call([&] { cudaLaunchKernel(k, dim3(1), dim3(1), args, 0, 0); });
+  // Later launches do not pay it: the fastest of five, so that one stall of a loaded machine (2.5 ms
+  // seen under ASan) does not look like loading. sim_lazy_loading checks this with a 200 ms load.
+  double later = 1e9;
+  for (int i = 0; i < 5; ++i)
+    later = std::min(later, time_call([&] { cudaLaunchKernel(k, dim3(1), dim3(1), args, 0, 0); }));
   EXPECT_GE(first, 0.0014);  // ASYNCWATCH_SIM_LAZY_LOAD_US default: 1500
-  EXPECT_LT(second, first);
+  EXPECT_LT(later, 0.0007);
   cudaDeviceSynchronize();
 }
 
