@@ -388,7 +388,8 @@ def run(cmd, env, timeout, cwd=None):
         return 127, "", f"[check_app] cannot run {cmd[0]}: {e}\n"
     try:
         out, err = p.communicate(timeout=timeout)
-        rc = p.returncode
+        # Killed by signal N: report 128 + N, as a shell and `asyncwatch run` do (Python gives -N).
+        rc = p.returncode if p.returncode >= 0 else 128 - p.returncode
         extra = ""
     except subprocess.TimeoutExpired:
         kill_group(p)

@@ -35,7 +35,8 @@ def run(cmd, env, timeout, cwd, prefix):
     t0 = time.monotonic()
     try:
         p = subprocess.run(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
-        rc, out, err = p.returncode, p.stdout, p.stderr
+        # Killed by signal N: 128 + N, as check_app.run and `asyncwatch run` report it (Python gives -N).
+        rc, out, err = (p.returncode if p.returncode >= 0 else 128 - p.returncode), p.stdout, p.stderr
     except subprocess.TimeoutExpired as e:
         rc, out, err = 124, e.stdout or b"", (e.stderr or b"") + f"\n[validate] timed out after {timeout} s\n".encode()
     except OSError as e:

@@ -1,6 +1,7 @@
 // Modules/libraries, kernel handles and names, and kernel launch.
 #include "driver_state.h"
 #include "exports.h"
+#include "graph.h"
 #include "host_wait.h"
 #include "kernel_model.h"
 #include "sim_config.h"
@@ -9,16 +10,19 @@ using namespace aw_sim;
 
 namespace {
 
-CUresult load_module(void** out, const void* image) {
-  if (CUresult r = check_context()) return r;
+// Libraries (cuLibrary*, CUDA 12) are context-independent: loading one needs cuInit only.
+CUresult load_module(void** out, const void* image, bool needs_context) {
+  if (CUresult r = needs_context ? check_context() : (driver_initialized() ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED))
+    return r;
   if (!out || !image) return CUDA_ERROR_INVALID_VALUE;
   // Kernels are created by name on request; the image is read only for first-parameter sizes.
   *out = create_module(image);
   return CUDA_SUCCESS;
 }
 
-CUresult get_function(void** out, void* module, const char* name) {
-  if (CUresult r = check_context()) return r;
+CUresult get_function(void** out, void* module, const char* name, bool needs_context) {
+  if (CUresult r = needs_context ? check_context() : (driver_initialized() ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED))
+    return r;
   if (!out || !name) return CUDA_ERROR_INVALID_VALUE;
   if (!is_module(module)) return CUDA_ERROR_INVALID_HANDLE;
   *out = static_cast<SimModule*>(module)->get_or_create(name);
@@ -37,49 +41,61 @@ CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx
   std::shared_ptr<Stream> s;
   if (CUresult r = resolve_stream(h, mode, s)) return r;
   if (!is_function(f)) return CUDA_ERROR_INVALID_HANDLE;
+  // A launch fails if the stream does not belong to the current device (CUDA programming guide).
+  if (s->device() != current()->ordinal) return CUDA_ERROR_INVALID_HANDLE;
   if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0) return CUDA_ERROR_INVALID_VALUE;
   if (static_cast<uint64_t>(bx) * by * bz > 1024) return CUDA_ERROR_INVALID_VALUE;
   if (extra && extra[0] != CU_LAUNCH_PARAM_END) return unsupported("cuLaunchKernel with 'extra' parameters");
   auto* fn = reinterpret_cast<SimFunction*>(f);
   // Lazy loading: the first launch of each kernel loads it, blocking the launching thread.
-  if (!fn->loaded.exchange(true)) busy_wait_until(now_ns() + config().lazy_load_ns);
+  ensure_loaded(*fn);
+  if (s->capture()) {
+    NodeParams p;
+    p.kind = NodeKind::Kernel;
+    p.device = s->device();
+    p.function = fn;
+    p.grid[0] = gx, p.grid[1] = gy, p.grid[2] = gz;
+    p.block[0] = bx, p.block[1] = by, p.block[2] = bz;
+    p.duration_ns = kernel_duration_ns(*fn, params);
+    CUresult status = CUDA_SUCCESS;
+    if (capture_node(*s, p, &status)) return status;
+  }
   StreamOp op;
   op.what = "kernel " + fn->mangled_name;
   op.duration_ns = kernel_duration_ns(*fn, params);
-  bool captured = false;
-  const uint64_t seq = submit(*s, std::move(op), &captured);
-  if (!captured && config().launch_blocking) s->host_wait(seq);
+  const uint64_t seq = s->enqueue(std::move(op));
+  if (config().launch_blocking) s->host_wait(seq);
   return CUDA_SUCCESS;
 }
 
 }  // namespace
 
 AW_DRIVER_EXPORT CUresult CUDAAPI cuModuleLoadData(CUmodule* m, const void* image) {
-  return load_module(reinterpret_cast<void**>(m), image);
+  return load_module(reinterpret_cast<void**>(m), image, true);
 }
 AW_DRIVER_EXPORT CUresult CUDAAPI cuModuleLoadDataEx(CUmodule* m, const void* image, unsigned int, CUjit_option*, void**) {
-  return load_module(reinterpret_cast<void**>(m), image);
+  return load_module(reinterpret_cast<void**>(m), image, true);
 }
 AW_DRIVER_EXPORT CUresult CUDAAPI cuModuleLoadFatBinary(CUmodule* m, const void* image) {
-  return load_module(reinterpret_cast<void**>(m), image);
+  return load_module(reinterpret_cast<void**>(m), image, true);
 }
 AW_DRIVER_EXPORT CUresult CUDAAPI cuModuleUnload(CUmodule m) {
   if (CUresult r = check_context()) return r;
   return destroy_module(reinterpret_cast<SimModule*>(m)) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 AW_DRIVER_EXPORT CUresult CUDAAPI cuModuleGetFunction(CUfunction* f, CUmodule m, const char* name) {
-  return get_function(reinterpret_cast<void**>(f), m, name);
+  return get_function(reinterpret_cast<void**>(f), m, name, true);
 }
 AW_DRIVER_EXPORT CUresult CUDAAPI cuLibraryLoadData(CUlibrary* lib, const void* code, CUjit_option*, void**, unsigned int,
                                                     CUlibraryOption*, void**, unsigned int) {
-  return load_module(reinterpret_cast<void**>(lib), code);
+  return load_module(reinterpret_cast<void**>(lib), code, false);
 }
 AW_DRIVER_EXPORT CUresult CUDAAPI cuLibraryUnload(CUlibrary lib) {
-  if (CUresult r = check_context()) return r;
+  if (!driver_initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   return destroy_module(reinterpret_cast<SimModule*>(lib)) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 AW_DRIVER_EXPORT CUresult CUDAAPI cuLibraryGetKernel(CUkernel* k, CUlibrary lib, const char* name) {
-  return get_function(reinterpret_cast<void**>(k), lib, name);
+  return get_function(reinterpret_cast<void**>(k), lib, name, false);
 }
 AW_DRIVER_EXPORT CUresult CUDAAPI cuLibraryGetModule(CUmodule* m, CUlibrary lib) {
   if (!m || !is_module(lib)) return CUDA_ERROR_INVALID_HANDLE;

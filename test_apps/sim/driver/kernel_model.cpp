@@ -4,6 +4,7 @@
 #include <cstring>
 #include <set>
 
+#include "host_wait.h"
 #include "image_params.h"
 #include "sim_config.h"
 
@@ -79,7 +80,7 @@ SimFunction* SimModule::get_or_create(const std::string& name) {
         slot->first_param_is_int64 && std::regex_search(slot->plain_name, config().sleep_kernel_regex);
     slot->module = this;
     // Under CUDA_MODULE_LOADING=EAGER the module was loaded as a whole: no first-launch cost.
-    slot->loaded = config().eager_loading;
+    slot->load_state = config().eager_loading ? SimFunction::kLoaded : SimFunction::kNotLoaded;
     std::lock_guard<std::mutex> hl(handles_mutex());
     function_handles().insert(slot.get());
   }
@@ -112,6 +113,17 @@ bool is_module(const void* handle) {
 bool is_function(const void* handle) {
   std::lock_guard<std::mutex> lock(handles_mutex());
   return function_handles().count(handle) != 0;
+}
+
+void ensure_loaded(SimFunction& f) {
+  int state = f.load_state.load();
+  if (state == SimFunction::kLoaded) return;
+  if (state == SimFunction::kNotLoaded && f.load_state.compare_exchange_strong(state, SimFunction::kLoading)) {
+    busy_wait_until(now_ns() + config().lazy_load_ns);
+    f.load_state = SimFunction::kLoaded;
+    return;
+  }
+  spin_until([&] { return f.load_state.load() == SimFunction::kLoaded; });
 }
 
 uint64_t kernel_duration_ns(const SimFunction& f, void** params) {

@@ -18,7 +18,9 @@ struct SimFunction {
   std::string plain_name;     // the identifier, e.g. dummy
   bool first_param_is_int64 = false;
   bool is_sleep_kernel = false;
-  std::atomic<bool> loaded{false};  // lazy loading: false until the first launch paid for it
+  // Lazy loading: kNotLoaded until the first launch (or graph instantiation) loads it.
+  enum LoadState { kNotLoaded, kLoading, kLoaded };
+  std::atomic<int> load_state{kNotLoaded};
   SimModule* module = nullptr;
 };
 
@@ -35,6 +37,11 @@ SimModule* create_module(const void* image = nullptr);
 bool destroy_module(SimModule* m);
 bool is_module(const void* handle);
 bool is_function(const void* handle);
+
+// Lazy module loading (CUDA_MODULE_LOADING=LAZY): the first caller loads the kernel, spinning for
+// ASYNCWATCH_SIM_LAZY_LOAD_US; callers that come while it loads wait for it, as they would for the
+// driver's module lock.
+void ensure_loaded(SimFunction& f);
 
 // Simulated run time of one launch. `params` are cuLaunchKernel's kernelParams (may be null).
 uint64_t kernel_duration_ns(const SimFunction& f, void** params);

@@ -84,6 +84,11 @@ MemorySide classify(uintptr_t p) {
   return MemorySide::Pageable;
 }
 
+int owner_device(const void* p) {
+  auto a = memory_registry().find(reinterpret_cast<uintptr_t>(p));
+  return a ? a->device : -1;
+}
+
 bool is_host_side(MemorySide s) { return s == MemorySide::Pageable || s == MemorySide::Pinned; }
 
 }  // namespace aw_sim

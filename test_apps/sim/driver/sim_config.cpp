@@ -60,6 +60,17 @@ SimConfig load() {
   if (const char* v = std::getenv("ASYNCWATCH_SIM_HOST_FN_LATENCY_US"))
     c.host_fn_latency_ns = std::strtoull(v, nullptr, 10) * 1000;
   if (const char* v = std::getenv("CUDA_LAUNCH_BLOCKING")) c.launch_blocking = std::string(v) == "1";
+  if (const char* v = std::getenv("ASYNCWATCH_SIM_CONTEXT_INIT_US"))
+    c.context_init_ns = std::strtoull(v, nullptr, 10) * 1000;
+  if (const char* v = std::getenv("ASYNCWATCH_SIM_DEVICES")) {
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    if (end == v || *end || n < 1 || n > kMaxDevices)
+      std::fprintf(stderr, "asyncwatch-sim: ignoring ASYNCWATCH_SIM_DEVICES=%s (want 1..%d)\n", v, kMaxDevices);
+    else
+      c.device_count = static_cast<int>(n);
+  }
+  c.peer_staged_bytes_per_s = env_double("ASYNCWATCH_SIM_PEER_STAGED_GBPS", 10) * 1e9;
   return c;
 }
 

@@ -22,7 +22,14 @@ struct SimConfig {
   std::size_t queue_depth = 1024;            // pending operations per stream
   bool launch_blocking = false;              // CUDA_LAUNCH_BLOCKING=1
   uint64_t host_fn_latency_ns = 20 * 1000;   // stream reaches a callback -> callback starts
+  // Creating a context (the first call that needs one). FACTS.md measured ~100 ms on the H200; the
+  // default is 20 ms because every simulated CUDA process of the test suite pays it (docs/simulator.md).
+  uint64_t context_init_ns = 20 * 1000 * 1000;
+  int device_count = 1;                      // simulated devices (ASYNCWATCH_SIM_DEVICES, 1..kMaxDevices)
+  double peer_staged_bytes_per_s = 10e9;     // device <-> device across devices without peer access
 };
+
+constexpr int kMaxDevices = 8;
 
 // Parsed on first use; the environment is not re-read afterwards.
 const SimConfig& config();

@@ -35,7 +35,10 @@ void wait_for_dependency(const Dependency& d) {
   progress_cv().wait(lock, [&] { return d.stream->completed() >= d.seq; });
 }
 
-Stream::Stream(Kind kind, unsigned flags, int priority) : kind_(kind), flags_(flags), priority_(priority) {}
+Stream::Stream(Kind kind, unsigned flags, int priority, StreamTable* table)
+    : kind_(kind), flags_(flags), priority_(priority), table_(table) {}
+
+int Stream::device() const { return table_->device(); }
 
 Stream::~Stream() = default;
 
@@ -50,7 +53,7 @@ void Stream::start_worker() {
 
 uint64_t Stream::enqueue(StreamOp op) {
   std::lock_guard<std::mutex> order(enqueue_mutex_);
-  std::vector<Dependency> implicit = stream_table().implicit_dependencies(*this);
+  std::vector<Dependency> implicit = table_->implicit_dependencies(*this);
   op.deps.insert(op.deps.end(), implicit.begin(), implicit.end());
   // Bounded launch queue: the caller blocks while the stream holds queue_depth pending operations.
   const uint64_t depth = config().queue_depth;
@@ -82,14 +85,9 @@ void Stream::host_synchronize() {
   host_wait(enqueued_.load());
 }
 
-std::shared_ptr<CaptureGraph> Stream::capture() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+std::shared_ptr<CaptureSession> Stream::capture() const {
+  std::lock_guard<std::mutex> lock(capture_mutex_);
   return capture_;
-}
-
-void Stream::set_capture(std::shared_ptr<CaptureGraph> g) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  capture_ = std::move(g);
 }
 
 void Stream::retire() {
@@ -152,27 +150,47 @@ void Stream::run_worker() {
 
 // ---- StreamTable ----
 
-StreamTable& stream_table() {
-  static StreamTable* table = new StreamTable();  // leaked: detached workers outlive static destruction
-  return *table;
+namespace {
+StreamTable** tables() {
+  // One table per possible device, leaked: detached workers outlive static destruction.
+  static StreamTable** t = [] {
+    auto** out = new StreamTable*[kMaxDevices];
+    for (int i = 0; i < kMaxDevices; ++i) out[i] = new StreamTable(i);
+    return out;
+  }();
+  return t;
+}
+}  // namespace
+
+StreamTable& stream_table(int ordinal) { return *tables()[ordinal]; }
+
+std::shared_ptr<Stream> find_stream(const void* handle) {
+  for (int i = 0; i < config().device_count; ++i)
+    if (auto s = tables()[i]->find(handle)) return s;
+  return nullptr;
+}
+
+void synchronize_all_devices() {
+  for (int i = 0; i < config().device_count; ++i) tables()[i]->synchronize_all();
 }
 
 std::shared_ptr<Stream> StreamTable::legacy() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!legacy_) {
-    legacy_ = std::make_shared<Stream>(Stream::Kind::Legacy, 0, 0);
+    legacy_ = std::make_shared<Stream>(Stream::Kind::Legacy, 0, 0, this);
     legacy_->start_worker();
   }
   return legacy_;
 }
 
 namespace {
-// Retires this thread's default stream when the thread exits.
+// Retires this thread's default streams (one per device) when the thread exits.
 struct PerThreadStreamHolder {
-  std::shared_ptr<Stream> stream;
+  std::shared_ptr<Stream> streams[kMaxDevices];
   ~PerThreadStreamHolder() {
-    if (stream) {
-      stream_table().forget_per_thread(stream.get());
+    for (auto& stream : streams) {
+      if (!stream) continue;
+      stream->table().forget_per_thread(stream.get());
       stream->retire();
     }
   }
@@ -181,20 +199,21 @@ thread_local PerThreadStreamHolder t_per_thread;
 }  // namespace
 
 std::shared_ptr<Stream> StreamTable::per_thread() {
-  if (!t_per_thread.stream) {
-    auto s = std::make_shared<Stream>(Stream::Kind::PerThread, 0, 0);
+  std::shared_ptr<Stream>& slot = t_per_thread.streams[device_];
+  if (!slot) {
+    auto s = std::make_shared<Stream>(Stream::Kind::PerThread, 0, 0, this);
     s->start_worker();
     {
       std::lock_guard<std::mutex> lock(mutex_);
       streams_.push_back(s);
     }
-    t_per_thread.stream = s;
+    slot = s;
   }
-  return t_per_thread.stream;
+  return slot;
 }
 
 std::shared_ptr<Stream> StreamTable::create(unsigned flags, int priority) {
-  auto s = std::make_shared<Stream>(Stream::Kind::Created, flags, priority);
+  auto s = std::make_shared<Stream>(Stream::Kind::Created, flags, priority, this);
   s->start_worker();
   std::lock_guard<std::mutex> lock(mutex_);
   streams_.push_back(s);

@@ -16,7 +16,9 @@
 namespace aw_sim {
 
 class Stream;
-struct CaptureGraph;
+class StreamTable;
+struct CaptureSession;
+struct SimGraphNode;
 
 struct Dependency {
   std::shared_ptr<Stream> stream;
@@ -47,10 +49,13 @@ class Stream : public std::enable_shared_from_this<Stream> {
  public:
   enum class Kind { Legacy, PerThread, Created };
 
-  Stream(Kind kind, unsigned flags, int priority);
+  Stream(Kind kind, unsigned flags, int priority, StreamTable* table);
   ~Stream();
 
   Kind kind() const { return kind_; }
+  // The context (device) the stream belongs to.
+  StreamTable& table() const { return *table_; }
+  int device() const;
   unsigned flags() const { return flags_; }
   int priority() const { return priority_; }
   // Blocking streams (and per-thread default streams) synchronize with the legacy stream.
@@ -74,9 +79,15 @@ class Stream : public std::enable_shared_from_this<Stream> {
   // Spin until everything enqueued so far (plus, for the legacy stream, what it depends on) completed.
   void host_synchronize();
 
-  // Stream capture: while a graph is attached, work is recorded into it instead of queued.
-  std::shared_ptr<CaptureGraph> capture() const;
-  void set_capture(std::shared_ptr<CaptureGraph> g);
+  // Stream capture: while the stream takes part in a capture session, work is recorded into the
+  // session's graph as nodes depending on capture_deps() instead of being queued.
+  std::shared_ptr<CaptureSession> capture() const;
+  // Runs f(session, deps) with the capture state locked; f may change both.
+  template <class F>
+  auto with_capture(F f) {
+    std::lock_guard<std::mutex> lock(capture_mutex_);
+    return f(capture_, capture_deps_);
+  }
 
   // Lets the worker finish what is queued, then exit (cuStreamDestroy does not wait).
   void retire();
@@ -89,6 +100,7 @@ class Stream : public std::enable_shared_from_this<Stream> {
   const Kind kind_;
   const unsigned flags_;
   const int priority_;
+  StreamTable* const table_;
   mutable std::mutex mutex_;
   std::condition_variable work_ready_;
   std::deque<StreamOp> queue_;
@@ -96,34 +108,20 @@ class Stream : public std::enable_shared_from_this<Stream> {
   std::atomic<uint64_t> enqueued_{0};
   std::atomic<uint64_t> completed_{0};
   bool retiring_ = false;
-  std::shared_ptr<CaptureGraph> capture_;
+  mutable std::mutex capture_mutex_;
+  std::shared_ptr<CaptureSession> capture_;
+  std::vector<SimGraphNode*> capture_deps_;
   // End times of the last kEndRing completed operations, indexed by sequence number.
   std::atomic<uint64_t> running_op_start_ns_{0};
   static constexpr uint64_t kEndRing = 4096;
   std::unique_ptr<std::atomic<uint64_t>[]> ends_{new std::atomic<uint64_t>[kEndRing]()};
 };
 
-// A recorded stream capture / instantiated graph: operations replayed in order by cuGraphLaunch.
-struct CaptureGraph {
-  CaptureGraph() = default;
-  CaptureGraph(const CaptureGraph& other) : ops(other.snapshot()), origin(other.origin), id(other.id) {}
-  void record(StreamOp op) {
-    std::lock_guard<std::mutex> lock(mutex);
-    ops.push_back(std::move(op));
-  }
-  std::vector<StreamOp> snapshot() const {
-    std::lock_guard<std::mutex> lock(mutex);
-    return ops;
-  }
-  mutable std::mutex mutex;  // several threads may enqueue into one capturing stream
-  std::vector<StreamOp> ops;
-  std::weak_ptr<Stream> origin;
-  unsigned long long id = 0;
-};
-
-// All live streams of the (single) context, used for legacy-stream semantics and ctx synchronize.
+// All live streams of one context (device), used for legacy-stream semantics and ctx synchronize.
 class StreamTable {
  public:
+  explicit StreamTable(int device) : device_(device) {}
+  int device() const { return device_; }
   std::shared_ptr<Stream> legacy();
   std::shared_ptr<Stream> per_thread();  // this host thread's default stream
   std::shared_ptr<Stream> create(unsigned flags, int priority);
@@ -138,12 +136,18 @@ class StreamTable {
   void synchronize_all();
 
  private:
+  const int device_;
   std::mutex mutex_;
   std::shared_ptr<Stream> legacy_;
   std::vector<std::shared_ptr<Stream>> streams_;  // created and per-thread streams
 };
 
-StreamTable& stream_table();
+// The stream table of device `ordinal`'s (primary) context.
+StreamTable& stream_table(int ordinal);
+// A created stream of any context, by handle; nullptr if unknown.
+std::shared_ptr<Stream> find_stream(const void* handle);
+// Spin until every stream of every context has finished what was enqueued before this call.
+void synchronize_all_devices();
 
 // Wakes workers waiting for dependencies; called after any operation completes.
 void notify_progress();

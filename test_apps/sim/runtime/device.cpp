@@ -1,4 +1,5 @@
-// Device management: one simulated device, ordinal 0.
+// Device management: the simulated devices (ASYNCWATCH_SIM_DEVICES), the calling thread's device,
+// peer access. Calls that only describe devices need no context and create none.
 #include <cstring>
 
 #include "driver_table.h"
@@ -6,47 +7,64 @@
 
 using namespace aw_rt;
 
+namespace {
+cudaError_t check_device(int device) {
+  int count = 0;
+  if (CUresult r = drv().device_get_count(&count)) return to_runtime_error(r);
+  return device >= 0 && device < count ? cudaSuccess : cudaErrorInvalidDevice;
+}
+}  // namespace
+
 AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaGetDeviceCount(int* count) {
-  AW_RT_INIT();
+  AW_RT_DRIVER();
   if (!count) return record(cudaErrorInvalidValue);
   return record(drv().device_get_count(count));
 }
 
+// CUDA 12+: cudaSetDevice initializes the device's primary context.
 AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaSetDevice(int device) {
-  AW_RT_INIT();
-  return record(device == 0 ? cudaSuccess : cudaErrorInvalidDevice);
+  AW_RT_DRIVER();
+  if (cudaError_t e = check_device(device)) return record(e);
+  return record(set_device(device));
+}
+
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaInitDevice(int device, unsigned int, unsigned int) {
+  AW_RT_DRIVER();
+  if (cudaError_t e = check_device(device)) return record(e);
+  CUcontext ctx = nullptr;
+  return record(primary_context_of(device, &ctx));
 }
 
 AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaGetDevice(int* device) {
-  AW_RT_INIT();
+  AW_RT_DRIVER();
   if (!device) return record(cudaErrorInvalidValue);
-  *device = 0;
+  *device = current_device();
   return cudaSuccess;
 }
 
 AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaSetDeviceFlags(unsigned int) {
-  AW_RT_INIT();
+  AW_RT_DRIVER();
   return cudaSuccess;  // scheduling flags: the simulator always spins (cudaDeviceScheduleAuto on few cores)
 }
 
 AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaDeviceGetAttribute(int* value, enum cudaDeviceAttr attr, int device) {
-  AW_RT_INIT();
+  AW_RT_DRIVER();
   if (!value) return record(cudaErrorInvalidValue);
-  if (device != 0) return record(cudaErrorInvalidDevice);
+  if (cudaError_t e = check_device(device)) return record(e);
   // cudaDeviceAttr and CUdevice_attribute share their numbering.
-  return record(drv().device_get_attribute(value, static_cast<CUdevice_attribute>(attr), 0));
+  return record(drv().device_get_attribute(value, static_cast<CUdevice_attribute>(attr), device));
 }
 
 AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaGetDeviceProperties(struct cudaDeviceProp* prop, int device) {
-  AW_RT_INIT();
+  AW_RT_DRIVER();
   if (!prop) return record(cudaErrorInvalidValue);
-  if (device != 0) return record(cudaErrorInvalidDevice);
+  if (cudaError_t e = check_device(device)) return record(e);
   std::memset(prop, 0, sizeof *prop);
-  drv().device_get_name(prop->name, sizeof prop->name, 0);
-  drv().device_total_mem(&prop->totalGlobalMem, 0);
-  auto attr = [](CUdevice_attribute a) {
+  drv().device_get_name(prop->name, sizeof prop->name, device);
+  drv().device_total_mem(&prop->totalGlobalMem, device);
+  auto attr = [device](CUdevice_attribute a) {
     int v = 0;
-    drv().device_get_attribute(&v, a, 0);
+    drv().device_get_attribute(&v, a, device);
     return v;
   };
   prop->sharedMemPerBlock = static_cast<size_t>(attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK));
@@ -83,6 +101,7 @@ AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaGetDeviceProperties(struct cudaDevic
   prop->sharedMemPerBlockOptin = static_cast<size_t>(attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN));
   prop->maxBlocksPerMultiProcessor = attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR);
   prop->cooperativeLaunch = attr(CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH);
+  prop->memoryPoolsSupported = attr(CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED);
   return cudaSuccess;
 }
 
@@ -93,7 +112,10 @@ AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaDeviceSynchronize(void) {
 
 AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaDeviceReset(void) {
   AW_RT_INIT();
-  return record(drv().primary_ctx_reset(0));
+  const int device = current_device();
+  cudaError_t e = record(drv().primary_ctx_reset(device));
+  forget_primary_context(device);  // the next call creates the context again
+  return e;
 }
 
 AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaDriverGetVersion(int* version) {
@@ -115,4 +137,31 @@ AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaRuntimeGetVersion(int* version) {
 AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
   AW_RT_INIT();
   return record(drv().mem_get_info(free_bytes, total_bytes));
+}
+
+// ---- peer access ----
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaDeviceCanAccessPeer(int* can, int device, int peer) {
+  AW_RT_DRIVER();
+  if (!can) return record(cudaErrorInvalidValue);
+  if (cudaError_t e = check_device(device)) return record(e);
+  if (cudaError_t e = check_device(peer)) return record(e);
+  return record(drv().device_can_access_peer(can, device, peer));
+}
+
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaDeviceEnablePeerAccess(int peer, unsigned int flags) {
+  AW_RT_INIT();
+  CUcontext peer_ctx = nullptr;
+  if (cudaError_t e = primary_context_of(peer, &peer_ctx)) return record(e);
+  CUresult r = drv().ctx_enable_peer_access(peer_ctx, flags);
+  if (r == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) return record(cudaErrorPeerAccessAlreadyEnabled);
+  return record(r);
+}
+
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaDeviceDisablePeerAccess(int peer) {
+  AW_RT_INIT();
+  CUcontext peer_ctx = nullptr;
+  if (cudaError_t e = primary_context_of(peer, &peer_ctx)) return record(e);
+  CUresult r = drv().ctx_disable_peer_access(peer_ctx);
+  if (r == CUDA_ERROR_PEER_ACCESS_NOT_ENABLED) return record(cudaErrorPeerAccessNotEnabled);
+  return record(r);
 }

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstdio>
 #include <mutex>
 
@@ -51,6 +52,7 @@ DriverEntryPoints* load_driver() {
   resolve(d->mem_get_info, "cuMemGetInfo", 0);
   resolve(d->mem_alloc, "cuMemAlloc", 0);
   resolve(d->mem_free, "cuMemFree", 0);
+  resolve(d->mem_alloc_pitch, "cuMemAllocPitch", 0);
   resolve(d->mem_alloc_managed, "cuMemAllocManaged", 0);
   resolve(d->mem_host_alloc, "cuMemHostAlloc", 0);
   resolve(d->mem_free_host, "cuMemFreeHost", 0);
@@ -66,13 +68,50 @@ DriverEntryPoints* load_driver() {
   resolve(d->event_query, "cuEventQuery", 0);
   resolve(d->event_synchronize, "cuEventSynchronize", 0);
   resolve(d->event_elapsed_time, "cuEventElapsedTime", 0);
-  resolve(d->graph_instantiate, "cuGraphInstantiateWithFlags", 0);
+  resolve(d->primary_ctx_release, "cuDevicePrimaryCtxRelease", 0);
+  resolve(d->device_can_access_peer, "cuDeviceCanAccessPeer", 0);
+  resolve(d->ctx_enable_peer_access, "cuCtxEnablePeerAccess", 0);
+  resolve(d->ctx_disable_peer_access, "cuCtxDisablePeerAccess", 0);
+  // As the real runtime 13 does (cuda.h): "cuGraphInstantiate" means cuGraphInstantiateWithFlags.
+  resolve(d->graph_instantiate, "cuGraphInstantiate", 0);
   resolve(d->graph_exec_destroy, "cuGraphExecDestroy", 0);
   resolve(d->graph_destroy, "cuGraphDestroy", 0);
+  resolve(d->graph_create, "cuGraphCreate", 0);
+  resolve(d->graph_add_kernel_node, "cuGraphAddKernelNode", 0);
+  resolve(d->graph_add_memcpy_node, "cuGraphAddMemcpyNode", 0);
+  resolve(d->graph_add_memset_node, "cuGraphAddMemsetNode", 0);
+  resolve(d->graph_add_host_node, "cuGraphAddHostNode", 0);
+  resolve(d->graph_add_empty_node, "cuGraphAddEmptyNode", 0);
+  resolve(d->graph_add_event_record_node, "cuGraphAddEventRecordNode", 0);
+  resolve(d->graph_add_event_wait_node, "cuGraphAddEventWaitNode", 0);
+  resolve(d->graph_add_dependencies, "cuGraphAddDependencies", 0);
+  resolve(d->graph_get_nodes, "cuGraphGetNodes", 0);
+  resolve(d->graph_get_root_nodes, "cuGraphGetRootNodes", 0);
+  resolve(d->graph_node_get_type, "cuGraphNodeGetType", 0);
+  resolve(d->graph_destroy_node, "cuGraphDestroyNode", 0);
+  resolve(d->graph_memcpy_node_get_params, "cuGraphMemcpyNodeGetParams", 0);
+  resolve(d->graph_memcpy_node_set_params, "cuGraphMemcpyNodeSetParams", 0);
+  resolve(d->graph_exec_update, "cuGraphExecUpdate", 0);
+  resolve(d->graph_exec_kernel_node_set_params, "cuGraphExecKernelNodeSetParams", 0);
+  resolve(d->graph_exec_memcpy_node_set_params, "cuGraphExecMemcpyNodeSetParams", 0);
+  resolve(d->graph_exec_memset_node_set_params, "cuGraphExecMemsetNodeSetParams", 0);
+  resolve(d->graph_exec_host_node_set_params, "cuGraphExecHostNodeSetParams", 0);
+  resolve(d->array_3d_create, "cuArray3DCreate", 0);
+  resolve(d->array_3d_get_descriptor, "cuArray3DGetDescriptor", 0);
+  resolve(d->array_destroy, "cuArrayDestroy", 0);
+  resolve(d->mem_advise, "cuMemAdvise", 0);
+  resolve(d->device_get_default_mem_pool, "cuDeviceGetDefaultMemPool", 0);
+  resolve(d->device_get_mem_pool, "cuDeviceGetMemPool", 0);
+  resolve(d->device_set_mem_pool, "cuDeviceSetMemPool", 0);
+  resolve(d->mem_pool_create, "cuMemPoolCreate", 0);
+  resolve(d->mem_pool_destroy, "cuMemPoolDestroy", 0);
+  resolve(d->mem_pool_trim_to, "cuMemPoolTrimTo", 0);
+  resolve(d->mem_pool_set_attribute, "cuMemPoolSetAttribute", 0);
+  resolve(d->mem_pool_get_attribute, "cuMemPoolGetAttribute", 0);
   resolve(d->library_load_data, "cuLibraryLoadData", 0);
   resolve(d->library_unload, "cuLibraryUnload", 0);
   resolve(d->library_get_kernel, "cuLibraryGetKernel", 0);
-  resolve(d->sim_capture_memcpy, "cuSimCaptureMemcpy", 0);
+  resolve(d->sim_capture_memcpy_3d, "cuSimCaptureMemcpy3D", 0);
   for (int pass = 0; pass < 2; ++pass) {
     StreamEntryPoints& s = pass == 0 ? d->legacy : d->per_thread;
     const cuuint64_t flags = pass == 0 ? 0 : CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
@@ -102,6 +141,27 @@ DriverEntryPoints* load_driver() {
     resolve(s.stream_is_capturing, "cuStreamIsCapturing", flags);
     resolve(s.launch_kernel, "cuLaunchKernel", flags);
     resolve(s.graph_launch, "cuGraphLaunch", flags);
+    resolve(s.graph_upload, "cuGraphUpload", flags);
+    resolve(s.graph_instantiate_with_params, "cuGraphInstantiateWithParams", flags);
+    resolve(s.stream_begin_capture_to_graph, "cuStreamBeginCaptureToGraph", flags);
+    resolve(s.stream_get_capture_info, "cuStreamGetCaptureInfo", flags);
+    resolve(s.stream_update_capture_dependencies, "cuStreamUpdateCaptureDependencies", flags);
+    resolve(s.stream_get_device, "cuStreamGetDevice", flags);
+    resolve(s.memcpy_3d, "cuMemcpy3D", flags);
+    resolve(s.memcpy_3d_async, "cuMemcpy3DAsync", flags);
+    resolve(s.memcpy_3d_peer, "cuMemcpy3DPeer", flags);
+    resolve(s.memcpy_3d_peer_async, "cuMemcpy3DPeerAsync", flags);
+    resolve(s.memcpy_peer, "cuMemcpyPeer", flags);
+    resolve(s.memcpy_peer_async, "cuMemcpyPeerAsync", flags);
+    resolve(s.memcpy_batch_async, "cuMemcpyBatchAsync", flags);
+    resolve(s.memcpy_3d_batch_async, "cuMemcpy3DBatchAsync", flags);
+    resolve(s.memset_d2d8, "cuMemsetD2D8", flags);
+    resolve(s.memset_d2d8_async, "cuMemsetD2D8Async", flags);
+    resolve(s.mem_prefetch_async, "cuMemPrefetchAsync", flags);
+    resolve(s.stream_attach_mem_async, "cuStreamAttachMemAsync", flags);
+    resolve(s.mem_alloc_async, "cuMemAllocAsync", flags);
+    resolve(s.mem_free_async, "cuMemFreeAsync", flags);
+    resolve(s.mem_alloc_from_pool_async, "cuMemAllocFromPoolAsync", flags);
   }
   if (!ok) {
     delete d;
@@ -110,14 +170,16 @@ DriverEntryPoints* load_driver() {
   return d;
 }
 
-struct RuntimeInit {
-  cudaError_t status = cudaErrorInitializationError;
-  CUcontext primary = nullptr;
-};
+cudaError_t g_driver_status = cudaErrorInitializationError;
+std::once_flag g_driver_once;
 
-RuntimeInit* g_init = nullptr;
-std::once_flag g_init_once;
-thread_local bool t_context_current = false;
+// Primary contexts the runtime retained, per device (null: not yet; created on first use).
+// Read lock-free on every runtime call (cudaEventQuery polling loops); written under the mutex.
+std::mutex g_contexts_mutex;
+std::atomic<CUcontext> g_contexts[16] = {};
+
+thread_local int t_device = 0;
+thread_local CUcontext t_current = nullptr;  // what this thread made current last
 
 }  // namespace
 
@@ -128,27 +190,57 @@ const DriverEntryPoints* driver_entry_points() {
 
 const DriverEntryPoints& drv() { return *driver_entry_points(); }
 
-cudaError_t ensure_initialized() {
-  std::call_once(g_init_once, [] {
-    g_init = new RuntimeInit();
+cudaError_t ensure_driver() {
+  std::call_once(g_driver_once, [] {
     const DriverEntryPoints* d = driver_entry_points();
-    if (!d) {
-      g_init->status = cudaErrorInsufficientDriver;
-      return;
-    }
-    if (d->init(0) != CUDA_SUCCESS || d->primary_ctx_retain(&g_init->primary, 0) != CUDA_SUCCESS) {
-      g_init->status = cudaErrorInitializationError;
-      return;
-    }
-    g_init->status = cudaSuccess;
+    if (!d) g_driver_status = cudaErrorInsufficientDriver;
+    else g_driver_status = d->init(0) == CUDA_SUCCESS ? cudaSuccess : cudaErrorInitializationError;
   });
-  if (g_init->status != cudaSuccess) return g_init->status;
-  if (!t_context_current) {
-    // The runtime makes the primary context current on every thread that calls it.
-    if (drv().ctx_set_current(g_init->primary) != CUDA_SUCCESS) return cudaErrorInitializationError;
-    t_context_current = true;
+  return g_driver_status;
+}
+
+cudaError_t primary_context_of(int device, CUcontext* out) {
+  if (cudaError_t e = ensure_driver()) return e;
+  int count = 0;
+  drv().device_get_count(&count);
+  if (device < 0 || device >= count || device >= 16) return cudaErrorInvalidDevice;
+  if ((*out = g_contexts[device].load(std::memory_order_acquire))) return cudaSuccess;
+  std::lock_guard<std::mutex> lock(g_contexts_mutex);
+  if (!g_contexts[device].load()) {
+    // Creates the context if the driver has none: the caller pays its creation.
+    CUcontext ctx = nullptr;
+    if (drv().primary_ctx_retain(&ctx, device) != CUDA_SUCCESS) return cudaErrorInitializationError;
+    g_contexts[device].store(ctx, std::memory_order_release);
+  }
+  *out = g_contexts[device].load();
+  return cudaSuccess;
+}
+
+void forget_primary_context(int device) {
+  std::lock_guard<std::mutex> lock(g_contexts_mutex);
+  if (device >= 0 && device < 16 && g_contexts[device].load()) {
+    drv().primary_ctx_release(device);
+    g_contexts[device].store(nullptr);
+  }
+}
+
+int current_device() { return t_device; }
+
+cudaError_t set_device(int device) {
+  CUcontext ctx = nullptr;
+  if (cudaError_t e = primary_context_of(device, &ctx)) return e;
+  t_device = device;
+  if (t_current != ctx) {
+    if (drv().ctx_set_current(ctx) != CUDA_SUCCESS) return cudaErrorInitializationError;
+    t_current = ctx;
   }
   return cudaSuccess;
+}
+
+cudaError_t ensure_initialized() {
+  // Fast path: this thread already made its device's context current (and no reset happened).
+  if (t_current && g_contexts[t_device].load(std::memory_order_acquire) == t_current) return cudaSuccess;
+  return set_device(t_device);
 }
 
 }  // namespace aw_rt

@@ -44,7 +44,7 @@ Registry& registry() {
 }  // namespace
 
 cudaError_t kernel_for_host_function(const void* host_fun, CUkernel* out) {
-  AW_RT_INIT();
+  AW_RT_DRIVER();  // libraries and kernels are context-independent (CUDA 12): no context is created
   std::lock_guard<std::mutex> lock(registry().mutex);
   auto it = registry().kernels.find(host_fun);
   if (it == registry().kernels.end()) return record(cudaErrorInvalidDeviceFunction);

@@ -3,9 +3,11 @@
 #include <cstdio>
 #include <cstring>
 
+#include "copy_params.h"
 #include "driver_table.h"
 #include "fatbin_registry.h"
 #include "runtime_errors.h"
+#include "stream_api_macro.h"
 
 using namespace aw_rt;
 
@@ -14,6 +16,8 @@ namespace {
 CUdeviceptr dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 
 // A one-row host->host copy: the real runtime routes host->host cudaMemcpy[Async] through cuMemcpy2D.
+// (The runtime's other captured copies reach the simulator-private cuSimCaptureMemcpy3D: a real
+// runtime's captured cudaMemcpyAsync reaches no cuMemcpy* entry point, FACTS.md.)
 CUDA_MEMCPY2D host_to_host(void* dst, const void* src, size_t n) {
   CUDA_MEMCPY2D p;
   std::memset(&p, 0, sizeof p);
@@ -54,8 +58,10 @@ cudaError_t memcpy_async(void* dst, const void* src, size_t n, cudaMemcpyKind ki
   // A copy into a capturing stream becomes a graph node and reaches no cuMemcpy* entry point.
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
   if (CUresult r = d.stream_is_capturing(stream, &status)) return record(r);
-  if (status == CU_STREAM_CAPTURE_STATUS_ACTIVE)
-    return record(drv().sim_capture_memcpy(dst, src, n, stream, per_thread ? 1 : 0));
+  if (status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+    CUDA_MEMCPY3D c = linear_3d(dst, src, n, kind);
+    return record(drv().sim_capture_memcpy_3d(&c, stream, per_thread ? 1 : 0));
+  }
   switch (kind) {
     case cudaMemcpyHostToDevice: return record(d.memcpy_htod_async(dptr(dst), src, n, stream));
     case cudaMemcpyDeviceToHost: return record(d.memcpy_dtoh_async(dst, dptr(src), n, stream));
@@ -99,8 +105,8 @@ cudaError_t memcpy_2d(void* dst, size_t dpitch, const void* src, size_t spitch, 
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
   if (CUresult r = d.stream_is_capturing(stream, &status)) return record(r);
   if (status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
-    std::fprintf(stderr, "asyncwatch-sim: cudaMemcpy2DAsync into a capturing stream is not supported by the simulator\n");
-    return record(cudaErrorNotSupported);
+    CUDA_MEMCPY3D c = pitched_3d(dst, dpitch, src, spitch, width, height, kind);
+    return record(drv().sim_capture_memcpy_3d(&c, stream, per_thread ? 1 : 0));
   }
   return record(d.memcpy_2d_async(&p, stream));
 }
@@ -310,4 +316,292 @@ AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemsetAsync(void* devPtr, int value,
 AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemsetAsync_ptsz(void* devPtr, int value, size_t count, cudaStream_t stream) {
   AW_RT_INIT();
   return record(stream_api(true).memset_d8_async(dptr(devPtr), static_cast<unsigned char>(value), count, stream));
+}
+
+// ---- pitched and 3D allocation ----
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMallocPitch(void** ptr, size_t* pitch, size_t width, size_t height) {
+  AW_RT_INIT();
+  if (!ptr || !pitch) return record(cudaErrorInvalidValue);
+  CUdeviceptr p = 0;
+  CUresult r = drv().mem_alloc_pitch(&p, pitch, width, height, 4);
+  *ptr = reinterpret_cast<void*>(p);
+  return record(r);
+}
+
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMalloc3D(cudaPitchedPtr* out, cudaExtent extent) {
+  AW_RT_INIT();
+  if (!out) return record(cudaErrorInvalidValue);
+  CUdeviceptr p = 0;
+  size_t pitch = 0;
+  CUresult r = drv().mem_alloc_pitch(&p, &pitch, extent.width, extent.height * extent.depth, 4);
+  if (r != CUDA_SUCCESS) return record(r);
+  *out = cudaPitchedPtr{reinterpret_cast<void*>(p), pitch, extent.width, extent.height};
+  return cudaSuccess;
+}
+
+// ---- 3D, peer and CUDA-array copies ----
+namespace {
+cudaError_t copy_3d(const cudaMemcpy3DParms* p, cudaStream_t stream, bool async, bool per_thread) {
+  AW_RT_INIT();
+  if (!p) return record(cudaErrorInvalidValue);
+  CUDA_MEMCPY3D c;
+  if (cudaError_t e = to_driver(*p, &c)) return record(e);
+  if (c.WidthInBytes == 0 || c.Height == 0 || c.Depth == 0) return cudaSuccess;
+  const StreamEntryPoints& d = stream_api(per_thread);
+  if (!async) return record(d.memcpy_3d(&c));
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (CUresult r = d.stream_is_capturing(reinterpret_cast<CUstream>(stream), &status)) return record(r);
+  if (status == CU_STREAM_CAPTURE_STATUS_ACTIVE)
+    return record(drv().sim_capture_memcpy_3d(&c, reinterpret_cast<CUstream>(stream), per_thread ? 1 : 0));
+  return record(d.memcpy_3d_async(&c, reinterpret_cast<CUstream>(stream)));
+}
+
+cudaError_t contexts_of(int dst_device, int src_device, CUcontext* dst, CUcontext* src) {
+  if (cudaError_t e = primary_context_of(dst_device, dst)) return e;
+  return primary_context_of(src_device, src);
+}
+
+cudaError_t copy_3d_peer(const cudaMemcpy3DPeerParms* p, cudaStream_t stream, bool async, bool per_thread) {
+  AW_RT_INIT();
+  if (!p) return record(cudaErrorInvalidValue);
+  cudaMemcpy3DParms q{};
+  q.srcArray = p->srcArray, q.srcPos = p->srcPos, q.srcPtr = p->srcPtr;
+  q.dstArray = p->dstArray, q.dstPos = p->dstPos, q.dstPtr = p->dstPtr;
+  q.extent = p->extent;
+  q.kind = cudaMemcpyDeviceToDevice;
+  CUDA_MEMCPY3D c;
+  if (cudaError_t e = to_driver(q, &c)) return record(e);
+  CUDA_MEMCPY3D_PEER peer;
+  std::memset(&peer, 0, sizeof peer);
+  if (cudaError_t e = contexts_of(p->dstDevice, p->srcDevice, &peer.dstContext, &peer.srcContext)) return record(e);
+  peer.srcXInBytes = c.srcXInBytes, peer.srcY = c.srcY, peer.srcZ = c.srcZ;
+  peer.srcMemoryType = c.srcMemoryType, peer.srcDevice = c.srcDevice, peer.srcArray = c.srcArray;
+  peer.srcPitch = c.srcPitch, peer.srcHeight = c.srcHeight;
+  peer.dstXInBytes = c.dstXInBytes, peer.dstY = c.dstY, peer.dstZ = c.dstZ;
+  peer.dstMemoryType = c.dstMemoryType, peer.dstDevice = c.dstDevice, peer.dstArray = c.dstArray;
+  peer.dstPitch = c.dstPitch, peer.dstHeight = c.dstHeight;
+  peer.WidthInBytes = c.WidthInBytes, peer.Height = c.Height, peer.Depth = c.Depth;
+  const StreamEntryPoints& d = stream_api(per_thread);
+  return record(async ? d.memcpy_3d_peer_async(&peer, reinterpret_cast<CUstream>(stream)) : d.memcpy_3d_peer(&peer));
+}
+
+// Host <-> array and array <-> array copies as 2D descriptors (offsets in bytes and rows), through
+// cuMemcpy2D[Async] like the other 2D copies.
+cudaError_t array_copy_2d(cudaArray_t dst_array, size_t dst_x, size_t dst_y, void* dst, size_t dpitch,
+                          cudaArray_const_t src_array, size_t src_x, size_t src_y, const void* src, size_t spitch,
+                          size_t width, size_t height, cudaMemcpyKind kind, cudaStream_t stream, bool async,
+                          bool per_thread) {
+  AW_RT_INIT();
+  if (!valid_kind(kind)) return record(cudaErrorInvalidMemcpyDirection);
+  if (width == 0 || height == 0) return cudaSuccess;
+  CUDA_MEMCPY2D c = pitched_copy(dst, dpitch, src, spitch, width, height, kind);
+  if (src_array) {
+    c.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+    c.srcArray = reinterpret_cast<CUarray>(const_cast<cudaArray_t>(src_array));
+    c.srcXInBytes = src_x;
+    c.srcY = src_y;
+  }
+  if (dst_array) {
+    c.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+    c.dstArray = reinterpret_cast<CUarray>(dst_array);
+    c.dstXInBytes = dst_x;
+    c.dstY = dst_y;
+  }
+  const StreamEntryPoints& d = stream_api(per_thread);
+  if (!async) return record(d.memcpy_2d(&c));
+  return record(d.memcpy_2d_async(&c, reinterpret_cast<CUstream>(stream)));
+}
+
+// cudaMemcpyToArray / FromArray (deprecated) copy `count` bytes in one row.
+size_t row_bytes(cudaArray_const_t a) {
+  CUDA_ARRAY3D_DESCRIPTOR d{};
+  drv().array_3d_get_descriptor(&d, reinterpret_cast<CUarray>(const_cast<cudaArray_t>(a)));
+  return d.Width * array_element_size(a);
+}
+}  // namespace
+
+AW_SYNC_API(cudaMemcpy3D, (const cudaMemcpy3DParms* p), copy_3d(p, nullptr, false, &d == &stream_api(true)))
+AW_STREAM_API(cudaMemcpy3DAsync, (const cudaMemcpy3DParms* p, cudaStream_t s),
+              copy_3d(p, s, true, &d == &stream_api(true)))
+AW_SYNC_API(cudaMemcpy3DPeer, (const cudaMemcpy3DPeerParms* p), copy_3d_peer(p, nullptr, false, &d == &stream_api(true)))
+AW_STREAM_API(cudaMemcpy3DPeerAsync, (const cudaMemcpy3DPeerParms* p, cudaStream_t s),
+              copy_3d_peer(p, s, true, &d == &stream_api(true)))
+
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemcpyPeer(void* dst, int dst_device, const void* src, int src_device,
+                                                       size_t count) {
+  AW_RT_INIT();
+  if (count == 0) return cudaSuccess;
+  CUcontext dctx = nullptr, sctx = nullptr;
+  if (cudaError_t e = contexts_of(dst_device, src_device, &dctx, &sctx)) return record(e);
+  return record(stream_api(false).memcpy_peer(dptr(dst), dctx, dptr(src), sctx, count));
+}
+
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemcpyPeerAsync(void* dst, int dst_device, const void* src, int src_device,
+                                                            size_t count, cudaStream_t stream) {
+  AW_RT_INIT();
+  if (count == 0) return cudaSuccess;
+  CUcontext dctx = nullptr, sctx = nullptr;
+  if (cudaError_t e = contexts_of(dst_device, src_device, &dctx, &sctx)) return record(e);
+  return record(
+      stream_api(false).memcpy_peer_async(dptr(dst), dctx, dptr(src), sctx, count, reinterpret_cast<CUstream>(stream)));
+}
+
+AW_SYNC_API(cudaMemcpy2DToArray,
+            (cudaArray_t dst, size_t w, size_t h, const void* src, size_t spitch, size_t width, size_t height,
+             cudaMemcpyKind kind),
+            array_copy_2d(dst, w, h, nullptr, 0, nullptr, 0, 0, src, spitch, width, height, kind, nullptr, false,
+                              &d == &stream_api(true)))
+AW_STREAM_API(cudaMemcpy2DToArrayAsync,
+              (cudaArray_t dst, size_t w, size_t h, const void* src, size_t spitch, size_t width, size_t height,
+               cudaMemcpyKind kind, cudaStream_t s),
+              array_copy_2d(dst, w, h, nullptr, 0, nullptr, 0, 0, src, spitch, width, height, kind, s, true,
+                                &d == &stream_api(true)))
+AW_SYNC_API(cudaMemcpy2DFromArray,
+            (void* dst, size_t dpitch, cudaArray_const_t src, size_t w, size_t h, size_t width, size_t height,
+             cudaMemcpyKind kind),
+            array_copy_2d(nullptr, 0, 0, dst, dpitch, src, w, h, nullptr, 0, width, height, kind, nullptr, false,
+                              &d == &stream_api(true)))
+AW_STREAM_API(cudaMemcpy2DFromArrayAsync,
+              (void* dst, size_t dpitch, cudaArray_const_t src, size_t w, size_t h, size_t width, size_t height,
+               cudaMemcpyKind kind, cudaStream_t s),
+              array_copy_2d(nullptr, 0, 0, dst, dpitch, src, w, h, nullptr, 0, width, height, kind, s, true,
+                                &d == &stream_api(true)))
+AW_SYNC_API(cudaMemcpy2DArrayToArray,
+            (cudaArray_t dst, size_t dw, size_t dh, cudaArray_const_t src, size_t sw, size_t sh, size_t width,
+             size_t height, cudaMemcpyKind kind),
+            array_copy_2d(dst, dw, dh, nullptr, 0, src, sw, sh, nullptr, 0, width, height, kind, nullptr, false,
+                              &d == &stream_api(true)))
+AW_SYNC_API(cudaMemcpyToArray,
+            (cudaArray_t dst, size_t w, size_t h, const void* src, size_t count, cudaMemcpyKind kind),
+            (count > row_bytes(dst) ? cudaErrorInvalidValue
+                                       : array_copy_2d(dst, w, h, nullptr, 0, nullptr, 0, 0, src, count, count, 1, kind,
+                                                       nullptr, false, &d == &stream_api(true))))
+AW_SYNC_API(cudaMemcpyFromArray,
+            (void* dst, cudaArray_const_t src, size_t w, size_t h, size_t count, cudaMemcpyKind kind),
+            (count > row_bytes(src) ? cudaErrorInvalidValue
+                                       : array_copy_2d(nullptr, 0, 0, dst, count, src, w, h, nullptr, 0, count, 1, kind,
+                                                       nullptr, false, &d == &stream_api(true))))
+AW_SYNC_API(cudaMemcpyArrayToArray,
+            (cudaArray_t dst, size_t dw, size_t dh, cudaArray_const_t src, size_t sw, size_t sh, size_t count,
+             cudaMemcpyKind kind),
+            array_copy_2d(dst, dw, dh, nullptr, 0, src, sw, sh, nullptr, 0, count, 1, kind, nullptr, false,
+                              &d == &stream_api(true)))
+
+// ---- CUDA arrays ----
+namespace {
+CUarray_format array_format(const cudaChannelFormatDesc& d, unsigned* channels, cudaError_t* error) {
+  const int bits[4] = {d.x, d.y, d.z, d.w};
+  int width = 0;
+  *channels = 0;
+  for (int b : bits) {
+    if (!b) continue;
+    if (width && b != width) *error = cudaErrorInvalidChannelDescriptor;
+    width = b;
+    ++*channels;
+  }
+  if (!*channels || *channels == 3) *error = cudaErrorInvalidChannelDescriptor;
+  switch (d.f) {
+    case cudaChannelFormatKindFloat: return width == 16 ? CU_AD_FORMAT_HALF : CU_AD_FORMAT_FLOAT;
+    case cudaChannelFormatKindSigned:
+      return width == 8 ? CU_AD_FORMAT_SIGNED_INT8 : width == 16 ? CU_AD_FORMAT_SIGNED_INT16 : CU_AD_FORMAT_SIGNED_INT32;
+    default:
+      return width == 8 ? CU_AD_FORMAT_UNSIGNED_INT8 : width == 16 ? CU_AD_FORMAT_UNSIGNED_INT16 : CU_AD_FORMAT_UNSIGNED_INT32;
+  }
+}
+
+cudaError_t malloc_array(cudaArray_t* out, const cudaChannelFormatDesc* desc, size_t w, size_t h, size_t depth,
+                         unsigned flags) {
+  AW_RT_INIT();
+  if (!out || !desc) return record(cudaErrorInvalidValue);
+  CUDA_ARRAY3D_DESCRIPTOR d;
+  std::memset(&d, 0, sizeof d);
+  cudaError_t error = cudaSuccess;
+  d.Format = array_format(*desc, &d.NumChannels, &error);
+  if (error) return record(error);
+  d.Width = w;
+  d.Height = h;
+  d.Depth = depth;
+  d.Flags = flags;
+  return record(drv().array_3d_create(reinterpret_cast<CUarray*>(out), &d));
+}
+}  // namespace
+
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMallocArray(cudaArray_t* out, const cudaChannelFormatDesc* desc, size_t w,
+                                                        size_t h, unsigned int flags) {
+  return malloc_array(out, desc, w, h, 0, flags);
+}
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMalloc3DArray(cudaArray_t* out, const cudaChannelFormatDesc* desc,
+                                                          cudaExtent extent, unsigned int flags) {
+  return malloc_array(out, desc, extent.width, extent.height, extent.depth, flags);
+}
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaFreeArray(cudaArray_t a) {
+  AW_RT_INIT();
+  if (!a) return cudaSuccess;
+  return record(drv().array_destroy(reinterpret_cast<CUarray>(a)));
+}
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaArrayGetInfo(cudaChannelFormatDesc* desc, cudaExtent* extent,
+                                                         unsigned int* flags, cudaArray_t a) {
+  AW_RT_INIT();
+  CUDA_ARRAY3D_DESCRIPTOR d{};
+  if (CUresult r = drv().array_3d_get_descriptor(&d, reinterpret_cast<CUarray>(a))) return record(r);
+  if (extent) *extent = cudaExtent{d.Width, d.Height, d.Depth};
+  if (flags) *flags = d.Flags;
+  if (desc) {
+    const int bits = static_cast<int>(array_element_size(a) / d.NumChannels * 8);
+    const cudaChannelFormatKind kind =
+        d.Format == CU_AD_FORMAT_FLOAT || d.Format == CU_AD_FORMAT_HALF ? cudaChannelFormatKindFloat
+        : d.Format == CU_AD_FORMAT_SIGNED_INT8 || d.Format == CU_AD_FORMAT_SIGNED_INT16 || d.Format == CU_AD_FORMAT_SIGNED_INT32
+            ? cudaChannelFormatKindSigned
+            : cudaChannelFormatKindUnsigned;
+    *desc = cudaChannelFormatDesc{bits, d.NumChannels > 1 ? bits : 0, d.NumChannels > 2 ? bits : 0,
+                                  d.NumChannels > 3 ? bits : 0, kind};
+  }
+  return cudaSuccess;
+}
+
+// ---- batches (CUDA 12.8+; the runtime structures share the driver's layout) ----
+AW_STREAM_API(cudaMemcpyBatchAsync,
+              (void* const* dsts, const void* const* srcs, const size_t* sizes, size_t count, cudaMemcpyAttributes* attrs,
+               size_t* idxs, size_t num_attrs, cudaStream_t s),
+              d.memcpy_batch_async(reinterpret_cast<CUdeviceptr*>(const_cast<void**>(dsts)),
+                                   reinterpret_cast<CUdeviceptr*>(const_cast<void**>(srcs)), const_cast<size_t*>(sizes),
+                                   count, reinterpret_cast<CUmemcpyAttributes*>(attrs), idxs, num_attrs,
+                                   reinterpret_cast<CUstream>(s)))
+AW_STREAM_API(cudaMemcpy3DBatchAsync, (size_t n, cudaMemcpy3DBatchOp* ops, unsigned long long flags, cudaStream_t s),
+              d.memcpy_3d_batch_async(n, reinterpret_cast<CUDA_MEMCPY3D_BATCH_OP*>(ops), flags,
+                                      reinterpret_cast<CUstream>(s)))
+
+// ---- 2D and 3D memsets ----
+namespace {
+cudaError_t memset_3d(cudaPitchedPtr p, int value, cudaExtent e, cudaStream_t stream, bool async, bool per_thread) {
+  AW_RT_INIT();
+  if (!e.width || !e.height || !e.depth) return cudaSuccess;
+  const StreamEntryPoints& d = stream_api(per_thread);
+  const unsigned char v = static_cast<unsigned char>(value);
+  // Rows are evenly spaced across slices when the extent covers whole slices: one 2D memset.
+  const bool whole_slices = e.depth == 1 || e.height == p.ysize;
+  const size_t slices = whole_slices ? 1 : e.depth;
+  const size_t rows = whole_slices ? e.height * e.depth : e.height;
+  for (size_t z = 0; z < slices; ++z) {
+    CUdeviceptr base = dptr(static_cast<char*>(p.ptr) + z * p.pitch * p.ysize);
+    CUresult r = async ? d.memset_d2d8_async(base, p.pitch, v, e.width, rows, reinterpret_cast<CUstream>(stream))
+                       : d.memset_d2d8(base, p.pitch, v, e.width, rows);
+    if (r != CUDA_SUCCESS) return record(r);
+  }
+  return cudaSuccess;
+}
+}  // namespace
+
+AW_SYNC_API(cudaMemset2D, (void* p, size_t pitch, int value, size_t w, size_t h),
+            d.memset_d2d8(dptr(p), pitch, static_cast<unsigned char>(value), w, h))
+AW_STREAM_API(cudaMemset2DAsync, (void* p, size_t pitch, int value, size_t w, size_t h, cudaStream_t s),
+              d.memset_d2d8_async(dptr(p), pitch, static_cast<unsigned char>(value), w, h, reinterpret_cast<CUstream>(s)))
+AW_SYNC_API(cudaMemset3D, (cudaPitchedPtr p, int value, cudaExtent e),
+            memset_3d(p, value, e, nullptr, false, &d == &stream_api(true)))
+AW_STREAM_API(cudaMemset3DAsync, (cudaPitchedPtr p, int value, cudaExtent e, cudaStream_t s),
+              memset_3d(p, value, e, s, true, &d == &stream_api(true)))
+
+// What cudaCreateChannelDesc<T>() (channel_descriptor.h) calls.
+AW_RUNTIME_EXPORT cudaChannelFormatDesc CUDARTAPI cudaCreateChannelDesc(int x, int y, int z, int w, cudaChannelFormatKind f) {
+  return cudaChannelFormatDesc{x, y, z, w, f};
 }

@@ -21,3 +21,10 @@ cudaError_t to_runtime_error(CUresult r);
     cudaError_t aw_init_status_ = ::aw_rt::ensure_initialized();          \
     if (aw_init_status_ != cudaSuccess) return ::aw_rt::record(aw_init_status_); \
   } while (0)
+
+// The same for calls that need the driver but no context (they never create one).
+#define AW_RT_DRIVER()                                                    \
+  do {                                                                    \
+    cudaError_t aw_init_status_ = ::aw_rt::ensure_driver();               \
+    if (aw_init_status_ != cudaSuccess) return ::aw_rt::record(aw_init_status_); \
+  } while (0)

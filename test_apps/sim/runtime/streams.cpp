@@ -1,6 +1,7 @@
-// Streams, events, host callbacks, capture and graphs: thin mappings onto the driver.
+// Streams, events, host callbacks and capture begin/end: thin mappings onto the driver (graphs: graphs.cpp).
 #include "driver_table.h"
 #include "runtime_errors.h"
+#include "stream_api_macro.h"
 
 using namespace aw_rt;
 
@@ -8,19 +9,6 @@ namespace {
 CUstream cu(cudaStream_t s) { return reinterpret_cast<CUstream>(s); }
 CUevent cu(cudaEvent_t e) { return reinterpret_cast<CUevent>(e); }
 }  // namespace
-
-// Two exported variants per stream-ordered API: legacy default stream and _ptsz.
-#define AW_STREAM_API(NAME, PARAMS, CALL)                                        \
-  AW_RUNTIME_EXPORT cudaError_t CUDARTAPI NAME PARAMS {                          \
-    AW_RT_INIT();                                                                \
-    const StreamEntryPoints& d = stream_api(false);                              \
-    return record(CALL);                                                         \
-  }                                                                              \
-  AW_RUNTIME_EXPORT cudaError_t CUDARTAPI NAME##_ptsz PARAMS {                   \
-    AW_RT_INIT();                                                                \
-    const StreamEntryPoints& d = stream_api(true);                               \
-    return record(CALL);                                                         \
-  }
 
 AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaStreamCreate(cudaStream_t* s) {
   AW_RT_INIT();
@@ -57,8 +45,9 @@ AW_STREAM_API(cudaStreamEndCapture, (cudaStream_t s, cudaGraph_t* graph),
               d.stream_end_capture(cu(s), reinterpret_cast<CUgraph*>(graph)))
 AW_STREAM_API(cudaStreamIsCapturing, (cudaStream_t s, enum cudaStreamCaptureStatus* status),
               d.stream_is_capturing(cu(s), reinterpret_cast<CUstreamCaptureStatus*>(status)))
-AW_STREAM_API(cudaGraphLaunch, (cudaGraphExec_t exec, cudaStream_t s),
-              d.graph_launch(reinterpret_cast<CUgraphExec>(exec), cu(s)))
+AW_STREAM_API(cudaStreamGetDevice, (cudaStream_t s, int* device), d.stream_get_device(cu(s), device))
+AW_STREAM_API(cudaStreamAttachMemAsync, (cudaStream_t s, void* p, size_t length, unsigned int flags),
+              d.stream_attach_mem_async(cu(s), reinterpret_cast<CUdeviceptr>(p), length, flags))
 
 // cudaStreamQuery's "not ready" is an answer, not an error: it does not become the last error.
 AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaStreamQuery(cudaStream_t s) {
@@ -96,24 +85,6 @@ AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaEventSynchronize(cudaEvent_t e) {
 AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
   AW_RT_INIT();
   return record(drv().event_elapsed_time(ms, cu(start), cu(end)));
-}
-
-AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph,
-                                                             unsigned long long flags) {
-  AW_RT_INIT();
-  return record(drv().graph_instantiate(reinterpret_cast<CUgraphExec*>(exec), reinterpret_cast<CUgraph>(graph), flags));
-}
-AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaGraphInstantiateWithFlags(cudaGraphExec_t* exec, cudaGraph_t graph,
-                                                                      unsigned long long flags) {
-  return cudaGraphInstantiate(exec, graph, flags);
-}
-AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaGraphExecDestroy(cudaGraphExec_t exec) {
-  AW_RT_INIT();
-  return record(drv().graph_exec_destroy(reinterpret_cast<CUgraphExec>(exec)));
-}
-AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaGraphDestroy(cudaGraph_t graph) {
-  AW_RT_INIT();
-  return record(drv().graph_destroy(reinterpret_cast<CUgraph>(graph)));
 }
 
 AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {

@@ -89,6 +89,118 @@ TEST_F(DriverApi, Cuda13VersionedNamesFollowTheRequestedVersion) {
   EXPECT_EQ(symbol_at(drv, "cuStreamGetCaptureInfo", 12020, 0), "");
 }
 
+// The graph, prefetch and batch names whose signature changed (cudaTypedefs.h PFN_*_vNNNNN): what a
+// CUDA 13 runtime asks for at 13000 gets the newest variant; older requests the one of their time.
+TEST_F(DriverApi, NewerApisFollowTheRequestedVersion) {
+  const cuuint64_t ptds = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+  EXPECT_EQ(symbol_at(drv, "cuGraphInstantiate", 13000, 0), "cuGraphInstantiateWithFlags");
+  EXPECT_EQ(symbol_at(drv, "cuGraphInstantiate", 11000, 0), "cuGraphInstantiate_v2");
+  EXPECT_EQ(symbol_at(drv, "cuGraphInstantiate", 10000, 0), "cuGraphInstantiate");
+  EXPECT_EQ(symbol_at(drv, "cuGraphExecUpdate", 13000, 0), "cuGraphExecUpdate_v2");
+  EXPECT_EQ(symbol_at(drv, "cuGraphExecUpdate", 11000, 0), "cuGraphExecUpdate");
+  EXPECT_EQ(symbol_at(drv, "cuGraphAddKernelNode", 13000, 0), "cuGraphAddKernelNode_v2");
+  EXPECT_EQ(symbol_at(drv, "cuGraphAddKernelNode", 11000, 0), "cuGraphAddKernelNode");
+  EXPECT_EQ(symbol_at(drv, "cuGraphAddDependencies", 13000, 0), "cuGraphAddDependencies_v2");
+  EXPECT_EQ(symbol_at(drv, "cuGraphAddDependencies", 12000, 0), "cuGraphAddDependencies");
+  EXPECT_EQ(symbol_at(drv, "cuGraphAddMemcpyNode", 13000, 0), "cuGraphAddMemcpyNode");
+  EXPECT_EQ(symbol_at(drv, "cuGraphExecMemcpyNodeSetParams", 13000, 0), "cuGraphExecMemcpyNodeSetParams");
+  EXPECT_EQ(symbol_at(drv, "cuGraphLaunch", 13000, ptds), "cuGraphLaunch_ptsz");
+  EXPECT_EQ(symbol_at(drv, "cuGraphUpload", 13000, ptds), "cuGraphUpload_ptsz");
+  EXPECT_EQ(symbol_at(drv, "cuStreamBeginCaptureToGraph", 13000, ptds), "cuStreamBeginCaptureToGraph_ptsz");
+  EXPECT_EQ(symbol_at(drv, "cuMemcpyBatchAsync", 13000, 0), "cuMemcpyBatchAsync_v2");
+  EXPECT_EQ(symbol_at(drv, "cuMemcpyBatchAsync", 13000, ptds), "cuMemcpyBatchAsync_v2_ptsz");
+  EXPECT_EQ(symbol_at(drv, "cuMemcpyBatchAsync", 12080, 0), "cuMemcpyBatchAsync");
+  EXPECT_EQ(symbol_at(drv, "cuMemcpyBatchAsync", 12080, ptds), "cuMemcpyBatchAsync_ptsz");
+  EXPECT_EQ(symbol_at(drv, "cuMemcpyBatchAsync", 12060, 0), "");  // did not exist yet
+  EXPECT_EQ(symbol_at(drv, "cuMemcpy3DBatchAsync", 13000, ptds), "cuMemcpy3DBatchAsync_v2_ptsz");
+  EXPECT_EQ(symbol_at(drv, "cuMemPrefetchAsync", 13000, 0), "cuMemPrefetchAsync_v2");
+  EXPECT_EQ(symbol_at(drv, "cuMemPrefetchAsync", 13000, ptds), "cuMemPrefetchAsync_v2_ptsz");
+  EXPECT_EQ(symbol_at(drv, "cuMemPrefetchAsync", 12000, ptds), "cuMemPrefetchAsync_ptsz");
+  EXPECT_EQ(symbol_at(drv, "cuMemAdvise", 13000, 0), "cuMemAdvise_v2");
+  EXPECT_EQ(symbol_at(drv, "cuStreamAttachMemAsync", 13000, ptds), "cuStreamAttachMemAsync_ptsz");
+  EXPECT_EQ(symbol_at(drv, "cuMemcpy3DPeerAsync", 13000, ptds), "cuMemcpy3DPeerAsync_ptsz");
+  EXPECT_EQ(symbol_at(drv, "cuMemcpyPeer", 13000, ptds), "cuMemcpyPeer_ptds");
+  EXPECT_EQ(symbol_at(drv, "cuMemcpy3D", 13000, 0), "cuMemcpy3D_v2");
+  EXPECT_EQ(symbol_at(drv, "cuMemcpyHtoA", 13000, ptds), "cuMemcpyHtoA_v2_ptds");
+  EXPECT_EQ(symbol_at(drv, "cuMemcpyAtoHAsync", 13000, ptds), "cuMemcpyAtoHAsync_v2_ptsz");
+  EXPECT_EQ(symbol_at(drv, "cuMemAllocAsync", 13000, ptds), "cuMemAllocAsync_ptsz");
+  EXPECT_EQ(symbol_at(drv, "cuMemFreeAsync", 13000, 0), "cuMemFreeAsync");
+  EXPECT_EQ(symbol_at(drv, "cuCtxEnablePeerAccess", 13000, 0), "cuCtxEnablePeerAccess");
+  EXPECT_EQ(symbol_at(drv, "cuStreamUpdateCaptureDependencies", 13000, 0), "cuStreamUpdateCaptureDependencies_v2");
+}
+
+// A graph built with the driver's node API (as numba-cuda/cuda-python or the static runtime would):
+// kernel -> memcpy into pageable memory. cuGraphLaunch itself waits for the kernel (FACTS.md,
+// measured on the H200); after cuGraphExecMemcpyNodeSetParams to pinned memory it does not.
+TEST_F(DriverApi, ExplicitGraphWithAPageableMemcpyNodeBlocksTheLaunch) {
+  auto mem_alloc = drv.get<decltype(&cuMemAlloc_v2)>("cuMemAlloc");
+  auto mem_alloc_host = drv.get<decltype(&cuMemAllocHost_v2)>("cuMemAllocHost");
+  auto memset_d8 = drv.get<decltype(&cuMemsetD8_v2)>("cuMemsetD8");
+  auto module_load = drv.get<decltype(&cuModuleLoadData)>("cuModuleLoadData");
+  auto get_function = drv.get<decltype(&cuModuleGetFunction)>("cuModuleGetFunction");
+  auto stream_create = drv.get<decltype(&cuStreamCreate)>("cuStreamCreate");
+  auto sync = drv.get<decltype(&cuStreamSynchronize)>("cuStreamSynchronize");
+  auto graph_create = drv.get<decltype(&cuGraphCreate)>("cuGraphCreate");
+  auto add_kernel = drv.get<decltype(&cuGraphAddKernelNode_v2)>("cuGraphAddKernelNode");
+  auto add_memcpy = drv.get<decltype(&cuGraphAddMemcpyNode)>("cuGraphAddMemcpyNode");
+  auto instantiate = drv.get<decltype(&cuGraphInstantiateWithFlags)>("cuGraphInstantiate");
+  auto exec_set = drv.get<decltype(&cuGraphExecMemcpyNodeSetParams)>("cuGraphExecMemcpyNodeSetParams");
+  auto graph_launch = drv.get<decltype(&cuGraphLaunch)>("cuGraphLaunch");
+  auto node_type = drv.get<decltype(&cuGraphNodeGetType)>("cuGraphNodeGetType");
+  auto get_params = drv.get<decltype(&cuGraphMemcpyNodeGetParams)>("cuGraphMemcpyNodeGetParams");
+  auto host_func = drv.get<decltype(&cuLaunchHostFunc)>("cuLaunchHostFunc");
+  ASSERT_TRUE(add_kernel && add_memcpy && instantiate && exec_set && graph_launch && node_type && get_params && host_func);
+  const size_t n = 64;
+  CUdeviceptr dev;
+  ASSERT_EQ(mem_alloc(&dev, n), CUDA_SUCCESS);
+  ASSERT_EQ(memset_d8(dev, 0x33, n), CUDA_SUCCESS);
+  void* pinned = nullptr;
+  ASSERT_EQ(mem_alloc_host(&pinned, n), CUDA_SUCCESS);
+  CUmodule mod;
+  ASSERT_EQ(module_load(&mod, "any image"), CUDA_SUCCESS);
+  CUfunction sleeper;
+  ASSERT_EQ(get_function(&sleeper, mod, "_Z12sleep_cyclesx"), CUDA_SUCCESS);
+  CUstream s;
+  ASSERT_EQ(stream_create(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  CUgraph g;
+  ASSERT_EQ(graph_create(&g, 0), CUDA_SUCCESS);
+  const double kernel_s = 0.2;
+  long long cycles = cycles_for(kernel_s);
+  void* params[] = {&cycles};
+  CUDA_KERNEL_NODE_PARAMS k{};
+  k.func = sleeper;
+  k.gridDimX = k.gridDimY = k.gridDimZ = k.blockDimX = k.blockDimY = k.blockDimZ = 1;
+  k.kernelParams = params;
+  CUgraphNode kernel, copy;
+  ASSERT_EQ(add_kernel(&kernel, g, nullptr, 0, &k), CUDA_SUCCESS);
+  char pageable[n] = {};
+  CUDA_MEMCPY3D c{};
+  c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  c.srcDevice = dev;
+  c.dstMemoryType = CU_MEMORYTYPE_HOST;
+  c.dstHost = pageable;
+  c.WidthInBytes = n;
+  c.Height = c.Depth = 1;
+  ASSERT_EQ(add_memcpy(&copy, g, &kernel, 1, &c, ctx), CUDA_SUCCESS);
+  CUgraphNodeType type;
+  ASSERT_EQ(node_type(copy, &type), CUDA_SUCCESS);
+  EXPECT_EQ(type, CU_GRAPH_NODE_TYPE_MEMCPY);
+  CUDA_MEMCPY3D got{};
+  ASSERT_EQ(get_params(copy, &got), CUDA_SUCCESS);
+  EXPECT_EQ(got.dstHost, pageable);
+  CUgraphExec e;
+  ASSERT_EQ(instantiate(&e, g, 0), CUDA_SUCCESS);  // pays the kernel's lazy loading
+  EXPECT_GE(time_call([&] { ASSERT_EQ(graph_launch(e, s), CUDA_SUCCESS); }), 0.9 * kernel_s);
+  EXPECT_EQ(pageable[n - 1], 0x33);
+  c.dstHost = pinned;
+  ASSERT_EQ(exec_set(e, copy, &c, ctx), CUDA_SUCCESS);
+  // Returns at once: while a host function holds the stream (no time bound a loaded machine could break).
+  EXPECT_TRUE(returns_while_stream_held([&](CUhostFn fn, void* user) { return host_func(s, fn, user); },
+                                        [&] { ASSERT_EQ(graph_launch(e, s), CUDA_SUCCESS); }));
+  ASSERT_EQ(sync(s), CUDA_SUCCESS);
+  EXPECT_EQ(static_cast<char*>(pinned)[n - 1], 0x33);
+}
+
 TEST_F(DriverApi, CtxSynchronizeV2TakesTheContext) {
   auto sync_v2 = drv.get<decltype(&cuCtxSynchronize_v2)>("cuCtxSynchronize");  // 13000: the _v2
   auto get_device_v2 = drv.get<decltype(&cuCtxGetDevice_v2)>("cuCtxGetDevice");
@@ -133,6 +245,8 @@ TEST_F(DriverApi, PageableDtoHAsyncWaitsForTheSleepKernel) {
   auto dtoh_async = drv.get<decltype(&cuMemcpyDtoHAsync_v2)>("cuMemcpyDtoHAsync");
   auto sync = drv.get<decltype(&cuStreamSynchronize)>("cuStreamSynchronize");
   auto ctx_sync = drv.get<decltype(&cuCtxSynchronize_v2)>("cuCtxSynchronize");  // 13000: the _v2
+  auto host_func = drv.get<decltype(&cuLaunchHostFunc)>("cuLaunchHostFunc");
+  ASSERT_TRUE(host_func);
 
   const size_t n = 1 << 20;
   CUdeviceptr dev;
@@ -159,12 +273,13 @@ TEST_F(DriverApi, PageableDtoHAsyncWaitsForTheSleepKernel) {
 
   const double kernel_s = 0.2;
   cycles = cycles_for(kernel_s);
+  const auto launched = std::chrono::steady_clock::now();
   ASSERT_EQ(launch(sleeper, 1, 1, 1, 1, 1, 1, 0, s, params, nullptr), CUDA_SUCCESS);
   std::vector<char> pageable(n, 0);
-  double pinned_t = time_call([&] { dtoh_async(pinned, dev, n, s); });
-  double pageable_t = time_call([&] { dtoh_async(pageable.data(), dev, n, s); });
-  EXPECT_LT(pinned_t, 0.01 * kernel_s);
-  EXPECT_GE(pageable_t, 0.9 * kernel_s);
+  EXPECT_TRUE(returns_while_stream_held([&](CUhostFn fn, void* user) { return host_func(s, fn, user); },
+                                        [&] { ASSERT_EQ(dtoh_async(pinned, dev, n, s), CUDA_SUCCESS); }));
+  ASSERT_EQ(dtoh_async(pageable.data(), dev, n, s), CUDA_SUCCESS);
+  EXPECT_GE(seconds_since(launched), 0.9 * kernel_s);  // it waited for the kernel
   EXPECT_EQ(pageable[12345], 0x5a);
   EXPECT_EQ(static_cast<char*>(pinned)[12345], 0x5a);
 }
@@ -197,16 +312,16 @@ TEST_F(DriverApi, ExternCKernelsAreSleepKernelsOnlyWhenTheImageGivesAnEightByteF
     ASSERT_EQ(launch(f, 1, 1, 1, 1, 1, 1, 0, s, f == int_first ? p32 : p64, nullptr), CUDA_SUCCESS);
   }
   ASSERT_EQ(sync(s), CUDA_SUCCESS);
-  cycles = cycles_for(0.1);
+  cycles = cycles_for(0.2);  // a default-time kernel taking it as cycles would be 0.2 s: bounds at half
   auto timed = [&](CUfunction f, void** params) {
     return time_call([&] {
       ASSERT_EQ(launch(f, 1, 1, 1, 1, 1, 1, 0, s, params, nullptr), CUDA_SUCCESS);
       ASSERT_EQ(sync(s), CUDA_SUCCESS);
     });
   };
-  EXPECT_GE(timed(sleeper, p64), 0.09);  // PTX: .param .u64 first
-  EXPECT_LT(timed(int_first, p32), 0.05);  // first parameter 4 bytes: the default 5 us
-  EXPECT_LT(timed(unknown, p64), 0.05);    // size unknown: never guessed
+  EXPECT_GE(timed(sleeper, p64), 0.18);  // PTX: .param .u64 first
+  EXPECT_LT(timed(int_first, p32), 0.1);  // first parameter 4 bytes: the default 5 us
+  EXPECT_LT(timed(unknown, p64), 0.1);    // size unknown: never guessed
 }
 
 TEST_F(DriverApi, StreamHandlesAreDecoded) {

@@ -2,6 +2,7 @@
 // Timing assertions are ratios of the simulated kernel/copy time, so they hold on slow CI machines.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -31,7 +32,6 @@ const void* dummy_kernel() {
 
 const double kKernelSeconds = 0.2;
 
-std::atomic<uint64_t> g_now_seq{0};
 struct TimedMark {
   std::chrono::steady_clock::time_point at;
   std::thread::id thread;
@@ -64,13 +64,17 @@ TEST_F(DefaultEnv, PageableDeviceToHostWaitsForTheKernelPinnedDoesNot) {
   launch_sleep(dummy_kernel(), 0.01, s);  // pay lazy loading outside the measurements
   ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
 
+  // Pinned copies return while a host function holds the stream (not a time bound a loaded machine
+  // could break); the pageable one returns only after the stream finished, at least the kernel's
+  // time after the kernel was launched.
+  const auto launched = std::chrono::steady_clock::now();
   ASSERT_EQ(launch_sleep(dummy_kernel(), kKernelSeconds, s), cudaSuccess);
-  double pinned_d2h = time_call([&] { cudaMemcpyAsync(pinned, dev, n, cudaMemcpyDeviceToHost, s); });
-  double pinned_h2d = time_call([&] { cudaMemcpyAsync(dev, pinned, n, cudaMemcpyHostToDevice, s); });
-  double pageable_d2h = time_call([&] { cudaMemcpyAsync(pageable.data(), dev, n, cudaMemcpyDeviceToHost, s); });
-  EXPECT_LT(pinned_d2h, 0.01 * kKernelSeconds);
-  EXPECT_LT(pinned_h2d, 0.01 * kKernelSeconds);
-  EXPECT_GE(pageable_d2h, 0.9 * kKernelSeconds);
+  EXPECT_TRUE(returns_while_stream_held(s, [&] {
+    ASSERT_EQ(cudaMemcpyAsync(pinned, dev, n, cudaMemcpyDeviceToHost, s), cudaSuccess);
+    ASSERT_EQ(cudaMemcpyAsync(dev, pinned, n, cudaMemcpyHostToDevice, s), cudaSuccess);
+  }));
+  ASSERT_EQ(cudaMemcpyAsync(pageable.data(), dev, n, cudaMemcpyDeviceToHost, s), cudaSuccess);
+  EXPECT_GE(seconds_since(launched), 0.9 * kKernelSeconds);
   EXPECT_EQ(pageable[0], 7);  // the bytes were really copied
   EXPECT_EQ(pageable[n - 1], 7);
   EXPECT_EQ(cudaStreamQuery(s), cudaSuccess);  // a pageable D2H returns after the copy completed
@@ -95,14 +99,14 @@ TEST_F(DefaultEnv, LegacyStreamWaitsForBlockingStreamsButNotNonBlockingOnes) {
   ASSERT_EQ(cudaStreamCreate(&blocking), cudaSuccess);
   ASSERT_EQ(cudaStreamCreateWithFlags(&non_blocking, cudaStreamNonBlocking), cudaSuccess);
 
-  auto t0 = std::chrono::steady_clock::now();
-  TimedMark after_non_blocking;
-  ASSERT_EQ(launch_sleep(dummy_kernel(), 0.1, non_blocking), cudaSuccess);
-  ASSERT_EQ(cudaLaunchHostFunc(0, mark_time, &after_non_blocking), cudaSuccess);
-  ASSERT_EQ(cudaStreamSynchronize(0), cudaSuccess);
-  EXPECT_LT(std::chrono::duration<double>(after_non_blocking.at - t0).count(), 0.05);
+  // Legacy-stream work completes while the non-blocking stream is held.
+  EXPECT_TRUE(returns_while_stream_held(non_blocking, [] {
+    TimedMark after_non_blocking;
+    ASSERT_EQ(cudaLaunchHostFunc(0, mark_time, &after_non_blocking), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(0), cudaSuccess);
+  }));
 
-  t0 = std::chrono::steady_clock::now();
+  auto t0 = std::chrono::steady_clock::now();
   TimedMark after_blocking;
   ASSERT_EQ(launch_sleep(dummy_kernel(), 0.1, blocking), cudaSuccess);
   ASSERT_EQ(cudaLaunchHostFunc(0, mark_time, &after_blocking), cudaSuccess);
@@ -134,7 +138,7 @@ struct CallbackArg {
 void CUDART_CB logging_callback(cudaStream_t, cudaError_t status, void* p) {
   auto* a = static_cast<CallbackArg*>(p);
   EXPECT_EQ(status, cudaSuccess);
-  if (a->index == 1) std::this_thread::sleep_for(std::chrono::milliseconds(50));  // holds back later work
+  if (a->index == 1) std::this_thread::sleep_for(std::chrono::milliseconds(200));  // holds back later work
   std::lock_guard<std::mutex> lock(a->log->mutex);
   a->log->order.push_back(a->index);
   a->log->threads.push_back(std::this_thread::get_id());
@@ -150,12 +154,12 @@ TEST_F(DefaultEnv, CallbacksRunInOrderOnADriverThreadAndHoldBackLaterWork) {
   for (auto& a : args) ASSERT_EQ(cudaStreamAddCallback(s, logging_callback, &a, 0), cudaSuccess);
   TimedMark after;
   ASSERT_EQ(cudaLaunchHostFunc(s, mark_time, &after), cudaSuccess);
-  EXPECT_LT(seconds_since(t0), 0.04);  // enqueuing does not wait for the callbacks
+  EXPECT_LT(seconds_since(t0), 0.1);  // enqueuing does not wait for the callbacks (200 ms)
   ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
   EXPECT_EQ(log.order, (std::vector<int>{0, 1, 2}));
   for (auto id : log.threads) EXPECT_NE(id, std::this_thread::get_id());
   EXPECT_NE(after.thread, std::this_thread::get_id());
-  EXPECT_GE(std::chrono::duration<double>(after.at - t0).count(), 0.045);
+  EXPECT_GE(std::chrono::duration<double>(after.at - t0).count(), 0.19);
   cudaStreamDestroy(s);
 }
 
@@ -244,7 +248,7 @@ TEST_F(DefaultEnv, CaptureRecordsWithoutExecutingOrBlocking) {
     launch_sleep(dummy_kernel(), 0.2, s);
     cudaMemcpyAsync(host.data(), dev, n, cudaMemcpyDeviceToHost, s);  // pageable D2H: would block
   });
-  EXPECT_LT(t, 0.02);
+  EXPECT_LT(t, 0.1);  // executed, the pageable copy would wait for the 0.2 s kernel
   EXPECT_EQ(host[0], 0);  // nothing executed
   cudaGraph_t graph;
   ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
@@ -265,9 +269,10 @@ TEST_F(DefaultEnv, MemsetToDeviceReturnsEarlyMemsetToPinnedWaits) {
   char* pinned = nullptr;
   ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dev), 4096), cudaSuccess);
   ASSERT_EQ(cudaMallocHost(reinterpret_cast<void**>(&pinned), 4096), cudaSuccess);
+  EXPECT_TRUE(returns_while_stream_held(cudaStream_t(0), [&] { ASSERT_EQ(cudaMemset(dev, 1, 4096), cudaSuccess); }));
+  EXPECT_TRUE(returns_while_stream_held(cudaStream_t(0), [&] { ASSERT_EQ(cudaMemsetAsync(pinned, 1, 4096, 0), cudaSuccess); }));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   ASSERT_EQ(launch_sleep(dummy_kernel(), 0.1, 0), cudaSuccess);
-  EXPECT_LT(time_call([&] { cudaMemset(dev, 1, 4096); }), 0.02);
-  EXPECT_LT(time_call([&] { cudaMemsetAsync(pinned, 1, 4096, 0); }), 0.02);
   EXPECT_GE(time_call([&] { cudaMemset(pinned, 2, 4096); }), 0.08);
   EXPECT_EQ(pinned[4095], 2);
   cudaFree(dev);
@@ -292,10 +297,10 @@ TEST_F(DefaultEnv, EventsMeasureKernelTime) {
   // Another stream waits for the event.
   cudaStream_t other;
   ASSERT_EQ(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking), cudaSuccess);
+  auto t0 = std::chrono::steady_clock::now();  // before the launch: the kernel cannot start earlier
   ASSERT_EQ(launch_sleep(dummy_kernel(), 0.05, s), cudaSuccess);
   ASSERT_EQ(cudaEventRecord(a, s), cudaSuccess);
   ASSERT_EQ(cudaStreamWaitEvent(other, a, 0), cudaSuccess);
-  auto t0 = std::chrono::steady_clock::now();
   TimedMark m;
   ASSERT_EQ(cudaLaunchHostFunc(other, mark_time, &m), cudaSuccess);
   ASSERT_EQ(cudaStreamSynchronize(other), cudaSuccess);
@@ -309,12 +314,12 @@ TEST_F(DefaultEnv, EventsMeasureKernelTime) {
 TEST_F(DefaultEnv, PerThreadDefaultStreamsAreIndependent) {
   std::atomic<bool> launched{false};
   std::thread worker([&] {
-    launch_sleep(dummy_kernel(), 0.2, cudaStreamPerThread);
+    launch_sleep(dummy_kernel(), 0.4, cudaStreamPerThread);
     launched = true;
     cudaStreamSynchronize(cudaStreamPerThread);
   });
   while (!launched) std::this_thread::yield();
-  EXPECT_LT(time_call([] { cudaStreamSynchronize(cudaStreamPerThread); }), 0.05);
+  EXPECT_LT(time_call([] { cudaStreamSynchronize(cudaStreamPerThread); }), 0.1);  // the worker's kernel: 0.4 s
   // The legacy stream does wait for a per-thread stream (it is a blocking stream).
   EXPECT_GE(time_call([] { cudaStreamSynchronize(0); }), 0.1);
   worker.join();
@@ -325,9 +330,13 @@ TEST_F(DefaultEnv, FirstLaunchOfEachKernelPaysLazyLoading) {
   int arg = 0;
   void* args[] = {&arg};
   double first = time_call([&] { cudaLaunchKernel(k, dim3(1), dim3(1), args, 0, 0); });
-  double second = time_call([&] { cudaLaunchKernel(k, dim3(1), dim3(1), args, 0, 0); });
+  // Later launches do not pay it: the fastest of five, so that one stall of a loaded machine (2.5 ms
+  // seen under ASan) does not look like loading. sim_lazy_loading checks this with a 200 ms load.
+  double later = 1e9;
+  for (int i = 0; i < 5; ++i)
+    later = std::min(later, time_call([&] { cudaLaunchKernel(k, dim3(1), dim3(1), args, 0, 0); }));
   EXPECT_GE(first, 0.0014);  // ASYNCWATCH_SIM_LAZY_LOAD_US default: 1500
-  EXPECT_LT(second, first);
+  EXPECT_LT(later, 0.0007);
   cudaDeviceSynchronize();
 }
 
@@ -359,7 +368,7 @@ TEST_F(DefaultEnv, NonSleepKernelsTakeTheDefaultTime) {
     cudaLaunchKernel(spin, dim3(1), dim3(1), args1, 0, 0);
     cudaDeviceSynchronize();
   });
-  EXPECT_LT(t, 0.02);
+  EXPECT_LT(t, 0.1);  // 5 us each; taken as cycles the int would be 0.54 s
 }
 
 TEST_F(DefaultEnv, DeviceVariablesWorkWithSymbolCopies) {
@@ -481,7 +490,9 @@ TEST_F(DefaultEnv, BackToBackKernelsKeepTheirDurations) {
   const double expected = n * kernel_s;
   // Events carry simulated timestamps: the elapsed time is exactly the kernels' sum (was 1.4-2.9x
   // when every kernel restarted the clock at the worker's late wake-up).
-  if (launched < blocker_s) EXPECT_NEAR(ms / 1e3, expected, 0.01 * expected);
+  if (launched < blocker_s) {
+    EXPECT_NEAR(ms / 1e3, expected, 0.01 * expected);
+  }
   EXPECT_GE(ms / 1e3, 0.999 * expected);
   EXPECT_GE(wall, blocker_s + expected);
   std::printf("%d x 202 us kernels: events %.3f ms (%.1f us each), wall after the 50 ms blocker %.3f ms\n", n, ms,
@@ -498,14 +509,14 @@ TEST(QueueDepth4, EnqueueIntoAFullStreamBlocks) {
   ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
   launch_sleep(dummy_kernel(), 0.001, s);
   cudaStreamSynchronize(s);
-  // 100 ms kernels: four enqueues return long before the first kernel ends (even under TSan on a
+  // 200 ms kernels: four enqueues return long before the first kernel ends (even under TSan on a
   // loaded 2-core machine, where 4 enqueues once took 20 ms), the fifth waits for it.
   double t4 = time_call([&] {
-    for (int i = 0; i < 4; ++i) launch_sleep(dummy_kernel(), 0.1, s);
+    for (int i = 0; i < 4; ++i) launch_sleep(dummy_kernel(), 0.2, s);
   });
-  double t5 = time_call([&] { launch_sleep(dummy_kernel(), 0.1, s); });
-  EXPECT_LT(t4, 0.05);
-  EXPECT_GE(t5, 0.05);
+  double t5 = time_call([&] { launch_sleep(dummy_kernel(), 0.2, s); });
+  EXPECT_LT(t4, 0.1);
+  EXPECT_GE(t5, 0.09);
   cudaStreamDestroy(s);
 }
 
@@ -521,11 +532,14 @@ TEST(SlowStaging, PageableHostToDeviceBlocksInProportionToSize) {
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   cudaStream_t s;
   ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
-  double t_small = time_call([&] { cudaMemcpyAsync(dev, host.data(), small, cudaMemcpyHostToDevice, s); });
+  // The fastest of three small copies: one stall of a loaded machine does not make it look large.
+  double t_small = 1e9;
+  for (int i = 0; i < 3; ++i)
+    t_small = std::min(t_small, time_call([&] { cudaMemcpyAsync(dev, host.data(), small, cudaMemcpyHostToDevice, s); }));
   double t_large = time_call([&] { cudaMemcpyAsync(dev, host.data(), large, cudaMemcpyHostToDevice, s); });
   EXPECT_GE(t_small, 0.9 * small / staging_bytes_per_s);
   EXPECT_GE(t_large, 0.9 * large / staging_bytes_per_s);
-  EXPECT_GT(t_large, 2.0 * t_small);
+  EXPECT_LT(t_small, 0.5 * large / staging_bytes_per_s);
   // Staging returns before the stream finished: a pinned copy would not block at all.
   ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
   std::vector<char> back(large);
@@ -535,13 +549,13 @@ TEST(SlowStaging, PageableHostToDeviceBlocksInProportionToSize) {
   cudaStreamDestroy(s);
 }
 
-// Both run with ASYNCWATCH_SIM_LAZY_LOAD_US=100000, so the 0.1 s dwarfs sanitizer overhead.
+// Both run with ASYNCWATCH_SIM_LAZY_LOAD_US=200000, so the 0.2 s dwarfs sanitizer overhead and stalls.
 TEST(EagerLoading, FirstLaunchDoesNotBlock) {
   const void* k = register_kernel(reinterpret_cast<const void*>(&stub_lazy_b), "_Z6lazy_bi");
   int arg = 0;
   void* args[] = {&arg};
   cudaFree(nullptr);
-  EXPECT_LT(time_call([&] { cudaLaunchKernel(k, dim3(1), dim3(1), args, 0, 0); }), 0.05);
+  EXPECT_LT(time_call([&] { cudaLaunchKernel(k, dim3(1), dim3(1), args, 0, 0); }), 0.1);
   cudaDeviceSynchronize();
 }
 
@@ -551,9 +565,9 @@ TEST(LazyLoading, FirstLaunchOfEachKernelBlocksOnce) {
   int arg = 0;
   void* args[] = {&arg};
   cudaFree(nullptr);
-  EXPECT_GE(time_call([&] { cudaLaunchKernel(a, dim3(1), dim3(1), args, 0, 0); }), 0.09);
-  EXPECT_LT(time_call([&] { cudaLaunchKernel(a, dim3(1), dim3(1), args, 0, 0); }), 0.05);
-  EXPECT_GE(time_call([&] { cudaLaunchKernel(b, dim3(1), dim3(1), args, 0, 0); }), 0.09);  // per kernel
+  EXPECT_GE(time_call([&] { cudaLaunchKernel(a, dim3(1), dim3(1), args, 0, 0); }), 0.18);
+  EXPECT_LT(time_call([&] { cudaLaunchKernel(a, dim3(1), dim3(1), args, 0, 0); }), 0.1);
+  EXPECT_GE(time_call([&] { cudaLaunchKernel(b, dim3(1), dim3(1), args, 0, 0); }), 0.18);  // per kernel
   cudaDeviceSynchronize();
 }
 

@@ -2,12 +2,16 @@
 // access to the simulated driver through dlopen + cuGetProcAddress_v2 (as the runtime does).
 #pragma once
 #include <cuda.h>
-#include <cuda_runtime_api.h>
+#include <cuda_runtime.h>
 #include <dlfcn.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 
 extern "C" {
 void** __cudaRegisterFatBinary(void* fatCubin);
@@ -30,6 +34,65 @@ double time_call(F f) {
   auto t0 = std::chrono::steady_clock::now();
   f();
   return seconds_since(t0);
+}
+
+// A host function that holds its stream until released: the stream cannot get past it, so a call
+// that waits for the stream cannot return while it is held.
+struct StreamHold {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool open = false;
+  void release() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      open = true;
+    }
+    cv.notify_all();
+  }
+  // The host function; `user` is a heap-allocated shared_ptr to the hold, deleted here.
+  static void CUDART_CB run(void* user) {
+    auto* self = static_cast<std::shared_ptr<StreamHold>*>(user);
+    {
+      std::unique_lock<std::mutex> lock((*self)->mutex);
+      (*self)->cv.wait(lock, [&] { return (*self)->open; });
+    }
+    delete self;
+  }
+};
+
+// True if `call` returns while its stream is held by a host function that `enqueue(fn, user)` puts
+// on the stream (cudaLaunchHostFunc or cuLaunchHostFunc): the call did not wait for the stream.
+// "Returned at once" without a time bound that a loaded machine could break. If the call does wait,
+// a valve releases the stream after `valve` and the answer is false.
+template <class Enqueue, class Call>
+bool returns_while_stream_held(Enqueue enqueue, Call call, std::chrono::milliseconds valve = std::chrono::seconds(2)) {
+  auto hold = std::make_shared<StreamHold>();
+  auto* user = new std::shared_ptr<StreamHold>(hold);
+  if (enqueue(&StreamHold::run, static_cast<void*>(user)) != 0) {
+    delete user;
+    return false;
+  }
+  std::thread opener([hold, valve] {
+    std::unique_lock<std::mutex> lock(hold->mutex);
+    hold->cv.wait_for(lock, valve, [&] { return hold->open; });
+    hold->open = true;
+    hold->cv.notify_all();
+  });
+  call();
+  bool held;
+  {
+    std::lock_guard<std::mutex> lock(hold->mutex);
+    held = !hold->open;
+  }
+  hold->release();
+  opener.join();
+  return held;
+}
+// The runtime form: held by cudaLaunchHostFunc on `stream`.
+template <class Call>
+bool returns_while_stream_held(cudaStream_t stream, Call call, std::chrono::milliseconds valve = std::chrono::seconds(2)) {
+  return returns_while_stream_held([stream](cudaHostFn_t fn, void* user) { return cudaLaunchHostFunc(stream, fn, user); },
+                                   call, valve);
 }
 
 constexpr double kClockHz = 1.98e9;  // ASYNCWATCH_SIM_CLOCK_HZ default
