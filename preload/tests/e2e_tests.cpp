@@ -196,6 +196,22 @@ TEST(EndToEnd, ProgramWithoutCudaGetsNoTraceAndSameOutput) {
   EXPECT_TRUE(r.traces.empty());
 }
 
+// A program with a large static TLS (as one linked with cuBLAS): the library's own thread gets a
+// stack that holds it. With a fixed 128 KiB stack, 1 MiB of TLS made pthread_create fail (EINVAL:
+// "asyncwatch stops recording", seen on the H200 with conjugateGradient) and 120 KiB left the
+// thread too little stack (SIGSEGV before the first record: simpleCUBLAS).
+TEST(EndToEnd, ProgramWithLargeStaticTlsIsTraced) {
+  for (const char* app : {AW_TEST_APP_TLS_1M, AW_TEST_APP_TLS_120K}) {
+    SCOPED_TRACE(app);
+    AppRun r = run_program(app, {"linked"}, {}, "", true);
+    ASSERT_TRUE(exited_ok(r)) << r.err;
+    EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+    Trace t = only_trace(r);
+    EXPECT_EQ(t.header.closed, kClosedCleanly);
+    EXPECT_EQ(copies(t).size(), 5u);
+  }
+}
+
 TEST(EndToEnd, LinkedProgramCopiesClassifiedAndTimed) {
   AppRun r = run({"linked"});
   ASSERT_TRUE(exited_ok(r)) << r.err;

@@ -794,8 +794,16 @@ static int clone_child(const std::string& how) {
   return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 8;
 }
 
+#ifdef AW_BIG_TLS
+// As a program linked with cuBLAS (libcublasLt's static TLS): every thread's stack holds this.
+__thread char g_big_tls[AW_BIG_TLS];
+#endif
+
 int main(int argc, char** argv) {
   maybe_deny_unshare();
+#ifdef AW_BIG_TLS
+  g_big_tls[0] = 1;
+#endif
   std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "none") {
     printf("no cuda here\n");

@@ -414,7 +414,9 @@ bool start() noexcept {
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setstacksize(&attr, 128 << 10);
+  // The default stack size (RLIMIT_STACK, reserved, not committed): glibc carves the process's
+  // static TLS out of a thread's stack, and a program that loads cuBLAS has more of it than a
+  // small fixed stack holds (pthread_create fails with EINVAL, or the thread overflows at once).
   pthread_t t;
   int rc = pthread_create(&t, &attr, &file_main, nullptr);
   pthread_attr_destroy(&attr);
