@@ -118,7 +118,12 @@ fi
 
 echo; echo "== 4. a venv with --system-site-packages"
 # Without the PYTHONPATH of 1, or pip would find the package installed there and install nothing.
-if env -u PYTHONPATH python3 -m venv --system-site-packages "$work/venv" 2>"$work/venv.err"; then
+# A python3 that is itself a venv (the H200's /opt/torch/.venv) gives a nested venv the base
+# interpreter's site-packages, without torch: then the step says so instead of failing.
+in_venv=$(env -u PYTHONPATH python3 -c 'import sys; print(int(sys.prefix != sys.base_prefix))' 2>/dev/null || echo 0)
+if [ "$in_venv" = 1 ]; then
+  echo "skipped: python3 is itself a virtual environment ($(env -u PYTHONPATH python3 -c 'import sys; print(sys.prefix)')): a venv made from it does not see its packages (torch)" | tee -a "$out/summary.txt"
+elif env -u PYTHONPATH python3 -m venv --system-site-packages "$work/venv" 2>"$work/venv.err"; then
   check "pip install into the venv" env -u PYTHONPATH "$work/venv/bin/python" -m pip install -q --no-index --no-deps "$wheel"
   ( cd "$work" && env -u PYTHONPATH "$work/venv/bin/asyncwatch" run -o "$work/venv-traces" --format json \
       --report-output "$work/venv.json" -- "$work/venv/bin/python" "$torch_script" >/dev/null )
