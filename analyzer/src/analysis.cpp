@@ -190,7 +190,7 @@ class ProcessAnalyzer final : public RuleContext {
   void observe(const Observation& o) override {
     // Grouped by stack during the pass (stacks and modules may still be ahead in the file);
     // stacks are mapped to call sites and groups merged per call site in finish().
-    observed_ = true;
+    if (rule_info(o.id).hooks.blocking) flagged_blocking_ = true;
     GroupKey key{};
     key.id = static_cast<uint8_t>(o.id);
     key.cause = static_cast<uint8_t>(o.cause);
@@ -198,7 +198,7 @@ class ProcessAnalyzer final : public RuleContext {
     key.memory = o.has_host_memory ? static_cast<int8_t>(o.host_memory) : int8_t{-1};
     key.api = o.api;
     key.driver_fn = o.driver_fn;
-    key.kernel = o.id == FindingId::BlockingLaunch ? o.kernel_name_id : 0;
+    key.kernel = o.kernel_name_id;
     key.site = o.stack_id;
     auto found = groups_.find(key);
     if (found == groups_.end()) {
@@ -280,20 +280,21 @@ class ProcessAnalyzer final : public RuleContext {
       SiteRef site = site_of(key.site, key.kernel);
       Finding f;
       f.id = static_cast<FindingId>(key.id);
+      const Rule& rule = rule_info(f.id).hooks;
       f.cause = static_cast<Cause>(key.cause);
       bool driver_name = is_driver_api(static_cast<Api>(key.api));
       std::string raw_api = api_name(static_cast<Api>(key.api));
       f.api = public_api_name(driver_name && site.api_override ? names_[site.api_override] : raw_api);
       // kernel<<<...>>>: the stack went through nvcc's stub, or the runtime's internal entry
       // point that only the stubs call was hooked.
-      f.chevron_launch = f.id == FindingId::BlockingLaunch &&
+      f.chevron_launch = rule.names_kernel &&
                          (site.chevron_launch || raw_api.rfind("__cudaLaunchKernel", 0) == 0);
       f.driver_api = g.first.driver_fn ? api_name(static_cast<Api>(g.first.driver_fn)) : "";
       f.has_direction = key.direction >= 0;
       f.direction = f.has_direction ? static_cast<Direction>(key.direction) : Direction::Unknown;
       f.has_host_memory = key.memory >= 0;
       f.host_memory = f.has_host_memory ? static_cast<MemoryKind>(key.memory) : MemoryKind::Unknown;
-      if (f.id == FindingId::BlockingLaunch) f.kernel = kernel_name(key.kernel);
+      if (rule.names_kernel) f.kernel = kernel_name(key.kernel);
       f.count = g.count;
       f.bytes = g.bytes;
       f.blocked = std::move(g.blocked);
@@ -397,20 +398,22 @@ class ProcessAnalyzer final : public RuleContext {
     uint64_t key = stream_key(c.stream_kind, c.stream, r.tid);
     StreamState& st = stream(key);
     Direction d = copy_direction(c);
+    RuleEvent e;
+    e.copy = &c;
+    e.stream = &st;
     if (r.type == RecordType::Copy) {
       if (!sync_api) {
-        observed_ = false;
-        rules::check_host_to_host_async_copy(*this, c) || rules::check_managed_memory_copy(*this, c) ||
-            rules::check_pageable_async_copy(*this, c, st);
-        count_async(observed_, blocked);
+        flagged_blocking_ = false;
+        detect(Trigger::Copy, e);
+        count_async(flagged_blocking_, blocked);
       }
       bool completed = (c.flags & kFlagEvidenceChecked) && (c.flags & kFlagCompletedAtReturn);
       bool waits = d == Direction::DtoH && (sync_api || c.dst_memory == static_cast<uint8_t>(MemoryKind::Pageable));
       if (completed || waits) idle(key);
     } else {
-      observed_ = false;
-      rules::check_blocking_memset(*this, c);
-      if (!sync_api) count_async(observed_, blocked);
+      flagged_blocking_ = false;
+      detect(Trigger::Memset, e);
+      if (!sync_api) count_async(flagged_blocking_, blocked);
     }
   }
 
@@ -422,9 +425,12 @@ class ProcessAnalyzer final : public RuleContext {
     }
     uint64_t key = stream_key(l.stream_kind, l.stream, r.tid);
     StreamState& st = stream(key);
-    observed_ = false;
-    rules::check_blocking_launch(*this, l, st);
-    count_async(observed_, blocked);
+    flagged_blocking_ = false;
+    RuleEvent e;
+    e.launch = &l;
+    e.stream = &st;
+    detect(Trigger::Launch, e);
+    count_async(flagged_blocking_, blocked);
     auto api = static_cast<Api>(l.api);
     bool graph = api == Api::cudaGraphLaunch || api == Api::cuGraphLaunch;
     ++st.launches_since_sync;
@@ -441,10 +447,12 @@ class ProcessAnalyzer final : public RuleContext {
     // function ran on the driver's thread, deprecated-stream-callback about the API).
     count_async(false, 0);
     (void)r;
-    rules::check_deprecated_stream_callback(*this, e);
+    RuleEvent ev;
+    ev.enqueue = &e;
+    detect(Trigger::HostFuncEnqueue, ev);
     auto run = pending_runs_.find(e.callback_id);
     if (run != pending_runs_.end()) {
-      rules::check_long_host_callback(*this, e, run->second);
+      host_function_ran(e, run->second);
       pending_runs_.erase(run);
     } else {
       note_pending(pending_enqueues_, e.callback_id, e);
@@ -454,7 +462,7 @@ class ProcessAnalyzer final : public RuleContext {
   void on_run(const HostFuncRunRecord& run) {
     auto e = pending_enqueues_.find(run.callback_id);
     if (e != pending_enqueues_.end()) {
-      rules::check_long_host_callback(*this, e->second, run);
+      host_function_ran(e->second, run);
       pending_enqueues_.erase(e);
     } else {
       note_pending(pending_runs_, run.callback_id, run);
@@ -463,7 +471,9 @@ class ProcessAnalyzer final : public RuleContext {
 
   void on_sync(const RecordView& r, const SyncRecord& s) {
     if (s.flags & kFlagCaptureActive) return;
-    rules::check_explicit_sync(*this, s);
+    RuleEvent e;
+    e.sync = &s;
+    detect(Trigger::Sync, e);
     auto is = [&](Api a, Api b) {
       return static_cast<Api>(s.api) == a || static_cast<Api>(s.api) == b || static_cast<Api>(s.driver_fn) == b;
     };
@@ -476,11 +486,25 @@ class ProcessAnalyzer final : public RuleContext {
 
   void on_memory_op(const MemoryOpRecord& m) {
     if (m.flags & kFlagCaptureActive) return;
-    rules::check_implicit_sync(*this, m);
+    RuleEvent e;
+    e.memory_op = &m;
+    detect(Trigger::MemoryOp, e);
     auto api = static_cast<Api>(m.api);
     if (m.result == 0 && (api == Api::cudaFree || api == Api::cuMemFree_v2 || api == Api::cudaFreeHost ||
                           api == Api::cuMemFreeHost))
       idle_all();
+  }
+
+  // The rules of the trigger in their order, until one claims the call.
+  void detect(Trigger t, const RuleEvent& e) {
+    for (const RuleInfo* r : rules_for(t))
+      if (r->hooks.detect(*this, e)) return;
+  }
+  void host_function_ran(const HostFuncEnqueueRecord& enqueue, const HostFuncRunRecord& run) {
+    RuleEvent e;
+    e.enqueue = &enqueue;
+    e.run = &run;
+    detect(Trigger::HostFuncRun, e);
   }
 
   // A host function's enqueue waiting for its run, or the reverse (bounded).
@@ -571,7 +595,7 @@ class ProcessAnalyzer final : public RuleContext {
   std::unordered_map<std::string, uint32_t> name_ids_;
   std::unordered_map<uint64_t, HostFuncEnqueueRecord> pending_enqueues_;
   std::unordered_map<uint64_t, HostFuncRunRecord> pending_runs_;
-  bool observed_ = false;  // a rule flagged the call being looked at
+  bool flagged_blocking_ = false;  // a blocking rule flagged the call being looked at
   uint64_t async_calls_ = 0;
   uint64_t async_blocking_ = 0;
   uint64_t blocked_total_ = 0;
@@ -613,8 +637,7 @@ Report build_report(std::vector<ProcessResult> results, const Options& options) 
     report.processes.push_back(std::move(r.process));
   }
   for (auto& f : merged) {
-    if (f.id == FindingId::ExplicitSync && f.blocked.total() < options.min_blocked_ns) continue;
-    if (f.id == FindingId::ImplicitSync && f.count < options.implicit_sync_min_count) continue;
+    if (auto reported = rule_info(f.id).hooks.reported; reported && !reported(f, options)) continue;
     f.share_of_wall = wall_total ? static_cast<double>(f.blocked.total()) / static_cast<double>(wall_total) : 0.0;
     std::sort(f.processes.begin(), f.processes.end(),
               [](const PerProcess& a, const PerProcess& b) { return a.pid < b.pid; });

@@ -1,6 +1,7 @@
 // asyncwatch report [--format text|json|sarif] [-o FILE] [--fail-on ...] TRACE_OR_DIR...
 #include "analysis.h"
 #include "commands.h"
+#include "json_writer.h"
 #include "output_file.h"
 #include "printable.h"
 #include "reports.h"
@@ -174,11 +175,12 @@ int produce_report(const ReportArgs& args, const std::vector<std::string>& paths
 
   try {
     if (args.format == "json" || args.format == "sarif") {
-      // Names from the trace may be any bytes: invalid UTF-8 becomes U+FFFD.
-      std::string text = (args.format == "json" ? report_json(report) : report_sarif(report))
-                             .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-      text += '\n';
-      std::fwrite(text.data(), 1, text.size(), out->stream());
+      // Written as it goes; names from the trace may be any bytes: invalid UTF-8 becomes U+FFFD.
+      JsonWriter w(out->stream());
+      if (args.format == "json") write_report_json(w, report);
+      else write_report_sarif(w, report);
+      w.flush();
+      std::fputc('\n', out->stream());
     } else {
       TextStyle style;
       bool tty = out->mode() == OutputFile::Mode::Stdout && isatty(STDOUT_FILENO);

@@ -1,70 +1,144 @@
+// The SARIF 2.1.0 report, written as it goes: no document is built.
 #include "call_site.h"
+#include "json_writer.h"
 #include "reports.h"
 
 namespace asyncwatch {
 
-using nlohmann::ordered_json;
+namespace {
 
-ordered_json report_sarif(const Report& report) {
-  ordered_json rules = ordered_json::array();
-  for (int i = 0; i < static_cast<int>(FindingId::Count); ++i) {
-    const RuleInfo& r = rule_info(static_cast<FindingId>(i));
-    rules.push_back({{"id", finding_id_name(r.id)},
-                     {"name", finding_id_name(r.id)},
-                     {"shortDescription", {{"text", r.title}}},
-                     {"fullDescription", {{"text", r.title}}},
-                     {"help", {{"text", r.help}}},
-                     {"defaultConfiguration", {{"level", severity_name(r.severity)}}}});
-  }
-  ordered_json results = ordered_json::array();
-  for (const auto& f : report.findings) {
-    const RuleInfo& r = rule_info(f.id);
-    ordered_json res;
-    res["ruleId"] = finding_id_name(f.id);
-    res["ruleIndex"] = static_cast<int>(f.id);
-    res["level"] = severity_name(r.severity);
-    res["message"] = {{"text", finding_message(f)}};
-    ordered_json locations = ordered_json::array();
-    // A call site without a source line (a library or stripped program) is only a logical location.
-    if (f.call_site_known && (!f.call_site.file.empty() || !f.call_site.function.empty())) {
-      ordered_json loc;
-      if (!f.call_site.file.empty())
-        loc["physicalLocation"] = {{"artifactLocation", {{"uri", display_path(f.call_site.file)}}},
-                                   {"region", {{"startLine", f.call_site.line > 0 ? f.call_site.line : 1}}}};
-      if (!f.call_site.function.empty())
-        loc["logicalLocations"] = ordered_json::array({{{"fullyQualifiedName", f.call_site.function}, {"kind", "function"}}});
-      locations.push_back(std::move(loc));
+void text_object(JsonWriter& w, const char* key, const std::string& text) {
+  w.key(key);
+  w.begin_object();
+  w.field("text", text);
+  w.end_object();
+}
+
+void rule_object(JsonWriter& w, const RuleInfo& r) {
+  w.begin_object();
+  w.field("id", r.name);
+  w.field("name", r.name);
+  text_object(w, "shortDescription", r.title);
+  text_object(w, "fullDescription", r.title);
+  text_object(w, "help", r.help);
+  w.key("defaultConfiguration");
+  w.begin_object();
+  w.field("level", severity_name(r.severity));
+  w.end_object();
+  w.end_object();
+}
+
+void result_object(JsonWriter& w, const Finding& f) {
+  const RuleInfo& r = rule_info(f.id);
+  w.begin_object();
+  w.field("ruleId", r.name);
+  w.field("ruleIndex", static_cast<int>(f.id));
+  w.field("level", severity_name(r.severity));
+  text_object(w, "message", finding_message(f));
+  w.key("locations");
+  w.begin_array();
+  // A call site without a source line (a library or stripped program) is only a logical location.
+  if (f.call_site_known && (!f.call_site.file.empty() || !f.call_site.function.empty())) {
+    w.begin_object();
+    if (!f.call_site.file.empty()) {
+      w.key("physicalLocation");
+      w.begin_object();
+      w.key("artifactLocation");
+      w.begin_object();
+      w.field("uri", display_path(f.call_site.file));
+      w.end_object();
+      w.key("region");
+      w.begin_object();
+      w.field("startLine", f.call_site.line > 0 ? f.call_site.line : 1);
+      w.end_object();
+      w.end_object();
     }
-    res["locations"] = std::move(locations);
-    res["properties"] = {{"count", f.count},
-                         {"bytes", f.bytes},
-                         {"blocked_ns_total", f.blocked.total()},
-                         {"blocked_ns_max", f.blocked.max()},
-                         {"api", f.api}};
-    if (!f.via.module.empty()) res["properties"]["via"] = frame_name_text(f.via);
-    results.push_back(std::move(res));
+    if (!f.call_site.function.empty()) {
+      w.key("logicalLocations");
+      w.begin_array();
+      w.begin_object();
+      w.field("fullyQualifiedName", f.call_site.function);
+      w.field("kind", "function");
+      w.end_object();
+      w.end_array();
+    }
+    w.end_object();
   }
+  w.end_array();
+  w.key("properties");
+  w.begin_object();
+  w.field("count", f.count);
+  w.field("bytes", f.bytes);
+  w.field("blocked_ns_total", f.blocked.total());
+  w.field("blocked_ns_max", f.blocked.max());
+  w.field("api", f.api);
+  if (!f.via.module.empty()) w.field("via", frame_name_text(f.via));
+  w.end_object();
+  w.end_object();
+}
+
+}  // namespace
+
+void write_report_sarif(JsonWriter& w, const Report& report) {
+  w.begin_object();
+  w.field("$schema", "https://json.schemastore.org/sarif-2.1.0.json");
+  w.field("version", "2.1.0");
+  w.key("runs");
+  w.begin_array();
+  w.begin_object();
+  w.key("tool");
+  w.begin_object();
+  w.key("driver");
+  w.begin_object();
+  w.field("name", "asyncwatch");
+  w.field("version", ASYNCWATCH_VERSION);
+  w.key("rules");
+  w.begin_array();
+  for (int i = 0; i < static_cast<int>(FindingId::Count); ++i) rule_object(w, rule_info(static_cast<FindingId>(i)));
+  w.end_array();
+  w.end_object();
+  w.end_object();
   // Traces that could not be read: the run is incomplete (toolExecutionNotifications).
-  ordered_json notifications = ordered_json::array();
-  for (const auto& u : report.unreadable)
-    notifications.push_back(
-        {{"level", "error"},
-         {"message", {{"text", u.trace + ": " + u.error}}},
-         {"locations", ordered_json::array({{{"physicalLocation", {{"artifactLocation", {{"uri", u.trace}}}}}}})}});
-  ordered_json invocation = {{"executionSuccessful", report.unreadable.empty()},
-                             {"toolExecutionNotifications", std::move(notifications)}};
-  ordered_json sarif;
-  sarif["$schema"] = "https://json.schemastore.org/sarif-2.1.0.json";
-  sarif["version"] = "2.1.0";
-  sarif["runs"] = ordered_json::array(
-      {{{"tool",
-         {{"driver",
-           {{"name", "asyncwatch"},
-            {"version", ASYNCWATCH_VERSION},
-            {"rules", std::move(rules)}}}}},
-        {"invocations", ordered_json::array({std::move(invocation)})},
-        {"results", std::move(results)}}});
-  return sarif;
+  w.key("invocations");
+  w.begin_array();
+  w.begin_object();
+  w.field("executionSuccessful", report.unreadable.empty());
+  w.key("toolExecutionNotifications");
+  w.begin_array();
+  for (const auto& u : report.unreadable) {
+    w.begin_object();
+    w.field("level", "error");
+    text_object(w, "message", u.trace + ": " + u.error);
+    w.key("locations");
+    w.begin_array();
+    w.begin_object();
+    w.key("physicalLocation");
+    w.begin_object();
+    w.key("artifactLocation");
+    w.begin_object();
+    w.field("uri", u.trace);
+    w.end_object();
+    w.end_object();
+    w.end_object();
+    w.end_array();
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+  w.end_array();
+  w.key("results");
+  w.begin_array();
+  for (const auto& f : report.findings) result_object(w, f);
+  w.end_array();
+  w.end_object();
+  w.end_array();
+  w.end_object();
+}
+
+std::string report_sarif_text(const Report& report) {
+  JsonWriter w;
+  write_report_sarif(w, report);
+  return w.text();
 }
 
 }  // namespace asyncwatch

@@ -9,14 +9,15 @@ namespace asyncwatch::rules {
 
 using namespace trace;
 
-bool check_host_to_host_async_copy(RuleContext& ctx, const CopyRecord& c) {
+namespace {
+
+bool detect(RuleContext& ctx, const RuleEvent& e) {
+  const CopyRecord& c = *e.copy;
   Direction d = copy_direction(c);
   if (d != Direction::HtoH) return false;
   uint64_t blocked = c.end_ns - c.start_ns;
   if (blocked < ctx.options().min_blocked_ns) return true;  // it is this kind; too short to report
-  Observation o;
-  o.id = FindingId::HostToHostAsyncCopy;
-  fill_from_copy(o, c);
+  Observation o = observation_of_copy(FindingId::HostToHostAsyncCopy, c);
   o.direction = d;
   o.has_direction = true;
   o.host_memory = host_side(c, d);
@@ -25,11 +26,23 @@ bool check_host_to_host_async_copy(RuleContext& ctx, const CopyRecord& c) {
   return true;
 }
 
-std::string host_to_host_async_copy_message(const Finding& f) {
+std::string message(const Finding& f) {
   return fmt::format(
       "{} blocked {}: a copy between two host buffers is always synchronous, whatever the API's name; use memcpy "
       "(or std::copy) on the host, or keep the data on the device",
-      api_with_args(f), format_duration(f.blocked.total()) + (f.count > 1 ? " in total" : ""));
+      api_with_args(f, {direction_words(f), calls_part(f), total_bytes_part(f)}), total_time_words(f));
 }
+
+}  // namespace
+
+const Rule host_to_host_async_copy = [] {
+  Rule r;
+  r.trigger = Trigger::Copy;
+  r.precedence = 0;  // before the other copy rules: the direction decides
+  r.detect = detect;
+  r.message = message;
+  r.blocking = true;
+  return r;
+}();
 
 }  // namespace asyncwatch::rules
