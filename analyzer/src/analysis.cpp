@@ -275,8 +275,12 @@ class ProcessAnalyzer final : public RuleContext {
     symbols_ = std::make_unique<Symbolizer>(trace_.modules(), !(no_symbols && *no_symbols && *no_symbols != '0'),
                                             opt_.path_map);
 
-    std::unordered_map<std::string, size_t> by_site;  // merge_key -> index in out.findings
-    for (auto& [key, g] : groups_) {
+    // Each group becomes a finding (merged by call site, as stacks that differ only outside the
+    // user's code give one site) and is freed as it goes: groups and findings are never both whole.
+    FindingSet findings;
+    for (auto it = groups_.begin(); it != groups_.end(); it = groups_.erase(it)) {
+      const GroupKey& key = it->first;
+      Group& g = it->second;
       SiteRef site = site_of(key.site, key.kernel);
       Finding f;
       f.id = static_cast<FindingId>(key.id);
@@ -314,15 +318,10 @@ class ProcessAnalyzer final : public RuleContext {
       if (g.stack_id)
         if (auto frames = trace_.stack(g.stack_id)) f.stack = symbols_->expand(*frames);
       f.processes.push_back(PerProcess{p.pid, f.count, f.blocked.total()});
-      std::string mk = f.merge_key();
-      auto it = by_site.find(mk);
-      if (it == by_site.end()) {
-        by_site.emplace(mk, out.findings.size());
-        out.findings.push_back(std::move(f));
-      } else {
-        out.findings[it->second].merge(f);
-      }
+      f.set_key();
+      findings.add(std::move(f));
     }
+    out.findings = findings.take();
     for (const auto& problem : symbols_->problems()) p.notes.push_back(problem);
     return out;
   }
@@ -614,19 +613,15 @@ ProcessResult analyze_trace(const std::string& path, const Options& options) {
 Report build_report(std::vector<ProcessResult> results, const Options& options) {
   Report report;
   report.options = options;
-  std::unordered_map<std::string, size_t> by_key;
+  // One process: its findings are merged already; several: merged by key, in process order.
+  FindingSet set;
   std::vector<Finding> merged;
+  if (results.size() == 1) merged = std::move(results[0].findings);
   uint64_t wall_total = 0;
   for (auto& r : results) {
-    for (auto& f : r.findings) {
-      std::string key = f.merge_key();
-      auto it = by_key.find(key);
-      if (it == by_key.end()) {
-        by_key.emplace(key, merged.size());
-        merged.push_back(std::move(f));
-      } else {
-        merged[it->second].merge(f);
-      }
+    if (results.size() > 1) {
+      for (auto& f : r.findings) set.add(std::move(f));
+      std::vector<Finding>().swap(r.findings);
     }
     Summary& s = report.summary;
     s.async_calls += r.process.async_calls;
@@ -636,20 +631,20 @@ Report build_report(std::vector<ProcessResult> results, const Options& options) 
     wall_total += r.process.wall_ns - r.process.paused_ns;
     report.processes.push_back(std::move(r.process));
   }
+  if (results.size() > 1) merged = set.take();
+  // Group-level thresholds, shares of wall time; kept in place (moved within the vector).
+  size_t kept = 0;
   for (auto& f : merged) {
     if (auto reported = rule_info(f.id).hooks.reported; reported && !reported(f, options)) continue;
     f.share_of_wall = wall_total ? static_cast<double>(f.blocked.total()) / static_cast<double>(wall_total) : 0.0;
     std::sort(f.processes.begin(), f.processes.end(),
               [](const PerProcess& a, const PerProcess& b) { return a.pid < b.pid; });
-    report.findings.push_back(std::move(f));
+    if (&merged[kept] != &f) merged[kept] = std::move(f);
+    ++kept;
   }
-  std::sort(report.findings.begin(), report.findings.end(), [](const Finding& a, const Finding& b) {
-    if (a.blocked.total() != b.blocked.total()) return a.blocked.total() > b.blocked.total();
-    if (a.id != b.id) return a.id < b.id;
-    if (a.call_site.file != b.call_site.file) return a.call_site.file < b.call_site.file;
-    if (a.call_site.line != b.call_site.line) return a.call_site.line < b.call_site.line;
-    return a.merge_key() < b.merge_key();
-  });
+  merged.erase(merged.begin() + static_cast<std::ptrdiff_t>(kept), merged.end());
+  report.findings = std::move(merged);
+  rank_findings(report.findings);
   report.summary.findings = report.findings.size();
   return report;
 }

@@ -12,8 +12,11 @@
 #include <asyncwatch/trace_format.h>
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace asyncwatch {
@@ -46,7 +49,7 @@ struct PerProcess {
 };
 
 // One group of calls: same rule, cause, API, direction, memory, kernel and call site.
-// Everything is text here, so groups of different processes merge by merge_key().
+// Everything is text here, so groups of different processes merge by their key.
 struct Finding {
   FindingId id = FindingId::Count;
   Cause cause = Cause::None;
@@ -75,9 +78,31 @@ struct Finding {
   std::vector<PerProcess> processes;
   double share_of_wall = 0;
 
+  // The group's identity across processes: rule, cause, API, driver API, direction, memory,
+  // kernel and call site. Computed once (set_key) when the finding is made; merging and the
+  // ranking's last tie-break use the stored key.
+  std::string key;
   std::string merge_key() const;
+  void set_key() { key = merge_key(); }
   void merge(const Finding& other);
 };
+
+// Findings merged by key as they are added: each group is stored once, in the order first seen.
+class FindingSet {
+ public:
+  void add(Finding&& f);  // f.key set
+  size_t size() const { return findings_.size(); }
+  // The findings, in the order first seen; the set is empty afterwards.
+  std::vector<Finding> take();
+
+ private:
+  std::deque<Finding> findings_;  // stable addresses: the index holds views of their keys
+  std::unordered_map<std::string_view, size_t> index_;
+};
+
+// Ranks findings: most blocked time first; ties by id, call-site file and line, then key. The
+// sort keys are taken once from each finding (no formatting while sorting).
+void rank_findings(std::vector<Finding>& findings);
 
 struct Rule;  // the rule's hooks (rules.h)
 

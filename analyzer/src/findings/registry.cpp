@@ -82,6 +82,56 @@ std::string Finding::merge_key() const {
                      has_host_memory ? static_cast<int>(host_memory) : -1, kernel, site);
 }
 
+void FindingSet::add(Finding&& f) {
+  if (f.key.empty()) f.set_key();
+  auto it = index_.find(f.key);
+  if (it != index_.end()) {
+    findings_[it->second].merge(f);
+    return;
+  }
+  findings_.push_back(std::move(f));
+  index_.emplace(findings_.back().key, findings_.size() - 1);
+}
+
+std::vector<Finding> FindingSet::take() {
+  index_.clear();
+  std::vector<Finding> out;
+  out.reserve(findings_.size());
+  while (!findings_.empty()) {  // moved one by one: never two copies of every finding
+    out.push_back(std::move(findings_.front()));
+    findings_.pop_front();
+  }
+  return out;
+}
+
+void rank_findings(std::vector<Finding>& findings) {
+  struct SortKey {
+    uint64_t blocked;
+    FindingId id;
+    const std::string* file;
+    int line;
+    const std::string* key;
+    size_t index;
+  };
+  std::vector<SortKey> keys;
+  keys.reserve(findings.size());
+  for (size_t i = 0; i < findings.size(); ++i) {
+    const Finding& f = findings[i];
+    keys.push_back({f.blocked.total(), f.id, &f.call_site.file, f.call_site.line, &f.key, i});
+  }
+  std::sort(keys.begin(), keys.end(), [](const SortKey& a, const SortKey& b) {
+    if (a.blocked != b.blocked) return a.blocked > b.blocked;
+    if (a.id != b.id) return a.id < b.id;
+    if (int c = a.file->compare(*b.file)) return c < 0;
+    if (a.line != b.line) return a.line < b.line;
+    return *a.key < *b.key;
+  });
+  std::vector<Finding> ranked;
+  ranked.reserve(findings.size());
+  for (const SortKey& k : keys) ranked.push_back(std::move(findings[k.index]));
+  findings = std::move(ranked);
+}
+
 void Finding::merge(const Finding& o) {
   count += o.count;
   bytes += o.bytes;
