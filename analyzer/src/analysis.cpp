@@ -190,7 +190,7 @@ class ProcessAnalyzer final : public RuleContext {
   void observe(const Observation& o) override {
     // Grouped by stack during the pass (stacks and modules may still be ahead in the file);
     // stacks are mapped to call sites and groups merged per call site in finish().
-    if (rule_info(o.id).hooks.blocking) flagged_blocking_ = true;
+    if (rule_info(o.id).hooks.counts_blocking) flagged_blocking_ = true;
     GroupKey key{};
     key.id = static_cast<uint8_t>(o.id);
     key.cause = static_cast<uint8_t>(o.cause);

@@ -72,15 +72,6 @@ void json_fields(JsonWriter& out, const Finding& f) {
 
 }  // namespace
 
-const Rule blocking_launch = [] {
-  Rule r;
-  r.trigger = Trigger::Launch;
-  r.detect = detect;
-  r.message = message;
-  r.blocking = true;
-  r.names_kernel = true;
-  r.json_fields = json_fields;
-  return r;
-}();
+const Rule blocking_launch = Rule(Trigger::Launch, detect, message).blocking().per_kernel().json(json_fields);
 
 }  // namespace asyncwatch::rules

@@ -21,8 +21,7 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
   o.cause = target == MemoryKind::Managed                                          ? Cause::ManagedMemory
             : (target == MemoryKind::Pinned || target == MemoryKind::Pageable) ? Cause::PinnedHostMemory
                                                                                    : Cause::Unknown;
-  o.host_memory = target;
-  o.has_host_memory = target != MemoryKind::Unknown;
+  if (target != MemoryKind::Unknown) o.set_host_memory(target);
   ctx.observe(o);
   return true;
 }
@@ -52,13 +51,6 @@ std::string message(const Finding& f) {
 
 }  // namespace
 
-const Rule blocking_memset = [] {
-  Rule r;
-  r.trigger = Trigger::Memset;
-  r.detect = detect;
-  r.message = message;
-  r.blocking = true;
-  return r;
-}();
+const Rule blocking_memset = Rule(Trigger::Memset, detect, message).blocking();
 
 }  // namespace asyncwatch::rules

@@ -30,12 +30,6 @@ std::string message(const Finding& f) {
 
 }  // namespace
 
-const Rule deprecated_stream_callback = [] {
-  Rule r;
-  r.trigger = Trigger::HostFuncEnqueue;
-  r.detect = detect;
-  r.message = message;
-  return r;
-}();
+const Rule deprecated_stream_callback = Rule(Trigger::HostFuncEnqueue, detect, message);
 
 }  // namespace asyncwatch::rules

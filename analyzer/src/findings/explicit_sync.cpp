@@ -41,14 +41,6 @@ bool reported(const Finding& f, const Options& o) { return f.blocked.total() >= 
 
 }  // namespace
 
-const Rule explicit_sync = [] {
-  Rule r;
-  r.trigger = Trigger::Sync;
-  r.detect = detect;
-  r.message = message;
-  r.time_verb = "waited";
-  r.reported = reported;
-  return r;
-}();
+const Rule explicit_sync = Rule(Trigger::Sync, detect, message).time_is("waited").reported_when(reported);
 
 }  // namespace asyncwatch::rules

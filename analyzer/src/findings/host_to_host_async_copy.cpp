@@ -18,10 +18,8 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
   uint64_t blocked = c.end_ns - c.start_ns;
   if (blocked < ctx.options().min_blocked_ns) return true;  // it is this kind; too short to report
   Observation o = observation_of_copy(FindingId::HostToHostAsyncCopy, c);
-  o.direction = d;
-  o.has_direction = true;
-  o.host_memory = host_side(c, d);
-  o.has_host_memory = true;
+  o.set_direction(d);
+  o.set_host_memory(host_side(c, d));
   ctx.observe(o);
   return true;
 }
@@ -35,14 +33,7 @@ std::string message(const Finding& f) {
 
 }  // namespace
 
-const Rule host_to_host_async_copy = [] {
-  Rule r;
-  r.trigger = Trigger::Copy;
-  r.precedence = 0;  // before the other copy rules: the direction decides
-  r.detect = detect;
-  r.message = message;
-  r.blocking = true;
-  return r;
-}();
+// The first of the copy rules (precedence 0): the direction decides.
+const Rule host_to_host_async_copy = Rule(Trigger::Copy, detect, message).blocking();
 
 }  // namespace asyncwatch::rules

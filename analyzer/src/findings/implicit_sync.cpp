@@ -40,8 +40,7 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
   if (!is_implicit_sync_api(static_cast<Api>(m.api))) return false;
   Observation o = observation_of(FindingId::ImplicitSync, m);
   o.bytes = m.bytes;
-  o.host_memory = static_cast<MemoryKind>(m.memory);
-  o.has_host_memory = m.memory != 0;
+  if (m.memory != 0) o.set_host_memory(static_cast<MemoryKind>(m.memory));
   ctx.observe(o);
   return true;
 }
@@ -57,13 +56,6 @@ bool reported(const Finding& f, const Options& o) { return f.count >= o.implicit
 
 }  // namespace
 
-const Rule implicit_sync = [] {
-  Rule r;
-  r.trigger = Trigger::MemoryOp;
-  r.detect = detect;
-  r.message = message;
-  r.reported = reported;
-  return r;
-}();
+const Rule implicit_sync = Rule(Trigger::MemoryOp, detect, message).reported_when(reported);
 
 }  // namespace asyncwatch::rules

@@ -46,14 +46,7 @@ void json_fields(JsonWriter& out, const Finding& f) {
 
 }  // namespace
 
-const Rule long_host_callback = [] {
-  Rule r;
-  r.trigger = Trigger::HostFuncRun;
-  r.detect = detect;
-  r.message = message;
-  r.time_verb = "ran";  // how long the function ran, not how long a call blocked
-  r.json_fields = json_fields;
-  return r;
-}();
+// The time is how long the function ran, not how long a call blocked.
+const Rule long_host_callback = Rule(Trigger::HostFuncRun, detect, message).time_is("ran").json(json_fields);
 
 }  // namespace asyncwatch::rules

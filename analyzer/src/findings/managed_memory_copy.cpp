@@ -19,10 +19,8 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
   if (blocked < ctx.options().min_blocked_ns) return true;
   Direction d = copy_direction(c);
   Observation o = observation_of_copy(FindingId::ManagedMemoryCopy, c);
-  o.direction = d;
-  o.has_direction = d != Direction::Unknown;
-  o.host_memory = MemoryKind::Managed;
-  o.has_host_memory = true;
+  o.set_direction(d);
+  o.set_host_memory(MemoryKind::Managed);
   ctx.observe(o);
   return true;
 }
@@ -36,14 +34,7 @@ std::string message(const Finding& f) {
 
 }  // namespace
 
-const Rule managed_memory_copy = [] {
-  Rule r;
-  r.trigger = Trigger::Copy;
-  r.precedence = 1;  // after host-to-host-async-copy, before pageable-async-copy
-  r.detect = detect;
-  r.message = message;
-  r.blocking = true;
-  return r;
-}();
+// After host-to-host-async-copy, before pageable-async-copy.
+const Rule managed_memory_copy = Rule(Trigger::Copy, detect, message).after(1).blocking();
 
 }  // namespace asyncwatch::rules

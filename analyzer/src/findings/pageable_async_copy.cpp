@@ -32,10 +32,8 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
     return false;
   }
   if (blocked < opt.min_blocked_ns) return false;
-  o.direction = d;
-  o.has_direction = true;
-  o.host_memory = MemoryKind::Pageable;
-  o.has_host_memory = true;
+  o.set_direction(d);
+  o.set_host_memory(MemoryKind::Pageable);
   ctx.observe(o);
   return true;
 }
@@ -70,14 +68,7 @@ std::string message(const Finding& f) {
 
 }  // namespace
 
-const Rule pageable_async_copy = [] {
-  Rule r;
-  r.trigger = Trigger::Copy;
-  r.precedence = 2;  // after host-to-host-async-copy and managed-memory-copy
-  r.detect = detect;
-  r.message = message;
-  r.blocking = true;
-  return r;
-}();
+// After host-to-host-async-copy and managed-memory-copy.
+const Rule pageable_async_copy = Rule(Trigger::Copy, detect, message).after(2).blocking();
 
 }  // namespace asyncwatch::rules

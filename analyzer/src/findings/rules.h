@@ -86,6 +86,15 @@ struct Observation {
   bool drained_before_return = false;
   const KernelTally* waited_for = nullptr;
   uint64_t outstanding_launches = 0;
+
+  void set_direction(trace::Direction d) {
+    direction = d;
+    has_direction = d != trace::Direction::Unknown;
+  }
+  void set_host_memory(trace::MemoryKind k) {
+    host_memory = k;
+    has_host_memory = true;
+  }
 };
 
 class RuleContext {
@@ -139,18 +148,18 @@ struct RuleEvent {
 
 class JsonWriter;  // json_writer.h
 
-// A rule's hooks: the rule's file defines one `const Rule` named as in findings/table.h. Only
-// `trigger`, `detect` and `message` are required.
+// A rule's hooks: the rule's file defines one `const Rule` named as in findings/table.h,
+//   const Rule blocking_launch = Rule(Trigger::Launch, detect, message).blocking().per_kernel();
 struct Rule {
-  Trigger trigger = Trigger::Copy;
+  Trigger trigger;
+  bool (*detect)(RuleContext& ctx, const RuleEvent& e);
+  // One sentence: what happened, why, and how to fix it.
+  std::string (*message)(const Finding& f);
   // Among the rules of one trigger, the lower runs first; a rule whose detect returns true
   // claims the call (it is of that rule's kind, flagged or not) and later rules do not see it.
   int precedence = 0;
-  bool (*detect)(RuleContext& ctx, const RuleEvent& e) = nullptr;
-  // One sentence: what happened, why, and how to fix it.
-  std::string (*message)(const Finding& f) = nullptr;
   // Its findings flag the asynchronous call as blocking (summary async_calls_blocking).
-  bool blocking = false;
+  bool counts_blocking = false;
   // Groups are per kernel and name it (`kernel`; a launch through nvcc's stub says <<<...>>>).
   bool names_kernel = false;
   // The text report's word for the time (`blocked_ns`): "blocked", "ran", "waited".
@@ -161,6 +170,30 @@ struct Rule {
   void (*json_fields)(JsonWriter& out, const Finding& f) = nullptr;
   // The rule's own lines in the text report, after the statistics (without indentation).
   void (*text_lines)(std::vector<std::string>& lines, const Finding& f) = nullptr;
+
+  constexpr Rule(Trigger t, bool (*d)(RuleContext&, const RuleEvent&), std::string (*m)(const Finding&))
+      : trigger(t), detect(d), message(m) {}
+  constexpr Rule after(int p) const { return with([&](Rule& r) { r.precedence = p; }); }
+  constexpr Rule blocking() const { return with([](Rule& r) { r.counts_blocking = true; }); }
+  constexpr Rule per_kernel() const { return with([](Rule& r) { r.names_kernel = true; }); }
+  constexpr Rule time_is(const char* verb) const { return with([&](Rule& r) { r.time_verb = verb; }); }
+  constexpr Rule reported_when(bool (*f)(const Finding&, const Options&)) const {
+    return with([&](Rule& r) { r.reported = f; });
+  }
+  constexpr Rule json(void (*f)(JsonWriter&, const Finding&)) const {
+    return with([&](Rule& r) { r.json_fields = f; });
+  }
+  constexpr Rule text(void (*f)(std::vector<std::string>&, const Finding&)) const {
+    return with([&](Rule& r) { r.text_lines = f; });
+  }
+
+ private:
+  template <class F>
+  constexpr Rule with(F f) const {
+    Rule r = *this;
+    f(r);
+    return r;
+  }
 };
 
 namespace rules {
