@@ -1,6 +1,8 @@
 #include "analysis.h"
 
 #include "call_site.h"
+#include "events/host_functions.h"
+#include "events/streams.h"
 #include "findings/rules.h"
 #include "format.h"
 #include "names.h"
@@ -85,7 +87,7 @@ std::string kernel_display_name(const std::string& mangled) {
 
 namespace {
 
-constexpr uint32_t kGraphKernel = UINT32_MAX;  // tally id for a graph launch
+constexpr uint32_t kGraphKernel = events::StreamTable::kGraphKernel;
 constexpr size_t kMaxWaitedKernels = 64;       // distinct kernels a finding names as waited for
 
 struct GroupKey {
@@ -139,8 +141,11 @@ struct SiteRef {
 };
 
 class ProcessAnalyzer final : public RuleContext {
+  using HostFunctions = events::HostFunctionJoin<HostFuncEnqueueRecord>;
+
  public:
-  ProcessAnalyzer(TraceFile& t, const Options& o) : trace_(t), opt_(o) {
+  ProcessAnalyzer(TraceFile& t, const Options& o)
+      : trace_(t), opt_(o), streams_(t.path(), o.limits.streams), host_functions_(o.limits.pending_callbacks) {
     std::string env = fixed_string(t.header().cuda_env, sizeof t.header().cuda_env);
     launch_blocking_ = cuda_env_value(env, "CUDA_LAUNCH_BLOCKING") == "1";
     module_loading_ = cuda_env_value(env, "CUDA_MODULE_LOADING");
@@ -166,23 +171,8 @@ class ProcessAnalyzer final : public RuleContext {
       case RecordType::HostFuncRun: on_run(r.as<HostFuncRunRecord>()); break;
       case RecordType::Sync: on_sync(r, r.as<SyncRecord>()); break;
       case RecordType::MemoryOp: on_memory_op(r.as<MemoryOpRecord>()); break;
-      case RecordType::StreamCreate: {
-        auto s = r.as<StreamCreateRecord>();
-        if (s.result == 0 && s.stream > 2) {
-          StreamState& st = stream(s.stream);
-          st = StreamState{};
-          st.non_blocking = (s.stream_flags & 1u) != 0;
-        }
-        break;
-      }
-      case RecordType::StreamDestroy: {
-        auto s = r.as<StreamCreateRecord>();
-        if (s.stream > 2) {
-          streams_.erase(s.stream);
-          clear_stream_cache();
-        }
-        break;
-      }
+      case RecordType::StreamCreate: streams_.created(r.as<StreamCreateRecord>()); break;
+      case RecordType::StreamDestroy: streams_.destroyed(r.as<StreamCreateRecord>().stream); break;
       default: break;
     }
   }
@@ -328,52 +318,7 @@ class ProcessAnalyzer final : public RuleContext {
 
  private:
   static uint64_t stream_key(uint8_t kind, uint64_t handle, uint32_t tid) {
-    switch (static_cast<StreamKind>(kind)) {
-      case StreamKind::LegacyDefault: return 0;
-      case StreamKind::PerThreadDefault: return (uint64_t{1} << 63) | tid;
-      case StreamKind::Explicit: return handle;
-      case StreamKind::Unknown: break;
-    }
-    if (handle == 0 || handle == 1) return 0;
-    if (handle == 2) return (uint64_t{1} << 63) | tid;
-    return handle;
-  }
-
-  // A small direct-mapped cache in front of the map: threads interleave, each on its stream.
-  StreamState& stream(uint64_t key) {
-    size_t slot = static_cast<size_t>((key ^ (key >> 17) ^ (key >> 31)) & (kStreamCache - 1));
-    auto& e = stream_cache_[slot];
-    if (e.state && e.key == key) return *e.state;
-    e.key = key;
-    auto it = streams_.find(key);
-    if (it == streams_.end()) {
-      if (streams_.size() >= opt_.limits.streams)
-        over_limit("streams in use at once", opt_.limits.streams, nullptr);
-      it = streams_.emplace(key, StreamState{}).first;
-    }
-    e.state = &it->second;  // node-based: the pointer stays valid until erase
-    return *e.state;
-  }
-  void clear_stream_cache() {
-    for (auto& e : stream_cache_) e = {};
-  }
-
-  void idle(uint64_t key) {
-    StreamState& s = stream(key);
-    s.launches_since_sync = 0;
-    s.since_idle.clear();
-    if (key == 0)  // the legacy stream waits for all blocking streams
-      for (auto& [k, st] : streams_)
-        if (!st.non_blocking) {
-          st.launches_since_sync = 0;
-          st.since_idle.clear();
-        }
-  }
-  void idle_all() {
-    for (auto& [k, st] : streams_) {
-      st.launches_since_sync = 0;
-      st.since_idle.clear();
-    }
+    return events::resolve_stream(kind, handle, tid).key;
   }
 
   // An asynchronous call; `flagged`: a blocking rule reported it (it blocked above the thresholds
@@ -395,7 +340,7 @@ class ProcessAnalyzer final : public RuleContext {
       return;
     }
     uint64_t key = stream_key(c.stream_kind, c.stream, r.tid);
-    StreamState& st = stream(key);
+    StreamState& st = streams_.at(key);
     Direction d = copy_direction(c);
     RuleEvent e;
     e.copy = &c;
@@ -408,7 +353,7 @@ class ProcessAnalyzer final : public RuleContext {
       }
       bool completed = (c.flags & kFlagEvidenceChecked) && (c.flags & kFlagCompletedAtReturn);
       bool waits = d == Direction::DtoH && (sync_api || c.dst_memory == static_cast<uint8_t>(MemoryKind::Pageable));
-      if (completed || waits) idle(key);
+      if (completed || waits) streams_.idle(key);
     } else {
       flagged_blocking_ = false;
       detect(Trigger::Memset, e);
@@ -423,7 +368,7 @@ class ProcessAnalyzer final : public RuleContext {
       return;
     }
     uint64_t key = stream_key(l.stream_kind, l.stream, r.tid);
-    StreamState& st = stream(key);
+    StreamState& st = streams_.at(key);
     flagged_blocking_ = false;
     RuleEvent e;
     e.launch = &l;
@@ -432,9 +377,8 @@ class ProcessAnalyzer final : public RuleContext {
     count_async(flagged_blocking_, blocked);
     auto api = static_cast<Api>(l.api);
     bool graph = api == Api::cudaGraphLaunch || api == Api::cuGraphLaunch;
-    ++st.launches_since_sync;
-    st.since_idle.add(graph ? kGraphKernel : l.kernel_name_id);
-    if (launch_blocking_) idle(key);
+    streams_.launched(key, graph ? kGraphKernel : l.kernel_name_id);
+    if (launch_blocking_) streams_.idle(key);
   }
 
   void on_enqueue(const RecordView& r, const HostFuncEnqueueRecord& e) {
@@ -449,23 +393,24 @@ class ProcessAnalyzer final : public RuleContext {
     RuleEvent ev;
     ev.enqueue = &e;
     detect(Trigger::HostFuncEnqueue, ev);
-    auto run = pending_runs_.find(e.callback_id);
-    if (run != pending_runs_.end()) {
-      host_function_ran(e, run->second);
-      pending_runs_.erase(run);
-    } else {
-      note_pending(pending_enqueues_, e.callback_id, e);
-    }
+    HostFuncRunRecord run{};
+    joined(host_functions_.enqueue(e.callback_id, e, &run), e, run);
   }
 
   void on_run(const HostFuncRunRecord& run) {
-    auto e = pending_enqueues_.find(run.callback_id);
-    if (e != pending_enqueues_.end()) {
-      host_function_ran(e->second, run);
-      pending_enqueues_.erase(e);
-    } else {
-      note_pending(pending_runs_, run.callback_id, run);
-    }
+    HostFuncEnqueueRecord e{};
+    joined(host_functions_.run(run, &e), e, run);
+  }
+
+  void joined(HostFunctions::Outcome outcome, const HostFuncEnqueueRecord& enqueue, const HostFuncRunRecord& run) {
+    if (outcome == HostFunctions::Outcome::OverLimit)
+      over_limit("host functions enqueued and not seen running (or the reverse)", opt_.limits.pending_callbacks,
+                 nullptr);
+    if (outcome != HostFunctions::Outcome::Joined) return;
+    RuleEvent e;
+    e.enqueue = &enqueue;
+    e.run = &run;
+    detect(Trigger::HostFuncRun, e);
   }
 
   void on_sync(const RecordView& r, const SyncRecord& s) {
@@ -478,9 +423,9 @@ class ProcessAnalyzer final : public RuleContext {
     };
     if (s.result != 0) return;
     if (is(Api::cudaStreamSynchronize, Api::cuStreamSynchronize) || is(Api::cudaStreamQuery, Api::cuStreamQuery))
-      idle(stream_key(s.stream_kind, s.handle, r.tid));
+      streams_.idle(stream_key(s.stream_kind, s.handle, r.tid));
     else if (is(Api::cudaDeviceSynchronize, Api::cuCtxSynchronize))
-      idle_all();
+      streams_.idle_all();
   }
 
   void on_memory_op(const MemoryOpRecord& m) {
@@ -491,28 +436,13 @@ class ProcessAnalyzer final : public RuleContext {
     auto api = static_cast<Api>(m.api);
     if (m.result == 0 && (api == Api::cudaFree || api == Api::cuMemFree_v2 || api == Api::cudaFreeHost ||
                           api == Api::cuMemFreeHost))
-      idle_all();
+      streams_.idle_all();
   }
 
   // The rules of the trigger in their order, until one claims the call.
   void detect(Trigger t, const RuleEvent& e) {
     for (const RuleInfo* r : rules_for(t))
       if (r->hooks.detect(*this, e)) return;
-  }
-  void host_function_ran(const HostFuncEnqueueRecord& enqueue, const HostFuncRunRecord& run) {
-    RuleEvent e;
-    e.enqueue = &enqueue;
-    e.run = &run;
-    detect(Trigger::HostFuncRun, e);
-  }
-
-  // A host function's enqueue waiting for its run, or the reverse (bounded).
-  template <class Map, class Record>
-  void note_pending(Map& pending, uint64_t callback_id, const Record& r) {
-    if (pending.size() >= opt_.limits.pending_callbacks && !pending.count(callback_id))
-      over_limit("host functions enqueued and not seen running (or the reverse)", opt_.limits.pending_callbacks,
-                 nullptr);
-    pending[callback_id] = r;
   }
   [[noreturn]] void over_limit(const char* what, uint64_t limit, const char* option) const {
     throw TraceError(fmt::format("{}: {}", trace_.path(), limit_message(what, limit, option)));
@@ -573,13 +503,8 @@ class ProcessAnalyzer final : public RuleContext {
   std::unique_ptr<Symbolizer> symbols_;  // made after the pass, when all modules are known
   bool launch_blocking_ = false;
   std::string module_loading_;
-  std::unordered_map<uint64_t, StreamState> streams_;
-  static constexpr size_t kStreamCache = 64;
-  struct StreamCacheEntry {
-    uint64_t key = 0;
-    StreamState* state = nullptr;
-  };
-  StreamCacheEntry stream_cache_[kStreamCache];
+  events::StreamTable streams_;
+  HostFunctions host_functions_;
   std::unordered_map<GroupKey, Group, GroupKeyHash> groups_;
   struct DenseSite {
     SiteRef ref;
@@ -592,8 +517,6 @@ class ProcessAnalyzer final : public RuleContext {
   CallSitePolicy policy_;
   std::vector<std::string> names_;
   std::unordered_map<std::string, uint32_t> name_ids_;
-  std::unordered_map<uint64_t, HostFuncEnqueueRecord> pending_enqueues_;
-  std::unordered_map<uint64_t, HostFuncRunRecord> pending_runs_;
   bool flagged_blocking_ = false;  // a blocking rule flagged the call being looked at
   uint64_t async_calls_ = 0;
   uint64_t async_blocking_ = 0;

@@ -1,0 +1,95 @@
+#include "streams.h"
+
+#include "../trace_reader.h"  // TraceError, limit_message
+
+#include <fmt/format.h>
+
+namespace asyncwatch::events {
+
+using namespace trace;
+
+StreamRef resolve_stream(uint8_t stream_kind, uint64_t handle, uint32_t tid) {
+  StreamRef s;
+  s.handle = handle;
+  s.tid = tid;
+  auto k = static_cast<StreamKind>(stream_kind);
+  if (k == StreamKind::LegacyDefault || (k == StreamKind::Unknown && handle <= 1)) {
+    s.which = StreamRef::Which::LegacyDefault;
+    s.key = 0;
+  } else if (k == StreamKind::PerThreadDefault || (k == StreamKind::Unknown && handle == 2)) {
+    s.which = StreamRef::Which::PerThreadDefault;
+    s.key = (uint64_t{1} << 63) | tid;
+  } else {
+    s.which = StreamRef::Which::Explicit;
+    s.key = handle;
+  }
+  return s;
+}
+
+std::string stream_name(const StreamRef& s) {
+  switch (s.which) {
+    case StreamRef::Which::LegacyDefault: return "stream: legacy default";
+    case StreamRef::Which::PerThreadDefault: return fmt::format("stream: per-thread default of tid {}", s.tid);
+    case StreamRef::Which::Explicit: break;
+  }
+  return fmt::format("stream 0x{:x}", s.handle);
+}
+
+StreamState& StreamTable::at(uint64_t key) {
+  size_t slot = static_cast<size_t>((key ^ (key >> 17) ^ (key >> 31)) & (kCache - 1));
+  auto& e = cache_[slot];
+  if (e.state && e.key == key) return *e.state;
+  auto it = streams_.find(key);
+  if (it == streams_.end()) {
+    if (streams_.size() >= limit_)
+      throw TraceError(fmt::format("{}: {}", trace_, limit_message("streams in use at once", limit_, nullptr)));
+    it = streams_.emplace(key, StreamState{}).first;
+  }
+  e.key = key;
+  e.state = &it->second;  // node-based: the pointer stays valid until erase
+  return *e.state;
+}
+
+void StreamTable::created(const StreamCreateRecord& s) {
+  if (s.result != 0 || s.stream <= 2) return;
+  StreamState& st = at(s.stream);
+  st = StreamState{};
+  st.non_blocking = (s.stream_flags & 1u) != 0;  // cudaStreamNonBlocking
+}
+
+void StreamTable::destroyed(uint64_t handle) {
+  if (handle <= 2) return;
+  streams_.erase(handle);
+  clear_cache();
+}
+
+void StreamTable::launched(uint64_t key, uint32_t kernel) {
+  StreamState& st = at(key);
+  ++st.launches_since_sync;
+  st.since_idle.add(kernel);
+}
+
+void StreamTable::idle(uint64_t key) {
+  StreamState& s = at(key);
+  s.launches_since_sync = 0;
+  s.since_idle.clear();
+  if (key == 0)  // the legacy stream waits for all blocking streams
+    for (auto& [k, st] : streams_)
+      if (!st.non_blocking) {
+        st.launches_since_sync = 0;
+        st.since_idle.clear();
+      }
+}
+
+void StreamTable::idle_all() {
+  for (auto& [k, st] : streams_) {
+    st.launches_since_sync = 0;
+    st.since_idle.clear();
+  }
+}
+
+void StreamTable::clear_cache() {
+  for (auto& e : cache_) e = {};
+}
+
+}  // namespace asyncwatch::events
