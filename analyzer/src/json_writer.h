@@ -56,6 +56,26 @@ class JsonWriter {
     else value(s);
   }
 
+  // {...} / "k": {...} with the fields `body` writes; "k": [...] with `each(item)` per item.
+  template <class F>
+  void object(F&& body) {
+    begin_object();
+    body();
+    end_object();
+  }
+  template <class F>
+  void object(std::string_view k, F&& body) {
+    key(k);
+    object(body);
+  }
+  template <class Range, class F>
+  void array(std::string_view k, const Range& items, F&& each) {
+    key(k);
+    begin_array();
+    for (const auto& item : items) each(item);
+    end_array();
+  }
+
   // Writes out what is buffered (done by the destructor too).
   void flush();
   const std::string& text() const { return buf_; }

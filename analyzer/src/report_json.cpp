@@ -24,9 +24,7 @@ void frame_fields(JsonWriter& w, const Frame& f) {
 }
 
 void frame_object(JsonWriter& w, const Frame& f) {
-  w.begin_object();
-  frame_fields(w, f);
-  w.end_object();
+  w.object([&] { frame_fields(w, f); });
 }
 
 void process_object(JsonWriter& w, const ProcessSummary& p) {
@@ -53,10 +51,7 @@ void process_object(JsonWriter& w, const ProcessSummary& p) {
   w.field("async_calls", p.async_calls);
   w.field("async_calls_async", p.async_calls_async);
   w.field("async_calls_blocking", p.async_calls_blocking);
-  w.key("notes");
-  w.begin_array();
-  for (const auto& n : p.notes) w.value(n);
-  w.end_array();
+  w.array("notes", p.notes, [&](const std::string& n) { w.value(n); });
   w.end_object();
 }
 
@@ -77,31 +72,26 @@ void finding_object(JsonWriter& w, const Finding& f) {
   w.text_or_null("kernel", f.kernel);
   w.field("count", f.count);
   w.field("bytes", f.bytes);
-  w.key("blocked_ns");
-  w.begin_object();
-  w.field("total", f.blocked.total());
-  w.field("min", f.blocked.min());
-  w.field("median", f.blocked.median());
-  w.field("max", f.blocked.max());
-  w.end_object();
+  w.object("blocked_ns", [&] {
+    w.field("total", f.blocked.total());
+    w.field("min", f.blocked.min());
+    w.field("median", f.blocked.median());
+    w.field("max", f.blocked.max());
+  });
   w.field("share_of_wall", f.share_of_wall);
-  w.key("evidence");
-  w.begin_object();
-  w.field("checked", f.evidence_checked);
-  w.field("completed_at_return", f.completed_at_return);
-  w.end_object();
+  w.object("evidence", [&] {
+    w.field("checked", f.evidence_checked);
+    w.field("completed_at_return", f.completed_at_return);
+  });
   // Only pageable-async-copy (waited-for-stream) observations carry the kernels waited for.
-  w.key("waited_for");
-  w.begin_array();
-  std::vector<std::pair<std::string, uint64_t>> k(f.waited_for.begin(), f.waited_for.end());
-  std::stable_sort(k.begin(), k.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
-  for (const auto& [name, n] : k) {
-    w.begin_object();
-    w.field("kernel", name);
-    w.field("count", n);
-    w.end_object();
-  }
-  w.end_array();
+  std::vector<std::pair<std::string, uint64_t>> waited(f.waited_for.begin(), f.waited_for.end());
+  std::stable_sort(waited.begin(), waited.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  w.array("waited_for", waited, [&](const std::pair<std::string, uint64_t>& k) {
+    w.object([&] {
+      w.field("kernel", k.first);
+      w.field("count", k.second);
+    });
+  });
   w.key("call_site");
   if (f.call_site_known) {
     w.begin_object();
@@ -114,20 +104,14 @@ void finding_object(JsonWriter& w, const Finding& f) {
   } else {
     w.null();
   }
-  w.key("stack");
-  w.begin_array();
-  for (const auto& fr : f.stack) frame_object(w, fr);
-  w.end_array();
-  w.key("processes");
-  w.begin_array();
-  for (const auto& p : f.processes) {
-    w.begin_object();
-    w.field("pid", p.pid);
-    w.field("count", p.count);
-    w.field("blocked_ns_total", p.blocked_ns_total);
-    w.end_object();
-  }
-  w.end_array();
+  w.array("stack", f.stack, [&](const Frame& fr) { frame_object(w, fr); });
+  w.array("processes", f.processes, [&](const PerProcess& p) {
+    w.object([&] {
+      w.field("pid", p.pid);
+      w.field("count", p.count);
+      w.field("blocked_ns_total", p.blocked_ns_total);
+    });
+  });
   if (rule.hooks.json_fields) rule.hooks.json_fields(w, f);
   w.end_object();
 }
@@ -139,41 +123,30 @@ void write_report_json(JsonWriter& w, const Report& report) {
   w.field("schema", "asyncwatch-report");
   w.field("schema_version", 1);
   w.field("tool_version", ASYNCWATCH_VERSION);
-  w.key("processes");
-  w.begin_array();
-  for (const auto& p : report.processes) process_object(w, p);
-  w.end_array();
-  w.key("unreadable_traces");
-  w.begin_array();
-  for (const auto& u : report.unreadable) {
-    w.begin_object();
-    w.field("trace", u.trace);
-    w.field("error", u.error);
-    w.end_object();
-  }
-  w.end_array();
+  w.array("processes", report.processes, [&](const ProcessSummary& p) { process_object(w, p); });
+  w.array("unreadable_traces", report.unreadable, [&](const UnreadableTrace& u) {
+    w.object([&] {
+      w.field("trace", u.trace);
+      w.field("error", u.error);
+    });
+  });
   const Summary& s = report.summary;
-  w.key("summary");
-  w.begin_object();
-  w.field("async_calls", s.async_calls);
-  w.field("async_calls_async", s.async_calls_async);
-  w.field("async_calls_blocking", s.async_calls_blocking);
-  w.field("blocked_ns_total", s.blocked_ns_total);
-  w.field("findings", s.findings);
-  w.end_object();
+  w.object("summary", [&] {
+    w.field("async_calls", s.async_calls);
+    w.field("async_calls_async", s.async_calls_async);
+    w.field("async_calls_blocking", s.async_calls_blocking);
+    w.field("blocked_ns_total", s.blocked_ns_total);
+    w.field("findings", s.findings);
+  });
   const Options& o = report.options;
-  w.key("thresholds");
-  w.begin_object();
-  w.field("min_blocked_ns", o.min_blocked_ns);
-  w.field("inline_htod_bytes", o.inline_htod_bytes);
-  w.field("launch_queue_depth", o.launch_queue_depth);
-  w.field("min_callback_ns", o.min_callback_ns);
-  w.field("implicit_sync_min_count", o.implicit_sync_min_count);
-  w.end_object();
-  w.key("findings");
-  w.begin_array();
-  for (const auto& f : report.findings) finding_object(w, f);
-  w.end_array();
+  w.object("thresholds", [&] {
+    w.field("min_blocked_ns", o.min_blocked_ns);
+    w.field("inline_htod_bytes", o.inline_htod_bytes);
+    w.field("launch_queue_depth", o.launch_queue_depth);
+    w.field("min_callback_ns", o.min_callback_ns);
+    w.field("implicit_sync_min_count", o.implicit_sync_min_count);
+  });
+  w.array("findings", report.findings, [&](const Finding& f) { finding_object(w, f); });
   w.end_object();
 }
 

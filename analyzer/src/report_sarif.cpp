@@ -3,136 +3,116 @@
 #include "json_writer.h"
 #include "reports.h"
 
+#include <vector>
+
 namespace asyncwatch {
 
 namespace {
 
 void text_object(JsonWriter& w, const char* key, const std::string& text) {
-  w.key(key);
-  w.begin_object();
-  w.field("text", text);
-  w.end_object();
+  w.object(key, [&] { w.field("text", text); });
+}
+
+void artifact_location(JsonWriter& w, const std::string& uri) {
+  w.object("artifactLocation", [&] { w.field("uri", uri); });
 }
 
 void rule_object(JsonWriter& w, const RuleInfo& r) {
-  w.begin_object();
-  w.field("id", r.name);
-  w.field("name", r.name);
-  text_object(w, "shortDescription", r.title);
-  text_object(w, "fullDescription", r.title);
-  text_object(w, "help", r.help);
-  w.key("defaultConfiguration");
-  w.begin_object();
-  w.field("level", severity_name(r.severity));
-  w.end_object();
-  w.end_object();
+  w.object([&] {
+    w.field("id", r.name);
+    w.field("name", r.name);
+    text_object(w, "shortDescription", r.title);
+    text_object(w, "fullDescription", r.title);
+    text_object(w, "help", r.help);
+    w.object("defaultConfiguration", [&] { w.field("level", severity_name(r.severity)); });
+  });
+}
+
+// A call site without a source line (a library or stripped program) is only a logical location.
+void call_site_location(JsonWriter& w, const Frame& site) {
+  w.object([&] {
+    if (!site.file.empty())
+      w.object("physicalLocation", [&] {
+        artifact_location(w, display_path(site.file));
+        w.object("region", [&] { w.field("startLine", site.line > 0 ? site.line : 1); });
+      });
+    if (!site.function.empty()) {
+      w.key("logicalLocations");
+      w.begin_array();
+      w.object([&] {
+        w.field("fullyQualifiedName", site.function);
+        w.field("kind", "function");
+      });
+      w.end_array();
+    }
+  });
 }
 
 void result_object(JsonWriter& w, const Finding& f) {
   const RuleInfo& r = rule_info(f.id);
-  w.begin_object();
-  w.field("ruleId", r.name);
-  w.field("ruleIndex", static_cast<int>(f.id));
-  w.field("level", severity_name(r.severity));
-  text_object(w, "message", finding_message(f));
-  w.key("locations");
-  w.begin_array();
-  // A call site without a source line (a library or stripped program) is only a logical location.
-  if (f.call_site_known && (!f.call_site.file.empty() || !f.call_site.function.empty())) {
-    w.begin_object();
-    if (!f.call_site.file.empty()) {
-      w.key("physicalLocation");
-      w.begin_object();
-      w.key("artifactLocation");
-      w.begin_object();
-      w.field("uri", display_path(f.call_site.file));
-      w.end_object();
-      w.key("region");
-      w.begin_object();
-      w.field("startLine", f.call_site.line > 0 ? f.call_site.line : 1);
-      w.end_object();
-      w.end_object();
-    }
-    if (!f.call_site.function.empty()) {
-      w.key("logicalLocations");
-      w.begin_array();
-      w.begin_object();
-      w.field("fullyQualifiedName", f.call_site.function);
-      w.field("kind", "function");
-      w.end_object();
-      w.end_array();
-    }
-    w.end_object();
-  }
-  w.end_array();
-  w.key("properties");
-  w.begin_object();
-  w.field("count", f.count);
-  w.field("bytes", f.bytes);
-  w.field("blocked_ns_total", f.blocked.total());
-  w.field("blocked_ns_max", f.blocked.max());
-  w.field("api", f.api);
-  if (!f.via.module.empty()) w.field("via", frame_name_text(f.via));
-  w.end_object();
-  w.end_object();
+  w.object([&] {
+    w.field("ruleId", r.name);
+    w.field("ruleIndex", static_cast<int>(f.id));
+    w.field("level", severity_name(r.severity));
+    text_object(w, "message", finding_message(f));
+    w.key("locations");
+    w.begin_array();
+    if (f.call_site_known && (!f.call_site.file.empty() || !f.call_site.function.empty()))
+      call_site_location(w, f.call_site);
+    w.end_array();
+    w.object("properties", [&] {
+      w.field("count", f.count);
+      w.field("bytes", f.bytes);
+      w.field("blocked_ns_total", f.blocked.total());
+      w.field("blocked_ns_max", f.blocked.max());
+      w.field("api", f.api);
+      if (!f.via.module.empty()) w.field("via", frame_name_text(f.via));
+    });
+  });
+}
+
+// A trace that could not be read: the run is incomplete (toolExecutionNotifications).
+void unreadable_notification(JsonWriter& w, const UnreadableTrace& u) {
+  w.object([&] {
+    w.field("level", "error");
+    text_object(w, "message", u.trace + ": " + u.error);
+    w.key("locations");
+    w.begin_array();
+    w.object([&] { w.object("physicalLocation", [&] { artifact_location(w, u.trace); }); });
+    w.end_array();
+  });
 }
 
 }  // namespace
 
 void write_report_sarif(JsonWriter& w, const Report& report) {
-  w.begin_object();
-  w.field("$schema", "https://json.schemastore.org/sarif-2.1.0.json");
-  w.field("version", "2.1.0");
-  w.key("runs");
-  w.begin_array();
-  w.begin_object();
-  w.key("tool");
-  w.begin_object();
-  w.key("driver");
-  w.begin_object();
-  w.field("name", "asyncwatch");
-  w.field("version", ASYNCWATCH_VERSION);
-  w.key("rules");
-  w.begin_array();
-  for (int i = 0; i < static_cast<int>(FindingId::Count); ++i) rule_object(w, rule_info(static_cast<FindingId>(i)));
-  w.end_array();
-  w.end_object();
-  w.end_object();
-  // Traces that could not be read: the run is incomplete (toolExecutionNotifications).
-  w.key("invocations");
-  w.begin_array();
-  w.begin_object();
-  w.field("executionSuccessful", report.unreadable.empty());
-  w.key("toolExecutionNotifications");
-  w.begin_array();
-  for (const auto& u : report.unreadable) {
-    w.begin_object();
-    w.field("level", "error");
-    text_object(w, "message", u.trace + ": " + u.error);
-    w.key("locations");
+  std::vector<const RuleInfo*> rules;
+  for (int i = 0; i < static_cast<int>(FindingId::Count); ++i) rules.push_back(&rule_info(static_cast<FindingId>(i)));
+  w.object([&] {
+    w.field("$schema", "https://json.schemastore.org/sarif-2.1.0.json");
+    w.field("version", "2.1.0");
+    w.key("runs");
     w.begin_array();
-    w.begin_object();
-    w.key("physicalLocation");
-    w.begin_object();
-    w.key("artifactLocation");
-    w.begin_object();
-    w.field("uri", u.trace);
-    w.end_object();
-    w.end_object();
-    w.end_object();
+    w.object([&] {
+      w.object("tool", [&] {
+        w.object("driver", [&] {
+          w.field("name", "asyncwatch");
+          w.field("version", ASYNCWATCH_VERSION);
+          w.array("rules", rules, [&](const RuleInfo* r) { rule_object(w, *r); });
+        });
+      });
+      w.key("invocations");
+      w.begin_array();
+      w.object([&] {
+        w.field("executionSuccessful", report.unreadable.empty());
+        w.array("toolExecutionNotifications", report.unreadable,
+                [&](const UnreadableTrace& u) { unreadable_notification(w, u); });
+      });
+      w.end_array();
+      w.array("results", report.findings, [&](const Finding& f) { result_object(w, f); });
+    });
     w.end_array();
-    w.end_object();
-  }
-  w.end_array();
-  w.end_object();
-  w.end_array();
-  w.key("results");
-  w.begin_array();
-  for (const auto& f : report.findings) result_object(w, f);
-  w.end_array();
-  w.end_object();
-  w.end_array();
-  w.end_object();
+  });
 }
 
 std::string report_sarif_text(const Report& report) {
