@@ -12,10 +12,8 @@
 #include <asyncwatch/trace_format.h>
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <string>
-#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -92,12 +90,12 @@ class FindingSet {
  public:
   void add(Finding&& f);  // f.key set
   size_t size() const { return findings_.size(); }
-  // The findings, in the order first seen; the set is empty afterwards.
+  // The findings, in the order first seen (moved out: the set is empty afterwards).
   std::vector<Finding> take();
 
  private:
-  std::deque<Finding> findings_;  // stable addresses: the index holds views of their keys
-  std::unordered_map<std::string_view, size_t> index_;
+  std::vector<Finding> findings_;
+  std::unordered_multimap<size_t, size_t> index_;  // hash of the key -> index in findings_
 };
 
 // Ranks findings: most blocked time first; ties by id, call-site file and line, then key. The

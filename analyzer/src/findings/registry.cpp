@@ -84,24 +84,19 @@ std::string Finding::merge_key() const {
 
 void FindingSet::add(Finding&& f) {
   if (f.key.empty()) f.set_key();
-  auto it = index_.find(f.key);
-  if (it != index_.end()) {
-    findings_[it->second].merge(f);
-    return;
-  }
+  const size_t hash = std::hash<std::string>{}(f.key);
+  for (auto [it, end] = index_.equal_range(hash); it != end; ++it)
+    if (findings_[it->second].key == f.key) {
+      findings_[it->second].merge(f);
+      return;
+    }
+  index_.emplace(hash, findings_.size());
   findings_.push_back(std::move(f));
-  index_.emplace(findings_.back().key, findings_.size() - 1);
 }
 
 std::vector<Finding> FindingSet::take() {
   index_.clear();
-  std::vector<Finding> out;
-  out.reserve(findings_.size());
-  while (!findings_.empty()) {  // moved one by one: never two copies of every finding
-    out.push_back(std::move(findings_.front()));
-    findings_.pop_front();
-  }
-  return out;
+  return std::move(findings_);
 }
 
 void rank_findings(std::vector<Finding>& findings) {
@@ -126,10 +121,22 @@ void rank_findings(std::vector<Finding>& findings) {
     if (a.line != b.line) return a.line < b.line;
     return *a.key < *b.key;
   });
-  std::vector<Finding> ranked;
-  ranked.reserve(findings.size());
-  for (const SortKey& k : keys) ranked.push_back(std::move(findings[k.index]));
-  findings = std::move(ranked);
+  // Applied in place, cycle by cycle: never a second vector of findings.
+  std::vector<size_t> from(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) from[i] = keys[i].index;
+  for (size_t i = 0; i < from.size(); ++i) {
+    if (from[i] == i) continue;
+    Finding first = std::move(findings[i]);
+    size_t j = i;
+    while (from[j] != i) {
+      size_t k = from[j];
+      findings[j] = std::move(findings[k]);
+      from[j] = j;
+      j = k;
+    }
+    findings[j] = std::move(first);
+    from[j] = j;
+  }
 }
 
 void Finding::merge(const Finding& o) {
