@@ -341,7 +341,6 @@ class ProcessAnalyzer final : public RuleContext {
     }
     uint64_t key = stream_key(c.stream_kind, c.stream, r.tid);
     StreamState& st = streams_.at(key);
-    Direction d = copy_direction(c);
     RuleEvent e;
     e.copy = &c;
     e.stream = &st;
@@ -351,9 +350,7 @@ class ProcessAnalyzer final : public RuleContext {
         detect(Trigger::Copy, e);
         count_async(flagged_blocking_, blocked);
       }
-      bool completed = (c.flags & kFlagEvidenceChecked) && (c.flags & kFlagCompletedAtReturn);
-      bool waits = d == Direction::DtoH && (sync_api || c.dst_memory == static_cast<uint8_t>(MemoryKind::Pageable));
-      if (completed || waits) streams_.idle(key);
+      streams_.copy_returned(key, c);
     } else {
       flagged_blocking_ = false;
       detect(Trigger::Memset, e);
@@ -375,10 +372,7 @@ class ProcessAnalyzer final : public RuleContext {
     e.stream = &st;
     detect(Trigger::Launch, e);
     count_async(flagged_blocking_, blocked);
-    auto api = static_cast<Api>(l.api);
-    bool graph = api == Api::cudaGraphLaunch || api == Api::cuGraphLaunch;
-    streams_.launched(key, graph ? kGraphKernel : l.kernel_name_id);
-    if (launch_blocking_) streams_.idle(key);
+    streams_.launch_returned(key, l, launch_blocking_);
   }
 
   void on_enqueue(const RecordView& r, const HostFuncEnqueueRecord& e) {
@@ -418,14 +412,7 @@ class ProcessAnalyzer final : public RuleContext {
     RuleEvent e;
     e.sync = &s;
     detect(Trigger::Sync, e);
-    auto is = [&](Api a, Api b) {
-      return static_cast<Api>(s.api) == a || static_cast<Api>(s.api) == b || static_cast<Api>(s.driver_fn) == b;
-    };
-    if (s.result != 0) return;
-    if (is(Api::cudaStreamSynchronize, Api::cuStreamSynchronize) || is(Api::cudaStreamQuery, Api::cuStreamQuery))
-      streams_.idle(stream_key(s.stream_kind, s.handle, r.tid));
-    else if (is(Api::cudaDeviceSynchronize, Api::cuCtxSynchronize))
-      streams_.idle_all();
+    streams_.sync_returned(s, r.tid);
   }
 
   void on_memory_op(const MemoryOpRecord& m) {
@@ -433,10 +420,7 @@ class ProcessAnalyzer final : public RuleContext {
     RuleEvent e;
     e.memory_op = &m;
     detect(Trigger::MemoryOp, e);
-    auto api = static_cast<Api>(m.api);
-    if (m.result == 0 && (api == Api::cudaFree || api == Api::cuMemFree_v2 || api == Api::cudaFreeHost ||
-                          api == Api::cuMemFreeHost))
-      streams_.idle_all();
+    streams_.memory_op_returned(m);
   }
 
   // The rules of the trigger in their order, until one claims the call.

@@ -93,3 +93,47 @@ TEST(Events, HostFunctionsWaitingAreBounded) {
   EXPECT_EQ(join.run(run, &e), HostFunctionJoin<int>::Outcome::Joined);
   EXPECT_EQ(e, 4);
 }
+
+TEST(Events, ReturnedCallsSayWhenAStreamIsIdle) {
+  StreamTable t("x.awtrace", 100);
+  auto busy = [&](uint64_t key) {
+    tf::LaunchRecord l{};
+    l.api = static_cast<uint16_t>(tf::Api::cudaLaunchKernel);
+    l.kernel_name_id = 4;
+    t.launch_returned(key, l, false);
+  };
+  tf::CopyRecord c{};
+  c.direction = static_cast<uint8_t>(tf::Direction::HtoD);
+  c.src_memory = static_cast<uint8_t>(tf::MemoryKind::Pinned);
+  c.dst_memory = static_cast<uint8_t>(tf::MemoryKind::Device);
+  busy(0x5000);
+  t.copy_returned(0x5000, c);  // a pinned HtoD copy returns at once: nothing known
+  EXPECT_EQ(t.at(0x5000).launches_since_sync, 1u);
+  c.direction = static_cast<uint8_t>(tf::Direction::DtoH);
+  c.src_memory = static_cast<uint8_t>(tf::MemoryKind::Device);
+  c.dst_memory = static_cast<uint8_t>(tf::MemoryKind::Pageable);
+  t.copy_returned(0x5000, c);  // into pageable memory: it waited for the stream
+  EXPECT_EQ(t.at(0x5000).launches_since_sync, 0u);
+
+  tf::SyncRecord s{};
+  s.api = static_cast<uint16_t>(tf::Api::cudaStreamQuery);
+  s.stream_kind = static_cast<uint8_t>(tf::StreamKind::Explicit);
+  s.handle = 0x5000;
+  busy(0x5000);
+  s.result = 600;  // cudaErrorNotReady: still busy
+  t.sync_returned(s, 1);
+  EXPECT_EQ(t.at(0x5000).launches_since_sync, 1u);
+  s.result = 0;
+  t.sync_returned(s, 1);
+  EXPECT_EQ(t.at(0x5000).launches_since_sync, 0u);
+
+  busy(0x5000);
+  busy(0x6000);
+  tf::MemoryOpRecord m{};
+  m.api = static_cast<uint16_t>(tf::Api::cudaFree);
+  t.memory_op_returned(m);  // synchronizes the device
+  EXPECT_EQ(t.at(0x5000).launches_since_sync + t.at(0x6000).launches_since_sync, 0u);
+  busy(0x6000);
+  t.launch_returned(0x6000, tf::LaunchRecord{}, true);  // CUDA_LAUNCH_BLOCKING=1
+  EXPECT_EQ(t.at(0x6000).launches_since_sync, 0u);
+}

@@ -88,6 +88,39 @@ void StreamTable::idle_all() {
   }
 }
 
+void StreamTable::copy_returned(uint64_t key, const CopyRecord& c) {
+  const bool sync_api = (c.flags & kFlagSynchronousApi) != 0;
+  bool completed = (c.flags & kFlagEvidenceChecked) && (c.flags & kFlagCompletedAtReturn);
+  bool waits = copy_direction(c) == Direction::DtoH &&
+               (sync_api || c.dst_memory == static_cast<uint8_t>(MemoryKind::Pageable));
+  if (completed || waits) idle(key);
+}
+
+void StreamTable::launch_returned(uint64_t key, const LaunchRecord& l, bool launch_blocking) {
+  auto api = static_cast<Api>(l.api);
+  bool graph = api == Api::cudaGraphLaunch || api == Api::cuGraphLaunch;
+  launched(key, graph ? kGraphKernel : l.kernel_name_id);
+  if (launch_blocking) idle(key);
+}
+
+void StreamTable::sync_returned(const SyncRecord& s, uint32_t tid) {
+  auto is = [&](Api a, Api b) {
+    return static_cast<Api>(s.api) == a || static_cast<Api>(s.api) == b || static_cast<Api>(s.driver_fn) == b;
+  };
+  if (s.result != 0) return;
+  if (is(Api::cudaStreamSynchronize, Api::cuStreamSynchronize) || is(Api::cudaStreamQuery, Api::cuStreamQuery))
+    idle(resolve_stream(s.stream_kind, s.handle, tid).key);
+  else if (is(Api::cudaDeviceSynchronize, Api::cuCtxSynchronize))
+    idle_all();
+}
+
+void StreamTable::memory_op_returned(const MemoryOpRecord& m) {
+  auto api = static_cast<Api>(m.api);
+  if (m.result == 0 &&
+      (api == Api::cudaFree || api == Api::cuMemFree_v2 || api == Api::cudaFreeHost || api == Api::cuMemFreeHost))
+    idle_all();
+}
+
 void StreamTable::clear_cache() {
   for (auto& e : cache_) e = {};
 }

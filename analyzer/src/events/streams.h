@@ -45,6 +45,17 @@ class StreamTable {
   void idle(uint64_t key);
   void idle_all();  // device or context synchronize, or a call that synchronizes the device
 
+  // What a returned call says about its stream (after the rules saw the state before it):
+  // a copy that the evidence says completed, or a device-to-host copy that waits (synchronous
+  // API, or into pageable memory), leaves its stream idle; a launch is enqueued (and with
+  // CUDA_LAUNCH_BLOCKING=1 waited for); a successful stream synchronize or query idles that
+  // stream, a device or context synchronize every stream; a successful free of device or
+  // pinned memory synchronizes the device.
+  void copy_returned(uint64_t key, const trace::CopyRecord& c);
+  void launch_returned(uint64_t key, const trace::LaunchRecord& l, bool launch_blocking);
+  void sync_returned(const trace::SyncRecord& s, uint32_t tid);
+  void memory_op_returned(const trace::MemoryOpRecord& m);
+
   static constexpr uint32_t kGraphKernel = UINT32_MAX;  // tally id for a graph launch
 
  private:
