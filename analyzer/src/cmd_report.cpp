@@ -42,6 +42,15 @@ Options ReportArgs::options() const {
 
 void print_error(const std::string& message) { std::cerr << "asyncwatch: " << printable(message) << '\n'; }
 
+std::unique_ptr<OutputFile> open_output(const std::string& path) {
+  try {
+    return std::make_unique<OutputFile>(path);
+  } catch (const OutputError& e) {
+    print_error(e.what());
+    return nullptr;
+  }
+}
+
 void add_report_options(CLI::App* app, ReportArgs& args, bool with_output) {
   app->add_option("--format", args.format, "Output format")
       ->check(CLI::IsMember({"text", "json", "sarif"}))
@@ -159,13 +168,8 @@ int produce_report(const ReportArgs& args, const std::vector<std::string>& paths
   }
   // Opened first: a path that cannot be written is said before minutes of analysis. Until
   // commit(), a regular file is untouched (output_file.h).
-  std::unique_ptr<OutputFile> out;
-  try {
-    out = std::make_unique<OutputFile>(args.output);
-  } catch (const OutputError& e) {
-    print_error(e.what());
-    return kExitInvalid;
-  }
+  std::unique_ptr<OutputFile> out = open_output(args.output);
+  if (!out) return kExitInvalid;
   Report report = analyze_traces(paths, args.options(), unreadable);
   for (const auto& u : report.unreadable) print_error(fmt::format("{}: {}", u.trace, u.error));
   if (report.processes.empty()) {

@@ -126,5 +126,7 @@ std::string api_with_args(const Finding& f, const std::vector<std::string>& part
 std::string calls_part(const Finding& f);  // "3 calls", "" for one call
 std::string total_bytes_part(const Finding& f);  // "2.0 GiB", "6.0 GiB in total"
 std::string total_time_words(const Finding& f);  // "1.74 s", "5.2 ms in total"
+// A copy: "cudaMemcpyAsync (device to host, 3 calls, 6.0 GiB in total)".
+std::string copy_call_words(const Finding& f);
 
 }  // namespace asyncwatch

@@ -28,7 +28,7 @@ std::string message(const Finding& f) {
   return fmt::format(
       "{} blocked {}: a copy between two host buffers is always synchronous, whatever the API's name; use memcpy "
       "(or std::copy) on the host, or keep the data on the device",
-      api_with_args(f, {direction_words(f), calls_part(f), total_bytes_part(f)}), total_time_words(f));
+      copy_call_words(f), total_time_words(f));
 }
 
 }  // namespace

@@ -29,7 +29,7 @@ std::string message(const Finding& f) {
   return fmt::format(
       "{} blocked {}: the copy involves managed memory and ran synchronously; prefetch with cudaMemPrefetchAsync, "
       "or copy between device memory and pinned host memory instead",
-      api_with_args(f, {direction_words(f), calls_part(f), total_bytes_part(f)}), total_time_words(f));
+      copy_call_words(f), total_time_words(f));
 }
 
 }  // namespace

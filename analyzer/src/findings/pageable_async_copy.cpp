@@ -53,7 +53,7 @@ std::string waited_for_words(const Finding& f) {
 }
 
 std::string message(const Finding& f) {
-  std::string what = api_with_args(f, {direction_words(f), calls_part(f), total_bytes_part(f)});
+  std::string what = copy_call_words(f);
   if (f.cause == Cause::Staged)
     return fmt::format(
         "{} blocked {}: the source is pageable host memory, so the driver staged it through pinned memory and the "

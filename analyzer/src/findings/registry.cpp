@@ -183,6 +183,10 @@ std::string total_time_words(const Finding& f) {
   return format_duration(f.blocked.total()) + (f.count > 1 ? " in total" : "");
 }
 
+std::string copy_call_words(const Finding& f) {
+  return api_with_args(f, {direction_words(f), calls_part(f), total_bytes_part(f)});
+}
+
 std::string api_with_args(const Finding& f, const std::vector<std::string>& parts) {
   std::string out = f.api;
   std::string inner;
