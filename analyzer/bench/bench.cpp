@@ -2,6 +2,8 @@
 // `asyncwatch report` (JSON) and `asyncwatch timeline` on it, pinned to one core, and prints
 // records/second and the child's peak RSS (getrusage ru_maxrss). Asserts nothing about time.
 //   asyncwatch_bench --asyncwatch PATH --generator PATH [--dir DIR] [--records N] [--short]
+// --report-memory: instead, the report's peak RSS on a trace with many call sites (10 M records,
+// 100 k call sites; --short: 500 k and 10 k), in each format; prints it against the 600 MiB target.
 // --hostile: instead, the analyzer's memory on hostile traces (gen_trace --shape), each just under
 // and just over its limit (options.h, Limits): prints peak RSS and checks the exit statuses (0
 // under, 2 over: the trace is refused with its error). With --short, small limits given on the
@@ -134,12 +136,45 @@ int run_hostile(const std::string& asyncwatch, const std::string& generator, con
   return failures ? 1 : 0;
 }
 
+// The report's memory with many call sites (issue 13: JSON at 10 M records with 100 k call sites
+// <= 600 MiB peak RSS): a normal-mix trace whose stacks are spread over `sites` call sites, so
+// that most of them have findings; `report` in each format to /dev/null, peak RSS printed.
+int run_report_memory(const std::string& asyncwatch, const std::string& generator, const std::string& dir,
+                      bool short_run) {
+  const uint64_t records = short_run ? 500'000 : 10'000'000, sites = short_run ? 10'000 : 100'000;
+  const double target_mib = 600;
+  std::string trace = fmt::format("{}/sites-{}-{}.awtrace", dir, records, sites);
+  if (run({generator, trace, "--records", std::to_string(records), "--call-sites", std::to_string(sites)}, true)
+          .status != 0) {
+    std::printf("%s: the generator failed\n", trace.c_str());
+    return 1;
+  }
+  struct stat st {};
+  stat(trace.c_str(), &st);
+  std::printf("trace %s: %llu records, %llu call sites, %.1f MiB\n", trace.c_str(),
+              static_cast<unsigned long long>(records), static_cast<unsigned long long>(sites),
+              static_cast<double>(st.st_size) / (1 << 20));
+  int failures = 0;
+  for (const char* format : {"json", "sarif", "text"}) {
+    Result r = run({asyncwatch, "report", "--format", format, "--max-call-sites", "100000000", "--max-stacks",
+                    "100000000", trace},
+                   true);
+    double mib = static_cast<double>(r.max_rss_kib) / 1024.0;
+    std::printf("report --format %-5s %6.2f s, peak RSS %7.1f MiB (%.2f of the %.0f MiB target), exit %d\n", format,
+                r.seconds, mib, mib / target_mib, target_mib, r.status);
+    if (r.status != 0) ++failures;
+  }
+  unlink(trace.c_str());
+  unlink((trace + ".records").c_str());
+  return failures ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string asyncwatch, generator, dir = ".";
   uint64_t records = 20'000'000;
-  bool short_run = false, hostile = false;
+  bool short_run = false, hostile = false, report_memory = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -149,6 +184,7 @@ int main(int argc, char** argv) {
     else if (a == "--records") records = std::strtoull(next().c_str(), nullptr, 10);
     else if (a == "--short") short_run = true;
     else if (a == "--hostile") hostile = true;
+    else if (a == "--report-memory") report_memory = true;
   }
   if (short_run) records = 500'000;
   if (asyncwatch.empty() || generator.empty()) {
@@ -157,6 +193,7 @@ int main(int argc, char** argv) {
   }
   mkdir(dir.c_str(), 0755);
   if (hostile) return run_hostile(asyncwatch, generator, dir, short_run);
+  if (report_memory) return run_report_memory(asyncwatch, generator, dir, short_run);
   std::string trace = fmt::format("{}/bench-{}.awtrace", dir, records);
   struct stat st {};
   if (stat(trace.c_str(), &st) != 0 || stat((trace + ".records").c_str(), &st) != 0) {

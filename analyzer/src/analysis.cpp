@@ -1,6 +1,8 @@
 #include "analysis.h"
 
 #include "call_site.h"
+#include "events/host_functions.h"
+#include "events/streams.h"
 #include "findings/rules.h"
 #include "format.h"
 #include "names.h"
@@ -85,7 +87,7 @@ std::string kernel_display_name(const std::string& mangled) {
 
 namespace {
 
-constexpr uint32_t kGraphKernel = UINT32_MAX;  // tally id for a graph launch
+constexpr uint32_t kGraphKernel = events::StreamTable::kGraphKernel;
 constexpr size_t kMaxWaitedKernels = 64;       // distinct kernels a finding names as waited for
 
 struct GroupKey {
@@ -139,8 +141,11 @@ struct SiteRef {
 };
 
 class ProcessAnalyzer final : public RuleContext {
+  using HostFunctions = events::HostFunctionJoin<HostFuncEnqueueRecord>;
+
  public:
-  ProcessAnalyzer(TraceFile& t, const Options& o) : trace_(t), opt_(o) {
+  ProcessAnalyzer(TraceFile& t, const Options& o)
+      : trace_(t), opt_(o), streams_(t.path(), o.limits.streams), host_functions_(o.limits.pending_callbacks) {
     std::string env = fixed_string(t.header().cuda_env, sizeof t.header().cuda_env);
     launch_blocking_ = cuda_env_value(env, "CUDA_LAUNCH_BLOCKING") == "1";
     module_loading_ = cuda_env_value(env, "CUDA_MODULE_LOADING");
@@ -166,23 +171,8 @@ class ProcessAnalyzer final : public RuleContext {
       case RecordType::HostFuncRun: on_run(r.as<HostFuncRunRecord>()); break;
       case RecordType::Sync: on_sync(r, r.as<SyncRecord>()); break;
       case RecordType::MemoryOp: on_memory_op(r.as<MemoryOpRecord>()); break;
-      case RecordType::StreamCreate: {
-        auto s = r.as<StreamCreateRecord>();
-        if (s.result == 0 && s.stream > 2) {
-          StreamState& st = stream(s.stream);
-          st = StreamState{};
-          st.non_blocking = (s.stream_flags & 1u) != 0;
-        }
-        break;
-      }
-      case RecordType::StreamDestroy: {
-        auto s = r.as<StreamCreateRecord>();
-        if (s.stream > 2) {
-          streams_.erase(s.stream);
-          clear_stream_cache();
-        }
-        break;
-      }
+      case RecordType::StreamCreate: streams_.created(r.as<StreamCreateRecord>()); break;
+      case RecordType::StreamDestroy: streams_.destroyed(r.as<StreamCreateRecord>().stream); break;
       default: break;
     }
   }
@@ -190,7 +180,7 @@ class ProcessAnalyzer final : public RuleContext {
   void observe(const Observation& o) override {
     // Grouped by stack during the pass (stacks and modules may still be ahead in the file);
     // stacks are mapped to call sites and groups merged per call site in finish().
-    observed_ = true;
+    if (rule_info(o.id).hooks.counts_blocking) flagged_blocking_ = true;
     GroupKey key{};
     key.id = static_cast<uint8_t>(o.id);
     key.cause = static_cast<uint8_t>(o.cause);
@@ -198,7 +188,7 @@ class ProcessAnalyzer final : public RuleContext {
     key.memory = o.has_host_memory ? static_cast<int8_t>(o.host_memory) : int8_t{-1};
     key.api = o.api;
     key.driver_fn = o.driver_fn;
-    key.kernel = o.id == FindingId::BlockingLaunch ? o.kernel_name_id : 0;
+    key.kernel = o.kernel_name_id;
     key.site = o.stack_id;
     auto found = groups_.find(key);
     if (found == groups_.end()) {
@@ -275,25 +265,30 @@ class ProcessAnalyzer final : public RuleContext {
     symbols_ = std::make_unique<Symbolizer>(trace_.modules(), !(no_symbols && *no_symbols && *no_symbols != '0'),
                                             opt_.path_map);
 
-    std::unordered_map<std::string, size_t> by_site;  // merge_key -> index in out.findings
-    for (auto& [key, g] : groups_) {
+    // Each group becomes a finding (merged by call site, as stacks that differ only outside the
+    // user's code give one site) and is freed as it goes: groups and findings are never both whole.
+    FindingSet findings;
+    for (auto it = groups_.begin(); it != groups_.end(); it = groups_.erase(it)) {
+      const GroupKey& key = it->first;
+      Group& g = it->second;
       SiteRef site = site_of(key.site, key.kernel);
       Finding f;
       f.id = static_cast<FindingId>(key.id);
+      const Rule& rule = rule_info(f.id).hooks;
       f.cause = static_cast<Cause>(key.cause);
       bool driver_name = is_driver_api(static_cast<Api>(key.api));
       std::string raw_api = api_name(static_cast<Api>(key.api));
       f.api = public_api_name(driver_name && site.api_override ? names_[site.api_override] : raw_api);
       // kernel<<<...>>>: the stack went through nvcc's stub, or the runtime's internal entry
       // point that only the stubs call was hooked.
-      f.chevron_launch = f.id == FindingId::BlockingLaunch &&
+      f.chevron_launch = rule.names_kernel &&
                          (site.chevron_launch || raw_api.rfind("__cudaLaunchKernel", 0) == 0);
       f.driver_api = g.first.driver_fn ? api_name(static_cast<Api>(g.first.driver_fn)) : "";
       f.has_direction = key.direction >= 0;
       f.direction = f.has_direction ? static_cast<Direction>(key.direction) : Direction::Unknown;
       f.has_host_memory = key.memory >= 0;
       f.host_memory = f.has_host_memory ? static_cast<MemoryKind>(key.memory) : MemoryKind::Unknown;
-      if (f.id == FindingId::BlockingLaunch) f.kernel = kernel_name(key.kernel);
+      if (rule.names_kernel) f.kernel = kernel_name(key.kernel);
       f.count = g.count;
       f.bytes = g.bytes;
       f.blocked = std::move(g.blocked);
@@ -313,67 +308,17 @@ class ProcessAnalyzer final : public RuleContext {
       if (g.stack_id)
         if (auto frames = trace_.stack(g.stack_id)) f.stack = symbols_->expand(*frames);
       f.processes.push_back(PerProcess{p.pid, f.count, f.blocked.total()});
-      std::string mk = f.merge_key();
-      auto it = by_site.find(mk);
-      if (it == by_site.end()) {
-        by_site.emplace(mk, out.findings.size());
-        out.findings.push_back(std::move(f));
-      } else {
-        out.findings[it->second].merge(f);
-      }
+      f.set_key();
+      findings.add(std::move(f));
     }
+    out.findings = findings.take();
     for (const auto& problem : symbols_->problems()) p.notes.push_back(problem);
     return out;
   }
 
  private:
   static uint64_t stream_key(uint8_t kind, uint64_t handle, uint32_t tid) {
-    switch (static_cast<StreamKind>(kind)) {
-      case StreamKind::LegacyDefault: return 0;
-      case StreamKind::PerThreadDefault: return (uint64_t{1} << 63) | tid;
-      case StreamKind::Explicit: return handle;
-      case StreamKind::Unknown: break;
-    }
-    if (handle == 0 || handle == 1) return 0;
-    if (handle == 2) return (uint64_t{1} << 63) | tid;
-    return handle;
-  }
-
-  // A small direct-mapped cache in front of the map: threads interleave, each on its stream.
-  StreamState& stream(uint64_t key) {
-    size_t slot = static_cast<size_t>((key ^ (key >> 17) ^ (key >> 31)) & (kStreamCache - 1));
-    auto& e = stream_cache_[slot];
-    if (e.state && e.key == key) return *e.state;
-    e.key = key;
-    auto it = streams_.find(key);
-    if (it == streams_.end()) {
-      if (streams_.size() >= opt_.limits.streams)
-        over_limit("streams in use at once", opt_.limits.streams, nullptr);
-      it = streams_.emplace(key, StreamState{}).first;
-    }
-    e.state = &it->second;  // node-based: the pointer stays valid until erase
-    return *e.state;
-  }
-  void clear_stream_cache() {
-    for (auto& e : stream_cache_) e = {};
-  }
-
-  void idle(uint64_t key) {
-    StreamState& s = stream(key);
-    s.launches_since_sync = 0;
-    s.since_idle.clear();
-    if (key == 0)  // the legacy stream waits for all blocking streams
-      for (auto& [k, st] : streams_)
-        if (!st.non_blocking) {
-          st.launches_since_sync = 0;
-          st.since_idle.clear();
-        }
-  }
-  void idle_all() {
-    for (auto& [k, st] : streams_) {
-      st.launches_since_sync = 0;
-      st.since_idle.clear();
-    }
+    return events::resolve_stream(kind, handle, tid).key;
   }
 
   // An asynchronous call; `flagged`: a blocking rule reported it (it blocked above the thresholds
@@ -395,22 +340,21 @@ class ProcessAnalyzer final : public RuleContext {
       return;
     }
     uint64_t key = stream_key(c.stream_kind, c.stream, r.tid);
-    StreamState& st = stream(key);
-    Direction d = copy_direction(c);
+    StreamState& st = streams_.at(key);
+    RuleEvent e;
+    e.copy = &c;
+    e.stream = &st;
     if (r.type == RecordType::Copy) {
       if (!sync_api) {
-        observed_ = false;
-        rules::check_host_to_host_async_copy(*this, c) || rules::check_managed_memory_copy(*this, c) ||
-            rules::check_pageable_async_copy(*this, c, st);
-        count_async(observed_, blocked);
+        flagged_blocking_ = false;
+        detect(Trigger::Copy, e);
+        count_async(flagged_blocking_, blocked);
       }
-      bool completed = (c.flags & kFlagEvidenceChecked) && (c.flags & kFlagCompletedAtReturn);
-      bool waits = d == Direction::DtoH && (sync_api || c.dst_memory == static_cast<uint8_t>(MemoryKind::Pageable));
-      if (completed || waits) idle(key);
+      streams_.copy_returned(key, c);
     } else {
-      observed_ = false;
-      rules::check_blocking_memset(*this, c);
-      if (!sync_api) count_async(observed_, blocked);
+      flagged_blocking_ = false;
+      detect(Trigger::Memset, e);
+      if (!sync_api) count_async(flagged_blocking_, blocked);
     }
   }
 
@@ -421,15 +365,14 @@ class ProcessAnalyzer final : public RuleContext {
       return;
     }
     uint64_t key = stream_key(l.stream_kind, l.stream, r.tid);
-    StreamState& st = stream(key);
-    observed_ = false;
-    rules::check_blocking_launch(*this, l, st);
-    count_async(observed_, blocked);
-    auto api = static_cast<Api>(l.api);
-    bool graph = api == Api::cudaGraphLaunch || api == Api::cuGraphLaunch;
-    ++st.launches_since_sync;
-    st.since_idle.add(graph ? kGraphKernel : l.kernel_name_id);
-    if (launch_blocking_) idle(key);
+    StreamState& st = streams_.at(key);
+    flagged_blocking_ = false;
+    RuleEvent e;
+    e.launch = &l;
+    e.stream = &st;
+    detect(Trigger::Launch, e);
+    count_async(flagged_blocking_, blocked);
+    streams_.launch_returned(key, l, launch_blocking_);
   }
 
   void on_enqueue(const RecordView& r, const HostFuncEnqueueRecord& e) {
@@ -441,55 +384,49 @@ class ProcessAnalyzer final : public RuleContext {
     // function ran on the driver's thread, deprecated-stream-callback about the API).
     count_async(false, 0);
     (void)r;
-    rules::check_deprecated_stream_callback(*this, e);
-    auto run = pending_runs_.find(e.callback_id);
-    if (run != pending_runs_.end()) {
-      rules::check_long_host_callback(*this, e, run->second);
-      pending_runs_.erase(run);
-    } else {
-      note_pending(pending_enqueues_, e.callback_id, e);
-    }
+    RuleEvent ev;
+    ev.enqueue = &e;
+    detect(Trigger::HostFuncEnqueue, ev);
+    HostFuncRunRecord run{};
+    joined(host_functions_.enqueue(e.callback_id, e, &run), e, run);
   }
 
   void on_run(const HostFuncRunRecord& run) {
-    auto e = pending_enqueues_.find(run.callback_id);
-    if (e != pending_enqueues_.end()) {
-      rules::check_long_host_callback(*this, e->second, run);
-      pending_enqueues_.erase(e);
-    } else {
-      note_pending(pending_runs_, run.callback_id, run);
-    }
+    HostFuncEnqueueRecord e{};
+    joined(host_functions_.run(run, &e), e, run);
+  }
+
+  void joined(HostFunctions::Outcome outcome, const HostFuncEnqueueRecord& enqueue, const HostFuncRunRecord& run) {
+    if (outcome == HostFunctions::Outcome::OverLimit)
+      over_limit("host functions enqueued and not seen running (or the reverse)", opt_.limits.pending_callbacks,
+                 nullptr);
+    if (outcome != HostFunctions::Outcome::Joined) return;
+    RuleEvent e;
+    e.enqueue = &enqueue;
+    e.run = &run;
+    detect(Trigger::HostFuncRun, e);
   }
 
   void on_sync(const RecordView& r, const SyncRecord& s) {
     if (s.flags & kFlagCaptureActive) return;
-    rules::check_explicit_sync(*this, s);
-    auto is = [&](Api a, Api b) {
-      return static_cast<Api>(s.api) == a || static_cast<Api>(s.api) == b || static_cast<Api>(s.driver_fn) == b;
-    };
-    if (s.result != 0) return;
-    if (is(Api::cudaStreamSynchronize, Api::cuStreamSynchronize) || is(Api::cudaStreamQuery, Api::cuStreamQuery))
-      idle(stream_key(s.stream_kind, s.handle, r.tid));
-    else if (is(Api::cudaDeviceSynchronize, Api::cuCtxSynchronize))
-      idle_all();
+    RuleEvent e;
+    e.sync = &s;
+    detect(Trigger::Sync, e);
+    streams_.sync_returned(s, r.tid);
   }
 
   void on_memory_op(const MemoryOpRecord& m) {
     if (m.flags & kFlagCaptureActive) return;
-    rules::check_implicit_sync(*this, m);
-    auto api = static_cast<Api>(m.api);
-    if (m.result == 0 && (api == Api::cudaFree || api == Api::cuMemFree_v2 || api == Api::cudaFreeHost ||
-                          api == Api::cuMemFreeHost))
-      idle_all();
+    RuleEvent e;
+    e.memory_op = &m;
+    detect(Trigger::MemoryOp, e);
+    streams_.memory_op_returned(m);
   }
 
-  // A host function's enqueue waiting for its run, or the reverse (bounded).
-  template <class Map, class Record>
-  void note_pending(Map& pending, uint64_t callback_id, const Record& r) {
-    if (pending.size() >= opt_.limits.pending_callbacks && !pending.count(callback_id))
-      over_limit("host functions enqueued and not seen running (or the reverse)", opt_.limits.pending_callbacks,
-                 nullptr);
-    pending[callback_id] = r;
+  // The rules of the trigger in their order, until one claims the call.
+  void detect(Trigger t, const RuleEvent& e) {
+    for (const RuleInfo* r : rules_for(t))
+      if (r->hooks.detect(*this, e)) return;
   }
   [[noreturn]] void over_limit(const char* what, uint64_t limit, const char* option) const {
     throw TraceError(fmt::format("{}: {}", trace_.path(), limit_message(what, limit, option)));
@@ -550,13 +487,8 @@ class ProcessAnalyzer final : public RuleContext {
   std::unique_ptr<Symbolizer> symbols_;  // made after the pass, when all modules are known
   bool launch_blocking_ = false;
   std::string module_loading_;
-  std::unordered_map<uint64_t, StreamState> streams_;
-  static constexpr size_t kStreamCache = 64;
-  struct StreamCacheEntry {
-    uint64_t key = 0;
-    StreamState* state = nullptr;
-  };
-  StreamCacheEntry stream_cache_[kStreamCache];
+  events::StreamTable streams_;
+  HostFunctions host_functions_;
   std::unordered_map<GroupKey, Group, GroupKeyHash> groups_;
   struct DenseSite {
     SiteRef ref;
@@ -569,9 +501,7 @@ class ProcessAnalyzer final : public RuleContext {
   CallSitePolicy policy_;
   std::vector<std::string> names_;
   std::unordered_map<std::string, uint32_t> name_ids_;
-  std::unordered_map<uint64_t, HostFuncEnqueueRecord> pending_enqueues_;
-  std::unordered_map<uint64_t, HostFuncRunRecord> pending_runs_;
-  bool observed_ = false;  // a rule flagged the call being looked at
+  bool flagged_blocking_ = false;  // a blocking rule flagged the call being looked at
   uint64_t async_calls_ = 0;
   uint64_t async_blocking_ = 0;
   uint64_t blocked_total_ = 0;
@@ -590,19 +520,15 @@ ProcessResult analyze_trace(const std::string& path, const Options& options) {
 Report build_report(std::vector<ProcessResult> results, const Options& options) {
   Report report;
   report.options = options;
-  std::unordered_map<std::string, size_t> by_key;
+  // One process: its findings are merged already; several: merged by key, in process order.
+  FindingSet set;
   std::vector<Finding> merged;
+  if (results.size() == 1) merged = std::move(results[0].findings);
   uint64_t wall_total = 0;
   for (auto& r : results) {
-    for (auto& f : r.findings) {
-      std::string key = f.merge_key();
-      auto it = by_key.find(key);
-      if (it == by_key.end()) {
-        by_key.emplace(key, merged.size());
-        merged.push_back(std::move(f));
-      } else {
-        merged[it->second].merge(f);
-      }
+    if (results.size() > 1) {
+      for (auto& f : r.findings) set.add(std::move(f));
+      std::vector<Finding>().swap(r.findings);
     }
     Summary& s = report.summary;
     s.async_calls += r.process.async_calls;
@@ -612,21 +538,20 @@ Report build_report(std::vector<ProcessResult> results, const Options& options) 
     wall_total += r.process.wall_ns - r.process.paused_ns;
     report.processes.push_back(std::move(r.process));
   }
+  if (results.size() > 1) merged = set.take();
+  // Group-level thresholds, shares of wall time; kept in place (moved within the vector).
+  size_t kept = 0;
   for (auto& f : merged) {
-    if (f.id == FindingId::ExplicitSync && f.blocked.total() < options.min_blocked_ns) continue;
-    if (f.id == FindingId::ImplicitSync && f.count < options.implicit_sync_min_count) continue;
+    if (auto reported = rule_info(f.id).hooks.reported; reported && !reported(f, options)) continue;
     f.share_of_wall = wall_total ? static_cast<double>(f.blocked.total()) / static_cast<double>(wall_total) : 0.0;
     std::sort(f.processes.begin(), f.processes.end(),
               [](const PerProcess& a, const PerProcess& b) { return a.pid < b.pid; });
-    report.findings.push_back(std::move(f));
+    if (&merged[kept] != &f) merged[kept] = std::move(f);
+    ++kept;
   }
-  std::sort(report.findings.begin(), report.findings.end(), [](const Finding& a, const Finding& b) {
-    if (a.blocked.total() != b.blocked.total()) return a.blocked.total() > b.blocked.total();
-    if (a.id != b.id) return a.id < b.id;
-    if (a.call_site.file != b.call_site.file) return a.call_site.file < b.call_site.file;
-    if (a.call_site.line != b.call_site.line) return a.call_site.line < b.call_site.line;
-    return a.merge_key() < b.merge_key();
-  });
+  merged.erase(merged.begin() + static_cast<std::ptrdiff_t>(kept), merged.end());
+  report.findings = std::move(merged);
+  rank_findings(report.findings);
   report.summary.findings = report.findings.size();
   return report;
 }

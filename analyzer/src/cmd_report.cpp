@@ -1,6 +1,7 @@
 // asyncwatch report [--format text|json|sarif] [-o FILE] [--fail-on ...] TRACE_OR_DIR...
 #include "analysis.h"
 #include "commands.h"
+#include "json_writer.h"
 #include "output_file.h"
 #include "printable.h"
 #include "reports.h"
@@ -40,6 +41,15 @@ Options ReportArgs::options() const {
 }
 
 void print_error(const std::string& message) { std::cerr << "asyncwatch: " << printable(message) << '\n'; }
+
+std::unique_ptr<OutputFile> open_output(const std::string& path) {
+  try {
+    return std::make_unique<OutputFile>(path);
+  } catch (const OutputError& e) {
+    print_error(e.what());
+    return nullptr;
+  }
+}
 
 void add_report_options(CLI::App* app, ReportArgs& args, bool with_output) {
   app->add_option("--format", args.format, "Output format")
@@ -158,13 +168,8 @@ int produce_report(const ReportArgs& args, const std::vector<std::string>& paths
   }
   // Opened first: a path that cannot be written is said before minutes of analysis. Until
   // commit(), a regular file is untouched (output_file.h).
-  std::unique_ptr<OutputFile> out;
-  try {
-    out = std::make_unique<OutputFile>(args.output);
-  } catch (const OutputError& e) {
-    print_error(e.what());
-    return kExitInvalid;
-  }
+  std::unique_ptr<OutputFile> out = open_output(args.output);
+  if (!out) return kExitInvalid;
   Report report = analyze_traces(paths, args.options(), unreadable);
   for (const auto& u : report.unreadable) print_error(fmt::format("{}: {}", u.trace, u.error));
   if (report.processes.empty()) {
@@ -174,11 +179,12 @@ int produce_report(const ReportArgs& args, const std::vector<std::string>& paths
 
   try {
     if (args.format == "json" || args.format == "sarif") {
-      // Names from the trace may be any bytes: invalid UTF-8 becomes U+FFFD.
-      std::string text = (args.format == "json" ? report_json(report) : report_sarif(report))
-                             .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-      text += '\n';
-      std::fwrite(text.data(), 1, text.size(), out->stream());
+      // Written as it goes; names from the trace may be any bytes: invalid UTF-8 becomes U+FFFD.
+      JsonWriter w(out->stream());
+      if (args.format == "json") write_report_json(w, report);
+      else write_report_sarif(w, report);
+      w.flush();
+      std::fputc('\n', out->stream());
     } else {
       TextStyle style;
       bool tty = out->mode() == OutputFile::Mode::Stdout && isatty(STDOUT_FILENO);

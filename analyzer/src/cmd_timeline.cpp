@@ -13,13 +13,8 @@ namespace asyncwatch {
 
 int cmd_timeline(const TimelineArgs& args) {
   TraceInputs inputs = expand_trace_inputs(args.inputs);
-  std::unique_ptr<OutputFile> out;
-  try {
-    out = std::make_unique<OutputFile>(args.output);
-  } catch (const OutputError& e) {
-    print_error(e.what());
-    return kExitInvalid;
-  }
+  std::unique_ptr<OutputFile> out = open_output(args.output);
+  if (!out) return kExitInvalid;
   std::vector<UnreadableTrace> unreadable = inputs.unreadable;
   TimelineStats stats = write_timeline(out->stream(), inputs.paths,
                                        static_cast<uint64_t>(std::llround(args.min_blocked_us * 1000.0)), Limits{},

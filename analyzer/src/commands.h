@@ -3,8 +3,10 @@
 
 #include "analysis.h"
 #include "options.h"
+#include "output_file.h"
 
 #include <CLI/CLI.hpp>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -46,6 +48,9 @@ int produce_report(const ReportArgs& args, const std::vector<std::string>& paths
 // Prints "asyncwatch: MESSAGE" on stderr, MESSAGE made printable (it may hold names from a trace
 // or a directory listing).
 void print_error(const std::string& message);
+// The output of a command (output_file.h), opened before any work; null (the error printed) when
+// it cannot be.
+std::unique_ptr<OutputFile> open_output(const std::string& path);
 
 int cmd_report(const ReportArgs& args);
 int cmd_dump(const std::string& trace);

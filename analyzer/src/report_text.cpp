@@ -1,6 +1,7 @@
 // Every string that comes from a trace (or a path) goes through printable() on its way out:
 // a name in a trace must not drive the terminal. The colour escapes are ours, added around.
 #include "call_site.h"
+#include "findings/rules.h"
 #include "format.h"
 #include "names.h"
 #include "printable.h"
@@ -110,11 +111,10 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
     std::string missing = missing_call_site_text(f);
     out << fmt::format("{}{}{}:{} {}{} {}[{}]{}\n", where.empty() ? "" : c.bold + printable(where) + ":" + c.reset + " ",
                        sc, severity_name(rule.severity), c.reset, printable(finding_message(f)),
-                       missing.empty() ? "" : " (" + missing + ")", c.dim, finding_id_name(f.id), c.reset);
+                       missing.empty() ? "" : " (" + missing + ")", c.dim, rule.name, c.reset);
     std::string stats = plural(f.count, "call", "calls");
     if (f.bytes) stats += ", " + format_bytes(f.bytes);
-    stats += fmt::format(", {} {} (min {}, median {}, max {}), {} of wall time",
-                         f.id == FindingId::LongHostCallback ? "ran" : (f.id == FindingId::ExplicitSync ? "waited" : "blocked"),
+    stats += fmt::format(", {} {} (min {}, median {}, max {}), {} of wall time", rule.hooks.time_verb,
                          format_duration(f.blocked.total()), format_duration(f.blocked.min()),
                          format_duration(f.blocked.median()), format_duration(f.blocked.max()), percent(f.share_of_wall));
     out << "    " << stats << '\n';
@@ -129,6 +129,11 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
         out << fmt::format("    evidence: in {} of {} checked calls the stream had completed the copy when the call "
                            "returned\n",
                            f.completed_at_return, f.evidence_checked);
+    }
+    if (rule.hooks.text_lines) {
+      std::vector<std::string> lines;
+      rule.hooks.text_lines(lines, f);
+      for (const auto& l : lines) out << "    " << printable(l) << '\n';
     }
     if (f.call_site_known) out << fmt::format("    call site: {}\n", printable(call_site_line_text(f)));
     if (!f.stack.empty()) {

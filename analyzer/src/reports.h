@@ -3,7 +3,6 @@
 
 #include "analysis.h"
 
-#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 
@@ -13,8 +12,12 @@ struct TextStyle {
   bool colour = false;
 };
 void write_report_text(std::ostream& out, const Report& report, const TextStyle& style);
-nlohmann::ordered_json report_json(const Report& report);
-nlohmann::ordered_json report_sarif(const Report& report);
+class JsonWriter;
+// Written as they go (json_writer.h); the *_text forms return the document (tests, small reports).
+void write_report_json(JsonWriter& out, const Report& report);
+void write_report_sarif(JsonWriter& out, const Report& report);
+std::string report_json_text(const Report& report);
+std::string report_sarif_text(const Report& report);
 
 // "file:line" for a call site, relative to the current directory when below it; without a source
 // line "function (module)" or "module+0xOFFSET" (never "??"); "" when the finding has no call site.

@@ -1,6 +1,8 @@
 #include "timeline_export.h"
 
 #include "analysis.h"
+#include "events/host_functions.h"
+#include "events/streams.h"
 #include "format.h"
 #include "trace_reader.h"
 
@@ -152,19 +154,9 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
     };
     std::unordered_map<uint64_t, uint64_t> stream_tracks;  // stream key -> track tid
     auto stream_track = [&](uint8_t kind, uint64_t handle, uint32_t tid) {
-      uint64_t key;
+      events::StreamRef stream = events::resolve_stream(kind, handle, tid);
+      uint64_t key = stream.key;
       std::string name;
-      auto k = static_cast<StreamKind>(kind);
-      if (k == StreamKind::LegacyDefault || (k == StreamKind::Unknown && handle <= 1)) {
-        key = 0;
-        name = "stream: legacy default";
-      } else if (k == StreamKind::PerThreadDefault || (k == StreamKind::Unknown && handle == 2)) {
-        key = (uint64_t{1} << 63) | tid;
-        name = fmt::format("stream: per-thread default of tid {}", tid);
-      } else {
-        key = handle;
-        name = fmt::format("stream 0x{:x}", handle);
-      }
       if (stream_tracks.size() >= limits.streams && !stream_tracks.count(key)) {
         // Bounded (Limits::streams): the streams beyond share one track.
         key = UINT64_MAX;
@@ -172,6 +164,7 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
       }
       auto [it, inserted] = stream_tracks.emplace(key, kStreamTidBase + stream_tracks.size());
       if (inserted) {
+        if (name.empty()) name = events::stream_name(stream);
         out.put(FMT_COMPILE("{}{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":\"{}\"}}}}"), sep(), pid,
                 it->second, name);
         out.put(FMT_COMPILE("{}{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{},\"tid\":{},\"args\":{{\"sort_index\":{}}}}}"),
@@ -184,14 +177,19 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
       uint16_t api;
       uint64_t function;
     };
-    std::unordered_map<uint64_t, Pending> pending;  // callback id -> stream track
-    std::unordered_map<uint64_t, HostFuncRunRecord> early_runs;
+    events::HostFunctionJoin<Pending> host_functions(limits.pending_callbacks);
     auto emit_run = [&](const Pending& p, const HostFuncRunRecord& run) {
       out.put(FMT_COMPILE("{}{{\"ph\":\"X\",\"cat\":\"host-function\",\"name\":\"host function (0x{:x})\",\"pid\":{},\"tid\":{},"
               "\"ts\":{},\"dur\":{},\"args\":{{\"callback_id\":{},\"enqueued_by\":\"{}\"}}}}"),
               sep(), p.function, pid, p.track, ts(run.start_ns), dur(run.start_ns, run.end_ns),
               run.callback_id, api_name(static_cast<Api>(p.api)));
       ++stats.events;
+    };
+    auto joined = [&](events::HostFunctionJoin<Pending>::Outcome outcome, const Pending& p,
+                      const HostFuncRunRecord& run) {
+      using Outcome = events::HostFunctionJoin<Pending>::Outcome;
+      if (outcome == Outcome::Joined) emit_run(p, run);
+      else if (outcome == Outcome::OverLimit) ++stats.host_functions_dropped;  // bounded (Limits::pending_callbacks)
     };
     std::vector<std::string> flag_names(256);
     auto flags_text = [&](uint32_t flags) -> const std::string& {
@@ -246,30 +244,14 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
           out.put(FMT_COMPILE(",\"callback_id\":{},\"stream\":\"0x{:x}\"}},\"name\":\"{}\"}}"), e.callback_id, e.stream,
                   api_name(static_cast<Api>(e.api)));
           Pending p{stream_track(e.stream_kind, e.stream, r.tid), e.api, e.user_function};
-          auto early = early_runs.find(e.callback_id);
-          if (early != early_runs.end()) {
-            emit_run(p, early->second);
-            early_runs.erase(early);
-          } else {
-            if (pending.size() < limits.pending_callbacks || pending.count(e.callback_id))
-              pending[e.callback_id] = p;
-            else
-              ++stats.host_functions_dropped;  // bounded (Limits::pending_callbacks)
-          }
+          HostFuncRunRecord run{};
+          joined(host_functions.enqueue(e.callback_id, p, &run), p, run);
           break;
         }
         case RecordType::HostFuncRun: {
           auto run = r.as<HostFuncRunRecord>();
-          auto it = pending.find(run.callback_id);
-          if (it != pending.end()) {
-            emit_run(it->second, run);
-            pending.erase(it);
-          } else {
-            if (early_runs.size() < limits.pending_callbacks || early_runs.count(run.callback_id))
-              early_runs[run.callback_id] = run;
-            else
-              ++stats.host_functions_dropped;
-          }
+          Pending p{};
+          joined(host_functions.run(run, &p), p, run);
           break;
         }
         case RecordType::Sync: {

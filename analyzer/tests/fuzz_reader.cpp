@@ -80,8 +80,8 @@ void read_and_report(const std::string& path) {
     std::ostringstream out;
     asyncwatch::write_report_text(out, r, asyncwatch::TextStyle{});
     check_text_is_printable(out.str());
-    (void)asyncwatch::report_json(r).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-    (void)asyncwatch::report_sarif(r).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    (void)asyncwatch::report_json_text(r);
+    (void)asyncwatch::report_sarif_text(r);
     std::FILE* null = std::fopen("/dev/null", "w");
     asyncwatch::write_timeline(null, {path}, 50000);
     std::fclose(null);

@@ -320,3 +320,45 @@ TEST(Findings, ProcessesMergeByCallSite) {
   EXPECT_EQ(r.findings[0].processes[1].blocked_ns_total, 201 * kUs);
   EXPECT_EQ(r.processes.size(), 2u);
 }
+
+// Findings are merged by key once and ranked through precomputed sort keys, in place.
+TEST(FindingSet, MergesByKeyAndRanksByBlockedTimeThenIdFileLine) {
+  FindingSet set;
+  auto make = [](FindingId id, const char* file, int line, uint64_t blocked, uint64_t pid) {
+    Finding f;
+    f.id = id;
+    f.api = "cudaMemcpyAsync";
+    f.call_site_known = true;
+    f.call_site.file = file;
+    f.call_site.line = line;
+    f.count = 1;
+    f.blocked.add(blocked);
+    f.processes.push_back(PerProcess{pid, 1, blocked});
+    f.set_key();
+    return f;
+  };
+  set.add(make(FindingId::ExplicitSync, "b.cu", 3, 5, 1));
+  set.add(make(FindingId::PageableAsyncCopy, "a.cu", 9, 7, 1));
+  set.add(make(FindingId::ExplicitSync, "b.cu", 3, 4, 2));  // same key: merged (9 in all)
+  set.add(make(FindingId::ExplicitSync, "a.cu", 3, 9, 1));
+  set.add(make(FindingId::PageableAsyncCopy, "a.cu", 2, 9, 1));
+  set.add(make(FindingId::PageableAsyncCopy, "c.cu", 1, 1, 1));
+  set.add(make(FindingId::PageableAsyncCopy, "a.cu", 1, 9, 1));
+  EXPECT_EQ(set.size(), 6u);
+  std::vector<Finding> f = set.take();
+  EXPECT_EQ(set.size(), 0u);
+  rank_findings(f);
+  ASSERT_EQ(f.size(), 6u);
+  auto where = [](const Finding& x) { return x.call_site.file + ":" + std::to_string(x.call_site.line); };
+  // 9 ns: pageable-async-copy (id 0) before explicit-sync, then by file and line.
+  EXPECT_EQ(where(f[0]), "a.cu:1");
+  EXPECT_EQ(where(f[1]), "a.cu:2");
+  EXPECT_EQ(f[2].id, FindingId::ExplicitSync);
+  EXPECT_EQ(where(f[2]), "a.cu:3");
+  EXPECT_EQ(where(f[3]), "b.cu:3");  // the merged one: 9 ns, two processes
+  EXPECT_EQ(f[3].count, 2u);
+  EXPECT_EQ(f[3].processes.size(), 2u);
+  EXPECT_EQ(where(f[4]), "a.cu:9");
+  EXPECT_EQ(where(f[5]), "c.cu:1");
+  for (const auto& x : f) EXPECT_EQ(x.key, x.merge_key());
+}

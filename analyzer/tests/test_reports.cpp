@@ -1,9 +1,11 @@
 // Text, JSON and SARIF writers.
 #include "analysis.h"
+#include "json_writer.h"
 #include "reports.h"
 #include "test_util.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <sstream>
 
@@ -50,7 +52,7 @@ TEST(Reports, TextLooksLikeACompilerDiagnostic) {
 }
 
 TEST(Reports, JsonFollowsTheContract) {
-  auto j = report_json(seed_report());
+  auto j = nlohmann::ordered_json::parse(report_json_text(seed_report()));
   EXPECT_EQ(j["schema"], "asyncwatch-report");
   EXPECT_EQ(j["schema_version"], 1);
   ASSERT_EQ(j["findings"].size(), 1u);
@@ -82,7 +84,7 @@ TEST(Reports, SarifHasRulesAndResults) {
   r.findings[0].call_site_known = true;
   r.findings[0].call_site.file = "/src/seed.cu";
   r.findings[0].call_site.line = 52;
-  auto s = report_sarif(r);
+  auto s = nlohmann::ordered_json::parse(report_sarif_text(r));
   EXPECT_EQ(s["version"], "2.1.0");
   auto run = s["runs"][0];
   EXPECT_EQ(run["tool"]["driver"]["name"], "asyncwatch");
@@ -102,7 +104,7 @@ TEST(Reports, InvalidUtf8InTraceStringsDoesNotBreakJson) {
   b.event(1, RecordType::Launch, TraceBuilder::launch(Api::cudaLaunchKernel, k, t, t + 5 * kMs, tf::kFlagFirstLaunch));
   std::string p = write_trace(b, "utf8.awtrace");
   Report r = analyze_traces({p}, Options{});
-  std::string out = report_json(r).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  std::string out = report_json_text(r);
   EXPECT_NE(out.find("bad"), std::string::npos);
   auto parsed = nlohmann::json::parse(out);
   EXPECT_EQ(parsed["findings"][0]["id"], "blocking-launch");
@@ -127,8 +129,89 @@ TEST(Reports, SyncsWithoutAStackHaveNoLocation) {
             std::string::npos)
       << text;
   EXPECT_EQ(text.find("??"), std::string::npos) << text;
-  auto j = report_json(r);
+  auto j = nlohmann::ordered_json::parse(report_json_text(r));
   EXPECT_TRUE(j["findings"][0]["call_site"].is_null());
-  auto s = report_sarif(r);
+  auto s = nlohmann::ordered_json::parse(report_sarif_text(r));
   EXPECT_TRUE(s["runs"][0]["results"][0]["locations"].empty());
+}
+
+// The streaming writer must write what nlohmann's dump(2, ' ', false, replace) writes for the same
+// document: the golden reports were written that way and must not change.
+TEST(JsonWriter, WritesWhatNlohmannDumpWrites) {
+  const std::string odd[] = {"", "plain", "q\"uote\\back", "tab\tnl\ncr\rbs\bff\f", std::string("nul\0x", 5),
+                             "\x01\x1f\x7f", "caf\xc3\xa9 \xe2\x80\xae", "bad\xff\x80name", "cut\xc3",
+                             "\xed\xa0\x80surrogate", "\xf4\x90\x80\x80" "big", "\xe2\x82"};
+  const double doubles[] = {0.0, 1.0, 0.5, 1e-05, 0.1234567890123, 123456789012345678.0, 2.5e-300, 1.0 / 3};
+  nlohmann::ordered_json doc;
+  JsonWriter w;
+  w.begin_object();
+  w.key("strings");
+  w.begin_array();
+  nlohmann::ordered_json strings = nlohmann::ordered_json::array();
+  for (const auto& s : odd) {
+    w.value(s);
+    strings.push_back(s);
+  }
+  w.end_array();
+  doc["strings"] = strings;
+  w.key("doubles");
+  w.begin_array();
+  doc["doubles"] = nlohmann::ordered_json::array();
+  for (double d : doubles) {
+    w.value(d);
+    doc["doubles"].push_back(d);
+  }
+  w.end_array();
+  w.field("neg", int32_t{-1});
+  doc["neg"] = int32_t{-1};
+  w.field("big", UINT64_MAX);
+  doc["big"] = UINT64_MAX;
+  w.field("min", INT64_MIN);
+  doc["min"] = INT64_MIN;
+  w.field("yes", true);
+  doc["yes"] = true;
+  w.null_field("none");
+  doc["none"] = nullptr;
+  w.key("empty_array");
+  w.begin_array();
+  w.end_array();
+  doc["empty_array"] = nlohmann::ordered_json::array();
+  w.key("empty_object");
+  w.begin_object();
+  w.end_object();
+  doc["empty_object"] = nlohmann::ordered_json::object();
+  w.key("nested");
+  w.begin_array();
+  w.begin_object();
+  w.field("k\x01\xff", "v");
+  w.key("inner");
+  w.begin_array();
+  w.value(1);
+  w.begin_array();
+  w.end_array();
+  w.end_array();
+  w.end_object();
+  w.end_array();
+  doc["nested"] = nlohmann::ordered_json::array({{{"k\x01\xff", "v"}, {"inner", {1, nlohmann::ordered_json::array()}}}});
+  w.end_object();
+  EXPECT_EQ(w.text(), doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+}
+
+TEST(JsonWriter, StreamsToAFile) {
+  std::FILE* f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  {
+    JsonWriter w(f);
+    w.begin_array();
+    for (int i = 0; i < 100000; ++i) w.value(i);  // several flushes of the buffer
+    w.end_array();
+    EXPECT_LT(w.text().size(), size_t{1} << 17);  // written as it goes, not kept
+  }
+  std::string back(static_cast<size_t>(std::ftell(f)), '\0');
+  std::rewind(f);
+  ASSERT_EQ(std::fread(back.data(), 1, back.size(), f), back.size());
+  std::fclose(f);
+  auto parsed = nlohmann::json::parse(back);
+  ASSERT_EQ(parsed.size(), 100000u);
+  EXPECT_EQ(parsed[99999], 99999);
 }

@@ -4,6 +4,8 @@
 // launch-queue-full (at least options.launch_queue_depth launches outstanding on the stream
 // since it was last known idle), unknown.
 #include "../format.h"
+#include "../json_writer.h"
+#include "../names.h"
 #include "rules.h"
 
 #include <fmt/format.h>
@@ -12,12 +14,14 @@ namespace asyncwatch::rules {
 
 using namespace trace;
 
-bool check_blocking_launch(RuleContext& ctx, const LaunchRecord& l, const StreamState& stream) {
+namespace {
+
+bool detect(RuleContext& ctx, const RuleEvent& e) {
+  const LaunchRecord& l = *e.launch;
+  const StreamState& stream = *e.stream;
   const Options& opt = ctx.options();
-  uint64_t blocked = l.end_ns - l.start_ns;
-  if (blocked < opt.min_blocked_ns) return false;
-  Observation o;
-  o.id = FindingId::BlockingLaunch;
+  Observation o = observation_of(FindingId::BlockingLaunch, l);
+  if (o.blocked_ns < opt.min_blocked_ns) return false;
   if (ctx.launch_blocking_env())
     o.cause = Cause::LaunchBlockingEnv;
   else if (l.flags & kFlagFirstLaunch)
@@ -26,19 +30,18 @@ bool check_blocking_launch(RuleContext& ctx, const LaunchRecord& l, const Stream
     o.cause = Cause::LaunchQueueFull;
   else
     o.cause = Cause::Unknown;
-  o.api = l.api;
-  o.driver_fn = l.driver_fn;
   o.kernel_name_id = l.kernel_name_id;
-  o.stack_id = l.stack_id;
-  o.blocked_ns = blocked;
   o.outstanding_launches = stream.launches_since_sync;
   ctx.observe(o);
   return true;
 }
 
-std::string blocking_launch_message(const Finding& f) {
-  std::string blocked = format_duration(f.blocked.total()) + (f.count > 1 ? " in total" : "");
-  std::string what = api_with_args(f);
+std::string message(const Finding& f) {
+  std::string blocked = total_time_words(f);
+  std::string what =
+      api_with_args(f, {f.chevron_launch ? "<<<...>>>" : "",
+                        f.kernel.empty() ? "kernel ?" : "kernel " + shorten_middle(f.kernel, kDisplayNameMax),
+                        calls_part(f)});
   switch (f.cause) {
     case Cause::LaunchBlockingEnv:
       return fmt::format("{} blocked {}: CUDA_LAUNCH_BLOCKING=1 is set, so every launch waits until its kernel has "
@@ -62,5 +65,13 @@ std::string blocking_launch_message(const Finding& f) {
                          what, blocked);
   }
 }
+
+void json_fields(JsonWriter& out, const Finding& f) {
+  out.field("outstanding_launches_max", f.outstanding_launches_max);
+}
+
+}  // namespace
+
+const Rule blocking_launch = Rule(Trigger::Launch, detect, message).blocking().per_kernel().json(json_fields);
 
 }  // namespace asyncwatch::rules

@@ -9,27 +9,27 @@ namespace asyncwatch::rules {
 
 using namespace trace;
 
-bool check_deprecated_stream_callback(RuleContext& ctx, const HostFuncEnqueueRecord& e) {
-  auto api = static_cast<Api>(e.api);
-  auto driver = static_cast<Api>(e.driver_fn);
+namespace {
+
+bool detect(RuleContext& ctx, const RuleEvent& e) {
+  auto api = static_cast<Api>(e.enqueue->api);
+  auto driver = static_cast<Api>(e.enqueue->driver_fn);
   if (api != Api::cudaStreamAddCallback && api != Api::cuStreamAddCallback && driver != Api::cuStreamAddCallback)
     return false;
-  Observation o;
-  o.id = FindingId::DeprecatedStreamCallback;
-  o.api = e.api;
-  o.driver_fn = e.driver_fn;
-  o.stack_id = e.stack_id;
-  o.blocked_ns = e.end_ns - e.start_ns;
-  ctx.observe(o);
+  ctx.observe(observation_of(FindingId::DeprecatedStreamCallback, *e.enqueue));
   return true;
 }
 
-std::string deprecated_stream_callback_message(const Finding& f) {
+std::string message(const Finding& f) {
   bool driver = f.api.rfind("cuda", 0) != 0;
   return fmt::format(
       "{} ({}) is deprecated; use {} instead (the callback blocks all later work in its stream until it returns, "
       "and must not call CUDA)",
       f.api, plural(f.count, "call", "calls"), driver ? "cuLaunchHostFunc" : "cudaLaunchHostFunc");
 }
+
+}  // namespace
+
+const Rule deprecated_stream_callback = Rule(Trigger::HostFuncEnqueue, detect, message);
 
 }  // namespace asyncwatch::rules

@@ -9,6 +9,8 @@ namespace asyncwatch::rules {
 
 using namespace trace;
 
+namespace {
+
 bool is_explicit_sync_api(Api api) {
   switch (api) {
     case Api::cudaStreamSynchronize:
@@ -21,24 +23,24 @@ bool is_explicit_sync_api(Api api) {
   }
 }
 
-bool check_explicit_sync(RuleContext& ctx, const SyncRecord& s) {
+bool detect(RuleContext& ctx, const RuleEvent& e) {
+  const SyncRecord& s = *e.sync;
   if (!is_explicit_sync_api(static_cast<Api>(s.api)) && !is_explicit_sync_api(static_cast<Api>(s.driver_fn)))
     return false;
-  Observation o;
-  o.id = FindingId::ExplicitSync;
-  o.api = s.api;
-  o.driver_fn = s.driver_fn;
-  o.stack_id = s.stack_id;
-  o.blocked_ns = s.end_ns - s.start_ns;
-  ctx.observe(o);
+  ctx.observe(observation_of(FindingId::ExplicitSync, s));
   return true;
 }
 
-std::string explicit_sync_message(const Finding& f) {
+std::string message(const Finding& f) {
   return fmt::format("{} waited {} ({}, max {}): explicit synchronization; check that the host needs the result "
                      "here, or wait on an event for just the work it needs",
-                     f.api, format_duration(f.blocked.total()) + (f.count > 1 ? " in total" : ""),
-                     plural(f.count, "call", "calls"), format_duration(f.blocked.max()));
+                     f.api, total_time_words(f), plural(f.count, "call", "calls"), format_duration(f.blocked.max()));
 }
+
+bool reported(const Finding& f, const Options& o) { return f.blocked.total() >= o.min_blocked_ns; }
+
+}  // namespace
+
+const Rule explicit_sync = Rule(Trigger::Sync, detect, message).time_is("waited").reported_when(reported);
 
 }  // namespace asyncwatch::rules

@@ -1,6 +1,9 @@
-// The finding model: ids, severities, causes, one aggregated finding per group, and the
-// rule modules (one file per rule under findings/) that detect them and phrase them.
+// The finding model: ids, severities, causes (all from findings/table.h), one aggregated
+// finding per group, and the rule modules (one file per rule under findings/, hooks in rules.h)
+// that detect them and phrase them.
 #pragma once
+
+#include "table.h"
 
 #include "../duration_stats.h"
 #include "../options.h"
@@ -11,20 +14,15 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace asyncwatch {
 
 enum class FindingId : uint8_t {
-  PageableAsyncCopy,
-  HostToHostAsyncCopy,
-  ManagedMemoryCopy,
-  BlockingMemset,
-  BlockingLaunch,
-  LongHostCallback,
-  DeprecatedStreamCallback,
-  ExplicitSync,
-  ImplicitSync,
+#define ASYNCWATCH_X(id, ...) id,
+  ASYNCWATCH_FINDINGS(ASYNCWATCH_X)
+#undef ASYNCWATCH_X
   Count
 };
 
@@ -32,14 +30,9 @@ enum class Severity : uint8_t { Note, Warning, Error };
 
 enum class Cause : uint8_t {
   None,
-  WaitedForStream,    // pageable-async-copy DtoH
-  Staged,             // pageable-async-copy HtoD
-  FirstLaunch,        // blocking-launch
-  LaunchQueueFull,
-  LaunchBlockingEnv,
-  PinnedHostMemory,   // blocking-memset
-  ManagedMemory,
-  Unknown,
+#define ASYNCWATCH_X(cause, name) cause,
+  ASYNCWATCH_FINDING_CAUSES(ASYNCWATCH_X)
+#undef ASYNCWATCH_X
 };
 
 const char* finding_id_name(FindingId id);
@@ -54,7 +47,7 @@ struct PerProcess {
 };
 
 // One group of calls: same rule, cause, API, direction, memory, kernel and call site.
-// Everything is text here, so groups of different processes merge by merge_key().
+// Everything is text here, so groups of different processes merge by their key.
 struct Finding {
   FindingId id = FindingId::Count;
   Cause cause = Cause::None;
@@ -83,36 +76,57 @@ struct Finding {
   std::vector<PerProcess> processes;
   double share_of_wall = 0;
 
+  // The group's identity across processes: rule, cause, API, driver API, direction, memory,
+  // kernel and call site. Computed once (set_key) when the finding is made; merging and the
+  // ranking's last tie-break use the stored key.
+  std::string key;
   std::string merge_key() const;
+  void set_key() { key = merge_key(); }
   void merge(const Finding& other);
 };
 
+// Findings merged by key as they are added: each group is stored once, in the order first seen.
+class FindingSet {
+ public:
+  void add(Finding&& f);  // f.key set
+  size_t size() const { return findings_.size(); }
+  // The findings, in the order first seen (moved out: the set is empty afterwards).
+  std::vector<Finding> take();
+
+ private:
+  std::vector<Finding> findings_;
+  std::unordered_multimap<size_t, size_t> index_;  // hash of the key -> index in findings_
+};
+
+// Ranks findings: most blocked time first; ties by id, call-site file and line, then key. The
+// sort keys are taken once from each finding (no formatting while sorting).
+void rank_findings(std::vector<Finding>& findings);
+
+struct Rule;  // the rule's hooks (rules.h)
+
+// A row of findings/table.h.
 struct RuleInfo {
   FindingId id;
+  const char* name;  // "pageable-async-copy"
   Severity severity;
   const char* title;  // short description
   const char* help;   // how to fix it
+  const Rule& hooks;
 };
 const RuleInfo& rule_info(FindingId id);
 
 // The message of a finding: one sentence per rule, built by the rule's module.
 std::string finding_message(const Finding& f);
 
-namespace rules {
-// Phrasing, one per rule module.
-std::string pageable_async_copy_message(const Finding& f);
-std::string host_to_host_async_copy_message(const Finding& f);
-std::string managed_memory_copy_message(const Finding& f);
-std::string blocking_memset_message(const Finding& f);
-std::string blocking_launch_message(const Finding& f);
-std::string long_host_callback_message(const Finding& f);
-std::string deprecated_stream_callback_message(const Finding& f);
-std::string explicit_sync_message(const Finding& f);
-std::string implicit_sync_message(const Finding& f);
-}  // namespace rules
-
-// Shared phrasing helpers.
+// Shared phrasing helpers of the rule modules.
 std::string direction_words(const Finding& f);  // "device to host"
-std::string api_with_args(const Finding& f);    // "cudaMemcpyAsync (device to host, 2.0 GiB)"
+// "cudaMemcpyAsync (device to host, 2.0 GiB) via cusparseSpMV (libcusparse.so.12)": the API, the
+// parts the rule chose in parentheses (none: no parentheses), and the library function called.
+std::string api_with_args(const Finding& f, const std::vector<std::string>& parts);
+std::string calls_part(const Finding& f);  // "3 calls", "" for one call
+std::string total_bytes_part(const Finding& f);  // "2.0 GiB", "6.0 GiB in total"
+std::string total_time_words(const Finding& f);  // "1.74 s", "5.2 ms in total"
+// A copy: "cudaMemcpyAsync (device to host, 3 calls, 6.0 GiB in total)".
+std::string copy_call_words(const Finding& f);
 
 }  // namespace asyncwatch

@@ -9,27 +9,31 @@ namespace asyncwatch::rules {
 
 using namespace trace;
 
-bool check_host_to_host_async_copy(RuleContext& ctx, const CopyRecord& c) {
+namespace {
+
+bool detect(RuleContext& ctx, const RuleEvent& e) {
+  const CopyRecord& c = *e.copy;
   Direction d = copy_direction(c);
   if (d != Direction::HtoH) return false;
   uint64_t blocked = c.end_ns - c.start_ns;
   if (blocked < ctx.options().min_blocked_ns) return true;  // it is this kind; too short to report
-  Observation o;
-  o.id = FindingId::HostToHostAsyncCopy;
-  fill_from_copy(o, c);
-  o.direction = d;
-  o.has_direction = true;
-  o.host_memory = host_side(c, d);
-  o.has_host_memory = true;
+  Observation o = observation_of_copy(FindingId::HostToHostAsyncCopy, c);
+  o.set_direction(d);
+  o.set_host_memory(host_side(c, d));
   ctx.observe(o);
   return true;
 }
 
-std::string host_to_host_async_copy_message(const Finding& f) {
+std::string message(const Finding& f) {
   return fmt::format(
       "{} blocked {}: a copy between two host buffers is always synchronous, whatever the API's name; use memcpy "
       "(or std::copy) on the host, or keep the data on the device",
-      api_with_args(f), format_duration(f.blocked.total()) + (f.count > 1 ? " in total" : ""));
+      copy_call_words(f), total_time_words(f));
 }
+
+}  // namespace
+
+// The first of the copy rules (precedence 0): the direction decides.
+const Rule host_to_host_async_copy = Rule(Trigger::Copy, detect, message).blocking();
 
 }  // namespace asyncwatch::rules

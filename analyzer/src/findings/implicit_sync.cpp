@@ -11,6 +11,8 @@ namespace asyncwatch::rules {
 
 using namespace trace;
 
+namespace {
+
 bool is_implicit_sync_api(Api api) {
   switch (api) {
     case Api::cudaMalloc:
@@ -33,26 +35,27 @@ bool is_implicit_sync_api(Api api) {
   }
 }
 
-bool check_implicit_sync(RuleContext& ctx, const MemoryOpRecord& m) {
+bool detect(RuleContext& ctx, const RuleEvent& e) {
+  const MemoryOpRecord& m = *e.memory_op;
   if (!is_implicit_sync_api(static_cast<Api>(m.api))) return false;
-  Observation o;
-  o.id = FindingId::ImplicitSync;
-  o.api = m.api;
-  o.driver_fn = m.driver_fn;
-  o.stack_id = m.stack_id;
-  o.blocked_ns = m.end_ns - m.start_ns;
+  Observation o = observation_of(FindingId::ImplicitSync, m);
   o.bytes = m.bytes;
-  o.host_memory = static_cast<MemoryKind>(m.memory);
-  o.has_host_memory = m.memory != 0;
+  if (m.memory != 0) o.set_host_memory(static_cast<MemoryKind>(m.memory));
   ctx.observe(o);
   return true;
 }
 
-std::string implicit_sync_message(const Finding& f) {
+std::string message(const Finding& f) {
   return fmt::format(
       "{} called {} here, {}: it may synchronize the device each time; allocate once outside the loop and "
       "reuse the memory, or use cudaMallocAsync/cudaFreeAsync with a memory pool",
       f.api, plural(f.count, "time", "times"), format_duration(f.blocked.total()) + " in total");
 }
+
+bool reported(const Finding& f, const Options& o) { return f.count >= o.implicit_sync_min_count; }
+
+}  // namespace
+
+const Rule implicit_sync = Rule(Trigger::MemoryOp, detect, message).reported_when(reported);
 
 }  // namespace asyncwatch::rules

@@ -2,6 +2,7 @@
 // (cudaStreamAddCallback) that ran for at least options.min_callback_ns. While it runs, all
 // later work in its stream waits. HostFuncEnqueue and HostFuncRun are joined by callback_id.
 #include "../format.h"
+#include "../json_writer.h"
 #include "rules.h"
 
 #include <fmt/format.h>
@@ -10,22 +11,21 @@ namespace asyncwatch::rules {
 
 using namespace trace;
 
-bool check_long_host_callback(RuleContext& ctx, const HostFuncEnqueueRecord& e, const HostFuncRunRecord& run) {
+namespace {
+
+bool detect(RuleContext& ctx, const RuleEvent& e) {
+  const HostFuncRunRecord& run = *e.run;
   uint64_t ran = run.end_ns - run.start_ns;
   if (ran < ctx.options().min_callback_ns) return false;
-  Observation o;
-  o.id = FindingId::LongHostCallback;
-  o.api = e.api;
-  o.driver_fn = e.driver_fn;
-  o.stack_id = e.stack_id;
+  Observation o = observation_of(FindingId::LongHostCallback, *e.enqueue);
   o.blocked_ns = ran;
   // The stream had drained before the enqueuing call returned: the callback started first.
-  o.drained_before_return = run.start_ns < e.end_ns;
+  o.drained_before_return = run.start_ns < e.enqueue->end_ns;
   ctx.observe(o);
   return true;
 }
 
-std::string long_host_callback_message(const Finding& f) {
+std::string message(const Finding& f) {
   std::string drained;
   if (f.drained_before_return)
     drained = f.count == 1 ? std::string(" (the stream had drained before the enqueuing call returned, so the callback "
@@ -36,8 +36,17 @@ std::string long_host_callback_message(const Finding& f) {
   return fmt::format(
       "{}: the host function ran {} ({}max {}) and held its stream that long: all later work in the stream waited{}; "
       "keep host functions short: signal a host thread and do the work there",
-      api_with_args(f), format_duration(f.blocked.total()) + (f.count > 1 ? " in total" : ""),
+      api_with_args(f, {calls_part(f)}), total_time_words(f),
       f.count > 1 ? plural(f.count, "run", "runs") + ", " : "", format_duration(f.blocked.max()), drained);
 }
+
+void json_fields(JsonWriter& out, const Finding& f) {
+  out.field("stream_drained_before_return", f.drained_before_return);
+}
+
+}  // namespace
+
+// The time is how long the function ran, not how long a call blocked.
+const Rule long_host_callback = Rule(Trigger::HostFuncRun, detect, message).time_is("ran").json(json_fields);
 
 }  // namespace asyncwatch::rules

@@ -14,15 +14,17 @@ namespace asyncwatch::rules {
 
 using namespace trace;
 
-bool check_pageable_async_copy(RuleContext& ctx, const CopyRecord& c, const StreamState& stream) {
+namespace {
+
+bool detect(RuleContext& ctx, const RuleEvent& e) {
+  const CopyRecord& c = *e.copy;
   const Options& opt = ctx.options();
   Direction d = copy_direction(c);
   uint64_t blocked = c.end_ns - c.start_ns;
-  Observation o;
-  o.id = FindingId::PageableAsyncCopy;
+  Observation o = observation_of_copy(FindingId::PageableAsyncCopy, c);
   if (d == Direction::DtoH && c.dst_memory == static_cast<uint8_t>(MemoryKind::Pageable)) {
     o.cause = Cause::WaitedForStream;
-    o.waited_for = &stream.since_idle;
+    o.waited_for = &e.stream->since_idle;
   } else if (d == Direction::HtoD && c.src_memory == static_cast<uint8_t>(MemoryKind::Pageable)) {
     if (c.bytes <= opt.inline_htod_bytes) return false;
     o.cause = Cause::Staged;
@@ -30,16 +32,12 @@ bool check_pageable_async_copy(RuleContext& ctx, const CopyRecord& c, const Stre
     return false;
   }
   if (blocked < opt.min_blocked_ns) return false;
-  fill_from_copy(o, c);
-  o.direction = d;
-  o.has_direction = true;
-  o.host_memory = MemoryKind::Pageable;
-  o.has_host_memory = true;
+  o.set_direction(d);
+  o.set_host_memory(MemoryKind::Pageable);
   ctx.observe(o);
   return true;
 }
 
-namespace {
 std::string waited_for_words(const Finding& f) {
   if (f.waited_for.empty()) return "all earlier work in the stream";
   std::vector<std::pair<std::string, uint64_t>> k(f.waited_for.begin(), f.waited_for.end());
@@ -53,20 +51,24 @@ std::string waited_for_words(const Finding& f) {
   if (k.size() > 4) out += fmt::format(" and {} more", k.size() - 4);
   return "the stream (" + out + ")";
 }
-}  // namespace
 
-std::string pageable_async_copy_message(const Finding& f) {
-  std::string blocked = format_duration(f.blocked.total()) + (f.count > 1 ? " in total" : "");
+std::string message(const Finding& f) {
+  std::string what = copy_call_words(f);
   if (f.cause == Cause::Staged)
     return fmt::format(
         "{} blocked {}: the source is pageable host memory, so the driver staged it through pinned memory and the "
         "call returned only after staging, in proportion to the size; allocate it with cudaMallocHost or register "
         "it with cudaHostRegister",
-        api_with_args(f), blocked);
+        what, total_time_words(f));
   return fmt::format(
       "{} blocked {}: the destination is pageable host memory, so the copy waited for {} and ran synchronously; "
       "allocate it with cudaMallocHost or register it with cudaHostRegister",
-      api_with_args(f), blocked, waited_for_words(f));
+      what, total_time_words(f), waited_for_words(f));
 }
+
+}  // namespace
+
+// After host-to-host-async-copy and managed-memory-copy.
+const Rule pageable_async_copy = Rule(Trigger::Copy, detect, message).after(2).blocking();
 
 }  // namespace asyncwatch::rules

@@ -1,9 +1,11 @@
-// Names, severities and help texts of the finding rules; merging of groups.
+// The rule table (findings/table.h) made into RuleInfo rows, names and the per-trigger rule
+// order; merging of groups; the phrasing helpers the rule modules share.
 #include "../call_site.h"
 #include "../format.h"
 #include "../names.h"
 #include "rules.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 namespace asyncwatch {
@@ -12,61 +14,31 @@ using namespace trace;
 
 namespace {
 const RuleInfo kRules[] = {
-    {FindingId::PageableAsyncCopy, Severity::Warning,
-     "An asynchronous copy between the device and pageable host memory ran synchronously.",
-     "Allocate the host buffer with cudaMallocHost/cudaHostAlloc, or register it with cudaHostRegister, so the "
-     "copy can run asynchronously. Device-to-host copies into pageable memory wait for all earlier work in the "
-     "stream; host-to-device copies from pageable memory block while the driver stages the data."},
-    {FindingId::HostToHostAsyncCopy, Severity::Warning,
-     "An asynchronous copy between two host buffers, which is always synchronous.",
-     "Copy on the host with memcpy/std::copy, or keep the data on the device."},
-    {FindingId::ManagedMemoryCopy, Severity::Warning,
-     "An asynchronous copy involving managed memory blocked the host.",
-     "Prefetch managed memory with cudaMemPrefetchAsync, or copy between device memory and pinned host memory."},
-    {FindingId::BlockingMemset, Severity::Warning, "A memset blocked the host.",
-     "Memsets of pinned host or managed memory are synchronous: set host memory with memset, device memory with "
-     "cudaMemsetAsync."},
-    {FindingId::BlockingLaunch, Severity::Warning, "A kernel launch blocked the host.",
-     "First launches under lazy module loading: warm kernels up or set CUDA_MODULE_LOADING=EAGER. A full launch "
-     "queue: fewer, larger kernels or CUDA graphs. CUDA_LAUNCH_BLOCKING=1: unset it outside debugging."},
-    {FindingId::LongHostCallback, Severity::Warning,
-     "A host function or stream callback ran long and held its stream back.",
-     "Keep host functions short: have them signal a host thread that does the work."},
-    {FindingId::DeprecatedStreamCallback, Severity::Note, "cudaStreamAddCallback is deprecated.",
-     "Use cudaLaunchHostFunc (cuLaunchHostFunc with the driver API)."},
-    {FindingId::ExplicitSync, Severity::Note, "Time the host waited in explicit synchronization.",
-     "Check that the host needs the result at this point; wait on an event for just the work it needs, or move "
-     "the wait later."},
-    {FindingId::ImplicitSync, Severity::Warning,
-     "Memory management calls that may synchronize the device, repeated at one call site.",
-     "Allocate once outside the loop and reuse the memory, or use cudaMallocAsync/cudaFreeAsync with a pool."},
+#define ASYNCWATCH_X(id, name, severity, hooks, title, help) \
+  {FindingId::id, name, Severity::severity, title, help, rules::hooks},
+    ASYNCWATCH_FINDINGS(ASYNCWATCH_X)
+#undef ASYNCWATCH_X
+};
+static_assert(sizeof kRules / sizeof kRules[0] == static_cast<size_t>(FindingId::Count));
+
+const char* const kCauseNames[] = {
+    nullptr,
+#define ASYNCWATCH_X(cause, name) name,
+    ASYNCWATCH_FINDING_CAUSES(ASYNCWATCH_X)
+#undef ASYNCWATCH_X
 };
 }  // namespace
 
 const char* finding_id_name(FindingId id) {
-  switch (id) {
-    case FindingId::PageableAsyncCopy: return "pageable-async-copy";
-    case FindingId::HostToHostAsyncCopy: return "host-to-host-async-copy";
-    case FindingId::ManagedMemoryCopy: return "managed-memory-copy";
-    case FindingId::BlockingMemset: return "blocking-memset";
-    case FindingId::BlockingLaunch: return "blocking-launch";
-    case FindingId::LongHostCallback: return "long-host-callback";
-    case FindingId::DeprecatedStreamCallback: return "deprecated-stream-callback";
-    case FindingId::ExplicitSync: return "explicit-sync";
-    case FindingId::ImplicitSync: return "implicit-sync";
-    case FindingId::Count: break;
-  }
-  return "unknown";
+  return id < FindingId::Count ? kRules[static_cast<size_t>(id)].name : "unknown";
 }
 
 bool parse_finding_id(const std::string& name, FindingId* out) {
-  for (int i = 0; i < static_cast<int>(FindingId::Count); ++i) {
-    auto id = static_cast<FindingId>(i);
-    if (name == finding_id_name(id)) {
-      *out = id;
+  for (const RuleInfo& r : kRules)
+    if (name == r.name) {
+      *out = r.id;
       return true;
     }
-  }
   return false;
 }
 
@@ -80,36 +52,27 @@ const char* severity_name(Severity s) {
 }
 
 const char* cause_name(Cause c) {
-  switch (c) {
-    case Cause::None: return nullptr;
-    case Cause::WaitedForStream: return "waited-for-stream";
-    case Cause::Staged: return "staged";
-    case Cause::FirstLaunch: return "first-launch";
-    case Cause::LaunchQueueFull: return "launch-queue-full";
-    case Cause::LaunchBlockingEnv: return "launch-blocking-env";
-    case Cause::PinnedHostMemory: return "host-memory";
-    case Cause::ManagedMemory: return "managed-memory";
-    case Cause::Unknown: return "unknown";
-  }
-  return nullptr;
+  auto i = static_cast<size_t>(c);
+  return i < sizeof kCauseNames / sizeof kCauseNames[0] ? kCauseNames[i] : nullptr;
 }
 
 const RuleInfo& rule_info(FindingId id) { return kRules[static_cast<size_t>(id)]; }
 
 std::string finding_message(const Finding& f) {
-  switch (f.id) {
-    case FindingId::PageableAsyncCopy: return rules::pageable_async_copy_message(f);
-    case FindingId::HostToHostAsyncCopy: return rules::host_to_host_async_copy_message(f);
-    case FindingId::ManagedMemoryCopy: return rules::managed_memory_copy_message(f);
-    case FindingId::BlockingMemset: return rules::blocking_memset_message(f);
-    case FindingId::BlockingLaunch: return rules::blocking_launch_message(f);
-    case FindingId::LongHostCallback: return rules::long_host_callback_message(f);
-    case FindingId::DeprecatedStreamCallback: return rules::deprecated_stream_callback_message(f);
-    case FindingId::ExplicitSync: return rules::explicit_sync_message(f);
-    case FindingId::ImplicitSync: return rules::implicit_sync_message(f);
-    case FindingId::Count: break;
-  }
-  return {};
+  return f.id < FindingId::Count ? rule_info(f.id).hooks.message(f) : std::string();
+}
+
+const std::vector<const RuleInfo*>& rules_for(Trigger t) {
+  static const auto by_trigger = [] {
+    std::vector<std::vector<const RuleInfo*>> out(static_cast<size_t>(Trigger::MemoryOp) + 1);
+    for (const RuleInfo& r : kRules) out[static_cast<size_t>(r.hooks.trigger)].push_back(&r);
+    for (auto& v : out)
+      std::stable_sort(v.begin(), v.end(), [](const RuleInfo* a, const RuleInfo* b) {
+        return a->hooks.precedence < b->hooks.precedence;
+      });
+    return out;
+  }();
+  return by_trigger[static_cast<size_t>(t)];
 }
 
 std::string Finding::merge_key() const {
@@ -117,6 +80,63 @@ std::string Finding::merge_key() const {
   return fmt::format("{}\x1e{}\x1e{}\x1e{}\x1e{}\x1e{}\x1e{}\x1e{}", static_cast<int>(id), static_cast<int>(cause), api,
                      driver_api, has_direction ? static_cast<int>(direction) : -1,
                      has_host_memory ? static_cast<int>(host_memory) : -1, kernel, site);
+}
+
+void FindingSet::add(Finding&& f) {
+  if (f.key.empty()) f.set_key();
+  const size_t hash = std::hash<std::string>{}(f.key);
+  for (auto [it, end] = index_.equal_range(hash); it != end; ++it)
+    if (findings_[it->second].key == f.key) {
+      findings_[it->second].merge(f);
+      return;
+    }
+  index_.emplace(hash, findings_.size());
+  findings_.push_back(std::move(f));
+}
+
+std::vector<Finding> FindingSet::take() {
+  index_.clear();
+  return std::move(findings_);
+}
+
+void rank_findings(std::vector<Finding>& findings) {
+  struct SortKey {
+    uint64_t blocked;
+    FindingId id;
+    const std::string* file;
+    int line;
+    const std::string* key;
+    size_t index;
+  };
+  std::vector<SortKey> keys;
+  keys.reserve(findings.size());
+  for (size_t i = 0; i < findings.size(); ++i) {
+    const Finding& f = findings[i];
+    keys.push_back({f.blocked.total(), f.id, &f.call_site.file, f.call_site.line, &f.key, i});
+  }
+  std::sort(keys.begin(), keys.end(), [](const SortKey& a, const SortKey& b) {
+    if (a.blocked != b.blocked) return a.blocked > b.blocked;
+    if (a.id != b.id) return a.id < b.id;
+    if (int c = a.file->compare(*b.file)) return c < 0;
+    if (a.line != b.line) return a.line < b.line;
+    return *a.key < *b.key;
+  });
+  // Applied in place, cycle by cycle: never a second vector of findings.
+  std::vector<size_t> from(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) from[i] = keys[i].index;
+  for (size_t i = 0; i < from.size(); ++i) {
+    if (from[i] == i) continue;
+    Finding first = std::move(findings[i]);
+    size_t j = i;
+    while (from[j] != i) {
+      size_t k = from[j];
+      findings[j] = std::move(findings[k]);
+      from[j] = j;
+      j = k;
+    }
+    findings[j] = std::move(first);
+    from[j] = j;
+  }
 }
 
 void Finding::merge(const Finding& o) {
@@ -155,45 +175,35 @@ std::string direction_words(const Finding& f) {
   return {};
 }
 
-std::string api_with_args(const Finding& f) {
-  std::vector<std::string> parts;
-  if (f.id == FindingId::BlockingLaunch || f.id == FindingId::LongHostCallback) {
-    if (f.chevron_launch) parts.push_back("<<<...>>>");
-    if (f.id == FindingId::BlockingLaunch)
-      parts.push_back(f.kernel.empty() ? "kernel ?" : "kernel " + shorten_middle(f.kernel, kDisplayNameMax));
-    if (f.count > 1) parts.push_back(plural(f.count, "call", "calls"));
-  } else if (f.id == FindingId::BlockingMemset) {
-    if (f.count > 1) parts.push_back(plural(f.count, "call", "calls"));
-    std::string b = format_bytes(f.bytes) + (f.count > 1 ? " in total" : "");
-    if (f.has_host_memory) b += fmt::format(" of {} memory", f.host_memory == MemoryKind::Pinned
-                                                                 ? "pinned host"
-                                                                 : memory_kind_name(f.host_memory));
-    parts.push_back(b);
-  } else {
-    std::string d = direction_words(f);
-    if (!d.empty()) parts.push_back(d);
-    if (f.count > 1) parts.push_back(plural(f.count, "call", "calls"));
-    parts.push_back(format_bytes(f.bytes) + (f.count > 1 ? " in total" : ""));
-  }
+std::string calls_part(const Finding& f) { return f.count > 1 ? plural(f.count, "call", "calls") : std::string(); }
+
+std::string total_bytes_part(const Finding& f) { return format_bytes(f.bytes) + (f.count > 1 ? " in total" : ""); }
+
+std::string total_time_words(const Finding& f) {
+  return format_duration(f.blocked.total()) + (f.count > 1 ? " in total" : "");
+}
+
+std::string copy_call_words(const Finding& f) {
+  return api_with_args(f, {direction_words(f), calls_part(f), total_bytes_part(f)});
+}
+
+std::string api_with_args(const Finding& f, const std::vector<std::string>& parts) {
   std::string out = f.api;
-  if (!parts.empty()) {
-    out += " (";
-    for (size_t i = 0; i < parts.size(); ++i) out += (i ? ", " : "") + parts[i];
-    out += ")";
-  }
+  std::string inner;
+  for (const auto& p : parts)
+    if (!p.empty()) inner += (inner.empty() ? "" : ", ") + p;
+  if (!inner.empty()) out += " (" + inner + ")";
   // Called inside a library: through which of its functions ("via cusparseSpMV (libcusparse.so.12)").
   if (!f.via.module.empty()) out += " via " + frame_name_text(f.via);
   return out;
 }
 
-void fill_from_copy(Observation& o, const CopyRecord& c) {
-  o.api = c.api;
-  o.driver_fn = c.driver_fn;
-  o.stack_id = c.stack_id;
-  o.blocked_ns = c.end_ns - c.start_ns;
+Observation observation_of_copy(FindingId id, const CopyRecord& c) {
+  Observation o = observation_of(id, c);
   o.bytes = c.bytes;
   o.evidence_checked = (c.flags & kFlagEvidenceChecked) != 0;
   o.completed_at_return = o.evidence_checked && (c.flags & kFlagCompletedAtReturn) != 0;
+  return o;
 }
 
 Direction copy_direction(const CopyRecord& c) {

@@ -7,6 +7,8 @@
 #include <asyncwatch/trace_format.h>
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace asyncwatch {
 
@@ -84,6 +86,15 @@ struct Observation {
   bool drained_before_return = false;
   const KernelTally* waited_for = nullptr;
   uint64_t outstanding_launches = 0;
+
+  void set_direction(trace::Direction d) {
+    direction = d;
+    has_direction = d != trace::Direction::Unknown;
+  }
+  void set_host_memory(trace::MemoryKind k) {
+    host_memory = k;
+    has_host_memory = true;
+  }
 };
 
 class RuleContext {
@@ -98,33 +109,100 @@ class RuleContext {
 // record says Unknown).
 trace::Direction copy_direction(const trace::CopyRecord& c);
 
-// The fields every copy or memset observation takes from its record: APIs, call site, blocked
-// time, bytes and the completion evidence.
-void fill_from_copy(Observation& o, const trace::CopyRecord& c);
+// The fields every observation takes from its call record: APIs, call site, blocked time.
+template <class Record>
+Observation observation_of(FindingId id, const Record& r) {
+  Observation o;
+  o.id = id;
+  o.api = r.api;
+  o.driver_fn = r.driver_fn;
+  o.stack_id = r.stack_id;
+  o.blocked_ns = r.end_ns - r.start_ns;
+  return o;
+}
+// The same for a copy or memset, with its bytes and the completion evidence.
+Observation observation_of_copy(FindingId id, const trace::CopyRecord& c);
 trace::MemoryKind host_side(const trace::CopyRecord& c, trace::Direction d);
 
+// What makes the analysis call a rule's detect hook.
+enum class Trigger : uint8_t {
+  Copy,             // an asynchronous copy that was not captured
+  Memset,           // a memset that was not captured
+  Launch,           // a kernel or graph launch that was not captured
+  HostFuncEnqueue,  // cudaLaunchHostFunc / cudaStreamAddCallback (and driver forms)
+  HostFuncRun,      // a host function ran, joined with its enqueue by callback_id
+  Sync,             // a synchronization call
+  MemoryOp,         // an allocation, free or registration
+};
+
+// The call a detect hook looks at; the record of its trigger is set, the others are null.
+struct RuleEvent {
+  const trace::CopyRecord* copy = nullptr;                // Copy, Memset
+  const trace::LaunchRecord* launch = nullptr;            // Launch
+  const trace::HostFuncEnqueueRecord* enqueue = nullptr;  // HostFuncEnqueue, HostFuncRun
+  const trace::HostFuncRunRecord* run = nullptr;          // HostFuncRun
+  const trace::SyncRecord* sync = nullptr;                // Sync
+  const trace::MemoryOpRecord* memory_op = nullptr;       // MemoryOp
+  const StreamState* stream = nullptr;  // Copy, Memset, Launch: the call's stream before the call
+};
+
+class JsonWriter;  // json_writer.h
+
+// A rule's hooks: the rule's file defines one `const Rule` named as in findings/table.h,
+//   const Rule blocking_launch = Rule(Trigger::Launch, detect, message).blocking().per_kernel();
+struct Rule {
+  Trigger trigger;
+  bool (*detect)(RuleContext& ctx, const RuleEvent& e);
+  // One sentence: what happened, why, and how to fix it.
+  std::string (*message)(const Finding& f);
+  // Among the rules of one trigger, the lower runs first; a rule whose detect returns true
+  // claims the call (it is of that rule's kind, flagged or not) and later rules do not see it.
+  int precedence = 0;
+  // Its findings flag the asynchronous call as blocking (summary async_calls_blocking).
+  bool counts_blocking = false;
+  // Groups are per kernel and name it (`kernel`; a launch through nvcc's stub says <<<...>>>).
+  bool names_kernel = false;
+  // The text report's word for the time (`blocked_ns`): "blocked", "ran", "waited".
+  const char* time_verb = "blocked";
+  // A group-level threshold once groups are merged: false drops the finding.
+  bool (*reported)(const Finding& f, const Options& options) = nullptr;
+  // The rule's own keys, written at the end of its JSON finding object (docs/report-json.md).
+  void (*json_fields)(JsonWriter& out, const Finding& f) = nullptr;
+  // The rule's own lines in the text report, after the statistics (without indentation).
+  void (*text_lines)(std::vector<std::string>& lines, const Finding& f) = nullptr;
+
+  constexpr Rule(Trigger t, bool (*d)(RuleContext&, const RuleEvent&), std::string (*m)(const Finding&))
+      : trigger(t), detect(d), message(m) {}
+  constexpr Rule after(int p) const { return with([&](Rule& r) { r.precedence = p; }); }
+  constexpr Rule blocking() const { return with([](Rule& r) { r.counts_blocking = true; }); }
+  constexpr Rule per_kernel() const { return with([](Rule& r) { r.names_kernel = true; }); }
+  constexpr Rule time_is(const char* verb) const { return with([&](Rule& r) { r.time_verb = verb; }); }
+  constexpr Rule reported_when(bool (*f)(const Finding&, const Options&)) const {
+    return with([&](Rule& r) { r.reported = f; });
+  }
+  constexpr Rule json(void (*f)(JsonWriter&, const Finding&)) const {
+    return with([&](Rule& r) { r.json_fields = f; });
+  }
+  constexpr Rule text(void (*f)(std::vector<std::string>&, const Finding&)) const {
+    return with([&](Rule& r) { r.text_lines = f; });
+  }
+
+ private:
+  template <class F>
+  constexpr Rule with(F f) const {
+    Rule r = *this;
+    f(r);
+    return r;
+  }
+};
+
 namespace rules {
-// Copies (called for calls of asynchronous copy APIs that were not captured); the first
-// rule that flags the call wins, in this order.
-bool check_host_to_host_async_copy(RuleContext& ctx, const trace::CopyRecord& c);
-bool check_managed_memory_copy(RuleContext& ctx, const trace::CopyRecord& c);
-bool check_pageable_async_copy(RuleContext& ctx, const trace::CopyRecord& c, const StreamState& stream);
-// Memsets that were not captured.
-bool check_blocking_memset(RuleContext& ctx, const trace::CopyRecord& c);
-// Launches that were not captured; `stream` is its state before this launch.
-bool check_blocking_launch(RuleContext& ctx, const trace::LaunchRecord& l, const StreamState& stream);
-// Enqueue of a host function / callback.
-bool check_deprecated_stream_callback(RuleContext& ctx, const trace::HostFuncEnqueueRecord& e);
-// A host function ran: joined with its enqueue by callback_id.
-bool check_long_host_callback(RuleContext& ctx, const trace::HostFuncEnqueueRecord& e,
-                              const trace::HostFuncRunRecord& run);
-// Every explicit wait (stream/event/device synchronize); the group is reported when its
-// total reaches min_blocked.
-bool check_explicit_sync(RuleContext& ctx, const trace::SyncRecord& s);
-// Every implicitly synchronizing memory call; reported when one call site repeats.
-bool check_implicit_sync(RuleContext& ctx, const trace::MemoryOpRecord& m);
-bool is_implicit_sync_api(trace::Api api);
-bool is_explicit_sync_api(trace::Api api);
+#define ASYNCWATCH_X(id, name, severity, hooks, ...) extern const Rule hooks;
+ASYNCWATCH_FINDINGS(ASYNCWATCH_X)
+#undef ASYNCWATCH_X
 }  // namespace rules
+
+// The rules of a trigger, in the order they run (precedence, then id).
+const std::vector<const RuleInfo*>& rules_for(Trigger t);
 
 }  // namespace asyncwatch

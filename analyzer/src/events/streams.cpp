@@ -1,0 +1,128 @@
+#include "streams.h"
+
+#include "../trace_reader.h"  // TraceError, limit_message
+
+#include <fmt/format.h>
+
+namespace asyncwatch::events {
+
+using namespace trace;
+
+StreamRef resolve_stream(uint8_t stream_kind, uint64_t handle, uint32_t tid) {
+  StreamRef s;
+  s.handle = handle;
+  s.tid = tid;
+  auto k = static_cast<StreamKind>(stream_kind);
+  if (k == StreamKind::LegacyDefault || (k == StreamKind::Unknown && handle <= 1)) {
+    s.which = StreamRef::Which::LegacyDefault;
+    s.key = 0;
+  } else if (k == StreamKind::PerThreadDefault || (k == StreamKind::Unknown && handle == 2)) {
+    s.which = StreamRef::Which::PerThreadDefault;
+    s.key = (uint64_t{1} << 63) | tid;
+  } else {
+    s.which = StreamRef::Which::Explicit;
+    s.key = handle;
+  }
+  return s;
+}
+
+std::string stream_name(const StreamRef& s) {
+  switch (s.which) {
+    case StreamRef::Which::LegacyDefault: return "stream: legacy default";
+    case StreamRef::Which::PerThreadDefault: return fmt::format("stream: per-thread default of tid {}", s.tid);
+    case StreamRef::Which::Explicit: break;
+  }
+  return fmt::format("stream 0x{:x}", s.handle);
+}
+
+StreamState& StreamTable::at(uint64_t key) {
+  size_t slot = static_cast<size_t>((key ^ (key >> 17) ^ (key >> 31)) & (kCache - 1));
+  auto& e = cache_[slot];
+  if (e.state && e.key == key) return *e.state;
+  auto it = streams_.find(key);
+  if (it == streams_.end()) {
+    if (streams_.size() >= limit_)
+      throw TraceError(fmt::format("{}: {}", trace_, limit_message("streams in use at once", limit_, nullptr)));
+    it = streams_.emplace(key, StreamState{}).first;
+  }
+  e.key = key;
+  e.state = &it->second;  // node-based: the pointer stays valid until erase
+  return *e.state;
+}
+
+void StreamTable::created(const StreamCreateRecord& s) {
+  if (s.result != 0 || s.stream <= 2) return;
+  StreamState& st = at(s.stream);
+  st = StreamState{};
+  st.non_blocking = (s.stream_flags & 1u) != 0;  // cudaStreamNonBlocking
+}
+
+void StreamTable::destroyed(uint64_t handle) {
+  if (handle <= 2) return;
+  streams_.erase(handle);
+  clear_cache();
+}
+
+void StreamTable::launched(uint64_t key, uint32_t kernel) {
+  StreamState& st = at(key);
+  ++st.launches_since_sync;
+  st.since_idle.add(kernel);
+}
+
+void StreamTable::idle(uint64_t key) {
+  StreamState& s = at(key);
+  s.launches_since_sync = 0;
+  s.since_idle.clear();
+  if (key == 0)  // the legacy stream waits for all blocking streams
+    for (auto& [k, st] : streams_)
+      if (!st.non_blocking) {
+        st.launches_since_sync = 0;
+        st.since_idle.clear();
+      }
+}
+
+void StreamTable::idle_all() {
+  for (auto& [k, st] : streams_) {
+    st.launches_since_sync = 0;
+    st.since_idle.clear();
+  }
+}
+
+void StreamTable::copy_returned(uint64_t key, const CopyRecord& c) {
+  const bool sync_api = (c.flags & kFlagSynchronousApi) != 0;
+  bool completed = (c.flags & kFlagEvidenceChecked) && (c.flags & kFlagCompletedAtReturn);
+  bool waits = copy_direction(c) == Direction::DtoH &&
+               (sync_api || c.dst_memory == static_cast<uint8_t>(MemoryKind::Pageable));
+  if (completed || waits) idle(key);
+}
+
+void StreamTable::launch_returned(uint64_t key, const LaunchRecord& l, bool launch_blocking) {
+  auto api = static_cast<Api>(l.api);
+  bool graph = api == Api::cudaGraphLaunch || api == Api::cuGraphLaunch;
+  launched(key, graph ? kGraphKernel : l.kernel_name_id);
+  if (launch_blocking) idle(key);
+}
+
+void StreamTable::sync_returned(const SyncRecord& s, uint32_t tid) {
+  auto is = [&](Api a, Api b) {
+    return static_cast<Api>(s.api) == a || static_cast<Api>(s.api) == b || static_cast<Api>(s.driver_fn) == b;
+  };
+  if (s.result != 0) return;
+  if (is(Api::cudaStreamSynchronize, Api::cuStreamSynchronize) || is(Api::cudaStreamQuery, Api::cuStreamQuery))
+    idle(resolve_stream(s.stream_kind, s.handle, tid).key);
+  else if (is(Api::cudaDeviceSynchronize, Api::cuCtxSynchronize))
+    idle_all();
+}
+
+void StreamTable::memory_op_returned(const MemoryOpRecord& m) {
+  auto api = static_cast<Api>(m.api);
+  if (m.result == 0 &&
+      (api == Api::cudaFree || api == Api::cuMemFree_v2 || api == Api::cudaFreeHost || api == Api::cuMemFreeHost))
+    idle_all();
+}
+
+void StreamTable::clear_cache() {
+  for (auto& e : cache_) e = {};
+}
+
+}  // namespace asyncwatch::events

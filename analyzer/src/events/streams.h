@@ -1,0 +1,76 @@
+// The streams of one process, as both the rules and the timeline see them: which stream a call
+// is on (one definition of the stream key), and what is known about each stream while the
+// records are followed in time order (created non-blocking, launches since it was last known
+// idle and which kernels, forgotten when destroyed so that a reused handle starts afresh).
+#pragma once
+
+#include "../findings/rules.h"  // StreamState, KernelTally
+
+#include <asyncwatch/trace_format.h>
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+
+namespace asyncwatch::events {
+
+// The stream a call is on. The record's stream kind decides; for records without one
+// (StreamKind::Unknown) the handle does: 0 and 1 (cudaStreamLegacy) are the legacy default
+// stream, 2 (cudaStreamPerThread) the calling thread's per-thread default stream.
+struct StreamRef {
+  enum class Which : uint8_t { LegacyDefault, PerThreadDefault, Explicit };
+  Which which = Which::LegacyDefault;
+  uint64_t handle = 0;
+  uint32_t tid = 0;  // PerThreadDefault: whose
+  uint64_t key = 0;  // one per stream of the process: 0 legacy, 1<<63|tid per-thread, else the handle
+};
+StreamRef resolve_stream(uint8_t stream_kind, uint64_t handle, uint32_t tid);
+// "stream: legacy default", "stream: per-thread default of tid 7", "stream 0x5000"
+std::string stream_name(const StreamRef& s);
+
+// What is known about each stream (bounded by Limits::streams: more streams in use at once is a
+// TraceError naming `trace` and the limit).
+class StreamTable {
+ public:
+  StreamTable(std::string trace, uint64_t limit) : trace_(std::move(trace)), limit_(limit) {}
+  StreamTable(const StreamTable&) = delete;
+  StreamTable& operator=(const StreamTable&) = delete;
+
+  StreamState& at(uint64_t key);
+  void created(const trace::StreamCreateRecord& s);  // StreamCreate
+  void destroyed(uint64_t handle);                   // StreamDestroy
+  void launched(uint64_t key, uint32_t kernel);      // a launch enqueued on it (kernel id, or kGraphKernel)
+  // Known idle: everything enqueued on it has run. The legacy default stream waits for every
+  // blocking stream, so it being idle idles them too.
+  void idle(uint64_t key);
+  void idle_all();  // device or context synchronize, or a call that synchronizes the device
+
+  // What a returned call says about its stream (after the rules saw the state before it):
+  // a copy that the evidence says completed, or a device-to-host copy that waits (synchronous
+  // API, or into pageable memory), leaves its stream idle; a launch is enqueued (and with
+  // CUDA_LAUNCH_BLOCKING=1 waited for); a successful stream synchronize or query idles that
+  // stream, a device or context synchronize every stream; a successful free of device or
+  // pinned memory synchronizes the device.
+  void copy_returned(uint64_t key, const trace::CopyRecord& c);
+  void launch_returned(uint64_t key, const trace::LaunchRecord& l, bool launch_blocking);
+  void sync_returned(const trace::SyncRecord& s, uint32_t tid);
+  void memory_op_returned(const trace::MemoryOpRecord& m);
+
+  static constexpr uint32_t kGraphKernel = UINT32_MAX;  // tally id for a graph launch
+
+ private:
+  void clear_cache();
+
+  std::string trace_;
+  uint64_t limit_;
+  std::unordered_map<uint64_t, StreamState> streams_;
+  // A small direct-mapped cache in front of the map: threads interleave, each on its stream.
+  static constexpr size_t kCache = 64;
+  struct CacheEntry {
+    uint64_t key = 0;
+    StreamState* state = nullptr;
+  };
+  CacheEntry cache_[kCache];
+};
+
+}  // namespace asyncwatch::events
