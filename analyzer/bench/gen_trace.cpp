@@ -171,7 +171,7 @@ int main(int argc, char** argv) {
     for (uint32_t f = 0; f < depth; ++f) frames[f] = 0x10000000 + salt * 0x40 + f * 0x10000000000ull;
     tf::StackRecord sr{};
     sr.stack_id = id;
-    sr.depth = depth;
+    sr.depth = static_cast<uint16_t>(depth);
     w.put(0, tf::RecordType::Stack, &sr, sizeof sr, frames.data(), 8ull * depth);
   };
   std::string text(string_bytes, 'k');

@@ -27,7 +27,8 @@ class TraceError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// One record as it lies in the mapping (already validated when handed out).
+// One record as it lies in the mapping (already validated when handed out), always in the layout
+// of the current version (trace_format.h): a version-1 record is handed out converted (trace_v1.h).
 struct RecordView {
   trace::RecordType type;
   uint32_t size;
@@ -35,6 +36,7 @@ struct RecordView {
   uint64_t file_offset;  // of the RecordHeader
   uint32_t tid;          // owner of the block
   uint64_t block_index;
+  uint32_t stored_size;  // bytes it takes in the file (== size, except in a version-1 trace)
 
   // Copies the fixed part of a record (the file gives no alignment guarantee we rely on).
   template <class T>
@@ -60,6 +62,14 @@ struct ThreadInfo {
   std::vector<uint64_t> blocks;  // block indices in file order: the thread's chain
 };
 
+// An in-band LostRecord: `count` records of thread `tid` that could not be written (version 2).
+struct LostReport {
+  uint32_t tid = 0;
+  uint64_t count = 0;
+  uint64_t first_ns = 0, last_ns = 0;
+  trace::LostReason reason = trace::LostReason::Unknown;
+};
+
 struct DeviceInfo {
   bool present = false;
   int32_t driver_version = 0;
@@ -70,8 +80,8 @@ struct DeviceInfo {
 
 // Offsets of start_ns / end_ns by record type (0: the record has no time).
 struct RecordTimeOffsets {
-  uint8_t start[static_cast<size_t>(trace::RecordType::Count)];
-  uint8_t end[static_cast<size_t>(trace::RecordType::Count)];
+  uint8_t start[trace::kRecordTypeLimit];
+  uint8_t end[trace::kRecordTypeLimit];
 };
 extern const RecordTimeOffsets kRecordTimeOffsets;
 
@@ -153,7 +163,7 @@ class TraceFile {
   void stream_merged(const std::function<void(const RecordView&)>& visit);
 
   // Pass 2 (after index()): every record except the metadata kinds (ThreadInfo, Module,
-  // Stack, String, DeviceInfo, Lost), merged across threads by record_time (each thread's
+  // Stack, String, DeviceInfo, Lost, Padding) and in-flight call records, merged across threads by record_time (each thread's
   // own order is kept). Memory stays bounded: the pages of consumed blocks are released.
   void for_each_merged(const std::function<void(const RecordView&)>& visit) const;
 
@@ -169,6 +179,12 @@ class TraceFile {
   uint64_t record_count() const { return record_count_; }
   uint64_t event_record_count() const { return event_record_count_; }
   uint64_t lost_in_records() const { return lost_in_records_; }
+  // The in-band loss reports (the total stays FileHeader.records_lost: these say where and why).
+  const std::vector<LostReport>& lost_reports() const { return lost_reports_; }
+  // Call records still marked in flight (the process ended inside the call): not handed to the
+  // merged visitors (their result and end time were never written), counted here.
+  uint64_t in_flight_records() const { return in_flight_records_; }
+  uint32_t version() const { return version_; }
   uint64_t last_time_ns() const { return last_time_ns_; }
   uint64_t first_time_ns() const { return first_time_ns_ == UINT64_MAX ? 0 : first_time_ns_; }
   const std::string* thread_name(uint32_t tid) const;
@@ -182,7 +198,7 @@ class TraceFile {
   [[noreturn]] void fail_at(uint64_t block, uint64_t offset, const std::string& what) const;
   void validate_record(const RecordView& r) const;
   bool check_block(uint64_t b, uint32_t* tid) const;
-  bool read_record(uint64_t b, uint32_t off, uint32_t tid, RecordView* out) const;
+  bool read_record(uint64_t b, uint32_t off, uint32_t tid, RecordView* out, uint8_t* scratch) const;
   bool absorb(const RecordView& r);  // true for event records
   [[noreturn]] void over_limit(const char* what, uint64_t limit, const char* option) const;
   void check_references();
@@ -219,6 +235,9 @@ class TraceFile {
   uint64_t record_count_ = 0;
   uint64_t event_record_count_ = 0;
   uint64_t lost_in_records_ = 0;
+  uint64_t in_flight_records_ = 0;
+  std::vector<LostReport> lost_reports_;
+  uint32_t version_ = trace::kFormatVersion;
   uint64_t last_time_ns_ = 0;
   uint64_t first_time_ns_ = UINT64_MAX;
   IdOffsets first_stack_use_;  // id -> the first record that refers to it

@@ -85,7 +85,7 @@ class TraceBuilder {
   uint32_t stack(uint32_t tid, const std::vector<uint64_t>& frames) {
     tf::StackRecord r{};
     r.stack_id = ++last_stack_;
-    r.depth = static_cast<uint32_t>(frames.size());
+    r.depth = static_cast<uint16_t>(frames.size());
     raw(tid, tf::RecordType::Stack, &r, sizeof r, frames.data(), frames.size() * 8);
     return r.stack_id;
   }

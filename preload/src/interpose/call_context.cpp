@@ -28,42 +28,6 @@ std::atomic<int> g_active_captures{0};
 std::atomic<uint64_t> g_next_callback_id{1};
 std::atomic<uint32_t> g_device_info_generation{0};
 
-// Pointers into the fields every call record has, wherever each record type keeps them.
-struct CallFields {
-  uint16_t* api;
-  uint32_t* flags;
-  int32_t* result;
-  uint32_t* stack_id;
-  uint64_t* start_ns;
-  uint64_t* end_ns;
-};
-
-CallFields fields(AnyRecord& r) noexcept {
-  switch (static_cast<RecordType>(r.h.type)) {
-    case RecordType::Copy:
-    case RecordType::Memset:
-      return {&r.copy.api, &r.copy.flags, &r.copy.result, &r.copy.stack_id, &r.copy.start_ns, &r.copy.end_ns};
-    case RecordType::Launch:
-      return {&r.launch.api, &r.launch.flags, &r.launch.result, &r.launch.stack_id, &r.launch.start_ns,
-              &r.launch.end_ns};
-    case RecordType::HostFuncEnqueue:
-      return {&r.host_func.api, &r.host_func.flags, &r.host_func.result, &r.host_func.stack_id,
-              &r.host_func.start_ns, &r.host_func.end_ns};
-    case RecordType::Sync:
-      return {&r.sync.api, &r.sync.flags, &r.sync.result, &r.sync.stack_id, &r.sync.start_ns, &r.sync.end_ns};
-    case RecordType::MemoryOp:
-      return {&r.memory.api, &r.memory.flags, &r.memory.result, &r.memory.stack_id, &r.memory.start_ns,
-              &r.memory.end_ns};
-    case RecordType::StreamCreate:
-    case RecordType::StreamDestroy:
-      return {&r.stream.api, nullptr, &r.stream.result, nullptr, &r.stream.start_ns, &r.stream.end_ns};
-    case RecordType::Capture:
-      return {&r.capture.api, nullptr, &r.capture.result, nullptr, &r.capture.start_ns, &r.capture.end_ns};
-    default:
-      return {nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
-  }
-}
-
 // A host side that may make a copy synchronous (and so become a finding): anything but pinned
 // host memory, device memory or an array.
 inline bool doubtful_side(uint8_t k) noexcept {
@@ -221,15 +185,16 @@ void write(AnyRecord& r) noexcept {
 }
 
 void apply_stack_policy(AnyRecord& r, Category c) noexcept {
-  CallFields f = fields(r);
-  if (!f.stack_id || AW_UNLIKELY(thread_state().reentrant)) return;
-  uint64_t blocked = *f.end_ns - *f.start_ns;
+  // Stream creation and capture records never had a stack (before v2 they had no stack_id field).
+  if (c == Category::Stream || c == Category::Capture || AW_UNLIKELY(thread_state().reentrant)) return;
+  CallHead& h = r.head;
+  uint64_t blocked = h.end_ns - h.start_ns;
   if (!wants_stack(r, c, blocked)) return;
   const ThreadCallState& st = thread_state();
   uint32_t id = stacks::capture_call_site(st.caller.ra, st.caller.frame);
   if (id) {
-    *f.stack_id = id;
-    *f.flags |= kFlagStackCaptured;
+    h.stack_id = id;
+    h.flags |= kFlagStackCaptured;
   }
 }
 

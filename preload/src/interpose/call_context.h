@@ -31,6 +31,7 @@ enum class Category : uint8_t { None, Copy, Memset, Launch, HostFunc, Sync, Memo
 
 union AnyRecord {
   trace::RecordHeader h;
+  trace::CallHead head;  // every call record starts with it
   trace::CopyRecord copy;
   trace::LaunchRecord launch;
   trace::HostFuncEnqueueRecord host_func;

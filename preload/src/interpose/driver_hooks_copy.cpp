@@ -30,18 +30,7 @@ inline MemoryKind host_kind(const void* p) noexcept {
 }
 inline MemoryKind unified_kind(CUdeviceptr p) noexcept { return classify::classify_pointer(p); }
 
-inline bool is_host(MemoryKind k) { return k == MemoryKind::Pageable || k == MemoryKind::Pinned; }
-inline bool is_device(MemoryKind k) {
-  return k == MemoryKind::Device || k == MemoryKind::Managed || k == MemoryKind::Array;
-}
-
-Direction infer_direction(MemoryKind src, MemoryKind dst) noexcept {
-  if (is_host(src) && is_device(dst)) return Direction::HtoD;
-  if (is_device(src) && is_host(dst)) return Direction::DtoH;
-  if (is_device(src) && is_device(dst)) return Direction::DtoD;
-  if (is_host(src) && is_host(dst)) return Direction::HtoH;
-  return Direction::Unknown;
-}
+using trace::infer_direction;  // the one definition (trace_format.h)
 
 MemoryKind side_kind(unsigned type, const void* host, CUdeviceptr dev) noexcept {
   switch (type) {

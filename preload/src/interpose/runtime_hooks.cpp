@@ -62,16 +62,10 @@ bool fill_copy(calls::AnyRecord& rec, const void* dst, const void* src, uint64_t
     case cudaMemcpyDeviceToHost: s = MemoryKind::Device; d = kind_of(dst); dir = Direction::DtoH; break;
     case cudaMemcpyDeviceToDevice: s = d = MemoryKind::Device; dir = Direction::DtoD; break;
     case cudaMemcpyHostToHost: s = kind_of(src); d = kind_of(dst); dir = Direction::HtoH; break;
-    default: {
+    default:  // cudaMemcpyDefault: both sides classified
       s = src ? kind_of(src) : MemoryKind::Unknown;
       d = dst ? kind_of(dst) : MemoryKind::Unknown;
-      auto host = [](MemoryKind k) { return k == MemoryKind::Pageable || k == MemoryKind::Pinned; };
-      auto dev = [](MemoryKind k) { return k == MemoryKind::Device || k == MemoryKind::Managed; };
-      if (host(s) && dev(d)) dir = Direction::HtoD;
-      else if (dev(s) && host(d)) dir = Direction::DtoH;
-      else if (dev(s) && dev(d)) dir = Direction::DtoD;
-      else if (host(s) && host(d)) dir = Direction::HtoH;
-    }
+      dir = trace::infer_direction(s, d);
   }
   c.direction = static_cast<uint8_t>(dir);
   c.src_memory = static_cast<uint8_t>(s);
@@ -79,9 +73,7 @@ bool fill_copy(calls::AnyRecord& rec, const void* dst, const void* src, uint64_t
   c.stream_kind = static_cast<uint8_t>(calls::stream_kind(st, per_thread));
   c.stream = reinterpret_cast<uint64_t>(st);
   c.bytes = bytes;
-  if (st != nullptr || true) {
-    if (calls::stream_is_capturing(st)) c.flags |= trace::kFlagCaptureActive;
-  }
+  if (calls::stream_is_capturing(st)) c.flags |= trace::kFlagCaptureActive;
   return true;
 }
 
@@ -124,23 +116,10 @@ bool fill_memory(calls::AnyRecord& rec, MemoryKind k, const void* addr, uint64_t
 // Sets the fields every fallback record shares and writes it.
 void write_fallback(calls::AnyRecord& rec, Api api, Category cat, cudaError_t r, uint64_t start, uint64_t end,
                     bool driver_reached) {
-  uint32_t extra = driver_reached ? 0u : trace::kFlagRuntimeOnly;
-  switch (static_cast<trace::RecordType>(rec.h.type)) {
-    case trace::RecordType::Copy:
-    case trace::RecordType::Memset:
-      rec.copy.api = static_cast<uint16_t>(api);
-      rec.copy.result = r, rec.copy.start_ns = start, rec.copy.end_ns = end, rec.copy.flags |= extra;
-      break;
-    case trace::RecordType::Launch:
-      rec.launch.api = static_cast<uint16_t>(api);
-      rec.launch.result = r, rec.launch.start_ns = start, rec.launch.end_ns = end, rec.launch.flags |= extra;
-      break;
-    case trace::RecordType::MemoryOp:
-      rec.memory.api = static_cast<uint16_t>(api);
-      rec.memory.result = r, rec.memory.start_ns = start, rec.memory.end_ns = end, rec.memory.flags |= extra;
-      break;
-    default: return;
-  }
+  trace::CallHead& h = rec.head;
+  h.api = static_cast<uint16_t>(api);
+  h.result = r, h.start_ns = start, h.end_ns = end;
+  h.flags |= driver_reached ? 0u : trace::kFlagRuntimeOnly;
   calls::apply_stack_policy(rec, cat);
   calls::write(rec);
 }
@@ -148,24 +127,11 @@ void write_fallback(calls::AnyRecord& rec, Api api, Category cat, cudaError_t r,
 // Completes the adopted driver record: the API the application called, the whole call's time
 // and the runtime's return value.
 void write_adopted(calls::AnyRecord& rec, Api api, Category cat, cudaError_t r, uint64_t start, uint64_t end) {
-  auto set = [&](auto& x) {
-    x.api = static_cast<uint16_t>(api);
-    x.result = r;
-    x.start_ns = start;
-    x.end_ns = end;
-  };
-  switch (static_cast<trace::RecordType>(rec.h.type)) {
-    case trace::RecordType::Copy:
-    case trace::RecordType::Memset: set(rec.copy); break;
-    case trace::RecordType::Launch: set(rec.launch); break;
-    case trace::RecordType::HostFuncEnqueue: set(rec.host_func); break;
-    case trace::RecordType::Sync: set(rec.sync); break;
-    case trace::RecordType::MemoryOp: set(rec.memory); break;
-    case trace::RecordType::StreamCreate:
-    case trace::RecordType::StreamDestroy: set(rec.stream); break;
-    case trace::RecordType::Capture: set(rec.capture); break;
-    default: return;
-  }
+  trace::CallHead& h = rec.head;
+  h.api = static_cast<uint16_t>(api);
+  h.result = r;
+  h.start_ns = start;
+  h.end_ns = end;
   calls::apply_stack_policy(rec, cat);
   calls::write(rec);
 }
