@@ -136,6 +136,7 @@ int set_recording(bool on) noexcept {
   bool was_paused = g_paused.load();
   if (was_paused != !on) {
     g_paused.store(!on, std::memory_order_release);
+    trace_writer::set_paused_bit(!on);
     trace_writer::note_pause(!on, now_ns());
   }
   return was_paused ? 0 : 1;
@@ -184,6 +185,42 @@ void write(AnyRecord& r) noexcept {
   if (AW_UNLIKELY(!thread_buffer::write(&r))) trace_writer::count_lost(1);
 }
 
+AnyRecord* begin_in_place(RecordType type, Api api, uint64_t* start, uint32_t* gen) noexcept {
+  const uint32_t size = record_info(static_cast<uint16_t>(type)).fixed;
+  char* p = thread_buffer::reserve(size);
+  if (AW_UNLIKELY(!p)) {
+    *start = now_ns();
+    // Not written: counted like any call that passes unrecorded (not when disabled, not while paused).
+    if (!g_paused.load(std::memory_order_relaxed) && trace_writer::lost_calls_counted()) trace_writer::count_lost(1);
+    return nullptr;
+  }
+  // The reserved bytes are zero (fresh file space, never handed out twice): only the head's known
+  // fields are stored.
+  auto* h = reinterpret_cast<CallHead*>(p);
+  h->api = static_cast<uint16_t>(api);
+  h->flags = kFlagInFlight;
+  *gen = trace_writer::generation();
+  *start = now_ns();
+  h->start_ns = *start;
+  thread_buffer::commit(p, type, size);  // visible from here on, in flight
+  return reinterpret_cast<AnyRecord*>(p);
+}
+
+void finish_in_place(AnyRecord* r, Category c, int32_t result, uint64_t end) noexcept {
+  CallHead& h = r->head;
+  h.result = result;
+  h.end_ns = end;
+  apply_stack_policy(*r, c);
+  __atomic_store_n(&h.flags, h.flags & ~uint32_t{kFlagInFlight}, __ATOMIC_RELEASE);
+}
+
+void cancel_in_place(AnyRecord* r) noexcept {
+  RecordHeader ph{static_cast<uint16_t>(RecordType::Padding), r->h.size};
+  uint32_t word;
+  memcpy(&word, &ph, sizeof word);
+  __atomic_store_n(reinterpret_cast<uint32_t*>(r), word, __ATOMIC_RELEASE);
+}
+
 void apply_stack_policy(AnyRecord& r, Category c) noexcept {
   // Stream creation and capture records never had a stack (before v2 they had no stack_id field).
   if (c == Category::Stream || c == Category::Capture || AW_UNLIKELY(thread_state().reentrant)) return;
@@ -198,14 +235,13 @@ void apply_stack_policy(AnyRecord& r, Category c) noexcept {
   }
 }
 
-void adopt(ThreadCallState& st, const AnyRecord& r, Category c) noexcept {
+AnyRecord* adopt_target(ThreadCallState& st, Category c) noexcept {
   st.driver_reached = true;
-  // One record per application call: the first driver record of the runtime API's kind
-  // becomes the runtime call's record; other driver calls made by the runtime are internal.
-  if (!st.pending_valid && c == st.runtime_category) {
-    st.pending = r;
-    st.pending_valid = true;
-  }
+  // One record per application call: the first driver call of the runtime API's kind fills the
+  // body of the runtime call's record; other driver calls made by the runtime are internal.
+  if (st.pending_valid || c != st.runtime_category) return nullptr;
+  st.pending_valid = true;
+  return st.target;
 }
 
 StreamKind stream_kind(CUstream s, bool per_thread_entry) noexcept {
