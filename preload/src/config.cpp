@@ -7,12 +7,16 @@
 #include "asyncwatch/trace_format.h"
 
 namespace asyncwatch {
+
+const Config* g_config = nullptr;  // constant-initialized: valid before any static constructor
+
 namespace {
 
 // Constructed on first use: the library constructor (lifecycle.cpp) and early wrappers may run
 // before this file's static initializers.
 Config& storage() {
   static Config* c = new Config;
+  g_config = c;
   return *c;
 }
 

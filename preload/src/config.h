@@ -30,6 +30,9 @@ Config parse_config(GetEnvFn getenv_fn, WarnFn warn);
 
 // The process-wide configuration, parsed at load time by lifecycle.cpp.
 const Config& config();
+// config() without the call and its function-local static guard, for the per-call path.
+extern const Config* g_config;
+inline const Config& config_fast() { return __builtin_expect(g_config != nullptr, 1) ? *g_config : config(); }
 void set_config(const Config& c);
 // config().disabled, without the function-local static behind config() (the wrappers' hot path).
 bool tracing_disabled() noexcept;

@@ -40,7 +40,7 @@ inline bool doubtful_side(uint8_t k) noexcept {
 // call blocked longer than the launch threshold; host-function enqueues always; launches when
 // they blocked longer than the threshold.
 bool wants_stack(const AnyRecord& r, Category c, uint64_t blocked_ns) noexcept {
-  const Config& cfg = config();
+  const Config& cfg = config_fast();
   if (AW_LIKELY(cfg.stacks == StackPolicy::Default)) {
     switch (c) {
       case Category::Copy:
@@ -187,7 +187,7 @@ void write(AnyRecord& r) noexcept {
 
 AnyRecord* begin_in_place(RecordType type, Api api, uint64_t* start, uint32_t* gen) noexcept {
   const uint32_t size = record_info(static_cast<uint16_t>(type)).fixed;
-  char* p = thread_buffer::reserve(size);
+  char* p = thread_buffer::reserve_active(size);
   if (AW_UNLIKELY(!p)) {
     *start = now_ns();
     // Not written: counted like any call that passes unrecorded (not when disabled, not while paused).
@@ -210,7 +210,10 @@ void finish_in_place(AnyRecord* r, Category c, int32_t result, uint64_t end) noe
   CallHead& h = r->head;
   h.result = result;
   h.end_ns = end;
-  apply_stack_policy(*r, c);
+  // The common launch (default policy, not blocked): no stack, decided without the policy's call.
+  const Config& cfg = config_fast();
+  if (!(c == Category::Launch && cfg.stacks == StackPolicy::Default && end - h.start_ns <= cfg.launch_stack_threshold_ns))
+    apply_stack_policy(*r, c);
   __atomic_store_n(&h.flags, h.flags & ~uint32_t{kFlagInFlight}, __ATOMIC_RELEASE);
 }
 

@@ -138,6 +138,7 @@ template <class Call, class Fallback>
 cudaError_t run(uint8_t inst, calls::Caller c, Api api, Category cat, Call&& call, Fallback&& fallback) {
   constexpr bool kHasFallback = !std::is_same_v<std::decay_t<Fallback>, std::nullptr_t>;
   enum Way { kRecord, kPassive, kPass, kLost };
+  if (AW_UNLIKELY(trace_writer::disabled_now())) return call();  // ASYNCWATCH_DISABLE=1: nothing else
   calls::ThreadCallState& st = calls::thread_state();
   const uint32_t ph = st.phase;
   Way way;

@@ -46,6 +46,7 @@ template <class Prepare, class Call, class Fill>
 cuda::CUresult traced_with(Caller c, hooks::Hook h, Category cat, Prepare&& prepare, Call&& call, Fill&& fill) {
   constexpr bool kPrepares = !std::is_same_v<std::decay_t<Prepare>, NoPrepare>;
   enum Way { kInPlace, kOuter, kInRuntime, kPass, kLost };
+  if (AW_UNLIKELY(trace_writer::disabled_now())) return call();  // ASYNCWATCH_DISABLE=1: nothing else
   ThreadCallState& st = thread_state();
   const uint32_t ph = st.phase;
   Way way;

@@ -108,6 +108,10 @@ uint32_t tid() noexcept {
 
 char* reserve(uint32_t size) noexcept {
   if (AW_UNLIKELY(size > kMaxRecord || !trace_writer::ensure_open())) return nullptr;
+  return reserve_active(size);
+}
+
+char* reserve_active(uint32_t size) noexcept {
   uint32_t gen = trace_writer::generation();
   State& s = tl_state;
   if (AW_UNLIKELY(s.key != gen)) return reserve_slow(size, gen);

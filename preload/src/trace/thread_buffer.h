@@ -25,6 +25,9 @@ inline constexpr uint32_t kMaxRecord = trace::kBlockSize - sizeof(trace::BlockHe
 // written; its bytes after the RecordHeader are the body. nullptr when it cannot be written
 // (tracing off, stopped or closed, no block, too large); then there is nothing to commit.
 char* reserve(uint32_t size) noexcept;
+// The same when the caller has just seen the trace active (trace_writer::recording_now): skips the
+// open check (a trace stopped meanwhile is noticed when a block is claimed).
+char* reserve_active(uint32_t size) noexcept;
 // Publishes the record reserved at `p` (from the last reserve on this thread).
 void commit(char* p, trace::RecordType type, uint32_t size) noexcept;
 

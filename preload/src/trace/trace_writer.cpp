@@ -360,6 +360,7 @@ void after_fork_child(uint64_t parent_pid) noexcept {
 void disable() noexcept {
   g_state.store(kOff);
   mirror_state();
+  g_not_recording.fetch_or(kDisabled, std::memory_order_acq_rel);
 }
 
 std::string path() { return trace_file::path(); }
