@@ -1101,9 +1101,10 @@ TEST(EndToEnd, FullDiskStopsTracingNotTheApp) {
          (unsigned long long)c.total, (unsigned long long)c.header.records_lost, calls, (long long)st.st_size);
 }
 
-// The same on a 1 MiB tmpfs: the header fits, the first segment does not: a header-only trace.
+// The same on a 128 KiB tmpfs: the header fits, the first (256 KiB) segment does not: a header-only
+// trace.
 TEST(EndToEnd, FullDiskBeforeTheFirstSegmentLeavesAHeaderOnlyTrace) {
-  TmpfsRun t = run_on_tmpfs({"copies", "1000"}, "1m");
+  TmpfsRun t = run_on_tmpfs({"copies", "1000"}, "128k");
   if (!t.mounted) GTEST_SKIP() << "cannot mount a tmpfs here: " << t.why_not;
   AppRun bare = run({"copies", "1000"}, {}, "", false);
   const AppRun& r = t.r;

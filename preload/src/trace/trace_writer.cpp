@@ -27,7 +27,6 @@ void set_paused_bit(bool paused) noexcept {
 namespace {
 
 using namespace asyncwatch::trace;
-using trace_file::kBlocksPerSegment;
 
 constexpr uint64_t kClosedBit = 1ull << 63;
 
@@ -236,7 +235,7 @@ char* claim_block(uint64_t* index_out) noexcept {
   do {
     if (idx & kClosedBit) return nullptr;
   } while (!g_claim.compare_exchange_weak(idx, idx + 1, std::memory_order_acq_rel));
-  uint64_t seg = idx / kBlocksPerSegment;
+  uint64_t seg = trace_file::segment_of_block(idx);
   char* base = trace_file::segment(seg);
   if (!base) {
     // Tracing stops for good; the file stays readable up to here. Only an active trace becomes
@@ -250,9 +249,11 @@ char* claim_block(uint64_t* index_out) noexcept {
     }
     return nullptr;
   }
-  // A quarter into a segment (1 MiB of trace: short runs never get here), have the next one
-  // prepared by the file thread, so that no application call waits for it.
-  if (idx % kBlocksPerSegment == kBlocksPerSegment / 4) trace_file::map_ahead(seg + 2);
+  // A quarter into a segment (1 MiB of trace), half into the small first one (128 KiB: a short
+  // single-threaded run never gets there), have the next one prepared by the file thread, so that
+  // no application call waits for it.
+  const uint64_t in_seg = idx - trace_file::segment_first_block(seg);
+  if (in_seg == trace_file::segment_blocks(seg) / (seg == 0 ? 2 : 4)) trace_file::map_ahead(seg + 2);
   // Mirror the count into the mapping so a crashed process's header tells how far to read.
   FileHeader* h = g_header.load(std::memory_order_acquire);
   uint64_t cur = __atomic_load_n(&h->blocks_claimed, __ATOMIC_RELAXED);
@@ -260,7 +261,7 @@ char* claim_block(uint64_t* index_out) noexcept {
          !__atomic_compare_exchange_n(&h->blocks_claimed, &cur, idx + 1, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
   }
   *index_out = idx;
-  return base + (idx % kBlocksPerSegment) * kBlockSize;
+  return base + in_seg * kBlockSize;
 }
 
 void count_lost(uint64_t n) noexcept {
