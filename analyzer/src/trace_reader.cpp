@@ -191,10 +191,11 @@ struct FieldChecks {
     return l.reason < kLostReasonCount || bad(fmt::format("unknown loss reason {}", l.reason));
   }
 
+  // `p` is 8-aligned (records are, in the mapping and in the v1 scratch) and holds sizeof(T)
+  // bytes (the size was checked): read in place, not copied.
   template <class T>
   bool check(const uint8_t* p) {
-    T r;
-    std::memcpy(&r, p, sizeof r);
+    const T& r = *reinterpret_cast<const T*>(p);
     if constexpr (is_call_record<T>) {
       if (!head(r)) return false;
     }
@@ -314,7 +315,7 @@ void TraceFile::scan(const std::function<void(const RecordView&)>& visit,
   }
 }
 
-bool IdOffsets::add(uint32_t id, uint64_t offset, uint64_t limit) {
+bool IdOffsets::add_slow(uint32_t id, uint64_t offset, uint64_t limit) {
   if (find(id) != UINT64_MAX) return true;
   if (count_ >= limit) return false;
   // Dense while the ids are (a few far-out ids must not allocate the whole vector).
@@ -394,12 +395,11 @@ bool TraceFile::absorb(const RecordView& r) {
       return false;
     }
     case RecordType::Padding: --record_count_; return false;  // not a record of the application's
-    case RecordType::Launch: use_string(r.as<LaunchRecord>().kernel_name_id, r); break;
+    case RecordType::Launch: use_string(r.ref<LaunchRecord>().kernel_name_id, r); break;
     default: break;
   }
   if (record_info(static_cast<uint16_t>(r.type)).call) {
-    CallHead h;
-    std::memcpy(&h, r.data, sizeof h);
+    const CallHead& h = r.ref<CallHead>();
     use_stack(h.stack_id, r);
     if (h.flags & kFlagInFlight) {  // the call had not returned when the trace ended: no result, no end
       ++in_flight_records_;
@@ -501,171 +501,6 @@ const std::string* TraceFile::thread_name(uint32_t tid) const {
   auto it = thread_by_tid_.find(tid);
   if (it == thread_by_tid_.end() || threads_[it->second].name.empty()) return nullptr;
   return &threads_[it->second].name;
-}
-
-namespace {
-
-bool is_metadata(RecordType t) {
-  switch (t) {
-    case RecordType::ThreadInfo:
-    case RecordType::Module:
-    case RecordType::Stack:
-    case RecordType::String:
-    case RecordType::Lost:
-    case RecordType::DeviceInfo:
-    case RecordType::Padding: return true;
-    default: return false;
-  }
-}
-
-}  // namespace
-
-// Walks one thread's chain of blocks. kValidate: checks each record as it reaches it and
-// absorbs the metadata records into the index (single-pass mode); otherwise the records
-// were validated by index() already.
-template <bool kValidate>
-struct TraceFile::Cursor {
-  TraceFile* file;
-  const std::vector<uint64_t>* blocks;
-  size_t block_pos = 0;
-  uint32_t off = 0;
-  uint32_t tid = 0;
-  RecordView current{};
-  uint64_t time = 0;
-  alignas(8) uint8_t scratch[trace_v1::kScratchBytes];  // `current` of a version-1 trace, converted
-
-  Cursor(TraceFile* f, const std::vector<uint64_t>* b, uint32_t t) : file(f), blocks(b), tid(t) {}
-  Cursor(const Cursor&) = delete;  // `current` may point into `scratch`
-  Cursor& operator=(const Cursor&) = delete;
-
-  // Moves to the next event record; false at the end of the chain.
-  bool next() {
-    while (block_pos < blocks->size()) {
-      uint64_t b = (*blocks)[block_pos];
-      if (off == 0) off = sizeof(BlockHeader);
-      if constexpr (kValidate) {
-        while (file->read_record(b, off, tid, &current, scratch)) {
-          off += current.stored_size;
-          if (!file->absorb(current)) continue;
-          uint64_t t = record_time(current);
-          time = t > time ? t : time;  // keep the thread's own order even if its clock goes back
-          return true;
-        }
-      } else {
-        const uint8_t* block = file->map_ + trace::kHeaderSize + b * trace::kBlockSize;
-        while (off + sizeof(RecordHeader) <= kBlockSize) {
-          RecordHeader rh;
-          std::memcpy(&rh, block + off, sizeof rh);
-          if (rh.type == 0) break;
-          current = RecordView{static_cast<RecordType>(rh.type), rh.size, block + off,
-                               trace::kHeaderSize + b * trace::kBlockSize + off, tid, b, rh.size};
-          off += rh.size;
-          if (is_metadata(current.type)) continue;
-          if (AW_READER_UNLIKELY(file->version_ == 1)) {  // validated by index(): converts
-            std::string why;
-            current.data = trace_v1::to_v2(rh.type, rh.size, current.data, scratch, &current.size, &why);
-          }
-          if (record_info(rh.type).call) {
-            uint32_t flags;
-            std::memcpy(&flags, current.data + offsetof(CallHead, flags), sizeof flags);
-            if (flags & kFlagInFlight) continue;
-          }
-          uint64_t t = record_time(current);
-          time = t > time ? t : time;
-          return true;
-        }
-      }
-      file->release(trace::kHeaderSize + b * trace::kBlockSize, trace::kBlockSize);
-      ++block_pos;
-      off = 0;
-    }
-    return false;
-  }
-};
-
-void TraceFile::for_each_merged(const std::function<void(const RecordView&)>& visit) const {
-  if (!indexed_) throw std::logic_error("for_each_merged before index");
-  const_cast<TraceFile*>(this)->merge<false>(visit);  // reads only
-}
-
-void TraceFile::stream_merged(const std::function<void(const RecordView&)>& visit) {
-  if (!blocks_indexed_) index_blocks();
-  merge<true>(visit);
-  release(kHeaderSize, size_ - kHeaderSize);
-  check_references();
-  indexed_ = true;
-}
-
-template <bool kValidate>
-void TraceFile::merge(const std::function<void(const RecordView&)>& visit) {
-  using C = Cursor<kValidate>;
-  std::vector<std::unique_ptr<C>> owned;  // cursors do not move: `current` may point into their scratch
-  owned.reserve(threads_.size());
-  for (const auto& t : threads_) {
-    auto c = std::make_unique<C>(this, &t.blocks, t.tid);
-    if (c->next()) owned.push_back(std::move(c));
-  }
-  struct Ref {  // cursors[i] reads as before
-    std::vector<std::unique_ptr<C>>& v;
-    C& operator[](size_t i) { return *v[i]; }
-    size_t size() const { return v.size(); }
-  } cursors{owned};
-  // Few threads: find the earliest cursor (and the runner-up's time) by a linear scan; many
-  // threads: a binary heap. Either way a cursor is drained while it stays at or before the
-  // runner-up, so one thread's run of records costs one selection.
-  auto before = [&](size_t a, size_t b) {
-    return cursors[a].time != cursors[b].time ? cursors[a].time < cursors[b].time : a < b;
-  };
-  if (cursors.size() <= 16) {
-    // `live` is kept sorted by (time, index): the front is next, live[1] the runner-up.
-    std::vector<size_t> live(cursors.size());
-    for (size_t i = 0; i < live.size(); ++i) live[i] = i;
-    std::sort(live.begin(), live.end(), before);
-    while (!live.empty()) {
-      size_t i = live.front();
-      C& c = cursors[i];
-      const bool alone = live.size() == 1;
-      for (;;) {
-        visit(c.current);
-        if (!c.next()) {
-          live.erase(live.begin());
-          break;
-        }
-        if (!alone && before(live[1], i)) {
-          // Move i to its place further back.
-          size_t k = 1;
-          while (k < live.size() && before(live[k], i)) {
-            live[k - 1] = live[k];
-            ++k;
-          }
-          live[k - 1] = i;
-          break;
-        }
-      }
-    }
-    return;
-  }
-  std::vector<size_t> heap(cursors.size());
-  for (size_t i = 0; i < heap.size(); ++i) heap[i] = i;
-  auto later = [&](size_t a, size_t b) { return before(b, a); };
-  std::make_heap(heap.begin(), heap.end(), later);
-  while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), later);
-    size_t i = heap.back();
-    heap.pop_back();
-    C& c = cursors[i];
-    bool more;
-    for (;;) {
-      visit(c.current);
-      more = c.next();
-      if (!more) break;
-      if (!heap.empty() && before(heap.front(), i)) break;
-    }
-    if (more) {
-      heap.push_back(i);
-      std::push_heap(heap.begin(), heap.end(), later);
-    }
-  }
 }
 
 }  // namespace asyncwatch
