@@ -2,6 +2,8 @@
 
 #include "trace_v1.h"
 
+#include <asyncwatch/trace_io.h>
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -268,27 +270,28 @@ bool TraceFile::check_block(uint64_t b, uint32_t* tid) const {
 // version-1 trace the record is converted to its v2 struct (into `scratch` where the layouts differ).
 bool TraceFile::read_record(uint64_t b, uint32_t off, uint32_t tid, RecordView* out, uint8_t* scratch) const {
   static_assert(kBlockSize % 8 == 0 && sizeof(BlockHeader) % 8 == 0);
-  if (off + sizeof(RecordHeader) > kBlockSize) return false;
   const uint64_t base = kHeaderSize + b * kBlockSize;
   const uint8_t* block = map_ + base;
-  RecordHeader rh;
-  std::memcpy(&rh, block + off, sizeof rh);
-  if (rh.type == 0) {
-    if (rh.size != 0)
+  trace_io::RawRecord rh;
+  switch (trace_io::frame_at(block, off, version_, &rh)) {  // the framing: trace_io.h
+    case trace_io::Frame::Ok: break;
+    case trace_io::Frame::End: return false;
+    case trace_io::Frame::EndWithSize:
       fail_at(b, base + off, fmt::format("record at block offset 0x{:x}: type 0 (end of block) with size {}", off, rh.size));
-    return false;
+    case trace_io::Frame::UnknownType:
+      fail_at(b, base + off, fmt::format("record at block offset 0x{:x}: unknown record type {}", off, rh.type));
+    case trace_io::Frame::TypeTooNew: {
+      const RecordInfo& info = record_info(rh.type);
+      fail_at(b, base + off, fmt::format("record at block offset 0x{:x}: unknown record type {} in a version-{} trace "
+                                         "({} records exist since version {})",
+                                         off, rh.type, version_, info.name, info.since));
+    }
+    case trace_io::Frame::SizeNotMultiple:
+      fail_at(b, base + off, fmt::format("record at block offset 0x{:x}: size {} is not a positive multiple of 8", off, rh.size));
+    case trace_io::Frame::PastBlock:
+      fail_at(b, base + off, fmt::format("record at block offset 0x{:x}: its {} bytes run past the end of the block", off, rh.size));
   }
   const RecordInfo& info = record_info(rh.type);
-  if (rh.type >= kRecordTypeLimit || info.since == 0)
-    fail_at(b, base + off, fmt::format("record at block offset 0x{:x}: unknown record type {}", off, rh.type));
-  if (info.since > version_)
-    fail_at(b, base + off, fmt::format("record at block offset 0x{:x}: unknown record type {} in a version-{} trace "
-                                       "({} records exist since version {})",
-                                       off, rh.type, version_, info.name, info.since));
-  if (rh.size < sizeof(RecordHeader) + 4 || rh.size % 8 != 0)
-    fail_at(b, base + off, fmt::format("record at block offset 0x{:x}: size {} is not a positive multiple of 8", off, rh.size));
-  if (off + rh.size > kBlockSize)
-    fail_at(b, base + off, fmt::format("record at block offset 0x{:x}: its {} bytes run past the end of the block", off, rh.size));
   *out = RecordView{static_cast<RecordType>(rh.type), rh.size, block + off, base + off, tid, b, rh.size};
   if (AW_READER_UNLIKELY(version_ == 1)) {
     std::string why;

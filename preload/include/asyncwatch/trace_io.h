@@ -109,11 +109,13 @@ bool for_each_record(const uint8_t* data, size_t size, trace::FileHeader* header
 
 // Writer side: lays records into kBlockSize blocks, one chain per thread, as the preload does (a
 // record that does not fit the rest of a thread's block goes into a new block; the rest stays zero).
-// `emit(index, bytes)` receives each block when it is full or at finish(); blocks are numbered in the
-// order they were started, as claims number them.
+// Blocks are numbered in the order they were started, as claims number them. Two modes: kept
+// (default: every block stays here, blocks() gives them; copyable) or streaming (`emit(index,
+// bytes)` receives each block when it is full, and the open ones at finish()).
 class BlockBuilder {
  public:
   using Emit = std::function<void(uint64_t index, const std::vector<uint8_t>& block)>;
+  BlockBuilder() = default;
   explicit BlockBuilder(Emit emit) : emit_(std::move(emit)) {}
 
   // Appends one record for thread `tid`: `fixed` (fixed_size bytes, its RecordHeader is overwritten
@@ -123,14 +125,15 @@ class BlockBuilder {
     uint32_t total = trace::record_size_aligned(static_cast<uint32_t>(fixed_size + payload_size));
     Chain& c = chains_[tid];
     if (c.index == kNone || c.used + total > trace::kBlockSize) {
-      flush(c);
-      c.block.assign(trace::kBlockSize, 0);
+      if (emit_ && c.index != kNone) emit_(c.index, c.block);
       c.index = next_index_++;
+      std::vector<uint8_t>& block = emit_ ? c.block : kept_.emplace_back();
+      block.assign(trace::kBlockSize, 0);
       trace::BlockHeader bh{trace::kBlockMagic, tid, c.index};
-      std::memcpy(c.block.data(), &bh, sizeof bh);
+      std::memcpy(block.data(), &bh, sizeof bh);
       c.used = sizeof bh;
     }
-    uint8_t* p = c.block.data() + c.used;
+    uint8_t* p = (emit_ ? c.block : kept_[c.index]).data() + c.used;
     std::memcpy(p, fixed, fixed_size);
     if (payload_size) std::memcpy(p + fixed_size, payload, payload_size);
     trace::RecordHeader h{static_cast<uint16_t>(type), static_cast<uint16_t>(total)};
@@ -142,26 +145,28 @@ class BlockBuilder {
   void add(uint32_t tid, trace::RecordType type, const T& rec) {
     add(tid, type, &rec, sizeof rec);
   }
-  // Emits every block still open.
+  // Streaming mode: emits every block still open.
   void finish() {
-    for (auto& [tid, c] : chains_) flush(c);
+    if (!emit_) return;
+    for (auto& [tid, c] : chains_)
+      if (c.index != kNone) emit_(c.index, c.block);
+    chains_.clear();
   }
-  uint64_t blocks() const { return next_index_; }
+  // Kept mode: the blocks, by index.
+  const std::vector<std::vector<uint8_t>>& blocks() const { return kept_; }
+  uint64_t block_count() const { return next_index_; }
   uint64_t records() const { return records_; }
 
  private:
   static constexpr uint64_t kNone = UINT64_MAX;
   struct Chain {
-    std::vector<uint8_t> block;
+    std::vector<uint8_t> block;  // streaming mode only
     uint64_t index = kNone;
     uint32_t used = 0;
   };
-  void flush(Chain& c) {
-    if (c.index != kNone) emit_(c.index, c.block);
-    c.index = kNone;
-  }
   Emit emit_;
   std::map<uint32_t, Chain> chains_;
+  std::vector<std::vector<uint8_t>> kept_;
   uint64_t next_index_ = 0;
   uint64_t records_ = 0;
 };
