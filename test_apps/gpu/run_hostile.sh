@@ -129,7 +129,9 @@ if kind == 'fds':
     want = 1002 + 40 * chunks
     if len(t) != 1: bad.append('%d traces' % len(t))
     elif own and (t[0]['copies'] != want or t[0]['lost']): bad.append('copies %d (want %d), lost %d' % (t[0]['copies'], want, t[0]['lost']))
-    elif not own and t[0]['copies'] + t[0]['lost'] != want: bad.append('copies %d + lost %d != %d' % (t[0]['copies'], t[0]['lost'], want))
+    # process table: tracing may stop when the descriptor is taken (at the next segment: after the
+    # first 256 KiB); from then on every call is counted lost, the few non-copy calls too (<= 16)
+    elif not own and not want <= t[0]['copies'] + t[0]['lost'] <= want + 16: bad.append('copies %d + lost %d not in [%d, %d + 16]' % (t[0]['copies'], t[0]['lost'], want, want))
     if own and warnings: bad.append('%d warnings' % warnings)
     if warnings > 1: bad.append('%d warnings' % warnings)
 elif kind == 'stdio':

@@ -176,13 +176,18 @@ uint32_t begin_lost(ThreadCallState& st) noexcept {
   uint32_t saved = st.phase;
   st.phase = saved | kPhaseQuiet;
   signal_fence();
-  if (!g_paused.load(std::memory_order_relaxed) && !tracing_disabled() && trace_writer::lost_calls_counted())
+  if (!g_paused.load(std::memory_order_relaxed) && !tracing_disabled() && trace_writer::lost_calls_counted()) {
+    thread_buffer::note_lost(LostReason::SignalHandler);  // a handler interrupted the library's own code
     trace_writer::count_lost(1);
+  }
   return saved;
 }
 
 void write(AnyRecord& r) noexcept {
-  if (AW_UNLIKELY(!thread_buffer::write(&r))) trace_writer::count_lost(1);
+  if (AW_UNLIKELY(!thread_buffer::write(&r))) {
+    thread_buffer::note_lost(thread_buffer::failure_reason());
+    trace_writer::count_lost(1);
+  }
 }
 
 AnyRecord* begin_in_place(RecordType type, Api api, uint64_t* start, uint32_t* gen) noexcept {
@@ -191,7 +196,10 @@ AnyRecord* begin_in_place(RecordType type, Api api, uint64_t* start, uint32_t* g
   if (AW_UNLIKELY(!p)) {
     *start = now_ns();
     // Not written: counted like any call that passes unrecorded (not when disabled, not while paused).
-    if (!g_paused.load(std::memory_order_relaxed) && trace_writer::lost_calls_counted()) trace_writer::count_lost(1);
+    if (!g_paused.load(std::memory_order_relaxed) && trace_writer::lost_calls_counted()) {
+      thread_buffer::note_lost(thread_buffer::failure_reason());
+      trace_writer::count_lost(1);
+    }
     return nullptr;
   }
   // The reserved bytes are zero (fresh file space, never handed out twice): only the head's known
