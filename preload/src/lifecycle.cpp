@@ -10,6 +10,7 @@
 #include <spawn.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <unwind.h>
 
 #include <cstdarg>
 
@@ -104,6 +105,15 @@ void release_thread() noexcept {
   calls::release_thread();
 }
 
+// The personality routine of our static libstdc++ reads the register sizes of our static copy of
+// the unwinder, a table that copy fills on its first use. A thread cancelled inside a CUDA function
+// is unwound by libgcc_s (glibc's pthread_cancel loads it), which calls our personality routine for
+// frames of ours with cleanups; with the table still empty, _Unwind_SetGR aborts the process. One
+// (empty) backtrace of ours at load fills it.
+void prime_unwinder() noexcept {
+  _Unwind_Backtrace([](_Unwind_Context*, void*) { return _URC_END_OF_STACK; }, nullptr);
+}
+
 void warn_config(const std::string& msg) { log::warn("%s", msg.c_str()); }
 
 void capture_environment() {
@@ -178,6 +188,7 @@ __attribute__((constructor(101))) void on_load(int argc, char** argv, char**) {
   module_map::init_own_range();
   trace_writer::init_process();
   signals::init();
+  prime_unwinder();
   trace_file::set_command_line(argc, argv);
   Config c = parse_config([](const char* n) -> const char* { return getenv(n); }, &warn_config);
   set_config(c);

@@ -789,7 +789,7 @@ static int clone_child(const std::string& how) {
   }
   int st;
   waitpid(static_cast<pid_t>(pid), &st, 0);
-  copies(1000, 65);
+  copies(100, 65);  // fewer than the child made: whatever it wrote into the shared block would remain
   printf("child %s\n", WIFEXITED(st) && WEXITSTATUS(st) == 0 ? "ok" : "failed");
   return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 8;
 }

@@ -7,6 +7,11 @@
 //       that is not the driver's (devices, pipes, sockets, anonymous inodes, and whatever was open
 //       once the context existed), then writes FILE (CHUNKS x 4 KiB, 40 copies after each chunk)
 //       and checks it and the device data
+//   hostile_app fork_fds closefrom|dup2 FILE [CHUNKS=2048]
+//       after its first CUDA calls, opens FILE and writes half of it around copies, then fork()s: the
+//       child (no CUDA calls: a real driver refuses them after fork) closes its copy of FILE, then
+//       closes (or dup2()s its own FILE.child over) every descriptor from 3 up, writes FILE.child and
+//       checks it; meanwhile the parent writes the other half around copies; both files checked
 //   hostile_app stdio REPORT
 //       run with some of 0/1/2 closed: read(0)/write(1|2) on the closed ones before and after the
 //       first CUDA calls, a file of its own (the lowest free descriptor) written around copies and
@@ -37,6 +42,7 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -244,11 +250,82 @@ int wait_with_timeout(pid_t pid, int seconds) {
   return -1;
 }
 
+// Item 1 after fork(): the child's descriptor games must leave the parent's file, the parent's
+// trace and its own file alone.
+int fork_fds_mode(const std::string& how, const char* path, int chunks) {
+  if (how != "closefrom" && how != "dup2") return 3;
+  AW_CHECK(cudaSetDevice(0));
+  Buffers b = first_calls();
+  int own = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (own < 0) return 22;
+  char buf[kChunk];
+  auto write_half = [&](int from, int to) {
+    for (int c = from; c < to; ++c) {
+      fill_chunk(buf, c);
+      if (write(own, buf, kChunk) != static_cast<ssize_t>(kChunk)) return false;
+      for (int k = 0; k < 40; ++k) AW_CHECK(cudaMemcpyAsync(b.dev, b.pinned, 64, cudaMemcpyHostToDevice, b.stream));
+      if (c % 16 == 15) AW_CHECK(cudaStreamSynchronize(b.stream));
+    }
+    return true;
+  };
+  if (!write_half(0, chunks / 2)) return 23;
+  AW_CHECK(cudaStreamSynchronize(b.stream));
+  std::string child_path = std::string(path) + ".child";
+  fflush(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) return 11;
+  if (pid == 0) {
+    close(own);  // its inherited copy of the parent's file
+    int mine = open(child_path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (mine < 0) _exit(22);
+    std::vector<int> replaced;
+    if (how == "closefrom") {
+      if (mine != 3) {
+        if (dup2(mine, 3) != 3) _exit(24);
+        close(mine);
+        mine = 3;
+      }
+      closefrom(4);
+    } else {
+      for (int fd = 3; fd < 1024; ++fd)
+        if (fd != mine && dup2(mine, fd) == fd) replaced.push_back(fd);
+    }
+    for (int c = 0; c < chunks; ++c) {
+      fill_chunk(buf, c);
+      if (write(mine, buf, kChunk) != static_cast<ssize_t>(kChunk)) _exit(23);
+    }
+    for (int fd : replaced) close(fd);
+    close(mine);
+    _exit(check_file(child_path.c_str(), chunks) ? 0 : 1);
+  }
+  if (!write_half(chunks / 2, chunks)) return 23;
+  AW_CHECK(cudaStreamSynchronize(b.stream));
+  int st = wait_with_timeout(pid, 60);
+  close(own);
+  unlink(child_path.c_str());
+  printf("child %s\n", st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? "exit 0, its file intact" : "FAILED");
+  printf("own file %s\n", check_file(path, chunks) ? "intact" : "CHANGED");
+  AW_EXPECT(device_data_ok(b), "device data differs");
+  printf("device data ok\n");
+  return 0;
+}
+
+// SIGALRM to this thread (not to the process: a driver thread that does not block it would get
+// it, and a handler that interrupts the driver's own worker is not what is being tested).
 void arm_timer(long first_us) {
-  itimerval it{};
-  it.it_value.tv_sec = first_us / 1000000;
-  it.it_value.tv_usec = first_us % 1000000;
-  setitimer(ITIMER_REAL, &it, nullptr);
+  sigevent sev{};
+  sev.sigev_notify = SIGEV_THREAD_ID;
+  sev.sigev_signo = SIGALRM;
+  sev._sigev_un._tid = static_cast<pid_t>(syscall(SYS_gettid));  // sigev_notify_thread_id (glibc >= 2.38)
+  timer_t timer;
+  if (timer_create(CLOCK_MONOTONIC, &sev, &timer) != 0) {
+    perror("timer_create");
+    _exit(21);
+  }
+  itimerspec its{};
+  its.it_value.tv_sec = first_us / 1000000;
+  its.it_value.tv_nsec = (first_us % 1000000) * 1000;
+  timer_settime(timer, 0, &its, nullptr);
 }
 
 void install(void (*fn)(int)) {
@@ -377,13 +454,14 @@ int main(int argc, char** argv) {
   maybe_deny_unshare();
   std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "fds" && argc > 3) return fds_mode(argv[2], argv[3], argc > 4 ? atoi(argv[4]) : 2048);
+  if (mode == "fork_fds" && argc > 3) return fork_fds_mode(argv[2], argv[3], argc > 4 ? atoi(argv[4]) : 2048);
   if (mode == "stdio" && argc > 2) return stdio_mode(argv[2]);
   if (mode == "sig_exit" && argc > 4) return children(atoi(argv[3]), atol(argv[4]), false, argv[2]);
   if (mode == "sig_cuda" && argc > 3) return children(atoi(argv[2]), atol(argv[3]), true, "");
   if (mode == "cancel") return cancel_mode();
   if (mode == "nofile") return nofile_mode();
   fprintf(stderr,
-          "usage: hostile_app fds closefrom|close_range|dup2 FILE [CHUNKS] | stdio REPORT | sig_exit _exit|exit N "
+          "usage: hostile_app fds closefrom|close_range|dup2 FILE [CHUNKS] | fork_fds closefrom|dup2 FILE [CHUNKS] | stdio REPORT | sig_exit _exit|exit N "
           "STEP_US | sig_cuda N STEP_US | cancel | nofile\n");
   return 2;
 }

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "classify/host_memory_classifier.h"
+#include "call_context.h"
 #include "common.h"
 #include "stacks/module_map.h"
 
@@ -112,21 +113,49 @@ void note_driver_object(void* fn) noexcept {
   }
 }
 
-void* driver(hooks::Hook h) noexcept {
-  void* p = g_real[static_cast<size_t>(h)].load(std::memory_order_acquire);
-  if (AW_LIKELY(p)) return p;
-  ErrnoKeeper keep;
+namespace {
+// Linked with -lcuda: the application called our export; the driver comes after us (else it is
+// the loaded libcuda).
+// `pin`: also note the driver object (dladdr, dlopen RTLD_NOLOAD); not when this thread
+// interrupted the library's own code (a handler the library did not see being installed, e.g.
+// under a sanitizer runtime, whose dlopen interceptor holds a lock of its own meanwhile).
+void resolve_one(hooks::Hook h, bool pin) noexcept {
   const char* name = hooks::info(h).name;
-  // Linked with -lcuda: the application called our export; the driver comes after us.
-  p = dlsym_fn()(RTLD_NEXT, name);
-  if (!p || is_own(p)) {
+  void* p = dlsym_fn()(RTLD_NEXT, name);
+  if ((!p || is_own(p)) && pin) {
     void* dh = driver_handle();
     p = dh ? dlsym_fn()(dh, name) : nullptr;
   }
-  if (!p || is_own(p)) return nullptr;
-  note_driver_object(p);
+  if (!p || is_own(p)) return;
+  if (pin) note_driver_object(p);
   remember_driver(h, p);
-  return g_real[static_cast<size_t>(h)].load(std::memory_order_acquire);
+}
+
+std::atomic<bool> g_all_resolved{false};
+
+// Every entry point at once, the first time one is missing: the loader's lock is taken here, so
+// this runs as the library's own code (a signal meanwhile is held back), and a later first call of
+// another entry point, perhaps from a signal handler, finds its function without a lookup.
+__attribute__((noinline)) void* resolve(hooks::Hook want) noexcept {
+  bool interrupted = calls::thread_state().phase & 1;
+  calls::LibraryScope scope;
+  ErrnoKeeper keep;
+  if (interrupted) {
+    resolve_one(want, false);
+  } else if (!g_all_resolved.exchange(true)) {
+    for (size_t i = 0; i < hooks::kHookCount; ++i)
+      if (!g_real[i].load(std::memory_order_acquire)) resolve_one(static_cast<hooks::Hook>(i), true);
+  } else if (!g_real[static_cast<size_t>(want)].load(std::memory_order_acquire)) {
+    resolve_one(want, true);
+  }
+  return g_real[static_cast<size_t>(want)].load(std::memory_order_acquire);
+}
+}  // namespace
+
+void* driver(hooks::Hook h) noexcept {
+  void* p = g_real[static_cast<size_t>(h)].load(std::memory_order_acquire);
+  if (AW_LIKELY(p)) return p;
+  return resolve(h);
 }
 
 void* driver_helper(const char* name) noexcept {

@@ -512,8 +512,8 @@ void unbind(RtInstance& in) noexcept {
   in.state.store(kFree, std::memory_order_release);
 }
 
-// Instance 0's function for `s`, found the first time it is needed.
-__attribute__((noinline)) void* resolve_export(RtSlot s) noexcept {
+// Instance 0's function for `s`: the object it lies in binds instance 0.
+void* resolve_slot(RtSlot s, bool may_wait) noexcept {
   void* p = real::runtime(kRtNames[static_cast<size_t>(s)]);
   if (!p) return nullptr;
   RtInstance& in = g_inst[0];
@@ -522,11 +522,28 @@ __attribute__((noinline)) void* resolve_export(RtSlot s) noexcept {
   if (in.state.load(std::memory_order_acquire) != kBound && object_of(p, &o) &&
       in.state.compare_exchange_strong(expected, kBinding))
     bind(in, o);
-  // Bound by another thread right now: its range must be known before this call goes through.
-  while (in.state.load(std::memory_order_acquire) == kBinding) {
+  // Bound by another thread right now: its range must be known before this call goes through
+  // (not when this thread itself was interrupted while binding: a handler's call goes on).
+  while (may_wait && in.state.load(std::memory_order_acquire) == kBinding) {
   }
   in.real[static_cast<size_t>(s)].store(p, std::memory_order_release);
   return p;
+}
+
+std::atomic<bool> g_exports_resolved{false};
+
+// The first time one is missing: every slot at once, as the library's own code (the loader's lock
+// is taken; a signal meanwhile is held back), so that a later first call of another runtime
+// function, perhaps from a signal handler, needs no lookup.
+__attribute__((noinline)) void* resolve_export(RtSlot s) noexcept {
+  bool may_wait = !(calls::thread_state().phase & 1);
+  calls::LibraryScope scope;
+  if (!g_exports_resolved.exchange(true)) {
+    for (size_t i = 0; i < kRtCount; ++i)
+      if (!g_inst[0].real[i].load(std::memory_order_acquire)) resolve_slot(static_cast<RtSlot>(i), may_wait);
+  }
+  void* p = g_inst[0].real[static_cast<size_t>(s)].load(std::memory_order_acquire);
+  return p ? p : resolve_slot(s, may_wait);
 }
 
 template <int I>
@@ -632,8 +649,11 @@ void forget_unloaded() noexcept {
         return 0;
       },
       &arg);
-  for (int i = 0; i < kRtInstances; ++i)
-    if (g_inst[i].state.load() == kBound && !arg.alive[i]) unbind(g_inst[i]);
+  for (int i = 0; i < kRtInstances; ++i) {
+    if (g_inst[i].state.load() != kBound || arg.alive[i]) continue;
+    unbind(g_inst[i]);
+    if (i == 0) g_exports_resolved.store(false);  // the next runtime's functions, all at once again
+  }
 }
 
 }  // namespace asyncwatch::runtime_hooks

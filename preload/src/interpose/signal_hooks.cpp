@@ -55,6 +55,12 @@ void* real_of(Real f) noexcept {
   return p;
 }
 
+// Whether handlers are wrapped at all: only when the program's sigaction and signal are ours. A
+// runtime loaded before us that interposes them as well (a sanitizer's, libjsig) answers the
+// program's queries itself, from the kernel, and would see our trampoline; then every function
+// here passes straight through. Decided in the constructor; false before it.
+std::atomic<bool> g_wrapping{false};
+
 // The application's handler per signal: SA_SIGINFO ones and plain ones apart, because the kernel
 // holds the trampoline of the matching kind.
 std::atomic<InfoHandler> g_info[_NSIG];
@@ -195,7 +201,7 @@ sighandler_t install_plain(Real which, int sig, sighandler_t h) noexcept {
     errno = ENOSYS;
     return SIG_ERR;
   }
-  if (sig <= 0 || sig >= _NSIG) return fn(sig, h);
+  if (sig <= 0 || sig >= _NSIG || !g_wrapping.load(std::memory_order_acquire)) return fn(sig, h);
   InfoHandler prev_info = g_info[sig].load(std::memory_order_acquire);
   sighandler_t prev_plain = g_plain[sig].load(std::memory_order_acquire);
   bool wrap = is_function(h) && h != plain_trampoline();
@@ -233,6 +239,10 @@ void forget_deferred() noexcept {
 
 void init() noexcept {
   for (int f = 0; f < kRealCount; ++f) real_of(static_cast<Real>(f));
+  // By address range: `&::sigaction` here would itself be bound to the first definition.
+  auto lookup = real::dlsym_fn();
+  bool first = real::is_own(lookup(RTLD_DEFAULT, "sigaction")) && real::is_own(lookup(RTLD_DEFAULT, "signal"));
+  g_wrapping.store(first, std::memory_order_release);
 }
 
 }  // namespace asyncwatch::signals
@@ -269,7 +279,7 @@ extern "C" AW_EXPORT int sigaction(int sig, const struct sigaction* act, struct 
     errno = ENOSYS;
     return -1;
   }
-  if (sig <= 0 || sig >= _NSIG) return fn(sig, act, oact);
+  if (sig <= 0 || sig >= _NSIG || !g_wrapping.load(std::memory_order_acquire)) return fn(sig, act, oact);
   InfoHandler prev_info = g_info[sig].load(std::memory_order_acquire);
   sighandler_t prev_plain = g_plain[sig].load(std::memory_order_acquire);
   struct sigaction mine;

@@ -271,6 +271,7 @@ bool map_one(uint64_t seg) noexcept {
     set_error("trace file would exceed RLIMIT_FSIZE");
     return false;
   }
+  if (g_fd < 0) return false;  // given up after an earlier failure (g_error says which)
   if (!descriptor_is_ours()) {
     set_error("the trace file's descriptor %d was closed or replaced by the application", g_fd);
     g_fd = -1;  // not ours any more: never touched again
