@@ -15,6 +15,7 @@
 //   modules         N module records (paths that do not exist)
 // Also writes OUT.awtrace.records with the number of records.
 #include <asyncwatch/trace_format.h>
+#include <asyncwatch/trace_io.h>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -32,45 +33,22 @@ namespace tf = asyncwatch::trace;
 
 namespace {
 
+// Streams blocks to the file as they fill (trace_io.h lays them out); threads are slots 0..n-1.
 struct Writer {
-  int fd;
-  uint64_t next_block = 0;
-  uint64_t records = 0;
-  struct Thread {
-    uint32_t tid;
-    std::vector<uint8_t> block;
-    uint64_t index = UINT64_MAX;
-    uint32_t used = 0;
-  };
-  std::vector<Thread> threads;
-
-  void flush(Thread& t) {
-    if (t.index == UINT64_MAX) return;
-    ssize_t n = pwrite(fd, t.block.data(), tf::kBlockSize, static_cast<off_t>(tf::kHeaderSize + t.index * tf::kBlockSize));
+  int fd = -1;
+  std::vector<uint32_t> tids;
+  asyncwatch::trace_io::BlockBuilder blocks{[this](uint64_t index, const std::vector<uint8_t>& block) {
+    ssize_t n = pwrite(fd, block.data(), tf::kBlockSize, static_cast<off_t>(tf::kHeaderSize + index * tf::kBlockSize));
     if (n != static_cast<ssize_t>(tf::kBlockSize)) {
       std::perror("pwrite");
       std::exit(1);
     }
-  }
+  }};
+  uint64_t records() const { return blocks.records(); }
+  uint64_t block_count() const { return blocks.block_count(); }
   void put(size_t th, tf::RecordType type, const void* rec, size_t size, const void* payload = nullptr,
            size_t payload_size = 0) {
-    Thread& t = threads[th];
-    uint32_t total = tf::record_size_aligned(static_cast<uint32_t>(size + payload_size));
-    if (t.index == UINT64_MAX || t.used + total > tf::kBlockSize) {
-      flush(t);
-      t.block.assign(tf::kBlockSize, 0);
-      t.index = next_block++;
-      tf::BlockHeader bh{tf::kBlockMagic, t.tid, t.index};
-      std::memcpy(t.block.data(), &bh, sizeof bh);
-      t.used = sizeof bh;
-    }
-    uint8_t* p = t.block.data() + t.used;
-    std::memcpy(p, rec, size);
-    if (payload_size) std::memcpy(p + size, payload, payload_size);
-    tf::RecordHeader h{static_cast<uint16_t>(type), static_cast<uint16_t>(total)};
-    std::memcpy(p, &h, sizeof h);
-    t.used += total;
-    ++records;
+    blocks.add(tids[th], type, rec, size, payload, payload_size);
   }
   template <class T>
   void put(size_t th, tf::RecordType type, const T& rec) {
@@ -129,12 +107,12 @@ int main(int argc, char** argv) {
     std::perror(out.c_str());
     return 1;
   }
-  for (uint32_t i = 0; i < app_threads + 1; ++i) w.threads.push_back({10000 + i, {}, UINT64_MAX, 0});
+  for (uint32_t i = 0; i < app_threads + 1; ++i) w.tids.push_back(10000 + i);
   const size_t callback_thread = app_threads;
 
-  for (size_t th = 0; th < w.threads.size(); ++th) {
+  for (size_t th = 0; th < w.tids.size(); ++th) {
     tf::ThreadInfoRecord ti{};
-    ti.tid = w.threads[th].tid;
+    ti.tid = w.tids[th];
     std::snprintf(ti.name, sizeof ti.name, th == callback_thread ? "cuda-callback" : "worker-%zu", th);
     w.put(th, tf::RecordType::ThreadInfo, ti);
   }
@@ -171,7 +149,7 @@ int main(int argc, char** argv) {
     for (uint32_t f = 0; f < depth; ++f) frames[f] = 0x10000000 + salt * 0x40 + f * 0x10000000000ull;
     tf::StackRecord sr{};
     sr.stack_id = id;
-    sr.depth = depth;
+    sr.depth = static_cast<uint16_t>(depth);
     w.put(0, tf::RecordType::Stack, &sr, sizeof sr, frames.data(), 8ull * depth);
   };
   std::string text(string_bytes, 'k');
@@ -243,8 +221,8 @@ int main(int argc, char** argv) {
   }
   uint64_t callback_id = 0;
   uint64_t callback_clock = start;
-  while (w.records < target) {
-    for (uint32_t th = 0; th < app_threads && w.records < target; ++th) {
+  while (w.records() < target) {
+    for (uint32_t th = 0; th < app_threads && w.records() < target; ++th) {
       uint64_t& t = clock[th];
       uint64_t r = rnd();
       uint32_t pct = static_cast<uint32_t>(r % 100);
@@ -330,7 +308,7 @@ int main(int argc, char** argv) {
       t += 4'000 + (r >> 56);
     }
   }
-  for (auto& t : w.threads) w.flush(t);
+  w.blocks.finish();
   uint64_t end = 0;
   for (uint64_t c : clock) end = std::max(end, c);
   end = std::max(end, callback_clock) + 1000;
@@ -345,7 +323,7 @@ int main(int argc, char** argv) {
   h.start_monotonic_ns = start;
   h.start_realtime_ns = 1'700'000'000'000'000'000ull;
   h.end_monotonic_ns = end;
-  h.blocks_claimed = w.next_block;
+  h.blocks_claimed = w.block_count();
   h.exit_status = 0;
   std::snprintf(h.executable, sizeof h.executable, "%s", module.c_str());
   std::snprintf(h.command_line, sizeof h.command_line, "bench-app --synthetic");
@@ -353,18 +331,18 @@ int main(int argc, char** argv) {
     std::perror("pwrite header");
     return 1;
   }
-  if (ftruncate(w.fd, static_cast<off_t>(tf::kHeaderSize + w.next_block * tf::kBlockSize)) != 0) {
+  if (ftruncate(w.fd, static_cast<off_t>(tf::kHeaderSize + w.block_count() * tf::kBlockSize)) != 0) {
     std::perror("ftruncate");
     return 1;
   }
   close(w.fd);
   std::FILE* f = std::fopen((out + ".records").c_str(), "w");
   if (f) {
-    std::fprintf(f, "%llu\n", static_cast<unsigned long long>(w.records));
+    std::fprintf(f, "%llu\n", static_cast<unsigned long long>(w.records()));
     std::fclose(f);
   }
-  std::printf("%s: %llu records, %llu blocks, %.1f MiB\n", out.c_str(), static_cast<unsigned long long>(w.records),
-              static_cast<unsigned long long>(w.next_block),
-              static_cast<double>(tf::kHeaderSize + w.next_block * tf::kBlockSize) / (1 << 20));
+  std::printf("%s: %llu records, %llu blocks, %.1f MiB\n", out.c_str(), static_cast<unsigned long long>(w.records()),
+              static_cast<unsigned long long>(w.block_count()),
+              static_cast<double>(tf::kHeaderSize + w.block_count() * tf::kBlockSize) / (1 << 20));
   return 0;
 }

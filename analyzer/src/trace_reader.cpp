@@ -1,5 +1,9 @@
 #include "trace_reader.h"
 
+#include "trace_v1.h"
+
+#include <asyncwatch/trace_io.h>
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -9,91 +13,22 @@
 #include <cerrno>
 #include <fmt/format.h>
 
+#define AW_READER_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
 namespace asyncwatch {
 
 using namespace trace;
 
-namespace {
-
-// Where the variable part of a record starts: right after the fixed struct, as a writer
-// doing `reinterpret_cast<T*>(rec + 1)` puts it (for StackRecord that is offset 12).
-template <class T>
-constexpr uint32_t payload_offset() {
-  return static_cast<uint32_t>(sizeof(T));
-}
-
-template <class T>
-constexpr uint32_t fixed_size() {
-  return record_size_aligned(static_cast<uint32_t>(sizeof(T)));
-}
-
-}  // namespace
-
 const char* record_type_name(RecordType t) {
-  switch (t) {
-    case RecordType::None: return "None";
-    case RecordType::ThreadInfo: return "ThreadInfo";
-    case RecordType::Module: return "Module";
-    case RecordType::Stack: return "Stack";
-    case RecordType::String: return "String";
-    case RecordType::Copy: return "Copy";
-    case RecordType::Memset: return "Memset";
-    case RecordType::Launch: return "Launch";
-    case RecordType::HostFuncEnqueue: return "HostFuncEnqueue";
-    case RecordType::HostFuncRun: return "HostFuncRun";
-    case RecordType::Sync: return "Sync";
-    case RecordType::MemoryOp: return "MemoryOp";
-    case RecordType::StreamCreate: return "StreamCreate";
-    case RecordType::StreamDestroy: return "StreamDestroy";
-    case RecordType::Capture: return "Capture";
-    case RecordType::Lost: return "Lost";
-    case RecordType::DeviceInfo: return "DeviceInfo";
-    case RecordType::Count: break;
-  }
-  return "unknown";
+  auto id = static_cast<uint16_t>(t);
+  return id == 0 || record_info(id).since ? record_info(id).name : "unknown";
 }
-
-const char* memory_kind_name(MemoryKind k) {
-  switch (k) {
-    case MemoryKind::Unknown: return "unknown";
-    case MemoryKind::Pageable: return "pageable";
-    case MemoryKind::Pinned: return "pinned";
-    case MemoryKind::Device: return "device";
-    case MemoryKind::Managed: return "managed";
-    case MemoryKind::Array: return "array";
-  }
-  return "unknown";
-}
-
-const char* direction_name(Direction d) {
-  switch (d) {
-    case Direction::Unknown: return "unknown";
-    case Direction::HtoD: return "HtoD";
-    case Direction::DtoH: return "DtoH";
-    case Direction::DtoD: return "DtoD";
-    case Direction::HtoH: return "HtoH";
-    case Direction::Peer: return "Peer";
-  }
-  return "unknown";
-}
-
-const char* stream_kind_name(StreamKind k) {
-  switch (k) {
-    case StreamKind::Unknown: return "unknown";
-    case StreamKind::LegacyDefault: return "legacy-default";
-    case StreamKind::PerThreadDefault: return "per-thread-default";
-    case StreamKind::Explicit: return "explicit";
-  }
-  return "unknown";
-}
+const char* memory_kind_name(MemoryKind k) { return memory_kind_text(k); }
+const char* direction_name(Direction d) { return direction_text(d); }
+const char* stream_kind_name(StreamKind k) { return stream_kind_text(k); }
 
 std::string record_flags_text(uint32_t flags) {
-  static const std::pair<uint32_t, const char*> kNames[] = {
-      {kFlagCaptureActive, "CaptureActive"},     {kFlagEvidenceChecked, "EvidenceChecked"},
-      {kFlagCompletedAtReturn, "CompletedAtReturn"}, {kFlagFirstLaunch, "FirstLaunch"},
-      {kFlagStackCaptured, "StackCaptured"},     {kFlagRuntimeOnly, "RuntimeOnly"},
-      {kFlagPerThreadEntry, "PerThreadEntry"},   {kFlagSynchronousApi, "SynchronousApi"},
-  };
+  const auto& kNames = kRecordFlagNames;
   std::string out;
   uint32_t rest = flags;
   for (const auto& [bit, name] : kNames) {
@@ -124,20 +59,10 @@ bool is_driver_api(Api api) {
 namespace {
 constexpr RecordTimeOffsets make_time_offsets() {
   RecordTimeOffsets o{};
-  auto set = [&o](RecordType t, size_t start, size_t end) {
-    o.start[static_cast<size_t>(t)] = static_cast<uint8_t>(start);
-    o.end[static_cast<size_t>(t)] = static_cast<uint8_t>(end);
-  };
-  set(RecordType::Copy, offsetof(CopyRecord, start_ns), offsetof(CopyRecord, end_ns));
-  set(RecordType::Memset, offsetof(CopyRecord, start_ns), offsetof(CopyRecord, end_ns));
-  set(RecordType::Launch, offsetof(LaunchRecord, start_ns), offsetof(LaunchRecord, end_ns));
-  set(RecordType::HostFuncEnqueue, offsetof(HostFuncEnqueueRecord, start_ns), offsetof(HostFuncEnqueueRecord, end_ns));
-  set(RecordType::HostFuncRun, offsetof(HostFuncRunRecord, start_ns), offsetof(HostFuncRunRecord, end_ns));
-  set(RecordType::Sync, offsetof(SyncRecord, start_ns), offsetof(SyncRecord, end_ns));
-  set(RecordType::MemoryOp, offsetof(MemoryOpRecord, start_ns), offsetof(MemoryOpRecord, end_ns));
-  set(RecordType::StreamCreate, offsetof(StreamCreateRecord, start_ns), offsetof(StreamCreateRecord, end_ns));
-  set(RecordType::StreamDestroy, offsetof(StreamCreateRecord, start_ns), offsetof(StreamCreateRecord, end_ns));
-  set(RecordType::Capture, offsetof(CaptureRecord, start_ns), offsetof(CaptureRecord, end_ns));
+  for (uint16_t t = 0; t < kRecordTypeLimit; ++t) {
+    o.start[t] = record_info(t).start_offset;
+    o.end[t] = record_info(t).end_offset;
+  }
   return o;
 }
 }  // namespace
@@ -175,8 +100,10 @@ std::unique_ptr<TraceFile> TraceFile::open(const std::string& path, const Limits
   const FileHeader& h = t->header_;
   if (h.version > kFormatVersion)
     t->fail(fmt::format("trace format version {} is newer than this asyncwatch supports ({})", h.version, kFormatVersion));
-  if (h.version != kFormatVersion)
-    t->fail(fmt::format("trace format version {} is not valid (this asyncwatch reads version {})", h.version, kFormatVersion));
+  if (h.version < kOldestReadableVersion)
+    t->fail(fmt::format("trace format version {} is not valid (this asyncwatch reads versions {} to {})", h.version,
+                        kOldestReadableVersion, kFormatVersion));
+  t->version_ = h.version;
   if (h.header_size != kHeaderSize)
     t->fail(fmt::format("corrupt header: header size {} (expected {})", h.header_size, kHeaderSize));
   if (h.block_size != kBlockSize)
@@ -213,124 +140,101 @@ void TraceFile::release(uint64_t offset, uint64_t len) const {
   madvise(const_cast<uint8_t*>(map_ + start), len, MADV_DONTNEED);
 }
 
+namespace {
+
+// The checks of one record's fields beyond its size, by struct: each returns an empty string or
+// what is wrong. Dispatched by the generated switch in validate_record (from the record table).
+struct FieldChecks {
+  uint16_t api_count;
+  std::string what;
+
+  bool bad(std::string w) {
+    what = std::move(w);
+    return false;
+  }
+  bool head(const CallHead& c) {
+    if (c.api >= api_count) return bad(fmt::format("unknown api id {}", c.api));
+    if (c.driver_fn >= api_count) return bad(fmt::format("unknown driver function id {}", c.driver_fn));
+    if (c.stream_kind >= kStreamKindCount) return bad(fmt::format("unknown stream kind {}", c.stream_kind));
+    // In flight: the call had not returned when the trace ended; result and end_ns are not set.
+    if (!(c.flags & kFlagInFlight) && c.end_ns < c.start_ns)
+      return bad(fmt::format("end time {} is before start time {}", c.end_ns, c.start_ns));
+    return true;
+  }
+  bool memory(uint8_t k, const char* side) {
+    return k < kMemoryKindCount || bad(fmt::format("unknown {} memory kind {}", side, k));
+  }
+  template <class T>
+  bool body(const T&) {
+    return true;
+  }
+  bool body(const CopyRecord& c) {
+    if (c.direction >= kDirectionCount) return bad(fmt::format("unknown direction {}", c.direction));
+    return memory(c.src_memory, "source") && memory(c.dst_memory, "destination");
+  }
+  bool body(const MemoryOpRecord& m) { return memory(m.memory, ""); }
+  bool body(const HostFuncRunRecord& e) {
+    return e.end_ns >= e.start_ns || bad(fmt::format("end time {} is before start time {}", e.end_ns, e.start_ns));
+  }
+  bool body(const ModuleRecord& m) {
+    if (m.build_id_len > sizeof(m.build_id)) return bad(fmt::format("build id length {} exceeds 20", m.build_id_len));
+    return m.high >= m.low || bad("address range ends before it starts");
+  }
+  bool body(const StackRecord& s) {
+    if (s.stack_id == 0) return bad("stack id 0 (ids start at 1)");
+    if (s.depth > kMaxStackDepth) return bad(fmt::format("stack depth {} exceeds the maximum {}", s.depth, kMaxStackDepth));
+    return s.python_depth == 0 || bad(fmt::format("python depth {} (this asyncwatch reads no Python frames)", s.python_depth));
+  }
+  bool body(const StringRecord& s) {
+    if (s.string_id == 0) return bad("string id 0 (ids start at 1)");
+    return s.len <= kBlockSize || bad(fmt::format("string length {} exceeds a block", s.len));
+  }
+  bool body(const LostRecord& l) {
+    return l.reason < kLostReasonCount || bad(fmt::format("unknown loss reason {}", l.reason));
+  }
+
+  // `p` is 8-aligned (records are, in the mapping and in the v1 scratch) and holds sizeof(T)
+  // bytes (the size was checked): read in place, not copied.
+  template <class T>
+  bool check(const uint8_t* p) {
+    const T& r = *reinterpret_cast<const T*>(p);
+    if constexpr (is_call_record<T>) {
+      if (!head(r)) return false;
+    }
+    return body(r);
+  }
+};
+
+}  // namespace
+
 void TraceFile::validate_record(const RecordView& r) const {
   auto bad = [&](const std::string& what) {
     fail_at(r.block_index, r.file_offset,
             fmt::format("{} record at block offset 0x{:x}: {}", record_type_name(r.type),
                         r.file_offset - kHeaderSize - r.block_index * kBlockSize, what));
   };
-  auto expect_size = [&](uint32_t want) {
-    if (r.size != want) bad(fmt::format("size {} (expected {})", r.size, want));
-  };
-  auto check_api = [&](uint16_t api, uint16_t driver_fn) {
-    if (api >= static_cast<uint16_t>(Api::Count)) bad(fmt::format("unknown api id {}", api));
-    if (driver_fn >= static_cast<uint16_t>(Api::Count)) bad(fmt::format("unknown driver function id {}", driver_fn));
-  };
-  auto check_times = [&](uint64_t start, uint64_t end) {
-    if (end < start) bad(fmt::format("end time {} is before start time {}", end, start));
-  };
-  auto check_stream_kind = [&](uint8_t k) {
-    if (k > static_cast<uint8_t>(StreamKind::Explicit)) bad(fmt::format("unknown stream kind {}", k));
-  };
-  auto check_memory = [&](uint8_t k, const char* side) {
-    if (k > static_cast<uint8_t>(MemoryKind::Array)) bad(fmt::format("unknown {} memory kind {}", side, k));
-  };
-
+  // The size from the table: fixed; or at least the fixed part, then (variable types) the fixed part
+  // plus the payload its fields announce, checked after those fields (a stack deeper than allowed
+  // is named as such, not as a size mismatch).
+  const RecordInfo& info = record_info(static_cast<uint16_t>(r.type));
+  if (info.size_rule == SizeRule::Fixed) {
+    if (r.size != info.fixed) bad(fmt::format("size {} (expected {})", r.size, info.fixed));
+  } else if (r.size < info.fixed) {
+    bad(fmt::format("size {} is too small", r.size));
+  }
+  FieldChecks c{kApiCountInVersion[version_], {}};
+  bool ok = true;
   switch (r.type) {
-    case RecordType::ThreadInfo: expect_size(fixed_size<ThreadInfoRecord>()); break;
-    case RecordType::Module: {
-      if (r.size < fixed_size<ModuleRecord>()) bad(fmt::format("size {} is too small", r.size));
-      auto m = r.as<ModuleRecord>();
-      expect_size(record_size_aligned(payload_offset<ModuleRecord>() + m.path_len));
-      if (m.build_id_len > sizeof(m.build_id)) bad(fmt::format("build id length {} exceeds 20", m.build_id_len));
-      if (m.high < m.low) bad("address range ends before it starts");
-      break;
-    }
-    case RecordType::Stack: {
-      if (r.size < fixed_size<StackRecord>()) bad(fmt::format("size {} is too small", r.size));
-      auto s = r.as<StackRecord>();
-      if (s.stack_id == 0) bad("stack id 0 (ids start at 1)");
-      if (s.depth > kMaxStackDepth) bad(fmt::format("stack depth {} exceeds the maximum {}", s.depth, kMaxStackDepth));
-      expect_size(record_size_aligned(payload_offset<StackRecord>() + 8 * s.depth));
-      break;
-    }
-    case RecordType::String: {
-      if (r.size < fixed_size<StringRecord>()) bad(fmt::format("size {} is too small", r.size));
-      auto s = r.as<StringRecord>();
-      if (s.string_id == 0) bad("string id 0 (ids start at 1)");
-      if (s.len > kBlockSize) bad(fmt::format("string length {} exceeds a block", s.len));
-      expect_size(record_size_aligned(payload_offset<StringRecord>() + s.len));
-      break;
-    }
-    case RecordType::Copy:
-    case RecordType::Memset: {
-      expect_size(fixed_size<CopyRecord>());
-      auto c = r.as<CopyRecord>();
-      check_api(c.api, c.driver_fn);
-      if (c.direction > static_cast<uint8_t>(Direction::Peer)) bad(fmt::format("unknown direction {}", c.direction));
-      check_memory(c.src_memory, "source");
-      check_memory(c.dst_memory, "destination");
-      check_stream_kind(c.stream_kind);
-      check_times(c.start_ns, c.end_ns);
-      break;
-    }
-    case RecordType::Launch: {
-      expect_size(fixed_size<LaunchRecord>());
-      auto l = r.as<LaunchRecord>();
-      check_api(l.api, l.driver_fn);
-      check_stream_kind(l.stream_kind);
-      check_times(l.start_ns, l.end_ns);
-      break;
-    }
-    case RecordType::HostFuncEnqueue: {
-      expect_size(fixed_size<HostFuncEnqueueRecord>());
-      auto e = r.as<HostFuncEnqueueRecord>();
-      check_api(e.api, e.driver_fn);
-      check_stream_kind(e.stream_kind);
-      check_times(e.start_ns, e.end_ns);
-      break;
-    }
-    case RecordType::HostFuncRun: {
-      expect_size(fixed_size<HostFuncRunRecord>());
-      auto e = r.as<HostFuncRunRecord>();
-      check_times(e.start_ns, e.end_ns);
-      break;
-    }
-    case RecordType::Sync: {
-      expect_size(fixed_size<SyncRecord>());
-      auto s = r.as<SyncRecord>();
-      check_api(s.api, s.driver_fn);
-      check_stream_kind(s.stream_kind);
-      check_times(s.start_ns, s.end_ns);
-      break;
-    }
-    case RecordType::MemoryOp: {
-      expect_size(fixed_size<MemoryOpRecord>());
-      auto m = r.as<MemoryOpRecord>();
-      check_api(m.api, m.driver_fn);
-      check_memory(m.memory, "");
-      check_times(m.start_ns, m.end_ns);
-      break;
-    }
-    case RecordType::StreamCreate:
-    case RecordType::StreamDestroy: {
-      expect_size(fixed_size<StreamCreateRecord>());
-      auto s = r.as<StreamCreateRecord>();
-      check_api(s.api, s.driver_fn);
-      check_times(s.start_ns, s.end_ns);
-      break;
-    }
-    case RecordType::Capture: {
-      expect_size(fixed_size<CaptureRecord>());
-      auto c = r.as<CaptureRecord>();
-      check_api(c.api, c.driver_fn);
-      check_times(c.start_ns, c.end_ns);
-      break;
-    }
-    case RecordType::Lost: expect_size(fixed_size<LostRecord>()); break;
-    case RecordType::DeviceInfo: expect_size(fixed_size<DeviceInfoRecord>()); break;
-    case RecordType::None:
-    case RecordType::Count: bad("unexpected record type"); break;
+#define ASYNCWATCH_CHECK_ROW(id, name, type, since) \
+  case RecordType::name: ok = c.check<type>(r.data); break;
+    ASYNCWATCH_RECORD_TYPES(ASYNCWATCH_CHECK_ROW)
+#undef ASYNCWATCH_CHECK_ROW
+    default: bad("unexpected record type");
+  }
+  if (!ok) bad(c.what);
+  if (info.size_rule == SizeRule::Variable) {
+    uint32_t want = record_size_aligned(info.struct_size + record_payload_bytes(static_cast<uint16_t>(r.type), r.data));
+    if (r.size != want) bad(fmt::format("size {} (expected {})", r.size, want));
   }
 }
 
@@ -362,43 +266,59 @@ bool TraceFile::check_block(uint64_t b, uint32_t* tid) const {
   return true;
 }
 
-// Validates the record at `off` of block `b`; false at the end of the block's valid part.
-bool TraceFile::read_record(uint64_t b, uint32_t off, uint32_t tid, RecordView* out) const {
+// Validates the record at `off` of block `b`; false at the end of the block's valid part. In a
+// version-1 trace the record is converted to its v2 struct (into `scratch` where the layouts differ).
+bool TraceFile::read_record(uint64_t b, uint32_t off, uint32_t tid, RecordView* out, uint8_t* scratch) const {
   static_assert(kBlockSize % 8 == 0 && sizeof(BlockHeader) % 8 == 0);
-  if (off + sizeof(RecordHeader) > kBlockSize) return false;
   const uint64_t base = kHeaderSize + b * kBlockSize;
   const uint8_t* block = map_ + base;
-  RecordHeader rh;
-  std::memcpy(&rh, block + off, sizeof rh);
-  if (rh.type == 0) {
-    if (rh.size != 0)
+  trace_io::RawRecord rh;
+  switch (trace_io::frame_at(block, off, version_, &rh)) {  // the framing: trace_io.h
+    case trace_io::Frame::Ok: break;
+    case trace_io::Frame::End: return false;
+    case trace_io::Frame::EndWithSize:
       fail_at(b, base + off, fmt::format("record at block offset 0x{:x}: type 0 (end of block) with size {}", off, rh.size));
-    return false;
+    case trace_io::Frame::UnknownType:
+      fail_at(b, base + off, fmt::format("record at block offset 0x{:x}: unknown record type {}", off, rh.type));
+    case trace_io::Frame::TypeTooNew: {
+      const RecordInfo& info = record_info(rh.type);
+      fail_at(b, base + off, fmt::format("record at block offset 0x{:x}: unknown record type {} in a version-{} trace "
+                                         "({} records exist since version {})",
+                                         off, rh.type, version_, info.name, info.since));
+    }
+    case trace_io::Frame::SizeNotMultiple:
+      fail_at(b, base + off, fmt::format("record at block offset 0x{:x}: size {} is not a positive multiple of 8", off, rh.size));
+    case trace_io::Frame::PastBlock:
+      fail_at(b, base + off, fmt::format("record at block offset 0x{:x}: its {} bytes run past the end of the block", off, rh.size));
   }
-  if (rh.type >= static_cast<uint16_t>(RecordType::Count))
-    fail_at(b, base + off, fmt::format("record at block offset 0x{:x}: unknown record type {}", off, rh.type));
-  if (rh.size < sizeof(RecordHeader) + 4 || rh.size % 8 != 0)
-    fail_at(b, base + off, fmt::format("record at block offset 0x{:x}: size {} is not a positive multiple of 8", off, rh.size));
-  if (off + rh.size > kBlockSize)
-    fail_at(b, base + off, fmt::format("record at block offset 0x{:x}: its {} bytes run past the end of the block", off, rh.size));
-  *out = RecordView{static_cast<RecordType>(rh.type), rh.size, block + off, base + off, tid, b};
+  const RecordInfo& info = record_info(rh.type);
+  *out = RecordView{static_cast<RecordType>(rh.type), rh.size, block + off, base + off, tid, b, rh.size};
+  if (AW_READER_UNLIKELY(version_ == 1)) {
+    std::string why;
+    const uint8_t* v2 = trace_v1::to_v2(rh.type, rh.size, block + off, scratch, &out->size, &why);
+    if (!v2)
+      fail_at(b, base + off, fmt::format("{} record at block offset 0x{:x}: {}", info.name, off, why));
+    out->data = v2;
+  }
   validate_record(*out);
   return true;
 }
 
 void TraceFile::scan(const std::function<void(const RecordView&)>& visit,
                      const std::function<void(uint64_t, uint32_t, bool)>& on_block) const {
+  alignas(8) uint8_t scratch[trace_v1::kScratchBytes];
   for (uint64_t b = 0; b < block_count_; ++b) {
     uint32_t tid = 0;
     bool used = check_block(b, &tid);
     if (on_block) on_block(b, tid, used);
     if (!used) continue;
     RecordView r;
-    for (uint32_t off = sizeof(BlockHeader); read_record(b, off, tid, &r); off += r.size) visit(r);
+    for (uint32_t off = sizeof(BlockHeader); read_record(b, off, tid, &r, scratch); off += r.stored_size)
+      if (r.type != RecordType::Padding) visit(r);
   }
 }
 
-bool IdOffsets::add(uint32_t id, uint64_t offset, uint64_t limit) {
+bool IdOffsets::add_slow(uint32_t id, uint64_t offset, uint64_t limit) {
   if (find(id) != UINT64_MAX) return true;
   if (count_ >= limit) return false;
   // Dense while the ids are (a few far-out ids must not allocate the whole vector).
@@ -444,7 +364,7 @@ bool TraceFile::absorb(const RecordView& r) {
       if (module_path_bytes_ > limits_.module_path_bytes)
         over_limit("bytes of module paths", limits_.module_path_bytes, nullptr);
       ModuleInfo info;
-      info.path.assign(reinterpret_cast<const char*>(r.payload(payload_offset<ModuleRecord>())), m.path_len);
+      info.path.assign(reinterpret_cast<const char*>(r.payload(sizeof(ModuleRecord))), m.path_len);
       info.load_bias = m.load_bias;
       info.low = m.low;
       info.high = m.high;
@@ -460,7 +380,14 @@ bool TraceFile::absorb(const RecordView& r) {
       if (!strings_.add(r.as<StringRecord>().string_id, r.file_offset, limits_.strings))
         over_limit("distinct strings", limits_.strings, nullptr);
       return false;
-    case RecordType::Lost: lost_in_records_ += r.as<LostRecord>().count; return false;
+    case RecordType::Lost: {
+      auto l = r.as<LostRecord>();
+      lost_in_records_ += l.count;
+      if (lost_reports_.size() < limits_.modules)  // bounded like the module list (one per stretch of losses)
+        lost_reports_.push_back(LostReport{r.tid, l.count, l.first_lost_ns, l.last_lost_ns,
+                                           static_cast<LostReason>(l.reason)});
+      return false;
+    }
     case RecordType::DeviceInfo: {
       auto d = r.as<DeviceInfoRecord>();
       device_.present = true;
@@ -470,18 +397,18 @@ bool TraceFile::absorb(const RecordView& r) {
       device_.name = fixed_string(d.name, sizeof d.name);
       return false;
     }
-    case RecordType::Copy:
-    case RecordType::Memset: use_stack(r.as<CopyRecord>().stack_id, r); break;
-    case RecordType::Launch: {
-      auto l = r.as<LaunchRecord>();
-      use_stack(l.stack_id, r);
-      use_string(l.kernel_name_id, r);
-      break;
-    }
-    case RecordType::HostFuncEnqueue: use_stack(r.as<HostFuncEnqueueRecord>().stack_id, r); break;
-    case RecordType::Sync: use_stack(r.as<SyncRecord>().stack_id, r); break;
-    case RecordType::MemoryOp: use_stack(r.as<MemoryOpRecord>().stack_id, r); break;
+    case RecordType::Padding: --record_count_; return false;  // not a record of the application's
+    case RecordType::Launch: use_string(r.ref<LaunchRecord>().kernel_name_id, r); break;
     default: break;
+  }
+  if (record_info(static_cast<uint16_t>(r.type)).call) {
+    const CallHead& h = r.ref<CallHead>();
+    use_stack(h.stack_id, r);
+    if (h.flags & kFlagInFlight) {  // the call had not returned when the trace ended: no result, no end
+      ++in_flight_records_;
+      if (h.start_ns > last_time_ns_) last_time_ns_ = h.start_ns;
+      return false;
+    }
   }
   ++event_record_count_;
   uint64_t s = record_time(r), e = record_end_time(r);
@@ -510,7 +437,8 @@ void TraceFile::reset_index() {
   strings_ = IdOffsets{};
   module_path_bytes_ = 0;
   device_ = DeviceInfo{};
-  record_count_ = event_record_count_ = lost_in_records_ = last_time_ns_ = 0;
+  record_count_ = event_record_count_ = lost_in_records_ = last_time_ns_ = in_flight_records_ = 0;
+  lost_reports_.clear();
   first_time_ns_ = UINT64_MAX;
   first_stack_use_ = IdOffsets{};
   first_string_use_ = IdOffsets{};
@@ -549,10 +477,18 @@ void TraceFile::index() {
 std::optional<std::vector<uint64_t>> TraceFile::stack(uint32_t id) const {
   uint64_t off = stacks_.find(id);
   if (off == UINT64_MAX) return std::nullopt;
-  StackRecord s;
-  std::memcpy(&s, map_ + off, sizeof s);
-  std::vector<uint64_t> frames(s.depth);
-  if (s.depth) std::memcpy(frames.data(), map_ + off + payload_offset<StackRecord>(), 8ull * s.depth);
+  uint32_t depth, at;
+  if (version_ == 1) {
+    depth = trace_v1::stack_depth(map_ + off);
+    at = trace_v1::kStackPayloadOffset;
+  } else {
+    StackRecord s;
+    std::memcpy(&s, map_ + off, sizeof s);
+    depth = s.depth;
+    at = sizeof(StackRecord);
+  }
+  std::vector<uint64_t> frames(depth);
+  if (depth) std::memcpy(frames.data(), map_ + off + at, 8ull * depth);
   return frames;
 }
 
@@ -561,159 +497,13 @@ std::optional<std::string> TraceFile::string(uint32_t id) const {
   if (off == UINT64_MAX) return std::nullopt;
   StringRecord s;
   std::memcpy(&s, map_ + off, sizeof s);
-  return std::string(reinterpret_cast<const char*>(map_ + off + payload_offset<StringRecord>()), s.len);
+  return std::string(reinterpret_cast<const char*>(map_ + off + sizeof(StringRecord)), s.len);
 }
 
 const std::string* TraceFile::thread_name(uint32_t tid) const {
   auto it = thread_by_tid_.find(tid);
   if (it == thread_by_tid_.end() || threads_[it->second].name.empty()) return nullptr;
   return &threads_[it->second].name;
-}
-
-namespace {
-
-bool is_metadata(RecordType t) {
-  switch (t) {
-    case RecordType::ThreadInfo:
-    case RecordType::Module:
-    case RecordType::Stack:
-    case RecordType::String:
-    case RecordType::Lost:
-    case RecordType::DeviceInfo: return true;
-    default: return false;
-  }
-}
-
-}  // namespace
-
-// Walks one thread's chain of blocks. kValidate: checks each record as it reaches it and
-// absorbs the metadata records into the index (single-pass mode); otherwise the records
-// were validated by index() already.
-template <bool kValidate>
-struct TraceFile::Cursor {
-  TraceFile* file;
-  const std::vector<uint64_t>* blocks;
-  size_t block_pos = 0;
-  uint32_t off = 0;
-  uint32_t tid = 0;
-  RecordView current{};
-  uint64_t time = 0;
-
-  // Moves to the next event record; false at the end of the chain.
-  bool next() {
-    while (block_pos < blocks->size()) {
-      uint64_t b = (*blocks)[block_pos];
-      if (off == 0) off = sizeof(BlockHeader);
-      if constexpr (kValidate) {
-        while (file->read_record(b, off, tid, &current)) {
-          off += current.size;
-          if (!file->absorb(current)) continue;
-          uint64_t t = record_time(current);
-          time = t > time ? t : time;  // keep the thread's own order even if its clock goes back
-          return true;
-        }
-      } else {
-        const uint8_t* block = file->map_ + trace::kHeaderSize + b * trace::kBlockSize;
-        while (off + sizeof(RecordHeader) <= kBlockSize) {
-          RecordHeader rh;
-          std::memcpy(&rh, block + off, sizeof rh);
-          if (rh.type == 0) break;
-          current = RecordView{static_cast<RecordType>(rh.type), rh.size, block + off,
-                               trace::kHeaderSize + b * trace::kBlockSize + off, tid, b};
-          off += rh.size;
-          if (is_metadata(current.type)) continue;
-          uint64_t t = record_time(current);
-          time = t > time ? t : time;
-          return true;
-        }
-      }
-      file->release(trace::kHeaderSize + b * trace::kBlockSize, trace::kBlockSize);
-      ++block_pos;
-      off = 0;
-    }
-    return false;
-  }
-};
-
-void TraceFile::for_each_merged(const std::function<void(const RecordView&)>& visit) const {
-  if (!indexed_) throw std::logic_error("for_each_merged before index");
-  const_cast<TraceFile*>(this)->merge<false>(visit);  // reads only
-}
-
-void TraceFile::stream_merged(const std::function<void(const RecordView&)>& visit) {
-  if (!blocks_indexed_) index_blocks();
-  merge<true>(visit);
-  release(kHeaderSize, size_ - kHeaderSize);
-  check_references();
-  indexed_ = true;
-}
-
-template <bool kValidate>
-void TraceFile::merge(const std::function<void(const RecordView&)>& visit) {
-  using C = Cursor<kValidate>;
-  std::vector<C> cursors;
-  cursors.reserve(threads_.size());
-  for (const auto& t : threads_) {
-    C c{this, &t.blocks};
-    c.tid = t.tid;
-    if (c.next()) cursors.push_back(c);
-  }
-  // Few threads: find the earliest cursor (and the runner-up's time) by a linear scan; many
-  // threads: a binary heap. Either way a cursor is drained while it stays at or before the
-  // runner-up, so one thread's run of records costs one selection.
-  auto before = [&](size_t a, size_t b) {
-    return cursors[a].time != cursors[b].time ? cursors[a].time < cursors[b].time : a < b;
-  };
-  if (cursors.size() <= 16) {
-    // `live` is kept sorted by (time, index): the front is next, live[1] the runner-up.
-    std::vector<size_t> live(cursors.size());
-    for (size_t i = 0; i < live.size(); ++i) live[i] = i;
-    std::sort(live.begin(), live.end(), before);
-    while (!live.empty()) {
-      size_t i = live.front();
-      C& c = cursors[i];
-      const bool alone = live.size() == 1;
-      for (;;) {
-        visit(c.current);
-        if (!c.next()) {
-          live.erase(live.begin());
-          break;
-        }
-        if (!alone && before(live[1], i)) {
-          // Move i to its place further back.
-          size_t k = 1;
-          while (k < live.size() && before(live[k], i)) {
-            live[k - 1] = live[k];
-            ++k;
-          }
-          live[k - 1] = i;
-          break;
-        }
-      }
-    }
-    return;
-  }
-  std::vector<size_t> heap(cursors.size());
-  for (size_t i = 0; i < heap.size(); ++i) heap[i] = i;
-  auto later = [&](size_t a, size_t b) { return before(b, a); };
-  std::make_heap(heap.begin(), heap.end(), later);
-  while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), later);
-    size_t i = heap.back();
-    heap.pop_back();
-    C& c = cursors[i];
-    bool more;
-    for (;;) {
-      visit(c.current);
-      more = c.next();
-      if (!more) break;
-      if (!heap.empty() && before(heap.front(), i)) break;
-    }
-    if (more) {
-      heap.push_back(i);
-      std::push_heap(heap.begin(), heap.end(), later);
-    }
-  }
 }
 
 }  // namespace asyncwatch

@@ -7,9 +7,11 @@
 #pragma once
 
 #include "options.h"
+#include "trace_v1.h"
 
 #include <asyncwatch/trace_format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -27,7 +29,8 @@ class TraceError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// One record as it lies in the mapping (already validated when handed out).
+// One record as it lies in the mapping (already validated when handed out), always in the layout
+// of the current version (trace_format.h): a version-1 record is handed out converted (trace_v1.h).
 struct RecordView {
   trace::RecordType type;
   uint32_t size;
@@ -35,6 +38,7 @@ struct RecordView {
   uint64_t file_offset;  // of the RecordHeader
   uint32_t tid;          // owner of the block
   uint64_t block_index;
+  uint32_t stored_size;  // bytes it takes in the file (== size, except in a version-1 trace)
 
   // Copies the fixed part of a record (the file gives no alignment guarantee we rely on).
   template <class T>
@@ -42,6 +46,12 @@ struct RecordView {
     T value;
     std::memcpy(&value, data, sizeof(T));
     return value;
+  }
+  // The fixed part read in place: records are 8-aligned in the mapping and in the v1 adapter's
+  // scratch, and a validated record holds at least sizeof(T) bytes.
+  template <class T>
+  const T& ref() const {
+    return *reinterpret_cast<const T*>(data);
   }
   const uint8_t* payload(size_t fixed) const { return data + fixed; }
 };
@@ -60,6 +70,14 @@ struct ThreadInfo {
   std::vector<uint64_t> blocks;  // block indices in file order: the thread's chain
 };
 
+// An in-band LostRecord: `count` records of thread `tid` that could not be written (version 2).
+struct LostReport {
+  uint32_t tid = 0;
+  uint64_t count = 0;
+  uint64_t first_ns = 0, last_ns = 0;
+  trace::LostReason reason = trace::LostReason::Unknown;
+};
+
 struct DeviceInfo {
   bool present = false;
   int32_t driver_version = 0;
@@ -70,8 +88,8 @@ struct DeviceInfo {
 
 // Offsets of start_ns / end_ns by record type (0: the record has no time).
 struct RecordTimeOffsets {
-  uint8_t start[static_cast<size_t>(trace::RecordType::Count)];
-  uint8_t end[static_cast<size_t>(trace::RecordType::Count)];
+  uint8_t start[trace::kRecordTypeLimit];
+  uint8_t end[trace::kRecordTypeLimit];
 };
 extern const RecordTimeOffsets kRecordTimeOffsets;
 
@@ -100,7 +118,10 @@ class IdOffsets {
  public:
   static constexpr uint32_t kDense = 1u << 27;  // a cap only: ids beyond 2 x count + 4096 go to the map
   // Records the first offset of `id`; false when `id` is new and `limit` ids are already held.
-  bool add(uint32_t id, uint64_t offset, uint64_t limit);
+  bool add(uint32_t id, uint64_t offset, uint64_t limit) {
+    if (id < dense_.size() && dense_[id]) return true;  // the common case: an id seen before
+    return add_slow(id, offset, limit);
+  }
   // The offset of `id`, or UINT64_MAX.
   uint64_t find(uint32_t id) const;
   size_t size() const { return count_; }
@@ -112,6 +133,7 @@ class IdOffsets {
   }
 
  private:
+  bool add_slow(uint32_t id, uint64_t offset, uint64_t limit);
   std::vector<uint64_t> dense_;  // id -> offset + 1, 0 = absent
   std::unordered_map<uint32_t, uint64_t> sparse_;
   size_t count_ = 0;
@@ -138,6 +160,8 @@ class TraceFile {
   // at the first problem, after visiting everything before it.
   void scan(const std::function<void(const RecordView&)>& visit,
             const std::function<void(uint64_t, uint32_t, bool)>& on_block = {}) const;
+  // (The merged walks below take any callable `visit(const RecordView&)`: a template, so that the
+  // per-record call is inlined rather than made through a std::function.)
 
   // Reads only the block headers (validating them): the per-thread block chains.
   void index_blocks();
@@ -150,12 +174,14 @@ class TraceFile {
   // each record validated when reached and the metadata absorbed into the index as it comes
   // (a record may refer to a stack or string that appears later: resolve ids after the
   // pass). References are checked at the end. Throws TraceError.
-  void stream_merged(const std::function<void(const RecordView&)>& visit);
+  template <class F>
+  void stream_merged(F&& visit);
 
   // Pass 2 (after index()): every record except the metadata kinds (ThreadInfo, Module,
-  // Stack, String, DeviceInfo, Lost), merged across threads by record_time (each thread's
+  // Stack, String, DeviceInfo, Lost, Padding) and in-flight call records, merged across threads by record_time (each thread's
   // own order is kept). Memory stays bounded: the pages of consumed blocks are released.
-  void for_each_merged(const std::function<void(const RecordView&)>& visit) const;
+  template <class F>
+  void for_each_merged(F&& visit) const;
 
   // Index results.
   const std::vector<ThreadInfo>& threads() const { return threads_; }
@@ -169,6 +195,12 @@ class TraceFile {
   uint64_t record_count() const { return record_count_; }
   uint64_t event_record_count() const { return event_record_count_; }
   uint64_t lost_in_records() const { return lost_in_records_; }
+  // The in-band loss reports (the total stays FileHeader.records_lost: these say where and why).
+  const std::vector<LostReport>& lost_reports() const { return lost_reports_; }
+  // Call records still marked in flight (the process ended inside the call): not handed to the
+  // merged visitors (their result and end time were never written), counted here.
+  uint64_t in_flight_records() const { return in_flight_records_; }
+  uint32_t version() const { return version_; }
   uint64_t last_time_ns() const { return last_time_ns_; }
   uint64_t first_time_ns() const { return first_time_ns_ == UINT64_MAX ? 0 : first_time_ns_; }
   const std::string* thread_name(uint32_t tid) const;
@@ -182,15 +214,15 @@ class TraceFile {
   [[noreturn]] void fail_at(uint64_t block, uint64_t offset, const std::string& what) const;
   void validate_record(const RecordView& r) const;
   bool check_block(uint64_t b, uint32_t* tid) const;
-  bool read_record(uint64_t b, uint32_t off, uint32_t tid, RecordView* out) const;
+  bool read_record(uint64_t b, uint32_t off, uint32_t tid, RecordView* out, uint8_t* scratch) const;
   bool absorb(const RecordView& r);  // true for event records
   [[noreturn]] void over_limit(const char* what, uint64_t limit, const char* option) const;
   void check_references();
   void reset_index();
   template <bool kValidate>
   struct Cursor;
-  template <bool kValidate>
-  void merge(const std::function<void(const RecordView&)>& visit);
+  template <bool kValidate, class F>
+  void merge(F& visit);
 
   void use_stack(uint32_t id, const RecordView& r) {
     if (id && !first_stack_use_.add(id, r.file_offset, limits_.stacks))
@@ -219,6 +251,9 @@ class TraceFile {
   uint64_t record_count_ = 0;
   uint64_t event_record_count_ = 0;
   uint64_t lost_in_records_ = 0;
+  uint64_t in_flight_records_ = 0;
+  std::vector<LostReport> lost_reports_;
+  uint32_t version_ = trace::kFormatVersion;
   uint64_t last_time_ns_ = 0;
   uint64_t first_time_ns_ = UINT64_MAX;
   IdOffsets first_stack_use_;  // id -> the first record that refers to it
@@ -226,6 +261,164 @@ class TraceFile {
   bool blocks_indexed_ = false;
   bool indexed_ = false;
 };
+
+// Records that are not events: the metadata kinds (no call head, no times: ThreadInfo, Module,
+// Stack, String, Lost, DeviceInfo, Padding), from the record table.
+inline bool is_metadata(trace::RecordType t) {
+  const trace::RecordInfo& i = trace::record_info(static_cast<uint16_t>(t));
+  return !i.call && i.start_offset == 0;
+}
+
+// Walks one thread's chain of blocks. kValidate: checks each record as it reaches it and
+// absorbs the metadata records into the index (single-pass mode); otherwise the records
+// were validated by index() already.
+template <bool kValidate>
+struct TraceFile::Cursor {
+  TraceFile* file;
+  const std::vector<uint64_t>* blocks;
+  size_t block_pos = 0;
+  uint32_t off = 0;
+  uint32_t tid = 0;
+  RecordView current{};
+  uint64_t time = 0;
+  alignas(8) uint8_t scratch[trace_v1::kScratchBytes];  // `current` of a version-1 trace, converted
+
+  Cursor(TraceFile* f, const std::vector<uint64_t>* b, uint32_t t) : file(f), blocks(b), tid(t) {}
+  Cursor(const Cursor&) = delete;  // `current` may point into `scratch`
+  Cursor& operator=(const Cursor&) = delete;
+
+  // Moves to the next event record; false at the end of the chain.
+  bool next() {
+    while (block_pos < blocks->size()) {
+      uint64_t b = (*blocks)[block_pos];
+      if (off == 0) off = sizeof(trace::BlockHeader);
+      if constexpr (kValidate) {
+        while (file->read_record(b, off, tid, &current, scratch)) {
+          off += current.stored_size;
+          if (!file->absorb(current)) continue;
+          uint64_t t = record_time(current);
+          time = t > time ? t : time;  // keep the thread's own order even if its clock goes back
+          return true;
+        }
+      } else {
+        const uint8_t* block = file->map_ + trace::kHeaderSize + b * trace::kBlockSize;
+        while (off + sizeof(trace::RecordHeader) <= trace::kBlockSize) {
+          trace::RecordHeader rh;
+          std::memcpy(&rh, block + off, sizeof rh);
+          if (rh.type == 0) break;
+          current = RecordView{static_cast<trace::RecordType>(rh.type), rh.size, block + off,
+                               trace::kHeaderSize + b * trace::kBlockSize + off, tid, b, rh.size};
+          off += rh.size;
+          if (is_metadata(current.type)) continue;
+          if (__builtin_expect(file->version_ == 1, 0)) {  // validated by index(): converts
+            std::string why;
+            current.data = trace_v1::to_v2(rh.type, rh.size, current.data, scratch, &current.size, &why);
+          }
+          if (trace::record_info(rh.type).call) {
+            uint32_t flags;
+            std::memcpy(&flags, current.data + offsetof(trace::CallHead, flags), sizeof flags);
+            if (flags & trace::kFlagInFlight) continue;
+          }
+          uint64_t t = record_time(current);
+          time = t > time ? t : time;
+          return true;
+        }
+      }
+      file->release(trace::kHeaderSize + b * trace::kBlockSize, trace::kBlockSize);
+      ++block_pos;
+      off = 0;
+    }
+    return false;
+  }
+};
+
+template <class F>
+void TraceFile::for_each_merged(F&& visit) const {
+  if (!indexed_) throw std::logic_error("for_each_merged before index");
+  const_cast<TraceFile*>(this)->merge<false>(visit);  // reads only
+}
+
+template <class F>
+void TraceFile::stream_merged(F&& visit) {
+  if (!blocks_indexed_) index_blocks();
+  merge<true>(visit);
+  release(trace::kHeaderSize, size_ - trace::kHeaderSize);
+  check_references();
+  indexed_ = true;
+}
+
+template <bool kValidate, class F>
+void TraceFile::merge(F& visit) {
+  using C = Cursor<kValidate>;
+  std::vector<std::unique_ptr<C>> owned;  // cursors do not move: `current` may point into their scratch
+  owned.reserve(threads_.size());
+  for (const auto& t : threads_) {
+    auto c = std::make_unique<C>(this, &t.blocks, t.tid);
+    if (c->next()) owned.push_back(std::move(c));
+  }
+  struct Ref {  // cursors[i] reads as before
+    std::vector<std::unique_ptr<C>>& v;
+    C& operator[](size_t i) { return *v[i]; }
+    size_t size() const { return v.size(); }
+  } cursors{owned};
+  // Few threads: find the earliest cursor (and the runner-up's time) by a linear scan; many
+  // threads: a binary heap. Either way a cursor is drained while it stays at or before the
+  // runner-up, so one thread's run of records costs one selection.
+  auto before = [&](size_t a, size_t b) {
+    return cursors[a].time != cursors[b].time ? cursors[a].time < cursors[b].time : a < b;
+  };
+  if (cursors.size() <= 16) {
+    // `live` is kept sorted by (time, index): the front is next, live[1] the runner-up.
+    std::vector<size_t> live(cursors.size());
+    for (size_t i = 0; i < live.size(); ++i) live[i] = i;
+    std::sort(live.begin(), live.end(), before);
+    while (!live.empty()) {
+      size_t i = live.front();
+      C& c = cursors[i];
+      const bool alone = live.size() == 1;
+      for (;;) {
+        visit(c.current);
+        if (!c.next()) {
+          live.erase(live.begin());
+          break;
+        }
+        if (!alone && before(live[1], i)) {
+          // Move i to its place further back.
+          size_t k = 1;
+          while (k < live.size() && before(live[k], i)) {
+            live[k - 1] = live[k];
+            ++k;
+          }
+          live[k - 1] = i;
+          break;
+        }
+      }
+    }
+    return;
+  }
+  std::vector<size_t> heap(cursors.size());
+  for (size_t i = 0; i < heap.size(); ++i) heap[i] = i;
+  auto later = [&](size_t a, size_t b) { return before(b, a); };
+  std::make_heap(heap.begin(), heap.end(), later);
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    size_t i = heap.back();
+    heap.pop_back();
+    C& c = cursors[i];
+    bool more;
+    for (;;) {
+      visit(c.current);
+      more = c.next();
+      if (!more) break;
+      if (!heap.empty() && before(heap.front(), i)) break;
+    }
+    if (more) {
+      heap.push_back(i);
+      std::push_heap(heap.begin(), heap.end(), later);
+    }
+  }
+}
+
 
 // "more than LIMIT WHAT: beyond the analyzer's limit; raise it with OPTION (...)": the one
 // message for a trace beyond a Limits bound (`option` null: no option raises it).

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
 #include <random>
 
 #include <sys/stat.h>
@@ -96,8 +97,8 @@ TEST(Reader, TruncatedHeader) {
 
 TEST(Reader, NewerVersion) {
   auto b = small_trace().bytes();
-  poke<uint32_t>(b, offsetof(tf::FileHeader, version), 2);
-  EXPECT_NE(error_of(b, "v2.awtrace").find("trace format version 2 is newer than this asyncwatch supports (1)"),
+  poke<uint32_t>(b, offsetof(tf::FileHeader, version), tf::kFormatVersion + 1);
+  EXPECT_NE(error_of(b, "v3.awtrace").find("trace format version 3 is newer than this asyncwatch supports (2)"),
             std::string::npos);
   poke<uint32_t>(b, offsetof(tf::FileHeader, version), 0);
   EXPECT_NE(error_of(b, "v0.awtrace").find("version 0 is not valid"), std::string::npos);
@@ -339,4 +340,134 @@ TEST(Reader, ClaimedBlockWithoutMagicIsUnused) {
   poke<uint32_t>(bytes, last + offsetof(tf::BlockHeader, tid), 77);  // tid and index written, magic not yet
   poke<uint64_t>(bytes, last + offsetof(tf::BlockHeader, block_index), 2);
   EXPECT_EQ(error_of(bytes, "nomagic.awtrace"), "");
+}
+
+// ---- version 2: padding, in-band losses, calls in flight; version 1 through the adapter ------
+
+TEST(Reader, PaddingIsSkippedAndInFlightCallsAreCounted) {
+  auto b = small_trace();
+  tf::PaddingRecord pad{};
+  std::vector<uint8_t> zeros(40, 0);
+  b.raw(7, RecordType::Padding, &pad, sizeof pad, zeros.data(), zeros.size());  // a cancelled 48-byte reservation
+  uint64_t t = b.header().start_monotonic_ns + 20 * kMs;
+  auto c = TraceBuilder::copy(Api::cudaMemcpy, Api::cuMemcpyDtoH_v2, Direction::DtoH, MemoryKind::Device,
+                              MemoryKind::Pageable, t, 0, 4096, tf::kFlagInFlight);  // end 0: still in the call
+  b.add(7, RecordType::Copy, c);
+  tf::LostRecord lost{};
+  lost.reason = static_cast<uint32_t>(tf::LostReason::SignalHandler);
+  lost.count = 3;
+  lost.first_lost_ns = t + 1;
+  lost.last_lost_ns = t + 2;
+  b.add(8, RecordType::Lost, lost);
+  auto f = TraceFile::open(write_trace(b, "v2.awtrace"));
+  f->index();
+  EXPECT_EQ(f->event_record_count(), 3u);  // the in-flight copy is not an event the rules see
+  EXPECT_EQ(f->in_flight_records(), 1u);
+  EXPECT_EQ(f->lost_in_records(), 3u);
+  ASSERT_EQ(f->lost_reports().size(), 1u);
+  EXPECT_EQ(f->lost_reports()[0].tid, 8u);
+  EXPECT_EQ(f->lost_reports()[0].reason, tf::LostReason::SignalHandler);
+  size_t merged = 0;
+  f->for_each_merged([&](const RecordView& r) {
+    ++merged;
+    EXPECT_NE(r.type, RecordType::Padding);
+  });
+  EXPECT_EQ(merged, 3u);
+  size_t scanned = 0;
+  f->scan([&](const RecordView& r) { scanned += r.type == RecordType::Padding; });
+  EXPECT_EQ(scanned, 0u);
+  EXPECT_EQ(error_of(b.bytes(), "v2b.awtrace"), "");
+}
+
+TEST(Reader, RecordSizesComeFromTheTable) {
+  for (uint16_t type = 1; type < tf::kRecordTypeLimit; ++type) {
+    const tf::RecordInfo& info = tf::record_info(type);
+    ASSERT_NE(info.since, 0) << type;
+    if (info.size_rule != tf::SizeRule::Fixed) continue;
+    auto b = small_trace();
+    std::vector<uint8_t> rec(info.fixed + 8, 0);  // one word too long
+    b.raw(7, static_cast<RecordType>(type), rec.data(), rec.size());
+    std::string e = error_of(b.bytes(), "size.awtrace");
+    EXPECT_NE(e.find(fmt::format("{} record at block offset", info.name)), std::string::npos) << e;
+    EXPECT_NE(e.find(fmt::format("(expected {})", info.fixed)), std::string::npos) << e;
+  }
+}
+
+namespace {
+// A version-1 Copy record, as v1 writers laid it out (no CallHead).
+struct V1Copy {
+  tf::RecordHeader h;
+  uint16_t api, driver_fn;
+  uint8_t direction, src_memory, dst_memory, stream_kind;
+  uint32_t flags;
+  int32_t result;
+  uint32_t stack_id;
+  uint64_t start_ns, end_ns, stream, bytes;
+};
+struct V1Stack {
+  tf::RecordHeader h;
+  uint32_t stack_id, depth;
+};
+}  // namespace
+
+TEST(Reader, Version1RecordsAreConverted) {
+  TraceBuilder b(42);
+  b.header().version = 1;
+  b.thread_info(7, "main");
+  V1Stack s{};
+  s.stack_id = 1;
+  s.depth = 2;
+  uint64_t frames[2] = {0x401000, 0x402000};
+  b.raw(7, RecordType::Stack, &s, sizeof s, frames, sizeof frames);  // frames at offset 12
+  uint64_t t = b.header().start_monotonic_ns + kMs;
+  V1Copy c{};
+  c.api = static_cast<uint16_t>(Api::cudaMemcpyAsync);
+  c.driver_fn = static_cast<uint16_t>(Api::cuMemcpyDtoHAsync_v2);
+  c.direction = static_cast<uint8_t>(Direction::DtoH);
+  c.src_memory = static_cast<uint8_t>(MemoryKind::Device);
+  c.dst_memory = static_cast<uint8_t>(MemoryKind::Pageable);
+  c.stream_kind = static_cast<uint8_t>(tf::StreamKind::Explicit);
+  c.flags = tf::kFlagStackCaptured | tf::kFlagInFlight;  // bit 8 meant nothing in v1: ignored
+  c.stack_id = 1;
+  c.start_ns = t;
+  c.end_ns = t + 5 * kMs;
+  c.stream = 0x5000;
+  c.bytes = 1 << 20;
+  b.raw(7, RecordType::Copy, &c, sizeof c);
+  b.note_time(c.end_ns);
+  auto f = TraceFile::open(write_trace(b, "v1.awtrace"));
+  f->index();
+  EXPECT_EQ(f->version(), 1u);
+  ASSERT_TRUE(f->stack(1));
+  EXPECT_EQ(*f->stack(1), (std::vector<uint64_t>{0x401000, 0x402000}));
+  std::vector<tf::CopyRecord> copies;
+  f->for_each_merged([&](const RecordView& r) {
+    ASSERT_EQ(r.type, RecordType::Copy);
+    EXPECT_EQ(r.size, sizeof(tf::CopyRecord));
+    EXPECT_EQ(r.stored_size, sizeof(V1Copy));
+    copies.push_back(r.as<tf::CopyRecord>());
+  });
+  ASSERT_EQ(copies.size(), 1u);
+  EXPECT_EQ(copies[0].api, c.api);
+  EXPECT_EQ(copies[0].driver_fn, c.driver_fn);
+  EXPECT_EQ(copies[0].direction, c.direction);
+  EXPECT_EQ(copies[0].dst_memory, c.dst_memory);
+  EXPECT_EQ(copies[0].flags, uint32_t{tf::kFlagStackCaptured});
+  EXPECT_EQ(copies[0].stack_id, 1u);
+  EXPECT_EQ(copies[0].end_ns - copies[0].start_ns, 5 * kMs);
+  EXPECT_EQ(copies[0].stream, 0x5000u);
+  EXPECT_EQ(copies[0].bytes, uint64_t{1} << 20);
+  EXPECT_EQ(error_of(b.bytes(), "v1b.awtrace"), "");
+
+  // A v1 record with its v1 size wrong, and a type that version 1 did not have.
+  auto bad = b;
+  V1Copy shortc = c;
+  bad.raw(7, RecordType::Copy, &shortc, sizeof shortc - 8);
+  EXPECT_NE(error_of(bad.bytes(), "v1c.awtrace").find("Copy record at block offset 0x"), std::string::npos);
+  EXPECT_NE(error_of(bad.bytes(), "v1c.awtrace").find("size 48 (expected 56)"), std::string::npos);
+  auto newer = b;
+  tf::PaddingRecord pad{};
+  newer.raw(7, RecordType::Padding, &pad, sizeof pad);
+  EXPECT_NE(error_of(newer.bytes(), "v1p.awtrace").find("unknown record type 17 in a version-1 trace"),
+            std::string::npos);
 }

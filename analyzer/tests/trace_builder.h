@@ -1,9 +1,10 @@
 // Test-only: crafts asyncwatch traces record by record, with the layout of trace_format.h
-// (header, per-thread 64 KiB blocks, 8-byte aligned records, variable payloads right after
-// the fixed struct). Used by the unit tests, the golden-trace maker and the benchmark.
+// (header, per-thread 64 KiB blocks laid out by trace_io.h's BlockBuilder, 8-byte aligned records,
+// variable payloads right after the fixed struct). Used by the unit tests and the golden-trace maker.
 #pragma once
 
 #include <asyncwatch/trace_format.h>
+#include <asyncwatch/trace_io.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -55,13 +56,7 @@ class TraceBuilder {
   // Appends raw bytes as one record of `type` for thread `tid` (header filled in here).
   void raw(uint32_t tid, tf::RecordType type, const void* fixed, size_t fixed_size, const void* payload = nullptr,
            size_t payload_size = 0) {
-    uint32_t size = tf::record_size_aligned(static_cast<uint32_t>(fixed_size + payload_size));
-    std::vector<uint8_t> rec(size, 0);
-    std::memcpy(rec.data(), fixed, fixed_size);
-    if (payload_size) std::memcpy(rec.data() + fixed_size, payload, payload_size);
-    tf::RecordHeader h{static_cast<uint16_t>(type), static_cast<uint16_t>(size)};
-    std::memcpy(rec.data(), &h, sizeof h);
-    append(tid, rec);
+    blocks_.add(tid, type, fixed, fixed_size, payload, payload_size);
   }
   template <class T>
   void add(uint32_t tid, tf::RecordType type, const T& rec) {
@@ -85,7 +80,7 @@ class TraceBuilder {
   uint32_t stack(uint32_t tid, const std::vector<uint64_t>& frames) {
     tf::StackRecord r{};
     r.stack_id = ++last_stack_;
-    r.depth = static_cast<uint32_t>(frames.size());
+    r.depth = static_cast<uint16_t>(frames.size());
     raw(tid, tf::RecordType::Stack, &r, sizeof r, frames.data(), frames.size() * 8);
     return r.stack_id;
   }
@@ -202,13 +197,14 @@ class TraceBuilder {
   // The whole file.
   std::vector<uint8_t> bytes() const {
     tf::FileHeader h = header_;
-    h.blocks_claimed = blocks_.size();
+    const auto& blocks = blocks_.blocks();
+    h.blocks_claimed = blocks.size();
     if (h.closed == tf::kClosedCleanly && h.end_monotonic_ns == 0)
       h.end_monotonic_ns = std::max(last_time_, h.start_monotonic_ns) + 1000;
-    std::vector<uint8_t> out(tf::kHeaderSize + (blocks_.size() + zero_tail_) * tf::kBlockSize, 0);
+    std::vector<uint8_t> out(tf::kHeaderSize + (blocks.size() + zero_tail_) * tf::kBlockSize, 0);
     std::memcpy(out.data(), &h, sizeof h);
-    for (size_t i = 0; i < blocks_.size(); ++i)
-      std::memcpy(out.data() + tf::kHeaderSize + i * tf::kBlockSize, blocks_[i].data(), tf::kBlockSize);
+    for (size_t i = 0; i < blocks.size(); ++i)
+      std::memcpy(out.data() + tf::kHeaderSize + i * tf::kBlockSize, blocks[i].data(), tf::kBlockSize);
     return out;
   }
   void write(const std::string& path) const {
@@ -235,26 +231,8 @@ class TraceBuilder {
     std::memset(dst, 0, n);
     std::strncpy(dst, src, n - 1);
   }
-  void append(uint32_t tid, const std::vector<uint8_t>& rec) {
-    auto it = current_.find(tid);
-    if (it == current_.end() || used_[it->second] + rec.size() > tf::kBlockSize) {
-      blocks_.emplace_back(tf::kBlockSize, 0);
-      size_t idx = blocks_.size() - 1;
-      tf::BlockHeader bh{tf::kBlockMagic, tid, idx};
-      std::memcpy(blocks_[idx].data(), &bh, sizeof bh);
-      used_.push_back(sizeof bh);
-      current_[tid] = idx;
-      it = current_.find(tid);
-    }
-    size_t idx = it->second;
-    std::memcpy(blocks_[idx].data() + used_[idx], rec.data(), rec.size());
-    used_[idx] += rec.size();
-  }
-
   tf::FileHeader header_{};
-  std::vector<std::vector<uint8_t>> blocks_;
-  std::vector<size_t> used_;
-  std::map<uint32_t, size_t> current_;
+  asyncwatch::trace_io::BlockBuilder blocks_;  // the block layout: trace_io.h
   uint32_t last_stack_ = 0;
   uint32_t last_string_ = 0;
   uint64_t last_time_ = 0;

@@ -7,12 +7,19 @@
 #include "asyncwatch/trace_format.h"
 
 namespace asyncwatch {
+
+std::atomic<const Config*> g_config{nullptr};  // constant-initialized: valid before any static constructor
+
 namespace {
 
 // Constructed on first use: the library constructor (lifecycle.cpp) and early wrappers may run
 // before this file's static initializers.
 Config& storage() {
-  static Config* c = new Config;
+  static Config* c = [] {
+    auto* p = new Config;
+    g_config.store(p, std::memory_order_release);
+    return p;
+  }();
   return *c;
 }
 

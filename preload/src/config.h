@@ -1,6 +1,7 @@
 // Settings read once from ASYNCWATCH_* environment variables (docs/configuration.md).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -30,6 +31,13 @@ Config parse_config(GetEnvFn getenv_fn, WarnFn warn);
 
 // The process-wide configuration, parsed at load time by lifecycle.cpp.
 const Config& config();
+// config() without the call and its function-local static guard, for the per-call path.
+// Set once, when the configuration object is created (an acquire load: a plain load on x86).
+extern std::atomic<const Config*> g_config;
+inline const Config& config_fast() {
+  const Config* c = g_config.load(std::memory_order_acquire);
+  return __builtin_expect(c != nullptr, 1) ? *c : config();
+}
 void set_config(const Config& c);
 // config().disabled, without the function-local static behind config() (the wrappers' hot path).
 bool tracing_disabled() noexcept;

@@ -501,6 +501,44 @@ TEST(EndToEnd, SigkillKeepsEveryReturnedCall) {
   EXPECT_EQ(copies(t).size(), 5000u);
 }
 
+// The write protocol (docs/trace-format.md): a call record is published in flight before the real
+// call, so a process killed inside a call leaves that call in the trace, marked kFlagInFlight, with
+// no result and no end time; every call that returned is complete.
+TEST(EndToEnd, SigkillInsideACallLeavesItInFlight) {
+  std::string dir = make_dir();
+  pid_t pid = fork();
+  if (pid == 0)
+    exec_program({AW_TEST_APP, "copies", "50"}, app_environment({"FAKE_CUDA_COPY_SLEEP_US=100000"}, dir, true),
+                 dir + "/.stdout", dir + "/.stderr");
+  // The first call of a process is written after it returns (it opens the trace: here the
+  // allocation before the copies); from then on records are in place: wait until one is seen in
+  // flight, then kill.
+  bool seen = false;
+  for (int i = 0; i < 3000 && !seen; ++i) {
+    usleep(5000);
+    for (const std::string& p : list_traces(dir))
+      for (const CopyRecord& c : copies(aw_test::read_trace(p))) seen = seen || (c.flags & kFlagInFlight);
+  }
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(seen) << "no copy seen in flight within 15 s";
+  auto traces = list_traces(dir);
+  ASSERT_EQ(traces.size(), 1u);
+  auto c = copies(aw_test::read_trace(traces[0]));
+  ASSERT_GE(c.size(), 1u);
+  for (size_t i = 0; i + 1 < c.size(); ++i) {
+    EXPECT_EQ(c[i].flags & kFlagInFlight, 0u) << i;
+    EXPECT_GE(c[i].end_ns - c[i].start_ns, 100'000'000u) << i;
+  }
+  // The last one was killed inside the call (the sleep dwarfs everything else a copy does).
+  EXPECT_NE(c.back().flags & kFlagInFlight, 0u);
+  EXPECT_EQ(c.back().end_ns, 0u);
+  if (c.size() > 1) EXPECT_GT(c.back().start_ns, c[c.size() - 2].end_ns);
+  EXPECT_GT(c.back().start_ns, 0u);
+  EXPECT_NE(c.back().api, 0u);
+}
+
 TEST(EndToEnd, AbortKeepsEveryReturnedCall) {
   AppRun r = run({"abort", "77"});
   ASSERT_TRUE(WIFSIGNALED(r.status));
@@ -1081,9 +1119,10 @@ TEST(EndToEnd, FullDiskStopsTracingNotTheApp) {
          (unsigned long long)c.total, (unsigned long long)c.header.records_lost, calls, (long long)st.st_size);
 }
 
-// The same on a 1 MiB tmpfs: the header fits, the first segment does not: a header-only trace.
+// The same on a 128 KiB tmpfs: the header fits, the first (256 KiB) segment does not: a header-only
+// trace.
 TEST(EndToEnd, FullDiskBeforeTheFirstSegmentLeavesAHeaderOnlyTrace) {
-  TmpfsRun t = run_on_tmpfs({"copies", "1000"}, "1m");
+  TmpfsRun t = run_on_tmpfs({"copies", "1000"}, "128k");
   if (!t.mounted) GTEST_SKIP() << "cannot mount a tmpfs here: " << t.why_not;
   AppRun bare = run({"copies", "1000"}, {}, "", false);
   const AppRun& r = t.r;

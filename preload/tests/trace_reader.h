@@ -1,4 +1,5 @@
-// A minimal reader of trace_format.h for the tests: every valid record of every block.
+// A minimal reader of trace_format.h for the tests: every valid record of every block (the framing
+// walk is trace_io.h's).
 #pragma once
 
 #include <fcntl.h>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "asyncwatch/trace_format.h"
+#include "asyncwatch/trace_io.h"
 
 namespace aw_test {
 
@@ -49,8 +51,8 @@ struct Trace {
   }
 };
 
-// Calls fn(tid, record bytes, size) for each record without keeping them (for traces of
-// millions of records). Returns false if the file is not a trace; fills *header.
+// Calls fn(tid, record bytes, size) for each record (the framing walk of trace_io.h). Returns false
+// if the file is not a trace of the current version; fills *header.
 template <class Fn>
 bool for_each_record(const std::string& path, asyncwatch::trace::FileHeader* header, Fn fn) {
   using namespace asyncwatch::trace;
@@ -58,7 +60,7 @@ bool for_each_record(const std::string& path, asyncwatch::trace::FileHeader* hea
   if (fd < 0) return false;
   struct stat st;
   fstat(fd, &st);
-  std::vector<char> data(static_cast<size_t>(st.st_size));
+  std::vector<uint8_t> data(static_cast<size_t>(st.st_size));
   size_t got = 0;
   while (got < data.size()) {
     ssize_t n = read(fd, data.data() + got, data.size() - got);
@@ -66,23 +68,11 @@ bool for_each_record(const std::string& path, asyncwatch::trace::FileHeader* hea
     got += static_cast<size_t>(n);
   }
   close(fd);
-  if (data.size() < kHeaderSize) return false;
-  memcpy(header, data.data(), sizeof *header);
-  if (memcmp(header->magic, kMagic, 8) != 0 || header->version != kFormatVersion) return false;
-  for (size_t off = kHeaderSize; off + kBlockSize <= data.size(); off += kBlockSize) {
-    BlockHeader bh;
-    memcpy(&bh, data.data() + off, sizeof bh);
-    if (bh.magic != kBlockMagic) continue;
-    size_t pos = sizeof(BlockHeader);
-    while (pos + sizeof(RecordHeader) <= kBlockSize) {
-      RecordHeader h;
-      memcpy(&h, data.data() + off + pos, sizeof h);
-      if (h.type == 0 || h.size < sizeof(RecordHeader) || pos + h.size > kBlockSize) break;
-      fn(bh.tid, data.data() + off + pos, static_cast<size_t>(h.size));
-      pos += h.size;
-    }
-  }
-  return true;
+  bool ok = asyncwatch::trace_io::for_each_record(
+      data.data(), data.size(), header, [&](uint64_t, const BlockHeader& bh, const asyncwatch::trace_io::RawRecord& r) {
+        fn(bh.tid, reinterpret_cast<const char*>(r.data), static_cast<size_t>(r.size));
+      });
+  return ok && header->version == kFormatVersion;
 }
 
 // Every record of a trace, kept in memory (small traces).

@@ -338,6 +338,33 @@ void on_usr1(int) {
 }
 }  // namespace
 
+// Losses are reported in band too: one LostRecord before the thread's next record.
+TEST_F(TraceWriterTest, LostCallsAreReportedInBandBeforeTheNextRecord) {
+  trace_writer::after_fork_child(0);  // a fresh trace
+  ASSERT_TRUE(trace_writer::ensure_open());
+  std::string path = trace_writer::path();
+  HostFuncRunRecord a = run_record(1), b = run_record(2);
+  ASSERT_TRUE(thread_buffer::write(&a));
+  uint64_t before = now_ns();
+  thread_buffer::note_lost(LostReason::SignalHandler);
+  thread_buffer::note_lost(LostReason::NoBlock);
+  ASSERT_TRUE(thread_buffer::write(&b));
+  ASSERT_TRUE(thread_buffer::write(&a));  // nothing lost since: no second LostRecord
+  trace_writer::close_clean(0);
+  aw_test::Trace tr = aw_test::read_trace(path);
+  ASSERT_TRUE(tr.ok) << tr.error;
+  std::vector<RecordType> types;
+  for (const auto& rec : tr.records) types.push_back(rec.type());
+  EXPECT_EQ(types, (std::vector<RecordType>{RecordType::ThreadInfo, RecordType::HostFuncRun, RecordType::Lost,
+                                            RecordType::HostFuncRun, RecordType::HostFuncRun}));
+  auto lost = tr.all<LostRecord>(RecordType::Lost);
+  ASSERT_EQ(lost.size(), 1u);
+  EXPECT_EQ(lost[0].count, 2u);
+  EXPECT_EQ(lost[0].reason, static_cast<uint32_t>(LostReason::SignalHandler));  // the first loss's
+  EXPECT_GE(lost[0].first_lost_ns, before);
+  EXPECT_GE(lost[0].last_lost_ns, lost[0].first_lost_ns);
+}
+
 TEST_F(TraceWriterTest, SignalHandlerWritingBetweenReserveAndCommit) {
   trace_writer::after_fork_child(0);  // a fresh trace
   ASSERT_TRUE(trace_writer::ensure_open());

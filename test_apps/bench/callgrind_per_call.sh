@@ -6,17 +6,19 @@
 # the difference is divided by the difference in calls, so one-off costs (the trace's open, the
 # first segment, lazy binding) cancel out. Deterministic: no timing enters the counts.
 #
-# usage: callgrind_per_call.sh BUILD_DIR [--lib LIB] [--items launch,copy_pinned_64]
+# usage: callgrind_per_call.sh BUILD_DIR [--lib LIB] [--items launch,copy_pinned_64] [--env NAME=VALUE]...
 #   BUILD_DIR  holds lib/libasyncwatch.so, lib/asyncwatch/sim/ and test_apps/overhead_bench
 #   --lib      another build of the library (A/B of a change to the hot path)
+#   --env      set for the traced program, e.g. ASYNCWATCH_DISABLE=1 (the disabled path)
 # Output: one line per item: item=... runtime_wrapper_ir=... driver_wrapper_ir=... total_ir=...
 set -euo pipefail
 die() { echo "callgrind_per_call: $*" >&2; exit 2; }
-build=""; lib=""; items="launch,copy_pinned_64"
+build=""; lib=""; items="launch,copy_pinned_64"; extra_env=()
 while [[ $# -gt 0 ]]; do
   case $1 in
     --lib) lib=${2:?}; shift ;;
     --items) items=${2:?}; shift ;;
+    --env) extra_env+=("${2:?}"); shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     -*) die "unknown option $1" ;;
     *) build=$1 ;;
@@ -47,7 +49,7 @@ for item in "${list[@]}"; do
   for scale in 0.02 0.06; do
     out=$work/$item-$scale
     mkdir -p "$out.d"
-    LD_LIBRARY_PATH=$sim LD_PRELOAD=$lib ASYNCWATCH_OUTPUT_DIR=$out.d ASYNCWATCH_QUIET=1 \
+    env ${extra_env[@]+"${extra_env[@]}"} LD_LIBRARY_PATH=$sim LD_PRELOAD=$lib ASYNCWATCH_OUTPUT_DIR=$out.d ASYNCWATCH_QUIET=1 \
       valgrind --tool=callgrind --callgrind-out-file="$out.cg" "$bench" --only "$item" --reps 1 \
       --scale "$scale" --warmup-ms 0 >"$out.log" 2>&1 || { cat "$out.log" >&2; die "run failed"; }
     callgrind_annotate --inclusive=yes --tree=caller "$out.cg" >"$out.txt" 2>/dev/null

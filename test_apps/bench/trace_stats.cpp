@@ -1,7 +1,7 @@
 // trace_stats: how many bytes of an asyncwatch trace hold records, for run_overhead.sh's
 // "trace bytes per call" (a trace file grows in 64 KiB blocks per thread and 4 MiB segments, so
-// its size alone is coarse). Walks every block the way a reader does (BlockHeader, then records
-// until a zero RecordHeader) using only asyncwatch/trace_format.h.
+// its size alone is coarse). Walks every block with trace_io.h's framing walk (names from the
+// record table of trace_format.h).
 //
 // usage: trace_stats TRACE...
 // Prints per file, one line:
@@ -17,18 +17,11 @@
 #include <cstring>
 
 #include "asyncwatch/trace_format.h"
+#include "asyncwatch/trace_io.h"
 
 namespace tf = asyncwatch::trace;
 
 namespace {
-
-const char* type_name(uint16_t t) {
-  static const char* const names[] = {"None",     "ThreadInfo", "Module", "Stack",         "String",
-                                      "Copy",     "Memset",     "Launch", "HostFuncEnqueue", "HostFuncRun",
-                                      "Sync",     "MemoryOp",   "StreamCreate", "StreamDestroy", "Capture",
-                                      "Lost",     "DeviceInfo"};
-  return t < sizeof names / sizeof names[0] ? names[t] : "Unknown";
-}
 
 int stats(const char* path) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -51,37 +44,28 @@ int stats(const char* path) {
   }
   const auto* base = static_cast<const unsigned char*>(map);
   tf::FileHeader h;
-  std::memcpy(&h, base, sizeof h);
-  if (std::memcmp(h.magic, tf::kMagic, sizeof h.magic) != 0 || h.block_size == 0) {
-    std::fprintf(stderr, "%s: not an asyncwatch trace\n", path);
+  uint64_t count[tf::kRecordTypeLimit] = {}, bytes[tf::kRecordTypeLimit] = {};
+  uint64_t record_bytes = 0, records = 0;
+  uint64_t last_block = UINT64_MAX, blocks = 0;
+  bool ok = asyncwatch::trace_io::for_each_record(
+      base, size, &h, [&](uint64_t b, const tf::BlockHeader&, const asyncwatch::trace_io::RawRecord& r) {
+        if (b != last_block) ++blocks, last_block = b;
+        ++records;
+        record_bytes += r.size;
+        count[r.type]++;
+        bytes[r.type] += r.size;
+      });
+  if (!ok) {
+    std::fprintf(stderr, "%s: not an asyncwatch trace (magic, version or sizes)\n", path);
     munmap(map, size);
     return 1;
-  }
-  uint64_t count[64] = {}, bytes[64] = {};
-  uint64_t blocks = 0, record_bytes = 0, records = 0;
-  for (size_t off = h.header_size; off + h.block_size <= size; off += h.block_size) {
-    tf::BlockHeader bh;
-    std::memcpy(&bh, base + off, sizeof bh);
-    if (bh.magic != tf::kBlockMagic) continue;
-    ++blocks;
-    size_t pos = sizeof(tf::BlockHeader);
-    while (pos + sizeof(tf::RecordHeader) <= h.block_size) {
-      tf::RecordHeader rh;
-      std::memcpy(&rh, base + off + pos, sizeof rh);
-      if (rh.type == 0 || rh.size < sizeof rh || pos + rh.size > h.block_size) break;
-      ++records;
-      record_bytes += rh.size;
-      count[rh.type & 63]++;
-      bytes[rh.type & 63] += rh.size;
-      pos += rh.size;
-    }
   }
   std::printf("file=%s file_bytes=%zu blocks=%llu record_bytes=%llu records=%llu closed=%d", path, size,
               static_cast<unsigned long long>(blocks), static_cast<unsigned long long>(record_bytes),
               static_cast<unsigned long long>(records), h.closed == tf::kClosedCleanly ? 1 : 0);
-  for (int t = 1; t < 64; ++t)
+  for (uint16_t t = 1; t < tf::kRecordTypeLimit; ++t)
     if (count[t])
-      std::printf(" %s=%llu/%llu", type_name(static_cast<uint16_t>(t)), static_cast<unsigned long long>(count[t]),
+      std::printf(" %s=%llu/%llu", tf::record_type_text(static_cast<tf::RecordType>(t)), static_cast<unsigned long long>(count[t]),
                   static_cast<unsigned long long>(bytes[t]));
   std::printf("\n");
   munmap(map, size);

@@ -1,27 +1,37 @@
-// asyncwatch trace format, version 1: the one definition shared by the writer
-// (preload/) and the reader (analyzer/). docs/trace-format.md describes it in prose;
-// change both together and bump kFormatVersion on any incompatible change.
+// asyncwatch trace format, version 2: the one definition shared by the writer (preload/) and
+// the reader (analyzer/). docs/trace-format.md describes it in prose; change both together.
+// Everything a reader needs to know about a record type comes from ONE table
+// (ASYNCWATCH_RECORD_TYPES): its id, name, struct, fixed size, whether it is a call record
+// (starts with CallHead), the first version that may contain it, and (variable-size types) the
+// payload size. Every enum of the format has its X-macro and name table here too; nothing else
+// hand-writes a switch over them. A change that adds a type or an Api id appends a row and bumps
+// kFormatVersion; older traces keep reading (the reader knows each row's since_version).
 //
 // Layout of a trace file (little-endian, x86-64):
 //   [FileHeader, kHeaderSize bytes][Block 0][Block 1]...
 // Each block is kBlockSize bytes, owned by exactly one thread (BlockHeader::tid), and holds
 // records packed back to back, each 8-byte aligned, each starting with a RecordHeader.
-// A record becomes visible when its RecordHeader is stored (release order) after its body,
-// so a reader that finds `type == kNone` (the zero fill of an unwritten file) has reached the
-// end of the valid part of that block. The writer maps the file MAP_SHARED, so every record
-// of a call that returned is in the page cache even if the process is SIGKILLed.
+// A record becomes visible when its RecordHeader is stored (release order) after the fields
+// known at that point, so a reader that finds `type == kNone` (the zero fill of an unwritten
+// file) has reached the end of the valid part of that block. A call record is published
+// before the real call with kFlagInFlight set and completed after it (the write protocol in
+// docs/trace-format.md). The writer maps the file MAP_SHARED, so every record of a call that
+// returned is in the page cache even if the process is SIGKILLed.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 namespace asyncwatch::trace {
 
 inline constexpr char kMagic[8] = {'A', 'S', 'Y', 'N', 'C', 'W', 'T', 'R'};
-inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr uint32_t kFormatVersion = 2;
+inline constexpr uint32_t kOldestReadableVersion = 1;  // version 1 is read through an adapter (analyzer)
 inline constexpr uint32_t kHeaderSize = 4096;
 inline constexpr uint32_t kBlockSize = 64 * 1024;
-inline constexpr uint32_t kBlockMagic = 0x314b4c42;     // "BLK1"
+inline constexpr uint32_t kBlockMagic = 0x314b4c42;     // "BLK1" (the block framing is unchanged since v1)
 inline constexpr uint32_t kClosedCleanly = 0x45534f4c;  // "LOSE": written by a clean close
 inline constexpr uint32_t kMaxStackDepth = 64;
 
@@ -177,67 +187,147 @@ inline const char* api_name(Api api) {
   return i < static_cast<size_t>(Api::Count) ? kApiNames[i] : "unknown-api";
 }
 
-// What cudaPointerGetAttributes / cuPointerGetAttributes say of one side of a copy.
-enum class MemoryKind : uint8_t {
-  Unknown = 0,   // not classified (query failed, or not applicable)
-  Pageable = 1,  // cudaMemoryTypeUnregistered: malloc, new, stack, mmap, unregistered
-  Pinned = 2,    // cudaMemoryTypeHost: cudaMallocHost, cudaHostAlloc, cudaHostRegister
-  Device = 3,    // cudaMemoryTypeDevice
-  Managed = 4,   // cudaMemoryTypeManaged
-  Array = 5,     // a CUDA array (2D/3D copies)
-};
+// Ids of the APIs present in each version (the table above is append-only): an id at or beyond
+// kApiCountInVersion[v] in a version-v trace is an error. Append the new count with a new version.
+inline constexpr uint16_t kApiCountInVersion[] = {0, static_cast<uint16_t>(Api::Count),
+                                                  static_cast<uint16_t>(Api::Count)};
+static_assert(sizeof(kApiCountInVersion) / sizeof(kApiCountInVersion[0]) == kFormatVersion + 1);
 
-enum class Direction : uint8_t {
-  Unknown = 0,
-  HtoD = 1,
-  DtoH = 2,
-  DtoD = 3,
-  HtoH = 4,
-  Peer = 5,  // device to device across devices
-};
+// ---- the small enums: X(Name, value, "text printed by dump/report/JSON") ---------------------
+// What cudaPointerGetAttributes / cuPointerGetAttributes say of one side of a copy.
+#define ASYNCWATCH_MEMORY_KINDS(X)                                                                 \
+  X(Unknown, 0, "unknown")   /* not classified (query failed, or not applicable) */              \
+  X(Pageable, 1, "pageable") /* cudaMemoryTypeUnregistered: malloc, new, stack, mmap */          \
+  X(Pinned, 2, "pinned")     /* cudaMemoryTypeHost: cudaMallocHost, cudaHostAlloc, registered */ \
+  X(Device, 3, "device")     /* cudaMemoryTypeDevice */                                          \
+  X(Managed, 4, "managed")   /* cudaMemoryTypeManaged */                                         \
+  X(Array, 5, "array")       /* a CUDA array (2D/3D copies) */
+
+#define ASYNCWATCH_DIRECTIONS(X) \
+  X(Unknown, 0, "unknown")       \
+  X(HtoD, 1, "HtoD")             \
+  X(DtoH, 2, "DtoH")             \
+  X(DtoD, 3, "DtoD")             \
+  X(HtoH, 4, "HtoH")             \
+  X(Peer, 5, "Peer") /* device to device across devices */
 
 // How the stream argument reached the driver. Explicit streams are resolved by the analyzer
 // through the StreamCreate record of that handle (blocking or cudaStreamNonBlocking).
-enum class StreamKind : uint8_t {
-  Unknown = 0,
-  LegacyDefault = 1,     // handle 0 through a legacy entry point, or cudaStreamLegacy (0x1)
-  PerThreadDefault = 2,  // handle 0 through a _ptsz/_ptds entry point, or cudaStreamPerThread (0x2)
-  Explicit = 3,          // a created stream
-};
+#define ASYNCWATCH_STREAM_KINDS(X)                                                                        \
+  X(Unknown, 0, "unknown")                                                                              \
+  X(LegacyDefault, 1, "legacy-default")         /* handle 0 (legacy entry point) or cudaStreamLegacy */ \
+  X(PerThreadDefault, 2, "per-thread-default")  /* handle 0 (_ptsz/_ptds) or cudaStreamPerThread */     \
+  X(Explicit, 3, "explicit")                    /* a created stream */
 
-// Record.flags bits.
-enum RecordFlags : uint32_t {
-  kFlagCaptureActive = 1u << 0,      // the stream was capturing: recorded, not executed
-  kFlagEvidenceChecked = 1u << 1,    // an event was recorded after the call and queried at return
-  kFlagCompletedAtReturn = 1u << 2,  // ... and the stream had already completed the work
-  kFlagFirstLaunch = 1u << 3,        // first launch of this function in this process
-  kFlagStackCaptured = 1u << 4,      // stack_id refers to a Stack record
-  kFlagRuntimeOnly = 1u << 5,        // seen at the runtime layer only (no driver call reached)
-  kFlagPerThreadEntry = 1u << 6,     // reached through a _ptsz/_ptds driver entry point
-  kFlagSynchronousApi = 1u << 7,     // the API is synchronous by contract (cudaMemcpy, cuMemcpyHtoD)
-};
+// Why records were lost (LostRecord.reason).
+#define ASYNCWATCH_LOST_REASONS(X)                                                                  \
+  X(Unknown, 0, "unknown")                                                                        \
+  X(NoBlock, 1, "no-block")             /* no block could be claimed (tracing stopped or closed) */ \
+  X(FileLimit, 2, "file-limit")         /* the file could not grow: disk full, RLIMIT_FSIZE */      \
+  X(SignalHandler, 3, "signal-handler") /* a handler interrupted the library: nowhere to write */   \
+  X(TooLarge, 4, "too-large")           /* the record does not fit a block */
 
-enum class RecordType : uint16_t {
-  None = 0,  // zero fill: end of the valid part of a block
-  ThreadInfo = 1,
-  Module = 2,
-  Stack = 3,
-  String = 4,
-  Copy = 5,
-  Memset = 6,
-  Launch = 7,
-  HostFuncEnqueue = 8,
-  HostFuncRun = 9,
-  Sync = 10,
-  MemoryOp = 11,
-  StreamCreate = 12,
-  StreamDestroy = 13,
-  Capture = 14,
-  Lost = 15,
-  DeviceInfo = 16,
-  Count
-};
+#define ASYNCWATCH_ENUM_ROW(name, value, text) name = value,
+#define ASYNCWATCH_ENUM_TEXT(name, value, text) text,
+#define ASYNCWATCH_ENUM_ONE(name, value, text) +1
 
+enum class MemoryKind : uint8_t { ASYNCWATCH_MEMORY_KINDS(ASYNCWATCH_ENUM_ROW) };
+enum class Direction : uint8_t { ASYNCWATCH_DIRECTIONS(ASYNCWATCH_ENUM_ROW) };
+enum class StreamKind : uint8_t { ASYNCWATCH_STREAM_KINDS(ASYNCWATCH_ENUM_ROW) };
+enum class LostReason : uint32_t { ASYNCWATCH_LOST_REASONS(ASYNCWATCH_ENUM_ROW) };
+// The values of each of these enums are 0..N-1 (checked below): a value < kXxxCount is valid.
+inline constexpr uint8_t kMemoryKindCount = 0 ASYNCWATCH_MEMORY_KINDS(ASYNCWATCH_ENUM_ONE);
+inline constexpr uint8_t kDirectionCount = 0 ASYNCWATCH_DIRECTIONS(ASYNCWATCH_ENUM_ONE);
+inline constexpr uint8_t kStreamKindCount = 0 ASYNCWATCH_STREAM_KINDS(ASYNCWATCH_ENUM_ONE);
+inline constexpr uint32_t kLostReasonCount = 0 ASYNCWATCH_LOST_REASONS(ASYNCWATCH_ENUM_ONE);
+inline constexpr const char* kMemoryKindNames[] = {ASYNCWATCH_MEMORY_KINDS(ASYNCWATCH_ENUM_TEXT)};
+inline constexpr const char* kDirectionNames[] = {ASYNCWATCH_DIRECTIONS(ASYNCWATCH_ENUM_TEXT)};
+inline constexpr const char* kStreamKindNames[] = {ASYNCWATCH_STREAM_KINDS(ASYNCWATCH_ENUM_TEXT)};
+inline constexpr const char* kLostReasonNames[] = {ASYNCWATCH_LOST_REASONS(ASYNCWATCH_ENUM_TEXT)};
+static_assert(static_cast<uint8_t>(MemoryKind::Array) + 1 == kMemoryKindCount);
+static_assert(static_cast<uint8_t>(Direction::Peer) + 1 == kDirectionCount);
+static_assert(static_cast<uint8_t>(StreamKind::Explicit) + 1 == kStreamKindCount);
+static_assert(static_cast<uint32_t>(LostReason::TooLarge) + 1 == kLostReasonCount);
+
+inline constexpr const char* memory_kind_text(MemoryKind k) {
+  return static_cast<uint8_t>(k) < kMemoryKindCount ? kMemoryKindNames[static_cast<uint8_t>(k)] : "unknown";
+}
+inline constexpr const char* direction_text(Direction d) {
+  return static_cast<uint8_t>(d) < kDirectionCount ? kDirectionNames[static_cast<uint8_t>(d)] : "unknown";
+}
+inline constexpr const char* stream_kind_text(StreamKind k) {
+  return static_cast<uint8_t>(k) < kStreamKindCount ? kStreamKindNames[static_cast<uint8_t>(k)] : "unknown";
+}
+inline constexpr const char* lost_reason_text(LostReason r) {
+  return static_cast<uint32_t>(r) < kLostReasonCount ? kLostReasonNames[static_cast<uint32_t>(r)] : "unknown";
+}
+
+// ---- the one definition of a copy's direction --------------------------------------------
+// Host = Pageable or Pinned; device side = Device, Managed or Array; Unknown on either side gives
+// Unknown (an entry point whose name fixes the direction, cuMemcpyHtoD..., states it instead).
+inline constexpr bool is_host_memory(MemoryKind k) { return k == MemoryKind::Pageable || k == MemoryKind::Pinned; }
+inline constexpr bool is_device_memory(MemoryKind k) {
+  return k == MemoryKind::Device || k == MemoryKind::Managed || k == MemoryKind::Array;
+}
+inline constexpr Direction infer_direction(MemoryKind src, MemoryKind dst) {
+  if (is_host_memory(src) && is_device_memory(dst)) return Direction::HtoD;
+  if (is_device_memory(src) && is_host_memory(dst)) return Direction::DtoH;
+  if (is_device_memory(src) && is_device_memory(dst)) return Direction::DtoD;
+  if (is_host_memory(src) && is_host_memory(dst)) return Direction::HtoH;
+  return Direction::Unknown;
+}
+// The host side of a copy of direction `d` (the side whose kind decides whether it can be
+// asynchronous): the source of HtoD, the destination of DtoH; for HtoH the side that is not pinned
+// (pageable or unknown) if any; Unknown for device-to-device copies and unknown directions.
+inline constexpr MemoryKind host_side(Direction d, MemoryKind src, MemoryKind dst) {
+  switch (d) {
+    case Direction::HtoD: return src;
+    case Direction::DtoH: return dst;
+    case Direction::HtoH: return src != MemoryKind::Pinned ? src : dst;
+    default: return MemoryKind::Unknown;
+  }
+}
+static_assert(infer_direction(MemoryKind::Pinned, MemoryKind::Managed) == Direction::HtoD);
+static_assert(infer_direction(MemoryKind::Array, MemoryKind::Pageable) == Direction::DtoH);
+static_assert(infer_direction(MemoryKind::Unknown, MemoryKind::Device) == Direction::Unknown);
+
+// ---- flags: X(Name, bit) -> kFlagName = 1u << bit ------------------------------------------
+#define ASYNCWATCH_RECORD_FLAGS(X)                                                                    \
+  X(CaptureActive, 0)     /* the stream was capturing: recorded, not executed */                   \
+  X(EvidenceChecked, 1)   /* an event was recorded after the call and queried at return */         \
+  X(CompletedAtReturn, 2) /* ... and the stream had already completed the work */                  \
+  X(FirstLaunch, 3)       /* first launch of this function in this process */                      \
+  X(StackCaptured, 4)     /* stack_id refers to a Stack record */                                  \
+  X(RuntimeOnly, 5)       /* seen at the runtime layer only (no driver call reached) */            \
+  X(PerThreadEntry, 6)    /* reached through a _ptsz/_ptds driver entry point */                   \
+  X(SynchronousApi, 7)    /* the API is synchronous by contract (cudaMemcpy, cuMemcpyHtoD) */      \
+  X(InFlight, 8)          /* v2: published before the real call; cleared when the call returned */
+
+#define ASYNCWATCH_FLAG_ROW(name, bit) kFlag##name = 1u << bit,
+enum RecordFlags : uint32_t { ASYNCWATCH_RECORD_FLAGS(ASYNCWATCH_FLAG_ROW) };
+#undef ASYNCWATCH_FLAG_ROW
+
+#define ASYNCWATCH_CONFIG_FLAGS(X)                                                 \
+  X(Evidence, 0)       /* completion evidence enabled */                          \
+  X(StacksCopies, 1)   /* stacks for copies, memsets, host functions */           \
+  X(StacksLaunches, 2) /* stacks for every launch (else only blocked ones) */     \
+  X(StacksSync, 3)     /* stacks for sync and memory-management calls */
+
+#define ASYNCWATCH_CONFIG_ROW(name, bit) kConfig##name = 1u << bit,
+enum ConfigFlags : uint32_t { ASYNCWATCH_CONFIG_FLAGS(ASYNCWATCH_CONFIG_ROW) };
+#undef ASYNCWATCH_CONFIG_ROW
+
+// Name tables of the flag words, by bit.
+struct FlagName {
+  uint32_t bit;
+  const char* name;
+};
+#define ASYNCWATCH_FLAG_NAME(name, bit) FlagName{1u << bit, #name},
+inline constexpr FlagName kRecordFlagNames[] = {ASYNCWATCH_RECORD_FLAGS(ASYNCWATCH_FLAG_NAME)};
+inline constexpr FlagName kConfigFlagNames[] = {ASYNCWATCH_CONFIG_FLAGS(ASYNCWATCH_FLAG_NAME)};
+#undef ASYNCWATCH_FLAG_NAME
+
+// ---- framing --------------------------------------------------------------------------------
 struct RecordHeader {
   uint16_t type;  // RecordType
   uint16_t size;  // bytes of the whole record including this header, multiple of 8
@@ -248,7 +338,7 @@ inline constexpr uint32_t record_size_aligned(uint32_t bytes) { return (bytes + 
 
 struct FileHeader {
   char magic[8];                // kMagic
-  uint32_t version;             // kFormatVersion
+  uint32_t version;             // kFormatVersion of the writer
   uint32_t header_size;         // kHeaderSize
   uint32_t block_size;          // kBlockSize
   uint32_t closed;              // kClosedCleanly after a clean close, else 0
@@ -269,21 +359,13 @@ struct FileHeader {
   char cuda_env[256];           // CUDA_LAUNCH_BLOCKING, CUDA_MODULE_LOADING, CUDA_DEVICE_MAX_CONNECTIONS
                                 // as "NAME=value;..." for those set at open
   // Recording paused by the application (asyncwatch_set_recording, asyncwatch/control.h): calls
-  // made while paused are not in the trace. Updated atomically in the mapping; taken from the
-  // reserved bytes (version 1 readers and writers leave them zero).
+  // made while paused are not in the trace. Updated atomically in the mapping.
   uint64_t paused_ns;           // total of the pauses that ended
   uint64_t pause_count;         // pauses begun
   uint64_t paused_since_ns;     // CLOCK_MONOTONIC start of the pause in progress, else 0
   uint8_t reserved[kHeaderSize - 8 - 4 * 4 - 8 * 8 - 4 - 4 - 8 - 64 - 512 - 1024 - 256 - 3 * 8];
 };
 static_assert(sizeof(FileHeader) == kHeaderSize);
-
-enum ConfigFlags : uint32_t {
-  kConfigEvidence = 1u << 0,      // completion evidence enabled
-  kConfigStacksCopies = 1u << 1,  // stacks for copies, memsets, host functions
-  kConfigStacksLaunches = 1u << 2,  // stacks for every launch (else only blocked ones)
-  kConfigStacksSync = 1u << 3,    // stacks for sync and memory-management calls
-};
 
 struct BlockHeader {
   uint32_t magic;        // kBlockMagic
@@ -292,14 +374,86 @@ struct BlockHeader {
 };
 static_assert(sizeof(BlockHeader) == 16);
 
-// ---- records --------------------------------------------------------------------------
+// ---- records --------------------------------------------------------------------------------
 // Times are CLOCK_MONOTONIC nanoseconds. blocked time = end_ns - start_ns of the call.
+
+// The head of every call record (offset 0 of each struct derived from it).
+struct CallHead {
+  RecordHeader h;       // type, size
+  uint16_t api;         // Api the application called
+  uint16_t driver_fn;   // Api of the driver entry point reached, or Api::None
+  uint32_t flags;       // RecordFlags (kFlagInFlight: published before the call, not completed yet)
+  int32_t result;       // CUresult / cudaError_t returned to the application
+  uint32_t stack_id;    // 0 = none
+  uint8_t stream_kind;  // StreamKind (Unknown where the call has no stream)
+  uint8_t reserved[3];
+  uint64_t start_ns;    // CLOCK_MONOTONIC
+  uint64_t end_ns;      // 0 while in flight
+};
+static_assert(sizeof(CallHead) == 40);
+
+struct CopyRecord : CallHead {  // RecordType::Copy and RecordType::Memset
+  uint64_t stream;      // handle value as passed
+  uint64_t bytes;       // total bytes copied or set
+  uint8_t direction;    // Direction (Unknown for memsets)
+  uint8_t src_memory;   // MemoryKind (Unknown for memsets)
+  uint8_t dst_memory;   // MemoryKind
+  uint8_t pad[5];
+};
+static_assert(sizeof(CopyRecord) == 64);
+
+struct LaunchRecord : CallHead {
+  uint64_t stream;
+  uint32_t kernel_name_id;  // StringRecord id, 0 unknown
+  uint32_t shared_mem_bytes;
+  uint32_t grid[3];
+  uint32_t block[3];
+};
+static_assert(sizeof(LaunchRecord) == 80);
+
+struct HostFuncEnqueueRecord : CallHead {  // cudaStreamAddCallback / cudaLaunchHostFunc / cu*
+  uint64_t stream;
+  uint64_t callback_id;    // matches HostFuncRunRecord; unique in the process
+  uint64_t user_function;  // address of the application's callback
+};
+static_assert(sizeof(HostFuncEnqueueRecord) == 64);
+
+struct SyncRecord : CallHead {  // stream/event/device synchronize, stream wait event, queries
+  uint64_t handle;  // stream or event handle, 0 for device sync
+  uint32_t repeat;  // identical calls this record stands for (1; a later version may fold polling)
+  uint32_t pad;
+};
+static_assert(sizeof(SyncRecord) == 56);
+
+struct MemoryOpRecord : CallHead {  // allocations, frees, registrations (implicit synchronization)
+  uint64_t address;
+  uint64_t bytes;
+  uint8_t memory;  // MemoryKind of the memory allocated/freed/registered
+  uint8_t pad[3];
+  uint32_t alloc_flags;  // the API's flags argument (cudaHostAlloc*, cudaHostRegister*)
+};
+static_assert(sizeof(MemoryOpRecord) == 64);
+
+struct StreamCreateRecord : CallHead {  // also StreamDestroy (flags/priority unused)
+  uint64_t stream;
+  uint32_t stream_flags;  // CU_STREAM_NON_BLOCKING = 1
+  int32_t priority;
+};
+static_assert(sizeof(StreamCreateRecord) == 56);
+
+struct CaptureRecord : CallHead {  // begin / end of stream capture
+  uint64_t stream;
+  uint32_t mode;  // CUstreamCaptureMode
+  uint32_t pad;
+};
+static_assert(sizeof(CaptureRecord) == 56);
 
 struct ThreadInfoRecord {  // first record a thread writes
   RecordHeader h;
   uint32_t tid;
   char name[16];  // pthread name at the time
 };
+static_assert(sizeof(ThreadInfoRecord) == 24);
 
 struct ModuleRecord {  // variable: followed by path_len bytes of path (no NUL)
   RecordHeader h;
@@ -310,76 +464,30 @@ struct ModuleRecord {  // variable: followed by path_len bytes of path (no NUL)
   uint64_t low;        // lowest mapped address of its PT_LOAD segments
   uint64_t high;       // one past the highest
   uint8_t build_id[20];
+  uint8_t pad[4];
   // char path[path_len];
+  static constexpr uint32_t payload_bytes(const ModuleRecord& r) { return r.path_len; }
 };
+static_assert(sizeof(ModuleRecord) == 56);
 
 struct StackRecord {  // variable: followed by depth uint64_t return addresses, innermost first
   RecordHeader h;
-  uint32_t stack_id;  // > 0
-  uint32_t depth;
+  uint32_t stack_id;      // > 0
+  uint16_t depth;         // native frames, at most kMaxStackDepth
+  uint16_t python_depth;  // 0 (Python frames: a later version defines their layout)
+  uint32_t reserved;
   // uint64_t frames[depth];
+  static constexpr uint32_t payload_bytes(const StackRecord& r) { return 8u * r.depth; }
 };
+static_assert(sizeof(StackRecord) == 16);
 
 struct StringRecord {  // variable: interned text (kernel names); followed by len bytes
   RecordHeader h;
   uint32_t string_id;  // > 0
   uint32_t len;
+  static constexpr uint32_t payload_bytes(const StringRecord& r) { return r.len; }
 };
-
-struct CopyRecord {  // RecordType::Copy and RecordType::Memset
-  RecordHeader h;
-  uint16_t api;        // Api the application called
-  uint16_t driver_fn;  // Api of the driver entry point reached, or Api::None
-  uint8_t direction;   // Direction (Unknown for memsets)
-  uint8_t src_memory;  // MemoryKind (Unknown for memsets)
-  uint8_t dst_memory;  // MemoryKind
-  uint8_t stream_kind; // StreamKind
-  uint32_t flags;      // RecordFlags
-  int32_t result;      // CUresult / cudaError_t returned to the application
-  uint32_t stack_id;   // 0 = none
-  uint64_t start_ns;
-  uint64_t end_ns;
-  uint64_t stream;     // handle value as passed
-  uint64_t bytes;      // total bytes copied or set
-};
-static_assert(sizeof(CopyRecord) == 56);
-
-struct LaunchRecord {
-  RecordHeader h;
-  uint16_t api;
-  uint16_t driver_fn;
-  uint8_t stream_kind;
-  uint8_t reserved[3];
-  uint32_t flags;
-  int32_t result;
-  uint32_t stack_id;
-  uint32_t kernel_name_id;  // StringRecord id, 0 unknown
-  uint32_t shared_mem_bytes;
-  uint32_t grid[3];
-  uint32_t block[3];
-  uint64_t start_ns;
-  uint64_t end_ns;
-  uint64_t stream;
-};
-static_assert(sizeof(LaunchRecord) == 80);
-
-struct HostFuncEnqueueRecord {  // cudaStreamAddCallback / cudaLaunchHostFunc / cu*
-  RecordHeader h;
-  uint16_t api;
-  uint16_t driver_fn;
-  uint8_t stream_kind;
-  uint8_t reserved[3];
-  uint32_t flags;
-  int32_t result;
-  uint32_t stack_id;
-  uint32_t reserved2;
-  uint64_t callback_id;  // matches HostFuncRunRecord; unique in the process
-  uint64_t start_ns;
-  uint64_t end_ns;
-  uint64_t stream;
-  uint64_t user_function;  // address of the application's callback
-};
-static_assert(sizeof(HostFuncEnqueueRecord) == 72);
+static_assert(sizeof(StringRecord) == 12);
 
 struct HostFuncRunRecord {  // written by the driver thread that ran the callback
   RecordHeader h;
@@ -390,69 +498,16 @@ struct HostFuncRunRecord {  // written by the driver thread that ran the callbac
 };
 static_assert(sizeof(HostFuncRunRecord) == 32);
 
-struct SyncRecord {  // stream/event/device synchronize, stream wait event, queries
+// Records this thread could not write since its previous record, written in band before its next
+// record that could be written (FileHeader.records_lost stays the total: these give the detail).
+struct LostRecord {
   RecordHeader h;
-  uint16_t api;
-  uint16_t driver_fn;
-  uint8_t stream_kind;
-  uint8_t reserved[3];
-  uint32_t flags;
-  int32_t result;
-  uint32_t stack_id;
-  uint32_t reserved2;
-  uint64_t start_ns;
-  uint64_t end_ns;
-  uint64_t handle;  // stream or event handle, 0 for device sync
-};
-static_assert(sizeof(SyncRecord) == 56);
-
-struct MemoryOpRecord {  // allocations, frees, registrations (implicit synchronization)
-  RecordHeader h;
-  uint16_t api;
-  uint16_t driver_fn;
-  uint8_t memory;  // MemoryKind of the memory allocated/freed/registered
-  uint8_t reserved[3];
-  uint32_t flags;
-  int32_t result;
-  uint32_t stack_id;
-  uint32_t alloc_flags;  // the API's flags argument (cudaHostAlloc*, cudaHostRegister*)
-  uint64_t start_ns;
-  uint64_t end_ns;
-  uint64_t address;
-  uint64_t bytes;
-};
-static_assert(sizeof(MemoryOpRecord) == 64);
-
-struct StreamCreateRecord {  // also StreamDestroy (flags/priority unused)
-  RecordHeader h;
-  uint16_t api;
-  uint16_t driver_fn;
-  int32_t result;
-  uint32_t stream_flags;  // CU_STREAM_NON_BLOCKING = 1
-  int32_t priority;
-  uint64_t start_ns;
-  uint64_t end_ns;
-  uint64_t stream;
-};
-static_assert(sizeof(StreamCreateRecord) == 48);
-
-struct CaptureRecord {  // begin / end of stream capture
-  RecordHeader h;
-  uint16_t api;
-  uint16_t driver_fn;
-  int32_t result;
-  uint32_t mode;   // CUstreamCaptureMode
-  uint64_t start_ns;
-  uint64_t end_ns;
-  uint64_t stream;
-};
-static_assert(sizeof(CaptureRecord) == 40);
-
-struct LostRecord {  // records this thread could not write (no block could be claimed)
-  RecordHeader h;
-  uint32_t reserved;
+  uint32_t reason;  // LostReason of the first loss
   uint64_t count;
+  uint64_t first_lost_ns;
+  uint64_t last_lost_ns;
 };
+static_assert(sizeof(LostRecord) == 32);
 
 struct DeviceInfoRecord {  // written once, on the first intercepted call after CUDA was initialized
   RecordHeader h;
@@ -461,5 +516,154 @@ struct DeviceInfoRecord {  // written once, on the first intercepted call after 
   uint32_t simulated;      // 1 when the device name says it is asyncwatch's simulator
   char name[100];          // cuDeviceGetName
 };
+static_assert(sizeof(DeviceInfoRecord) == 116);
+
+// A reservation that was not wanted after all (the call was not recorded): same size as the
+// reservation, skipped by readers. The bytes after the header are zero.
+struct PaddingRecord {
+  RecordHeader h;
+  uint32_t reserved;
+  static constexpr bool kAnySize = true;  // any size >= 8 (that of the reservation it replaces)
+};
+static_assert(sizeof(PaddingRecord) == 8);
+
+// ---- THE record table: X(id, Name, Struct, since_version) ---------------------------------
+#define ASYNCWATCH_RECORD_TYPES(X)                          \
+  X(1, ThreadInfo, ThreadInfoRecord, 1)                    \
+  X(2, Module, ModuleRecord, 1)                            \
+  X(3, Stack, StackRecord, 1)                              \
+  X(4, String, StringRecord, 1)                            \
+  X(5, Copy, CopyRecord, 1)                                \
+  X(6, Memset, CopyRecord, 1)                              \
+  X(7, Launch, LaunchRecord, 1)                            \
+  X(8, HostFuncEnqueue, HostFuncEnqueueRecord, 1)          \
+  X(9, HostFuncRun, HostFuncRunRecord, 1)                  \
+  X(10, Sync, SyncRecord, 1)                               \
+  X(11, MemoryOp, MemoryOpRecord, 1)                       \
+  X(12, StreamCreate, StreamCreateRecord, 1)               \
+  X(13, StreamDestroy, StreamCreateRecord, 1)              \
+  X(14, Capture, CaptureRecord, 1)                         \
+  X(15, Lost, LostRecord, 1)       /* defined in v1 (16 bytes, never written); in band since v2 */ \
+  X(16, DeviceInfo, DeviceInfoRecord, 1)                   \
+  X(17, Padding, PaddingRecord, 2) /* a cancelled reservation: skip */
+
+#define ASYNCWATCH_RECORD_ENUM(id, name, type, since) name = id,
+enum class RecordType : uint16_t {
+  None = 0,  // zero fill: end of the valid part of a block
+  ASYNCWATCH_RECORD_TYPES(ASYNCWATCH_RECORD_ENUM)
+};
+#undef ASYNCWATCH_RECORD_ENUM
+
+#define ASYNCWATCH_RECORD_ONE(id, name, type, since) +1
+inline constexpr size_t kRecordCount = 0 ASYNCWATCH_RECORD_TYPES(ASYNCWATCH_RECORD_ONE);
+#undef ASYNCWATCH_RECORD_ONE
+static_assert(kRecordCount == 17, "a row was added or removed: update this count, the docs and kFormatVersion");
+
+namespace detail {
+inline constexpr uint16_t max_record_id() {
+  uint16_t m = 0;
+#define ASYNCWATCH_RECORD_MAX(id, name, type, since) m = id > m ? id : m;
+  ASYNCWATCH_RECORD_TYPES(ASYNCWATCH_RECORD_MAX)
+#undef ASYNCWATCH_RECORD_MAX
+  return m;
+}
+template <class T, class = void>
+struct has_any_size : std::false_type {};
+template <class T>
+struct has_any_size<T, std::void_t<decltype(T::kAnySize)>> : std::true_type {};
+template <class T, class = void>
+struct has_times : std::false_type {};
+template <class T>
+struct has_times<T, std::void_t<decltype(std::declval<T&>().start_ns)>> : std::true_type {};
+template <class T, class = void>
+struct has_payload : std::false_type {};
+template <class T>
+struct has_payload<T, std::void_t<decltype(T::payload_bytes(std::declval<const T&>()))>> : std::true_type {};
+}  // namespace detail
+
+// Ids are below this: arrays indexed by type have kRecordTypeLimit entries.
+inline constexpr uint16_t kRecordTypeLimit = detail::max_record_id() + 1;
+
+template <class T>
+inline constexpr bool is_call_record = std::is_base_of_v<CallHead, T>;
+template <class T>
+inline constexpr bool is_variable_record = detail::has_payload<T>::value;
+
+// How a record's size is checked: fixed (== fixed), variable (== aligned(sizeof + payload)),
+// any (>= fixed: Padding).
+enum class SizeRule : uint8_t { Fixed, Variable, Any };
+
+struct RecordInfo {
+  const char* name;     // "None" for id 0 and unknown ids
+  uint16_t fixed;       // sizeof(Struct) rounded to 8: the record's size (fixed types) or its minimum
+  uint8_t since;        // first version that may contain it; 0: not a record type
+  bool call;            // starts with CallHead
+  SizeRule size_rule;
+  uint16_t struct_size; // sizeof(Struct): where the payload starts (variable types)
+  uint8_t start_offset; // of start_ns / end_ns (0: the record has no time): CallHead's for call records
+  uint8_t end_offset;
+};
+
+namespace detail {
+template <class T>
+constexpr RecordInfo info_of(const char* name, uint8_t since) {
+  constexpr bool any = has_any_size<T>::value;
+  uint8_t start = 0, end = 0;
+  if constexpr (is_call_record<T>) {
+    start = offsetof(CallHead, start_ns);
+    end = offsetof(CallHead, end_ns);
+  } else if constexpr (has_times<T>::value) {  // standard-layout records with their own times (HostFuncRun)
+    start = static_cast<uint8_t>(offsetof(T, start_ns));
+    end = static_cast<uint8_t>(offsetof(T, end_ns));
+  }
+  return RecordInfo{name, static_cast<uint16_t>(record_size_aligned(sizeof(T))), since, is_call_record<T>,
+                    any ? SizeRule::Any : (is_variable_record<T> ? SizeRule::Variable : SizeRule::Fixed),
+                    static_cast<uint16_t>(sizeof(T)), start, end};
+}
+struct RecordTable {
+  RecordInfo at[kRecordTypeLimit];
+};
+inline constexpr RecordTable make_record_table() {
+  RecordTable t{};
+  for (auto& i : t.at) i = RecordInfo{"None", 0, 0, false, SizeRule::Fixed, 0, 0, 0};
+#define ASYNCWATCH_RECORD_INFO(id, name, type, since) \
+  t.at[id] = info_of<type>(#name, since);
+  ASYNCWATCH_RECORD_TYPES(ASYNCWATCH_RECORD_INFO)
+#undef ASYNCWATCH_RECORD_INFO
+  return t;
+}
+}  // namespace detail
+
+inline constexpr detail::RecordTable kRecordTable = detail::make_record_table();
+
+inline constexpr const RecordInfo& record_info(uint16_t type) {
+  return kRecordTable.at[type < kRecordTypeLimit ? type : 0];
+}
+inline constexpr const char* record_type_text(RecordType t) { return record_info(static_cast<uint16_t>(t)).name; }
+
+namespace detail {
+template <class T>
+inline uint32_t payload_of(const void* p) {
+  if constexpr (is_variable_record<T>) {
+    T r;
+    std::memcpy(&r, p, sizeof r);
+    return T::payload_bytes(r);
+  } else {
+    (void)p;
+    return 0;
+  }
+}
+}  // namespace detail
+
+// The payload bytes of a variable-size record at `p` (whose fixed part is readable), 0 for others.
+inline uint32_t record_payload_bytes(uint16_t type, const void* p) {
+  switch (static_cast<RecordType>(type)) {
+#define ASYNCWATCH_RECORD_PAYLOAD(id, name, type_, since) \
+  case RecordType::name: return detail::payload_of<type_>(p);
+    ASYNCWATCH_RECORD_TYPES(ASYNCWATCH_RECORD_PAYLOAD)
+#undef ASYNCWATCH_RECORD_PAYLOAD
+    default: return 0;
+  }
+}
 
 }  // namespace asyncwatch::trace

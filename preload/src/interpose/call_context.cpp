@@ -28,42 +28,6 @@ std::atomic<int> g_active_captures{0};
 std::atomic<uint64_t> g_next_callback_id{1};
 std::atomic<uint32_t> g_device_info_generation{0};
 
-// Pointers into the fields every call record has, wherever each record type keeps them.
-struct CallFields {
-  uint16_t* api;
-  uint32_t* flags;
-  int32_t* result;
-  uint32_t* stack_id;
-  uint64_t* start_ns;
-  uint64_t* end_ns;
-};
-
-CallFields fields(AnyRecord& r) noexcept {
-  switch (static_cast<RecordType>(r.h.type)) {
-    case RecordType::Copy:
-    case RecordType::Memset:
-      return {&r.copy.api, &r.copy.flags, &r.copy.result, &r.copy.stack_id, &r.copy.start_ns, &r.copy.end_ns};
-    case RecordType::Launch:
-      return {&r.launch.api, &r.launch.flags, &r.launch.result, &r.launch.stack_id, &r.launch.start_ns,
-              &r.launch.end_ns};
-    case RecordType::HostFuncEnqueue:
-      return {&r.host_func.api, &r.host_func.flags, &r.host_func.result, &r.host_func.stack_id,
-              &r.host_func.start_ns, &r.host_func.end_ns};
-    case RecordType::Sync:
-      return {&r.sync.api, &r.sync.flags, &r.sync.result, &r.sync.stack_id, &r.sync.start_ns, &r.sync.end_ns};
-    case RecordType::MemoryOp:
-      return {&r.memory.api, &r.memory.flags, &r.memory.result, &r.memory.stack_id, &r.memory.start_ns,
-              &r.memory.end_ns};
-    case RecordType::StreamCreate:
-    case RecordType::StreamDestroy:
-      return {&r.stream.api, nullptr, &r.stream.result, nullptr, &r.stream.start_ns, &r.stream.end_ns};
-    case RecordType::Capture:
-      return {&r.capture.api, nullptr, &r.capture.result, nullptr, &r.capture.start_ns, &r.capture.end_ns};
-    default:
-      return {nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
-  }
-}
-
 // A host side that may make a copy synchronous (and so become a finding): anything but pinned
 // host memory, device memory or an array.
 inline bool doubtful_side(uint8_t k) noexcept {
@@ -76,7 +40,7 @@ inline bool doubtful_side(uint8_t k) noexcept {
 // call blocked longer than the launch threshold; host-function enqueues always; launches when
 // they blocked longer than the threshold.
 bool wants_stack(const AnyRecord& r, Category c, uint64_t blocked_ns) noexcept {
-  const Config& cfg = config();
+  const Config& cfg = config_fast();
   if (AW_LIKELY(cfg.stacks == StackPolicy::Default)) {
     switch (c) {
       case Category::Copy:
@@ -172,6 +136,7 @@ int set_recording(bool on) noexcept {
   bool was_paused = g_paused.load();
   if (was_paused != !on) {
     g_paused.store(!on, std::memory_order_release);
+    trace_writer::set_paused_bit(!on);
     trace_writer::note_pause(!on, now_ns());
   }
   return was_paused ? 0 : 1;
@@ -211,36 +176,83 @@ uint32_t begin_lost(ThreadCallState& st) noexcept {
   uint32_t saved = st.phase;
   st.phase = saved | kPhaseQuiet;
   signal_fence();
-  if (!g_paused.load(std::memory_order_relaxed) && !tracing_disabled() && trace_writer::lost_calls_counted())
+  if (!g_paused.load(std::memory_order_relaxed) && !tracing_disabled() && trace_writer::lost_calls_counted()) {
+    thread_buffer::note_lost(LostReason::SignalHandler);  // a handler interrupted the library's own code
     trace_writer::count_lost(1);
+  }
   return saved;
 }
 
 void write(AnyRecord& r) noexcept {
-  if (AW_UNLIKELY(!thread_buffer::write(&r))) trace_writer::count_lost(1);
+  if (AW_UNLIKELY(!thread_buffer::write(&r))) {
+    thread_buffer::note_lost(thread_buffer::failure_reason());
+    trace_writer::count_lost(1);
+  }
+}
+
+AnyRecord* begin_in_place(RecordType type, Api api, uint64_t* start, uint32_t* gen) noexcept {
+  const uint32_t size = record_info(static_cast<uint16_t>(type)).fixed;
+  char* p = thread_buffer::reserve_active(size);
+  if (AW_UNLIKELY(!p)) {
+    *start = now_ns();
+    // Not written: counted like any call that passes unrecorded (not when disabled, not while paused).
+    if (!g_paused.load(std::memory_order_relaxed) && trace_writer::lost_calls_counted()) {
+      thread_buffer::note_lost(thread_buffer::failure_reason());
+      trace_writer::count_lost(1);
+    }
+    return nullptr;
+  }
+  // The reserved bytes are zero (fresh file space, never handed out twice): only the head's known
+  // fields are stored.
+  auto* h = reinterpret_cast<CallHead*>(p);
+  h->api = static_cast<uint16_t>(api);
+  h->flags = kFlagInFlight;
+  *gen = trace_writer::generation();
+  *start = now_ns();
+  h->start_ns = *start;
+  thread_buffer::commit(p, type, size);  // visible from here on, in flight
+  return reinterpret_cast<AnyRecord*>(p);
+}
+
+void finish_in_place(AnyRecord* r, Category c, int32_t result, uint64_t end) noexcept {
+  CallHead& h = r->head;
+  h.result = result;
+  h.end_ns = end;
+  // The common launch (default policy, not blocked): no stack, decided without the policy's call.
+  const Config& cfg = config_fast();
+  if (!(c == Category::Launch && cfg.stacks == StackPolicy::Default && end - h.start_ns <= cfg.launch_stack_threshold_ns))
+    apply_stack_policy(*r, c);
+  __atomic_store_n(&h.flags, h.flags & ~uint32_t{kFlagInFlight}, __ATOMIC_RELEASE);
+}
+
+void cancel_in_place(AnyRecord* r) noexcept {
+  RecordHeader ph{static_cast<uint16_t>(RecordType::Padding), r->h.size};
+  uint32_t word;
+  memcpy(&word, &ph, sizeof word);
+  __atomic_store_n(reinterpret_cast<uint32_t*>(r), word, __ATOMIC_RELEASE);
 }
 
 void apply_stack_policy(AnyRecord& r, Category c) noexcept {
-  CallFields f = fields(r);
-  if (!f.stack_id || AW_UNLIKELY(thread_state().reentrant)) return;
-  uint64_t blocked = *f.end_ns - *f.start_ns;
+  // Stream creation and capture records never had a stack (before v2 they had no stack_id field).
+  if (c == Category::Stream || c == Category::Capture || AW_UNLIKELY(thread_state().reentrant)) return;
+  CallHead& h = r.head;
+  uint64_t blocked = h.end_ns - h.start_ns;
   if (!wants_stack(r, c, blocked)) return;
   const ThreadCallState& st = thread_state();
   uint32_t id = stacks::capture_call_site(st.caller.ra, st.caller.frame);
   if (id) {
-    *f.stack_id = id;
-    *f.flags |= kFlagStackCaptured;
+    h.stack_id = id;
+    h.flags |= kFlagStackCaptured;
   }
 }
 
-void adopt(ThreadCallState& st, const AnyRecord& r, Category c) noexcept {
+AnyRecord* adopt_target(ThreadCallState& st, Category c) noexcept {
   st.driver_reached = true;
-  // One record per application call: the first driver record of the runtime API's kind
-  // becomes the runtime call's record; other driver calls made by the runtime are internal.
-  if (!st.pending_valid && c == st.runtime_category) {
-    st.pending = r;
-    st.pending_valid = true;
-  }
+  // One record per application call: the first driver call of the runtime API's kind fills the
+  // body of the runtime call's record; other driver calls made by the runtime are internal.
+  if (st.pending_valid || c != st.runtime_category) return nullptr;
+  st.pending_valid = true;
+  return st.target;
 }
 
 StreamKind stream_kind(CUstream s, bool per_thread_entry) noexcept {

@@ -29,8 +29,28 @@ namespace asyncwatch::calls {
 // Which record a call produces; a runtime call adopts the first driver record of its category.
 enum class Category : uint8_t { None, Copy, Memset, Launch, HostFunc, Sync, MemoryOp, Stream, Capture };
 
+// The record type a call of category `c` writes (`api` tells stream destruction from creation).
+inline trace::RecordType record_type(Category c, trace::Api api) noexcept {
+  switch (c) {
+    case Category::Copy: return trace::RecordType::Copy;
+    case Category::Memset: return trace::RecordType::Memset;
+    case Category::Launch: return trace::RecordType::Launch;
+    case Category::HostFunc: return trace::RecordType::HostFuncEnqueue;
+    case Category::Sync: return trace::RecordType::Sync;
+    case Category::MemoryOp: return trace::RecordType::MemoryOp;
+    case Category::Stream:
+      return api == trace::Api::cuStreamDestroy_v2 || api == trace::Api::cudaStreamDestroy
+                 ? trace::RecordType::StreamDestroy
+                 : trace::RecordType::StreamCreate;
+    case Category::Capture: return trace::RecordType::Capture;
+    case Category::None: break;
+  }
+  return trace::RecordType::None;
+}
+
 union AnyRecord {
   trace::RecordHeader h;
+  trace::CallHead head;  // every call record starts with it
   trace::CopyRecord copy;
   trace::LaunchRecord launch;
   trace::HostFuncEnqueueRecord host_func;
@@ -69,7 +89,11 @@ struct ThreadCallState {
   uint8_t rt_instance;  // the runtime instance (runtime_hooks.cpp) of a runtime outer wrapper
   Category runtime_category;
   bool driver_reached;  // a hooked driver entry point ran during the runtime call
-  bool pending_valid;   // `pending` holds the driver's record, finished by the runtime wrapper
+  bool pending_valid;   // the runtime call's record body was filled by a driver wrapper
+  // The runtime call's record: in place in the thread's block (published in flight), or `pending`
+  // when it is written after the call (the trace was not active when the call began).
+  AnyRecord* target;
+  uint32_t target_generation;  // of an in-place target
   // A reentrant call (it interrupted a real function: a signal handler's, most likely): recorded
   // with nothing that may allocate or take a lock the interrupted code may hold: no driver query of
   // ours (memory classified from the pinned-range registry only, no capture check), no stack, no
@@ -176,11 +200,26 @@ class LibraryScope {
 
 // Writes a finished call record (counted in records_lost when it cannot be written).
 void write(AnyRecord& r) noexcept;
+
+// The in-place write protocol (docs/trace-format.md): a call record of `type` reserved in the
+// thread's block, its head filled (api, start_ns = now, kFlagInFlight) and published before the
+// real call. nullptr when it cannot be written (counted in records_lost when such calls count).
+// `*start` gets the start time; `*gen` the trace generation the record belongs to.
+AnyRecord* begin_in_place(trace::RecordType type, trace::Api api, uint64_t* start, uint32_t* gen) noexcept;
+// After the real call: whether the record may still be written (not if the process forked meanwhile:
+// it belongs to the parent's trace).
+inline bool in_place_valid(uint32_t gen) noexcept { return trace_writer::generation() == gen; }
+// Completes it: result and end time, the stack policy, then the flags without kFlagInFlight as the
+// last store (release order).
+void finish_in_place(AnyRecord* r, Category c, int32_t result, uint64_t end) noexcept;
+// A published record that is not wanted after all: it becomes Padding of the same size.
+void cancel_in_place(AnyRecord* r) noexcept;
 // Applies the stack policy (capture the call site when wanted) to a finished record.
 void apply_stack_policy(AnyRecord& r, Category c) noexcept;
-// A driver wrapper's record inside a runtime call: the first of the runtime call's category is kept
-// for the runtime wrapper to complete; the others are the runtime's internals.
-void adopt(ThreadCallState& st, const AnyRecord& r, Category c) noexcept;
+// A driver wrapper inside a runtime call: the record whose body it fills (the runtime call's, for
+// the first driver call of the runtime call's category), or nullptr (the runtime's internals; also
+// when the runtime call's record could not be reserved).
+AnyRecord* adopt_target(ThreadCallState& st, Category c) noexcept;
 
 trace::StreamKind stream_kind(cuda::CUstream s, bool per_thread_entry) noexcept;
 

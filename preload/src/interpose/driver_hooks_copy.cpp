@@ -30,18 +30,7 @@ inline MemoryKind host_kind(const void* p) noexcept {
 }
 inline MemoryKind unified_kind(CUdeviceptr p) noexcept { return classify::classify_pointer(p); }
 
-inline bool is_host(MemoryKind k) { return k == MemoryKind::Pageable || k == MemoryKind::Pinned; }
-inline bool is_device(MemoryKind k) {
-  return k == MemoryKind::Device || k == MemoryKind::Managed || k == MemoryKind::Array;
-}
-
-Direction infer_direction(MemoryKind src, MemoryKind dst) noexcept {
-  if (is_host(src) && is_device(dst)) return Direction::HtoD;
-  if (is_device(src) && is_host(dst)) return Direction::DtoH;
-  if (is_device(src) && is_device(dst)) return Direction::DtoD;
-  if (is_host(src) && is_host(dst)) return Direction::HtoH;
-  return Direction::Unknown;
-}
+using trace::infer_direction;  // the one definition (trace_format.h)
 
 MemoryKind side_kind(unsigned type, const void* host, CUdeviceptr dev) noexcept {
   switch (type) {
@@ -79,22 +68,14 @@ template <class Call, class Describe>
 CUresult traced(calls::Caller caller, Hook h, trace::RecordType type, CUstream stream, bool has_stream, bool sync_api,
                 Call&& call, Describe&& describe) {
   auto cat = type == trace::RecordType::Copy ? calls::Category::Copy : calls::Category::Memset;
-  return calls::traced(caller, h, cat, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r,
-                                         uint64_t start, uint64_t end) {
+  return calls::traced(caller, h, cat, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
     auto& c = rec.copy;
-    c.h.type = static_cast<uint16_t>(type);
-    c.h.size = sizeof(trace::CopyRecord);
-    c.api = static_cast<uint16_t>(hi.api);
-    c.driver_fn = static_cast<uint16_t>(hi.api);
     Sides s = describe();
     c.direction = static_cast<uint8_t>(s.direction);
     c.src_memory = static_cast<uint8_t>(s.src);
     c.dst_memory = static_cast<uint8_t>(s.dst);
     c.stream_kind = static_cast<uint8_t>(calls::stream_kind(stream, hi.per_thread));
-    c.flags = (hi.per_thread ? trace::kFlagPerThreadEntry : 0u) | (sync_api ? trace::kFlagSynchronousApi : 0u);
-    c.result = r;
-    c.start_ns = start;
-    c.end_ns = end;
+    c.flags |= (hi.per_thread ? trace::kFlagPerThreadEntry : 0u) | (sync_api ? trace::kFlagSynchronousApi : 0u);
     c.stream = reinterpret_cast<uint64_t>(stream);
     c.bytes = s.bytes;
     bool capturing = has_stream && calls::stream_is_capturing(stream);

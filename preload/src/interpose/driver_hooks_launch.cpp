@@ -29,14 +29,10 @@ struct LaunchShape {
 template <class Call>
 CUresult traced_launch(calls::Caller caller, Hook h, const LaunchShape& shape, Call&& call) {
   return calls::traced(caller, h, calls::Category::Launch, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi,
-                                                             CUresult r, uint64_t start, uint64_t end) {
+                                                             CUresult) {
     auto& l = rec.launch;
-    l.h.type = static_cast<uint16_t>(trace::RecordType::Launch);
-    l.h.size = sizeof(trace::LaunchRecord);
-    l.api = l.driver_fn = static_cast<uint16_t>(hi.api);
     l.stream_kind = static_cast<uint8_t>(calls::stream_kind(shape.stream, hi.per_thread));
-    l.flags = hi.per_thread ? trace::kFlagPerThreadEntry : 0u;
-    l.result = r;
+    l.flags |= hi.per_thread ? trace::kFlagPerThreadEntry : 0u;
     if (shape.has_function) {
       bool first = false;
       l.kernel_name_id = calls::kernel_name_id(shape.f, &first);
@@ -47,8 +43,6 @@ CUresult traced_launch(calls::Caller caller, Hook h, const LaunchShape& shape, C
       l.grid[i] = shape.grid[i];
       l.block[i] = shape.block[i];
     }
-    l.start_ns = start;
-    l.end_ns = end;
     l.stream = reinterpret_cast<uint64_t>(shape.stream);
     if (calls::stream_is_capturing(shape.stream)) l.flags |= trace::kFlagCaptureActive;
   });
@@ -135,18 +129,12 @@ CUresult traced_host_func(calls::Caller caller, Hook h, CUstream st, CUhostFn us
         id = ctx ? ctx->callback_id : 0;
       },
       [&] { return enqueue(ctx); },
-      [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t start, uint64_t end) {
+      [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
         if (r != CUDA_SUCCESS && ctx) free(ctx);  // the driver will never call it
         auto& e = rec.host_func;
-        e.h.type = static_cast<uint16_t>(trace::RecordType::HostFuncEnqueue);
-        e.h.size = sizeof(trace::HostFuncEnqueueRecord);
-        e.api = e.driver_fn = static_cast<uint16_t>(hi.api);
         e.stream_kind = static_cast<uint8_t>(calls::stream_kind(st, hi.per_thread));
-        e.flags = (hi.per_thread ? trace::kFlagPerThreadEntry : 0u) | (capturing ? trace::kFlagCaptureActive : 0u);
-        e.result = r;
+        e.flags |= (hi.per_thread ? trace::kFlagPerThreadEntry : 0u) | (capturing ? trace::kFlagCaptureActive : 0u);
         e.callback_id = id;
-        e.start_ns = start;
-        e.end_ns = end;
         e.stream = reinterpret_cast<uint64_t>(st);
         e.user_function = user_fn ? reinterpret_cast<uint64_t>(user_fn) : reinterpret_cast<uint64_t>(user_cb);
       });

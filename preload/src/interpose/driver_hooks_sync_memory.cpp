@@ -26,60 +26,38 @@ void with_registry(Fn&& fn) noexcept {
   fn();
 }
 
-void fill_sync(calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t start, uint64_t end,
-               uint64_t handle, trace::StreamKind kind) {
+// The fill functions write the body and the flags (|=: kFlagInFlight stays until the wrapper
+// completes the record); the head's api, driver_fn, result and times are the wrapper's.
+void fill_sync(calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult, uint64_t handle, trace::StreamKind kind) {
   auto& s = rec.sync;
-  s.h.type = static_cast<uint16_t>(trace::RecordType::Sync);
-  s.h.size = sizeof(trace::SyncRecord);
-  s.api = s.driver_fn = static_cast<uint16_t>(hi.api);
   s.stream_kind = static_cast<uint8_t>(kind);
-  s.flags = hi.per_thread ? trace::kFlagPerThreadEntry : 0u;
-  s.result = r;
-  s.start_ns = start;
-  s.end_ns = end;
+  s.flags |= hi.per_thread ? trace::kFlagPerThreadEntry : 0u;
   s.handle = handle;
+  s.repeat = 1;
 }
 
-void fill_memory(calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t start, uint64_t end,
-                 MemoryKind kind, uint64_t address, uint64_t bytes, unsigned alloc_flags) {
+void fill_memory(calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult, MemoryKind kind, uint64_t address,
+                 uint64_t bytes, unsigned alloc_flags) {
   auto& m = rec.memory;
-  m.h.type = static_cast<uint16_t>(trace::RecordType::MemoryOp);
-  m.h.size = sizeof(trace::MemoryOpRecord);
-  m.api = m.driver_fn = static_cast<uint16_t>(hi.api);
   m.memory = static_cast<uint8_t>(kind);
-  m.flags = hi.per_thread ? trace::kFlagPerThreadEntry : 0u;
-  m.result = r;
+  m.flags |= hi.per_thread ? trace::kFlagPerThreadEntry : 0u;
   m.alloc_flags = alloc_flags;
-  m.start_ns = start;
-  m.end_ns = end;
   m.address = address;
   m.bytes = bytes;
 }
 
-void fill_stream(calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t start, uint64_t end,
-                 trace::RecordType type, uint64_t stream, unsigned flags, int priority) {
+// `type` (StreamCreate or StreamDestroy) is the one calls::record_type gives for the hook.
+void fill_stream(calls::AnyRecord& rec, const hooks::HookInfo&, CUresult, trace::RecordType, uint64_t stream,
+                 unsigned flags, int priority) {
   auto& s = rec.stream;
-  s.h.type = static_cast<uint16_t>(type);
-  s.h.size = sizeof(trace::StreamCreateRecord);
-  s.api = s.driver_fn = static_cast<uint16_t>(hi.api);
-  s.result = r;
   s.stream_flags = flags;
   s.priority = priority;
-  s.start_ns = start;
-  s.end_ns = end;
   s.stream = stream;
 }
 
-void fill_capture(calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t start, uint64_t end,
-                  uint64_t stream, unsigned mode) {
+void fill_capture(calls::AnyRecord& rec, const hooks::HookInfo&, CUresult, uint64_t stream, unsigned mode) {
   auto& c = rec.capture;
-  c.h.type = static_cast<uint16_t>(trace::RecordType::Capture);
-  c.h.size = sizeof(trace::CaptureRecord);
-  c.api = c.driver_fn = static_cast<uint16_t>(hi.api);
-  c.result = r;
   c.mode = mode;
-  c.start_ns = start;
-  c.end_ns = end;
   c.stream = stream;
 }
 
@@ -91,8 +69,8 @@ void fill_capture(calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, 
     auto real = real_fn<CUresult (*)(CUstream)>(Hook::sym);                                        \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
     return traced(aw_caller, Hook::sym, calls::Category::Sync, [&] { return real(st); },                      \
-                  [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) { \
-                    fill_sync(rec, hi, r, a, b, reinterpret_cast<uint64_t>(st),                    \
+                  [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) { \
+                    fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(st),                    \
                               calls::stream_kind(st, hi.per_thread));                              \
                   });                                                                              \
   }
@@ -106,8 +84,8 @@ DEF_STREAM_SYNC(cuStreamQuery_ptsz)
     auto real = real_fn<CUresult (*)(CUevent)>(Hook::sym);                                         \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
     return traced(aw_caller, Hook::sym, calls::Category::Sync, [&] { return real(ev); },                      \
-                  [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) { \
-                    fill_sync(rec, hi, r, a, b, reinterpret_cast<uint64_t>(ev), trace::StreamKind::Unknown); \
+                  [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) { \
+                    fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(ev), trace::StreamKind::Unknown); \
                   });                                                                              \
   }
 DEF_EVENT_SYNC(cuEventSynchronize)
@@ -117,8 +95,8 @@ extern "C" AW_EXPORT CUresult cuCtxSynchronize() { AW_NOTE_CALLER();
   auto real = real_fn<CUresult (*)()>(Hook::cuCtxSynchronize);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   return traced(aw_caller, Hook::cuCtxSynchronize, calls::Category::Sync, [&] { return real(); },
-                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
-                  fill_sync(rec, hi, r, a, b, 0, trace::StreamKind::Unknown);
+                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+                  fill_sync(rec, hi, r, 0, trace::StreamKind::Unknown);
                 });
 }
 
@@ -130,8 +108,8 @@ extern "C" AW_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) { AW_NOTE_CALLE
   auto real = real_fn<CUresult (*)(CUcontext)>(Hook::cuCtxSynchronize_v2);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   return traced(aw_caller, Hook::cuCtxSynchronize_v2, calls::Category::Sync, [&] { return real(ctx); },
-                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
-                  fill_sync(rec, hi, r, a, b, reinterpret_cast<uint64_t>(ctx), trace::StreamKind::Unknown);
+                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+                  fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(ctx), trace::StreamKind::Unknown);
                   rec.sync.api = static_cast<uint16_t>(trace::Api::cuCtxSynchronize);
                 });
 }
@@ -141,9 +119,9 @@ extern "C" AW_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) { AW_NOTE_CALLE
     auto real = real_fn<CUresult (*)(CUstream, CUevent, unsigned)>(Hook::sym);                     \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
     return traced(aw_caller, Hook::sym, calls::Category::Sync, [&] { return real(st, ev, flags); },           \
-                  [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) { \
+                  [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) { \
                     /* handle: the stream that waits; the event is not kept (no field for it) */ \
-                    fill_sync(rec, hi, r, a, b, reinterpret_cast<uint64_t>(st),                    \
+                    fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(st),                    \
                               calls::stream_kind(st, hi.per_thread));                              \
                   });                                                                              \
   }
@@ -155,8 +133,8 @@ extern "C" AW_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t n) { AW_NOTE_
   auto real = real_fn<CUresult (*)(CUdeviceptr*, size_t)>(Hook::cuMemAlloc_v2);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   return traced(aw_caller, Hook::cuMemAlloc_v2, calls::Category::MemoryOp, [&] { return real(p, n); },
-                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
-                  fill_memory(rec, hi, r, a, b, MemoryKind::Device, (r == 0 && p) ? *p : 0, n, 0);
+                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+                  fill_memory(rec, hi, r, MemoryKind::Device, (r == 0 && p) ? *p : 0, n, 0);
                 });
 }
 
@@ -164,8 +142,8 @@ extern "C" AW_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) { AW_NOTE_CALLER();
   auto real = real_fn<CUresult (*)(CUdeviceptr)>(Hook::cuMemFree_v2);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   return traced(aw_caller, Hook::cuMemFree_v2, calls::Category::MemoryOp, [&] { return real(p); },
-                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
-                  fill_memory(rec, hi, r, a, b, MemoryKind::Device, p, 0, 0);
+                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+                  fill_memory(rec, hi, r, MemoryKind::Device, p, 0, 0);
                 });
 }
 
@@ -181,8 +159,8 @@ extern "C" AW_EXPORT CUresult cuMemAllocHost_v2(void** pp, size_t n) { AW_NOTE_C
                   if (r == CUDA_SUCCESS && pp && *pp) with_registry([&] { classify::pinned_ranges().add(reinterpret_cast<uint64_t>(*pp), n); });
                   return r;
                 },
-                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
-                  fill_memory(rec, hi, r, a, b, MemoryKind::Pinned,
+                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+                  fill_memory(rec, hi, r, MemoryKind::Pinned,
                               (r == 0 && pp) ? reinterpret_cast<uint64_t>(*pp) : 0, n, 0);
                 });
 }
@@ -196,8 +174,8 @@ extern "C" AW_EXPORT CUresult cuMemHostAlloc(void** pp, size_t n, unsigned flags
                   if (r == CUDA_SUCCESS && pp && *pp) with_registry([&] { classify::pinned_ranges().add(reinterpret_cast<uint64_t>(*pp), n); });
                   return r;
                 },
-                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
-                  fill_memory(rec, hi, r, a, b, MemoryKind::Pinned,
+                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+                  fill_memory(rec, hi, r, MemoryKind::Pinned,
                               (r == 0 && pp) ? reinterpret_cast<uint64_t>(*pp) : 0, n, flags);
                 });
 }
@@ -212,8 +190,8 @@ extern "C" AW_EXPORT CUresult cuMemFreeHost(void* p) { AW_NOTE_CALLER();
                   with_registry([&] { classify::pinned_ranges().remove(reinterpret_cast<uint64_t>(p)); });
                   return real(p);
                 },
-                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
-                  fill_memory(rec, hi, r, a, b, MemoryKind::Pinned, reinterpret_cast<uint64_t>(p), 0, 0);
+                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+                  fill_memory(rec, hi, r, MemoryKind::Pinned, reinterpret_cast<uint64_t>(p), 0, 0);
                 });
 }
 
@@ -226,8 +204,8 @@ extern "C" AW_EXPORT CUresult cuMemHostRegister_v2(void* p, size_t n, unsigned f
                   if (r == CUDA_SUCCESS && p) with_registry([&] { classify::pinned_ranges().add(reinterpret_cast<uint64_t>(p), n); });
                   return r;
                 },
-                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
-                  fill_memory(rec, hi, r, a, b, MemoryKind::Pinned, reinterpret_cast<uint64_t>(p), n, flags);
+                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+                  fill_memory(rec, hi, r, MemoryKind::Pinned, reinterpret_cast<uint64_t>(p), n, flags);
                 });
 }
 
@@ -240,8 +218,8 @@ extern "C" AW_EXPORT CUresult cuMemHostUnregister(void* p) { AW_NOTE_CALLER();
                   if (r == CUDA_SUCCESS) with_registry([&] { classify::pinned_ranges().remove(reinterpret_cast<uint64_t>(p)); });
                   return r;
                 },
-                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
-                  fill_memory(rec, hi, r, a, b, MemoryKind::Pageable, reinterpret_cast<uint64_t>(p), 0, 0);
+                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+                  fill_memory(rec, hi, r, MemoryKind::Pageable, reinterpret_cast<uint64_t>(p), 0, 0);
                 });
 }
 
@@ -249,8 +227,8 @@ extern "C" AW_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* p, size_t n, unsign
   auto real = real_fn<CUresult (*)(CUdeviceptr*, size_t, unsigned)>(Hook::cuMemAllocManaged);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   return traced(aw_caller, Hook::cuMemAllocManaged, calls::Category::MemoryOp, [&] { return real(p, n, flags); },
-                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
-                  fill_memory(rec, hi, r, a, b, MemoryKind::Managed, (r == 0 && p) ? *p : 0, n, flags);
+                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+                  fill_memory(rec, hi, r, MemoryKind::Managed, (r == 0 && p) ? *p : 0, n, flags);
                 });
 }
 
@@ -259,8 +237,8 @@ extern "C" AW_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* p, size_t n, unsign
     auto real = real_fn<CUresult (*)(CUdeviceptr*, size_t, CUstream)>(Hook::sym);                  \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
     return traced(aw_caller, Hook::sym, calls::Category::MemoryOp, [&] { return real(p, n, st); },            \
-                  [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) { \
-                    fill_memory(rec, hi, r, a, b, MemoryKind::Device, (r == 0 && p) ? *p : 0, n, 0); \
+                  [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) { \
+                    fill_memory(rec, hi, r, MemoryKind::Device, (r == 0 && p) ? *p : 0, n, 0); \
                   });                                                                              \
   }
 DEF_ALLOC_ASYNC(cuMemAllocAsync)
@@ -271,8 +249,8 @@ DEF_ALLOC_ASYNC(cuMemAllocAsync_ptsz)
     auto real = real_fn<CUresult (*)(CUdeviceptr, CUstream)>(Hook::sym);                           \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
     return traced(aw_caller, Hook::sym, calls::Category::MemoryOp, [&] { return real(p, st); },               \
-                  [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) { \
-                    fill_memory(rec, hi, r, a, b, MemoryKind::Device, p, 0, 0);                    \
+                  [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) { \
+                    fill_memory(rec, hi, r, MemoryKind::Device, p, 0, 0);                    \
                   });                                                                              \
   }
 DEF_FREE_ASYNC(cuMemFreeAsync)
@@ -283,8 +261,8 @@ extern "C" AW_EXPORT CUresult cuStreamCreate(CUstream* ph, unsigned flags) { AW_
   auto real = real_fn<CUresult (*)(CUstream*, unsigned)>(Hook::cuStreamCreate);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   return traced(aw_caller, Hook::cuStreamCreate, calls::Category::Stream, [&] { return real(ph, flags); },
-                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
-                  fill_stream(rec, hi, r, a, b, trace::RecordType::StreamCreate,
+                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+                  fill_stream(rec, hi, r, trace::RecordType::StreamCreate,
                               (r == 0 && ph) ? reinterpret_cast<uint64_t>(*ph) : 0, flags, 0);
                 });
 }
@@ -293,8 +271,8 @@ extern "C" AW_EXPORT CUresult cuStreamCreateWithPriority(CUstream* ph, unsigned 
   auto real = real_fn<CUresult (*)(CUstream*, unsigned, int)>(Hook::cuStreamCreateWithPriority);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   return traced(aw_caller, Hook::cuStreamCreateWithPriority, calls::Category::Stream, [&] { return real(ph, flags, priority); },
-                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
-                  fill_stream(rec, hi, r, a, b, trace::RecordType::StreamCreate,
+                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+                  fill_stream(rec, hi, r, trace::RecordType::StreamCreate,
                               (r == 0 && ph) ? reinterpret_cast<uint64_t>(*ph) : 0, flags, priority);
                 });
 }
@@ -303,8 +281,8 @@ extern "C" AW_EXPORT CUresult cuStreamDestroy_v2(CUstream st) { AW_NOTE_CALLER()
   auto real = real_fn<CUresult (*)(CUstream)>(Hook::cuStreamDestroy_v2);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   return traced(aw_caller, Hook::cuStreamDestroy_v2, calls::Category::Stream, [&] { return real(st); },
-                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) {
-                  fill_stream(rec, hi, r, a, b, trace::RecordType::StreamDestroy, reinterpret_cast<uint64_t>(st), 0, 0);
+                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+                  fill_stream(rec, hi, r, trace::RecordType::StreamDestroy, reinterpret_cast<uint64_t>(st), 0, 0);
                 });
 }
 
@@ -315,8 +293,8 @@ extern "C" AW_EXPORT CUresult cuStreamDestroy_v2(CUstream st) { AW_NOTE_CALLER()
     /* Counted even when not recording: evidence must never run during a capture. */              \
     CUresult r0 = CUDA_SUCCESS;                                                                    \
     CUresult res = traced(aw_caller, Hook::sym, calls::Category::Capture, [&] { return r0 = real(st, mode); }, \
-                  [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) { \
-                    fill_capture(rec, hi, r, a, b, reinterpret_cast<uint64_t>(st), mode);          \
+                  [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) { \
+                    fill_capture(rec, hi, r, reinterpret_cast<uint64_t>(st), mode);          \
                   });                                                                              \
     if (r0 == CUDA_SUCCESS && res == CUDA_SUCCESS) calls::capture_begun();                         \
     return res;                                                                                    \
@@ -335,8 +313,8 @@ DEF_BEGIN_CAPTURE(cuStreamBeginCapture_v2_ptsz)
     CUresult r0 = CUDA_SUCCESS;                                                                     \
     CUresult res = traced(aw_caller, Hook::sym, calls::Category::Capture,                                      \
                           [&] { return r0 = real(st, g, deps, edge_data, ndeps, mode); },           \
-                          [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) { \
-                            fill_capture(rec, hi, r, a, b, reinterpret_cast<uint64_t>(st), mode);   \
+                          [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) { \
+                            fill_capture(rec, hi, r, reinterpret_cast<uint64_t>(st), mode);   \
                             /* a begin of capture for every rule; driver_fn names the entry point */ \
                             rec.capture.api = static_cast<uint16_t>(trace::Api::cuStreamBeginCapture_v2); \
                           });                                                                       \
@@ -351,8 +329,8 @@ DEF_BEGIN_CAPTURE_TO_GRAPH(cuStreamBeginCaptureToGraph_ptsz)
     auto real = real_fn<CUresult (*)(CUstream, CUgraph*)>(Hook::sym);                              \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
     CUresult res = traced(aw_caller, Hook::sym, calls::Category::Capture, [&] { return real(st, g); },        \
-                  [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r, uint64_t a, uint64_t b) { \
-                    fill_capture(rec, hi, r, a, b, reinterpret_cast<uint64_t>(st), 0);             \
+                  [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) { \
+                    fill_capture(rec, hi, r, reinterpret_cast<uint64_t>(st), 0);             \
                   });                                                                              \
     /* A failed EndCapture (invalidated capture) still ends it. */                                 \
     calls::capture_ended();                                                                        \

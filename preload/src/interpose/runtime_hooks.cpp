@@ -53,8 +53,6 @@ MemoryKind kind_of(const void* p) { return classify::classify_pointer(reinterpre
 bool fill_copy(calls::AnyRecord& rec, const void* dst, const void* src, uint64_t bytes, int kind, cudaStream_t st,
                bool per_thread) {
   auto& c = rec.copy;
-  c.h.type = static_cast<uint16_t>(trace::RecordType::Copy);
-  c.h.size = sizeof(trace::CopyRecord);
   MemoryKind s = MemoryKind::Unknown, d = MemoryKind::Unknown;
   Direction dir = Direction::Unknown;
   switch (kind) {
@@ -62,16 +60,10 @@ bool fill_copy(calls::AnyRecord& rec, const void* dst, const void* src, uint64_t
     case cudaMemcpyDeviceToHost: s = MemoryKind::Device; d = kind_of(dst); dir = Direction::DtoH; break;
     case cudaMemcpyDeviceToDevice: s = d = MemoryKind::Device; dir = Direction::DtoD; break;
     case cudaMemcpyHostToHost: s = kind_of(src); d = kind_of(dst); dir = Direction::HtoH; break;
-    default: {
+    default:  // cudaMemcpyDefault: both sides classified
       s = src ? kind_of(src) : MemoryKind::Unknown;
       d = dst ? kind_of(dst) : MemoryKind::Unknown;
-      auto host = [](MemoryKind k) { return k == MemoryKind::Pageable || k == MemoryKind::Pinned; };
-      auto dev = [](MemoryKind k) { return k == MemoryKind::Device || k == MemoryKind::Managed; };
-      if (host(s) && dev(d)) dir = Direction::HtoD;
-      else if (dev(s) && host(d)) dir = Direction::DtoH;
-      else if (dev(s) && dev(d)) dir = Direction::DtoD;
-      else if (host(s) && host(d)) dir = Direction::HtoH;
-    }
+      dir = trace::infer_direction(s, d);
   }
   c.direction = static_cast<uint8_t>(dir);
   c.src_memory = static_cast<uint8_t>(s);
@@ -79,16 +71,12 @@ bool fill_copy(calls::AnyRecord& rec, const void* dst, const void* src, uint64_t
   c.stream_kind = static_cast<uint8_t>(calls::stream_kind(st, per_thread));
   c.stream = reinterpret_cast<uint64_t>(st);
   c.bytes = bytes;
-  if (st != nullptr || true) {
-    if (calls::stream_is_capturing(st)) c.flags |= trace::kFlagCaptureActive;
-  }
+  if (calls::stream_is_capturing(st)) c.flags |= trace::kFlagCaptureActive;
   return true;
 }
 
 bool fill_memset(calls::AnyRecord& rec, const void* dst, uint64_t bytes, cudaStream_t st, bool per_thread) {
   auto& c = rec.copy;
-  c.h.type = static_cast<uint16_t>(trace::RecordType::Memset);
-  c.h.size = sizeof(trace::CopyRecord);
   c.dst_memory = static_cast<uint8_t>(kind_of(dst));
   c.stream_kind = static_cast<uint8_t>(calls::stream_kind(st, per_thread));
   c.stream = reinterpret_cast<uint64_t>(st);
@@ -99,8 +87,6 @@ bool fill_memset(calls::AnyRecord& rec, const void* dst, uint64_t bytes, cudaStr
 
 bool fill_launch(calls::AnyRecord& rec, dim3 g, dim3 b, size_t shared, cudaStream_t st, bool per_thread) {
   auto& l = rec.launch;
-  l.h.type = static_cast<uint16_t>(trace::RecordType::Launch);
-  l.h.size = sizeof(trace::LaunchRecord);
   l.stream_kind = static_cast<uint8_t>(calls::stream_kind(st, per_thread));
   l.grid[0] = g.x, l.grid[1] = g.y, l.grid[2] = g.z;
   l.block[0] = b.x, l.block[1] = b.y, l.block[2] = b.z;
@@ -112,8 +98,6 @@ bool fill_launch(calls::AnyRecord& rec, dim3 g, dim3 b, size_t shared, cudaStrea
 
 bool fill_memory(calls::AnyRecord& rec, MemoryKind k, const void* addr, uint64_t bytes, unsigned flags) {
   auto& m = rec.memory;
-  m.h.type = static_cast<uint16_t>(trace::RecordType::MemoryOp);
-  m.h.size = sizeof(trace::MemoryOpRecord);
   m.memory = static_cast<uint8_t>(k);
   m.address = reinterpret_cast<uint64_t>(addr);
   m.bytes = bytes;
@@ -124,23 +108,10 @@ bool fill_memory(calls::AnyRecord& rec, MemoryKind k, const void* addr, uint64_t
 // Sets the fields every fallback record shares and writes it.
 void write_fallback(calls::AnyRecord& rec, Api api, Category cat, cudaError_t r, uint64_t start, uint64_t end,
                     bool driver_reached) {
-  uint32_t extra = driver_reached ? 0u : trace::kFlagRuntimeOnly;
-  switch (static_cast<trace::RecordType>(rec.h.type)) {
-    case trace::RecordType::Copy:
-    case trace::RecordType::Memset:
-      rec.copy.api = static_cast<uint16_t>(api);
-      rec.copy.result = r, rec.copy.start_ns = start, rec.copy.end_ns = end, rec.copy.flags |= extra;
-      break;
-    case trace::RecordType::Launch:
-      rec.launch.api = static_cast<uint16_t>(api);
-      rec.launch.result = r, rec.launch.start_ns = start, rec.launch.end_ns = end, rec.launch.flags |= extra;
-      break;
-    case trace::RecordType::MemoryOp:
-      rec.memory.api = static_cast<uint16_t>(api);
-      rec.memory.result = r, rec.memory.start_ns = start, rec.memory.end_ns = end, rec.memory.flags |= extra;
-      break;
-    default: return;
-  }
+  trace::CallHead& h = rec.head;
+  h.api = static_cast<uint16_t>(api);
+  h.result = r, h.start_ns = start, h.end_ns = end;
+  h.flags |= driver_reached ? 0u : trace::kFlagRuntimeOnly;
   calls::apply_stack_policy(rec, cat);
   calls::write(rec);
 }
@@ -148,52 +119,54 @@ void write_fallback(calls::AnyRecord& rec, Api api, Category cat, cudaError_t r,
 // Completes the adopted driver record: the API the application called, the whole call's time
 // and the runtime's return value.
 void write_adopted(calls::AnyRecord& rec, Api api, Category cat, cudaError_t r, uint64_t start, uint64_t end) {
-  auto set = [&](auto& x) {
-    x.api = static_cast<uint16_t>(api);
-    x.result = r;
-    x.start_ns = start;
-    x.end_ns = end;
-  };
-  switch (static_cast<trace::RecordType>(rec.h.type)) {
-    case trace::RecordType::Copy:
-    case trace::RecordType::Memset: set(rec.copy); break;
-    case trace::RecordType::Launch: set(rec.launch); break;
-    case trace::RecordType::HostFuncEnqueue: set(rec.host_func); break;
-    case trace::RecordType::Sync: set(rec.sync); break;
-    case trace::RecordType::MemoryOp: set(rec.memory); break;
-    case trace::RecordType::StreamCreate:
-    case trace::RecordType::StreamDestroy: set(rec.stream); break;
-    case trace::RecordType::Capture: set(rec.capture); break;
-    default: return;
-  }
+  trace::CallHead& h = rec.head;
+  h.api = static_cast<uint16_t>(api);
+  h.result = r;
+  h.start_ns = start;
+  h.end_ns = end;
   calls::apply_stack_policy(rec, cat);
   calls::write(rec);
 }
 
+// The runtime call's record: when the trace is active, reserved in place and published in flight
+// before the call (one record per call: the first driver call of its kind inside fills its body, see
+// traced_call.h); otherwise built in `st.pending` and written after the call. When no driver entry
+// point of its kind was reached, `fallback` fills the body from the runtime's own arguments
+// (kFlagRuntimeOnly when no hooked driver entry point ran at all); without a fallback the call has
+// no record (an in-place reservation becomes Padding).
 template <class Call, class Fallback>
 cudaError_t run(uint8_t inst, calls::Caller c, Api api, Category cat, Call&& call, Fallback&& fallback) {
+  constexpr bool kHasFallback = !std::is_same_v<std::decay_t<Fallback>, std::nullptr_t>;
   enum Way { kRecord, kPassive, kPass, kLost };
+  if (AW_UNLIKELY(trace_writer::disabled_now())) return call();  // ASYNCWATCH_DISABLE=1: nothing else
   calls::ThreadCallState& st = calls::thread_state();
   const uint32_t ph = st.phase;
   Way way;
+  bool in_place = false;
   calls::SavedCallState* reentrant = nullptr;  // set when this call interrupted a real function
   alignas(calls::SavedCallState) unsigned char saved_storage[sizeof(calls::SavedCallState)];
+  auto outer_way = [&]() noexcept {
+    in_place = trace_writer::recording_now();
+    return in_place || calls::recording() ? kRecord : kPassive;
+  };
   if (AW_LIKELY(ph == 0)) {
-    way = calls::recording() ? kRecord : kPassive;
+    way = outer_way();
   } else {
     switch (calls::classify_nested(st, c)) {
       case calls::Nested::PassThrough: way = kPass; break;
       case calls::Nested::Lost: way = kLost; break;
-      case calls::Nested::Application: way = calls::recording() ? kRecord : kPassive; break;
+      case calls::Nested::Application: way = outer_way(); break;
       default:  // a call of its own, in a clean state (restored below)
         reentrant = new (saved_storage) calls::SavedCallState;
         st.reentrant = true;
-        way = calls::recording() ? kRecord : kPassive;
+        way = outer_way();
         break;
     }
   }
+  const trace::RecordType type = calls::record_type(cat, api);
   uint64_t start = 0;
-  uint32_t lost_phase = 0;
+  uint32_t lost_phase = 0, gen = 0;
+  calls::AnyRecord* rec = nullptr;
   if (way == kRecord) {
     st.phase = 1;
     calls::signal_fence();
@@ -203,7 +176,17 @@ cudaError_t run(uint8_t inst, calls::Caller c, Api api, Category cat, Call&& cal
     st.runtime_category = cat;
     st.driver_reached = false;
     st.pending_valid = false;
-    start = now_ns();
+    if (in_place) {
+      rec = calls::begin_in_place(type, api, &start, &gen);
+      st.target = rec;
+      st.target_generation = gen;
+    } else {
+      st.pending = calls::AnyRecord{};
+      st.pending.h = trace::RecordHeader{static_cast<uint16_t>(type),
+                                         static_cast<uint16_t>(trace::record_info(static_cast<uint16_t>(type)).fixed)};
+      st.target = &st.pending;
+      start = now_ns();
+    }
     calls::set_phase(st, 2);
   } else if (way == kPassive) {
     // Not recorded (paused, stopped): the driver wrappers under it pass through without counting
@@ -231,12 +214,27 @@ cudaError_t run(uint8_t inst, calls::Caller c, Api api, Category cat, Call&& cal
   uint64_t end = now_ns();
   [&]() noexcept {
     ErrnoKeeper keep;
-    if (st.pending_valid) {
+    if (in_place) {
+      if (!rec || !calls::in_place_valid(gen)) return;
+      if (!st.pending_valid) {
+        if constexpr (kHasFallback) {
+          fallback(*rec);
+          if (!st.driver_reached) rec->head.flags |= trace::kFlagRuntimeOnly;
+        } else {
+          calls::cancel_in_place(rec);
+          return;
+        }
+      }
+      rec->head.api = static_cast<uint16_t>(api);  // a driver wrapper's fill may have named its own
+      calls::finish_in_place(rec, cat, r, end);
+    } else if (st.pending_valid) {
       st.pending_valid = false;
       write_adopted(st.pending, api, cat, r, start, end);
-    } else if constexpr (!std::is_same_v<std::decay_t<Fallback>, std::nullptr_t>) {
-      calls::AnyRecord rec{};
-      if (fallback(rec)) write_fallback(rec, api, cat, r, start, end, st.driver_reached);
+    } else if constexpr (kHasFallback) {
+      calls::AnyRecord tmp{};
+      tmp.h = st.pending.h;
+      fallback(tmp);
+      write_fallback(tmp, api, cat, r, start, end, st.driver_reached);
     }
   }();
   calls::set_phase(st, 0);

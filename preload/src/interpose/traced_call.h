@@ -32,21 +32,29 @@ struct NoPrepare {
   void operator()() const noexcept {}
 };
 
-// Runs `call` (the real function), timing it, then `fill(record, hook info, result, start, end)`
-// completes the record. `prepare()` runs before the call, as the library's own code (host
-// functions set up their context there). `call` appears once (so that it is inlined), whatever
-// the way in.
+// Runs `call` (the real function), timing it, and `fill(record, hook info, result)` fills the
+// record's body (and flags, by |=; the head's api, result and times are set here). `prepare()` runs
+// before the call, as the library's own code (host functions set up their context there). `call`
+// appears once (so that it is inlined), whatever the way in.
+//
+// When the trace is active (the hot path's one load, trace_writer::recording_now), the record is
+// reserved in the thread's block and published in flight before the call, then completed in place
+// (docs/trace-format.md, "The write protocol"). Otherwise (the process's first call, which opens the
+// trace after it returned; a call after tracing stopped) it is built on the stack and written after
+// the call, as one record.
 template <class Prepare, class Call, class Fill>
 cuda::CUresult traced_with(Caller c, hooks::Hook h, Category cat, Prepare&& prepare, Call&& call, Fill&& fill) {
   constexpr bool kPrepares = !std::is_same_v<std::decay_t<Prepare>, NoPrepare>;
-  enum Way { kOuter, kInRuntime, kPass, kLost };
+  enum Way { kInPlace, kOuter, kInRuntime, kPass, kLost };
+  if (AW_UNLIKELY(trace_writer::disabled_now())) return call();  // ASYNCWATCH_DISABLE=1: nothing else
   ThreadCallState& st = thread_state();
   const uint32_t ph = st.phase;
   Way way;
   SavedCallState* reentrant = nullptr;  // set when this call interrupted a real function
   alignas(SavedCallState) unsigned char saved_storage[sizeof(SavedCallState)];
+  auto outer_way = []() noexcept { return trace_writer::recording_now() ? kInPlace : recording() ? kOuter : kPass; };
   if (AW_LIKELY(ph == 0)) {  // called by the application
-    way = recording() ? kOuter : kPass;
+    way = outer_way();
   } else if (ph == 2 && st.outer == kOuterRuntime && nested_in_runtime(st, c.ra)) {
     // Called by the runtime inside a traced runtime call: the record is the runtime call's.
     way = kInRuntime;
@@ -54,23 +62,26 @@ cuda::CUresult traced_with(Caller c, hooks::Hook h, Category cat, Prepare&& prep
     switch (classify_nested(st, c)) {
       case Nested::PassThrough: way = kPass; break;
       case Nested::Lost: way = kLost; break;
-      case Nested::Application: way = recording() ? kOuter : kPass; break;
+      case Nested::Application: way = outer_way(); break;
       default:  // a call of its own, in a clean state (restored below)
         reentrant = new (saved_storage) SavedCallState;
         st.reentrant = true;
-        way = recording() ? kOuter : kPass;
+        way = outer_way();
         break;
     }
   }
+  const hooks::HookInfo& hi = hooks::info(h);
   uint64_t start = 0;
-  uint32_t lost_phase = 0;
-  if (way == kOuter) {
+  uint32_t lost_phase = 0, gen = 0;
+  AnyRecord* rec = nullptr;
+  if (way <= kOuter) {
     st.phase = 1;
     signal_fence();
     st.caller = c;
     st.outer = kOuterDriver;
     if constexpr (kPrepares) prepare();
-    start = now_ns();
+    if (way == kInPlace) rec = begin_in_place(record_type(cat, hi.api), hi.api, &start, &gen);
+    else start = now_ns();
     set_phase(st, 2);
   } else if (way == kInRuntime) {
     if constexpr (kPrepares) {
@@ -90,23 +101,42 @@ cuda::CUresult traced_with(Caller c, hooks::Hook h, Category cat, Prepare&& prep
     if (AW_UNLIKELY(reentrant)) reentrant->~SavedCallState();
     return r;
   }
-  st.phase = way == kOuter ? 1 : 3;
+  st.phase = way == kInRuntime ? 3 : 1;
   signal_fence();
   // No clock inside a runtime call: the runtime wrapper's start and end become the record's times.
-  uint64_t end = way == kOuter ? now_ns() : 0;
+  uint64_t end = way == kInRuntime ? 0 : now_ns();
   [&]() noexcept {
     ErrnoKeeper keep;
-    AnyRecord rec{};
-    fill(rec, hooks::info(h), r, start, end);
-    if (r == cuda::CUDA_SUCCESS) note_driver_ready();
-    if (way == kOuter) {
-      apply_stack_policy(rec, cat);
-      write(rec);
-    } else {
-      adopt(st, rec, cat);
+    if (way == kInPlace) {
+      if (rec && AW_LIKELY(in_place_valid(gen))) {
+        rec->head.driver_fn = static_cast<uint16_t>(hi.api);
+        fill(*rec, hi, r);
+        finish_in_place(rec, cat, r, end);
+      }
+    } else if (way == kOuter) {
+      AnyRecord tmp{};
+      tmp.h = trace::RecordHeader{static_cast<uint16_t>(record_type(cat, hi.api)),
+                                  static_cast<uint16_t>(trace::record_info(static_cast<uint16_t>(record_type(cat, hi.api))).fixed)};
+      tmp.head.api = tmp.head.driver_fn = static_cast<uint16_t>(hi.api);
+      fill(tmp, hi, r);
+      tmp.head.result = r;
+      tmp.head.start_ns = start;
+      tmp.head.end_ns = end;
+      apply_stack_policy(tmp, cat);
+      write(tmp);
+    } else {  // inside a runtime call: fills the runtime call's record (its first driver call of its kind)
+      AnyRecord* target = adopt_target(st, cat);
+      if (target && (target == &st.pending || in_place_valid(st.target_generation))) {
+        target->head.driver_fn = static_cast<uint16_t>(hi.api);
+        fill(*target, hi, r);
+      } else {
+        AnyRecord scratch{};  // not recorded; the fill's side effects (a failed enqueue frees its context) still run
+        fill(scratch, hi, r);
+      }
     }
+    if (r == cuda::CUDA_SUCCESS) note_driver_ready();
   }();
-  set_phase(st, way == kOuter ? 0 : 2);
+  set_phase(st, way == kInRuntime ? 2 : 0);
   if (AW_UNLIKELY(reentrant)) reentrant->~SavedCallState();
   return r;
 }

@@ -74,7 +74,7 @@ uint32_t intern_slow(const uint64_t* frames, uint32_t depth, uint64_t h, uint32_
     StackRecord r{};
     r.h.type = static_cast<uint16_t>(RecordType::Stack);
     r.stack_id = id;
-    r.depth = depth;
+    r.depth = static_cast<uint16_t>(depth);
     thread_buffer::write2(&r, sizeof r, frames, depth * 8);
   }
   // A frame outside every known object: a library was dlopen'ed since the map was written.

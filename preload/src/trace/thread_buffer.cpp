@@ -32,6 +32,9 @@ struct State {
   };
   Cursor level[2];  // [0] the thread's block; [1] for writes while [0] has a reservation open
   uint32_t tid;
+  uint32_t lost_reason;  // LostReason of the first loss not yet reported in band
+  uint64_t lost_count;   // losses not yet reported in band (note_lost)
+  uint64_t lost_first_ns, lost_last_ns;
 };
 AW_TLS State tl_state;
 
@@ -91,9 +94,11 @@ __attribute__((noinline)) char* reserve_slow(uint32_t size, uint32_t gen) noexce
     trace_writer::process_is_ours();
     return nullptr;
   }
-  // A new trace for this thread: its old blocks (if any) belong to another file.
+  // A new trace for this thread: its old blocks (if any) belong to another file, and so do the
+  // losses not reported yet.
   s.level[0] = s.level[1] = Cursor{nullptr, 0};
   s.tid = 0;
+  s.lost_count = 0;
   s.generation = gen;
   if (!write_thread_info()) return nullptr;
   return reserve(size);
@@ -108,9 +113,34 @@ uint32_t tid() noexcept {
 
 char* reserve(uint32_t size) noexcept {
   if (AW_UNLIKELY(size > kMaxRecord || !trace_writer::ensure_open())) return nullptr;
+  return reserve_active(size);
+}
+
+// The in-band LostRecord of the losses noted since this thread's last record (at level 0, no
+// reservation open). The count is taken with one exchange: a handler's note_lost meanwhile stays
+// for the next record.
+__attribute__((noinline)) void write_lost(State& s) noexcept {
+  s.open = 1;
+  compiler_fence();
+  char* p = take(s.level[0], sizeof(LostRecord));
+  if (!p) {
+    compiler_fence();
+    s.open = 0;
+    return;
+  }
+  auto* r = reinterpret_cast<LostRecord*>(p);
+  r->count = __atomic_exchange_n(&s.lost_count, 0, __ATOMIC_RELAXED);
+  r->reason = s.lost_reason;
+  r->first_lost_ns = s.lost_first_ns;
+  r->last_lost_ns = s.lost_last_ns;
+  commit(p, RecordType::Lost, sizeof(LostRecord));
+}
+
+char* reserve_active(uint32_t size) noexcept {
   uint32_t gen = trace_writer::generation();
   State& s = tl_state;
   if (AW_UNLIKELY(s.key != gen)) return reserve_slow(size, gen);
+  if (AW_UNLIKELY(s.lost_count)) write_lost(s);
   // Open before the cursor is read: a writer that interrupts from here on (a signal handler) sees
   // it and uses level 1, so the bytes handed out below are never handed out twice.
   s.open = 1;
@@ -145,6 +175,20 @@ bool write2(const void* fixed, uint32_t fixed_size, const void* tail, uint32_t t
   commit(dst, static_cast<RecordType>(static_cast<const RecordHeader*>(fixed)->type), total);
   return true;
 }
+
+void note_lost(LostReason why) noexcept {
+  State& s = tl_state;
+  uint64_t now = now_ns();
+  if (s.lost_count == 0) {
+    s.lost_reason = static_cast<uint32_t>(why);
+    s.lost_first_ns = now;
+  }
+  s.lost_last_ns = now;
+  compiler_fence();
+  __atomic_fetch_add(&s.lost_count, 1, __ATOMIC_RELAXED);
+}
+
+LostReason failure_reason() noexcept { return tl_state.open ? LostReason::SignalHandler : LostReason::NoBlock; }
 
 bool write(const void* record) noexcept {
   const auto* h = static_cast<const RecordHeader*>(record);

@@ -25,6 +25,9 @@ inline constexpr uint32_t kMaxRecord = trace::kBlockSize - sizeof(trace::BlockHe
 // written; its bytes after the RecordHeader are the body. nullptr when it cannot be written
 // (tracing off, stopped or closed, no block, too large); then there is nothing to commit.
 char* reserve(uint32_t size) noexcept;
+// The same when the caller has just seen the trace active (trace_writer::recording_now): skips the
+// open check (a trace stopped meanwhile is noticed when a block is claimed).
+char* reserve_active(uint32_t size) noexcept;
 // Publishes the record reserved at `p` (from the last reserve on this thread).
 void commit(char* p, trace::RecordType type, uint32_t size) noexcept;
 
@@ -34,6 +37,15 @@ void commit(char* p, trace::RecordType type, uint32_t size) noexcept;
 bool write(const void* record) noexcept;
 // Variable-sized records (Stack, String, Module): fixed part + trailing bytes, written as one.
 bool write2(const void* fixed, uint32_t fixed_size, const void* tail, uint32_t tail_size) noexcept;
+
+// A call of this thread whose record could not be written (the caller counts it in records_lost):
+// reported in band too, as one LostRecord {count, first and last time, reason of the first} written
+// before this thread's next record (FileHeader.records_lost stays the total; a loss noted by a
+// signal handler while the thread itself writes that LostRecord may be missing from the detail).
+void note_lost(trace::LostReason why) noexcept;
+// Why a reservation of this thread just failed: SignalHandler when one was already open on it (a
+// nested writer two levels deep), else NoBlock.
+trace::LostReason failure_reason() noexcept;
 
 // Kernel thread id of the calling thread (cached).
 uint32_t tid() noexcept;

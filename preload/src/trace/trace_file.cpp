@@ -265,8 +265,9 @@ bool map_one(uint64_t seg) noexcept {
     set_error("trace file reached its size limit (%llu GiB)", static_cast<unsigned long long>(kMaxSegments * kSegmentBytes >> 30));
     return false;
   }
-  off_t off = static_cast<off_t>(kHeaderSize + seg * kSegmentBytes);
-  if (!fits_rlimit(static_cast<uint64_t>(off) + kSegmentBytes)) {
+  off_t off = static_cast<off_t>(kHeaderSize + segment_first_block(seg) * kBlockSize);
+  const uint64_t bytes = segment_bytes(seg);
+  if (!fits_rlimit(static_cast<uint64_t>(off) + bytes)) {
     set_error("trace file would exceed RLIMIT_FSIZE");
     return false;
   }
@@ -276,12 +277,12 @@ bool map_one(uint64_t seg) noexcept {
     g_fd = -1;  // not ours any more: never touched again
     return false;
   }
-  int rc = posix_fallocate(g_fd, off, static_cast<off_t>(kSegmentBytes));
+  int rc = posix_fallocate(g_fd, off, static_cast<off_t>(bytes));
   if (rc != 0) {
     set_error("cannot grow trace file: %s", strerror(rc));
     return false;
   }
-  void* p = mmap(nullptr, kSegmentBytes, PROT_READ | PROT_WRITE, MAP_SHARED, g_fd, off);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, g_fd, off);
   if (p == MAP_FAILED) {
     set_error("cannot map trace segment: %s", strerror(errno));
     return false;
@@ -293,8 +294,11 @@ bool map_one(uint64_t seg) noexcept {
 // Fault the segment in writable in one call instead of one page fault (and ext4 page_mkwrite) per
 // 4 KiB inside the application's calls; done after the segment is published, so a writer that
 // waited for it goes on at once. Linux >= 5.14; older kernels answer EINVAL and pages fault in.
+// Not segment 0: a short process writes a few pages of it, and pre-faulting (then truncating) all
+// of it was most of tracing's start-up cost.
 void populate(uint64_t seg) noexcept {
-  if (char* p = g_segments[seg].load(std::memory_order_acquire)) madvise(p, kSegmentBytes, MADV_POPULATE_WRITE);
+  if (seg == 0) return;
+  if (char* p = g_segments[seg].load(std::memory_order_acquire)) madvise(p, segment_bytes(seg), MADV_POPULATE_WRITE);
 }
 
 // Truncates to `bytes` (kNoTruncate: not at all) and releases the descriptor, only when it is
@@ -380,7 +384,7 @@ void* file_main(void*) {
         continue;
       }
       if (mapped < need) {  // a writer needs it: final. Keep what is mapped; release the file.
-        release(kHeaderSize + mapped * kSegmentBytes);
+        release(kHeaderSize + segment_first_block(mapped) * kBlockSize);
         finish();
         return nullptr;
       }
@@ -459,7 +463,7 @@ void map_ahead(uint64_t count) noexcept {
   if (raised) bump(&g_req);
 }
 
-uint64_t mapped_blocks() noexcept { return g_mapped.load(std::memory_order_acquire) * kBlocksPerSegment; }
+uint64_t mapped_blocks() noexcept { return segment_first_block(g_mapped.load(std::memory_order_acquire)); }
 
 void close(uint64_t bytes) noexcept {
   int st = g_thread.load(std::memory_order_acquire);
@@ -507,7 +511,7 @@ void forget_after_fork() noexcept {
   for (uint64_t i = 0; i < kMaxSegments; ++i) {
     char* p = g_segments[i].load(std::memory_order_relaxed);
     if (!p) continue;
-    munmap(p, kSegmentBytes);
+    munmap(p, segment_bytes(i));
     g_segments[i].store(nullptr);
   }
   if (FileHeader* h = g_header.exchange(nullptr)) munmap(h, kHeaderSize);

@@ -19,9 +19,26 @@
 
 namespace asyncwatch::trace_file {
 
+// The file grows in segments: segment 0 is small (most processes write a few KiB: a short run must
+// not pay for allocating, pre-faulting and truncating megabytes) and faults in as it is written;
+// the others are kSegmentBytes, mapped ahead and pre-faulted by the file thread.
+constexpr uint64_t kFirstSegmentBytes = 256ull << 10;
 constexpr uint64_t kSegmentBytes = 4ull << 20;
+constexpr uint64_t kFirstSegmentBlocks = kFirstSegmentBytes / trace::kBlockSize;
 constexpr uint64_t kBlocksPerSegment = kSegmentBytes / trace::kBlockSize;
 constexpr uint64_t kMaxSegments = 16384;  // 64 GiB of trace
+static_assert(kFirstSegmentBytes % trace::kBlockSize == 0 && kFirstSegmentBlocks >= 2);
+
+constexpr uint64_t segment_bytes(uint64_t seg) { return seg == 0 ? kFirstSegmentBytes : kSegmentBytes; }
+constexpr uint64_t segment_blocks(uint64_t seg) { return segment_bytes(seg) / trace::kBlockSize; }
+// Index of the first block of segment `seg` (= blocks in the segments before it).
+constexpr uint64_t segment_first_block(uint64_t seg) {
+  return seg == 0 ? 0 : kFirstSegmentBlocks + (seg - 1) * kBlocksPerSegment;
+}
+constexpr uint64_t segment_of_block(uint64_t block) {
+  return block < kFirstSegmentBlocks ? 0 : 1 + (block - kFirstSegmentBlocks) / kBlocksPerSegment;
+}
+static_assert(segment_of_block(segment_first_block(3)) == 3 && segment_of_block(segment_first_block(3) - 1) == 2);
 
 // Starts the thread (its descriptor table made its own); it waits for request_open. False when no
 // thread could be started (error_text() says why).

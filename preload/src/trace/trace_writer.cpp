@@ -16,10 +16,17 @@
 #include "trace_file.h"
 
 namespace asyncwatch::trace_writer {
+
+std::atomic<uint32_t> g_not_recording{kNotActive};
+
+void set_paused_bit(bool paused) noexcept {
+  if (paused) g_not_recording.fetch_or(kPaused, std::memory_order_acq_rel);
+  else g_not_recording.fetch_and(~uint32_t{kPaused}, std::memory_order_acq_rel);
+}
+
 namespace {
 
 using namespace asyncwatch::trace;
-using trace_file::kBlocksPerSegment;
 
 constexpr uint64_t kClosedBit = 1ull << 63;
 
@@ -33,6 +40,17 @@ constexpr uint64_t kClosedBit = 1ull << 63;
 enum State : uint32_t { kNotOpen = 0, kStarting, kReady, kOpening, kActive, kOff, kClosing, kClosed, kForeign };
 
 std::atomic<uint32_t> g_state{kNotOpen};  // also a futex word (waiting for kStarting/kOpening to end)
+
+// Keeps kNotActive of g_not_recording equal to (g_state != kActive) after every change of g_state
+// (re-read until stable: of two racing changes, the later mirror sees the later state).
+void mirror_state() noexcept {
+  for (;;) {
+    uint32_t s = g_state.load(std::memory_order_acquire);
+    if (s == kActive) g_not_recording.fetch_and(~uint32_t{kNotActive}, std::memory_order_acq_rel);
+    else g_not_recording.fetch_or(kNotActive, std::memory_order_acq_rel);
+    if (g_state.load(std::memory_order_acquire) == s) return;
+  }
+}
 // Next block index; kClosedBit set once closed so that no later claim can extend the file past
 // the size it was truncated to.
 std::atomic<uint64_t> g_claim{0};
@@ -61,6 +79,7 @@ long futex(std::atomic<uint32_t>* a, int op, uint32_t v) noexcept {
 }
 void set_state(uint32_t s) noexcept {
   g_state.store(s, std::memory_order_release);
+  mirror_state();
   futex(&g_state, FUTEX_WAKE, INT32_MAX);
 }
 uint32_t wait_while(uint32_t busy) noexcept {
@@ -130,6 +149,7 @@ bool process_is_ours() noexcept {
   // its own copy, so it can be marked: it never records and never touches the parent's trace.
   g_header.store(nullptr);
   g_state.store(kForeign);
+  mirror_state();
   return false;
 }
 
@@ -215,7 +235,7 @@ char* claim_block(uint64_t* index_out) noexcept {
   do {
     if (idx & kClosedBit) return nullptr;
   } while (!g_claim.compare_exchange_weak(idx, idx + 1, std::memory_order_acq_rel));
-  uint64_t seg = idx / kBlocksPerSegment;
+  uint64_t seg = trace_file::segment_of_block(idx);
   char* base = trace_file::segment(seg);
   if (!base) {
     // Tracing stops for good; the file stays readable up to here. Only an active trace becomes
@@ -223,14 +243,17 @@ char* claim_block(uint64_t* index_out) noexcept {
     // call would count as lost).
     uint32_t active = kActive;
     if (g_state.compare_exchange_strong(active, kOff)) {
+      mirror_state();
       ErrnoKeeper keep;
       warn_once(trace_file::error_text());
     }
     return nullptr;
   }
-  // A quarter into a segment (1 MiB of trace: short runs never get here), have the next one
-  // prepared by the file thread, so that no application call waits for it.
-  if (idx % kBlocksPerSegment == kBlocksPerSegment / 4) trace_file::map_ahead(seg + 2);
+  // A quarter into a segment (1 MiB of trace), half into the small first one (128 KiB: a short
+  // single-threaded run never gets there), have the next one prepared by the file thread, so that
+  // no application call waits for it.
+  const uint64_t in_seg = idx - trace_file::segment_first_block(seg);
+  if (in_seg == trace_file::segment_blocks(seg) / (seg == 0 ? 2 : 4)) trace_file::map_ahead(seg + 2);
   // Mirror the count into the mapping so a crashed process's header tells how far to read.
   FileHeader* h = g_header.load(std::memory_order_acquire);
   uint64_t cur = __atomic_load_n(&h->blocks_claimed, __ATOMIC_RELAXED);
@@ -238,7 +261,7 @@ char* claim_block(uint64_t* index_out) noexcept {
          !__atomic_compare_exchange_n(&h->blocks_claimed, &cur, idx + 1, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
   }
   *index_out = idx;
-  return base + (idx % kBlocksPerSegment) * kBlockSize;
+  return base + in_seg * kBlockSize;
 }
 
 void count_lost(uint64_t n) noexcept {
@@ -282,6 +305,7 @@ void close_clean(int exit_status) noexcept {
     while ((s = g_state.load(std::memory_order_acquire)) == kClosing) futex(&g_state, FUTEX_WAIT, kClosing);
     return;
   }
+  mirror_state();
   uint64_t claimed = g_claim.fetch_or(kClosedBit) & ~kClosedBit;
   uint64_t used = std::min(claimed, trace_file::mapped_blocks());
   // Atomic: a thread whose claim was counted before the close may still be in claim_block's
@@ -329,11 +353,16 @@ void after_fork_child(uint64_t parent_pid) noexcept {
   // Anything else starts anew (the file thread does not exist in the child).
   g_state.store(s == kOff || s == kForeign ? s : kNotOpen);
   if (config().disabled) g_state.store(kOff);
+  mirror_state();
   g_owner_pid.store(getpid());
   g_page.generation.store(++g_generation_shadow, std::memory_order_release);
 }
 
-void disable() noexcept { g_state.store(kOff); }
+void disable() noexcept {
+  g_state.store(kOff);
+  mirror_state();
+  g_not_recording.fetch_or(kDisabled, std::memory_order_acq_rel);
+}
 
 std::string path() { return trace_file::path(); }
 

@@ -7,6 +7,7 @@
 // claim_block's compare-and-swap and the state and generation loads.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -19,6 +20,17 @@ namespace asyncwatch::trace_writer {
 // and tracing stays off for the rest of the process.
 bool ensure_open() noexcept;
 bool is_active() noexcept;
+
+// The hot path's one load (docs/performance.md): non-zero bits say why calls are not recorded in
+// place right now. kNotActive: the trace is not open and active (not opened yet, stopped, closed,
+// disabled); kPaused: the application paused recording (control API). 0: record.
+// kDisabled: ASYNCWATCH_DISABLE=1 (for good): the wrappers call through touching nothing else.
+enum RecordingBits : uint32_t { kNotActive = 1u << 0, kPaused = 1u << 1, kDisabled = 1u << 2 };
+extern std::atomic<uint32_t> g_not_recording;
+inline bool recording_now() noexcept { return g_not_recording.load(std::memory_order_relaxed) == 0; }
+inline bool disabled_now() noexcept { return g_not_recording.load(std::memory_order_relaxed) & kDisabled; }
+// The control API paused (true) or resumed recording.
+void set_paused_bit(bool paused) noexcept;
 // Active, or about to be: the file thread is starting or creating the file for a call already made
 // (a record written now waits for it).
 bool is_active_or_opening() noexcept;
