@@ -28,6 +28,10 @@ ElfCalls::ElfCalls(Elf* elf) : elf_(elf) {
       if (gelf_getphdr(elf_, static_cast<int>(i), &ph) && ph.p_type == PT_LOAD)
         segments_.push_back(Segment{ph.p_vaddr, ph.p_offset, ph.p_filesz});
     }
+}
+
+void ElfCalls::read_plt_and_slots() {
+  slots_read_ = true;
   size_t shstrndx = 0;
   if (elf_getshdrstrndx(elf_, &shstrndx) != 0) return;
   for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf_, scn)) != nullptr;) {
@@ -79,8 +83,9 @@ std::string ElfCalls::slot_symbol(uint64_t slot) const {
   return it == slots_.end() ? std::string() : it->second;
 }
 
-CallTarget ElfCalls::call_before(uint64_t return_vaddr) const {
+CallTarget ElfCalls::call_before(uint64_t return_vaddr) {
   CallTarget t;
+  if (x86_64_ && !slots_read_) read_plt_and_slots();
   uint8_t b[6];
   if (!x86_64_ || return_vaddr < sizeof b || !read(return_vaddr - sizeof b, b, sizeof b)) return t;
   if (b[0] == 0xff && b[1] == 0x15) {  // call *disp32(%rip): rip is the return address

@@ -27,17 +27,19 @@ struct CallTarget {
 
 class ElfCalls {
  public:
-  // `elf` stays owned by the caller and must outlive this object. Reads the section headers and
-  // relocations at once; nothing is decoded for an ELF file that is not x86-64.
+  // `elf` stays owned by the caller and must outlive this object. Nothing is decoded for an ELF
+  // file that is not x86-64.
   explicit ElfCalls(Elf* elf);
 
-  // The call instruction that ends at `return_vaddr` (an ELF virtual address of this module).
-  CallTarget call_before(uint64_t return_vaddr) const;
+  // The call instruction that ends at `return_vaddr` (an ELF virtual address of this module). The
+  // PLT sections and the GOT relocations are read on first use.
+  CallTarget call_before(uint64_t return_vaddr);
   // The address of the function `symbol` that this module defines (its dynamic symbol table),
   // or 0 when it defines none by that name. The table is read on first use.
   uint64_t defined_function(const std::string& symbol);
 
  private:
+  void read_plt_and_slots();
   bool read(uint64_t vaddr, uint8_t* out, size_t n) const;
   std::string slot_symbol(uint64_t slot) const;
   bool in_plt(uint64_t vaddr) const;
@@ -48,6 +50,7 @@ class ElfCalls {
     uint64_t vaddr, offset, filesz;
   };
   std::vector<Segment> segments_;                      // PT_LOAD
+  bool slots_read_ = false;
   std::vector<std::pair<uint64_t, uint64_t>> plt_;     // [begin, end) of .plt, .plt.sec, .plt.got
   std::unordered_map<uint64_t, std::string> slots_;    // GOT slot -> JUMP_SLOT/GLOB_DAT symbol
   bool exports_read_ = false;
