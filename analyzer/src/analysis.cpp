@@ -457,7 +457,15 @@ class ProcessAnalyzer final : public RuleContext {
       if (cs.index >= 0) {
         Site site;
         site.frame = frames[static_cast<size_t>(cs.index)];
-        if (cs.via >= 0) site.via = frames[static_cast<size_t>(cs.via)];
+        if (cs.via >= 0) {
+          // The library function the user's call instruction called, read from the module's
+          // file: it may have tail-called onwards, leaving no frame of its own.
+          const Frame& lib = frames[static_cast<size_t>(cs.via)];
+          site.via = cs.user && lib.address != site.frame.address
+                         ? via_function(site.frame, lib, symbols_->called_function(site.frame.address, lib.module),
+                                        policy_)
+                         : lib;
+        }
         site.user = cs.user;
         std::string key = call_site_key(site.frame, site.via);
         auto [sit, inserted] = site_ids_.emplace(key, static_cast<uint32_t>(sites_.size()));

@@ -228,6 +228,19 @@ std::string runtime_api_of_frame(const Frame& f) {
   return strip_stream_suffix(q);
 }
 
+Frame via_function(const Frame& site, const Frame& first_library, const Frame& called, const CallSitePolicy& policy) {
+  if (called.function.empty() || first_library.address == site.address || called.function == first_library.function)
+    return first_library;
+  if (called.module.empty()) {  // no readable module defines it: where execution went on
+    Frame f = first_library;
+    f.function = called.function;
+    return f;
+  }
+  // The user's own function (or CUDA's) that jumped on into a library is not "the library function called".
+  if (classify_frame(called, policy) != FrameKind::Library) return first_library;
+  return called;
+}
+
 std::string frame_name_text(const Frame& f) {
   if (f.module.empty())
     return (f.function.empty() ? std::string() : shorten_middle(f.function, kDisplayNameMax) + " ") +

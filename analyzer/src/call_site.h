@@ -73,6 +73,16 @@ struct CallSite {
   bool chevron_launch = false;  // the stack went through nvcc's launch stub: kernel<<<...>>>
 };
 
+// The library function through which the user's frame `site` reached CUDA: `first_library`, the
+// library frame adjacent to it, unless the user's call instruction called another function
+// (`called`, Symbolizer::called_function of the site's return address): that function tail-called
+// (jmp) onwards and left no frame (cufftExecC2C jumps to cufftXtExec), and it is the one the user
+// called. `called` wins when it names another function and is library code (where its module is
+// known; in the module that defines it, else `first_library`'s module); never when the library
+// frame is inline code at the site's own address (the call then is the inlined library code's).
+Frame via_function(const Frame& site, const Frame& first_library, const Frame& called,
+                   const CallSitePolicy& policy = {});
+
 // A frame by name and module, for text: "cusparseSpMV (libcusparse.so.12)"; "libfoo.so+0x1a2b"
 // when it has no function name; long names shortened in the middle (names.h).
 std::string frame_name_text(const Frame& f);

@@ -1,5 +1,7 @@
 #include "symbolizer.h"
 
+#include "elf_calls.h"
+
 #include <cxxabi.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -215,6 +217,8 @@ Symbolizer::Symbolizer(const std::vector<ModuleInfo>& modules, bool read_symbols
     : modules_(modules) {
   usable_.assign(modules_.size(), false);
   module_problem_.assign(modules_.size(), std::string());
+  dwfl_modules_.assign(modules_.size(), nullptr);
+  calls_.resize(modules_.size());
   if (!read_symbols) return;
   dwfl_ = dwfl_begin(&kOfflineCallbacks);
   if (!dwfl_) return;
@@ -251,6 +255,7 @@ Symbolizer::Symbolizer(const std::vector<ModuleInfo>& modules, bool read_symbols
       }
     }
     usable_[i] = true;
+    dwfl_modules_[i] = mod;
   }
   dwfl_report_end(dwfl_, nullptr, nullptr);
 }
@@ -304,6 +309,69 @@ const std::vector<Frame>& Symbolizer::resolve(uint64_t address) {
   }
   if (frames.empty()) frames.push_back(std::move(base));
   return cache_.emplace(address, std::move(frames)).first->second;
+}
+
+ElfCalls* Symbolizer::calls_of(size_t module, uint64_t* bias) {
+  ModuleCalls& m = calls_[module];
+  if (!m.tried) {
+    m.tried = true;
+    Dwarf_Addr b = 0;
+    if (Elf* elf = usable_[module] && dwfl_modules_[module] ? dwfl_module_getelf(dwfl_modules_[module], &b) : nullptr) {
+      m.calls = std::make_unique<ElfCalls>(elf);
+      m.bias = b;
+    }
+  }
+  *bias = m.bias;
+  return m.calls.get();
+}
+
+Frame Symbolizer::entry_frame(size_t module, uint64_t address, const std::string& symbol) {
+  Frame f = resolve(address + 1).back();  // resolve() looks at the byte before a return address
+  f.address = address;
+  f.offset = address - modules_[module].load_bias;
+  f.function = symbol_function_name(symbol.c_str());
+  f.inlined = false;
+  return f;
+}
+
+Frame Symbolizer::called_function(uint64_t return_address, const std::string& prefer_module) {
+  auto key = std::make_pair(return_address, prefer_module);
+  auto it = called_cache_.find(key);
+  if (it != called_cache_.end()) return it->second;
+  Frame out;
+  const ModuleInfo* info = return_address > 0 ? module_of(return_address - 1) : nullptr;
+  uint64_t bias = 0;
+  ElfCalls* calls = info && dwfl_ ? calls_of(static_cast<size_t>(info - modules_.data()), &bias) : nullptr;
+  CallTarget t = calls ? calls->call_before(return_address - bias) : CallTarget{};
+  const size_t self = info ? static_cast<size_t>(info - modules_.data()) : 0;
+  if (t.kind == CallTarget::Local) {
+    // Only where a function of the module's symbol table starts (the bytes before the return
+    // address may end another instruction that merely holds an E8).
+    GElf_Sym sym;
+    GElf_Off off = 1;
+    const char* name =
+        dwfl_module_addrinfo(dwfl_modules_[self], t.address + bias, &off, &sym, nullptr, nullptr, nullptr);
+    int type = name ? GELF_ST_TYPE(sym.st_info) : STT_NOTYPE;
+    if (name && off == 0 && (type == STT_FUNC || type == STT_GNU_IFUNC)) out = entry_frame(self, t.address + bias, name);
+  } else if (t.kind == CallTarget::Imported) {
+    out.function = symbol_function_name(t.symbol.c_str());
+    // The module that defines it: the one execution went on in, if it does; else the first in
+    // trace order (close to the dynamic linker's lookup order).
+    std::vector<size_t> order;
+    for (size_t i = 0; i < modules_.size(); ++i)
+      if (modules_[i].path == prefer_module) order.push_back(i);
+    for (size_t i = 0; i < modules_.size(); ++i)
+      if (modules_[i].path != prefer_module) order.push_back(i);
+    for (size_t i : order) {
+      uint64_t b = 0;
+      ElfCalls* c = calls_of(i, &b);
+      uint64_t value = c ? c->defined_function(t.symbol) : 0;
+      if (!value) continue;
+      out = entry_frame(i, value + b, t.symbol);
+      break;
+    }
+  }
+  return called_cache_.emplace(key, std::move(out)).first->second;
 }
 
 std::vector<Frame> Symbolizer::expand(const std::vector<uint64_t>& addresses) {

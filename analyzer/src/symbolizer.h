@@ -9,13 +9,18 @@
 #include "trace_reader.h"
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 struct Dwfl;
+struct Dwfl_Module;
 
 namespace asyncwatch {
+
+class ElfCalls;
 
 struct Frame {
   uint64_t address = 0;  // the return address as traced (every inline frame of it has the same one)
@@ -48,6 +53,14 @@ class Symbolizer {
   const std::vector<Frame>& resolve(uint64_t address);
   // A whole stack (innermost first), inline frames expanded.
   std::vector<Frame> expand(const std::vector<uint64_t>& addresses);
+  // The function that the call instruction ending at `return_address` called, decoded from the
+  // module's file on disk (elf_calls.h: a direct call of a PLT stub or of a function of the same
+  // module, an indirect call through a GOT slot), as a frame at that function's entry: its name
+  // (the PLT/GOT slot's relocation symbol for an imported function) and the module that defines it,
+  // looked up in the module `prefer_module` (a path as traced) first, then in every module in trace
+  // order. Without function when the call is none of those forms or its module cannot be read;
+  // without module when no readable module defines the imported symbol. Cached per address.
+  Frame called_function(uint64_t return_address, const std::string& prefer_module = {});
   // Modules that could not be opened or whose build id differs, one line each: only those
   // that an address resolved so far falls in. The kernel's pseudo-modules (linux-vdso.so.1,
   // [vdso], [vsyscall]) are skipped silently.
@@ -55,7 +68,17 @@ class Symbolizer {
 
  private:
   const ModuleInfo* module_of(uint64_t address) const;
+  ElfCalls* calls_of(size_t module, uint64_t* bias);
+  Frame entry_frame(size_t module, uint64_t address, const std::string& symbol);
   Dwfl* dwfl_ = nullptr;
+  std::vector<Dwfl_Module*> dwfl_modules_;  // per module, null when not reported
+  struct ModuleCalls {
+    bool tried = false;
+    uint64_t bias = 0;
+    std::unique_ptr<ElfCalls> calls;
+  };
+  std::vector<ModuleCalls> calls_;  // per module, read on first use
+  std::map<std::pair<uint64_t, std::string>, Frame> called_cache_;
   std::vector<ModuleInfo> modules_;
   std::vector<bool> usable_;
   std::vector<std::string> module_problem_;

@@ -345,3 +345,55 @@ TEST(CallSite, TemplateKernelWrapperNamedByDwarf) {
                           frame("main", "/work/ms", "/src/main.cpp", 50)};
   EXPECT_EQ(select_call_site(t, kernel).index, 1);
 }
+
+// The library function the user's call instruction called (Symbolizer::called_function) against the
+// library frame adjacent to the user's frame: a tail call leaves no frame of the former.
+TEST(CallSite, ViaIsTheFunctionTheUsersCallInstructionCalled) {
+  Frame site = frame("main", "/work/simpleCUFFT", "/src/simpleCUFFT.cu", 132);
+  site.address = 0x401234;
+  Frame lib = frame("cufftXtExec", "/usr/local/cuda/lib64/libcufft.so.12");
+  lib.address = 0x7f0000001000;
+  // cufftExecC2C jumped to cufftXtExec: the PLT slot's symbol wins, in the module that defines it.
+  Frame called = frame("cufftExecC2C", "/usr/local/cuda/lib64/libcufft.so.12");
+  called.address = 0x7f0000000800;
+  Frame via = via_function(site, lib, called);
+  EXPECT_EQ(via.function, "cufftExecC2C");
+  EXPECT_EQ(via.module, "/usr/local/cuda/lib64/libcufft.so.12");
+  EXPECT_EQ(frame_name_text(via), "cufftExecC2C (libcufft.so.12)");
+  // The same function: the frame stays.
+  EXPECT_EQ(via_function(site, lib, lib).address, lib.address);
+  // Nothing decoded (another form of call, a module that cannot be read): the frame.
+  EXPECT_EQ(via_function(site, lib, Frame{}).function, "cufftXtExec");
+  // No readable module defines the symbol (the library is on the GPU machine only): the name
+  // wins, the module is the frame's.
+  Frame unknown_module = frame("cufftExecC2C", "");
+  via = via_function(site, lib, unknown_module);
+  EXPECT_EQ(via.function, "cufftExecC2C");
+  EXPECT_EQ(via.module, lib.module);
+  EXPECT_EQ(via.address, lib.address);
+  // Defined in another library (a wrapper without debug information that jumped into cuFFT): that one.
+  via = via_function(site, lib, frame("wrap_fft", "/opt/vendor/lib/libwrap.so"));
+  EXPECT_EQ(frame_name_text(via), "wrap_fft (libwrap.so)");
+}
+
+TEST(CallSite, ViaKeepsTheFrameWhenTheCalledFunctionIsNotLibraryCode) {
+  Frame site = frame("main", "/work/app", "/src/app.cu", 20);
+  site.address = 0x401000;
+  Frame lib = frame("cufftXtExec", "/usr/local/cuda/lib64/libcufft.so.12");
+  lib.address = 0x7f0000001000;
+  // The user's own function (with a source line, in the program) jumped into the library.
+  EXPECT_EQ(via_function(site, lib, frame("do_fft(float*)", "/work/app", "/src/app.cu", 8)).function, "cufftXtExec");
+  // A CUDA runtime function.
+  EXPECT_EQ(via_function(site, lib, frame("cudaMemcpyAsync", "/usr/local/cuda/lib64/libcudart.so.13")).function,
+            "cufftXtExec");
+  // ... unless --user-code says the user's helper is library code.
+  CallSitePolicy policy;
+  policy.user_code = {"!*/src/fft_helpers.cpp"};
+  EXPECT_EQ(via_function(site, lib, frame("do_fft(float*)", "/work/app", "/src/fft_helpers.cpp", 8), policy).function,
+            "do_fft(float*)");
+  // Library code inlined into the user's function (same return address): its call is the inlined code's.
+  Frame inlined = frame("thrust::copy<...>", "/work/app", "/usr/local/cuda/include/thrust/copy.h", 40);
+  inlined.address = site.address;
+  inlined.inlined = true;
+  EXPECT_EQ(via_function(site, inlined, frame("cudaMemcpyAsync", "")).function, "thrust::copy<...>");
+}

@@ -6,6 +6,7 @@
 #include "analysis.h"
 #include "reports.h"
 #include "test_util.h"
+#include "via_fixtures.h"
 
 #include <dlfcn.h>
 #include <execinfo.h>
@@ -200,4 +201,156 @@ TEST(EndToEnd, PathMapReadsModulesFromElsewhere) {
   EXPECT_NE(f.call_site.function.find("copy_results_back"), std::string::npos);
   EXPECT_EQ(f.call_site.module.rfind(elsewhere, 0), 0u) << f.call_site.module;  // as traced
   EXPECT_EQ(f.api, "cudaMemcpyAsync");
+}
+
+// A copy made inside a library that the user called through a function that tail-called (jmp)
+// another (cufftExecC2C jumps to cufftXtExec): only the second has a frame, but the finding says
+// "via" the function the user's call instruction called, read from the module files on disk.
+namespace {
+
+const int kPltCallLine = __LINE__ + 3;
+__attribute__((noinline)) int call_vendor_through_plt(aw_copy_fn copy, void* dst, size_t n) {
+  asm volatile("" ::: "memory");
+  int rc = aw_vendor_exec_c2c(copy, dst, n);  // the call site
+  asm volatile("" : "+r"(rc));
+  return rc;
+}
+
+const int kPltGotCallLine = __LINE__ + 3;
+__attribute__((noinline)) int call_vendor_r2c_through_plt(aw_copy_fn copy, void* dst, size_t n) {
+  asm volatile("" ::: "memory");
+  int rc = aw_vendor_exec_r2c(copy, dst, n);  // the call site
+  asm volatile("" : "+r"(rc));
+  return rc;
+}
+
+const int kLocalCallLine = __LINE__ + 3;
+__attribute__((noinline)) int call_local_library(aw_copy_fn copy, void* dst, size_t n) {
+  asm volatile("" ::: "memory");
+  int rc = aw_local_exec_c2c(copy, dst, n);  // the call site
+  asm volatile("" : "+r"(rc));
+  return rc;
+}
+
+bool stack_has_function(const std::vector<Frame>& stack, const std::string& name) {
+  for (const Frame& f : stack)
+    if (f.function == name) return true;
+  return false;
+}
+
+// Runs `user_call` (which reaches the "static runtime" above through a library), traces its stack
+// with the process's modules (their paths prefixed with `prefix`) and reports it.
+Report via_report(int (*user_call)(aw_copy_fn, void*, size_t), const char* trace_name, const Options& o,
+                  const std::string& prefix = {}) {
+  std::vector<char> host(16);
+  g_frames.clear();
+  user_call(cudaMemcpyAsync, host.data(), host.size());
+  EXPECT_GE(g_frames.size(), 4u);
+  TraceBuilder b(9003, "/proc/self/exe");
+  b.thread_info(1, "main");
+  struct Ctx {
+    TraceBuilder* b;
+    std::string prefix;
+  } ctx{&b, prefix};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) -> int {
+        auto* c = static_cast<Ctx*>(data);
+        uint64_t low = UINT64_MAX, high = 0;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const auto& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_LOAD) continue;
+          low = std::min<uint64_t>(low, info->dlpi_addr + ph.p_vaddr);
+          high = std::max<uint64_t>(high, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+        }
+        std::string path = info->dlpi_name ? info->dlpi_name : "";
+        if (path.empty()) {
+          char buf[4096];
+          ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+          if (n <= 0) return 0;
+          path.assign(buf, static_cast<size_t>(n));
+        }
+        if (path.find("linux-vdso") != std::string::npos) return 0;
+        c->b->module(1, c->prefix + path, info->dlpi_addr, low, high);
+        return 0;
+      },
+      &ctx);
+  uint32_t s = b.stack(1, g_frames);
+  uint64_t t = b.header().start_monotonic_ns + kMs;
+  b.event(1, tf::RecordType::Copy,
+          TraceBuilder::copy(tf::Api::cuMemcpyDtoHAsync_v2, tf::Api::cuMemcpyDtoHAsync_v2, tf::Direction::DtoH,
+                             tf::MemoryKind::Device, tf::MemoryKind::Pageable, t, t + 2 * kMs, 1 << 20,
+                             tf::kFlagEvidenceChecked | tf::kFlagCompletedAtReturn, 0x5000, s));
+  return analyze_traces({write_trace(b, trace_name)}, o);
+}
+
+std::string module_name(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+
+}  // namespace
+
+TEST(EndToEnd, ViaNamesTheLibraryFunctionCalledThroughThePltThatTailCalled) {
+  Report r = via_report(call_vendor_through_plt, "end-to-end-via-plt.awtrace", Options{});
+  ASSERT_EQ(r.findings.size(), 1u);
+  const Finding& f = r.findings[0];
+  // The tail call left no frame of aw_vendor_exec_c2c: the library's frame is aw_vendor_exec.
+  ASSERT_FALSE(stack_has_function(f.stack, "aw_vendor_exec_c2c"));
+  ASSERT_TRUE(stack_has_function(f.stack, "aw_vendor_exec"));
+  EXPECT_NE(f.call_site.function.find("call_vendor_through_plt"), std::string::npos) << f.call_site.function;
+  EXPECT_EQ(f.call_site.line, kPltCallLine);
+  EXPECT_EQ(f.via.function, "aw_vendor_exec_c2c");
+  EXPECT_EQ(module_name(f.via.module), "libaw_test_vendor.so");
+  std::ostringstream text;
+  write_report_text(text, r, TextStyle{});
+  EXPECT_NE(text.str().find("via aw_vendor_exec_c2c (libaw_test_vendor.so)"), std::string::npos) << text.str();
+  EXPECT_EQ(text.str().find("via aw_vendor_exec "), std::string::npos) << text.str();
+}
+
+TEST(EndToEnd, ViaNamesTheLibraryFunctionCalledThroughTheGotWithoutPlt) {
+  Report r = via_report(call_vendor_without_plt, "end-to-end-via-noplt.awtrace", Options{});
+  ASSERT_EQ(r.findings.size(), 1u);
+  const Finding& f = r.findings[0];
+  ASSERT_FALSE(stack_has_function(f.stack, "aw_vendor_exec_r2c"));
+  EXPECT_NE(f.call_site.function.find("call_vendor_without_plt"), std::string::npos) << f.call_site.function;
+  EXPECT_EQ(f.call_site.line, kNoPltCallLine);
+  EXPECT_EQ(f.via.function, "aw_vendor_exec_r2c");
+  EXPECT_EQ(module_name(f.via.module), "libaw_test_vendor.so");
+  // The same function through the PLT: its stub is in .plt.got (the slot is GLOB_DAT's).
+  Report p = via_report(call_vendor_r2c_through_plt, "end-to-end-via-plt-got.awtrace", Options{});
+  ASSERT_EQ(p.findings.size(), 1u);
+  EXPECT_EQ(p.findings[0].call_site.line, kPltGotCallLine);
+  EXPECT_EQ(p.findings[0].via.function, "aw_vendor_exec_r2c");
+}
+
+TEST(EndToEnd, ViaNamesALibraryFunctionOfTheSameModuleThatTailCalled) {
+  Options o;
+  o.user_code.push_back("!*via_local_lib.cpp");  // the executable's own "library" code
+  Report r = via_report(call_local_library, "end-to-end-via-local.awtrace", o);
+  ASSERT_EQ(r.findings.size(), 1u);
+  const Finding& f = r.findings[0];
+  ASSERT_FALSE(stack_has_function(f.stack, "aw_local_exec_c2c"));
+  ASSERT_TRUE(stack_has_function(f.stack, "aw_local_exec"));
+  EXPECT_NE(f.call_site.function.find("call_local_library"), std::string::npos) << f.call_site.function;
+  EXPECT_EQ(f.call_site.line, kLocalCallLine);
+  EXPECT_EQ(f.via.function, "aw_local_exec_c2c");
+  EXPECT_EQ(f.via.module, f.call_site.module);
+  // Without the override the "library" is the user's own code: the call site is aw_local_exec.
+  Report plain = via_report(call_local_library, "end-to-end-via-local-user.awtrace", Options{});
+  ASSERT_EQ(plain.findings.size(), 1u);
+  EXPECT_EQ(plain.findings[0].call_site.function, "aw_local_exec");
+  EXPECT_TRUE(plain.findings[0].via.module.empty());
+}
+
+// The call instruction and the library's symbols are read from the files that --path-map names.
+TEST(EndToEnd, ViaReadsTheCallFromModulesThatPathMapNames) {
+  const std::string elsewhere = "/nonexistent/h200/root";
+  Report unmapped = via_report(call_vendor_through_plt, "end-to-end-via-unmapped.awtrace", Options{}, elsewhere);
+  ASSERT_EQ(unmapped.findings.size(), 1u);
+  EXPECT_NE(unmapped.findings[0].via.function, "aw_vendor_exec_c2c");
+  Options o;
+  o.path_map.push_back(PathMapping{elsewhere, "/"});
+  Report r = via_report(call_vendor_through_plt, "end-to-end-via-mapped.awtrace", o, elsewhere);
+  ASSERT_EQ(r.findings.size(), 1u);
+  const Finding& f = r.findings[0];
+  EXPECT_EQ(f.call_site.line, kPltCallLine);
+  EXPECT_EQ(f.via.function, "aw_vendor_exec_c2c");
+  EXPECT_EQ(f.via.module.rfind(elsewhere, 0), 0u) << f.via.module;  // as traced
 }
