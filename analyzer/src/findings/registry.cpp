@@ -209,13 +209,11 @@ Observation observation_of_copy(FindingId id, const CopyRecord& c) {
 Direction copy_direction(const CopyRecord& c) {
   auto d = static_cast<Direction>(c.direction);
   if (d != Direction::Unknown) return d;
-  auto host = [](uint8_t k) { return k == 1 || k == 2; };
-  auto dev = [](uint8_t k) { return k == 3 || k == 5; };
-  if (host(c.src_memory) && dev(c.dst_memory)) return Direction::HtoD;
-  if (dev(c.src_memory) && host(c.dst_memory)) return Direction::DtoH;
-  if (host(c.src_memory) && host(c.dst_memory)) return Direction::HtoH;
-  if (dev(c.src_memory) && dev(c.dst_memory)) return Direction::DtoD;
-  return Direction::Unknown;
+  // The format's one definition (trace_format.h), except that a managed side leaves the direction
+  // unknown here: such copies are the managed-memory-copy rule's, which reads the kinds itself.
+  auto src = static_cast<MemoryKind>(c.src_memory), dst = static_cast<MemoryKind>(c.dst_memory);
+  if (src == MemoryKind::Managed || dst == MemoryKind::Managed) return Direction::Unknown;
+  return trace::infer_direction(src, dst);
 }
 
 MemoryKind host_side(const CopyRecord& c, Direction d) {
@@ -224,7 +222,10 @@ MemoryKind host_side(const CopyRecord& c, Direction d) {
     case Direction::DtoH: return static_cast<MemoryKind>(c.dst_memory);
     case Direction::HtoH:
       // Report the "worse" side: pageable over pinned.
-      return static_cast<MemoryKind>(c.src_memory == 1 || c.dst_memory == 1 ? 1 : c.src_memory);
+      return c.src_memory == static_cast<uint8_t>(MemoryKind::Pageable) ||
+                     c.dst_memory == static_cast<uint8_t>(MemoryKind::Pageable)
+                 ? MemoryKind::Pageable
+                 : static_cast<MemoryKind>(c.src_memory);
     default: return MemoryKind::Unknown;
   }
 }
