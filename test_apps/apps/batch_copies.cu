@@ -2,7 +2,7 @@
 // only, the same batch with one pageable device-to-host element, a batch reading a pageable source
 // in stream order, each behind a sleep kernel on the stream; and cudaMemcpy3DBatchAsync of a pageable
 // 2D tile. On the H200 (2026-12-01) a pageable *destination* does not make the batch wait: it
-// returned in 0.05-0.09 ms behind the 101 ms kernel, the data not yet there (unlike a single
+// returned in 0.05-0.12 ms behind the 101 ms kernel, the data not yet there (unlike a single
 // cudaMemcpyAsync); a pageable *source* read in stream order (cudaMemcpySrcAccessOrderStream) does
 // (101.7-102.0 ms in gpu_rules_probe). The data is checked after a synchronize.
 //   batch_copies [cycles=2e8 (~101 ms)] [bytes=1M]

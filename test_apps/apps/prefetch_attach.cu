@@ -1,8 +1,8 @@
 // Issue 14 item 7 (managed memory): cudaMemPrefetchAsync to the device and to the host, and
 // cudaStreamAttachMemAsync, each behind a sleep kernel on the same stream. Prefetch is documented as
 // asynchronous to the host; on the H200 (2026-12-01, 64 MiB behind the 101 ms kernel) neither
-// prefetch waited for the stream (0.27 ms to the device, 0.007 ms to the host) nor did the attach
-// (0.035 ms); the simulator queues all three (docs/simulator.md).
+// prefetch waited for the stream (0.27-0.56 ms to the device, 0.005-0.016 ms to the host) nor did
+// the attach (0.034-0.042 ms); the simulator queues all three (docs/simulator.md).
 //   prefetch_attach [cycles=2e8 (~101 ms)] [bytes=64M]
 //   @PREFETCH_DEVICE  cudaMemPrefetchAsync(..., device 0)
 //   @PREFETCH_HOST    cudaMemPrefetchAsync(..., host)

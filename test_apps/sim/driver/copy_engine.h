@@ -42,7 +42,7 @@ CUDA_MEMCPY3D memcpy3d_from_shape(const CopyShape& s);
 
 // Batch: an element of cuMemcpy[3D]BatchAsync. As Async, except that a device->pageable element is
 // queued (written when the stream reaches it) instead of waiting for the stream: on the H200 such a
-// batch returned in 0.03-0.09 ms behind a 101 ms kernel, its pageable destination not yet written
+// batch returned in 0.04-0.13 ms behind a 101 ms kernel, its pageable destination not yet written
 // (docs/simulator.md, "Checked on a GPU").
 enum class CopyCall { Async, Sync, Batch };
 
