@@ -1,16 +1,22 @@
 // Issue 14 item 7 (batch copies, CUDA 12.8+): cudaMemcpyBatchAsync with pinned and device elements
-// only, and the same batch with one pageable device-to-host element, each behind a sleep kernel on
-// the stream; and cudaMemcpy3DBatchAsync of a pageable 2D tile. Each element follows the rules of a
-// single copy: a pageable device-to-host element makes the whole call wait for the stream.
+// only, the same batch with one pageable device-to-host element, a batch reading a pageable source
+// in stream order, each behind a sleep kernel on the stream; and cudaMemcpy3DBatchAsync of a pageable
+// 2D tile. On the H200 (2026-12-01) a pageable *destination* does not make the batch wait: it
+// returned in 0.05-0.12 ms behind the 101 ms kernel, the data not yet there (unlike a single
+// cudaMemcpyAsync); a pageable *source* read in stream order (cudaMemcpySrcAccessOrderStream) does
+// (101.7-102.0 ms in gpu_rules_probe). The data is checked after a synchronize.
 //   batch_copies [cycles=2e8 (~101 ms)] [bytes=1M]
 //   @BATCH_PINNED         batch of pinned and device elements: only queued
-//   @BATCH_WITH_PAGEABLE  the same plus one device->pageable element: blocked about the kernel's time
-//   @BATCH_3D_PAGEABLE    cudaMemcpy3DBatchAsync, device -> pageable tile: blocked about the kernel
+//   @BATCH_WITH_PAGEABLE  the same plus one device->pageable element: only queued
+//   @BATCH_SOURCE_STREAM  one pageable->device element, source read in stream order: blocked about
+//                         the kernel's time
+//   @BATCH_3D_PAGEABLE    cudaMemcpy3DBatchAsync, device -> pageable tile (its return time is printed;
+//                         the simulator queues it like the 1D element)
 //
 // Today: batch copies are not intercepted: no finding at these lines.
-// Expected once issue 14 is done: pageable-async-copy waited-for-stream (DtoH, pageable, the element's
-// bytes) at @BATCH_WITH_PAGEABLE and @BATCH_3D_PAGEABLE, classified per element; nothing at
-// @BATCH_PINNED.
+// Expected once issue 14 is done: pageable-async-copy waited-for-stream (HtoD, pageable, the element's
+// bytes) at @BATCH_SOURCE_STREAM, classified per element; nothing that says "blocked" at
+// @BATCH_PINNED, @BATCH_WITH_PAGEABLE or @BATCH_3D_PAGEABLE.
 #include "aw_common.h"
 
 #include <vector>
@@ -54,9 +60,23 @@ int main(int argc, char** argv) {
     long long t0 = aw::now_ns();
     AW_CHECK(cudaMemcpyBatchAsync(dsts, srcs, sizes, 2, &attr, &attr_idx, 1, s));  // @BATCH_WITH_PAGEABLE
     aw::timing("batch with a pageable D2H element returned after", aw::now_ns() - t0);
-    AW_EXPECT(aw::check(pageable.data(), bytes, 31), "pageable element not complete on return");
     AW_CHECK(cudaStreamSynchronize(s));
+    AW_EXPECT(aw::check(pageable.data(), bytes, 31), "pageable element: wrong data");
     AW_EXPECT(aw::check(pinned, bytes, 31), "pinned element: wrong data");
+  }
+  {
+    // A pageable source read in stream order: the call waits until the stream reaches the element.
+    void* dsts[] = {dev_b};
+    const void* srcs[] = {pageable.data()};
+    size_t sizes[] = {bytes};
+    sleep_kernel<<<1, 1, 0, s>>>(cycles);
+    long long t0 = aw::now_ns();
+    AW_CHECK(cudaMemcpyBatchAsync(dsts, srcs, sizes, 1, &attr, &attr_idx, 1, s));  // @BATCH_SOURCE_STREAM
+    aw::timing("batch with a pageable source (stream order) returned after", aw::now_ns() - t0);
+    std::memset(pinned, 0, bytes);
+    AW_CHECK(cudaMemcpyAsync(pinned, dev_b, bytes, cudaMemcpyDeviceToHost, s));
+    AW_CHECK(cudaStreamSynchronize(s));
+    AW_EXPECT(aw::check(pinned, bytes, 31), "pageable source element: wrong data");
   }
   {
     // A 64 x 16 tile out of a 1 KiB-pitched device buffer, into a packed pageable buffer.
@@ -74,10 +94,11 @@ int main(int argc, char** argv) {
     long long t0 = aw::now_ns();
     AW_CHECK(cudaMemcpy3DBatchAsync(1, &op, 0, s));  // @BATCH_3D_PAGEABLE
     aw::timing("3D batch into pageable memory returned after", aw::now_ns() - t0);
+    AW_CHECK(cudaStreamSynchronize(s));
     for (size_t row = 0; row < height; ++row)
       AW_EXPECT(std::memcmp(tile.data() + row * width, pageable.data() + row * pitch, width) == 0, "3D batch row %zu", row);
   }
-  std::printf("batches: pinned, with a pageable element, 3D pageable: ok\n");
+  std::printf("batches: pinned, with a pageable element, pageable source in stream order, 3D pageable: ok\n");
   AW_CHECK(cudaFreeHost(pinned));
   AW_CHECK(cudaFree(dev_a));
   AW_CHECK(cudaFree(dev_b));

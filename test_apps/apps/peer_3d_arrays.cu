@@ -8,8 +8,8 @@
 //   @ARRAY_D2H_PAGEABLE    cudaMemcpy2DFromArrayAsync into pageable memory, behind the kernel: blocked
 //   @ARRAY_D2H_PINNED      cudaMemcpy2DFromArrayAsync into pinned memory, behind the kernel: queued
 //
-// Today: the 2D array copies reach cuMemcpy2DAsync_v2 and are classified from its descriptor;
-// cuMemcpy3D*/cuMemcpy3DPeer* are not intercepted (no finding at @COPY_3D_D2H_PAGEABLE).
+// Today: the 3D and the 2D array copies reach cuMemcpy3DAsync_v2 (H200 and simulator) and are
+// classified from its descriptor (findings at the three pageable lines); cuMemcpy3DPeer* are not intercepted.
 // Expected once issue 14 is done: pageable-async-copy waited-for-stream at @COPY_3D_D2H_PAGEABLE and
 // @ARRAY_D2H_PAGEABLE, staged at @ARRAY_H2D_PAGEABLE (1 MiB, above --inline-htod-bytes); nothing at
 // @PEER_3D_ASYNC, @PEER_3D_SYNC, @ARRAY_D2H_PINNED.

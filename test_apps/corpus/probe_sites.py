@@ -43,7 +43,8 @@ COPY_APIS = {  # asynchronous copies: runtime name -> (direction, driver entry p
     "cudaMemcpyAsync": "cuMemcpyHtoDAsync_v2", "cudaMemcpy2DAsync": "cuMemcpy2DAsync_v2",
     "cudaMemcpy3DAsync": "cuMemcpy3DAsync_v2", "cudaMemcpyPeerAsync": "cuMemcpyPeerAsync",
     "cudaMemcpyToSymbolAsync": "cuMemcpyHtoDAsync_v2", "cudaMemcpyFromSymbolAsync": "cuMemcpyDtoHAsync_v2",
-    "cudaMemcpy2DToArrayAsync": "cuMemcpy2DAsync_v2", "cudaMemcpy2DFromArrayAsync": "cuMemcpy2DAsync_v2",
+    # the H200's runtime (probe call log, 2026-12-01) and the simulated one
+    "cudaMemcpy2DToArrayAsync": "cuMemcpy3DAsync_v2", "cudaMemcpy2DFromArrayAsync": "cuMemcpy3DAsync_v2",
     "cudaMemcpyToArrayAsync": "cuMemcpyHtoAAsync_v2", "cudaMemcpyFromArrayAsync": "cuMemcpyAtoHAsync_v2",
     "cuMemcpyAsync": "cuMemcpyAsync", "cuMemcpyHtoDAsync_v2": "cuMemcpyHtoDAsync_v2",
     "cuMemcpyDtoHAsync_v2": "cuMemcpyDtoHAsync_v2", "cuMemcpy2DAsync_v2": "cuMemcpy2DAsync_v2",

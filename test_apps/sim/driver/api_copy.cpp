@@ -6,7 +6,6 @@
 #include "copy_engine.h"
 #include "driver_state.h"
 #include "exports.h"
-#include "graph.h"
 #include "memory_registry.h"
 
 using namespace aw_sim;
@@ -146,7 +145,8 @@ CUresult memset_2d(CUdeviceptr dst, size_t pitch, T v, size_t w, size_t h, CUstr
   return aw_sim::memset(m, s, mode, call);
 }
 
-// ---- batches (CUDA 12.8+): every element follows the rules of a single cuMemcpyAsync ----
+// ---- batches (CUDA 12.8+): every element follows the rules of a single cuMemcpyAsync, except that a
+// device->pageable element is only queued (CopyCall::Batch, measured on the H200) ----
 
 bool legacy_stream(CUstream h, DefaultStream mode) {
   return h == CU_STREAM_LEGACY || (h == nullptr && mode == DefaultStream::Legacy);
@@ -156,7 +156,8 @@ CUresult resolve_batch_stream(CUstream h, DefaultStream mode, std::shared_ptr<St
   if (CUresult r = resolve_stream(h, mode, s)) return r;
   // "Must not be legacy NULL stream" (cuda.h).
   if (legacy_stream(h, mode)) return CUDA_ERROR_INVALID_VALUE;
-  if (s->capture()) return unsupported("batch copies into a capturing stream");
+  // The H200 answers CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and the capture stays valid.
+  if (s->capture()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   return CUDA_SUCCESS;
 }
 
@@ -188,7 +189,7 @@ CUresult batch(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count
   size_t k = 0;
   for (size_t i = 0; i < count; ++i) {
     while (k + 1 < num_attrs && attr_idxs[k + 1] <= i) ++k;
-    copy_on_stream(*s, linear_copy(as_ptr(dsts[i]), as_ptr(srcs[i]), sizes[i]), CopyCall::Async,
+    copy_on_stream(*s, linear_copy(as_ptr(dsts[i]), as_ptr(srcs[i]), sizes[i]), CopyCall::Batch,
                    source_order(attrs[k].srcAccessOrder));
   }
   return CUDA_SUCCESS;
@@ -253,7 +254,7 @@ CUresult batch_3d(size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, size_t* fail_idx, unsig
     c.depth = op.extent.depth;
     copies.emplace_back(c, source_order(op.srcAccessOrder));
   }
-  for (const auto& [shape, order] : copies) copy_on_stream(*s, shape, CopyCall::Async, order);
+  for (const auto& [shape, order] : copies) copy_on_stream(*s, shape, CopyCall::Batch, order);
   return CUDA_SUCCESS;
 }
 
@@ -430,21 +431,6 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpy3DBatchAsync(size_t n, CUDA_MEMCPY3D_B
 AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpy3DBatchAsync_ptsz(size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, size_t* fail_idx,
                                                             unsigned long long flags, CUstream s) {
   return batch_3d(n, ops, fail_idx, flags, s, PT);
-}
-
-// ---- the simulated runtime's captured copies ----
-AW_DRIVER_EXPORT CUresult CUDAAPI cuSimCaptureMemcpy3D(const CUDA_MEMCPY3D* p, CUstream h, int per_thread_default_stream) {
-  if (CUresult r = check_context()) return r;
-  if (!p) return CUDA_ERROR_INVALID_VALUE;
-  std::shared_ptr<Stream> s;
-  if (CUresult r = resolve_stream(h, per_thread_default_stream ? PT : L, s)) return r;
-  NodeParams node;
-  node.kind = NodeKind::Memcpy;
-  node.device = current()->ordinal;
-  if (CUresult r = shape_from_memcpy3d(*p, &node.copy)) return r;
-  node.copy_desc = *p;
-  CUresult status = CUDA_SUCCESS;
-  return capture_node(*s, node, &status) ? status : CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
 }
 
 // ---- memsets ----

@@ -117,9 +117,16 @@ CUresult stream_wait_event(CUstream h, CUevent e, unsigned flags, DefaultStream 
     return status;
   }
   if (s->capture()) {
-    // An event recorded outside the capture: an event wait node (cudaEventWaitExternal; the
-    // simulator does not insist on the flag).
-    (void)flags;
+    // An event recorded outside the capture. Without CU_EVENT_WAIT_EXTERNAL the H200 answers
+    // CUDA_ERROR_STREAM_CAPTURE_ISOLATION and invalidates the capture (its cuStreamEndCapture:
+    // CUDA_ERROR_STREAM_CAPTURE_INVALIDATED); with the flag it is an event wait node.
+    if (!(flags & CU_EVENT_WAIT_EXTERNAL)) {
+      s->with_capture([](std::shared_ptr<CaptureSession>& session, std::vector<SimGraphNode*>&) {
+        if (session) session->invalidated = true;
+        return 0;
+      });
+      return CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
+    }
     NodeParams p;
     p.kind = NodeKind::EventWait;
     p.device = s->device();

@@ -277,6 +277,13 @@ void copy_on_stream(Stream& stream, const CopyShape& shape, CopyCall call, Sourc
       stage_pageable_to_device(stream, shape);
       break;
     case CopyPath::DeviceToPageable:
+      if (call == CopyCall::Batch) {
+        // Only queued (the H200's batch copies); the transfer time on the stream is not measured,
+        // the single copy's rate stands in for it.
+        stream.enqueue(copy_op(shape, transfer_ns(n, config().pageable_d2h_bytes_per_s),
+                               "device->pageable memcpy (batch element)"));
+        break;
+      }
       copy_in_caller_at_stream_position(stream, shape, transfer_ns(n, config().pageable_d2h_bytes_per_s),
                                         "device->pageable memcpy");
       break;

@@ -116,7 +116,6 @@ AW_COPY_DECL(cuMemcpy3DBatchAsync_v2_ptsz, size_t n, CUDA_MEMCPY3D_BATCH_OP* ops
 // Simulator-private: records a runtime copy into a capturing stream as a memcpy node without
 // reaching any public copy entry point (a real runtime's captured cudaMemcpyAsync reaches no
 // cuMemcpy*: FACTS.md).
-AW_COPY_DECL(cuSimCaptureMemcpy3D, const CUDA_MEMCPY3D* p, CUstream s, int per_thread_default_stream)
 // Managed memory (api_managed.cpp)
 #undef cuMemPrefetchAsync
 #undef cuMemAdvise

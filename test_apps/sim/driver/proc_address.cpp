@@ -214,7 +214,6 @@ const ProcEntry kEntries[] = {
     E("cuKernelGetName", 12030, cuKernelGetName),
     E("cuFuncGetName", 12030, cuFuncGetName),
     EP("cuLaunchKernel", 4000, cuLaunchKernel, cuLaunchKernel_ptsz),
-    E("cuSimCaptureMemcpy3D", 0, cuSimCaptureMemcpy3D),
 };
 
 CUresult lookup(const char* symbol, void** pfn, int version, cuuint64_t flags,

@@ -111,7 +111,7 @@ DriverEntryPoints* load_driver() {
   resolve(d->library_load_data, "cuLibraryLoadData", 0);
   resolve(d->library_unload, "cuLibraryUnload", 0);
   resolve(d->library_get_kernel, "cuLibraryGetKernel", 0);
-  resolve(d->sim_capture_memcpy_3d, "cuSimCaptureMemcpy3D", 0);
+  resolve(d->kernel_get_function, "cuKernelGetFunction", 0);
   for (int pass = 0; pass < 2; ++pass) {
     StreamEntryPoints& s = pass == 0 ? d->legacy : d->per_thread;
     const cuuint64_t flags = pass == 0 ? 0 : CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;

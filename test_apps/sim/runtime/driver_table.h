@@ -7,9 +7,6 @@
 
 namespace aw_rt {
 
-// Simulator-private (driver/exports.h): records a copy into a capturing stream as a memcpy node.
-typedef CUresult(CUDAAPI* SimCaptureMemcpy3DFn)(const CUDA_MEMCPY3D* p, CUstream s, int per_thread);
-
 // Entry points whose meaning of stream handle 0 depends on the default-stream mode.
 struct StreamEntryPoints {
   decltype(&cuMemcpyHtoDAsync_v2) memcpy_htod_async;
@@ -134,7 +131,7 @@ struct DriverEntryPoints {
   decltype(&cuLibraryLoadData) library_load_data;
   decltype(&cuLibraryUnload) library_unload;
   decltype(&cuLibraryGetKernel) library_get_kernel;
-  SimCaptureMemcpy3DFn sim_capture_memcpy_3d;
+  decltype(&cuKernelGetFunction) kernel_get_function;
   StreamEntryPoints legacy;      // cuGetProcAddress flags 0
   StreamEntryPoints per_thread;  // flags CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
 };

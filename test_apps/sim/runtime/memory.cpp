@@ -16,8 +16,9 @@ namespace {
 CUdeviceptr dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 
 // A one-row host->host copy: the real runtime routes host->host cudaMemcpy[Async] through cuMemcpy2D.
-// (The runtime's other captured copies reach the simulator-private cuSimCaptureMemcpy3D: a real
-// runtime's captured cudaMemcpyAsync reaches no cuMemcpy* entry point, FACTS.md.)
+// Copies into a capturing stream take the same entry points as any other (the H200's runtime called
+// cuMemcpyDtoHAsync_v2 / cuMemcpyHtoDAsync_v2 for captured cudaMemcpyAsync, probe call log of
+// 2026-12-01); the driver turns them into memcpy nodes.
 CUDA_MEMCPY2D host_to_host(void* dst, const void* src, size_t n) {
   CUDA_MEMCPY2D p;
   std::memset(&p, 0, sizeof p);
@@ -55,13 +56,6 @@ cudaError_t memcpy_async(void* dst, const void* src, size_t n, cudaMemcpyKind ki
   const StreamEntryPoints& d = stream_api(per_thread);
   if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault) return record(cudaErrorInvalidMemcpyDirection);
   if (n == 0) return cudaSuccess;
-  // A copy into a capturing stream becomes a graph node and reaches no cuMemcpy* entry point.
-  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-  if (CUresult r = d.stream_is_capturing(stream, &status)) return record(r);
-  if (status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
-    CUDA_MEMCPY3D c = linear_3d(dst, src, n, kind);
-    return record(drv().sim_capture_memcpy_3d(&c, stream, per_thread ? 1 : 0));
-  }
   switch (kind) {
     case cudaMemcpyHostToDevice: return record(d.memcpy_htod_async(dptr(dst), src, n, stream));
     case cudaMemcpyDeviceToHost: return record(d.memcpy_dtoh_async(dst, dptr(src), n, stream));
@@ -102,12 +96,6 @@ cudaError_t memcpy_2d(void* dst, size_t dpitch, const void* src, size_t spitch, 
   const StreamEntryPoints& d = stream_api(per_thread);
   CUDA_MEMCPY2D p = pitched_copy(dst, dpitch, src, spitch, width, height, kind);
   if (!async) return record(d.memcpy_2d(&p));
-  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-  if (CUresult r = d.stream_is_capturing(stream, &status)) return record(r);
-  if (status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
-    CUDA_MEMCPY3D c = pitched_3d(dst, dpitch, src, spitch, width, height, kind);
-    return record(drv().sim_capture_memcpy_3d(&c, stream, per_thread ? 1 : 0));
-  }
   return record(d.memcpy_2d_async(&p, stream));
 }
 
@@ -349,10 +337,6 @@ cudaError_t copy_3d(const cudaMemcpy3DParms* p, cudaStream_t stream, bool async,
   if (c.WidthInBytes == 0 || c.Height == 0 || c.Depth == 0) return cudaSuccess;
   const StreamEntryPoints& d = stream_api(per_thread);
   if (!async) return record(d.memcpy_3d(&c));
-  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-  if (CUresult r = d.stream_is_capturing(reinterpret_cast<CUstream>(stream), &status)) return record(r);
-  if (status == CU_STREAM_CAPTURE_STATUS_ACTIVE)
-    return record(drv().sim_capture_memcpy_3d(&c, reinterpret_cast<CUstream>(stream), per_thread ? 1 : 0));
   return record(d.memcpy_3d_async(&c, reinterpret_cast<CUstream>(stream)));
 }
 
@@ -385,8 +369,10 @@ cudaError_t copy_3d_peer(const cudaMemcpy3DPeerParms* p, cudaStream_t stream, bo
   return record(async ? d.memcpy_3d_peer_async(&peer, reinterpret_cast<CUstream>(stream)) : d.memcpy_3d_peer(&peer));
 }
 
-// Host <-> array and array <-> array copies as 2D descriptors (offsets in bytes and rows), through
-// cuMemcpy2D[Async] like the other 2D copies.
+// Host <-> array and array <-> array copies as 2D descriptors (offsets in bytes and rows): the
+// synchronous ones through cuMemcpy2D_v2, the asynchronous ones through cuMemcpy3DAsync_v2 (what the
+// H200's runtime called for cudaMemcpy2DToArrayAsync and cudaMemcpy2DFromArrayAsync, probe call log
+// of 2026-12-01; the synchronous forms were not probed).
 cudaError_t array_copy_2d(cudaArray_t dst_array, size_t dst_x, size_t dst_y, void* dst, size_t dpitch,
                           cudaArray_const_t src_array, size_t src_x, size_t src_y, const void* src, size_t spitch,
                           size_t width, size_t height, cudaMemcpyKind kind, cudaStream_t stream, bool async,
@@ -409,7 +395,16 @@ cudaError_t array_copy_2d(cudaArray_t dst_array, size_t dst_x, size_t dst_y, voi
   }
   const StreamEntryPoints& d = stream_api(per_thread);
   if (!async) return record(d.memcpy_2d(&c));
-  return record(d.memcpy_2d_async(&c, reinterpret_cast<CUstream>(stream)));
+  CUDA_MEMCPY3D c3;
+  std::memset(&c3, 0, sizeof c3);
+  c3.srcXInBytes = c.srcXInBytes, c3.srcY = c.srcY;
+  c3.srcMemoryType = c.srcMemoryType, c3.srcHost = c.srcHost, c3.srcDevice = c.srcDevice, c3.srcArray = c.srcArray;
+  c3.srcPitch = c.srcPitch;
+  c3.dstXInBytes = c.dstXInBytes, c3.dstY = c.dstY;
+  c3.dstMemoryType = c.dstMemoryType, c3.dstHost = c.dstHost, c3.dstDevice = c.dstDevice, c3.dstArray = c.dstArray;
+  c3.dstPitch = c.dstPitch;
+  c3.WidthInBytes = c.WidthInBytes, c3.Height = c.Height, c3.Depth = 1;
+  return record(d.memcpy_3d_async(&c3, reinterpret_cast<CUstream>(stream)));
 }
 
 // cudaMemcpyToArray / FromArray (deprecated) copy `count` bytes in one row.

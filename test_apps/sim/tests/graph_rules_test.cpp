@@ -271,6 +271,33 @@ TEST_F(Graphs, ForkJoinCaptureAcrossStreams) {
   cudaStreamDestroy(side);
 }
 
+// A wait on an event recorded outside the capture: what the H200 answered (2026-12-01, probe).
+TEST_F(Graphs, CapturedWaitOnAnOutsideEventNeedsTheExternalFlag) {
+  cudaEvent_t outside;
+  ASSERT_EQ(cudaEventCreate(&outside), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(outside, s), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  cudaStream_t s2;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking), cudaSuccess);
+  // Flags 0: cudaErrorStreamCaptureIsolation, and the capture is invalidated.
+  ASSERT_EQ(cudaStreamBeginCapture(s2, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  EXPECT_EQ(cudaStreamWaitEvent(s2, outside, 0), cudaErrorStreamCaptureIsolation);
+  cudaGraph_t g = nullptr;
+  EXPECT_EQ(cudaStreamEndCapture(s2, &g), cudaErrorStreamCaptureInvalidated);
+  EXPECT_EQ(g, nullptr);
+  (void)cudaGetLastError();
+  // cudaEventWaitExternal: an event wait node.
+  ASSERT_EQ(cudaStreamBeginCapture(s2, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  EXPECT_EQ(cudaStreamWaitEvent(s2, outside, cudaEventWaitExternal), cudaSuccess);
+  ASSERT_EQ(cudaStreamEndCapture(s2, &g), cudaSuccess);
+  size_t count = 0;
+  ASSERT_EQ(cudaGraphGetNodes(g, nullptr, &count), cudaSuccess);
+  EXPECT_EQ(count, 1u);
+  cudaGraphDestroy(g);
+  cudaStreamDestroy(s2);
+  cudaEventDestroy(outside);
+}
+
 TEST_F(Graphs, EventAndHostNodesAndUpload) {
   cudaGraph_t g;
   ASSERT_EQ(cudaGraphCreate(&g, 0), cudaSuccess);
