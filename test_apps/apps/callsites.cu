@@ -18,8 +18,8 @@
 
 namespace {
 template <typename T, typename U>
-__global__ void csr_partition_kernel(const T* offsets, U* parts, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
+__global__ void csr_partition_kernel(const T* offsets, U* parts, int n, long long cycles) {  // spins: its launch blocks (CUDA_LAUNCH_BLOCKING) well past the threshold
+  int i = blockIdx.x * blockDim.x + threadIdx.x; for (long long t0 = clock64(); clock64() - t0 < cycles;) {}
   if (i < n) parts[i] = static_cast<U>(offsets[i] % 7);
 }
 }  // namespace
@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
   AW_CHECK(cudaMalloc(&offsets, n * sizeof(int)));
   AW_CHECK(cudaMalloc(&parts, n * sizeof(int)));
   AW_CHECK(cudaMemsetAsync(offsets, 0, n * sizeof(int), s));  // @MEMSET
-  csr_partition_kernel<int, int><<<n / 256, 256, 0, s>>>(offsets, parts, n);  // @LAUNCH_ANON
+  csr_partition_kernel<int, int><<<n / 256, 256, 0, s>>>(offsets, parts, n, cycles);  // @LAUNCH_ANON
   AW_CHECK(cudaGetLastError());
   AW_CHECK(cudaStreamSynchronize(s));
   std::printf("launches: done\n");
