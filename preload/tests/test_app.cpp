@@ -5,9 +5,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/filter.h>
 #include <linux/sched.h>
-#include <linux/seccomp.h>
 #include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -31,6 +29,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "deny_unshare.h"
 
 using CUresult = int;
 using CUdeviceptr = unsigned long long;
@@ -206,25 +206,6 @@ static int mt_forks(int nthreads, int kids, int calls, int alloc_every) {
 
 
 // ---- issue 11: hostile but correct programs ------------------------------------------------------
-
-// AW_TEST_DENY_UNSHARE=1: a seccomp filter makes unshare() fail with EPERM, as a container's default
-// profile does, before anything else (the library then keeps the trace's descriptor in the
-// process's table).
-static void maybe_deny_unshare() {
-  const char* v = getenv("AW_TEST_DENY_UNSHARE");
-  if (!v || strcmp(v, "1") != 0) return;
-  sock_filter f[] = {
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_unshare, 0, 1),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-  };
-  sock_fprog prog{static_cast<unsigned short>(sizeof f / sizeof f[0]), f};
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
-    perror("seccomp");
-    exit(20);
-  }
-}
 
 // The application's own file: written in chunks of a known pattern, with CUDA calls in between.
 static bool write_own_file(int fd, int chunks, CUdeviceptr d, const std::vector<char>& host, int copies_per_chunk) {
@@ -800,7 +781,7 @@ __thread char g_big_tls[AW_BIG_TLS];
 #endif
 
 int main(int argc, char** argv) {
-  maybe_deny_unshare();
+  deny_unshare_if("AW_TEST_DENY_UNSHARE");
 #ifdef AW_BIG_TLS
   g_big_tls[0] = 1;
 #endif

@@ -33,8 +33,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
@@ -53,26 +51,11 @@
 #include <vector>
 
 #include "aw_common.h"
+#include "deny_unshare.h"
 
 namespace {
 
 constexpr size_t kChunk = 4096;
-
-void maybe_deny_unshare() {
-  const char* v = getenv("AW_HOSTILE_DENY_UNSHARE");
-  if (!v || strcmp(v, "1") != 0) return;
-  sock_filter f[] = {
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_unshare, 0, 1),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-  };
-  sock_fprog prog{static_cast<unsigned short>(sizeof f / sizeof f[0]), f};
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
-    perror("seccomp");
-    exit(20);
-  }
-}
 
 std::set<int> open_fds() {
   std::set<int> fds;
@@ -451,7 +434,7 @@ int nofile_mode() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  maybe_deny_unshare();
+  deny_unshare_if("AW_HOSTILE_DENY_UNSHARE");
   std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "fds" && argc > 3) return fds_mode(argv[2], argv[3], argc > 4 ? atoi(argv[4]) : 2048);
   if (mode == "fork_fds" && argc > 3) return fork_fds_mode(argv[2], argv[3], argc > 4 ? atoi(argv[4]) : 2048);
