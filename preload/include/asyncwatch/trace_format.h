@@ -27,7 +27,7 @@
 namespace asyncwatch::trace {
 
 inline constexpr char kMagic[8] = {'A', 'S', 'Y', 'N', 'C', 'W', 'T', 'R'};
-inline constexpr uint32_t kFormatVersion = 2;
+inline constexpr uint32_t kFormatVersion = 3;
 inline constexpr uint32_t kOldestReadableVersion = 1;  // version 1 is read through an adapter (analyzer)
 inline constexpr uint32_t kHeaderSize = 4096;
 inline constexpr uint32_t kBlockSize = 64 * 1024;
@@ -189,8 +189,8 @@ inline const char* api_name(Api api) {
 
 // Ids of the APIs present in each version (the table above is append-only): an id at or beyond
 // kApiCountInVersion[v] in a version-v trace is an error. Append the new count with a new version.
-inline constexpr uint16_t kApiCountInVersion[] = {0, static_cast<uint16_t>(Api::Count),
-                                                  static_cast<uint16_t>(Api::Count)};
+inline constexpr uint16_t kApiCountV2 = static_cast<uint16_t>(Api::cuStreamBeginCaptureToGraph) + 1;
+inline constexpr uint16_t kApiCountInVersion[] = {0, kApiCountV2, kApiCountV2, static_cast<uint16_t>(Api::Count)};
 static_assert(sizeof(kApiCountInVersion) / sizeof(kApiCountInVersion[0]) == kFormatVersion + 1);
 
 // ---- the small enums: X(Name, value, "text printed by dump/report/JSON") ---------------------
