@@ -48,7 +48,7 @@ inline bool doubtful_host(MemoryKind k) {
 }
 
 bool wants_evidence(const Sides& s, bool memset) noexcept {
-  switch (config().evidence) {
+  switch (config_fast().evidence) {
     case EvidencePolicy::Off: return false;
     case EvidencePolicy::All: return true;
     case EvidencePolicy::Auto: break;
