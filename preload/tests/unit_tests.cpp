@@ -173,6 +173,30 @@ TEST(PinnedRegistry, ClassifierFallsBackToDriverQuery) {
   classify::pinned_ranges().clear();
 }
 
+// The classifier remembers the pinned range it found last (per thread): a range unregistered,
+// cleared or replaced meanwhile must not be answered from that memory.
+TEST(PinnedRegistry, RememberedRangeForgottenWhenTheRegistryChanges) {
+  auto& r = classify::pinned_ranges();
+  r.clear();
+  r.add(0x40000, 0x1000);
+  EXPECT_EQ(classify::classify_pointer(0x40010), MemoryKind::Pinned);
+  EXPECT_EQ(classify::classify_pointer(0x40ff0), MemoryKind::Pinned);  // from the remembered range
+  EXPECT_EQ(classify::classify_pointer(0x41000), MemoryKind::Unknown);  // one past its end
+  EXPECT_TRUE(r.remove(0x40000));
+  EXPECT_EQ(classify::classify_pointer(0x40010), MemoryKind::Unknown);
+  r.add(0x40000, 0x100);  // the same base again, smaller
+  EXPECT_EQ(classify::classify_pointer(0x40010), MemoryKind::Pinned);
+  EXPECT_EQ(classify::classify_pointer(0x40800), MemoryKind::Unknown);
+  r.clear();
+  EXPECT_EQ(classify::classify_pointer(0x40010), MemoryKind::Unknown);
+  // Another thread's registration changes what this thread may answer from memory.
+  r.add(0x50000, 0x100);
+  EXPECT_EQ(classify::classify_pointer(0x50010), MemoryKind::Pinned);
+  std::thread([&] { EXPECT_TRUE(r.remove(0x50000)); }).join();
+  EXPECT_EQ(classify::classify_pointer(0x50010), MemoryKind::Unknown);
+  r.clear();
+}
+
 TEST(HookTable, ExactNames) {
   using hooks::Hook;
   Hook h = hooks::find("cuMemcpyHtoDAsync_v2_ptsz");

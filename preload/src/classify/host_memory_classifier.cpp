@@ -135,9 +135,48 @@ void set_pointer_query(PointerGetAttributesFn fn) noexcept { g_query.store(fn, s
 RegistryOnlyScope::RegistryOnlyScope() noexcept : saved_(tl_registry_only) { tl_registry_only = true; }
 RegistryOnlyScope::~RegistryOnlyScope() { tl_registry_only = saved_; }
 
+namespace {
+// The pinned range this thread found last (not in reentrant calls), valid while the registry's sequence number is the one
+// it was found under (every add and remove changes it): a loop copying from one pinned buffer
+// skips the search (docs/performance.md).
+struct LastHit {
+  uint64_t seq, begin, end;
+};
+AW_TLS LastHit tl_last_hit;
+
+bool contains_remembering(uint64_t addr) noexcept {
+  for (;;) {
+    uint64_t s0 = g_seq.load(std::memory_order_acquire);
+    if (s0 & 1) continue;
+    Range* r = g_ranges.load(std::memory_order_acquire);
+    uint64_t n = g_count.load(std::memory_order_acquire);
+    uint64_t cap = g_capacity.load(std::memory_order_acquire);
+    uint64_t begin = 0, end = 0;
+    if (r && n && n <= cap) {
+      uint64_t pos = upper_bound(r, n, addr);
+      if (pos > 0) {
+        begin = r[pos - 1].begin.load(std::memory_order_relaxed);
+        end = r[pos - 1].end.load(std::memory_order_relaxed);
+      }
+    }
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (g_seq.load(std::memory_order_relaxed) != s0) continue;
+    if (addr < begin || addr >= end) return false;
+    if (!tl_registry_only) tl_last_hit = LastHit{s0, begin, end};
+    return true;
+  }
+}
+}  // namespace
+
 trace::MemoryKind classify_pointer(uint64_t addr) noexcept {
   using trace::MemoryKind;
-  if (g_registry.contains(addr)) return MemoryKind::Pinned;
+  // Not in a reentrant call (a signal handler's, registry only): it may have interrupted this
+  // thread's own update of the remembered range.
+  const LastHit& last = tl_last_hit;
+  if (AW_LIKELY(addr - last.begin < last.end - last.begin) && last.seq == g_seq.load(std::memory_order_acquire) &&
+      !tl_registry_only)
+    return MemoryKind::Pinned;
+  if (contains_remembering(addr)) return MemoryKind::Pinned;
   PointerGetAttributesFn q = g_query.load(std::memory_order_acquire);
   if (!q || tl_registry_only) return MemoryKind::Unknown;
   int attrs[2] = {cuda::CU_POINTER_ATTRIBUTE_MEMORY_TYPE, cuda::CU_POINTER_ATTRIBUTE_IS_MANAGED};

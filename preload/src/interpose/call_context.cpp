@@ -18,6 +18,7 @@
 namespace asyncwatch::calls {
 
 AW_TLS_SHARED ThreadCallState tl_call_state;
+AW_TLS_SHARED NameCacheEntry* tl_kernel_names;
 
 namespace {
 
@@ -39,7 +40,7 @@ inline bool doubtful_side(uint8_t k) noexcept {
 // to be pinned or device memory (pageable, unknown, managed; every host-to-host copy) or when the
 // call blocked longer than the launch threshold; host-function enqueues always; launches when
 // they blocked longer than the threshold.
-bool wants_stack(const AnyRecord& r, Category c, uint64_t blocked_ns) noexcept {
+inline __attribute__((always_inline)) bool wants_stack(const AnyRecord& r, Category c, uint64_t blocked_ns) noexcept {
   const Config& cfg = config_fast();
   if (AW_LIKELY(cfg.stacks == StackPolicy::Default)) {
     switch (c) {
@@ -55,6 +56,22 @@ bool wants_stack(const AnyRecord& r, Category c, uint64_t blocked_ns) noexcept {
     }
   }
   return cfg.stacks == StackPolicy::All;
+}
+
+// Stream creation and capture records never had a stack (before v2 they had no stack_id field);
+// a reentrant call takes none.
+inline bool takes_stacks(Category c) noexcept {
+  return c != Category::Stream && c != Category::Capture && AW_LIKELY(!tl_call_state.reentrant);
+}
+
+// The call site of the thread's current call, into `h`.
+__attribute__((noinline)) void capture_stack(CallHead& h) noexcept {
+  const ThreadCallState& st = thread_state();
+  uint32_t id = stacks::capture_call_site(st.caller.ra, st.caller.frame);
+  if (id) {
+    h.stack_id = id;
+    h.flags |= kFlagStackCaptured;
+  }
 }
 
 // Per-thread cache of the evidence event of each context.
@@ -98,14 +115,8 @@ Helper<StreamIsCapturingFn> h_stream_is_capturing{"cuStreamIsCapturing"};
 Helper<FuncGetNameFn> h_func_get_name{"cuFuncGetName"};
 Helper<FuncGetNameFn> h_kernel_get_name{"cuKernelGetName"};
 
-// Kernel names: per-thread direct-mapped cache, global map on a miss.
-struct NameCacheEntry {
-  void* fn;
-  uint32_t id;
-  uint32_t generation;
-};
-constexpr uint32_t kNameCacheSize = 128;
-AW_TLS NameCacheEntry* tl_names;
+// Kernel names: per-thread direct-mapped cache (call_context.h), global map on a miss.
+NameCacheEntry*& tl_names = tl_kernel_names;
 
 struct NameTable {
   std::mutex mutex;
@@ -218,10 +229,9 @@ void finish_in_place(AnyRecord* r, Category c, int32_t result, uint64_t end) noe
   CallHead& h = r->head;
   h.result = result;
   h.end_ns = end;
-  // The common launch (default policy, not blocked): no stack, decided without the policy's call.
-  const Config& cfg = config_fast();
-  if (!(c == Category::Launch && cfg.stacks == StackPolicy::Default && end - h.start_ns <= cfg.launch_stack_threshold_ns))
-    apply_stack_policy(*r, c);
+  // The policy decided here, inline: the common call (a launch that did not block, a pinned copy)
+  // takes no stack and makes no call for it.
+  if (takes_stacks(c) && wants_stack(*r, c, end - h.start_ns)) capture_stack(h);
   __atomic_store_n(&h.flags, h.flags & ~uint32_t{kFlagInFlight}, __ATOMIC_RELEASE);
 }
 
@@ -233,17 +243,7 @@ void cancel_in_place(AnyRecord* r) noexcept {
 }
 
 void apply_stack_policy(AnyRecord& r, Category c) noexcept {
-  // Stream creation and capture records never had a stack (before v2 they had no stack_id field).
-  if (c == Category::Stream || c == Category::Capture || AW_UNLIKELY(thread_state().reentrant)) return;
-  CallHead& h = r.head;
-  uint64_t blocked = h.end_ns - h.start_ns;
-  if (!wants_stack(r, c, blocked)) return;
-  const ThreadCallState& st = thread_state();
-  uint32_t id = stacks::capture_call_site(st.caller.ra, st.caller.frame);
-  if (id) {
-    h.stack_id = id;
-    h.flags |= kFlagStackCaptured;
-  }
+  if (takes_stacks(c) && wants_stack(r, c, r.head.end_ns - r.head.start_ns)) capture_stack(r.head);
 }
 
 AnyRecord* adopt_target(ThreadCallState& st, Category c) noexcept {
@@ -326,7 +326,7 @@ void completion_evidence(CUstream s, bool per_thread_entry, uint32_t* flags) noe
   else if (q == CUDA_ERROR_NOT_READY) *flags |= kFlagEvidenceChecked;
 }
 
-uint32_t kernel_name_id(CUfunction f, bool* first) noexcept {
+uint32_t kernel_name_id_slow(CUfunction f, bool* first) noexcept {
   *first = false;
   if (!f || thread_state().reentrant) return 0;
   uint32_t gen = trace_writer::generation();
@@ -334,7 +334,7 @@ uint32_t kernel_name_id(CUfunction f, bool* first) noexcept {
     tl_names = static_cast<NameCacheEntry*>(calloc(kNameCacheSize, sizeof(NameCacheEntry)));
     thread_exit::watch_this_thread();
   }
-  NameCacheEntry* e = tl_names ? &tl_names[(reinterpret_cast<uintptr_t>(f) >> 4) % kNameCacheSize] : nullptr;
+  NameCacheEntry* e = tl_names ? &tl_names[name_cache_slot(f)] : nullptr;
   if (e && e->fn == f && e->generation == gen) return e->id;
   uint32_t id = 0;
   try {

@@ -235,8 +235,29 @@ bool stream_is_capturing(cuda::CUstream s) noexcept;
 void completion_evidence(cuda::CUstream s, bool per_thread_entry, uint32_t* flags) noexcept;
 
 // Kernel name of a CUfunction/CUkernel, interned as a StringRecord; *first = first launch of
-// this function in the process.
-uint32_t kernel_name_id(cuda::CUfunction f, bool* first) noexcept;
+// this function in the process. The per-thread cache's hit is inline (every launch asks).
+struct NameCacheEntry {
+  void* fn;
+  uint32_t id;
+  uint32_t generation;
+};
+inline constexpr uint32_t kNameCacheSize = 128;
+inline uint32_t name_cache_slot(const void* f) noexcept {
+  return static_cast<uint32_t>((reinterpret_cast<uintptr_t>(f) >> 4) % kNameCacheSize);
+}
+extern AW_TLS_SHARED NameCacheEntry* tl_kernel_names;  // kNameCacheSize entries, or nullptr
+uint32_t kernel_name_id_slow(cuda::CUfunction f, bool* first) noexcept;
+inline uint32_t kernel_name_id(cuda::CUfunction f, bool* first) noexcept {
+  const NameCacheEntry* names = tl_kernel_names;
+  if (AW_LIKELY(names && f)) {
+    const NameCacheEntry& e = names[name_cache_slot(f)];
+    if (AW_LIKELY(e.fn == f && e.generation == trace_writer::generation() && !tl_call_state.reentrant)) {
+      *first = false;
+      return e.id;
+    }
+  }
+  return kernel_name_id_slow(f, first);
+}
 
 // DeviceInfoRecord once per trace, after a call into the driver succeeded.
 void note_driver_ready() noexcept;

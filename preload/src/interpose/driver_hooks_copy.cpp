@@ -47,8 +47,8 @@ inline bool doubtful_host(MemoryKind k) {
   return k == MemoryKind::Pageable || k == MemoryKind::Unknown || k == MemoryKind::Managed;
 }
 
-bool wants_evidence(const Sides& s, bool memset) noexcept {
-  switch (config().evidence) {
+inline __attribute__((always_inline)) bool wants_evidence(const Sides& s, bool memset) noexcept {
+  switch (config_fast().evidence) {
     case EvidencePolicy::Off: return false;
     case EvidencePolicy::All: return true;
     case EvidencePolicy::Auto: break;

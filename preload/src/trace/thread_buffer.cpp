@@ -11,37 +11,21 @@
 #include "trace_writer.h"
 
 namespace asyncwatch::thread_buffer {
+
+AW_TLS_SHARED detail::State detail::tl_state;
+
 namespace {
 
 using namespace asyncwatch::trace;
-
-struct Cursor {
-  char* block;    // current block in the mapping, or nullptr
-  uint32_t used;  // bytes used in it
-};
-
-// `generation` and `open` are compared as one 64-bit word on the hot path: equal to the current
-// generation means "this trace, no reservation open".
-struct State {
-  union {
-    struct {
-      uint32_t generation;  // trace_writer::generation() the cursors belong to
-      uint32_t open;        // 0: none; 1: a reservation open at level 0; 3: at levels 0 and 1
-    };
-    uint64_t key;
-  };
-  Cursor level[2];  // [0] the thread's block; [1] for writes while [0] has a reservation open
-  uint32_t tid;
-  uint32_t lost_reason;  // LostReason of the first loss not yet reported in band
-  uint64_t lost_count;   // losses not yet reported in band (note_lost)
-  uint64_t lost_first_ns, lost_last_ns;
-};
-AW_TLS State tl_state;
+using detail::Cursor;
+using detail::State;
+using detail::tl_state;
 
 inline void compiler_fence() noexcept { std::atomic_signal_fence(std::memory_order_seq_cst); }
 
-// A fresh block for `c`, and `size` bytes of it.
-char* reserve_in_new_block(Cursor& c, uint32_t size) noexcept {
+}  // namespace
+
+char* detail::reserve_in_new_block(Cursor& c, uint32_t size) noexcept {
   uint64_t index = 0;
   char* b = trace_writer::claim_block(&index);
   if (!b) {
@@ -57,14 +41,8 @@ char* reserve_in_new_block(Cursor& c, uint32_t size) noexcept {
   return b + sizeof(BlockHeader);
 }
 
-inline char* take(Cursor& c, uint32_t size) noexcept {
-  if (AW_LIKELY(c.block && c.used + size <= kBlockSize)) {
-    char* p = c.block + c.used;
-    c.used += size;
-    return p;
-  }
-  return reserve_in_new_block(c, size);
-}
+namespace {
+using detail::take;
 
 bool write_thread_info() noexcept {
   ThreadInfoRecord r{};
@@ -75,9 +53,9 @@ bool write_thread_info() noexcept {
   return write(&r);
 }
 
-// Not the common case: a nested writer (a reservation of this thread is open), the thread's first
-// record in this trace (also after a fork), or a process that is not ours.
-__attribute__((noinline)) char* reserve_slow(uint32_t size, uint32_t gen) noexcept {
+}  // namespace
+
+char* detail::reserve_slow(uint32_t size, uint32_t gen) noexcept {
   State& s = tl_state;
   if (s.open) {
     if (s.generation != gen || s.open != 1) return nullptr;  // two levels deep: lost
@@ -104,8 +82,6 @@ __attribute__((noinline)) char* reserve_slow(uint32_t size, uint32_t gen) noexce
   return reserve(size);
 }
 
-}  // namespace
-
 uint32_t tid() noexcept {
   if (AW_UNLIKELY(tl_state.tid == 0)) tl_state.tid = static_cast<uint32_t>(syscall(SYS_gettid));
   return tl_state.tid;
@@ -119,7 +95,7 @@ char* reserve(uint32_t size) noexcept {
 // The in-band LostRecord of the losses noted since this thread's last record (at level 0, no
 // reservation open). The count is taken with one exchange: a handler's note_lost meanwhile stays
 // for the next record.
-__attribute__((noinline)) void write_lost(State& s) noexcept {
+void detail::write_lost(State& s) noexcept {
   s.open = 1;
   compiler_fence();
   char* p = take(s.level[0], sizeof(LostRecord));
@@ -134,33 +110,6 @@ __attribute__((noinline)) void write_lost(State& s) noexcept {
   r->first_lost_ns = s.lost_first_ns;
   r->last_lost_ns = s.lost_last_ns;
   commit(p, RecordType::Lost, sizeof(LostRecord));
-}
-
-char* reserve_active(uint32_t size) noexcept {
-  uint32_t gen = trace_writer::generation();
-  State& s = tl_state;
-  if (AW_UNLIKELY(s.key != gen)) return reserve_slow(size, gen);
-  if (AW_UNLIKELY(s.lost_count)) write_lost(s);
-  // Open before the cursor is read: a writer that interrupts from here on (a signal handler) sees
-  // it and uses level 1, so the bytes handed out below are never handed out twice.
-  s.open = 1;
-  compiler_fence();
-  char* p = take(s.level[0], size);
-  if (AW_UNLIKELY(!p)) {
-    compiler_fence();
-    s.open = 0;
-  }
-  return p;
-}
-
-void commit(char* p, RecordType type, uint32_t size) noexcept {
-  RecordHeader h{static_cast<uint16_t>(type), static_cast<uint16_t>(size)};
-  uint32_t word;
-  memcpy(&word, &h, sizeof word);
-  // Stored last, with release order: the body is visible before the record is.
-  __atomic_store_n(reinterpret_cast<uint32_t*>(p), word, __ATOMIC_RELEASE);
-  compiler_fence();
-  tl_state.open >>= 1;  // closes the innermost open reservation (3 -> 1, 1 -> 0)
 }
 
 bool write2(const void* fixed, uint32_t fixed_size, const void* tail, uint32_t tail_size) noexcept {

@@ -12,7 +12,12 @@
 
 #include <cstdint>
 
+#include <atomic>
+#include <cstring>
+
 #include "asyncwatch/trace_format.h"
+#include "common.h"
+#include "trace/trace_writer.h"
 
 namespace asyncwatch::thread_buffer {
 
@@ -27,9 +32,9 @@ inline constexpr uint32_t kMaxRecord = trace::kBlockSize - sizeof(trace::BlockHe
 char* reserve(uint32_t size) noexcept;
 // The same when the caller has just seen the trace active (trace_writer::recording_now): skips the
 // open check (a trace stopped meanwhile is noticed when a block is claimed).
-char* reserve_active(uint32_t size) noexcept;
+inline char* reserve_active(uint32_t size) noexcept;
 // Publishes the record reserved at `p` (from the last reserve on this thread).
-void commit(char* p, trace::RecordType type, uint32_t size) noexcept;
+inline void commit(char* p, trace::RecordType type, uint32_t size) noexcept;
 
 // `record` starts with a RecordHeader whose type and size are set; size is a multiple of 8 and
 // at most kMaxRecord. Returns false when the record was not written (the caller counts it if it
@@ -49,5 +54,75 @@ trace::LostReason failure_reason() noexcept;
 
 // Kernel thread id of the calling thread (cached).
 uint32_t tid() noexcept;
+
+// ---- the hot path, inline (reserve_active and commit are called on every recorded call) -----
+namespace detail {
+struct Cursor {
+  char* block;    // current block in the mapping, or nullptr
+  uint32_t used;  // bytes used in it
+};
+
+// `generation` and `open` are compared as one 64-bit word on the hot path: equal to the current
+// generation means "this trace, no reservation open".
+struct State {
+  union {
+    struct {
+      uint32_t generation;  // trace_writer::generation() the cursors belong to
+      uint32_t open;        // 0: none; 1: a reservation open at level 0; 3: at levels 0 and 1
+    };
+    uint64_t key;
+  };
+  Cursor level[2];  // [0] the thread's block; [1] for writes while [0] has a reservation open
+  uint32_t tid;
+  uint32_t lost_reason;  // LostReason of the first loss not yet reported in band
+  uint64_t lost_count;   // losses not yet reported in band (note_lost)
+  uint64_t lost_first_ns, lost_last_ns;
+};
+extern AW_TLS_SHARED State tl_state;
+
+// Not the common case: a nested writer (a reservation of this thread is open), the thread's first
+// record in this trace (also after a fork), or a process that is not ours.
+__attribute__((noinline)) char* reserve_slow(uint32_t size, uint32_t gen) noexcept;
+// The in-band LostRecord of the losses noted since this thread's last record.
+__attribute__((noinline)) void write_lost(State& s) noexcept;
+// A fresh block for `c`, and `size` bytes of it.
+__attribute__((noinline)) char* reserve_in_new_block(Cursor& c, uint32_t size) noexcept;
+
+inline char* take(Cursor& c, uint32_t size) noexcept {
+  if (AW_LIKELY(c.block && c.used + size <= trace::kBlockSize)) {
+    char* p = c.block + c.used;
+    c.used += size;
+    return p;
+  }
+  return reserve_in_new_block(c, size);
+}
+}  // namespace detail
+
+inline char* reserve_active(uint32_t size) noexcept {
+  uint32_t gen = trace_writer::generation();
+  detail::State& s = detail::tl_state;
+  if (AW_UNLIKELY(s.key != gen)) return detail::reserve_slow(size, gen);
+  if (AW_UNLIKELY(s.lost_count)) detail::write_lost(s);
+  // Open before the cursor is read: a writer that interrupts from here on (a signal handler) sees
+  // it and uses level 1, so the bytes handed out below are never handed out twice.
+  s.open = 1;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  char* p = detail::take(s.level[0], size);
+  if (AW_UNLIKELY(!p)) {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    s.open = 0;
+  }
+  return p;
+}
+
+inline void commit(char* p, trace::RecordType type, uint32_t size) noexcept {
+  trace::RecordHeader h{static_cast<uint16_t>(type), static_cast<uint16_t>(size)};
+  uint32_t word;
+  memcpy(&word, &h, sizeof word);
+  // Stored last, with release order: the body is visible before the record is.
+  __atomic_store_n(reinterpret_cast<uint32_t*>(p), word, __ATOMIC_RELEASE);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  detail::tl_state.open >>= 1;  // closes the innermost open reservation (3 -> 1, 1 -> 0)
+}
 
 }  // namespace asyncwatch::thread_buffer

@@ -17,6 +17,8 @@
 
 namespace asyncwatch::trace_writer {
 
+GenerationPage g_generation_page;  // .bss: a private anonymous mapping, as WIPEONFORK needs
+
 std::atomic<uint32_t> g_not_recording{kNotActive};
 
 void set_paused_bit(bool paused) noexcept {
@@ -65,11 +67,7 @@ OpenedCallback g_opened_cb = nullptr;
 // clone()/clone3() syscall, which runs no fork handlers: there it stays 0, which the write path
 // notices (it compares the generation on every record anyway), so such a child never writes into
 // the parent's blocks, which its copy of the mapping still shares with the parent.
-struct alignas(4096) GenerationPage {
-  std::atomic<uint32_t> generation;
-  char pad[4096 - sizeof(std::atomic<uint32_t>)];
-};
-GenerationPage g_page;                 // .bss: a private anonymous mapping, as WIPEONFORK needs
+GenerationPage& g_page = g_generation_page;
 uint32_t g_generation_shadow = 0;      // not wiped: the next generation is computed from it
 std::atomic<pid_t> g_owner_pid{0};     // the process the generation was set for
 bool g_page_wiped_on_fork = false;     // madvise(MADV_WIPEONFORK) succeeded
@@ -122,7 +120,6 @@ void init_process() noexcept {
   }
 }
 
-uint32_t generation() noexcept { return g_page.generation.load(std::memory_order_acquire); }
 
 void file_opened(FileHeader* h) noexcept {
   if (!h) {

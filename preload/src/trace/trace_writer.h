@@ -61,7 +61,14 @@ void note_pause(bool paused, uint64_t now) noexcept;
 // Identifies the trace the thread-local blocks belong to: bumped whenever they become invalid
 // (fork child, reopen). Never 0 in a process that is ours; 0 in a child created by a raw
 // clone()/clone3() without fork handlers (its memory page holding the value is wiped on fork).
-uint32_t generation() noexcept;
+// The generation lives alone in a page marked MADV_WIPEONFORK (trace_writer.cpp); read inline,
+// several times per call.
+struct alignas(4096) GenerationPage {
+  std::atomic<uint32_t> generation;
+  char pad[4096 - sizeof(std::atomic<uint32_t>)];
+};
+extern GenerationPage g_generation_page;
+inline uint32_t generation() noexcept { return g_generation_page.generation.load(std::memory_order_acquire); }
 // False in such a child (and then tracing stops in it for good, touching nothing of the parent's
 // trace); true otherwise. Initializes the process's generation on first use.
 bool process_is_ours() noexcept;
