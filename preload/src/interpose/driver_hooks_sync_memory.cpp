@@ -8,6 +8,10 @@
 #include "hook_table.h"
 #include "real_functions.h"
 
+namespace asyncwatch::graph_hooks {
+void write_end_of_capture(cuda::CUstream st, cuda::CUgraph g) noexcept;  // driver_hooks_graph.cpp
+}
+
 using namespace asyncwatch;
 using namespace asyncwatch::cuda;
 using asyncwatch::hooks::Hook;
@@ -331,6 +335,9 @@ DEF_BEGIN_CAPTURE_TO_GRAPH(cuStreamBeginCaptureToGraph_ptsz)
     CUresult res = traced(aw_caller, Hook::sym, calls::Category::Capture, [&] { return real(st, g); },        \
                   [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) { \
                     fill_capture(rec, hi, r, reinterpret_cast<uint64_t>(st), 0);             \
+                    /* the graph it made, for the analyzer's graph launches (GraphOp) */      \
+                    if (r == CUDA_SUCCESS && g && !calls::thread_state().reentrant)          \
+                      graph_hooks::write_end_of_capture(st, *g);                             \
                   });                                                                              \
     /* A failed EndCapture (invalidated capture) still ends it. */                                 \
     calls::capture_ended();                                                                        \

@@ -430,7 +430,47 @@ cudaError_t run(uint8_t inst, calls::Caller c, Api api, Category cat, Call&& cal
     (cudaPitchedPtr p, int v, cudaExtent e, cudaStream_t st), (p, v, e, st),                                      \
     [&](calls::AnyRecord& rec) { return fill_memset(rec, p.ptr, e.width * e.height * e.depth, st, true); })       \
   X(cudaMemcpyPeerAsync_ptsz, cudaMemcpyPeerAsync, Copy, 1,                                                       \
-    (void* dst, int dd, const void* src, int sd, size_t n, cudaStream_t st), (dst, dd, src, sd, n, st), nullptr)
+    (void* dst, int dd, const void* src, int sd, size_t n, cudaStream_t st), (dst, dd, src, sd, n, st), nullptr)  \
+  /* version 3 (issue 14): named here, recorded by the driver wrappers they reach (the runtime 13.0 */            \
+  /* signatures; every argument is forwarded as passed). */                                                        \
+  X(cudaMemPrefetchAsync, cudaMemPrefetchAsync, ManagedOp, 0,                                                     \
+    (const void* p, size_t n, uint64_t loc, unsigned fl, cudaStream_t st), (p, n, loc, fl, st), nullptr)          \
+  X(cudaMemPrefetchAsync_ptsz, cudaMemPrefetchAsync, ManagedOp, 1,                                                \
+    (const void* p, size_t n, uint64_t loc, unsigned fl, cudaStream_t st), (p, n, loc, fl, st), nullptr)          \
+  X(cudaStreamAttachMemAsync, cudaStreamAttachMemAsync, ManagedOp, 0,                                             \
+    (cudaStream_t st, void* p, size_t n, unsigned fl), (st, p, n, fl), nullptr)                                   \
+  X(cudaStreamAttachMemAsync_ptsz, cudaStreamAttachMemAsync, ManagedOp, 1,                                        \
+    (cudaStream_t st, void* p, size_t n, unsigned fl), (st, p, n, fl), nullptr)                                   \
+  X(cudaMemcpyBatchAsync, cudaMemcpyBatchAsync, BatchCopy, 0,                                                     \
+    (void** d, void** s, size_t* n, size_t c, void* a, size_t* ai, size_t na, cudaStream_t st),                   \
+    (d, s, n, c, a, ai, na, st), nullptr)                                                                         \
+  X(cudaMemcpyBatchAsync_ptsz, cudaMemcpyBatchAsync, BatchCopy, 1,                                                \
+    (void** d, void** s, size_t* n, size_t c, void* a, size_t* ai, size_t na, cudaStream_t st),                   \
+    (d, s, n, c, a, ai, na, st), nullptr)                                                                         \
+  X(cudaMemcpy3DBatchAsync, cudaMemcpy3DBatchAsync, BatchCopy, 0,                                                 \
+    (size_t n, void* ops, unsigned long long fl, cudaStream_t st), (n, ops, fl, st), nullptr)                     \
+  X(cudaMemcpy3DBatchAsync_ptsz, cudaMemcpy3DBatchAsync, BatchCopy, 1,                                            \
+    (size_t n, void* ops, unsigned long long fl, cudaStream_t st), (n, ops, fl, st), nullptr)                     \
+  X(cudaMemcpy3DPeer, cudaMemcpy3DPeer, Copy, 0, (const void* p), (p), nullptr)                                   \
+  X(cudaMemcpy3DPeer_ptds, cudaMemcpy3DPeer, Copy, 1, (const void* p), (p), nullptr)                              \
+  X(cudaMemcpy3DPeerAsync, cudaMemcpy3DPeerAsync, Copy, 0, (const void* p, cudaStream_t st), (p, st), nullptr)    \
+  X(cudaMemcpy3DPeerAsync_ptsz, cudaMemcpy3DPeerAsync, Copy, 1, (const void* p, cudaStream_t st), (p, st), nullptr) \
+  X(cudaGraphAddMemcpyNode, cudaGraphAddMemcpyNode, GraphOp, 0,                                                   \
+    (void** node, void* g, void* const* deps, size_t nd, const void* p), (node, g, deps, nd, p), nullptr)         \
+  X(cudaGraphAddMemcpyNode1D, cudaGraphAddMemcpyNode1D, GraphOp, 0,                                               \
+    (void** node, void* g, void* const* deps, size_t nd, void* dst, const void* src, size_t n, int kind),         \
+    (node, g, deps, nd, dst, src, n, kind), nullptr)                                                              \
+  X(cudaGraphExecMemcpyNodeSetParams, cudaGraphExecMemcpyNodeSetParams, GraphOp, 0,                               \
+    (void* exec, void* node, const void* p), (exec, node, p), nullptr)                                            \
+  X(cudaGraphExecMemcpyNodeSetParams1D, cudaGraphExecMemcpyNodeSetParams1D, GraphOp, 0,                           \
+    (void* exec, void* node, void* dst, const void* src, size_t n, int kind), (exec, node, dst, src, n, kind),    \
+    nullptr)                                                                                                      \
+  X(cudaGraphInstantiate, cudaGraphInstantiate, GraphOp, 0, (void** exec, void* g, unsigned long long fl),        \
+    (exec, g, fl), nullptr)                                                                                       \
+  X(cudaGraphInstantiateWithFlags, cudaGraphInstantiateWithFlags, GraphOp, 0,                                     \
+    (void** exec, void* g, unsigned long long fl), (exec, g, fl), nullptr)                                        \
+  X(cudaGraphExecUpdate, cudaGraphExecUpdate, GraphOp, 0, (void* exec, void* g, void* info), (exec, g, info),     \
+    nullptr)
 
 namespace {
 enum class RtSlot : uint16_t {
