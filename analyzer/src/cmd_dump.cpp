@@ -85,9 +85,10 @@ std::string describe(const RecordView& r) {
     }
     case RecordType::Sync: {
       auto s = r.as<SyncRecord>();
-      return fmt::format("{} api={} driver={} stream_kind={} handle=0x{:x} flags={} result={} stack={} {}", head,
+      return fmt::format("{} api={} driver={} stream_kind={} handle=0x{:x} flags={} result={} stack={} {}{}", head,
                          api_text(s.api), api_text(s.driver_fn), stream_kind_name(static_cast<StreamKind>(s.stream_kind)),
-                         s.handle, record_flags_text(s.flags), s.result, s.stack_id, times(s.start_ns, s.end_ns));
+                         s.handle, record_flags_text(s.flags), s.result, s.stack_id, times(s.start_ns, s.end_ns),
+                         s.repeat > 1 ? fmt::format(" repeat={}", s.repeat) : std::string());
     }
     case RecordType::MemoryOp: {
       auto m = r.as<MemoryOpRecord>();

@@ -27,6 +27,7 @@
 #include "real_functions.h"
 #include "runtime_hooks.h"
 #include "traced_call.h"
+#include "query_fold.h"
 
 using namespace asyncwatch;
 using namespace asyncwatch::cuda;
@@ -242,6 +243,21 @@ cudaError_t run(uint8_t inst, calls::Caller c, Api api, Category cat, Call&& cal
   return r;
 }
 
+// Queries (cudaStreamQuery, cudaEventQuery): folded while their result repeats (query_fold.h), else
+// the ordinary path, without a fallback record. `driver_fn` names the entry point such a query reaches.
+struct Query {
+  uint64_t handle;
+  trace::StreamKind kind;
+  bool per_thread;
+  Api driver_fn;
+};
+template <class Call>
+cudaError_t run(uint8_t inst, calls::Caller c, Api api, Category cat, Call&& call, Query q) {
+  if (query_fold::eligible())
+    return query_fold::run(inst, c, api, q.driver_fn, q.handle, q.kind, q.per_thread, call);
+  return run(inst, c, api, cat, call, nullptr);
+}
+
 }  // namespace
 
 // X(symbol, Api, Category, per_thread, (parameters), (arguments), fallback-or-nullptr)
@@ -363,9 +379,12 @@ cudaError_t run(uint8_t inst, calls::Caller c, Api api, Category cat, Call&& cal
     nullptr)                                                                                                      \
   X(cudaStreamWaitEvent_ptsz, cudaStreamWaitEvent, Sync, 1, (cudaStream_t st, cudaEvent_t e, unsigned fl),        \
     (st, e, fl), nullptr)                                                                                         \
-  X(cudaStreamQuery, cudaStreamQuery, Sync, 0, (cudaStream_t st), (st), nullptr)                                  \
-  X(cudaStreamQuery_ptsz, cudaStreamQuery, Sync, 1, (cudaStream_t st), (st), nullptr)                             \
-  X(cudaEventQuery, cudaEventQuery, Sync, 0, (cudaEvent_t e), (e), nullptr)                                       \
+  X(cudaStreamQuery, cudaStreamQuery, Sync, 0, (cudaStream_t st), (st),                                          \
+    (Query{reinterpret_cast<uint64_t>(st), calls::stream_kind(st, false), false, Api::cuStreamQuery}))            \
+  X(cudaStreamQuery_ptsz, cudaStreamQuery, Sync, 1, (cudaStream_t st), (st),                                     \
+    (Query{reinterpret_cast<uint64_t>(st), calls::stream_kind(st, true), true, Api::cuStreamQuery}))              \
+  X(cudaEventQuery, cudaEventQuery, Sync, 0, (cudaEvent_t e), (e),                                                \
+    (Query{reinterpret_cast<uint64_t>(e), trace::StreamKind::Unknown, false, Api::cuEventQuery}))                 \
   X(cudaMalloc, cudaMalloc, MemoryOp, 0, (void** p, size_t n), (p, n),                                            \
     [&](calls::AnyRecord& rec) { return fill_memory(rec, MemoryKind::Device, p ? *p : nullptr, n, 0); })          \
   /* cudaFree(0), the customary runtime initialization, reaches no cuMemFree: recorded here */                   \
