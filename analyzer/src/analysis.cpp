@@ -167,6 +167,14 @@ class ProcessAnalyzer final : public RuleContext {
       case RecordType::Copy:
       case RecordType::Memset: on_copy(r, r.as<CopyRecord>()); break;
       case RecordType::Launch: on_launch(r, r.as<LaunchRecord>()); break;
+      case RecordType::GraphLaunch: {
+        auto g = r.as<GraphLaunchRecord>();
+        on_launch(r, g, &g.exec);
+        break;
+      }
+      case RecordType::BatchCopy: on_batch(r, r.as<BatchCopyRecord>()); break;
+      case RecordType::GraphOp: on_graph_op(r.as<GraphOpRecord>()); break;
+      case RecordType::Capture: on_capture(r.as<CaptureRecord>()); break;
       case RecordType::HostFuncEnqueue: on_enqueue(r, r.as<HostFuncEnqueueRecord>()); break;
       case RecordType::HostFuncRun: on_run(r.as<HostFuncRunRecord>()); break;
       case RecordType::Sync: on_sync(r, r.as<SyncRecord>()); break;
@@ -296,6 +304,19 @@ class ProcessAnalyzer final : public RuleContext {
       f.completed_at_return = g.completed_at_return;
       f.drained_before_return = g.drained;
       f.outstanding_launches_max = g.outstanding_max;
+      if (g.first.graph_pageable_nodes) {
+        const GraphMemcpyNode& n = g.first.graph_node;
+        f.graph_pageable_nodes = g.first.graph_pageable_nodes;
+        f.graph_node_api = public_api_name(api_name(static_cast<Api>(n.api)));
+        f.graph_node_direction = n.direction;
+        f.graph_node_bytes = n.bytes;
+        f.graph_node_captured = n.captured;
+        SiteRef origin = site_of(n.stack_id);
+        if (origin.site) {
+          f.graph_node_site_known = true;
+          f.graph_node_site = sites_[origin.site].frame;
+        }
+      }
       for (const auto& [k, n] : g.waited) f.waited_for[kernel_name(k)] += n;
       if (g.waited_others) f.waited_for["(other kernels)"] += g.waited_others;
       f.module_loading = module_loading_;
@@ -337,6 +358,7 @@ class ProcessAnalyzer final : public RuleContext {
     const uint64_t blocked = c.end_ns - c.start_ns;
     if (c.flags & kFlagCaptureActive) {
       if (!sync_api) count_async(false, 0);
+      if (r.type != RecordType::Memset) captured_copy(c);
       return;
     }
     uint64_t key = stream_key(c.stream_kind, c.stream, r.tid);
@@ -344,7 +366,7 @@ class ProcessAnalyzer final : public RuleContext {
     RuleEvent e;
     e.copy = &c;
     e.stream = &st;
-    if (r.type == RecordType::Copy) {
+    if (r.type != RecordType::Memset) {  // Copy, BatchCopy
       if (!sync_api) {
         flagged_blocking_ = false;
         detect(Trigger::Copy, e);
@@ -358,18 +380,25 @@ class ProcessAnalyzer final : public RuleContext {
     }
   }
 
-  void on_launch(const RecordView& r, const LaunchRecord& l) {
+  void on_launch(const RecordView& r, const LaunchRecord& l, const uint64_t* graph_exec = nullptr) {
     const uint64_t blocked = l.end_ns - l.start_ns;
     if (l.flags & kFlagCaptureActive) {
       count_async(false, 0);
+      if (l.kernel_name_id) {
+        auto& k = capture_kernel_[l.stream];
+        if (!k) k = l.kernel_name_id;
+      }
       return;
     }
+    GraphLaunchInfo graph;
+    if (graph_exec) graph = graph_launch_info(*graph_exec);
     uint64_t key = stream_key(l.stream_kind, l.stream, r.tid);
     StreamState& st = streams_.at(key);
     flagged_blocking_ = false;
     RuleEvent e;
     e.launch = &l;
     e.stream = &st;
+    if (graph_exec) e.graph = &graph;
     detect(Trigger::Launch, e);
     count_async(flagged_blocking_, blocked);
     streams_.launch_returned(key, l, launch_blocking_);
@@ -421,6 +450,117 @@ class ProcessAnalyzer final : public RuleContext {
     e.memory_op = &m;
     detect(Trigger::MemoryOp, e);
     streams_.memory_op_returned(m);
+  }
+
+  // ---- batch copies and graphs (issue 14) ----
+  // A batch is judged by the copy rules through the elements that can make it wait (trace_format.h,
+  // BatchCopyRecord): pageable sources read in stream order (the call waits for the stream: on the
+  // H200 and by the simulator's rules), or other pageable sources (staged). A pageable destination
+  // alone does not make a batch wait (measured on the H200, docs/findings.md): not flagged.
+  void on_batch(const RecordView& r, const BatchCopyRecord& b) {
+    CopyRecord c = b;
+    if (b.stream_order_pageable_sources) {
+      c.bytes = b.stream_order_pageable_bytes;
+    } else if (b.pageable_elements && b.src_memory == static_cast<uint8_t>(MemoryKind::Pageable)) {
+      c.bytes = b.pageable_bytes;
+    } else {
+      c.direction = static_cast<uint8_t>(Direction::Unknown);
+      c.src_memory = c.dst_memory = static_cast<uint8_t>(MemoryKind::Unknown);
+    }
+    on_copy(r, c);
+  }
+
+  // Bounded tables: beyond kMaxGraphs graphs (or executable graphs) the rest are not followed, and
+  // beyond kMaxGraphNodes pageable nodes a graph only counts them.
+  static constexpr size_t kMaxGraphs = 65536;
+  static constexpr size_t kMaxGraphNodes = 64;
+  struct GraphNodes {
+    std::vector<GraphMemcpyNode> nodes;  // pageable ones
+    uint64_t more = 0;                   // pageable nodes beyond kMaxGraphNodes
+    uint32_t kernel = 0;                 // first kernel captured into it
+  };
+  static void add_node(GraphNodes& g, const GraphMemcpyNode& n) {
+    for (auto& o : g.nodes)
+      if (n.node && o.node == n.node) {
+        o = n;  // new parameters of the same node
+        return;
+      }
+    if (g.nodes.size() < kMaxGraphNodes) g.nodes.push_back(n);
+    else ++g.more;
+  }
+  static void drop_node(GraphNodes& g, uint64_t node) {
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+      if (node && g.nodes[i].node == node) {
+        g.nodes.erase(g.nodes.begin() + static_cast<std::ptrdiff_t>(i));
+        return;
+      }
+  }
+  template <class Map>
+  static GraphNodes* slot(Map& m, uint64_t handle) {
+    if (!handle) return nullptr;
+    auto it = m.find(handle);
+    if (it != m.end()) return &it->second;
+    if (m.size() >= kMaxGraphs) return nullptr;
+    return &m[handle];
+  }
+
+  void captured_copy(const CopyRecord& c) {
+    Direction d = copy_direction(c);
+    MemoryKind host = trace::host_side(d, static_cast<MemoryKind>(c.src_memory), static_cast<MemoryKind>(c.dst_memory));
+    if (host != MemoryKind::Pageable) return;
+    if (GraphNodes* g = slot(capturing_, c.stream))
+      add_node(*g, GraphMemcpyNode{0, c.api, d, host, c.bytes, c.stack_id, true});
+  }
+
+  void on_capture(const CaptureRecord& c) {
+    if (c.api == static_cast<uint16_t>(Api::cuStreamBeginCapture_v2) || c.api == static_cast<uint16_t>(Api::cudaStreamBeginCapture)) {
+      capturing_.erase(c.stream);
+      capture_kernel_.erase(c.stream);
+    }
+  }
+
+  void on_graph_op(const GraphOpRecord& g) {
+    if (g.result != 0) return;
+    switch (static_cast<Api>(g.driver_fn)) {
+      case Api::cuStreamEndCapture: {
+        GraphNodes captured;
+        if (auto it = capturing_.find(g.stream); it != capturing_.end()) captured = std::move(it->second), capturing_.erase(it);
+        if (auto it = capture_kernel_.find(g.stream); it != capture_kernel_.end()) captured.kernel = it->second, capture_kernel_.erase(it);
+        if (GraphNodes* s = slot(graphs_, g.graph)) *s = std::move(captured);
+        break;
+      }
+      case Api::cuGraphAddMemcpyNode:
+      case Api::cuGraphExecMemcpyNodeSetParams: {
+        bool exec = static_cast<Api>(g.driver_fn) == Api::cuGraphExecMemcpyNodeSetParams;
+        GraphNodes* s = exec ? slot(execs_, g.exec) : slot(graphs_, g.graph);
+        if (!s) break;
+        Direction d = static_cast<Direction>(g.direction);
+        MemoryKind host = trace::host_side(d, static_cast<MemoryKind>(g.src_memory), static_cast<MemoryKind>(g.dst_memory));
+        if (host == MemoryKind::Pageable) add_node(*s, GraphMemcpyNode{g.node, g.api, d, host, g.bytes, g.stack_id, false});
+        else drop_node(*s, g.node);  // set to pinned or device memory: no longer a pageable node
+        break;
+      }
+      case Api::cuGraphInstantiateWithFlags:
+      case Api::cuGraphInstantiateWithParams:
+      case Api::cuGraphExecUpdate_v2:
+        if (GraphNodes* s = slot(execs_, g.exec)) {
+          auto it = graphs_.find(g.graph);
+          *s = it != graphs_.end() ? it->second : GraphNodes{};
+        }
+        break;
+      default: break;
+    }
+  }
+
+  GraphLaunchInfo graph_launch_info(uint64_t exec) const {
+    GraphLaunchInfo info;
+    auto it = execs_.find(exec);
+    if (it == execs_.end()) return info;
+    info.known = true;
+    info.kernel_name_id = it->second.kernel;
+    info.pageable_nodes = it->second.nodes.size() + it->second.more;
+    if (!it->second.nodes.empty()) info.first_pageable = it->second.nodes.front();
+    return info;
   }
 
   // The rules of the trigger in their order, until one claims the call.
@@ -497,6 +637,10 @@ class ProcessAnalyzer final : public RuleContext {
   std::string module_loading_;
   events::StreamTable streams_;
   HostFunctions host_functions_;
+  std::unordered_map<uint64_t, GraphNodes> capturing_;      // stream handle -> pageable copies captured so far
+  std::unordered_map<uint64_t, uint32_t> capture_kernel_;   // stream handle -> first kernel captured
+  std::unordered_map<uint64_t, GraphNodes> graphs_;         // CUgraph -> its pageable memcpy nodes
+  std::unordered_map<uint64_t, GraphNodes> execs_;          // CUgraphExec -> the same, as instantiated/updated
   std::unordered_map<GroupKey, Group, GroupKeyHash> groups_;
   struct DenseSite {
     SiteRef ref;

@@ -85,9 +85,10 @@ std::string describe(const RecordView& r) {
     }
     case RecordType::Sync: {
       auto s = r.as<SyncRecord>();
-      return fmt::format("{} api={} driver={} stream_kind={} handle=0x{:x} flags={} result={} stack={} {}", head,
+      return fmt::format("{} api={} driver={} stream_kind={} handle=0x{:x} flags={} result={} stack={} {}{}", head,
                          api_text(s.api), api_text(s.driver_fn), stream_kind_name(static_cast<StreamKind>(s.stream_kind)),
-                         s.handle, record_flags_text(s.flags), s.result, s.stack_id, times(s.start_ns, s.end_ns));
+                         s.handle, record_flags_text(s.flags), s.result, s.stack_id, times(s.start_ns, s.end_ns),
+                         s.repeat > 1 ? fmt::format(" repeat={}", s.repeat) : std::string());
     }
     case RecordType::MemoryOp: {
       auto m = r.as<MemoryOpRecord>();
@@ -108,6 +109,45 @@ std::string describe(const RecordView& r) {
       auto c = r.as<CaptureRecord>();
       return fmt::format("{} api={} driver={} stream=0x{:x} mode={} result={} {}", head, api_text(c.api),
                          api_text(c.driver_fn), c.stream, c.mode, c.result, times(c.start_ns, c.end_ns));
+    }
+    case RecordType::BatchCopy: {
+      auto b = r.as<BatchCopyRecord>();
+      return fmt::format("{} api={} driver={} elements={} classified={} pageable_elements={} pageable_bytes={} "
+                         "stream_order_pageable_sources={} stream_order_pageable_bytes={} dir={} src={} dst={} "
+                         "stream_kind={} stream=0x{:x} bytes={} flags={} result={} stack={} {}",
+                         head, api_text(b.api), api_text(b.driver_fn), b.elements, b.classified, b.pageable_elements,
+                         b.pageable_bytes, b.stream_order_pageable_sources, b.stream_order_pageable_bytes,
+                         direction_name(static_cast<Direction>(b.direction)),
+                         memory_kind_name(static_cast<MemoryKind>(b.src_memory)),
+                         memory_kind_name(static_cast<MemoryKind>(b.dst_memory)),
+                         stream_kind_name(static_cast<StreamKind>(b.stream_kind)), b.stream, b.bytes,
+                         record_flags_text(b.flags), b.result, b.stack_id, times(b.start_ns, b.end_ns));
+    }
+    case RecordType::ManagedOp: {
+      auto m = r.as<ManagedOpRecord>();
+      return fmt::format("{} api={} driver={} memory={} address=0x{:x} bytes={} location_type={} location_id={} "
+                         "op_flags=0x{:x} stream_kind={} stream=0x{:x} flags={} result={} stack={} {}",
+                         head, api_text(m.api), api_text(m.driver_fn), memory_kind_name(static_cast<MemoryKind>(m.memory)),
+                         m.address, m.bytes, m.location_type, m.location_id, m.op_flags,
+                         stream_kind_name(static_cast<StreamKind>(m.stream_kind)), m.stream, record_flags_text(m.flags),
+                         m.result, m.stack_id, times(m.start_ns, m.end_ns));
+    }
+    case RecordType::GraphOp: {
+      auto g = r.as<GraphOpRecord>();
+      return fmt::format("{} api={} driver={} graph=0x{:x} exec=0x{:x} node=0x{:x} stream=0x{:x} dir={} src={} dst={} "
+                         "bytes={} flags={} result={} stack={} {}",
+                         head, api_text(g.api), api_text(g.driver_fn), g.graph, g.exec, g.node, g.stream,
+                         direction_name(static_cast<Direction>(g.direction)),
+                         memory_kind_name(static_cast<MemoryKind>(g.src_memory)),
+                         memory_kind_name(static_cast<MemoryKind>(g.dst_memory)), g.bytes, record_flags_text(g.flags),
+                         g.result, g.stack_id, times(g.start_ns, g.end_ns));
+    }
+    case RecordType::GraphLaunch: {
+      auto l = r.as<GraphLaunchRecord>();
+      return fmt::format("{} api={} driver={} exec=0x{:x} stream_kind={} stream=0x{:x} flags={} result={} stack={} {}",
+                         head, api_text(l.api), api_text(l.driver_fn), l.exec,
+                         stream_kind_name(static_cast<StreamKind>(l.stream_kind)), l.stream, record_flags_text(l.flags),
+                         l.result, l.stack_id, times(l.start_ns, l.end_ns));
     }
     case RecordType::Lost: return fmt::format("{} count={}", head, r.as<LostRecord>().count);
     case RecordType::DeviceInfo: {

@@ -139,7 +139,7 @@ std::string expand_output_pattern(const std::string& pattern, const std::string&
 uint32_t config_flags(const Config& c) {
   uint32_t f = 0;
   if (c.evidence != EvidencePolicy::Off) f |= trace::kConfigEvidence;
-  if (c.stacks != StackPolicy::None) f |= trace::kConfigStacksCopies;
+  if (c.stacks != StackPolicy::None) f |= trace::kConfigStacksCopies | trace::kConfigStacksMemory;
   if (c.stacks == StackPolicy::All) f |= trace::kConfigStacksLaunches | trace::kConfigStacksSync;
   return f;
 }

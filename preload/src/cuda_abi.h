@@ -90,6 +90,71 @@ struct CUlaunchConfig {
   unsigned numAttrs;
 };
 
+// Version 3 hooks (issue 14): prefetch, batch and 3D peer copies, graph construction.
+using CUgraphNode = void*;
+struct CUmemLocation {
+  int type;  // CUmemLocationType
+  int id;
+};
+inline constexpr int CU_MEM_LOCATION_TYPE_DEVICE = 1;
+inline constexpr int CU_MEM_LOCATION_TYPE_HOST = 2;
+inline constexpr CUdevice CU_DEVICE_CPU = -1;
+// CUmemcpySrcAccessOrder
+inline constexpr int CU_MEMCPY_SRC_ACCESS_ORDER_STREAM = 1;
+struct CUmemcpyAttributes {
+  int srcAccessOrder;  // CUmemcpySrcAccessOrder
+  CUmemLocation srcLocHint;
+  CUmemLocation dstLocHint;
+  unsigned flags;
+};
+struct CUDA_MEMCPY3D_PEER {
+  size_t srcXInBytes, srcY, srcZ, srcLOD;
+  unsigned srcMemoryType;
+  const void* srcHost;
+  CUdeviceptr srcDevice;
+  CUarray srcArray;
+  CUcontext srcContext;
+  size_t srcPitch, srcHeight;
+  size_t dstXInBytes, dstY, dstZ, dstLOD;
+  unsigned dstMemoryType;
+  void* dstHost;
+  CUdeviceptr dstDevice;
+  CUarray dstArray;
+  CUcontext dstContext;
+  size_t dstPitch, dstHeight;
+  size_t WidthInBytes, Height, Depth;
+};
+struct CUoffset3D {
+  size_t x, y, z;
+};
+struct CUextent3D {
+  size_t width, height, depth;
+};
+inline constexpr int CU_MEMCPY_OPERAND_TYPE_POINTER = 1;
+inline constexpr int CU_MEMCPY_OPERAND_TYPE_ARRAY = 2;
+struct CUmemcpy3DOperand {
+  int type;  // CUmemcpy3DOperandType
+  union {
+    struct {
+      CUdeviceptr ptr;
+      size_t rowLength, layerHeight;
+      CUmemLocation locHint;
+    } ptr;
+    struct {
+      CUarray array;
+      CUoffset3D offset;
+    } array;
+  } op;
+};
+struct CUDA_MEMCPY3D_BATCH_OP {
+  CUmemcpy3DOperand src, dst;
+  CUextent3D extent;
+  int srcAccessOrder;  // CUmemcpySrcAccessOrder
+  unsigned flags;
+};
+static_assert(sizeof(CUDA_MEMCPY3D_PEER) == 200 && sizeof(CUmemcpyAttributes) == 24);
+static_assert(sizeof(CUmemcpy3DOperand) == 40 && sizeof(CUDA_MEMCPY3D_BATCH_OP) == 112);
+
 // Runtime side (only what the runtime wrappers forward).
 using cudaError_t = int;
 using cudaStream_t = void*;

@@ -192,6 +192,11 @@ def categorical_match(m, f, case):
             return False
     if not site_ok(m.get("call_site"), f.get("call_site"), case):
         return False
+    # blocking-launch of a graph: the origin of its pageable memcpy node (a call-site matcher)
+    if "graph_node_origin" in m:
+        node = f.get("graph_memcpy_node") or {}
+        if not node.get("origin") or not site_ok(m["graph_node_origin"], node.get("origin"), case):
+            return False
     wk = m.get("waited_for_kernel")
     if wk is not None:
         names = [w.get("kernel") for w in (f.get("waited_for") or []) if isinstance(w, dict)]

@@ -39,9 +39,9 @@ for v in $(compgen -e); do case $v in ASYNCWATCH_*) unset "$v" ;; esac; done
 unset LD_PRELOAD
 
 # item -> runtime entry point, driver entry point it reaches
-declare -A rt=([launch]=__cudaLaunchKernel [copy_pinned_64]=cudaMemcpyAsync [copy_pageable_64]=cudaMemcpyAsync
+declare -A rt=([launch]=__cudaLaunchKernel [copy_pinned_64]=cudaMemcpyAsync [copy_pageable_64]=cudaMemcpyAsync [event_record_query]=cudaEventQuery
                [sync_idle]=cudaStreamSynchronize [host_func]=cudaLaunchHostFunc)
-declare -A drv=([launch]=cuLaunchKernel [copy_pinned_64]=cuMemcpyHtoDAsync_v2 [copy_pageable_64]=cuMemcpyHtoDAsync_v2
+declare -A drv=([launch]=cuLaunchKernel [copy_pinned_64]=cuMemcpyHtoDAsync_v2 [copy_pageable_64]=cuMemcpyHtoDAsync_v2 [event_record_query]=cuEventQuery
                 [sync_idle]=cuStreamSynchronize [host_func]=cuLaunchHostFunc)
 IFS=, read -r -a list <<<"$items"
 for item in "${list[@]}"; do

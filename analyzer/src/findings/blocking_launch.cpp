@@ -1,8 +1,11 @@
 // blocking-launch: a kernel launch that blocked the host. Causes, in order of precedence:
 // launch-blocking-env (CUDA_LAUNCH_BLOCKING=1: every launch waits for its kernel),
+// graph-host-memcpy (a graph launch whose graph holds a memcpy node with pageable host memory: the
+// launch waits as the same copy made with cudaMemcpyAsync would; the node and its origin are named),
 // first-launch (kFlagFirstLaunch: the module was loaded lazily at the first launch),
 // launch-queue-full (at least options.launch_queue_depth launches outstanding on the stream
 // since it was last known idle), unknown.
+#include "../events/streams.h"
 #include "../format.h"
 #include "../json_writer.h"
 #include "../names.h"
@@ -16,6 +19,15 @@ using namespace trace;
 
 namespace {
 
+constexpr uint32_t kGraphKernelId = events::StreamTable::kGraphKernel;  // "(CUDA graph)"
+
+// "file.cu:42" (the file's last component), else the function.
+std::string site_words(const Frame& f) {
+  if (f.file.empty()) return f.function.empty() ? "an unknown site" : f.function;
+  size_t slash = f.file.rfind('/');
+  return fmt::format("{}:{}", slash == std::string::npos ? f.file : f.file.substr(slash + 1), f.line);
+}
+
 bool detect(RuleContext& ctx, const RuleEvent& e) {
   const LaunchRecord& l = *e.launch;
   const StreamState& stream = *e.stream;
@@ -24,6 +36,8 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
   if (o.blocked_ns < opt.min_blocked_ns) return false;
   if (ctx.launch_blocking_env())
     o.cause = Cause::LaunchBlockingEnv;
+  else if (e.graph && e.graph->pageable_nodes)
+    o.cause = Cause::GraphHostMemcpy;
   else if (l.flags & kFlagFirstLaunch)
     o.cause = Cause::FirstLaunch;
   else if (stream.launches_since_sync >= opt.launch_queue_depth)
@@ -31,18 +45,51 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
   else
     o.cause = Cause::Unknown;
   o.kernel_name_id = l.kernel_name_id;
+  if (e.graph) {
+    // A graph launch names the kernel captured into it when the trace shows one, else "a CUDA graph".
+    o.kernel_name_id = e.graph->kernel_name_id ? e.graph->kernel_name_id : kGraphKernelId;
+    o.graph_pageable_nodes = e.graph->pageable_nodes;
+    o.graph_node = e.graph->first_pageable;
+  }
   o.outstanding_launches = stream.launches_since_sync;
   ctx.observe(o);
   return true;
 }
 
+// "graph" or "graph of kernel K" (never "kernel (unnamed kernel)" for a graph).
+std::string graph_words(const Finding& f) {
+  if (f.kernel.empty() || f.kernel == "(CUDA graph)" || f.kernel == "(unnamed kernel)") return "graph";
+  return "graph of kernel " + shorten_middle(f.kernel, kDisplayNameMax);
+}
+
+std::string graph_node_words(const Finding& f) {
+  std::string dir = f.graph_node_direction == Direction::DtoH   ? " device-to-host into"
+                    : f.graph_node_direction == Direction::HtoD ? " host-to-device from"
+                                                                : " with";
+  std::string origin = f.graph_node_captured ? "captured from " + f.graph_node_api : "added by " + f.graph_node_api;
+  if (f.graph_node_site_known) origin += " at " + site_words(f.graph_node_site);
+  std::string more = f.graph_pageable_nodes > 1 ? fmt::format(" (and {} more such node{})", f.graph_pageable_nodes - 1,
+                                                              f.graph_pageable_nodes == 2 ? "" : "s")
+                                                : "";
+  return fmt::format("its memcpy node copying {}{} pageable host memory, {}{}", format_bytes(f.graph_node_bytes), dir,
+                     origin, more);
+}
+
 std::string message(const Finding& f) {
   std::string blocked = total_time_words(f);
+  const bool graph = f.api == "cudaGraphLaunch" || f.api == "cuGraphLaunch";
   std::string what =
       api_with_args(f, {f.chevron_launch ? "<<<...>>>" : "",
-                        f.kernel.empty() ? "kernel ?" : "kernel " + shorten_middle(f.kernel, kDisplayNameMax),
+                        graph            ? graph_words(f)
+                        : f.kernel.empty() ? "kernel ?"
+                                           : "kernel " + shorten_middle(f.kernel, kDisplayNameMax),
                         calls_part(f)});
   switch (f.cause) {
+    case Cause::GraphHostMemcpy:
+      return fmt::format("{} blocked {}: the graph launch waited for {}: a graph's copy to or from pageable memory "
+                         "runs synchronously, as with cudaMemcpyAsync; allocate that buffer with cudaMallocHost or "
+                         "register it with cudaHostRegister",
+                         what, blocked, graph_node_words(f));
     case Cause::LaunchBlockingEnv:
       return fmt::format("{} blocked {}: CUDA_LAUNCH_BLOCKING=1 is set, so every launch waits until its kernel has "
                          "finished; unset it outside debugging",
@@ -68,6 +115,25 @@ std::string message(const Finding& f) {
 
 void json_fields(JsonWriter& out, const Finding& f) {
   out.field("outstanding_launches_max", f.outstanding_launches_max);
+  if (f.graph_pageable_nodes) {
+    out.field("graph_pageable_memcpy_nodes", f.graph_pageable_nodes);
+    out.key("graph_memcpy_node");
+    out.begin_object();
+    out.field("api", f.graph_node_api);
+    out.field("captured", f.graph_node_captured);
+    out.field("direction", std::string(direction_text(f.graph_node_direction)));
+    out.field("host_memory", std::string("pageable"));
+    out.field("bytes", f.graph_node_bytes);
+    if (f.graph_node_site_known) {
+      out.key("origin");
+      out.begin_object();
+      out.field("file", f.graph_node_site.file);
+      out.field("line", f.graph_node_site.line);
+      out.field("function", f.graph_node_site.function);
+      out.end_object();
+    }
+    out.end_object();
+  }
 }
 
 }  // namespace

@@ -67,6 +67,15 @@ struct Finding {
   uint64_t drained_before_return = 0;  // long-host-callback: the callback started before the enqueue returned
   uint64_t outstanding_launches_max = 0;  // blocking-launch: launches outstanding on the stream
   std::map<std::string, uint64_t> waited_for;  // kernel name -> launches the copy waited for
+  // blocking-launch of a graph (cause graph-host-memcpy): its memcpy nodes with pageable host memory,
+  // the first of them (direction, bytes, the API that made it) and that call's site.
+  uint64_t graph_pageable_nodes = 0;
+  std::string graph_node_api;
+  trace::Direction graph_node_direction = trace::Direction::Unknown;
+  uint64_t graph_node_bytes = 0;
+  bool graph_node_captured = false;
+  bool graph_node_site_known = false;
+  Frame graph_node_site;
   std::string module_loading;  // CUDA_MODULE_LOADING of the process ("" = unset)
   bool call_site_known = false;
   Frame call_site;

@@ -2,7 +2,9 @@
 // DtoH: the call returns only after the copy completed, so it waits for all earlier work in
 // the stream (cause waited-for-stream). HtoD: the driver stages the data through pinned
 // memory and returns after staging, blocked in proportion to the size (cause staged);
-// copies up to options.inline_htod_bytes are done inline and ignored.
+// copies up to options.inline_htod_bytes are done inline and ignored. A batch copy (BatchCopy record)
+// comes here through its pageable elements; one whose pageable source is read in stream order
+// (kFlagSourceStreamOrder) waited for the stream.
 #include "../format.h"
 #include "../names.h"
 #include "rules.h"
@@ -23,6 +25,11 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
   uint64_t blocked = c.end_ns - c.start_ns;
   Observation o = observation_of_copy(FindingId::PageableAsyncCopy, c);
   if (d == Direction::DtoH && c.dst_memory == static_cast<uint8_t>(MemoryKind::Pageable)) {
+    o.cause = Cause::WaitedForStream;
+    o.waited_for = &e.stream->since_idle;
+  } else if (d == Direction::HtoD && c.src_memory == static_cast<uint8_t>(MemoryKind::Pageable) &&
+             (c.flags & kFlagSourceStreamOrder)) {
+    // A batch element whose pageable source is read in stream order: the call waits for the stream.
     o.cause = Cause::WaitedForStream;
     o.waited_for = &e.stream->since_idle;
   } else if (d == Direction::HtoD && c.src_memory == static_cast<uint8_t>(MemoryKind::Pageable)) {
@@ -60,6 +67,11 @@ std::string message(const Finding& f) {
         "call returned only after staging, in proportion to the size; allocate it with cudaMallocHost or register "
         "it with cudaHostRegister",
         what, total_time_words(f));
+  if (f.direction == Direction::HtoD)
+    return fmt::format(
+        "{} blocked {}: the source is pageable host memory read in stream order, so the call waited for {} and "
+        "ran synchronously; allocate it with cudaMallocHost or register it with cudaHostRegister",
+        what, total_time_words(f), waited_for_words(f));
   return fmt::format(
       "{} blocked {}: the destination is pageable host memory, so the copy waited for {} and ran synchronously; "
       "allocate it with cudaMallocHost or register it with cudaHostRegister",

@@ -67,6 +67,26 @@ struct StreamState {
   KernelTally since_idle;
 };
 
+// A memcpy node of a graph whose host side is pageable: captured (cudaMemcpyAsync during stream
+// capture) or added explicitly (cudaGraphAddMemcpyNode*, cudaGraphExecMemcpyNodeSetParams*).
+struct GraphMemcpyNode {
+  uint64_t node = 0;  // CUgraphNode (0 for a captured copy)
+  uint16_t api = 0;   // the call that made it (its call site is the node's origin)
+  trace::Direction direction = trace::Direction::Unknown;
+  trace::MemoryKind host_memory = trace::MemoryKind::Unknown;
+  uint64_t bytes = 0;
+  uint32_t stack_id = 0;
+  bool captured = false;
+};
+
+// What the trace shows of the executable graph a graph launch ran.
+struct GraphLaunchInfo {
+  bool known = false;             // its instantiation (or update) is in the trace
+  uint32_t kernel_name_id = 0;    // the first kernel captured into it, 0 unknown
+  uint64_t pageable_nodes = 0;    // memcpy nodes with a pageable host side
+  GraphMemcpyNode first_pageable; // the first of them
+};
+
 // One flagged call.
 struct Observation {
   FindingId id = FindingId::Count;
@@ -86,6 +106,8 @@ struct Observation {
   bool drained_before_return = false;
   const KernelTally* waited_for = nullptr;
   uint64_t outstanding_launches = 0;
+  uint64_t graph_pageable_nodes = 0;  // blocking-launch of a graph: its pageable memcpy nodes ...
+  GraphMemcpyNode graph_node;         // ... and the first of them
 
   void set_direction(trace::Direction d) {
     direction = d;
@@ -144,6 +166,7 @@ struct RuleEvent {
   const trace::SyncRecord* sync = nullptr;                // Sync
   const trace::MemoryOpRecord* memory_op = nullptr;       // MemoryOp
   const StreamState* stream = nullptr;  // Copy, Memset, Launch: the call's stream before the call
+  const GraphLaunchInfo* graph = nullptr;  // Launch of an executable graph
 };
 
 class JsonWriter;  // json_writer.h

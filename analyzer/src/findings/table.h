@@ -46,4 +46,5 @@
   X(LaunchBlockingEnv, "launch-blocking-env")                             \
   X(PinnedHostMemory, "host-memory")       /* blocking-memset */          \
   X(ManagedMemory, "managed-memory")                                      \
+  X(GraphHostMemcpy, "graph-host-memcpy")  /* blocking-launch of a graph */ \
   X(Unknown, "unknown")

@@ -166,7 +166,35 @@ inline constexpr uint32_t kMaxStackDepth = 64;
   X(cuStreamEndCapture)                        \
   /* appended later (append-only: ids above are stable) */ \
   X(cuCtxSynchronize_v2)                       \
-  X(cuStreamBeginCaptureToGraph)
+  X(cuStreamBeginCaptureToGraph)               \
+  /* version 3 (issue 14): prefetch, batch, 3D peer copies, explicit graph construction */ \
+  X(cudaMemPrefetchAsync)                      \
+  X(cudaStreamAttachMemAsync)                  \
+  X(cudaMemcpyBatchAsync)                      \
+  X(cudaMemcpy3DBatchAsync)                    \
+  X(cudaMemcpy3DPeer)                          \
+  X(cudaMemcpy3DPeerAsync)                     \
+  X(cudaGraphAddMemcpyNode)                    \
+  X(cudaGraphAddMemcpyNode1D)                  \
+  X(cudaGraphExecMemcpyNodeSetParams)          \
+  X(cudaGraphExecMemcpyNodeSetParams1D)        \
+  X(cudaGraphInstantiate)                      \
+  X(cudaGraphInstantiateWithFlags)             \
+  X(cudaGraphExecUpdate)                       \
+  X(cuMemPrefetchAsync)                        \
+  X(cuMemPrefetchAsync_v2)                     \
+  X(cuStreamAttachMemAsync)                    \
+  X(cuMemcpyBatchAsync)                        \
+  X(cuMemcpyBatchAsync_v2)                     \
+  X(cuMemcpy3DBatchAsync)                      \
+  X(cuMemcpy3DBatchAsync_v2)                   \
+  X(cuMemcpy3DPeer)                            \
+  X(cuMemcpy3DPeerAsync)                       \
+  X(cuGraphAddMemcpyNode)                      \
+  X(cuGraphExecMemcpyNodeSetParams)            \
+  X(cuGraphInstantiateWithFlags)               \
+  X(cuGraphInstantiateWithParams)              \
+  X(cuGraphExecUpdate_v2)
 
 enum class Api : uint16_t {
 #define ASYNCWATCH_API_ENUM(name) name,
@@ -301,7 +329,8 @@ static_assert(infer_direction(MemoryKind::Unknown, MemoryKind::Device) == Direct
   X(RuntimeOnly, 5)       /* seen at the runtime layer only (no driver call reached) */            \
   X(PerThreadEntry, 6)    /* reached through a _ptsz/_ptds driver entry point */                   \
   X(SynchronousApi, 7)    /* the API is synchronous by contract (cudaMemcpy, cuMemcpyHtoD) */      \
-  X(InFlight, 8)          /* v2: published before the real call; cleared when the call returned */
+  X(InFlight, 8)          /* v2: published before the real call; cleared when the call returned */ \
+  X(SourceStreamOrder, 9) /* v3, BatchCopy: a pageable source element is read in stream order */
 
 #define ASYNCWATCH_FLAG_ROW(name, bit) kFlag##name = 1u << bit,
 enum RecordFlags : uint32_t { ASYNCWATCH_RECORD_FLAGS(ASYNCWATCH_FLAG_ROW) };
@@ -311,7 +340,8 @@ enum RecordFlags : uint32_t { ASYNCWATCH_RECORD_FLAGS(ASYNCWATCH_FLAG_ROW) };
   X(Evidence, 0)       /* completion evidence enabled */                          \
   X(StacksCopies, 1)   /* stacks for copies, memsets, host functions */           \
   X(StacksLaunches, 2) /* stacks for every launch (else only blocked ones) */     \
-  X(StacksSync, 3)     /* stacks for sync and memory-management calls */
+  X(StacksSync, 3)     /* stacks for sync and memory-management calls */ \
+  X(StacksMemory, 4)   /* v3: stacks for memory-management, prefetch and graph-construction calls */
 
 #define ASYNCWATCH_CONFIG_ROW(name, bit) kConfig##name = 1u << bit,
 enum ConfigFlags : uint32_t { ASYNCWATCH_CONFIG_FLAGS(ASYNCWATCH_CONFIG_ROW) };
@@ -518,6 +548,61 @@ struct DeviceInfoRecord {  // written once, on the first intercepted call after 
 };
 static_assert(sizeof(DeviceInfoRecord) == 116);
 
+// ---- version 3 (issue 14) ----
+// A batch of copies (cuMemcpyBatchAsync, cuMemcpy3DBatchAsync and their runtime forms), each element
+// classified. The CopyRecord part describes the elements that decide whether the call may wait: the
+// pageable ones when there are any (direction and memory kinds of the first of them; kFlagSourceStreamOrder
+// when a pageable source is read in stream order, CU_MEMCPY_SRC_ACCESS_ORDER_STREAM, which makes the call
+// wait for the stream), else the first element; `bytes` is the whole batch's.
+struct BatchCopyRecord : CopyRecord {
+  uint32_t elements;           // copies in the batch (as passed: count / numOps)
+  uint32_t pageable_elements;  // elements with a pageable host side
+  uint64_t pageable_bytes;     // their bytes
+  uint32_t stream_order_pageable_sources;  // pageable-source elements read in stream order
+  uint32_t classified;         // elements classified (all of them unless the arrays were unreadable: null)
+  uint64_t stream_order_pageable_bytes;    // their bytes
+};
+static_assert(sizeof(BatchCopyRecord) == 96);
+
+// cuMemPrefetchAsync(_v2) and cuStreamAttachMemAsync (and the runtime forms): a managed-memory operation
+// enqueued on a stream.
+struct ManagedOpRecord : CallHead {
+  uint64_t stream;
+  uint64_t address;
+  uint64_t bytes;
+  uint8_t memory;         // MemoryKind of `address` (Managed expected; Device/Pageable when misused)
+  uint8_t location_type;  // prefetch: CUmemLocationType (1 device, 2 host, 3 host NUMA, 4 host NUMA current)
+  uint8_t pad[2];
+  int32_t location_id;    // prefetch: device ordinal or NUMA id (v1 entry point: the CUdevice, -1 = host)
+  uint32_t op_flags;      // the API's flags argument (attach: CU_MEM_ATTACH_*)
+  uint32_t pad2;
+};
+static_assert(sizeof(ManagedOpRecord) == 80);
+
+// Explicit graph construction: a memcpy node added (cuGraphAddMemcpyNode: graph, node), a memcpy node
+// of an executable graph given new parameters (cuGraphExecMemcpyNodeSetParams: exec, node), each with the
+// copy's memory classified; a graph instantiated (graph -> exec), an executable graph updated from a
+// graph (exec <- graph), a capture ended (stream -> graph; written after the Capture record of
+// cuStreamEndCapture). `api` tells which. Call sites: always a stack (the origin the report names).
+struct GraphOpRecord : CallHead {
+  uint64_t graph;
+  uint64_t exec;
+  uint64_t node;
+  uint64_t stream;  // end of capture: the captured stream
+  uint64_t bytes;   // memcpy node: bytes copied
+  uint8_t direction;   // memcpy node: Direction
+  uint8_t src_memory;  // MemoryKind
+  uint8_t dst_memory;  // MemoryKind
+  uint8_t pad[5];
+};
+static_assert(sizeof(GraphOpRecord) == 88);
+
+// cuGraphLaunch / cudaGraphLaunch: a LaunchRecord (kernel_name_id 0, no shape) with the executable graph.
+struct GraphLaunchRecord : LaunchRecord {
+  uint64_t exec;  // CUgraphExec handle
+};
+static_assert(sizeof(GraphLaunchRecord) == 88);
+
 // A reservation that was not wanted after all (the call was not recorded): same size as the
 // reservation, skipped by readers. The bytes after the header are zero.
 struct PaddingRecord {
@@ -545,7 +630,11 @@ static_assert(sizeof(PaddingRecord) == 8);
   X(14, Capture, CaptureRecord, 1)                         \
   X(15, Lost, LostRecord, 1)       /* defined in v1 (16 bytes, never written); in band since v2 */ \
   X(16, DeviceInfo, DeviceInfoRecord, 1)                   \
-  X(17, Padding, PaddingRecord, 2) /* a cancelled reservation: skip */
+  X(17, Padding, PaddingRecord, 2) /* a cancelled reservation: skip */ \
+  X(18, BatchCopy, BatchCopyRecord, 3)                     \
+  X(19, ManagedOp, ManagedOpRecord, 3)                     \
+  X(20, GraphOp, GraphOpRecord, 3)                         \
+  X(21, GraphLaunch, GraphLaunchRecord, 3)
 
 #define ASYNCWATCH_RECORD_ENUM(id, name, type, since) name = id,
 enum class RecordType : uint16_t {
@@ -557,7 +646,7 @@ enum class RecordType : uint16_t {
 #define ASYNCWATCH_RECORD_ONE(id, name, type, since) +1
 inline constexpr size_t kRecordCount = 0 ASYNCWATCH_RECORD_TYPES(ASYNCWATCH_RECORD_ONE);
 #undef ASYNCWATCH_RECORD_ONE
-static_assert(kRecordCount == 17, "a row was added or removed: update this count, the docs and kFormatVersion");
+static_assert(kRecordCount == 21, "a row was added or removed: update this count, the docs and kFormatVersion");
 
 namespace detail {
 inline constexpr uint16_t max_record_id() {

@@ -27,14 +27,17 @@
 namespace asyncwatch::calls {
 
 // Which record a call produces; a runtime call adopts the first driver record of its category.
-enum class Category : uint8_t { None, Copy, Memset, Launch, HostFunc, Sync, MemoryOp, Stream, Capture };
+enum class Category : uint8_t { None, Copy, Memset, Launch, HostFunc, Sync, MemoryOp, Stream, Capture,
+                                BatchCopy, ManagedOp, GraphOp };
 
 // The record type a call of category `c` writes (`api` tells stream destruction from creation).
 inline trace::RecordType record_type(Category c, trace::Api api) noexcept {
   switch (c) {
     case Category::Copy: return trace::RecordType::Copy;
     case Category::Memset: return trace::RecordType::Memset;
-    case Category::Launch: return trace::RecordType::Launch;
+    case Category::Launch:
+      return api == trace::Api::cuGraphLaunch || api == trace::Api::cudaGraphLaunch ? trace::RecordType::GraphLaunch
+                                                                                     : trace::RecordType::Launch;
     case Category::HostFunc: return trace::RecordType::HostFuncEnqueue;
     case Category::Sync: return trace::RecordType::Sync;
     case Category::MemoryOp: return trace::RecordType::MemoryOp;
@@ -43,6 +46,9 @@ inline trace::RecordType record_type(Category c, trace::Api api) noexcept {
                  ? trace::RecordType::StreamDestroy
                  : trace::RecordType::StreamCreate;
     case Category::Capture: return trace::RecordType::Capture;
+    case Category::BatchCopy: return trace::RecordType::BatchCopy;
+    case Category::ManagedOp: return trace::RecordType::ManagedOp;
+    case Category::GraphOp: return trace::RecordType::GraphOp;
     case Category::None: break;
   }
   return trace::RecordType::None;
@@ -58,6 +64,10 @@ union AnyRecord {
   trace::MemoryOpRecord memory;
   trace::StreamCreateRecord stream;
   trace::CaptureRecord capture;
+  trace::BatchCopyRecord batch;
+  trace::ManagedOpRecord managed;
+  trace::GraphOpRecord graph;
+  trace::GraphLaunchRecord graph_launch;
 };
 
 // Where the application called the outermost wrapper: the key of the call-site cache

@@ -246,6 +246,34 @@ AW_BOTH(DEF_PEER, cuMemcpyPeer, _ptds)
   }
 AW_BOTH(DEF_PEER_ASYNC, cuMemcpyPeerAsync, _ptsz)
 
+// 3D copies between contexts: Peer when both sides are device memory of different contexts.
+namespace {
+Sides sides_3d_peer(const CUDA_MEMCPY3D_PEER* p) noexcept {
+  if (!p) return Sides{Direction::Unknown, MemoryKind::Unknown, MemoryKind::Unknown, 0};
+  MemoryKind s = side_kind(p->srcMemoryType, p->srcHost, p->srcDevice);
+  MemoryKind d = side_kind(p->dstMemoryType, p->dstHost, p->dstDevice);
+  Direction dir = infer_direction(s, d);
+  if (dir == Direction::DtoD && p->srcContext != p->dstContext) dir = Direction::Peer;
+  return Sides{dir, s, d, static_cast<uint64_t>(p->WidthInBytes) * p->Height * (p->Depth ? p->Depth : 1)};
+}
+}  // namespace
+
+#define DEF_3D_PEER(sym)                                                                                 \
+  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY3D_PEER* p) { AW_NOTE_CALLER();                    \
+    auto real = real_fn<CUresult (*)(const CUDA_MEMCPY3D_PEER*)>(Hook::sym);                            \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                       \
+    return traced(aw_caller, Hook::sym, kCopy, nullptr, false, true, [&] { return real(p); }, [&] { return sides_3d_peer(p); }); \
+  }
+AW_BOTH(DEF_3D_PEER, cuMemcpy3DPeer, _ptds)
+
+#define DEF_3D_PEER_ASYNC(sym)                                                                      \
+  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY3D_PEER* p, CUstream st) { AW_NOTE_CALLER();  \
+    auto real = real_fn<CUresult (*)(const CUDA_MEMCPY3D_PEER*, CUstream)>(Hook::sym);             \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
+    return traced(aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(p, st); }, [&] { return sides_3d_peer(p); }); \
+  }
+AW_BOTH(DEF_3D_PEER_ASYNC, cuMemcpy3DPeerAsync, _ptsz)
+
 #define DEF_HTOA_ASYNC(sym)                                                                               \
   extern "C" AW_EXPORT CUresult sym(CUarray dst, size_t off, const void* src, size_t n, CUstream st) { AW_NOTE_CALLER(); \
     auto real = real_fn<CUresult (*)(CUarray, size_t, const void*, size_t, CUstream)>(Hook::sym);         \

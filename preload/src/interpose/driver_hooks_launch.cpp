@@ -27,7 +27,7 @@ struct LaunchShape {
 };
 
 template <class Call>
-CUresult traced_launch(calls::Caller caller, Hook h, const LaunchShape& shape, Call&& call) {
+CUresult traced_launch(calls::Caller caller, Hook h, const LaunchShape& shape, Call&& call, CUgraphExec exec = nullptr) {
   return calls::traced(caller, h, calls::Category::Launch, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi,
                                                              CUresult) {
     auto& l = rec.launch;
@@ -45,6 +45,10 @@ CUresult traced_launch(calls::Caller caller, Hook h, const LaunchShape& shape, C
     }
     l.stream = reinterpret_cast<uint64_t>(shape.stream);
     if (calls::stream_is_capturing(shape.stream)) l.flags |= trace::kFlagCaptureActive;
+    // A graph launch's record (cudaGraphLaunch's too, adopted) names the executable graph, which the
+    // analyzer joins with the graph's memcpy nodes (GraphOp records).
+    if (rec.h.type == static_cast<uint16_t>(trace::RecordType::GraphLaunch))
+      rec.graph_launch.exec = reinterpret_cast<uint64_t>(exec);
   });
 }
 
@@ -96,7 +100,7 @@ DEF_LAUNCH_EX(cuLaunchKernelEx_ptsz)
     auto real = real_fn<CUresult (*)(CUgraphExec, CUstream)>(Hook::sym);                           \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
     return traced_launch(aw_caller, Hook::sym, LaunchShape{nullptr, {0, 0, 0}, {0, 0, 0}, 0, st, false},      \
-                         [&] { return real(g, st); });                                             \
+                         [&] { return real(g, st); }, g);                                             \
   }
 DEF_GRAPH_LAUNCH(cuGraphLaunch)
 DEF_GRAPH_LAUNCH(cuGraphLaunch_ptsz)

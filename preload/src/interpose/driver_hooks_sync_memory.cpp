@@ -3,10 +3,15 @@
 // pinned (and feed the classifier's registry), each stream's flags, and when capture was on.
 #include "call_context.h"
 #include "traced_call.h"
+#include "query_fold.h"
 #include "classify/host_memory_classifier.h"
 #include "cuda_abi.h"
 #include "hook_table.h"
 #include "real_functions.h"
+
+namespace asyncwatch::graph_hooks {
+void write_end_of_capture(cuda::CUstream st, cuda::CUgraph g) noexcept;  // driver_hooks_graph.cpp
+}
 
 using namespace asyncwatch;
 using namespace asyncwatch::cuda;
@@ -76,8 +81,24 @@ void fill_capture(calls::AnyRecord& rec, const hooks::HookInfo&, CUresult, uint6
   }
 DEF_STREAM_SYNC(cuStreamSynchronize)
 DEF_STREAM_SYNC(cuStreamSynchronize_ptsz)
-DEF_STREAM_SYNC(cuStreamQuery)
-DEF_STREAM_SYNC(cuStreamQuery_ptsz)
+
+// Queries: folded while their result repeats (query_fold.h), else recorded as above.
+#define DEF_STREAM_QUERY(sym)                                                                       \
+  extern "C" AW_EXPORT CUresult sym(CUstream st) { AW_NOTE_CALLER();                               \
+    auto real = real_fn<CUresult (*)(CUstream)>(Hook::sym);                                        \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
+    const hooks::HookInfo& hq = hooks::info(Hook::sym);                                            \
+    if (query_fold::eligible())                                                                    \
+      return query_fold::run(0, aw_caller, hq.api, hq.api, reinterpret_cast<uint64_t>(st),         \
+                             calls::stream_kind(st, hq.per_thread), hq.per_thread, [&] { return real(st); }); \
+    return traced(aw_caller, Hook::sym, calls::Category::Sync, [&] { return real(st); },            \
+                  [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {              \
+                    fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(st),                         \
+                              calls::stream_kind(st, hi.per_thread));                              \
+                  });                                                                              \
+  }
+DEF_STREAM_QUERY(cuStreamQuery)
+DEF_STREAM_QUERY(cuStreamQuery_ptsz)
 
 #define DEF_EVENT_SYNC(sym)                                                                         \
   extern "C" AW_EXPORT CUresult sym(CUevent ev) { AW_NOTE_CALLER();                                         \
@@ -89,7 +110,18 @@ DEF_STREAM_SYNC(cuStreamQuery_ptsz)
                   });                                                                              \
   }
 DEF_EVENT_SYNC(cuEventSynchronize)
-DEF_EVENT_SYNC(cuEventQuery)
+
+extern "C" AW_EXPORT CUresult cuEventQuery(CUevent ev) { AW_NOTE_CALLER();
+  auto real = real_fn<CUresult (*)(CUevent)>(Hook::cuEventQuery);
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  if (query_fold::eligible())
+    return query_fold::run(0, aw_caller, trace::Api::cuEventQuery, trace::Api::cuEventQuery,
+                           reinterpret_cast<uint64_t>(ev), trace::StreamKind::Unknown, false, [&] { return real(ev); });
+  return traced(aw_caller, Hook::cuEventQuery, calls::Category::Sync, [&] { return real(ev); },
+                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+                  fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(ev), trace::StreamKind::Unknown);
+                });
+}
 
 extern "C" AW_EXPORT CUresult cuCtxSynchronize() { AW_NOTE_CALLER();
   auto real = real_fn<CUresult (*)()>(Hook::cuCtxSynchronize);
@@ -331,6 +363,9 @@ DEF_BEGIN_CAPTURE_TO_GRAPH(cuStreamBeginCaptureToGraph_ptsz)
     CUresult res = traced(aw_caller, Hook::sym, calls::Category::Capture, [&] { return real(st, g); },        \
                   [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) { \
                     fill_capture(rec, hi, r, reinterpret_cast<uint64_t>(st), 0);             \
+                    /* the graph it made, for the analyzer's graph launches (GraphOp) */      \
+                    if (r == CUDA_SUCCESS && g && !calls::thread_state().reentrant)          \
+                      graph_hooks::write_end_of_capture(st, *g);                             \
                   });                                                                              \
     /* A failed EndCapture (invalidated capture) still ends it. */                                 \
     calls::capture_ended();                                                                        \

@@ -78,7 +78,22 @@
   X(cuStreamDestroy_v2, cuStreamDestroy_v2, 0)                  \
   AW_LEGACY_AND_PER_THREAD(X, cuStreamBeginCapture_v2, _ptsz)   \
   AW_LEGACY_AND_PER_THREAD(X, cuStreamEndCapture, _ptsz)       \
-  AW_LEGACY_AND_PER_THREAD(X, cuStreamBeginCaptureToGraph, _ptsz)
+  AW_LEGACY_AND_PER_THREAD(X, cuStreamBeginCaptureToGraph, _ptsz) \
+  /* version 3 (issue 14, driver_hooks_managed_batch.cpp, driver_hooks_graph.cpp) */ \
+  AW_LEGACY_AND_PER_THREAD(X, cuMemPrefetchAsync, _ptsz)       \
+  AW_LEGACY_AND_PER_THREAD(X, cuMemPrefetchAsync_v2, _ptsz)    \
+  AW_LEGACY_AND_PER_THREAD(X, cuStreamAttachMemAsync, _ptsz)   \
+  AW_LEGACY_AND_PER_THREAD(X, cuMemcpyBatchAsync, _ptsz)       \
+  AW_LEGACY_AND_PER_THREAD(X, cuMemcpyBatchAsync_v2, _ptsz)    \
+  AW_LEGACY_AND_PER_THREAD(X, cuMemcpy3DBatchAsync, _ptsz)     \
+  AW_LEGACY_AND_PER_THREAD(X, cuMemcpy3DBatchAsync_v2, _ptsz)  \
+  AW_LEGACY_AND_PER_THREAD(X, cuMemcpy3DPeer, _ptds)           \
+  AW_LEGACY_AND_PER_THREAD(X, cuMemcpy3DPeerAsync, _ptsz)      \
+  X(cuGraphAddMemcpyNode, cuGraphAddMemcpyNode, 0)             \
+  X(cuGraphExecMemcpyNodeSetParams, cuGraphExecMemcpyNodeSetParams, 0) \
+  X(cuGraphInstantiateWithFlags, cuGraphInstantiateWithFlags, 0) \
+  AW_LEGACY_AND_PER_THREAD(X, cuGraphInstantiateWithParams, _ptsz) \
+  X(cuGraphExecUpdate_v2, cuGraphExecUpdate_v2, 0)
 
 namespace asyncwatch::hooks {
 

@@ -27,6 +27,7 @@
 #include "real_functions.h"
 #include "runtime_hooks.h"
 #include "traced_call.h"
+#include "query_fold.h"
 
 using namespace asyncwatch;
 using namespace asyncwatch::cuda;
@@ -242,6 +243,21 @@ cudaError_t run(uint8_t inst, calls::Caller c, Api api, Category cat, Call&& cal
   return r;
 }
 
+// Queries (cudaStreamQuery, cudaEventQuery): folded while their result repeats (query_fold.h), else
+// the ordinary path, without a fallback record. `driver_fn` names the entry point such a query reaches.
+struct Query {
+  uint64_t handle;
+  trace::StreamKind kind;
+  bool per_thread;
+  Api driver_fn;
+};
+template <class Call>
+cudaError_t run(uint8_t inst, calls::Caller c, Api api, Category cat, Call&& call, Query q) {
+  if (query_fold::eligible())
+    return query_fold::run(inst, c, api, q.driver_fn, q.handle, q.kind, q.per_thread, call);
+  return run(inst, c, api, cat, call, nullptr);
+}
+
 }  // namespace
 
 // X(symbol, Api, Category, per_thread, (parameters), (arguments), fallback-or-nullptr)
@@ -363,9 +379,12 @@ cudaError_t run(uint8_t inst, calls::Caller c, Api api, Category cat, Call&& cal
     nullptr)                                                                                                      \
   X(cudaStreamWaitEvent_ptsz, cudaStreamWaitEvent, Sync, 1, (cudaStream_t st, cudaEvent_t e, unsigned fl),        \
     (st, e, fl), nullptr)                                                                                         \
-  X(cudaStreamQuery, cudaStreamQuery, Sync, 0, (cudaStream_t st), (st), nullptr)                                  \
-  X(cudaStreamQuery_ptsz, cudaStreamQuery, Sync, 1, (cudaStream_t st), (st), nullptr)                             \
-  X(cudaEventQuery, cudaEventQuery, Sync, 0, (cudaEvent_t e), (e), nullptr)                                       \
+  X(cudaStreamQuery, cudaStreamQuery, Sync, 0, (cudaStream_t st), (st),                                          \
+    (Query{reinterpret_cast<uint64_t>(st), calls::stream_kind(st, false), false, Api::cuStreamQuery}))            \
+  X(cudaStreamQuery_ptsz, cudaStreamQuery, Sync, 1, (cudaStream_t st), (st),                                     \
+    (Query{reinterpret_cast<uint64_t>(st), calls::stream_kind(st, true), true, Api::cuStreamQuery}))              \
+  X(cudaEventQuery, cudaEventQuery, Sync, 0, (cudaEvent_t e), (e),                                                \
+    (Query{reinterpret_cast<uint64_t>(e), trace::StreamKind::Unknown, false, Api::cuEventQuery}))                 \
   X(cudaMalloc, cudaMalloc, MemoryOp, 0, (void** p, size_t n), (p, n),                                            \
     [&](calls::AnyRecord& rec) { return fill_memory(rec, MemoryKind::Device, p ? *p : nullptr, n, 0); })          \
   /* cudaFree(0), the customary runtime initialization, reaches no cuMemFree: recorded here */                   \
@@ -430,7 +449,47 @@ cudaError_t run(uint8_t inst, calls::Caller c, Api api, Category cat, Call&& cal
     (cudaPitchedPtr p, int v, cudaExtent e, cudaStream_t st), (p, v, e, st),                                      \
     [&](calls::AnyRecord& rec) { return fill_memset(rec, p.ptr, e.width * e.height * e.depth, st, true); })       \
   X(cudaMemcpyPeerAsync_ptsz, cudaMemcpyPeerAsync, Copy, 1,                                                       \
-    (void* dst, int dd, const void* src, int sd, size_t n, cudaStream_t st), (dst, dd, src, sd, n, st), nullptr)
+    (void* dst, int dd, const void* src, int sd, size_t n, cudaStream_t st), (dst, dd, src, sd, n, st), nullptr)  \
+  /* version 3 (issue 14): named here, recorded by the driver wrappers they reach (the runtime 13.0 */            \
+  /* signatures; every argument is forwarded as passed). */                                                        \
+  X(cudaMemPrefetchAsync, cudaMemPrefetchAsync, ManagedOp, 0,                                                     \
+    (const void* p, size_t n, uint64_t loc, unsigned fl, cudaStream_t st), (p, n, loc, fl, st), nullptr)          \
+  X(cudaMemPrefetchAsync_ptsz, cudaMemPrefetchAsync, ManagedOp, 1,                                                \
+    (const void* p, size_t n, uint64_t loc, unsigned fl, cudaStream_t st), (p, n, loc, fl, st), nullptr)          \
+  X(cudaStreamAttachMemAsync, cudaStreamAttachMemAsync, ManagedOp, 0,                                             \
+    (cudaStream_t st, void* p, size_t n, unsigned fl), (st, p, n, fl), nullptr)                                   \
+  X(cudaStreamAttachMemAsync_ptsz, cudaStreamAttachMemAsync, ManagedOp, 1,                                        \
+    (cudaStream_t st, void* p, size_t n, unsigned fl), (st, p, n, fl), nullptr)                                   \
+  X(cudaMemcpyBatchAsync, cudaMemcpyBatchAsync, BatchCopy, 0,                                                     \
+    (void** d, void** s, size_t* n, size_t c, void* a, size_t* ai, size_t na, cudaStream_t st),                   \
+    (d, s, n, c, a, ai, na, st), nullptr)                                                                         \
+  X(cudaMemcpyBatchAsync_ptsz, cudaMemcpyBatchAsync, BatchCopy, 1,                                                \
+    (void** d, void** s, size_t* n, size_t c, void* a, size_t* ai, size_t na, cudaStream_t st),                   \
+    (d, s, n, c, a, ai, na, st), nullptr)                                                                         \
+  X(cudaMemcpy3DBatchAsync, cudaMemcpy3DBatchAsync, BatchCopy, 0,                                                 \
+    (size_t n, void* ops, unsigned long long fl, cudaStream_t st), (n, ops, fl, st), nullptr)                     \
+  X(cudaMemcpy3DBatchAsync_ptsz, cudaMemcpy3DBatchAsync, BatchCopy, 1,                                            \
+    (size_t n, void* ops, unsigned long long fl, cudaStream_t st), (n, ops, fl, st), nullptr)                     \
+  X(cudaMemcpy3DPeer, cudaMemcpy3DPeer, Copy, 0, (const void* p), (p), nullptr)                                   \
+  X(cudaMemcpy3DPeer_ptds, cudaMemcpy3DPeer, Copy, 1, (const void* p), (p), nullptr)                              \
+  X(cudaMemcpy3DPeerAsync, cudaMemcpy3DPeerAsync, Copy, 0, (const void* p, cudaStream_t st), (p, st), nullptr)    \
+  X(cudaMemcpy3DPeerAsync_ptsz, cudaMemcpy3DPeerAsync, Copy, 1, (const void* p, cudaStream_t st), (p, st), nullptr) \
+  X(cudaGraphAddMemcpyNode, cudaGraphAddMemcpyNode, GraphOp, 0,                                                   \
+    (void** node, void* g, void* const* deps, size_t nd, const void* p), (node, g, deps, nd, p), nullptr)         \
+  X(cudaGraphAddMemcpyNode1D, cudaGraphAddMemcpyNode1D, GraphOp, 0,                                               \
+    (void** node, void* g, void* const* deps, size_t nd, void* dst, const void* src, size_t n, int kind),         \
+    (node, g, deps, nd, dst, src, n, kind), nullptr)                                                              \
+  X(cudaGraphExecMemcpyNodeSetParams, cudaGraphExecMemcpyNodeSetParams, GraphOp, 0,                               \
+    (void* exec, void* node, const void* p), (exec, node, p), nullptr)                                            \
+  X(cudaGraphExecMemcpyNodeSetParams1D, cudaGraphExecMemcpyNodeSetParams1D, GraphOp, 0,                           \
+    (void* exec, void* node, void* dst, const void* src, size_t n, int kind), (exec, node, dst, src, n, kind),    \
+    nullptr)                                                                                                      \
+  X(cudaGraphInstantiate, cudaGraphInstantiate, GraphOp, 0, (void** exec, void* g, unsigned long long fl),        \
+    (exec, g, fl), nullptr)                                                                                       \
+  X(cudaGraphInstantiateWithFlags, cudaGraphInstantiateWithFlags, GraphOp, 0,                                     \
+    (void** exec, void* g, unsigned long long fl), (exec, g, fl), nullptr)                                        \
+  X(cudaGraphExecUpdate, cudaGraphExecUpdate, GraphOp, 0, (void* exec, void* g, void* info), (exec, g, info),     \
+    nullptr)
 
 namespace {
 enum class RtSlot : uint16_t {

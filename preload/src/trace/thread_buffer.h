@@ -52,6 +52,11 @@ void note_lost(trace::LostReason why) noexcept;
 // nested writer two levels deep), else NoBlock.
 trace::LostReason failure_reason() noexcept;
 
+// Where this thread's next record would start (its level-0 block, no reservation open, no loss to
+// report first), or nullptr. A writer that remembers where its last record ended can tell from it
+// that the thread wrote nothing since (query folding, interpose/query_fold.h).
+const char* next_position() noexcept;
+
 // Kernel thread id of the calling thread (cached).
 uint32_t tid() noexcept;
 

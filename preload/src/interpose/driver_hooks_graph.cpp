@@ -1,0 +1,136 @@
+// Wrappers of explicit graph construction: memcpy nodes added to a graph (cuGraphAddMemcpyNode, which
+// the runtime's cudaGraphAddMemcpyNode / cudaGraphAddMemcpyNode1D reach) or set on an executable graph
+// (cuGraphExecMemcpyNodeSetParams), each with its host memory classified, and the joins the analyzer
+// needs from a graph launch to those nodes: instantiation (graph -> exec) and update (exec <- graph).
+// One GraphOp record each (trace_format.h), always with a stack: the node's origin in the report.
+// The end of a capture (stream -> graph) is written by cuStreamEndCapture's wrapper
+// (driver_hooks_sync_memory.cpp) through write_end_of_capture below.
+#include "call_context.h"
+#include "classify/host_memory_classifier.h"
+#include "cuda_abi.h"
+#include "hook_table.h"
+#include "real_functions.h"
+#include "traced_call.h"
+
+using namespace asyncwatch;
+using namespace asyncwatch::cuda;
+using asyncwatch::hooks::Hook;
+using asyncwatch::trace::Direction;
+using asyncwatch::trace::MemoryKind;
+
+namespace {
+
+using calls::real_fn;
+
+MemoryKind side_kind(unsigned type, const void* host, CUdeviceptr dev) noexcept {
+  switch (type) {
+    case CU_MEMORYTYPE_HOST: return classify::classify_pointer(reinterpret_cast<uint64_t>(host));
+    case CU_MEMORYTYPE_DEVICE: return MemoryKind::Device;
+    case CU_MEMORYTYPE_ARRAY: return MemoryKind::Array;
+    case CU_MEMORYTYPE_UNIFIED: return classify::classify_pointer(dev);
+    default: return MemoryKind::Unknown;
+  }
+}
+
+void fill_node_copy(trace::GraphOpRecord& g, const CUDA_MEMCPY3D* p) noexcept {
+  if (!p) return;
+  MemoryKind s = side_kind(p->srcMemoryType, p->srcHost, p->srcDevice);
+  MemoryKind d = side_kind(p->dstMemoryType, p->dstHost, p->dstDevice);
+  g.src_memory = static_cast<uint8_t>(s);
+  g.dst_memory = static_cast<uint8_t>(d);
+  g.direction = static_cast<uint8_t>(trace::infer_direction(s, d));
+  g.bytes = static_cast<uint64_t>(p->WidthInBytes) * p->Height * (p->Depth ? p->Depth : 1);
+}
+
+template <class Call, class Fill>
+CUresult traced_graph(calls::Caller caller, Hook h, Call&& call, Fill&& fill) {
+  return calls::traced(caller, h, calls::Category::GraphOp, call,
+                       [&](calls::AnyRecord& rec, const hooks::HookInfo&, CUresult r) { fill(rec.graph, r); });
+}
+
+inline uint64_t handle(const void* p) noexcept { return reinterpret_cast<uint64_t>(p); }
+
+}  // namespace
+
+namespace asyncwatch::graph_hooks {
+
+// The graph a capture produced, as a GraphOp record of its own (api cuStreamEndCapture), written from
+// the end-of-capture wrapper's fill (the library's own code; the Capture record keeps its layout).
+void write_end_of_capture(CUstream st, CUgraph g) noexcept {
+  if (!g) return;
+  calls::AnyRecord rec{};
+  rec.h = trace::RecordHeader{static_cast<uint16_t>(trace::RecordType::GraphOp),
+                              static_cast<uint16_t>(trace::record_info(static_cast<uint16_t>(trace::RecordType::GraphOp)).fixed)};
+  rec.head.api = rec.head.driver_fn = static_cast<uint16_t>(trace::Api::cuStreamEndCapture);
+  rec.head.start_ns = rec.head.end_ns = now_ns();
+  rec.graph.stream = handle(st);
+  rec.graph.graph = handle(g);
+  calls::write(rec);
+}
+
+}  // namespace asyncwatch::graph_hooks
+
+extern "C" AW_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode* node, CUgraph graph, const CUgraphNode* deps,
+                                                   size_t ndeps, const CUDA_MEMCPY3D* p, CUcontext ctx) {
+  AW_NOTE_CALLER();
+  auto real = real_fn<CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, const CUDA_MEMCPY3D*, CUcontext)>(
+      Hook::cuGraphAddMemcpyNode);
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  return traced_graph(aw_caller, Hook::cuGraphAddMemcpyNode, [&] { return real(node, graph, deps, ndeps, p, ctx); },
+                      [&](trace::GraphOpRecord& g, CUresult r) {
+                        g.graph = handle(graph);
+                        g.node = r == CUDA_SUCCESS && node ? handle(*node) : 0;
+                        fill_node_copy(g, p);
+                      });
+}
+
+extern "C" AW_EXPORT CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec exec, CUgraphNode node,
+                                                             const CUDA_MEMCPY3D* p, CUcontext ctx) {
+  AW_NOTE_CALLER();
+  auto real = real_fn<CUresult (*)(CUgraphExec, CUgraphNode, const CUDA_MEMCPY3D*, CUcontext)>(
+      Hook::cuGraphExecMemcpyNodeSetParams);
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  return traced_graph(aw_caller, Hook::cuGraphExecMemcpyNodeSetParams, [&] { return real(exec, node, p, ctx); },
+                      [&](trace::GraphOpRecord& g, CUresult) {
+                        g.exec = handle(exec);
+                        g.node = handle(node);
+                        fill_node_copy(g, p);
+                      });
+}
+
+extern "C" AW_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph, unsigned long long flags) {
+  AW_NOTE_CALLER();
+  auto real = real_fn<CUresult (*)(CUgraphExec*, CUgraph, unsigned long long)>(Hook::cuGraphInstantiateWithFlags);
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  return traced_graph(aw_caller, Hook::cuGraphInstantiateWithFlags, [&] { return real(exec, graph, flags); },
+                      [&](trace::GraphOpRecord& g, CUresult r) {
+                        g.graph = handle(graph);
+                        g.exec = r == CUDA_SUCCESS && exec ? handle(*exec) : 0;
+                      });
+}
+
+#define DEF_INSTANTIATE_WITH_PARAMS(sym)                                                                   \
+  extern "C" AW_EXPORT CUresult sym(CUgraphExec* exec, CUgraph graph, void* params) {                     \
+    AW_NOTE_CALLER();                                                                                      \
+    auto real = real_fn<CUresult (*)(CUgraphExec*, CUgraph, void*)>(Hook::sym);                            \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                          \
+    return traced_graph(aw_caller, Hook::sym, [&] { return real(exec, graph, params); },                   \
+                        [&](trace::GraphOpRecord& g, CUresult r) {                                         \
+                          g.graph = handle(graph);                                                         \
+                          g.exec = r == CUDA_SUCCESS && exec ? handle(*exec) : 0;                          \
+                        });                                                                                \
+  }
+DEF_INSTANTIATE_WITH_PARAMS(cuGraphInstantiateWithParams)
+DEF_INSTANTIATE_WITH_PARAMS(cuGraphInstantiateWithParams_ptsz)
+
+// A successful update makes `exec` run the nodes of `graph` (same topology, new parameters).
+extern "C" AW_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec exec, CUgraph graph, void* info) {
+  AW_NOTE_CALLER();
+  auto real = real_fn<CUresult (*)(CUgraphExec, CUgraph, void*)>(Hook::cuGraphExecUpdate_v2);
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  return traced_graph(aw_caller, Hook::cuGraphExecUpdate_v2, [&] { return real(exec, graph, info); },
+                      [&](trace::GraphOpRecord& g, CUresult) {
+                        g.exec = handle(exec);
+                        g.graph = handle(graph);
+                      });
+}

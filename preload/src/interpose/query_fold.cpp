@@ -1,0 +1,64 @@
+#include "query_fold.h"
+
+#include "config.h"
+#include "trace/thread_buffer.h"
+#include "trace/trace_writer.h"
+
+namespace asyncwatch::query_fold {
+namespace {
+
+// This thread's last query record, while it may still take more calls.
+struct Last {
+  trace::SyncRecord* rec;  // in the thread's block (published)
+  const char* end;         // where the next record would start if nothing was written since
+  uint32_t generation;
+  uint16_t api;
+  uint8_t per_thread;
+  int32_t result;
+  uint64_t handle;
+};
+AW_TLS Last tl_last;
+
+}  // namespace
+
+bool eligible() noexcept {
+  const calls::ThreadCallState& st = calls::thread_state();
+  return st.phase == 0 && trace_writer::recording_now() && config_fast().stacks != StackPolicy::All;
+}
+
+void record(trace::Api api, trace::Api driver_fn, uint64_t handle, trace::StreamKind kind, bool per_thread,
+            int32_t result, uint64_t start, uint64_t end) noexcept {
+  Last& l = tl_last;
+  const uint32_t gen = trace_writer::generation();
+  if (l.rec && l.generation == gen && l.handle == handle && l.api == static_cast<uint16_t>(api) &&
+      l.result == result && l.per_thread == per_thread && l.rec->repeat < UINT32_MAX &&
+      thread_buffer::next_position() == l.end) {
+    // Relaxed stores: a reader of the live mapping sees either count (each field is one store).
+    __atomic_store_n(&l.rec->end_ns, end, __ATOMIC_RELAXED);
+    __atomic_store_n(&l.rec->repeat, l.rec->repeat + 1, __ATOMIC_RELAXED);
+    return;
+  }
+  l.rec = nullptr;
+  constexpr uint32_t kSize = trace::record_size_aligned(sizeof(trace::SyncRecord));
+  char* p = thread_buffer::reserve_active(kSize);
+  if (!p) {
+    thread_buffer::note_lost(thread_buffer::failure_reason());
+    trace_writer::count_lost(1);
+    return;
+  }
+  auto* s = reinterpret_cast<trace::SyncRecord*>(p);  // bytes after the header are zero
+  s->api = static_cast<uint16_t>(api);
+  s->driver_fn = static_cast<uint16_t>(driver_fn);
+  s->flags = per_thread ? trace::kFlagPerThreadEntry : 0u;
+  s->result = result;
+  s->stream_kind = static_cast<uint8_t>(kind);
+  s->start_ns = start;
+  s->end_ns = end;
+  s->handle = handle;
+  s->repeat = 1;
+  thread_buffer::commit(p, trace::RecordType::Sync, kSize);
+  l = Last{s, p + kSize, gen, static_cast<uint16_t>(api), static_cast<uint8_t>(per_thread), result, handle};
+  if (result == 0) calls::note_driver_ready();
+}
+
+}  // namespace asyncwatch::query_fold

@@ -1,0 +1,50 @@
+// Queries recorded cheaply (issue 14 item 9): a polling loop calls cudaEventQuery/cudaStreamQuery
+// millions of times. A query whose handle, API and result are those of this thread's previous
+// record, a query record written with nothing after it, is folded into that record (its `repeat`
+// counts the calls, its end_ns becomes this call's), so a polling loop leaves one Sync record per
+// change of result instead of one per call. A query is not published in flight: it is made first
+// and recorded after it returned (a query does not block). Under ASYNCWATCH_STACKS=all, inside
+// another wrapper, in a signal handler or while the trace is not active, the ordinary path records it.
+#pragma once
+
+#include <cstdint>
+
+#include "asyncwatch/trace_format.h"
+#include "call_context.h"
+
+namespace asyncwatch::query_fold {
+
+// Whether the folding path may take this call (else the caller takes its ordinary path).
+bool eligible() noexcept;
+
+// Records a query that returned `result` after [start, end]: folded into the previous record when it
+// can be, else a new Sync record (repeat 1) that later queries may fold into.
+void record(trace::Api api, trace::Api driver_fn, uint64_t handle, trace::StreamKind kind, bool per_thread,
+            int32_t result, uint64_t start, uint64_t end) noexcept;
+
+// Runs `call` (the real query) as a passive outer call (nested driver wrappers pass through), then
+// records it. `eligible()` must have returned true.
+template <class Call>
+auto run(uint8_t rt_instance, calls::Caller c, trace::Api api, trace::Api driver_fn, uint64_t handle,
+         trace::StreamKind kind, bool per_thread, Call&& call) {
+  calls::ThreadCallState& st = calls::thread_state();
+  st.phase = 1;
+  calls::signal_fence();
+  st.caller = c;
+  st.outer = calls::kOuterRuntimePassive;
+  st.rt_instance = rt_instance;
+  uint64_t start = now_ns();
+  calls::set_phase(st, 2);
+  auto r = call();
+  st.phase = 1;
+  calls::signal_fence();
+  uint64_t end = now_ns();
+  {
+    ErrnoKeeper keep;
+    record(api, driver_fn, handle, kind, per_thread, static_cast<int32_t>(r), start, end);
+  }
+  calls::set_phase(st, 0);
+  return r;
+}
+
+}  // namespace asyncwatch::query_fold
