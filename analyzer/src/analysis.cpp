@@ -354,8 +354,7 @@ class ProcessAnalyzer final : public RuleContext {
       f.drained_before_return = g.drained;
       f.outstanding_launches_max = g.outstanding_max;
       f.at_threshold = g.at_threshold;
-      f.severity = rule_info(f.id).severity;
-      if (rule.ranked_by_threshold && g.at_threshold == 0 && f.severity > Severity::Note) f.severity = Severity::Note;
+      f.below_threshold = rule.ranked_by_threshold && g.at_threshold == 0;
       f.event_waits = g.event_waits;
       f.context_creation_visible = g.context_creation_visible;
       f.process_ended_cleanly = g.ended_cleanly;

@@ -59,7 +59,7 @@ void finding_object(JsonWriter& w, const Finding& f) {
   const RuleInfo& rule = rule_info(f.id);
   w.begin_object();
   w.field("id", rule.name);
-  w.field("severity", severity_name(f.severity));
+  w.field("severity", severity_name(finding_severity(f)));
   w.field("message", finding_message(f));
   w.field("api", f.api);
   w.text_or_null("driver_api", f.driver_api);

@@ -106,11 +106,11 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
   if (!report.processes.empty() || !report.unreadable.empty()) out << '\n';
   for (const auto& f : report.findings) {
     const RuleInfo& rule = rule_info(f.id);
-    const char* sc = f.severity == Severity::Error ? c.error : f.severity == Severity::Warning ? c.warning : c.note;
+    const char* sc = finding_severity(f) == Severity::Error ? c.error : finding_severity(f) == Severity::Warning ? c.warning : c.note;
     std::string where = location_text(f);
     std::string missing = missing_call_site_text(f);
     out << fmt::format("{}{}{}:{} {}{} {}[{}]{}\n", where.empty() ? "" : c.bold + printable(where) + ":" + c.reset + " ",
-                       sc, severity_name(f.severity), c.reset, printable(finding_message(f)),
+                       sc, severity_name(finding_severity(f)), c.reset, printable(finding_message(f)),
                        missing.empty() ? "" : " (" + missing + ")", c.dim, rule.name, c.reset);
     std::string stats = plural(f.count, "call", "calls");
     if (f.bytes) stats += ", " + format_bytes(f.bytes);

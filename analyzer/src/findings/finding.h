@@ -78,9 +78,9 @@ struct Finding {
   // group's calls, over its process's recorded wall time (a thread's calls never overlap: <= 1).
   double share_of_wall = 0;
   uint64_t threads = 0;  // distinct threads (of all processes) that made the calls
-  // The group's severity: the rule's, or a note where the rule ranks by --min-blocked-us and no
-  // call of the group reached it (Rule::ranked_by_threshold).
-  Severity severity = Severity::Note;
+  // A note although the rule's severity is higher: the rule ranks by --min-blocked-us and no call
+  // of the group reached it (Rule::ranked_by_threshold). finding_severity() is the result.
+  bool below_threshold = false;
   uint64_t at_threshold = 0;  // calls that blocked at least --min-blocked-us (or ran --min-callback-us)
   // pageable-async-copy: what pinning would save (docs/findings.md, "Estimated saving").
   bool has_saving = false;
@@ -133,6 +133,9 @@ struct RuleInfo {
   const Rule& hooks;
 };
 const RuleInfo& rule_info(FindingId id);
+
+// The severity of a finding: its rule's, or a note when below_threshold.
+Severity finding_severity(const Finding& f);
 
 // The message of a finding: one sentence per rule, built by the rule's module.
 std::string finding_message(const Finding& f);

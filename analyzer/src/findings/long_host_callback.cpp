@@ -35,7 +35,7 @@ std::string message(const Finding& f) {
                            : fmt::format(" (in {} of {} calls the stream had drained before the enqueuing call returned, "
                                          "so the callback started at once)",
                                          f.drained_before_return, f.count);
-  if (f.severity == Severity::Note)  // no run reached --min-callback-us
+  if (f.below_threshold)  // no run reached --min-callback-us
     return fmt::format(
         "{}: the host function ran {} ({}min {}, median {}, max {}), holding its stream that long each time{}",
         api_with_args(f, {calls_part(f)}), total_time_words(f), f.count > 1 ? plural(f.count, "run", "runs") + ", " : "",

@@ -94,8 +94,7 @@ void json_fields(JsonWriter& out, const Finding& f) {
 
 void text_lines(std::vector<std::string>& lines, const Finding& f) {
   if (f.has_saving && f.estimated_saving_ns)
-    lines.push_back(fmt::format("pinning would save about {} of blocked time (pinned cost from {})",
-                                format_duration(f.estimated_saving_ns), f.saving_basis));
+    lines.push_back("saving estimated from " + f.saving_basis);
 }
 
 }  // namespace

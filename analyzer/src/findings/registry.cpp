@@ -58,6 +58,11 @@ const char* cause_name(Cause c) {
 
 const RuleInfo& rule_info(FindingId id) { return kRules[static_cast<size_t>(id)]; }
 
+Severity finding_severity(const Finding& f) {
+  if (f.id >= FindingId::Count) return Severity::Note;
+  return f.below_threshold ? Severity::Note : rule_info(f.id).severity;
+}
+
 std::string finding_message(const Finding& f) {
   return f.id < FindingId::Count ? rule_info(f.id).hooks.message(f) : std::string();
 }
@@ -148,7 +153,7 @@ void Finding::merge(const Finding& o) {
   drained_before_return += o.drained_before_return;
   outstanding_launches_max = std::max(outstanding_launches_max, o.outstanding_launches_max);
   chevron_launch = chevron_launch || o.chevron_launch;
-  severity = std::max(severity, o.severity);
+  below_threshold = below_threshold && o.below_threshold;
   at_threshold += o.at_threshold;
   share_of_wall = std::max(share_of_wall, o.share_of_wall);
   threads += o.threads;
