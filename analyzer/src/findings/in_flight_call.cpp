@@ -36,12 +36,17 @@ std::string message(const Finding& f) {
         "thread ended the process while this one waited in the call); find out what it waited for: the work "
         "before it on its stream, or an event that never completes",
         what, format_duration(f.blocked.max()));
+  // Killed: the trace's end is its last record, and the process may have lived on after it.
+  std::string how_long =
+      f.blocked.max() == 0
+          ? std::string("it was the last call the trace recorded, so the trace does not show how long it ran")
+          : "it had been running at least " + format_duration(f.blocked.max()) +
+                " when the trace's last record was written (the process may have lived longer)";
   return fmt::format(
-      "{} was in flight when the process ended (killed or crashed): it had been running at least {} when the "
-      "trace's last record was written (the process may have lived longer); find out what it waited for: a "
-      "long or hung kernel before it on its stream, a pageable copy behind such a kernel, or a synchronization "
-      "that never completes",
-      what, format_duration(f.blocked.max()));
+      "{} was in flight when the process ended (killed or crashed): {}; find out what it waited for: a long or "
+      "hung kernel before it on its stream, a pageable copy behind such a kernel, or a synchronization that never "
+      "completes",
+      what, how_long);
 }
 
 void json_fields(JsonWriter& out, const Finding& f) { out.field("process_ended_cleanly", f.process_ended_cleanly); }
