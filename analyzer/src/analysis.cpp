@@ -89,6 +89,14 @@ namespace {
 
 constexpr uint32_t kGraphKernel = events::StreamTable::kGraphKernel;
 constexpr size_t kMaxWaitedKernels = 64;       // distinct kernels a finding names as waited for
+constexpr size_t kMaxThreadsPerGroup = 256;    // threads a group keeps its blocked time for (shares of wall)
+constexpr size_t kMaxRepeatKeys = 4096;        // distinct sizes/addresses a group remembers (implicit-sync)
+
+// What one pinned asynchronous copy cost the host in a direction, where the trace has none: the
+// H200's measured return times (docs/findings.md, "Estimated saving"; FACTS.md: the seed program's
+// 2 GiB pinned copies returned after 31-45 us host to device and 21 us device to host).
+constexpr uint64_t kPinnedHtoDCallNs = 45'000;
+constexpr uint64_t kPinnedDtoHCallNs = 21'000;
 
 struct GroupKey {
   uint8_t id;
@@ -124,6 +132,14 @@ struct Group {
   std::unordered_map<uint32_t, uint64_t> waited;
   uint64_t waited_others = 0;
   uint32_t stack_id = 0;  // a stack that shows the call site
+  uint64_t at_threshold = 0;
+  uint64_t event_waits = 0;
+  bool context_creation_visible = false;
+  bool ended_cleanly = true;
+  std::unordered_map<uint32_t, uint64_t> thread_blocked;  // tid -> blocked ns (bounded)
+  // implicit-sync: the sizes (allocations) or addresses (frees) seen, and how many calls repeated one.
+  std::unordered_map<uint64_t, uint32_t> repeat_keys;
+  uint64_t repeated = 0;
   Observation first;      // the key fields, for building the finding
 };
 
@@ -163,6 +179,14 @@ class ProcessAnalyzer final : public RuleContext {
   }
 
   void record(const RecordView& r) {
+    current_tid_ = r.tid;
+    // The process's first call (in time order): the one that made the CUDA runtime create the
+    // context, when it is a runtime API call (docs/findings.md, context-init).
+    first_call_ = false;
+    if (!seen_call_ && record_info(static_cast<uint16_t>(r.type)).call) {
+      seen_call_ = first_call_ = true;
+      first_call_api_ = r.as<CallHead>().api;
+    }
     switch (r.type) {
       case RecordType::Copy:
       case RecordType::Memset: on_copy(r, r.as<CopyRecord>()); break;
@@ -214,6 +238,16 @@ class ProcessAnalyzer final : public RuleContext {
     g.completed_at_return += o.completed_at_return;
     g.drained += o.drained_before_return;
     g.outstanding_max = std::max(g.outstanding_max, o.outstanding_launches);
+    g.at_threshold += o.at_threshold;
+    g.event_waits += o.event_waits;
+    g.context_creation_visible = g.context_creation_visible || o.context_creation_visible;
+    g.ended_cleanly = g.ended_cleanly && o.process_ended_cleanly;
+    if (auto t = g.thread_blocked.find(current_tid_); t != g.thread_blocked.end()) t->second += o.blocked_ns;
+    else if (g.thread_blocked.size() < kMaxThreadsPerGroup) g.thread_blocked.emplace(current_tid_, o.blocked_ns);
+    if (o.repeat_key) {
+      if (auto k = g.repeat_keys.find(o.repeat_key); k != g.repeat_keys.end()) ++g.repeated;
+      else if (g.repeat_keys.size() < kMaxRepeatKeys) g.repeat_keys.emplace(o.repeat_key, 1);
+    }
     if (!g.stack_id && o.stack_id) g.stack_id = o.stack_id;
     if (o.waited_for) {
       o.waited_for->each([&](uint32_t k, uint64_t n) {
@@ -269,6 +303,29 @@ class ProcessAnalyzer final : public RuleContext {
                                     "recorded time only",
                                     p.pauses, p.pauses == 1 ? "" : "s", format_duration(p.paused_ns)));
     if (p.parent_pid_if_forked) p.notes.push_back(fmt::format("forked from pid {}", p.parent_pid_if_forked));
+    if (trace_.in_flight_records() > trace_.in_flight_calls().size())
+      p.notes.push_back(fmt::format("{} calls were in flight when the process ended; the first {} are reported",
+                                    trace_.in_flight_records(), trace_.in_flight_calls().size()));
+    if (seen_call_ && is_driver_api(static_cast<Api>(first_call_api_)))
+      p.notes.push_back(fmt::format(
+          "the first CUDA call in the trace is {}, a driver entry point: the CUDA context was created before it, by "
+          "calls asyncwatch does not record (inside the static CUDA runtime, or cuInit/cuCtxCreate), so the "
+          "creation's time is in no finding",
+          api_name(static_cast<Api>(first_call_api_))));
+    in_flight_calls(end, p.closed_cleanly);
+    const uint64_t recorded_wall = p.wall_ns - p.paused_ns;
+    const uint64_t pinned_cost[2] = {
+        pinned_htod_.count() ? pinned_htod_.median() : kPinnedHtoDCallNs,
+        pinned_dtoh_.count() ? pinned_dtoh_.median() : kPinnedDtoHCallNs};
+    const std::string saving_basis[2] = {
+        pinned_htod_.count() ? fmt::format("this trace's {} pinned host-to-device copies (median {} each)",
+                                           pinned_htod_.count(), format_duration(pinned_htod_.median()))
+                             : fmt::format("a pinned host-to-device copy's {} on the H200 (docs/findings.md)",
+                                           format_duration(kPinnedHtoDCallNs)),
+        pinned_dtoh_.count() ? fmt::format("this trace's {} pinned device-to-host copies (median {} each)",
+                                           pinned_dtoh_.count(), format_duration(pinned_dtoh_.median()))
+                             : fmt::format("a pinned device-to-host copy's {} on the H200 (docs/findings.md)",
+                                           format_duration(kPinnedDtoHCallNs))};
     const char* no_symbols = std::getenv("ASYNCWATCH_NO_SYMBOLS");
     symbols_ = std::make_unique<Symbolizer>(trace_.modules(), !(no_symbols && *no_symbols && *no_symbols != '0'),
                                             opt_.path_map);
@@ -316,6 +373,25 @@ class ProcessAnalyzer final : public RuleContext {
           f.graph_node_site_known = true;
           f.graph_node_site = sites_[origin.site].frame;
         }
+      }
+      f.at_threshold = g.at_threshold;
+      f.below_threshold = rule.ranked_by_threshold && g.at_threshold == 0;
+      f.event_waits = g.event_waits;
+      f.context_creation_visible = g.context_creation_visible;
+      f.process_ended_cleanly = g.ended_cleanly;
+      f.repeated_calls = g.repeated;
+      uint64_t thread_max = 0;
+      for (const auto& [tid, ns] : g.thread_blocked) thread_max = std::max(thread_max, ns);
+      f.threads = g.thread_blocked.size();
+      f.share_of_wall = recorded_wall ? std::min(1.0, static_cast<double>(thread_max) / static_cast<double>(recorded_wall))
+                                      : 0.0;
+      if (f.id == FindingId::PageableAsyncCopy && f.has_direction &&
+          (f.direction == Direction::HtoD || f.direction == Direction::DtoH)) {
+        const size_t d = f.direction == Direction::HtoD ? 0 : 1;
+        f.has_saving = true;
+        f.saving_basis = saving_basis[d];
+        const uint64_t pinned = f.count * pinned_cost[d];
+        f.estimated_saving_ns = f.blocked.total() > pinned ? f.blocked.total() - pinned : 0;
       }
       for (const auto& [k, n] : g.waited) f.waited_for[kernel_name(k)] += n;
       if (g.waited_others) f.waited_for["(other kernels)"] += g.waited_others;
@@ -367,6 +443,7 @@ class ProcessAnalyzer final : public RuleContext {
     e.copy = &c;
     e.stream = &st;
     if (r.type != RecordType::Memset) {  // Copy, BatchCopy
+      if (!sync_api) note_pinned_cost(c, blocked);
       if (!sync_api) {
         flagged_blocking_ = false;
         detect(Trigger::Copy, e);
@@ -399,6 +476,7 @@ class ProcessAnalyzer final : public RuleContext {
     e.launch = &l;
     e.stream = &st;
     if (graph_exec) e.graph = &graph;
+    e.first_call = first_call_;
     detect(Trigger::Launch, e);
     count_async(flagged_blocking_, blocked);
     streams_.launch_returned(key, l, launch_blocking_);
@@ -563,6 +641,27 @@ class ProcessAnalyzer final : public RuleContext {
     return info;
   }
 
+  // This trace's asynchronous copies between pinned host and device memory: what a copy costs the
+  // host when pinned, by direction (the basis of estimated_saving_ns).
+  void note_pinned_cost(const CopyRecord& c, uint64_t blocked) {
+    const auto pinned = static_cast<uint8_t>(MemoryKind::Pinned), device = static_cast<uint8_t>(MemoryKind::Device);
+    Direction d = copy_direction(c);
+    if (d == Direction::HtoD && c.src_memory == pinned && c.dst_memory == device) pinned_htod_.add(blocked);
+    if (d == Direction::DtoH && c.src_memory == device && c.dst_memory == pinned) pinned_dtoh_.add(blocked);
+  }
+
+  // The calls in flight when the trace ended, each to the rules as of the trace's end.
+  void in_flight_calls(uint64_t trace_end, bool cleanly) {
+    for (const InFlightCall& call : trace_.in_flight_calls()) {
+      current_tid_ = call.tid;
+      RuleEvent e;
+      e.in_flight = &call.head;
+      e.trace_end_ns = trace_end;
+      e.ended_cleanly = cleanly;
+      detect(Trigger::InFlight, e);
+    }
+  }
+
   // The rules of the trigger in their order, until one claims the call.
   void detect(Trigger t, const RuleEvent& e) {
     for (const RuleInfo* r : rules_for(t))
@@ -654,6 +753,11 @@ class ProcessAnalyzer final : public RuleContext {
   std::vector<std::string> names_;
   std::unordered_map<std::string, uint32_t> name_ids_;
   bool flagged_blocking_ = false;  // a blocking rule flagged the call being looked at
+  uint32_t current_tid_ = 0;        // the thread of the record being looked at
+  bool seen_call_ = false;
+  bool first_call_ = false;         // the record being looked at is the process's first call
+  uint16_t first_call_api_ = 0;
+  DurationStats pinned_htod_, pinned_dtoh_;
   uint64_t async_calls_ = 0;
   uint64_t async_blocking_ = 0;
   uint64_t blocked_total_ = 0;
@@ -676,7 +780,6 @@ Report build_report(std::vector<ProcessResult> results, const Options& options) 
   FindingSet set;
   std::vector<Finding> merged;
   if (results.size() == 1) merged = std::move(results[0].findings);
-  uint64_t wall_total = 0;
   for (auto& r : results) {
     if (results.size() > 1) {
       for (auto& f : r.findings) set.add(std::move(f));
@@ -687,15 +790,13 @@ Report build_report(std::vector<ProcessResult> results, const Options& options) 
     s.async_calls_async += r.process.async_calls_async;
     s.async_calls_blocking += r.process.async_calls_blocking;
     s.blocked_ns_total += r.process.blocked_ns_total;
-    wall_total += r.process.wall_ns - r.process.paused_ns;
     report.processes.push_back(std::move(r.process));
   }
   if (results.size() > 1) merged = set.take();
-  // Group-level thresholds, shares of wall time; kept in place (moved within the vector).
+  // Group-level thresholds; kept in place (moved within the vector).
   size_t kept = 0;
   for (auto& f : merged) {
     if (auto reported = rule_info(f.id).hooks.reported; reported && !reported(f, options)) continue;
-    f.share_of_wall = wall_total ? static_cast<double>(f.blocked.total()) / static_cast<double>(wall_total) : 0.0;
     std::sort(f.processes.begin(), f.processes.end(),
               [](const PerProcess& a, const PerProcess& b) { return a.pid < b.pid; });
     if (&merged[kept] != &f) merged[kept] = std::move(f);

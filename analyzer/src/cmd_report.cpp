@@ -122,7 +122,7 @@ struct FailOn {
   Severity min_severity = Severity::Error;
   std::vector<FindingId> ids;
   bool matches(const Finding& f) const {
-    if (any_severity && rule_info(f.id).severity >= min_severity) return true;
+    if (any_severity && finding_severity(f) >= min_severity) return true;
     for (FindingId id : ids)
       if (id == f.id) return true;
     return false;

@@ -59,7 +59,7 @@ void finding_object(JsonWriter& w, const Finding& f) {
   const RuleInfo& rule = rule_info(f.id);
   w.begin_object();
   w.field("id", rule.name);
-  w.field("severity", severity_name(rule.severity));
+  w.field("severity", severity_name(finding_severity(f)));
   w.field("message", finding_message(f));
   w.field("api", f.api);
   w.text_or_null("driver_api", f.driver_api);
@@ -79,6 +79,7 @@ void finding_object(JsonWriter& w, const Finding& f) {
     w.field("max", f.blocked.max());
   });
   w.field("share_of_wall", f.share_of_wall);
+  w.field("threads", f.threads);
   w.object("evidence", [&] {
     w.field("checked", f.evidence_checked);
     w.field("completed_at_return", f.completed_at_return);

@@ -53,7 +53,7 @@ void result_object(JsonWriter& w, const Finding& f) {
   w.object([&] {
     w.field("ruleId", r.name);
     w.field("ruleIndex", static_cast<int>(f.id));
-    w.field("level", severity_name(r.severity));
+    w.field("level", severity_name(finding_severity(f)));
     text_object(w, "message", finding_message(f));
     w.key("locations");
     w.begin_array();

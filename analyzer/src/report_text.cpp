@@ -106,17 +106,19 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
   if (!report.processes.empty() || !report.unreadable.empty()) out << '\n';
   for (const auto& f : report.findings) {
     const RuleInfo& rule = rule_info(f.id);
-    const char* sc = rule.severity == Severity::Error ? c.error : rule.severity == Severity::Warning ? c.warning : c.note;
+    const char* sc = finding_severity(f) == Severity::Error ? c.error : finding_severity(f) == Severity::Warning ? c.warning : c.note;
     std::string where = location_text(f);
     std::string missing = missing_call_site_text(f);
     out << fmt::format("{}{}{}:{} {}{} {}[{}]{}\n", where.empty() ? "" : c.bold + printable(where) + ":" + c.reset + " ",
-                       sc, severity_name(rule.severity), c.reset, printable(finding_message(f)),
+                       sc, severity_name(finding_severity(f)), c.reset, printable(finding_message(f)),
                        missing.empty() ? "" : " (" + missing + ")", c.dim, rule.name, c.reset);
     std::string stats = plural(f.count, "call", "calls");
     if (f.bytes) stats += ", " + format_bytes(f.bytes);
-    stats += fmt::format(", {} {} (min {}, median {}, max {}), {} of wall time", rule.hooks.time_verb,
+    // The share is of one thread's time (the thread that spent most in these calls): never over 100 %.
+    stats += fmt::format(", {} {} (min {}, median {}, max {}), {} of {} wall time", rule.hooks.time_verb,
                          format_duration(f.blocked.total()), format_duration(f.blocked.min()),
-                         format_duration(f.blocked.median()), format_duration(f.blocked.max()), percent(f.share_of_wall));
+                         format_duration(f.blocked.median()), format_duration(f.blocked.max()), percent(f.share_of_wall),
+                         f.threads > 1 ? fmt::format("the busiest of {} threads'", f.threads) : "its thread's");
     out << "    " << stats << '\n';
     if (f.evidence_checked) {
       if (f.completed_at_return == f.evidence_checked)

@@ -406,6 +406,7 @@ bool TraceFile::absorb(const RecordView& r) {
     use_stack(h.stack_id, r);
     if (h.flags & kFlagInFlight) {  // the call had not returned when the trace ended: no result, no end
       ++in_flight_records_;
+      if (in_flight_calls_.size() < kMaxInFlightKept) in_flight_calls_.push_back(InFlightCall{r.type, r.tid, h});
       if (h.start_ns > last_time_ns_) last_time_ns_ = h.start_ns;
       return false;
     }
@@ -438,6 +439,7 @@ void TraceFile::reset_index() {
   module_path_bytes_ = 0;
   device_ = DeviceInfo{};
   record_count_ = event_record_count_ = lost_in_records_ = last_time_ns_ = in_flight_records_ = 0;
+  in_flight_calls_.clear();
   lost_reports_.clear();
   first_time_ns_ = UINT64_MAX;
   first_stack_use_ = IdOffsets{};

@@ -64,6 +64,14 @@ struct ModuleInfo {
   std::vector<uint8_t> build_id;
 };
 
+// A call record still in flight when the trace ended: its head as published before the call (api,
+// start_ns, flags; stack_id where the writer stored one early), its type and thread.
+struct InFlightCall {
+  trace::RecordType type = trace::RecordType{};
+  uint32_t tid = 0;
+  trace::CallHead head{};
+};
+
 struct ThreadInfo {
   uint32_t tid = 0;
   std::string name;
@@ -200,6 +208,9 @@ class TraceFile {
   // Call records still marked in flight (the process ended inside the call): not handed to the
   // merged visitors (their result and end time were never written), counted here.
   uint64_t in_flight_records() const { return in_flight_records_; }
+  // Their heads, the first kMaxInFlightKept of them (one per thread that died in a call, in practice).
+  static constexpr size_t kMaxInFlightKept = 4096;
+  const std::vector<InFlightCall>& in_flight_calls() const { return in_flight_calls_; }
   uint32_t version() const { return version_; }
   uint64_t last_time_ns() const { return last_time_ns_; }
   uint64_t first_time_ns() const { return first_time_ns_ == UINT64_MAX ? 0 : first_time_ns_; }
@@ -252,6 +263,7 @@ class TraceFile {
   uint64_t event_record_count_ = 0;
   uint64_t lost_in_records_ = 0;
   uint64_t in_flight_records_ = 0;
+  std::vector<InFlightCall> in_flight_calls_;
   std::vector<LostReport> lost_reports_;
   uint32_t version_ = trace::kFormatVersion;
   uint64_t last_time_ns_ = 0;

@@ -41,6 +41,12 @@ struct Fixture {
     add(RecordType::Launch, TraceBuilder::launch(Api::cudaLaunchKernel, kernel, t, t + blocked, flags, stream, stack),
         blocked + kUs);
   }
+  // A call before the launches, so that none of them is the process's first call (context-init).
+  void warm_up() {
+    add(RecordType::MemoryOp,
+        TraceBuilder::memory_op(Api::cudaFree, Api::cuMemFree_v2, t, t + 100 * kMs, 0, MemoryKind::Device, site2),
+        101 * kMs);
+  }
   Report report(const std::string& name, Options o = Options{}) {
     return analyze_traces({write_trace(b, name)}, o);
   }
@@ -115,16 +121,40 @@ TEST(Findings, PinnedCopiesAndShortBlocksAreNotFlagged) {
   Fixture x;
   x.copy(Direction::HtoD, MemoryKind::Pinned, MemoryKind::Device, 45 * kUs, 2ull << 30);
   x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pinned, 21 * kUs, 2ull << 30);
-  x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 30 * kUs, 1024);  // below --min-blocked-us
   Report r = x.report("pinned.awtrace");
   EXPECT_TRUE(r.findings.empty());
-  EXPECT_EQ(r.summary.async_calls, 3u);
-  EXPECT_EQ(r.summary.async_calls_async, 3u);
+  EXPECT_EQ(r.summary.async_calls, 2u);
+  EXPECT_EQ(r.summary.async_calls_async, 2u);
+}
+
+TEST(Findings, SynchronousCopiesBelowTheThresholdAreNotes) {
+  // Issue 14 item 1: a 4-byte pageable D2H is synchronous by the CUDA rules whatever its duration:
+  // reported, a note below --min-blocked-us, a warning when one call reaches it.
+  Fixture x;
+  for (int i = 0; i < 20; ++i) x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 30 * kUs, 4);
+  x.copy(Direction::HtoH, MemoryKind::Pageable, MemoryKind::Pageable, 5 * kUs, 64, 0, x.site2);
+  Report r = x.report("below.awtrace");
+  const Finding* f = find(r, FindingId::PageableAsyncCopy);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->count, 20u);
+  EXPECT_EQ(finding_severity(*f), Severity::Note);
+  EXPECT_EQ(f->at_threshold, 0u);
+  const Finding* h = find(r, FindingId::HostToHostAsyncCopy);
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(finding_severity(*h), Severity::Note);
+  EXPECT_EQ(r.summary.async_calls_blocking, 21u);
+  // One call at the threshold (>=) makes the group a warning.
+  x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 50 * kUs, 4);
+  Report r2 = x.report("below2.awtrace");
+  f = find(r2, FindingId::PageableAsyncCopy);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->count, 21u);
+  EXPECT_EQ(finding_severity(*f), Severity::Warning);
+  // A lower threshold makes the first trace's finding a warning too.
   Options o;
   o.min_blocked_ns = 10 * kUs;
-  Report r2 = analyze_traces({tmp_path("pinned.awtrace")}, o);
-  ASSERT_EQ(r2.findings.size(), 1u);
-  EXPECT_EQ(r2.findings[0].id, FindingId::PageableAsyncCopy);
+  Report r3 = analyze_traces({tmp_path("below.awtrace")}, o);
+  EXPECT_EQ(finding_severity(*find(r3, FindingId::PageableAsyncCopy)), Severity::Warning);
 }
 
 TEST(Findings, BlockedCallsWithoutAFindingAreNotCountedAsBlocking) {
@@ -187,6 +217,7 @@ TEST(Findings, HostToHostManagedAndMemset) {
 TEST(Findings, BlockingLaunchCauses) {
   Fixture x;
   uint32_t k = x.b.string(kTid, "_Z4stepv");
+  x.warm_up();
   x.launch(k, 12 * kMs, tf::kFlagFirstLaunch, 0x5000, x.site1);  // first launch
   for (int i = 0; i < 520; ++i) x.launch(k, 3 * kUs);
   x.launch(k, 300 * kUs, 0, 0x5000, x.site2);  // queue full
@@ -216,6 +247,7 @@ TEST(Findings, BlockingLaunchCauses) {
 TEST(Findings, LaunchBlockingEnvironment) {
   Fixture x;
   x.b.cuda_env("CUDA_LAUNCH_BLOCKING=1;CUDA_MODULE_LOADING=EAGER");
+  x.warm_up();
   x.launch(0, 2 * kMs, tf::kFlagFirstLaunch);
   Report r = x.report("lbenv.awtrace");
   ASSERT_EQ(r.findings.size(), 1u);
@@ -225,6 +257,7 @@ TEST(Findings, LaunchBlockingEnvironment) {
 TEST(Findings, FirstLaunchMentionsModuleLoading) {
   Fixture x;
   x.b.cuda_env("CUDA_MODULE_LOADING=LAZY");
+  x.warm_up();
   x.launch(0, 2 * kMs, tf::kFlagFirstLaunch);
   Report r = x.report("lazy.awtrace");
   ASSERT_EQ(r.findings.size(), 1u);
@@ -271,21 +304,231 @@ TEST(Findings, ExplicitSyncPerCallSiteWithThreshold) {
 
 TEST(Findings, ImplicitSyncOnlyWhenRepeated) {
   Fixture x;
-  for (int i = 0; i < 10; ++i)
-    x.add(RecordType::MemoryOp,
-          TraceBuilder::memory_op(Api::cudaMalloc, Api::cuMemAlloc_v2, x.t, x.t + 100 * kUs, 1024, MemoryKind::Device,
-                                  x.site1),
-          200 * kUs);
-  for (int i = 0; i < 9; ++i)
-    x.add(RecordType::MemoryOp,
-          TraceBuilder::memory_op(Api::cudaHostRegister, Api::cuMemHostRegister_v2, x.t, x.t + 100 * kUs, 1024,
-                                  MemoryKind::Pinned, x.site2),
-          200 * kUs);
+  x.b.module(kTid, "/work/app/seed", 0, 0x400000, 0x500000);  // the program's own code: user call sites
+  uint32_t site3 = x.b.stack(kTid, {0x403000, 0x409000});
+  auto op = [&](Api api, Api driver, uint64_t bytes, uint64_t address, uint32_t stack) {
+    auto r = TraceBuilder::memory_op(api, driver, x.t, x.t + 100 * kUs, bytes, MemoryKind::Device, stack);
+    r.address = address;
+    x.add(RecordType::MemoryOp, r, 200 * kUs);
+  };
+  for (int i = 0; i < 10; ++i) op(Api::cudaMalloc, Api::cuMemAlloc_v2, 1024, 0x7f0000000000, x.site1);  // a loop
+  for (int i = 0; i < 9; ++i) op(Api::cudaHostRegister, Api::cuMemHostRegister_v2, 1024, 0x7e0000000000, x.site2);
+  // A caching pool growing from one line (each request larger) and released block by block.
+  for (uint64_t i = 1; i <= 65; ++i) op(Api::cudaMalloc, Api::cuMemAlloc_v2, i << 16, 0x7d0000000000 + (i << 20), site3);
+  for (uint64_t i = 1; i <= 65; ++i) op(Api::cudaFree, Api::cuMemFree_v2, 0, 0x7d0000000000 + (i << 20), site3);
+  // Without a call site: never reported (every call of the API would look like one site).
+  for (int i = 0; i < 20; ++i) op(Api::cudaFree, Api::cuMemFree_v2, 0, 0x7f0000000000, 0);
   Report r = x.report("implicit.awtrace");
   ASSERT_EQ(r.findings.size(), 1u);
   EXPECT_EQ(r.findings[0].id, FindingId::ImplicitSync);
   EXPECT_EQ(r.findings[0].api, "cudaMalloc");
   EXPECT_EQ(r.findings[0].count, 10u);
+  EXPECT_EQ(r.findings[0].repeated_calls, 9u);
+  EXPECT_NE(finding_message(r.findings[0]).find("9 repeating an earlier call's size"), std::string::npos)
+      << finding_message(r.findings[0]);
+}
+
+TEST(Findings, ImplicitSyncNotInLibraryCode) {
+  // A framework's caching allocator (no frame of the program's own code) is not a loop to hoist.
+  Fixture x;
+  x.b.module(kTid, "/usr/lib/x86_64-linux-gnu/libc10_cuda.so", 0x400000, 0x400000, 0x500000);
+  for (int i = 0; i < 20; ++i)
+    x.add(RecordType::MemoryOp,
+          TraceBuilder::memory_op(Api::cudaMalloc, Api::cuMemAlloc_v2, x.t, x.t + 100 * kUs, 1024, MemoryKind::Device,
+                                  x.site1),
+          200 * kUs);
+  Report r = x.report("implicit-lib.awtrace");
+  EXPECT_EQ(find(r, FindingId::ImplicitSync), nullptr);
+}
+
+TEST(Findings, InFlightCallsAreReported) {
+  // Issue 14 item 8: killed inside a copy, which the trace holds as published before the call.
+  Fixture x;
+  x.launch(0, 3 * kUs);
+  tf::CopyRecord c{};
+  c.api = static_cast<uint16_t>(Api::cudaMemcpyAsync);
+  c.flags = tf::kFlagInFlight;
+  c.start_ns = x.t;
+  x.b.add(kTid, RecordType::Copy, c);
+  // Another thread's record 1.2 s later: the trace's end.
+  x.b.thread_info(8, "watchdog");
+  x.b.event(8, RecordType::Sync,
+            TraceBuilder::sync(Api::cudaEventQuery, Api::cuEventQuery, x.t + 1200 * kMs, x.t + 1200 * kMs + kUs));
+  x.b.crashed();
+  Report r = x.report("inflight.awtrace");
+  const Finding* f = find(r, FindingId::InFlightCall);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->api, "cudaMemcpyAsync");
+  EXPECT_EQ(f->count, 1u);
+  EXPECT_EQ(f->blocked.total(), 1200 * kMs + kUs);
+  EXPECT_FALSE(f->process_ended_cleanly);
+  EXPECT_NE(finding_message(*f).find("was in flight when the process ended (killed or crashed): it had been running at "
+                                     "least 1.20 s"),
+            std::string::npos)
+      << finding_message(*f);
+  EXPECT_EQ(r.summary.async_calls, 1u);  // the launch; the in-flight call has no result to judge
+}
+
+TEST(Findings, FirstCallLaunchIsContextInit) {
+  // Issue 14 item 5: the process's first CUDA call is a launch: the runtime created the context in it.
+  Fixture x;
+  uint32_t k = x.b.string(kTid, "_Z4stepv");
+  x.launch(k, 100 * kMs, tf::kFlagFirstLaunch, 0x5000, x.site1);
+  x.launch(k, 3 * kUs);
+  Report r = x.report("ctxinit.awtrace");
+  const Finding* f = find(r, FindingId::BlockingLaunch, Cause::ContextInit, false);
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(f->context_creation_visible);
+  EXPECT_NE(finding_message(*f).find("the process's first CUDA call, so the runtime created the CUDA context in it"),
+            std::string::npos)
+      << finding_message(*f);
+  // The same launch after a warm-up call is a first launch (module loading) only.
+  Fixture w;
+  uint32_t k2 = w.b.string(kTid, "_Z4stepv");
+  w.warm_up();
+  w.launch(k2, 2 * kMs, tf::kFlagFirstLaunch, 0x5000, w.site1);
+  Report r2 = w.report("ctxwarm.awtrace");
+  EXPECT_EQ(find(r2, FindingId::BlockingLaunch, Cause::ContextInit, false), nullptr);
+  EXPECT_NE(find(r2, FindingId::BlockingLaunch, Cause::FirstLaunch, false), nullptr);
+}
+
+TEST(Findings, FirstCallAtTheDriverSaysTheCreationIsNotInTheTrace) {
+  // The static runtime: asyncwatch sees cuLaunchKernel only, after the context was created.
+  Fixture x;
+  x.add(RecordType::Launch,
+        TraceBuilder::launch(Api::cuLaunchKernel, 0, x.t, x.t + 73 * kUs, tf::kFlagFirstLaunch, 0x5000, x.site1), kMs);
+  Report r = x.report("ctxstatic.awtrace");
+  const Finding* f = find(r, FindingId::BlockingLaunch, Cause::ContextInit, false);
+  ASSERT_NE(f, nullptr);
+  EXPECT_FALSE(f->context_creation_visible);
+  EXPECT_NE(finding_message(*f).find("the creation's time is not in this figure"), std::string::npos);
+  ASSERT_EQ(r.processes.size(), 1u);
+  bool noted = false;
+  for (const auto& n : r.processes[0].notes) noted = noted || n.find("the first CUDA call in the trace is cuLaunchKernel") == 0;
+  EXPECT_TRUE(noted);
+}
+
+TEST(Findings, SharesOfWallTimeArePerThread) {
+  // Issue 14 item 5: four threads block 200 ms each at once in a 300 ms process: 67 %, not 267 %.
+  TraceBuilder b(300);
+  uint64_t t0 = b.header().start_monotonic_ns;
+  b.end_at(t0 + 300 * kMs);
+  uint32_t s = 0;
+  for (uint32_t tid = 1; tid <= 4; ++tid) {
+    b.thread_info(tid, "worker");
+    if (!s) s = b.stack(tid, {0x401000});
+    b.event(tid, RecordType::MemoryOp,
+            TraceBuilder::memory_op(Api::cudaFree, Api::cuMemFree_v2, t0 + tid * kUs, t0 + tid * kUs + kUs, 0,
+                                    MemoryKind::Device));
+    b.event(tid, RecordType::Launch,
+            TraceBuilder::launch(Api::cudaLaunchKernel, 0, t0 + 10 * kMs, t0 + 210 * kMs, 0, 0x5000 + tid, s));
+  }
+  Report r = analyze_traces({write_trace(b, "shares.awtrace")}, Options{});
+  const Finding* f = find(r, FindingId::BlockingLaunch);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->count, 4u);
+  EXPECT_EQ(f->threads, 4u);
+  EXPECT_NEAR(f->share_of_wall, 200.0 / 300.0, 1e-9);
+}
+
+TEST(Findings, WaitedForFollowsStreamWaitEvent) {
+  // Issue 14 item 5: a pageable D2H on stream B waits, through cudaStreamWaitEvent, for a kernel on A.
+  Fixture x;
+  uint32_t k = x.b.string(kTid, "_Z12sleep_kernelx");
+  x.launch(k, 3 * kUs, 0, 0xA000);
+  x.add(RecordType::Sync, TraceBuilder::sync(Api::cudaStreamWaitEvent, Api::cuStreamWaitEvent, x.t, x.t + kUs, 0xB000),
+        2 * kUs);
+  x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 100 * kMs, 1 << 20, 0, 0, 0xB000);
+  Report r = x.report("waitevent.awtrace");
+  const Finding* f = find(r, FindingId::PageableAsyncCopy);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->waited_for.at("sleep_kernel"), 1u);
+  EXPECT_EQ(f->event_waits, 1u);
+  EXPECT_NE(finding_message(*f).find("cudaStreamWaitEvent"), std::string::npos) << finding_message(*f);
+  // Without the wait, stream B waited for nothing the trace shows.
+  Fixture y;
+  uint32_t k2 = y.b.string(kTid, "_Z12sleep_kernelx");
+  y.launch(k2, 3 * kUs, 0, 0xA000);
+  y.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 100 * kMs, 1 << 20, 0, 0, 0xB000);
+  Report r2 = y.report("nowaitevent.awtrace");
+  ASSERT_NE(find(r2, FindingId::PageableAsyncCopy), nullptr);
+  EXPECT_TRUE(find(r2, FindingId::PageableAsyncCopy)->waited_for.empty());
+}
+
+TEST(Findings, HostCallbackSitesWithRunTimes) {
+  // Issue 14 item 6: every callback site, with min/median/max; a warning only above the threshold.
+  Fixture x;
+  const uint64_t runs[] = {24 * kUs, 45 * kUs, 85 * kUs};
+  for (uint64_t i = 0; i < 3; ++i) {
+    x.b.event(99, RecordType::HostFuncRun, TraceBuilder::run(10 + i, x.t + 10 * kUs, x.t + 10 * kUs + runs[i]));
+    x.add(RecordType::HostFuncEnqueue,
+          TraceBuilder::enqueue(Api::cudaLaunchHostFunc, Api::cuLaunchHostFunc, 10 + i, x.t, x.t + 5 * kUs, 0x5000,
+                                x.site1),
+          kMs);
+  }
+  x.b.event(99, RecordType::HostFuncRun, TraceBuilder::run(20, x.t + 10 * kUs, x.t + 10 * kUs + 2 * kMs));
+  x.add(RecordType::HostFuncEnqueue,
+        TraceBuilder::enqueue(Api::cudaLaunchHostFunc, Api::cuLaunchHostFunc, 20, x.t, x.t + 5 * kUs, 0x5000, x.site2),
+        5 * kMs);
+  Report r = x.report("hostfn.awtrace");
+  const Finding *short_site = nullptr, *long_site = nullptr;
+  for (const auto& f : r.findings)
+    if (f.id == FindingId::LongHostCallback) (f.count == 3 ? short_site : long_site) = &f;
+  ASSERT_NE(short_site, nullptr);
+  ASSERT_NE(long_site, nullptr);
+  EXPECT_EQ(finding_severity(*short_site), Severity::Note);
+  EXPECT_EQ(short_site->blocked.min(), 24 * kUs);
+  EXPECT_EQ(short_site->blocked.median(), 45 * kUs);
+  EXPECT_EQ(short_site->blocked.max(), 85 * kUs);
+  EXPECT_NE(finding_message(*short_site).find("min 24.0 us, median 45.0 us, max 85.0 us"), std::string::npos)
+      << finding_message(*short_site);
+  EXPECT_EQ(finding_severity(*long_site), Severity::Warning);
+}
+
+TEST(Findings, EstimatedSavingFromThisTracesPinnedCopies) {
+  // Issue 14 item 10: pinned copies of the same direction in the trace give the pinned cost.
+  Fixture x;
+  for (int i = 0; i < 3; ++i) x.copy(Direction::HtoD, MemoryKind::Pinned, MemoryKind::Device, 20 * kUs, 16 << 20);
+  for (int i = 0; i < 2; ++i)
+    x.copy(Direction::HtoD, MemoryKind::Pageable, MemoryKind::Device, 5 * kMs, 16 << 20, 0, x.site2);
+  x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 4 * kMs, 16 << 20, 0, x.site2);
+  Report r = x.report("saving.awtrace");
+  const Finding *h = nullptr, *d = nullptr;
+  for (const auto& f : r.findings)
+    if (f.id == FindingId::PageableAsyncCopy) (f.direction == Direction::HtoD ? h : d) = &f;
+  ASSERT_NE(h, nullptr);
+  ASSERT_NE(d, nullptr);
+  EXPECT_TRUE(h->has_saving);
+  EXPECT_EQ(h->estimated_saving_ns, 10 * kMs - 2 * 20 * kUs);
+  EXPECT_NE(h->saving_basis.find("this trace's 3 pinned host-to-device copies"), std::string::npos) << h->saving_basis;
+  EXPECT_NE(finding_message(*h).find("pinning would save about 9.96 ms in total"), std::string::npos)
+      << finding_message(*h);
+  // No pinned device-to-host copy in the trace: the documented H200 figure (21 us).
+  EXPECT_EQ(d->estimated_saving_ns, 4 * kMs - 21 * kUs);
+  EXPECT_NE(d->saving_basis.find("on the H200"), std::string::npos) << d->saving_basis;
+}
+
+TEST(Findings, SynchronousDeviceMemsetIsNotAFinding) {
+  // Issue 14 item 4: cudaMemset of device memory may block; the caller chose a synchronous API and
+  // the trace shows no cause: no finding. Host targets and the Async form stay findings.
+  Fixture x;
+  auto memset = [&](Api api, MemoryKind target, uint32_t flags, uint32_t stack) {
+    x.add(RecordType::Memset,
+          TraceBuilder::copy(api, Api::cuMemsetD8_v2, Direction::Unknown, MemoryKind::Unknown, target, x.t,
+                             x.t + 68 * kUs, 64 << 20, flags, 0, stack, tf::StreamKind::LegacyDefault),
+          kMs);
+  };
+  memset(Api::cudaMemset, MemoryKind::Device, tf::kFlagSynchronousApi, x.site1);
+  memset(Api::cudaMemset, MemoryKind::Pinned, tf::kFlagSynchronousApi, x.site2);
+  memset(Api::cudaMemsetAsync, MemoryKind::Device, 0, x.site2);
+  Report r = x.report("memset-sync.awtrace");
+  int memsets = 0;
+  for (const auto& f : r.findings)
+    if (f.id == FindingId::BlockingMemset) {
+      ++memsets;
+      EXPECT_NE(f.call_site.address, 0x401000u);
+    }
+  EXPECT_EQ(memsets, 2);
 }
 
 TEST(Findings, RankedByTotalBlockedTimeAndGroupedByCallSite) {

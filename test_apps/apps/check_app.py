@@ -255,6 +255,13 @@ def compare_report(case, report, ctx):
                 got_bytes = [f.get("bytes") for f in fs]
                 if not any(range_ok(m["bytes"], b) for b in got_bytes if b is not None):
                     problems.append(f"bytes {got_bytes}, expected {m['bytes']}")
+            if "threads" in m:  # issue 14: distinct threads that made the calls (JSON `threads`)
+                threads = sum(int(f.get("threads") or 0) for f in fs)
+                if not range_ok(m["threads"], threads):
+                    problems.append(f"{threads} threads, expected {m['threads']}")
+            if "saving_basis" in m:  # a substring of one finding's saving_basis (pageable-async-copy)
+                if not any(m["saving_basis"] in str(f.get("saving_basis")) for f in fs):
+                    problems.append(f"saving_basis {[f.get('saving_basis') for f in fs]}, expected {m['saving_basis']!r}")
             if "processes" in m:
                 pids = {p.get("pid") for f in fs for p in (f.get("processes") or [])}
                 if not range_ok(m["processes"], len(pids)):
@@ -295,6 +302,14 @@ def compare_report(case, report, ctx):
                           "".join(f"\n      got: {short(f)}" for f in hits))
     for m in case.get("allowed", []):
         matched.update(i for i, f in enumerate(findings) if applies(m, ctx) and categorical_match(m, f, case))
+    # Every finding, whatever the case: a share of one thread's wall time is at most 1; a saving at
+    # most the time blocked (issue 14).
+    for f in findings:
+        if float(f.get("share_of_wall") or 0) > 1.0:
+            errors.append(f"share_of_wall {f.get('share_of_wall')} > 1: {short(f)}")
+        saving = f.get("estimated_saving_ns")
+        if saving is not None and saving > float((f.get("blocked_ns") or {}).get("total") or 0):
+            errors.append(f"estimated_saving_ns {saving} > blocked total: {short(f)}")
     others = [f for i, f in enumerate(findings) if i not in matched]
     if case.get("no_other_findings"):
         ignore = set(case.get("ignore_severities", ["info"]))

@@ -69,23 +69,30 @@ void StreamTable::launched(uint64_t key, uint32_t kernel) {
   st.since_idle.add(kernel);
 }
 
+namespace {
+void forget_work(StreamState& st) {
+  st.launches_since_sync = 0;
+  st.since_idle.clear();
+  st.event_waits = 0;
+}
+}  // namespace
+
 void StreamTable::idle(uint64_t key) {
-  StreamState& s = at(key);
-  s.launches_since_sync = 0;
-  s.since_idle.clear();
+  forget_work(at(key));
   if (key == 0)  // the legacy stream waits for all blocking streams
     for (auto& [k, st] : streams_)
-      if (!st.non_blocking) {
-        st.launches_since_sync = 0;
-        st.since_idle.clear();
-      }
+      if (!st.non_blocking) forget_work(st);
 }
 
 void StreamTable::idle_all() {
-  for (auto& [k, st] : streams_) {
-    st.launches_since_sync = 0;
-    st.since_idle.clear();
-  }
+  for (auto& [k, st] : streams_) forget_work(st);
+}
+
+void StreamTable::waited_on_event(uint64_t key) {
+  StreamState& waiter = at(key);
+  ++waiter.event_waits;
+  for (auto& [k, st] : streams_)
+    if (k != key && &st != &waiter) waiter.since_idle.add_all(st.since_idle);
 }
 
 void StreamTable::copy_returned(uint64_t key, const CopyRecord& c) {
@@ -110,6 +117,8 @@ void StreamTable::sync_returned(const SyncRecord& s, uint32_t tid) {
   if (s.result != 0) return;
   if (is(Api::cudaStreamSynchronize, Api::cuStreamSynchronize) || is(Api::cudaStreamQuery, Api::cuStreamQuery))
     idle(resolve_stream(s.stream_kind, s.handle, tid).key);
+  else if (is(Api::cudaStreamWaitEvent, Api::cuStreamWaitEvent))
+    waited_on_event(resolve_stream(s.stream_kind, s.handle, tid).key);
   else if (is(Api::cudaDeviceSynchronize, Api::cuCtxSynchronize))
     idle_all();
 }

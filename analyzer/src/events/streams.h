@@ -44,12 +44,17 @@ class StreamTable {
   // blocking stream, so it being idle idles them too.
   void idle(uint64_t key);
   void idle_all();  // device or context synchronize, or a call that synchronizes the device
+  // cudaStreamWaitEvent on `key`: its later work waits for an event recorded on some stream (the
+  // trace has no cudaEventRecord: which is unknown), so it takes over, as what it may wait for, the
+  // kernels then not known complete on every other stream.
+  void waited_on_event(uint64_t key);
 
   // What a returned call says about its stream (after the rules saw the state before it):
   // a copy that the evidence says completed, or a device-to-host copy that waits (synchronous
   // API, or into pageable memory), leaves its stream idle; a launch is enqueued (and with
   // CUDA_LAUNCH_BLOCKING=1 waited for); a successful stream synchronize or query idles that
-  // stream, a device or context synchronize every stream; a successful free of device or
+  // stream, a device or context synchronize every stream, a stream wait event is waited_on_event;
+  // a successful free of device or
   // pinned memory synchronizes the device.
   void copy_returned(uint64_t key, const trace::CopyRecord& c);
   void launch_returned(uint64_t key, const trace::LaunchRecord& l, bool launch_blocking);

@@ -1,4 +1,5 @@
 // blocking-launch: a kernel launch that blocked the host. Causes, in order of precedence:
+// context-init (the process's first call: the runtime created the context in it),
 // launch-blocking-env (CUDA_LAUNCH_BLOCKING=1: every launch waits for its kernel),
 // graph-host-memcpy (a graph launch whose graph holds a memcpy node with pageable host memory: the
 // launch waits as the same copy made with cudaMemcpyAsync would; the node and its origin are named),
@@ -9,6 +10,7 @@
 #include "../format.h"
 #include "../json_writer.h"
 #include "../names.h"
+#include "../trace_reader.h"  // is_driver_api
 #include "rules.h"
 
 #include <fmt/format.h>
@@ -34,7 +36,12 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
   const Options& opt = ctx.options();
   Observation o = observation_of(FindingId::BlockingLaunch, l);
   if (o.blocked_ns < opt.min_blocked_ns) return false;
-  if (ctx.launch_blocking_env())
+  if (e.first_call) {
+    o.cause = Cause::ContextInit;
+    // A runtime call creates the context inside itself; a driver entry point (the static runtime,
+    // which asyncwatch sees only at the driver) runs after the creation, which the trace lacks.
+    o.context_creation_visible = !is_driver_api(static_cast<Api>(l.api));
+  } else if (ctx.launch_blocking_env())
     o.cause = Cause::LaunchBlockingEnv;
   else if (e.graph && e.graph->pageable_nodes)
     o.cause = Cause::GraphHostMemcpy;
@@ -101,10 +108,23 @@ std::string message(const Finding& f) {
           what, blocked,
           f.module_loading.empty() ? "CUDA_MODULE_LOADING is not set: lazy loading is the default"
                                    : "CUDA_MODULE_LOADING=" + f.module_loading);
+    case Cause::ContextInit:
+      if (f.context_creation_visible)
+        return fmt::format(
+            "{} blocked {}: it was the process's first CUDA call, so the runtime created the CUDA context in it "
+            "(and loaded the kernel's module); create the context before the timed part, e.g. with cudaFree(0) "
+            "or cudaInitDevice at start-up (this first call's time also holds asyncwatch's own start-up)",
+            what, blocked);
+      return fmt::format(
+          "{} blocked {}: it is the first CUDA call in the trace, a driver entry point reached after the CUDA "
+          "context was created by calls asyncwatch does not see (the static runtime), so the creation's time is "
+          "not in this figure; create the context before the timed part, e.g. with cudaFree(0) at start-up",
+          what, blocked);
     case Cause::LaunchQueueFull:
       return fmt::format(
-          "{} blocked {}: up to {} launches were outstanding on the stream since it was last idle, so the launch "
-          "queue was full and the call waited for room; launch fewer, larger kernels, or use CUDA graphs",
+          "{} blocked {}: {} launches had been enqueued on the stream with no sign in the trace that it had run "
+          "them (no synchronization, query or waiting copy), at least --launch-queue-depth, so the launch queue "
+          "was probably full and the call waited for room; launch fewer, larger kernels, or use CUDA graphs",
           what, blocked, f.outstanding_launches_max);
     default:
       return fmt::format("{} blocked {}: the trace does not show why (not a first launch, launch queue not known to "
@@ -134,6 +154,7 @@ void json_fields(JsonWriter& out, const Finding& f) {
     }
     out.end_object();
   }
+  if (f.cause == Cause::ContextInit) out.field("context_creation_in_call", f.context_creation_visible);
 }
 
 }  // namespace

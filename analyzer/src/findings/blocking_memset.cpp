@@ -1,5 +1,8 @@
 // blocking-memset: a memset that blocked the host. cudaMemset* return before completion
 // except for pinned host or managed targets; the *Async forms are documented asynchronous.
+// A synchronous-API memset (cudaMemset, cuMemsetD8, ...) of device or unknown memory that blocked
+// is not reported: the rules allow it to return early but do not promise it, the caller chose a
+// synchronous API, and nothing in the trace explains the wait (docs/findings.md).
 #include "../format.h"
 #include "../names.h"
 #include "rules.h"
@@ -17,6 +20,8 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
   uint64_t blocked = c.end_ns - c.start_ns;
   if (blocked < ctx.options().min_blocked_ns) return false;
   auto target = static_cast<MemoryKind>(c.dst_memory);
+  const bool host_target = target == MemoryKind::Managed || target == MemoryKind::Pinned || target == MemoryKind::Pageable;
+  if ((c.flags & kFlagSynchronousApi) && !host_target) return true;  // its kind; nothing to report
   Observation o = observation_of_copy(FindingId::BlockingMemset, c);
   o.cause = target == MemoryKind::Managed                                          ? Cause::ManagedMemory
             : (target == MemoryKind::Pinned || target == MemoryKind::Pageable) ? Cause::PinnedHostMemory

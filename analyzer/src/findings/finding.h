@@ -83,7 +83,26 @@ struct Finding {
   Frame via;                           // the library function the call site called (module empty: none)
   std::vector<Frame> stack;
   std::vector<PerProcess> processes;
+  // The largest share of one thread's time: the blocked time of the thread that spent most in this
+  // group's calls, over its process's recorded wall time (a thread's calls never overlap: <= 1).
   double share_of_wall = 0;
+  uint64_t threads = 0;  // distinct threads (of all processes) that made the calls
+  // A note although the rule's severity is higher: the rule ranks by --min-blocked-us and no call
+  // of the group reached it (Rule::ranked_by_threshold). finding_severity() is the result.
+  bool below_threshold = false;
+  uint64_t at_threshold = 0;  // calls that blocked at least --min-blocked-us (or ran --min-callback-us)
+  // pageable-async-copy: what pinning would save (docs/findings.md, "Estimated saving").
+  bool has_saving = false;
+  uint64_t estimated_saving_ns = 0;
+  std::string saving_basis;  // how the pinned cost was estimated
+  uint64_t event_waits = 0;  // pageable-async-copy: the stream had waited on events (cudaStreamWaitEvent)
+  // blocking-launch context-init: the context's creation ran inside the call (false: the trace
+  // shows only a driver call, the creation happened before it in calls asyncwatch does not see).
+  bool context_creation_visible = false;
+  bool process_ended_cleanly = true;  // in-flight-call: the trace was closed (else killed or crashed)
+  // implicit-sync: calls that repeated an earlier call of the group (same size allocated, same
+  // address freed): what an allocation in a loop looks like, and a growing pool does not.
+  uint64_t repeated_calls = 0;
 
   // The group's identity across processes: rule, cause, API, driver API, direction, memory,
   // kernel and call site. Computed once (set_key) when the finding is made; merging and the
@@ -123,6 +142,9 @@ struct RuleInfo {
   const Rule& hooks;
 };
 const RuleInfo& rule_info(FindingId id);
+
+// The severity of a finding: its rule's, or a note when below_threshold.
+Severity finding_severity(const Finding& f);
 
 // The message of a finding: one sentence per rule, built by the rule's module.
 std::string finding_message(const Finding& f);

@@ -1,5 +1,6 @@
 // host-to-host-async-copy: an asynchronous copy whose both sides are host memory is always
-// synchronous (the runtime does it with a 2D driver copy and waits).
+// synchronous (the runtime does it with a 2D driver copy and waits): every one is reported,
+// --min-blocked-us ranks them (warning at or above it, note below).
 #include "../format.h"
 #include "rules.h"
 
@@ -15,9 +16,8 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
   const CopyRecord& c = *e.copy;
   Direction d = copy_direction(c);
   if (d != Direction::HtoH) return false;
-  uint64_t blocked = c.end_ns - c.start_ns;
-  if (blocked < ctx.options().min_blocked_ns) return true;  // it is this kind; too short to report
   Observation o = observation_of_copy(FindingId::HostToHostAsyncCopy, c);
+  o.at_threshold = at_threshold(ctx.options(), o.blocked_ns);
   o.set_direction(d);
   o.set_host_memory(host_side(c, d));
   ctx.observe(o);
@@ -34,6 +34,6 @@ std::string message(const Finding& f) {
 }  // namespace
 
 // The first of the copy rules (precedence 0): the direction decides.
-const Rule host_to_host_async_copy = Rule(Trigger::Copy, detect, message).blocking();
+const Rule host_to_host_async_copy = Rule(Trigger::Copy, detect, message).blocking().ranked();
 
 }  // namespace asyncwatch::rules

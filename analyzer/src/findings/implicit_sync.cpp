@@ -1,8 +1,13 @@
 // implicit-sync: memory management calls that may synchronize the device (cudaMalloc,
 // cudaFree, cudaMallocHost, cudaFreeHost, cudaHostAlloc, cudaHostRegister,
-// cudaHostUnregister, cudaMallocManaged and their driver forms), reported when one call site
-// makes at least options.implicit_sync_min_count of them: an allocation in a loop.
+// cudaHostUnregister, cudaMallocManaged and their driver forms), reported when one known call
+// site in the user's code repeats such a call at least options.implicit_sync_min_count times:
+// an allocation in a loop allocates the same size again (a free frees the same address again).
+// Calls without a call site are not reported (all calls of an API would look like one site), nor
+// sites in library code (a framework's caching allocator), nor a pool growing from one line
+// (each allocation a new size, each free a different address: no call repeats).
 #include "../format.h"
+#include "../json_writer.h"
 #include "rules.h"
 
 #include <fmt/format.h>
@@ -12,6 +17,18 @@ namespace asyncwatch::rules {
 using namespace trace;
 
 namespace {
+
+bool is_free_api(Api api) {
+  switch (api) {
+    case Api::cudaFree:
+    case Api::cudaFreeHost:
+    case Api::cudaHostUnregister:
+    case Api::cuMemFree_v2:
+    case Api::cuMemFreeHost:
+    case Api::cuMemHostUnregister: return true;
+    default: return false;
+  }
+}
 
 bool is_implicit_sync_api(Api api) {
   switch (api) {
@@ -40,22 +57,30 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
   if (!is_implicit_sync_api(static_cast<Api>(m.api))) return false;
   Observation o = observation_of(FindingId::ImplicitSync, m);
   o.bytes = m.bytes;
+  // Sizes and addresses may be 0 (cudaFree(0)): +1 keeps them apart from "no key".
+  o.repeat_key = (is_free_api(static_cast<Api>(m.api)) ? m.address : m.bytes) + 1;
   if (m.memory != 0) o.set_host_memory(static_cast<MemoryKind>(m.memory));
   ctx.observe(o);
   return true;
 }
 
 std::string message(const Finding& f) {
+  const bool frees = f.api.find("Free") != std::string::npos || f.api.find("Unregister") != std::string::npos;
   return fmt::format(
-      "{} called {} here, {}: it may synchronize the device each time; allocate once outside the loop and "
-      "reuse the memory, or use cudaMallocAsync/cudaFreeAsync with a memory pool",
-      f.api, plural(f.count, "time", "times"), format_duration(f.blocked.total()) + " in total");
+      "{} called {} here ({} repeating an earlier call's {}), {}: it may synchronize the device each time; "
+      "allocate once outside the loop and reuse the memory, or use cudaMallocAsync/cudaFreeAsync with a memory pool",
+      f.api, plural(f.count, "time", "times"), f.repeated_calls, frees ? "address" : "size",
+      format_duration(f.blocked.total()) + " in total");
 }
 
-bool reported(const Finding& f, const Options& o) { return f.count >= o.implicit_sync_min_count; }
+bool reported(const Finding& f, const Options& o) {
+  return f.call_site_known && f.call_site_is_user_code && f.repeated_calls + 1 >= o.implicit_sync_min_count;
+}
+
+void json_fields(JsonWriter& out, const Finding& f) { out.field("repeated_calls", f.repeated_calls); }
 
 }  // namespace
 
-const Rule implicit_sync = Rule(Trigger::MemoryOp, detect, message).reported_when(reported);
+const Rule implicit_sync = Rule(Trigger::MemoryOp, detect, message).reported_when(reported).json(json_fields);
 
 }  // namespace asyncwatch::rules

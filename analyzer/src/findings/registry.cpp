@@ -58,13 +58,18 @@ const char* cause_name(Cause c) {
 
 const RuleInfo& rule_info(FindingId id) { return kRules[static_cast<size_t>(id)]; }
 
+Severity finding_severity(const Finding& f) {
+  if (f.id >= FindingId::Count) return Severity::Note;
+  return f.below_threshold ? Severity::Note : rule_info(f.id).severity;
+}
+
 std::string finding_message(const Finding& f) {
   return f.id < FindingId::Count ? rule_info(f.id).hooks.message(f) : std::string();
 }
 
 const std::vector<const RuleInfo*>& rules_for(Trigger t) {
   static const auto by_trigger = [] {
-    std::vector<std::vector<const RuleInfo*>> out(static_cast<size_t>(Trigger::MemoryOp) + 1);
+    std::vector<std::vector<const RuleInfo*>> out(static_cast<size_t>(Trigger::InFlight) + 1);
     for (const RuleInfo& r : kRules) out[static_cast<size_t>(r.hooks.trigger)].push_back(&r);
     for (auto& v : out)
       std::stable_sort(v.begin(), v.end(), [](const RuleInfo* a, const RuleInfo* b) {
@@ -148,6 +153,20 @@ void Finding::merge(const Finding& o) {
   drained_before_return += o.drained_before_return;
   outstanding_launches_max = std::max(outstanding_launches_max, o.outstanding_launches_max);
   chevron_launch = chevron_launch || o.chevron_launch;
+  below_threshold = below_threshold && o.below_threshold;
+  at_threshold += o.at_threshold;
+  share_of_wall = std::max(share_of_wall, o.share_of_wall);
+  threads += o.threads;
+  if (o.has_saving) {
+    estimated_saving_ns += o.estimated_saving_ns;
+    if (!has_saving) saving_basis = o.saving_basis;
+    else if (saving_basis != o.saving_basis) saving_basis = "several processes' own estimates";
+    has_saving = true;
+  }
+  event_waits += o.event_waits;
+  repeated_calls += o.repeated_calls;
+  context_creation_visible = context_creation_visible || o.context_creation_visible;
+  process_ended_cleanly = process_ended_cleanly && o.process_ended_cleanly;
   for (const auto& [k, n] : o.waited_for) waited_for[k] += n;
   if (module_loading.empty()) module_loading = o.module_loading;
   for (const auto& p : o.processes) {

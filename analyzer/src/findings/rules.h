@@ -27,25 +27,31 @@ struct KernelTally {
   size_t kinds = 0;
   uint64_t others = 0;
   uint64_t total = 0;
-  void add(uint32_t kernel_name_id) {
-    ++total;
+  void add(uint32_t kernel_name_id, uint64_t n = 1) {
+    total += n;
     size_t i = (kernel_name_id * 2654435761u) >> 27;  // 5 bits: 0..31
     for (size_t probe = 0; probe < kSlots; ++probe, i = (i + 1) & (kSlots - 1)) {
       Slot& s = slots[i];
       if (s.used && s.id == kernel_name_id) {
-        ++s.count;
+        s.count += n;
         return;
       }
       if (!s.used) {
         if (kinds >= kMaxKinds) break;
         s.used = true;
         s.id = kernel_name_id;
-        s.count = 1;
+        s.count = n;
         ++kinds;
         return;
       }
     }
-    ++others;
+    others += n;
+  }
+  // Adds another tally's kernels (its `others` stay others).
+  void add_all(const KernelTally& o) {
+    o.each([&](uint32_t id, uint64_t n) { add(id, n); });
+    others += o.others;
+    total += o.others;
   }
   void clear() {
     if (total == 0) return;
@@ -64,7 +70,11 @@ struct KernelTally {
 struct StreamState {
   bool non_blocking = false;          // created with cudaStreamNonBlocking
   uint64_t launches_since_sync = 0;   // launches enqueued since the stream was last known idle
+  // Kernels launched on it since it was last known idle, and, after a cudaStreamWaitEvent on it,
+  // the kernels then not known complete on other streams (the trace does not record the event's
+  // stream: they are what it may have waited for).
   KernelTally since_idle;
+  uint64_t event_waits = 0;  // cudaStreamWaitEvent calls on it since it was last known idle
 };
 
 // A memcpy node of a graph whose host side is pageable: captured (cudaMemcpyAsync during stream
@@ -105,9 +115,19 @@ struct Observation {
   bool completed_at_return = false;
   bool drained_before_return = false;
   const KernelTally* waited_for = nullptr;
+  uint64_t event_waits = 0;
   uint64_t outstanding_launches = 0;
   uint64_t graph_pageable_nodes = 0;  // blocking-launch of a graph: its pageable memcpy nodes ...
   GraphMemcpyNode graph_node;         // ... and the first of them
+  // At or above the rule's threshold (--min-blocked-us; --min-callback-us for host functions): a
+  // rule that reports every call of its kind (Rule::ranked_by_threshold) makes groups without
+  // such a call notes.
+  bool at_threshold = true;
+  bool context_creation_visible = false;  // blocking-launch context-init
+  // implicit-sync: what makes two calls the same one repeated (an allocation's size, a free's
+  // address); 0 = none.
+  uint64_t repeat_key = 0;
+  bool process_ended_cleanly = true;      // in-flight-call
 
   void set_direction(trace::Direction d) {
     direction = d;
@@ -126,6 +146,9 @@ class RuleContext {
   virtual bool launch_blocking_env() const = 0;  // CUDA_LAUNCH_BLOCKING=1 in the process
   virtual void observe(const Observation& o) = 0;
 };
+
+// The blocked time of a call at or above --min-blocked-us.
+inline bool at_threshold(const Options& o, uint64_t blocked_ns) { return blocked_ns >= o.min_blocked_ns; }
 
 // The host side of a copy, and its direction (derived from the memory kinds when the
 // record says Unknown).
@@ -155,6 +178,7 @@ enum class Trigger : uint8_t {
   HostFuncRun,      // a host function ran, joined with its enqueue by callback_id
   Sync,             // a synchronization call
   MemoryOp,         // an allocation, free or registration
+  InFlight,         // a call record still in flight when the trace ended (any call type)
 };
 
 // The call a detect hook looks at; the record of its trigger is set, the others are null.
@@ -167,6 +191,10 @@ struct RuleEvent {
   const trace::MemoryOpRecord* memory_op = nullptr;       // MemoryOp
   const StreamState* stream = nullptr;  // Copy, Memset, Launch: the call's stream before the call
   const GraphLaunchInfo* graph = nullptr;  // Launch of an executable graph
+  bool first_call = false;  // Launch: the first call record of the process (in time order)
+  const trace::CallHead* in_flight = nullptr;  // InFlight: its head (the body was never written)
+  uint64_t trace_end_ns = 0;                   // InFlight: when the trace ended
+  bool ended_cleanly = true;                   // InFlight: the trace was closed cleanly
 };
 
 class JsonWriter;  // json_writer.h
@@ -193,11 +221,15 @@ struct Rule {
   void (*json_fields)(JsonWriter& out, const Finding& f) = nullptr;
   // The rule's own lines in the text report, after the statistics (without indentation).
   void (*text_lines)(std::vector<std::string>& lines, const Finding& f) = nullptr;
+  // Reports every call of its kind; --min-blocked-us (or the rule's own threshold) ranks them: a
+  // group none of whose calls reached it is a note, not a warning.
+  bool ranked_by_threshold = false;
 
   constexpr Rule(Trigger t, bool (*d)(RuleContext&, const RuleEvent&), std::string (*m)(const Finding&))
       : trigger(t), detect(d), message(m) {}
   constexpr Rule after(int p) const { return with([&](Rule& r) { r.precedence = p; }); }
   constexpr Rule blocking() const { return with([](Rule& r) { r.counts_blocking = true; }); }
+  constexpr Rule ranked() const { return with([](Rule& r) { r.ranked_by_threshold = true; }); }
   constexpr Rule per_kernel() const { return with([](Rule& r) { r.names_kernel = true; }); }
   constexpr Rule time_is(const char* verb) const { return with([&](Rule& r) { r.time_verb = verb; }); }
   constexpr Rule reported_when(bool (*f)(const Finding&, const Options&)) const {

@@ -26,7 +26,7 @@
     "First launches under lazy module loading: warm kernels up or set CUDA_MODULE_LOADING=EAGER. A full launch "      \
     "queue: fewer, larger kernels or CUDA graphs. CUDA_LAUNCH_BLOCKING=1: unset it outside debugging.")               \
   X(LongHostCallback, "long-host-callback", Warning, long_host_callback,                                              \
-    "A host function or stream callback ran long and held its stream back.",                                         \
+    "A host function or stream callback held its stream back while it ran (a warning when it ran long).",            \
     "Keep host functions short: have them signal a host thread that does the work.")                                  \
   X(DeprecatedStreamCallback, "deprecated-stream-callback", Note, deprecated_stream_callback,                         \
     "cudaStreamAddCallback is deprecated.", "Use cudaLaunchHostFunc (cuLaunchHostFunc with the driver API).")         \
@@ -35,13 +35,18 @@
     "the wait later.")                                                                                                \
   X(ImplicitSync, "implicit-sync", Warning, implicit_sync,                                                            \
     "Memory management calls that may synchronize the device, repeated at one call site.",                            \
-    "Allocate once outside the loop and reuse the memory, or use cudaMallocAsync/cudaFreeAsync with a pool.")
+    "Allocate once outside the loop and reuse the memory, or use cudaMallocAsync/cudaFreeAsync with a pool.")        \
+  X(InFlightCall, "in-flight-call", Warning, in_flight_call,                                                          \
+    "A call was still in flight when the process ended (killed, crashed, or exited while another thread waited).",    \
+    "Find out what the call waited for: the work before it on its stream (a hung or very long kernel), a "            \
+    "pageable copy behind a long kernel, or a synchronization that never completes.")
 
 // X(Cause, "name"): the `cause` of a finding (JSON, and part of its group key); None has no name.
 #define ASYNCWATCH_FINDING_CAUSES(X)                                     \
   X(WaitedForStream, "waited-for-stream")  /* pageable-async-copy DtoH */ \
   X(Staged, "staged")                      /* pageable-async-copy HtoD */ \
   X(FirstLaunch, "first-launch")           /* blocking-launch */          \
+  X(ContextInit, "context-init")                                          \
   X(LaunchQueueFull, "launch-queue-full")                                 \
   X(LaunchBlockingEnv, "launch-blocking-env")                             \
   X(PinnedHostMemory, "host-memory")       /* blocking-memset */          \
