@@ -6,6 +6,7 @@
 #include "findings/rules.h"
 #include "format.h"
 #include "names.h"
+#include "python_symbols.h"
 #include "symbolizer.h"
 #include "trace_reader.h"
 
@@ -264,6 +265,7 @@ class ProcessAnalyzer final : public RuleContext {
     const char* no_symbols = std::getenv("ASYNCWATCH_NO_SYMBOLS");
     symbols_ = std::make_unique<Symbolizer>(trace_.modules(), !(no_symbols && *no_symbols && *no_symbols != '0'),
                                             opt_.path_map);
+    python_ = std::make_unique<PythonSymbols>(trace_, policy_.executable);
 
     // Each group becomes a finding (merged by call site, as stacks that differ only outside the
     // user's code give one site) and is freed as it goes: groups and findings are never both whole.
@@ -306,7 +308,7 @@ class ProcessAnalyzer final : public RuleContext {
         f.call_site_is_user_code = sites_[site.site].user;
       }
       if (g.stack_id)
-        if (auto frames = trace_.stack(g.stack_id)) f.stack = symbols_->expand(*frames);
+        if (auto frames = stack_frames(trace_, *symbols_, *python_, g.stack_id)) f.stack = std::move(*frames);
       f.processes.push_back(PerProcess{p.pid, f.count, f.blocked.total()});
       f.set_key();
       findings.add(std::move(f));
@@ -447,8 +449,8 @@ class ProcessAnalyzer final : public RuleContext {
     auto it = stack_sites_.find(cache_key);
     if (it != stack_sites_.end()) return it->second;
     SiteRef ref;
-    if (auto addrs = trace_.stack(stack_id)) {
-      std::vector<Frame> frames = symbols_->expand(*addrs);  // inline frames expanded
+    if (auto stack = stack_frames(trace_, *symbols_, *python_, stack_id)) {
+      std::vector<Frame> frames = std::move(*stack);  // inline frames expanded, Python frames in place
       std::string kernel_function;
       if (!plain)
         if (auto mangled = trace_.string(kernel_id)) kernel_function = demangle(mangled->c_str());
@@ -461,7 +463,7 @@ class ProcessAnalyzer final : public RuleContext {
           // The library function the user's call instruction called, read from the module's
           // file: it may have tail-called onwards, leaving no frame of its own.
           const Frame& lib = frames[static_cast<size_t>(cs.via)];
-          site.via = cs.user && lib.address != site.frame.address
+          site.via = cs.user && site.frame.origin == FrameOrigin::Native && lib.address != site.frame.address
                          ? via_function(site.frame, lib, symbols_->called_function(site.frame.address, lib.module),
                                         policy_)
                          : lib;
@@ -493,6 +495,7 @@ class ProcessAnalyzer final : public RuleContext {
   TraceFile& trace_;
   const Options& opt_;
   std::unique_ptr<Symbolizer> symbols_;  // made after the pass, when all modules are known
+  std::unique_ptr<PythonSymbols> python_;  // the same, for the Python frames of stacks
   bool launch_blocking_ = false;
   std::string module_loading_;
   events::StreamTable streams_;

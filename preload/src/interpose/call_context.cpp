@@ -37,8 +37,8 @@ inline bool doubtful_side(uint8_t k) noexcept {
 
 // Default policy (docs/configuration.md): copies and memsets get a stack when a side is not known
 // to be pinned or device memory (pageable, unknown, managed; every host-to-host copy) or when the
-// call blocked longer than the launch threshold; host-function enqueues always; launches when
-// they blocked longer than the threshold.
+// call blocked longer than the launch threshold; host-function enqueues always; launches and
+// synchronizations when they blocked longer than the threshold.
 bool wants_stack(const AnyRecord& r, Category c, uint64_t blocked_ns) noexcept {
   const Config& cfg = config_fast();
   if (AW_LIKELY(cfg.stacks == StackPolicy::Default)) {
@@ -51,6 +51,8 @@ bool wants_stack(const AnyRecord& r, Category c, uint64_t blocked_ns) noexcept {
         return doubtful_side(r.copy.src_memory) || doubtful_side(r.copy.dst_memory);
       case Category::HostFunc: return true;
       case Category::Launch: return blocked_ns > cfg.launch_stack_threshold_ns;
+      // A sync that waited: where it was made (a hidden sync inside a framework, issue 15).
+      case Category::Sync: return blocked_ns > cfg.launch_stack_threshold_ns;
       default: return false;
     }
   }
