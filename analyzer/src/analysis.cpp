@@ -6,6 +6,7 @@
 #include "findings/rules.h"
 #include "format.h"
 #include "names.h"
+#include "findings/hidden_sync.h"
 #include "python_symbols.h"
 #include "symbolizer.h"
 #include "trace_reader.h"
@@ -309,6 +310,12 @@ class ProcessAnalyzer final : public RuleContext {
       }
       if (g.stack_id)
         if (auto frames = stack_frames(trace_, *symbols_, *python_, g.stack_id)) f.stack = std::move(*frames);
+      // A synchronization reached from inside a library is hidden-sync (its call site says so); an
+      // explicit one does not say what it waited for (the code that wrote it knows).
+      if (f.id == FindingId::ExplicitSync) {
+        if (rules::is_hidden_sync(f, policy_)) f.id = FindingId::HiddenSync;
+        else f.waited_for.clear();
+      }
       f.processes.push_back(PerProcess{p.pid, f.count, f.blocked.total()});
       f.set_key();
       findings.add(std::move(f));
@@ -413,6 +420,9 @@ class ProcessAnalyzer final : public RuleContext {
     if (s.flags & kFlagCaptureActive) return;
     RuleEvent e;
     e.sync = &s;
+    const Api api = static_cast<Api>(s.api);
+    if (api == Api::cudaStreamSynchronize || api == Api::cuStreamSynchronize)
+      e.stream = &streams_.at(stream_key(s.stream_kind, s.handle, r.tid));  // what it waits for
     detect(Trigger::Sync, e);
     streams_.sync_returned(s, r.tid);
   }

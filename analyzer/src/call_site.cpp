@@ -220,6 +220,9 @@ FrameKind classify_frame(const Frame& f, const CallSitePolicy& policy) {
     return is_python_library_file(f.file) ? FrameKind::Library : FrameKind::User;
   }
   if (f.origin == FrameOrigin::Interpreter) return FrameKind::Library;
+  // The interpreter's own extension modules (lib/python3.X/lib-dynload: _ctypes, ...) and those
+  // of installed packages: the Python line that called them is the user's.
+  if (!f.module.empty() && is_python_library_file(f.module)) return FrameKind::Library;
   std::string base = basename_of(f.module);
   if (starts_with(base, "libasyncwatch")) return FrameKind::Tool;
   if (is_runtime_module(base) || is_launch_stub_frame(f) || is_runtime_header(f.file)) return FrameKind::Runtime;

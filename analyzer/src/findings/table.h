@@ -35,7 +35,11 @@
     "the wait later.")                                                                                                \
   X(ImplicitSync, "implicit-sync", Warning, implicit_sync,                                                            \
     "Memory management calls that may synchronize the device, repeated at one call site.",                            \
-    "Allocate once outside the loop and reuse the memory, or use cudaMallocAsync/cudaFreeAsync with a pool.")
+    "Allocate once outside the loop and reuse the memory, or use cudaMallocAsync/cudaFreeAsync with a pool.")     \
+  X(HiddenSync, "hidden-sync", Warning, hidden_sync,                                                                  \
+    "A synchronization the code did not write: a framework or library call waited for the GPU.",                    \
+    "Keep results on the device (no .item(), .cpu(), .tolist() or printing inside the loop), accumulate on the "     \
+    "GPU and read once; copy to pinned memory with non_blocking=True and wait on an event where the value is needed.")
 
 // X(Cause, "name"): the `cause` of a finding (JSON, and part of its group key); None has no name.
 #define ASYNCWATCH_FINDING_CAUSES(X)                                     \
