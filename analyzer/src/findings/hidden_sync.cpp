@@ -74,13 +74,23 @@ bool reported(const Finding& f, const Options& o) { return f.blocked.total() >= 
 
 }  // namespace
 
+// A library function whose job is to wait (torch.cuda.synchronize, Stream.synchronize,
+// Event.synchronize, cupy's and numba's synchronize, jax's block_until_ready): a call of it is
+// a synchronization the user wrote.
+bool is_waiting_function(const std::string& name) {
+  std::string n;
+  for (char c : name) n += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  return n.find("synchronize") != std::string::npos || n.find("block_until_ready") != std::string::npos;
+}
+
 bool is_hidden_sync(const Finding& f, const CallSitePolicy& policy) {
   if (!f.call_site_known || !f.call_site_is_user_code || f.stack.empty()) return false;
+  const Frame* called = nullptr;  // the library frame nearest the user's: what the user called
   for (const Frame& fr : f.stack) {
-    if (same_frame(fr, f.call_site)) return false;  // reached the user's frame: nothing in between
-    if (classify_frame(fr, policy) == FrameKind::Library && !is_forwarding_frame(fr)) return true;
+    if (same_frame(fr, f.call_site)) return called && !is_waiting_function(called->function);
+    if (classify_frame(fr, policy) == FrameKind::Library && !is_forwarding_frame(fr)) called = &fr;
   }
-  return false;
+  return false;  // the call site is not in the stack (cannot happen): not hidden
 }
 
 const Rule hidden_sync = Rule(Trigger::Sync, detect, message).time_is("waited").reported_when(reported);

@@ -12,7 +12,9 @@ namespace asyncwatch::rules {
 // framework or vendor library that the user's frame called: a library frame lies between the CUDA
 // runtime's frames and the call site. Library frames that only forward a call the user spelled
 // out (ctypes, libffi, the Python interpreter) do not count; a library Python frame does
-// (e.g. torch/_tensor.py). Without a stack or without a user call site: false.
+// (e.g. torch/_tensor.py), unless the function the user called is one whose job is to wait
+// (its name has "synchronize" or "block_until_ready": torch.cuda.synchronize() is explicit).
+// Without a stack or without a user call site: false.
 bool is_hidden_sync(const Finding& f, const CallSitePolicy& policy);
 
 }  // namespace asyncwatch::rules
