@@ -23,7 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # op -> (what asyncwatch must report at its line: a set of finding ids, empty = nothing; torch warns?)
 TORCH_EXPECT = {
     "item": ({"hidden-sync"}, True),
-    "cpu": ({"pageable-async-copy"}, True),
+    "cpu": ({"pageable-async-copy", "hidden-sync"}, True),
     "tolist": ({"pageable-async-copy", "hidden-sync"}, True),
     "pageable_non_blocking": ({"pageable-async-copy"}, False),
     "nonzero": ({"hidden-sync"}, True),
