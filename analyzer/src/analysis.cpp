@@ -6,6 +6,8 @@
 #include "findings/rules.h"
 #include "format.h"
 #include "names.h"
+#include "findings/hidden_sync.h"
+#include "python_symbols.h"
 #include "symbolizer.h"
 #include "trace_reader.h"
 
@@ -329,6 +331,7 @@ class ProcessAnalyzer final : public RuleContext {
     const char* no_symbols = std::getenv("ASYNCWATCH_NO_SYMBOLS");
     symbols_ = std::make_unique<Symbolizer>(trace_.modules(), !(no_symbols && *no_symbols && *no_symbols != '0'),
                                             opt_.path_map);
+    python_ = std::make_unique<PythonSymbols>(trace_, policy_.executable);
 
     // Each group becomes a finding (merged by call site, as stacks that differ only outside the
     // user's code give one site) and is freed as it goes: groups and findings are never both whole.
@@ -403,7 +406,13 @@ class ProcessAnalyzer final : public RuleContext {
         f.call_site_is_user_code = sites_[site.site].user;
       }
       if (g.stack_id)
-        if (auto frames = trace_.stack(g.stack_id)) f.stack = symbols_->expand(*frames);
+        if (auto frames = stack_frames(trace_, *symbols_, *python_, g.stack_id)) f.stack = std::move(*frames);
+      // A synchronization reached from inside a library is hidden-sync (its call site says so); an
+      // explicit one does not say what it waited for (the code that wrote it knows).
+      if (f.id == FindingId::ExplicitSync) {
+        if (rules::is_hidden_sync(f, policy_)) f.id = FindingId::HiddenSync;
+        else f.waited_for.clear();
+      }
       f.processes.push_back(PerProcess{p.pid, f.count, f.blocked.total()});
       f.set_key();
       findings.add(std::move(f));
@@ -518,6 +527,9 @@ class ProcessAnalyzer final : public RuleContext {
     if (s.flags & kFlagCaptureActive) return;
     RuleEvent e;
     e.sync = &s;
+    const Api api = static_cast<Api>(s.api);
+    if (api == Api::cudaStreamSynchronize || api == Api::cuStreamSynchronize)
+      e.stream = &streams_.at(stream_key(s.stream_kind, s.handle, r.tid));  // what it waits for
     detect(Trigger::Sync, e);
     streams_.sync_returned(s, r.tid);
   }
@@ -686,8 +698,8 @@ class ProcessAnalyzer final : public RuleContext {
     auto it = stack_sites_.find(cache_key);
     if (it != stack_sites_.end()) return it->second;
     SiteRef ref;
-    if (auto addrs = trace_.stack(stack_id)) {
-      std::vector<Frame> frames = symbols_->expand(*addrs);  // inline frames expanded
+    if (auto stack = stack_frames(trace_, *symbols_, *python_, stack_id)) {
+      std::vector<Frame> frames = std::move(*stack);  // inline frames expanded, Python frames in place
       std::string kernel_function;
       if (!plain)
         if (auto mangled = trace_.string(kernel_id)) kernel_function = demangle(mangled->c_str());
@@ -700,7 +712,7 @@ class ProcessAnalyzer final : public RuleContext {
           // The library function the user's call instruction called, read from the module's
           // file: it may have tail-called onwards, leaving no frame of its own.
           const Frame& lib = frames[static_cast<size_t>(cs.via)];
-          site.via = cs.user && lib.address != site.frame.address
+          site.via = cs.user && site.frame.origin == FrameOrigin::Native && lib.address != site.frame.address
                          ? via_function(site.frame, lib, symbols_->called_function(site.frame.address, lib.module),
                                         policy_)
                          : lib;
@@ -732,6 +744,7 @@ class ProcessAnalyzer final : public RuleContext {
   TraceFile& trace_;
   const Options& opt_;
   std::unique_ptr<Symbolizer> symbols_;  // made after the pass, when all modules are known
+  std::unique_ptr<PythonSymbols> python_;  // the same, for the Python frames of stacks
   bool launch_blocking_ = false;
   std::string module_loading_;
   events::StreamTable streams_;

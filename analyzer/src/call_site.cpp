@@ -199,7 +199,30 @@ const char* frame_kind_name(FrameKind k) {
   return "user";
 }
 
+// Python code of the interpreter's own library or of an installed package (the frameworks: torch,
+// cupy, numba, jax... under site-packages) rather than the user's: installed packages, the standard
+// library (lib/pythonX.Y/), frozen modules, and the frameworks' package directories wherever they are.
+bool is_python_library_file(const std::string& file) {
+  if (file.empty() || starts_with(file, "<frozen ")) return true;
+  if (file.find("/site-packages/") != std::string::npos || file.find("/dist-packages/") != std::string::npos)
+    return true;
+  static const char* const kFrameworkDirs[] = {"/torch/", "/cupy/", "/cupy_backends/", "/cupyx/", "/numba/",
+                                               "/numba_cuda/", "/jax/", "/jaxlib/", "/triton/"};
+  for (const char* d : kFrameworkDirs)
+    if (file.find(d) != std::string::npos) return true;
+  size_t lib = file.find("/lib/python3.");
+  return lib != std::string::npos && file.find('/', lib + 13) != std::string::npos;
+}
+
 FrameKind classify_frame(const Frame& f, const CallSitePolicy& policy) {
+  if (f.origin == FrameOrigin::Python) {
+    if (int o = user_code_override(f, policy)) return o > 0 ? FrameKind::User : FrameKind::Library;
+    return is_python_library_file(f.file) ? FrameKind::Library : FrameKind::User;
+  }
+  if (f.origin == FrameOrigin::Interpreter) return FrameKind::Library;
+  // The interpreter's own extension modules (lib/python3.X/lib-dynload: _ctypes, ...) and those
+  // of installed packages: the Python line that called them is the user's.
+  if (!f.module.empty() && is_python_library_file(f.module)) return FrameKind::Library;
   std::string base = basename_of(f.module);
   if (starts_with(base, "libasyncwatch")) return FrameKind::Tool;
   if (is_runtime_module(base) || is_launch_stub_frame(f) || is_runtime_header(f.file)) return FrameKind::Runtime;

@@ -43,7 +43,32 @@ std::string describe(const RecordView& r) {
         std::memcpy(&a, r.payload(sizeof(StackRecord)) + 8 * i, 8);
         frames += fmt::format(" 0x{:x}", a);
       }
-      return fmt::format("{} stack_id={} depth={} frames:{}", head, s.stack_id, s.depth, frames);
+      std::string text = fmt::format("{} stack_id={} depth={} frames:{}", head, s.stack_id, s.depth, frames);
+      if (s.python_depth) {
+        text += fmt::format(" python_depth={} python_end={} python:", s.python_depth,
+                            python_walk_end_text(static_cast<PythonWalkEnd>(s.python_end)));
+        for (uint32_t i = 0; i < s.python_depth; ++i) {
+          PythonFrameRef f;
+          std::memcpy(&f, r.payload(sizeof(StackRecord)) + 8 * (s.depth + i), sizeof f);
+          text += fmt::format(" {}@{}", f.code_id, f.instr);
+        }
+      }
+      return text;
+    }
+    case RecordType::PyCode: {
+      auto c = r.as<PyCodeRecord>();
+      const char* p = reinterpret_cast<const char*>(r.payload(sizeof(PyCodeRecord)));
+      return fmt::format("{} code_id={} file=\"{}\" name=\"{}\" first_line={} instructions={} line_table={} bytes "
+                         "(format {}) flags={}",
+                         head, c.code_id, printable(std::string(p, c.filename_len), true),
+                         printable(std::string(p + c.filename_len, c.qualname_len), true), c.first_line,
+                         c.instructions, c.line_table_len, c.line_table_format, c.flags);
+    }
+    case RecordType::PythonInfo: {
+      auto i = r.as<PythonInfoRecord>();
+      return fmt::format("{} version=0x{:08x} availability={} detail=\"{}\"", head, i.version_hex,
+                         i.availability == 1 ? "ready" : "unsupported",
+                         printable(fixed_string(i.detail, sizeof i.detail), true));
     }
     case RecordType::String: {
       auto s = r.as<StringRecord>();

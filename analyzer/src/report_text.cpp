@@ -141,7 +141,9 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
     if (!f.stack.empty()) {
       out << "    stack:\n";
       for (size_t i = 0; i < f.stack.size(); ++i)
-        out << fmt::format("      #{:<2} {} {}\n", i, hex(f.stack[i].address), printable(frame_text(f.stack[i])));
+        out << fmt::format("      #{:<2} {} {}\n", i,
+                           f.stack[i].origin == FrameOrigin::Python ? std::string("[py]") : hex(f.stack[i].address),
+                           printable(frame_text(f.stack[i])));
     }
     if (report.processes.size() > 1) {
       std::string per;

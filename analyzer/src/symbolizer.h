@@ -22,7 +22,13 @@ namespace asyncwatch {
 
 class ElfCalls;
 
+// Where a frame comes from: native code, a Python frame (function = qualified name, file = the .py
+// file, no address or module), or native code of the Python interpreter itself (libpython or the
+// python executable) in a stack that has Python frames.
+enum class FrameOrigin : uint8_t { Native, Python, Interpreter };
+
 struct Frame {
+  FrameOrigin origin = FrameOrigin::Native;
   uint64_t address = 0;  // the return address as traced (every inline frame of it has the same one)
   uint64_t offset = 0;   // address - load bias of its module: the same in every process (ASLR, fork)
   std::string function;  // demangled, in full; empty when unknown

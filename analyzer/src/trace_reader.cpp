@@ -183,7 +183,17 @@ struct FieldChecks {
   bool body(const StackRecord& s) {
     if (s.stack_id == 0) return bad("stack id 0 (ids start at 1)");
     if (s.depth > kMaxStackDepth) return bad(fmt::format("stack depth {} exceeds the maximum {}", s.depth, kMaxStackDepth));
-    return s.python_depth == 0 || bad(fmt::format("python depth {} (this asyncwatch reads no Python frames)", s.python_depth));
+    if (s.python_depth > kMaxPythonDepth)
+      return bad(fmt::format("python depth {} exceeds the maximum {}", s.python_depth, kMaxPythonDepth));
+    return s.python_end < kPythonWalkEndCount || bad(fmt::format("unknown python walk end {}", s.python_end));
+  }
+  bool body(const PyCodeRecord& c) {
+    if (c.code_id == 0) return bad("code id 0 (ids start at 1)");
+    return c.line_table_format <= static_cast<uint8_t>(python_lines::LineTableFormat::kCpython311) ||
+           bad(fmt::format("unknown line table format {}", c.line_table_format));
+  }
+  bool body(const PythonInfoRecord& i) {
+    return (i.availability == 1 || i.availability == 2) || bad(fmt::format("unknown availability {}", i.availability));
   }
   bool body(const StringRecord& s) {
     if (s.string_id == 0) return bad("string id 0 (ids start at 1)");
@@ -376,6 +386,18 @@ bool TraceFile::absorb(const RecordView& r) {
       if (!stacks_.add(r.as<StackRecord>().stack_id, r.file_offset, limits_.stacks))
         over_limit("distinct call stacks", limits_.stacks, "--max-stacks");
       return false;
+    case RecordType::PyCode:
+      if (!py_codes_.add(r.as<PyCodeRecord>().code_id, r.file_offset, limits_.strings))
+        over_limit("distinct Python code objects", limits_.strings, nullptr);
+      return false;
+    case RecordType::PythonInfo: {
+      auto i = r.as<PythonInfoRecord>();
+      python_.present = true;
+      python_.ready = i.availability == 1;
+      python_.version_hex = i.version_hex;
+      python_.detail = fixed_string(i.detail, sizeof i.detail);
+      return false;
+    }
     case RecordType::String:
       if (!strings_.add(r.as<StringRecord>().string_id, r.file_offset, limits_.strings))
         over_limit("distinct strings", limits_.strings, nullptr);
@@ -436,6 +458,8 @@ void TraceFile::reset_index() {
   modules_.clear();
   stacks_ = IdOffsets{};
   strings_ = IdOffsets{};
+  py_codes_ = IdOffsets{};
+  python_ = PythonInfo{};
   module_path_bytes_ = 0;
   device_ = DeviceInfo{};
   record_count_ = event_record_count_ = lost_in_records_ = last_time_ns_ = in_flight_records_ = 0;
@@ -492,6 +516,34 @@ std::optional<std::vector<uint64_t>> TraceFile::stack(uint32_t id) const {
   std::vector<uint64_t> frames(depth);
   if (depth) std::memcpy(frames.data(), map_ + off + at, 8ull * depth);
   return frames;
+}
+
+std::vector<PythonFrameRef> TraceFile::python_frames(uint32_t id) const {
+  uint64_t off = stacks_.find(id);
+  if (off == UINT64_MAX || version_ < 3) return {};
+  StackRecord s;
+  std::memcpy(&s, map_ + off, sizeof s);
+  std::vector<PythonFrameRef> frames(s.python_depth);
+  if (s.python_depth)
+    std::memcpy(frames.data(), map_ + off + sizeof(StackRecord) + 8ull * s.depth, 8ull * s.python_depth);
+  return frames;
+}
+
+std::optional<PyCodeInfo> TraceFile::py_code(uint32_t id) const {
+  uint64_t off = py_codes_.find(id);
+  if (off == UINT64_MAX) return std::nullopt;
+  PyCodeRecord c;
+  std::memcpy(&c, map_ + off, sizeof c);
+  const char* p = reinterpret_cast<const char*>(map_ + off + sizeof(PyCodeRecord));
+  PyCodeInfo info;
+  info.filename.assign(p, c.filename_len);
+  info.qualname.assign(p + c.filename_len, c.qualname_len);
+  info.line_table.assign(p + c.filename_len + c.qualname_len, p + c.filename_len + c.qualname_len + c.line_table_len);
+  info.first_line = c.first_line;
+  info.instructions = c.instructions;
+  info.format = static_cast<python_lines::LineTableFormat>(c.line_table_format);
+  info.line_table_truncated = (c.flags & kPyCodeLineTableTruncated) != 0;
+  return info;
 }
 
 std::optional<std::string> TraceFile::string(uint32_t id) const {

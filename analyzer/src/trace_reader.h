@@ -9,6 +9,7 @@
 #include "options.h"
 #include "trace_v1.h"
 
+#include <asyncwatch/python_lines.h>
 #include <asyncwatch/trace_format.h>
 
 #include <algorithm>
@@ -84,6 +85,25 @@ struct LostReport {
   uint64_t count = 0;
   uint64_t first_ns = 0, last_ns = 0;
   trace::LostReason reason = trace::LostReason::Unknown;
+};
+
+// A Python code object of the trace (PyCodeRecord).
+struct PyCodeInfo {
+  std::string filename;
+  std::string qualname;
+  std::vector<uint8_t> line_table;  // raw co_linetable (asyncwatch/python_lines.h)
+  int32_t first_line = 0;
+  uint32_t instructions = 0;
+  python_lines::LineTableFormat format = python_lines::LineTableFormat::kUnknown;
+  bool line_table_truncated = false;
+};
+
+// The interpreter the preload library found (PythonInfoRecord); absent without Python.
+struct PythonInfo {
+  bool present = false;
+  bool ready = false;     // frames were read (else: unsupported, detail says why)
+  uint32_t version_hex = 0;
+  std::string detail;     // the object that defines _PyRuntime ("the executable"), or why not
 };
 
 struct DeviceInfo {
@@ -198,6 +218,11 @@ class TraceFile {
   // The frames of a stack / the text of a string, read from the file (nullopt: not defined).
   std::optional<std::vector<uint64_t>> stack(uint32_t id) const;
   std::optional<std::string> string(uint32_t id) const;
+  // The Python frames of a stack (v3), innermost first; empty when it has none.
+  std::vector<trace::PythonFrameRef> python_frames(uint32_t stack_id) const;
+  // A Python code object by id (nullopt: not in the trace).
+  std::optional<PyCodeInfo> py_code(uint32_t id) const;
+  const PythonInfo& python() const { return python_; }
   size_t stack_count() const { return stacks_.size(); }
   size_t string_count() const { return strings_.size(); }
   uint64_t record_count() const { return record_count_; }
@@ -258,6 +283,8 @@ class TraceFile {
   DeviceInfo device_;
   IdOffsets stacks_;   // stack id -> its StackRecord
   IdOffsets strings_;  // string id -> its StringRecord
+  IdOffsets py_codes_; // code id -> its PyCodeRecord
+  PythonInfo python_;
   uint64_t module_path_bytes_ = 0;
   uint64_t record_count_ = 0;
   uint64_t event_record_count_ = 0;

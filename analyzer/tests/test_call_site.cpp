@@ -397,3 +397,53 @@ TEST(CallSite, ViaKeepsTheFrameWhenTheCalledFunctionIsNotLibraryCode) {
   inlined.inlined = true;
   EXPECT_EQ(via_function(site, inlined, frame("cudaMemcpyAsync", "")).function, "thrust::copy<...>");
 }
+
+// ---- Python frames (issue 15) ----------------------------------------------------------------
+namespace {
+Frame py(const char* function, const char* file, int line) {
+  Frame f;
+  f.origin = FrameOrigin::Python;
+  f.function = function;
+  f.file = file;
+  f.line = line;
+  return f;
+}
+Frame interp(const char* function, const char* module) {
+  Frame f = frame(function, module, "Python/ceval.c", 4769);
+  f.origin = FrameOrigin::Interpreter;
+  return f;
+}
+}  // namespace
+
+TEST(CallSite, PythonLineOutsideTheFrameworksIsTheSite) {
+  const char* sp = "/opt/torch/.venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so";
+  std::vector<Frame> s = {frame("cudaMemcpyAsync", "/opt/venv/site-packages/nvidia/cuda_runtime/lib/libcudart.so.13"),
+                          frame("at::native::copy_kernel_cuda", sp),
+                          frame("THPVariable_to", "/opt/torch/.venv/lib/python3.12/site-packages/torch/lib/libtorch_python.so"),
+                          py("Module._call_impl", "/opt/torch/.venv/lib/python3.12/site-packages/torch/nn/modules/module.py", 1750),
+                          py("Trainer.step", "/home/me/train.py", 115), py("main", "/home/me/train.py", 200),
+                          py("run", "/usr/lib/python3.12/threading.py", 1010),
+                          interp("_PyEval_EvalFrameDefault", "/usr/bin/python3.12"),
+                          frame("__libc_start_main", "/lib/libc.so.6")};
+  CallSite c = select_call_site(s);
+  EXPECT_EQ(c.index, 4);
+  EXPECT_TRUE(c.user);
+  EXPECT_EQ(c.via, 3);  // the library's Python frame the user's line called
+  EXPECT_EQ(classify_frame(s[6]), FrameKind::Library);  // the standard library
+  EXPECT_EQ(classify_frame(s[7]), FrameKind::Library);  // the interpreter's own frames
+  // A framework's package outside site-packages (a source checkout) is library code too; an
+  // override makes an installed package of one's own user code.
+  EXPECT_EQ(classify_frame(py("f", "/src/pytorch/torch/_tensor.py", 1)), FrameKind::Library);
+  EXPECT_EQ(classify_frame(py("f", "<frozen importlib._bootstrap>", 1)), FrameKind::Library);
+  CallSitePolicy p;
+  p.user_code = {"*/site-packages/torch/nn/*"};
+  EXPECT_EQ(select_call_site(s, {}, p).index, 3);
+}
+
+TEST(CallSite, CtypesExtensionModulesAreLibraryCode) {
+  std::vector<Frame> s = {frame("cudaMemcpyAsync", "/sim/libcudart.so.13"), frame("ffi_call", "/lib/x86_64-linux-gnu/libffi.so.8"),
+                          frame("_ctypes_callproc", "/root/.pyenv/versions/3.11.7/lib/python3.11/lib-dynload/_ctypes.so",
+                                "Modules/_ctypes/callproc.c", 1262),
+                          py("copies", "lines_app.py", 17)};
+  EXPECT_EQ(select_call_site(s).index, 3);
+}

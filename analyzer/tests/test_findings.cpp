@@ -1,5 +1,6 @@
 // Each finding rule on crafted traces.
 #include "analysis.h"
+#include "findings/hidden_sync.h"
 #include "test_util.h"
 
 #include <gtest/gtest.h>
@@ -604,4 +605,48 @@ TEST(FindingSet, MergesByKeyAndRanksByBlockedTimeThenIdFileLine) {
   EXPECT_EQ(where(f[4]), "a.cu:9");
   EXPECT_EQ(where(f[5]), "c.cu:1");
   for (const auto& x : f) EXPECT_EQ(x.key, x.merge_key());
+}
+
+// ---- hidden-sync (issue 15): which explicit syncs the user did not write ---------------------
+
+namespace {
+asyncwatch::Frame hs_frame(asyncwatch::FrameOrigin o, const char* function, const char* module, const char* file, int line) {
+  asyncwatch::Frame f;
+  f.origin = o;
+  f.function = function;
+  f.module = module;
+  f.file = file;
+  f.line = line;
+  return f;
+}
+asyncwatch::Finding sync_finding(std::vector<asyncwatch::Frame> stack, size_t site) {
+  asyncwatch::Finding f;
+  f.id = asyncwatch::FindingId::ExplicitSync;
+  f.stack = std::move(stack);
+  f.call_site = f.stack[site];
+  f.call_site_known = true;
+  f.call_site_is_user_code = true;
+  return f;
+}
+}  // namespace
+
+TEST(HiddenSync, LibraryBetweenRuntimeAndUserLine) {
+  using asyncwatch::FrameOrigin;
+  auto rt = hs_frame(FrameOrigin::Native, "cudaStreamSynchronize", "/x/libcudart.so.13", "", 0);
+  auto torch = hs_frame(FrameOrigin::Native, "at::native::_local_scalar_dense_cuda",
+                        "/v/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so", "", 0);
+  auto user = hs_frame(FrameOrigin::Python, "train", "", "/home/me/train.py", 115);
+  auto ffi = hs_frame(FrameOrigin::Native, "ffi_call", "/lib/x86_64-linux-gnu/libffi.so.8", "", 0);
+  auto ctypes = hs_frame(FrameOrigin::Native, "_ctypes_callproc", "/v/lib/python3.12/lib-dynload/_ctypes.so", "c.c", 1);
+  auto sync_py = hs_frame(FrameOrigin::Python, "synchronize", "", "/v/lib/python3.12/site-packages/torch/cuda/__init__.py", 985);
+  auto value_py = hs_frame(FrameOrigin::Python, "Tensor.__format__", "", "/v/lib/python3.12/site-packages/torch/_tensor.py", 1100);
+  EXPECT_TRUE(asyncwatch::rules::is_hidden_sync(sync_finding({rt, torch, user}, 2), {}));      // loss.item()
+  EXPECT_FALSE(asyncwatch::rules::is_hidden_sync(sync_finding({rt, ffi, ctypes, user}, 3), {}));  // ctypes: written
+  EXPECT_FALSE(asyncwatch::rules::is_hidden_sync(sync_finding({rt, torch, sync_py, user}, 3), {}));  // torch.cuda.synchronize()
+  EXPECT_TRUE(asyncwatch::rules::is_hidden_sync(sync_finding({rt, torch, value_py, user}, 3), {}));  // f"{t}"
+  auto main_cu = hs_frame(FrameOrigin::Native, "main", "/work/app", "app.cu", 10);
+  EXPECT_FALSE(asyncwatch::rules::is_hidden_sync(sync_finding({rt, main_cu}, 1), {}));  // C++: written
+  auto f = sync_finding({rt, torch, user}, 2);
+  f.call_site_is_user_code = false;
+  EXPECT_FALSE(asyncwatch::rules::is_hidden_sync(f, {}));  // no user line to report it at
 }

@@ -168,6 +168,33 @@ TEST(Reader, RecordRunsPastBlock) {
       << e;
 }
 
+TEST(Reader, PythonFramesValidated) {
+  {
+    TraceBuilder tb(1);
+    tf::StackRecord s{};
+    s.stack_id = 1;
+    s.python_depth = tf::kMaxPythonDepth + 1;
+    std::vector<uint64_t> frames(s.python_depth, 0x1);
+    tb.raw(7, RecordType::Stack, &s, sizeof s, frames.data(), frames.size() * 8);
+    EXPECT_NE(error_of(tb.bytes(), "pydepth.awtrace").find("python depth 33 exceeds the maximum 32"), std::string::npos);
+  }
+  {
+    TraceBuilder tb(1);
+    tf::PyCodeRecord c{};
+    c.filename_len = 4;
+    tb.raw(7, RecordType::PyCode, &c, sizeof c, "a.py", 4);
+    EXPECT_NE(error_of(tb.bytes(), "pycode.awtrace").find("code id 0"), std::string::npos);
+  }
+  {
+    TraceBuilder tb(1);
+    tf::PyCodeRecord c{};
+    c.code_id = 1;
+    c.filename_len = 4;
+    tb.raw(7, RecordType::PyCode, &c, sizeof c, "a.py", 3);  // one byte short of what it announces
+    EXPECT_NE(error_of(tb.bytes(), "pysize.awtrace").find("size"), std::string::npos);
+  }
+}
+
 TEST(Reader, FieldValidation) {
   {
     TraceBuilder tb(1);

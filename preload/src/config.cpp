@@ -80,6 +80,11 @@ Config parse_config(GetEnvFn getenv_fn, WarnFn warn) {
     if (parse_u64(v, &mode, 8) && mode <= 0777) c.file_mode = static_cast<unsigned>(mode);
     else bad("ASYNCWATCH_FILE_MODE", v, "an octal mode such as 0600");
   }
+  if (const char* v = getenv_fn("ASYNCWATCH_PYTHON"); v) {
+    if (!strcmp(v, "off")) c.python_frames = false;
+    else if (!strcmp(v, "on")) c.python_frames = true;
+    else bad("ASYNCWATCH_PYTHON", v, "on or off");
+  }
   if (const char* v = getenv_fn("ASYNCWATCH_DISABLE"); v && *v) {
     if (!strcmp(v, "1")) c.disabled = true;
     else if (strcmp(v, "0") != 0) bad("ASYNCWATCH_DISABLE", v, "0 or 1");
@@ -141,6 +146,7 @@ uint32_t config_flags(const Config& c) {
   if (c.evidence != EvidencePolicy::Off) f |= trace::kConfigEvidence;
   if (c.stacks != StackPolicy::None) f |= trace::kConfigStacksCopies | trace::kConfigStacksMemory;
   if (c.stacks == StackPolicy::All) f |= trace::kConfigStacksLaunches | trace::kConfigStacksSync;
+  if (c.stacks != StackPolicy::None && c.python_frames) f |= trace::kConfigPythonFrames;
   return f;
 }
 

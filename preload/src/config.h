@@ -21,6 +21,7 @@ struct Config {
   bool quiet = false;
   unsigned file_mode = 0600;
   bool disabled = false;
+  bool python_frames = true;  // ASYNCWATCH_PYTHON: stacks carry the thread's Python frames
 };
 
 // Reads the variables through `getenv_fn` (tests pass their own); every invalid value gives one

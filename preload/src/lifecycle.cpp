@@ -58,7 +58,10 @@ std::string* g_preload_value = nullptr;
 // The module map, unless the file was asked for by a reentrant call (a signal handler's: the map's
 // lists allocate); then the first stack captured later finds no known module and writes it.
 void on_trace_opened() {
-  if (!calls::thread_state().reentrant) module_map::write_new_modules();
+  if (!calls::thread_state().reentrant) {
+    module_map::write_new_modules();
+    stacks::python_trace_opened();
+  }
 }
 
 // fork() from a multithreaded process: another thread may be inside the library holding one of
@@ -94,6 +97,7 @@ void atfork_child() {
   // write into the parent's file) and let the first call in the child open a new one.
   trace_writer::after_fork_child(static_cast<uint64_t>(getppid()));
   module_map::reset();
+  stacks::python_after_fork_child();
   signals::forget_deferred();  // the parent's: the child has no pending signals
   calls::set_phase(calls::thread_state(), tl_phase_before_fork);
 }

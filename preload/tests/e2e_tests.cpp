@@ -251,6 +251,10 @@ TEST(EndToEnd, LinkedProgramCopiesClassifiedAndTimed) {
   EXPECT_GE(mem.size(), 5u);
   EXPECT_GE(t.count(RecordType::Module), 3u);
   EXPECT_GE(t.count(RecordType::Stack), 1u);
+  // Not a Python process: no interpreter record, no code objects, no Python frames in stacks.
+  EXPECT_EQ(t.count(RecordType::PythonInfo), 0u);
+  EXPECT_EQ(t.count(RecordType::PyCode), 0u);
+  for (const auto& s : t.all<StackRecord>(RecordType::Stack)) EXPECT_EQ(s.python_depth, 0u);
   auto dev = t.all<DeviceInfoRecord>(RecordType::DeviceInfo);
   ASSERT_EQ(dev.size(), 1u);
   EXPECT_EQ(dev[0].simulated, 1u);

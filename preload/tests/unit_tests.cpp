@@ -63,6 +63,18 @@ TEST(Config, Defaults) {
   EXPECT_TRUE(g_warnings.empty());
 }
 
+TEST(Config, PythonFrames) {
+  EXPECT_TRUE(parse({}).python_frames);
+  EXPECT_TRUE(config_flags(parse({})) & trace::kConfigPythonFrames);
+  EXPECT_FALSE(parse({{"ASYNCWATCH_PYTHON", "off"}}).python_frames);
+  EXPECT_FALSE(config_flags(parse({{"ASYNCWATCH_PYTHON", "off"}})) & trace::kConfigPythonFrames);
+  EXPECT_FALSE(config_flags(parse({{"ASYNCWATCH_STACKS", "none"}})) & trace::kConfigPythonFrames);
+  EXPECT_TRUE(g_warnings.empty());
+  EXPECT_TRUE(parse({{"ASYNCWATCH_PYTHON", "maybe"}}).python_frames);  // invalid: one warning, the default
+  ASSERT_EQ(g_warnings.size(), 1u);
+  EXPECT_NE(g_warnings[0].find("ASYNCWATCH_PYTHON"), std::string::npos);
+}
+
 TEST(Config, ValidValues) {
   Config c = parse({{"ASYNCWATCH_OUTPUT_DIR", "/tmp/x"},
                     {"ASYNCWATCH_OUTPUT_PATTERN", "t-%p-%h.aw"},

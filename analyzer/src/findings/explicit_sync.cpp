@@ -27,7 +27,9 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
   const SyncRecord& s = *e.sync;
   if (!is_explicit_sync_api(static_cast<Api>(s.api)) && !is_explicit_sync_api(static_cast<Api>(s.driver_fn)))
     return false;
-  ctx.observe(observation_of(FindingId::ExplicitSync, s));
+  Observation o = observation_of(FindingId::ExplicitSync, s);
+  if (e.stream) o.waited_for = &e.stream->since_idle;  // kept when it becomes hidden-sync (analysis.cpp)
+  ctx.observe(o);
   return true;
 }
 

@@ -341,7 +341,8 @@ enum RecordFlags : uint32_t { ASYNCWATCH_RECORD_FLAGS(ASYNCWATCH_FLAG_ROW) };
   X(StacksCopies, 1)   /* stacks for copies, memsets, host functions */           \
   X(StacksLaunches, 2) /* stacks for every launch (else only blocked ones) */     \
   X(StacksSync, 3)     /* stacks for sync and memory-management calls */ \
-  X(StacksMemory, 4)   /* v3: stacks for memory-management, prefetch and graph-construction calls */
+  X(StacksMemory, 4)   /* v3: stacks for memory-management, prefetch and graph-construction calls */ \
+  X(PythonFrames, 5)   /* v3: stacks carry the calling thread's Python frames */
 
 #define ASYNCWATCH_CONFIG_ROW(name, bit) kConfig##name = 1u << bit,
 enum ConfigFlags : uint32_t { ASYNCWATCH_CONFIG_FLAGS(ASYNCWATCH_CONFIG_ROW) };
@@ -500,16 +501,78 @@ struct ModuleRecord {  // variable: followed by path_len bytes of path (no NUL)
 };
 static_assert(sizeof(ModuleRecord) == 56);
 
-struct StackRecord {  // variable: followed by depth uint64_t return addresses, innermost first
+// One Python frame of a stack (v3): the interned code object and the instruction it executes.
+struct PythonFrameRef {
+  uint32_t code_id;  // PyCodeRecord id, 0: the code object could not be described (unknown)
+  int32_t instr;     // instruction index in 2-byte code units; -1: a 3.10 frame not started yet
+};
+static_assert(sizeof(PythonFrameRef) == 8);
+
+// The Python frames of a stack are at most this many (innermost first: the user's line is near).
+inline constexpr uint32_t kMaxPythonDepth = 32;
+
+struct StackRecord {  // variable: followed by depth uint64_t return addresses, innermost first,
+                      // then (v3) python_depth PythonFrameRef, innermost first
   RecordHeader h;
   uint32_t stack_id;      // > 0
   uint16_t depth;         // native frames, at most kMaxStackDepth
-  uint16_t python_depth;  // 0 (Python frames: a later version defines their layout)
-  uint32_t reserved;
+  uint16_t python_depth;  // Python frames of the calling thread, at most kMaxPythonDepth (0 before v3)
+  uint8_t python_end;     // how the Python walk ended (PythonWalkEnd), 0 when none ran
+  uint8_t reserved[3];
   // uint64_t frames[depth];
-  static constexpr uint32_t payload_bytes(const StackRecord& r) { return 8u * r.depth; }
+  // PythonFrameRef python_frames[python_depth];
+  static constexpr uint32_t payload_bytes(const StackRecord& r) { return 8u * r.depth + 8u * r.python_depth; }
 };
 static_assert(sizeof(StackRecord) == 16);
+
+// How a stack's Python walk ended (StackRecord.python_end).
+#define ASYNCWATCH_PYTHON_WALK_ENDS(X)                                                   \
+  X(None, 0, "none")                /* no walk (no Python frames) */                     \
+  X(Complete, 1, "complete")        /* the outermost frame was reached */                \
+  X(DepthLimit, 2, "depth-limit")   /* kMaxPythonDepth frames kept, more were there */   \
+  X(Invalid, 3, "invalid")          /* a frame failed validation: the walk stopped */
+
+enum class PythonWalkEnd : uint8_t { ASYNCWATCH_PYTHON_WALK_ENDS(ASYNCWATCH_ENUM_ROW) };
+inline constexpr uint8_t kPythonWalkEndCount = 0 ASYNCWATCH_PYTHON_WALK_ENDS(ASYNCWATCH_ENUM_ONE);
+inline constexpr const char* kPythonWalkEndNames[] = {ASYNCWATCH_PYTHON_WALK_ENDS(ASYNCWATCH_ENUM_TEXT)};
+inline constexpr const char* python_walk_end_text(PythonWalkEnd e) {
+  return static_cast<uint8_t>(e) < kPythonWalkEndCount ? kPythonWalkEndNames[static_cast<uint8_t>(e)] : "unknown";
+}
+
+// A code object of the traced interpreter (v3), written once per (code object, trace) by the
+// thread that first saw it in a stack. Variable: followed by filename_len bytes of co_filename,
+// qualname_len bytes of co_qualname (co_name for 3.10), both UTF-8, and line_table_len bytes of the
+// raw co_linetable (python_lines.h decodes it: asyncwatch/python_lines.h).
+struct PyCodeRecord {
+  RecordHeader h;
+  uint32_t code_id;         // > 0, per trace
+  int32_t first_line;       // co_firstlineno
+  uint32_t instructions;    // bytecode length in code units
+  uint16_t filename_len;
+  uint16_t qualname_len;
+  uint32_t line_table_len;
+  uint8_t line_table_format;  // python_lines::LineTableFormat
+  uint8_t flags;              // kPyCodeNameTruncated | kPyCodeLineTableTruncated
+  uint16_t reserved;
+  uint32_t reserved2;
+  static constexpr uint32_t payload_bytes(const PyCodeRecord& r) {
+    return uint32_t{r.filename_len} + r.qualname_len + r.line_table_len;
+  }
+};
+static_assert(sizeof(PyCodeRecord) == 32);
+inline constexpr uint8_t kPyCodeNameTruncated = 1;
+inline constexpr uint8_t kPyCodeLineTableTruncated = 2;
+
+// The interpreter the preload library found (v3): written at trace open when the process has one
+// (none in a process without Python).
+struct PythonInfoRecord {
+  RecordHeader h;
+  uint32_t version_hex;  // PY_VERSION_HEX, 0 unknown
+  uint8_t availability;  // 1: frames are read; 2: unsupported (detail says why)
+  uint8_t reserved[7];
+  char detail[112];      // the object that defines _PyRuntime, or why it is not supported (NUL-padded)
+};
+static_assert(sizeof(PythonInfoRecord) == 128);
 
 struct StringRecord {  // variable: interned text (kernel names); followed by len bytes
   RecordHeader h;
@@ -634,7 +697,9 @@ static_assert(sizeof(PaddingRecord) == 8);
   X(18, BatchCopy, BatchCopyRecord, 3)                     \
   X(19, ManagedOp, ManagedOpRecord, 3)                     \
   X(20, GraphOp, GraphOpRecord, 3)                         \
-  X(21, GraphLaunch, GraphLaunchRecord, 3)
+  X(21, GraphLaunch, GraphLaunchRecord, 3) \
+  X(22, PyCode, PyCodeRecord, 3)                           \
+  X(23, PythonInfo, PythonInfoRecord, 3)
 
 #define ASYNCWATCH_RECORD_ENUM(id, name, type, since) name = id,
 enum class RecordType : uint16_t {
@@ -646,7 +711,7 @@ enum class RecordType : uint16_t {
 #define ASYNCWATCH_RECORD_ONE(id, name, type, since) +1
 inline constexpr size_t kRecordCount = 0 ASYNCWATCH_RECORD_TYPES(ASYNCWATCH_RECORD_ONE);
 #undef ASYNCWATCH_RECORD_ONE
-static_assert(kRecordCount == 21, "a row was added or removed: update this count, the docs and kFormatVersion");
+static_assert(kRecordCount == 23, "a row was added or removed: update this count, the docs and kFormatVersion");
 
 namespace detail {
 inline constexpr uint16_t max_record_id() {

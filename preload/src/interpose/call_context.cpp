@@ -38,10 +38,10 @@ inline bool doubtful_side(uint8_t k) noexcept {
 
 // Default policy (docs/configuration.md): copies and memsets get a stack when a side is not known
 // to be pinned or device memory (pageable, unknown, managed; every host-to-host copy) or when the
-// call blocked longer than the launch threshold; host-function enqueues always; launches when
-// they blocked longer than the threshold; memory-management calls (allocations, frees, registrations:
-// slow and synchronizing anyway, their call sites are what implicit-sync names), prefetches and
-// attaches, and explicit graph construction (the origin of a graph's memcpy nodes) always.
+// call blocked longer than the launch threshold; host-function enqueues always; launches and
+// synchronizations when they blocked longer than the threshold; memory-management calls (allocations,
+// frees, registrations: slow and synchronizing anyway, their call sites are what implicit-sync names),
+// prefetches and attaches, and explicit graph construction (the origin of a graph's memcpy nodes) always.
 inline __attribute__((always_inline)) bool wants_stack(const AnyRecord& r, Category c, uint64_t blocked_ns) noexcept {
   const Config& cfg = config_fast();
   if (AW_LIKELY(cfg.stacks == StackPolicy::Default)) {
@@ -58,6 +58,8 @@ inline __attribute__((always_inline)) bool wants_stack(const AnyRecord& r, Categ
       case Category::ManagedOp:
       case Category::GraphOp: return true;
       case Category::Launch: return blocked_ns > cfg.launch_stack_threshold_ns;
+      // A sync that waited: where it was made (a hidden sync inside a framework, issue 15).
+      case Category::Sync: return blocked_ns > cfg.launch_stack_threshold_ns;
       default: return false;
     }
   }

@@ -16,7 +16,9 @@
 
 #include "asyncwatch/trace_format.h"
 #include "common.h"
+#include "config.h"
 #include "module_map.h"
+#include "python_frames.h"
 #include "thread_exit.h"
 #include "trace/thread_buffer.h"
 #include "trace/trace_writer.h"
@@ -34,11 +36,26 @@ struct CacheEntry {
 };
 AW_TLS CacheEntry* tl_cache;
 
+struct PyCodeKey {
+  uint64_t code;
+  uint32_t check;
+  bool operator==(const PyCodeKey& o) const { return code == o.code && check == o.check; }
+};
+struct PyCodeKeyHash {
+  size_t operator()(const PyCodeKey& k) const { return std::hash<uint64_t>()(k.code * 0x9e3779b97f4a7c15ull ^ k.check); }
+};
+
 struct Global {
   std::mutex mutex;
   uint32_t generation = 0;
   uint32_t next_id = 1;
   std::unordered_map<uint64_t, std::vector<std::pair<std::vector<uint64_t>, uint32_t>>> by_hash;
+  // Python: native stack id -> its frames (a stack with Python frames repeats them); interned
+  // code objects; stacks with Python frames keyed by [native id, (code id, instr)...].
+  std::unordered_map<uint32_t, std::vector<uint64_t>> native_frames;
+  std::unordered_map<PyCodeKey, uint32_t, PyCodeKeyHash> code_ids;
+  uint32_t next_code_id = 1;
+  std::unordered_map<uint64_t, std::vector<std::pair<std::vector<uint64_t>, uint32_t>>> py_by_hash;
 };
 Global& global() {
   static Global* g = new Global;  // leaked: used during exit
@@ -55,22 +72,38 @@ uint64_t hash_frames(const uint64_t* f, uint32_t n) {
   return h ? h : 1;
 }
 
+// Python frames are recorded when the configuration allows it and stacks are recorded at all.
+bool python_enabled() noexcept {
+  const Config& c = config_fast();
+  return c.python_frames && c.stacks != StackPolicy::None;
+}
+
+// Ids restart in every trace (a fork child writes its own): everything interned is the old trace's.
+void reset_if_new_trace(uint32_t gen) {
+  Global& g = global();
+  if (g.generation == gen) return;
+  g.by_hash.clear();
+  g.native_frames.clear();
+  g.code_ids.clear();
+  g.py_by_hash.clear();
+  g.next_id = 1;
+  g.next_code_id = 1;
+  g.generation = gen;
+}
+
 uint32_t intern_slow(const uint64_t* frames, uint32_t depth, uint64_t h, uint32_t gen) {
   bool new_module = false;
   uint32_t id = 0;
   {
     std::lock_guard<std::mutex> lock(global().mutex);
-    if (global().generation != gen) {
-      global().by_hash.clear();
-      global().next_id = 1;
-      global().generation = gen;
-    }
+    reset_if_new_trace(gen);
     auto& bucket = global().by_hash[h];
     for (auto& [fr, fid] : bucket) {
       if (fr.size() == depth && std::equal(fr.begin(), fr.end(), frames)) return fid;
     }
     id = global().next_id++;
     bucket.emplace_back(std::vector<uint64_t>(frames, frames + depth), id);
+    if (python_enabled()) global().native_frames.emplace(id, std::vector<uint64_t>(frames, frames + depth));
     StackRecord r{};
     r.h.type = static_cast<uint16_t>(RecordType::Stack);
     r.stack_id = id;
@@ -336,7 +369,8 @@ inline bool verified(const SiteEntry& e, uint64_t top, uint64_t frame) noexcept 
 
 }  // namespace
 
-uint32_t capture_call_site(const void* caller_ra, const void* caller_frame) noexcept {
+namespace {
+uint32_t capture_native_call_site(const void* caller_ra, const void* caller_frame) noexcept {
   if (!caller_ra) {
     g_unwinds.fetch_add(1, std::memory_order_relaxed);
     return unwind_and_intern();
@@ -390,8 +424,189 @@ uint32_t capture_call_site(const void* caller_ra, const void* caller_frame) noex
   }
   return id;
 }
+}  // namespace
+
+namespace {
+
+// ---- Python frames (docs/python-frames.md, "Recording it in the trace") ----------------------
+// The per-thread cache of stacks with Python frames: hash of (native id, frames) -> stack id.
+constexpr uint32_t kPyCacheSize = 256;
+AW_TLS CacheEntry* tl_py_cache;
+constexpr uint32_t kMaxFilename = 1024, kMaxQualname = 512, kMaxLineTable = 32 * 1024;
+
+// Describes the code object of `f` into a PyCode record of its own (called with the interning lock
+// held, on the thread that captured `f`, during the call: the frame keeps the code object alive).
+// Returns its id, 0 when it could not be described or written.
+uint32_t write_code_record(const python_frames::PythonFrame& f, uint32_t id) noexcept {
+  python_frames::CodeDescription d;  // empty buffers: sizes only
+  if (!python_frames::describe_code(f, d)) return 0;
+  const uint32_t fn = std::min(d.filename.needed, kMaxFilename), qn = std::min(d.qualname.needed, kMaxQualname);
+  const uint32_t lt = std::min(d.line_table.needed, kMaxLineTable);
+  const uint32_t size = record_size_aligned(static_cast<uint32_t>(sizeof(PyCodeRecord)) + fn + qn + lt);
+  char* p = thread_buffer::reserve(size);
+  if (!p) return 0;
+  char* tail = p + sizeof(PyCodeRecord);
+  python_frames::CodeDescription c;
+  c.filename = {tail, fn, 0, 0, false};
+  c.qualname = {tail + fn, qn, 0, 0, false};
+  c.line_table = {tail + fn + qn, lt, 0, 0, false};
+  if (!python_frames::describe_code(f, c)) {
+    // Not wanted after all: the reservation becomes padding (zero after its header).
+    memset(p + sizeof(RecordHeader), 0, size - sizeof(RecordHeader));
+    thread_buffer::commit(p, RecordType::Padding, size);
+    return 0;
+  }
+  PyCodeRecord r{};
+  r.code_id = id;
+  r.first_line = c.first_line;
+  r.instructions = c.instructions;
+  r.filename_len = static_cast<uint16_t>(c.filename.size);
+  r.qualname_len = static_cast<uint16_t>(c.qualname.size);
+  r.line_table_len = c.line_table.size;
+  r.line_table_format = static_cast<uint8_t>(c.line_table_format);
+  if (c.filename.truncated || c.qualname.truncated) r.flags |= kPyCodeNameTruncated;
+  if (c.line_table.truncated) r.flags |= kPyCodeLineTableTruncated;
+  // Shorter than reserved (a value shrank between the calls, which it cannot while the frame
+  // lives, or a cut at a character boundary): the rest stays zero, the record keeps its size.
+  const uint32_t used = record_size_aligned(static_cast<uint32_t>(sizeof(PyCodeRecord)) + r.filename_len +
+                                            r.qualname_len + r.line_table_len);
+  if (used != size) {
+    // Move the tail together so the record is exactly its payload, and pad the rest.
+    memmove(tail + r.filename_len, tail + fn, r.qualname_len);
+    memmove(tail + r.filename_len + r.qualname_len, tail + fn + qn, r.line_table_len);
+    memset(p + used, 0, size - used);
+  }
+  r.h.type = static_cast<uint16_t>(RecordType::PyCode);
+  r.h.size = static_cast<uint16_t>(used);
+  memcpy(p + sizeof(RecordHeader), reinterpret_cast<const char*>(&r) + sizeof(RecordHeader),
+         sizeof r - sizeof(RecordHeader));
+  if (used != size) {
+    // The space after the record: a padding record of its own (readers skip it).
+    RecordHeader ph{static_cast<uint16_t>(RecordType::Padding), static_cast<uint16_t>(size - used)};
+    if (size - used >= sizeof(PaddingRecord)) memcpy(p + used, &ph, sizeof ph);
+  }
+  thread_buffer::commit(p, RecordType::PyCode, used);
+  return id;
+}
+
+uint64_t hash_python(uint32_t native_id, const python_frames::PythonFrame* py, uint32_t n, uint8_t end) noexcept {
+  uint64_t h = (0x84222325cbf29ce4ull ^ (uint64_t{n} << 40) ^ (uint64_t{end} << 56)) + native_id;
+  for (uint32_t i = 0; i < n; ++i) {
+    h = (h ^ py[i].code) * 0x100000001b3ull;
+    h = (h ^ ((uint64_t{py[i].code_check} << 32) | static_cast<uint32_t>(py[i].instr))) * 0x100000001b3ull;
+    h ^= h >> 29;
+  }
+  return h ? h : 1;
+}
+
+uint32_t intern_python_slow(uint32_t native_id, const python_frames::PythonFrame* py, uint32_t n, uint8_t end,
+                            uint64_t h, uint32_t gen) {
+  std::lock_guard<std::mutex> lock(global().mutex);
+  Global& g = global();
+  reset_if_new_trace(gen);
+  std::vector<uint64_t> key;
+  key.reserve(2 + n);
+  key.push_back(native_id);
+  key.push_back(end);
+  PythonFrameRef refs[kMaxPythonDepth];
+  for (uint32_t i = 0; i < n; ++i) {
+    PyCodeKey k{py[i].code, py[i].code_check};
+    auto it = g.code_ids.find(k);
+    uint32_t code_id = 0;
+    if (it != g.code_ids.end()) {
+      code_id = it->second;
+    } else {
+      code_id = write_code_record(py[i], g.next_code_id);
+      if (code_id) {
+        ++g.next_code_id;
+        g.code_ids.emplace(k, code_id);
+      }
+    }
+    refs[i] = PythonFrameRef{code_id, py[i].instr};
+    key.push_back((uint64_t{code_id} << 32) | static_cast<uint32_t>(py[i].instr));
+  }
+  auto& bucket = g.py_by_hash[h];
+  for (auto& [k, id] : bucket)
+    if (k == key) return id;
+  const std::vector<uint64_t>* native = nullptr;
+  if (native_id) {
+    auto nit = g.native_frames.find(native_id);
+    if (nit == g.native_frames.end()) return native_id;  // interned before Python was on: keep it native
+    native = &nit->second;
+  }
+  const uint32_t depth = native ? static_cast<uint32_t>(native->size()) : 0;
+  uint64_t buf[kMaxStackDepth + kMaxPythonDepth];
+  if (depth) memcpy(buf, native->data(), depth * 8);
+  memcpy(buf + depth, refs, n * sizeof(PythonFrameRef));
+  uint32_t id = g.next_id++;
+  StackRecord r{};
+  r.h.type = static_cast<uint16_t>(RecordType::Stack);
+  r.stack_id = id;
+  r.depth = static_cast<uint16_t>(depth);
+  r.python_depth = static_cast<uint16_t>(n);
+  r.python_end = end;
+  thread_buffer::write2(&r, sizeof r, buf, (depth + n) * 8);
+  bucket.emplace_back(std::move(key), id);
+  return id;
+}
+
+// The native stack `native_id` with the calling thread's Python frames, if it runs Python.
+uint32_t with_python_frames(uint32_t native_id) noexcept {
+  python_frames::PythonFrame py[kMaxPythonDepth];
+  python_frames::WalkEnd walk_end;
+  uint32_t n = python_frames::capture(py, kMaxPythonDepth, &walk_end);
+  if (AW_LIKELY(n == 0)) return native_id;
+  uint8_t end = static_cast<uint8_t>(walk_end == python_frames::WalkEnd::kComplete     ? PythonWalkEnd::Complete
+                                     : walk_end == python_frames::WalkEnd::kDepthLimit ? PythonWalkEnd::DepthLimit
+                                                                                       : PythonWalkEnd::Invalid);
+  uint32_t gen = trace_writer::generation();
+  uint64_t h = hash_python(native_id, py, n, end);
+  if (!tl_py_cache) {
+    tl_py_cache = static_cast<CacheEntry*>(calloc(kPyCacheSize, sizeof(CacheEntry)));
+    if (!tl_py_cache) return native_id;
+    thread_exit::watch_this_thread();
+  }
+  CacheEntry& e = tl_py_cache[h % kPyCacheSize];
+  if (e.hash == h && e.generation == gen) return e.id;
+  uint32_t id;
+  try {
+    id = intern_python_slow(native_id, py, n, end, h, gen);
+  } catch (...) {
+    return native_id;
+  }
+  e = CacheEntry{h, id, gen};
+  return id;
+}
+
+}  // namespace
+
+uint32_t capture_call_site(const void* caller_ra, const void* caller_frame) noexcept {
+  uint32_t id = capture_native_call_site(caller_ra, caller_frame);
+  if (AW_LIKELY(!python_enabled())) return id;
+  return with_python_frames(id);
+}
+
+void python_trace_opened() noexcept {
+  if (!python_enabled()) return;
+  python_frames::find_interpreter();
+  python_frames::Status st = python_frames::status();
+  if (st.availability != python_frames::Availability::kReady &&
+      st.availability != python_frames::Availability::kUnsupported)
+    return;  // no Python: nothing in the trace
+  PythonInfoRecord r{};
+  r.h.type = static_cast<uint16_t>(RecordType::PythonInfo);
+  r.h.size = static_cast<uint16_t>(record_size_aligned(sizeof r));
+  r.version_hex = st.version_hex;
+  r.availability = st.availability == python_frames::Availability::kReady ? 1 : 2;
+  if (st.detail) strncpy(r.detail, st.detail, sizeof r.detail - 1);
+  thread_buffer::write(&r);
+}
+
+void python_after_fork_child() noexcept { python_frames::reset_after_fork(); }
 
 void release_thread() noexcept {
+  free(tl_py_cache);
+  tl_py_cache = nullptr;
   free(tl_sites);
   tl_sites = nullptr;
   free(tl_cache);

@@ -20,6 +20,18 @@ namespace asyncwatch::stacks {
 // With caller_ra == nullptr the stack is always unwound.
 uint32_t capture_call_site(const void* caller_ra, const void* caller_frame) noexcept;
 
+// With Python frames (ASYNCWATCH_PYTHON, on by default): when the calling thread runs Python, the
+// stack is the native one plus its Python frames (python_frames.h: no GIL, no interpreter call, no
+// allocation on a hit), interned as one StackRecord with python_depth > 0; each code object is
+// written once per trace as a PyCodeRecord. Nothing but one load and compare without Python.
+
+// At trace open (lifecycle.cpp): finds the interpreter and writes the PythonInfo record when the
+// process has one (nothing otherwise).
+void python_trace_opened() noexcept;
+// pthread_atfork child handler: a search cut by fork starts again (the child's trace re-interns
+// everything: ids are per trace).
+void python_after_fork_child() noexcept;
+
 // Statistics for tests and benchmarks.
 struct CacheStats {
   uint64_t hits, unwinds, mismatches;

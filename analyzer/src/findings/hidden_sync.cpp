@@ -1,0 +1,98 @@
+// hidden-sync: a stream, event or device synchronize that the user's code did not write: it was
+// reached from inside a framework or vendor library (PyTorch's `loss.item()`, `t.cpu()`, `print(t)`,
+// `torch.nonzero`, a library that waits for its own work), reported at the user's line with what it
+// waited for. The calls are explicit-sync's (its detect sees them); analysis.cpp re-labels a group
+// once its call site is known (is_hidden_sync).
+#include "hidden_sync.h"
+
+#include "../format.h"
+#include "../names.h"
+#include "rules.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+namespace asyncwatch::rules {
+
+namespace {
+
+std::string base_of(const std::string& p) {
+  size_t s = p.rfind('/');
+  return s == std::string::npos ? p : p.substr(s + 1);
+}
+
+// Frames that carry a call the user wrote to CUDA without adding anything of their own.
+bool is_forwarding_frame(const Frame& f) {
+  if (f.origin == FrameOrigin::Interpreter) return true;
+  if (f.origin == FrameOrigin::Python) return false;
+  std::string base = base_of(f.module);
+  return base.rfind("libffi", 0) == 0 || base.rfind("_ctypes", 0) == 0;
+}
+
+bool same_frame(const Frame& a, const Frame& b) {
+  return a.origin == b.origin && a.address == b.address && a.function == b.function && a.file == b.file &&
+         a.line == b.line;
+}
+
+std::string waited_words(const Finding& f) {
+  if (f.waited_for.empty()) return "the work queued before it";
+  std::vector<std::pair<std::string, uint64_t>> k(f.waited_for.begin(), f.waited_for.end());
+  std::stable_sort(k.begin(), k.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string out = k.size() == 1 ? "kernel " : "kernels ";
+  for (size_t i = 0; i < k.size() && i < 4; ++i) {
+    if (i) out += ", ";
+    out += shorten_middle(k[i].first, kDisplayNameMax);
+  }
+  if (k.size() > 4) out += fmt::format(" and {} more", k.size() - 4);
+  return "the stream (" + out + ")";
+}
+
+// The library frame nearest the call site: what the user called that synchronized.
+std::string inside_words(const Finding& f) {
+  const Frame* lib = nullptr;
+  for (const Frame& fr : f.stack) {
+    if (same_frame(fr, f.call_site)) break;
+    if (classify_frame(fr) == FrameKind::Library && !is_forwarding_frame(fr)) lib = &fr;
+  }
+  if (!lib) return "a library";
+  if (lib->origin == FrameOrigin::Python)
+    return fmt::format("{} ({})", shorten_middle(lib->function, kDisplayNameMax), base_of(lib->file));
+  return frame_name_text(*lib);
+}
+
+bool detect(RuleContext&, const RuleEvent&) { return false; }  // explicit-sync's calls, re-labelled
+
+std::string message(const Finding& f) {
+  return fmt::format("{} waited {} ({}, max {}) inside {}, for {}: a synchronization this line did not write; "
+                     "the framework copied a result to the host or waited for its own work here (e.g. .item(), "
+                     ".cpu(), .tolist(), printing a tensor, a data-dependent shape)",
+                     f.api, total_time_words(f), plural(f.count, "call", "calls"), format_duration(f.blocked.max()),
+                     inside_words(f), waited_words(f));
+}
+
+bool reported(const Finding& f, const Options& o) { return f.blocked.total() >= o.min_blocked_ns; }
+
+}  // namespace
+
+// A library function whose job is to wait (torch.cuda.synchronize, Stream.synchronize,
+// Event.synchronize, cupy's and numba's synchronize, jax's block_until_ready): a call of it is
+// a synchronization the user wrote.
+bool is_waiting_function(const std::string& name) {
+  std::string n;
+  for (char c : name) n += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  return n.find("synchronize") != std::string::npos || n.find("block_until_ready") != std::string::npos;
+}
+
+bool is_hidden_sync(const Finding& f, const CallSitePolicy& policy) {
+  if (!f.call_site_known || !f.call_site_is_user_code || f.stack.empty()) return false;
+  const Frame* called = nullptr;  // the library frame nearest the user's: what the user called
+  for (const Frame& fr : f.stack) {
+    if (same_frame(fr, f.call_site)) return called && !is_waiting_function(called->function);
+    if (classify_frame(fr, policy) == FrameKind::Library && !is_forwarding_frame(fr)) called = &fr;
+  }
+  return false;  // the call site is not in the stack (cannot happen): not hidden
+}
+
+const Rule hidden_sync = Rule(Trigger::Sync, detect, message).time_is("waited").reported_when(reported);
+
+}  // namespace asyncwatch::rules

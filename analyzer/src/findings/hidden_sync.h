@@ -1,0 +1,20 @@
+// hidden-sync: the decision that an explicit synchronization was not written by the user. It needs
+// the call site (known only once the trace has been read), so explicit-sync findings are turned into
+// hidden-sync ones when their stacks are symbolized (analysis.cpp).
+#pragma once
+
+#include "../call_site.h"
+#include "finding.h"
+
+namespace asyncwatch::rules {
+
+// True when `f` (an explicit-sync finding with its call site and stack) synchronized inside a
+// framework or vendor library that the user's frame called: a library frame lies between the CUDA
+// runtime's frames and the call site. Library frames that only forward a call the user spelled
+// out (ctypes, libffi, the Python interpreter) do not count; a library Python frame does
+// (e.g. torch/_tensor.py), unless the function the user called is one whose job is to wait
+// (its name has "synchronize" or "block_until_ready": torch.cuda.synchronize() is explicit).
+// Without a stack or without a user call site: false.
+bool is_hidden_sync(const Finding& f, const CallSitePolicy& policy);
+
+}  // namespace asyncwatch::rules

@@ -1,0 +1,138 @@
+"""CI test of issue 15's Python line: runs lines_app.py traced on the simulator with this
+interpreter and checks that every finding of a marked line is at that line (file, line, function),
+that distinct lines give distinct findings (a thread's too), that the synchronization inside the
+site-packages stand-in is a hidden-sync at the user's line with what it waited for, that SARIF
+points at the .py file, and that the report reads the same without native symbols. With
+ASYNCWATCH_PYTHON=off the same program runs the same (output, status) and its findings fall back to
+native call sites.
+
+    python python_lines_test.py ASYNCWATCH_BINARY
+Exit status 0 when every check passed, 1 otherwise."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+APP = os.path.join(HERE, "lines_app.py")
+ITERATIONS, KERNEL_MS = 3, 5
+
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def marked_lines():
+    lines = {}
+    with open(APP) as f:
+        for n, text in enumerate(f, 1):
+            m = re.search(r"# LINE:(\w+)", text)
+            if m:
+                lines[m.group(1)] = n
+    return lines
+
+
+def run_app(aw, out_dir, env_extra):
+    """As `asyncwatch run --sim` runs it, but with $AW_PRELOAD_PREFIX (a sanitizer runtime, which must
+    come first) in front of the library in LD_PRELOAD."""
+    prefix = os.path.dirname(os.path.dirname(os.path.abspath(aw)))
+    lib = os.path.join(prefix, "lib", "libasyncwatch.so")
+    sim = os.environ.get("ASYNCWATCH_SIM_DIR", os.path.join(prefix, "lib", "asyncwatch", "sim"))
+    os.makedirs(out_dir)
+    env = dict(os.environ, **env_extra)
+    env["LD_PRELOAD"] = os.environ.get("AW_PRELOAD_PREFIX", "") + lib
+    env["LD_LIBRARY_PATH"] = sim + (":" + os.environ["LD_LIBRARY_PATH"] if os.environ.get("LD_LIBRARY_PATH") else "")
+    env["ASYNCWATCH_OUTPUT_DIR"] = out_dir
+    cmd = [sys.executable, APP, str(ITERATIONS), str(KERNEL_MS)]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+
+
+def report(aw, out_dir, fmt, env_extra=None):
+    env = dict(os.environ, **(env_extra or {}))
+    r = subprocess.run([aw, "report", "--format", fmt, out_dir], env=env, capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        raise RuntimeError(f"asyncwatch report --format {fmt} failed ({r.returncode}): {r.stderr}")
+    return json.loads(r.stdout)
+
+
+def at(finding):
+    cs = finding.get("call_site") or {}
+    return os.path.basename(cs.get("file") or ""), cs.get("line"), cs.get("function")
+
+
+def check_report(rep, lines, label):
+    fs = rep["findings"]
+    by_line = {}
+    for f in fs:
+        file, line, _ = at(f)
+        if file == "lines_app.py":
+            by_line.setdefault(line, []).append(f)
+    expect = [("copy_a", "pageable-async-copy", "copies"), ("copy_b", "pageable-async-copy", "copies"),
+              ("thread_copy", "pageable-async-copy", "in_thread"), ("explicit_sync", "explicit-sync", "explicit_sync"),
+              ("hidden_sync", "hidden-sync", "hidden_sync")]
+    for mark, rule, function in expect:
+        got = [f for f in by_line.get(lines[mark], []) if f["id"] == rule]
+        check(len(got) == 1, f"{label}: one {rule} finding at lines_app.py:{lines[mark]} ({mark}), got {len(got)}")
+        if got:
+            check(got[0]["count"] == ITERATIONS, f"{label}: {mark}: {got[0]['count']} calls (expected {ITERATIONS})")
+            check(at(got[0])[2] == function, f"{label}: {mark}: function {at(got[0])[2]!r} (expected {function!r})")
+            check(got[0]["call_site"].get("user_code") is True, f"{label}: {mark}: the call site is user code")
+    hidden = [f for f in fs if f["id"] == "hidden-sync"]
+    check(len(hidden) == 1, f"{label}: exactly one hidden-sync finding (the explicit one is not), got {len(hidden)}")
+    if hidden:
+        waited = {w["kernel"] if isinstance(w, dict) and "kernel" in w else str(w) for w in hidden[0].get("waited_for", [])}
+        check(any("sleep_kernel" in w for w in waited), f"{label}: hidden-sync says it waited for sleep_kernel ({waited})")
+    # No finding of a marked line merged with another line's.
+    sites = [at(f) + (f["id"],) for f in fs]
+    check(len(sites) == len(set(sites)), f"{label}: no two findings share a call site and rule")
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__)
+        return 2
+    aw = sys.argv[1]
+    lines = marked_lines()
+    tmp = tempfile.mkdtemp(prefix="aw-pylines-")
+    try:
+        on, off = os.path.join(tmp, "on"), os.path.join(tmp, "off")
+        r_on = run_app(aw, on, {})
+        check(r_on.returncode == 0, f"traced run exits 0 (got {r_on.returncode}: {r_on.stderr[-400:]})")
+        r_off = run_app(aw, off, {"ASYNCWATCH_PYTHON": "off"})
+        check(r_off.returncode == 0, f"run with ASYNCWATCH_PYTHON=off exits 0 (got {r_off.returncode})")
+        app_on = [ln for ln in r_on.stdout.splitlines() if ln.startswith("lines_app:")]
+        app_off = [ln for ln in r_off.stdout.splitlines() if ln.startswith("lines_app:")]
+        check(app_on == app_off == ["lines_app: done"],
+              "the program prints the same with and without frames")
+        if r_on.returncode:
+            return 1
+        check_report(report(aw, on, "json"), lines, "json")
+        check_report(report(aw, on, "json", {"ASYNCWATCH_NO_SYMBOLS": "1"}), lines, "json without native symbols")
+        sarif = report(aw, on, "sarif")
+        locs = set()
+        for res in sarif["runs"][0]["results"]:
+            pl = res["locations"][0]["physicalLocation"]
+            locs.add((os.path.basename(pl["artifactLocation"]["uri"]), pl.get("region", {}).get("startLine"), res["ruleId"]))
+        for mark, rule in (("copy_a", "pageable-async-copy"), ("copy_b", "pageable-async-copy"),
+                           ("thread_copy", "pageable-async-copy"), ("hidden_sync", "hidden-sync")):
+            check(("lines_app.py", lines[mark], rule) in locs, f"sarif: {rule} points at lines_app.py:{lines[mark]}")
+        rep_off = report(aw, off, "json")
+        py_sites = [f for f in rep_off["findings"] if at(f)[0].endswith(".py")]
+        check(not py_sites, f"ASYNCWATCH_PYTHON=off: no .py call site ({len(py_sites)} found)")
+        ids_off = {f["id"] for f in rep_off["findings"]}
+        check("pageable-async-copy" in ids_off, "ASYNCWATCH_PYTHON=off: the copies are still found (native site)")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{len(failures)} check(s) failed" if failures else "all checks passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
