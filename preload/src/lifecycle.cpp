@@ -198,6 +198,10 @@ __attribute__((constructor(101))) void on_load(int argc, char** argv, char**) {
   if (c.disabled) trace_writer::disable();
   pthread_atfork(&atfork_prepare, &atfork_parent, &atfork_child);
   thread_exit::add_hook(&release_thread);
+  // A program that returns from main reaches libc's own exit, not the exit() below: on_exit
+  // handlers get its status. Registered after libc's registration of the dynamic linker's
+  // finalizer, so it runs before our destructor.
+  on_exit([](int status, void*) { set_exit_status(status); }, nullptr);
 }
 
 __attribute__((destructor(101))) void on_unload() {

@@ -44,6 +44,7 @@ struct PerProcess {
   uint64_t pid = 0;
   uint64_t count = 0;
   uint64_t blocked_ns_total = 0;
+  int64_t rank = -1;  // the process's rank in its job (ProcessSummary::rank), -1 when none
 };
 
 // One group of calls: same rule, cause, API, direction, memory, kernel and call site.
@@ -75,6 +76,9 @@ struct Finding {
   std::vector<Frame> stack;
   std::vector<PerProcess> processes;
   double share_of_wall = 0;
+  // Set by the report (fingerprint.h): the identity across runs; in_baseline: --baseline has it.
+  std::string fingerprint;
+  bool in_baseline = false;
 
   // The group's identity across processes: rule, cause, API, driver API, direction, memory,
   // kernel and call site. Computed once (set_key) when the finding is made; merging and the
