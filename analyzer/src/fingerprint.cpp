@@ -81,7 +81,8 @@ std::string finding_fingerprint(const Finding& f, const std::string& root) {
       key += fmt::format("\x1f{}\x1f{}\x1f{}", rel.empty() ? base_name(s.file) : rel, s.function,
                          context.empty() ? fmt::format("line {}", s.line) : context);
     } else {
-      key += fmt::format("\x1f{}\x1f{}", base_name(s.module), s.function);
+      // No function name either (a stripped module): its offset, the same in every process of that build.
+      key += fmt::format("\x1f{}\x1f{}", base_name(s.module), s.function.empty() ? fmt::format("{:x}", s.offset) : s.function);
     }
     if (!f.via.module.empty()) key += fmt::format("\x1f{}", f.via.function);
   }

@@ -22,7 +22,7 @@ std::string normalized_source_line(const std::string& file, int line);
 // 16 hex digits from: the rule, the cause, the API, the kernel, the call site's file (relative to
 // `root` when below it, else its name), its function and its normalized source line (the line
 // number only when the source cannot be read); for a call site without source, its module's file
-// name and function. No addresses, pids or absolute paths: the same finding in another run,
+// name and function (its offset in the module when it has no name). No addresses, pids or absolute paths: the same finding in another run,
 // process or checkout has the same fingerprint; a line that moved keeps it.
 std::string finding_fingerprint(const Finding& f, const std::string& root);
 
