@@ -7,12 +7,14 @@
 #include "output_file.h"
 #include "printable.h"
 #include "report_job.h"
+#include "report_merge.h"
 #include "reports.h"
 #include "symbolizer.h"
 #include "trace_reader.h"
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -375,7 +377,67 @@ int produce_report(const ReportArgs& args, const std::vector<std::string>& paths
   return report.unreadable.empty() ? kExitOk : kExitPartial;
 }
 
+namespace {
+bool is_json_name(const std::string& p) { return p.size() > 5 && p.compare(p.size() - 5, 5, ".json") == 0; }
+
+// `report a.json b.json ...`: merged JSON reports (report_merge.h); the gate as for traces.
+int merge_reports(const ReportArgs& args) {
+  if (args.format != "json") {
+    print_error("merging JSON reports writes a JSON report: add --format json");
+    return kExitInvalid;
+  }
+  FailOn fail_on;
+  std::set<std::string> baseline;
+  nlohmann::ordered_json merged;
+  try {
+    if (!args.fail_on.empty()) fail_on = parse_fail_on(args.fail_on);
+    if (!args.baseline.empty()) baseline = read_baseline(args.baseline);
+    merged = merge_json_reports(args.inputs);
+  } catch (const std::exception& e) {
+    print_error(e.what());
+    return kExitInvalid;
+  }
+  if (args.fail_min_blocked_us > 0)
+    fail_on.min_blocked_ns =
+        std::max(fail_on.min_blocked_ns, static_cast<uint64_t>(std::llround(args.fail_min_blocked_us * 1000.0)));
+  bool failed = false;
+  size_t known = 0;
+  for (auto& f : merged["findings"]) {
+    Finding probe;
+    if (!parse_finding_id(f.value("id", ""), &probe.id)) continue;
+    probe.blocked.add(f["blocked_ns"].value("total", uint64_t{0}));
+    probe.in_baseline = baseline.count(f["fingerprint"].get<std::string>()) > 0;
+    if (!args.baseline.empty()) f["in_baseline"] = probe.in_baseline;
+    known += probe.in_baseline;
+    if (!fail_on.empty() && fail_on.matches(probe)) failed = true;
+  }
+  if (!args.baseline.empty()) merged["summary"]["findings_in_baseline"] = known;
+  std::unique_ptr<OutputFile> out = open_output(args.output);
+  if (!out) return kExitInvalid;
+  try {
+    std::string text = merged.dump(2);
+    std::fwrite(text.data(), 1, text.size(), out->stream());
+    std::fputc('\n', out->stream());
+    out->commit();
+  } catch (const OutputError& e) {
+    print_error(fmt::format("cannot write the report: {}", e.what()));
+    return kExitInvalid;
+  }
+  bool no_device = false;
+  for (const auto& p : merged["processes"]) no_device |= p.value("no_usable_device", false);
+  if (failed) return kExitFindings;
+  if (no_device) return kExitNoDevice;
+  return merged["unreadable_traces"].empty() ? kExitOk : kExitPartial;
+}
+}  // namespace
+
 int cmd_report(const ReportArgs& args) {
+  size_t json_inputs = static_cast<size_t>(std::count_if(args.inputs.begin(), args.inputs.end(), is_json_name));
+  if (json_inputs == args.inputs.size()) return merge_reports(args);
+  if (json_inputs) {
+    print_error("give either traces or JSON reports (*.json) to merge, not both");
+    return kExitInvalid;
+  }
   TraceInputs inputs = expand_trace_inputs(args.inputs);
   return produce_report(args, inputs.paths, inputs.unreadable);
 }

@@ -57,7 +57,7 @@ TEST(Fingerprint, StableWhenTheLineMovesAndAcrossCheckouts) {
   // Another line, another rule or another function: another fingerprint.
   write_file(b + "/main.cu", "cudaMemcpyAsync(h2, d, n, cudaMemcpyDeviceToHost, s);\n");
   EXPECT_NE(finding_fingerprint(copy_finding(b + "/main.cu", 1, "run()"), b), pa);
-  Finding other_rule = fa;
+  Finding other_rule = copy_finding(a + "/main.cu", 2, "run()");
   other_rule.id = FindingId::ManagedMemoryCopy;
   EXPECT_NE(finding_fingerprint(other_rule, a), pa);
   EXPECT_NE(finding_fingerprint(copy_finding(a + "/main.cu", 2, "other()"), a), pa);

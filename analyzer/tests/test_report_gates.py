@@ -191,6 +191,24 @@ try:
     rc, out, err = aw("report", "--rule", "no-such-rule", g("mixed.awtrace"))
     check(rc == 2 and "unknown finding id 'no-such-rule'" in err, "--rule typo", err)
 
+    # Merging JSON reports written separately (one per rank): the findings of the traces reported
+    # together, summed by fingerprint.
+    parts = []
+    for i, t in enumerate(sorted(os.listdir(ranks))):
+        parts.append(os.path.join(tmp, f"part{i}.json"))
+        check(aw("report", "--format", "json", "-o", parts[-1], os.path.join(ranks, t))[0] == 0, "part written")
+    rc, out, err = aw("report", "--format", "json", *parts)
+    merged = json.loads(out)
+    together = json.loads(aw("report", "--format", "json", ranks)[1])
+    keep = lambda f: (f["fingerprint"], f["count"], f["bytes"], f["blocked_ns"]["total"], f["blocked_ns"]["max"],
+                      f["blocked_ns"]["min"], [(p["pid"], p["rank"], p["count"]) for p in f["processes"]])
+    check(rc == 0 and [keep(f) for f in merged["findings"]] == [keep(f) for f in together["findings"]],
+          "report a.json b.json merges as the traces together", out[:1500])
+    check([p["pid"] for p in merged["processes"]] == [700, 701] and merged["summary"]["findings"] == 1, "merged summary")
+    check(aw("report", "--format", "json", "--fail-on", "blocked>=8ms", *parts)[0] == 1, "gate on merged reports")
+    check(aw("report", *parts)[0] == 2, "merging needs --format json")
+    check(aw("report", "--format", "json", parts[0], g("mixed.awtrace"))[0] == 2, "reports and traces mixed: 2")
+
     # Parallel reading: the same report as one by one.
     inputs = [g("mixed.awtrace"), g("seed-pageable.awtrace"), g("seed-pinned.awtrace"), fork, ranks,
               g("crashed.awtrace")]
