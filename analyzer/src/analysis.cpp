@@ -15,10 +15,12 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
+#include <iterator>
 #include <memory>
 #include <unordered_map>
 
@@ -71,6 +73,13 @@ TraceInputs expand_trace_inputs(const std::vector<std::string>& inputs) {
     out.paths.insert(out.paths.end(), found.begin(), found.end());
   }
   return out;
+}
+
+bool no_usable_device_error(int32_t result) {
+  switch (result) {
+    case 3: case 34: case 35: case 46: case 100: case 802: case 803: case 804: return true;
+    default: return false;
+  }
 }
 
 UnreadableTrace unreadable_trace(const std::string& path, const std::exception& e) {
@@ -189,6 +198,7 @@ class ProcessAnalyzer final : public RuleContext {
       seen_call_ = first_call_ = true;
       first_call_api_ = r.as<CallHead>().api;
     }
+    if (trace::record_info(static_cast<uint16_t>(r.type)).call) count_result(r);
     switch (r.type) {
       case RecordType::Copy:
       case RecordType::Memset: on_copy(r, r.as<CopyRecord>()); break;
@@ -269,6 +279,10 @@ class ProcessAnalyzer final : public RuleContext {
     p.pid = h.pid;
     p.ppid = h.ppid;
     p.parent_pid_if_forked = h.parent_pid_if_forked;
+    if (h.rank_source >= 1 && h.rank_source <= std::size(trace::kRankVariables)) {
+      p.rank = h.rank;
+      p.rank_source = trace::kRankVariables[h.rank_source - 1];
+    }
     p.executable = fixed_string(h.executable, sizeof h.executable);
     p.command_line = fixed_string(h.command_line, sizeof h.command_line);
     p.hostname = fixed_string(h.hostname, sizeof h.hostname);
@@ -288,6 +302,14 @@ class ProcessAnalyzer final : public RuleContext {
     p.async_calls = async_calls_;
     p.async_calls_blocking = async_blocking_;
     p.async_calls_async = async_calls_ - async_blocking_;
+    p.cuda_calls = cuda_calls_;
+    p.cuda_calls_ok = cuda_calls_ok_;
+    p.cuda_calls_no_device = cuda_calls_no_device_;
+    p.no_device_result = no_device_result_;
+    if (p.no_usable_device())
+      p.notes.push_back(fmt::format("no CUDA call succeeded: {} of {} failed with error {} (no usable CUDA driver or "
+                                    "device); on a machine without a GPU use `asyncwatch run --sim`",
+                                    p.cuda_calls_no_device, p.cuda_calls, p.no_device_result));
     if (!p.closed_cleanly)
       p.notes.push_back("the process did not exit cleanly (killed or crashed); records up to the last returned call "
                         "are included");
@@ -413,7 +435,7 @@ class ProcessAnalyzer final : public RuleContext {
         if (rules::is_hidden_sync(f, policy_)) f.id = FindingId::HiddenSync;
         else f.waited_for.clear();
       }
-      f.processes.push_back(PerProcess{p.pid, f.count, f.blocked.total()});
+      f.processes.push_back(PerProcess{p.pid, f.count, f.blocked.total(), p.rank});
       f.set_key();
       findings.add(std::move(f));
     }
@@ -430,6 +452,20 @@ class ProcessAnalyzer final : public RuleContext {
   // An asynchronous call; `flagged`: a blocking rule reported it (it blocked above the thresholds
   // for a reason the report names). A call that blocked without matching a rule (a pinned copy
   // behind a busy queue, a small inline copy) is not counted as blocking.
+  void count_result(const RecordView& r) {
+    int32_t result = 0;
+    uint32_t flags = 0;
+    std::memcpy(&result, r.data + offsetof(trace::CallHead, result), sizeof result);
+    std::memcpy(&flags, r.data + offsetof(trace::CallHead, flags), sizeof flags);
+    if (flags & trace::kFlagInFlight) return;  // no result yet
+    ++cuda_calls_;
+    if (result == 0) {
+      ++cuda_calls_ok_;
+    } else if (no_usable_device_error(result)) {
+      if (!cuda_calls_no_device_++) no_device_result_ = result;
+    }
+  }
+
   void count_async(bool flagged, uint64_t blocked) {
     ++async_calls_;
     if (flagged) {
@@ -772,6 +808,8 @@ class ProcessAnalyzer final : public RuleContext {
   uint16_t first_call_api_ = 0;
   DurationStats pinned_htod_, pinned_dtoh_;
   uint64_t async_calls_ = 0;
+  uint64_t cuda_calls_ = 0, cuda_calls_ok_ = 0, cuda_calls_no_device_ = 0;
+  int32_t no_device_result_ = 0;
   uint64_t async_blocking_ = 0;
   uint64_t blocked_total_ = 0;
 };

@@ -16,6 +16,8 @@ struct ProcessSummary {
   uint64_t pid = 0;
   uint64_t ppid = 0;
   uint64_t parent_pid_if_forked = 0;
+  int64_t rank = -1;        // FileHeader::rank, -1 when the trace has none
+  std::string rank_source;  // the variable it came from ("" when none)
   std::string executable;
   std::string command_line;
   std::string hostname;
@@ -36,8 +38,22 @@ struct ProcessSummary {
   uint64_t async_calls = 0;
   uint64_t async_calls_async = 0;
   uint64_t async_calls_blocking = 0;
+  // CUDA calls recorded, those that succeeded and those that failed because there is no usable
+  // driver or device (no_usable_device_error): none succeeded and some failed so = the gate's
+  // "no usable device" (docs/ci.md).
+  uint64_t cuda_calls = 0;
+  uint64_t cuda_calls_ok = 0;
+  uint64_t cuda_calls_no_device = 0;
+  int32_t no_device_result = 0;  // the first such error code
+  int32_t signal = 0;            // the signal that ended it, when known (run's own child), else 0
   std::vector<std::string> notes;
+  bool no_usable_device() const { return cuda_calls_no_device > 0 && cuda_calls_ok == 0; }
 };
+
+// A CUresult / cudaError_t that says there is no usable driver or device (35 insufficient driver,
+// 100 no device, 3 not initialized, 34 stub library, 46 devices unavailable, 802-804 system not
+// ready / driver mismatch / compat not supported): the same numbers in both enums.
+bool no_usable_device_error(int32_t result);
 
 struct Summary {
   uint64_t async_calls = 0;
@@ -59,6 +75,11 @@ struct Report {
   std::vector<UnreadableTrace> unreadable;  // reported too, each with its error
   Summary summary;
   std::vector<Finding> findings;  // ranked: most blocked time first
+  // Set by the report command (cmd_report.cpp), not by the analysis:
+  std::string source_root;        // paths in SARIF are relative to it ("" none: absolute)
+  std::string baseline;           // --baseline file ("" none); Finding::in_baseline says which are in it
+  uint64_t findings_not_shown = 0;  // --top left these out (the costliest are shown)
+  bool full_stacks = false;       // --stacks full
 };
 
 // Files named on the command line, and the *.awtrace files of directories (sorted). An input

@@ -68,6 +68,14 @@ std::string name_for_directory(const std::string& program) {
   return out.empty() || out[0] == '.' ? "program" + out : out;
 }
 
+// mkdir -p of the directories above `path` (mode 0755, as the directory itself): `run -o a/b`.
+void make_parents(const std::string& path) {
+  for (size_t slash = path.find('/', 1); slash != std::string::npos; slash = path.find('/', slash + 1)) {
+    std::string parent = path.substr(0, slash);
+    if (!parent.empty() && parent.back() != '/' && mkdir(parent.c_str(), 0755) != 0 && errno != EEXIST) return;
+  }
+}
+
 std::string prepend_path(const std::string& first, const char* existing, char sep) {
   if (!existing || !*existing) return first;
   return first + sep + existing;
@@ -76,6 +84,9 @@ std::string prepend_path(const std::string& first, const char* existing, char se
 }  // namespace
 
 int cmd_run(const RunArgs& args) {
+  // Everything the report needs is checked before the program runs (a typo in --fail-on must not
+  // cost a whole run).
+  if (!validate_report_args(args.report)) return kExitInvalid;
   const std::string dir = exe_dir();
   std::string preload = std::getenv("ASYNCWATCH_PRELOAD_LIB") ? std::getenv("ASYNCWATCH_PRELOAD_LIB")
                                                               : dir + "/../lib/libasyncwatch.so";
@@ -120,6 +131,7 @@ int cmd_run(const RunArgs& args) {
     }
   } else {
     try {
+      make_parents(out_dir);
       dir_fd = open_output_directory(out_dir, &created_dir);
     } catch (const OutputError& e) {
       print_error(fmt::format("run: cannot use the trace directory {}", e.what()));
@@ -220,7 +232,18 @@ int cmd_run(const RunArgs& args) {
     return program_status;
   }
   print_error(fmt::format("{} in {}", paths.size() == 1 ? "1 trace" : fmt::format("{} traces", paths.size()), out_dir));
-  int report_status = produce_report(args.report, paths);
+  ReportArgs report_args = args.report;
+  if (report_args.output.empty() && report_args.format != "text") {
+    // The program's standard output is its own: a machine-readable report goes to a file.
+    report_args.output = out_dir + "/report." + report_args.format;
+  }
+  ProgramExit program_exit;
+  program_exit.pid = static_cast<uint64_t>(child);
+  program_exit.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  program_exit.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  int report_status = produce_report(report_args, paths, {}, &program_exit);
+  if (report_args.output != args.report.output && report_status != kExitInvalid)
+    print_error(fmt::format("report written to {}", report_args.output));
   if (program_status != 0) return program_status;
   return report_status;
 }

@@ -17,6 +17,7 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFindings = 1;    // a --fail-on finding exists (wins over kExitPartial)
 inline constexpr int kExitInvalid = 2;     // invalid input or usage; no trace could be read; the output failed
 inline constexpr int kExitPartial = 3;     // written, but some traces could not be read (each named)
+inline constexpr int kExitNoDevice = 4;    // a traced process had no usable CUDA driver or device (its calls all failed)
 
 struct ReportArgs {
   std::string format = "text";
@@ -33,8 +34,26 @@ struct ReportArgs {
   std::vector<std::string> user_code;  // --user-code PATTERN (repeatable)
   std::vector<std::string> path_map;   // --path-map FROM=TO (repeatable, validated by the CLI)
   std::vector<std::string> inputs;
+  // Gates, filters and presentation (issue 17; docs/ci.md, docs/configuration.md).
+  std::string baseline;                // --baseline OLD.json: only findings not in it count for --fail-on
+  double fail_min_blocked_us = 0;      // --fail-min-blocked-us: a --fail-on finding must block this long in total
+  uint64_t top = 0;                    // --top N: the N costliest findings (0: all)
+  std::string stacks = "user";         // --stacks user|full
+  std::string source_root;             // --source-root DIR (SARIF), "" = git top level of the cwd
+  std::vector<uint64_t> pids;          // --pid
+  std::vector<int64_t> ranks;          // --rank
+  std::vector<std::string> rules;      // --rule
+  unsigned jobs = 0;                   // --jobs N: traces read at once (0: one per core)
 
   Options options() const;
+};
+
+// How run's own child ended (waitpid): its trace gets this status (a process that returns from
+// main, or is killed, cannot always write it itself).
+struct ProgramExit {
+  uint64_t pid = 0;
+  int exit_status = -1;  // WEXITSTATUS, -1 when killed
+  int signal = 0;        // WTERMSIG, 0 when it exited
 };
 
 // Adds the options shared by `report` and `run` (`with_output`: -o FILE).
@@ -43,7 +62,10 @@ void add_report_options(CLI::App* app, ReportArgs& args, bool with_output);
 // Writes the report for `paths` and returns the exit status (kExit*). `unreadable`: inputs that
 // named no trace (expand_trace_inputs), reported with the traces that cannot be read.
 int produce_report(const ReportArgs& args, const std::vector<std::string>& paths,
-                   const std::vector<UnreadableTrace>& unreadable = {});
+                   const std::vector<UnreadableTrace>& unreadable = {}, const ProgramExit* program = nullptr);
+// Checks what the report will need before anything runs (--fail-on, --baseline): false, the error
+// printed, when it cannot be used.
+bool validate_report_args(const ReportArgs& args);
 
 // Prints "asyncwatch: MESSAGE" on stderr, MESSAGE made printable (it may hold names from a trace
 // or a directory listing).

@@ -1,6 +1,7 @@
 // asyncwatch: which "async" CUDA calls were really synchronous, why, and where.
 #include "commands.h"
 
+#include <fmt/format.h>
 #include <iostream>
 
 using namespace asyncwatch;
@@ -9,10 +10,12 @@ int main(int argc, char** argv) {
   CLI::App app{"asyncwatch " ASYNCWATCH_VERSION
                ": finds the asynchronous CUDA calls that ran synchronously, says why and where"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", ASYNCWATCH_VERSION);
+  app.set_version_flag("-V,--version", ASYNCWATCH_VERSION);
   app.footer("Exit status: 0 fine; 1 a --fail-on finding exists; 2 invalid input or usage, no trace could be read, "
              "or the output could not be written; 3 the report was written but some traces could not be read (each "
-             "is named); run passes on the program's own non-zero status.");
+             "is named); 4 no CUDA call of a traced process succeeded: no usable CUDA driver or device (use --sim "
+             "without a GPU); run passes on the program's own non-zero status.");
+  CLI::App* version = app.add_subcommand("version", "Print the version");
 
   ReportArgs report_args;
   CLI::App* report = app.add_subcommand("report", "Report the findings of one or more traces (files or directories)");
@@ -44,7 +47,9 @@ int main(int argc, char** argv) {
                   "Directory for the traces (default: a new asyncwatch-PROGRAM-TIME-XXXXXX directory here, mode 0700)");
   add_report_options(run, run_args.report, false);
   run->add_option("--report-output", run_args.report.output,
-                  "Write the report to this file instead of standard output (as report -o)");
+                  "Write the report to this file (as report -o; \"-\": standard output). Default: standard output "
+                  "for text; for json and sarif, report.json / report.sarif in the trace directory, so that standard "
+                  "output stays the program's");
   run->prefix_command();
   run->allow_extras();
 
@@ -74,12 +79,23 @@ int main(int argc, char** argv) {
   }
 
   try {
+    if (*version) {
+      std::cout << ASYNCWATCH_VERSION << '\n';
+      return kExitOk;
+    }
     if (*report) return cmd_report(report_args);
     if (*dump) return cmd_dump(dump_trace);
     if (*timeline) return cmd_timeline(timeline_args);
     if (*run) {
       run_args.command = run->remaining();
       if (!run_args.command.empty() && run_args.command.front() == "--") run_args.command.erase(run_args.command.begin());
+      // Before the program (or "--"), anything that looks like an option is one we do not know:
+      // an error, not the program's name.
+      if (!run_args.command.empty() && run_args.command.front().size() > 1 && run_args.command.front()[0] == '-') {
+        print_error(fmt::format("run: unknown option {} (asyncwatch run --help; the program comes after --)",
+                                run_args.command.front()));
+        return kExitInvalid;
+      }
       run_args.command.insert(run_args.command.end(), program.begin(), program.end());
       if (run_args.command.empty()) {
         std::cerr << "asyncwatch run: no program given (asyncwatch run [options] -- PROGRAM ARGS...)\n";

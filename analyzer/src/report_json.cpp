@@ -44,8 +44,16 @@ void process_object(JsonWriter& w, const ProcessSummary& p) {
   // Beyond the minimal schema (docs/report-json.md):
   if (p.parent_pid_if_forked) w.field("parent_pid_if_forked", p.parent_pid_if_forked);
   else w.null_field("parent_pid_if_forked");
-  if (p.closed_cleanly) w.field("exit_status", p.exit_status);
+  if (p.closed_cleanly || p.signal || p.exit_status >= 0) w.field("exit_status", p.exit_status);
   else w.null_field("exit_status");
+  if (p.signal) w.field("signal", p.signal);
+  else w.null_field("signal");
+  if (p.rank >= 0) w.field("rank", p.rank);
+  else w.null_field("rank");
+  w.text_or_null("rank_source", p.rank_source);
+  w.field("cuda_calls", p.cuda_calls);
+  w.field("cuda_calls_failed_no_device", p.cuda_calls_no_device);
+  w.field("no_usable_device", p.no_usable_device());
   w.field("pauses", p.pauses);
   w.field("paused_ns", p.paused_ns);
   w.field("async_calls", p.async_calls);
@@ -61,6 +69,8 @@ void finding_object(JsonWriter& w, const Finding& f) {
   w.field("id", rule.name);
   w.field("severity", severity_name(finding_severity(f)));
   w.field("message", finding_message(f));
+  w.field("fingerprint", f.fingerprint);
+  w.field("in_baseline", f.in_baseline);
   w.field("api", f.api);
   w.text_or_null("driver_api", f.driver_api);
   if (f.has_direction) w.field("direction", direction_name(f.direction));
@@ -109,6 +119,8 @@ void finding_object(JsonWriter& w, const Finding& f) {
   w.array("processes", f.processes, [&](const PerProcess& p) {
     w.object([&] {
       w.field("pid", p.pid);
+      if (p.rank >= 0) w.field("rank", p.rank);
+      else w.null_field("rank");
       w.field("count", p.count);
       w.field("blocked_ns_total", p.blocked_ns_total);
     });
@@ -138,6 +150,11 @@ void write_report_json(JsonWriter& w, const Report& report) {
     w.field("async_calls_blocking", s.async_calls_blocking);
     w.field("blocked_ns_total", s.blocked_ns_total);
     w.field("findings", s.findings);
+    w.field("findings_not_shown", report.findings_not_shown);
+    size_t in_baseline = 0;
+    for (const auto& f : report.findings) in_baseline += f.in_baseline;
+    if (report.baseline.empty()) w.null_field("findings_in_baseline");
+    else w.field("findings_in_baseline", in_baseline);
   });
   const Options& o = report.options;
   w.object("thresholds", [&] {

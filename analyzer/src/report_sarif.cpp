@@ -1,8 +1,14 @@
-// The SARIF 2.1.0 report, written as it goes: no document is built.
+// The SARIF 2.1.0 report, written as it goes: no document is built. Made for GitHub code scanning
+// (docs/ci.md): every result has a physical location (the source line; without one, the module),
+// paths relative to the source root (uriBaseId SRCROOT) and a partialFingerprints entry that stays
+// the same across runs (fingerprint.h).
 #include "call_site.h"
+#include "fingerprint.h"
 #include "json_writer.h"
 #include "reports.h"
 
+#include <cctype>
+#include <fmt/format.h>
 #include <vector>
 
 namespace asyncwatch {
@@ -13,8 +19,36 @@ void text_object(JsonWriter& w, const char* key, const std::string& text) {
   w.object(key, [&] { w.field("text", text); });
 }
 
-void artifact_location(JsonWriter& w, const std::string& uri) {
-  w.object("artifactLocation", [&] { w.field("uri", uri); });
+// RFC 3986: unreserved characters and '/' as they are, the rest percent-encoded.
+std::string uri_path(const std::string& path) {
+  std::string out;
+  for (unsigned char c : path) {
+    if (std::isalnum(c) || c == '/' || c == '-' || c == '.' || c == '_' || c == '~') out += static_cast<char>(c);
+    else out += fmt::format("%{:02X}", c);
+  }
+  return out;
+}
+
+// Relative to the source root (uriBaseId) when below it; else an absolute file: URI; a path that
+// is not absolute (a module named without a directory) as a relative reference.
+void artifact_location(JsonWriter& w, const std::string& path, const std::string& root) {
+  w.object("artifactLocation", [&] {
+    std::string rel = path_below(path, root);
+    if (!rel.empty()) {
+      w.field("uri", uri_path(rel));
+      w.field("uriBaseId", "SRCROOT");
+    } else if (!path.empty() && path[0] == '/') {
+      w.field("uri", "file://" + uri_path(path));
+    } else {
+      w.field("uri", uri_path(path));
+    }
+  });
+}
+
+std::string help_markdown(const RuleInfo& r) {
+  return fmt::format("**{}**\n\n{}\n\nasyncwatch finding `{}` (severity {}); docs/findings.md in the asyncwatch "
+                     "repository describes how it is detected and its thresholds.",
+                     r.title, r.help, r.name, severity_name(r.severity));
 }
 
 void rule_object(JsonWriter& w, const RuleInfo& r) {
@@ -22,33 +56,64 @@ void rule_object(JsonWriter& w, const RuleInfo& r) {
     w.field("id", r.name);
     w.field("name", r.name);
     text_object(w, "shortDescription", r.title);
-    text_object(w, "fullDescription", r.title);
-    text_object(w, "help", r.help);
+    text_object(w, "fullDescription", fmt::format("{} How to fix it: {}", r.title, r.help));
+    w.object("help", [&] {
+      w.field("text", r.help);
+      w.field("markdown", help_markdown(r));
+    });
     w.object("defaultConfiguration", [&] { w.field("level", severity_name(r.severity)); });
-  });
-}
-
-// A call site without a source line (a library or stripped program) is only a logical location.
-void call_site_location(JsonWriter& w, const Frame& site) {
-  w.object([&] {
-    if (!site.file.empty())
-      w.object("physicalLocation", [&] {
-        artifact_location(w, display_path(site.file));
-        w.object("region", [&] { w.field("startLine", site.line > 0 ? site.line : 1); });
-      });
-    if (!site.function.empty()) {
-      w.key("logicalLocations");
+    w.object("properties", [&] {
+      w.key("tags");
       w.begin_array();
-      w.object([&] {
-        w.field("fullyQualifiedName", site.function);
-        w.field("kind", "function");
-      });
+      w.value("performance");
+      w.value("cuda");
       w.end_array();
-    }
+    });
   });
 }
 
-void result_object(JsonWriter& w, const Finding& f) {
+void logical_function(JsonWriter& w, const std::string& function) {
+  if (function.empty()) return;
+  w.key("logicalLocations");
+  w.begin_array();
+  w.object([&] {
+    w.field("fullyQualifiedName", function);
+    w.field("kind", "function");
+  });
+  w.end_array();
+}
+
+// The source line when there is one; else the module that holds the call site (and its function
+// as a logical location); else the traced program.
+void result_location(JsonWriter& w, const Finding& f, const Report& report) {
+  w.object([&] {
+    const Frame& site = f.call_site;
+    if (f.call_site_known && !site.file.empty()) {
+      w.object("physicalLocation", [&] {
+        artifact_location(w, site.file, report.source_root);
+        w.object("region", [&] {
+          w.field("startLine", site.line > 0 ? site.line : 1);
+          w.field("endLine", site.line > 0 ? site.line : 1);
+        });
+      });
+      logical_function(w, site.function);
+      return;
+    }
+    std::string module = f.call_site_known ? site.module : std::string();
+    if (module.empty())
+      for (const auto& p : report.processes)
+        if (!f.processes.empty() && p.pid == f.processes.front().pid) module = p.executable;
+    if (module.empty() && !report.processes.empty()) module = report.processes.front().executable;
+    w.object("physicalLocation", [&] { artifact_location(w, module.empty() ? "unknown" : module, report.source_root); });
+    if (f.call_site_known) logical_function(w, site.function);
+    w.object("message", [&] {
+      w.field("text", f.call_site_known ? "no source line for the call site: " + frame_name_text(site)
+                                        : missing_call_site_text(f));
+    });
+  });
+}
+
+void result_object(JsonWriter& w, const Finding& f, const Report& report) {
   const RuleInfo& r = rule_info(f.id);
   w.object([&] {
     w.field("ruleId", r.name);
@@ -57,9 +122,10 @@ void result_object(JsonWriter& w, const Finding& f) {
     text_object(w, "message", finding_message(f));
     w.key("locations");
     w.begin_array();
-    if (f.call_site_known && (!f.call_site.file.empty() || !f.call_site.function.empty()))
-      call_site_location(w, f.call_site);
+    result_location(w, f, report);
     w.end_array();
+    w.object("partialFingerprints", [&] { w.field("asyncwatch/v1", f.fingerprint); });
+    if (!report.baseline.empty()) w.field("baselineState", f.in_baseline ? "unchanged" : "new");
     w.object("properties", [&] {
       w.field("count", f.count);
       w.field("bytes", f.bytes);
@@ -72,13 +138,13 @@ void result_object(JsonWriter& w, const Finding& f) {
 }
 
 // A trace that could not be read: the run is incomplete (toolExecutionNotifications).
-void unreadable_notification(JsonWriter& w, const UnreadableTrace& u) {
+void unreadable_notification(JsonWriter& w, const UnreadableTrace& u, const std::string& root) {
   w.object([&] {
     w.field("level", "error");
     text_object(w, "message", u.trace + ": " + u.error);
     w.key("locations");
     w.begin_array();
-    w.object([&] { w.object("physicalLocation", [&] { artifact_location(w, u.trace); }); });
+    w.object([&] { w.object("physicalLocation", [&] { artifact_location(w, u.trace, root); }); });
     w.end_array();
   });
 }
@@ -98,18 +164,23 @@ void write_report_sarif(JsonWriter& w, const Report& report) {
         w.object("driver", [&] {
           w.field("name", "asyncwatch");
           w.field("version", ASYNCWATCH_VERSION);
+          w.field("semanticVersion", ASYNCWATCH_VERSION);
           w.array("rules", rules, [&](const RuleInfo* r) { rule_object(w, *r); });
         });
       });
+      if (!report.source_root.empty())
+        w.object("originalUriBaseIds", [&] {
+          w.object("SRCROOT", [&] { w.field("uri", "file://" + uri_path(report.source_root) + (report.source_root.back() == '/' ? "" : "/")); });
+        });
       w.key("invocations");
       w.begin_array();
       w.object([&] {
         w.field("executionSuccessful", report.unreadable.empty());
         w.array("toolExecutionNotifications", report.unreadable,
-                [&](const UnreadableTrace& u) { unreadable_notification(w, u); });
+                [&](const UnreadableTrace& u) { unreadable_notification(w, u, report.source_root); });
       });
       w.end_array();
-      w.array("results", report.findings, [&](const Finding& f) { result_object(w, f); });
+      w.array("results", report.findings, [&](const Finding& f) { result_object(w, f, report); });
     });
     w.end_array();
   });

@@ -11,6 +11,7 @@
 
 #include <climits>
 #include <fmt/format.h>
+#include <map>
 
 namespace asyncwatch {
 
@@ -50,6 +51,65 @@ std::string basename_of(const std::string& path) {
 }
 
 std::string percent(double share) { return fmt::format("{:.1f}%", share * 100.0); }
+
+std::string pid_text(uint64_t pid, int64_t rank) {
+  return rank >= 0 ? fmt::format("pid {} (rank {})", pid, rank) : fmt::format("pid {}", pid);
+}
+
+// The overview first, as `nsys stats` prints it: one row per finding group, costliest first.
+void summary_table(std::ostream& out, const Report& report, const Colours& c) {
+  if (report.findings.empty()) return;
+  uint64_t total = 0;
+  for (const auto& f : report.findings) total += f.blocked.total();
+  struct Row {
+    std::string rank, rule, calls, blocked, share, site;
+  };
+  std::vector<Row> rows;
+  rows.push_back({"#", "rule", "calls", "blocked", "share", "site"});
+  size_t n = 0;
+  for (const auto& f : report.findings) {
+    std::string site = location_text(f);
+    if (site.empty()) site = "(unknown)";
+    if (f.in_baseline) site += " (in baseline)";
+    rows.push_back({std::to_string(++n), rule_info(f.id).name, std::to_string(f.count),
+                    format_duration(f.blocked.total()),
+                    total ? percent(static_cast<double>(f.blocked.total()) / static_cast<double>(total)) : "-",
+                    printable(shorten_middle(site, 100))});
+  }
+  size_t w[5] = {};
+  for (const auto& r : rows) {
+    w[0] = std::max(w[0], r.rank.size());
+    w[1] = std::max(w[1], r.rule.size());
+    w[2] = std::max(w[2], r.calls.size());
+    w[3] = std::max(w[3], r.blocked.size());
+    w[4] = std::max(w[4], r.share.size());
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    out << fmt::format("{}  {:>{}}  {:<{}}  {:>{}}  {:>{}}  {:>{}}  {}{}\n", i == 0 ? c.bold : "", r.rank, w[0], r.rule,
+                       w[1], r.calls, w[2], r.blocked, w[3], r.share, w[4], r.site, i == 0 ? c.reset : "");
+  }
+  if (report.findings_not_shown)
+    out << fmt::format("  ... and {} not shown (--top)\n", plural(report.findings_not_shown, "finding", "findings"));
+  out << '\n';
+}
+
+// --stacks user: the frames of the program's own code (call_site.h); every frame when none is.
+std::vector<const Frame*> shown_frames(const Finding& f, const Report& report, size_t* hidden) {
+  std::vector<const Frame*> all, user;
+  CallSitePolicy policy;
+  policy.user_code = report.options.user_code;
+  for (const auto& p : report.processes)
+    if (!f.processes.empty() && p.pid == f.processes.front().pid) policy.executable = p.executable;
+  for (const auto& fr : f.stack) {
+    all.push_back(&fr);
+    if (classify_frame(fr, policy) == FrameKind::User) user.push_back(&fr);
+  }
+  *hidden = 0;
+  if (report.full_stacks || user.empty()) return all;
+  *hidden = all.size() - user.size();
+  return user;
+}
 }  // namespace
 
 std::string display_path(const std::string& path) {
@@ -93,17 +153,29 @@ std::string frame_text(const Frame& f) {
 
 void write_report_text(std::ostream& out, const Report& report, const TextStyle& style) {
   Colours c = colours(style.colour);
+  // A note said by several processes (the same module on every rank) is printed once.
+  std::map<std::string, size_t> note_count;
+  for (const auto& p : report.processes)
+    for (const auto& n : p.notes) ++note_count[n];
   for (const auto& p : report.processes) {
-    out << fmt::format("{}asyncwatch:{} pid {} {} ({}), wall time {}{}{}\n", c.bold, c.reset, p.pid,
+    out << fmt::format("{}asyncwatch:{} {} {} ({}), wall time {}{}{}\n", c.bold, c.reset, pid_text(p.pid, p.rank),
                        printable(p.command_line.empty() ? p.executable : p.command_line),
                        printable(display_path(p.trace)), format_duration(p.wall_ns),
                        p.device.empty() ? "" : ", device " + printable(p.device), p.simulated ? " (simulated)" : "");
-    for (const auto& n : p.notes) out << fmt::format("  {}note:{} {}\n", c.note, c.reset, printable(n));
+    if (p.signal) out << fmt::format("  {}note:{} killed by signal {}\n", c.note, c.reset, p.signal);
+    for (const auto& n : p.notes) {
+      auto it = note_count.find(n);
+      if (it == note_count.end()) continue;  // printed with an earlier process
+      std::string others = it->second > 1 ? fmt::format(" (and {} more processes)", it->second - 1) : "";
+      out << fmt::format("  {}note:{} {}{}\n", c.note, c.reset, printable(n), others);
+      note_count.erase(it);
+    }
   }
   for (const auto& u : report.unreadable)
     out << fmt::format("{}asyncwatch:{} {}note:{} {} could not be read: {}\n", c.bold, c.reset, c.note, c.reset,
                        printable(display_path(u.trace)), printable(u.error));
   if (!report.processes.empty() || !report.unreadable.empty()) out << '\n';
+  summary_table(out, report, c);
   for (const auto& f : report.findings) {
     const RuleInfo& rule = rule_info(f.id);
     const char* sc = finding_severity(f) == Severity::Error ? c.error : finding_severity(f) == Severity::Warning ? c.warning : c.note;
@@ -115,10 +187,16 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
     std::string stats = plural(f.count, "call", "calls");
     if (f.bytes) stats += ", " + format_bytes(f.bytes);
     // The share is of one thread's time (the thread that spent most in these calls): never over 100 %.
-    stats += fmt::format(", {} {} (min {}, median {}, max {}), {} of {} wall time", rule.hooks.time_verb,
-                         format_duration(f.blocked.total()), format_duration(f.blocked.min()),
-                         format_duration(f.blocked.median()), format_duration(f.blocked.max()), percent(f.share_of_wall),
-                         f.threads > 1 ? fmt::format("the busiest of {} threads'", f.threads) : "its thread's");
+    const std::string whose = f.threads > 1 ? fmt::format("the busiest of {} threads'", f.threads) : "its thread's";
+    if (f.count > 1)
+      stats += fmt::format(", {} {} (min {}, median {}, max {}), {} of {} wall time", rule.hooks.time_verb,
+                           format_duration(f.blocked.total()), format_duration(f.blocked.min()),
+                           format_duration(f.blocked.median()), format_duration(f.blocked.max()),
+                           percent(f.share_of_wall), whose);
+    else
+      stats += fmt::format(", {} {}, {} of {} wall time", rule.hooks.time_verb, format_duration(f.blocked.total()),
+                           percent(f.share_of_wall), whose);
+    if (f.in_baseline) stats += " (in the baseline)";
     out << "    " << stats << '\n';
     if (f.evidence_checked) {
       if (f.completed_at_return == f.evidence_checked)
@@ -139,16 +217,19 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
     }
     if (f.call_site_known) out << fmt::format("    call site: {}\n", printable(call_site_line_text(f)));
     if (!f.stack.empty()) {
-      out << "    stack:\n";
-      for (size_t i = 0; i < f.stack.size(); ++i)
-        out << fmt::format("      #{:<2} {} {}\n", i,
-                           f.stack[i].origin == FrameOrigin::Python ? std::string("[py]") : hex(f.stack[i].address),
-                           printable(frame_text(f.stack[i])));
+      size_t hidden = 0;
+      std::vector<const Frame*> frames = shown_frames(f, report, &hidden);
+      out << (hidden ? fmt::format("    stack ({} library and runtime frames not shown; --stacks full):\n", hidden)
+                     : std::string("    stack:\n"));
+      for (const Frame* fr : frames)
+        out << fmt::format("      #{:<2} {} {}\n", static_cast<size_t>(fr - f.stack.data()),
+                           fr->origin == FrameOrigin::Python ? std::string("[py]") : hex(fr->address),
+                           printable(frame_text(*fr)));
     }
     if (report.processes.size() > 1) {
       std::string per;
       for (const auto& p : f.processes)
-        per += fmt::format("{}pid {} ({}, {})", per.empty() ? "" : ", ", p.pid, plural(p.count, "call", "calls"),
+        per += fmt::format("{}{} ({}, {})", per.empty() ? "" : ", ", pid_text(p.pid, p.rank), plural(p.count, "call", "calls"),
                            format_duration(p.blocked_ns_total));
       out << "    processes: " << per << '\n';
     }
@@ -166,6 +247,13 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
                      report.unreadable.empty()
                          ? std::string()
                          : fmt::format("; {} could not be read", plural(report.unreadable.size(), "trace", "traces")));
+  if (!report.baseline.empty()) {
+    size_t known = 0;
+    for (const auto& f : report.findings) known += f.in_baseline;
+    out << fmt::format("{}baseline:{} {} of {} shown in {}, {} new\n", c.bold, c.reset, known,
+                       plural(report.findings.size(), "finding", "findings"), printable(report.baseline),
+                       report.findings.size() - known);
+  }
 }
 
 }  // namespace asyncwatch

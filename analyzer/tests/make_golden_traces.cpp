@@ -199,6 +199,52 @@ void fork_pair(const std::string& dir) {
   }
 }
 
+// A program run without a usable driver: every CUDA call returned cudaErrorInsufficientDriver (35)
+// at once (asyncwatch run without a GPU and without --sim).
+void no_device(const std::string& path) {
+  TraceBuilder b(6000, "/work/app/nodevice");
+  b.thread_info(kMain, "nodevice");
+  b.module(kMain, "/work/app/nodevice", 0, 0x400000, 0x480000);
+  uint64_t t = b.header().start_monotonic_ns + 1 * kMs;
+  uint32_t s = b.stack(kMain, {0x401234, 0x402000});
+  auto fail = [](auto r) {
+    r.result = 35;
+    return r;
+  };
+  b.event(kMain, RecordType::MemoryOp,
+          fail(TraceBuilder::memory_op(Api::cudaMalloc, Api::None, t, t + 2 * kUs, 1 << 20, MemoryKind::Device, s)));
+  t += 10 * kUs;
+  for (int i = 0; i < 3; ++i, t += 10 * kUs)
+    b.event(kMain, RecordType::Copy,
+            fail(TraceBuilder::copy(Api::cudaMemcpyAsync, Api::None, Direction::DtoH, MemoryKind::Device,
+                                    MemoryKind::Pageable, t, t + 1 * kUs, 1 << 20, 0, 0x5000, s)));
+  b.end_at(t + 1 * kMs);
+  b.write(path);
+}
+
+// Two ranks of one job (OMPI_COMM_WORLD_RANK at start), each with a pageable D2H at the same call
+// site: the rank filter, the per-rank lines and merging across ranks.
+void ranks(const std::string& dir) {
+  mkdir(dir.c_str(), 0755);
+  for (uint32_t rank = 0; rank < 2; ++rank) {
+    uint64_t pid = 700 + rank;
+    TraceBuilder b(pid, "/work/app/mpi_app");
+    b.header().rank = rank;
+    b.header().rank_source = static_cast<uint8_t>(tf::RankSource::OmpiCommWorldRank);
+    b.header().start_realtime_ns += rank * kMs;
+    b.thread_info(static_cast<uint32_t>(pid), "mpi_app");
+    b.module(static_cast<uint32_t>(pid), "/work/app/mpi_app", 0, 0x400000, 0x480000);
+    uint64_t t = b.header().start_monotonic_ns + 1 * kMs;
+    uint32_t s = b.stack(static_cast<uint32_t>(pid), {0x401234, 0x402000});
+    b.event(static_cast<uint32_t>(pid), RecordType::Copy,
+            TraceBuilder::copy(Api::cudaMemcpyAsync, Api::cuMemcpyDtoHAsync_v2, Direction::DtoH, MemoryKind::Device,
+                               MemoryKind::Pageable, t, t + (rank + 1) * 3 * kMs, 8 << 20,
+                               tf::kFlagEvidenceChecked | tf::kFlagCompletedAtReturn, 0x5000, s));
+    b.end_at(t + 20 * kMs);
+    b.write(dir + "/asyncwatch-mpi_app-" + std::to_string(rank) + ".awtrace");
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -208,5 +254,7 @@ int main(int argc, char** argv) {
   mixed(dir + "/mixed.awtrace");
   crashed(dir + "/crashed.awtrace");
   fork_pair(dir + "/fork");
+  no_device(dir + "/no-device.awtrace");
+  ranks(dir + "/ranks");
   return 0;
 }

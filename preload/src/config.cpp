@@ -124,6 +124,21 @@ bool expand_output_pattern_to(char* out, size_t cap, const char* pattern, const 
       case 'h': put(host, strlen(host)); break;
       case 't': put(num, static_cast<size_t>(snprintf(num, sizeof num, "%ld", unix_seconds))); break;
       case '%': put("%", 1); break;
+      case 'q': {  // %q{VAR}: the variable's value ('/' made '_'), "" when unset (as nsys)
+        const char* close = p[1] == '{' ? strchr(p + 2, '}') : nullptr;
+        char name[128];
+        size_t len = close ? static_cast<size_t>(close - (p + 2)) : 0;
+        if (!close || len == 0 || len >= sizeof name) {
+          put(p - 1, 2);
+          break;
+        }
+        memcpy(name, p + 2, len);
+        name[len] = 0;
+        if (const char* v = getenv(name))
+          for (; *v; ++v) put(*v == '/' ? "_" : v, 1);
+        p = close;
+        break;
+      }
       default: put(p - 1, 2); break;
     }
   }

@@ -57,11 +57,19 @@ std::string* g_preload_value = nullptr;
 
 // The module map, unless the file was asked for by a reentrant call (a signal handler's: the map's
 // lists allocate); then the first stack captured later finds no known module and writes it.
+// A program that returns from main reaches libc's own exit, not the exit() below: an on_exit
+// handler gets its status. Registered when the trace opens, not in the constructor: exit handlers
+// run in reverse order, and the dynamic linker's finalizer (which runs our destructor) is
+// registered by __libc_start_main after preloaded constructors ran but before main. Once per
+// address space (a fork child inherits it; it reads its own pid). Not from a reentrant call (a
+// signal handler's): on_exit takes libc's lock and allocates.
+std::atomic<bool> g_on_exit_registered{false};
+
 void on_trace_opened() {
-  if (!calls::thread_state().reentrant) {
-    module_map::write_new_modules();
-    stacks::python_trace_opened();
-  }
+  if (calls::thread_state().reentrant) return;
+  module_map::write_new_modules();
+  stacks::python_trace_opened();
+  if (!g_on_exit_registered.exchange(true)) on_exit([](int status, void*) { set_exit_status(status); }, nullptr);
 }
 
 // fork() from a multithreaded process: another thread may be inside the library holding one of

@@ -685,7 +685,7 @@ TEST(EndToEnd, StressThirtyTwoThreadsExactCounts) {
   EXPECT_EQ(c.pageable, expected / 2);
   EXPECT_EQ(c.other, 0u);
   EXPECT_EQ(c.header.records_lost, 0u);
-  EXPECT_EQ(c.header.closed, kClosedCleanly);  // exit_status stays -1: a return from main is not seen
+  EXPECT_EQ(c.header.closed, kClosedCleanly);  // main returned 0: on_exit saw it
   // One trace thread per application thread (the main thread makes no copy), each with all of its calls.
   size_t with_copies = 0;
   for (auto& [tid, n] : c.per_tid)
@@ -1113,7 +1113,7 @@ TEST(EndToEnd, FullDiskStopsTracingNotTheApp) {
   CopyCounts c = count_copies(r.traces[0]);
   ASSERT_TRUE(c.ok);
   EXPECT_EQ(c.header.closed, kClosedCleanly);
-  EXPECT_EQ(c.header.exit_status, -1);  // closed by the destructor after return from main
+  EXPECT_EQ(c.header.exit_status, 0);  // main returned 0 (on_exit), closed by the destructor
   EXPECT_GT(c.total, 0u);               // the first segment's records are there
   EXPECT_LT(c.total, uint64_t(calls));
   EXPECT_GT(c.header.records_lost, 0u);
@@ -1632,7 +1632,7 @@ TEST(Issue11, VforkChildExitStatusIsNotTheParents) {
   EXPECT_EQ(r.out, "child status 7\n");
   Trace t = only_trace(r);
   EXPECT_EQ(t.header.closed, kClosedCleanly);
-  EXPECT_EQ(t.header.exit_status, -1);  // main returned: unknown, and never the child's 7
+  EXPECT_EQ(t.header.exit_status, 0);  // main returned 0 (on_exit), never the child's 7
   EXPECT_EQ(copies(t).size(), 5u);
 }
 
@@ -1651,4 +1651,35 @@ TEST(Issue11, RawCloneChildNeverWritesIntoTheParentsTrace) {
     EXPECT_EQ(t.header.records_lost, 0u);
     EXPECT_EQ(copies_by_size(t), (std::map<uint64_t, size_t>{{64, 1000}, {65, 100}}));
   }
+}
+
+// Issue 17: a program that returns from main reaches libc's internal exit, not exit(): the status
+// comes from the on_exit handler.
+TEST(Issue17, ReturnFromMainStatusIsRecorded) {
+  AppRun r = run({"return_status", "42"});
+  ASSERT_TRUE(WIFEXITED(r.status)) << describe_status(r.status) << r.err;
+  EXPECT_EQ(WEXITSTATUS(r.status), 42);
+  Trace t = only_trace(r);
+  ASSERT_TRUE(t.ok) << t.error;
+  EXPECT_EQ(t.header.closed, kClosedCleanly);
+  EXPECT_EQ(t.header.exit_status, 42);
+}
+
+// Issue 17: the rank of an MPI/torchrun/Slurm process: %q{VAR} in the output pattern, and the first
+// of RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID holding a number in the header.
+TEST(Issue17, RankInPatternAndHeader) {
+  AppRun r = run({"copies", "1"}, {"OMPI_COMM_WORLD_RANK=5", "RANK=not-a-number",
+                                   "ASYNCWATCH_OUTPUT_PATTERN=job-%q{OMPI_COMM_WORLD_RANK}-%q{UNSET_VAR_X}-%p.awtrace"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  Trace t = only_trace(r);
+  ASSERT_TRUE(t.ok) << t.error;
+  std::string name = r.traces[0].substr(r.traces[0].rfind('/') + 1);
+  EXPECT_EQ(name.rfind("job-5--", 0), 0u) << name;
+  EXPECT_EQ(t.header.rank, 5u);
+  EXPECT_EQ(t.header.rank_source, static_cast<uint8_t>(asyncwatch::trace::RankSource::OmpiCommWorldRank));
+  AppRun none = run({"copies", "1"});
+  ASSERT_TRUE(exited_ok(none)) << none.err;
+  Trace u = only_trace(none);
+  if (!getenv("RANK") && !getenv("OMPI_COMM_WORLD_RANK") && !getenv("PMI_RANK") && !getenv("SLURM_PROCID"))
+    EXPECT_EQ(u.header.rank_source, 0u);
 }

@@ -1008,6 +1008,10 @@ int main(int argc, char** argv) {
     printf("children=%d bad=%d\n", n, bad);
     return bad ? 12 : 0;
   }
+  if (mode == "return_status") {  // return_status N: one copy, then main returns N (no exit() call)
+    copies(1, 64);
+    return argc > 2 ? atoi(argv[2]) : 0;
+  }
   if (mode == "copies") {  // copies N [BYTES]: N copies, then one line on stdout
     int n = argc > 2 ? atoi(argv[2]) : 1000;
     copies(n, argc > 3 ? static_cast<size_t>(atoi(argv[3])) : 64);

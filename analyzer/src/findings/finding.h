@@ -44,6 +44,7 @@ struct PerProcess {
   uint64_t pid = 0;
   uint64_t count = 0;
   uint64_t blocked_ns_total = 0;
+  int64_t rank = -1;  // the process's rank in its job (ProcessSummary::rank), -1 when none
 };
 
 // One group of calls: same rule, cause, API, direction, memory, kernel and call site.
@@ -103,6 +104,9 @@ struct Finding {
   // implicit-sync: calls that repeated an earlier call of the group (same size allocated, same
   // address freed): what an allocation in a loop looks like, and a growing pool does not.
   uint64_t repeated_calls = 0;
+  // Set by the report (fingerprint.h): the identity across runs; in_baseline: --baseline has it.
+  std::string fingerprint;
+  bool in_baseline = false;
 
   // The group's identity across processes: rule, cause, API, driver API, direction, memory,
   // kernel and call site. Computed once (set_key) when the finding is made; merging and the

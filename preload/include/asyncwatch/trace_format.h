@@ -367,6 +367,10 @@ static_assert(sizeof(RecordHeader) == 4);
 
 inline constexpr uint32_t record_size_aligned(uint32_t bytes) { return (bytes + 7u) & ~7u; }
 
+// Where FileHeader::rank came from (the variables, in the order they are looked at).
+enum class RankSource : uint8_t { None = 0, Rank = 1, OmpiCommWorldRank = 2, PmiRank = 3, SlurmProcid = 4 };
+inline constexpr const char* kRankVariables[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"};
+
 struct FileHeader {
   char magic[8];                // kMagic
   uint32_t version;             // kFormatVersion of the writer
@@ -394,7 +398,13 @@ struct FileHeader {
   uint64_t paused_ns;           // total of the pauses that ended
   uint64_t pause_count;         // pauses begun
   uint64_t paused_since_ns;     // CLOCK_MONOTONIC start of the pause in progress, else 0
-  uint8_t reserved[kHeaderSize - 8 - 4 * 4 - 8 * 8 - 4 - 4 - 8 - 64 - 512 - 1024 - 256 - 3 * 8];
+  // v3 (issue 17): the process's rank in a parallel job, from the first of RANK,
+  // OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID set to a number at open (RankSource says which;
+  // None, as in older traces: no rank).
+  uint32_t rank;
+  uint8_t rank_source;          // RankSource
+  uint8_t rank_padding[3];
+  uint8_t reserved[kHeaderSize - 8 - 4 * 4 - 8 * 8 - 4 - 4 - 8 - 64 - 512 - 1024 - 256 - 3 * 8 - 8];
 };
 static_assert(sizeof(FileHeader) == kHeaderSize);
 

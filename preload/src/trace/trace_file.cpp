@@ -161,6 +161,26 @@ void copy_str(char* dst, size_t cap, const char* s) noexcept {
   dst[n] = 0;
 }
 
+// The first rank variable that holds a decimal number (no allocation: getenv and a digit loop).
+void fill_rank(FileHeader* h) noexcept {
+  uint8_t source = 1;
+  for (const char* name : trace::kRankVariables) {
+    const char* v = getenv(name);
+    uint64_t n = 0;
+    bool digits = v && *v;
+    for (const char* d = v; digits && *d; ++d) {
+      if (*d < '0' || *d > '9' || n > 0xffffffffull / 10) digits = false;
+      else n = n * 10 + static_cast<uint64_t>(*d - '0');
+    }
+    if (digits && n <= 0xffffffffull) {
+      h->rank = static_cast<uint32_t>(n);
+      h->rank_source = source;
+      return;
+    }
+    ++source;
+  }
+}
+
 void fill_header(FileHeader* h) noexcept {
   memcpy(h->magic, kMagic, sizeof kMagic);
   h->version = kFormatVersion;
@@ -176,6 +196,7 @@ void fill_header(FileHeader* h) noexcept {
   h->start_monotonic_ns = static_cast<uint64_t>(mono.tv_sec) * 1000000000ull + static_cast<uint64_t>(mono.tv_nsec);
   h->start_realtime_ns = static_cast<uint64_t>(real.tv_sec) * 1000000000ull + static_cast<uint64_t>(real.tv_nsec);
   h->exit_status = -1;
+  fill_rank(h);
   const Config& c = config();
   h->config_flags = config_flags(c);
   h->launch_stack_threshold_ns = c.launch_stack_threshold_ns;
