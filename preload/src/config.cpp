@@ -80,6 +80,10 @@ Config parse_config(GetEnvFn getenv_fn, WarnFn warn) {
     if (parse_u64(v, &mode, 8) && mode <= 0777) c.file_mode = static_cast<unsigned>(mode);
     else bad("ASYNCWATCH_FILE_MODE", v, "an octal mode such as 0600");
   }
+  if (const char* v = getenv_fn("ASYNCWATCH_GPU_TIMES"); v && *v) {
+    if (!strcmp(v, "1")) c.gpu_times = true;
+    else if (strcmp(v, "0") != 0) bad("ASYNCWATCH_GPU_TIMES", v, "0 or 1");
+  }
   if (const char* v = getenv_fn("ASYNCWATCH_DISABLE"); v && *v) {
     if (!strcmp(v, "1")) c.disabled = true;
     else if (strcmp(v, "0") != 0) bad("ASYNCWATCH_DISABLE", v, "0 or 1");
@@ -141,6 +145,7 @@ uint32_t config_flags(const Config& c) {
   if (c.evidence != EvidencePolicy::Off) f |= trace::kConfigEvidence;
   if (c.stacks != StackPolicy::None) f |= trace::kConfigStacksCopies;
   if (c.stacks == StackPolicy::All) f |= trace::kConfigStacksLaunches | trace::kConfigStacksSync;
+  if (c.gpu_times) f |= trace::kConfigGpuTimes;
   return f;
 }
 

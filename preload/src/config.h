@@ -21,6 +21,7 @@ struct Config {
   bool quiet = false;
   unsigned file_mode = 0600;
   bool disabled = false;
+  bool gpu_times = false;  // ASYNCWATCH_GPU_TIMES=1: GpuSpan records (gpu_times/gpu_times.h)
 };
 
 // Reads the variables through `getenv_fn` (tests pass their own); every invalid value gives one
