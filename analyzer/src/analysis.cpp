@@ -125,6 +125,7 @@ struct Group {
   uint64_t waited_others = 0;
   uint32_t stack_id = 0;  // a stack that shows the call site
   Observation first;      // the key fields, for building the finding
+  uint32_t serial = 0;    // order of creation (CallMark::finding before finish maps it)
 };
 
 // A call site: the frame, and the library function it called (module empty when none).
@@ -144,11 +145,12 @@ class ProcessAnalyzer final : public RuleContext {
   using HostFunctions = events::HostFunctionJoin<HostFuncEnqueueRecord>;
 
  public:
-  ProcessAnalyzer(TraceFile& t, const Options& o)
+  ProcessAnalyzer(TraceFile& t, const Options& o, std::vector<CallMark>* marks = nullptr)
       : trace_(t), opt_(o), streams_(t.path(), o.limits.streams), host_functions_(o.limits.pending_callbacks) {
     std::string env = fixed_string(t.header().cuda_env, sizeof t.header().cuda_env);
     launch_blocking_ = cuda_env_value(env, "CUDA_LAUNCH_BLOCKING") == "1";
     module_loading_ = cuda_env_value(env, "CUDA_MODULE_LOADING");
+    marks_ = marks;
     names_.push_back("");  // interned id 0 = none
     sites_.push_back(Site{});
     policy_.executable = fixed_string(t.header().executable, sizeof t.header().executable);
@@ -163,6 +165,8 @@ class ProcessAnalyzer final : public RuleContext {
   }
 
   void record(const RecordView& r) {
+    current_tid_ = r.tid;
+    current_start_ = record_time(r);
     switch (r.type) {
       case RecordType::Copy:
       case RecordType::Memset: on_copy(r, r.as<CopyRecord>()); break;
@@ -198,7 +202,11 @@ class ProcessAnalyzer final : public RuleContext {
       found = groups_.emplace(key, Group{}).first;
     }
     Group& g = found->second;
-    if (g.count == 0) g.first = o;
+    if (g.count == 0) {
+      g.first = o;
+      g.serial = next_serial_++;
+    }
+    if (marks_ && marks_->size() < kMaxCallMarks) marks_->push_back(CallMark{current_tid_, current_start_, g.serial});
     ++g.count;
     g.bytes += o.bytes;
     g.blocked.add(o.blocked_ns);
@@ -268,6 +276,7 @@ class ProcessAnalyzer final : public RuleContext {
     // Each group becomes a finding (merged by call site, as stacks that differ only outside the
     // user's code give one site) and is freed as it goes: groups and findings are never both whole.
     FindingSet findings;
+    std::vector<std::string> key_of_serial(marks_ ? next_serial_ : 0);  // CallMark: group -> merged finding
     for (auto it = groups_.begin(); it != groups_.end(); it = groups_.erase(it)) {
       const GroupKey& key = it->first;
       Group& g = it->second;
@@ -309,9 +318,15 @@ class ProcessAnalyzer final : public RuleContext {
         if (auto frames = trace_.stack(g.stack_id)) f.stack = symbols_->expand(*frames);
       f.processes.push_back(PerProcess{p.pid, f.count, f.blocked.total()});
       f.set_key();
+      if (marks_) key_of_serial[g.serial] = f.key;
       findings.add(std::move(f));
     }
     out.findings = findings.take();
+    if (marks_) {
+      std::unordered_map<std::string, uint32_t> index;
+      for (size_t i = 0; i < out.findings.size(); ++i) index.emplace(out.findings[i].key, static_cast<uint32_t>(i));
+      for (auto& m : *marks_) m.finding = index.at(key_of_serial[m.finding]);
+    }
     for (const auto& problem : symbols_->problems()) p.notes.push_back(problem);
     return out;
   }
@@ -513,14 +528,18 @@ class ProcessAnalyzer final : public RuleContext {
   uint64_t async_calls_ = 0;
   uint64_t async_blocking_ = 0;
   uint64_t blocked_total_ = 0;
+  std::vector<CallMark>* marks_ = nullptr;
+  uint32_t current_tid_ = 0;
+  uint64_t current_start_ = 0;
+  uint32_t next_serial_ = 0;
 };
 
 }  // namespace
 
-ProcessResult analyze_trace(const std::string& path, const Options& options) {
+ProcessResult analyze_trace(const std::string& path, const Options& options, std::vector<CallMark>* marks) {
   auto trace = TraceFile::open(path, options.limits);
   trace->index_blocks();
-  ProcessAnalyzer analyzer(*trace, options);
+  ProcessAnalyzer analyzer(*trace, options, marks);
   analyzer.run();
   return analyzer.finish();
 }

@@ -77,7 +77,15 @@ struct ProcessResult {
   ProcessSummary process;
   std::vector<Finding> findings;
 };
-ProcessResult analyze_trace(const std::string& path, const Options& options);
+// `marks` (the timeline): each flagged call, by its thread and start time (a host function's
+// run: the run's), with the index of its finding in ProcessResult::findings; at most kMaxCallMarks.
+struct CallMark {
+  uint32_t tid;
+  uint64_t start_ns;
+  uint32_t finding;
+};
+inline constexpr size_t kMaxCallMarks = 16u << 20;
+ProcessResult analyze_trace(const std::string& path, const Options& options, std::vector<CallMark>* marks = nullptr);
 
 // Merges processes into one ranked report, applying the group-level thresholds.
 Report build_report(std::vector<ProcessResult> results, const Options& options);

@@ -557,8 +557,9 @@ struct GpuSpanRecord {
   uint64_t stream;      // handle value as passed
   uint64_t host_before_ns;
   uint64_t host_after_ns;
-  uint64_t gpu_start_ns;  // CLOCK_MONOTONIC
-  uint64_t gpu_end_ns;
+  // When it ran on the device, in CLOCK_MONOTONIC (the record's times: readers merge it by them).
+  uint64_t start_ns;
+  uint64_t end_ns;
 };
 static_assert(sizeof(GpuSpanRecord) == 48);
 

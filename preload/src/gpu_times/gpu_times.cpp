@@ -174,9 +174,9 @@ bool resolve_one(const Driver* d, bool final_pass) noexcept {
   g.host_before_ns = s.before_ns;
   g.host_after_ns = s.after_ns;
   int64_t start = static_cast<int64_t>(r.host_ns) + ms_to_ns(to_start);
-  g.gpu_start_ns = start > 0 ? static_cast<uint64_t>(start) : 0;
+  g.start_ns = start > 0 ? static_cast<uint64_t>(start) : 0;
   int64_t len = ms_to_ns(length);
-  g.gpu_end_ns = g.gpu_start_ns + static_cast<uint64_t>(len > 0 ? len : 0);
+  g.end_ns = g.start_ns + static_cast<uint64_t>(len > 0 ? len : 0);
   if (trace_writer::is_active_or_opening()) thread_buffer::write(&g);
   return true;
 }
