@@ -167,6 +167,12 @@ class ProcessAnalyzer final : public RuleContext {
   void record(const RecordView& r) {
     current_tid_ = r.tid;
     current_start_ = record_time(r);
+    current_end_ = record_end_time(r);
+    current_stream_ = UINT64_MAX;
+    if (r.type == RecordType::Copy || r.type == RecordType::Memset)
+      current_stream_ = stream_key(r.ref<CopyRecord>().stream_kind, r.ref<CopyRecord>().stream, r.tid);
+    else if (r.type == RecordType::Launch)
+      current_stream_ = stream_key(r.ref<LaunchRecord>().stream_kind, r.ref<LaunchRecord>().stream, r.tid);
     switch (r.type) {
       case RecordType::Copy:
       case RecordType::Memset: on_copy(r, r.as<CopyRecord>()); break;
@@ -177,6 +183,12 @@ class ProcessAnalyzer final : public RuleContext {
       case RecordType::MemoryOp: on_memory_op(r.as<MemoryOpRecord>()); break;
       case RecordType::StreamCreate: streams_.created(r.as<StreamCreateRecord>()); break;
       case RecordType::StreamDestroy: streams_.destroyed(r.as<StreamCreateRecord>().stream); break;
+      case RecordType::GpuSpan: {
+        auto g = r.as<GpuSpanRecord>();
+        events::StreamRef s = events::resolve_stream(g.stream_kind, g.stream, r.tid);
+        overlap_.span(s.key, events::stream_name(s), g.start_ns, g.end_ns);
+        break;
+      }
       default: break;
     }
   }
@@ -206,6 +218,9 @@ class ProcessAnalyzer final : public RuleContext {
       g.first = o;
       g.serial = next_serial_++;
     }
+    // The host waited in this call, on this stream (GPU overlap figures).
+    if (rule_info(o.id).hooks.counts_blocking && current_stream_ != UINT64_MAX)
+      overlap_.flagged(o.id, current_stream_, current_start_, current_end_);
     if (marks_ && marks_->size() < kMaxCallMarks) marks_->push_back(CallMark{current_tid_, current_start_, g.serial});
     ++g.count;
     g.bytes += o.bytes;
@@ -268,6 +283,11 @@ class ProcessAnalyzer final : public RuleContext {
                                     "made while paused are not in this trace, and shares of wall time count the "
                                     "recorded time only",
                                     p.pauses, p.pauses == 1 ? "" : "s", format_duration(p.paused_ns)));
+    p.gpu_times = (h.config_flags & kConfigGpuTimes) != 0;
+    p.gpu_overlap = overlap_.figures();
+    if (overlap_.partial())
+      p.notes.push_back(fmt::format("the GPU overlap figures count the first {} GPU intervals and flagged calls only",
+                                    GpuOverlap::kMaxIntervals));
     if (p.parent_pid_if_forked) p.notes.push_back(fmt::format("forked from pid {}", p.parent_pid_if_forked));
     const char* no_symbols = std::getenv("ASYNCWATCH_NO_SYMBOLS");
     symbols_ = std::make_unique<Symbolizer>(trace_.modules(), !(no_symbols && *no_symbols && *no_symbols != '0'),
@@ -531,6 +551,9 @@ class ProcessAnalyzer final : public RuleContext {
   std::vector<CallMark>* marks_ = nullptr;
   uint32_t current_tid_ = 0;
   uint64_t current_start_ = 0;
+  uint64_t current_end_ = 0;
+  uint64_t current_stream_ = UINT64_MAX;
+  GpuOverlap overlap_;
   uint32_t next_serial_ = 0;
 };
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "findings/finding.h"
+#include "timeline/gpu_overlap.h"
 #include "options.h"
 
 #include <cstdint>
@@ -37,6 +38,9 @@ struct ProcessSummary {
   uint64_t async_calls_async = 0;
   uint64_t async_calls_blocking = 0;
   std::vector<std::string> notes;
+  // ASYNCWATCH_GPU_TIMES traces: the GPU overlap figures per stream (timeline/gpu_overlap.h).
+  bool gpu_times = false;
+  std::vector<StreamOverlap> gpu_overlap;
 };
 
 struct Summary {

@@ -99,6 +99,7 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
                        printable(display_path(p.trace)), format_duration(p.wall_ns),
                        p.device.empty() ? "" : ", device " + printable(p.device), p.simulated ? " (simulated)" : "");
     for (const auto& n : p.notes) out << fmt::format("  {}note:{} {}\n", c.note, c.reset, printable(n));
+    for (const auto& l : gpu_overlap_lines(p.gpu_overlap, p.gpu_times)) out << "  " << printable(l) << '\n';  // issue 18
   }
   for (const auto& u : report.unreadable)
     out << fmt::format("{}asyncwatch:{} {}note:{} {} could not be read: {}\n", c.bold, c.reset, c.note, c.reset,
