@@ -152,6 +152,7 @@ struct Group {
   std::unordered_map<uint64_t, uint32_t> repeat_keys;
   uint64_t repeated = 0;
   Observation first;      // the key fields, for building the finding
+  uint32_t serial = 0;    // order of creation (CallMark::finding before finish maps it)
 };
 
 // A call site: the frame, and the library function it called (module empty when none).
@@ -171,11 +172,12 @@ class ProcessAnalyzer final : public RuleContext {
   using HostFunctions = events::HostFunctionJoin<HostFuncEnqueueRecord>;
 
  public:
-  ProcessAnalyzer(TraceFile& t, const Options& o)
+  ProcessAnalyzer(TraceFile& t, const Options& o, std::vector<CallMark>* marks = nullptr)
       : trace_(t), opt_(o), streams_(t.path(), o.limits.streams), host_functions_(o.limits.pending_callbacks) {
     std::string env = fixed_string(t.header().cuda_env, sizeof t.header().cuda_env);
     launch_blocking_ = cuda_env_value(env, "CUDA_LAUNCH_BLOCKING") == "1";
     module_loading_ = cuda_env_value(env, "CUDA_MODULE_LOADING");
+    marks_ = marks;
     names_.push_back("");  // interned id 0 = none
     sites_.push_back(Site{});
     policy_.executable = fixed_string(t.header().executable, sizeof t.header().executable);
@@ -199,6 +201,13 @@ class ProcessAnalyzer final : public RuleContext {
       first_call_api_ = r.as<CallHead>().api;
     }
     if (trace::record_info(static_cast<uint16_t>(r.type)).call) count_result(r);
+    current_start_ = record_time(r);
+    current_end_ = record_end_time(r);
+    current_stream_ = UINT64_MAX;
+    if (r.type == RecordType::Copy || r.type == RecordType::Memset)
+      current_stream_ = stream_key(r.ref<CopyRecord>().stream_kind, r.ref<CopyRecord>().stream, r.tid);
+    else if (r.type == RecordType::Launch)
+      current_stream_ = stream_key(r.ref<LaunchRecord>().stream_kind, r.ref<LaunchRecord>().stream, r.tid);
     switch (r.type) {
       case RecordType::Copy:
       case RecordType::Memset: on_copy(r, r.as<CopyRecord>()); break;
@@ -217,6 +226,12 @@ class ProcessAnalyzer final : public RuleContext {
       case RecordType::MemoryOp: on_memory_op(r.as<MemoryOpRecord>()); break;
       case RecordType::StreamCreate: streams_.created(r.as<StreamCreateRecord>()); break;
       case RecordType::StreamDestroy: streams_.destroyed(r.as<StreamCreateRecord>().stream); break;
+      case RecordType::GpuSpan: {
+        auto g = r.as<GpuSpanRecord>();
+        events::StreamRef s = events::resolve_stream(g.stream_kind, g.stream, r.tid);
+        overlap_.span(s.key, events::stream_name(s), g.start_ns, g.end_ns);
+        break;
+      }
       default: break;
     }
   }
@@ -242,7 +257,14 @@ class ProcessAnalyzer final : public RuleContext {
       found = groups_.emplace(key, Group{}).first;
     }
     Group& g = found->second;
-    if (g.count == 0) g.first = o;
+    if (g.count == 0) {
+      g.first = o;
+      g.serial = next_serial_++;
+    }
+    // The host waited in this call, on this stream (GPU overlap figures).
+    if (rule_info(o.id).hooks.counts_blocking && current_stream_ != UINT64_MAX)
+      overlap_.flagged(o.id, current_stream_, current_start_, current_end_);
+    if (marks_ && marks_->size() < kMaxCallMarks) marks_->push_back(CallMark{current_tid_, current_start_, g.serial});
     ++g.count;
     g.bytes += o.bytes;
     g.blocked.add(o.blocked_ns);
@@ -326,6 +348,11 @@ class ProcessAnalyzer final : public RuleContext {
                                     "made while paused are not in this trace, and shares of wall time count the "
                                     "recorded time only",
                                     p.pauses, p.pauses == 1 ? "" : "s", format_duration(p.paused_ns)));
+    p.gpu_times = (h.config_flags & kConfigGpuTimes) != 0;
+    p.gpu_overlap = overlap_.figures();
+    if (overlap_.partial())
+      p.notes.push_back(fmt::format("the GPU overlap figures count the first {} GPU intervals and flagged calls only",
+                                    GpuOverlap::kMaxIntervals));
     if (p.parent_pid_if_forked) p.notes.push_back(fmt::format("forked from pid {}", p.parent_pid_if_forked));
     if (trace_.in_flight_records() > trace_.in_flight_calls().size())
       p.notes.push_back(fmt::format("{} calls were in flight when the process ended; the first {} are reported",
@@ -358,6 +385,7 @@ class ProcessAnalyzer final : public RuleContext {
     // Each group becomes a finding (merged by call site, as stacks that differ only outside the
     // user's code give one site) and is freed as it goes: groups and findings are never both whole.
     FindingSet findings;
+    std::vector<std::string> key_of_serial(marks_ ? next_serial_ : 0);  // CallMark: group -> merged finding
     for (auto it = groups_.begin(); it != groups_.end(); it = groups_.erase(it)) {
       const GroupKey& key = it->first;
       Group& g = it->second;
@@ -437,9 +465,15 @@ class ProcessAnalyzer final : public RuleContext {
       }
       f.processes.push_back(PerProcess{p.pid, f.count, f.blocked.total(), p.rank});
       f.set_key();
+      if (marks_) key_of_serial[g.serial] = f.key;
       findings.add(std::move(f));
     }
     out.findings = findings.take();
+    if (marks_) {
+      std::unordered_map<std::string, uint32_t> index;
+      for (size_t i = 0; i < out.findings.size(); ++i) index.emplace(out.findings[i].key, static_cast<uint32_t>(i));
+      for (auto& m : *marks_) m.finding = index.at(key_of_serial[m.finding]);
+    }
     for (const auto& problem : symbols_->problems()) p.notes.push_back(problem);
     return out;
   }
@@ -812,14 +846,21 @@ class ProcessAnalyzer final : public RuleContext {
   int32_t no_device_result_ = 0;
   uint64_t async_blocking_ = 0;
   uint64_t blocked_total_ = 0;
+  std::vector<CallMark>* marks_ = nullptr;
+  uint32_t current_tid_ = 0;
+  uint64_t current_start_ = 0;
+  uint64_t current_end_ = 0;
+  uint64_t current_stream_ = UINT64_MAX;
+  GpuOverlap overlap_;
+  uint32_t next_serial_ = 0;
 };
 
 }  // namespace
 
-ProcessResult analyze_trace(const std::string& path, const Options& options) {
+ProcessResult analyze_trace(const std::string& path, const Options& options, std::vector<CallMark>* marks) {
   auto trace = TraceFile::open(path, options.limits);
   trace->index_blocks();
-  ProcessAnalyzer analyzer(*trace, options);
+  ProcessAnalyzer analyzer(*trace, options, marks);
   analyzer.run();
   return analyzer.finish();
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "findings/finding.h"
+#include "timeline/gpu_overlap.h"
 #include "options.h"
 
 #include <cstdint>
@@ -48,6 +49,9 @@ struct ProcessSummary {
   int32_t signal = 0;            // the signal that ended it, when known (run's own child), else 0
   std::vector<std::string> notes;
   bool no_usable_device() const { return cuda_calls_no_device > 0 && cuda_calls_ok == 0; }
+  // ASYNCWATCH_GPU_TIMES traces: the GPU overlap figures per stream (timeline/gpu_overlap.h).
+  bool gpu_times = false;
+  std::vector<StreamOverlap> gpu_overlap;
 };
 
 // A CUresult / cudaError_t that says there is no usable driver or device (35 insufficient driver,
@@ -98,7 +102,15 @@ struct ProcessResult {
   ProcessSummary process;
   std::vector<Finding> findings;
 };
-ProcessResult analyze_trace(const std::string& path, const Options& options);
+// `marks` (the timeline): each flagged call, by its thread and start time (a host function's
+// run: the run's), with the index of its finding in ProcessResult::findings; at most kMaxCallMarks.
+struct CallMark {
+  uint32_t tid;
+  uint64_t start_ns;
+  uint32_t finding;
+};
+inline constexpr size_t kMaxCallMarks = 16u << 20;
+ProcessResult analyze_trace(const std::string& path, const Options& options, std::vector<CallMark>* marks = nullptr);
 
 // Merges processes into one ranked report, applying the group-level thresholds.
 Report build_report(std::vector<ProcessResult> results, const Options& options);

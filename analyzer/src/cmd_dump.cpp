@@ -108,6 +108,16 @@ std::string describe(const RecordView& r) {
       return fmt::format("{} callback_id={} start={} end={} ran={}ns", head, e.callback_id, e.start_ns, e.end_ns,
                          e.end_ns - e.start_ns);
     }
+    case RecordType::GpuSpan: {
+      auto g = r.as<GpuSpanRecord>();
+      return fmt::format("{} op={} stream_kind={} stream=0x{:x} host_before={} host_after={} gpu_start={} gpu_end={} ran={}ns", head,
+                         gpu_op_text(static_cast<GpuOp>(g.op)), stream_kind_name(static_cast<StreamKind>(g.stream_kind)), g.stream,
+                         g.host_before_ns, g.host_after_ns, g.start_ns, g.end_ns, g.end_ns - g.start_ns);
+    }
+    case RecordType::GpuClock: {
+      auto c = r.as<GpuClockRecord>();
+      return fmt::format("{} host={} uncertainty={}ns spans_dropped={}", head, c.host_ns, c.uncertainty_ns, c.spans_dropped);
+    }
     case RecordType::Sync: {
       auto s = r.as<SyncRecord>();
       return fmt::format("{} api={} driver={} stream_kind={} handle=0x{:x} flags={} result={} stack={} {}{}", head,

@@ -177,6 +177,7 @@ int cmd_run(const RunArgs& args) {
     setenv("LD_PRELOAD", prepend_path(preload, std::getenv("LD_PRELOAD"), ':').c_str(), 1);
     setenv("ASYNCWATCH_OUTPUT_DIR", program_out_dir.c_str(), 1);
     if (args.sim) setenv("LD_LIBRARY_PATH", prepend_path(sim_dir, std::getenv("LD_LIBRARY_PATH"), ':').c_str(), 1);
+    if (args.gpu_times) setenv("ASYNCWATCH_GPU_TIMES", "1", 1);
     std::vector<char*> argv;
     for (const auto& a : args.command) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);

@@ -80,10 +80,15 @@ struct TimelineArgs {
   std::string output;  // "" or "-" = stdout
   std::vector<std::string> inputs;
   double min_blocked_us = 50;
+  std::string format;         // json, perfetto; "" = from the output's name (.pftrace, .perfetto-trace), else json
+  std::string window;         // "T0:T1" in seconds since the earliest process start; "" = all
+  bool findings_only = false;
+  double max_size_mib = 1024;  // refuse (and say the expected size) above this; 0 = no limit
 };
 int cmd_timeline(const TimelineArgs& args);
 struct RunArgs {
   bool sim = false;
+  bool gpu_times = false;  // ASYNCWATCH_GPU_TIMES=1 for the program
   std::string output_dir;
   ReportArgs report;
   std::vector<std::string> command;

@@ -36,12 +36,24 @@ int main(int argc, char** argv) {
   timeline->add_option("--min-blocked-us", timeline_args.min_blocked_us,
                        "Calls blocked at least this long get the category \"blocked\"")
       ->capture_default_str();
+  timeline->add_option("--format", timeline_args.format,
+                       "json (Chrome trace event JSON) or perfetto (binary Perfetto trace, about 3x smaller); default: "
+                       "perfetto when the output ends in .pftrace or .perfetto-trace, else json");
+  timeline->add_option("--window", timeline_args.window,
+                       "Only what overlaps T0:T1, in seconds since the earliest process start (e.g. 1.5:3)");
+  timeline->add_flag("--findings-only", timeline_args.findings_only, "Only the calls of findings, and their GPU work");
+  timeline->add_option("--max-size-mib", timeline_args.max_size_mib,
+                       "Write nothing (and say the expected size) when the timeline would be larger; 0: no limit")
+      ->capture_default_str();
   timeline->add_option("TRACE_OR_DIR", timeline_args.inputs, "Trace files, or directories of *.awtrace files")
       ->required();
 
   RunArgs run_args;
   CLI::App* run = app.add_subcommand(
       "run", "Run a program under asyncwatch and print the report when it exits: asyncwatch run [options] -- PROGRAM ARGS...");
+  run->add_flag("--gpu-times", run_args.gpu_times,
+                "Record when each copy, kernel and host function ran on the device (ASYNCWATCH_GPU_TIMES=1; costs a few "
+                "microseconds per operation: docs/timeline.md)");
   run->add_flag("--sim", run_args.sim, "Run on asyncwatch's simulated CUDA driver and runtime (no GPU needed)");
   run->add_option("-o,--output-dir", run_args.output_dir,
                   "Directory for the traces (default: a new asyncwatch-PROGRAM-TIME-XXXXXX directory here, mode 0700)");

@@ -170,6 +170,7 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
       out << fmt::format("  {}note:{} {}{}\n", c.note, c.reset, printable(n), others);
       note_count.erase(it);
     }
+    for (const auto& l : gpu_overlap_lines(p.gpu_overlap, p.gpu_times)) out << "  " << printable(l) << '\n';  // issue 18
   }
   for (const auto& u : report.unreadable)
     out << fmt::format("{}asyncwatch:{} {}note:{} {} could not be read: {}\n", c.bold, c.reset, c.note, c.reset,

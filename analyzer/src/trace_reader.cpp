@@ -176,6 +176,12 @@ struct FieldChecks {
   bool body(const HostFuncRunRecord& e) {
     return e.end_ns >= e.start_ns || bad(fmt::format("end time {} is before start time {}", e.end_ns, e.start_ns));
   }
+  bool body(const GpuSpanRecord& g) {
+    if (g.op >= kGpuOpCount) return bad(fmt::format("unknown GPU operation {}", g.op));
+    if (g.stream_kind >= kStreamKindCount) return bad(fmt::format("unknown stream kind {}", g.stream_kind));
+    if (g.host_after_ns < g.host_before_ns) return bad("host times out of order");
+    return g.end_ns >= g.start_ns || bad(fmt::format("GPU end time {} is before start time {}", g.end_ns, g.start_ns));
+  }
   bool body(const ModuleRecord& m) {
     if (m.build_id_len > sizeof(m.build_id)) return bad(fmt::format("build id length {} exceeds 20", m.build_id_len));
     return m.high >= m.low || bad("address range ends before it starts");

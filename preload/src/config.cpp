@@ -85,6 +85,10 @@ Config parse_config(GetEnvFn getenv_fn, WarnFn warn) {
     else if (!strcmp(v, "on")) c.python_frames = true;
     else bad("ASYNCWATCH_PYTHON", v, "on or off");
   }
+  if (const char* v = getenv_fn("ASYNCWATCH_GPU_TIMES"); v && *v) {
+    if (!strcmp(v, "1")) c.gpu_times = true;
+    else if (strcmp(v, "0") != 0) bad("ASYNCWATCH_GPU_TIMES", v, "0 or 1");
+  }
   if (const char* v = getenv_fn("ASYNCWATCH_DISABLE"); v && *v) {
     if (!strcmp(v, "1")) c.disabled = true;
     else if (strcmp(v, "0") != 0) bad("ASYNCWATCH_DISABLE", v, "0 or 1");
@@ -162,6 +166,7 @@ uint32_t config_flags(const Config& c) {
   if (c.stacks != StackPolicy::None) f |= trace::kConfigStacksCopies | trace::kConfigStacksMemory;
   if (c.stacks == StackPolicy::All) f |= trace::kConfigStacksLaunches | trace::kConfigStacksSync;
   if (c.stacks != StackPolicy::None && c.python_frames) f |= trace::kConfigPythonFrames;
+  if (c.gpu_times) f |= trace::kConfigGpuTimes;
   return f;
 }
 

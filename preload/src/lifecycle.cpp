@@ -30,6 +30,7 @@
 #include "stacks/module_map.h"
 #include "stacks/stack_capture.h"
 #include "thread_exit.h"
+#include "gpu_times/gpu_times.h"
 #include "trace/trace_file.h"
 #include "trace/trace_writer.h"
 
@@ -115,6 +116,7 @@ void release_thread() noexcept {
   calls::LibraryScope scope;
   stacks::release_thread();
   calls::release_thread();
+  gpu_times::release_thread();
 }
 
 // The personality routine of our static libstdc++ reads the register sizes of our static copy of

@@ -330,7 +330,8 @@ static_assert(infer_direction(MemoryKind::Unknown, MemoryKind::Device) == Direct
   X(PerThreadEntry, 6)    /* reached through a _ptsz/_ptds driver entry point */                   \
   X(SynchronousApi, 7)    /* the API is synchronous by contract (cudaMemcpy, cuMemcpyHtoD) */      \
   X(InFlight, 8)          /* v2: published before the real call; cleared when the call returned */ \
-  X(SourceStreamOrder, 9) /* v3, BatchCopy: a pageable source element is read in stream order */
+  X(SourceStreamOrder, 9) /* v3, BatchCopy: a pageable source element is read in stream order */ \
+  X(GpuTimed, 14)         /* v3: a GpuSpan record of this thread gives when its work ran on the device */
 
 #define ASYNCWATCH_FLAG_ROW(name, bit) kFlag##name = 1u << bit,
 enum RecordFlags : uint32_t { ASYNCWATCH_RECORD_FLAGS(ASYNCWATCH_FLAG_ROW) };
@@ -342,7 +343,8 @@ enum RecordFlags : uint32_t { ASYNCWATCH_RECORD_FLAGS(ASYNCWATCH_FLAG_ROW) };
   X(StacksLaunches, 2) /* stacks for every launch (else only blocked ones) */     \
   X(StacksSync, 3)     /* stacks for sync and memory-management calls */ \
   X(StacksMemory, 4)   /* v3: stacks for memory-management, prefetch and graph-construction calls */ \
-  X(PythonFrames, 5)   /* v3: stacks carry the calling thread's Python frames */
+  X(PythonFrames, 5)   /* v3: stacks carry the calling thread's Python frames */ \
+  X(GpuTimes, 7)       /* ASYNCWATCH_GPU_TIMES=1: GpuSpan / GpuClock records */
 
 #define ASYNCWATCH_CONFIG_ROW(name, bit) kConfig##name = 1u << bit,
 enum ConfigFlags : uint32_t { ASYNCWATCH_CONFIG_FLAGS(ASYNCWATCH_CONFIG_ROW) };
@@ -685,6 +687,53 @@ struct PaddingRecord {
 };
 static_assert(sizeof(PaddingRecord) == 8);
 
+// What a GpuSpan timed (GpuSpanRecord.op).
+#define ASYNCWATCH_GPU_OPS(X)          \
+  X(Unknown, 0, "unknown")             \
+  X(Copy, 1, "copy")                   \
+  X(Memset, 2, "memset")               \
+  X(Kernel, 3, "kernel")               \
+  X(HostFunction, 4, "host-function")
+enum class GpuOp : uint8_t { ASYNCWATCH_GPU_OPS(ASYNCWATCH_ENUM_ROW) };
+inline constexpr uint8_t kGpuOpCount = 0 ASYNCWATCH_GPU_OPS(ASYNCWATCH_ENUM_ONE);
+inline constexpr const char* kGpuOpNames[] = {ASYNCWATCH_GPU_OPS(ASYNCWATCH_ENUM_TEXT)};
+inline constexpr const char* gpu_op_text(GpuOp o) {
+  return static_cast<uint8_t>(o) < kGpuOpCount ? kGpuOpNames[static_cast<uint8_t>(o)] : "unknown";
+}
+
+// v3, ASYNCWATCH_GPU_TIMES=1 (preload/src/gpu_times/): when one operation a call enqueued ran on
+// the device, from timing events recorded on its stream before and after the call, resolved later
+// on the same thread. Written by the thread that made the call, after it (often much later). The
+// call is this thread's call record that overlaps [host_before_ns, host_after_ns] (the library's
+// own instants just before and just after the real call). Device times are CLOCK_MONOTONIC, from
+// the device clock through the thread's latest GpuClock record (its offset's uncertainty is there).
+struct GpuSpanRecord {
+  RecordHeader h;
+  uint8_t op;           // GpuOp
+  uint8_t stream_kind;  // StreamKind of the call
+  uint16_t reserved;
+  uint64_t stream;      // handle value as passed
+  uint64_t host_before_ns;
+  uint64_t host_after_ns;
+  // When it ran on the device, in CLOCK_MONOTONIC (the record's times: readers merge it by them).
+  uint64_t start_ns;
+  uint64_t end_ns;
+};
+static_assert(sizeof(GpuSpanRecord) == 48);
+
+// v3: one calibration of the device clock against CLOCK_MONOTONIC by this thread: a reference
+// event recorded on a private idle stream and synchronized; its device time is taken to be
+// host_ns (the midpoint), within +- uncertainty_ns. spans_dropped: this thread's operations not
+// timed so far (too many pending at once, or their reference was gone before they completed).
+struct GpuClockRecord {
+  RecordHeader h;
+  uint32_t reserved;
+  uint64_t host_ns;
+  uint64_t uncertainty_ns;
+  uint64_t spans_dropped;
+};
+static_assert(sizeof(GpuClockRecord) == 32);
+
 // ---- THE record table: X(id, Name, Struct, since_version) ---------------------------------
 #define ASYNCWATCH_RECORD_TYPES(X)                          \
   X(1, ThreadInfo, ThreadInfoRecord, 1)                    \
@@ -709,7 +758,9 @@ static_assert(sizeof(PaddingRecord) == 8);
   X(20, GraphOp, GraphOpRecord, 3)                         \
   X(21, GraphLaunch, GraphLaunchRecord, 3) \
   X(22, PyCode, PyCodeRecord, 3)                           \
-  X(23, PythonInfo, PythonInfoRecord, 3)
+  X(23, PythonInfo, PythonInfoRecord, 3) \
+  X(26, GpuSpan, GpuSpanRecord, 3)                         \
+  X(27, GpuClock, GpuClockRecord, 3)
 
 #define ASYNCWATCH_RECORD_ENUM(id, name, type, since) name = id,
 enum class RecordType : uint16_t {
@@ -721,7 +772,7 @@ enum class RecordType : uint16_t {
 #define ASYNCWATCH_RECORD_ONE(id, name, type, since) +1
 inline constexpr size_t kRecordCount = 0 ASYNCWATCH_RECORD_TYPES(ASYNCWATCH_RECORD_ONE);
 #undef ASYNCWATCH_RECORD_ONE
-static_assert(kRecordCount == 23, "a row was added or removed: update this count, the docs and kFormatVersion");
+static_assert(kRecordCount == 25, "a row was added or removed: update this count, the docs and kFormatVersion");
 
 namespace detail {
 inline constexpr uint16_t max_record_id() {

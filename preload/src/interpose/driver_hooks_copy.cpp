@@ -4,6 +4,7 @@
 // completed the work when the call returned.
 #include "call_context.h"
 #include "traced_call.h"
+#include "gpu_times/gpu_times.h"
 #include "classify/host_memory_classifier.h"
 #include "config.h"
 #include "cuda_abi.h"
@@ -68,7 +69,9 @@ template <class Call, class Describe>
 CUresult traced(calls::Caller caller, Hook h, trace::RecordType type, CUstream stream, bool has_stream, bool sync_api,
                 Call&& call, Describe&& describe) {
   auto cat = type == trace::RecordType::Copy ? calls::Category::Copy : calls::Category::Memset;
-  return calls::traced(caller, h, cat, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+  uint32_t gpu = 0;  // ASYNCWATCH_GPU_TIMES: the token of the start event recorded before the call
+  auto timed = [&]() noexcept { gpu = gpu_times::before(stream, hooks::info(h).per_thread); };
+  return calls::traced_with(caller, h, cat, timed, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
     auto& c = rec.copy;
     Sides s = describe();
     c.direction = static_cast<uint8_t>(s.direction);
@@ -82,6 +85,9 @@ CUresult traced(calls::Caller caller, Hook h, trace::RecordType type, CUstream s
     if (capturing) c.flags |= trace::kFlagCaptureActive;
     if (r == CUDA_SUCCESS && !capturing && wants_evidence(s, type == trace::RecordType::Memset))
       calls::completion_evidence(stream, hi.per_thread, &c.flags);
+    if (gpu && gpu_times::after(gpu, r, stream, hi.per_thread, cat == calls::Category::Copy ? trace::GpuOp::Copy : trace::GpuOp::Memset,
+                                c.stream_kind))
+      c.flags |= trace::kFlagGpuTimed;
   });
 }
 

@@ -5,6 +5,7 @@
 
 #include "call_context.h"
 #include "traced_call.h"
+#include "gpu_times/gpu_times.h"
 #include "cuda_abi.h"
 #include "hook_table.h"
 #include "real_functions.h"
@@ -28,8 +29,10 @@ struct LaunchShape {
 
 template <class Call>
 CUresult traced_launch(calls::Caller caller, Hook h, const LaunchShape& shape, Call&& call, CUgraphExec exec = nullptr) {
-  return calls::traced(caller, h, calls::Category::Launch, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi,
-                                                             CUresult) {
+  uint32_t gpu = 0;  // ASYNCWATCH_GPU_TIMES: the token of the start event recorded before the call
+  auto timed = [&]() noexcept { gpu = gpu_times::before(shape.stream, hooks::info(h).per_thread); };
+  return calls::traced_with(caller, h, calls::Category::Launch, timed, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi,
+                                                             CUresult r) {
     auto& l = rec.launch;
     l.stream_kind = static_cast<uint8_t>(calls::stream_kind(shape.stream, hi.per_thread));
     l.flags |= hi.per_thread ? trace::kFlagPerThreadEntry : 0u;
@@ -49,6 +52,8 @@ CUresult traced_launch(calls::Caller caller, Hook h, const LaunchShape& shape, C
     // analyzer joins with the graph's memcpy nodes (GraphOp records).
     if (rec.h.type == static_cast<uint16_t>(trace::RecordType::GraphLaunch))
       rec.graph_launch.exec = reinterpret_cast<uint64_t>(exec);
+    if (gpu && gpu_times::after(gpu, r, shape.stream, hi.per_thread, trace::GpuOp::Kernel, l.stream_kind))
+      l.flags |= trace::kFlagGpuTimed;
   });
 }
 
@@ -116,6 +121,7 @@ CUresult traced_host_func(calls::Caller caller, Hook h, CUstream st, CUhostFn us
   calls::HostFuncContext* ctx = nullptr;
   bool capturing = false;
   uint64_t id = 0;
+  uint32_t gpu = 0;  // ASYNCWATCH_GPU_TIMES: the token of the start event recorded before the call
   return calls::traced_with(
       caller, h, calls::Category::HostFunc,
       [&]() noexcept {
@@ -131,6 +137,7 @@ CUresult traced_host_func(calls::Caller caller, Hook h, CUstream st, CUhostFn us
         // Read before the enqueue: once the driver has the context, its thread may run the host
         // function and free the context (host_fn_trampoline) before the enqueue even returns here.
         id = ctx ? ctx->callback_id : 0;
+        if (!capturing) gpu = gpu_times::before(st, hooks::info(h).per_thread);
       },
       [&] { return enqueue(ctx); },
       [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
@@ -141,6 +148,8 @@ CUresult traced_host_func(calls::Caller caller, Hook h, CUstream st, CUhostFn us
         e.callback_id = id;
         e.stream = reinterpret_cast<uint64_t>(st);
         e.user_function = user_fn ? reinterpret_cast<uint64_t>(user_fn) : reinterpret_cast<uint64_t>(user_cb);
+        if (gpu && gpu_times::after(gpu, r, st, hi.per_thread, trace::GpuOp::HostFunction, e.stream_kind))
+          e.flags |= trace::kFlagGpuTimed;
       });
 }
 

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "call_context.h"
+#include "gpu_times/gpu_times.h"
 #include "hook_table.h"
 #include "real_functions.h"
 #include "runtime_hooks.h"
@@ -135,6 +136,7 @@ cuda::CUresult traced_with(Caller c, hooks::Hook h, Category cat, Prepare&& prep
       }
     }
     if (r == cuda::CUDA_SUCCESS) note_driver_ready();
+    if (cat == Category::Sync) gpu_times::drain();  // ASYNCWATCH_GPU_TIMES: the work waited for is done
   }();
   set_phase(st, way == kInRuntime ? 2 : 0);
   if (AW_UNLIKELY(reentrant)) reentrant->~SavedCallState();
