@@ -39,8 +39,7 @@
   X(InFlightCall, "in-flight-call", Warning, in_flight_call,                                                          \
     "A call was still in flight when the process ended (killed, crashed, or exited while another thread waited).",    \
     "Find out what the call waited for: the work before it on its stream (a hung or very long kernel), a "            \
-    "pageable copy behind a long kernel, or a synchronization that never completes.") \
-    "Allocate once outside the loop and reuse the memory, or use cudaMallocAsync/cudaFreeAsync with a pool.")     \
+    "pageable copy behind a long kernel, or a synchronization that never completes.")                                 \
   X(HiddenSync, "hidden-sync", Warning, hidden_sync,                                                                  \
     "A synchronization the code did not write: a framework or library call waited for the GPU.",                    \
     "Keep results on the device (no .item(), .cpu(), .tolist() or printing inside the loop), accumulate on the "     \
