@@ -847,7 +847,6 @@ class ProcessAnalyzer final : public RuleContext {
   uint64_t async_blocking_ = 0;
   uint64_t blocked_total_ = 0;
   std::vector<CallMark>* marks_ = nullptr;
-  uint32_t current_tid_ = 0;
   uint64_t current_start_ = 0;
   uint64_t current_end_ = 0;
   uint64_t current_stream_ = UINT64_MAX;
