@@ -389,11 +389,12 @@ TEST(EndToEnd, CallSiteCacheTellsSitesBehindOneCallerApart) {
   AppRun r = run({"two_sites"}, {"ASYNCWATCH_LOG=info"});
   ASSERT_TRUE(exited_ok(r)) << r.err;
   // The cache must really answer (a cache that always misses is correct but costs a full unwind,
-  // ~3 us, per pageable copy): 20 copies from 2 sites = 2 unwinds and 18 verified hits.
+  // ~3 us, per pageable copy): 20 copies from 2 sites = 2 unwinds and 18 verified hits, plus the
+  // cuMemAlloc's own unwind (memory-management calls have stacks by default since issue 14).
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.err, m, std::regex("call-site cache: (\\d+) hits, (\\d+) full unwinds"))) << r.err;
   EXPECT_EQ(std::stoul(m[1]), 18u) << r.err;
-  EXPECT_EQ(std::stoul(m[2]), 2u) << r.err;
+  EXPECT_EQ(std::stoul(m[2]), 3u) << r.err;
   auto c = copies(only_trace(r));
   ASSERT_EQ(c.size(), 20u);
   for (size_t i = 0; i < c.size(); ++i) {

@@ -484,12 +484,13 @@ cudaError_t run(uint8_t inst, calls::Caller c, Api api, Category cat, Call&& cal
   X(cudaGraphExecMemcpyNodeSetParams1D, cudaGraphExecMemcpyNodeSetParams1D, GraphOp, 0,                           \
     (void* exec, void* node, void* dst, const void* src, size_t n, int kind), (exec, node, dst, src, n, kind),    \
     nullptr)                                                                                                      \
-  X(cudaGraphInstantiate, cudaGraphInstantiate, GraphOp, 0, (void** exec, void* g, unsigned long long fl),        \
-    (exec, g, fl), nullptr)                                                                                       \
+  /* CUDA 11's cudaGraphInstantiate had 5 arguments and cudaGraphExecUpdate 4: every register is forwarded */    \
+  X(cudaGraphInstantiate, cudaGraphInstantiate, GraphOp, 0,                                                       \
+    (void** exec, void* g, unsigned long long fl, void* a11, size_t b11), (exec, g, fl, a11, b11), nullptr)       \
   X(cudaGraphInstantiateWithFlags, cudaGraphInstantiateWithFlags, GraphOp, 0,                                     \
     (void** exec, void* g, unsigned long long fl), (exec, g, fl), nullptr)                                        \
-  X(cudaGraphExecUpdate, cudaGraphExecUpdate, GraphOp, 0, (void* exec, void* g, void* info), (exec, g, info),     \
-    nullptr)
+  X(cudaGraphExecUpdate, cudaGraphExecUpdate, GraphOp, 0, (void* exec, void* g, void* info, void* r11),           \
+    (exec, g, info, r11), nullptr)
 
 namespace {
 enum class RtSlot : uint16_t {
