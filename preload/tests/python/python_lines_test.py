@@ -18,7 +18,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 APP = os.path.join(HERE, "lines_app.py")
-ITERATIONS, KERNEL_MS = 3, 5
+ITERATIONS, KERNEL_MS = 3, 20  # a kernel long enough that a descheduled test still waits for it
 
 failures = []
 
