@@ -220,9 +220,6 @@ FrameKind classify_frame(const Frame& f, const CallSitePolicy& policy) {
     return is_python_library_file(f.file) ? FrameKind::Library : FrameKind::User;
   }
   if (f.origin == FrameOrigin::Interpreter) return FrameKind::Library;
-  // The interpreter's own extension modules (lib/python3.X/lib-dynload: _ctypes, ...) and those
-  // of installed packages: the Python line that called them is the user's.
-  if (!f.module.empty() && is_python_library_file(f.module)) return FrameKind::Library;
   std::string base = basename_of(f.module);
   if (starts_with(base, "libasyncwatch")) return FrameKind::Tool;
   if (is_runtime_module(base) || is_launch_stub_frame(f) || is_runtime_header(f.file)) return FrameKind::Runtime;
@@ -235,6 +232,9 @@ FrameKind classify_frame(const Frame& f, const CallSitePolicy& policy) {
   // to point to; the user's frame, if any, is further out.
   if (f.module.empty() && f.file.empty()) return FrameKind::Library;
   if (!f.module.empty() && is_library_module(f.module)) return FrameKind::Library;
+  // The interpreter's own extension modules (lib/python3.X/lib-dynload: _ctypes, ...) and those
+  // of the frameworks' packages: the Python line that called them is the user's.
+  if (!f.module.empty() && is_python_library_file(f.module)) return FrameKind::Library;
   if (is_library_header(f.file)) return FrameKind::Library;
   // A shared object without a source line for this frame: built without debug information, not
   // the program itself. (The program's own frames are user code even when it is stripped.)

@@ -189,8 +189,8 @@ TEST(Reader, PythonFramesValidated) {
     TraceBuilder tb(1);
     tf::PyCodeRecord c{};
     c.code_id = 1;
-    c.filename_len = 4;
-    tb.raw(7, RecordType::PyCode, &c, sizeof c, "a.py", 3);  // one byte short of what it announces
+    c.filename_len = 12;
+    tb.raw(7, RecordType::PyCode, &c, sizeof c, "a.py", 4);  // a word short of what it announces
     EXPECT_NE(error_of(tb.bytes(), "pysize.awtrace").find("size"), std::string::npos);
   }
 }
@@ -410,7 +410,7 @@ TEST(Reader, PaddingIsSkippedAndInFlightCallsAreCounted) {
 TEST(Reader, RecordSizesComeFromTheTable) {
   for (uint16_t type = 1; type < tf::kRecordTypeLimit; ++type) {
     const tf::RecordInfo& info = tf::record_info(type);
-    ASSERT_NE(info.since, 0) << type;
+    if (info.since == 0) continue;  // an id no row uses (ids may leave gaps: ranges are given out per change)
     if (info.size_rule != tf::SizeRule::Fixed) continue;
     auto b = small_trace();
     std::vector<uint8_t> rec(info.fixed + 8, 0);  // one word too long

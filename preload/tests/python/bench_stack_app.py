@@ -6,6 +6,7 @@ import ctypes
 import os
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "vendor", "site-packages"))
 import fakeframework  # noqa: E402
 
