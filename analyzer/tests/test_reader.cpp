@@ -383,7 +383,7 @@ TEST(Reader, PaddingIsSkippedAndInFlightCallsAreCounted) {
 TEST(Reader, RecordSizesComeFromTheTable) {
   for (uint16_t type = 1; type < tf::kRecordTypeLimit; ++type) {
     const tf::RecordInfo& info = tf::record_info(type);
-    ASSERT_NE(info.since, 0) << type;
+    if (info.since == 0) continue;  // an unused id: ids may leave gaps (each issue has its range)
     if (info.size_rule != tf::SizeRule::Fixed) continue;
     auto b = small_trace();
     std::vector<uint8_t> rec(info.fixed + 8, 0);  // one word too long
