@@ -75,7 +75,7 @@ int cmd_timeline(const TimelineArgs& args) {
                             stats.host_functions_dropped, Limits{}.pending_callbacks));
   if (stats.too_large) {
     print_error(fmt::format("the timeline would be about {} ({} events), more than --max-size-mib {}: nothing was written; "
-                            "narrow it with --window T0:T1 or --findings-only, use --format perfetto (about 3x smaller), "
+                            "narrow it with --window T0:T1 or --findings-only, "
                             "or raise --max-size-mib",
                             format_bytes(stats.estimated_bytes), stats.estimated_events, args.max_size_mib));
     return kExitInvalid;

@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
                        "Calls blocked at least this long get the category \"blocked\"")
       ->capture_default_str();
   timeline->add_option("--format", timeline_args.format,
-                       "json (Chrome trace event JSON) or perfetto (binary Perfetto trace, about 3x smaller); default: "
+                       "json (Chrome trace event JSON) or perfetto (binary Perfetto trace); default: "
                        "perfetto when the output ends in .pftrace or .perfetto-trace, else json");
   timeline->add_option("--window", timeline_args.window,
                        "Only what overlaps T0:T1, in seconds since the earliest process start (e.g. 1.5:3)");

@@ -266,7 +266,8 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
   // time, or the flagged calls) times the format's bytes per event.
   const uint64_t per_event = opt.format == TimelineFormat::Json ? kJsonBytesPerEvent : kPerfettoBytesPerEvent;
   for (const auto& in : inputs) {
-    uint64_t n = opt.findings_only ? 2 * in.marks.size() : in.trace->event_record_count();
+    // A flagged slice weighs about kFlaggedBytesPerEvent / per_event ordinary ones (its finding's texts).
+    uint64_t n = opt.findings_only ? in.marks.size() * kFlaggedBytesPerEvent / per_event : in.trace->event_record_count();
     if (opt.has_window) {
       const FileHeader& h = in.trace->header();
       uint64_t first = h.start_realtime_ns - base_realtime;

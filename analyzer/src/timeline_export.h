@@ -60,7 +60,8 @@ TimelineStats write_timeline(std::FILE* out, const std::vector<std::string>& pat
 
 // Bytes per event of each format, for the size estimate (measured on the golden traces and the
 // 50 M-record benchmark: docs/performance.md).
-inline constexpr uint64_t kJsonBytesPerEvent = 300;
-inline constexpr uint64_t kPerfettoBytesPerEvent = 110;
+inline constexpr uint64_t kJsonBytesPerEvent = 250;
+inline constexpr uint64_t kPerfettoBytesPerEvent = 210;
+inline constexpr uint64_t kFlaggedBytesPerEvent = 600;  // a flagged slice carries its finding's texts
 
 }  // namespace asyncwatch

@@ -113,6 +113,20 @@ TEST(Config, InvalidValuesWarnOnceEachAndKeepDefaults) {
   EXPECT_EQ(g_warnings.size(), 6u);
 }
 
+// Issue 18: ASYNCWATCH_GPU_TIMES, and its config flag in the trace header.
+TEST(Config, GpuTimes) {
+  EXPECT_FALSE(parse({}).gpu_times);
+  EXPECT_EQ(config_flags(parse({})) & trace::kConfigGpuTimes, 0u);
+  Config on = parse({{"ASYNCWATCH_GPU_TIMES", "1"}});
+  EXPECT_TRUE(on.gpu_times);
+  EXPECT_NE(config_flags(on) & trace::kConfigGpuTimes, 0u);
+  EXPECT_TRUE(g_warnings.empty());
+  EXPECT_FALSE(parse({{"ASYNCWATCH_GPU_TIMES", "0"}}).gpu_times);
+  EXPECT_TRUE(g_warnings.empty());
+  EXPECT_FALSE(parse({{"ASYNCWATCH_GPU_TIMES", "yes"}}).gpu_times);
+  EXPECT_EQ(g_warnings.size(), 1u);
+}
+
 TEST(Config, PatternExpansionIntoABuffer) {
   char buf[64];
   EXPECT_TRUE(expand_output_pattern_to(buf, sizeof buf, "asyncwatch-%n-%p.awtrace", "app", 42, "h", 9));

@@ -5,11 +5,14 @@
 # Perfetto trace and as JSON, and the hand decoder's summary of the Perfetto file; then the cost of
 # GPU-times mode: overhead_bench --paired (recording on / paused, in-process) with and without
 # ASYNCWATCH_GPU_TIMES=1. Everything goes to $OUT/timeline_h200.tar.gz (and summary.txt).
-#   bash test_apps/gpu/timeline_h200.sh BUILD_DIR     (BUILD_DIR: test_apps/gpu/stage_build.sh's output)
+#   bash test_apps/gpu/timeline_h200.sh BUILD_DIR [--sim]   (BUILD_DIR: test_apps/gpu/stage_build.sh's output;
+#   --sim: a dry run on the simulator, for checking the script without a GPU)
 # Wall time about 2-3 minutes.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-build=$(cd "${1:?usage: timeline_h200.sh BUILD_DIR}" && pwd)
+build=$(cd "${1:?usage: timeline_h200.sh BUILD_DIR [--sim]}" && pwd)
+sim=()
+[ "${2:-}" = "--sim" ] && sim=(--sim)
 out=${OUT:?set OUT}/timeline_h200
 mkdir -p "$out"
 aw=$build/bin/asyncwatch
@@ -24,7 +27,7 @@ one() {  # name app args...
   rm -rf "$d"
   log "== $name: $*"
   local t0=$(date +%s.%N)
-  "$aw" run --gpu-times -o "$d" --report-output "$out/$name.report.txt" -- "$@" > "$out/$name.stdout" 2> "$out/$name.stderr"
+  "$aw" run "${sim[@]}" --gpu-times -o "$d" --report-output "$out/$name.report.txt" -- "$@" > "$out/$name.stdout" 2> "$out/$name.stderr"
   log "rc=$? wall=$(awk -v a=$t0 -v b=$(date +%s.%N) 'BEGIN{printf "%.2f", b-a}')s"
   grep -E "^Elapsed|^#|ok$" "$out/$name.stdout" "$out/$name.stderr" | head -20 | tee -a "$summary"
   grep -E "GPU, stream|while the host waited" "$out/$name.report.txt" | head -20 | tee -a "$summary"
@@ -49,11 +52,11 @@ one threads_streams "$apps/threads_streams"
 # The cost of GPU-times mode: paired on/paused ratios, without and with it (the difference is the
 # events' cost; docs/timeline.md).
 bench=$root/test_apps/bench/run_paired.sh
-if [ -x "$apps/overhead_bench.static" ] || [ -x "$apps/overhead_bench" ]; then
+if [ -x "$apps/overhead_bench.static" ] && [ ${#sim[@]} -eq 0 ] || [ -x "$apps/overhead_bench" ]; then
   log "== paired, GPU times off"
-  ASYNCWATCH_GPU_TIMES=0 timeout 150 bash "$bench" "$build" --procs 4 --reps 20 --items launch,copy_pinned_64 2>&1 | tail -4 | tee -a "$summary"
+  ASYNCWATCH_GPU_TIMES=0 timeout 150 bash "$bench" "$build" "${sim[@]}" --procs 4 --reps 20 --items launch,copy_pinned_64 2>&1 | tail -4 | tee -a "$summary"
   log "== paired, GPU times on"
-  ASYNCWATCH_GPU_TIMES=1 timeout 150 bash "$bench" "$build" --procs 4 --reps 20 --items launch,copy_pinned_64 2>&1 | tail -4 | tee -a "$summary"
+  ASYNCWATCH_GPU_TIMES=1 timeout 150 bash "$bench" "$build" "${sim[@]}" --procs 4 --reps 20 --items launch,copy_pinned_64 2>&1 | tail -4 | tee -a "$summary"
 else
   log "no overhead_bench in $apps: cost not measured"
 fi

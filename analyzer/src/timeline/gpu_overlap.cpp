@@ -69,18 +69,25 @@ void GpuOverlap::flagged(FindingId rule, uint64_t stream_key, uint64_t start, ui
 
 std::vector<StreamOverlap> GpuOverlap::figures() {
   std::vector<StreamOverlap> out;
+  // The flagged calls by stream, then rule (one pass over them).
+  std::unordered_map<uint64_t, std::vector<std::vector<Iv>>> by_stream;
+  for (const auto& f : flagged_) {
+    if (!spans_.count(f.stream_key)) continue;  // a stream without timed work: no figure
+    auto& rules = by_stream[f.stream_key];
+    if (rules.empty()) rules.resize(static_cast<size_t>(FindingId::Count));
+    rules[static_cast<size_t>(f.rule)].push_back(Iv{f.start, f.end});
+  }
   for (auto& [key, s] : spans_) {
     // This stream's flagged calls, by rule.
     std::vector<std::pair<FindingId, std::vector<Iv>>> blocked;
     std::vector<uint64_t> calls;
-    for (size_t r = 0; r < static_cast<size_t>(FindingId::Count); ++r) {
-      std::vector<Iv> v;
-      for (const auto& f : flagged_)
-        if (static_cast<size_t>(f.rule) == r && f.stream_key == key) v.push_back(Iv{f.start, f.end});
-      if (v.empty()) continue;
-      calls.push_back(v.size());
-      blocked.emplace_back(static_cast<FindingId>(r), merged(v));
-    }
+    auto found = by_stream.find(key);
+    if (found != by_stream.end())
+      for (size_t r = 0; r < found->second.size(); ++r) {
+        if (found->second[r].empty()) continue;
+        calls.push_back(found->second[r].size());
+        blocked.emplace_back(static_cast<FindingId>(r), merged(found->second[r]));
+      }
     StreamOverlap o;
     o.stream = s.name;
     o.spans = s.spans.size();
