@@ -364,7 +364,6 @@ class ProcessAnalyzer final : public RuleContext {
           "creation's time is in no finding",
           api_name(static_cast<Api>(first_call_api_))));
     in_flight_calls(end, p.closed_cleanly);
-    const uint64_t recorded_wall = p.wall_ns - p.paused_ns;
     const uint64_t pinned_cost[2] = {
         pinned_htod_.count() ? pinned_htod_.median() : kPinnedHtoDCallNs,
         pinned_dtoh_.count() ? pinned_dtoh_.median() : kPinnedDtoHCallNs};
@@ -433,11 +432,7 @@ class ProcessAnalyzer final : public RuleContext {
       f.context_creation_visible = g.context_creation_visible;
       f.process_ended_cleanly = g.ended_cleanly;
       f.repeated_calls = g.repeated;
-      uint64_t thread_max = 0;
-      for (const auto& [tid, ns] : g.thread_blocked) thread_max = std::max(thread_max, ns);
-      f.threads = g.thread_blocked.size();
-      f.share_of_wall = recorded_wall ? std::min(1.0, static_cast<double>(thread_max) / static_cast<double>(recorded_wall))
-                                      : 0.0;
+      for (const auto& [tid, ns] : g.thread_blocked) f.thread_blocked.emplace((p.pid << 32) | tid, ns);
       if (f.id == FindingId::PageableAsyncCopy && f.has_direction &&
           (f.direction == Direction::HtoD || f.direction == Direction::DtoH)) {
         const size_t d = f.direction == Direction::HtoD ? 0 : 1;
@@ -871,7 +866,9 @@ Report build_report(std::vector<ProcessResult> results, const Options& options) 
   FindingSet set;
   std::vector<Finding> merged;
   if (results.size() == 1) merged = std::move(results[0].findings);
+  std::unordered_map<uint64_t, uint64_t> recorded_wall;  // pid -> wall time less paused time
   for (auto& r : results) {
+    recorded_wall[r.process.pid] = r.process.wall_ns - r.process.paused_ns;
     if (results.size() > 1) {
       for (auto& f : r.findings) set.add(std::move(f));
       std::vector<Finding>().swap(r.findings);
@@ -888,6 +885,15 @@ Report build_report(std::vector<ProcessResult> results, const Options& options) 
   size_t kept = 0;
   for (auto& f : merged) {
     if (auto reported = rule_info(f.id).hooks.reported; reported && !reported(f, options)) continue;
+    // Shares of wall time per thread: a thread's calls never overlap, so each is at most 1.
+    f.threads = f.thread_blocked.size();
+    f.share_of_wall = 0;
+    for (const auto& [thread, ns] : f.thread_blocked) {
+      auto w = recorded_wall.find(thread >> 32);
+      if (w != recorded_wall.end() && w->second)
+        f.share_of_wall = std::max(f.share_of_wall, static_cast<double>(ns) / static_cast<double>(w->second));
+    }
+    f.share_of_wall = std::min(f.share_of_wall, 1.0);
     std::sort(f.processes.begin(), f.processes.end(),
               [](const PerProcess& a, const PerProcess& b) { return a.pid < b.pid; });
     if (&merged[kept] != &f) merged[kept] = std::move(f);

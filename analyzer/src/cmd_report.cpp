@@ -215,7 +215,8 @@ void add_report_options(CLI::App* app, ReportArgs& args, bool with_output) {
           },
           "ID|SEVERITY|blocked>=TIME,..."));
   app->add_option("--min-blocked-us", args.min_blocked_us,
-                  "Calls that blocked less than this are not flagged; explicit-sync groups need this much in total")
+                  "Synchronous copies (pageable, host to host) below this are notes, at or above it warnings; other "
+                  "calls that blocked less are not flagged; explicit-sync groups need this much in total")
       ->check(number_check(false, false))
       ->capture_default_str();
   app->add_option("--inline-htod-bytes", args.inline_htod_bytes,
@@ -226,11 +227,13 @@ void add_report_options(CLI::App* app, ReportArgs& args, bool with_output) {
                   "Launches outstanding on a stream (since it was last idle) that count as a full launch queue")
       ->check(number_check(true, true))
       ->capture_default_str();
-  app->add_option("--min-callback-us", args.min_callback_us, "Host functions that ran this long are flagged")
+  app->add_option("--min-callback-us", args.min_callback_us,
+                  "Host-function sites whose function ran this long are warnings (the others notes)")
       ->check(number_check(false, false))
       ->capture_default_str();
   app->add_option("--implicit-sync-min-count", args.implicit_sync_min_count,
-                  "Calls of cudaMalloc/cudaFree/... at one call site that count as a loop")
+                  "Calls of cudaMalloc/cudaFree/... at one known call site, repeating an earlier one (same size or "
+                  "address), that count as a loop")
       ->check(number_check(true, true))
       ->capture_default_str();
   app->add_option("--user-code", args.user_code,

@@ -92,7 +92,7 @@ void StreamTable::waited_on_event(uint64_t key) {
   StreamState& waiter = at(key);
   ++waiter.event_waits;
   for (auto& [k, st] : streams_)
-    if (k != key && &st != &waiter) waiter.since_idle.add_all(st.since_idle);
+    if (k != key && st.since_idle.total) waiter.since_idle.add_all(st.since_idle);
 }
 
 void StreamTable::copy_returned(uint64_t key, const CopyRecord& c) {

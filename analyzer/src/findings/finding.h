@@ -88,6 +88,10 @@ struct Finding {
   // group's calls, over its process's recorded wall time (a thread's calls never overlap: <= 1).
   double share_of_wall = 0;
   uint64_t threads = 0;  // distinct threads (of all processes) that made the calls
+  // Blocked time per thread, by pid << 32 | tid (at most kMaxThreads; the analysis derives
+  // share_of_wall and threads from it once the groups are merged).
+  static constexpr size_t kMaxThreads = 256;
+  std::unordered_map<uint64_t, uint64_t> thread_blocked;
   // A note although the rule's severity is higher: the rule ranks by --min-blocked-us and no call
   // of the group reached it (Rule::ranked_by_threshold). finding_severity() is the result.
   bool below_threshold = false;

@@ -155,8 +155,11 @@ void Finding::merge(const Finding& o) {
   chevron_launch = chevron_launch || o.chevron_launch;
   below_threshold = below_threshold && o.below_threshold;
   at_threshold += o.at_threshold;
-  share_of_wall = std::max(share_of_wall, o.share_of_wall);
-  threads += o.threads;
+  for (const auto& [thread, ns] : o.thread_blocked) {
+    auto t = thread_blocked.find(thread);
+    if (t != thread_blocked.end()) t->second += ns;
+    else if (thread_blocked.size() < kMaxThreads) thread_blocked.emplace(thread, ns);
+  }
   if (o.has_saving) {
     estimated_saving_ns += o.estimated_saving_ns;
     if (!has_saving) saving_basis = o.saving_basis;

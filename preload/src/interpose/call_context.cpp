@@ -49,7 +49,7 @@ inline __attribute__((always_inline)) bool wants_stack(const AnyRecord& r, Categ
       case Category::Copy:
       case Category::BatchCopy:
       case Category::Memset:
-        if (blocked_ns > cfg.launch_stack_threshold_ns) return true;
+        if (blocked_ns >= cfg.launch_stack_threshold_ns) return true;
         if (r.copy.direction == static_cast<uint8_t>(Direction::HtoH)) return true;
         if (c == Category::Memset) return doubtful_side(r.copy.dst_memory);
         return doubtful_side(r.copy.src_memory) || doubtful_side(r.copy.dst_memory);
@@ -57,9 +57,9 @@ inline __attribute__((always_inline)) bool wants_stack(const AnyRecord& r, Categ
       case Category::MemoryOp:
       case Category::ManagedOp:
       case Category::GraphOp: return true;
-      case Category::Launch: return blocked_ns > cfg.launch_stack_threshold_ns;
+      case Category::Launch: return blocked_ns >= cfg.launch_stack_threshold_ns;
       // A sync that waited: where it was made (a hidden sync inside a framework, issue 15).
-      case Category::Sync: return blocked_ns > cfg.launch_stack_threshold_ns;
+      case Category::Sync: return blocked_ns >= cfg.launch_stack_threshold_ns;
       default: return false;
     }
   }
