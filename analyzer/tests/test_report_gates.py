@@ -165,8 +165,16 @@ try:
     rc, out, err = aw("report", g("mixed.awtrace"))
     check("library and runtime frames not shown; --stacks full" in out, "stacks trimmed by default")
     check("libasyncwatch.so+0x1234" not in out, "the tool's frame is trimmed")
+    check("/work/lib/libasyncwatch.so: cannot read it for symbols" not in out and
+          "1 note about library modules without symbols here not shown" in out and
+          "/work/app/mixed: cannot read it for symbols" in out,
+          "module notes only when they change a result (the program's, not the tool's)", out[:800])
     rc, out, err = aw("report", "--stacks", "full", g("mixed.awtrace"))
     check("libasyncwatch.so+0x1234" in out, "--stacks full shows it")
+    check("/work/lib/libasyncwatch.so: cannot read it for symbols" in out, "--stacks full: every note")
+    rc, out, err = aw("report", g("ranks"))
+    check(out.count("/work/app/mpi_app: cannot read it for symbols") == 1 and "(and 1 more processes)" in out,
+          "a note of every rank printed once", out[:800])
     rc, out, err = aw("report", g("mixed.awtrace"), env={"TERM": "xterm"})
     check("\033[" not in out, "no colour when stdout is not a terminal")
 
