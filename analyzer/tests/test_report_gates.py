@@ -177,6 +177,23 @@ try:
           "a note of every rank printed once", out[:800])
     rc, out, err = aw("report", g("mixed.awtrace"), env={"TERM": "xterm"})
     check("\033[" not in out, "no colour when stdout is not a terminal")
+    import pty
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([AW, "report", g("seed-pinned.awtrace")], stdout=slave, stderr=subprocess.DEVNULL,
+                            env={k: v for k, v in os.environ.items() if k != "NO_COLOR"})
+    os.close(slave)
+    tty_out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the other side closed
+            break
+        if not chunk:
+            break
+        tty_out += chunk
+    proc.wait()
+    os.close(master)
+    check(b"\033[1m" in tty_out, "colour on a terminal", repr(tty_out[:200]))
 
     # Ranks and filters.
     ranks = g("ranks")
