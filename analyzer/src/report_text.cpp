@@ -59,7 +59,7 @@ std::string pid_text(uint64_t pid, int64_t rank) {
 // The overview first, as `nsys stats` prints it: one row per finding group, costliest first.
 void summary_table(std::ostream& out, const Report& report, const Colours& c) {
   if (report.findings.empty()) return;
-  uint64_t total = 0;
+  uint64_t total = report.blocked_ns_not_shown;  // a share of all findings, --top or not
   for (const auto& f : report.findings) total += f.blocked.total();
   struct Row {
     std::string rank, rule, calls, blocked, share, site;
