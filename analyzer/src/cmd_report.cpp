@@ -343,6 +343,7 @@ int produce_report(const ReportArgs& args, const std::vector<std::string>& paths
       if (fail_on.matches(f)) failed = true;
   if (args.top && report.findings.size() > args.top) {
     report.findings_not_shown = report.findings.size() - args.top;
+    for (size_t i = args.top; i < report.findings.size(); ++i) report.blocked_ns_not_shown += report.findings[i].blocked.total();
     report.findings.resize(args.top);
   }
 

@@ -59,7 +59,7 @@ std::string pid_text(uint64_t pid, int64_t rank) {
 // The overview first, as `nsys stats` prints it: one row per finding group, costliest first.
 void summary_table(std::ostream& out, const Report& report, const Colours& c) {
   if (report.findings.empty()) return;
-  uint64_t total = 0;
+  uint64_t total = report.blocked_ns_not_shown;  // a share of all findings, --top or not
   for (const auto& f : report.findings) total += f.blocked.total();
   struct Row {
     std::string rank, rule, calls, blocked, share, site;
@@ -92,6 +92,38 @@ void summary_table(std::ostream& out, const Report& report, const Colours& c) {
   if (report.findings_not_shown)
     out << fmt::format("  ... and {} not shown (--top)\n", plural(report.findings_not_shown, "finding", "findings"));
   out << '\n';
+}
+
+// The module a note about symbols is about ("PATH: cannot read it for symbols (...)", "PATH: build
+// id X differs ...", PATH possibly "TO (mapped from FROM)": the traced FROM), "" for other notes.
+std::string note_module(const std::string& note) {
+  for (const char* tail : {": cannot read it for symbols", ": build id "}) {
+    auto pos = note.find(tail);
+    if (pos == std::string::npos) continue;
+    std::string path = note.substr(0, pos);
+    auto mapped = path.find(" (mapped from ");
+    if (mapped != std::string::npos && path.back() == ')') path = path.substr(mapped + 14, path.size() - mapped - 15);
+    return path;
+  }
+  return {};
+}
+
+// A module without symbols changes a result when a call site (or the library function called) is
+// in it, or when it would be the user's code (its frames, without lines, then count as library
+// code and the call site moves out). A system library, the CUDA runtime or asyncwatch itself is
+// never the user's, symbols or not: a note about it changes nothing the text report shows.
+bool note_changes_a_result(const std::string& note, const Report& report) {
+  std::string module = note_module(note);
+  if (module.empty()) return true;
+  for (const auto& f : report.findings)
+    if ((f.call_site_known && f.call_site.module == module) || f.via.module == module) return true;
+  Frame probe;
+  probe.module = module;
+  probe.file = "source.cpp";  // as if it had symbols: classified by its path alone
+  probe.line = 1;
+  CallSitePolicy policy;
+  policy.user_code = report.options.user_code;
+  return classify_frame(probe, policy) == FrameKind::User;
 }
 
 // --stacks user: the frames of the program's own code (call_site.h); every frame when none is.
@@ -155,8 +187,12 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
   Colours c = colours(style.colour);
   // A note said by several processes (the same module on every rank) is printed once.
   std::map<std::string, size_t> note_count;
+  size_t quiet_notes = 0;  // about modules whose symbols change no result (shown with --stacks full)
   for (const auto& p : report.processes)
-    for (const auto& n : p.notes) ++note_count[n];
+    for (const auto& n : p.notes) {
+      if (report.full_stacks || note_changes_a_result(n, report)) ++note_count[n];
+      else ++quiet_notes;
+    }
   for (const auto& p : report.processes) {
     out << fmt::format("{}asyncwatch:{} {} {} ({}), wall time {}{}{}\n", c.bold, c.reset, pid_text(p.pid, p.rank),
                        printable(p.command_line.empty() ? p.executable : p.command_line),
@@ -172,6 +208,10 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
     }
     for (const auto& l : gpu_overlap_lines(p.gpu_overlap, p.gpu_times)) out << "  " << printable(l) << '\n';  // issue 18
   }
+  if (quiet_notes)
+    out << fmt::format("  {}note:{} {} about library modules without symbols here not shown: they change no call "
+                       "site (--stacks full shows them)\n",
+                       c.note, c.reset, plural(quiet_notes, "note", "notes"));
   for (const auto& u : report.unreadable)
     out << fmt::format("{}asyncwatch:{} {}note:{} {} could not be read: {}\n", c.bold, c.reset, c.note, c.reset,
                        printable(display_path(u.trace)), printable(u.error));

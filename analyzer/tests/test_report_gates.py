@@ -157,6 +157,7 @@ try:
     check(first and table < first.start(), "the summary table comes before the findings", out[:1500])
     check(len(re.findall(r"^\S.*: (warning|note|error): ", out, re.M)) == 3, "--top 3: three findings", out)
     check("and 9 findings not shown (--top)" in out, "--top says how many were left out", out)
+    check("30.0 ms  32.2%" in out, "--top: shares of all findings' blocked time", out[:900])
     check("1 call, 64 MiB, blocked 30.0 ms, " in out and "min 30.0 ms" not in out, "one call: no min/median/max")
     check(aw("report", "--top", "1", "--fail-on", "blocked-nothing,note", g("mixed.awtrace"))[0] == 2,
           "--fail-on typo still an error with --top")
@@ -165,10 +166,35 @@ try:
     rc, out, err = aw("report", g("mixed.awtrace"))
     check("library and runtime frames not shown; --stacks full" in out, "stacks trimmed by default")
     check("libasyncwatch.so+0x1234" not in out, "the tool's frame is trimmed")
+    check("/work/lib/libasyncwatch.so: cannot read it for symbols" not in out and
+          "1 note about library modules without symbols here not shown" in out and
+          "/work/app/mixed: cannot read it for symbols" in out,
+          "module notes only when they change a result (the program's, not the tool's)", out[:800])
     rc, out, err = aw("report", "--stacks", "full", g("mixed.awtrace"))
     check("libasyncwatch.so+0x1234" in out, "--stacks full shows it")
+    check("/work/lib/libasyncwatch.so: cannot read it for symbols" in out, "--stacks full: every note")
+    rc, out, err = aw("report", g("ranks"))
+    check(out.count("/work/app/mpi_app: cannot read it for symbols") == 1 and "(and 1 more processes)" in out,
+          "a note of every rank printed once", out[:800])
     rc, out, err = aw("report", g("mixed.awtrace"), env={"TERM": "xterm"})
     check("\033[" not in out, "no colour when stdout is not a terminal")
+    import pty
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([AW, "report", g("seed-pinned.awtrace")], stdout=slave, stderr=subprocess.DEVNULL,
+                            env={k: v for k, v in os.environ.items() if k != "NO_COLOR"})
+    os.close(slave)
+    tty_out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the other side closed
+            break
+        if not chunk:
+            break
+        tty_out += chunk
+    proc.wait()
+    os.close(master)
+    check(b"\033[1m" in tty_out, "colour on a terminal", repr(tty_out[:200]))
 
     # Ranks and filters.
     ranks = g("ranks")
