@@ -156,7 +156,7 @@ try:
     first = re.search(r"^\S.*: (warning|note|error): ", out, re.M)
     check(first and table < first.start(), "the summary table comes before the findings", out[:1500])
     check(len(re.findall(r"^\S.*: (warning|note|error): ", out, re.M)) == 3, "--top 3: three findings", out)
-    check("and 9 findings not shown (--top)" in out, "--top says how many were left out", out)
+    check("and 10 findings not shown (--top)" in out, "--top says how many were left out", out)
     check("30.0 ms  32.2%" in out, "--top: shares of all findings' blocked time", out[:900])
     check("1 call, 64 MiB, blocked 30.0 ms, " in out and "min 30.0 ms" not in out, "one call: no min/median/max")
     check(aw("report", "--top", "1", "--fail-on", "blocked-nothing,note", g("mixed.awtrace"))[0] == 2,
