@@ -42,7 +42,7 @@ void merge_ranges(json& into, const json& from) {
   if (!from.contains("ranges") || !from["ranges"].is_array()) return;
   std::map<std::string, uint64_t> calls;
   std::vector<std::string> order;
-  for (const json* side : {&into, &from})
+  for (const json* side : {static_cast<const json*>(&into), &from})
     if (side->contains("ranges") && (*side)["ranges"].is_array())
       for (const auto& r : (*side)["ranges"]) {
         if (!r.is_object() || !r.contains("name") || !r["name"].is_string()) continue;

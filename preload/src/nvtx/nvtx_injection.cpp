@@ -12,6 +12,7 @@
 #include "nvtx/nvtx_injection.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -185,7 +186,9 @@ void set_injection_path() noexcept {
   if (getenv("NVTX_INJECTION64_PATH")) return;  // the application's (or another tool's) choice wins
   Dl_info info{};
   if (!dladdr(reinterpret_cast<void*>(&set_injection_path), &info) || !info.dli_fname || !info.dli_fname[0]) return;
-  setenv("NVTX_INJECTION64_PATH", info.dli_fname, 0);
+  // Absolute: LD_PRELOAD may have named it relative to a directory the application leaves.
+  char path[PATH_MAX];
+  setenv("NVTX_INJECTION64_PATH", realpath(info.dli_fname, path) ? path : info.dli_fname, 0);
 }
 
 int initialize(const void* (*get_export_table)(uint32_t)) noexcept {
