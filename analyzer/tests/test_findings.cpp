@@ -5,6 +5,7 @@
 #include "test_util.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <sstream>
 
@@ -707,8 +708,16 @@ TEST(Findings, NvtxRangesCountTheCallsInsideThem) {
   EXPECT_NE(text.str().find("    in ranges `epoch` (20 of 20 calls), `optimizer_step` (18 of 20 calls), `inner` (1 of 20 calls)\n"),
             std::string::npos)
       << text.str();
-  std::string json = report_json_text(r);
-  EXPECT_NE(json.find(R"("ranges":[{"name":"epoch","calls":20},{"name":"optimizer_step","calls":18},{"name":"inner","calls":1}])"),
-            std::string::npos)
-      << json;
+  auto doc = nlohmann::json::parse(report_json_text(r));
+  bool seen = false;
+  for (const auto& f : doc["findings"])
+    if (f["count"] == 20 && f["id"] == "pageable-async-copy") {
+      seen = true;
+      EXPECT_EQ(f["ranges"], nlohmann::json::parse(R"([{"name": "epoch", "calls": 20},
+                                                       {"name": "optimizer_step", "calls": 18},
+                                                       {"name": "inner", "calls": 1}])"));
+    } else {
+      EXPECT_TRUE(f["ranges"].is_array());
+    }
+  EXPECT_TRUE(seen);
 }
