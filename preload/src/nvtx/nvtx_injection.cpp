@@ -74,7 +74,7 @@ struct NameSlot {
   uint32_t id;
   uint32_t generation;
 };
-constexpr uint32_t kNameSlots = 32;
+constexpr uint32_t kNameSlots = 16;  // 384 bytes of static TLS per thread
 AW_TLS NameSlot tl_names[kNameSlots];
 
 uint64_t now_ns() noexcept {
