@@ -100,6 +100,9 @@ namespace {
 
 constexpr uint32_t kGraphKernel = events::StreamTable::kGraphKernel;
 constexpr size_t kMaxWaitedKernels = 64;       // distinct kernels a finding names as waited for
+constexpr size_t kMaxRangesPerGroup = 64;      // distinct NVTX ranges a finding names
+constexpr size_t kMaxRangeDepth = 256;         // push ranges open on one thread that are followed
+constexpr size_t kMaxOpenRanges = 4096;        // start/end ranges open at once that are followed
 constexpr size_t kMaxThreadsPerGroup = 256;    // threads a group keeps its blocked time for (shares of wall)
 constexpr size_t kMaxRepeatKeys = 4096;        // distinct sizes/addresses a group remembers (implicit-sync)
 
@@ -148,6 +151,7 @@ struct Group {
   bool context_creation_visible = false;
   bool ended_cleanly = true;
   std::unordered_map<uint32_t, uint64_t> thread_blocked;  // tid -> blocked ns (bounded)
+  std::unordered_map<uint32_t, uint64_t> ranges;  // NVTX range name id -> calls made inside it (bounded)
   // implicit-sync: the sizes (allocations) or addresses (frees) seen, and how many calls repeated one.
   std::unordered_map<uint64_t, uint32_t> repeat_keys;
   uint64_t repeated = 0;
@@ -226,6 +230,7 @@ class ProcessAnalyzer final : public RuleContext {
       case RecordType::MemoryOp: on_memory_op(r.as<MemoryOpRecord>()); break;
       case RecordType::StreamCreate: streams_.created(r.as<StreamCreateRecord>()); break;
       case RecordType::StreamDestroy: streams_.destroyed(r.as<StreamCreateRecord>().stream); break;
+      case RecordType::NvtxRange: on_nvtx(r.tid, r.as<NvtxRangeRecord>()); break;
       case RecordType::GpuSpan: {
         auto g = r.as<GpuSpanRecord>();
         events::StreamRef s = events::resolve_stream(g.stream_kind, g.stream, r.tid);
@@ -233,6 +238,46 @@ class ProcessAnalyzer final : public RuleContext {
         break;
       }
       default: break;
+    }
+  }
+
+  // NVTX ranges: push/pop nest per thread (a pop with none open is ignored); start/end pair by id
+  // across threads. Names are string ids, resolved in finish().
+  void on_nvtx(uint32_t tid, const NvtxRangeRecord& n) {
+    switch (static_cast<NvtxKind>(n.kind)) {
+      case NvtxKind::Push: {
+        auto& stack = range_stacks_[tid];
+        stack.push_back(n.name_id);  // beyond kMaxRangeDepth counted, not named (see ranges_of)
+        break;
+      }
+      case NvtxKind::Pop: {
+        auto s = range_stacks_.find(tid);
+        if (s != range_stacks_.end() && !s->second.empty()) s->second.pop_back();
+        break;
+      }
+      case NvtxKind::Start:
+        if (open_ranges_.size() < kMaxOpenRanges) open_ranges_[n.range_id] = n.name_id;
+        break;
+      case NvtxKind::End: open_ranges_.erase(n.range_id); break;
+      default: break;
+    }
+  }
+
+  // The distinct named ranges the current call is inside: this thread's push ranges, and every
+  // start/end range open in the process.
+  void add_ranges(Group& g) {
+    range_scratch_.clear();
+    if (auto s = range_stacks_.find(current_tid_); s != range_stacks_.end()) {
+      size_t n = std::min(s->second.size(), kMaxRangeDepth);
+      for (size_t i = 0; i < n; ++i) range_scratch_.push_back(s->second[i]);
+    }
+    for (const auto& [id, name] : open_ranges_) range_scratch_.push_back(name);
+    std::sort(range_scratch_.begin(), range_scratch_.end());
+    range_scratch_.erase(std::unique(range_scratch_.begin(), range_scratch_.end()), range_scratch_.end());
+    for (uint32_t name : range_scratch_) {
+      if (name == 0) continue;  // unnamed ranges are not reported
+      if (auto r = g.ranges.find(name); r != g.ranges.end()) ++r->second;
+      else if (g.ranges.size() < kMaxRangesPerGroup) g.ranges.emplace(name, 1);
     }
   }
 
@@ -276,6 +321,7 @@ class ProcessAnalyzer final : public RuleContext {
     g.event_waits += o.event_waits;
     g.context_creation_visible = g.context_creation_visible || o.context_creation_visible;
     g.ended_cleanly = g.ended_cleanly && o.process_ended_cleanly;
+    if (!range_stacks_.empty() || !open_ranges_.empty()) add_ranges(g);
     if (auto t = g.thread_blocked.find(current_tid_); t != g.thread_blocked.end()) t->second += o.blocked_ns;
     else if (g.thread_blocked.size() < kMaxThreadsPerGroup) g.thread_blocked.emplace(current_tid_, o.blocked_ns);
     if (o.repeat_key) {
@@ -443,6 +489,7 @@ class ProcessAnalyzer final : public RuleContext {
       }
       for (const auto& [k, n] : g.waited) f.waited_for[kernel_name(k)] += n;
       if (g.waited_others) f.waited_for["(other kernels)"] += g.waited_others;
+      for (const auto& [k, n] : g.ranges) f.ranges[range_name(k)] += n;
       f.module_loading = module_loading_;
       if (site.site) {
         f.call_site_known = true;
@@ -799,6 +846,11 @@ class ProcessAnalyzer final : public RuleContext {
     return ref;
   }
 
+  std::string range_name(uint32_t id) const {
+    auto s = trace_.string(id);
+    return s ? std::string(*s) : fmt::format("(range #{})", id);
+  }
+
   std::string kernel_name(uint32_t id) const {
     if (id == 0) return "(unnamed kernel)";
     if (id == kGraphKernel) return "(CUDA graph)";
@@ -806,6 +858,9 @@ class ProcessAnalyzer final : public RuleContext {
     return s ? kernel_display_name(*s) : fmt::format("(kernel #{})", id);
   }
 
+  std::unordered_map<uint32_t, std::vector<uint32_t>> range_stacks_;  // tid -> open push ranges' names
+  std::unordered_map<uint64_t, uint32_t> open_ranges_;                // start/end range id -> name
+  std::vector<uint32_t> range_scratch_;
   TraceFile& trace_;
   const Options& opt_;
   std::unique_ptr<Symbolizer> symbols_;  // made after the pass, when all modules are known

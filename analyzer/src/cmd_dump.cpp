@@ -114,6 +114,11 @@ std::string describe(const RecordView& r) {
                          gpu_op_text(static_cast<GpuOp>(g.op)), stream_kind_name(static_cast<StreamKind>(g.stream_kind)), g.stream,
                          g.host_before_ns, g.host_after_ns, g.start_ns, g.end_ns, g.end_ns - g.start_ns);
     }
+    case RecordType::NvtxRange: {
+      auto n = r.as<NvtxRangeRecord>();
+      return fmt::format("{} kind={} range_id={} name={} time={}", head, nvtx_kind_text(static_cast<NvtxKind>(n.kind)),
+                         n.range_id, n.name_id, n.start_ns);
+    }
     case RecordType::GpuClock: {
       auto c = r.as<GpuClockRecord>();
       return fmt::format("{} host={} uncertainty={}ns spans_dropped={}", head, c.host_ns, c.uncertainty_ns, c.spans_dropped);

@@ -149,7 +149,7 @@ CLI::Validator number_check(bool positive, bool integer) {
 }
 
 // The options of issue 17: gate (--baseline, --fail-min-blocked-us), selection (--pid, --rank,
-// --rule), presentation (--top, --stacks, --source-root) and --jobs.
+// --rule, --range), presentation (--top, --stacks, --source-root) and --jobs.
 void add_gate_options(CLI::App* app, ReportArgs& args) {
   app->add_option("--baseline", args.baseline,
                   "An earlier report (asyncwatch JSON or SARIF): its findings (by fingerprint) are marked and do "
@@ -182,6 +182,13 @@ void add_gate_options(CLI::App* app, ReportArgs& args) {
             return parse_finding_id(text, &id) ? std::string() : fmt::format("unknown finding id '{}'", text);
           },
           "ID"))
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->take_all();
+  app->add_option("--range", args.ranges,
+                  "Report only the findings with calls made inside the NVTX range of this name (repeatable)")
+      ->check(CLI::Validator(
+          [](std::string& text) { return text.empty() ? std::string("an empty range name") : std::string(); }, "NAME"))
       ->expected(1)
       ->allow_extra_args(false)
       ->take_all();
@@ -317,6 +324,7 @@ int produce_report(const ReportArgs& args, const std::vector<std::string>& paths
   ReportSelection selection;
   selection.pids = args.pids;
   selection.ranks = args.ranks;
+  selection.ranges = args.ranges;
   for (const auto& r : args.rules) {
     FindingId id;
     if (parse_finding_id(r, &id)) selection.rules.push_back(id);

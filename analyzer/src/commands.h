@@ -43,6 +43,7 @@ struct ReportArgs {
   std::vector<uint64_t> pids;          // --pid
   std::vector<int64_t> ranks;          // --rank
   std::vector<std::string> rules;      // --rule
+  std::vector<std::string> ranges;     // --range
   unsigned jobs = 0;                   // --jobs N: traces read at once (0: one per core)
 
   Options options() const;

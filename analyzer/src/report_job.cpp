@@ -81,6 +81,15 @@ Report analyze_job(const std::vector<std::string>& paths, const Options& options
                                                selection.rules.end();
                                       }),
                        r.findings.end());
+  if (!selection.ranges.empty())
+    for (auto& r : results)
+      r.findings.erase(std::remove_if(r.findings.begin(), r.findings.end(),
+                                      [&](const Finding& f) {
+                                        for (const auto& name : selection.ranges)
+                                          if (f.ranges.count(name)) return false;
+                                        return true;
+                                      }),
+                       r.findings.end());
   std::stable_sort(results.begin(), results.end(), [](const ProcessResult& a, const ProcessResult& b) {
     return a.process.start_realtime_ns < b.process.start_realtime_ns;
   });

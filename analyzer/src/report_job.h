@@ -19,6 +19,7 @@ struct ReportSelection {
   std::vector<uint64_t> pids;       // processes by pid (empty: all)
   std::vector<int64_t> ranks;       // processes by rank (empty: all)
   std::vector<FindingId> rules;     // findings by rule (empty: all)
+  std::vector<std::string> ranges;  // findings with calls in one of these NVTX ranges (empty: all)
   bool keeps(const ProcessSummary& p) const;
 };
 

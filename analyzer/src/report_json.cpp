@@ -103,6 +103,15 @@ void finding_object(JsonWriter& w, const Finding& f) {
       w.field("count", k.second);
     });
   });
+  // NVTX ranges the calls were made in, most calls first.
+  std::vector<std::pair<std::string, uint64_t>> ranges(f.ranges.begin(), f.ranges.end());
+  std::stable_sort(ranges.begin(), ranges.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  w.array("ranges", ranges, [&](const std::pair<std::string, uint64_t>& k) {
+    w.object([&] {
+      w.field("name", k.first);
+      w.field("calls", k.second);
+    });
+  });
   w.key("call_site");
   if (f.call_site_known) {
     w.begin_object();

@@ -36,6 +36,27 @@ uint64_t u64(const json& j, const char* key) {
 }
 
 void add_u64(json& into, const json& from, const char* key) { into[key] = u64(into, key) + u64(from, key); }
+
+// The NVTX ranges of one finding in two reports: calls added by name, most calls first.
+void merge_ranges(json& into, const json& from) {
+  if (!from.contains("ranges") || !from["ranges"].is_array()) return;
+  std::map<std::string, uint64_t> calls;
+  std::vector<std::string> order;
+  for (const json* side : {static_cast<const json*>(&into), &from})
+    if (side->contains("ranges") && (*side)["ranges"].is_array())
+      for (const auto& r : (*side)["ranges"]) {
+        if (!r.is_object() || !r.contains("name") || !r["name"].is_string()) continue;
+        std::string name = r["name"].get<std::string>();
+        if (!calls.count(name)) order.push_back(name);
+        calls[name] += u64(r, "calls");
+      }
+  std::stable_sort(order.begin(), order.end(), [&](const std::string& a, const std::string& b) {
+    return calls[a] != calls[b] ? calls[a] > calls[b] : a < b;
+  });
+  json out = json::array();
+  for (const auto& n : order) out.push_back(json{{"name", n}, {"calls", calls[n]}});
+  into["ranges"] = out;
+}
 }  // namespace
 
 nlohmann::ordered_json merge_json_reports(const std::vector<std::string>& paths) {
@@ -84,6 +105,7 @@ nlohmann::ordered_json merge_json_reports(const std::vector<std::string>& paths)
         add_u64(g["evidence"], f["evidence"], "completed_at_return");
       }
       for (auto& p : f["processes"]) g["processes"].push_back(p);
+      merge_ranges(g, f);
       g["in_baseline"] = g.value("in_baseline", false) && f.value("in_baseline", false);
     }
   }

@@ -256,6 +256,16 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
       rule.hooks.text_lines(lines, f);
       for (const auto& l : lines) out << "    " << printable(l) << '\n';
     }
+    if (!f.ranges.empty()) {  // NVTX ranges, most calls first (at most 4 named)
+      std::vector<std::pair<std::string, uint64_t>> r(f.ranges.begin(), f.ranges.end());
+      std::stable_sort(r.begin(), r.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+      std::string text;
+      for (size_t i = 0; i < r.size() && i < 4; ++i)
+        text += fmt::format("{}`{}` ({} of {})", i ? ", " : "", r[i].first, r[i].second,
+                            plural(f.count, "call", "calls"));
+      if (r.size() > 4) text += fmt::format(" and {} more", r.size() - 4);
+      out << fmt::format("    in {} {}\n", r.size() > 1 ? "ranges" : "range", printable(text));
+    }
     if (f.call_site_known) out << fmt::format("    call site: {}\n", printable(call_site_line_text(f)));
     if (!f.stack.empty()) {
       size_t hidden = 0;

@@ -182,6 +182,9 @@ struct FieldChecks {
     if (g.host_after_ns < g.host_before_ns) return bad("host times out of order");
     return g.end_ns >= g.start_ns || bad(fmt::format("GPU end time {} is before start time {}", g.end_ns, g.start_ns));
   }
+  bool body(const NvtxRangeRecord& n) {
+    return n.kind < kNvtxKindCount || bad(fmt::format("unknown NVTX event kind {}", n.kind));
+  }
   bool body(const ModuleRecord& m) {
     if (m.build_id_len > sizeof(m.build_id)) return bad(fmt::format("build id length {} exceeds 20", m.build_id_len));
     return m.high >= m.low || bad("address range ends before it starts");
@@ -427,6 +430,7 @@ bool TraceFile::absorb(const RecordView& r) {
     }
     case RecordType::Padding: --record_count_; return false;  // not a record of the application's
     case RecordType::Launch: use_string(r.ref<LaunchRecord>().kernel_name_id, r); break;
+    case RecordType::NvtxRange: use_string(r.ref<NvtxRangeRecord>().name_id, r); break;
     default: break;
   }
   if (record_info(static_cast<uint16_t>(r.type)).call) {

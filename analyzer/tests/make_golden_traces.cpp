@@ -245,6 +245,51 @@ void ranks(const std::string& dir) {
   }
 }
 
+// Issue 17: NVTX ranges. The main thread pushes `train_step` around 3 of 4 pageable D2H copies at
+// one site (nested `forward` around one of them); a loader thread starts the process-wide range
+// `epoch` before them and ends it before a last copy at another site, in no range.
+void nvtx(const std::string& path) {
+  constexpr uint32_t kLoader = 4243;
+  TraceBuilder b(800, "/work/app/train");
+  b.thread_info(kMain, "train");
+  b.thread_info(kLoader, "loader");
+  b.module(kMain, "/work/app/train", 0, 0x400000, 0x480000);
+  uint64_t t = b.header().start_monotonic_ns + 1 * kMs;
+  uint32_t s1 = b.stack(kMain, {0x401234, 0x402000});
+  uint32_t s2 = b.stack(kMain, {0x401300, 0x402000});
+  uint32_t step = b.string(kMain, "train_step");
+  uint32_t forward = b.string(kMain, "forward");
+  uint32_t epoch = b.string(kLoader, "epoch");
+  auto range = [&](uint32_t tid, tf::NvtxKind kind, uint64_t id, uint32_t name) {
+    tf::NvtxRangeRecord r{};
+    r.kind = static_cast<uint8_t>(kind);
+    r.range_id = id;
+    r.name_id = name;
+    r.start_ns = r.end_ns = t;
+    b.event(tid, RecordType::NvtxRange, r);
+    t += 1 * kUs;
+  };
+  auto copy = [&](uint32_t site) {
+    b.event(kMain, RecordType::Copy,
+            TraceBuilder::copy(Api::cudaMemcpyAsync, Api::cuMemcpyDtoHAsync_v2, Direction::DtoH, MemoryKind::Device,
+                               MemoryKind::Pageable, t, t + 2 * kMs, 1 << 20, 0, 0x5000, site));
+    t += 3 * kMs;
+  };
+  range(kLoader, tf::NvtxKind::Start, 1, epoch);
+  copy(s1);  // in epoch only
+  for (int i = 0; i < 3; ++i) {
+    range(kMain, tf::NvtxKind::Push, 0, step);
+    if (i == 1) range(kMain, tf::NvtxKind::Push, 1, forward);
+    copy(s1);
+    if (i == 1) range(kMain, tf::NvtxKind::Pop, 1, 0);
+    range(kMain, tf::NvtxKind::Pop, 0, 0);
+  }
+  range(kLoader, tf::NvtxKind::End, 1, 0);
+  copy(s2);
+  b.end_at(t + 1 * kMs);
+  b.write(path);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -256,5 +301,6 @@ int main(int argc, char** argv) {
   fork_pair(dir + "/fork");
   no_device(dir + "/no-device.awtrace");
   ranks(dir + "/ranks");
+  nvtx(dir + "/nvtx.awtrace");
   return 0;
 }

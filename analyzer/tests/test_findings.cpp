@@ -1,9 +1,13 @@
 // Each finding rule on crafted traces.
 #include "analysis.h"
 #include "findings/hidden_sync.h"
+#include "reports.h"
 #include "test_util.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <sstream>
 
 using namespace asyncwatch;
 using namespace asyncwatch::testing;
@@ -649,4 +653,71 @@ TEST(HiddenSync, LibraryBetweenRuntimeAndUserLine) {
   auto f = sync_finding({rt, torch, user}, 2);
   f.call_site_is_user_code = false;
   EXPECT_FALSE(asyncwatch::rules::is_hidden_sync(f, {}));  // no user line to report it at
+}
+
+namespace {
+tf::NvtxRangeRecord nvtx(tf::NvtxKind kind, uint64_t range_id, uint32_t name_id, uint64_t t) {
+  tf::NvtxRangeRecord r{};
+  r.kind = static_cast<uint8_t>(kind);
+  r.range_id = range_id;
+  r.name_id = name_id;
+  r.start_ns = r.end_ns = t;
+  return r;
+}
+}  // namespace
+
+// Issue 17: each finding counts its calls per NVTX range: nested push ranges of the calling thread
+// (each once), start/end ranges open in the process (started on another thread), none after a pop.
+TEST(Findings, NvtxRangesCountTheCallsInsideThem) {
+  Fixture x;
+  constexpr uint32_t kOther = 9;
+  x.b.thread_info(kOther, "loader");
+  uint32_t step = x.b.string(kTid, "optimizer_step");
+  uint32_t inner = x.b.string(kTid, "inner");
+  uint32_t epoch = x.b.string(kOther, "epoch");
+  x.b.event(kOther, RecordType::NvtxRange, nvtx(tf::NvtxKind::Start, 5, epoch, x.t));
+  x.t += kUs;
+  for (int i = 0; i < 20; ++i) {
+    const bool ranged = i >= 2;
+    if (ranged) x.add(RecordType::NvtxRange, nvtx(tf::NvtxKind::Push, 0, step, x.t), kUs);
+    if (i == 5) x.add(RecordType::NvtxRange, nvtx(tf::NvtxKind::Push, 1, inner, x.t), kUs);
+    if (i == 5) x.add(RecordType::NvtxRange, nvtx(tf::NvtxKind::Push, 2, step, x.t), kUs);  // the same name nested
+    x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 2 * kMs, 4096);
+    if (i == 5) x.add(RecordType::NvtxRange, nvtx(tf::NvtxKind::Pop, 2, 0, x.t), kUs);
+    if (i == 5) x.add(RecordType::NvtxRange, nvtx(tf::NvtxKind::Pop, 1, 0, x.t), kUs);
+    if (ranged) x.add(RecordType::NvtxRange, nvtx(tf::NvtxKind::Pop, 0, 0, x.t), kUs);
+  }
+  x.add(RecordType::NvtxRange, nvtx(tf::NvtxKind::Pop, 0, 0, x.t), kUs);  // unmatched: ignored
+  x.b.event(kOther, RecordType::NvtxRange, nvtx(tf::NvtxKind::End, 5, 0, x.t));
+  x.t += kUs;
+  for (int i = 0; i < 3; ++i) x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 2 * kMs, 4096, 0, x.site2);
+  Report r = x.report("nvtx-ranges.awtrace");
+  const Finding* ranged = nullptr;
+  const Finding* unranged = nullptr;
+  for (const auto& f : r.findings) {
+    if (f.id != FindingId::PageableAsyncCopy) continue;
+    (f.count == 20 ? ranged : unranged) = &f;
+  }
+  ASSERT_NE(ranged, nullptr);
+  ASSERT_NE(unranged, nullptr);
+  EXPECT_EQ(ranged->ranges, (std::map<std::string, uint64_t>{{"optimizer_step", 18}, {"inner", 1}, {"epoch", 20}}));
+  EXPECT_EQ(unranged->count, 3u);
+  EXPECT_TRUE(unranged->ranges.empty());
+  std::ostringstream text;
+  write_report_text(text, r, TextStyle{});
+  EXPECT_NE(text.str().find("    in ranges `epoch` (20 of 20 calls), `optimizer_step` (18 of 20 calls), `inner` (1 of 20 calls)\n"),
+            std::string::npos)
+      << text.str();
+  auto doc = nlohmann::json::parse(report_json_text(r));
+  bool seen = false;
+  for (const auto& f : doc["findings"])
+    if (f["count"] == 20 && f["id"] == "pageable-async-copy") {
+      seen = true;
+      EXPECT_EQ(f["ranges"], nlohmann::json::parse(R"([{"name": "epoch", "calls": 20},
+                                                       {"name": "optimizer_step", "calls": 18},
+                                                       {"name": "inner", "calls": 1}])"));
+    } else {
+      EXPECT_TRUE(f["ranges"].is_array());
+    }
+  EXPECT_TRUE(seen);
 }

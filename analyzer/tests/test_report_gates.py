@@ -216,6 +216,26 @@ try:
     check({f["id"] for f in json.loads(out)["findings"]} == {"explicit-sync"}, "--rule explicit-sync")
     rc, out, err = aw("report", "--rule", "no-such-rule", g("mixed.awtrace"))
     check(rc == 2 and "unknown finding id 'no-such-rule'" in err, "--rule typo", err)
+    # NVTX ranges (issue 17): --range keeps the findings with calls inside a range of that name.
+    nvtx = g("nvtx.awtrace")
+    rc, out, err = aw("report", "--format", "json", "--range", "forward", nvtx)
+    rep = json.loads(out)
+    check(rc == 0 and [f["count"] for f in rep["findings"]] == [4] and rep["findings"][0]["ranges"] ==
+          [{"name": "epoch", "calls": 4}, {"name": "train_step", "calls": 3}, {"name": "forward", "calls": 1}],
+          "--range forward: the finding with one call in it, all its ranges", out[:1500])
+    rc, out, err = aw("report", "--format", "json", nvtx)
+    check(sorted(f["count"] for f in json.loads(out)["findings"]) == [1, 4], "no --range: both findings")
+    rc, out, err = aw("report", "--range", "no-such-range", nvtx)
+    check(rc == 0 and "[pageable-async-copy]" not in out, "--range that no call was in: no finding", out[:800])
+    rc, out, err = aw("report", "--range", "", nvtx)
+    check(rc == 2 and "empty range name" in err, "--range '': usage error", err)
+    part = os.path.join(tmp, "nvtx.json")
+    check(aw("report", "--format", "json", "-o", part, nvtx)[0] == 0, "nvtx part written")
+    rc, out, err = aw("report", "--format", "json", part, part)
+    ranged = [f for f in json.loads(out)["findings"] if f["count"] == 8]
+    check(rc == 0 and len(ranged) == 1 and ranged[0]["ranges"] ==
+          [{"name": "epoch", "calls": 8}, {"name": "train_step", "calls": 6}, {"name": "forward", "calls": 2}],
+          "merged JSON reports add the calls per range", out[:1500])
 
     # Merging JSON reports written separately (one per rank): the findings of the traces reported
     # together, summed by fingerprint.

@@ -31,6 +31,7 @@
 #include "stacks/stack_capture.h"
 #include "thread_exit.h"
 #include "gpu_times/gpu_times.h"
+#include "nvtx/nvtx_injection.h"
 #include "trace/trace_file.h"
 #include "trace/trace_writer.h"
 
@@ -210,6 +211,7 @@ __attribute__((constructor(101))) void on_load(int argc, char** argv, char**) {
   capture_environment();
   trace_writer::set_opened_callback(&on_trace_opened);
   if (c.disabled) trace_writer::disable();
+  else nvtx::set_injection_path();
   pthread_atfork(&atfork_prepare, &atfork_parent, &atfork_child);
   thread_exit::add_hook(&release_thread);
 }

@@ -259,6 +259,14 @@ def compare_report(case, report, ctx):
                 threads = sum(int(f.get("threads") or 0) for f in fs)
                 if not range_ok(m["threads"], threads):
                     problems.append(f"{threads} threads, expected {m['threads']}")
+            if "ranges" in m:  # issue 17: NVTX range name -> calls inside it (exactly these names)
+                got_ranges = {}
+                for f in fs:
+                    for r in f.get("ranges") or []:
+                        got_ranges[r.get("name")] = got_ranges.get(r.get("name"), 0) + int(r.get("calls") or 0)
+                if set(got_ranges) != set(m["ranges"]) or not all(
+                        range_ok(spec, got_ranges[name]) for name, spec in m["ranges"].items()):
+                    problems.append(f"ranges {got_ranges}, expected {m['ranges']}")
             if "saving_basis" in m:  # a substring of one finding's saving_basis (pageable-async-copy)
                 if not any(m["saving_basis"] in str(f.get("saving_basis")) for f in fs):
                     problems.append(f"saving_basis {[f.get('saving_basis') for f in fs]}, expected {m['saving_basis']!r}")

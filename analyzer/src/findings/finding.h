@@ -68,6 +68,7 @@ struct Finding {
   uint64_t drained_before_return = 0;  // long-host-callback: the callback started before the enqueue returned
   uint64_t outstanding_launches_max = 0;  // blocking-launch: launches outstanding on the stream
   std::map<std::string, uint64_t> waited_for;  // kernel name -> launches the copy waited for
+  std::map<std::string, uint64_t> ranges;      // NVTX range name -> calls made inside it
   // blocking-launch of a graph (cause graph-host-memcpy): its memcpy nodes with pageable host memory,
   // the first of them (direction, bytes, the API that made it) and that call's site.
   uint64_t graph_pageable_nodes = 0;

@@ -171,6 +171,7 @@ void Finding::merge(const Finding& o) {
   context_creation_visible = context_creation_visible || o.context_creation_visible;
   process_ended_cleanly = process_ended_cleanly && o.process_ended_cleanly;
   for (const auto& [k, n] : o.waited_for) waited_for[k] += n;
+  for (const auto& [k, n] : o.ranges) ranges[k] += n;
   if (module_loading.empty()) module_loading = o.module_loading;
   for (const auto& p : o.processes) {
     bool found = false;

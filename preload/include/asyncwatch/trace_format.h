@@ -344,6 +344,7 @@ enum RecordFlags : uint32_t { ASYNCWATCH_RECORD_FLAGS(ASYNCWATCH_FLAG_ROW) };
   X(StacksSync, 3)     /* stacks for sync and memory-management calls */ \
   X(StacksMemory, 4)   /* v3: stacks for memory-management, prefetch and graph-construction calls */ \
   X(PythonFrames, 5)   /* v3: stacks carry the calling thread's Python frames */ \
+  X(Nvtx, 6)           /* v3: NVTX was injected (InitializeInjectionNvtx2 ran): NvtxRange records */ \
   X(GpuTimes, 7)       /* ASYNCWATCH_GPU_TIMES=1: GpuSpan / GpuClock records */
 
 #define ASYNCWATCH_CONFIG_ROW(name, bit) kConfig##name = 1u << bit,
@@ -734,6 +735,36 @@ struct GpuClockRecord {
 };
 static_assert(sizeof(GpuClockRecord) == 32);
 
+// What an NvtxRange record marks (NvtxRangeRecord.kind).
+#define ASYNCWATCH_NVTX_KINDS(X)                                              \
+  X(Push, 0, "push")   /* nvtxRangePush*: a range of this thread begins */    \
+  X(Pop, 1, "pop")     /* nvtxRangePop: this thread's innermost range ends */ \
+  X(Start, 2, "start") /* nvtxRangeStart*: a range of the process begins */   \
+  X(End, 3, "end")     /* nvtxRangeEnd: the range of that id ends */          \
+  X(Mark, 4, "mark")   /* nvtxMarkA/Ex: an instant */
+enum class NvtxKind : uint8_t { ASYNCWATCH_NVTX_KINDS(ASYNCWATCH_ENUM_ROW) };
+inline constexpr uint8_t kNvtxKindCount = 0 ASYNCWATCH_NVTX_KINDS(ASYNCWATCH_ENUM_ONE);
+inline constexpr const char* kNvtxKindNames[] = {ASYNCWATCH_NVTX_KINDS(ASYNCWATCH_ENUM_TEXT)};
+inline constexpr const char* nvtx_kind_text(NvtxKind k) {
+  return static_cast<uint8_t>(k) < kNvtxKindCount ? kNvtxKindNames[static_cast<uint8_t>(k)] : "unknown";
+}
+
+// v3 (issue 17, preload/src/nvtx/): an NVTX range event of the core domain, written by the thread
+// that called NVTX (the block's tid). Push/Pop nest per thread; Start/End pair by range_id and may
+// be on different threads. name_id: StringRecord id of the message (kernel names' id space), 0 for
+// Pop/End and for a message that is not text.
+struct NvtxRangeRecord {
+  RecordHeader h;
+  uint8_t kind;  // NvtxKind
+  uint8_t reserved[3];
+  uint32_t name_id;
+  uint32_t reserved2;
+  uint64_t range_id;  // Start/End: the id nvtxRangeStart returned; Push/Pop: nesting depth (0 outermost)
+  uint64_t start_ns;  // CLOCK_MONOTONIC of the NVTX call (the record's time: readers merge it by it)
+  uint64_t end_ns;    // the same instant
+};
+static_assert(sizeof(NvtxRangeRecord) == 40);
+
 // ---- THE record table: X(id, Name, Struct, since_version) ---------------------------------
 #define ASYNCWATCH_RECORD_TYPES(X)                          \
   X(1, ThreadInfo, ThreadInfoRecord, 1)                    \
@@ -759,6 +790,7 @@ static_assert(sizeof(GpuClockRecord) == 32);
   X(21, GraphLaunch, GraphLaunchRecord, 3) \
   X(22, PyCode, PyCodeRecord, 3)                           \
   X(23, PythonInfo, PythonInfoRecord, 3) \
+  X(24, NvtxRange, NvtxRangeRecord, 3)                     \
   X(26, GpuSpan, GpuSpanRecord, 3)                         \
   X(27, GpuClock, GpuClockRecord, 3)
 
@@ -772,7 +804,7 @@ enum class RecordType : uint16_t {
 #define ASYNCWATCH_RECORD_ONE(id, name, type, since) +1
 inline constexpr size_t kRecordCount = 0 ASYNCWATCH_RECORD_TYPES(ASYNCWATCH_RECORD_ONE);
 #undef ASYNCWATCH_RECORD_ONE
-static_assert(kRecordCount == 25, "a row was added or removed: update this count, the docs and kFormatVersion");
+static_assert(kRecordCount == 26, "a row was added or removed: update this count, the docs and kFormatVersion");
 
 namespace detail {
 inline constexpr uint16_t max_record_id() {

@@ -392,6 +392,33 @@ uint32_t kernel_name_id_slow(CUfunction f, bool* first) noexcept {
   return id;
 }
 
+uint32_t string_id(const char* text, uint32_t len) noexcept {
+  if (!text || thread_state().reentrant) return 0;
+  uint32_t gen = trace_writer::generation();
+  try {
+    std::lock_guard<std::mutex> lock(names().mutex);
+    if (names().generation != gen) {
+      names().by_function.clear();
+      names().by_text.clear();
+      names().next_id = 1;
+      names().generation = gen;
+    }
+    std::string key(text, std::min<size_t>(len, 8192));
+    auto t = names().by_text.find(key);
+    if (t != names().by_text.end()) return t->second;
+    uint32_t id = names().next_id++;
+    StringRecord r{};
+    r.h.type = static_cast<uint16_t>(RecordType::String);
+    r.string_id = id;
+    r.len = static_cast<uint32_t>(key.size());
+    thread_buffer::write2(&r, sizeof r, key.data(), r.len);
+    names().by_text.emplace(std::move(key), id);
+    return id;
+  } catch (...) {
+    return 0;
+  }
+}
+
 void note_driver_ready() noexcept {
   if (AW_UNLIKELY(thread_state().reentrant)) return;
   uint32_t gen = trace_writer::generation();

@@ -257,6 +257,9 @@ inline uint32_t name_cache_slot(const void* f) noexcept {
 }
 extern AW_TLS_SHARED NameCacheEntry* tl_kernel_names;  // kNameCacheSize entries, or nullptr
 uint32_t kernel_name_id_slow(cuda::CUfunction f, bool* first) noexcept;
+// Any other interned text (NVTX range names): the id of its StringRecord (written on first use),
+// in the kernel names' id space; 0 when it cannot be interned. Takes the name table's lock.
+uint32_t string_id(const char* text, uint32_t len) noexcept;
 inline uint32_t kernel_name_id(cuda::CUfunction f, bool* first) noexcept {
   const NameCacheEntry* names = tl_kernel_names;
   if (AW_LIKELY(names && f)) {

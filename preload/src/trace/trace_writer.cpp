@@ -120,6 +120,13 @@ void init_process() noexcept {
   }
 }
 
+// Config flags learnt after the start (kConfigNvtx): ORed into every header opened from now on.
+std::atomic<uint32_t> g_late_config_flags{0};
+
+void add_config_flags(uint32_t flags) noexcept {
+  g_late_config_flags.fetch_or(flags, std::memory_order_relaxed);
+  if (FileHeader* h = g_header.load(std::memory_order_acquire)) __atomic_fetch_or(&h->config_flags, flags, __ATOMIC_RELAXED);
+}
 
 void file_opened(FileHeader* h) noexcept {
   if (!h) {
@@ -127,6 +134,7 @@ void file_opened(FileHeader* h) noexcept {
     return;
   }
   g_claim.store(0);
+  __atomic_fetch_or(&h->config_flags, g_late_config_flags.load(std::memory_order_relaxed), __ATOMIC_RELAXED);
   g_header.store(h, std::memory_order_release);
   add_lost(h, g_lost_pending.exchange(0));
   set_state(kActive);

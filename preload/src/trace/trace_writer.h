@@ -93,6 +93,10 @@ std::string path();
 using OpenedCallback = void (*)();
 void set_opened_callback(OpenedCallback cb) noexcept;
 
+// A ConfigFlags bit that became true after the start (kConfigNvtx: NVTX injected): set in the open
+// trace's header (atomically, in the mapping) and in every header opened later (fork children).
+void add_config_flags(uint32_t flags) noexcept;
+
 // For trace_file.cpp: the file thread created the file (`h`, its header) or failed (nullptr).
 void file_opened(trace::FileHeader* h) noexcept;
 
