@@ -61,11 +61,11 @@ Result run(const std::vector<std::string>& argv, bool quiet) {
 
 struct HostileCase {
   const char* shape;
-  uint64_t count;       // items of the hostile part
-  uint64_t normal;      // records of the normal mix after it
+  uint64_t count;   // items of the hostile part
+  uint64_t normal;  // records of the normal mix after it
   std::vector<std::string> gen_args;
   std::vector<std::string> report_args;
-  int expect;           // exit status of `report`
+  int expect;  // exit status of `report`
 };
 
 int run_hostile(const std::string& asyncwatch, const std::string& generator, const std::string& dir, bool short_run) {
@@ -100,10 +100,10 @@ int run_hostile(const std::string& asyncwatch, const std::string& generator, con
   }
   int failures = 0;
   for (const auto& c : cases) {
-    std::string trace = fmt::format("{}/hostile-{}-{}-{}.awtrace", dir, c.shape, c.count,
-                                    c.gen_args.empty() ? "" : c.gen_args.back());
-    std::vector<std::string> gen = {generator, trace, "--records", std::to_string(c.count + c.normal), "--shape",
-                                    c.shape, "--count", std::to_string(c.count)};
+    std::string trace =
+        fmt::format("{}/hostile-{}-{}-{}.awtrace", dir, c.shape, c.count, c.gen_args.empty() ? "" : c.gen_args.back());
+    std::vector<std::string> gen = {generator, trace,   "--records", std::to_string(c.count + c.normal),
+                                    "--shape", c.shape, "--count",   std::to_string(c.count)};
     gen.insert(gen.end(), c.gen_args.begin(), c.gen_args.end());
     if (run(gen, true).status != 0) {
       std::printf("%s: the generator failed\n", trace.c_str());
@@ -111,8 +111,9 @@ int run_hostile(const std::string& asyncwatch, const std::string& generator, con
     }
     struct stat st {};
     stat(trace.c_str(), &st);
-    std::string what = fmt::format("{} x {}{}", c.shape, c.count,
-                                   c.gen_args.empty() ? "" : " (" + c.gen_args[0].substr(2) + " " + c.gen_args[1] + ")");
+    std::string what =
+        fmt::format("{} x {}{}", c.shape, c.count,
+                    c.gen_args.empty() ? "" : " (" + c.gen_args[0].substr(2) + " " + c.gen_args[1] + ")");
     if (!c.report_args.empty()) what += " " + c.report_args[0] + " " + c.report_args[1];
     std::printf("%-58s %7.1f MiB trace:", what.c_str(), static_cast<double>(st.st_size) / (1 << 20));
     for (const char* format : {"json", "text"}) {
@@ -156,9 +157,9 @@ int run_report_memory(const std::string& asyncwatch, const std::string& generato
               static_cast<double>(st.st_size) / (1 << 20));
   int failures = 0;
   for (const char* format : {"json", "sarif", "text"}) {
-    Result r = run({asyncwatch, "report", "--format", format, "--max-call-sites", "100000000", "--max-stacks",
-                    "100000000", trace},
-                   true);
+    Result r = run(
+        {asyncwatch, "report", "--format", format, "--max-call-sites", "100000000", "--max-stacks", "100000000", trace},
+        true);
     double mib = static_cast<double>(r.max_rss_kib) / 1024.0;
     std::printf("report --format %-5s %6.2f s, peak RSS %7.1f MiB (%.2f of the %.0f MiB target), exit %d\n", format,
                 r.seconds, mib, mib / target_mib, target_mib, r.status);
@@ -178,13 +179,20 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
-    if (a == "--asyncwatch") asyncwatch = next();
-    else if (a == "--generator") generator = next();
-    else if (a == "--dir") dir = next();
-    else if (a == "--records") records = std::strtoull(next().c_str(), nullptr, 10);
-    else if (a == "--short") short_run = true;
-    else if (a == "--hostile") hostile = true;
-    else if (a == "--report-memory") report_memory = true;
+    if (a == "--asyncwatch")
+      asyncwatch = next();
+    else if (a == "--generator")
+      generator = next();
+    else if (a == "--dir")
+      dir = next();
+    else if (a == "--records")
+      records = std::strtoull(next().c_str(), nullptr, 10);
+    else if (a == "--short")
+      short_run = true;
+    else if (a == "--hostile")
+      hostile = true;
+    else if (a == "--report-memory")
+      report_memory = true;
   }
   if (short_run) records = 500'000;
   if (asyncwatch.empty() || generator.empty()) {

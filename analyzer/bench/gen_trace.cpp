@@ -80,20 +80,27 @@ int main(int argc, char** argv) {
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     uint64_t v = std::strtoull(argv[i + 1], nullptr, 10);
-    if (a == "--records") target = v;
-    else if (a == "--threads") app_threads = static_cast<uint32_t>(v);
-    else if (a == "--call-sites") sites = static_cast<uint32_t>(v);
-    else if (a == "--shape") shape = argv[i + 1];
-    else if (a == "--count") count = v;
-    else if (a == "--stack-depth") depth = static_cast<uint32_t>(v);
-    else if (a == "--string-bytes") string_bytes = v;
+    if (a == "--records")
+      target = v;
+    else if (a == "--threads")
+      app_threads = static_cast<uint32_t>(v);
+    else if (a == "--call-sites")
+      sites = static_cast<uint32_t>(v);
+    else if (a == "--shape")
+      shape = argv[i + 1];
+    else if (a == "--count")
+      count = v;
+    else if (a == "--stack-depth")
+      depth = static_cast<uint32_t>(v);
+    else if (a == "--string-bytes")
+      string_bytes = v;
     else {
       std::fprintf(stderr, "%s: unknown option %s\n", argv[0], a.c_str());
       return 2;
     }
   }
-  static const char* const kShapes[] = {"", "unused-stacks", "sparse-stacks", "call-sites", "streams",
-                                        "callbacks", "strings", "modules"};
+  static const char* const kShapes[] = {"",        "unused-stacks", "sparse-stacks", "call-sites",
+                                        "streams", "callbacks",     "strings",       "modules"};
   bool known = false;
   for (const char* k : kShapes) known = known || shape == k;
   if (!known || depth > tf::kMaxStackDepth || string_bytes > tf::kBlockSize / 2) {

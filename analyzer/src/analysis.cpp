@@ -77,7 +77,14 @@ TraceInputs expand_trace_inputs(const std::vector<std::string>& inputs) {
 
 bool no_usable_device_error(int32_t result) {
   switch (result) {
-    case 3: case 34: case 35: case 46: case 100: case 802: case 803: case 804: return true;
+    case 3:
+    case 34:
+    case 35:
+    case 46:
+    case 100:
+    case 802:
+    case 803:
+    case 804: return true;
     default: return false;
   }
 }
@@ -99,12 +106,12 @@ std::string kernel_display_name(const std::string& mangled) {
 namespace {
 
 constexpr uint32_t kGraphKernel = events::StreamTable::kGraphKernel;
-constexpr size_t kMaxWaitedKernels = 64;       // distinct kernels a finding names as waited for
-constexpr size_t kMaxRangesPerGroup = 64;      // distinct NVTX ranges a finding names
-constexpr size_t kMaxRangeDepth = 256;         // push ranges open on one thread that are followed
-constexpr size_t kMaxOpenRanges = 4096;        // start/end ranges open at once that are followed
-constexpr size_t kMaxThreadsPerGroup = 256;    // threads a group keeps its blocked time for (shares of wall)
-constexpr size_t kMaxRepeatKeys = 4096;        // distinct sizes/addresses a group remembers (implicit-sync)
+constexpr size_t kMaxWaitedKernels = 64;     // distinct kernels a finding names as waited for
+constexpr size_t kMaxRangesPerGroup = 64;    // distinct NVTX ranges a finding names
+constexpr size_t kMaxRangeDepth = 256;       // push ranges open on one thread that are followed
+constexpr size_t kMaxOpenRanges = 4096;      // start/end ranges open at once that are followed
+constexpr size_t kMaxThreadsPerGroup = 256;  // threads a group keeps its blocked time for (shares of wall)
+constexpr size_t kMaxRepeatKeys = 4096;      // distinct sizes/addresses a group remembers (implicit-sync)
 
 // What one pinned asynchronous copy cost the host in a direction, where the trace has none: the
 // H200's measured return times (docs/findings.md, "Estimated saving"; FACTS.md: the seed program's
@@ -151,12 +158,12 @@ struct Group {
   bool context_creation_visible = false;
   bool ended_cleanly = true;
   std::unordered_map<uint32_t, uint64_t> thread_blocked;  // tid -> blocked ns (bounded)
-  std::unordered_map<uint32_t, uint64_t> ranges;  // NVTX range name id -> calls made inside it (bounded)
+  std::unordered_map<uint32_t, uint64_t> ranges;          // NVTX range name id -> calls made inside it (bounded)
   // implicit-sync: the sizes (allocations) or addresses (frees) seen, and how many calls repeated one.
   std::unordered_map<uint64_t, uint32_t> repeat_keys;
   uint64_t repeated = 0;
-  Observation first;      // the key fields, for building the finding
-  uint32_t serial = 0;    // order of creation (CallMark::finding before finish maps it)
+  Observation first;    // the key fields, for building the finding
+  uint32_t serial = 0;  // order of creation (CallMark::finding before finish maps it)
 };
 
 // A call site: the frame, and the library function it called (module empty when none).
@@ -167,8 +174,8 @@ struct Site {
 };
 
 struct SiteRef {
-  uint32_t site = 0;     // 0 = unknown
-  uint32_t api_override = 0;  // interned runtime API name, 0 = none
+  uint32_t site = 0;            // 0 = unknown
+  uint32_t api_override = 0;    // interned runtime API name, 0 = none
   bool chevron_launch = false;  // the stack shows nvcc's launch stub: kernel<<<...>>>
 };
 
@@ -276,8 +283,10 @@ class ProcessAnalyzer final : public RuleContext {
     range_scratch_.erase(std::unique(range_scratch_.begin(), range_scratch_.end()), range_scratch_.end());
     for (uint32_t name : range_scratch_) {
       if (name == 0) continue;  // unnamed ranges are not reported
-      if (auto r = g.ranges.find(name); r != g.ranges.end()) ++r->second;
-      else if (g.ranges.size() < kMaxRangesPerGroup) g.ranges.emplace(name, 1);
+      if (auto r = g.ranges.find(name); r != g.ranges.end())
+        ++r->second;
+      else if (g.ranges.size() < kMaxRangesPerGroup)
+        g.ranges.emplace(name, 1);
     }
   }
 
@@ -322,19 +331,26 @@ class ProcessAnalyzer final : public RuleContext {
     g.context_creation_visible = g.context_creation_visible || o.context_creation_visible;
     g.ended_cleanly = g.ended_cleanly && o.process_ended_cleanly;
     if (!range_stacks_.empty() || !open_ranges_.empty()) add_ranges(g);
-    if (auto t = g.thread_blocked.find(current_tid_); t != g.thread_blocked.end()) t->second += o.blocked_ns;
-    else if (g.thread_blocked.size() < kMaxThreadsPerGroup) g.thread_blocked.emplace(current_tid_, o.blocked_ns);
+    if (auto t = g.thread_blocked.find(current_tid_); t != g.thread_blocked.end())
+      t->second += o.blocked_ns;
+    else if (g.thread_blocked.size() < kMaxThreadsPerGroup)
+      g.thread_blocked.emplace(current_tid_, o.blocked_ns);
     if (o.repeat_key) {
-      if (auto k = g.repeat_keys.find(o.repeat_key); k != g.repeat_keys.end()) ++g.repeated;
-      else if (g.repeat_keys.size() < kMaxRepeatKeys) g.repeat_keys.emplace(o.repeat_key, 1);
+      if (auto k = g.repeat_keys.find(o.repeat_key); k != g.repeat_keys.end())
+        ++g.repeated;
+      else if (g.repeat_keys.size() < kMaxRepeatKeys)
+        g.repeat_keys.emplace(o.repeat_key, 1);
     }
     if (!g.stack_id && o.stack_id) g.stack_id = o.stack_id;
     if (o.waited_for) {
       o.waited_for->each([&](uint32_t k, uint64_t n) {
         auto w = g.waited.find(k);
-        if (w != g.waited.end()) w->second += n;
-        else if (g.waited.size() < kMaxWaitedKernels) g.waited.emplace(k, n);
-        else g.waited_others += n;  // bounded: the rest are "(other kernels)"
+        if (w != g.waited.end())
+          w->second += n;
+        else if (g.waited.size() < kMaxWaitedKernels)
+          g.waited.emplace(k, n);
+        else
+          g.waited_others += n;  // bounded: the rest are "(other kernels)"
       });
       g.waited_others += o.waited_for->others;
     }
@@ -375,25 +391,29 @@ class ProcessAnalyzer final : public RuleContext {
     p.cuda_calls_no_device = cuda_calls_no_device_;
     p.no_device_result = no_device_result_;
     if (p.no_usable_device())
-      p.notes.push_back(fmt::format("no CUDA call succeeded: {} of {} failed with error {} (no usable CUDA driver or "
-                                    "device); on a machine without a GPU use `asyncwatch run --sim`",
-                                    p.cuda_calls_no_device, p.cuda_calls, p.no_device_result));
+      p.notes.push_back(
+          fmt::format("no CUDA call succeeded: {} of {} failed with error {} (no usable CUDA driver or "
+                      "device); on a machine without a GPU use `asyncwatch run --sim`",
+                      p.cuda_calls_no_device, p.cuda_calls, p.no_device_result));
     if (!p.closed_cleanly)
-      p.notes.push_back("the process did not exit cleanly (killed or crashed); records up to the last returned call "
-                        "are included");
+      p.notes.push_back(
+          "the process did not exit cleanly (killed or crashed); records up to the last returned call "
+          "are included");
     if (p.records_lost)
-      p.notes.push_back(fmt::format("{} records were lost (no trace block could be claimed); findings may be "
-                                    "incomplete",
-                                    p.records_lost));
+      p.notes.push_back(
+          fmt::format("{} records were lost (no trace block could be claimed); findings may be "
+                      "incomplete",
+                      p.records_lost));
     p.pauses = h.pause_count;
     p.paused_ns = h.paused_ns;
     if (h.paused_since_ns && end > h.paused_since_ns) p.paused_ns += end - h.paused_since_ns;  // ended paused
     p.paused_ns = std::min(p.paused_ns, p.wall_ns);
     if (p.pauses)
-      p.notes.push_back(fmt::format("recording was paused {} time{} for {} in all (asyncwatch_set_recording): calls "
-                                    "made while paused are not in this trace, and shares of wall time count the "
-                                    "recorded time only",
-                                    p.pauses, p.pauses == 1 ? "" : "s", format_duration(p.paused_ns)));
+      p.notes.push_back(
+          fmt::format("recording was paused {} time{} for {} in all (asyncwatch_set_recording): calls "
+                      "made while paused are not in this trace, and shares of wall time count the "
+                      "recorded time only",
+                      p.pauses, p.pauses == 1 ? "" : "s", format_duration(p.paused_ns)));
     p.gpu_times = (h.config_flags & kConfigGpuTimes) != 0;
     p.gpu_overlap = overlap_.figures();
     if (overlap_.partial())
@@ -410,9 +430,8 @@ class ProcessAnalyzer final : public RuleContext {
           "creation's time is in no finding",
           api_name(static_cast<Api>(first_call_api_))));
     in_flight_calls(end, p.closed_cleanly);
-    const uint64_t pinned_cost[2] = {
-        pinned_htod_.count() ? pinned_htod_.median() : kPinnedHtoDCallNs,
-        pinned_dtoh_.count() ? pinned_dtoh_.median() : kPinnedDtoHCallNs};
+    const uint64_t pinned_cost[2] = {pinned_htod_.count() ? pinned_htod_.median() : kPinnedHtoDCallNs,
+                                     pinned_dtoh_.count() ? pinned_dtoh_.median() : kPinnedDtoHCallNs};
     const std::string saving_basis[2] = {
         pinned_htod_.count() ? fmt::format("this trace's {} pinned host-to-device copies (median {} each)",
                                            pinned_htod_.count(), format_duration(pinned_htod_.median()))
@@ -444,8 +463,7 @@ class ProcessAnalyzer final : public RuleContext {
       f.api = public_api_name(driver_name && site.api_override ? names_[site.api_override] : raw_api);
       // kernel<<<...>>>: the stack went through nvcc's stub, or the runtime's internal entry
       // point that only the stubs call was hooked.
-      f.chevron_launch = rule.names_kernel &&
-                         (site.chevron_launch || raw_api.rfind("__cudaLaunchKernel", 0) == 0);
+      f.chevron_launch = rule.names_kernel && (site.chevron_launch || raw_api.rfind("__cudaLaunchKernel", 0) == 0);
       f.driver_api = g.first.driver_fn ? api_name(static_cast<Api>(g.first.driver_fn)) : "";
       f.has_direction = key.direction >= 0;
       f.direction = f.has_direction ? static_cast<Direction>(key.direction) : Direction::Unknown;
@@ -502,8 +520,10 @@ class ProcessAnalyzer final : public RuleContext {
       // A synchronization reached from inside a library is hidden-sync (its call site says so); an
       // explicit one does not say what it waited for (the code that wrote it knows).
       if (f.id == FindingId::ExplicitSync) {
-        if (rules::is_hidden_sync(f, policy_)) f.id = FindingId::HiddenSync;
-        else f.waited_for.clear();
+        if (rules::is_hidden_sync(f, policy_))
+          f.id = FindingId::HiddenSync;
+        else
+          f.waited_for.clear();
       }
       f.processes.push_back(PerProcess{p.pid, f.count, f.blocked.total(), p.rank});
       f.set_key();
@@ -687,8 +707,10 @@ class ProcessAnalyzer final : public RuleContext {
         o = n;  // new parameters of the same node
         return;
       }
-    if (g.nodes.size() < kMaxGraphNodes) g.nodes.push_back(n);
-    else ++g.more;
+    if (g.nodes.size() < kMaxGraphNodes)
+      g.nodes.push_back(n);
+    else
+      ++g.more;
   }
   static void drop_node(GraphNodes& g, uint64_t node) {
     for (size_t i = 0; i < g.nodes.size(); ++i)
@@ -715,7 +737,8 @@ class ProcessAnalyzer final : public RuleContext {
   }
 
   void on_capture(const CaptureRecord& c) {
-    if (c.api == static_cast<uint16_t>(Api::cuStreamBeginCapture_v2) || c.api == static_cast<uint16_t>(Api::cudaStreamBeginCapture)) {
+    if (c.api == static_cast<uint16_t>(Api::cuStreamBeginCapture_v2) ||
+        c.api == static_cast<uint16_t>(Api::cudaStreamBeginCapture)) {
       capturing_.erase(c.stream);
       capture_kernel_.erase(c.stream);
     }
@@ -726,8 +749,10 @@ class ProcessAnalyzer final : public RuleContext {
     switch (static_cast<Api>(g.driver_fn)) {
       case Api::cuStreamEndCapture: {
         GraphNodes captured;
-        if (auto it = capturing_.find(g.stream); it != capturing_.end()) captured = std::move(it->second), capturing_.erase(it);
-        if (auto it = capture_kernel_.find(g.stream); it != capture_kernel_.end()) captured.kernel = it->second, capture_kernel_.erase(it);
+        if (auto it = capturing_.find(g.stream); it != capturing_.end())
+          captured = std::move(it->second), capturing_.erase(it);
+        if (auto it = capture_kernel_.find(g.stream); it != capture_kernel_.end())
+          captured.kernel = it->second, capture_kernel_.erase(it);
         if (GraphNodes* s = slot(graphs_, g.graph)) *s = std::move(captured);
         break;
       }
@@ -737,9 +762,12 @@ class ProcessAnalyzer final : public RuleContext {
         GraphNodes* s = exec ? slot(execs_, g.exec) : slot(graphs_, g.graph);
         if (!s) break;
         Direction d = static_cast<Direction>(g.direction);
-        MemoryKind host = trace::host_side(d, static_cast<MemoryKind>(g.src_memory), static_cast<MemoryKind>(g.dst_memory));
-        if (host == MemoryKind::Pageable) add_node(*s, GraphMemcpyNode{g.node, g.api, d, host, g.bytes, g.stack_id, false});
-        else drop_node(*s, g.node);  // set to pinned or device memory: no longer a pageable node
+        MemoryKind host =
+            trace::host_side(d, static_cast<MemoryKind>(g.src_memory), static_cast<MemoryKind>(g.dst_memory));
+        if (host == MemoryKind::Pageable)
+          add_node(*s, GraphMemcpyNode{g.node, g.api, d, host, g.bytes, g.stack_id, false});
+        else
+          drop_node(*s, g.node);  // set to pinned or device memory: no longer a pageable node
         break;
       }
       case Api::cuGraphInstantiateWithFlags:
@@ -824,10 +852,10 @@ class ProcessAnalyzer final : public RuleContext {
           // The library function the user's call instruction called, read from the module's
           // file: it may have tail-called onwards, leaving no frame of its own.
           const Frame& lib = frames[static_cast<size_t>(cs.via)];
-          site.via = cs.user && site.frame.origin == FrameOrigin::Native && lib.address != site.frame.address
-                         ? via_function(site.frame, lib, symbols_->called_function(site.frame.address, lib.module),
-                                        policy_)
-                         : lib;
+          site.via =
+              cs.user && site.frame.origin == FrameOrigin::Native && lib.address != site.frame.address
+                  ? via_function(site.frame, lib, symbols_->called_function(site.frame.address, lib.module), policy_)
+                  : lib;
         }
         site.user = cs.user;
         std::string key = call_site_key(site.frame, site.via);
@@ -863,22 +891,22 @@ class ProcessAnalyzer final : public RuleContext {
   std::vector<uint32_t> range_scratch_;
   TraceFile& trace_;
   const Options& opt_;
-  std::unique_ptr<Symbolizer> symbols_;  // made after the pass, when all modules are known
+  std::unique_ptr<Symbolizer> symbols_;    // made after the pass, when all modules are known
   std::unique_ptr<PythonSymbols> python_;  // the same, for the Python frames of stacks
   bool launch_blocking_ = false;
   std::string module_loading_;
   events::StreamTable streams_;
   HostFunctions host_functions_;
-  std::unordered_map<uint64_t, GraphNodes> capturing_;      // stream handle -> pageable copies captured so far
-  std::unordered_map<uint64_t, uint32_t> capture_kernel_;   // stream handle -> first kernel captured
-  std::unordered_map<uint64_t, GraphNodes> graphs_;         // CUgraph -> its pageable memcpy nodes
-  std::unordered_map<uint64_t, GraphNodes> execs_;          // CUgraphExec -> the same, as instantiated/updated
+  std::unordered_map<uint64_t, GraphNodes> capturing_;     // stream handle -> pageable copies captured so far
+  std::unordered_map<uint64_t, uint32_t> capture_kernel_;  // stream handle -> first kernel captured
+  std::unordered_map<uint64_t, GraphNodes> graphs_;        // CUgraph -> its pageable memcpy nodes
+  std::unordered_map<uint64_t, GraphNodes> execs_;         // CUgraphExec -> the same, as instantiated/updated
   std::unordered_map<GroupKey, Group, GroupKeyHash> groups_;
   struct DenseSite {
     SiteRef ref;
     bool resolved = false;
   };
-  std::vector<DenseSite> dense_sites_;  // by stack id (ids are small and dense)
+  std::vector<DenseSite> dense_sites_;                 // by stack id (ids are small and dense)
   std::unordered_map<uint64_t, SiteRef> stack_sites_;  // ids beyond the dense range; (kernel, stack) of launches
   std::vector<Site> sites_;
   std::unordered_map<std::string, uint32_t> site_ids_;
@@ -886,9 +914,9 @@ class ProcessAnalyzer final : public RuleContext {
   std::vector<std::string> names_;
   std::unordered_map<std::string, uint32_t> name_ids_;
   bool flagged_blocking_ = false;  // a blocking rule flagged the call being looked at
-  uint32_t current_tid_ = 0;        // the thread of the record being looked at
+  uint32_t current_tid_ = 0;       // the thread of the record being looked at
   bool seen_call_ = false;
-  bool first_call_ = false;         // the record being looked at is the process's first call
+  bool first_call_ = false;  // the record being looked at is the process's first call
   uint16_t first_call_api_ = 0;
   DurationStats pinned_htod_, pinned_dtoh_;
   uint64_t async_calls_ = 0;

@@ -80,11 +80,11 @@ struct Report {
   Summary summary;
   std::vector<Finding> findings;  // ranked: most blocked time first
   // Set by the report command (cmd_report.cpp), not by the analysis:
-  std::string source_root;        // paths in SARIF are relative to it ("" none: absolute)
-  std::string baseline;           // --baseline file ("" none); Finding::in_baseline says which are in it
-  uint64_t findings_not_shown = 0;  // --top left these out (the costliest are shown)
+  std::string source_root;            // paths in SARIF are relative to it ("" none: absolute)
+  std::string baseline;               // --baseline file ("" none); Finding::in_baseline says which are in it
+  uint64_t findings_not_shown = 0;    // --top left these out (the costliest are shown)
   uint64_t blocked_ns_not_shown = 0;  // their blocked time (shares stay shares of all findings)
-  bool full_stacks = false;       // --stacks full
+  bool full_stacks = false;           // --stacks full
 };
 
 // Files named on the command line, and the *.awtrace files of directories (sorted). An input

@@ -22,16 +22,16 @@ const char* const kCudaApiNames[] = {
 // NVIDIA's libraries, and the CUDA-using libraries of the frameworks, by file name wherever they
 // are installed (conda environments, pip wheels, containers): their frames are library code.
 const char* const kVendorLibraries[] = {
-    "libcublas", "libcusparse", "libcufft",   "libcurand",  "libcusolver", "libnccl",   "libcudnn",
-    "libnvrtc",  "libnvJitLink", "libnvjitlink", "libnvjpeg", "libnpp",    "libcupti",  "libnvToolsExt",
-    "libnvtx",   "libnvperf",   "libcutensor", "libcufile", "libnvblas",  "libnvidia-", "libnvinfer",
-    "libnvonnxparser", "libnvptxcompiler", "libnvfatbin", "libtorch", "libc10", "libcaffe2", "libcudadevrt",
+    "libcublas",       "libcusparse",      "libcufft",     "libcurand", "libcusolver", "libnccl",    "libcudnn",
+    "libnvrtc",        "libnvJitLink",     "libnvjitlink", "libnvjpeg", "libnpp",      "libcupti",   "libnvToolsExt",
+    "libnvtx",         "libnvperf",        "libcutensor",  "libcufile", "libnvblas",   "libnvidia-", "libnvinfer",
+    "libnvonnxparser", "libnvptxcompiler", "libnvfatbin",  "libtorch",  "libc10",      "libcaffe2",  "libcudadevrt",
 };
 
 // Directories of the system's libraries and programs (an interpreter such as /usr/bin/python3).
-const char* const kSystemDirs[] = {"/lib/",      "/lib32/",       "/lib64/",   "/libx32/", "/usr/lib/",
-                                   "/usr/lib32/", "/usr/lib64/",  "/usr/libx32/", "/usr/libexec/", "/bin/",
-                                   "/sbin/",     "/usr/bin/",     "/usr/sbin/", "/usr/local/nvidia/"};
+const char* const kSystemDirs[] = {"/lib/",       "/lib32/",     "/lib64/",      "/libx32/",          "/usr/lib/",
+                                   "/usr/lib32/", "/usr/lib64/", "/usr/libx32/", "/usr/libexec/",     "/bin/",
+                                   "/sbin/",      "/usr/bin/",   "/usr/sbin/",   "/usr/local/nvidia/"};
 
 bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
@@ -143,7 +143,9 @@ std::string comparable_name(const std::string& name) {
   return out;
 }
 
-bool same_function(const std::string& a, const std::string& b) { return a == b || comparable_name(a) == comparable_name(b); }
+bool same_function(const std::string& a, const std::string& b) {
+  return a == b || comparable_name(a) == comparable_name(b);
+}
 
 }  // namespace
 
@@ -206,8 +208,8 @@ bool is_python_library_file(const std::string& file) {
   if (file.empty() || starts_with(file, "<frozen ")) return true;
   if (file.find("/site-packages/") != std::string::npos || file.find("/dist-packages/") != std::string::npos)
     return true;
-  static const char* const kFrameworkDirs[] = {"/torch/", "/cupy/", "/cupy_backends/", "/cupyx/", "/numba/",
-                                               "/numba_cuda/", "/jax/", "/jaxlib/", "/triton/"};
+  static const char* const kFrameworkDirs[] = {"/torch/",      "/cupy/", "/cupy_backends/", "/cupyx/", "/numba/",
+                                               "/numba_cuda/", "/jax/",  "/jaxlib/",        "/triton/"};
   for (const char* d : kFrameworkDirs)
     if (file.find(d) != std::string::npos) return true;
   size_t lib = file.find("/lib/python3.");
@@ -308,8 +310,7 @@ CallSite select_call_site(const std::vector<Frame>& frames, const std::string& k
     // DWARF names an inlined template wrapper "k<0>" where the kernel is "void k<0u>(...)": right
     // after the stub, the name without template arguments suffices.
     if (!wrapper.empty() && !f.function.empty() &&
-        (same_function(f.function, wrapper) ||
-         (after_stub && qualified_name(f.function) == qualified_name(wrapper)))) {
+        (same_function(f.function, wrapper) || (after_stub && qualified_name(f.function) == qualified_name(wrapper)))) {
       site.chevron_launch = true;
       wrapper.clear();
       after_stub = false;

@@ -66,10 +66,10 @@ bool is_launch_stub_frame(const Frame& f);
 std::string kernel_wrapper_of_stub(const Frame& f);
 
 struct CallSite {
-  int index = -1;           // index of the call site's frame, -1 when none was found
-  int via = -1;             // the library frame the user's frame called (adjacent to it), -1 when none
-  bool user = false;        // the call site is user code (false: no user frame; the first library frame)
-  std::string runtime_api;  // outermost runtime API frame below it ("" when none)
+  int index = -1;               // index of the call site's frame, -1 when none was found
+  int via = -1;                 // the library frame the user's frame called (adjacent to it), -1 when none
+  bool user = false;            // the call site is user code (false: no user frame; the first library frame)
+  std::string runtime_api;      // outermost runtime API frame below it ("" when none)
   bool chevron_launch = false;  // the stack went through nvcc's launch stub: kernel<<<...>>>
 };
 

@@ -118,9 +118,10 @@ FailOn parse_fail_on(const std::string& text) {
       std::string known;
       for (int i = 0; i < static_cast<int>(FindingId::Count); ++i)
         known += std::string(i ? ", " : "") + finding_id_name(static_cast<FindingId>(i));
-      throw std::invalid_argument(fmt::format("--fail-on: unknown finding id or severity '{}' (known: error, "
-                                              "warning, note, blocked>=TIME, {})",
-                                              item, known));
+      throw std::invalid_argument(
+          fmt::format("--fail-on: unknown finding id or severity '{}' (known: error, "
+                      "warning, note, blocked>=TIME, {})",
+                      item, known));
     }
   }
   if (out.empty())
@@ -278,7 +279,6 @@ void add_report_options(CLI::App* app, ReportArgs& args, bool with_output) {
   add_gate_options(app, args);
 }
 
-
 bool validate_report_args(const ReportArgs& args) {
   try {
     if (!args.fail_on.empty()) parse_fail_on(args.fail_on);
@@ -332,8 +332,10 @@ int produce_report(const ReportArgs& args, const std::vector<std::string>& paths
   Report report = analyze_job(unique_traces(paths), args.options(), unreadable, selection, args.jobs);
   for (const auto& u : report.unreadable) print_error(fmt::format("{}: {}", u.trace, u.error));
   if (report.processes.empty()) {
-    if (report.unreadable.empty() && !paths.empty()) print_error("no process matches --pid/--rank");
-    else if (report.unreadable.size() != 1) print_error("no trace could be read");
+    if (report.unreadable.empty() && !paths.empty())
+      print_error("no process matches --pid/--rank");
+    else if (report.unreadable.size() != 1)
+      print_error("no trace could be read");
     return kExitInvalid;
   }
   if (program) apply_program_exit(report, *program);
@@ -351,7 +353,8 @@ int produce_report(const ReportArgs& args, const std::vector<std::string>& paths
       if (fail_on.matches(f)) failed = true;
   if (args.top && report.findings.size() > args.top) {
     report.findings_not_shown = report.findings.size() - args.top;
-    for (size_t i = args.top; i < report.findings.size(); ++i) report.blocked_ns_not_shown += report.findings[i].blocked.total();
+    for (size_t i = args.top; i < report.findings.size(); ++i)
+      report.blocked_ns_not_shown += report.findings[i].blocked.total();
     report.findings.resize(args.top);
   }
 
@@ -359,8 +362,10 @@ int produce_report(const ReportArgs& args, const std::vector<std::string>& paths
     if (args.format == "json" || args.format == "sarif") {
       // Written as it goes; names from the trace may be any bytes: invalid UTF-8 becomes U+FFFD.
       JsonWriter w(out->stream());
-      if (args.format == "json") write_report_json(w, report);
-      else write_report_sarif(w, report);
+      if (args.format == "json")
+        write_report_json(w, report);
+      else
+        write_report_sarif(w, report);
       w.flush();
       std::fputc('\n', out->stream());
     } else {
@@ -379,10 +384,11 @@ int produce_report(const ReportArgs& args, const std::vector<std::string>& paths
   for (const auto& p : report.processes)
     if (p.no_usable_device()) {
       no_device = true;
-      print_error(fmt::format("pid {}: no CUDA call succeeded ({} of {} failed with error {}: no usable CUDA driver "
-                              "or device); the report is empty for that reason, not because the program is fine. "
-                              "On a machine without a GPU, use `asyncwatch run --sim`",
-                              p.pid, p.cuda_calls_no_device, p.cuda_calls, p.no_device_result));
+      print_error(
+          fmt::format("pid {}: no CUDA call succeeded ({} of {} failed with error {}: no usable CUDA driver "
+                      "or device); the report is empty for that reason, not because the program is fine. "
+                      "On a machine without a GPU, use `asyncwatch run --sim`",
+                      p.pid, p.cuda_calls_no_device, p.cuda_calls, p.no_device_result));
     }
   if (failed) return kExitFindings;
   if (no_device) return kExitNoDevice;

@@ -64,7 +64,8 @@ bool same_file(const struct stat& a, const struct stat& b) { return a.st_dev == 
 // A file-name-safe, bounded form of the program's name for the default directory.
 std::string name_for_directory(const std::string& program) {
   std::string base = program.substr(program.rfind('/') + 1), out;
-  for (char c : base.substr(0, 64)) out += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' ? c : '_';
+  for (char c : base.substr(0, 64))
+    out += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' ? c : '_';
   return out.empty() || out[0] == '.' ? "program" + out : out;
 }
 
@@ -88,21 +89,23 @@ int cmd_run(const RunArgs& args) {
   // cost a whole run).
   if (!validate_report_args(args.report)) return kExitInvalid;
   const std::string dir = exe_dir();
-  std::string preload = std::getenv("ASYNCWATCH_PRELOAD_LIB") ? std::getenv("ASYNCWATCH_PRELOAD_LIB")
-                                                              : dir + "/../lib/libasyncwatch.so";
+  std::string preload =
+      std::getenv("ASYNCWATCH_PRELOAD_LIB") ? std::getenv("ASYNCWATCH_PRELOAD_LIB") : dir + "/../lib/libasyncwatch.so";
   if (!exists(preload)) {
-    std::cerr << fmt::format("asyncwatch run: the preload library {} does not exist (build libasyncwatch.so, or set "
-                             "ASYNCWATCH_PRELOAD_LIB)\n",
-                             preload);
+    std::cerr << fmt::format(
+        "asyncwatch run: the preload library {} does not exist (build libasyncwatch.so, or set "
+        "ASYNCWATCH_PRELOAD_LIB)\n",
+        preload);
     return kExitInvalid;
   }
   std::string sim_dir;
   if (args.sim) {
     sim_dir = std::getenv("ASYNCWATCH_SIM_DIR") ? std::getenv("ASYNCWATCH_SIM_DIR") : dir + "/../lib/asyncwatch/sim";
     if (!exists(sim_dir + "/libcuda.so.1")) {
-      std::cerr << fmt::format("asyncwatch run: the simulated CUDA runtime is not in {} (no libcuda.so.1 there; build "
-                               "it with -DASYNCWATCH_BUILD_SIM=ON, or set ASYNCWATCH_SIM_DIR)\n",
-                               sim_dir);
+      std::cerr << fmt::format(
+          "asyncwatch run: the simulated CUDA runtime is not in {} (no libcuda.so.1 there; build "
+          "it with -DASYNCWATCH_BUILD_SIM=ON, or set ASYNCWATCH_SIM_DIR)\n",
+          sim_dir);
       return kExitInvalid;
     }
   }
@@ -152,7 +155,8 @@ int cmd_run(const RunArgs& args) {
     print_error(fmt::format("{} runs on the simulated CUDA driver and runtime ({}), no GPU", program, sim_dir));
 
   // The parent ignores ^C and ^\ while the program runs (like system()): the program gets them.
-  struct sigaction ignore {}, old_int{}, old_quit{};
+  struct sigaction ignore {
+  }, old_int{}, old_quit{};
   ignore.sa_handler = SIG_IGN;
   sigemptyset(&ignore.sa_mask);
   sigaction(SIGINT, &ignore, &old_int);
@@ -195,8 +199,7 @@ int cmd_run(const RunArgs& args) {
     close(exec_pipe[1]);
     int err = 0;
     ssize_t n;
-    while ((n = read(exec_pipe[0], &err, sizeof err)) < 0 && errno == EINTR) {
-    }
+    while ((n = read(exec_pipe[0], &err, sizeof err)) < 0 && errno == EINTR) {}
     exec_failed = n > 0;
     close(exec_pipe[0]);
   }
@@ -216,9 +219,10 @@ int cmd_run(const RunArgs& args) {
   // The traces are read through the same directory: one that was replaced meanwhile is refused.
   struct stat now_st {};
   if (stat(out_dir.c_str(), &now_st) != 0 || !same_file(now_st, dir_st)) {
-    print_error(fmt::format("run: the trace directory {} was replaced while the program ran: its traces are not "
-                            "reported",
-                            out_dir));
+    print_error(
+        fmt::format("run: the trace directory {} was replaced while the program ran: its traces are not "
+                    "reported",
+                    out_dir));
     close(dir_fd);
     return program_status != 0 ? program_status : kExitInvalid;
   }
@@ -228,7 +232,7 @@ int cmd_run(const RunArgs& args) {
   close(dir_fd);
   if (paths.empty()) {
     if (created_dir && args.output_dir.empty()) rmdir(out_dir.c_str());  // our default directory, still empty
-    if (exec_failed) return program_status;   // the child said why
+    if (exec_failed) return program_status;                              // the child said why
     std::cerr << "asyncwatch: the program made no CUDA calls (no trace was written)\n";
     return program_status;
   }

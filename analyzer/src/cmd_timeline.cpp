@@ -40,8 +40,10 @@ bool parse_window(const std::string& w, uint64_t* start, uint64_t* end) {
 int cmd_timeline(const TimelineArgs& args) {
   TimelineOptions opt;
   opt.min_blocked_ns = static_cast<uint64_t>(std::llround(args.min_blocked_us * 1000.0));
-  if (args.format == "json") opt.format = TimelineFormat::Json;
-  else if (args.format == "perfetto") opt.format = TimelineFormat::Perfetto;
+  if (args.format == "json")
+    opt.format = TimelineFormat::Json;
+  else if (args.format == "perfetto")
+    opt.format = TimelineFormat::Perfetto;
   else if (!args.format.empty()) {
     print_error(fmt::format("--format {}: expected json or perfetto", args.format));
     return kExitInvalid;
@@ -50,8 +52,8 @@ int cmd_timeline(const TimelineArgs& args) {
   }
   if (!args.window.empty()) {
     if (!parse_window(args.window, &opt.window_start_ns, &opt.window_end_ns)) {
-      print_error(fmt::format("--window {}: expected T0:T1, seconds since the first process started, T0 <= T1 (e.g. 1.5:3)",
-                              args.window));
+      print_error(fmt::format(
+          "--window {}: expected T0:T1, seconds since the first process started, T0 <= T1 (e.g. 1.5:3)", args.window));
       return kExitInvalid;
     }
     opt.has_window = true;
@@ -70,14 +72,16 @@ int cmd_timeline(const TimelineArgs& args) {
   TimelineStats stats = write_timeline(out->stream(), inputs.paths, opt, Limits{}, &unreadable);
   for (const auto& u : unreadable) print_error(fmt::format("{}: {}", u.trace, u.error));
   if (stats.host_functions_dropped)
-    print_error(fmt::format("{} host functions are not on the stream tracks of the timeline: more than {} enqueues "
-                            "were waiting for their run record (or runs for their enqueue) at once",
-                            stats.host_functions_dropped, Limits{}.pending_callbacks));
+    print_error(
+        fmt::format("{} host functions are not on the stream tracks of the timeline: more than {} enqueues "
+                    "were waiting for their run record (or runs for their enqueue) at once",
+                    stats.host_functions_dropped, Limits{}.pending_callbacks));
   if (stats.too_large) {
-    print_error(fmt::format("the timeline would be about {} ({} events), more than --max-size-mib {}: nothing was written; "
-                            "narrow it with --window T0:T1 or --findings-only, "
-                            "or raise --max-size-mib",
-                            format_bytes(stats.estimated_bytes), stats.estimated_events, args.max_size_mib));
+    print_error(
+        fmt::format("the timeline would be about {} ({} events), more than --max-size-mib {}: nothing was written; "
+                    "narrow it with --window T0:T1 or --findings-only, "
+                    "or raise --max-size-mib",
+                    format_bytes(stats.estimated_bytes), stats.estimated_events, args.max_size_mib));
     return kExitInvalid;
   }
   if (stats.traces == 0) {

@@ -14,10 +14,10 @@ namespace asyncwatch {
 
 // Exit statuses (docs/contracts.md).
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitFindings = 1;    // a --fail-on finding exists (wins over kExitPartial)
-inline constexpr int kExitInvalid = 2;     // invalid input or usage; no trace could be read; the output failed
-inline constexpr int kExitPartial = 3;     // written, but some traces could not be read (each named)
-inline constexpr int kExitNoDevice = 4;    // a traced process had no usable CUDA driver or device (its calls all failed)
+inline constexpr int kExitFindings = 1;  // a --fail-on finding exists (wins over kExitPartial)
+inline constexpr int kExitInvalid = 2;   // invalid input or usage; no trace could be read; the output failed
+inline constexpr int kExitPartial = 3;   // written, but some traces could not be read (each named)
+inline constexpr int kExitNoDevice = 4;  // a traced process had no usable CUDA driver or device (its calls all failed)
 
 struct ReportArgs {
   std::string format = "text";
@@ -35,16 +35,16 @@ struct ReportArgs {
   std::vector<std::string> path_map;   // --path-map FROM=TO (repeatable, validated by the CLI)
   std::vector<std::string> inputs;
   // Gates, filters and presentation (issue 17; docs/ci.md, docs/configuration.md).
-  std::string baseline;                // --baseline OLD.json: only findings not in it count for --fail-on
-  double fail_min_blocked_us = 0;      // --fail-min-blocked-us: a --fail-on finding must block this long in total
-  uint64_t top = 0;                    // --top N: the N costliest findings (0: all)
-  std::string stacks = "user";         // --stacks user|full
-  std::string source_root;             // --source-root DIR (SARIF), "" = git top level of the cwd
-  std::vector<uint64_t> pids;          // --pid
-  std::vector<int64_t> ranks;          // --rank
-  std::vector<std::string> rules;      // --rule
-  std::vector<std::string> ranges;     // --range
-  unsigned jobs = 0;                   // --jobs N: traces read at once (0: one per core)
+  std::string baseline;             // --baseline OLD.json: only findings not in it count for --fail-on
+  double fail_min_blocked_us = 0;   // --fail-min-blocked-us: a --fail-on finding must block this long in total
+  uint64_t top = 0;                 // --top N: the N costliest findings (0: all)
+  std::string stacks = "user";      // --stacks user|full
+  std::string source_root;          // --source-root DIR (SARIF), "" = git top level of the cwd
+  std::vector<uint64_t> pids;       // --pid
+  std::vector<int64_t> ranks;       // --rank
+  std::vector<std::string> rules;   // --rule
+  std::vector<std::string> ranges;  // --range
+  unsigned jobs = 0;                // --jobs N: traces read at once (0: one per core)
 
   Options options() const;
 };
@@ -81,8 +81,8 @@ struct TimelineArgs {
   std::string output;  // "" or "-" = stdout
   std::vector<std::string> inputs;
   double min_blocked_us = 50;
-  std::string format;         // json, perfetto; "" = from the output's name (.pftrace, .perfetto-trace), else json
-  std::string window;         // "T0:T1" in seconds since the earliest process start; "" = all
+  std::string format;  // json, perfetto; "" = from the output's name (.pftrace, .perfetto-trace), else json
+  std::string window;  // "T0:T1" in seconds since the earliest process start; "" = all
   bool findings_only = false;
   double max_size_mib = 1024;  // refuse (and say the expected size) above this; 0 = no limit
 };

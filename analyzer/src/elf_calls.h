@@ -21,8 +21,8 @@ namespace asyncwatch {
 struct CallTarget {
   enum Kind { None, Imported, Local };
   Kind kind = None;
-  std::string symbol;   // Imported: the relocation's symbol name, as in the dynamic symbol table
-  uint64_t address = 0; // Local: the called function's address (ELF virtual address)
+  std::string symbol;    // Imported: the relocation's symbol name, as in the dynamic symbol table
+  uint64_t address = 0;  // Local: the called function's address (ELF virtual address)
 };
 
 class ElfCalls {
@@ -49,10 +49,10 @@ class ElfCalls {
   struct Segment {
     uint64_t vaddr, offset, filesz;
   };
-  std::vector<Segment> segments_;                      // PT_LOAD
+  std::vector<Segment> segments_;  // PT_LOAD
   bool slots_read_ = false;
-  std::vector<std::pair<uint64_t, uint64_t>> plt_;     // [begin, end) of .plt, .plt.sec, .plt.got
-  std::unordered_map<uint64_t, std::string> slots_;    // GOT slot -> JUMP_SLOT/GLOB_DAT symbol
+  std::vector<std::pair<uint64_t, uint64_t>> plt_;   // [begin, end) of .plt, .plt.sec, .plt.got
+  std::unordered_map<uint64_t, std::string> slots_;  // GOT slot -> JUMP_SLOT/GLOB_DAT symbol
   bool exports_read_ = false;
   std::unordered_map<std::string, uint64_t> exports_;  // defined dynamic function symbols
 };

@@ -71,8 +71,8 @@ std::string normalized_source_line(const std::string& file, int line) {
 }
 
 std::string finding_fingerprint(const Finding& f, const std::string& root) {
-  std::string key = fmt::format("{}\x1f{}\x1f{}\x1f{}", rule_info(f.id).name, static_cast<int>(f.cause), f.api,
-                                f.kernel);
+  std::string key =
+      fmt::format("{}\x1f{}\x1f{}\x1f{}", rule_info(f.id).name, static_cast<int>(f.cause), f.api, f.kernel);
   if (f.call_site_known) {
     const Frame& s = f.call_site;
     if (!s.file.empty()) {
@@ -82,7 +82,8 @@ std::string finding_fingerprint(const Finding& f, const std::string& root) {
                          context.empty() ? fmt::format("line {}", s.line) : context);
     } else {
       // No function name either (a stripped module): its offset, the same in every process of that build.
-      key += fmt::format("\x1f{}\x1f{}", base_name(s.module), s.function.empty() ? fmt::format("{:x}", s.offset) : s.function);
+      key += fmt::format("\x1f{}\x1f{}", base_name(s.module),
+                         s.function.empty() ? fmt::format("{:x}", s.offset) : s.function);
     }
     if (!f.via.module.empty()) key += fmt::format("\x1f{}", f.via.function);
   }

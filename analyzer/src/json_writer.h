@@ -35,8 +35,10 @@ class JsonWriter {
   void value(double d);
   template <class T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
   void value(T v) {
-    if constexpr (std::is_signed_v<T>) integer(static_cast<int64_t>(v) < 0, unsigned_abs(static_cast<int64_t>(v)));
-    else integer(false, static_cast<uint64_t>(v));
+    if constexpr (std::is_signed_v<T>)
+      integer(static_cast<int64_t>(v) < 0, unsigned_abs(static_cast<int64_t>(v)));
+    else
+      integer(false, static_cast<uint64_t>(v));
   }
   void null();
 
@@ -52,8 +54,10 @@ class JsonWriter {
   // `s` as a string, or null when it is empty.
   void text_or_null(std::string_view k, const std::string& s) {
     key(k);
-    if (s.empty()) null();
-    else value(s);
+    if (s.empty())
+      null();
+    else
+      value(s);
   }
 
   // {...} / "k": {...} with the fields `body` writes; "k": [...] with `each(item)` per item.

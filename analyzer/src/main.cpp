@@ -11,17 +11,17 @@ int main(int argc, char** argv) {
                ": finds the asynchronous CUDA calls that ran synchronously, says why and where"};
   app.require_subcommand(1);
   app.set_version_flag("-V,--version", ASYNCWATCH_VERSION);
-  app.footer("Exit status: 0 fine; 1 a --fail-on finding exists; 2 invalid input or usage, no trace could be read, "
-             "or the output could not be written; 3 the report was written but some traces could not be read (each "
-             "is named); 4 no CUDA call of a traced process succeeded: no usable CUDA driver or device (use --sim "
-             "without a GPU); run passes on the program's own non-zero status.");
+  app.footer(
+      "Exit status: 0 fine; 1 a --fail-on finding exists; 2 invalid input or usage, no trace could be read, "
+      "or the output could not be written; 3 the report was written but some traces could not be read (each "
+      "is named); 4 no CUDA call of a traced process succeeded: no usable CUDA driver or device (use --sim "
+      "without a GPU); run passes on the program's own non-zero status.");
   CLI::App* version = app.add_subcommand("version", "Print the version");
 
   ReportArgs report_args;
   CLI::App* report = app.add_subcommand("report", "Report the findings of one or more traces (files or directories)");
   add_report_options(report, report_args, true);
-  report->add_option("TRACE_OR_DIR", report_args.inputs, "Trace files, or directories of *.awtrace files")
-      ->required();
+  report->add_option("TRACE_OR_DIR", report_args.inputs, "Trace files, or directories of *.awtrace files")->required();
 
   std::string dump_trace;
   CLI::App* dump = app.add_subcommand("dump", "Print the file header and every raw record of a trace, one per line");
@@ -33,8 +33,9 @@ int main(int argc, char** argv) {
   timeline->add_option("-o,--output", timeline_args.output,
                        "Output file (\"-\": standard output, the default; a regular file is replaced atomically, a "
                        "device, FIFO or socket written in place)");
-  timeline->add_option("--min-blocked-us", timeline_args.min_blocked_us,
-                       "Calls blocked at least this long get the category \"blocked\"")
+  timeline
+      ->add_option("--min-blocked-us", timeline_args.min_blocked_us,
+                   "Calls blocked at least this long get the category \"blocked\"")
       ->capture_default_str();
   timeline->add_option("--format", timeline_args.format,
                        "json (Chrome trace event JSON) or perfetto (binary Perfetto trace); default: "
@@ -42,18 +43,21 @@ int main(int argc, char** argv) {
   timeline->add_option("--window", timeline_args.window,
                        "Only what overlaps T0:T1, in seconds since the earliest process start (e.g. 1.5:3)");
   timeline->add_flag("--findings-only", timeline_args.findings_only, "Only the calls of findings, and their GPU work");
-  timeline->add_option("--max-size-mib", timeline_args.max_size_mib,
-                       "Write nothing (and say the expected size) when the timeline would be larger; 0: no limit")
+  timeline
+      ->add_option("--max-size-mib", timeline_args.max_size_mib,
+                   "Write nothing (and say the expected size) when the timeline would be larger; 0: no limit")
       ->capture_default_str();
   timeline->add_option("TRACE_OR_DIR", timeline_args.inputs, "Trace files, or directories of *.awtrace files")
       ->required();
 
   RunArgs run_args;
   CLI::App* run = app.add_subcommand(
-      "run", "Run a program under asyncwatch and print the report when it exits: asyncwatch run [options] -- PROGRAM ARGS...");
-  run->add_flag("--gpu-times", run_args.gpu_times,
-                "Record when each copy, kernel and host function ran on the device (ASYNCWATCH_GPU_TIMES=1; costs a few "
-                "microseconds per operation: docs/timeline.md)");
+      "run",
+      "Run a program under asyncwatch and print the report when it exits: asyncwatch run [options] -- PROGRAM ARGS...");
+  run->add_flag(
+      "--gpu-times", run_args.gpu_times,
+      "Record when each copy, kernel and host function ran on the device (ASYNCWATCH_GPU_TIMES=1; costs a few "
+      "microseconds per operation: docs/timeline.md)");
   run->add_flag("--sim", run_args.sim, "Run on asyncwatch's simulated CUDA driver and runtime (no GPU needed)");
   run->add_option("-o,--output-dir", run_args.output_dir,
                   "Directory for the traces (default: a new asyncwatch-PROGRAM-TIME-XXXXXX directory here, mode 0700)");
@@ -100,7 +104,8 @@ int main(int argc, char** argv) {
     if (*timeline) return cmd_timeline(timeline_args);
     if (*run) {
       run_args.command = run->remaining();
-      if (!run_args.command.empty() && run_args.command.front() == "--") run_args.command.erase(run_args.command.begin());
+      if (!run_args.command.empty() && run_args.command.front() == "--")
+        run_args.command.erase(run_args.command.begin());
       // Before the program (or "--"), anything that looks like an option is one we do not know:
       // an error, not the program's name.
       if (!run_args.command.empty() && run_args.command.front().size() > 1 && run_args.command.front()[0] == '-') {

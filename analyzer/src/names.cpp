@@ -23,8 +23,8 @@ void trim(std::string& s) {
 // "operator()", "operator<", "operator<<=", "operator->", ...: the characters after "operator"
 // that belong to the operator's name, so that they are not taken for brackets.
 size_t operator_suffix_length(const std::string& s, size_t after) {
-  static const char* const ops[] = {"()", "[]", "<<=", ">>=", "<=>", "->*", "<<", ">>", "<=", ">=", "->",
-                                    "<",  ">",  "new[]", "delete[]"};
+  static const char* const ops[] = {"()", "[]", "<<=", ">>=", "<=>", "->*",   "<<",      ">>",
+                                    "<=", ">=", "->",  "<",   ">",   "new[]", "delete[]"};
   for (const char* op : ops) {
     size_t n = std::strlen(op);
     if (s.compare(after, n, op) == 0) return n;
@@ -53,8 +53,10 @@ size_t matching_open(const std::string& s, const std::string& mask, size_t close
   int depth = 0;
   for (size_t i = close + 1; i-- > 0;) {
     if (mask[i] != ' ') continue;
-    if (closes(s[i])) ++depth;
-    else if (opens(s[i]) && --depth == 0) return i;
+    if (closes(s[i]))
+      ++depth;
+    else if (opens(s[i]) && --depth == 0)
+      return i;
   }
   return std::string::npos;
 }
@@ -91,9 +93,12 @@ std::string name_without_signature(const std::string& demangled) {
   size_t start = 0;
   for (size_t i = 0; i < s.size(); ++i) {
     if (mask[i] != ' ') continue;
-    if (opens(s[i])) ++depth;
-    else if (closes(s[i])) --depth;
-    else if (s[i] == ' ' && depth == 0) start = i + 1;
+    if (opens(s[i]))
+      ++depth;
+    else if (closes(s[i]))
+      --depth;
+    else if (s[i] == ' ' && depth == 0)
+      start = i + 1;
   }
   // "operator new" / "operator delete" / conversion operators carry a space of their own.
   size_t op = s.rfind("operator ");

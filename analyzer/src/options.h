@@ -13,14 +13,14 @@ namespace asyncwatch {
 // option that raises it), and the other traces are reported (docs/contracts.md, exit status 3).
 // What each costs at its limit is measured in docs/reliability.md.
 struct Limits {
-  uint64_t stacks = 1'000'000;        // --max-stacks: distinct call stacks defined or referred to
-  uint64_t call_sites = 20'000;       // --max-call-sites: distinct findings before they are merged by
-                                      // source line (one per rule, cause, API, kernel and call stack)
-  uint64_t strings = 1'000'000;       // distinct strings (kernel names) defined or referred to
-  uint64_t modules = 16'384;          // module records (loaded objects)
+  uint64_t stacks = 1'000'000;             // --max-stacks: distinct call stacks defined or referred to
+  uint64_t call_sites = 20'000;            // --max-call-sites: distinct findings before they are merged by
+                                           // source line (one per rule, cause, API, kernel and call stack)
+  uint64_t strings = 1'000'000;            // distinct strings (kernel names) defined or referred to
+  uint64_t modules = 16'384;               // module records (loaded objects)
   uint64_t module_path_bytes = 16u << 20;  // their paths, in all
-  uint64_t streams = 100'000;         // streams in use at once
-  uint64_t pending_callbacks = 100'000;  // host functions enqueued and not yet seen running (or the reverse)
+  uint64_t streams = 100'000;              // streams in use at once
+  uint64_t pending_callbacks = 100'000;    // host functions enqueued and not yet seen running (or the reverse)
 };
 
 // A module path prefix as traced (FROM) and where the same files are here (TO): traces from another
@@ -31,14 +31,14 @@ struct PathMapping {
 };
 
 struct Options {
-  uint64_t min_blocked_ns = 50'000;          // --min-blocked-us: a call blocked less is not flagged
-  uint64_t inline_htod_bytes = 64 * 1024;    // --inline-htod-bytes: pageable HtoD copies this small are done inline
-  uint64_t launch_queue_depth = 512;         // --launch-queue-depth: outstanding launches that count as a full queue
-  uint64_t min_callback_ns = 1'000'000;      // --min-callback-us: a host function running longer is flagged
-  uint64_t implicit_sync_min_count = 10;     // --implicit-sync-min-count: same call site this often = a loop
+  uint64_t min_blocked_ns = 50'000;        // --min-blocked-us: a call blocked less is not flagged
+  uint64_t inline_htod_bytes = 64 * 1024;  // --inline-htod-bytes: pageable HtoD copies this small are done inline
+  uint64_t launch_queue_depth = 512;       // --launch-queue-depth: outstanding launches that count as a full queue
+  uint64_t min_callback_ns = 1'000'000;    // --min-callback-us: a host function running longer is flagged
+  uint64_t implicit_sync_min_count = 10;   // --implicit-sync-min-count: same call site this often = a loop
   Limits limits;
-  std::vector<std::string> user_code;        // --user-code PATTERN: frames that count as the user's code
-  std::vector<PathMapping> path_map;         // --path-map FROM=TO: where the traced modules are here
+  std::vector<std::string> user_code;  // --user-code PATTERN: frames that count as the user's code
+  std::vector<PathMapping> path_map;   // --path-map FROM=TO: where the traced modules are here
 };
 
 }  // namespace asyncwatch

@@ -30,16 +30,14 @@ std::string err_text(int e) { return std::strerror(e); }
 
 struct Target {
   enum Kind { Missing, Regular, Special, OwnDescriptor, ProcLink, Directory } kind = Missing;
-  std::string dir;   // the directory holding it, every symlink resolved (relative to "." or "/")
-  std::string name;  // its name in `dir`
+  std::string dir;        // the directory holding it, every symlink resolved (relative to "." or "/")
+  std::string name;       // its name in `dir`
   struct stat st {};      // Regular, Special: the target itself
   struct stat dir_st {};  // `dir`
   int fd = -1;            // OwnDescriptor
 };
 
-std::string join(const std::string& dir, const std::string& name) {
-  return dir == "/" ? "/" + name : dir + "/" + name;
-}
+std::string join(const std::string& dir, const std::string& name) { return dir == "/" ? "/" + name : dir + "/" + name; }
 
 std::deque<std::string> split(const std::string& path) {
   std::deque<std::string> out;
@@ -133,7 +131,8 @@ Target resolve(const std::string& path, bool directory_ok = false) {
       if (++links > 40) fail(path, "too many levels of symbolic links");
       char buf[PATH_MAX];
       ssize_t n = readlink(next.c_str(), buf, sizeof buf - 1);
-      if (n <= 0) fail(path, fmt::format("{}: cannot read the symbolic link: {}", next, err_text(n < 0 ? errno : EINVAL)));
+      if (n <= 0)
+        fail(path, fmt::format("{}: cannot read the symbolic link: {}", next, err_text(n < 0 ? errno : EINVAL)));
       std::string target(buf, static_cast<size_t>(n));
       std::deque<std::string> more = split(target);
       if (last) final_from_link = true;

@@ -40,8 +40,8 @@ size_t utf8_sequence(std::string_view s, size_t i, uint32_t* cp) {
 // C1 controls (a terminal may take U+009B for CSI), and the characters that reorder text
 // (bidirectional overrides: "Trojan Source") or break lines.
 bool is_unsafe_code_point(uint32_t cp) {
-  return (cp >= 0x80 && cp <= 0x9f) || cp == 0x61c || cp == 0x200e || cp == 0x200f || cp == 0x2028 ||
-         cp == 0x2029 || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+  return (cp >= 0x80 && cp <= 0x9f) || cp == 0x61c || cp == 0x200e || cp == 0x200f || cp == 0x2028 || cp == 0x2029 ||
+         (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
 }
 
 bool plain(std::string_view s, bool quoted) {
@@ -61,9 +61,12 @@ std::string printable(std::string_view s, bool quoted) {
   for (size_t i = 0; i < s.size();) {
     auto c = static_cast<unsigned char>(s[i]);
     if (c >= 0x20 && c < 0x7f) {
-      if (c == '\\') out += "\\\\";
-      else if (quoted && c == '"') out += "\\\"";
-      else out += static_cast<char>(c);
+      if (c == '\\')
+        out += "\\\\";
+      else if (quoted && c == '"')
+        out += "\\\"";
+      else
+        out += static_cast<char>(c);
       ++i;
       continue;
     }

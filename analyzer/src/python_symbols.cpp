@@ -55,7 +55,8 @@ Frame PythonSymbols::resolve(const trace::PythonFrameRef& ref) {
   f.file = c.filename;
   f.line = c.first_line;  // not started (-1), or beyond a truncated table: the function's first line
   if (ref.instr >= 0) {
-    auto it = std::upper_bound(c.starts.begin(), c.starts.end(), std::make_pair(static_cast<uint32_t>(ref.instr), INT32_MAX));
+    auto it =
+        std::upper_bound(c.starts.begin(), c.starts.end(), std::make_pair(static_cast<uint32_t>(ref.instr), INT32_MAX));
     if (it != c.starts.begin() && std::prev(it)->second > 0) f.line = std::prev(it)->second;
   }
   // The offset tells instructions of one line apart nowhere in a report; it stays 0.
@@ -74,9 +75,11 @@ std::vector<Frame> PythonSymbols::merge(std::vector<Frame> native, const std::ve
     if (is_interpreter_module(native[i].module)) native[i].origin = FrameOrigin::Interpreter;
   std::vector<Frame> out;
   out.reserve(native.size() + python.size());
-  out.insert(out.end(), std::make_move_iterator(native.begin()), std::make_move_iterator(native.begin() + static_cast<std::ptrdiff_t>(at)));
+  out.insert(out.end(), std::make_move_iterator(native.begin()),
+             std::make_move_iterator(native.begin() + static_cast<std::ptrdiff_t>(at)));
   for (const auto& ref : python) out.push_back(resolve(ref));
-  out.insert(out.end(), std::make_move_iterator(native.begin() + static_cast<std::ptrdiff_t>(at)), std::make_move_iterator(native.end()));
+  out.insert(out.end(), std::make_move_iterator(native.begin() + static_cast<std::ptrdiff_t>(at)),
+             std::make_move_iterator(native.end()));
   return out;
 }
 

@@ -70,8 +70,10 @@ Report analyze_job(const std::vector<std::string>& paths, const Options& options
   // Merged in the order of the paths, whatever order they finished in.
   std::vector<ProcessResult> results;
   for (auto& s : slots) {
-    if (s.error) unreadable.push_back(std::move(*s.error));
-    else if (s.result && selection.keeps(s.result->process)) results.push_back(std::move(*s.result));
+    if (s.error)
+      unreadable.push_back(std::move(*s.error));
+    else if (s.result && selection.keeps(s.result->process))
+      results.push_back(std::move(*s.result));
   }
   if (!selection.rules.empty())
     for (auto& r : results)

@@ -15,8 +15,10 @@ namespace {
 void frame_fields(JsonWriter& w, const Frame& f) {
   w.text_or_null("function", f.function);
   w.text_or_null("file", f.file);
-  if (f.file.empty()) w.null_field("line");
-  else w.field("line", f.line);
+  if (f.file.empty())
+    w.null_field("line");
+  else
+    w.field("line", f.line);
   w.text_or_null("module", f.module);
   w.field("address", hex(f.address));
   w.field("offset", hex(f.offset));  // in the module: the same in every process
@@ -42,14 +44,22 @@ void process_object(JsonWriter& w, const ProcessSummary& p) {
   w.field("records_lost", p.records_lost);
   w.field("blocked_ns_total", p.blocked_ns_total);
   // Beyond the minimal schema (docs/report-json.md):
-  if (p.parent_pid_if_forked) w.field("parent_pid_if_forked", p.parent_pid_if_forked);
-  else w.null_field("parent_pid_if_forked");
-  if (p.closed_cleanly || p.signal || p.exit_status >= 0) w.field("exit_status", p.exit_status);
-  else w.null_field("exit_status");
-  if (p.signal) w.field("signal", p.signal);
-  else w.null_field("signal");
-  if (p.rank >= 0) w.field("rank", p.rank);
-  else w.null_field("rank");
+  if (p.parent_pid_if_forked)
+    w.field("parent_pid_if_forked", p.parent_pid_if_forked);
+  else
+    w.null_field("parent_pid_if_forked");
+  if (p.closed_cleanly || p.signal || p.exit_status >= 0)
+    w.field("exit_status", p.exit_status);
+  else
+    w.null_field("exit_status");
+  if (p.signal)
+    w.field("signal", p.signal);
+  else
+    w.null_field("signal");
+  if (p.rank >= 0)
+    w.field("rank", p.rank);
+  else
+    w.null_field("rank");
   w.text_or_null("rank_source", p.rank_source);
   w.field("cuda_calls", p.cuda_calls);
   w.field("cuda_calls_failed_no_device", p.cuda_calls_no_device);
@@ -73,12 +83,18 @@ void finding_object(JsonWriter& w, const Finding& f) {
   w.field("in_baseline", f.in_baseline);
   w.field("api", f.api);
   w.text_or_null("driver_api", f.driver_api);
-  if (f.has_direction) w.field("direction", direction_name(f.direction));
-  else w.null_field("direction");
-  if (f.has_host_memory) w.field("host_memory", memory_kind_name(f.host_memory));
-  else w.null_field("host_memory");
-  if (const char* cause = cause_name(f.cause)) w.field("cause", cause);
-  else w.null_field("cause");
+  if (f.has_direction)
+    w.field("direction", direction_name(f.direction));
+  else
+    w.null_field("direction");
+  if (f.has_host_memory)
+    w.field("host_memory", memory_kind_name(f.host_memory));
+  else
+    w.null_field("host_memory");
+  if (const char* cause = cause_name(f.cause))
+    w.field("cause", cause);
+  else
+    w.null_field("cause");
   w.text_or_null("kernel", f.kernel);
   w.field("count", f.count);
   w.field("bytes", f.bytes);
@@ -118,8 +134,10 @@ void finding_object(JsonWriter& w, const Finding& f) {
     frame_fields(w, f.call_site);
     w.field("user_code", f.call_site_is_user_code);
     w.key("via");
-    if (f.via.module.empty()) w.null();
-    else frame_object(w, f.via);
+    if (f.via.module.empty())
+      w.null();
+    else
+      frame_object(w, f.via);
     w.end_object();
   } else {
     w.null();
@@ -128,8 +146,10 @@ void finding_object(JsonWriter& w, const Finding& f) {
   w.array("processes", f.processes, [&](const PerProcess& p) {
     w.object([&] {
       w.field("pid", p.pid);
-      if (p.rank >= 0) w.field("rank", p.rank);
-      else w.null_field("rank");
+      if (p.rank >= 0)
+        w.field("rank", p.rank);
+      else
+        w.null_field("rank");
       w.field("count", p.count);
       w.field("blocked_ns_total", p.blocked_ns_total);
     });
@@ -162,8 +182,10 @@ void write_report_json(JsonWriter& w, const Report& report) {
     w.field("findings_not_shown", report.findings_not_shown);
     size_t in_baseline = 0;
     for (const auto& f : report.findings) in_baseline += f.in_baseline;
-    if (report.baseline.empty()) w.null_field("findings_in_baseline");
-    else w.field("findings_in_baseline", in_baseline);
+    if (report.baseline.empty())
+      w.null_field("findings_in_baseline");
+    else
+      w.field("findings_in_baseline", in_baseline);
   });
   const Options& o = report.options;
   w.object("thresholds", [&] {

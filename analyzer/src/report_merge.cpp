@@ -62,7 +62,7 @@ void merge_ranges(json& into, const json& from) {
 nlohmann::ordered_json merge_json_reports(const std::vector<std::string>& paths) {
   json out;
   std::map<std::string, size_t> by_fingerprint;  // -> index in findings
-  std::vector<uint64_t> biggest_part;             // calls of the part whose median is kept
+  std::vector<uint64_t> biggest_part;            // calls of the part whose median is kept
   json findings = json::array();
   for (const auto& path : paths) {
     json doc = read_report(path);

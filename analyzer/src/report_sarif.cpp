@@ -23,8 +23,10 @@ void text_object(JsonWriter& w, const char* key, const std::string& text) {
 std::string uri_path(const std::string& path) {
   std::string out;
   for (unsigned char c : path) {
-    if (std::isalnum(c) || c == '/' || c == '-' || c == '.' || c == '_' || c == '~') out += static_cast<char>(c);
-    else out += fmt::format("%{:02X}", c);
+    if (std::isalnum(c) || c == '/' || c == '-' || c == '.' || c == '_' || c == '~')
+      out += static_cast<char>(c);
+    else
+      out += fmt::format("%{:02X}", c);
   }
   return out;
 }
@@ -46,9 +48,10 @@ void artifact_location(JsonWriter& w, const std::string& path, const std::string
 }
 
 std::string help_markdown(const RuleInfo& r) {
-  return fmt::format("**{}**\n\n{}\n\nasyncwatch finding `{}` (severity {}); docs/findings.md in the asyncwatch "
-                     "repository describes how it is detected and its thresholds.",
-                     r.title, r.help, r.name, severity_name(r.severity));
+  return fmt::format(
+      "**{}**\n\n{}\n\nasyncwatch finding `{}` (severity {}); docs/findings.md in the asyncwatch "
+      "repository describes how it is detected and its thresholds.",
+      r.title, r.help, r.name, severity_name(r.severity));
 }
 
 void rule_object(JsonWriter& w, const RuleInfo& r) {
@@ -104,7 +107,8 @@ void result_location(JsonWriter& w, const Finding& f, const Report& report) {
       for (const auto& p : report.processes)
         if (!f.processes.empty() && p.pid == f.processes.front().pid) module = p.executable;
     if (module.empty() && !report.processes.empty()) module = report.processes.front().executable;
-    w.object("physicalLocation", [&] { artifact_location(w, module.empty() ? "unknown" : module, report.source_root); });
+    w.object("physicalLocation",
+             [&] { artifact_location(w, module.empty() ? "unknown" : module, report.source_root); });
     if (f.call_site_known) logical_function(w, site.function);
     w.object("message", [&] {
       w.field("text", f.call_site_known ? "no source line for the call site: " + frame_name_text(site)
@@ -170,7 +174,9 @@ void write_report_sarif(JsonWriter& w, const Report& report) {
       });
       if (!report.source_root.empty())
         w.object("originalUriBaseIds", [&] {
-          w.object("SRCROOT", [&] { w.field("uri", "file://" + uri_path(report.source_root) + (report.source_root.back() == '/' ? "" : "/")); });
+          w.object("SRCROOT", [&] {
+            w.field("uri", "file://" + uri_path(report.source_root) + (report.source_root.back() == '/' ? "" : "/"));
+          });
         });
       w.key("invocations");
       w.begin_array();

@@ -177,8 +177,7 @@ std::string frame_text(const Frame& f) {
   if (f.function.empty() && f.file.empty()) return frame_name_text(f);  // "libcuda.so.1+0x2a3f0"
   std::string s = f.function.empty() ? "(unknown function)" : shorten_middle(f.function, kDisplayNameMax);
   if (!f.file.empty()) s += fmt::format(" at {}:{}", display_path(f.file), f.line);
-  if (!f.module.empty())
-    s += fmt::format(" ({})", basename_of(f.module));
+  if (!f.module.empty()) s += fmt::format(" ({})", basename_of(f.module));
   if (f.inlined) s += " [inlined]";
   return s;
 }
@@ -190,8 +189,10 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
   size_t quiet_notes = 0;  // about modules whose symbols change no result (shown with --stacks full)
   for (const auto& p : report.processes)
     for (const auto& n : p.notes) {
-      if (report.full_stacks || note_changes_a_result(n, report)) ++note_count[n];
-      else ++quiet_notes;
+      if (report.full_stacks || note_changes_a_result(n, report))
+        ++note_count[n];
+      else
+        ++quiet_notes;
     }
   for (const auto& p : report.processes) {
     out << fmt::format("{}asyncwatch:{} {} {} ({}), wall time {}{}{}\n", c.bold, c.reset, pid_text(p.pid, p.rank),
@@ -206,12 +207,14 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
       out << fmt::format("  {}note:{} {}{}\n", c.note, c.reset, printable(n), others);
       note_count.erase(it);
     }
-    for (const auto& l : gpu_overlap_lines(p.gpu_overlap, p.gpu_times)) out << "  " << printable(l) << '\n';  // issue 18
+    for (const auto& l : gpu_overlap_lines(p.gpu_overlap, p.gpu_times))
+      out << "  " << printable(l) << '\n';  // issue 18
   }
   if (quiet_notes)
-    out << fmt::format("  {}note:{} {} about library modules without symbols here not shown: they change no call "
-                       "site (--stacks full shows them)\n",
-                       c.note, c.reset, plural(quiet_notes, "note", "notes"));
+    out << fmt::format(
+        "  {}note:{} {} about library modules without symbols here not shown: they change no call "
+        "site (--stacks full shows them)\n",
+        c.note, c.reset, plural(quiet_notes, "note", "notes"));
   for (const auto& u : report.unreadable)
     out << fmt::format("{}asyncwatch:{} {}note:{} {} could not be read: {}\n", c.bold, c.reset, c.note, c.reset,
                        printable(display_path(u.trace)), printable(u.error));
@@ -219,11 +222,14 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
   summary_table(out, report, c);
   for (const auto& f : report.findings) {
     const RuleInfo& rule = rule_info(f.id);
-    const char* sc = finding_severity(f) == Severity::Error ? c.error : finding_severity(f) == Severity::Warning ? c.warning : c.note;
+    const char* sc = finding_severity(f) == Severity::Error     ? c.error
+                     : finding_severity(f) == Severity::Warning ? c.warning
+                                                                : c.note;
     std::string where = location_text(f);
     std::string missing = missing_call_site_text(f);
-    out << fmt::format("{}{}{}:{} {}{} {}[{}]{}\n", where.empty() ? "" : c.bold + printable(where) + ":" + c.reset + " ",
-                       sc, severity_name(finding_severity(f)), c.reset, printable(finding_message(f)),
+    out << fmt::format("{}{}{}:{} {}{} {}[{}]{}\n",
+                       where.empty() ? "" : c.bold + printable(where) + ":" + c.reset + " ", sc,
+                       severity_name(finding_severity(f)), c.reset, printable(finding_message(f)),
                        missing.empty() ? "" : " (" + missing + ")", c.dim, rule.name, c.reset);
     std::string stats = plural(f.count, "call", "calls");
     if (f.bytes) stats += ", " + format_bytes(f.bytes);
@@ -241,15 +247,17 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
     out << "    " << stats << '\n';
     if (f.evidence_checked) {
       if (f.completed_at_return == f.evidence_checked)
-        out << fmt::format("    evidence: the stream had completed the copy when the call returned ({} of {} checked)\n",
-                           f.completed_at_return, f.evidence_checked);
+        out << fmt::format(
+            "    evidence: the stream had completed the copy when the call returned ({} of {} checked)\n",
+            f.completed_at_return, f.evidence_checked);
       else if (f.completed_at_return == 0)
         out << fmt::format("    evidence: the stream had not completed the copy when the call returned ({} checked)\n",
                            f.evidence_checked);
       else
-        out << fmt::format("    evidence: in {} of {} checked calls the stream had completed the copy when the call "
-                           "returned\n",
-                           f.completed_at_return, f.evidence_checked);
+        out << fmt::format(
+            "    evidence: in {} of {} checked calls the stream had completed the copy when the call "
+            "returned\n",
+            f.completed_at_return, f.evidence_checked);
     }
     if (rule.hooks.text_lines) {
       std::vector<std::string> lines;
@@ -261,8 +269,8 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
       std::stable_sort(r.begin(), r.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
       std::string text;
       for (size_t i = 0; i < r.size() && i < 4; ++i)
-        text += fmt::format("{}`{}` ({} of {})", i ? ", " : "", r[i].first, r[i].second,
-                            plural(f.count, "call", "calls"));
+        text +=
+            fmt::format("{}`{}` ({} of {})", i ? ", " : "", r[i].first, r[i].second, plural(f.count, "call", "calls"));
       if (r.size() > 4) text += fmt::format(" and {} more", r.size() - 4);
       out << fmt::format("    in {} {}\n", r.size() > 1 ? "ranges" : "range", printable(text));
     }
@@ -280,8 +288,8 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
     if (report.processes.size() > 1) {
       std::string per;
       for (const auto& p : f.processes)
-        per += fmt::format("{}{} ({}, {})", per.empty() ? "" : ", ", pid_text(p.pid, p.rank), plural(p.count, "call", "calls"),
-                           format_duration(p.blocked_ns_total));
+        per += fmt::format("{}{} ({}, {})", per.empty() ? "" : ", ", pid_text(p.pid, p.rank),
+                           plural(p.count, "call", "calls"), format_duration(p.blocked_ns_total));
       out << "    processes: " << per << '\n';
     }
     out << '\n';

@@ -75,8 +75,10 @@ std::string scope_prefix(Dwarf_Die* decl, bool operator_call) {
       bool anonymous = !name || std::strncmp(name, "_GLOBAL__N", 10) == 0;
       prefix += anonymous ? std::string("(anonymous namespace)::") : std::string(name) + "::";
     } else if (tag == DW_TAG_class_type || tag == DW_TAG_structure_type || tag == DW_TAG_union_type) {
-      if (name) prefix += std::string(name) + "::";
-      else prefix += operator_call && i == 1 ? "{lambda}::" : "{unnamed type}::";
+      if (name)
+        prefix += std::string(name) + "::";
+      else
+        prefix += operator_call && i == 1 ? "{lambda}::" : "{unnamed type}::";
     } else if (tag == DW_TAG_subprogram && name) {
       prefix += die_function_name_plain(&scopes[i]) + "::";
     }
@@ -248,8 +250,8 @@ Symbolizer::Symbolizer(const std::vector<ModuleInfo>& modules, bool read_symbols
       int len = dwfl_module_build_id(mod, &bits, &vaddr);
       if (len > 0 && (static_cast<size_t>(len) != m.build_id.size() ||
                       std::memcmp(bits, m.build_id.data(), m.build_id.size()) != 0)) {
-        module_problem_[i] = fmt::format("{}: build id {} differs from the traced one {}: not used for symbols",
-                                         shown, hex_build_id(bits, static_cast<size_t>(len)),
+        module_problem_[i] = fmt::format("{}: build id {} differs from the traced one {}: not used for symbols", shown,
+                                         hex_build_id(bits, static_cast<size_t>(len)),
                                          hex_build_id(m.build_id.data(), m.build_id.size()));
         continue;
       }
@@ -352,7 +354,8 @@ Frame Symbolizer::called_function(uint64_t return_address, const std::string& pr
     const char* name =
         dwfl_module_addrinfo(dwfl_modules_[self], t.address + bias, &off, &sym, nullptr, nullptr, nullptr);
     int type = name ? GELF_ST_TYPE(sym.st_info) : STT_NOTYPE;
-    if (name && off == 0 && (type == STT_FUNC || type == STT_GNU_IFUNC)) out = entry_frame(self, t.address + bias, name);
+    if (name && off == 0 && (type == STT_FUNC || type == STT_GNU_IFUNC))
+      out = entry_frame(self, t.address + bias, name);
   } else if (t.kind == CallTarget::Imported) {
     out.function = symbol_function_name(t.symbol.c_str());
     // The module that defines it: the one execution went on in, if it does; else the first in

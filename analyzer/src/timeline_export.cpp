@@ -110,19 +110,24 @@ class JsonSink final : public Sink {
   }
   void stream(uint64_t pid, uint64_t track, const std::string& name, uint64_t sort) override {
     thread(pid, track, name);
-    put(FMT_COMPILE("{}{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{},\"tid\":{},\"args\":{{\"sort_index\":{}}}}}"),
+    put(FMT_COMPILE(
+            "{}{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{},\"tid\":{},\"args\":{{\"sort_index\":{}}}}}"),
         sep(), pid, track, sort);
   }
   void slice(uint64_t pid, uint64_t track, uint64_t ts, uint64_t dur, std::string_view name, std::string_view cat,
              const Arg* args, size_t n, uint64_t flow_out, uint64_t flow_in) override {
-    put(FMT_COMPILE("{}{{\"ph\":\"X\",\"cat\":\"{}\",\"name\":\"{}\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{}"), sep(), cat,
-        esc(name), pid, track, Us{static_cast<int64_t>(ts)}, Us{static_cast<int64_t>(dur)});
-    if (flow_out) put(FMT_COMPILE(",\"bind_id\":\"0x{:x}\",\"flow_out\":true"), flow_out);
-    else if (flow_in) put(FMT_COMPILE(",\"bind_id\":\"0x{:x}\",\"flow_in\":true"), flow_in);
+    put(FMT_COMPILE("{}{{\"ph\":\"X\",\"cat\":\"{}\",\"name\":\"{}\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{}"),
+        sep(), cat, esc(name), pid, track, Us{static_cast<int64_t>(ts)}, Us{static_cast<int64_t>(dur)});
+    if (flow_out)
+      put(FMT_COMPILE(",\"bind_id\":\"0x{:x}\",\"flow_out\":true"), flow_out);
+    else if (flow_in)
+      put(FMT_COMPILE(",\"bind_id\":\"0x{:x}\",\"flow_in\":true"), flow_in);
     put(FMT_COMPILE(",\"args\":{{"));
     for (size_t i = 0; i < n; ++i) {
-      if (args[i].is_text) put(FMT_COMPILE("{}\"{}\":\"{}\""), i ? "," : "", args[i].name, esc(args[i].text));
-      else put(FMT_COMPILE("{}\"{}\":{}"), i ? "," : "", args[i].name, args[i].value);
+      if (args[i].is_text)
+        put(FMT_COMPILE("{}\"{}\":\"{}\""), i ? "," : "", args[i].name, esc(args[i].text));
+      else
+        put(FMT_COMPILE("{}\"{}\":{}"), i ? "," : "", args[i].name, args[i].value);
     }
     put(FMT_COMPILE("}}}}"));
   }
@@ -181,7 +186,9 @@ class PerfettoSink final : public Sink {
   explicit PerfettoSink(std::FILE* f) : w_(f) {}
   static uint64_t uuid(uint64_t pid, uint64_t track) { return (pid << 32 | (track & 0xffffffffu)) + 1; }
   void process(uint64_t pid, const std::string& name) override { w_.process_track(uuid(pid, 0xffffffffu), pid, name); }
-  void thread(uint64_t pid, uint64_t tid, const std::string& name) override { w_.thread_track(uuid(pid, tid), pid, tid, name); }
+  void thread(uint64_t pid, uint64_t tid, const std::string& name) override {
+    w_.thread_track(uuid(pid, tid), pid, tid, name);
+  }
   void stream(uint64_t pid, uint64_t track, const std::string& name, uint64_t) override {
     w_.child_track(uuid(pid, track), uuid(pid, 0xffffffffu), name);
   }
@@ -267,13 +274,17 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
   const uint64_t per_event = opt.format == TimelineFormat::Json ? kJsonBytesPerEvent : kPerfettoBytesPerEvent;
   for (const auto& in : inputs) {
     // A flagged slice weighs about kFlaggedBytesPerEvent / per_event ordinary ones (its finding's texts).
-    uint64_t n = opt.findings_only ? in.marks.size() * kFlaggedBytesPerEvent / per_event : in.trace->event_record_count();
+    uint64_t n =
+        opt.findings_only ? in.marks.size() * kFlaggedBytesPerEvent / per_event : in.trace->event_record_count();
     if (opt.has_window) {
       const FileHeader& h = in.trace->header();
       uint64_t first = h.start_realtime_ns - base_realtime;
-      uint64_t last = first + (in.trace->last_time_ns() > h.start_monotonic_ns ? in.trace->last_time_ns() - h.start_monotonic_ns : 0);
+      uint64_t last =
+          first +
+          (in.trace->last_time_ns() > h.start_monotonic_ns ? in.trace->last_time_ns() - h.start_monotonic_ns : 0);
       uint64_t lo = std::max(first, opt.window_start_ns), hi = std::min(last, opt.window_end_ns);
-      double share = last > first ? static_cast<double>(hi > lo ? hi - lo : 0) / static_cast<double>(last - first) : 1.0;
+      double share =
+          last > first ? static_cast<double>(hi > lo ? hi - lo : 0) / static_cast<double>(last - first) : 1.0;
       n = static_cast<uint64_t>(static_cast<double>(n) * std::min(1.0, share)) + 16;
     }
     stats.estimated_events += n;
@@ -285,8 +296,10 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
   }
 
   std::unique_ptr<Sink> sink;
-  if (opt.format == TimelineFormat::Json) sink = std::make_unique<JsonSink>(file);
-  else sink = std::make_unique<PerfettoSink>(file);
+  if (opt.format == TimelineFormat::Json)
+    sink = std::make_unique<JsonSink>(file);
+  else
+    sink = std::make_unique<PerfettoSink>(file);
 
   uint64_t trace_index = 0;
   for (auto& in : inputs) {
@@ -295,7 +308,8 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
     const FileHeader& h = t->header();
     const uint64_t pid = h.pid;
     // Time in ns since the earliest process start (wall clock aligns processes).
-    const int64_t offset = static_cast<int64_t>(h.start_realtime_ns - base_realtime) - static_cast<int64_t>(h.start_monotonic_ns);
+    const int64_t offset =
+        static_cast<int64_t>(h.start_realtime_ns - base_realtime) - static_cast<int64_t>(h.start_monotonic_ns);
     auto ts = [&](uint64_t mono) {
       int64_t v = static_cast<int64_t>(mono) + offset;
       return v > 0 ? static_cast<uint64_t>(v) : 0;
@@ -306,7 +320,9 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
     std::string exe = fixed_string(h.executable, sizeof h.executable);
     sink->process(pid, clean_text(fmt::format("{} (pid {})", exe.substr(exe.rfind('/') + 1), pid), false));
     for (const auto& th : t->threads())
-      sink->thread(pid, th.tid, clean_text(fmt::format("{} (tid {})", th.name.empty() ? std::string("thread") : th.name, th.tid), false));
+      sink->thread(
+          pid, th.tid,
+          clean_text(fmt::format("{} (tid {})", th.name.empty() ? std::string("thread") : th.name, th.tid), false));
 
     std::unordered_map<uint32_t, std::string> kernel_names;  // string id -> display name
     auto kernel_of = [&](uint32_t id) -> const std::string& {
@@ -325,7 +341,8 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
         name = fmt::format("streams beyond the first {}", limits.streams);
       }
       auto [it, inserted] = stream_tracks.emplace(key, kStreamTidBase + stream_tracks.size());
-      if (inserted) sink->stream(pid, it->second, name.empty() ? events::stream_name(stream) : name, 1000 + stream_tracks.size());
+      if (inserted)
+        sink->stream(pid, it->second, name.empty() ? events::stream_name(stream) : name, 1000 + stream_tracks.size());
       return it->second;
     };
     // Finding texts, once per finding.
@@ -335,9 +352,10 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
     std::vector<FindingText> finding_texts;
     for (const auto& f : in.analysis.findings) {
       const RuleInfo& ri = rule_info(f.id);
-      finding_texts.push_back(FindingText{ri.name, clean_text(finding_message(f), false),
-                                          clean_text(f.call_site_known ? frame_text(f.call_site) : std::string("(not recorded)"), false),
-                                          clean_text(ri.help, false)});
+      finding_texts.push_back(
+          FindingText{ri.name, clean_text(finding_message(f), false),
+                      clean_text(f.call_site_known ? frame_text(f.call_site) : std::string("(not recorded)"), false),
+                      clean_text(ri.help, false)});
     }
     auto finding_of = [&](uint32_t tid, uint64_t start) -> const FindingText* {
       if (in.marks.empty()) return nullptr;
@@ -358,7 +376,9 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
       if (opt.findings_only && !f) return;
       if (!in_window(run.start_ns, run.end_ns)) return;
       std::string fn = fmt::format("0x{:x}", p.function);
-      Arg a[6] = {{"callback_id", {}, run.callback_id, false}, {"enqueued_by", api_name(static_cast<Api>(p.api))}, {"function", fn}};
+      Arg a[6] = {{"callback_id", {}, run.callback_id, false},
+                  {"enqueued_by", api_name(static_cast<Api>(p.api))},
+                  {"function", fn}};
       size_t n = 3;
       if (f) {
         a[n++] = Arg{"rule", f->rule};
@@ -371,10 +391,13 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
       ++stats.events;
     };
     uint32_t run_tid = 0;
-    auto joined = [&](events::HostFunctionJoin<Pending>::Outcome outcome, const Pending& p, const HostFuncRunRecord& run) {
+    auto joined = [&](events::HostFunctionJoin<Pending>::Outcome outcome, const Pending& p,
+                      const HostFuncRunRecord& run) {
       using Outcome = events::HostFunctionJoin<Pending>::Outcome;
-      if (outcome == Outcome::Joined) emit_run(p, run, run_tid);
-      else if (outcome == Outcome::OverLimit) ++stats.host_functions_dropped;  // bounded (Limits::pending_callbacks)
+      if (outcome == Outcome::Joined)
+        emit_run(p, run, run_tid);
+      else if (outcome == Outcome::OverLimit)
+        ++stats.host_functions_dropped;  // bounded (Limits::pending_callbacks)
     };
     std::vector<std::string> flag_names(256);
     auto flags_text = [&](uint32_t flags) -> std::string {
@@ -458,8 +481,10 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
           const char* dir = copy ? direction_name(static_cast<Direction>(c.direction)) : "";
           const char* src = memory_kind_name(static_cast<MemoryKind>(c.src_memory));
           const char* dst = memory_kind_name(static_cast<MemoryKind>(c.dst_memory));
-          name = fmt::format("{}{}{} {}", public_api_name(api_name(static_cast<Api>(c.api))), copy ? " " : "", dir, bytes);
-          std::string label = copy ? fmt::format("{} {} ({} to {})", dir, bytes, src, dst) : fmt::format("memset {}", bytes);
+          name =
+              fmt::format("{}{}{} {}", public_api_name(api_name(static_cast<Api>(c.api))), copy ? " " : "", dir, bytes);
+          std::string label =
+              copy ? fmt::format("{} {} ({} to {})", dir, bytes, src, dst) : fmt::format("memset {}", bytes);
           a[0] = Arg{"bytes", {}, c.bytes, false};
           a[1] = Arg{"src", src};
           a[2] = Arg{"dst", dst};

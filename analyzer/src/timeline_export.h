@@ -27,8 +27,8 @@ struct TimelineOptions {
   bool has_window = false;           // only what overlaps [window_start_ns, window_end_ns], in ns since
   uint64_t window_start_ns = 0;      // the earliest process start of the traces
   uint64_t window_end_ns = 0;
-  uint64_t max_bytes = 0;            // 0: no limit; else nothing is written when the estimate exceeds it
-  bool mark_findings = true;         // analyze each trace first (one more pass) to mark the flagged calls
+  uint64_t max_bytes = 0;     // 0: no limit; else nothing is written when the estimate exceeds it
+  bool mark_findings = true;  // analyze each trace first (one more pass) to mark the flagged calls
 };
 
 struct TimelineStats {

@@ -87,7 +87,8 @@ std::unique_ptr<TraceFile> TraceFile::open(const std::string& path, const Limits
   if (S_ISDIR(st.st_mode)) t->fail("is a directory, not a trace file");
   if (!S_ISREG(st.st_mode)) t->fail("is not a regular file");
   t->size_ = static_cast<uint64_t>(st.st_size);
-  if (t->size_ == 0) t->fail("the file is empty (0 bytes): not an asyncwatch trace, or the traced process never wrote it");
+  if (t->size_ == 0)
+    t->fail("the file is empty (0 bytes): not an asyncwatch trace, or the traced process never wrote it");
   void* m = mmap(nullptr, t->size_, PROT_READ, MAP_PRIVATE, t->fd_, 0);
   if (m == MAP_FAILED) t->fail(fmt::format("cannot map: {}", std::strerror(errno)));
   t->map_ = static_cast<const uint8_t*>(m);
@@ -99,7 +100,8 @@ std::unique_ptr<TraceFile> TraceFile::open(const std::string& path, const Limits
   std::memcpy(&t->header_, t->map_, sizeof(FileHeader));
   const FileHeader& h = t->header_;
   if (h.version > kFormatVersion)
-    t->fail(fmt::format("trace format version {} is newer than this asyncwatch supports ({})", h.version, kFormatVersion));
+    t->fail(
+        fmt::format("trace format version {} is newer than this asyncwatch supports ({})", h.version, kFormatVersion));
   if (h.version < kOldestReadableVersion)
     t->fail(fmt::format("trace format version {} is not valid (this asyncwatch reads versions {} to {})", h.version,
                         kOldestReadableVersion, kFormatVersion));
@@ -121,8 +123,8 @@ std::unique_ptr<TraceFile> TraceFile::open(const std::string& path, const Limits
     t->fail(fmt::format("truncated: the header says {} blocks were claimed but the file holds only {}",
                         h.blocks_claimed, t->block_count_));
   if (h.closed == kClosedCleanly && h.end_monotonic_ns < h.start_monotonic_ns)
-    t->fail(fmt::format("corrupt header: end time {} is before start time {}", h.end_monotonic_ns,
-                        h.start_monotonic_ns));
+    t->fail(
+        fmt::format("corrupt header: end time {} is before start time {}", h.end_monotonic_ns, h.start_monotonic_ns));
   madvise(const_cast<uint8_t*>(t->map_), t->size_, MADV_SEQUENTIAL);
   return t;
 }
@@ -191,7 +193,8 @@ struct FieldChecks {
   }
   bool body(const StackRecord& s) {
     if (s.stack_id == 0) return bad("stack id 0 (ids start at 1)");
-    if (s.depth > kMaxStackDepth) return bad(fmt::format("stack depth {} exceeds the maximum {}", s.depth, kMaxStackDepth));
+    if (s.depth > kMaxStackDepth)
+      return bad(fmt::format("stack depth {} exceeds the maximum {}", s.depth, kMaxStackDepth));
     if (s.python_depth > kMaxPythonDepth)
       return bad(fmt::format("python depth {} exceeds the maximum {}", s.python_depth, kMaxPythonDepth));
     return s.python_end < kPythonWalkEndCount || bad(fmt::format("unknown python walk end {}", s.python_end));
@@ -296,27 +299,30 @@ bool TraceFile::read_record(uint64_t b, uint32_t off, uint32_t tid, RecordView* 
     case trace_io::Frame::Ok: break;
     case trace_io::Frame::End: return false;
     case trace_io::Frame::EndWithSize:
-      fail_at(b, base + off, fmt::format("record at block offset 0x{:x}: type 0 (end of block) with size {}", off, rh.size));
+      fail_at(b, base + off,
+              fmt::format("record at block offset 0x{:x}: type 0 (end of block) with size {}", off, rh.size));
     case trace_io::Frame::UnknownType:
       fail_at(b, base + off, fmt::format("record at block offset 0x{:x}: unknown record type {}", off, rh.type));
     case trace_io::Frame::TypeTooNew: {
       const RecordInfo& info = record_info(rh.type);
-      fail_at(b, base + off, fmt::format("record at block offset 0x{:x}: unknown record type {} in a version-{} trace "
-                                         "({} records exist since version {})",
-                                         off, rh.type, version_, info.name, info.since));
+      fail_at(b, base + off,
+              fmt::format("record at block offset 0x{:x}: unknown record type {} in a version-{} trace "
+                          "({} records exist since version {})",
+                          off, rh.type, version_, info.name, info.since));
     }
     case trace_io::Frame::SizeNotMultiple:
-      fail_at(b, base + off, fmt::format("record at block offset 0x{:x}: size {} is not a positive multiple of 8", off, rh.size));
+      fail_at(b, base + off,
+              fmt::format("record at block offset 0x{:x}: size {} is not a positive multiple of 8", off, rh.size));
     case trace_io::Frame::PastBlock:
-      fail_at(b, base + off, fmt::format("record at block offset 0x{:x}: its {} bytes run past the end of the block", off, rh.size));
+      fail_at(b, base + off,
+              fmt::format("record at block offset 0x{:x}: its {} bytes run past the end of the block", off, rh.size));
   }
   const RecordInfo& info = record_info(rh.type);
   *out = RecordView{static_cast<RecordType>(rh.type), rh.size, block + off, base + off, tid, b, rh.size};
   if (AW_READER_UNLIKELY(version_ == 1)) {
     std::string why;
     const uint8_t* v2 = trace_v1::to_v2(rh.type, rh.size, block + off, scratch, &out->size, &why);
-    if (!v2)
-      fail_at(b, base + off, fmt::format("{} record at block offset 0x{:x}: {}", info.name, off, why));
+    if (!v2) fail_at(b, base + off, fmt::format("{} record at block offset 0x{:x}: {}", info.name, off, why));
     out->data = v2;
   }
   validate_record(*out);
@@ -359,8 +365,8 @@ uint64_t IdOffsets::find(uint32_t id) const {
 }
 
 std::string limit_message(const char* what, uint64_t limit, const char* option) {
-  return fmt::format("more than {} {}: beyond the analyzer's limit{} (docs/reliability.md, \"Analyzer memory\")",
-                     limit, what, option ? fmt::format("; raise it with {}", option) : std::string());
+  return fmt::format("more than {} {}: beyond the analyzer's limit{} (docs/reliability.md, \"Analyzer memory\")", limit,
+                     what, option ? fmt::format("; raise it with {}", option) : std::string());
 }
 
 void TraceFile::over_limit(const char* what, uint64_t limit, const char* option) const {
@@ -415,8 +421,8 @@ bool TraceFile::absorb(const RecordView& r) {
       auto l = r.as<LostRecord>();
       lost_in_records_ += l.count;
       if (lost_reports_.size() < limits_.modules)  // bounded like the module list (one per stretch of losses)
-        lost_reports_.push_back(LostReport{r.tid, l.count, l.first_lost_ns, l.last_lost_ns,
-                                           static_cast<LostReason>(l.reason)});
+        lost_reports_.push_back(
+            LostReport{r.tid, l.count, l.first_lost_ns, l.last_lost_ns, static_cast<LostReason>(l.reason)});
       return false;
     }
     case RecordType::DeviceInfo: {
@@ -455,7 +461,8 @@ void TraceFile::check_references() {
   auto check = [&](const IdOffsets& uses, const IdOffsets& defined, const char* what) {
     uses.each([&](uint32_t id, uint64_t offset) {
       if (defined.find(id) == UINT64_MAX)
-        fail(fmt::format("record at file offset 0x{:x} refers to {} id {}, which the trace never defines", offset, what, id));
+        fail(fmt::format("record at file offset 0x{:x} refers to {} id {}, which the trace never defines", offset, what,
+                         id));
     });
   };
   check(first_stack_use_, stacks_, "stack");

@@ -101,9 +101,9 @@ struct PyCodeInfo {
 // The interpreter the preload library found (PythonInfoRecord); absent without Python.
 struct PythonInfo {
   bool present = false;
-  bool ready = false;     // frames were read (else: unsupported, detail says why)
+  bool ready = false;  // frames were read (else: unsupported, detail says why)
   uint32_t version_hex = 0;
-  std::string detail;     // the object that defines _PyRuntime ("the executable"), or why not
+  std::string detail;  // the object that defines _PyRuntime ("the executable"), or why not
 };
 
 struct DeviceInfo {
@@ -281,9 +281,9 @@ class TraceFile {
   std::unordered_map<uint32_t, size_t> thread_by_tid_;
   std::vector<ModuleInfo> modules_;
   DeviceInfo device_;
-  IdOffsets stacks_;   // stack id -> its StackRecord
-  IdOffsets strings_;  // string id -> its StringRecord
-  IdOffsets py_codes_; // code id -> its PyCodeRecord
+  IdOffsets stacks_;    // stack id -> its StackRecord
+  IdOffsets strings_;   // string id -> its StringRecord
+  IdOffsets py_codes_;  // code id -> its PyCodeRecord
   PythonInfo python_;
   uint64_t module_path_bytes_ = 0;
   uint64_t record_count_ = 0;
@@ -345,8 +345,13 @@ struct TraceFile::Cursor {
           trace::RecordHeader rh;
           std::memcpy(&rh, block + off, sizeof rh);
           if (rh.type == 0) break;
-          current = RecordView{static_cast<trace::RecordType>(rh.type), rh.size, block + off,
-                               trace::kHeaderSize + b * trace::kBlockSize + off, tid, b, rh.size};
+          current = RecordView{static_cast<trace::RecordType>(rh.type),
+                               rh.size,
+                               block + off,
+                               trace::kHeaderSize + b * trace::kBlockSize + off,
+                               tid,
+                               b,
+                               rh.size};
           off += rh.size;
           if (is_metadata(current.type)) continue;
           if (__builtin_expect(file->version_ == 1, 0)) {  // validated by index(): converts
@@ -457,7 +462,6 @@ void TraceFile::merge(F& visit) {
     }
   }
 }
-
 
 // "more than LIMIT WHAT: beyond the analyzer's limit; raise it with OPTION (...)": the one
 // message for a trace beyond a Limits bound (`option` null: no option raises it).

@@ -28,10 +28,10 @@ struct CommandResult {
 };
 
 struct CommandOptions {
-  std::string cwd;                  // "" = this process's
-  std::vector<std::string> env;     // NAME=VALUE added to (or replacing in) the environment
-  int stdout_fd = -1;               // >= 0: the child's stdout (not captured)
-  int timeout_s = 60;               // then SIGKILL
+  std::string cwd;               // "" = this process's
+  std::vector<std::string> env;  // NAME=VALUE added to (or replacing in) the environment
+  int stdout_fd = -1;            // >= 0: the child's stdout (not captured)
+  int timeout_s = 60;            // then SIGKILL
 };
 
 inline std::string read_all(int fd) {
@@ -79,8 +79,7 @@ inline CommandResult run_command(const std::vector<std::string>& argv, const Com
   r.out = read_all(out[0]);
   err_reader.join();
   int st = 0;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-  }
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
   watchdog.join();
   close(out[0]);
   close(err[0]);
@@ -124,8 +123,7 @@ inline std::string read_file(const std::string& path) {
 inline void write_file(const std::string& path, const std::string& text, mode_t mode = 0644) {
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
   if (fd < 0) return;
-  if (write(fd, text.data(), text.size()) < 0) {
-  }
+  if (write(fd, text.data(), text.size()) < 0) {}
   fchmod(fd, mode);
   close(fd);
 }

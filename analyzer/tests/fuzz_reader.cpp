@@ -87,8 +87,7 @@ void read_and_report(const std::string& path) {
     // leaked a descriptor each until the fuzzer ran out of them.
     std::unique_ptr<std::FILE, int (*)(std::FILE*)> null(std::fopen("/dev/null", "w"), &std::fclose);
     if (null) asyncwatch::write_timeline(null.get(), {path}, 50000);
-  } catch (const asyncwatch::TraceError&) {
-  }
+  } catch (const asyncwatch::TraceError&) {}
 }
 
 }  // namespace
@@ -101,8 +100,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return std::string(dir && *dir ? dir : "/tmp") + "/asyncwatch-fuzz-" + std::to_string(getpid()) + ".awtrace";
   }();
   size_t padded = tf::kHeaderSize;
-  if (size > tf::kHeaderSize)
-    padded += (size - tf::kHeaderSize + tf::kBlockSize - 1) / tf::kBlockSize * tf::kBlockSize;
+  if (size > tf::kHeaderSize) padded += (size - tf::kHeaderSize + tf::kBlockSize - 1) / tf::kBlockSize * tf::kBlockSize;
   write_file(path, data, size, size);
   read_and_report(path);
   if (padded != size) {

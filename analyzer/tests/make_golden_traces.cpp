@@ -50,8 +50,9 @@ void seed(const std::string& path, bool pinned) {
   uint64_t d2h = pinned ? 21 * kUs : 1740 * kMs;
   b.event(kMain, RecordType::Copy,
           TraceBuilder::copy(Api::cudaMemcpyAsync, Api::cuMemcpyDtoHAsync_v2, Direction::DtoH, MemoryKind::Device, host,
-                             t, t + d2h, 2 * kGiB, tf::kFlagEvidenceChecked | (pinned ? 0u : uint32_t{tf::kFlagCompletedAtReturn}),
-                             0x5000, s_d2h));
+                             t, t + d2h, 2 * kGiB,
+                             tf::kFlagEvidenceChecked | (pinned ? 0u : uint32_t{tf::kFlagCompletedAtReturn}), 0x5000,
+                             s_d2h));
   t += d2h + 5 * kUs;
   uint32_t s_sync = b.stack(kMain, {0x401400, 0x402000});
   uint64_t wait = pinned ? 2300 * kMs : 10 * kUs;
@@ -79,16 +80,16 @@ void mixed(const std::string& path) {
   uint32_t k_b = b.string(kMain, "_Z6reducePf");
   // First launch of compute blocks 12 ms (lazy loading); the innermost frame is in libasyncwatch.
   uint32_t s_first = b.stack(kMain, {0x7f0000001234, 0x401500, 0x402000});
-  b.event(kMain, RecordType::Launch, TraceBuilder::launch(Api::cudaLaunchKernel, k_a, t, t + 12 * kMs,
-                                                          tf::kFlagFirstLaunch, 0x5000, s_first));
+  b.event(kMain, RecordType::Launch,
+          TraceBuilder::launch(Api::cudaLaunchKernel, k_a, t, t + 12 * kMs, tf::kFlagFirstLaunch, 0x5000, s_first));
   t += 12 * kMs + 10 * kUs;
   // 600 launches without a sync, the last ones block: a full queue.
   uint32_t s_loop = b.stack(kMain, {0x401600, 0x402000});
   for (int i = 0; i < 600; ++i) {
     uint64_t d = i >= 597 ? 200 * kUs : 3 * kUs;
     b.event(kMain, RecordType::Launch,
-            TraceBuilder::launch(Api::cudaLaunchKernel, k_b, t, t + d, i == 0 ? uint32_t{tf::kFlagFirstLaunch} : 0u, 0x5000,
-                                 d > 50 * kUs ? s_loop : 0));
+            TraceBuilder::launch(Api::cudaLaunchKernel, k_b, t, t + d, i == 0 ? uint32_t{tf::kFlagFirstLaunch} : 0u,
+                                 0x5000, d > 50 * kUs ? s_loop : 0));
     t += d + 1 * kUs;
   }
   // A pageable DtoH on the busy stream: waited for both kernels.
@@ -117,14 +118,15 @@ void mixed(const std::string& path) {
   t += 5 * kMs + 10 * kUs;
   // Memset of pinned host memory.
   uint32_t s_mset = b.stack(kMain, {0x401a00, 0x402000});
-  b.event(kMain, RecordType::Memset,
-          TraceBuilder::copy(Api::cudaMemset, Api::cuMemsetD8_v2, Direction::Unknown, MemoryKind::Unknown,
-                             MemoryKind::Pinned, t, t + 800 * kUs, 1 << 20, 0, 0, s_mset, tf::StreamKind::LegacyDefault));
+  b.event(
+      kMain, RecordType::Memset,
+      TraceBuilder::copy(Api::cudaMemset, Api::cuMemsetD8_v2, Direction::Unknown, MemoryKind::Unknown,
+                         MemoryKind::Pinned, t, t + 800 * kUs, 1 << 20, 0, 0, s_mset, tf::StreamKind::LegacyDefault));
   t += 900 * kUs;
   // A captured pageable DtoH: recorded, not executed: never flagged.
   b.event(kMain, RecordType::Copy,
-          TraceBuilder::copy(Api::cudaMemcpyAsync, Api::None, Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, t,
-                             t + 5 * kMs, 1 << 20, tf::kFlagCaptureActive | tf::kFlagRuntimeOnly, 0x6000, s_d2h));
+          TraceBuilder::copy(Api::cudaMemcpyAsync, Api::None, Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable,
+                             t, t + 5 * kMs, 1 << 20, tf::kFlagCaptureActive | tf::kFlagRuntimeOnly, 0x6000, s_d2h));
   t += 5 * kMs + 10 * kUs;
   // Host functions: a long one (worker thread runs it), and a deprecated callback.
   uint32_t s_hf = b.stack(kMain, {0x401b00, 0x402000});
@@ -154,7 +156,8 @@ void mixed(const std::string& path) {
   uint32_t s_sync2 = b.stack(worker, {0x401f00, 0x402100});
   for (int i = 0; i < 3; ++i) {
     b.event(kMain, RecordType::Sync,
-            TraceBuilder::sync(Api::cudaStreamSynchronize, Api::cuStreamSynchronize, t, t + (i + 1) * kMs, 0x5000, s_sync1));
+            TraceBuilder::sync(Api::cudaStreamSynchronize, Api::cuStreamSynchronize, t, t + (i + 1) * kMs, 0x5000,
+                               s_sync1));
     t += (i + 1) * kMs + 10 * kUs;
   }
   b.event(worker, RecordType::Sync,

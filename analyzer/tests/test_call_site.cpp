@@ -18,7 +18,8 @@ Frame frame(const char* function, const char* module, const char* file = "", int
 TEST(CallSite, SkipsToolDriverAndSharedRuntime) {
   std::vector<Frame> s = {frame("aw_hook", "/opt/aw/lib/libasyncwatch.so"), frame("", "/usr/lib/libcuda.so.1"),
                           frame("cudaMemcpyAsync", "/usr/local/cuda/lib64/libcudart.so.13"),
-                          frame("main", "/work/seed", "/src/seed.cu", 52), frame("__libc_start_main", "/lib/libc.so.6")};
+                          frame("main", "/work/seed", "/src/seed.cu", 52),
+                          frame("__libc_start_main", "/lib/libc.so.6")};
   CallSite c = select_call_site(s);
   EXPECT_EQ(c.index, 3);
   EXPECT_EQ(c.runtime_api, "cudaMemcpyAsync");
@@ -28,7 +29,8 @@ TEST(CallSite, SkipsTheStaticRuntimeInsideTheExecutableAndNamesItsApi) {
   std::vector<Frame> s = {frame("", "/usr/lib/libcuda.so.1"),
                           frame("cudart::driverHelper::memcpyAsyncDispatch(void*, void const*)", "/work/seed"),
                           frame("cudart::cudaApiMemcpyAsync(void*, void const*, unsigned long)", "/work/seed"),
-                          frame("cudaMemcpyAsync_ptsz", "/work/seed"), frame("__cudart1234", "/work/seed"),
+                          frame("cudaMemcpyAsync_ptsz", "/work/seed"),
+                          frame("__cudart1234", "/work/seed"),
                           frame("run(float*)", "/work/seed", "/src/seed.cu", 52)};
   CallSite c = select_call_site(s);
   EXPECT_EQ(c.index, 5);
@@ -83,7 +85,8 @@ TEST(CallSite, ChevronLaunchSkipsStubAndKernelWrapper) {
   std::vector<Frame> s = {
       frame("", "/usr/lib/libcuda.so.1"),
       frame("__cudaLaunchKernel_helper", "/work/app"),
-      frame("__cudaLaunchKernel", "/work/app", "/usr/local/cuda-13.0/targets/x86_64-linux/include/crt/host_runtime.h", 200),
+      frame("__cudaLaunchKernel", "/work/app", "/usr/local/cuda-13.0/targets/x86_64-linux/include/crt/host_runtime.h",
+            200),
       frame("__device_stub__Z5dummyx(long long)", "/work/app", "/tmp/tmpxft_1_00000000-6_app.cudafe1.stub.c", 14),
       frame("dummy(long long)", "/work/app", "/src/app.cu", 12),
       frame("main", "/work/app", "/src/app.cu", 43)};
@@ -113,9 +116,9 @@ TEST(CallSite, OnlyOneKernelWrapperFrameIsSkipped) {
 }
 
 TEST(CallSite, CudaHeadersAnywhere) {
-  for (const char* file : {"/usr/local/cuda/include/cuda_runtime.h", "/opt/cuda-12.4/include/crt/host_runtime.h",
-                           "/usr/local/cuda-13.0/targets/sbsa-linux/include/crt/device_functions.h",
-                           "crt/host_runtime.h"}) {
+  for (const char* file :
+       {"/usr/local/cuda/include/cuda_runtime.h", "/opt/cuda-12.4/include/crt/host_runtime.h",
+        "/usr/local/cuda-13.0/targets/sbsa-linux/include/crt/device_functions.h", "crt/host_runtime.h"}) {
     std::vector<Frame> s = {frame("cudaError cudaLaunchKernel<char>(char const*)", "/work/app", file, 10),
                             frame("helper()", "/work/app", file, 20), frame("main", "/work/app", "/src/app.cu", 9)};
     EXPECT_EQ(select_call_site(s).index, 2) << file;
@@ -185,10 +188,11 @@ TEST(CallSite, UserFunctionNamedCudaSomethingIsUserCode) {
 // nvcc -g -O2: the kernel's host wrapper is inlined into main; the return address's frames are
 // the wrapper (at the __global__ line) and main (at the <<<...>>> line).
 TEST(CallSite, InlinedKernelWrapperGivesTheLaunchLine) {
-  std::vector<Frame> s = {frame("", "/usr/lib/x86_64-linux-gnu/libcuda.so.1"),
-                          frame("__cudaLaunchKernel", "/usr/local/cuda/lib64/libcudart.so.13"),
-                          frame("__device_stub__Z1kPii(int*, int)", "/work/app", "/tmp/tmpxft_1-6_a.cudafe1.stub.c", 13),
-                          inl("k(int*, int)", "/work/app", "/src/a.cu", 3), frame("main", "/work/app", "/src/a.cu", 12)};
+  std::vector<Frame> s = {
+      frame("", "/usr/lib/x86_64-linux-gnu/libcuda.so.1"),
+      frame("__cudaLaunchKernel", "/usr/local/cuda/lib64/libcudart.so.13"),
+      frame("__device_stub__Z1kPii(int*, int)", "/work/app", "/tmp/tmpxft_1-6_a.cudafe1.stub.c", 13),
+      inl("k(int*, int)", "/work/app", "/src/a.cu", 3), frame("main", "/work/app", "/src/a.cu", 12)};
   for (const std::string& kernel : {std::string(), std::string("k(int*, int)")}) {
     CallSite c = select_call_site(s, kernel);
     EXPECT_EQ(c.index, 4) << kernel;
@@ -197,11 +201,13 @@ TEST(CallSite, InlinedKernelWrapperGivesTheLaunchLine) {
   }
   // The stub inlined too (static runtime, LTO): one return address, four frames.
   std::vector<Frame> t = {frame("", "/usr/lib/x86_64-linux-gnu/libcuda.so.1"),
-                          frame("libcudart_static_0123abcd", "/work/app"), frame("__cudaLaunchKernel", "/work/app"),
+                          frame("libcudart_static_0123abcd", "/work/app"),
+                          frame("__cudaLaunchKernel", "/work/app"),
                           inl("__cudaLaunchKernel_helper", "/work/app",
                               "/usr/local/cuda/targets/x86_64-linux/include/crt/host_runtime.h", 300),
                           inl("__device_stub__Z1kPii(int*, int)", "/work/app", "/tmp/x.cudafe1.stub.c", 13),
-                          inl("k(int*, int)", "/work/app", "/src/a.cu", 3), frame("main", "/work/app", "/src/a.cu", 19)};
+                          inl("k(int*, int)", "/work/app", "/src/a.cu", 3),
+                          frame("main", "/work/app", "/src/a.cu", 19)};
   EXPECT_EQ(select_call_site(t, "k(int*, int)", CallSitePolicy{"/work/app", {}}).index, 6);
 }
 
@@ -222,20 +228,21 @@ TEST(CallSite, KernelWrapperInsideAnInlinedFunction) {
 // A copy made inside a vendor library: the site is the user's frame beneath, via the library's
 // function that the user called.
 TEST(CallSite, VendorLibraryFramesAreSkippedAndNamedVia) {
-  std::vector<Frame> s = {frame("", "/usr/lib/x86_64-linux-gnu/libcuda.so.1"),
-                          frame("", "/usr/local/cuda-13.0/lib64/libcusparse.so.12"),
-                          frame("cusparseSpMV", "/usr/local/cuda-13.0/lib64/libcusparse.so.12"),
-                          frame("main", "/work/cg", "/src/cg.cu", 253),
-                          frame("__libc_start_call_main", "/lib/x86_64-linux-gnu/libc.so.6")};
+  std::vector<Frame> s = {
+      frame("", "/usr/lib/x86_64-linux-gnu/libcuda.so.1"), frame("", "/usr/local/cuda-13.0/lib64/libcusparse.so.12"),
+      frame("cusparseSpMV", "/usr/local/cuda-13.0/lib64/libcusparse.so.12"),
+      frame("main", "/work/cg", "/src/cg.cu", 253), frame("__libc_start_call_main", "/lib/x86_64-linux-gnu/libc.so.6")};
   CallSite c = select_call_site(s, {}, CallSitePolicy{"/work/cg", {}});
   EXPECT_EQ(c.index, 3);
   EXPECT_EQ(c.via, 2);
   EXPECT_TRUE(c.user);
   EXPECT_EQ(frame_name_text(s[2]), "cusparseSpMV (libcusparse.so.12)");
   // NVIDIA's libraries by name wherever they are; Python packages; the system's directories.
-  for (const char* m : {"/opt/conda/envs/x/lib/libcublasLt.so.13", "/home/u/.venv/lib/python3.12/site-packages/"
-                        "torch/lib/libtorch_cuda.so", "/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
-                        "/usr/bin/python3.12", "/usr/local/cuda/targets/x86_64-linux/lib/libnvrtc.so.13"})
+  for (const char* m : {"/opt/conda/envs/x/lib/libcublasLt.so.13",
+                        "/home/u/.venv/lib/python3.12/site-packages/"
+                        "torch/lib/libtorch_cuda.so",
+                        "/usr/lib/x86_64-linux-gnu/libstdc++.so.6", "/usr/bin/python3.12",
+                        "/usr/local/cuda/targets/x86_64-linux/lib/libnvrtc.so.13"})
     EXPECT_EQ(classify_frame(frame("f", m, "/build/f.cpp", 1)), FrameKind::Library) << m;
   for (const char* m : {"/home/u/cuda/app", "/work/cuda-samples/bin/vectorAdd", "/usr/local/bin/app"})
     EXPECT_EQ(classify_frame(frame("f", m, "/build/f.cpp", 1)), FrameKind::User) << m;
@@ -328,14 +335,17 @@ TEST(CallSite, UnsymbolizedSitesAreKeyedByModuleAndOffset) {
 // "void mergeSortSharedKernel<1u>(unsigned int*, ...)"; the launch's site is the inlined caller.
 TEST(CallSite, TemplateKernelWrapperNamedByDwarf) {
   std::vector<Frame> s = {
-      frame("", "/usr/lib/x86_64-linux-gnu/libcuda.so.1"), frame("", "/usr/local/cuda/lib64/libcudart.so.13"),
+      frame("", "/usr/lib/x86_64-linux-gnu/libcuda.so.1"),
+      frame("", "/usr/local/cuda/lib64/libcudart.so.13"),
       frame("__device_stub__Z21mergeSortSharedKernelILj1EEvPjS0_S0_S0_j(unsigned int*, unsigned int*, unsigned int*, "
             "unsigned int*, unsigned int)",
             "/work/ms", "/tmp/x.cudafe1.stub.c", 19),
       inl("__wrapper__device_stub_mergeSortSharedKernel<1>", "/work/ms", "/tmp/x.cudafe1.stub.c", 20),
       inl("mergeSortSharedKernel<1>", "/work/ms", "/src/mergeSort.cu", 110),
-      inl("mergeSortShared", "/work/ms", "/src/mergeSort.cu", 170), frame("mergeSort", "/work/ms", "/src/mergeSort.cu", 502)};
-  const std::string kernel = "void mergeSortSharedKernel<1u>(unsigned int*, unsigned int*, unsigned int*, unsigned int*, unsigned int)";
+      inl("mergeSortShared", "/work/ms", "/src/mergeSort.cu", 170),
+      frame("mergeSort", "/work/ms", "/src/mergeSort.cu", 502)};
+  const std::string kernel =
+      "void mergeSortSharedKernel<1u>(unsigned int*, unsigned int*, unsigned int*, unsigned int*, unsigned int)";
   EXPECT_EQ(select_call_site(s, kernel).index, 5);
   EXPECT_EQ(select_call_site(s).index, 5);  // from the stub's name alone
   EXPECT_TRUE(is_launch_stub_frame(s[3]));
@@ -417,18 +427,20 @@ Frame interp(const char* function, const char* module) {
 
 TEST(CallSite, PythonLineOutsideTheFrameworksIsTheSite) {
   const char* sp = "/opt/torch/.venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so";
-  std::vector<Frame> s = {frame("cudaMemcpyAsync", "/opt/venv/site-packages/nvidia/cuda_runtime/lib/libcudart.so.13"),
-                          frame("at::native::copy_kernel_cuda", sp),
-                          frame("THPVariable_to", "/opt/torch/.venv/lib/python3.12/site-packages/torch/lib/libtorch_python.so"),
-                          py("Module._call_impl", "/opt/torch/.venv/lib/python3.12/site-packages/torch/nn/modules/module.py", 1750),
-                          py("Trainer.step", "/home/me/train.py", 115), py("main", "/home/me/train.py", 200),
-                          py("run", "/usr/lib/python3.12/threading.py", 1010),
-                          interp("_PyEval_EvalFrameDefault", "/usr/bin/python3.12"),
-                          frame("__libc_start_main", "/lib/libc.so.6")};
+  std::vector<Frame> s = {
+      frame("cudaMemcpyAsync", "/opt/venv/site-packages/nvidia/cuda_runtime/lib/libcudart.so.13"),
+      frame("at::native::copy_kernel_cuda", sp),
+      frame("THPVariable_to", "/opt/torch/.venv/lib/python3.12/site-packages/torch/lib/libtorch_python.so"),
+      py("Module._call_impl", "/opt/torch/.venv/lib/python3.12/site-packages/torch/nn/modules/module.py", 1750),
+      py("Trainer.step", "/home/me/train.py", 115),
+      py("main", "/home/me/train.py", 200),
+      py("run", "/usr/lib/python3.12/threading.py", 1010),
+      interp("_PyEval_EvalFrameDefault", "/usr/bin/python3.12"),
+      frame("__libc_start_main", "/lib/libc.so.6")};
   CallSite c = select_call_site(s);
   EXPECT_EQ(c.index, 4);
   EXPECT_TRUE(c.user);
-  EXPECT_EQ(c.via, 3);  // the library's Python frame the user's line called
+  EXPECT_EQ(c.via, 3);                                  // the library's Python frame the user's line called
   EXPECT_EQ(classify_frame(s[6]), FrameKind::Library);  // the standard library
   EXPECT_EQ(classify_frame(s[7]), FrameKind::Library);  // the interpreter's own frames
   // A framework's package outside site-packages (a source checkout) is library code too; an
@@ -441,9 +453,10 @@ TEST(CallSite, PythonLineOutsideTheFrameworksIsTheSite) {
 }
 
 TEST(CallSite, CtypesExtensionModulesAreLibraryCode) {
-  std::vector<Frame> s = {frame("cudaMemcpyAsync", "/sim/libcudart.so.13"), frame("ffi_call", "/lib/x86_64-linux-gnu/libffi.so.8"),
-                          frame("_ctypes_callproc", "/root/.pyenv/versions/3.11.7/lib/python3.11/lib-dynload/_ctypes.so",
-                                "Modules/_ctypes/callproc.c", 1262),
-                          py("copies", "lines_app.py", 17)};
+  std::vector<Frame> s = {
+      frame("cudaMemcpyAsync", "/sim/libcudart.so.13"), frame("ffi_call", "/lib/x86_64-linux-gnu/libffi.so.8"),
+      frame("_ctypes_callproc", "/root/.pyenv/versions/3.11.7/lib/python3.11/lib-dynload/_ctypes.so",
+            "Modules/_ctypes/callproc.c", 1262),
+      py("copies", "lines_app.py", 17)};
   EXPECT_EQ(select_call_site(s).index, 3);
 }

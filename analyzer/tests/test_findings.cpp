@@ -52,9 +52,7 @@ struct Fixture {
         TraceBuilder::memory_op(Api::cudaFree, Api::cuMemFree_v2, t, t + 100 * kMs, 0, MemoryKind::Device, site2),
         101 * kMs);
   }
-  Report report(const std::string& name, Options o = Options{}) {
-    return analyze_traces({write_trace(b, name)}, o);
-  }
+  Report report(const std::string& name, Options o = Options{}) { return analyze_traces({write_trace(b, name)}, o); }
 };
 
 const Finding* find(const Report& r, FindingId id, Cause cause = Cause::None, bool any_cause = true) {
@@ -85,9 +83,10 @@ TEST(Findings, PageableDeviceToHostWaitedForTheStreamKernels) {
   EXPECT_EQ(f->api, "cudaMemcpyAsync");
   EXPECT_EQ(f->bytes, 2ull << 30);
   EXPECT_EQ(f->blocked.total(), 1740 * kMs);
-  EXPECT_NE(finding_message(*f).find("cudaMemcpyAsync (device to host, 2.0 GiB) blocked 1.74 s: the destination is "
-                                     "pageable host memory, so the copy waited for the stream (kernels dummy x2, other)"),
-            std::string::npos)
+  EXPECT_NE(
+      finding_message(*f).find("cudaMemcpyAsync (device to host, 2.0 GiB) blocked 1.74 s: the destination is "
+                               "pageable host memory, so the copy waited for the stream (kernels dummy x2, other)"),
+      std::string::npos)
       << finding_message(*f);
   EXPECT_EQ(r.summary.async_calls, 4u);
   EXPECT_EQ(r.summary.async_calls_blocking, 1u);
@@ -98,7 +97,8 @@ TEST(Findings, StreamSyncClearsTheKernelsWaitedFor) {
   Fixture x;
   uint32_t k1 = x.b.string(kTid, "_Z5dummyv");
   x.launch(k1, 3 * kUs);
-  x.add(RecordType::Sync, TraceBuilder::sync(Api::cudaStreamSynchronize, Api::cuStreamSynchronize, x.t, x.t + kMs), 2 * kMs);
+  x.add(RecordType::Sync, TraceBuilder::sync(Api::cudaStreamSynchronize, Api::cuStreamSynchronize, x.t, x.t + kMs),
+        2 * kMs);
   x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 1 * kMs, 1 << 20);
   Report r = x.report("p-idle.awtrace");
   const Finding* f = find(r, FindingId::PageableAsyncCopy);
@@ -167,10 +167,10 @@ TEST(Findings, BlockedCallsWithoutAFindingAreNotCountedAsBlocking) {
   // so the summary does not count it as blocking (async_calls_blocking = calls with a finding).
   Fixture x;
   x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pinned, 2 * kMs, 1 << 20);
-  x.copy(Direction::HtoD, MemoryKind::Pageable, MemoryKind::Device, 300 * kUs, 4096);  // inline
-  x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 3 * kMs, 1 << 20);   // flagged
-  x.add(RecordType::HostFuncEnqueue, TraceBuilder::enqueue(Api::cudaLaunchHostFunc, Api::cuLaunchHostFunc, 1, x.t, x.t + 5 * kMs),
-        6 * kMs);
+  x.copy(Direction::HtoD, MemoryKind::Pageable, MemoryKind::Device, 300 * kUs, 4096);   // inline
+  x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 3 * kMs, 1 << 20);  // flagged
+  x.add(RecordType::HostFuncEnqueue,
+        TraceBuilder::enqueue(Api::cudaLaunchHostFunc, Api::cuLaunchHostFunc, 1, x.t, x.t + 5 * kMs), 6 * kMs);
   Report r = x.report("unflagged.awtrace");
   ASSERT_EQ(r.findings.size(), 1u);
   EXPECT_EQ(r.summary.async_calls, 4u);
@@ -192,8 +192,8 @@ TEST(Findings, CapturedCallsAreNeverBlocking) {
 
 TEST(Findings, SynchronousApisAreNotAsyncFindings) {
   Fixture x;
-  x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 5 * kMs, 1 << 20, tf::kFlagSynchronousApi, 0, 0x5000,
-         Api::cudaMemcpy);
+  x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 5 * kMs, 1 << 20, tf::kFlagSynchronousApi, 0,
+         0x5000, Api::cudaMemcpy);
   Report r = x.report("syncapi.awtrace");
   EXPECT_TRUE(r.findings.empty());
   EXPECT_EQ(r.summary.async_calls, 0u);
@@ -226,7 +226,8 @@ TEST(Findings, BlockingLaunchCauses) {
   x.launch(k, 12 * kMs, tf::kFlagFirstLaunch, 0x5000, x.site1);  // first launch
   for (int i = 0; i < 520; ++i) x.launch(k, 3 * kUs);
   x.launch(k, 300 * kUs, 0, 0x5000, x.site2);  // queue full
-  x.add(RecordType::Sync, TraceBuilder::sync(Api::cudaStreamSynchronize, Api::cuStreamSynchronize, x.t, x.t + kUs), 2 * kUs);
+  x.add(RecordType::Sync, TraceBuilder::sync(Api::cudaStreamSynchronize, Api::cuStreamSynchronize, x.t, x.t + kUs),
+        2 * kUs);
   x.launch(k, 300 * kUs, 0, 0x5000, x.site2);  // after a sync: unknown
   Report r = x.report("launch.awtrace");
   int causes = 0;
@@ -278,7 +279,8 @@ TEST(Findings, LongHostCallbackJoinsEnqueueAndRunAcrossThreads) {
         50 * kMs);
   x.b.event(99, RecordType::HostFuncRun, TraceBuilder::run(6, x.t + 2 * kMs, x.t + 2 * kMs + 10 * kUs));  // short
   x.add(RecordType::HostFuncEnqueue,
-        TraceBuilder::enqueue(Api::cudaStreamAddCallback, Api::cuStreamAddCallback, 6, x.t, x.t + 5 * kUs, 0x5000, x.site2),
+        TraceBuilder::enqueue(Api::cudaStreamAddCallback, Api::cuStreamAddCallback, 6, x.t, x.t + 5 * kUs, 0x5000,
+                              x.site2),
         5 * kMs);
   Report r = x.report("callback.awtrace");
   const Finding* l = find(r, FindingId::LongHostCallback);
@@ -294,9 +296,10 @@ TEST(Findings, LongHostCallbackJoinsEnqueueAndRunAcrossThreads) {
 TEST(Findings, ExplicitSyncPerCallSiteWithThreshold) {
   Fixture x;
   for (int i = 0; i < 4; ++i)
-    x.add(RecordType::Sync,
-          TraceBuilder::sync(Api::cudaStreamSynchronize, Api::cuStreamSynchronize, x.t, x.t + 100 * kUs, 0x5000, x.site1),
-          200 * kUs);
+    x.add(
+        RecordType::Sync,
+        TraceBuilder::sync(Api::cudaStreamSynchronize, Api::cuStreamSynchronize, x.t, x.t + 100 * kUs, 0x5000, x.site1),
+        200 * kUs);
   x.add(RecordType::Sync,
         TraceBuilder::sync(Api::cudaEventSynchronize, Api::cuEventSynchronize, x.t, x.t + 10 * kUs, 0x77, x.site2),
         20 * kUs);
@@ -319,7 +322,8 @@ TEST(Findings, ImplicitSyncOnlyWhenRepeated) {
   for (int i = 0; i < 10; ++i) op(Api::cudaMalloc, Api::cuMemAlloc_v2, 1024, 0x7f0000000000, x.site1);  // a loop
   for (int i = 0; i < 9; ++i) op(Api::cudaHostRegister, Api::cuMemHostRegister_v2, 1024, 0x7e0000000000, x.site2);
   // A caching pool growing from one line (each request larger) and released block by block.
-  for (uint64_t i = 1; i <= 65; ++i) op(Api::cudaMalloc, Api::cuMemAlloc_v2, i << 16, 0x7d0000000000 + (i << 20), site3);
+  for (uint64_t i = 1; i <= 65; ++i)
+    op(Api::cudaMalloc, Api::cuMemAlloc_v2, i << 16, 0x7d0000000000 + (i << 20), site3);
   for (uint64_t i = 1; i <= 65; ++i) op(Api::cudaFree, Api::cuMemFree_v2, 0, 0x7d0000000000 + (i << 20), site3);
   // Without a call site: never reported (every call of the API would look like one site).
   for (int i = 0; i < 20; ++i) op(Api::cudaFree, Api::cuMemFree_v2, 0, 0x7f0000000000, 0);
@@ -409,7 +413,8 @@ TEST(Findings, FirstCallAtTheDriverSaysTheCreationIsNotInTheTrace) {
   EXPECT_NE(finding_message(*f).find("the creation's time is not in this figure"), std::string::npos);
   ASSERT_EQ(r.processes.size(), 1u);
   bool noted = false;
-  for (const auto& n : r.processes[0].notes) noted = noted || n.find("the first CUDA call in the trace is cuLaunchKernel") == 0;
+  for (const auto& n : r.processes[0].notes)
+    noted = noted || n.find("the first CUDA call in the trace is cuLaunchKernel") == 0;
   EXPECT_TRUE(noted);
 }
 
@@ -538,7 +543,8 @@ TEST(Findings, SynchronousDeviceMemsetIsNotAFinding) {
 
 TEST(Findings, RankedByTotalBlockedTimeAndGroupedByCallSite) {
   Fixture x;
-  for (int i = 0; i < 3; ++i) x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 1 * kMs, 1 << 20, 0, x.site1);
+  for (int i = 0; i < 3; ++i)
+    x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 1 * kMs, 1 << 20, 0, x.site1);
   x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 5 * kMs, 1 << 20, 0, x.site2);
   Report r = x.report("rank.awtrace");
   ASSERT_EQ(r.findings.size(), 2u);
@@ -614,7 +620,8 @@ TEST(FindingSet, MergesByKeyAndRanksByBlockedTimeThenIdFileLine) {
 // ---- hidden-sync (issue 15): which explicit syncs the user did not write ---------------------
 
 namespace {
-asyncwatch::Frame hs_frame(asyncwatch::FrameOrigin o, const char* function, const char* module, const char* file, int line) {
+asyncwatch::Frame hs_frame(asyncwatch::FrameOrigin o, const char* function, const char* module, const char* file,
+                           int line) {
   asyncwatch::Frame f;
   f.origin = o;
   f.function = function;
@@ -642,11 +649,14 @@ TEST(HiddenSync, LibraryBetweenRuntimeAndUserLine) {
   auto user = hs_frame(FrameOrigin::Python, "train", "", "/home/me/train.py", 115);
   auto ffi = hs_frame(FrameOrigin::Native, "ffi_call", "/lib/x86_64-linux-gnu/libffi.so.8", "", 0);
   auto ctypes = hs_frame(FrameOrigin::Native, "_ctypes_callproc", "/v/lib/python3.12/lib-dynload/_ctypes.so", "c.c", 1);
-  auto sync_py = hs_frame(FrameOrigin::Python, "synchronize", "", "/v/lib/python3.12/site-packages/torch/cuda/__init__.py", 985);
-  auto value_py = hs_frame(FrameOrigin::Python, "Tensor.__format__", "", "/v/lib/python3.12/site-packages/torch/_tensor.py", 1100);
-  EXPECT_TRUE(asyncwatch::rules::is_hidden_sync(sync_finding({rt, torch, user}, 2), {}));      // loss.item()
+  auto sync_py =
+      hs_frame(FrameOrigin::Python, "synchronize", "", "/v/lib/python3.12/site-packages/torch/cuda/__init__.py", 985);
+  auto value_py =
+      hs_frame(FrameOrigin::Python, "Tensor.__format__", "", "/v/lib/python3.12/site-packages/torch/_tensor.py", 1100);
+  EXPECT_TRUE(asyncwatch::rules::is_hidden_sync(sync_finding({rt, torch, user}, 2), {}));         // loss.item()
   EXPECT_FALSE(asyncwatch::rules::is_hidden_sync(sync_finding({rt, ffi, ctypes, user}, 3), {}));  // ctypes: written
-  EXPECT_FALSE(asyncwatch::rules::is_hidden_sync(sync_finding({rt, torch, sync_py, user}, 3), {}));  // torch.cuda.synchronize()
+  EXPECT_FALSE(
+      asyncwatch::rules::is_hidden_sync(sync_finding({rt, torch, sync_py, user}, 3), {}));  // torch.cuda.synchronize()
   EXPECT_TRUE(asyncwatch::rules::is_hidden_sync(sync_finding({rt, torch, value_py, user}, 3), {}));  // f"{t}"
   auto main_cu = hs_frame(FrameOrigin::Native, "main", "/work/app", "app.cu", 10);
   EXPECT_FALSE(asyncwatch::rules::is_hidden_sync(sync_finding({rt, main_cu}, 1), {}));  // C++: written
@@ -690,7 +700,8 @@ TEST(Findings, NvtxRangesCountTheCallsInsideThem) {
   x.add(RecordType::NvtxRange, nvtx(tf::NvtxKind::Pop, 0, 0, x.t), kUs);  // unmatched: ignored
   x.b.event(kOther, RecordType::NvtxRange, nvtx(tf::NvtxKind::End, 5, 0, x.t));
   x.t += kUs;
-  for (int i = 0; i < 3; ++i) x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 2 * kMs, 4096, 0, x.site2);
+  for (int i = 0; i < 3; ++i)
+    x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 2 * kMs, 4096, 0, x.site2);
   Report r = x.report("nvtx-ranges.awtrace");
   const Finding* ranged = nullptr;
   const Finding* unranged = nullptr;
@@ -705,7 +716,8 @@ TEST(Findings, NvtxRangesCountTheCallsInsideThem) {
   EXPECT_TRUE(unranged->ranges.empty());
   std::ostringstream text;
   write_report_text(text, r, TextStyle{});
-  EXPECT_NE(text.str().find("    in ranges `epoch` (20 of 20 calls), `optimizer_step` (18 of 20 calls), `inner` (1 of 20 calls)\n"),
+  EXPECT_NE(text.str().find(
+                "    in ranges `epoch` (20 of 20 calls), `optimizer_step` (18 of 20 calls), `inner` (1 of 20 calls)\n"),
             std::string::npos)
       << text.str();
   auto doc = nlohmann::json::parse(report_json_text(r));

@@ -54,7 +54,9 @@ const std::string kHost = "host\x1b]0;pwned\x07";
 const std::string kDevice = "NVIDIA \x1b[31mH200\r";
 const std::string kThread = "thr\x1b[1m";
 const std::string kModule = "/nonexistent/lib\x1b[2Jx.so\nerror: forged module";
-const std::string kKernel = "kern\x1b[5m\xe2\x80\xae" "el";
+const std::string kKernel =
+    "kern\x1b[5m\xe2\x80\xae"
+    "el";
 const std::string kEnv = "CUDA_MODULE_LOADING=\x1b[2J;CUDA_LAUNCH_BLOCKING=0";
 
 TraceBuilder escaped_trace() {
@@ -88,12 +90,18 @@ TEST(Printable, EscapesWhatATerminalWouldActOn) {
   EXPECT_EQ(printable("back\\slash"), "back\\\\slash");  // so that "\x1b" in a name is not an escape
   EXPECT_EQ(printable("caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x98\x80"), "caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x98\x80");
   EXPECT_EQ(printable("bad \xff\xfe"), "bad \\xff\\xfe");
-  EXPECT_EQ(printable("\xc2\x9b" "2J"), "\\u009b2J");          // C1 CSI
-  EXPECT_EQ(printable("\xe2\x80\xae" "txt"), "\\u202etxt");   // right-to-left override
-  EXPECT_EQ(printable("a\xe2\x80\xa8" "b"), "a\\u2028b");      // line separator
-  EXPECT_EQ(printable("\xc0\xaf"), "\\xc0\\xaf");              // overlong '/'
-  EXPECT_EQ(printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");     // a surrogate
-  EXPECT_EQ(printable("cut \xe2\x9c"), "cut \\xe2\\x9c");      // truncated sequence
+  EXPECT_EQ(printable("\xc2\x9b"
+                      "2J"),
+            "\\u009b2J");  // C1 CSI
+  EXPECT_EQ(printable("\xe2\x80\xae"
+                      "txt"),
+            "\\u202etxt");  // right-to-left override
+  EXPECT_EQ(printable("a\xe2\x80\xa8"
+                      "b"),
+            "a\\u2028b");                                   // line separator
+  EXPECT_EQ(printable("\xc0\xaf"), "\\xc0\\xaf");           // overlong '/'
+  EXPECT_EQ(printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate
+  EXPECT_EQ(printable("cut \xe2\x9c"), "cut \\xe2\\x9c");   // truncated sequence
   EXPECT_EQ(printable("say \"hi\""), "say \"hi\"");
   EXPECT_EQ(printable("say \"hi\"", true), "say \\\"hi\\\"");
 }
@@ -111,10 +119,10 @@ TEST(EscapedTrace, TextReportShowsEscapesJsonKeepsThemExact) {
   EXPECT_EQ(bad, std::string::npos) << "raw control byte in the text report near: " << around(r.out, bad);
   EXPECT_EQ(first_terminal_control(r.err), std::string::npos) << printable(r.err);
   for (const char* shown : {"evil \\x1b[2J\\x1b[H\\nerror: forged line \\xff\\x7f\\u009b",  // command line
-                            "evil\\x1b[2J\\n.awtrace",                                       // trace path
-                            "device NVIDIA \\x1b[31mH200\\r",                                // device
-                            "lib\\x1b[2Jx.so\\nerror: forged module",                        // module (note, frames)
-                            "kernel kern\\x1b[5m\\u202eel"})                                 // kernel name
+                            "evil\\x1b[2J\\n.awtrace",                                      // trace path
+                            "device NVIDIA \\x1b[31mH200\\r",                               // device
+                            "lib\\x1b[2Jx.so\\nerror: forged module",                       // module (note, frames)
+                            "kernel kern\\x1b[5m\\u202eel"})                                // kernel name
     EXPECT_NE(r.out.find(shown), std::string::npos) << shown << "\n" << r.out;
   EXPECT_EQ(r.out.find("\nerror: forged"), std::string::npos);
   // Colour on: our own escapes only.
@@ -158,10 +166,9 @@ TEST(EscapedTrace, DumpShowsEscapesInsideItsQuotes) {
   EXPECT_EQ(bad, std::string::npos) << "raw control byte in dump near: " << around(r.out, bad);
   for (const char* shown : {"hostname=\"host\\x1b]0;pwned\\x07\"", "executable=\"/work/app/\\x1b[2Jevil\"",
                             "command_line=\"evil \\x1b[2J\\x1b[H\\nerror: forged line \\xff\\x7f\\u009b\"",
-                            "cuda_env=\"CUDA_MODULE_LOADING=\\x1b[2J;CUDA_LAUNCH_BLOCKING=0\"",
-                            "name=\"thr\\x1b[1m\"", "path=\"/nonexistent/lib\\x1b[2Jx.so\\nerror: forged module\"",
-                            "\"kern\\x1b[5m\\u202eel\"", "name=\"NVIDIA \\x1b[31mH200\\r\"",
-                            "\"quote\\\" forged=\\\"yes\""})
+                            "cuda_env=\"CUDA_MODULE_LOADING=\\x1b[2J;CUDA_LAUNCH_BLOCKING=0\"", "name=\"thr\\x1b[1m\"",
+                            "path=\"/nonexistent/lib\\x1b[2Jx.so\\nerror: forged module\"", "\"kern\\x1b[5m\\u202eel\"",
+                            "name=\"NVIDIA \\x1b[31mH200\\r\"", "\"quote\\\" forged=\\\"yes\""})
     EXPECT_NE(r.out.find(shown), std::string::npos) << shown << "\n" << r.out;
 }
 
@@ -231,10 +238,12 @@ TEST(UnreadableTraces, ReportPrintsEveryReadableTraceAndExitsThree) {
   auto r = asyncwatch_command({"report", d});
   EXPECT_FALSE(r.timed_out) << "a FIFO named like a trace blocked the report";
   EXPECT_EQ(r.status, 3) << r.err;
-  EXPECT_NE(r.out.find("warning: cudaMemcpyAsync (device to host, 2.0 GiB) blocked 1.74 s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("warning: cudaMemcpyAsync (device to host, 2.0 GiB) blocked 1.74 s"), std::string::npos)
+      << r.out;
   for (const char* name : {"b-not-a-trace", "c-empty", "d-fifo", "e-dir"}) {
     EXPECT_NE(r.out.find(std::string("mixed-readable/") + name + ".awtrace could not be read: "), std::string::npos)
-        << name << "\n" << r.out;
+        << name << "\n"
+        << r.out;
     EXPECT_NE(r.err.find(std::string("asyncwatch: ") + d + "/" + name + ".awtrace: "), std::string::npos) << r.err;
   }
   EXPECT_NE(r.out.find("; 4 traces could not be read\n"), std::string::npos) << r.out;
@@ -282,10 +291,11 @@ TEST(UnreadableTraces, RunReportsTheGoodTraceOfTwo) {
   std::string d = fresh_dir("run-mixed");
   CommandOptions o;
   o.env = {"ASYNCWATCH_PRELOAD_LIB=" + kGolden + "/compare_golden.cmake"};
-  auto r = asyncwatch_command({"run", "-o", d + "/traces", "--", "sh", "-c",
-                               "cp '" + kGolden + "/seed-pageable.awtrace' \"$ASYNCWATCH_OUTPUT_DIR/a.awtrace\" && cp '" +
-                                   kGolden + "/not-a-trace.awtrace' \"$ASYNCWATCH_OUTPUT_DIR/b.awtrace\""},
-                              o);
+  auto r =
+      asyncwatch_command({"run", "-o", d + "/traces", "--", "sh", "-c",
+                          "cp '" + kGolden + "/seed-pageable.awtrace' \"$ASYNCWATCH_OUTPUT_DIR/a.awtrace\" && cp '" +
+                              kGolden + "/not-a-trace.awtrace' \"$ASYNCWATCH_OUTPUT_DIR/b.awtrace\""},
+                         o);
   EXPECT_EQ(r.status, 3) << r.err;
   EXPECT_NE(r.out.find("warning: cudaMemcpyAsync (device to host, 2.0 GiB)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("b.awtrace could not be read: not an asyncwatch trace"), std::string::npos) << r.out;
@@ -313,7 +323,8 @@ TEST(Limits, StacksDefinedOrReferredTo) {
   EXPECT_EQ(error_with(b, "stacks-ok.awtrace", o), "");
   o.limits.stacks = 10;
   std::string e = error_with(b, "stacks.awtrace", o);
-  EXPECT_EQ(e.rfind("more than 10 distinct call stacks: beyond the analyzer's limit; raise it with --max-stacks", 0), 0u)
+  EXPECT_EQ(e.rfind("more than 10 distinct call stacks: beyond the analyzer's limit; raise it with --max-stacks", 0),
+            0u)
       << e;
   // Stacks are read from the file when asked for, also after the pass gave back its pages.
   auto file = TraceFile::open(write_trace(b, "stacks-read.awtrace"));
@@ -326,9 +337,8 @@ TEST(Limits, StacksDefinedOrReferredTo) {
   uint64_t t = t0(refs);
   for (uint32_t i = 1; i <= 5; ++i)
     refs.event(1, RecordType::Copy,
-               TraceBuilder::copy(Api::cudaMemcpyAsync, Api::cuMemcpyHtoDAsync_v2, Direction::HtoD,
-                                  MemoryKind::Pinned, MemoryKind::Device, t + i * kUs, t + i * kUs + 100, 64, 0,
-                                  0x5000, 1000 * i));
+               TraceBuilder::copy(Api::cudaMemcpyAsync, Api::cuMemcpyHtoDAsync_v2, Direction::HtoD, MemoryKind::Pinned,
+                                  MemoryKind::Device, t + i * kUs, t + i * kUs + 100, 64, 0, 0x5000, 1000 * i));
   o.limits.stacks = 4;
   e = error_with(refs, "stack-refs.awtrace", o);
   EXPECT_EQ(e.rfind("more than 4 distinct call stacks referred to", 0), 0u) << e;
@@ -384,8 +394,7 @@ TEST(Limits, StreamsInUseAndPendingHostFunctions) {
   uint64_t t = t0(b);
   for (uint64_t i = 0; i < 4; ++i) {
     b.event(1, RecordType::StreamCreate, TraceBuilder::stream_create(0x9000 + i, 0, t, t + 100));
-    b.event(1, RecordType::Launch,
-            TraceBuilder::launch(Api::cudaLaunchKernel, 0, t + 200, t + 300, 0, 0x9000 + i));
+    b.event(1, RecordType::Launch, TraceBuilder::launch(Api::cudaLaunchKernel, 0, t + 200, t + 300, 0, 0x9000 + i));
     t += kUs;
   }
   Options o;
@@ -412,7 +421,8 @@ TEST(Limits, StreamsInUseAndPendingHostFunctions) {
             TraceBuilder::enqueue(Api::cudaLaunchHostFunc, Api::cuLaunchHostFunc, i, t + i * kUs, t + i * kUs + 100));
   o = Options{};
   o.limits.pending_callbacks = 3;
-  EXPECT_EQ(error_with(h, "pending.awtrace", o).rfind("more than 3 host functions enqueued and not seen running", 0), 0u);
+  EXPECT_EQ(error_with(h, "pending.awtrace", o).rfind("more than 3 host functions enqueued and not seen running", 0),
+            0u);
   // The timeline leaves the runs it cannot match out, and says how many; it never fails for it.
   std::string p = write_trace(h, "pending-timeline.awtrace");
   std::FILE* null = std::fopen("/dev/null", "w");

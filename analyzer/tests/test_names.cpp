@@ -11,7 +11,8 @@ TEST(Names, WithoutSignature) {
   EXPECT_EQ(name_without_signature("void reduce<float>(float*, int)"), "reduce<float>");
   EXPECT_EQ(name_without_signature("dummy(long long)"), "dummy");
   EXPECT_EQ(name_without_signature("main"), "main");
-  EXPECT_EQ(name_without_signature("main::{lambda(int)#1}::operator()(int) const"), "main::{lambda(int)#1}::operator()");
+  EXPECT_EQ(name_without_signature("main::{lambda(int)#1}::operator()(int) const"),
+            "main::{lambda(int)#1}::operator()");
   EXPECT_EQ(name_without_signature("f(int) [clone .cold]"), "f");
   EXPECT_EQ(name_without_signature("std::vector<int, std::allocator<int> >::operator[](unsigned long)"),
             "std::vector<int, std::allocator<int> >::operator[]");
@@ -45,8 +46,8 @@ TEST(Names, ShortenedInTheMiddle) {
   std::string s = shorten_middle(name, 160);
   EXPECT_LE(s.size(), 160u);
   EXPECT_GE(s.size(), 120u);
-  EXPECT_EQ(s.rfind("thrust::cuda_cub::core::_kernel_agent<", 0), 0u) << s;     // the front is kept
-  EXPECT_EQ(s.substr(s.size() - 14), "unsigned long>");  // and the end
+  EXPECT_EQ(s.rfind("thrust::cuda_cub::core::_kernel_agent<", 0), 0u) << s;  // the front is kept
+  EXPECT_EQ(s.substr(s.size() - 14), "unsigned long>");                      // and the end
   EXPECT_NE(s.find("..."), std::string::npos);
   EXPECT_EQ(shorten_middle("short", 160), "short");
   // between tokens when one is near
@@ -64,8 +65,10 @@ TEST(Names, ShortenedInTheMiddle) {
   std::string u = shorten_middle(utf8, 21);
   EXPECT_LE(u.size(), 21u);
   for (size_t i = 0; i < u.size(); ++i)
-    if (u[i] == '.') continue;
-    else EXPECT_TRUE(static_cast<unsigned char>(u[i]) == 0xc3 ? (static_cast<unsigned char>(u[i + 1]) == 0xa9) : true);
+    if (u[i] == '.')
+      continue;
+    else
+      EXPECT_TRUE(static_cast<unsigned char>(u[i]) == 0xc3 ? (static_cast<unsigned char>(u[i + 1]) == 0xa9) : true);
   EXPECT_EQ(u.find("\xc3."), std::string::npos);
   EXPECT_EQ(u.find(".\xa9"), std::string::npos);
 }

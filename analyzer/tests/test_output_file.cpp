@@ -184,9 +184,9 @@ TEST(OutputFile, TimelineOntoACharacterDeviceLeavesTheDevice) {
   std::string dev = d + "/null";
   ASSERT_EQ(mknod(dev.c_str(), S_IFCHR | 0666, makedev(1, 3)), 0) << std::strerror(errno);
   struct stat before = stat_of(dev);
-  for (auto args : {std::vector<std::string>{"timeline", "-o", dev, kTrace},
-                    std::vector<std::string>{"report", "-o", dev, kTrace},
-                    std::vector<std::string>{"report", "--format", "json", "-o", dev, kTrace}}) {
+  for (auto args :
+       {std::vector<std::string>{"timeline", "-o", dev, kTrace}, std::vector<std::string>{"report", "-o", dev, kTrace},
+        std::vector<std::string>{"report", "--format", "json", "-o", dev, kTrace}}) {
     auto r = asyncwatch_command(args);
     EXPECT_EQ(r.status, 0) << args[0] << ": " << r.err;
     struct stat after = stat_of(dev);
@@ -213,12 +213,12 @@ TEST(OutputFile, TimelineOntoDevNullInAPrivateMountNamespace) {
   if (pid == 0) {
     close(result[0]);
     auto say = [&](const std::string& s) {
-      if (write(result[1], s.data(), s.size()) < 0) {
-      }
+      if (write(result[1], s.data(), s.size()) < 0) {}
       _exit(0);
     };
     if (unshare(CLONE_NEWNS) != 0) say("SKIP unshare(CLONE_NEWNS): " + std::string(std::strerror(errno)));
-    if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) say("SKIP private mounts: " + std::string(std::strerror(errno)));
+    if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+      say("SKIP private mounts: " + std::string(std::strerror(errno)));
     if (mount("aw-test-dev", "/dev", "tmpfs", 0, "mode=0755,size=1m") != 0)
       say("SKIP tmpfs on /dev: " + std::string(std::strerror(errno)));
     if (mknod("/dev/null", S_IFCHR | 0666, makedev(1, 3)) != 0) say("SKIP mknod: " + std::string(std::strerror(errno)));
@@ -252,8 +252,7 @@ TEST(OutputFile, FifoIsWrittenInPlaceForItsReader) {
     close(got[0]);
     int fd = open(fifo.c_str(), O_RDONLY);
     std::string s = read_all(fd);
-    if (write(got[1], s.data(), s.size()) < 0) {
-    }
+    if (write(got[1], s.data(), s.size()) < 0) {}
     _exit(0);
   }
   close(got[1]);
@@ -293,8 +292,7 @@ TEST(OutputFile, UnixSocketIsConnectedTo) {
   auto r = asyncwatch_command({"report", "-o", path, kTrace});
   if (text.empty()) {  // should the command not have connected, this lets accept() return
     int c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (connect(c, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    }
+    if (connect(c, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {}
     close(c);
   }
   server.join();
@@ -423,7 +421,8 @@ CommandResult run_copying(const std::string& cwd, const std::vector<std::string>
   o.env = {"ASYNCWATCH_PRELOAD_LIB=" + kGolden + "/compare_golden.cmake"};
   std::vector<std::string> args{"run"};
   args.insert(args.end(), run_args.begin(), run_args.end());
-  args.insert(args.end(), {"--", "sh", "-c", "cp '" + trace + "' \"$ASYNCWATCH_OUTPUT_DIR/x-$$.awtrace\"" + extra_shell});
+  args.insert(args.end(),
+              {"--", "sh", "-c", "cp '" + trace + "' \"$ASYNCWATCH_OUTPUT_DIR/x-$$.awtrace\"" + extra_shell});
   return asyncwatch_command(args, o);
 }
 
@@ -516,7 +515,8 @@ TEST(RunDirectory, DirectoryReplacedDuringTheRunIsRefused) {
   std::string pinned = kGolden + "/seed-pinned.awtrace";
   auto r = run_copying(d, {}, kTrace,
                        " && mv \"$ASYNCWATCH_OUTPUT_DIR\" \"$ASYNCWATCH_OUTPUT_DIR.moved\" && mkdir "
-                       "\"$ASYNCWATCH_OUTPUT_DIR\" && cp '" + pinned + "' \"$ASYNCWATCH_OUTPUT_DIR/\"");
+                       "\"$ASYNCWATCH_OUTPUT_DIR\" && cp '" +
+                           pinned + "' \"$ASYNCWATCH_OUTPUT_DIR/\"");
   EXPECT_EQ(r.status, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("was replaced while the program ran"), std::string::npos) << r.err;
   EXPECT_EQ(r.out, "");

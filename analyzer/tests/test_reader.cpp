@@ -164,7 +164,8 @@ TEST(Reader, RecordRunsPastBlock) {
   poke<uint16_t>(b, off, static_cast<uint16_t>(tf::RecordType::Lost));
   poke<uint16_t>(b, off + 2, 64);
   std::string e = error_of(b, "past.awtrace");
-  EXPECT_TRUE(e.find("run past the end of the block") != std::string::npos || e.find("ThreadInfo record") != std::string::npos)
+  EXPECT_TRUE(e.find("run past the end of the block") != std::string::npos ||
+              e.find("ThreadInfo record") != std::string::npos)
       << e;
 }
 
@@ -176,7 +177,8 @@ TEST(Reader, PythonFramesValidated) {
     s.python_depth = tf::kMaxPythonDepth + 1;
     std::vector<uint64_t> frames(s.python_depth, 0x1);
     tb.raw(7, RecordType::Stack, &s, sizeof s, frames.data(), frames.size() * 8);
-    EXPECT_NE(error_of(tb.bytes(), "pydepth.awtrace").find("python depth 33 exceeds the maximum 32"), std::string::npos);
+    EXPECT_NE(error_of(tb.bytes(), "pydepth.awtrace").find("python depth 33 exceeds the maximum 32"),
+              std::string::npos);
   }
   {
     TraceBuilder tb(1);

@@ -34,9 +34,7 @@ Finding copy_finding(const std::string& file, int line, const std::string& funct
   return f;
 }
 
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream(path) << text;
-}
+void write_file(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 }  // namespace
 
@@ -93,10 +91,10 @@ TEST(Sarif, EveryResultHasALocationBaseIdsAndFingerprints) {
   p.executable = "/opt/app/bin/app";
   r.processes.push_back(p);
   r.source_root = root;
-  r.findings.push_back(copy_finding(root + "/my app.cu", 2, "run()"));      // below the root
-  r.findings.push_back(copy_finding("/usr/include/x.h", 9, "helper()"));   // outside it
-  r.findings.push_back(copy_finding("", 0, "cusparseSpMV"));               // no source line
-  r.findings.push_back(copy_finding("", 0, ""));                           // no call site
+  r.findings.push_back(copy_finding(root + "/my app.cu", 2, "run()"));    // below the root
+  r.findings.push_back(copy_finding("/usr/include/x.h", 9, "helper()"));  // outside it
+  r.findings.push_back(copy_finding("", 0, "cusparseSpMV"));              // no source line
+  r.findings.push_back(copy_finding("", 0, ""));                          // no call site
   r.findings.back().stack.clear();
   for (auto& f : r.findings) f.fingerprint = finding_fingerprint(f, root);
   nlohmann::json doc = nlohmann::json::parse(report_sarif_text(r));

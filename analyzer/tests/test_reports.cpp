@@ -39,11 +39,13 @@ TEST(Reports, TextLooksLikeACompilerDiagnostic) {
   write_report_text(out, seed_report(), TextStyle{});
   std::string text = out.str();
   // The module is not on this machine: no source line, so the site is named by module and offset.
-  EXPECT_NE(text.find("\nseed+0x401300: warning: cudaMemcpyAsync (device to host, 2.0 GiB) blocked 1.74 s: the destination is "
-                      "pageable host memory, so the copy waited for the stream (kernel dummy) and ran synchronously; "
-                      "allocate it with cudaMallocHost or register it with cudaHostRegister; pinning would save about 1.74 s "
-                      "[pageable-async-copy]\n"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find(
+          "\nseed+0x401300: warning: cudaMemcpyAsync (device to host, 2.0 GiB) blocked 1.74 s: the destination is "
+          "pageable host memory, so the copy waited for the stream (kernel dummy) and ran synchronously; "
+          "allocate it with cudaMallocHost or register it with cudaHostRegister; pinning would save about 1.74 s "
+          "[pageable-async-copy]\n"),
+      std::string::npos)
       << text;
   EXPECT_EQ(text.find("??"), std::string::npos) << text;
   EXPECT_EQ(text.find("\033["), std::string::npos);  // no colour when not asked
@@ -58,9 +60,9 @@ TEST(Reports, JsonFollowsTheContract) {
   EXPECT_EQ(j["schema_version"], 1);
   ASSERT_EQ(j["findings"].size(), 1u);
   auto f = j["findings"][0];
-  for (const char* key : {"id", "severity", "message", "api", "driver_api", "direction", "host_memory", "cause", "kernel",
-                          "count", "bytes", "blocked_ns", "share_of_wall", "evidence", "waited_for", "call_site", "stack",
-                          "processes"})
+  for (const char* key :
+       {"id", "severity", "message", "api", "driver_api", "direction", "host_memory", "cause", "kernel", "count",
+        "bytes", "blocked_ns", "share_of_wall", "evidence", "waited_for", "call_site", "stack", "processes"})
     EXPECT_TRUE(f.contains(key)) << key;
   EXPECT_EQ(f["id"], "pageable-async-copy");
   EXPECT_EQ(f["direction"], "DtoH");
@@ -117,7 +119,8 @@ TEST(Reports, SyncsWithoutAStackHaveNoLocation) {
   b.thread_info(1, "syncs");
   uint64_t t = b.header().start_monotonic_ns + kMs;
   for (int i = 0; i < 3; ++i) {  // no stack: grouped by API under no call site
-    b.event(1, RecordType::Sync, TraceBuilder::sync(Api::cudaStreamSynchronize, Api::cuStreamSynchronize, t, t + 2 * kMs));
+    b.event(1, RecordType::Sync,
+            TraceBuilder::sync(Api::cudaStreamSynchronize, Api::cuStreamSynchronize, t, t + 2 * kMs));
     t += 3 * kMs;
   }
   Report r = analyze_traces({write_trace(b, "syncs-report.awtrace")}, Options{});
@@ -125,7 +128,8 @@ TEST(Reports, SyncsWithoutAStackHaveNoLocation) {
   std::ostringstream out;
   write_report_text(out, r, TextStyle{});
   std::string text = out.str();
-  EXPECT_NE(text.find("\nnote: cudaStreamSynchronize waited 6.00 ms in total (3 calls, max 2.00 ms): "), std::string::npos)
+  EXPECT_NE(text.find("\nnote: cudaStreamSynchronize waited 6.00 ms in total (3 calls, max 2.00 ms): "),
+            std::string::npos)
       << text;
   EXPECT_NE(text.find(" (call site not recorded; set ASYNCWATCH_STACKS=all to record it) [explicit-sync]\n"),
             std::string::npos)
@@ -145,9 +149,19 @@ TEST(Reports, SyncsWithoutAStackHaveNoLocation) {
 // The streaming writer must write what nlohmann's dump(2, ' ', false, replace) writes for the same
 // document: the golden reports were written that way and must not change.
 TEST(JsonWriter, WritesWhatNlohmannDumpWrites) {
-  const std::string odd[] = {"", "plain", "q\"uote\\back", "tab\tnl\ncr\rbs\bff\f", std::string("nul\0x", 5),
-                             "\x01\x1f\x7f", "caf\xc3\xa9 \xe2\x80\xae", "bad\xff\x80name", "cut\xc3",
-                             "\xed\xa0\x80surrogate", "\xf4\x90\x80\x80" "big", "\xe2\x82"};
+  const std::string odd[] = {"",
+                             "plain",
+                             "q\"uote\\back",
+                             "tab\tnl\ncr\rbs\bff\f",
+                             std::string("nul\0x", 5),
+                             "\x01\x1f\x7f",
+                             "caf\xc3\xa9 \xe2\x80\xae",
+                             "bad\xff\x80name",
+                             "cut\xc3",
+                             "\xed\xa0\x80surrogate",
+                             "\xf4\x90\x80\x80"
+                             "big",
+                             "\xe2\x82"};
   const double doubles[] = {0.0, 1.0, 0.5, 1e-05, 0.1234567890123, 123456789012345678.0, 2.5e-300, 1.0 / 3};
   nlohmann::ordered_json doc;
   JsonWriter w;
@@ -199,7 +213,8 @@ TEST(JsonWriter, WritesWhatNlohmannDumpWrites) {
   w.end_array();
   w.end_object();
   w.end_array();
-  doc["nested"] = nlohmann::ordered_json::array({{{"k\x01\xff", "v"}, {"inner", {1, nlohmann::ordered_json::array()}}}});
+  doc["nested"] =
+      nlohmann::ordered_json::array({{{"k\x01\xff", "v"}, {"inner", {1, nlohmann::ordered_json::array()}}}});
   w.end_object();
   EXPECT_EQ(w.text(), doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
 }

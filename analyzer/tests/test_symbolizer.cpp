@@ -137,7 +137,8 @@ TEST(Symbolizer, AgreesWithAddr2lineOnInlineFrames) {
   Symbolizer symbols({self.module});
   for (uint64_t ret : {outer(), user_function_calling_cuda()}) {
     const std::vector<Frame>& frames = symbols.resolve(ret);
-    std::string cmd = fmt::format("addr2line -i -f -C -e '{}' 0x{:x}", self.module.path, ret - 1 - self.module.load_bias);
+    std::string cmd =
+        fmt::format("addr2line -i -f -C -e '{}' 0x{:x}", self.module.path, ret - 1 - self.module.load_bias);
     FILE* p = popen(cmd.c_str(), "r");
     ASSERT_NE(p, nullptr);
     std::vector<std::string> lines;

@@ -16,7 +16,7 @@ TEST(GpuOverlap, BusyAndIdleWhileTheHostWaited) {
   o.span(9, "stream 0x9", 0, 10);
   // Pageable copies on stream 7 blocked the host [250, 450): busy 50 + 50, idle 100.
   o.flagged(FindingId::PageableAsyncCopy, 7, 250, 350);
-  o.flagged(FindingId::PageableAsyncCopy, 7, 300, 450);  // overlaps the first (another thread)
+  o.flagged(FindingId::PageableAsyncCopy, 7, 300, 450);    // overlaps the first (another thread)
   o.flagged(FindingId::PageableAsyncCopy, 9, 1000, 2000);  // on the other stream: not stream 7's
   auto f = o.figures();
   ASSERT_EQ(f.size(), 2u);

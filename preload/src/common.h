@@ -11,8 +11,8 @@
 #define AW_TLS __attribute__((tls_model("initial-exec"))) thread_local
 // The same for a variable shared between files (declared extern): __thread, which cannot have a
 // dynamic initializer, so accesses need no call through the thread_local init wrapper.
-#define AW_TLS_SHARED __attribute__((tls_model("initial-exec"))) __thread
-#define AW_LIKELY(x) __builtin_expect(!!(x), 1)
+#define AW_TLS_SHARED  __attribute__((tls_model("initial-exec"))) __thread
+#define AW_LIKELY(x)   __builtin_expect(!!(x), 1)
 #define AW_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 namespace asyncwatch {

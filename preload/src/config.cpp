@@ -48,50 +48,73 @@ Config parse_config(GetEnvFn getenv_fn, WarnFn warn) {
       bad("ASYNCWATCH_OUTPUT_PATTERN", v, "a non-empty file name without '/'");
   }
   if (const char* v = getenv_fn("ASYNCWATCH_STACKS"); v) {
-    if (!strcmp(v, "none")) c.stacks = StackPolicy::None;
-    else if (!strcmp(v, "default")) c.stacks = StackPolicy::Default;
-    else if (!strcmp(v, "all")) c.stacks = StackPolicy::All;
-    else bad("ASYNCWATCH_STACKS", v, "none, default or all");
+    if (!strcmp(v, "none"))
+      c.stacks = StackPolicy::None;
+    else if (!strcmp(v, "default"))
+      c.stacks = StackPolicy::Default;
+    else if (!strcmp(v, "all"))
+      c.stacks = StackPolicy::All;
+    else
+      bad("ASYNCWATCH_STACKS", v, "none, default or all");
   }
   if (const char* v = getenv_fn("ASYNCWATCH_LAUNCH_STACK_THRESHOLD_US"); v) {
     uint64_t us;
-    if (parse_u64(v, &us, 10) && us < (1ull << 40)) c.launch_stack_threshold_ns = us * 1000;
-    else bad("ASYNCWATCH_LAUNCH_STACK_THRESHOLD_US", v, "a non-negative integer");
+    if (parse_u64(v, &us, 10) && us < (1ull << 40))
+      c.launch_stack_threshold_ns = us * 1000;
+    else
+      bad("ASYNCWATCH_LAUNCH_STACK_THRESHOLD_US", v, "a non-negative integer");
   }
   if (const char* v = getenv_fn("ASYNCWATCH_EVIDENCE"); v) {
-    if (!strcmp(v, "off")) c.evidence = EvidencePolicy::Off;
-    else if (!strcmp(v, "auto")) c.evidence = EvidencePolicy::Auto;
-    else if (!strcmp(v, "all")) c.evidence = EvidencePolicy::All;
-    else bad("ASYNCWATCH_EVIDENCE", v, "off, auto or all");
+    if (!strcmp(v, "off"))
+      c.evidence = EvidencePolicy::Off;
+    else if (!strcmp(v, "auto"))
+      c.evidence = EvidencePolicy::Auto;
+    else if (!strcmp(v, "all"))
+      c.evidence = EvidencePolicy::All;
+    else
+      bad("ASYNCWATCH_EVIDENCE", v, "off, auto or all");
   }
   if (const char* v = getenv_fn("ASYNCWATCH_LOG"); v) {
     static const char* const levels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
     bool ok = false;
     for (const char* l : levels) ok = ok || !strcmp(v, l);
-    if (ok) c.log_level = v;
-    else bad("ASYNCWATCH_LOG", v, "trace, debug, info, warn, error, critical or off");
+    if (ok)
+      c.log_level = v;
+    else
+      bad("ASYNCWATCH_LOG", v, "trace, debug, info, warn, error, critical or off");
   }
   if (const char* v = getenv_fn("ASYNCWATCH_QUIET"); v && *v) {
-    if (!strcmp(v, "1")) c.quiet = true;
-    else if (strcmp(v, "0") != 0) bad("ASYNCWATCH_QUIET", v, "0 or 1");
+    if (!strcmp(v, "1"))
+      c.quiet = true;
+    else if (strcmp(v, "0") != 0)
+      bad("ASYNCWATCH_QUIET", v, "0 or 1");
   }
   if (const char* v = getenv_fn("ASYNCWATCH_FILE_MODE"); v) {
     uint64_t mode;
-    if (parse_u64(v, &mode, 8) && mode <= 0777) c.file_mode = static_cast<unsigned>(mode);
-    else bad("ASYNCWATCH_FILE_MODE", v, "an octal mode such as 0600");
+    if (parse_u64(v, &mode, 8) && mode <= 0777)
+      c.file_mode = static_cast<unsigned>(mode);
+    else
+      bad("ASYNCWATCH_FILE_MODE", v, "an octal mode such as 0600");
   }
   if (const char* v = getenv_fn("ASYNCWATCH_PYTHON"); v) {
-    if (!strcmp(v, "off")) c.python_frames = false;
-    else if (!strcmp(v, "on")) c.python_frames = true;
-    else bad("ASYNCWATCH_PYTHON", v, "on or off");
+    if (!strcmp(v, "off"))
+      c.python_frames = false;
+    else if (!strcmp(v, "on"))
+      c.python_frames = true;
+    else
+      bad("ASYNCWATCH_PYTHON", v, "on or off");
   }
   if (const char* v = getenv_fn("ASYNCWATCH_GPU_TIMES"); v && *v) {
-    if (!strcmp(v, "1")) c.gpu_times = true;
-    else if (strcmp(v, "0") != 0) bad("ASYNCWATCH_GPU_TIMES", v, "0 or 1");
+    if (!strcmp(v, "1"))
+      c.gpu_times = true;
+    else if (strcmp(v, "0") != 0)
+      bad("ASYNCWATCH_GPU_TIMES", v, "0 or 1");
   }
   if (const char* v = getenv_fn("ASYNCWATCH_DISABLE"); v && *v) {
-    if (!strcmp(v, "1")) c.disabled = true;
-    else if (strcmp(v, "0") != 0) bad("ASYNCWATCH_DISABLE", v, "0 or 1");
+    if (!strcmp(v, "1"))
+      c.disabled = true;
+    else if (strcmp(v, "0") != 0)
+      bad("ASYNCWATCH_DISABLE", v, "0 or 1");
   }
   return c;
 }
@@ -112,8 +135,10 @@ bool expand_output_pattern_to(char* out, size_t cap, const char* pattern, const 
   bool fits = true;
   auto put = [&](const char* s, size_t len) {
     for (size_t i = 0; i < len; ++i) {
-      if (n + 1 < cap) out[n++] = s[i];
-      else fits = false;
+      if (n + 1 < cap)
+        out[n++] = s[i];
+      else
+        fits = false;
     }
   };
   char num[24];

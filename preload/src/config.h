@@ -22,7 +22,7 @@ struct Config {
   unsigned file_mode = 0600;
   bool disabled = false;
   bool python_frames = true;  // ASYNCWATCH_PYTHON: stacks carry the thread's Python frames
-  bool gpu_times = false;  // ASYNCWATCH_GPU_TIMES=1: GpuSpan records (gpu_times/gpu_times.h)
+  bool gpu_times = false;     // ASYNCWATCH_GPU_TIMES=1: GpuSpan records (gpu_times/gpu_times.h)
 };
 
 // Reads the variables through `getenv_fn` (tests pass their own); every invalid value gives one

@@ -210,8 +210,10 @@ __attribute__((constructor(101))) void on_load(int argc, char** argv, char**) {
   log::set_level(c.log_level.c_str());
   capture_environment();
   trace_writer::set_opened_callback(&on_trace_opened);
-  if (c.disabled) trace_writer::disable();
-  else nvtx::set_injection_path();
+  if (c.disabled)
+    trace_writer::disable();
+  else
+    nvtx::set_injection_path();
   pthread_atfork(&atfork_prepare, &atfork_parent, &atfork_child);
   thread_exit::add_hook(&release_thread);
 }
@@ -241,19 +243,19 @@ int exec_with(char* const* envp, Exec&& run) {
 
 // argv of execl/execlp/execle: arg0, the variadic arguments up to the terminating null pointer, on
 // the stack (no heap: an exec may run in a vfork()ed child). *envp_out gets execle's environment.
-#define AW_COLLECT_ARGS(arg0, argv_out, envp_out)                  \
-  do {                                                              \
-    va_list ap;                                                     \
-    va_start(ap, arg0);                                             \
-    size_t n = 1;                                                   \
-    while (va_arg(ap, char*)) ++n;                                  \
-    va_end(ap);                                                     \
+#define AW_COLLECT_ARGS(arg0, argv_out, envp_out)                    \
+  do {                                                               \
+    va_list ap;                                                      \
+    va_start(ap, arg0);                                              \
+    size_t n = 1;                                                    \
+    while (va_arg(ap, char*)) ++n;                                   \
+    va_end(ap);                                                      \
     argv_out = static_cast<char**>(alloca((n + 1) * sizeof(char*))); \
-    va_start(ap, arg0);                                             \
-    argv_out[0] = const_cast<char*>(arg0);                          \
+    va_start(ap, arg0);                                              \
+    argv_out[0] = const_cast<char*>(arg0);                           \
     for (size_t i = 1; i <= n; ++i) argv_out[i] = va_arg(ap, char*); \
-    if (envp_out) *envp_out = va_arg(ap, char**);                   \
-    va_end(ap);                                                     \
+    if (envp_out) *envp_out = va_arg(ap, char**);                    \
+    va_end(ap);                                                      \
   } while (0)
 
 }  // namespace asyncwatch::lifecycle
@@ -342,7 +344,8 @@ extern "C" AW_EXPORT int execveat(int dirfd, const char* path, char* const argv[
   using Fn = int (*)(int, const char*, char* const*, char* const*, int);
   static auto real = lifecycle::next<Fn>("execveat");
   return lifecycle::exec_with(envp, [&](char** e) {
-    return real ? real(dirfd, path, argv, e, flags) : static_cast<int>(syscall(SYS_execveat, dirfd, path, argv, e, flags));
+    return real ? real(dirfd, path, argv, e, flags)
+                : static_cast<int>(syscall(SYS_execveat, dirfd, path, argv, e, flags));
   });
 }
 

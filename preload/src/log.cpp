@@ -49,13 +49,13 @@ void emit(const char* label, const char* fmt, va_list ap) noexcept {
   errno = saved;
 }
 
-#define AW_LOG_AT(level, label)            \
-  do {                                     \
-    if (g_level > (level)) return;         \
-    va_list ap;                            \
-    va_start(ap, fmt);                     \
-    emit(label, fmt, ap);                  \
-    va_end(ap);                            \
+#define AW_LOG_AT(level, label)    \
+  do {                             \
+    if (g_level > (level)) return; \
+    va_list ap;                    \
+    va_start(ap, fmt);             \
+    emit(label, fmt, ap);          \
+    va_end(ap);                    \
   } while (0)
 
 }  // namespace

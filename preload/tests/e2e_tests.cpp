@@ -33,10 +33,10 @@ using aw_test::Trace;
 namespace {
 
 struct AppRun {
-  int status;        // raw wait status
-  std::string out;   // stdout
-  std::string err;   // stderr
-  std::string dir;   // trace directory
+  int status;       // raw wait status
+  std::string out;  // stdout
+  std::string err;  // stderr
+  std::string dir;  // trace directory
   std::vector<std::string> traces;
 };
 
@@ -143,9 +143,8 @@ std::vector<std::string> app_environment(const std::vector<std::string>& env, co
 }
 
 // Runs PROGRAM ARGS... with LD_PRELOAD and extra environment entries "NAME=value".
-AppRun run_program(const std::string& program, const std::vector<std::string>& args,
-                   std::vector<std::string> env = {}, std::string dir = "", bool preload = true,
-                   const std::string& closed = "") {
+AppRun run_program(const std::string& program, const std::vector<std::string>& args, std::vector<std::string> env = {},
+                   std::string dir = "", bool preload = true, const std::string& closed = "") {
   AppRun r;
   r.dir = dir.empty() ? make_dir() : dir;
   std::string out = r.dir + "/.stdout", err = r.dir + "/.stderr";
@@ -237,7 +236,7 @@ TEST(EndToEnd, LinkedProgramCopiesClassifiedAndTimed) {
   EXPECT_EQ(c[2].direction, static_cast<uint8_t>(Direction::DtoH));
   EXPECT_EQ(c[2].dst_memory, static_cast<uint8_t>(MemoryKind::Pageable));
   EXPECT_EQ(c[2].stream_kind, static_cast<uint8_t>(StreamKind::LegacyDefault));
-  EXPECT_EQ(c[3].src_memory, static_cast<uint8_t>(MemoryKind::Pinned));  // registered range
+  EXPECT_EQ(c[3].src_memory, static_cast<uint8_t>(MemoryKind::Pinned));    // registered range
   EXPECT_EQ(c[4].src_memory, static_cast<uint8_t>(MemoryKind::Pageable));  // after unregister
   auto m = t.all<CopyRecord>(RecordType::Memset);
   ASSERT_EQ(m.size(), 1u);
@@ -658,9 +657,12 @@ CopyCounts count_copies(const std::string& path) {
     ++c.total;
     ++c.per_tid[tid];
     ++c.per_bytes[r.bytes];
-    if (r.src_memory == static_cast<uint8_t>(MemoryKind::Pinned)) ++c.pinned;
-    else if (r.src_memory == static_cast<uint8_t>(MemoryKind::Pageable)) ++c.pageable;
-    else ++c.other;
+    if (r.src_memory == static_cast<uint8_t>(MemoryKind::Pinned))
+      ++c.pinned;
+    else if (r.src_memory == static_cast<uint8_t>(MemoryKind::Pageable))
+      ++c.pageable;
+    else
+      ++c.other;
   });
   return c;
 }
@@ -719,7 +721,7 @@ TEST(EndToEnd, FileSizeLimitStopsTracingNotTheApp) {
   EXPECT_LE(st.st_size, 6 << 20);
   CopyCounts c = count_copies(r.traces[0]);
   ASSERT_TRUE(c.ok);
-  EXPECT_GT(c.total, 0u);        // the first segment's records are there
+  EXPECT_GT(c.total, 0u);  // the first segment's records are there
   EXPECT_LT(c.total, uint64_t(calls));
   EXPECT_GT(c.header.records_lost, 0u);
   EXPECT_EQ(c.header.closed, kClosedCleanly);
@@ -761,11 +763,14 @@ TEST(EndToEnd, TinyFileSizeLimitStopsTracingNotTheApp) {
 // once (ASYNCWATCH_OUTPUT_DIR is not validated: a bad directory is the unwritable-directory case
 // above). One warning per variable, the defaults are used, and the trace is still written.
 TEST(EndToEnd, AllVariablesGarbageAtOnceWarnEachAndUseDefaults) {
-  const std::vector<std::string> bad = {
-      "ASYNCWATCH_OUTPUT_PATTERN=../escape/%p", "ASYNCWATCH_STACKS=bogus",
-      "ASYNCWATCH_LAUNCH_STACK_THRESHOLD_US=12abc", "ASYNCWATCH_EVIDENCE=maybe",
-      "ASYNCWATCH_LOG=loud", "ASYNCWATCH_QUIET=yes",
-      "ASYNCWATCH_FILE_MODE=rw-r--r--", "ASYNCWATCH_DISABLE=true"};
+  const std::vector<std::string> bad = {"ASYNCWATCH_OUTPUT_PATTERN=../escape/%p",
+                                        "ASYNCWATCH_STACKS=bogus",
+                                        "ASYNCWATCH_LAUNCH_STACK_THRESHOLD_US=12abc",
+                                        "ASYNCWATCH_EVIDENCE=maybe",
+                                        "ASYNCWATCH_LOG=loud",
+                                        "ASYNCWATCH_QUIET=yes",
+                                        "ASYNCWATCH_FILE_MODE=rw-r--r--",
+                                        "ASYNCWATCH_DISABLE=true"};
   AppRun r = run({"linked"}, bad);
   AppRun bare = run({"linked"}, {}, "", false);
   EXPECT_TRUE(exited_ok(r)) << r.err;
@@ -776,7 +781,7 @@ TEST(EndToEnd, AllVariablesGarbageAtOnceWarnEachAndUseDefaults) {
   }
   EXPECT_EQ(count_of(r.err, "invalid "), int(bad.size())) << r.err;
   EXPECT_EQ(count_of(r.err, "tracing to"), 1) << r.err;  // QUIET default: the banner
-  ASSERT_EQ(r.traces.size(), 1u);                          // DISABLE default: traced
+  ASSERT_EQ(r.traces.size(), 1u);                        // DISABLE default: traced
   EXPECT_NE(r.traces[0].find("/asyncwatch-aw_test_app-"), std::string::npos) << r.traces[0];  // default pattern
   struct stat st;
   ASSERT_EQ(stat(r.traces[0].c_str(), &st), 0);
@@ -786,10 +791,10 @@ TEST(EndToEnd, AllVariablesGarbageAtOnceWarnEachAndUseDefaults) {
   EXPECT_EQ(t.header.launch_stack_threshold_ns, 50'000u);  // threshold default
   auto c = copies(t);
   ASSERT_EQ(c.size(), 5u);
-  EXPECT_TRUE(c[0].flags & kFlagStackCaptured);    // STACKS default: pageable copy has a stack
-  EXPECT_FALSE(c[1].flags & kFlagStackCaptured);   // ... a quick pinned copy none
-  EXPECT_TRUE(c[0].flags & kFlagEvidenceChecked);  // EVIDENCE default (auto): pageable checked
-  EXPECT_FALSE(c[1].flags & kFlagEvidenceChecked); // ... pinned not
+  EXPECT_TRUE(c[0].flags & kFlagStackCaptured);     // STACKS default: pageable copy has a stack
+  EXPECT_FALSE(c[1].flags & kFlagStackCaptured);    // ... a quick pinned copy none
+  EXPECT_TRUE(c[0].flags & kFlagEvidenceChecked);   // EVIDENCE default (auto): pageable checked
+  EXPECT_FALSE(c[1].flags & kFlagEvidenceChecked);  // ... pinned not
 }
 
 // The traces of a process that forked children (the fork tests): each read, closed cleanly, none
@@ -928,8 +933,8 @@ void expect_unchanged_without_cuda(const std::string& program, const std::vector
   ASSERT_TRUE(WIFEXITED(bare.status)) << describe_status(bare.status) << "\n" << bare.err;
   EXPECT_EQ(WEXITSTATUS(bare.status), expected_exit);
   EXPECT_EQ(bare.out, expected_out);
-  EXPECT_EQ(r.status, bare.status) << describe_status(r.status) << " with the library, "
-                                   << describe_status(bare.status) << " without";
+  EXPECT_EQ(r.status, bare.status) << describe_status(r.status) << " with the library, " << describe_status(bare.status)
+                                   << " without";
   EXPECT_EQ(r.out, bare.out);
   EXPECT_EQ(r.err, "");
   EXPECT_EQ(bare.err, "");
@@ -1050,8 +1055,7 @@ TmpfsRun run_on_tmpfs(const std::vector<std::string>& args, const std::string& s
       int fd = open((mnt + "/filler").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
       static char chunk[4096];
       memset(chunk, 'x', sizeof chunk);
-      while (fd >= 0 && write(fd, chunk, sizeof chunk) > 0) {
-      }
+      while (fd >= 0 && write(fd, chunk, sizeof chunk) > 0) {}
       if (fd >= 0) close(fd);
     }
     pid_t app = fork();
@@ -1115,7 +1119,7 @@ TEST(EndToEnd, FullDiskStopsTracingNotTheApp) {
   ASSERT_TRUE(c.ok);
   EXPECT_EQ(c.header.closed, kClosedCleanly);
   EXPECT_EQ(c.header.exit_status, 0);  // main returned 0 (on_exit), closed by the destructor
-  EXPECT_GT(c.total, 0u);               // the first segment's records are there
+  EXPECT_GT(c.total, 0u);              // the first segment's records are there
   EXPECT_LT(c.total, uint64_t(calls));
   EXPECT_GT(c.header.records_lost, 0u);
   EXPECT_GE(c.total + c.header.records_lost, uint64_t(calls));       // every call written or counted
@@ -1441,7 +1445,8 @@ TEST(Issue11, SignalStormEveryCallWrittenOrCounted) {
 // when the wrapper returns: the handler runs once per signal, its copy is recorded (not lost), and
 // after the call that was interrupted.
 TEST(Issue11, SignalInTheLibrarysCodeDeliveredAfterItWithItsSiginfo) {
-  if (under_sanitizer()) GTEST_SKIP() << "the sanitizer runtime installs the program's handlers itself: no trampoline of ours";
+  if (under_sanitizer())
+    GTEST_SKIP() << "the sanitizer runtime installs the program's handlers itself: no trampoline of ours";
   AppRun r = run({"sig_deferred", "50"}, {"FAKE_CUDA_QUERY_SIGNAL=" + std::to_string(SIGUSR2)});
   ASSERT_TRUE(exited_ok(r)) << describe_status(r.status) << r.err;
   EXPECT_EQ(r.out, "handler ran 50 times, 50 with their siginfo\n");
@@ -1669,8 +1674,9 @@ TEST(Issue17, ReturnFromMainStatusIsRecorded) {
 // Issue 17: the rank of an MPI/torchrun/Slurm process: %q{VAR} in the output pattern, and the first
 // of RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID holding a number in the header.
 TEST(Issue17, RankInPatternAndHeader) {
-  AppRun r = run({"copies", "1"}, {"OMPI_COMM_WORLD_RANK=5", "RANK=not-a-number",
-                                   "ASYNCWATCH_OUTPUT_PATTERN=job-%q{OMPI_COMM_WORLD_RANK}-%q{UNSET_VAR_X}-%p.awtrace"});
+  AppRun r =
+      run({"copies", "1"}, {"OMPI_COMM_WORLD_RANK=5", "RANK=not-a-number",
+                            "ASYNCWATCH_OUTPUT_PATTERN=job-%q{OMPI_COMM_WORLD_RANK}-%q{UNSET_VAR_X}-%p.awtrace"});
   ASSERT_TRUE(exited_ok(r)) << r.err;
   Trace t = only_trace(r);
   ASSERT_TRUE(t.ok) << t.error;

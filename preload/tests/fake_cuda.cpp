@@ -103,20 +103,45 @@ const int g_fork_guard = pthread_atfork([] { g_mu.lock(); }, [] { g_mu.unlock();
 
 }  // namespace
 
-EXPORT CUresult cuInit(unsigned) { g_initialized = true; return 0; }
-EXPORT CUresult cuDriverGetVersion(int* v) { *v = 13000; return 0; }
-EXPORT CUresult cuCtxGetCurrent(void** ctx) { *ctx = g_initialized ? reinterpret_cast<void*>(0x1000) : nullptr; return 0; }
-EXPORT CUresult cuCtxGetDevice(int* d) { if (!g_initialized) return 201; *d = 0; return 0; }
-EXPORT CUresult cuDeviceGetName(char* name, int len, int) { snprintf(name, static_cast<size_t>(len), "asyncwatch fake device"); return 0; }
+EXPORT CUresult cuInit(unsigned) {
+  g_initialized = true;
+  return 0;
+}
+EXPORT CUresult cuDriverGetVersion(int* v) {
+  *v = 13000;
+  return 0;
+}
+EXPORT CUresult cuCtxGetCurrent(void** ctx) {
+  *ctx = g_initialized ? reinterpret_cast<void*>(0x1000) : nullptr;
+  return 0;
+}
+EXPORT CUresult cuCtxGetDevice(int* d) {
+  if (!g_initialized) return 201;
+  *d = 0;
+  return 0;
+}
+EXPORT CUresult cuDeviceGetName(char* name, int len, int) {
+  snprintf(name, static_cast<size_t>(len), "asyncwatch fake device");
+  return 0;
+}
 
-#define COPY_BODY(dst, src, n) do { copy_delay(); memcpy(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n); errno = 77; return 0; } while (0)
+#define COPY_BODY(dst, src, n)                                                   \
+  do {                                                                           \
+    copy_delay();                                                                \
+    memcpy(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n); \
+    errno = 77;                                                                  \
+    return 0;                                                                    \
+  } while (0)
 EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void* s, size_t n, CUstream) { COPY_BODY(d, s, n); }
 EXPORT CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr d, const void* s, size_t n, CUstream) { COPY_BODY(d, s, n); }
 EXPORT CUresult cuMemcpyDtoHAsync_v2(void* d, CUdeviceptr s, size_t n, CUstream) { COPY_BODY(d, s, n); }
 EXPORT CUresult cuMemcpyDtoHAsync_v2_ptsz(void* d, CUdeviceptr s, size_t n, CUstream) { COPY_BODY(d, s, n); }
 EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void* s, size_t n) { COPY_BODY(d, s, n); }
 EXPORT CUresult cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream) { COPY_BODY(d, s, n); }
-EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream) { memset(reinterpret_cast<void*>(d), v, n); return 0; }
+EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream) {
+  memset(reinterpret_cast<void*>(d), v, n);
+  return 0;
+}
 
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t n) {
   if (g_device_fd < 0 && getenv("FAKE_CUDA_NEEDS_FD")) {
@@ -170,8 +195,10 @@ EXPORT CUresult cuPointerGetAttributes(unsigned n, int* attrs, void** data, CUde
   }
   int k = kind_of(static_cast<uintptr_t>(p));
   for (unsigned i = 0; i < n; ++i) {
-    if (attrs[i] == 2) *static_cast<unsigned*>(data[i]) = static_cast<unsigned>(k);
-    else if (attrs[i] == 8) *static_cast<int*>(data[i]) = 0;
+    if (attrs[i] == 2)
+      *static_cast<unsigned*>(data[i]) = static_cast<unsigned>(k);
+    else if (attrs[i] == 8)
+      *static_cast<int*>(data[i]) = 0;
   }
   return 0;
 }
@@ -197,15 +224,40 @@ EXPORT CUresult cuEventDestroy_v2(void* e) {
 EXPORT CUresult cuEventRecord(void*, CUstream) { return 0; }
 EXPORT CUresult cuEventRecord_ptsz(void*, CUstream) { return 0; }
 EXPORT CUresult cuEventQuery(void*) { return getenv("FAKE_CUDA_INCOMPLETE") ? 600 : 0; }
-EXPORT CUresult cuStreamIsCapturing(CUstream, int* s) { *s = g_capturing ? 1 : 0; return 0; }
-EXPORT CUresult cuStreamBeginCapture_v2(CUstream, unsigned) { g_capturing = 1; return 0; }
-EXPORT CUresult cuStreamEndCapture(CUstream, void** g) { g_capturing = 0; *g = nullptr; return 0; }
-EXPORT CUresult cuStreamCreate(CUstream* s, unsigned) { *s = malloc(8); return 0; }
-EXPORT CUresult cuStreamDestroy_v2(CUstream s) { free(s); return 0; }
-EXPORT CUresult cuStreamSynchronize(CUstream) { g_worker.drain(); return 0; }
-EXPORT CUresult cuCtxSynchronize() { g_worker.drain(); return 0; }
+EXPORT CUresult cuStreamIsCapturing(CUstream, int* s) {
+  *s = g_capturing ? 1 : 0;
+  return 0;
+}
+EXPORT CUresult cuStreamBeginCapture_v2(CUstream, unsigned) {
+  g_capturing = 1;
+  return 0;
+}
+EXPORT CUresult cuStreamEndCapture(CUstream, void** g) {
+  g_capturing = 0;
+  *g = nullptr;
+  return 0;
+}
+EXPORT CUresult cuStreamCreate(CUstream* s, unsigned) {
+  *s = malloc(8);
+  return 0;
+}
+EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
+  free(s);
+  return 0;
+}
+EXPORT CUresult cuStreamSynchronize(CUstream) {
+  g_worker.drain();
+  return 0;
+}
+EXPORT CUresult cuCtxSynchronize() {
+  g_worker.drain();
+  return 0;
+}
 // CUDA 13: cuGetProcAddress("cuCtxSynchronize", 13000) answers this one (the table prefers _v2).
-EXPORT CUresult cuCtxSynchronize_v2(void*) { g_worker.drain(); return 0; }
+EXPORT CUresult cuCtxSynchronize_v2(void*) {
+  g_worker.drain();
+  return 0;
+}
 EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream, void*, const void*, const void*, size_t, unsigned) {
   g_capturing = 1;
   return 0;
@@ -216,8 +268,8 @@ EXPORT CUresult cuFuncGetName(const char** name, void* f) {
   *name = static_cast<const char*>(f);  // tests pass the kernel's name as its handle
   return 0;
 }
-EXPORT CUresult cuLaunchKernel(void* f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                               CUstream, void**, void**) {
+EXPORT CUresult cuLaunchKernel(void* f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+                               void**, void**) {
   return f ? 0 : 1;
 }
 EXPORT CUresult cuLaunchHostFunc(CUstream, void (*fn)(void*), void* data) {
@@ -239,16 +291,48 @@ struct Entry {
   const char* name;
   void* fn;
 };
-#define E(f) {#f, reinterpret_cast<void*>(&f)}
+#define E(f) \
+  { #f, reinterpret_cast < void*>(&f) }
 const Entry kEntries[] = {
-    E(cuInit), E(cuDriverGetVersion), E(cuCtxGetCurrent), E(cuCtxGetDevice), E(cuDeviceGetName),
-    E(cuMemcpyHtoDAsync_v2), E(cuMemcpyHtoDAsync_v2_ptsz), E(cuMemcpyDtoHAsync_v2), E(cuMemcpyDtoHAsync_v2_ptsz),
-    E(cuMemcpyHtoD_v2), E(cuMemcpyAsync), E(cuMemsetD8Async), E(cuMemAlloc_v2), E(cuMemFree_v2),
-    E(cuMemHostAlloc), E(cuMemAllocHost_v2), E(cuMemFreeHost), E(cuMemHostRegister_v2), E(cuMemHostUnregister),
-    E(cuPointerGetAttributes), E(cuEventCreate), E(cuEventDestroy_v2), E(cuEventRecord), E(cuEventQuery), E(cuStreamIsCapturing),
-    E(cuStreamBeginCapture_v2), E(cuStreamEndCapture), E(cuStreamCreate), E(cuStreamDestroy_v2),
-    E(cuStreamSynchronize), E(cuCtxSynchronize), E(cuCtxSynchronize_v2), E(cuStreamBeginCaptureToGraph), E(cuFuncGetName), E(cuLaunchKernel), E(cuLaunchHostFunc),
-    E(cuStreamAddCallback), E(cuGetProcAddress), E(cuGetProcAddress_v2),
+    E(cuInit),
+    E(cuDriverGetVersion),
+    E(cuCtxGetCurrent),
+    E(cuCtxGetDevice),
+    E(cuDeviceGetName),
+    E(cuMemcpyHtoDAsync_v2),
+    E(cuMemcpyHtoDAsync_v2_ptsz),
+    E(cuMemcpyDtoHAsync_v2),
+    E(cuMemcpyDtoHAsync_v2_ptsz),
+    E(cuMemcpyHtoD_v2),
+    E(cuMemcpyAsync),
+    E(cuMemsetD8Async),
+    E(cuMemAlloc_v2),
+    E(cuMemFree_v2),
+    E(cuMemHostAlloc),
+    E(cuMemAllocHost_v2),
+    E(cuMemFreeHost),
+    E(cuMemHostRegister_v2),
+    E(cuMemHostUnregister),
+    E(cuPointerGetAttributes),
+    E(cuEventCreate),
+    E(cuEventDestroy_v2),
+    E(cuEventRecord),
+    E(cuEventQuery),
+    E(cuStreamIsCapturing),
+    E(cuStreamBeginCapture_v2),
+    E(cuStreamEndCapture),
+    E(cuStreamCreate),
+    E(cuStreamDestroy_v2),
+    E(cuStreamSynchronize),
+    E(cuCtxSynchronize),
+    E(cuCtxSynchronize_v2),
+    E(cuStreamBeginCaptureToGraph),
+    E(cuFuncGetName),
+    E(cuLaunchKernel),
+    E(cuLaunchHostFunc),
+    E(cuStreamAddCallback),
+    E(cuGetProcAddress),
+    E(cuGetProcAddress_v2),
 };
 #undef E
 void* lookup(const std::string& name) {

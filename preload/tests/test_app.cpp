@@ -47,8 +47,8 @@ CUresult cuMemHostUnregister(void*);
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void*, size_t, CUstream);
 CUresult cuMemcpyDtoHAsync_v2(void*, CUdeviceptr, size_t, CUstream);
 CUresult cuMemsetD8Async(CUdeviceptr, unsigned char, size_t, CUstream);
-CUresult cuLaunchKernel(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
-                        void**, void**);
+CUresult cuLaunchKernel(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void**,
+                        void**);
 CUresult cuLaunchHostFunc(CUstream, void (*)(void*), void*);
 CUresult cuStreamAddCallback(CUstream, void (*)(CUstream, CUresult, void*), void*, unsigned);
 CUresult cuStreamSynchronize(CUstream);
@@ -59,13 +59,13 @@ CUresult cuStreamCreate(CUstream*, unsigned);
 
 extern char** environ;
 
-#define CHECK(x)                                                   \
-  do {                                                             \
-    CUresult r_ = (x);                                             \
-    if (r_) {                                                      \
-      fprintf(stderr, "%s failed: %d\n", #x, r_);                  \
-      exit(3);                                                     \
-    }                                                              \
+#define CHECK(x)                                  \
+  do {                                            \
+    CUresult r_ = (x);                            \
+    if (r_) {                                     \
+      fprintf(stderr, "%s failed: %d\n", #x, r_); \
+      exit(3);                                    \
+    }                                             \
   } while (0)
 
 static uint64_t now() {
@@ -93,8 +93,10 @@ template <int Layer>
 __attribute__((noinline)) CUresult runtime_layer(CUdeviceptr d, const void* src, size_t n) {
   volatile char pad[32] = {};  // a frame of its own, as the runtime's functions have
   CUresult r;
-  if constexpr (Layer == 0) r = cuMemcpyHtoDAsync_v2(d, src, n + pad[0], nullptr);
-  else r = runtime_layer<Layer - 1>(d, src, n + pad[0]);
+  if constexpr (Layer == 0)
+    r = cuMemcpyHtoDAsync_v2(d, src, n + pad[0], nullptr);
+  else
+    r = runtime_layer<Layer - 1>(d, src, n + pad[0]);
   asm volatile("" ::: "memory");
   return r;
 }
@@ -190,11 +192,13 @@ static int mt_forks(int nthreads, int kids, int calls, int alloc_every) {
   int bad = 0;
   for (pid_t pid : pids) {
     int st = wait_with_timeout(pid, 15);
-    if (st == -1) fprintf(stderr, "child %d hung: killed\n", pid);
+    if (st == -1)
+      fprintf(stderr, "child %d hung: killed\n", pid);
     else if (st >= 0 && WIFSIGNALED(st))
       fprintf(stderr, "child %d: killed by signal %d%s\n", pid, WTERMSIG(st),
               WTERMSIG(st) == SIGALRM ? " (its own 10 s alarm: it hung)" : "");
-    else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) fprintf(stderr, "child %d: status %d\n", pid, st);
+    else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+      fprintf(stderr, "child %d: status %d\n", pid, st);
     if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) ++bad;
   }
   stop = true;
@@ -203,7 +207,6 @@ static int mt_forks(int nthreads, int kids, int calls, int alloc_every) {
   printf("children=%d bad=%d\n", kids, bad);
   return bad ? 12 : 0;
 }
-
 
 // ---- issue 11: hostile but correct programs ------------------------------------------------------
 
@@ -395,9 +398,12 @@ static int sig_exit(const std::string& kind, int n, long step_us) {
       for (;;) CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 64, nullptr));
     }
     int st = wait_with_timeout(pid, 10);
-    if (st == -1) ++hung;
-    else if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == want) ++ok;
-    else ++other;
+    if (st == -1)
+      ++hung;
+    else if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == want)
+      ++ok;
+    else
+      ++other;
   }
   printf("children=%d ended_by_handler=%d hung=%d other=%d\n", n, ok, hung, other);
   return hung || other ? 13 : 0;
@@ -426,9 +432,12 @@ static int sig_copy(int n, long step_us, int calls) {
       _exit(g_handler_failed ? 14 : 0);
     }
     int st = wait_with_timeout(pid, 10);
-    if (st == -1) ++hung;
-    else if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0) ++ok;
-    else ++other;
+    if (st == -1)
+      ++hung;
+    else if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+      ++ok;
+    else
+      ++other;
   }
   printf("children=%d ok=%d hung=%d other=%d\n", n, ok, hung, other);
   return hung || other ? 13 : 0;
@@ -549,7 +558,8 @@ static int sig_api() {
   CUdeviceptr d;
   CHECK(cuMemAlloc_v2(&d, 4096));
   g_sig_dev = d;
-  struct sigaction a {}, q{};
+  struct sigaction a {
+  }, q{};
   a.sa_sigaction = api_h1;
   a.sa_flags = SA_SIGINFO;
   sigemptyset(&a.sa_mask);
@@ -585,7 +595,7 @@ static void* cancel_thread(void*) {
   int old;
   pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
   g_cancel_step = 1;
-  while (g_cancel_step.load() < 2) usleep(100);  // main has called pthread_cancel
+  while (g_cancel_step.load() < 2) usleep(100);         // main has called pthread_cancel
   pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old);  // now pending; deferred
   CUdeviceptr d;
   CUresult r = cuMemAlloc_v2(&d, 4096);  // the process's first intercepted call
@@ -694,11 +704,13 @@ static int reload(const char* path) {
   printf("first load served %d\n", a.calls_fn());
   dlclose(a.handle);
   // Occupy its first page (the loader would likely map it there again).
-  void* hold = mmap(reinterpret_cast<void*>(old_base), 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  void* hold = mmap(reinterpret_cast<void*>(old_base), 4096, PROT_NONE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
   FakeRuntime b;
   if (!load_runtime(path, &b)) return 19;
   dladdr(reinterpret_cast<void*>(b.calls_fn), &info);
-  printf("loaded again %s\n", reinterpret_cast<uintptr_t>(info.dli_fbase) != old_base ? "elsewhere" : "at the same address");
+  printf("loaded again %s\n",
+         reinterpret_cast<uintptr_t>(info.dli_fbase) != old_base ? "elsewhere" : "at the same address");
   if (b.memset_fn(host.data(), 0, 11) != 0) return 26;
   printf("second load served %d\n", b.calls_fn());
   if (hold != MAP_FAILED) munmap(hold, 4096);
@@ -725,11 +737,16 @@ static int runtime_fsize(rlim_t limit, int n, const char* path) {
 static int exec_form(const std::string& form, char* self) {
   copies(1);
   char* args[] = {self, const_cast<char*>("linked"), nullptr};
-  if (form == "execv") execv(self, args);
-  else if (form == "execvp") execvp(self, args);
-  else if (form == "execl") execl(self, self, "linked", static_cast<char*>(nullptr));
-  else if (form == "execlp") execlp(self, self, "linked", static_cast<char*>(nullptr));
-  else if (form == "execle") execle(self, self, "linked", static_cast<char*>(nullptr), environ);
+  if (form == "execv")
+    execv(self, args);
+  else if (form == "execvp")
+    execvp(self, args);
+  else if (form == "execl")
+    execl(self, self, "linked", static_cast<char*>(nullptr));
+  else if (form == "execlp")
+    execlp(self, self, "linked", static_cast<char*>(nullptr));
+  else if (form == "execle")
+    execle(self, self, "linked", static_cast<char*>(nullptr), environ);
   else if (form == "fexecve") {
     int fd = open(self, O_RDONLY | O_CLOEXEC);
     fexecve(fd, args, environ);
@@ -848,7 +865,7 @@ int main(int argc, char** argv) {
     CHECK(reinterpret_cast<Copy>(dlsym(h, "cuMemcpyHtoDAsync_v2"))(d, host.data(), 333, nullptr));
     return 0;
   }
-  if (mode == "rtld_next") {  // RTLD_NEXT must be relative to the caller (this executable)
+  if (mode == "rtld_next") {                       // RTLD_NEXT must be relative to the caller (this executable)
     void* next_dlsym = dlsym(RTLD_NEXT, "dlsym");  // the next definition after the executable: ours
     void* next_exit = dlsym(RTLD_NEXT, "_exit");
     Dl_info a, b;
@@ -866,10 +883,19 @@ int main(int argc, char** argv) {
   if (mode == "hostfunc") {
     CHECK(cuInit(0));
     static std::atomic<int> ran{0};
-    CHECK(cuLaunchHostFunc(nullptr, [](void* p) { usleep(2000); ++*static_cast<std::atomic<int>*>(p); }, &ran));
-    CHECK(cuStreamAddCallback(nullptr, [](CUstream, CUresult status, void* p) {
-      if (status == 0) ++*static_cast<std::atomic<int>*>(p);
-    }, &ran, 0));
+    CHECK(cuLaunchHostFunc(
+        nullptr,
+        [](void* p) {
+          usleep(2000);
+          ++*static_cast<std::atomic<int>*>(p);
+        },
+        &ran));
+    CHECK(cuStreamAddCallback(
+        nullptr,
+        [](CUstream, CUresult status, void* p) {
+          if (status == 0) ++*static_cast<std::atomic<int>*>(p);
+        },
+        &ran, 0));
     CHECK(cuStreamSynchronize(nullptr));
     printf("ran=%d\n", ran.load());
     return ran.load() == 2 ? 0 : 5;
@@ -1113,7 +1139,8 @@ int main(int argc, char** argv) {
   if (mode == "closed_stdio" && argc > 2) return closed_stdio(argv[2]);
   if (mode == "sig_exit" && argc > 4) return sig_exit(argv[2], atoi(argv[3]), atol(argv[4]));
   if (mode == "sig_copy" && argc > 4) return sig_copy(atoi(argv[2]), atol(argv[3]), atoi(argv[4]));
-  if (mode == "sig_storm" && argc > 3) return sig_storm(atoi(argv[2]), atol(argv[3]), argc > 4 && !strcmp(argv[4], "raw"));
+  if (mode == "sig_storm" && argc > 3)
+    return sig_storm(atoi(argv[2]), atol(argv[3]), argc > 4 && !strcmp(argv[4], "raw"));
   if (mode == "cancel") return cancel_pending();
   if (mode == "sig_deferred" && argc > 2) return sig_deferred(atoi(argv[2]));
   if (mode == "sig_longjmp") return sig_longjmp(argc > 2 && !strcmp(argv[2], "alt"));

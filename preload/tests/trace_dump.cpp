@@ -31,10 +31,11 @@ int main(int argc, char** argv) {
         auto c = r.as<CopyRecord>();
         std::string key = std::string(api_name(Api(c.api))) + "/" + api_name(Api(c.driver_fn));
         if (c.bytes == 64 && ++counts[key] > 3) break;
-        printf("%s api=%s driver=%s dir=%d src=%d dst=%d stream_kind=%d bytes=%lu blocked_us=%.1f flags=0x%x stack=%u\n",
-               r.type() == RecordType::Copy ? "COPY" : "MEMSET", api_name(Api(c.api)), api_name(Api(c.driver_fn)),
-               c.direction, c.src_memory, c.dst_memory, c.stream_kind, (unsigned long)c.bytes,
-               (c.end_ns - c.start_ns) / 1000.0, c.flags, c.stack_id);
+        printf(
+            "%s api=%s driver=%s dir=%d src=%d dst=%d stream_kind=%d bytes=%lu blocked_us=%.1f flags=0x%x stack=%u\n",
+            r.type() == RecordType::Copy ? "COPY" : "MEMSET", api_name(Api(c.api)), api_name(Api(c.driver_fn)),
+            c.direction, c.src_memory, c.dst_memory, c.stream_kind, (unsigned long)c.bytes,
+            (c.end_ns - c.start_ns) / 1000.0, c.flags, c.stack_id);
         break;
       }
       case RecordType::Launch: {
@@ -65,8 +66,8 @@ int main(int argc, char** argv) {
       }
       case RecordType::MemoryOp: {
         auto m = r.as<MemoryOpRecord>();
-        printf("MEMOP api=%s driver=%s kind=%d bytes=%lu flags=0x%x\n", api_name(Api(m.api)), api_name(Api(m.driver_fn)),
-               m.memory, (unsigned long)m.bytes, m.flags);
+        printf("MEMOP api=%s driver=%s kind=%d bytes=%lu flags=0x%x\n", api_name(Api(m.api)),
+               api_name(Api(m.driver_fn)), m.memory, (unsigned long)m.bytes, m.flags);
         break;
       }
       case RecordType::StreamCreate: {

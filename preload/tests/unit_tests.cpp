@@ -206,7 +206,7 @@ TEST(PinnedRegistry, RememberedRangeForgottenWhenTheRegistryChanges) {
   r.clear();
   r.add(0x40000, 0x1000);
   EXPECT_EQ(classify::classify_pointer(0x40010), MemoryKind::Pinned);
-  EXPECT_EQ(classify::classify_pointer(0x40ff0), MemoryKind::Pinned);  // from the remembered range
+  EXPECT_EQ(classify::classify_pointer(0x40ff0), MemoryKind::Pinned);   // from the remembered range
   EXPECT_EQ(classify::classify_pointer(0x41000), MemoryKind::Unknown);  // one past its end
   EXPECT_TRUE(r.remove(0x40000));
   EXPECT_EQ(classify::classify_pointer(0x40010), MemoryKind::Unknown);
@@ -380,7 +380,8 @@ void on_usr1(int) {
   if (p) {
     HostFuncRunRecord c = run_record(1003);
     g_handler_third_refused = thread_buffer::reserve(sizeof(HostFuncRunRecord)) == nullptr;  // ...level 2: no
-    memcpy(p + sizeof(RecordHeader), reinterpret_cast<char*>(&c) + sizeof(RecordHeader), sizeof c - sizeof(RecordHeader));
+    memcpy(p + sizeof(RecordHeader), reinterpret_cast<char*>(&c) + sizeof(RecordHeader),
+           sizeof c - sizeof(RecordHeader));
     thread_buffer::commit(p, RecordType::HostFuncRun, sizeof c);
     ++g_handler_written;
   }
@@ -421,7 +422,8 @@ TEST_F(TraceWriterTest, SignalHandlerWritingBetweenReserveAndCommit) {
   std::string path = trace_writer::path();
   HostFuncRunRecord first = run_record(1);
   ASSERT_TRUE(thread_buffer::write(&first));
-  struct sigaction sa {}, old{};
+  struct sigaction sa {
+  }, old{};
   sa.sa_handler = on_usr1;
   sigaction(SIGUSR1, &sa, &old);
   char* p = thread_buffer::reserve(sizeof(HostFuncRunRecord));

@@ -40,20 +40,19 @@
 
 namespace {
 
-#define BENCH_CHECK(call)                                                                     \
-  do {                                                                                        \
-    cudaError_t bench_err_ = (call);                                                          \
-    if (bench_err_ != cudaSuccess) {                                                          \
-      std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call,               \
-                   cudaGetErrorString(bench_err_));                                           \
-      std::exit(2);                                                                           \
-    }                                                                                         \
+#define BENCH_CHECK(call)                                                                                        \
+  do {                                                                                                           \
+    cudaError_t bench_err_ = (call);                                                                             \
+    if (bench_err_ != cudaSuccess) {                                                                             \
+      std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(bench_err_)); \
+      std::exit(2);                                                                                              \
+    }                                                                                                            \
   } while (0)
 
 // Checked inside timed loops: a compare and a rarely taken branch, the same in every mode.
-#define BENCH_FAST_CHECK(call)                                                                \
-  do {                                                                                        \
-    if (__builtin_expect((call) != cudaSuccess, 0)) fail(#call, __LINE__);                    \
+#define BENCH_FAST_CHECK(call)                                             \
+  do {                                                                     \
+    if (__builtin_expect((call) != cudaSuccess, 0)) fail(#call, __LINE__); \
   } while (0)
 
 [[noreturn]] __attribute__((noinline)) void fail(const char* what, int line) {
@@ -90,11 +89,11 @@ long rss_kb() {
 struct Context {
   cudaStream_t stream = nullptr;
   cudaEvent_t event = nullptr;
-  void* dev = nullptr;           // 4 MiB device buffer
-  void* pinned = nullptr;        // 64 bytes of cudaMallocHost memory
+  void* dev = nullptr;             // 4 MiB device buffer
+  void* pinned = nullptr;          // 64 bytes of cudaMallocHost memory
   void* pageable_small = nullptr;  // 64 bytes of malloc memory
-  void* pageable_big = nullptr;  // 4 MiB of malloc memory
-  long long calls = 0;           // CUDA API calls made by the items (for trace bytes per call)
+  void* pageable_big = nullptr;    // 4 MiB of malloc memory
+  long long calls = 0;             // CUDA API calls made by the items (for trace bytes per call)
 };
 
 constexpr size_t kSmall = 64;
@@ -107,7 +106,7 @@ struct Item {
   int batch;        // calls per timed batch
   int calls_per_iter;
   void (*one)(Context&);
-  bool drain;       // cudaStreamSynchronize after each batch (untimed)
+  bool drain;  // cudaStreamSynchronize after each batch (untimed)
 };
 
 void do_launch(Context& c) {
@@ -118,8 +117,7 @@ void do_copy_pinned(Context& c) {
   BENCH_FAST_CHECK(cudaMemcpyAsync(c.dev, c.pinned, kSmall, cudaMemcpyHostToDevice, c.stream));
 }
 void do_copy_pageable(Context& c) {
-  BENCH_FAST_CHECK(
-      cudaMemcpyAsync(c.dev, c.pageable_small, kSmall, cudaMemcpyHostToDevice, c.stream));
+  BENCH_FAST_CHECK(cudaMemcpyAsync(c.dev, c.pageable_small, kSmall, cudaMemcpyHostToDevice, c.stream));
 }
 void do_copy_pageable_big(Context& c) {
   BENCH_FAST_CHECK(cudaMemcpyAsync(c.dev, c.pageable_big, kBig, cudaMemcpyHostToDevice, c.stream));
@@ -192,8 +190,8 @@ void thread_memory(Context& c, int nthreads) {
   release = true;
   for (auto& th : threads) th.join();
   c.calls += calls.load();
-  std::printf("mem=thread threads=%d kb_per_thread=%.1f rss_before_kb=%ld rss_during_kb=%ld\n",
-              nthreads, double(during - before) / nthreads, before, during);
+  std::printf("mem=thread threads=%d kb_per_thread=%.1f rss_before_kb=%ld rss_during_kb=%ld\n", nthreads,
+              double(during - before) / nthreads, before, during);
 }
 
 void usage() {
@@ -218,18 +216,28 @@ int main(int argc, char** argv) {
       if (i + 1 >= argc) usage();
       return argv[++i];
     };
-    if (a == "--reps") reps = std::atoi(next());
-    else if (a == "--scale") scale = std::atof(next());
-    else if (a == "--quick") { scale = 0.05; reps = 3; warmup_ms = 20; }
-    else if (a == "--warmup-ms") warmup_ms = std::atof(next());
-    else if (a == "--only") only = next();
-    else if (a == "--threads") threads = std::atoi(next());
-    else if (a == "--paired") paired = true;
+    if (a == "--reps")
+      reps = std::atoi(next());
+    else if (a == "--scale")
+      scale = std::atof(next());
+    else if (a == "--quick") {
+      scale = 0.05;
+      reps = 3;
+      warmup_ms = 20;
+    } else if (a == "--warmup-ms")
+      warmup_ms = std::atof(next());
+    else if (a == "--only")
+      only = next();
+    else if (a == "--threads")
+      threads = std::atoi(next());
+    else if (a == "--paired")
+      paired = true;
     else if (a == "--list") {
       for (const Item& it : kItems) std::printf("%s\n", it.name);
       std::printf("thread_mem\n");
       return 0;
-    } else usage();
+    } else
+      usage();
   }
   if (reps < 1 || scale <= 0) usage();
 
@@ -309,10 +317,11 @@ int main(int argc, char** argv) {
         off.push_back(t[0]);
         ratio.push_back(t[1] / t[0]);
       }
-      std::printf("paired item=%s reps=%d on_median_ns=%.1f off_median_ns=%.1f ratio_median=%.4f ratio_q1=%.4f "
-                  "ratio_q3=%.4f\n",
-                  s.item->name, reps, quantile(on, 0.5), quantile(off, 0.5), quantile(ratio, 0.5),
-                  quantile(ratio, 0.25), quantile(ratio, 0.75));
+      std::printf(
+          "paired item=%s reps=%d on_median_ns=%.1f off_median_ns=%.1f ratio_median=%.4f ratio_q1=%.4f "
+          "ratio_q3=%.4f\n",
+          s.item->name, reps, quantile(on, 0.5), quantile(off, 0.5), quantile(ratio, 0.5), quantile(ratio, 0.25),
+          quantile(ratio, 0.75));
       std::fflush(stdout);
     }
     return 0;
@@ -329,10 +338,9 @@ int main(int argc, char** argv) {
     std::vector<double> v = s.ns_per_call;
     std::sort(v.begin(), v.end());
     double median = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-    std::printf("item=%s reps=%d median_ns=%.1f min_ns=%.1f iters=%lld calls=%lld samples=",
-                s.item->name, reps, median, v.front(), s.n, s.calls);
-    for (size_t i = 0; i < s.ns_per_call.size(); ++i)
-      std::printf("%s%.1f", i ? "," : "", s.ns_per_call[i]);
+    std::printf("item=%s reps=%d median_ns=%.1f min_ns=%.1f iters=%lld calls=%lld samples=", s.item->name, reps, median,
+                v.front(), s.n, s.calls);
+    for (size_t i = 0; i < s.ns_per_call.size(); ++i) std::printf("%s%.1f", i ? "," : "", s.ns_per_call[i]);
     std::printf("\n");
     std::fflush(stdout);
   }

@@ -65,8 +65,8 @@ int stats(const char* path) {
               static_cast<unsigned long long>(records), h.closed == tf::kClosedCleanly ? 1 : 0);
   for (uint16_t t = 1; t < tf::kRecordTypeLimit; ++t)
     if (count[t])
-      std::printf(" %s=%llu/%llu", tf::record_type_text(static_cast<tf::RecordType>(t)), static_cast<unsigned long long>(count[t]),
-                  static_cast<unsigned long long>(bytes[t]));
+      std::printf(" %s=%llu/%llu", tf::record_type_text(static_cast<tf::RecordType>(t)),
+                  static_cast<unsigned long long>(count[t]), static_cast<unsigned long long>(bytes[t]));
   std::printf("\n");
   munmap(map, size);
   return 0;

@@ -98,8 +98,8 @@ void StreamTable::waited_on_event(uint64_t key) {
 void StreamTable::copy_returned(uint64_t key, const CopyRecord& c) {
   const bool sync_api = (c.flags & kFlagSynchronousApi) != 0;
   bool completed = (c.flags & kFlagEvidenceChecked) && (c.flags & kFlagCompletedAtReturn);
-  bool waits = copy_direction(c) == Direction::DtoH &&
-               (sync_api || c.dst_memory == static_cast<uint8_t>(MemoryKind::Pageable));
+  bool waits =
+      copy_direction(c) == Direction::DtoH && (sync_api || c.dst_memory == static_cast<uint8_t>(MemoryKind::Pageable));
   if (completed || waits) idle(key);
 }
 

@@ -85,22 +85,23 @@ std::string graph_node_words(const Finding& f) {
 std::string message(const Finding& f) {
   std::string blocked = total_time_words(f);
   const bool graph = f.api == "cudaGraphLaunch" || f.api == "cuGraphLaunch";
-  std::string what =
-      api_with_args(f, {f.chevron_launch ? "<<<...>>>" : "",
-                        graph            ? graph_words(f)
-                        : f.kernel.empty() ? "kernel ?"
-                                           : "kernel " + shorten_middle(f.kernel, kDisplayNameMax),
-                        calls_part(f)});
+  std::string what = api_with_args(f, {f.chevron_launch ? "<<<...>>>" : "",
+                                       graph              ? graph_words(f)
+                                       : f.kernel.empty() ? "kernel ?"
+                                                          : "kernel " + shorten_middle(f.kernel, kDisplayNameMax),
+                                       calls_part(f)});
   switch (f.cause) {
     case Cause::GraphHostMemcpy:
-      return fmt::format("{} blocked {}: the graph launch waited for {}: a graph's copy to or from pageable memory "
-                         "runs synchronously, as with cudaMemcpyAsync; allocate that buffer with cudaMallocHost or "
-                         "register it with cudaHostRegister",
-                         what, blocked, graph_node_words(f));
+      return fmt::format(
+          "{} blocked {}: the graph launch waited for {}: a graph's copy to or from pageable memory "
+          "runs synchronously, as with cudaMemcpyAsync; allocate that buffer with cudaMallocHost or "
+          "register it with cudaHostRegister",
+          what, blocked, graph_node_words(f));
     case Cause::LaunchBlockingEnv:
-      return fmt::format("{} blocked {}: CUDA_LAUNCH_BLOCKING=1 is set, so every launch waits until its kernel has "
-                         "finished; unset it outside debugging",
-                         what, blocked);
+      return fmt::format(
+          "{} blocked {}: CUDA_LAUNCH_BLOCKING=1 is set, so every launch waits until its kernel has "
+          "finished; unset it outside debugging",
+          what, blocked);
     case Cause::FirstLaunch:
       return fmt::format(
           "{} blocked {}: first launch of this kernel in the process: its module was loaded lazily ({}); warm the "
@@ -127,9 +128,10 @@ std::string message(const Finding& f) {
           "was probably full and the call waited for room; launch fewer, larger kernels, or use CUDA graphs",
           what, blocked, f.outstanding_launches_max);
     default:
-      return fmt::format("{} blocked {}: the trace does not show why (not a first launch, launch queue not known to "
-                         "be full)",
-                         what, blocked);
+      return fmt::format(
+          "{} blocked {}: the trace does not show why (not a first launch, launch queue not known to "
+          "be full)",
+          what, blocked);
   }
 }
 

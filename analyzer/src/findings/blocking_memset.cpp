@@ -20,12 +20,13 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
   uint64_t blocked = c.end_ns - c.start_ns;
   if (blocked < ctx.options().min_blocked_ns) return false;
   auto target = static_cast<MemoryKind>(c.dst_memory);
-  const bool host_target = target == MemoryKind::Managed || target == MemoryKind::Pinned || target == MemoryKind::Pageable;
+  const bool host_target =
+      target == MemoryKind::Managed || target == MemoryKind::Pinned || target == MemoryKind::Pageable;
   if ((c.flags & kFlagSynchronousApi) && !host_target) return true;  // its kind; nothing to report
   Observation o = observation_of_copy(FindingId::BlockingMemset, c);
-  o.cause = target == MemoryKind::Managed                                          ? Cause::ManagedMemory
+  o.cause = target == MemoryKind::Managed                                      ? Cause::ManagedMemory
             : (target == MemoryKind::Pinned || target == MemoryKind::Pageable) ? Cause::PinnedHostMemory
-                                                                                   : Cause::Unknown;
+                                                                               : Cause::Unknown;
   if (target != MemoryKind::Unknown) o.set_host_memory(target);
   ctx.observe(o);
   return true;
@@ -40,17 +41,20 @@ std::string message(const Finding& f) {
   std::string blocked = total_time_words(f);
   switch (f.cause) {
     case Cause::ManagedMemory:
-      return fmt::format("{} blocked {}: a memset of managed memory is synchronous; set it on the device in a "
-                         "kernel or with cudaMemsetAsync on device memory, and prefetch managed memory",
-                         what, blocked);
+      return fmt::format(
+          "{} blocked {}: a memset of managed memory is synchronous; set it on the device in a "
+          "kernel or with cudaMemsetAsync on device memory, and prefetch managed memory",
+          what, blocked);
     case Cause::PinnedHostMemory:
-      return fmt::format("{} blocked {}: a memset of host memory is synchronous; use memset on the host, or set "
-                         "device memory with cudaMemsetAsync",
-                         what, blocked);
+      return fmt::format(
+          "{} blocked {}: a memset of host memory is synchronous; use memset on the host, or set "
+          "device memory with cudaMemsetAsync",
+          what, blocked);
     default:
-      return fmt::format("{} blocked {}: the trace does not show why (the target is {} memory); check what runs on "
-                         "its stream before it",
-                         what, blocked, f.has_host_memory ? memory_kind_name(f.host_memory) : "unknown");
+      return fmt::format(
+          "{} blocked {}: the trace does not show why (the target is {} memory); check what runs on "
+          "its stream before it",
+          what, blocked, f.has_host_memory ? memory_kind_name(f.host_memory) : "unknown");
   }
 }
 

@@ -34,9 +34,10 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
 }
 
 std::string message(const Finding& f) {
-  return fmt::format("{} waited {} ({}, max {}): explicit synchronization; check that the host needs the result "
-                     "here, or wait on an event for just the work it needs",
-                     f.api, total_time_words(f), plural(f.count, "call", "calls"), format_duration(f.blocked.max()));
+  return fmt::format(
+      "{} waited {} ({}, max {}): explicit synchronization; check that the host needs the result "
+      "here, or wait on an event for just the work it needs",
+      f.api, total_time_words(f), plural(f.count, "call", "calls"), format_duration(f.blocked.max()));
 }
 
 bool reported(const Finding& f, const Options& o) { return f.blocked.total() >= o.min_blocked_ns; }

@@ -23,7 +23,7 @@ enum class FindingId : uint8_t {
 #define ASYNCWATCH_X(id, ...) id,
   ASYNCWATCH_FINDINGS(ASYNCWATCH_X)
 #undef ASYNCWATCH_X
-  Count
+      Count
 };
 
 enum class Severity : uint8_t { Note, Warning, Error };
@@ -58,15 +58,15 @@ struct Finding {
   bool has_direction = false;
   trace::MemoryKind host_memory = trace::MemoryKind::Unknown;
   bool has_host_memory = false;
-  std::string kernel;      // "" when not applicable / unknown
+  std::string kernel;           // "" when not applicable / unknown
   bool chevron_launch = false;  // blocking-launch: launched with kernel<<<...>>> (nvcc's stub)
   uint64_t count = 0;
   uint64_t bytes = 0;
-  DurationStats blocked;   // for long-host-callback: how long the host function ran
+  DurationStats blocked;  // for long-host-callback: how long the host function ran
   uint64_t evidence_checked = 0;
   uint64_t completed_at_return = 0;
-  uint64_t drained_before_return = 0;  // long-host-callback: the callback started before the enqueue returned
-  uint64_t outstanding_launches_max = 0;  // blocking-launch: launches outstanding on the stream
+  uint64_t drained_before_return = 0;          // long-host-callback: the callback started before the enqueue returned
+  uint64_t outstanding_launches_max = 0;       // blocking-launch: launches outstanding on the stream
   std::map<std::string, uint64_t> waited_for;  // kernel name -> launches the copy waited for
   std::map<std::string, uint64_t> ranges;      // NVTX range name -> calls made inside it
   // blocking-launch of a graph (cause graph-host-memcpy): its memcpy nodes with pageable host memory,
@@ -163,7 +163,7 @@ std::string direction_words(const Finding& f);  // "device to host"
 // "cudaMemcpyAsync (device to host, 2.0 GiB) via cusparseSpMV (libcusparse.so.12)": the API, the
 // parts the rule chose in parentheses (none: no parentheses), and the library function called.
 std::string api_with_args(const Finding& f, const std::vector<std::string>& parts);
-std::string calls_part(const Finding& f);  // "3 calls", "" for one call
+std::string calls_part(const Finding& f);        // "3 calls", "" for one call
 std::string total_bytes_part(const Finding& f);  // "2.0 GiB", "6.0 GiB in total"
 std::string total_time_words(const Finding& f);  // "1.74 s", "5.2 ms in total"
 // A copy: "cudaMemcpyAsync (device to host, 3 calls, 6.0 GiB in total)".

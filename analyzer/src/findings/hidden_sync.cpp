@@ -63,11 +63,12 @@ std::string inside_words(const Finding& f) {
 bool detect(RuleContext&, const RuleEvent&) { return false; }  // explicit-sync's calls, re-labelled
 
 std::string message(const Finding& f) {
-  return fmt::format("{} waited {} ({}, max {}) inside {}, for {}: a synchronization this line did not write; "
-                     "the framework copied a result to the host or waited for its own work here (e.g. .item(), "
-                     ".cpu(), .tolist(), printing a tensor, a data-dependent shape)",
-                     f.api, total_time_words(f), plural(f.count, "call", "calls"), format_duration(f.blocked.max()),
-                     inside_words(f), waited_words(f));
+  return fmt::format(
+      "{} waited {} ({}, max {}) inside {}, for {}: a synchronization this line did not write; "
+      "the framework copied a result to the host or waited for its own work here (e.g. .item(), "
+      ".cpu(), .tolist(), printing a tensor, a data-dependent shape)",
+      f.api, total_time_words(f), plural(f.count, "call", "calls"), format_duration(f.blocked.max()), inside_words(f),
+      waited_words(f));
 }
 
 bool reported(const Finding& f, const Options& o) { return f.blocked.total() >= o.min_blocked_ns; }

@@ -71,7 +71,8 @@ std::string waited_for_words(const Finding& f) {
 // "; pinning would save about 1.2 ms": the host time the calls would not have blocked.
 std::string saving_words(const Finding& f) {
   if (!f.has_saving) return {};
-  if (f.estimated_saving_ns == 0) return "; pinning would save little here (the calls blocked about as long as pinned ones)";
+  if (f.estimated_saving_ns == 0)
+    return "; pinning would save little here (the calls blocked about as long as pinned ones)";
   return "; pinning would save about " + format_duration(f.estimated_saving_ns) + (f.count > 1 ? " in total" : "");
 }
 
@@ -106,8 +107,7 @@ void json_fields(JsonWriter& out, const Finding& f) {
 }
 
 void text_lines(std::vector<std::string>& lines, const Finding& f) {
-  if (f.has_saving && f.estimated_saving_ns)
-    lines.push_back("saving estimated from " + f.saving_basis);
+  if (f.has_saving && f.estimated_saving_ns) lines.push_back("saving estimated from " + f.saving_basis);
 }
 
 }  // namespace

@@ -21,10 +21,9 @@ const RuleInfo kRules[] = {
 };
 static_assert(sizeof kRules / sizeof kRules[0] == static_cast<size_t>(FindingId::Count));
 
-const char* const kCauseNames[] = {
-    nullptr,
+const char* const kCauseNames[] = {nullptr,
 #define ASYNCWATCH_X(cause, name) name,
-    ASYNCWATCH_FINDING_CAUSES(ASYNCWATCH_X)
+                                   ASYNCWATCH_FINDING_CAUSES(ASYNCWATCH_X)
 #undef ASYNCWATCH_X
 };
 }  // namespace
@@ -72,9 +71,8 @@ const std::vector<const RuleInfo*>& rules_for(Trigger t) {
     std::vector<std::vector<const RuleInfo*>> out(static_cast<size_t>(Trigger::InFlight) + 1);
     for (const RuleInfo& r : kRules) out[static_cast<size_t>(r.hooks.trigger)].push_back(&r);
     for (auto& v : out)
-      std::stable_sort(v.begin(), v.end(), [](const RuleInfo* a, const RuleInfo* b) {
-        return a->hooks.precedence < b->hooks.precedence;
-      });
+      std::stable_sort(v.begin(), v.end(),
+                       [](const RuleInfo* a, const RuleInfo* b) { return a->hooks.precedence < b->hooks.precedence; });
     return out;
   }();
   return by_trigger[static_cast<size_t>(t)];
@@ -157,13 +155,17 @@ void Finding::merge(const Finding& o) {
   at_threshold += o.at_threshold;
   for (const auto& [thread, ns] : o.thread_blocked) {
     auto t = thread_blocked.find(thread);
-    if (t != thread_blocked.end()) t->second += ns;
-    else if (thread_blocked.size() < kMaxThreads) thread_blocked.emplace(thread, ns);
+    if (t != thread_blocked.end())
+      t->second += ns;
+    else if (thread_blocked.size() < kMaxThreads)
+      thread_blocked.emplace(thread, ns);
   }
   if (o.has_saving) {
     estimated_saving_ns += o.estimated_saving_ns;
-    if (!has_saving) saving_basis = o.saving_basis;
-    else if (saving_basis != o.saving_basis) saving_basis = "several processes' own estimates";
+    if (!has_saving)
+      saving_basis = o.saving_basis;
+    else if (saving_basis != o.saving_basis)
+      saving_basis = "several processes' own estimates";
     has_saving = true;
   }
   event_waits += o.event_waits;

@@ -68,8 +68,8 @@ struct KernelTally {
 };
 
 struct StreamState {
-  bool non_blocking = false;          // created with cudaStreamNonBlocking
-  uint64_t launches_since_sync = 0;   // launches enqueued since the stream was last known idle
+  bool non_blocking = false;         // created with cudaStreamNonBlocking
+  uint64_t launches_since_sync = 0;  // launches enqueued since the stream was last known idle
   // Kernels launched on it since it was last known idle, and, after a cudaStreamWaitEvent on it,
   // the kernels then not known complete on other streams (the trace does not record the event's
   // stream: they are what it may have waited for).
@@ -91,10 +91,10 @@ struct GraphMemcpyNode {
 
 // What the trace shows of the executable graph a graph launch ran.
 struct GraphLaunchInfo {
-  bool known = false;             // its instantiation (or update) is in the trace
-  uint32_t kernel_name_id = 0;    // the first kernel captured into it, 0 unknown
-  uint64_t pageable_nodes = 0;    // memcpy nodes with a pageable host side
-  GraphMemcpyNode first_pageable; // the first of them
+  bool known = false;              // its instantiation (or update) is in the trace
+  uint32_t kernel_name_id = 0;     // the first kernel captured into it, 0 unknown
+  uint64_t pageable_nodes = 0;     // memcpy nodes with a pageable host side
+  GraphMemcpyNode first_pageable;  // the first of them
 };
 
 // One flagged call.
@@ -127,7 +127,7 @@ struct Observation {
   // implicit-sync: what makes two calls the same one repeated (an allocation's size, a free's
   // address); 0 = none.
   uint64_t repeat_key = 0;
-  bool process_ended_cleanly = true;      // in-flight-call
+  bool process_ended_cleanly = true;  // in-flight-call
 
   void set_direction(trace::Direction d) {
     direction = d;
@@ -189,9 +189,9 @@ struct RuleEvent {
   const trace::HostFuncRunRecord* run = nullptr;          // HostFuncRun
   const trace::SyncRecord* sync = nullptr;                // Sync
   const trace::MemoryOpRecord* memory_op = nullptr;       // MemoryOp
-  const StreamState* stream = nullptr;  // Copy, Memset, Launch: the call's stream before the call
-  const GraphLaunchInfo* graph = nullptr;  // Launch of an executable graph
-  bool first_call = false;  // Launch: the first call record of the process (in time order)
+  const StreamState* stream = nullptr;                    // Copy, Memset, Launch: the call's stream before the call
+  const GraphLaunchInfo* graph = nullptr;                 // Launch of an executable graph
+  bool first_call = false;                     // Launch: the first call record of the process (in time order)
   const trace::CallHead* in_flight = nullptr;  // InFlight: its head (the body was never written)
   uint64_t trace_end_ns = 0;                   // InFlight: when the trace ended
   bool ended_cleanly = true;                   // InFlight: the trace was closed cleanly
@@ -227,11 +227,21 @@ struct Rule {
 
   constexpr Rule(Trigger t, bool (*d)(RuleContext&, const RuleEvent&), std::string (*m)(const Finding&))
       : trigger(t), detect(d), message(m) {}
-  constexpr Rule after(int p) const { return with([&](Rule& r) { r.precedence = p; }); }
-  constexpr Rule blocking() const { return with([](Rule& r) { r.counts_blocking = true; }); }
-  constexpr Rule ranked() const { return with([](Rule& r) { r.ranked_by_threshold = true; }); }
-  constexpr Rule per_kernel() const { return with([](Rule& r) { r.names_kernel = true; }); }
-  constexpr Rule time_is(const char* verb) const { return with([&](Rule& r) { r.time_verb = verb; }); }
+  constexpr Rule after(int p) const {
+    return with([&](Rule& r) { r.precedence = p; });
+  }
+  constexpr Rule blocking() const {
+    return with([](Rule& r) { r.counts_blocking = true; });
+  }
+  constexpr Rule ranked() const {
+    return with([](Rule& r) { r.ranked_by_threshold = true; });
+  }
+  constexpr Rule per_kernel() const {
+    return with([](Rule& r) { r.names_kernel = true; });
+  }
+  constexpr Rule time_is(const char* verb) const {
+    return with([&](Rule& r) { r.time_verb = verb; });
+  }
   constexpr Rule reported_when(bool (*f)(const Finding&, const Options&)) const {
     return with([&](Rule& r) { r.reported = f; });
   }

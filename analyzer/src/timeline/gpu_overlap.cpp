@@ -20,8 +20,10 @@ std::vector<Iv> merged(const V& in) {
   std::sort(v.begin(), v.end(), [](const Iv& a, const Iv& b) { return a.start < b.start; });
   std::vector<Iv> out;
   for (const auto& i : v) {
-    if (!out.empty() && i.start <= out.back().end) out.back().end = std::max(out.back().end, i.end);
-    else out.push_back(i);
+    if (!out.empty() && i.start <= out.back().end)
+      out.back().end = std::max(out.back().end, i.end);
+    else
+      out.push_back(i);
   }
   return out;
 }
@@ -39,8 +41,10 @@ uint64_t intersection(const std::vector<Iv>& a, const std::vector<Iv>& b) {
   while (i < a.size() && j < b.size()) {
     uint64_t lo = std::max(a[i].start, b[j].start), hi = std::min(a[i].end, b[j].end);
     if (hi > lo) n += hi - lo;
-    if (a[i].end < b[j].end) ++i;
-    else ++j;
+    if (a[i].end < b[j].end)
+      ++i;
+    else
+      ++j;
   }
   return n;
 }
@@ -138,11 +142,11 @@ std::vector<std::string> gpu_overlap_lines(const std::vector<StreamOverlap>& str
                               format_duration(span)));
     for (const auto& r : s.rules) {
       if (!r.host_blocked_ns) continue;
-      out.push_back(fmt::format("  while the host waited {} in {} call{} [{}], this stream was busy {} and idle {}{}",
-                                format_duration(r.host_blocked_ns), r.calls, r.calls == 1 ? "" : "s",
-                                rule_info(r.rule).name, format_duration(r.gpu_busy_ns), format_duration(r.gpu_idle_ns),
-                                r.gpu_busy_ns > r.gpu_idle_ns ? " (the host could not enqueue more work while the GPU worked)"
-                                                              : ""));
+      out.push_back(fmt::format(
+          "  while the host waited {} in {} call{} [{}], this stream was busy {} and idle {}{}",
+          format_duration(r.host_blocked_ns), r.calls, r.calls == 1 ? "" : "s", rule_info(r.rule).name,
+          format_duration(r.gpu_busy_ns), format_duration(r.gpu_idle_ns),
+          r.gpu_busy_ns > r.gpu_idle_ns ? " (the host could not enqueue more work while the GPU worked)" : ""));
     }
   }
   return out;

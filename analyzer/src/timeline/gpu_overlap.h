@@ -25,9 +25,9 @@ struct RuleOverlap {
 struct StreamOverlap {
   std::string stream;  // "stream 0x5000", "stream: legacy default"
   uint64_t spans = 0;
-  uint64_t busy_ns = 0;     // union of its GPU spans
+  uint64_t busy_ns = 0;                // union of its GPU spans
   uint64_t first_ns = 0, last_ns = 0;  // CLOCK_MONOTONIC of its first start, last end
-  std::vector<RuleOverlap> rules;  // rules with flagged calls, most host-blocked time first
+  std::vector<RuleOverlap> rules;      // rules with flagged calls, most host-blocked time first
 };
 
 class GpuOverlap {

@@ -4,15 +4,15 @@ namespace asyncwatch::perfetto {
 
 namespace {
 // Field numbers (perfetto/trace/trace_packet.proto, track_event/*.proto).
-constexpr uint32_t kTracePacket = 1;           // Trace.packet
-constexpr uint32_t kTimestamp = 8;             // TracePacket.timestamp
-constexpr uint32_t kSequenceId = 10;           // TracePacket.trusted_packet_sequence_id
-constexpr uint32_t kTrackEvent = 11;           // TracePacket.track_event
-constexpr uint32_t kSequenceFlags = 13;        // TracePacket.sequence_flags
-constexpr uint32_t kTrackDescriptor = 60;      // TracePacket.track_descriptor
+constexpr uint32_t kTracePacket = 1;       // Trace.packet
+constexpr uint32_t kTimestamp = 8;         // TracePacket.timestamp
+constexpr uint32_t kSequenceId = 10;       // TracePacket.trusted_packet_sequence_id
+constexpr uint32_t kTrackEvent = 11;       // TracePacket.track_event
+constexpr uint32_t kSequenceFlags = 13;    // TracePacket.sequence_flags
+constexpr uint32_t kTrackDescriptor = 60;  // TracePacket.track_descriptor
 constexpr uint32_t kTdUuid = 1, kTdName = 2, kTdProcess = 3, kTdThread = 4, kTdParent = 5;  // TrackDescriptor
-constexpr uint32_t kPdPid = 1, kPdName = 6;                // ProcessDescriptor
-constexpr uint32_t kThPid = 1, kThTid = 2, kThName = 5;    // ThreadDescriptor
+constexpr uint32_t kPdPid = 1, kPdName = 6;                                                 // ProcessDescriptor
+constexpr uint32_t kThPid = 1, kThTid = 2, kThName = 5;                                     // ThreadDescriptor
 constexpr uint32_t kTeAnnotations = 4, kTeType = 9, kTeTrack = 11, kTeCategories = 22, kTeName = 23;  // TrackEvent
 constexpr uint32_t kTeFlowIds = 47, kTeTerminatingFlowIds = 48;
 constexpr uint32_t kDaUint = 3, kDaString = 6, kDaName = 10;  // DebugAnnotation
@@ -86,8 +86,10 @@ void Writer::slice(uint64_t track, uint64_t ts, uint64_t dur, std::string_view n
   for (size_t i = 0; i < nargs; ++i) {
     annotation_.clear();
     annotation_.str(kDaName, args[i].name);
-    if (args[i].is_text) annotation_.str(kDaString, args[i].text);
-    else annotation_.u64(kDaUint, args[i].value);
+    if (args[i].is_text)
+      annotation_.str(kDaString, args[i].text);
+    else
+      annotation_.u64(kDaUint, args[i].value);
     event_.sub(kTeAnnotations, annotation_);
   }
   if (flow_out) event_.fixed64(kTeFlowIds, flow_out);

@@ -83,8 +83,7 @@ struct Cursor {
 // the table is malformed (f was called for the entries before the error), true otherwise.
 // f may return void, or bool: false stops the walk (for_each_range then returns true).
 template <class F>
-bool for_each_range(LineTableFormat format, const uint8_t* table, size_t size, int32_t first_line,
-                    F&& f) {
+bool for_each_range(LineTableFormat format, const uint8_t* table, size_t size, int32_t first_line, F&& f) {
   detail::Cursor c{table, table + size};
   auto call = [&f](uint32_t start, uint32_t end, const SourceLocation& loc) -> bool {
     if constexpr (std::is_same_v<decltype(f(start, end, loc)), bool>) {
@@ -109,8 +108,7 @@ bool for_each_range(LineTableFormat format, const uint8_t* table, size_t size, i
         line += line_delta;
         loc.line = loc.end_line = static_cast<int32_t>(line);
       }
-      if (bytes != 0 &&
-          !call(static_cast<uint32_t>(start_byte / 2), static_cast<uint32_t>(end_byte / 2), loc)) {
+      if (bytes != 0 && !call(static_cast<uint32_t>(start_byte / 2), static_cast<uint32_t>(end_byte / 2), loc)) {
         return true;
       }
     }
@@ -156,28 +154,26 @@ bool for_each_range(LineTableFormat format, const uint8_t* table, size_t size, i
 
 // The location of instruction `instr` (code units). A negative instr (3.10's f_lasti of a frame
 // that has not started) is the function's first line, as in CPython. Unknown: all -1.
-inline SourceLocation locate(LineTableFormat format, const uint8_t* table, size_t size,
-                             int32_t first_line, int32_t instr) {
+inline SourceLocation locate(LineTableFormat format, const uint8_t* table, size_t size, int32_t first_line,
+                             int32_t instr) {
   SourceLocation found;
   if (instr < 0) {
     found.line = found.end_line = first_line;
     return found;
   }
   uint32_t target = static_cast<uint32_t>(instr);
-  for_each_range(format, table, size, first_line,
-                 [&](uint32_t start, uint32_t end, const SourceLocation& loc) {
-                   if (target >= start && target < end) {
-                     found = loc;
-                     return false;
-                   }
-                   return true;
-                 });
+  for_each_range(format, table, size, first_line, [&](uint32_t start, uint32_t end, const SourceLocation& loc) {
+    if (target >= start && target < end) {
+      found = loc;
+      return false;
+    }
+    return true;
+  });
   return found;
 }
 
 // The line alone (-1 when unknown).
-inline int32_t line_of(LineTableFormat format, const uint8_t* table, size_t size,
-                       int32_t first_line, int32_t instr) {
+inline int32_t line_of(LineTableFormat format, const uint8_t* table, size_t size, int32_t first_line, int32_t instr) {
   return locate(format, table, size, first_line, instr).line;
 }
 

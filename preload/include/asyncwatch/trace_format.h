@@ -41,159 +41,159 @@ inline constexpr uint32_t kMaxStackDepth = 64;
 // the driver entry point it reached (kNone when the call never reached the driver, e.g. a
 // copy recorded during stream capture through the runtime). The numeric ids are part of the
 // format: append only, never reorder.
-#define ASYNCWATCH_API_LIST(X)                 \
-  X(None)                                      \
-  /* runtime: copies */                        \
-  X(cudaMemcpy)                                \
-  X(cudaMemcpyAsync)                           \
-  X(cudaMemcpy2D)                              \
-  X(cudaMemcpy2DAsync)                         \
-  X(cudaMemcpy3D)                              \
-  X(cudaMemcpy3DAsync)                         \
-  X(cudaMemcpyPeer)                            \
-  X(cudaMemcpyPeerAsync)                       \
-  X(cudaMemcpyToSymbol)                        \
-  X(cudaMemcpyToSymbolAsync)                   \
-  X(cudaMemcpyFromSymbol)                      \
-  X(cudaMemcpyFromSymbolAsync)                 \
-  X(cudaMemcpy2DToArray)                       \
-  X(cudaMemcpy2DToArrayAsync)                  \
-  X(cudaMemcpy2DFromArray)                     \
-  X(cudaMemcpy2DFromArrayAsync)                \
-  /* runtime: memsets */                       \
-  X(cudaMemset)                                \
-  X(cudaMemsetAsync)                           \
-  X(cudaMemset2D)                              \
-  X(cudaMemset2DAsync)                         \
-  X(cudaMemset3D)                              \
-  X(cudaMemset3DAsync)                         \
-  /* runtime: launches */                      \
-  X(cudaLaunchKernel)                          \
-  X(cudaLaunchKernelExC)                       \
-  X(cudaLaunchCooperativeKernel)               \
-  X(__cudaLaunchKernel)                        \
-  X(cudaGraphLaunch)                           \
-  /* runtime: host functions */                \
-  X(cudaStreamAddCallback)                     \
-  X(cudaLaunchHostFunc)                        \
-  /* runtime: synchronization */               \
-  X(cudaStreamSynchronize)                     \
-  X(cudaEventSynchronize)                      \
-  X(cudaDeviceSynchronize)                     \
-  X(cudaStreamWaitEvent)                       \
-  X(cudaStreamQuery)                           \
-  X(cudaEventQuery)                            \
-  /* runtime: memory management */             \
-  X(cudaMalloc)                                \
-  X(cudaFree)                                  \
-  X(cudaMallocHost)                            \
-  X(cudaHostAlloc)                             \
-  X(cudaFreeHost)                              \
-  X(cudaHostRegister)                          \
-  X(cudaHostUnregister)                        \
-  X(cudaMallocManaged)                         \
-  X(cudaMallocAsync)                           \
-  X(cudaFreeAsync)                             \
-  /* runtime: streams and capture */           \
-  X(cudaStreamCreate)                          \
-  X(cudaStreamCreateWithFlags)                 \
-  X(cudaStreamCreateWithPriority)              \
-  X(cudaStreamDestroy)                         \
-  X(cudaStreamBeginCapture)                    \
-  X(cudaStreamEndCapture)                      \
-  /* driver: copies */                         \
-  X(cuMemcpy)                                  \
-  X(cuMemcpyAsync)                             \
-  X(cuMemcpyHtoD_v2)                           \
-  X(cuMemcpyDtoH_v2)                           \
-  X(cuMemcpyDtoD_v2)                           \
-  X(cuMemcpyHtoDAsync_v2)                      \
-  X(cuMemcpyDtoHAsync_v2)                      \
-  X(cuMemcpyDtoDAsync_v2)                      \
-  X(cuMemcpy2D_v2)                             \
-  X(cuMemcpy2DUnaligned_v2)                    \
-  X(cuMemcpy2DAsync_v2)                        \
-  X(cuMemcpy3D_v2)                             \
-  X(cuMemcpy3DAsync_v2)                        \
-  X(cuMemcpyPeer)                              \
-  X(cuMemcpyPeerAsync)                         \
-  X(cuMemcpyHtoAAsync_v2)                      \
-  X(cuMemcpyAtoHAsync_v2)                      \
-  /* driver: memsets */                        \
-  X(cuMemsetD8_v2)                             \
-  X(cuMemsetD16_v2)                            \
-  X(cuMemsetD32_v2)                            \
-  X(cuMemsetD8Async)                           \
-  X(cuMemsetD16Async)                          \
-  X(cuMemsetD32Async)                          \
-  X(cuMemsetD2D8_v2)                           \
-  X(cuMemsetD2D16_v2)                          \
-  X(cuMemsetD2D32_v2)                          \
-  X(cuMemsetD2D8Async)                         \
-  X(cuMemsetD2D16Async)                        \
-  X(cuMemsetD2D32Async)                        \
-  /* driver: launches */                       \
-  X(cuLaunchKernel)                            \
-  X(cuLaunchKernelEx)                          \
-  X(cuLaunchCooperativeKernel)                 \
-  X(cuGraphLaunch)                             \
-  /* driver: host functions */                 \
-  X(cuStreamAddCallback)                       \
-  X(cuLaunchHostFunc)                          \
-  /* driver: synchronization */                \
-  X(cuStreamSynchronize)                       \
-  X(cuEventSynchronize)                        \
-  X(cuCtxSynchronize)                          \
-  X(cuStreamWaitEvent)                         \
-  X(cuStreamQuery)                             \
-  X(cuEventQuery)                              \
-  /* driver: memory management */              \
-  X(cuMemAlloc_v2)                             \
-  X(cuMemFree_v2)                              \
-  X(cuMemAllocHost_v2)                         \
-  X(cuMemHostAlloc)                            \
-  X(cuMemFreeHost)                             \
-  X(cuMemHostRegister_v2)                      \
-  X(cuMemHostUnregister)                       \
-  X(cuMemAllocManaged)                         \
-  X(cuMemAllocAsync)                           \
-  X(cuMemFreeAsync)                            \
-  /* driver: streams and capture */            \
-  X(cuStreamCreate)                            \
-  X(cuStreamCreateWithPriority)                \
-  X(cuStreamDestroy_v2)                        \
-  X(cuStreamBeginCapture_v2)                   \
-  X(cuStreamEndCapture)                        \
-  /* appended later (append-only: ids above are stable) */ \
-  X(cuCtxSynchronize_v2)                       \
-  X(cuStreamBeginCaptureToGraph)               \
+#define ASYNCWATCH_API_LIST(X)                                                             \
+  X(None)                                                                                  \
+  /* runtime: copies */                                                                    \
+  X(cudaMemcpy)                                                                            \
+  X(cudaMemcpyAsync)                                                                       \
+  X(cudaMemcpy2D)                                                                          \
+  X(cudaMemcpy2DAsync)                                                                     \
+  X(cudaMemcpy3D)                                                                          \
+  X(cudaMemcpy3DAsync)                                                                     \
+  X(cudaMemcpyPeer)                                                                        \
+  X(cudaMemcpyPeerAsync)                                                                   \
+  X(cudaMemcpyToSymbol)                                                                    \
+  X(cudaMemcpyToSymbolAsync)                                                               \
+  X(cudaMemcpyFromSymbol)                                                                  \
+  X(cudaMemcpyFromSymbolAsync)                                                             \
+  X(cudaMemcpy2DToArray)                                                                   \
+  X(cudaMemcpy2DToArrayAsync)                                                              \
+  X(cudaMemcpy2DFromArray)                                                                 \
+  X(cudaMemcpy2DFromArrayAsync)                                                            \
+  /* runtime: memsets */                                                                   \
+  X(cudaMemset)                                                                            \
+  X(cudaMemsetAsync)                                                                       \
+  X(cudaMemset2D)                                                                          \
+  X(cudaMemset2DAsync)                                                                     \
+  X(cudaMemset3D)                                                                          \
+  X(cudaMemset3DAsync)                                                                     \
+  /* runtime: launches */                                                                  \
+  X(cudaLaunchKernel)                                                                      \
+  X(cudaLaunchKernelExC)                                                                   \
+  X(cudaLaunchCooperativeKernel)                                                           \
+  X(__cudaLaunchKernel)                                                                    \
+  X(cudaGraphLaunch)                                                                       \
+  /* runtime: host functions */                                                            \
+  X(cudaStreamAddCallback)                                                                 \
+  X(cudaLaunchHostFunc)                                                                    \
+  /* runtime: synchronization */                                                           \
+  X(cudaStreamSynchronize)                                                                 \
+  X(cudaEventSynchronize)                                                                  \
+  X(cudaDeviceSynchronize)                                                                 \
+  X(cudaStreamWaitEvent)                                                                   \
+  X(cudaStreamQuery)                                                                       \
+  X(cudaEventQuery)                                                                        \
+  /* runtime: memory management */                                                         \
+  X(cudaMalloc)                                                                            \
+  X(cudaFree)                                                                              \
+  X(cudaMallocHost)                                                                        \
+  X(cudaHostAlloc)                                                                         \
+  X(cudaFreeHost)                                                                          \
+  X(cudaHostRegister)                                                                      \
+  X(cudaHostUnregister)                                                                    \
+  X(cudaMallocManaged)                                                                     \
+  X(cudaMallocAsync)                                                                       \
+  X(cudaFreeAsync)                                                                         \
+  /* runtime: streams and capture */                                                       \
+  X(cudaStreamCreate)                                                                      \
+  X(cudaStreamCreateWithFlags)                                                             \
+  X(cudaStreamCreateWithPriority)                                                          \
+  X(cudaStreamDestroy)                                                                     \
+  X(cudaStreamBeginCapture)                                                                \
+  X(cudaStreamEndCapture)                                                                  \
+  /* driver: copies */                                                                     \
+  X(cuMemcpy)                                                                              \
+  X(cuMemcpyAsync)                                                                         \
+  X(cuMemcpyHtoD_v2)                                                                       \
+  X(cuMemcpyDtoH_v2)                                                                       \
+  X(cuMemcpyDtoD_v2)                                                                       \
+  X(cuMemcpyHtoDAsync_v2)                                                                  \
+  X(cuMemcpyDtoHAsync_v2)                                                                  \
+  X(cuMemcpyDtoDAsync_v2)                                                                  \
+  X(cuMemcpy2D_v2)                                                                         \
+  X(cuMemcpy2DUnaligned_v2)                                                                \
+  X(cuMemcpy2DAsync_v2)                                                                    \
+  X(cuMemcpy3D_v2)                                                                         \
+  X(cuMemcpy3DAsync_v2)                                                                    \
+  X(cuMemcpyPeer)                                                                          \
+  X(cuMemcpyPeerAsync)                                                                     \
+  X(cuMemcpyHtoAAsync_v2)                                                                  \
+  X(cuMemcpyAtoHAsync_v2)                                                                  \
+  /* driver: memsets */                                                                    \
+  X(cuMemsetD8_v2)                                                                         \
+  X(cuMemsetD16_v2)                                                                        \
+  X(cuMemsetD32_v2)                                                                        \
+  X(cuMemsetD8Async)                                                                       \
+  X(cuMemsetD16Async)                                                                      \
+  X(cuMemsetD32Async)                                                                      \
+  X(cuMemsetD2D8_v2)                                                                       \
+  X(cuMemsetD2D16_v2)                                                                      \
+  X(cuMemsetD2D32_v2)                                                                      \
+  X(cuMemsetD2D8Async)                                                                     \
+  X(cuMemsetD2D16Async)                                                                    \
+  X(cuMemsetD2D32Async)                                                                    \
+  /* driver: launches */                                                                   \
+  X(cuLaunchKernel)                                                                        \
+  X(cuLaunchKernelEx)                                                                      \
+  X(cuLaunchCooperativeKernel)                                                             \
+  X(cuGraphLaunch)                                                                         \
+  /* driver: host functions */                                                             \
+  X(cuStreamAddCallback)                                                                   \
+  X(cuLaunchHostFunc)                                                                      \
+  /* driver: synchronization */                                                            \
+  X(cuStreamSynchronize)                                                                   \
+  X(cuEventSynchronize)                                                                    \
+  X(cuCtxSynchronize)                                                                      \
+  X(cuStreamWaitEvent)                                                                     \
+  X(cuStreamQuery)                                                                         \
+  X(cuEventQuery)                                                                          \
+  /* driver: memory management */                                                          \
+  X(cuMemAlloc_v2)                                                                         \
+  X(cuMemFree_v2)                                                                          \
+  X(cuMemAllocHost_v2)                                                                     \
+  X(cuMemHostAlloc)                                                                        \
+  X(cuMemFreeHost)                                                                         \
+  X(cuMemHostRegister_v2)                                                                  \
+  X(cuMemHostUnregister)                                                                   \
+  X(cuMemAllocManaged)                                                                     \
+  X(cuMemAllocAsync)                                                                       \
+  X(cuMemFreeAsync)                                                                        \
+  /* driver: streams and capture */                                                        \
+  X(cuStreamCreate)                                                                        \
+  X(cuStreamCreateWithPriority)                                                            \
+  X(cuStreamDestroy_v2)                                                                    \
+  X(cuStreamBeginCapture_v2)                                                               \
+  X(cuStreamEndCapture)                                                                    \
+  /* appended later (append-only: ids above are stable) */                                 \
+  X(cuCtxSynchronize_v2)                                                                   \
+  X(cuStreamBeginCaptureToGraph)                                                           \
   /* version 3 (issue 14): prefetch, batch, 3D peer copies, explicit graph construction */ \
-  X(cudaMemPrefetchAsync)                      \
-  X(cudaStreamAttachMemAsync)                  \
-  X(cudaMemcpyBatchAsync)                      \
-  X(cudaMemcpy3DBatchAsync)                    \
-  X(cudaMemcpy3DPeer)                          \
-  X(cudaMemcpy3DPeerAsync)                     \
-  X(cudaGraphAddMemcpyNode)                    \
-  X(cudaGraphAddMemcpyNode1D)                  \
-  X(cudaGraphExecMemcpyNodeSetParams)          \
-  X(cudaGraphExecMemcpyNodeSetParams1D)        \
-  X(cudaGraphInstantiate)                      \
-  X(cudaGraphInstantiateWithFlags)             \
-  X(cudaGraphExecUpdate)                       \
-  X(cuMemPrefetchAsync)                        \
-  X(cuMemPrefetchAsync_v2)                     \
-  X(cuStreamAttachMemAsync)                    \
-  X(cuMemcpyBatchAsync)                        \
-  X(cuMemcpyBatchAsync_v2)                     \
-  X(cuMemcpy3DBatchAsync)                      \
-  X(cuMemcpy3DBatchAsync_v2)                   \
-  X(cuMemcpy3DPeer)                            \
-  X(cuMemcpy3DPeerAsync)                       \
-  X(cuGraphAddMemcpyNode)                      \
-  X(cuGraphExecMemcpyNodeSetParams)            \
-  X(cuGraphInstantiateWithFlags)               \
-  X(cuGraphInstantiateWithParams)              \
+  X(cudaMemPrefetchAsync)                                                                  \
+  X(cudaStreamAttachMemAsync)                                                              \
+  X(cudaMemcpyBatchAsync)                                                                  \
+  X(cudaMemcpy3DBatchAsync)                                                                \
+  X(cudaMemcpy3DPeer)                                                                      \
+  X(cudaMemcpy3DPeerAsync)                                                                 \
+  X(cudaGraphAddMemcpyNode)                                                                \
+  X(cudaGraphAddMemcpyNode1D)                                                              \
+  X(cudaGraphExecMemcpyNodeSetParams)                                                      \
+  X(cudaGraphExecMemcpyNodeSetParams1D)                                                    \
+  X(cudaGraphInstantiate)                                                                  \
+  X(cudaGraphInstantiateWithFlags)                                                         \
+  X(cudaGraphExecUpdate)                                                                   \
+  X(cuMemPrefetchAsync)                                                                    \
+  X(cuMemPrefetchAsync_v2)                                                                 \
+  X(cuStreamAttachMemAsync)                                                                \
+  X(cuMemcpyBatchAsync)                                                                    \
+  X(cuMemcpyBatchAsync_v2)                                                                 \
+  X(cuMemcpy3DBatchAsync)                                                                  \
+  X(cuMemcpy3DBatchAsync_v2)                                                               \
+  X(cuMemcpy3DPeer)                                                                        \
+  X(cuMemcpy3DPeerAsync)                                                                   \
+  X(cuGraphAddMemcpyNode)                                                                  \
+  X(cuGraphExecMemcpyNodeSetParams)                                                        \
+  X(cuGraphInstantiateWithFlags)                                                           \
+  X(cuGraphInstantiateWithParams)                                                          \
   X(cuGraphExecUpdate_v2)
 
 enum class Api : uint16_t {
@@ -223,7 +223,7 @@ static_assert(sizeof(kApiCountInVersion) / sizeof(kApiCountInVersion[0]) == kFor
 
 // ---- the small enums: X(Name, value, "text printed by dump/report/JSON") ---------------------
 // What cudaPointerGetAttributes / cuPointerGetAttributes say of one side of a copy.
-#define ASYNCWATCH_MEMORY_KINDS(X)                                                                 \
+#define ASYNCWATCH_MEMORY_KINDS(X)                                                               \
   X(Unknown, 0, "unknown")   /* not classified (query failed, or not applicable) */              \
   X(Pageable, 1, "pageable") /* cudaMemoryTypeUnregistered: malloc, new, stack, mmap */          \
   X(Pinned, 2, "pinned")     /* cudaMemoryTypeHost: cudaMallocHost, cudaHostAlloc, registered */ \
@@ -241,23 +241,23 @@ static_assert(sizeof(kApiCountInVersion) / sizeof(kApiCountInVersion[0]) == kFor
 
 // How the stream argument reached the driver. Explicit streams are resolved by the analyzer
 // through the StreamCreate record of that handle (blocking or cudaStreamNonBlocking).
-#define ASYNCWATCH_STREAM_KINDS(X)                                                                        \
-  X(Unknown, 0, "unknown")                                                                              \
-  X(LegacyDefault, 1, "legacy-default")         /* handle 0 (legacy entry point) or cudaStreamLegacy */ \
-  X(PerThreadDefault, 2, "per-thread-default")  /* handle 0 (_ptsz/_ptds) or cudaStreamPerThread */     \
-  X(Explicit, 3, "explicit")                    /* a created stream */
+#define ASYNCWATCH_STREAM_KINDS(X)                                                                     \
+  X(Unknown, 0, "unknown")                                                                             \
+  X(LegacyDefault, 1, "legacy-default")        /* handle 0 (legacy entry point) or cudaStreamLegacy */ \
+  X(PerThreadDefault, 2, "per-thread-default") /* handle 0 (_ptsz/_ptds) or cudaStreamPerThread */     \
+  X(Explicit, 3, "explicit")                   /* a created stream */
 
 // Why records were lost (LostRecord.reason).
 #define ASYNCWATCH_LOST_REASONS(X)                                                                  \
-  X(Unknown, 0, "unknown")                                                                        \
+  X(Unknown, 0, "unknown")                                                                          \
   X(NoBlock, 1, "no-block")             /* no block could be claimed (tracing stopped or closed) */ \
   X(FileLimit, 2, "file-limit")         /* the file could not grow: disk full, RLIMIT_FSIZE */      \
   X(SignalHandler, 3, "signal-handler") /* a handler interrupted the library: nowhere to write */   \
   X(TooLarge, 4, "too-large")           /* the record does not fit a block */
 
-#define ASYNCWATCH_ENUM_ROW(name, value, text) name = value,
+#define ASYNCWATCH_ENUM_ROW(name, value, text)  name = value,
 #define ASYNCWATCH_ENUM_TEXT(name, value, text) text,
-#define ASYNCWATCH_ENUM_ONE(name, value, text) +1
+#define ASYNCWATCH_ENUM_ONE(name, value, text)  +1
 
 enum class MemoryKind : uint8_t { ASYNCWATCH_MEMORY_KINDS(ASYNCWATCH_ENUM_ROW) };
 enum class Direction : uint8_t { ASYNCWATCH_DIRECTIONS(ASYNCWATCH_ENUM_ROW) };
@@ -320,7 +320,7 @@ static_assert(infer_direction(MemoryKind::Array, MemoryKind::Pageable) == Direct
 static_assert(infer_direction(MemoryKind::Unknown, MemoryKind::Device) == Direction::Unknown);
 
 // ---- flags: X(Name, bit) -> kFlagName = 1u << bit ------------------------------------------
-#define ASYNCWATCH_RECORD_FLAGS(X)                                                                    \
+#define ASYNCWATCH_RECORD_FLAGS(X)                                                                 \
   X(CaptureActive, 0)     /* the stream was capturing: recorded, not executed */                   \
   X(EvidenceChecked, 1)   /* an event was recorded after the call and queried at return */         \
   X(CompletedAtReturn, 2) /* ... and the stream had already completed the work */                  \
@@ -330,20 +330,20 @@ static_assert(infer_direction(MemoryKind::Unknown, MemoryKind::Device) == Direct
   X(PerThreadEntry, 6)    /* reached through a _ptsz/_ptds driver entry point */                   \
   X(SynchronousApi, 7)    /* the API is synchronous by contract (cudaMemcpy, cuMemcpyHtoD) */      \
   X(InFlight, 8)          /* v2: published before the real call; cleared when the call returned */ \
-  X(SourceStreamOrder, 9) /* v3, BatchCopy: a pageable source element is read in stream order */ \
+  X(SourceStreamOrder, 9) /* v3, BatchCopy: a pageable source element is read in stream order */   \
   X(GpuTimed, 14)         /* v3: a GpuSpan record of this thread gives when its work ran on the device */
 
 #define ASYNCWATCH_FLAG_ROW(name, bit) kFlag##name = 1u << bit,
 enum RecordFlags : uint32_t { ASYNCWATCH_RECORD_FLAGS(ASYNCWATCH_FLAG_ROW) };
 #undef ASYNCWATCH_FLAG_ROW
 
-#define ASYNCWATCH_CONFIG_FLAGS(X)                                                 \
-  X(Evidence, 0)       /* completion evidence enabled */                          \
-  X(StacksCopies, 1)   /* stacks for copies, memsets, host functions */           \
-  X(StacksLaunches, 2) /* stacks for every launch (else only blocked ones) */     \
-  X(StacksSync, 3)     /* stacks for sync and memory-management calls */ \
+#define ASYNCWATCH_CONFIG_FLAGS(X)                                                                   \
+  X(Evidence, 0)       /* completion evidence enabled */                                             \
+  X(StacksCopies, 1)   /* stacks for copies, memsets, host functions */                              \
+  X(StacksLaunches, 2) /* stacks for every launch (else only blocked ones) */                        \
+  X(StacksSync, 3)     /* stacks for sync and memory-management calls */                             \
   X(StacksMemory, 4)   /* v3: stacks for memory-management, prefetch and graph-construction calls */ \
-  X(PythonFrames, 5)   /* v3: stacks carry the calling thread's Python frames */ \
+  X(PythonFrames, 5)   /* v3: stacks carry the calling thread's Python frames */                     \
   X(Nvtx, 6)           /* v3: NVTX was injected (InitializeInjectionNvtx2 ran): NvtxRange records */ \
   X(GpuTimes, 7)       /* ASYNCWATCH_GPU_TIMES=1: GpuSpan / GpuClock records */
 
@@ -375,37 +375,37 @@ enum class RankSource : uint8_t { None = 0, Rank = 1, OmpiCommWorldRank = 2, Pmi
 inline constexpr const char* kRankVariables[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"};
 
 struct FileHeader {
-  char magic[8];                // kMagic
-  uint32_t version;             // kFormatVersion of the writer
-  uint32_t header_size;         // kHeaderSize
-  uint32_t block_size;          // kBlockSize
-  uint32_t closed;              // kClosedCleanly after a clean close, else 0
+  char magic[8];         // kMagic
+  uint32_t version;      // kFormatVersion of the writer
+  uint32_t header_size;  // kHeaderSize
+  uint32_t block_size;   // kBlockSize
+  uint32_t closed;       // kClosedCleanly after a clean close, else 0
   uint64_t pid;
   uint64_t ppid;
-  uint64_t parent_pid_if_forked;  // pid of the process this one was fork()ed from while traced, else 0
-  uint64_t start_monotonic_ns;  // CLOCK_MONOTONIC at trace open
-  uint64_t start_realtime_ns;   // CLOCK_REALTIME at the same instant
-  uint64_t end_monotonic_ns;    // at clean close, else 0
-  uint64_t blocks_claimed;      // updated (atomically, in the mapping) as blocks are claimed
-  uint64_t records_lost;        // updated atomically when a record could not be written
-  int32_t exit_status;          // exit code seen at clean close (-1 unknown)
-  uint32_t config_flags;        // ConfigFlags at open
+  uint64_t parent_pid_if_forked;       // pid of the process this one was fork()ed from while traced, else 0
+  uint64_t start_monotonic_ns;         // CLOCK_MONOTONIC at trace open
+  uint64_t start_realtime_ns;          // CLOCK_REALTIME at the same instant
+  uint64_t end_monotonic_ns;           // at clean close, else 0
+  uint64_t blocks_claimed;             // updated (atomically, in the mapping) as blocks are claimed
+  uint64_t records_lost;               // updated atomically when a record could not be written
+  int32_t exit_status;                 // exit code seen at clean close (-1 unknown)
+  uint32_t config_flags;               // ConfigFlags at open
   uint64_t launch_stack_threshold_ns;  // launches slower than this got a stack
   char hostname[64];
-  char executable[512];         // /proc/self/exe
-  char command_line[1024];      // argv joined by spaces, truncated
-  char cuda_env[256];           // CUDA_LAUNCH_BLOCKING, CUDA_MODULE_LOADING, CUDA_DEVICE_MAX_CONNECTIONS
-                                // as "NAME=value;..." for those set at open
+  char executable[512];     // /proc/self/exe
+  char command_line[1024];  // argv joined by spaces, truncated
+  char cuda_env[256];       // CUDA_LAUNCH_BLOCKING, CUDA_MODULE_LOADING, CUDA_DEVICE_MAX_CONNECTIONS
+                            // as "NAME=value;..." for those set at open
   // Recording paused by the application (asyncwatch_set_recording, asyncwatch/control.h): calls
   // made while paused are not in the trace. Updated atomically in the mapping.
-  uint64_t paused_ns;           // total of the pauses that ended
-  uint64_t pause_count;         // pauses begun
-  uint64_t paused_since_ns;     // CLOCK_MONOTONIC start of the pause in progress, else 0
+  uint64_t paused_ns;        // total of the pauses that ended
+  uint64_t pause_count;      // pauses begun
+  uint64_t paused_since_ns;  // CLOCK_MONOTONIC start of the pause in progress, else 0
   // v3 (issue 17): the process's rank in a parallel job, from the first of RANK,
   // OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID set to a number at open (RankSource says which;
   // None, as in older traces: no rank).
   uint32_t rank;
-  uint8_t rank_source;          // RankSource
+  uint8_t rank_source;  // RankSource
   uint8_t rank_padding[3];
   uint8_t reserved[kHeaderSize - 8 - 4 * 4 - 8 * 8 - 4 - 4 - 8 - 64 - 512 - 1024 - 256 - 3 * 8 - 8];
 };
@@ -431,17 +431,17 @@ struct CallHead {
   uint32_t stack_id;    // 0 = none
   uint8_t stream_kind;  // StreamKind (Unknown where the call has no stream)
   uint8_t reserved[3];
-  uint64_t start_ns;    // CLOCK_MONOTONIC
-  uint64_t end_ns;      // 0 while in flight
+  uint64_t start_ns;  // CLOCK_MONOTONIC
+  uint64_t end_ns;    // 0 while in flight
 };
 static_assert(sizeof(CallHead) == 40);
 
 struct CopyRecord : CallHead {  // RecordType::Copy and RecordType::Memset
-  uint64_t stream;      // handle value as passed
-  uint64_t bytes;       // total bytes copied or set
-  uint8_t direction;    // Direction (Unknown for memsets)
-  uint8_t src_memory;   // MemoryKind (Unknown for memsets)
-  uint8_t dst_memory;   // MemoryKind
+  uint64_t stream;              // handle value as passed
+  uint64_t bytes;               // total bytes copied or set
+  uint8_t direction;            // Direction (Unknown for memsets)
+  uint8_t src_memory;           // MemoryKind (Unknown for memsets)
+  uint8_t dst_memory;           // MemoryKind
   uint8_t pad[5];
 };
 static_assert(sizeof(CopyRecord) == 64);
@@ -463,8 +463,8 @@ struct HostFuncEnqueueRecord : CallHead {  // cudaStreamAddCallback / cudaLaunch
 static_assert(sizeof(HostFuncEnqueueRecord) == 64);
 
 struct SyncRecord : CallHead {  // stream/event/device synchronize, stream wait event, queries
-  uint64_t handle;  // stream or event handle, 0 for device sync
-  uint32_t repeat;  // identical calls this record stands for (1; a later version may fold polling)
+  uint64_t handle;              // stream or event handle, 0 for device sync
+  uint32_t repeat;              // identical calls this record stands for (1; a later version may fold polling)
   uint32_t pad;
 };
 static_assert(sizeof(SyncRecord) == 56);
@@ -539,11 +539,11 @@ struct StackRecord {  // variable: followed by depth uint64_t return addresses, 
 static_assert(sizeof(StackRecord) == 16);
 
 // How a stack's Python walk ended (StackRecord.python_end).
-#define ASYNCWATCH_PYTHON_WALK_ENDS(X)                                                   \
-  X(None, 0, "none")                /* no walk (no Python frames) */                     \
-  X(Complete, 1, "complete")        /* the outermost frame was reached */                \
-  X(DepthLimit, 2, "depth-limit")   /* kMaxPythonDepth frames kept, more were there */   \
-  X(Invalid, 3, "invalid")          /* a frame failed validation: the walk stopped */
+#define ASYNCWATCH_PYTHON_WALK_ENDS(X)                                               \
+  X(None, 0, "none")              /* no walk (no Python frames) */                   \
+  X(Complete, 1, "complete")      /* the outermost frame was reached */              \
+  X(DepthLimit, 2, "depth-limit") /* kMaxPythonDepth frames kept, more were there */ \
+  X(Invalid, 3, "invalid")        /* a frame failed validation: the walk stopped */
 
 enum class PythonWalkEnd : uint8_t { ASYNCWATCH_PYTHON_WALK_ENDS(ASYNCWATCH_ENUM_ROW) };
 inline constexpr uint8_t kPythonWalkEndCount = 0 ASYNCWATCH_PYTHON_WALK_ENDS(ASYNCWATCH_ENUM_ONE);
@@ -558,9 +558,9 @@ inline constexpr const char* python_walk_end_text(PythonWalkEnd e) {
 // raw co_linetable (python_lines.h decodes it: asyncwatch/python_lines.h).
 struct PyCodeRecord {
   RecordHeader h;
-  uint32_t code_id;         // > 0, per trace
-  int32_t first_line;       // co_firstlineno
-  uint32_t instructions;    // bytecode length in code units
+  uint32_t code_id;       // > 0, per trace
+  int32_t first_line;     // co_firstlineno
+  uint32_t instructions;  // bytecode length in code units
   uint16_t filename_len;
   uint16_t qualname_len;
   uint32_t line_table_len;
@@ -583,7 +583,7 @@ struct PythonInfoRecord {
   uint32_t version_hex;  // PY_VERSION_HEX, 0 unknown
   uint8_t availability;  // 1: frames are read; 2: unsupported (detail says why)
   uint8_t reserved[7];
-  char detail[112];      // the object that defines _PyRuntime, or why it is not supported (NUL-padded)
+  char detail[112];  // the object that defines _PyRuntime, or why it is not supported (NUL-padded)
 };
 static_assert(sizeof(PythonInfoRecord) == 128);
 
@@ -619,8 +619,8 @@ struct DeviceInfoRecord {  // written once, on the first intercepted call after 
   RecordHeader h;
   int32_t driver_version;  // cuDriverGetVersion
   int32_t device_ordinal;
-  uint32_t simulated;      // 1 when the device name says it is asyncwatch's simulator
-  char name[100];          // cuDeviceGetName
+  uint32_t simulated;  // 1 when the device name says it is asyncwatch's simulator
+  char name[100];      // cuDeviceGetName
 };
 static_assert(sizeof(DeviceInfoRecord) == 116);
 
@@ -631,11 +631,11 @@ static_assert(sizeof(DeviceInfoRecord) == 116);
 // when a pageable source is read in stream order, CU_MEMCPY_SRC_ACCESS_ORDER_STREAM, which makes the call
 // wait for the stream), else the first element; `bytes` is the whole batch's.
 struct BatchCopyRecord : CopyRecord {
-  uint32_t elements;           // copies in the batch (as passed: count / numOps)
-  uint32_t pageable_elements;  // elements with a pageable host side
-  uint64_t pageable_bytes;     // their bytes
+  uint32_t elements;                       // copies in the batch (as passed: count / numOps)
+  uint32_t pageable_elements;              // elements with a pageable host side
+  uint64_t pageable_bytes;                 // their bytes
   uint32_t stream_order_pageable_sources;  // pageable-source elements read in stream order
-  uint32_t classified;         // elements classified (all of them unless the arrays were unreadable: null)
+  uint32_t classified;                     // elements classified (all of them unless the arrays were unreadable: null)
   uint64_t stream_order_pageable_bytes;    // their bytes
 };
 static_assert(sizeof(BatchCopyRecord) == 96);
@@ -649,8 +649,8 @@ struct ManagedOpRecord : CallHead {
   uint8_t memory;         // MemoryKind of `address` (Managed expected; Device/Pageable when misused)
   uint8_t location_type;  // prefetch: CUmemLocationType (1 device, 2 host, 3 host NUMA, 4 host NUMA current)
   uint8_t pad[2];
-  int32_t location_id;    // prefetch: device ordinal or NUMA id (v1 entry point: the CUdevice, -1 = host)
-  uint32_t op_flags;      // the API's flags argument (attach: CU_MEM_ATTACH_*)
+  int32_t location_id;  // prefetch: device ordinal or NUMA id (v1 entry point: the CUdevice, -1 = host)
+  uint32_t op_flags;    // the API's flags argument (attach: CU_MEM_ATTACH_*)
   uint32_t pad2;
 };
 static_assert(sizeof(ManagedOpRecord) == 80);
@@ -664,8 +664,8 @@ struct GraphOpRecord : CallHead {
   uint64_t graph;
   uint64_t exec;
   uint64_t node;
-  uint64_t stream;  // end of capture: the captured stream
-  uint64_t bytes;   // memcpy node: bytes copied
+  uint64_t stream;     // end of capture: the captured stream
+  uint64_t bytes;      // memcpy node: bytes copied
   uint8_t direction;   // memcpy node: Direction
   uint8_t src_memory;  // MemoryKind
   uint8_t dst_memory;  // MemoryKind
@@ -689,11 +689,11 @@ struct PaddingRecord {
 static_assert(sizeof(PaddingRecord) == 8);
 
 // What a GpuSpan timed (GpuSpanRecord.op).
-#define ASYNCWATCH_GPU_OPS(X)          \
-  X(Unknown, 0, "unknown")             \
-  X(Copy, 1, "copy")                   \
-  X(Memset, 2, "memset")               \
-  X(Kernel, 3, "kernel")               \
+#define ASYNCWATCH_GPU_OPS(X) \
+  X(Unknown, 0, "unknown")    \
+  X(Copy, 1, "copy")          \
+  X(Memset, 2, "memset")      \
+  X(Kernel, 3, "kernel")      \
   X(HostFunction, 4, "host-function")
 enum class GpuOp : uint8_t { ASYNCWATCH_GPU_OPS(ASYNCWATCH_ENUM_ROW) };
 inline constexpr uint8_t kGpuOpCount = 0 ASYNCWATCH_GPU_OPS(ASYNCWATCH_ENUM_ONE);
@@ -713,7 +713,7 @@ struct GpuSpanRecord {
   uint8_t op;           // GpuOp
   uint8_t stream_kind;  // StreamKind of the call
   uint16_t reserved;
-  uint64_t stream;      // handle value as passed
+  uint64_t stream;  // handle value as passed
   uint64_t host_before_ns;
   uint64_t host_after_ns;
   // When it ran on the device, in CLOCK_MONOTONIC (the record's times: readers merge it by them).
@@ -766,32 +766,32 @@ struct NvtxRangeRecord {
 static_assert(sizeof(NvtxRangeRecord) == 40);
 
 // ---- THE record table: X(id, Name, Struct, since_version) ---------------------------------
-#define ASYNCWATCH_RECORD_TYPES(X)                          \
-  X(1, ThreadInfo, ThreadInfoRecord, 1)                    \
-  X(2, Module, ModuleRecord, 1)                            \
-  X(3, Stack, StackRecord, 1)                              \
-  X(4, String, StringRecord, 1)                            \
-  X(5, Copy, CopyRecord, 1)                                \
-  X(6, Memset, CopyRecord, 1)                              \
-  X(7, Launch, LaunchRecord, 1)                            \
-  X(8, HostFuncEnqueue, HostFuncEnqueueRecord, 1)          \
-  X(9, HostFuncRun, HostFuncRunRecord, 1)                  \
-  X(10, Sync, SyncRecord, 1)                               \
-  X(11, MemoryOp, MemoryOpRecord, 1)                       \
-  X(12, StreamCreate, StreamCreateRecord, 1)               \
-  X(13, StreamDestroy, StreamCreateRecord, 1)              \
-  X(14, Capture, CaptureRecord, 1)                         \
-  X(15, Lost, LostRecord, 1)       /* defined in v1 (16 bytes, never written); in band since v2 */ \
-  X(16, DeviceInfo, DeviceInfoRecord, 1)                   \
-  X(17, Padding, PaddingRecord, 2) /* a cancelled reservation: skip */ \
-  X(18, BatchCopy, BatchCopyRecord, 3)                     \
-  X(19, ManagedOp, ManagedOpRecord, 3)                     \
-  X(20, GraphOp, GraphOpRecord, 3)                         \
-  X(21, GraphLaunch, GraphLaunchRecord, 3) \
-  X(22, PyCode, PyCodeRecord, 3)                           \
-  X(23, PythonInfo, PythonInfoRecord, 3) \
-  X(24, NvtxRange, NvtxRangeRecord, 3)                     \
-  X(26, GpuSpan, GpuSpanRecord, 3)                         \
+#define ASYNCWATCH_RECORD_TYPES(X)                                                           \
+  X(1, ThreadInfo, ThreadInfoRecord, 1)                                                      \
+  X(2, Module, ModuleRecord, 1)                                                              \
+  X(3, Stack, StackRecord, 1)                                                                \
+  X(4, String, StringRecord, 1)                                                              \
+  X(5, Copy, CopyRecord, 1)                                                                  \
+  X(6, Memset, CopyRecord, 1)                                                                \
+  X(7, Launch, LaunchRecord, 1)                                                              \
+  X(8, HostFuncEnqueue, HostFuncEnqueueRecord, 1)                                            \
+  X(9, HostFuncRun, HostFuncRunRecord, 1)                                                    \
+  X(10, Sync, SyncRecord, 1)                                                                 \
+  X(11, MemoryOp, MemoryOpRecord, 1)                                                         \
+  X(12, StreamCreate, StreamCreateRecord, 1)                                                 \
+  X(13, StreamDestroy, StreamCreateRecord, 1)                                                \
+  X(14, Capture, CaptureRecord, 1)                                                           \
+  X(15, Lost, LostRecord, 1) /* defined in v1 (16 bytes, never written); in band since v2 */ \
+  X(16, DeviceInfo, DeviceInfoRecord, 1)                                                     \
+  X(17, Padding, PaddingRecord, 2) /* a cancelled reservation: skip */                       \
+  X(18, BatchCopy, BatchCopyRecord, 3)                                                       \
+  X(19, ManagedOp, ManagedOpRecord, 3)                                                       \
+  X(20, GraphOp, GraphOpRecord, 3)                                                           \
+  X(21, GraphLaunch, GraphLaunchRecord, 3)                                                   \
+  X(22, PyCode, PyCodeRecord, 3)                                                             \
+  X(23, PythonInfo, PythonInfoRecord, 3)                                                     \
+  X(24, NvtxRange, NvtxRangeRecord, 3)                                                       \
+  X(26, GpuSpan, GpuSpanRecord, 3)                                                           \
   X(27, GpuClock, GpuClockRecord, 3)
 
 #define ASYNCWATCH_RECORD_ENUM(id, name, type, since) name = id,
@@ -841,13 +841,13 @@ inline constexpr bool is_variable_record = detail::has_payload<T>::value;
 enum class SizeRule : uint8_t { Fixed, Variable, Any };
 
 struct RecordInfo {
-  const char* name;     // "None" for id 0 and unknown ids
-  uint16_t fixed;       // sizeof(Struct) rounded to 8: the record's size (fixed types) or its minimum
-  uint8_t since;        // first version that may contain it; 0: not a record type
-  bool call;            // starts with CallHead
+  const char* name;  // "None" for id 0 and unknown ids
+  uint16_t fixed;    // sizeof(Struct) rounded to 8: the record's size (fixed types) or its minimum
+  uint8_t since;     // first version that may contain it; 0: not a record type
+  bool call;         // starts with CallHead
   SizeRule size_rule;
-  uint16_t struct_size; // sizeof(Struct): where the payload starts (variable types)
-  uint8_t start_offset; // of start_ns / end_ns (0: the record has no time): CallHead's for call records
+  uint16_t struct_size;  // sizeof(Struct): where the payload starts (variable types)
+  uint8_t start_offset;  // of start_ns / end_ns (0: the record has no time): CallHead's for call records
   uint8_t end_offset;
 };
 
@@ -863,9 +863,14 @@ constexpr RecordInfo info_of(const char* name, uint8_t since) {
     start = static_cast<uint8_t>(offsetof(T, start_ns));
     end = static_cast<uint8_t>(offsetof(T, end_ns));
   }
-  return RecordInfo{name, static_cast<uint16_t>(record_size_aligned(sizeof(T))), since, is_call_record<T>,
+  return RecordInfo{name,
+                    static_cast<uint16_t>(record_size_aligned(sizeof(T))),
+                    since,
+                    is_call_record<T>,
                     any ? SizeRule::Any : (is_variable_record<T> ? SizeRule::Variable : SizeRule::Fixed),
-                    static_cast<uint16_t>(sizeof(T)), start, end};
+                    static_cast<uint16_t>(sizeof(T)),
+                    start,
+                    end};
 }
 struct RecordTable {
   RecordInfo at[kRecordTypeLimit];
@@ -873,8 +878,7 @@ struct RecordTable {
 inline constexpr RecordTable make_record_table() {
   RecordTable t{};
   for (auto& i : t.at) i = RecordInfo{"None", 0, 0, false, SizeRule::Fixed, 0, 0, 0};
-#define ASYNCWATCH_RECORD_INFO(id, name, type, since) \
-  t.at[id] = info_of<type>(#name, since);
+#define ASYNCWATCH_RECORD_INFO(id, name, type, since) t.at[id] = info_of<type>(#name, since);
   ASYNCWATCH_RECORD_TYPES(ASYNCWATCH_RECORD_INFO)
 #undef ASYNCWATCH_RECORD_INFO
   return t;

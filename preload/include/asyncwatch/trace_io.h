@@ -19,18 +19,18 @@ namespace asyncwatch::trace_io {
 // What is wrong with the framing of a record (Ok: nothing; End: the valid part of the block ended).
 enum class Frame : uint8_t {
   Ok,
-  End,               // type 0 with size 0, or no room left for a record header
-  EndWithSize,       // type 0 but a non-zero size
-  UnknownType,       // not a row of the record table
-  TypeTooNew,        // a row, but newer than the trace's version
-  SizeNotMultiple,   // size 0..7 or not a multiple of 8
-  PastBlock,         // runs past the end of the block
+  End,              // type 0 with size 0, or no room left for a record header
+  EndWithSize,      // type 0 but a non-zero size
+  UnknownType,      // not a row of the record table
+  TypeTooNew,       // a row, but newer than the trace's version
+  SizeNotMultiple,  // size 0..7 or not a multiple of 8
+  PastBlock,        // runs past the end of the block
 };
 
 struct RawRecord {
   uint16_t type;
-  uint16_t size;      // as stored
-  uint32_t offset;    // in the block
+  uint16_t size;    // as stored
+  uint32_t offset;  // in the block
   const uint8_t* data;
 };
 

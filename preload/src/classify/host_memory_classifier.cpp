@@ -40,8 +40,10 @@ uint64_t upper_bound(Range* r, uint64_t n, uint64_t addr) {
   uint64_t lo = 0, hi = n;
   while (lo < hi) {
     uint64_t mid = (lo + hi) / 2;
-    if (r[mid].begin.load(std::memory_order_relaxed) <= addr) lo = mid + 1;
-    else hi = mid;
+    if (r[mid].begin.load(std::memory_order_relaxed) <= addr)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return lo;
 }

@@ -83,7 +83,7 @@ struct Ref {
   uint32_t serial;
 };
 struct ThreadState {
-  Slot* ring;  // kSlots, calloc'd on first use
+  Slot* ring;           // kSlots, calloc'd on first use
   uint32_t head, tail;  // pending = [head, tail)
   uint32_t generation;  // trace generation: reset after fork
   Ref refs[kRefs];
@@ -160,8 +160,8 @@ bool resolve_one(const Driver* d, bool final_pass) noexcept {
   ++tl.head;
   const Ref& r = tl.refs[s.ref];
   float to_start = 0, length = 0;
-  if (q != CUDA_SUCCESS || r.serial != s.ref_serial || !r.event || d->elapsed(&to_start, r.event, s.start) != CUDA_SUCCESS ||
-      d->elapsed(&length, s.start, s.end) != CUDA_SUCCESS) {
+  if (q != CUDA_SUCCESS || r.serial != s.ref_serial || !r.event ||
+      d->elapsed(&to_start, r.event, s.start) != CUDA_SUCCESS || d->elapsed(&length, s.start, s.end) != CUDA_SUCCESS) {
     ++tl.dropped;
     return true;
   }
@@ -184,8 +184,7 @@ bool resolve_one(const Driver* d, bool final_pass) noexcept {
 void drain_locked(uint32_t max, bool final_pass) noexcept {
   const Driver* d = driver();
   if (!d || !tl.ring) return;
-  for (uint32_t n = 0; (max == 0 || n < max) && resolve_one(d, final_pass); ++n) {
-  }
+  for (uint32_t n = 0; (max == 0 || n < max) && resolve_one(d, final_pass); ++n) {}
 }
 
 void at_process_exit() noexcept {
@@ -250,7 +249,8 @@ uint32_t before(CUstream stream, bool per_thread_entry) noexcept {
   return tl.tail + 1;
 }
 
-bool after(uint32_t token, CUresult result, CUstream stream, bool per_thread_entry, GpuOp op, uint8_t stream_kind) noexcept {
+bool after(uint32_t token, CUresult result, CUstream stream, bool per_thread_entry, GpuOp op,
+           uint8_t stream_kind) noexcept {
   if (!token || token != tl.tail + 1 || result != CUDA_SUCCESS) return false;
   const Driver* d = driver();
   Slot& s = tl.ring[tl.tail % kSlots];

@@ -180,7 +180,7 @@ Nested classify_nested(ThreadCallState& st, Caller c) noexcept {
     return Nested::Application;
   }
   if (st.phase & kPhaseQuiet) return Nested::PassThrough;  // under a call already counted as lost
-  if (st.phase & 1) return Nested::Lost;                    // a handler interrupted our own code
+  if (st.phase & 1) return Nested::Lost;                   // a handler interrupted our own code
   // Inside a real function: of the runtime (phase 2 under a runtime wrapper), else of the driver.
   bool in_runtime = st.phase == 2 && (st.outer == kOuterRuntime || st.outer == kOuterRuntimePassive);
   // From the library the active wrapper called (or a tail call from it: the return address is then
@@ -274,8 +274,7 @@ StreamKind stream_kind(CUstream s, bool per_thread_entry) noexcept {
 void capture_begun() noexcept { g_active_captures.fetch_add(1, std::memory_order_acq_rel); }
 void capture_ended() noexcept {
   int v = g_active_captures.load();
-  while (v > 0 && !g_active_captures.compare_exchange_weak(v, v - 1)) {
-  }
+  while (v > 0 && !g_active_captures.compare_exchange_weak(v, v - 1)) {}
 }
 bool any_capture_active() noexcept { return g_active_captures.load(std::memory_order_acquire) > 0; }
 
@@ -305,7 +304,7 @@ void completion_evidence(CUstream s, bool per_thread_entry, uint32_t* flags) noe
   auto get_ctx = h_ctx_get_current.get();
   auto create = h_event_create.get();
   auto record = (per_thread_entry && s == nullptr && h_event_record_ptsz.get()) ? h_event_record_ptsz.get()
-                                                                                  : h_event_record.get();
+                                                                                : h_event_record.get();
   auto query = h_event_query.get();
   if (!get_ctx || !create || !record || !query) return;
   CUcontext ctx = nullptr;
@@ -330,8 +329,10 @@ void completion_evidence(CUstream s, bool per_thread_entry, uint32_t* flags) noe
     return;
   }
   CUresult q = query(slot->event);
-  if (q == CUDA_SUCCESS) *flags |= kFlagEvidenceChecked | kFlagCompletedAtReturn;
-  else if (q == CUDA_ERROR_NOT_READY) *flags |= kFlagEvidenceChecked;
+  if (q == CUDA_SUCCESS)
+    *flags |= kFlagEvidenceChecked | kFlagCompletedAtReturn;
+  else if (q == CUDA_ERROR_NOT_READY)
+    *flags |= kFlagEvidenceChecked;
 }
 
 uint32_t kernel_name_id_slow(CUfunction f, bool* first) noexcept {

@@ -27,8 +27,20 @@
 namespace asyncwatch::calls {
 
 // Which record a call produces; a runtime call adopts the first driver record of its category.
-enum class Category : uint8_t { None, Copy, Memset, Launch, HostFunc, Sync, MemoryOp, Stream, Capture,
-                                BatchCopy, ManagedOp, GraphOp };
+enum class Category : uint8_t {
+  None,
+  Copy,
+  Memset,
+  Launch,
+  HostFunc,
+  Sync,
+  MemoryOp,
+  Stream,
+  Capture,
+  BatchCopy,
+  ManagedOp,
+  GraphOp
+};
 
 // The record type a call of category `c` writes (`api` tells stream destruction from creation).
 inline trace::RecordType record_type(Category c, trace::Api api) noexcept {
@@ -37,7 +49,7 @@ inline trace::RecordType record_type(Category c, trace::Api api) noexcept {
     case Category::Memset: return trace::RecordType::Memset;
     case Category::Launch:
       return api == trace::Api::cuGraphLaunch || api == trace::Api::cudaGraphLaunch ? trace::RecordType::GraphLaunch
-                                                                                     : trace::RecordType::Launch;
+                                                                                    : trace::RecordType::Launch;
     case Category::HostFunc: return trace::RecordType::HostFuncEnqueue;
     case Category::Sync: return trace::RecordType::Sync;
     case Category::MemoryOp: return trace::RecordType::MemoryOp;

@@ -71,24 +71,26 @@ CUresult traced(calls::Caller caller, Hook h, trace::RecordType type, CUstream s
   auto cat = type == trace::RecordType::Copy ? calls::Category::Copy : calls::Category::Memset;
   uint32_t gpu = 0;  // ASYNCWATCH_GPU_TIMES: the token of the start event recorded before the call
   auto timed = [&]() noexcept { gpu = gpu_times::before(stream, hooks::info(h).per_thread); };
-  return calls::traced_with(caller, h, cat, timed, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
-    auto& c = rec.copy;
-    Sides s = describe();
-    c.direction = static_cast<uint8_t>(s.direction);
-    c.src_memory = static_cast<uint8_t>(s.src);
-    c.dst_memory = static_cast<uint8_t>(s.dst);
-    c.stream_kind = static_cast<uint8_t>(calls::stream_kind(stream, hi.per_thread));
-    c.flags |= (hi.per_thread ? trace::kFlagPerThreadEntry : 0u) | (sync_api ? trace::kFlagSynchronousApi : 0u);
-    c.stream = reinterpret_cast<uint64_t>(stream);
-    c.bytes = s.bytes;
-    bool capturing = has_stream && calls::stream_is_capturing(stream);
-    if (capturing) c.flags |= trace::kFlagCaptureActive;
-    if (r == CUDA_SUCCESS && !capturing && wants_evidence(s, type == trace::RecordType::Memset))
-      calls::completion_evidence(stream, hi.per_thread, &c.flags);
-    if (gpu && gpu_times::after(gpu, r, stream, hi.per_thread, cat == calls::Category::Copy ? trace::GpuOp::Copy : trace::GpuOp::Memset,
-                                c.stream_kind))
-      c.flags |= trace::kFlagGpuTimed;
-  });
+  return calls::traced_with(
+      caller, h, cat, timed, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+        auto& c = rec.copy;
+        Sides s = describe();
+        c.direction = static_cast<uint8_t>(s.direction);
+        c.src_memory = static_cast<uint8_t>(s.src);
+        c.dst_memory = static_cast<uint8_t>(s.dst);
+        c.stream_kind = static_cast<uint8_t>(calls::stream_kind(stream, hi.per_thread));
+        c.flags |= (hi.per_thread ? trace::kFlagPerThreadEntry : 0u) | (sync_api ? trace::kFlagSynchronousApi : 0u);
+        c.stream = reinterpret_cast<uint64_t>(stream);
+        c.bytes = s.bytes;
+        bool capturing = has_stream && calls::stream_is_capturing(stream);
+        if (capturing) c.flags |= trace::kFlagCaptureActive;
+        if (r == CUDA_SUCCESS && !capturing && wants_evidence(s, type == trace::RecordType::Memset))
+          calls::completion_evidence(stream, hi.per_thread, &c.flags);
+        if (gpu &&
+            gpu_times::after(gpu, r, stream, hi.per_thread,
+                             cat == calls::Category::Copy ? trace::GpuOp::Copy : trace::GpuOp::Memset, c.stream_kind))
+          c.flags |= trace::kFlagGpuTimed;
+      });
 }
 
 using calls::real_fn;
@@ -101,83 +103,109 @@ constexpr auto kMemset = trace::RecordType::Memset;
 #define AW_BOTH(DEF, base, suffix) DEF(base) DEF(base##suffix)
 
 // ---- linear copies -----------------------------------------------------------------------
-#define DEF_MEMCPY(sym)                                                                            \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUdeviceptr src, size_t n) { AW_NOTE_CALLER();        \
-    auto real = real_fn<CUresult (*)(CUdeviceptr, CUdeviceptr, size_t)>(Hook::sym);               \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                 \
-    return traced(                                                                                \
-        aw_caller, Hook::sym, kCopy, nullptr, false, true, [&] { return real(dst, src, n); },                \
-        [&] {                                                                                     \
-          MemoryKind s = unified_kind(src), d = unified_kind(dst);                                \
-          return Sides{infer_direction(s, d), s, d, n};                                           \
-        });                                                                                       \
+#define DEF_MEMCPY(sym)                                                                       \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUdeviceptr src, size_t n) {             \
+    AW_NOTE_CALLER();                                                                         \
+    auto real = real_fn<CUresult (*)(CUdeviceptr, CUdeviceptr, size_t)>(Hook::sym);           \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                             \
+    return traced(                                                                            \
+        aw_caller, Hook::sym, kCopy, nullptr, false, true, [&] { return real(dst, src, n); }, \
+        [&] {                                                                                 \
+          MemoryKind s = unified_kind(src), d = unified_kind(dst);                            \
+          return Sides{infer_direction(s, d), s, d, n};                                       \
+        });                                                                                   \
   }
 AW_BOTH(DEF_MEMCPY, cuMemcpy, _ptds)
 
-#define DEF_MEMCPY_ASYNC(sym)                                                                        \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream st) { AW_NOTE_CALLER(); \
-    auto real = real_fn<CUresult (*)(CUdeviceptr, CUdeviceptr, size_t, CUstream)>(Hook::sym);        \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                   \
-    return traced(                                                                                  \
-        aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(dst, src, n, st); },                   \
-        [&] {                                                                                       \
-          MemoryKind s = unified_kind(src), d = unified_kind(dst);                                  \
-          return Sides{infer_direction(s, d), s, d, n};                                             \
-        });                                                                                         \
+#define DEF_MEMCPY_ASYNC(sym)                                                                  \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream st) { \
+    AW_NOTE_CALLER();                                                                          \
+    auto real = real_fn<CUresult (*)(CUdeviceptr, CUdeviceptr, size_t, CUstream)>(Hook::sym);  \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                              \
+    return traced(                                                                             \
+        aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(dst, src, n, st); },   \
+        [&] {                                                                                  \
+          MemoryKind s = unified_kind(src), d = unified_kind(dst);                             \
+          return Sides{infer_direction(s, d), s, d, n};                                        \
+        });                                                                                    \
   }
 AW_BOTH(DEF_MEMCPY_ASYNC, cuMemcpyAsync, _ptsz)
 
-#define DEF_HTOD(sym)                                                                                   \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, const void* src, size_t n) { AW_NOTE_CALLER();             \
-    auto real = real_fn<CUresult (*)(CUdeviceptr, const void*, size_t)>(Hook::sym);                    \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                      \
-    return traced(aw_caller, Hook::sym, kCopy, nullptr, false, true, [&] { return real(dst, src, n); },           \
-                  [&] { return Sides{Direction::HtoD, host_kind(src), MemoryKind::Device, n}; });      \
+#define DEF_HTOD(sym)                                                                         \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, const void* src, size_t n) {             \
+    AW_NOTE_CALLER();                                                                         \
+    auto real = real_fn<CUresult (*)(CUdeviceptr, const void*, size_t)>(Hook::sym);           \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                             \
+    return traced(                                                                            \
+        aw_caller, Hook::sym, kCopy, nullptr, false, true, [&] { return real(dst, src, n); }, \
+        [&] {                                                                                 \
+          return Sides{Direction::HtoD, host_kind(src), MemoryKind::Device, n};               \
+        });                                                                                   \
   }
 AW_BOTH(DEF_HTOD, cuMemcpyHtoD_v2, _ptds)
 
-#define DEF_DTOH(sym)                                                                                   \
-  extern "C" AW_EXPORT CUresult sym(void* dst, CUdeviceptr src, size_t n) { AW_NOTE_CALLER();                   \
-    auto real = real_fn<CUresult (*)(void*, CUdeviceptr, size_t)>(Hook::sym);                          \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                      \
-    return traced(aw_caller, Hook::sym, kCopy, nullptr, false, true, [&] { return real(dst, src, n); },           \
-                  [&] { return Sides{Direction::DtoH, MemoryKind::Device, host_kind(dst), n}; });      \
+#define DEF_DTOH(sym)                                                                         \
+  extern "C" AW_EXPORT CUresult sym(void* dst, CUdeviceptr src, size_t n) {                   \
+    AW_NOTE_CALLER();                                                                         \
+    auto real = real_fn<CUresult (*)(void*, CUdeviceptr, size_t)>(Hook::sym);                 \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                             \
+    return traced(                                                                            \
+        aw_caller, Hook::sym, kCopy, nullptr, false, true, [&] { return real(dst, src, n); }, \
+        [&] {                                                                                 \
+          return Sides{Direction::DtoH, MemoryKind::Device, host_kind(dst), n};               \
+        });                                                                                   \
   }
 AW_BOTH(DEF_DTOH, cuMemcpyDtoH_v2, _ptds)
 
-#define DEF_DTOD(sym)                                                                                   \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUdeviceptr src, size_t n) { AW_NOTE_CALLER();             \
-    auto real = real_fn<CUresult (*)(CUdeviceptr, CUdeviceptr, size_t)>(Hook::sym);                    \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                      \
-    return traced(aw_caller, Hook::sym, kCopy, nullptr, false, true, [&] { return real(dst, src, n); },           \
-                  [&] { return Sides{Direction::DtoD, MemoryKind::Device, MemoryKind::Device, n}; });  \
+#define DEF_DTOD(sym)                                                                         \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUdeviceptr src, size_t n) {             \
+    AW_NOTE_CALLER();                                                                         \
+    auto real = real_fn<CUresult (*)(CUdeviceptr, CUdeviceptr, size_t)>(Hook::sym);           \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                             \
+    return traced(                                                                            \
+        aw_caller, Hook::sym, kCopy, nullptr, false, true, [&] { return real(dst, src, n); }, \
+        [&] {                                                                                 \
+          return Sides{Direction::DtoD, MemoryKind::Device, MemoryKind::Device, n};           \
+        });                                                                                   \
   }
 AW_BOTH(DEF_DTOD, cuMemcpyDtoD_v2, _ptds)
 
-#define DEF_HTOD_ASYNC(sym)                                                                                \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, const void* src, size_t n, CUstream st) { AW_NOTE_CALLER();   \
-    auto real = real_fn<CUresult (*)(CUdeviceptr, const void*, size_t, CUstream)>(Hook::sym);             \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                         \
-    return traced(aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(dst, src, n, st); },               \
-                  [&] { return Sides{Direction::HtoD, host_kind(src), MemoryKind::Device, n}; });         \
+#define DEF_HTOD_ASYNC(sym)                                                                    \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, const void* src, size_t n, CUstream st) { \
+    AW_NOTE_CALLER();                                                                          \
+    auto real = real_fn<CUresult (*)(CUdeviceptr, const void*, size_t, CUstream)>(Hook::sym);  \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                              \
+    return traced(                                                                             \
+        aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(dst, src, n, st); },   \
+        [&] {                                                                                  \
+          return Sides{Direction::HtoD, host_kind(src), MemoryKind::Device, n};                \
+        });                                                                                    \
   }
 AW_BOTH(DEF_HTOD_ASYNC, cuMemcpyHtoDAsync_v2, _ptsz)
 
-#define DEF_DTOH_ASYNC(sym)                                                                            \
-  extern "C" AW_EXPORT CUresult sym(void* dst, CUdeviceptr src, size_t n, CUstream st) { AW_NOTE_CALLER();     \
-    auto real = real_fn<CUresult (*)(void*, CUdeviceptr, size_t, CUstream)>(Hook::sym);               \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                     \
-    return traced(aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(dst, src, n, st); },           \
-                  [&] { return Sides{Direction::DtoH, MemoryKind::Device, host_kind(dst), n}; });     \
+#define DEF_DTOH_ASYNC(sym)                                                                  \
+  extern "C" AW_EXPORT CUresult sym(void* dst, CUdeviceptr src, size_t n, CUstream st) {     \
+    AW_NOTE_CALLER();                                                                        \
+    auto real = real_fn<CUresult (*)(void*, CUdeviceptr, size_t, CUstream)>(Hook::sym);      \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                            \
+    return traced(                                                                           \
+        aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(dst, src, n, st); }, \
+        [&] {                                                                                \
+          return Sides{Direction::DtoH, MemoryKind::Device, host_kind(dst), n};              \
+        });                                                                                  \
   }
 AW_BOTH(DEF_DTOH_ASYNC, cuMemcpyDtoHAsync_v2, _ptsz)
 
-#define DEF_DTOD_ASYNC(sym)                                                                                \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream st) { AW_NOTE_CALLER();   \
-    auto real = real_fn<CUresult (*)(CUdeviceptr, CUdeviceptr, size_t, CUstream)>(Hook::sym);             \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                         \
-    return traced(aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(dst, src, n, st); },               \
-                  [&] { return Sides{Direction::DtoD, MemoryKind::Device, MemoryKind::Device, n}; });     \
+#define DEF_DTOD_ASYNC(sym)                                                                    \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream st) { \
+    AW_NOTE_CALLER();                                                                          \
+    auto real = real_fn<CUresult (*)(CUdeviceptr, CUdeviceptr, size_t, CUstream)>(Hook::sym);  \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                              \
+    return traced(                                                                             \
+        aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(dst, src, n, st); },   \
+        [&] {                                                                                  \
+          return Sides{Direction::DtoD, MemoryKind::Device, MemoryKind::Device, n};            \
+        });                                                                                    \
   }
 AW_BOTH(DEF_DTOD_ASYNC, cuMemcpyDtoDAsync_v2, _ptsz)
 
@@ -198,57 +226,72 @@ Sides sides_3d(const CUDA_MEMCPY3D* p) noexcept {
 }
 }  // namespace
 
-#define DEF_2D(sym)                                                                                      \
-  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY2D* p) { AW_NOTE_CALLER();                                  \
-    auto real = real_fn<CUresult (*)(const CUDA_MEMCPY2D*)>(Hook::sym);                                 \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                       \
-    return traced(aw_caller, Hook::sym, kCopy, nullptr, false, true, [&] { return real(p); }, [&] { return sides_2d(p); }); \
+#define DEF_2D(sym)                                                                                               \
+  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY2D* p) {                                                     \
+    AW_NOTE_CALLER();                                                                                             \
+    auto real = real_fn<CUresult (*)(const CUDA_MEMCPY2D*)>(Hook::sym);                                           \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                                 \
+    return traced(                                                                                                \
+        aw_caller, Hook::sym, kCopy, nullptr, false, true, [&] { return real(p); }, [&] { return sides_2d(p); }); \
   }
 AW_BOTH(DEF_2D, cuMemcpy2D_v2, _ptds)
 AW_BOTH(DEF_2D, cuMemcpy2DUnaligned_v2, _ptds)
 
-#define DEF_2D_ASYNC(sym)                                                                           \
-  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY2D* p, CUstream st) { AW_NOTE_CALLER();                \
-    auto real = real_fn<CUresult (*)(const CUDA_MEMCPY2D*, CUstream)>(Hook::sym);                  \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
-    return traced(aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(p, st); }, [&] { return sides_2d(p); }); \
+#define DEF_2D_ASYNC(sym)                                                                                        \
+  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY2D* p, CUstream st) {                                       \
+    AW_NOTE_CALLER();                                                                                            \
+    auto real = real_fn<CUresult (*)(const CUDA_MEMCPY2D*, CUstream)>(Hook::sym);                                \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                                \
+    return traced(                                                                                               \
+        aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(p, st); }, [&] { return sides_2d(p); }); \
   }
 AW_BOTH(DEF_2D_ASYNC, cuMemcpy2DAsync_v2, _ptsz)
 
-#define DEF_3D(sym)                                                                                      \
-  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY3D* p) { AW_NOTE_CALLER();                                  \
-    auto real = real_fn<CUresult (*)(const CUDA_MEMCPY3D*)>(Hook::sym);                                 \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                       \
-    return traced(aw_caller, Hook::sym, kCopy, nullptr, false, true, [&] { return real(p); }, [&] { return sides_3d(p); }); \
+#define DEF_3D(sym)                                                                                               \
+  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY3D* p) {                                                     \
+    AW_NOTE_CALLER();                                                                                             \
+    auto real = real_fn<CUresult (*)(const CUDA_MEMCPY3D*)>(Hook::sym);                                           \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                                 \
+    return traced(                                                                                                \
+        aw_caller, Hook::sym, kCopy, nullptr, false, true, [&] { return real(p); }, [&] { return sides_3d(p); }); \
   }
 AW_BOTH(DEF_3D, cuMemcpy3D_v2, _ptds)
 
-#define DEF_3D_ASYNC(sym)                                                                           \
-  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY3D* p, CUstream st) { AW_NOTE_CALLER();                \
-    auto real = real_fn<CUresult (*)(const CUDA_MEMCPY3D*, CUstream)>(Hook::sym);                  \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
-    return traced(aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(p, st); }, [&] { return sides_3d(p); }); \
+#define DEF_3D_ASYNC(sym)                                                                                        \
+  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY3D* p, CUstream st) {                                       \
+    AW_NOTE_CALLER();                                                                                            \
+    auto real = real_fn<CUresult (*)(const CUDA_MEMCPY3D*, CUstream)>(Hook::sym);                                \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                                \
+    return traced(                                                                                               \
+        aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(p, st); }, [&] { return sides_3d(p); }); \
   }
 AW_BOTH(DEF_3D_ASYNC, cuMemcpy3DAsync_v2, _ptsz)
 
 // ---- peer and array copies ---------------------------------------------------------------
-#define DEF_PEER(sym)                                                                                        \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n) { AW_NOTE_CALLER(); \
-    auto real = real_fn<CUresult (*)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t)>(Hook::sym);   \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                           \
-    return traced(aw_caller, Hook::sym, kCopy, nullptr, false, true, [&] { return real(dst, dc, src, sc, n); },        \
-                  [&] { return Sides{Direction::Peer, MemoryKind::Device, MemoryKind::Device, n}; });       \
+#define DEF_PEER(sym)                                                                                         \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n) { \
+    AW_NOTE_CALLER();                                                                                         \
+    auto real = real_fn<CUresult (*)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t)>(Hook::sym);     \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                             \
+    return traced(                                                                                            \
+        aw_caller, Hook::sym, kCopy, nullptr, false, true, [&] { return real(dst, dc, src, sc, n); },         \
+        [&] {                                                                                                 \
+          return Sides{Direction::Peer, MemoryKind::Device, MemoryKind::Device, n};                           \
+        });                                                                                                   \
   }
 AW_BOTH(DEF_PEER, cuMemcpyPeer, _ptds)
 
-#define DEF_PEER_ASYNC(sym)                                                                           \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n, \
-                                    CUstream st) { AW_NOTE_CALLER();                                          \
-    auto real =                                                                                      \
-        real_fn<CUresult (*)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream)>(Hook::sym); \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                    \
-    return traced(aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(dst, dc, src, sc, n, st); },  \
-                  [&] { return Sides{Direction::Peer, MemoryKind::Device, MemoryKind::Device, n}; }); \
+#define DEF_PEER_ASYNC(sym)                                                                                         \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n,         \
+                                    CUstream st) {                                                                  \
+    AW_NOTE_CALLER();                                                                                               \
+    auto real = real_fn<CUresult (*)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream)>(Hook::sym); \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                                   \
+    return traced(                                                                                                  \
+        aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(dst, dc, src, sc, n, st); },                \
+        [&] {                                                                                                       \
+          return Sides{Direction::Peer, MemoryKind::Device, MemoryKind::Device, n};                                 \
+        });                                                                                                         \
   }
 AW_BOTH(DEF_PEER_ASYNC, cuMemcpyPeerAsync, _ptsz)
 
@@ -264,68 +307,96 @@ Sides sides_3d_peer(const CUDA_MEMCPY3D_PEER* p) noexcept {
 }
 }  // namespace
 
-#define DEF_3D_PEER(sym)                                                                                 \
-  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY3D_PEER* p) { AW_NOTE_CALLER();                    \
-    auto real = real_fn<CUresult (*)(const CUDA_MEMCPY3D_PEER*)>(Hook::sym);                            \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                       \
-    return traced(aw_caller, Hook::sym, kCopy, nullptr, false, true, [&] { return real(p); }, [&] { return sides_3d_peer(p); }); \
+#define DEF_3D_PEER(sym)                                                                                               \
+  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY3D_PEER* p) {                                                     \
+    AW_NOTE_CALLER();                                                                                                  \
+    auto real = real_fn<CUresult (*)(const CUDA_MEMCPY3D_PEER*)>(Hook::sym);                                           \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                                      \
+    return traced(                                                                                                     \
+        aw_caller, Hook::sym, kCopy, nullptr, false, true, [&] { return real(p); }, [&] { return sides_3d_peer(p); }); \
   }
 AW_BOTH(DEF_3D_PEER, cuMemcpy3DPeer, _ptds)
 
-#define DEF_3D_PEER_ASYNC(sym)                                                                      \
-  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY3D_PEER* p, CUstream st) { AW_NOTE_CALLER();  \
-    auto real = real_fn<CUresult (*)(const CUDA_MEMCPY3D_PEER*, CUstream)>(Hook::sym);             \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
-    return traced(aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(p, st); }, [&] { return sides_3d_peer(p); }); \
+#define DEF_3D_PEER_ASYNC(sym)                                                                                        \
+  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY3D_PEER* p, CUstream st) {                                       \
+    AW_NOTE_CALLER();                                                                                                 \
+    auto real = real_fn<CUresult (*)(const CUDA_MEMCPY3D_PEER*, CUstream)>(Hook::sym);                                \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                                     \
+    return traced(                                                                                                    \
+        aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(p, st); }, [&] { return sides_3d_peer(p); }); \
   }
 AW_BOTH(DEF_3D_PEER_ASYNC, cuMemcpy3DPeerAsync, _ptsz)
 
-#define DEF_HTOA_ASYNC(sym)                                                                               \
-  extern "C" AW_EXPORT CUresult sym(CUarray dst, size_t off, const void* src, size_t n, CUstream st) { AW_NOTE_CALLER(); \
-    auto real = real_fn<CUresult (*)(CUarray, size_t, const void*, size_t, CUstream)>(Hook::sym);         \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                        \
-    return traced(aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(dst, off, src, n, st); },         \
-                  [&] { return Sides{Direction::HtoD, host_kind(src), MemoryKind::Array, n}; });         \
+#define DEF_HTOA_ASYNC(sym)                                                                            \
+  extern "C" AW_EXPORT CUresult sym(CUarray dst, size_t off, const void* src, size_t n, CUstream st) { \
+    AW_NOTE_CALLER();                                                                                  \
+    auto real = real_fn<CUresult (*)(CUarray, size_t, const void*, size_t, CUstream)>(Hook::sym);      \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                      \
+    return traced(                                                                                     \
+        aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(dst, off, src, n, st); },      \
+        [&] {                                                                                          \
+          return Sides{Direction::HtoD, host_kind(src), MemoryKind::Array, n};                         \
+        });                                                                                            \
   }
 AW_BOTH(DEF_HTOA_ASYNC, cuMemcpyHtoAAsync_v2, _ptsz)
 
-#define DEF_ATOH_ASYNC(sym)                                                                               \
-  extern "C" AW_EXPORT CUresult sym(void* dst, CUarray src, size_t off, size_t n, CUstream st) { AW_NOTE_CALLER(); \
-    auto real = real_fn<CUresult (*)(void*, CUarray, size_t, size_t, CUstream)>(Hook::sym);              \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                        \
-    return traced(aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(dst, src, off, n, st); },         \
-                  [&] { return Sides{Direction::DtoH, MemoryKind::Array, host_kind(dst), n}; });         \
+#define DEF_ATOH_ASYNC(sym)                                                                       \
+  extern "C" AW_EXPORT CUresult sym(void* dst, CUarray src, size_t off, size_t n, CUstream st) {  \
+    AW_NOTE_CALLER();                                                                             \
+    auto real = real_fn<CUresult (*)(void*, CUarray, size_t, size_t, CUstream)>(Hook::sym);       \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                 \
+    return traced(                                                                                \
+        aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(dst, src, off, n, st); }, \
+        [&] {                                                                                     \
+          return Sides{Direction::DtoH, MemoryKind::Array, host_kind(dst), n};                    \
+        });                                                                                       \
   }
 AW_BOTH(DEF_ATOH_ASYNC, cuMemcpyAtoHAsync_v2, _ptsz)
 
 // ---- memsets: dst kind classified (pinned/managed targets change the sync behaviour) -------
-#define DEF_MEMSET(sym, T, elem)                                                                     \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, T v, size_t n) { AW_NOTE_CALLER();                      \
-    auto real = real_fn<CUresult (*)(CUdeviceptr, T, size_t)>(Hook::sym);                           \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                   \
-    return traced(aw_caller, Hook::sym, kMemset, nullptr, false, true, [&] { return real(dst, v, n); },        \
-                  [&] { return Sides{Direction::Unknown, MemoryKind::Unknown, unified_kind(dst), n * (elem)}; }); \
+#define DEF_MEMSET(sym, T, elem)                                                                \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, T v, size_t n) {                           \
+    AW_NOTE_CALLER();                                                                           \
+    auto real = real_fn<CUresult (*)(CUdeviceptr, T, size_t)>(Hook::sym);                       \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                               \
+    return traced(                                                                              \
+        aw_caller, Hook::sym, kMemset, nullptr, false, true, [&] { return real(dst, v, n); },   \
+        [&] {                                                                                   \
+          return Sides{Direction::Unknown, MemoryKind::Unknown, unified_kind(dst), n * (elem)}; \
+        });                                                                                     \
   }
-#define DEF_MEMSET_ASYNC(sym, T, elem)                                                               \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, T v, size_t n, CUstream st) { AW_NOTE_CALLER();         \
-    auto real = real_fn<CUresult (*)(CUdeviceptr, T, size_t, CUstream)>(Hook::sym);                 \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                   \
-    return traced(aw_caller, Hook::sym, kMemset, st, true, false, [&] { return real(dst, v, n, st); },         \
-                  [&] { return Sides{Direction::Unknown, MemoryKind::Unknown, unified_kind(dst), n * (elem)}; }); \
+#define DEF_MEMSET_ASYNC(sym, T, elem)                                                          \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, T v, size_t n, CUstream st) {              \
+    AW_NOTE_CALLER();                                                                           \
+    auto real = real_fn<CUresult (*)(CUdeviceptr, T, size_t, CUstream)>(Hook::sym);             \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                               \
+    return traced(                                                                              \
+        aw_caller, Hook::sym, kMemset, st, true, false, [&] { return real(dst, v, n, st); },    \
+        [&] {                                                                                   \
+          return Sides{Direction::Unknown, MemoryKind::Unknown, unified_kind(dst), n * (elem)}; \
+        });                                                                                     \
   }
-#define DEF_MEMSET2D(sym, T, elem)                                                                    \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, size_t pitch, T v, size_t w, size_t h) { AW_NOTE_CALLER(); \
-    auto real = real_fn<CUresult (*)(CUdeviceptr, size_t, T, size_t, size_t)>(Hook::sym);            \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                    \
-    return traced(aw_caller, Hook::sym, kMemset, nullptr, false, true, [&] { return real(dst, pitch, v, w, h); }, \
-                  [&] { return Sides{Direction::Unknown, MemoryKind::Unknown, unified_kind(dst), w * h * (elem)}; }); \
+#define DEF_MEMSET2D(sym, T, elem)                                                                      \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, size_t pitch, T v, size_t w, size_t h) {           \
+    AW_NOTE_CALLER();                                                                                   \
+    auto real = real_fn<CUresult (*)(CUdeviceptr, size_t, T, size_t, size_t)>(Hook::sym);               \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                       \
+    return traced(                                                                                      \
+        aw_caller, Hook::sym, kMemset, nullptr, false, true, [&] { return real(dst, pitch, v, w, h); }, \
+        [&] {                                                                                           \
+          return Sides{Direction::Unknown, MemoryKind::Unknown, unified_kind(dst), w * h * (elem)};     \
+        });                                                                                             \
   }
-#define DEF_MEMSET2D_ASYNC(sym, T, elem)                                                                    \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, size_t pitch, T v, size_t w, size_t h, CUstream st) { AW_NOTE_CALLER(); \
+#define DEF_MEMSET2D_ASYNC(sym, T, elem)                                                                   \
+  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, size_t pitch, T v, size_t w, size_t h, CUstream st) { \
+    AW_NOTE_CALLER();                                                                                      \
     auto real = real_fn<CUresult (*)(CUdeviceptr, size_t, T, size_t, size_t, CUstream)>(Hook::sym);        \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                          \
-    return traced(aw_caller, Hook::sym, kMemset, st, true, false, [&] { return real(dst, pitch, v, w, h, st); },      \
-                  [&] { return Sides{Direction::Unknown, MemoryKind::Unknown, unified_kind(dst), w * h * (elem)}; }); \
+    return traced(                                                                                         \
+        aw_caller, Hook::sym, kMemset, st, true, false, [&] { return real(dst, pitch, v, w, h, st); },     \
+        [&] {                                                                                              \
+          return Sides{Direction::Unknown, MemoryKind::Unknown, unified_kind(dst), w * h * (elem)};        \
+        });                                                                                                \
   }
 
 DEF_MEMSET(cuMemsetD8_v2, unsigned char, 1)

@@ -59,8 +59,9 @@ namespace asyncwatch::graph_hooks {
 void write_end_of_capture(CUstream st, CUgraph g) noexcept {
   if (!g) return;
   calls::AnyRecord rec{};
-  rec.h = trace::RecordHeader{static_cast<uint16_t>(trace::RecordType::GraphOp),
-                              static_cast<uint16_t>(trace::record_info(static_cast<uint16_t>(trace::RecordType::GraphOp)).fixed)};
+  rec.h = trace::RecordHeader{
+      static_cast<uint16_t>(trace::RecordType::GraphOp),
+      static_cast<uint16_t>(trace::record_info(static_cast<uint16_t>(trace::RecordType::GraphOp)).fixed)};
   rec.head.api = rec.head.driver_fn = static_cast<uint16_t>(trace::Api::cuStreamEndCapture);
   rec.head.start_ns = rec.head.end_ns = now_ns();
   rec.graph.stream = handle(st);
@@ -76,49 +77,53 @@ extern "C" AW_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode* node, CUgraph gr
   auto real = real_fn<CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, const CUDA_MEMCPY3D*, CUcontext)>(
       Hook::cuGraphAddMemcpyNode);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return traced_graph(aw_caller, Hook::cuGraphAddMemcpyNode, [&] { return real(node, graph, deps, ndeps, p, ctx); },
-                      [&](trace::GraphOpRecord& g, CUresult r) {
-                        g.graph = handle(graph);
-                        g.node = r == CUDA_SUCCESS && node ? handle(*node) : 0;
-                        fill_node_copy(g, p);
-                      });
+  return traced_graph(
+      aw_caller, Hook::cuGraphAddMemcpyNode, [&] { return real(node, graph, deps, ndeps, p, ctx); },
+      [&](trace::GraphOpRecord& g, CUresult r) {
+        g.graph = handle(graph);
+        g.node = r == CUDA_SUCCESS && node ? handle(*node) : 0;
+        fill_node_copy(g, p);
+      });
 }
 
-extern "C" AW_EXPORT CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec exec, CUgraphNode node,
-                                                             const CUDA_MEMCPY3D* p, CUcontext ctx) {
+extern "C" AW_EXPORT CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec exec, CUgraphNode node, const CUDA_MEMCPY3D* p,
+                                                             CUcontext ctx) {
   AW_NOTE_CALLER();
   auto real = real_fn<CUresult (*)(CUgraphExec, CUgraphNode, const CUDA_MEMCPY3D*, CUcontext)>(
       Hook::cuGraphExecMemcpyNodeSetParams);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return traced_graph(aw_caller, Hook::cuGraphExecMemcpyNodeSetParams, [&] { return real(exec, node, p, ctx); },
-                      [&](trace::GraphOpRecord& g, CUresult) {
-                        g.exec = handle(exec);
-                        g.node = handle(node);
-                        fill_node_copy(g, p);
-                      });
+  return traced_graph(
+      aw_caller, Hook::cuGraphExecMemcpyNodeSetParams, [&] { return real(exec, node, p, ctx); },
+      [&](trace::GraphOpRecord& g, CUresult) {
+        g.exec = handle(exec);
+        g.node = handle(node);
+        fill_node_copy(g, p);
+      });
 }
 
 extern "C" AW_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph, unsigned long long flags) {
   AW_NOTE_CALLER();
   auto real = real_fn<CUresult (*)(CUgraphExec*, CUgraph, unsigned long long)>(Hook::cuGraphInstantiateWithFlags);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return traced_graph(aw_caller, Hook::cuGraphInstantiateWithFlags, [&] { return real(exec, graph, flags); },
-                      [&](trace::GraphOpRecord& g, CUresult r) {
-                        g.graph = handle(graph);
-                        g.exec = r == CUDA_SUCCESS && exec ? handle(*exec) : 0;
-                      });
+  return traced_graph(
+      aw_caller, Hook::cuGraphInstantiateWithFlags, [&] { return real(exec, graph, flags); },
+      [&](trace::GraphOpRecord& g, CUresult r) {
+        g.graph = handle(graph);
+        g.exec = r == CUDA_SUCCESS && exec ? handle(*exec) : 0;
+      });
 }
 
-#define DEF_INSTANTIATE_WITH_PARAMS(sym)                                                                   \
-  extern "C" AW_EXPORT CUresult sym(CUgraphExec* exec, CUgraph graph, void* params) {                     \
-    AW_NOTE_CALLER();                                                                                      \
-    auto real = real_fn<CUresult (*)(CUgraphExec*, CUgraph, void*)>(Hook::sym);                            \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                          \
-    return traced_graph(aw_caller, Hook::sym, [&] { return real(exec, graph, params); },                   \
-                        [&](trace::GraphOpRecord& g, CUresult r) {                                         \
-                          g.graph = handle(graph);                                                         \
-                          g.exec = r == CUDA_SUCCESS && exec ? handle(*exec) : 0;                          \
-                        });                                                                                \
+#define DEF_INSTANTIATE_WITH_PARAMS(sym)                                              \
+  extern "C" AW_EXPORT CUresult sym(CUgraphExec* exec, CUgraph graph, void* params) { \
+    AW_NOTE_CALLER();                                                                 \
+    auto real = real_fn<CUresult (*)(CUgraphExec*, CUgraph, void*)>(Hook::sym);       \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                     \
+    return traced_graph(                                                              \
+        aw_caller, Hook::sym, [&] { return real(exec, graph, params); },              \
+        [&](trace::GraphOpRecord& g, CUresult r) {                                    \
+          g.graph = handle(graph);                                                    \
+          g.exec = r == CUDA_SUCCESS && exec ? handle(*exec) : 0;                     \
+        });                                                                           \
   }
 DEF_INSTANTIATE_WITH_PARAMS(cuGraphInstantiateWithParams)
 DEF_INSTANTIATE_WITH_PARAMS(cuGraphInstantiateWithParams_ptsz)
@@ -128,9 +133,10 @@ extern "C" AW_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec exec, CUgraph gra
   AW_NOTE_CALLER();
   auto real = real_fn<CUresult (*)(CUgraphExec, CUgraph, void*)>(Hook::cuGraphExecUpdate_v2);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return traced_graph(aw_caller, Hook::cuGraphExecUpdate_v2, [&] { return real(exec, graph, info); },
-                      [&](trace::GraphOpRecord& g, CUresult) {
-                        g.exec = handle(exec);
-                        g.graph = handle(graph);
-                      });
+  return traced_graph(
+      aw_caller, Hook::cuGraphExecUpdate_v2, [&] { return real(exec, graph, info); },
+      [&](trace::GraphOpRecord& g, CUresult) {
+        g.exec = handle(exec);
+        g.graph = handle(graph);
+      });
 }

@@ -28,84 +28,92 @@ struct LaunchShape {
 };
 
 template <class Call>
-CUresult traced_launch(calls::Caller caller, Hook h, const LaunchShape& shape, Call&& call, CUgraphExec exec = nullptr) {
+CUresult traced_launch(calls::Caller caller, Hook h, const LaunchShape& shape, Call&& call,
+                       CUgraphExec exec = nullptr) {
   uint32_t gpu = 0;  // ASYNCWATCH_GPU_TIMES: the token of the start event recorded before the call
   auto timed = [&]() noexcept { gpu = gpu_times::before(shape.stream, hooks::info(h).per_thread); };
-  return calls::traced_with(caller, h, calls::Category::Launch, timed, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi,
-                                                             CUresult r) {
-    auto& l = rec.launch;
-    l.stream_kind = static_cast<uint8_t>(calls::stream_kind(shape.stream, hi.per_thread));
-    l.flags |= hi.per_thread ? trace::kFlagPerThreadEntry : 0u;
-    if (shape.has_function) {
-      bool first = false;
-      l.kernel_name_id = calls::kernel_name_id(shape.f, &first);
-      if (first) l.flags |= trace::kFlagFirstLaunch;
-    }
-    l.shared_mem_bytes = shape.shared;
-    for (int i = 0; i < 3; ++i) {
-      l.grid[i] = shape.grid[i];
-      l.block[i] = shape.block[i];
-    }
-    l.stream = reinterpret_cast<uint64_t>(shape.stream);
-    if (calls::stream_is_capturing(shape.stream)) l.flags |= trace::kFlagCaptureActive;
-    // A graph launch's record (cudaGraphLaunch's too, adopted) names the executable graph, which the
-    // analyzer joins with the graph's memcpy nodes (GraphOp records).
-    if (rec.h.type == static_cast<uint16_t>(trace::RecordType::GraphLaunch))
-      rec.graph_launch.exec = reinterpret_cast<uint64_t>(exec);
-    if (gpu && gpu_times::after(gpu, r, shape.stream, hi.per_thread, trace::GpuOp::Kernel, l.stream_kind))
-      l.flags |= trace::kFlagGpuTimed;
-  });
+  return calls::traced_with(
+      caller, h, calls::Category::Launch, timed, call,
+      [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+        auto& l = rec.launch;
+        l.stream_kind = static_cast<uint8_t>(calls::stream_kind(shape.stream, hi.per_thread));
+        l.flags |= hi.per_thread ? trace::kFlagPerThreadEntry : 0u;
+        if (shape.has_function) {
+          bool first = false;
+          l.kernel_name_id = calls::kernel_name_id(shape.f, &first);
+          if (first) l.flags |= trace::kFlagFirstLaunch;
+        }
+        l.shared_mem_bytes = shape.shared;
+        for (int i = 0; i < 3; ++i) {
+          l.grid[i] = shape.grid[i];
+          l.block[i] = shape.block[i];
+        }
+        l.stream = reinterpret_cast<uint64_t>(shape.stream);
+        if (calls::stream_is_capturing(shape.stream)) l.flags |= trace::kFlagCaptureActive;
+        // A graph launch's record (cudaGraphLaunch's too, adopted) names the executable graph, which the
+        // analyzer joins with the graph's memcpy nodes (GraphOp records).
+        if (rec.h.type == static_cast<uint16_t>(trace::RecordType::GraphLaunch))
+          rec.graph_launch.exec = reinterpret_cast<uint64_t>(exec);
+        if (gpu && gpu_times::after(gpu, r, shape.stream, hi.per_thread, trace::GpuOp::Kernel, l.stream_kind))
+          l.flags |= trace::kFlagGpuTimed;
+      });
 }
 
 }  // namespace
 
-#define DEF_LAUNCH(sym)                                                                               \
-  extern "C" AW_EXPORT CUresult sym(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, \
-                                    unsigned by, unsigned bz, unsigned shared, CUstream st,          \
-                                    void** params, void** extra) { AW_NOTE_CALLER();                          \
-    auto real = real_fn<CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,   \
-                                     unsigned, unsigned, CUstream, void**, void**)>(Hook::sym);      \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                    \
-    return traced_launch(aw_caller, Hook::sym, LaunchShape{f, {gx, gy, gz}, {bx, by, bz}, shared, st, true},    \
-                         [&] { return real(f, gx, gy, gz, bx, by, bz, shared, st, params, extra); }); \
+#define DEF_LAUNCH(sym)                                                                                                \
+  extern "C" AW_EXPORT CUresult sym(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,     \
+                                    unsigned bz, unsigned shared, CUstream st, void** params, void** extra) {          \
+    AW_NOTE_CALLER();                                                                                                  \
+    auto real = real_fn<CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, \
+                                     CUstream, void**, void**)>(Hook::sym);                                            \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                                      \
+    return traced_launch(aw_caller, Hook::sym, LaunchShape{f, {gx, gy, gz}, {bx, by, bz}, shared, st, true},           \
+                         [&] { return real(f, gx, gy, gz, bx, by, bz, shared, st, params, extra); });                  \
   }
 DEF_LAUNCH(cuLaunchKernel)
 DEF_LAUNCH(cuLaunchKernel_ptsz)
 
-#define DEF_LAUNCH_COOP(sym)                                                                          \
-  extern "C" AW_EXPORT CUresult sym(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, \
-                                    unsigned by, unsigned bz, unsigned shared, CUstream st,          \
-                                    void** params) { AW_NOTE_CALLER();                                        \
-    auto real = real_fn<CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,   \
-                                     unsigned, unsigned, CUstream, void**)>(Hook::sym);              \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                    \
-    return traced_launch(aw_caller, Hook::sym, LaunchShape{f, {gx, gy, gz}, {bx, by, bz}, shared, st, true},    \
-                         [&] { return real(f, gx, gy, gz, bx, by, bz, shared, st, params); });        \
+#define DEF_LAUNCH_COOP(sym)                                                                                           \
+  extern "C" AW_EXPORT CUresult sym(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,     \
+                                    unsigned bz, unsigned shared, CUstream st, void** params) {                        \
+    AW_NOTE_CALLER();                                                                                                  \
+    auto real = real_fn<CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, \
+                                     CUstream, void**)>(Hook::sym);                                                    \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                                      \
+    return traced_launch(aw_caller, Hook::sym, LaunchShape{f, {gx, gy, gz}, {bx, by, bz}, shared, st, true},           \
+                         [&] { return real(f, gx, gy, gz, bx, by, bz, shared, st, params); });                         \
   }
 DEF_LAUNCH_COOP(cuLaunchCooperativeKernel)
 DEF_LAUNCH_COOP(cuLaunchCooperativeKernel_ptsz)
 
-#define DEF_LAUNCH_EX(sym)                                                                              \
-  extern "C" AW_EXPORT CUresult sym(const CUlaunchConfig* cfg, CUfunction f, void** params, void** extra) { AW_NOTE_CALLER(); \
-    auto real = real_fn<CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**)>(Hook::sym);   \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                      \
-    LaunchShape shape{f, {0, 0, 0}, {0, 0, 0}, 0, nullptr, true};                                       \
-    if (cfg) {                                                                                         \
-      shape = LaunchShape{f,           {cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ},                  \
-                          {cfg->blockDimX, cfg->blockDimY, cfg->blockDimZ}, cfg->sharedMemBytes,      \
-                          cfg->hStream, true};                                                         \
-    }                                                                                                  \
-    return traced_launch(aw_caller, Hook::sym, shape, [&] { return real(cfg, f, params, extra); });              \
+#define DEF_LAUNCH_EX(sym)                                                                                  \
+  extern "C" AW_EXPORT CUresult sym(const CUlaunchConfig* cfg, CUfunction f, void** params, void** extra) { \
+    AW_NOTE_CALLER();                                                                                       \
+    auto real = real_fn<CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**)>(Hook::sym);        \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                           \
+    LaunchShape shape{f, {0, 0, 0}, {0, 0, 0}, 0, nullptr, true};                                           \
+    if (cfg) {                                                                                              \
+      shape = LaunchShape{f,                                                                                \
+                          {cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ},                                    \
+                          {cfg->blockDimX, cfg->blockDimY, cfg->blockDimZ},                                 \
+                          cfg->sharedMemBytes,                                                              \
+                          cfg->hStream,                                                                     \
+                          true};                                                                            \
+    }                                                                                                       \
+    return traced_launch(aw_caller, Hook::sym, shape, [&] { return real(cfg, f, params, extra); });         \
   }
 DEF_LAUNCH_EX(cuLaunchKernelEx)
 DEF_LAUNCH_EX(cuLaunchKernelEx_ptsz)
 
-#define DEF_GRAPH_LAUNCH(sym)                                                                       \
-  extern "C" AW_EXPORT CUresult sym(CUgraphExec g, CUstream st) { AW_NOTE_CALLER();                         \
-    auto real = real_fn<CUresult (*)(CUgraphExec, CUstream)>(Hook::sym);                           \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
-    return traced_launch(aw_caller, Hook::sym, LaunchShape{nullptr, {0, 0, 0}, {0, 0, 0}, 0, st, false},      \
-                         [&] { return real(g, st); }, g);                                             \
+#define DEF_GRAPH_LAUNCH(sym)                                                                                        \
+  extern "C" AW_EXPORT CUresult sym(CUgraphExec g, CUstream st) {                                                    \
+    AW_NOTE_CALLER();                                                                                                \
+    auto real = real_fn<CUresult (*)(CUgraphExec, CUstream)>(Hook::sym);                                             \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                                    \
+    return traced_launch(                                                                                            \
+        aw_caller, Hook::sym, LaunchShape{nullptr, {0, 0, 0}, {0, 0, 0}, 0, st, false}, [&] { return real(g, st); }, \
+        g);                                                                                                          \
   }
 DEF_GRAPH_LAUNCH(cuGraphLaunch)
 DEF_GRAPH_LAUNCH(cuGraphLaunch_ptsz)
@@ -155,24 +163,26 @@ CUresult traced_host_func(calls::Caller caller, Hook h, CUstream st, CUhostFn us
 
 }  // namespace
 
-#define DEF_LAUNCH_HOST_FUNC(sym)                                                                   \
-  extern "C" AW_EXPORT CUresult sym(CUstream st, CUhostFn fn, void* data) { AW_NOTE_CALLER();               \
-    auto real = real_fn<CUresult (*)(CUstream, CUhostFn, void*)>(Hook::sym);                       \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                  \
-    return traced_host_func(aw_caller, Hook::sym, st, fn, nullptr, data, [&](calls::HostFuncContext* ctx) {   \
-      return ctx ? real(st, &calls::host_fn_trampoline, ctx) : real(st, fn, data);                 \
-    });                                                                                            \
+#define DEF_LAUNCH_HOST_FUNC(sym)                                                                           \
+  extern "C" AW_EXPORT CUresult sym(CUstream st, CUhostFn fn, void* data) {                                 \
+    AW_NOTE_CALLER();                                                                                       \
+    auto real = real_fn<CUresult (*)(CUstream, CUhostFn, void*)>(Hook::sym);                                \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                           \
+    return traced_host_func(aw_caller, Hook::sym, st, fn, nullptr, data, [&](calls::HostFuncContext* ctx) { \
+      return ctx ? real(st, &calls::host_fn_trampoline, ctx) : real(st, fn, data);                          \
+    });                                                                                                     \
   }
 DEF_LAUNCH_HOST_FUNC(cuLaunchHostFunc)
 DEF_LAUNCH_HOST_FUNC(cuLaunchHostFunc_ptsz)
 
-#define DEF_ADD_CALLBACK(sym)                                                                           \
-  extern "C" AW_EXPORT CUresult sym(CUstream st, CUstreamCallback cb, void* data, unsigned flags) { AW_NOTE_CALLER(); \
-    auto real = real_fn<CUresult (*)(CUstream, CUstreamCallback, void*, unsigned)>(Hook::sym);         \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                      \
-    return traced_host_func(aw_caller, Hook::sym, st, nullptr, cb, data, [&](calls::HostFuncContext* ctx) {       \
-      return ctx ? real(st, &calls::stream_callback_trampoline, ctx, flags) : real(st, cb, data, flags); \
-    });                                                                                                \
+#define DEF_ADD_CALLBACK(sym)                                                                               \
+  extern "C" AW_EXPORT CUresult sym(CUstream st, CUstreamCallback cb, void* data, unsigned flags) {         \
+    AW_NOTE_CALLER();                                                                                       \
+    auto real = real_fn<CUresult (*)(CUstream, CUstreamCallback, void*, unsigned)>(Hook::sym);              \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                           \
+    return traced_host_func(aw_caller, Hook::sym, st, nullptr, cb, data, [&](calls::HostFuncContext* ctx) { \
+      return ctx ? real(st, &calls::stream_callback_trampoline, ctx, flags) : real(st, cb, data, flags);    \
+    });                                                                                                     \
   }
 DEF_ADD_CALLBACK(cuStreamAddCallback)
 DEF_ADD_CALLBACK(cuStreamAddCallback_ptsz)

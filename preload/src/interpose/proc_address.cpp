@@ -37,8 +37,8 @@ void substitute(const char* requested, void** pfn) noexcept {
       const char* name = hooks::info(static_cast<Hook>(i)).name;
       if (strncmp(name, requested, len) != 0) continue;
       const char* rest = name + len;
-      if (*rest && strcmp(rest, "_v2") && strcmp(rest, "_ptsz") && strcmp(rest, "_ptds") &&
-          strcmp(rest, "_v2_ptsz") && strcmp(rest, "_v2_ptds"))
+      if (*rest && strcmp(rest, "_v2") && strcmp(rest, "_ptsz") && strcmp(rest, "_ptds") && strcmp(rest, "_v2_ptsz") &&
+          strcmp(rest, "_v2_ptds"))
         continue;
       if (real::driver(static_cast<Hook>(i)) == *pfn) h = static_cast<Hook>(i);
     }

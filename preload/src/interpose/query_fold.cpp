@@ -30,9 +30,8 @@ void record(trace::Api api, trace::Api driver_fn, uint64_t handle, trace::Stream
             int32_t result, uint64_t start, uint64_t end) noexcept {
   Last& l = tl_last;
   const uint32_t gen = trace_writer::generation();
-  if (l.rec && l.generation == gen && l.handle == handle && l.api == static_cast<uint16_t>(api) &&
-      l.result == result && l.per_thread == per_thread && l.rec->repeat < UINT32_MAX &&
-      thread_buffer::next_position() == l.end) {
+  if (l.rec && l.generation == gen && l.handle == handle && l.api == static_cast<uint16_t>(api) && l.result == result &&
+      l.per_thread == per_thread && l.rec->repeat < UINT32_MAX && thread_buffer::next_position() == l.end) {
     // Relaxed stores: a reader of the live mapping sees either count (each field is one store).
     __atomic_store_n(&l.rec->end_ns, end, __ATOMIC_RELAXED);
     __atomic_store_n(&l.rec->repeat, l.rec->repeat + 1, __ATOMIC_RELAXED);

@@ -35,8 +35,8 @@ using SignalFn = sighandler_t (*)(int, sighandler_t);
 using InfoHandler = void (*)(int, siginfo_t*, void*);
 
 enum Real { kSigaction, kSignal, kBsdSignal, kSysvSignal, kSysvSignalInternal, kSigset, kRealCount };
-constexpr const char* kRealNames[kRealCount] = {"sigaction", "signal", "bsd_signal", "sysv_signal", "__sysv_signal",
-                                                "sigset"};
+constexpr const char* kRealNames[kRealCount] = {"sigaction",   "signal",        "bsd_signal",
+                                                "sysv_signal", "__sysv_signal", "sigset"};
 std::atomic<void*> g_real[kRealCount];  // not guarded statics: sigaction may be called from a handler
 
 // Between handler types (the kernel's handler slot is one union): through void (*)(), which
@@ -120,7 +120,8 @@ AW_TLS uint64_t tl_deferred_mask;
 
 // A fault of the instruction itself: must run now (returning would re-execute the instruction).
 bool synchronous(int sig, const siginfo_t* si, bool has_info) noexcept {
-  bool fault_signal = sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGTRAP || sig == SIGSYS;
+  bool fault_signal =
+      sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGTRAP || sig == SIGSYS;
   // Without SA_SIGINFO the kernel leaves siginfo unset: such a signal is taken as a fault.
   return fault_signal && (!has_info || si->si_code > 0);
 }

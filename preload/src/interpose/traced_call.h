@@ -81,8 +81,10 @@ cuda::CUresult traced_with(Caller c, hooks::Hook h, Category cat, Prepare&& prep
     st.caller = c;
     st.outer = kOuterDriver;
     if constexpr (kPrepares) prepare();
-    if (way == kInPlace) rec = begin_in_place(record_type(cat, hi.api), hi.api, &start, &gen);
-    else start = now_ns();
+    if (way == kInPlace)
+      rec = begin_in_place(record_type(cat, hi.api), hi.api, &start, &gen);
+    else
+      start = now_ns();
     set_phase(st, 2);
   } else if (way == kInRuntime) {
     if constexpr (kPrepares) {
@@ -116,8 +118,9 @@ cuda::CUresult traced_with(Caller c, hooks::Hook h, Category cat, Prepare&& prep
       }
     } else if (way == kOuter) {
       AnyRecord tmp{};
-      tmp.h = trace::RecordHeader{static_cast<uint16_t>(record_type(cat, hi.api)),
-                                  static_cast<uint16_t>(trace::record_info(static_cast<uint16_t>(record_type(cat, hi.api))).fixed)};
+      tmp.h = trace::RecordHeader{
+          static_cast<uint16_t>(record_type(cat, hi.api)),
+          static_cast<uint16_t>(trace::record_info(static_cast<uint16_t>(record_type(cat, hi.api))).fixed)};
       tmp.head.api = tmp.head.driver_fn = static_cast<uint16_t>(hi.api);
       fill(tmp, hi, r);
       tmp.head.result = r;

@@ -40,8 +40,17 @@ using FunctionTable = FunctionPointer**;
 enum : uint32_t { kEtidCallbacks = 1 };
 enum : int { kModuleCore = 1 };
 enum : unsigned {
-  kCbMarkEx = 1, kCbMarkA = 2, kCbMarkW = 3, kCbRangeStartEx = 4, kCbRangeStartA = 5, kCbRangeStartW = 6,
-  kCbRangeEnd = 7, kCbRangePushEx = 8, kCbRangePushA = 9, kCbRangePushW = 10, kCbRangePop = 11,
+  kCbMarkEx = 1,
+  kCbMarkA = 2,
+  kCbMarkW = 3,
+  kCbRangeStartEx = 4,
+  kCbRangeStartA = 5,
+  kCbRangeStartW = 6,
+  kCbRangeEnd = 7,
+  kCbRangePushEx = 8,
+  kCbRangePushA = 9,
+  kCbRangePushW = 10,
+  kCbRangePop = 11,
 };
 struct ExportTableCallbacks {
   size_t struct_size;
@@ -223,6 +232,7 @@ int initialize(const void* (*get_export_table)(uint32_t)) noexcept {
 }  // namespace asyncwatch::nvtx
 
 // The NVTX injection entry point (exported: exports.map).
-extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(const void* (*get_export_table)(uint32_t)) {
+extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(
+    const void* (*get_export_table)(uint32_t)) {
   return asyncwatch::nvtx::initialize(get_export_table);
 }

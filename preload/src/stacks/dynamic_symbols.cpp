@@ -32,19 +32,14 @@ uint64_t relocated(uint64_t base, uint64_t ptr) { return ptr < base ? ptr + base
 
 }  // namespace
 
-Object::Object(uint64_t base, const void* dynamic, const char* name) noexcept
-    : base_(base), name_(name ? name : "") {
+Object::Object(uint64_t base, const void* dynamic, const char* name) noexcept : base_(base), name_(name ? name : "") {
   for (auto* d = static_cast<const ElfW(Dyn)*>(dynamic); d && d->d_tag != DT_NULL; ++d) {
     switch (d->d_tag) {
       case DT_SYMTAB: symtab_ = reinterpret_cast<const void*>(relocated(base, d->d_un.d_ptr)); break;
       case DT_STRTAB: strtab_ = reinterpret_cast<const char*>(relocated(base, d->d_un.d_ptr)); break;
       case DT_STRSZ: strsz_ = d->d_un.d_val; break;
-      case DT_GNU_HASH:
-        gnu_hash_ = reinterpret_cast<const uint32_t*>(relocated(base, d->d_un.d_ptr));
-        break;
-      case DT_HASH:
-        sysv_hash_ = reinterpret_cast<const uint32_t*>(relocated(base, d->d_un.d_ptr));
-        break;
+      case DT_GNU_HASH: gnu_hash_ = reinterpret_cast<const uint32_t*>(relocated(base, d->d_un.d_ptr)); break;
+      case DT_HASH: sysv_hash_ = reinterpret_cast<const uint32_t*>(relocated(base, d->d_un.d_ptr)); break;
       default: break;
     }
   }
@@ -68,8 +63,7 @@ bool Object::find(const char* name, Symbol* out) const noexcept {
   if (!usable()) return false;
   if (gnu_hash_) {
     // nbuckets, symoffset, bloom words, bloom shift; bloom[]; buckets[]; chain[]
-    uint32_t nbuckets = gnu_hash_[0], symoffset = gnu_hash_[1], bloom_size = gnu_hash_[2],
-             bloom_shift = gnu_hash_[3];
+    uint32_t nbuckets = gnu_hash_[0], symoffset = gnu_hash_[1], bloom_size = gnu_hash_[2], bloom_shift = gnu_hash_[3];
     if (nbuckets == 0 || bloom_size == 0) return false;
     auto* bloom = reinterpret_cast<const ElfW(Addr)*>(gnu_hash_ + 4);
     const uint32_t* buckets = reinterpret_cast<const uint32_t*>(bloom + bloom_size);

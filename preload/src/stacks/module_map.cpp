@@ -106,8 +106,7 @@ void write_new_modules() noexcept {
       memcpy(r.build_id, f.build_id, sizeof r.build_id);
       if (thread_buffer::write2(&r, sizeof r, f.path.data(), len)) known().push_back({f.low, f.high});
     }
-  } catch (...) {
-  }
+  } catch (...) {}
 }
 
 bool covered(uint64_t addr) noexcept {

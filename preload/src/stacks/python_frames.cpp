@@ -92,8 +92,7 @@ char g_object_path[512];
 constexpr uint32_t kMaxSkipped = 256;  // frames without Python code (shims, incomplete) per walk
 
 uint32_t fingerprint(uint64_t filename, uint64_t name, uint64_t linetable, int32_t first_line) {
-  uint64_t h = (filename ^ (name << 1) ^ (linetable << 2) ^ static_cast<uint32_t>(first_line)) *
-               0x9e3779b97f4a7c15ull;
+  uint64_t h = (filename ^ (name << 1) ^ (linetable << 2) ^ static_cast<uint32_t>(first_line)) * 0x9e3779b97f4a7c15ull;
   return static_cast<uint32_t>(h >> 32);
 }
 
@@ -167,7 +166,7 @@ uint32_t walk(Reader& rd, uint64_t tstate, PythonFrame* out, uint32_t max, WalkE
       const auto owner = static_cast<uint8_t>(field<char>(f, L.frame_owner));
       bool no_code = false;
       if constexpr (L.owned_by_cstack != kAbsent) no_code = owner == L.owned_by_cstack;  // an entry shim
-      if constexpr (L.minor >= 13) no_code = no_code || code == in.none;  // f_executable is None
+      if constexpr (L.minor >= 13) no_code = no_code || code == in.none;                 // f_executable is None
       if (no_code) {
         if (++skipped > kMaxSkipped) return end = WalkEnd::kInvalid, n;
         frame = back;
@@ -258,8 +257,7 @@ uint32_t capture_as(PythonFrame* out, uint32_t max, WalkEnd& e, bool checked_onl
 }
 
 template <size_t... I>
-uint32_t capture_dispatch(std::index_sequence<I...>, PythonFrame* out, uint32_t max, WalkEnd& e,
-                          bool checked_only) {
+uint32_t capture_dispatch(std::index_sequence<I...>, PythonFrame* out, uint32_t max, WalkEnd& e, bool checked_only) {
   uint32_t n = 0;
   const size_t layout = g_interpreter.layout_index;
   ((layout == I ? (n = capture_as<I>(out, max, e, checked_only), true) : false) || ...);
@@ -272,8 +270,8 @@ uint32_t capture_dispatch(std::index_sequence<I...>, PythonFrame* out, uint32_t 
 
 struct Found {
   bool any = false;
-  dynamic_symbols::Symbol runtime{}, version{}, py_is{}, code_type{}, type_type{}, frame_type{},
-      unicode_type{}, bytes_type{}, none{};
+  dynamic_symbols::Symbol runtime{}, version{}, py_is{}, code_type{}, type_type{}, frame_type{}, unicode_type{},
+      bytes_type{}, none{};
   bool has_version = false, has_py_is = false, has_frame_type = false, has_none = false;
   bool complete = false;  // all of the types found
 };
@@ -288,8 +286,7 @@ bool visit(const dynamic_symbols::Object& object, void* arg) {
   found->has_py_is = object.find("Py_Is", &found->py_is);
   found->has_frame_type = object.find("PyFrame_Type", &found->frame_type);
   found->has_none = object.find("_Py_NoneStruct", &found->none);
-  found->complete = object.find("PyCode_Type", &found->code_type) &&
-                    object.find("PyType_Type", &found->type_type) &&
+  found->complete = object.find("PyCode_Type", &found->code_type) && object.find("PyType_Type", &found->type_type) &&
                     object.find("PyUnicode_Type", &found->unicode_type) &&
                     object.find("PyBytes_Type", &found->bytes_type);
   const char* name = object.name();
@@ -303,8 +300,8 @@ bool check_type(CheckedReader& rd, const Layout& L, uint64_t type, uint64_t type
   uint8_t t[64];
   if (!rd.copy(type, t, sizeof t)) return false;
   if (field<uint64_t>(t, L.object_type) != type_type) return false;
-  if (basicsize >= 0 && (field<int64_t>(t, L.type_basicsize) != basicsize ||
-                         field<int64_t>(t, L.type_itemsize) != itemsize)) {
+  if (basicsize >= 0 &&
+      (field<int64_t>(t, L.type_basicsize) != basicsize || field<int64_t>(t, L.type_itemsize) != itemsize)) {
     return false;
   }
   char text[16] = {};
@@ -318,27 +315,47 @@ bool check_type(CheckedReader& rd, const Layout& L, uint64_t type, uint64_t type
 struct DebugOffsets313 {
   char cookie[8];
   uint64_t version, free_threaded;
-  struct { uint64_t size, finalizing, interpreters_head; } runtime_state;
   struct {
-    uint64_t size, id, next, threads_head, gc, imports_modules, sysdict, builtins, ceval_gil,
-        gil_runtime_state, gil_runtime_state_enabled, gil_runtime_state_locked, gil_runtime_state_holder;
+    uint64_t size, finalizing, interpreters_head;
+  } runtime_state;
+  struct {
+    uint64_t size, id, next, threads_head, gc, imports_modules, sysdict, builtins, ceval_gil, gil_runtime_state,
+        gil_runtime_state_enabled, gil_runtime_state_locked, gil_runtime_state_holder;
   } interpreter_state;
   struct {
     uint64_t size, prev, next, interp, current_frame, thread_id, native_thread_id, datastack_chunk, status;
   } thread_state;
-  struct { uint64_t size, previous, executable, instr_ptr, localsplus, owner; } interpreter_frame;
   struct {
-    uint64_t size, filename, name, qualname, linetable, firstlineno, argcount, localsplusnames,
-        localspluskinds, co_code_adaptive;
+    uint64_t size, previous, executable, instr_ptr, localsplus, owner;
+  } interpreter_frame;
+  struct {
+    uint64_t size, filename, name, qualname, linetable, firstlineno, argcount, localsplusnames, localspluskinds,
+        co_code_adaptive;
   } code_object;
-  struct { uint64_t size, ob_type; } pyobject;
-  struct { uint64_t size, tp_name, tp_repr, tp_flags; } type_object;
-  struct { uint64_t size, ob_item, ob_size; } tuple_object, list_object;
-  struct { uint64_t size, ma_keys, ma_values; } dict_object;
-  struct { uint64_t size, ob_fval; } float_object;
-  struct { uint64_t size, lv_tag, ob_digit; } long_object;
-  struct { uint64_t size, ob_size, ob_sval; } bytes_object;
-  struct { uint64_t size, state, length, asciiobject_size; } unicode_object;
+  struct {
+    uint64_t size, ob_type;
+  } pyobject;
+  struct {
+    uint64_t size, tp_name, tp_repr, tp_flags;
+  } type_object;
+  struct {
+    uint64_t size, ob_item, ob_size;
+  } tuple_object, list_object;
+  struct {
+    uint64_t size, ma_keys, ma_values;
+  } dict_object;
+  struct {
+    uint64_t size, ob_fval;
+  } float_object;
+  struct {
+    uint64_t size, lv_tag, ob_digit;
+  } long_object;
+  struct {
+    uint64_t size, ob_size, ob_sval;
+  } bytes_object;
+  struct {
+    uint64_t size, state, length, asciiobject_size;
+  } unicode_object;
 };
 
 const char* check_debug_offsets(CheckedReader& rd, const Layout& L, uint64_t runtime, uint32_t version) {
@@ -347,18 +364,17 @@ const char* check_debug_offsets(CheckedReader& rd, const Layout& L, uint64_t run
   if (std::memcmp(d.cookie, "xdebugpy", 8) != 0) return "_PyRuntime.debug_offsets has no cookie";
   if (d.version != version) return "_PyRuntime.debug_offsets names another version than Py_Version";
   if (d.free_threaded != 0) return "free-threaded CPython (3.13t) is not supported";
-  const bool same =
-      d.runtime_state.finalizing == L.runtime_finalizing && d.thread_state.interp == L.tstate_interp &&
-      d.thread_state.current_frame == L.tstate_frame && d.thread_state.thread_id == L.tstate_thread_id &&
-      d.interpreter_frame.previous == L.frame_back && d.interpreter_frame.executable == L.frame_code &&
-      d.interpreter_frame.instr_ptr == L.frame_instr && d.interpreter_frame.owner == L.frame_owner &&
-      d.code_object.size == L.code_size && d.code_object.filename == L.code_filename &&
-      d.code_object.name == L.code_name && d.code_object.qualname == L.code_qualname &&
-      d.code_object.linetable == L.code_linetable && d.code_object.firstlineno == L.code_firstlineno &&
-      d.code_object.co_code_adaptive == L.code_adaptive && d.pyobject.ob_type == L.object_type &&
-      d.type_object.tp_name == L.type_name && d.bytes_object.ob_sval == L.bytes_data &&
-      d.unicode_object.state == L.unicode_state && d.unicode_object.length == L.unicode_length &&
-      d.unicode_object.asciiobject_size == L.unicode_ascii_data;
+  const bool same = d.runtime_state.finalizing == L.runtime_finalizing && d.thread_state.interp == L.tstate_interp &&
+                    d.thread_state.current_frame == L.tstate_frame && d.thread_state.thread_id == L.tstate_thread_id &&
+                    d.interpreter_frame.previous == L.frame_back && d.interpreter_frame.executable == L.frame_code &&
+                    d.interpreter_frame.instr_ptr == L.frame_instr && d.interpreter_frame.owner == L.frame_owner &&
+                    d.code_object.size == L.code_size && d.code_object.filename == L.code_filename &&
+                    d.code_object.name == L.code_name && d.code_object.qualname == L.code_qualname &&
+                    d.code_object.linetable == L.code_linetable && d.code_object.firstlineno == L.code_firstlineno &&
+                    d.code_object.co_code_adaptive == L.code_adaptive && d.pyobject.ob_type == L.object_type &&
+                    d.type_object.tp_name == L.type_name && d.bytes_object.ob_sval == L.bytes_data &&
+                    d.unicode_object.state == L.unicode_state && d.unicode_object.length == L.unicode_length &&
+                    d.unicode_object.asciiobject_size == L.unicode_ascii_data;
   return same ? nullptr : "_PyRuntime.debug_offsets differ from the known 3.13 layout";
 }
 
@@ -379,7 +395,8 @@ Availability search() {
   uint32_t version = 0;
   if (found.has_version) {
     uint64_t v = 0;
-    if (!found.version.is_data || !rd.copy(found.version.address, &v, sizeof v)) return fail("Py_Version is unreadable");
+    if (!found.version.is_data || !rd.copy(found.version.address, &v, sizeof v))
+      return fail("Py_Version is unreadable");
     version = static_cast<uint32_t>(v);
   } else if (found.has_py_is) {
     version = 0x030a0000;  // Py_Version is new in 3.11 and Py_Is in 3.10
@@ -395,8 +412,8 @@ Availability search() {
   if (!found.complete || (L->frame_kind == FrameKind::kFrameObject && !found.has_frame_type)) {
     return fail("a CPython type object is not exported");
   }
-  const uint16_t runtime_needed = view_size({L->runtime_initialized, L->runtime_finalizing,
-                                             L->runtime_interpreters_main, L->runtime_tss});
+  const uint16_t runtime_needed =
+      view_size({L->runtime_initialized, L->runtime_finalizing, L->runtime_interpreters_main, L->runtime_tss});
   if (found.runtime.size < runtime_needed) return fail("_PyRuntime is smaller than the layout says");
   {
     uint8_t probe[8];

@@ -67,12 +67,12 @@ struct Buffer {
 };
 
 struct CodeDescription {
-  Buffer filename;    // co_filename, UTF-8 (undecodable bytes the interpreter kept as
-                      // surrogate escapes come back as the original bytes, as os.fsencode does)
-  Buffer qualname;    // co_qualname (3.11+), co_name in 3.10 (it has no qualified name)
-  Buffer line_table;  // co_linetable, raw bytes
-  int32_t first_line = 0;        // co_firstlineno
-  uint32_t instructions = 0;     // length of the bytecode in code units
+  Buffer filename;            // co_filename, UTF-8 (undecodable bytes the interpreter kept as
+                              // surrogate escapes come back as the original bytes, as os.fsencode does)
+  Buffer qualname;            // co_qualname (3.11+), co_name in 3.10 (it has no qualified name)
+  Buffer line_table;          // co_linetable, raw bytes
+  int32_t first_line = 0;     // co_firstlineno
+  uint32_t instructions = 0;  // length of the bytecode in code units
   python_lines::LineTableFormat line_table_format = python_lines::LineTableFormat::kUnknown;
 };
 
@@ -91,9 +91,9 @@ enum class Availability : uint8_t {
 
 struct Status {
   Availability availability;
-  uint32_t version_hex;   // PY_VERSION_HEX of the interpreter found (3.10: 0x030a0000), or 0
-  const char* detail;     // why not ready, or the object that defines _PyRuntime; static storage
-  uint64_t searches;      // how many times the loaded objects were searched
+  uint32_t version_hex;  // PY_VERSION_HEX of the interpreter found (3.10: 0x030a0000), or 0
+  const char* detail;    // why not ready, or the object that defines _PyRuntime; static storage
+  uint64_t searches;     // how many times the loaded objects were searched
 };
 Status status() noexcept;
 

@@ -32,17 +32,17 @@ struct Layout {
   uint16_t tss_key;                    // Py_tss_t._key (pthread_key_t)
 
   // PyThreadState
-  uint16_t tstate_interp;     // PyInterpreterState*
-  uint16_t tstate_thread_id;  // unsigned long: pthread_self() of its thread
-  uint16_t tstate_frame;      // 3.10 frame, 3.11/3.12 cframe (_PyCFrame*), 3.13 current_frame
+  uint16_t tstate_interp;         // PyInterpreterState*
+  uint16_t tstate_thread_id;      // unsigned long: pthread_self() of its thread
+  uint16_t tstate_frame;          // 3.10 frame, 3.11/3.12 cframe (_PyCFrame*), 3.13 current_frame
   uint16_t cframe_current_frame;  // _PyCFrame.current_frame (3.11, 3.12), else kAbsent
 
   // The frame: PyFrameObject (3.10) or _PyInterpreterFrame (3.11+)
-  uint16_t frame_back;   // f_back / previous
-  uint16_t frame_code;   // f_code / f_code / f_executable (PyCodeObject*, 3.13: PyObject*)
-  uint16_t frame_lasti;  // 3.10: int f_lasti (code units), else kAbsent
-  uint16_t frame_instr;  // 3.11/3.12 prev_instr, 3.13 instr_ptr (_Py_CODEUNIT*), else kAbsent
-  uint16_t frame_owner;  // char owner (3.11+), else kAbsent
+  uint16_t frame_back;          // f_back / previous
+  uint16_t frame_code;          // f_code / f_code / f_executable (PyCodeObject*, 3.13: PyObject*)
+  uint16_t frame_lasti;         // 3.10: int f_lasti (code units), else kAbsent
+  uint16_t frame_instr;         // 3.11/3.12 prev_instr, 3.13 instr_ptr (_Py_CODEUNIT*), else kAbsent
+  uint16_t frame_owner;         // char owner (3.11+), else kAbsent
   uint16_t owned_by_generator;  // FRAME_OWNED_BY_GENERATOR (3.11+)
   uint16_t owned_by_cstack;     // FRAME_OWNED_BY_CSTACK (3.12+): entry shims, not Python code
 

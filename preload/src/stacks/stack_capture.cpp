@@ -42,7 +42,9 @@ struct PyCodeKey {
   bool operator==(const PyCodeKey& o) const { return code == o.code && check == o.check; }
 };
 struct PyCodeKeyHash {
-  size_t operator()(const PyCodeKey& k) const { return std::hash<uint64_t>()(k.code * 0x9e3779b97f4a7c15ull ^ k.check); }
+  size_t operator()(const PyCodeKey& k) const {
+    return std::hash<uint64_t>()(k.code * 0x9e3779b97f4a7c15ull ^ k.check);
+  }
 };
 
 struct Global {
@@ -292,8 +294,8 @@ inline uint64_t scan_scalar(const uint64_t* w, const uint64_t* end, uint64_t elo
 
 // The same, four words per step with AVX2 (the same hits in the same order, so the same key);
 // chosen at run time.
-__attribute__((target("avx2"))) uint64_t scan_avx2(const uint64_t* w, const uint64_t* end, uint64_t elo,
-                                                   uint64_t elen, uint64_t clo, uint64_t clen, uint64_t h) noexcept {
+__attribute__((target("avx2"))) uint64_t scan_avx2(const uint64_t* w, const uint64_t* end, uint64_t elo, uint64_t elen,
+                                                   uint64_t clo, uint64_t clen, uint64_t h) noexcept {
   const __m256i sign = _mm256_set1_epi64x(static_cast<long long>(0x8000000000000000ull));
   const __m256i vel = _mm256_set1_epi64x(static_cast<long long>(elo));
   const __m256i vcl = _mm256_set1_epi64x(static_cast<long long>(clo));

@@ -22,9 +22,8 @@
 namespace asyncwatch::thread_buffer {
 
 // The largest record: what fits a block after its header, and what RecordHeader::size can say.
-inline constexpr uint32_t kMaxRecord = trace::kBlockSize - sizeof(trace::BlockHeader) < 0xfff8u
-                                           ? trace::kBlockSize - sizeof(trace::BlockHeader)
-                                           : 0xfff8u;
+inline constexpr uint32_t kMaxRecord =
+    trace::kBlockSize - sizeof(trace::BlockHeader) < 0xfff8u ? trace::kBlockSize - sizeof(trace::BlockHeader) : 0xfff8u;
 
 // Where a record of `size` bytes (header included, a multiple of 8, at most kMaxRecord) is to be
 // written; its bytes after the RecordHeader are the body. nullptr when it cannot be written

@@ -42,10 +42,10 @@ using namespace asyncwatch::trace;
 enum ThreadState : int { kNone = 0, kStarting = 1, kIdle = 2, kServing = 3, kGone = 4 };
 
 std::atomic<int> g_thread{kNone};
-std::atomic<uint32_t> g_req{0};   // bumped by requesters; the thread sleeps on it
-std::atomic<uint32_t> g_done{0};  // bumped by the thread after each step; requesters sleep on it
-std::atomic<uint64_t> g_want{0};  // map segments below this, ahead of need
-std::atomic<uint64_t> g_need{0};  // a requester waits for the segments below this
+std::atomic<uint32_t> g_req{0};     // bumped by requesters; the thread sleeps on it
+std::atomic<uint32_t> g_done{0};    // bumped by the thread after each step; requesters sleep on it
+std::atomic<uint64_t> g_want{0};    // map segments below this, ahead of need
+std::atomic<uint64_t> g_need{0};    // a requester waits for the segments below this
 std::atomic<uint64_t> g_mapped{0};  // segments [0, g_mapped) are mapped
 std::atomic<bool> g_open_req{false};
 std::atomic<bool> g_close_req{false};
@@ -127,7 +127,8 @@ bool same_file(int fd, const struct stat& want) noexcept {
 int place_high(int fd, const struct stat& st) noexcept {
   rlimit rl{};
   long top = 1024;
-  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) top = std::min<long>(top, static_cast<long>(rl.rlim_cur));
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+    top = std::min<long>(top, static_cast<long>(rl.rlim_cur));
   int h = -1;
   for (long dist = 1; h < 0 && top - dist >= 3; dist *= 2) h = fcntl(fd, F_DUPFD_CLOEXEC, static_cast<int>(top - dist));
   if (same_file(fd, st)) ::close(fd);
@@ -150,9 +151,12 @@ bool fits_rlimit(uint64_t new_size) noexcept {
 // Inserts ".N" before the extension: asyncwatch-app-12.awtrace -> asyncwatch-app-12.1.awtrace.
 void with_suffix(char* out, size_t cap, const char* dir, const char* name, int n) noexcept {
   const char* dot = strrchr(name, '.');
-  if (!n) snprintf(out, cap, "%s/%s", dir, name);
-  else if (!dot || dot == name) snprintf(out, cap, "%s/%s.%d", dir, name, n);
-  else snprintf(out, cap, "%s/%.*s.%d%s", dir, static_cast<int>(dot - name), name, n, dot);
+  if (!n)
+    snprintf(out, cap, "%s/%s", dir, name);
+  else if (!dot || dot == name)
+    snprintf(out, cap, "%s/%s.%d", dir, name, n);
+  else
+    snprintf(out, cap, "%s/%.*s.%d%s", dir, static_cast<int>(dot - name), name, n, dot);
 }
 
 void copy_str(char* dst, size_t cap, const char* s) noexcept {
@@ -169,8 +173,10 @@ void fill_rank(FileHeader* h) noexcept {
     uint64_t n = 0;
     bool digits = v && *v;
     for (const char* d = v; digits && *d; ++d) {
-      if (*d < '0' || *d > '9' || n > 0xffffffffull / 10) digits = false;
-      else n = n * 10 + static_cast<uint64_t>(*d - '0');
+      if (*d < '0' || *d > '9' || n > 0xffffffffull / 10)
+        digits = false;
+      else
+        n = n * 10 + static_cast<uint64_t>(*d - '0');
     }
     if (digits && n <= 0xffffffffull) {
       h->rank = static_cast<uint32_t>(n);
@@ -248,8 +254,10 @@ bool create_file() noexcept {
     if (fd >= 0 || errno != EEXIST) break;
   }
   if (fd < 0) {
-    if (errno == EMFILE || errno == ENFILE) set_error("no free file descriptor for trace file %s", g_path);
-    else set_error("cannot create trace file %s: %s", g_path, strerror(errno));
+    if (errno == EMFILE || errno == ENFILE)
+      set_error("no free file descriptor for trace file %s", g_path);
+    else
+      set_error("cannot create trace file %s: %s", g_path, strerror(errno));
     g_path[0] = 0;
     return false;
   }
@@ -283,7 +291,8 @@ bool create_file() noexcept {
 // full disk would SIGBUS the application on its first store into a hole.
 bool map_one(uint64_t seg) noexcept {
   if (seg >= kMaxSegments) {
-    set_error("trace file reached its size limit (%llu GiB)", static_cast<unsigned long long>(kMaxSegments * kSegmentBytes >> 30));
+    set_error("trace file reached its size limit (%llu GiB)",
+              static_cast<unsigned long long>(kMaxSegments * kSegmentBytes >> 30));
     return false;
   }
   off_t off = static_cast<off_t>(kHeaderSize + segment_first_block(seg) * kBlockSize);
@@ -465,8 +474,7 @@ char* segment(uint64_t seg) noexcept {
   char* p = g_segments[seg].load(std::memory_order_acquire);
   if (AW_LIKELY(p)) return p;
   uint64_t cur = g_need.load();
-  while (cur < seg + 1 && !g_need.compare_exchange_weak(cur, seg + 1)) {
-  }
+  while (cur < seg + 1 && !g_need.compare_exchange_weak(cur, seg + 1)) {}
   bump(&g_req);
   for (;;) {
     uint32_t d = g_done.load(std::memory_order_acquire);
@@ -479,8 +487,7 @@ char* segment(uint64_t seg) noexcept {
 void map_ahead(uint64_t count) noexcept {
   uint64_t cur = g_want.load(std::memory_order_relaxed);
   bool raised = false;
-  while (cur < count && !(raised = g_want.compare_exchange_weak(cur, count))) {
-  }
+  while (cur < count && !(raised = g_want.compare_exchange_weak(cur, count))) {}
   if (raised) bump(&g_req);
 }
 

@@ -22,8 +22,10 @@ GenerationPage g_generation_page;  // .bss: a private anonymous mapping, as WIPE
 std::atomic<uint32_t> g_not_recording{kNotActive};
 
 void set_paused_bit(bool paused) noexcept {
-  if (paused) g_not_recording.fetch_or(kPaused, std::memory_order_acq_rel);
-  else g_not_recording.fetch_and(~uint32_t{kPaused}, std::memory_order_acq_rel);
+  if (paused)
+    g_not_recording.fetch_or(kPaused, std::memory_order_acq_rel);
+  else
+    g_not_recording.fetch_and(~uint32_t{kPaused}, std::memory_order_acq_rel);
 }
 
 namespace {
@@ -48,8 +50,10 @@ std::atomic<uint32_t> g_state{kNotOpen};  // also a futex word (waiting for kSta
 void mirror_state() noexcept {
   for (;;) {
     uint32_t s = g_state.load(std::memory_order_acquire);
-    if (s == kActive) g_not_recording.fetch_and(~uint32_t{kNotActive}, std::memory_order_acq_rel);
-    else g_not_recording.fetch_or(kNotActive, std::memory_order_acq_rel);
+    if (s == kActive)
+      g_not_recording.fetch_and(~uint32_t{kNotActive}, std::memory_order_acq_rel);
+    else
+      g_not_recording.fetch_or(kNotActive, std::memory_order_acq_rel);
     if (g_state.load(std::memory_order_acquire) == s) return;
   }
 }
@@ -68,9 +72,9 @@ OpenedCallback g_opened_cb = nullptr;
 // notices (it compares the generation on every record anyway), so such a child never writes into
 // the parent's blocks, which its copy of the mapping still shares with the parent.
 GenerationPage& g_page = g_generation_page;
-uint32_t g_generation_shadow = 0;      // not wiped: the next generation is computed from it
-std::atomic<pid_t> g_owner_pid{0};     // the process the generation was set for
-bool g_page_wiped_on_fork = false;     // madvise(MADV_WIPEONFORK) succeeded
+uint32_t g_generation_shadow = 0;   // not wiped: the next generation is computed from it
+std::atomic<pid_t> g_owner_pid{0};  // the process the generation was set for
+bool g_page_wiped_on_fork = false;  // madvise(MADV_WIPEONFORK) succeeded
 
 long futex(std::atomic<uint32_t>* a, int op, uint32_t v) noexcept {
   return syscall(SYS_futex, reinterpret_cast<uint32_t*>(a), op | FUTEX_PRIVATE_FLAG, v, nullptr, nullptr, 0);
@@ -116,8 +120,7 @@ void init_process() noexcept {
     g_page.generation.store(++g_generation_shadow, std::memory_order_release);
     return;
   }
-  while (g_page.generation.load(std::memory_order_acquire) == 0 && g_owner_pid.load() == self) {
-  }
+  while (g_page.generation.load(std::memory_order_acquire) == 0 && g_owner_pid.load() == self) {}
 }
 
 // Config flags learnt after the start (kConfigNvtx): ORed into every header opened from now on.
@@ -125,7 +128,8 @@ std::atomic<uint32_t> g_late_config_flags{0};
 
 void add_config_flags(uint32_t flags) noexcept {
   g_late_config_flags.fetch_or(flags, std::memory_order_relaxed);
-  if (FileHeader* h = g_header.load(std::memory_order_acquire)) __atomic_fetch_or(&h->config_flags, flags, __ATOMIC_RELAXED);
+  if (FileHeader* h = g_header.load(std::memory_order_acquire))
+    __atomic_fetch_or(&h->config_flags, flags, __ATOMIC_RELAXED);
 }
 
 void file_opened(FileHeader* h) noexcept {
@@ -263,8 +267,7 @@ char* claim_block(uint64_t* index_out) noexcept {
   FileHeader* h = g_header.load(std::memory_order_acquire);
   uint64_t cur = __atomic_load_n(&h->blocks_claimed, __ATOMIC_RELAXED);
   while (cur < idx + 1 &&
-         !__atomic_compare_exchange_n(&h->blocks_claimed, &cur, idx + 1, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-  }
+         !__atomic_compare_exchange_n(&h->blocks_claimed, &cur, idx + 1, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
   *index_out = idx;
   return base + in_seg * kBlockSize;
 }

@@ -11,8 +11,7 @@
 
 __global__ void sleep_kernel(long long ns) {
   long long start = clock64();
-  while (clock64() - start < ns) {
-  }
+  while (clock64() - start < ns) {}
 }
 __global__ void empty_kernel() {}
 
@@ -44,7 +43,8 @@ int main(int argc, char** argv) {
     cudaStreamSynchronize(s);
     printf("%s: H2D returned after %.0f us, D2H after %.0f us\n", pass ? "pinned" : "pageable", h2d, d2h);
   }
-  cudaLaunchHostFunc(s, [](void*) { usleep(1000); }, nullptr);
+  cudaLaunchHostFunc(
+      s, [](void*) { usleep(1000); }, nullptr);
   cudaStreamSynchronize(s);
   // Overhead loops: 64-byte pinned copies and empty launches.
   for (int i = 0; i < 1000; ++i) empty_kernel<<<1, 1, 0, s>>>();

@@ -17,7 +17,8 @@ int main(int argc, char** argv) {
   clock_gettime(CLOCK_MONOTONIC, &b);
   double ns = static_cast<double>((b.tv_sec - a.tv_sec) * 1000000000ll + (b.tv_nsec - a.tv_nsec));
   auto s = asyncwatch::python_frames::status();
-  std::printf("no Python: %ld captures, %.2f ns each, %llu frames, %llu search(es): %s\n", calls, ns / static_cast<double>(calls),
-              static_cast<unsigned long long>(found), static_cast<unsigned long long>(s.searches), s.detail);
+  std::printf("no Python: %ld captures, %.2f ns each, %llu frames, %llu search(es): %s\n", calls,
+              ns / static_cast<double>(calls), static_cast<unsigned long long>(found),
+              static_cast<unsigned long long>(s.searches), s.detail);
   return found == 0 && s.searches == 1 ? 0 : 1;
 }

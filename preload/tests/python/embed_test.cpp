@@ -23,8 +23,7 @@ PyObject* walk(PyObject*, PyObject*) {
   uint32_t n;
   int line = -1;
   char qualname[256] = "";
-  Py_BEGIN_ALLOW_THREADS
-  n = python_frames::capture(frames, 64, &end);
+  Py_BEGIN_ALLOW_THREADS n = python_frames::capture(frames, 64, &end);
   if (n > 0) {
     char file[1024];
     static uint8_t table[1 << 16];
@@ -37,10 +36,9 @@ PyObject* walk(PyObject*, PyObject*) {
       line = python_lines::line_of(d.line_table_format, table, d.line_table.size, d.first_line, frames[0].instr);
     }
   }
-  Py_END_ALLOW_THREADS
-  return Py_BuildValue("(IiisiK)", n, static_cast<int>(end), line, qualname,
-                       static_cast<int>(python_frames::status().availability),
-                       static_cast<unsigned long long>(python_frames::status().searches));
+  Py_END_ALLOW_THREADS return Py_BuildValue("(IiisiK)", n, static_cast<int>(end), line, qualname,
+                                            static_cast<int>(python_frames::status().availability),
+                                            static_cast<unsigned long long>(python_frames::status().searches));
 }
 
 PyMethodDef methods[] = {{"walk", walk, METH_NOARGS, nullptr}, {nullptr, nullptr, 0, nullptr}};

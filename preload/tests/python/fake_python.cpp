@@ -69,8 +69,8 @@ void* make_str(const uint32_t* chars, size_t n, unsigned kind) {
   auto* s = static_cast<unsigned char*>(object(data + (n + 1) * kind));
   put(s, L.object_type, addr(PyUnicode_Type));
   put(s, L.unicode_length, static_cast<int64_t>(n));
-  uint32_t state = (kind << L.unicode_kind_shift) | (1u << L.unicode_compact_bit) |
-                   (ascii ? 1u << L.unicode_ascii_bit : 0u);
+  uint32_t state =
+      (kind << L.unicode_kind_shift) | (1u << L.unicode_compact_bit) | (ascii ? 1u << L.unicode_ascii_bit : 0u);
   put(s, L.unicode_state, state);
   for (size_t i = 0; i < n; ++i) {
     if (kind == 1) s[data + i] = static_cast<unsigned char>(chars[i]);

@@ -22,8 +22,7 @@ namespace {
 constexpr int kMaxFrames = 4096;
 
 uint32_t walk(int mode, PythonFrame* frames, uint32_t max, WalkEnd* end) {
-  return mode == 1 ? python_frames::capture_checked(frames, max, end)
-                   : python_frames::capture(frames, max, end);
+  return mode == 1 ? python_frames::capture_checked(frames, max, end) : python_frames::capture(frames, max, end);
 }
 
 // Appends `s` (n bytes) to out; false when full.
@@ -58,14 +57,13 @@ AW_HELPER int aw_walk(char* out, int cap, int max_frames, int mode, int* end, in
         d.line_table.needed != d.line_table.size) {
       return -1 - static_cast<int>(i);  // `needed` must be what was written when it fitted
     }
-    python_lines::SourceLocation loc = python_lines::locate(d.line_table_format, table, d.line_table.size,
-                                                            d.first_line, frames[i].instr);
+    python_lines::SourceLocation loc =
+        python_lines::locate(d.line_table_format, table, d.line_table.size, d.first_line, frames[i].instr);
     char numbers[96];
-    int len = std::snprintf(numbers, sizeof numbers, "\x1f%d\x1f%d\x1f%d\x1f%d\x1e", loc.line, loc.column,
-                            d.first_line, frames[i].instr);
+    int len = std::snprintf(numbers, sizeof numbers, "\x1f%d\x1f%d\x1f%d\x1f%d\x1e", loc.line, loc.column, d.first_line,
+                            frames[i].instr);
     if (!put(out, cap, *used, filename, d.filename.size) || !put(out, cap, *used, "\x1f", 1) ||
-        !put(out, cap, *used, qualname, d.qualname.size) ||
-        !put(out, cap, *used, numbers, static_cast<size_t>(len))) {
+        !put(out, cap, *used, qualname, d.qualname.size) || !put(out, cap, *used, numbers, static_cast<size_t>(len))) {
       return -1 - static_cast<int>(i);
     }
   }
@@ -79,8 +77,8 @@ AW_HELPER int aw_find_interpreter() { return static_cast<int>(python_frames::fin
 // "availability version_hex searches detail"
 AW_HELPER int aw_status(char* out, int cap) {
   python_frames::Status s = python_frames::status();
-  return std::snprintf(out, static_cast<size_t>(cap), "%d %u %llu %s", static_cast<int>(s.availability),
-                       s.version_hex, static_cast<unsigned long long>(s.searches), s.detail);
+  return std::snprintf(out, static_cast<size_t>(cap), "%d %u %llu %s", static_cast<int>(s.availability), s.version_hex,
+                       static_cast<unsigned long long>(s.searches), s.detail);
 }
 
 // `iterations` walks in a row; returns the nanoseconds they took (CLOCK_MONOTONIC), and the frames

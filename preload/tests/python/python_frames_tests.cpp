@@ -134,11 +134,12 @@ TEST(PythonFrames, NoFramesWithoutAUsableThreadState) {
 // process_vm_readv, sees it, and turns Python frames off instead of faulting.
 TEST(PythonFrames, UnreadablePointersTurnItOffWithoutAFault) {
   for (const char* variant : {"tss-unmapped", "frame-unmapped", "code-unmapped"}) {
-    EXPECT_EQ(with_fake(variant, [] {
-                std::string r = expect_walk(0, WalkEnd::kInvalid, Availability::kUnsupported, "unreadable")();
-                if (!r.empty()) return r;
-                return expect_walk(0, WalkEnd::kNoPython, Availability::kUnsupported)();  // and stays off
-              }),
+    EXPECT_EQ(with_fake(variant,
+                        [] {
+                          std::string r = expect_walk(0, WalkEnd::kInvalid, Availability::kUnsupported, "unreadable")();
+                          if (!r.empty()) return r;
+                          return expect_walk(0, WalkEnd::kNoPython, Availability::kUnsupported)();  // and stays off
+                        }),
               "")
         << variant;
   }
@@ -147,117 +148,123 @@ TEST(PythonFrames, UnreadablePointersTurnItOffWithoutAFault) {
 TEST(PythonFrames, CyclesAndBadInstructionsStop) {
   EXPECT_EQ(with_fake("shim-cycle", expect_walk(0, WalkEnd::kInvalid, Availability::kReady)), "");
   EXPECT_EQ(with_fake("instr-out-of-range", expect_walk(0, WalkEnd::kInvalid, Availability::kReady)), "");
-  EXPECT_EQ(with_fake("frame-cycle", [] {
-              std::string r = expect_walk(16, WalkEnd::kDepthLimit, Availability::kReady)();  // checked walk
-              return r.empty() ? expect_walk(16, WalkEnd::kDepthLimit, Availability::kReady)() : r;  // plain
-            }),
+  EXPECT_EQ(with_fake("frame-cycle",
+                      [] {
+                        std::string r = expect_walk(16, WalkEnd::kDepthLimit, Availability::kReady)();  // checked walk
+                        return r.empty() ? expect_walk(16, WalkEnd::kDepthLimit, Availability::kReady)() : r;  // plain
+                      }),
             "");
 }
 
 // A checked walk that stopped at an invalid pointer proves nothing about the layout: its frames
 // are returned, but describe_code (plain loads) refuses them until a walk completes.
 TEST(PythonFrames, NoDescriptionBeforeTheLayoutIsProven) {
-  EXPECT_EQ(with_fake("invalid-after-one", []() -> std::string {
-              std::string r = expect_walk(1, WalkEnd::kInvalid, Availability::kReady)();
-              if (!r.empty()) return r;
-              PythonFrame f[4];
-              WalkEnd e;
-              if (capture(f, 4, &e) != 1) return "second walk";
-              char file[64], qual[64], table[64];
-              CodeDescription d;
-              d.filename = {file, sizeof file};
-              d.qualname = {qual, sizeof qual};
-              d.line_table = {table, sizeof table};
-              if (describe_code(f[0], d)) return "described a frame of an unproven layout";
-              if (capture(f, 1, &e) != 1 || e != WalkEnd::kDepthLimit) return "walk of one frame";
-              if (!describe_code(f[0], d)) return "not described after a walk reached the depth limit";
-              return text(d.qualname) == "f" ? "" : "qualname " + text(d.qualname);
-            }),
+  EXPECT_EQ(with_fake("invalid-after-one",
+                      []() -> std::string {
+                        std::string r = expect_walk(1, WalkEnd::kInvalid, Availability::kReady)();
+                        if (!r.empty()) return r;
+                        PythonFrame f[4];
+                        WalkEnd e;
+                        if (capture(f, 4, &e) != 1) return "second walk";
+                        char file[64], qual[64], table[64];
+                        CodeDescription d;
+                        d.filename = {file, sizeof file};
+                        d.qualname = {qual, sizeof qual};
+                        d.line_table = {table, sizeof table};
+                        if (describe_code(f[0], d)) return "described a frame of an unproven layout";
+                        if (capture(f, 1, &e) != 1 || e != WalkEnd::kDepthLimit) return "walk of one frame";
+                        if (!describe_code(f[0], d)) return "not described after a walk reached the depth limit";
+                        return text(d.qualname) == "f" ? "" : "qualname " + text(d.qualname);
+                      }),
             "");
 }
 
 TEST(PythonFrames, WalksAndDescribesAConsistentInterpreter) {
-  EXPECT_EQ(with_fake("valid", []() -> std::string {
-              PythonFrame first[8], plain[8], checked[8], two[2];
-              WalkEnd e1, e2, e3, e4;
-              uint32_t n1 = capture(first, 8, &e1);    // through process_vm_readv
-              uint32_t n2 = capture(plain, 8, &e2);    // plain loads
-              uint32_t n3 = capture_checked(checked, 8, &e3);
-              uint32_t n4 = capture(two, 2, &e4);
-              if (n1 != 3 || n2 != 3 || n3 != 3 || e1 != WalkEnd::kComplete || e2 != WalkEnd::kComplete ||
-                  e3 != WalkEnd::kComplete) {
-                return "walks found " + std::to_string(n1) + "/" + std::to_string(n2) + "/" + std::to_string(n3);
-              }
-              if (std::memcmp(first, plain, sizeof first[0] * 3) || std::memcmp(first, checked, sizeof first[0] * 3)) {
-                return "the walks differ";
-              }
-              if (n4 != 2 || e4 != WalkEnd::kDepthLimit) return "max 2: " + std::to_string(n4) + " " + end_name(e4);
-              const char* names[] = {"inner", "Outer.middle", "<module>"};
-              const int lines[] = {33, 21, 12};
-              for (int i = 0; i < 3; ++i) {
-                char file[64], qual[64], table[64];
-                CodeDescription d;
-                d.filename = {file, sizeof file};
-                d.qualname = {qual, sizeof qual};
-                d.line_table = {table, sizeof table};
-                if (!describe_code(first[i], d)) return "frame " + std::to_string(i) + " not described";
-                int line = python_lines::line_of(d.line_table_format, reinterpret_cast<uint8_t*>(table),
-                                                 d.line_table.size, d.first_line, first[i].instr);
-                if (text(d.filename) != "/fake/train.py" || text(d.qualname) != names[i] || line != lines[i] ||
-                    d.instructions != 8 || d.line_table_format != LineTableFormat::kCpython311) {
-                  return "frame " + std::to_string(i) + ": " + text(d.filename) + " " + text(d.qualname) + " " +
-                         std::to_string(line);
-                }
-              }
-              PythonFrame stale = first[0];
-              stale.code_check ^= 1;
-              CodeDescription d;
-              if (describe_code(stale, d)) return "described a code object with another fingerprint";
-              char five[5];
-              d.filename = {five, sizeof five};
-              if (!describe_code(first[0], d) || text(d.filename) != "/fake" || !d.filename.truncated ||
-                  d.filename.needed != 14) {
-                return "ASCII truncation: " + text(d.filename) + ", needed " + std::to_string(d.filename.needed);
-              }
-              return "";
-            }),
-            "");
+  EXPECT_EQ(
+      with_fake("valid",
+                []() -> std::string {
+                  PythonFrame first[8], plain[8], checked[8], two[2];
+                  WalkEnd e1, e2, e3, e4;
+                  uint32_t n1 = capture(first, 8, &e1);  // through process_vm_readv
+                  uint32_t n2 = capture(plain, 8, &e2);  // plain loads
+                  uint32_t n3 = capture_checked(checked, 8, &e3);
+                  uint32_t n4 = capture(two, 2, &e4);
+                  if (n1 != 3 || n2 != 3 || n3 != 3 || e1 != WalkEnd::kComplete || e2 != WalkEnd::kComplete ||
+                      e3 != WalkEnd::kComplete) {
+                    return "walks found " + std::to_string(n1) + "/" + std::to_string(n2) + "/" + std::to_string(n3);
+                  }
+                  if (std::memcmp(first, plain, sizeof first[0] * 3) ||
+                      std::memcmp(first, checked, sizeof first[0] * 3)) {
+                    return "the walks differ";
+                  }
+                  if (n4 != 2 || e4 != WalkEnd::kDepthLimit) return "max 2: " + std::to_string(n4) + " " + end_name(e4);
+                  const char* names[] = {"inner", "Outer.middle", "<module>"};
+                  const int lines[] = {33, 21, 12};
+                  for (int i = 0; i < 3; ++i) {
+                    char file[64], qual[64], table[64];
+                    CodeDescription d;
+                    d.filename = {file, sizeof file};
+                    d.qualname = {qual, sizeof qual};
+                    d.line_table = {table, sizeof table};
+                    if (!describe_code(first[i], d)) return "frame " + std::to_string(i) + " not described";
+                    int line = python_lines::line_of(d.line_table_format, reinterpret_cast<uint8_t*>(table),
+                                                     d.line_table.size, d.first_line, first[i].instr);
+                    if (text(d.filename) != "/fake/train.py" || text(d.qualname) != names[i] || line != lines[i] ||
+                        d.instructions != 8 || d.line_table_format != LineTableFormat::kCpython311) {
+                      return "frame " + std::to_string(i) + ": " + text(d.filename) + " " + text(d.qualname) + " " +
+                             std::to_string(line);
+                    }
+                  }
+                  PythonFrame stale = first[0];
+                  stale.code_check ^= 1;
+                  CodeDescription d;
+                  if (describe_code(stale, d)) return "described a code object with another fingerprint";
+                  char five[5];
+                  d.filename = {five, sizeof five};
+                  if (!describe_code(first[0], d) || text(d.filename) != "/fake" || !d.filename.truncated ||
+                      d.filename.needed != 14) {
+                    return "ASCII truncation: " + text(d.filename) + ", needed " + std::to_string(d.filename.needed);
+                  }
+                  return "";
+                }),
+      "");
 }
 
 TEST(PythonFrames, TextOfEveryStringKind) {
-  EXPECT_EQ(with_fake("text-kinds", []() -> std::string {
-              PythonFrame f[4];
-              if (capture(f, 4) != 2) return "no frames";
-              char file[64], qual[64], table[64];
-              CodeDescription d;
-              d.filename = {file, sizeof file};
-              d.qualname = {qual, sizeof qual};
-              d.line_table = {table, sizeof table};
-              if (!describe_code(f[0], d)) return "frame 0 not described";
-              if (text(d.filename) != "/\xc3\xa9.py" || text(d.qualname) != "f\xf0\x9f\x98\x80") {
-                return "latin-1/UCS-4: " + text(d.filename) + " " + text(d.qualname);
-              }
-              if (!describe_code(f[1], d)) return "frame 1 not described";
-              // UCS-2; the surrogate escape of byte 0xff is that byte; a lone surrogate is U+FFFD.
-              if (text(d.filename) != "\xe6\x97\xa5\xe6\x9c\xac\xff\xef\xbf\xbd" || d.filename.truncated) {
-                return "UCS-2: " + text(d.filename);
-              }
-              // Cut at a character boundary: "f" and not the first bytes of the emoji.
-              d.qualname = {qual, 4};
-              if (!describe_code(f[0], d) || text(d.qualname) != "f" || !d.qualname.truncated ||
-                  d.qualname.needed != 5 || d.filename.needed != 6 || d.filename.truncated) {
-                return "truncation: " + text(d.qualname) + ", needed " + std::to_string(d.qualname.needed);
-              }
-              // Sizes only (what a caller that copies straight into a trace record asks first).
-              CodeDescription sizes;
-              if (!describe_code(f[1], sizes) || sizes.filename.size != 0 || sizes.filename.needed != 10 ||
-                  !sizes.filename.truncated || sizes.qualname.needed != 1 || !sizes.qualname.truncated || sizes.line_table.size != 0 ||
-                  sizes.line_table.needed != 8 || !sizes.line_table.truncated) {
-                return "sizes: needed " + std::to_string(sizes.filename.needed) + "/" +
-                       std::to_string(sizes.qualname.needed) + "/" + std::to_string(sizes.line_table.needed);
-              }
-              return "";
-            }),
+  EXPECT_EQ(with_fake("text-kinds",
+                      []() -> std::string {
+                        PythonFrame f[4];
+                        if (capture(f, 4) != 2) return "no frames";
+                        char file[64], qual[64], table[64];
+                        CodeDescription d;
+                        d.filename = {file, sizeof file};
+                        d.qualname = {qual, sizeof qual};
+                        d.line_table = {table, sizeof table};
+                        if (!describe_code(f[0], d)) return "frame 0 not described";
+                        if (text(d.filename) != "/\xc3\xa9.py" || text(d.qualname) != "f\xf0\x9f\x98\x80") {
+                          return "latin-1/UCS-4: " + text(d.filename) + " " + text(d.qualname);
+                        }
+                        if (!describe_code(f[1], d)) return "frame 1 not described";
+                        // UCS-2; the surrogate escape of byte 0xff is that byte; a lone surrogate is U+FFFD.
+                        if (text(d.filename) != "\xe6\x97\xa5\xe6\x9c\xac\xff\xef\xbf\xbd" || d.filename.truncated) {
+                          return "UCS-2: " + text(d.filename);
+                        }
+                        // Cut at a character boundary: "f" and not the first bytes of the emoji.
+                        d.qualname = {qual, 4};
+                        if (!describe_code(f[0], d) || text(d.qualname) != "f" || !d.qualname.truncated ||
+                            d.qualname.needed != 5 || d.filename.needed != 6 || d.filename.truncated) {
+                          return "truncation: " + text(d.qualname) + ", needed " + std::to_string(d.qualname.needed);
+                        }
+                        // Sizes only (what a caller that copies straight into a trace record asks first).
+                        CodeDescription sizes;
+                        if (!describe_code(f[1], sizes) || sizes.filename.size != 0 || sizes.filename.needed != 10 ||
+                            !sizes.filename.truncated || sizes.qualname.needed != 1 || !sizes.qualname.truncated ||
+                            sizes.line_table.size != 0 || sizes.line_table.needed != 8 || !sizes.line_table.truncated) {
+                          return "sizes: needed " + std::to_string(sizes.filename.needed) + "/" +
+                                 std::to_string(sizes.qualname.needed) + "/" + std::to_string(sizes.line_table.needed);
+                        }
+                        return "";
+                      }),
             "");
 }
 
@@ -305,14 +312,16 @@ TEST(DynamicSymbols, FindsExportedDataInOneObjectWithEitherHashTable) {
 TEST(PythonLines, Cpython310) {
   // (bytes, line delta): 6 bytes at +1, an empty entry moving +2, 4 bytes without line, 2 at +1.
   std::vector<uint8_t> t = {6, 1, 0, 2, 4, 0x80, 2, 1};
-  auto line = [&](int32_t instr) { return python_lines::line_of(LineTableFormat::kCpython310, t.data(), t.size(), 10, instr); };
+  auto line = [&](int32_t instr) {
+    return python_lines::line_of(LineTableFormat::kCpython310, t.data(), t.size(), 10, instr);
+  };
   EXPECT_EQ(line(-1), 10);  // not started: the first line
   EXPECT_EQ(line(0), 11);
   EXPECT_EQ(line(2), 11);
   EXPECT_EQ(line(3), -1);
   EXPECT_EQ(line(4), -1);
   EXPECT_EQ(line(5), 14);
-  EXPECT_EQ(line(6), -1);  // past the end
+  EXPECT_EQ(line(6), -1);          // past the end
   std::vector<uint8_t> odd = {6};  // truncated pair
   EXPECT_FALSE(python_lines::for_each_range(LineTableFormat::kCpython310, odd.data(), odd.size(), 1,
                                             [](uint32_t, uint32_t, const python_lines::SourceLocation&) {}));
@@ -320,13 +329,25 @@ TEST(PythonLines, Cpython310) {
 
 TEST(PythonLines, Cpython311EveryForm) {
   std::vector<uint8_t> t = {
-      0x80 | (3 << 3) | 1, 0x25,        // short form 3, 2 units: column 3*8+2 = 26, end 26+5
-      0x80 | (11 << 3) | 0, 4, 9,       // one line, +1: columns 4-9
-      0x80 | (13 << 3) | 2, 7,          // no columns, 3 units, svarint 7 = -3
-      0x80 | (14 << 3) | 0, 0x40 | 24, 2, 1, 5, 0,  // long: svarint 152 = +76 (two chunks), end +1, column 4, no end column
-      0x80 | (15 << 3) | 1,             // no location, 2 units
-      0x80 | (0 << 3) | 0, 0x10,        // short form 0: column 1, end 1, the line of before
-      0x80 | (12 << 3) | 0, 0, 3,       // one line, +2
+      0x80 | (3 << 3) | 1,
+      0x25,  // short form 3, 2 units: column 3*8+2 = 26, end 26+5
+      0x80 | (11 << 3) | 0,
+      4,
+      9,  // one line, +1: columns 4-9
+      0x80 | (13 << 3) | 2,
+      7,  // no columns, 3 units, svarint 7 = -3
+      0x80 | (14 << 3) | 0,
+      0x40 | 24,
+      2,
+      1,
+      5,
+      0,                     // long: svarint 152 = +76 (two chunks), end +1, column 4, no end column
+      0x80 | (15 << 3) | 1,  // no location, 2 units
+      0x80 | (0 << 3) | 0,
+      0x10,  // short form 0: column 1, end 1, the line of before
+      0x80 | (12 << 3) | 0,
+      0,
+      3,  // one line, +2
   };
   auto at = [&](int32_t i) { return python_lines::locate(LineTableFormat::kCpython311, t.data(), t.size(), 100, i); };
   EXPECT_EQ(at(0).line, 100);
@@ -353,10 +374,10 @@ TEST(PythonLines, Cpython311EveryForm) {
 TEST(PythonLines, MalformedTablesStopAtTheirEnd) {
   // Each is its own heap block of exactly its size: a read past the end is an ASan error.
   const std::vector<std::vector<uint8_t>> bad = {
-      {0x80 | (14 << 3), 0x40},        // varint continues past the end
-      {0x80 | (3 << 3)},               // short form without its byte
-      {0x80 | (10 << 3), 1},           // one line form without its end column
-      {0x05, 0x80 | (15 << 3)},        // not the start of an entry
+      {0x80 | (14 << 3), 0x40},                                               // varint continues past the end
+      {0x80 | (3 << 3)},                                                      // short form without its byte
+      {0x80 | (10 << 3), 1},                                                  // one line form without its end column
+      {0x05, 0x80 | (15 << 3)},                                               // not the start of an entry
       {0x80 | (14 << 3), 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x3f, 0, 0, 0},  // a varint beyond 32 bits
   };
   for (const auto& b : bad) {

@@ -71,10 +71,12 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attr
   if (!value) return CUDA_ERROR_INVALID_VALUE;
   switch (attr) {  // H200 values
     case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = 1024; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: *value = 1024; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X:
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: *value = 1024; break;
     case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: *value = 64; break;
     case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: *value = 2147483647; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: *value = 65535; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y:
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: *value = 65535; break;
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *value = 49152; break;
     case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY: *value = 65536; break;
     case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *value = 32; break;
@@ -94,7 +96,8 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attr
     case CU_DEVICE_ATTRIBUTE_INTEGRATED: *value = 0; break;
     case CU_DEVICE_ATTRIBUTE_ECC_ENABLED: *value = 1; break;
     case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: *value = 1 + dev; break;
-    case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: *value = 0; break;
+    case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID:
+    case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: *value = 0; break;
     case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: *value = 2048; break;
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: *value = 233472; break;
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *value = 232448; break;

@@ -133,7 +133,8 @@ CUresult peer_copy_3d(const CUDA_MEMCPY3D_PEER* p, CUstream h, DefaultStream mod
 }
 
 template <class T>
-CUresult memset_2d(CUdeviceptr dst, size_t pitch, T v, size_t w, size_t h, CUstream s, DefaultStream mode, CopyCall call) {
+CUresult memset_2d(CUdeviceptr dst, size_t pitch, T v, size_t w, size_t h, CUstream s, DefaultStream mode,
+                   CopyCall call) {
   if (CUresult r = check_context()) return r;
   MemsetShape m;
   m.dst = dst;
@@ -174,7 +175,8 @@ CUresult batch(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count
   if (fail_idx) *fail_idx = SIZE_MAX;  // the failure is not specific to one copy
   std::shared_ptr<Stream> s;
   if (CUresult r = resolve_batch_stream(h, mode, s)) return r;
-  if (!count || !dsts || !srcs || !sizes || !attrs || !attr_idxs || !num_attrs || num_attrs > count || attr_idxs[0] != 0)
+  if (!count || !dsts || !srcs || !sizes || !attrs || !attr_idxs || !num_attrs || num_attrs > count ||
+      attr_idxs[0] != 0)
     return CUDA_ERROR_INVALID_VALUE;
   for (size_t k = 0; k < num_attrs; ++k) {
     if (k && attr_idxs[k] <= attr_idxs[k - 1]) return CUDA_ERROR_INVALID_VALUE;
@@ -196,7 +198,8 @@ CUresult batch(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count
 }
 
 // One operand of a 3D batch copy, `elem` bytes per element.
-CUresult operand(const CUmemcpy3DOperand& o, const CUextent3D& ext, size_t elem, char** p, size_t* pitch, size_t* slice) {
+CUresult operand(const CUmemcpy3DOperand& o, const CUextent3D& ext, size_t elem, char** p, size_t* pitch,
+                 size_t* slice) {
   if (o.type == CU_MEMCPY_OPERAND_TYPE_POINTER) {
     if (!o.op.ptr.ptr || (o.op.ptr.rowLength && o.op.ptr.rowLength < ext.width) ||
         (o.op.ptr.layerHeight && o.op.ptr.layerHeight < ext.height))
@@ -311,37 +314,57 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src
 }
 
 // ---- 2D and 3D ----
-AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D* p, CUstream s) { return copy_2d(p, s, L, CopyCall::Async); }
+AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D* p, CUstream s) {
+  return copy_2d(p, s, L, CopyCall::Async);
+}
 AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D* p, CUstream s) {
   return copy_2d(p, s, PT, CopyCall::Async);
 }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpy2D_v2(const CUDA_MEMCPY2D* p) { return copy_2d(p, nullptr, L, CopyCall::Sync); }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D* p) { return copy_2d(p, nullptr, PT, CopyCall::Sync); }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpy3D_v2(const CUDA_MEMCPY3D* p) { return copy_3d(p, nullptr, L, CopyCall::Sync); }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D* p) { return copy_3d(p, nullptr, PT, CopyCall::Sync); }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D* p, CUstream s) { return copy_3d(p, s, L, CopyCall::Async); }
+AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpy2D_v2(const CUDA_MEMCPY2D* p) {
+  return copy_2d(p, nullptr, L, CopyCall::Sync);
+}
+AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D* p) {
+  return copy_2d(p, nullptr, PT, CopyCall::Sync);
+}
+AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpy3D_v2(const CUDA_MEMCPY3D* p) {
+  return copy_3d(p, nullptr, L, CopyCall::Sync);
+}
+AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D* p) {
+  return copy_3d(p, nullptr, PT, CopyCall::Sync);
+}
+AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D* p, CUstream s) {
+  return copy_3d(p, s, L, CopyCall::Async);
+}
 AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D* p, CUstream s) {
   return copy_3d(p, s, PT, CopyCall::Async);
 }
 
 // ---- peer ----
-AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpyPeer(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n) {
+AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpyPeer(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx,
+                                               size_t n) {
   return peer_copy(dst, dctx, src, sctx, n, nullptr, L, false);
 }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpyPeer_ptds(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n) {
+AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpyPeer_ptds(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx,
+                                                    size_t n) {
   return peer_copy(dst, dctx, src, sctx, n, nullptr, PT, false);
 }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n,
-                                                    CUstream s) {
+AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx,
+                                                    size_t n, CUstream s) {
   return peer_copy(dst, dctx, src, sctx, n, s, L, true);
 }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpyPeerAsync_ptsz(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx,
-                                                         size_t n, CUstream s) {
+AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpyPeerAsync_ptsz(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src,
+                                                         CUcontext sctx, size_t n, CUstream s) {
   return peer_copy(dst, dctx, src, sctx, n, s, PT, true);
 }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER* p) { return peer_copy_3d(p, nullptr, L, false); }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpy3DPeer_ptds(const CUDA_MEMCPY3D_PEER* p) { return peer_copy_3d(p, nullptr, PT, false); }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER* p, CUstream s) { return peer_copy_3d(p, s, L, true); }
+AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER* p) {
+  return peer_copy_3d(p, nullptr, L, false);
+}
+AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpy3DPeer_ptds(const CUDA_MEMCPY3D_PEER* p) {
+  return peer_copy_3d(p, nullptr, PT, false);
+}
+AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER* p, CUstream s) {
+  return peer_copy_3d(p, s, L, true);
+}
 AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER* p, CUstream s) {
   return peer_copy_3d(p, s, PT, true);
 }
@@ -384,7 +407,8 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpyAtoD_v2_ptds(CUdeviceptr dst, CUarray 
 AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpyHtoAAsync_v2(CUarray dst, size_t off, const void* src, size_t n, CUstream s) {
   return array_copy(dst, off, nullptr, nullptr, 0, src, n, s, L, CopyCall::Async);
 }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpyHtoAAsync_v2_ptsz(CUarray dst, size_t off, const void* src, size_t n, CUstream s) {
+AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpyHtoAAsync_v2_ptsz(CUarray dst, size_t off, const void* src, size_t n,
+                                                            CUstream s) {
   return array_copy(dst, off, nullptr, nullptr, 0, src, n, s, PT, CopyCall::Async);
 }
 AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpyAtoHAsync_v2(void* dst, CUarray src, size_t off, size_t n, CUstream s) {
@@ -395,9 +419,9 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpyAtoHAsync_v2_ptsz(void* dst, CUarray s
 }
 
 // ---- batches ----
-AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpyBatchAsync_v2(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
-                                                        CUmemcpyAttributes* attrs, size_t* idxs, size_t num_attrs,
-                                                        CUstream s) {
+AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpyBatchAsync_v2(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes,
+                                                        size_t count, CUmemcpyAttributes* attrs, size_t* idxs,
+                                                        size_t num_attrs, CUstream s) {
   return batch(dsts, srcs, sizes, count, attrs, idxs, num_attrs, nullptr, s, L);
 }
 AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes,
@@ -411,17 +435,17 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpyBatchAsync(CUdeviceptr* dsts, CUdevice
                                                      size_t* fail_idx, CUstream s) {
   return batch(dsts, srcs, sizes, count, attrs, idxs, num_attrs, fail_idx, s, L);
 }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpyBatchAsync_ptsz(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
-                                                          CUmemcpyAttributes* attrs, size_t* idxs, size_t num_attrs,
-                                                          size_t* fail_idx, CUstream s) {
+AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpyBatchAsync_ptsz(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes,
+                                                          size_t count, CUmemcpyAttributes* attrs, size_t* idxs,
+                                                          size_t num_attrs, size_t* fail_idx, CUstream s) {
   return batch(dsts, srcs, sizes, count, attrs, idxs, num_attrs, fail_idx, s, PT);
 }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpy3DBatchAsync_v2(size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, unsigned long long flags,
-                                                          CUstream s) {
+AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpy3DBatchAsync_v2(size_t n, CUDA_MEMCPY3D_BATCH_OP* ops,
+                                                          unsigned long long flags, CUstream s) {
   return batch_3d(n, ops, nullptr, flags, s, L);
 }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpy3DBatchAsync_v2_ptsz(size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, unsigned long long flags,
-                                                               CUstream s) {
+AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpy3DBatchAsync_v2_ptsz(size_t n, CUDA_MEMCPY3D_BATCH_OP* ops,
+                                                               unsigned long long flags, CUstream s) {
   return batch_3d(n, ops, nullptr, flags, s, PT);
 }
 AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpy3DBatchAsync(size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, size_t* fail_idx,
@@ -434,21 +458,21 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpy3DBatchAsync_ptsz(size_t n, CUDA_MEMCP
 }
 
 // ---- memsets ----
-#define AW_MEMSET(NAME, T, CALL, MODE)                                                                  \
-  AW_DRIVER_EXPORT CUresult CUDAAPI NAME(CUdeviceptr dst, T v, size_t n) {                              \
-    return memset_2d<T>(dst, n * sizeof(T), v, n, 1, nullptr, MODE, CopyCall::CALL);                    \
+#define AW_MEMSET(NAME, T, CALL, MODE)                                               \
+  AW_DRIVER_EXPORT CUresult CUDAAPI NAME(CUdeviceptr dst, T v, size_t n) {           \
+    return memset_2d<T>(dst, n * sizeof(T), v, n, 1, nullptr, MODE, CopyCall::CALL); \
   }
-#define AW_MEMSET_ASYNC(NAME, T, MODE)                                                                  \
-  AW_DRIVER_EXPORT CUresult CUDAAPI NAME(CUdeviceptr dst, T v, size_t n, CUstream s) {                  \
-    return memset_2d<T>(dst, n * sizeof(T), v, n, 1, s, MODE, CopyCall::Async);                         \
+#define AW_MEMSET_ASYNC(NAME, T, MODE)                                                 \
+  AW_DRIVER_EXPORT CUresult CUDAAPI NAME(CUdeviceptr dst, T v, size_t n, CUstream s) { \
+    return memset_2d<T>(dst, n * sizeof(T), v, n, 1, s, MODE, CopyCall::Async);        \
   }
-#define AW_MEMSET_2D(NAME, T, CALL, MODE)                                                               \
-  AW_DRIVER_EXPORT CUresult CUDAAPI NAME(CUdeviceptr dst, size_t pitch, T v, size_t w, size_t h) {      \
-    return memset_2d<T>(dst, pitch, v, w, h, nullptr, MODE, CopyCall::CALL);                            \
+#define AW_MEMSET_2D(NAME, T, CALL, MODE)                                                          \
+  AW_DRIVER_EXPORT CUresult CUDAAPI NAME(CUdeviceptr dst, size_t pitch, T v, size_t w, size_t h) { \
+    return memset_2d<T>(dst, pitch, v, w, h, nullptr, MODE, CopyCall::CALL);                       \
   }
-#define AW_MEMSET_2D_ASYNC(NAME, T, MODE)                                                               \
+#define AW_MEMSET_2D_ASYNC(NAME, T, MODE)                                                                      \
   AW_DRIVER_EXPORT CUresult CUDAAPI NAME(CUdeviceptr dst, size_t pitch, T v, size_t w, size_t h, CUstream s) { \
-    return memset_2d<T>(dst, pitch, v, w, h, s, MODE, CopyCall::Async);                                 \
+    return memset_2d<T>(dst, pitch, v, w, h, s, MODE, CopyCall::Async);                                        \
   }
 AW_MEMSET(cuMemsetD8_v2, unsigned char, Sync, L)
 AW_MEMSET(cuMemsetD8_v2_ptds, unsigned char, Sync, PT)

@@ -34,13 +34,15 @@ CUresult add(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t n, con
   return r;
 }
 
-CUresult kernel_params(CUfunction func, CUkernel kern, CUcontext ctx, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                       unsigned by, unsigned bz, unsigned shmem, void** params, void** extra, NodeParams* out) {
+CUresult kernel_params(CUfunction func, CUkernel kern, CUcontext ctx, unsigned gx, unsigned gy, unsigned gz,
+                       unsigned bx, unsigned by, unsigned bz, unsigned shmem, void** params, void** extra,
+                       NodeParams* out) {
   if (CUresult r = check_context()) return r;
   void* f = func ? static_cast<void*>(func) : static_cast<void*>(kern);
   if (!is_function(f)) return CUDA_ERROR_INVALID_VALUE;
   if (extra && extra[0] != CU_LAUNCH_PARAM_END) return unsupported("kernel nodes with 'extra' parameters");
-  if (!gx || !gy || !gz || !bx || !by || !bz || static_cast<uint64_t>(bx) * by * bz > 1024) return CUDA_ERROR_INVALID_VALUE;
+  if (!gx || !gy || !gz || !bx || !by || !bz || static_cast<uint64_t>(bx) * by * bz > 1024)
+    return CUDA_ERROR_INVALID_VALUE;
   NodeParams p;
   p.kind = NodeKind::Kernel;
   if (CUresult r = node_device(func ? nullptr : ctx, &p.device)) return r;
@@ -131,8 +133,8 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphDestroy(CUgraph g) {
   return destroy_graph(reinterpret_cast<SimGraph*>(g)) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphAddKernelNode_v2(CUgraphNode* node, CUgraph g, const CUgraphNode* deps, size_t n,
-                                                          const CUDA_KERNEL_NODE_PARAMS* k) {
+AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphAddKernelNode_v2(CUgraphNode* node, CUgraph g, const CUgraphNode* deps,
+                                                          size_t n, const CUDA_KERNEL_NODE_PARAMS* k) {
   NodeParams p;
   if (CUresult r = kernel_params_v2(k, &p)) return r;
   return add(node, g, deps, n, p);
@@ -190,7 +192,8 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphAddEmptyNode(CUgraphNode* node, CUgraph
   return add(node, g, deps, n, p);
 }
 
-static CUresult add_event_node(CUgraphNode* node, CUgraph g, const CUgraphNode* deps, size_t n, CUevent e, NodeKind kind) {
+static CUresult add_event_node(CUgraphNode* node, CUgraph g, const CUgraphNode* deps, size_t n, CUevent e,
+                               NodeKind kind) {
   if (CUresult r = check_context()) return r;
   if (!is_event(e)) return CUDA_ERROR_INVALID_VALUE;
   NodeParams p;
@@ -199,16 +202,17 @@ static CUresult add_event_node(CUgraphNode* node, CUgraph g, const CUgraphNode* 
   p.event = reinterpret_cast<SimEvent*>(e);
   return add(node, g, deps, n, p);
 }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphAddEventRecordNode(CUgraphNode* node, CUgraph g, const CUgraphNode* deps, size_t n,
-                                                            CUevent e) {
+AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphAddEventRecordNode(CUgraphNode* node, CUgraph g, const CUgraphNode* deps,
+                                                            size_t n, CUevent e) {
   return add_event_node(node, g, deps, n, e, NodeKind::EventRecord);
 }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphAddEventWaitNode(CUgraphNode* node, CUgraph g, const CUgraphNode* deps, size_t n,
-                                                          CUevent e) {
+AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphAddEventWaitNode(CUgraphNode* node, CUgraph g, const CUgraphNode* deps,
+                                                          size_t n, CUevent e) {
   return add_event_node(node, g, deps, n, e, NodeKind::EventWait);
 }
 
-AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphAddDependencies(CUgraph g, const CUgraphNode* from, const CUgraphNode* to, size_t n) {
+AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphAddDependencies(CUgraph g, const CUgraphNode* from, const CUgraphNode* to,
+                                                         size_t n) {
   SimGraph* graph = graph_of(g);
   return graph ? add_edges(graph, from, to, n) : CUDA_ERROR_INVALID_VALUE;
 }
@@ -227,7 +231,8 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphGetNodes(CUgraph g, CUgraphNode* nodes,
   if (!graph || !count) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard<std::mutex> lock(graph->mutex);
   if (nodes)
-    for (size_t i = 0; i < *count && i < graph->nodes.size(); ++i) nodes[i] = reinterpret_cast<CUgraphNode>(graph->nodes[i].get());
+    for (size_t i = 0; i < *count && i < graph->nodes.size(); ++i)
+      nodes[i] = reinterpret_cast<CUgraphNode>(graph->nodes[i].get());
   *count = graph->nodes.size();
   return CUDA_SUCCESS;
 }
@@ -253,7 +258,9 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphNodeGetType(CUgraphNode n, CUgraphNodeT
   return CUDA_SUCCESS;
 }
 
-AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphDestroyNode(CUgraphNode n) { return destroy_node(reinterpret_cast<SimGraphNode*>(n)); }
+AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphDestroyNode(CUgraphNode n) {
+  return destroy_node(reinterpret_cast<SimGraphNode*>(n));
+}
 
 // ---- instantiation and update ----
 static CUresult instantiate_graph(CUgraphExec* exec, CUgraph g) {
@@ -281,12 +288,13 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphInstantiate(CUgraphExec* exec, CUgraph 
   if (log && log_size) log[0] = '\0';
   return instantiate_graph(exec, g);
 }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphInstantiate_v2(CUgraphExec* exec, CUgraph g, CUgraphNode* error_node, char* log,
-                                                        size_t log_size) {
+AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphInstantiate_v2(CUgraphExec* exec, CUgraph g, CUgraphNode* error_node,
+                                                        char* log, size_t log_size) {
   return cuGraphInstantiate(exec, g, error_node, log, log_size);
 }
 
-static CUresult instantiate_with_params(CUgraphExec* exec, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS* p, bool per_thread) {
+static CUresult instantiate_with_params(CUgraphExec* exec, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS* p,
+                                        bool per_thread) {
   if (!p) return CUDA_ERROR_INVALID_VALUE;
   p->hErrNode_out = nullptr;
   CUresult r = cuGraphInstantiateWithFlags(exec, g, p->flags);
@@ -295,7 +303,8 @@ static CUresult instantiate_with_params(CUgraphExec* exec, CUgraph g, CUDA_GRAPH
     r = per_thread ? cuGraphUpload_ptsz(*exec, p->hUploadStream) : cuGraphUpload(*exec, p->hUploadStream);
   return r;
 }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphInstantiateWithParams(CUgraphExec* exec, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS* p) {
+AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphInstantiateWithParams(CUgraphExec* exec, CUgraph g,
+                                                               CUDA_GRAPH_INSTANTIATE_PARAMS* p) {
   return instantiate_with_params(exec, g, p, false);
 }
 AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphInstantiateWithParams_ptsz(CUgraphExec* exec, CUgraph g,
@@ -365,7 +374,8 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphExecMemsetNodeSetParams(CUgraphExec e, 
   if (CUresult r = memset_params(m, ctx, &p)) return r;
   return exec_set(e, n, p);
 }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphExecHostNodeSetParams(CUgraphExec e, CUgraphNode n, const CUDA_HOST_NODE_PARAMS* h) {
+AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphExecHostNodeSetParams(CUgraphExec e, CUgraphNode n,
+                                                               const CUDA_HOST_NODE_PARAMS* h) {
   NodeParams p;
   if (CUresult r = host_params(h, &p)) return r;
   return exec_set(e, n, p);

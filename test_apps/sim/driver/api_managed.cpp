@@ -64,7 +64,8 @@ CUresult advise(CUdeviceptr p, size_t n, CUmem_advise advice, int device) {
   if (CUresult r = check_context()) return r;
   Allocation a;
   if (!n || !managed_range(p, n, &a)) return CUDA_ERROR_INVALID_VALUE;
-  if (advice < CU_MEM_ADVISE_SET_READ_MOSTLY || advice > CU_MEM_ADVISE_UNSET_ACCESSED_BY) return CUDA_ERROR_INVALID_VALUE;
+  if (advice < CU_MEM_ADVISE_SET_READ_MOSTLY || advice > CU_MEM_ADVISE_UNSET_ACCESSED_BY)
+    return CUDA_ERROR_INVALID_VALUE;
   if (device != CU_DEVICE_CPU && !primary_context(device)) return CUDA_ERROR_INVALID_DEVICE;
   return CUDA_SUCCESS;  // advice changes placement policy only; the simulator does not migrate pages
 }
@@ -102,8 +103,8 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n,
                                                         CUstream s) {
   return prefetch_v2(p, n, loc, flags, s, DefaultStream::Legacy);
 }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuMemPrefetchAsync_v2_ptsz(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned int flags,
-                                                             CUstream s) {
+AW_DRIVER_EXPORT CUresult CUDAAPI cuMemPrefetchAsync_v2_ptsz(CUdeviceptr p, size_t n, CUmemLocation loc,
+                                                             unsigned int flags, CUstream s) {
   return prefetch_v2(p, n, loc, flags, s, DefaultStream::PerThread);
 }
 AW_DRIVER_EXPORT CUresult CUDAAPI cuMemAdvise(CUdeviceptr p, size_t n, CUmem_advise advice, CUdevice dev) {

@@ -109,7 +109,8 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuMemHostGetDevicePointer_v2(CUdeviceptr* dptr
   if (CUresult r = check_context()) return r;
   if (!dptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
   auto a = memory_registry().find(reinterpret_cast<uintptr_t>(p));
-  if (!a || (a->kind != MemoryKind::PinnedHost && a->kind != MemoryKind::RegisteredHost)) return CUDA_ERROR_INVALID_VALUE;
+  if (!a || (a->kind != MemoryKind::PinnedHost && a->kind != MemoryKind::RegisteredHost))
+    return CUDA_ERROR_INVALID_VALUE;
   *dptr = reinterpret_cast<CUdeviceptr>(p);  // unified addressing: same address
   return CUDA_SUCCESS;
 }
@@ -196,7 +197,6 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuPointerGetAttributes(unsigned int n, CUpoint
   }
   return CUDA_SUCCESS;
 }
-
 
 // Pitched allocation: rows padded to 512 bytes (an H200's texture pitch alignment).
 AW_DRIVER_EXPORT CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t width, size_t height,

@@ -193,19 +193,23 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr* out, size_t bytes
 AW_DRIVER_EXPORT CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr* out, size_t bytes, CUstream s) {
   return alloc_async(out, bytes, nullptr, s, DefaultStream::PerThread);
 }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr* out, size_t bytes, CUmemoryPool pool, CUstream s) {
+AW_DRIVER_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr* out, size_t bytes, CUmemoryPool pool,
+                                                          CUstream s) {
   if (CUresult r = check_context()) return r;
   SimMemPool* p = pool_of(pool);
   if (!p) return CUDA_ERROR_INVALID_VALUE;
   return alloc_async(out, bytes, p, s, DefaultStream::Legacy);
 }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* out, size_t bytes, CUmemoryPool pool, CUstream s) {
+AW_DRIVER_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* out, size_t bytes, CUmemoryPool pool,
+                                                               CUstream s) {
   if (CUresult r = check_context()) return r;
   SimMemPool* p = pool_of(pool);
   if (!p) return CUDA_ERROR_INVALID_VALUE;
   return alloc_async(out, bytes, p, s, DefaultStream::PerThread);
 }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr p, CUstream s) { return free_async(p, s, DefaultStream::Legacy); }
+AW_DRIVER_EXPORT CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr p, CUstream s) {
+  return free_async(p, s, DefaultStream::Legacy);
+}
 AW_DRIVER_EXPORT CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) {
   return free_async(p, s, DefaultStream::PerThread);
 }
@@ -292,13 +296,17 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuMemPoolSetAttribute(CUmemoryPool pool, CUmem
     case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
       p->reuse[attr - CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES] = *static_cast<int*>(value);
       return CUDA_SUCCESS;
-    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: p->release_threshold = *static_cast<cuuint64_t*>(value); return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+      p->release_threshold = *static_cast<cuuint64_t*>(value);
+      return CUDA_SUCCESS;
     case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
     case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
       // Only resetting to zero is allowed: the high-water mark restarts at the current value.
       if (*static_cast<cuuint64_t*>(value) != 0) return CUDA_ERROR_INVALID_VALUE;
-      if (attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH) p->reserved_high = p->reserved;
-      else p->used_high = p->used;
+      if (attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH)
+        p->reserved_high = p->reserved;
+      else
+        p->used_high = p->used;
       return CUDA_SUCCESS;
     default: return CUDA_ERROR_INVALID_VALUE;
   }
@@ -313,7 +321,9 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuMemPoolGetAttribute(CUmemoryPool pool, CUmem
     case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
       *static_cast<int*>(value) = p->reuse[attr - CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES];
       return CUDA_SUCCESS;
-    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: *static_cast<cuuint64_t*>(value) = p->release_threshold; return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+      *static_cast<cuuint64_t*>(value) = p->release_threshold;
+      return CUDA_SUCCESS;
     case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT: *static_cast<cuuint64_t*>(value) = p->reserved; return CUDA_SUCCESS;
     case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH: *static_cast<cuuint64_t*>(value) = p->reserved_high; return CUDA_SUCCESS;
     case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: *static_cast<cuuint64_t*>(value) = p->used; return CUDA_SUCCESS;

@@ -73,7 +73,8 @@ CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx
 AW_DRIVER_EXPORT CUresult CUDAAPI cuModuleLoadData(CUmodule* m, const void* image) {
   return load_module(reinterpret_cast<void**>(m), image, true);
 }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuModuleLoadDataEx(CUmodule* m, const void* image, unsigned int, CUjit_option*, void**) {
+AW_DRIVER_EXPORT CUresult CUDAAPI cuModuleLoadDataEx(CUmodule* m, const void* image, unsigned int, CUjit_option*,
+                                                     void**) {
   return load_module(reinterpret_cast<void**>(m), image, true);
 }
 AW_DRIVER_EXPORT CUresult CUDAAPI cuModuleLoadFatBinary(CUmodule* m, const void* image) {
@@ -86,8 +87,8 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuModuleUnload(CUmodule m) {
 AW_DRIVER_EXPORT CUresult CUDAAPI cuModuleGetFunction(CUfunction* f, CUmodule m, const char* name) {
   return get_function(reinterpret_cast<void**>(f), m, name, true);
 }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuLibraryLoadData(CUlibrary* lib, const void* code, CUjit_option*, void**, unsigned int,
-                                                    CUlibraryOption*, void**, unsigned int) {
+AW_DRIVER_EXPORT CUresult CUDAAPI cuLibraryLoadData(CUlibrary* lib, const void* code, CUjit_option*, void**,
+                                                    unsigned int, CUlibraryOption*, void**, unsigned int) {
   return load_module(reinterpret_cast<void**>(lib), code, false);
 }
 AW_DRIVER_EXPORT CUresult CUDAAPI cuLibraryUnload(CUlibrary lib) {

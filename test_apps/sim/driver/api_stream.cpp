@@ -71,13 +71,14 @@ CUresult event_record(CUevent e, CUstream h, DefaultStream mode, unsigned flags)
     } else {
       // A record inside a capture creates no node: the event stands for the stream's capture position
       // (a later cuStreamWaitEvent on it forks or joins the capture).
-      const bool captured = s->with_capture([&](std::shared_ptr<CaptureSession>& session, std::vector<SimGraphNode*>& deps) {
-        if (!session) return false;
-        std::lock_guard<std::mutex> lock(ev->mutex);
-        ev->captured_session = session;
-        ev->captured_deps = deps;
-        return true;
-      });
+      const bool captured =
+          s->with_capture([&](std::shared_ptr<CaptureSession>& session, std::vector<SimGraphNode*>& deps) {
+            if (!session) return false;
+            std::lock_guard<std::mutex> lock(ev->mutex);
+            ev->captured_session = session;
+            ev->captured_deps = deps;
+            return true;
+          });
       if (captured) return CUDA_SUCCESS;
     }
   }
@@ -196,7 +197,7 @@ CUresult is_capturing(CUstream h, CUstreamCaptureStatus* status, DefaultStream m
   if (CUresult r = resolve_stream(h, mode, s)) return r;
   if (!status) return CUDA_ERROR_INVALID_VALUE;
   auto session = s->capture();
-  *status = !session ? CU_STREAM_CAPTURE_STATUS_NONE
+  *status = !session               ? CU_STREAM_CAPTURE_STATUS_NONE
             : session->invalidated ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
                                    : CU_STREAM_CAPTURE_STATUS_ACTIVE;
   return CUDA_SUCCESS;
@@ -218,7 +219,7 @@ CUresult capture_info(CUstream h, CUstreamCaptureStatus* status, cuuint64_t* id,
       for (SimGraphNode* n : d) t_capture_deps.push_back(reinterpret_cast<CUgraphNode>(n));
     return 0;
   });
-  *status = !session ? CU_STREAM_CAPTURE_STATUS_NONE
+  *status = !session               ? CU_STREAM_CAPTURE_STATUS_NONE
             : session->invalidated ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
                                    : CU_STREAM_CAPTURE_STATUS_ACTIVE;
   if (id) *id = session ? session->id : 0;
@@ -286,14 +287,26 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamDestroy_v2(CUstream s) {
   auto stream = find_stream(s);
   return stream && stream->table().destroy(s) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream s) { return stream_synchronize(s, DefaultStream::Legacy); }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream s) { return stream_synchronize(s, DefaultStream::PerThread); }
+AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream s) {
+  return stream_synchronize(s, DefaultStream::Legacy);
+}
+AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream s) {
+  return stream_synchronize(s, DefaultStream::PerThread);
+}
 AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamQuery(CUstream s) { return stream_query(s, DefaultStream::Legacy); }
 AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamQuery_ptsz(CUstream s) { return stream_query(s, DefaultStream::PerThread); }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamGetFlags(CUstream s, unsigned int* f) { return stream_flags(s, DefaultStream::Legacy, f); }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamGetFlags_ptsz(CUstream s, unsigned int* f) { return stream_flags(s, DefaultStream::PerThread, f); }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamGetPriority(CUstream s, int* p) { return stream_priority(s, DefaultStream::Legacy, p); }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamGetPriority_ptsz(CUstream s, int* p) { return stream_priority(s, DefaultStream::PerThread, p); }
+AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamGetFlags(CUstream s, unsigned int* f) {
+  return stream_flags(s, DefaultStream::Legacy, f);
+}
+AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamGetFlags_ptsz(CUstream s, unsigned int* f) {
+  return stream_flags(s, DefaultStream::PerThread, f);
+}
+AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamGetPriority(CUstream s, int* p) {
+  return stream_priority(s, DefaultStream::Legacy, p);
+}
+AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamGetPriority_ptsz(CUstream s, int* p) {
+  return stream_priority(s, DefaultStream::PerThread, p);
+}
 AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamGetDevice(CUstream h, CUdevice* dev) {
   std::shared_ptr<Stream> s;
   if (CUresult r = resolve_stream(h, DefaultStream::Legacy, s)) return r;
@@ -322,7 +335,8 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamWaitEvent_ptsz(CUstream s, CUevent e, 
 AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamAddCallback(CUstream s, CUstreamCallback cb, void* user, unsigned int flags) {
   return add_callback(s, cb, user, flags, DefaultStream::Legacy);
 }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamAddCallback_ptsz(CUstream s, CUstreamCallback cb, void* user, unsigned int flags) {
+AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamAddCallback_ptsz(CUstream s, CUstreamCallback cb, void* user,
+                                                           unsigned int flags) {
   return add_callback(s, cb, user, flags, DefaultStream::PerThread);
 }
 AW_DRIVER_EXPORT CUresult CUDAAPI cuLaunchHostFunc(CUstream s, CUhostFn fn, void* user) {
@@ -343,7 +357,9 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuEventDestroy_v2(CUevent e) {
   if (CUresult r = check_context()) return r;
   return destroy_event(reinterpret_cast<SimEvent*>(e)) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) { return event_record(e, s, DefaultStream::Legacy, 0); }
+AW_DRIVER_EXPORT CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) {
+  return event_record(e, s, DefaultStream::Legacy, 0);
+}
 AW_DRIVER_EXPORT CUresult CUDAAPI cuEventRecord_ptsz(CUevent e, CUstream s) {
   return event_record(e, s, DefaultStream::PerThread, 0);
 }
@@ -420,7 +436,9 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamBeginCaptureToGraph_ptsz(CUstream s, C
   if (!g) return CUDA_ERROR_INVALID_VALUE;
   return begin_capture_on(s, mode, DefaultStream::PerThread, g, deps, n);
 }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamEndCapture(CUstream s, CUgraph* g) { return end_capture_on(s, g, DefaultStream::Legacy); }
+AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamEndCapture(CUstream s, CUgraph* g) {
+  return end_capture_on(s, g, DefaultStream::Legacy);
+}
 AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamEndCapture_ptsz(CUstream s, CUgraph* g) {
   return end_capture_on(s, g, DefaultStream::PerThread);
 }
@@ -430,9 +448,9 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamIsCapturing(CUstream s, CUstreamCaptur
 AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamIsCapturing_ptsz(CUstream s, CUstreamCaptureStatus* st) {
   return is_capturing(s, st, DefaultStream::PerThread);
 }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_v3(CUstream s, CUstreamCaptureStatus* st, cuuint64_t* id, CUgraph* g,
-                                                            const CUgraphNode** deps, const CUgraphEdgeData** edges,
-                                                            size_t* n) {
+AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_v3(CUstream s, CUstreamCaptureStatus* st, cuuint64_t* id,
+                                                            CUgraph* g, const CUgraphNode** deps,
+                                                            const CUgraphEdgeData** edges, size_t* n) {
   return capture_info(s, st, id, g, deps, edges, n, DefaultStream::Legacy);
 }
 AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_v3_ptsz(CUstream s, CUstreamCaptureStatus* st, cuuint64_t* id,
@@ -454,15 +472,20 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamUpdateCaptureDependencies_v2_ptsz(CUst
 }
 
 // ---- graph launch (the node API is in api_graph.cpp) ----
-AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphLaunch(CUgraphExec exec, CUstream s) { return graph_launch(exec, s, DefaultStream::Legacy); }
+AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphLaunch(CUgraphExec exec, CUstream s) {
+  return graph_launch(exec, s, DefaultStream::Legacy);
+}
 AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec exec, CUstream s) {
   return graph_launch(exec, s, DefaultStream::PerThread);
 }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphUpload(CUgraphExec exec, CUstream s) { return graph_upload(exec, s, DefaultStream::Legacy); }
+AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphUpload(CUgraphExec exec, CUstream s) {
+  return graph_upload(exec, s, DefaultStream::Legacy);
+}
 AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphUpload_ptsz(CUgraphExec exec, CUstream s) {
   return graph_upload(exec, s, DefaultStream::PerThread);
 }
-AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamUpdateCaptureDependencies(CUstream s, CUgraphNode* deps, size_t n, unsigned int flags) {
+AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamUpdateCaptureDependencies(CUstream s, CUgraphNode* deps, size_t n,
+                                                                    unsigned int flags) {
   return update_capture_dependencies(s, deps, n, flags, DefaultStream::Legacy);
 }
 AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamUpdateCaptureDependencies_ptsz(CUstream s, CUgraphNode* deps, size_t n,

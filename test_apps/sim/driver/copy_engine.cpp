@@ -155,18 +155,14 @@ void wait_for_stream_position(Stream& stream) {
 
 // Where one operand of a 3D copy starts, and its row and slice pitches. For an array operand,
 // *array_end is the end of its memory (the copy must stay inside it); null otherwise.
-CUresult address_of(CUmemorytype type, const void* host, CUdeviceptr device, CUarray array, size_t x, size_t y, size_t z,
-                    size_t pitch, size_t height, char** out, size_t* out_pitch, size_t* out_slice,
+CUresult address_of(CUmemorytype type, const void* host, CUdeviceptr device, CUarray array, size_t x, size_t y,
+                    size_t z, size_t pitch, size_t height, char** out, size_t* out_pitch, size_t* out_slice,
                     const char** array_end) {
   *array_end = nullptr;
   switch (type) {
-    case CU_MEMORYTYPE_HOST:
-      *out = const_cast<char*>(static_cast<const char*>(host));
-      break;
+    case CU_MEMORYTYPE_HOST: *out = const_cast<char*>(static_cast<const char*>(host)); break;
     case CU_MEMORYTYPE_DEVICE:
-    case CU_MEMORYTYPE_UNIFIED:
-      *out = reinterpret_cast<char*>(device);
-      break;
+    case CU_MEMORYTYPE_UNIFIED: *out = reinterpret_cast<char*>(device); break;
     case CU_MEMORYTYPE_ARRAY: {
       const SimArray* a = find_array(array);
       if (!a) return CUDA_ERROR_INVALID_VALUE;
@@ -266,14 +262,14 @@ CUDA_MEMCPY3D memcpy3d_from_shape(const CopyShape& s) {
 void copy_on_stream(Stream& stream, const CopyShape& shape, CopyCall call, SourceOrder order) {
   const size_t n = shape.bytes();
   switch (copy_path(shape)) {
-    case CopyPath::HostToHost:
-      copy_in_caller_at_stream_position(stream, shape, 0, "host->host memcpy");
-      break;
+    case CopyPath::HostToHost: copy_in_caller_at_stream_position(stream, shape, 0, "host->host memcpy"); break;
     case CopyPath::PageableToDevice:
       // The synchronous cuMemcpy first synchronizes the stream; the async one does not, unless the
       // source is to be read in stream order (cuMemcpyBatchAsync, CU_MEMCPY_SRC_ACCESS_ORDER_STREAM).
-      if (call == CopyCall::Sync) stream.host_synchronize();
-      else if (order == SourceOrder::InStream) wait_for_stream_position(stream);
+      if (call == CopyCall::Sync)
+        stream.host_synchronize();
+      else if (order == SourceOrder::InStream)
+        wait_for_stream_position(stream);
       stage_pageable_to_device(stream, shape);
       break;
     case CopyPath::DeviceToPageable:

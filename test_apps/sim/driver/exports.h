@@ -31,7 +31,8 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuMemsetD32Async_ptsz(CUdeviceptr dst, unsigne
 AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream s);
 AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamQuery_ptsz(CUstream s);
 AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned int flags);
-AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamAddCallback_ptsz(CUstream s, CUstreamCallback cb, void* user, unsigned int flags);
+AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamAddCallback_ptsz(CUstream s, CUstreamCallback cb, void* user,
+                                                           unsigned int flags);
 AW_DRIVER_EXPORT CUresult CUDAAPI cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void* user);
 AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamGetFlags_ptsz(CUstream s, unsigned int* flags);
 AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamGetPriority_ptsz(CUstream s, int* priority);
@@ -43,8 +44,9 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int
 AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode);
 AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamEndCapture_ptsz(CUstream s, CUgraph* graph);
 AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamIsCapturing_ptsz(CUstream s, CUstreamCaptureStatus* status);
-AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_v3_ptsz(CUstream s, CUstreamCaptureStatus* status, cuuint64_t* id,
-                                                                 CUgraph* graph, const CUgraphNode** deps,
+AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_v3_ptsz(CUstream s, CUstreamCaptureStatus* status,
+                                                                 cuuint64_t* id, CUgraph* graph,
+                                                                 const CUgraphNode** deps,
                                                                  const CUgraphEdgeData** edges, size_t* num_deps);
 AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec exec, CUstream s);
 
@@ -59,20 +61,22 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphAddKernelNode(CUgraphNode* node, CUgrap
                                                        const CUDA_KERNEL_NODE_PARAMS_v1* p);
 AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphExecKernelNodeSetParams(CUgraphExec e, CUgraphNode node,
                                                                  const CUDA_KERNEL_NODE_PARAMS_v1* p);
-AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphAddDependencies(CUgraph g, const CUgraphNode* from, const CUgraphNode* to, size_t n);
+AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphAddDependencies(CUgraph g, const CUgraphNode* from, const CUgraphNode* to,
+                                                         size_t n);
 AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec e, CUgraph g, CUgraphNode* error_node,
                                                     CUgraphExecUpdateResult* result);
 AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphInstantiate(CUgraphExec* exec, CUgraph g, CUgraphNode* error_node, char* log,
                                                      size_t log_size);
-AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphInstantiate_v2(CUgraphExec* exec, CUgraph g, CUgraphNode* error_node, char* log,
-                                                        size_t log_size);
+AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphInstantiate_v2(CUgraphExec* exec, CUgraph g, CUgraphNode* error_node,
+                                                        char* log, size_t log_size);
 AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphInstantiateWithParams_ptsz(CUgraphExec* exec, CUgraph g,
                                                                     CUDA_GRAPH_INSTANTIATE_PARAMS* p);
 AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphUpload_ptsz(CUgraphExec exec, CUstream s);
 AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g, const CUgraphNode* deps,
                                                                    const CUgraphEdgeData* edges, size_t n,
                                                                    CUstreamCaptureMode mode);
-AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamUpdateCaptureDependencies(CUstream s, CUgraphNode* deps, size_t n, unsigned int flags);
+AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamUpdateCaptureDependencies(CUstream s, CUgraphNode* deps, size_t n,
+                                                                    unsigned int flags);
 AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamUpdateCaptureDependencies_ptsz(CUstream s, CUgraphNode* deps, size_t n,
                                                                          unsigned int flags);
 AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamUpdateCaptureDependencies_v2_ptsz(CUstream s, CUgraphNode* deps,
@@ -87,7 +91,8 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuStreamGetDevice_ptsz(CUstream s, CUdevice* d
 AW_COPY_DECL(cuMemcpy3D_v2_ptds, const CUDA_MEMCPY3D* p)
 AW_COPY_DECL(cuMemcpy3DAsync_v2_ptsz, const CUDA_MEMCPY3D* p, CUstream s)
 AW_COPY_DECL(cuMemcpyPeer_ptds, CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n)
-AW_COPY_DECL(cuMemcpyPeerAsync_ptsz, CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n, CUstream s)
+AW_COPY_DECL(cuMemcpyPeerAsync_ptsz, CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n,
+             CUstream s)
 AW_COPY_DECL(cuMemcpy3DPeer_ptds, const CUDA_MEMCPY3D_PEER* p)
 AW_COPY_DECL(cuMemcpy3DPeerAsync_ptsz, const CUDA_MEMCPY3D_PEER* p, CUstream s)
 AW_COPY_DECL(cuMemcpyHtoA_v2_ptds, CUarray dst, size_t off, const void* src, size_t n)
@@ -103,15 +108,16 @@ AW_COPY_DECL(cuMemsetD2D32_v2_ptds, CUdeviceptr dst, size_t pitch, unsigned int 
 AW_COPY_DECL(cuMemsetD2D8Async_ptsz, CUdeviceptr dst, size_t pitch, unsigned char v, size_t w, size_t h, CUstream s)
 AW_COPY_DECL(cuMemsetD2D16Async_ptsz, CUdeviceptr dst, size_t pitch, unsigned short v, size_t w, size_t h, CUstream s)
 AW_COPY_DECL(cuMemsetD2D32Async_ptsz, CUdeviceptr dst, size_t pitch, unsigned int v, size_t w, size_t h, CUstream s)
-AW_COPY_DECL(cuMemcpyBatchAsync, CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count, CUmemcpyAttributes* attrs,
-             size_t* attr_idxs, size_t num_attrs, size_t* fail_idx, CUstream s)
+AW_COPY_DECL(cuMemcpyBatchAsync, CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
+             CUmemcpyAttributes* attrs, size_t* attr_idxs, size_t num_attrs, size_t* fail_idx, CUstream s)
 AW_COPY_DECL(cuMemcpyBatchAsync_ptsz, CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
              CUmemcpyAttributes* attrs, size_t* attr_idxs, size_t num_attrs, size_t* fail_idx, CUstream s)
 AW_COPY_DECL(cuMemcpyBatchAsync_v2_ptsz, CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
              CUmemcpyAttributes* attrs, size_t* attr_idxs, size_t num_attrs, CUstream s)
-AW_COPY_DECL(cuMemcpy3DBatchAsync, size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, size_t* fail_idx, unsigned long long flags, CUstream s)
-AW_COPY_DECL(cuMemcpy3DBatchAsync_ptsz, size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, size_t* fail_idx, unsigned long long flags,
+AW_COPY_DECL(cuMemcpy3DBatchAsync, size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, size_t* fail_idx, unsigned long long flags,
              CUstream s)
+AW_COPY_DECL(cuMemcpy3DBatchAsync_ptsz, size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, size_t* fail_idx,
+             unsigned long long flags, CUstream s)
 AW_COPY_DECL(cuMemcpy3DBatchAsync_v2_ptsz, size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, unsigned long long flags, CUstream s)
 // Simulator-private: records a runtime copy into a capturing stream as a memcpy node without
 // reaching any public copy entry point (a real runtime's captured cudaMemcpyAsync reaches no

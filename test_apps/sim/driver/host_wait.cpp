@@ -19,8 +19,7 @@ void sleep_until(uint64_t deadline_ns) {
   timespec ts{};
   ts.tv_sec = static_cast<time_t>(deadline_ns / 1000000000ull);
   ts.tv_nsec = static_cast<long>(deadline_ns % 1000000000ull);
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) != 0) {
-  }
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) != 0) {}
 }
 
 }  // namespace aw_sim

@@ -25,10 +25,16 @@ constexpr uint8_t kEiattrKparamInfo = 0x17;
 // {u32 index, u16 ordinal, u16 offset, u32 flags}, the parameter size in bytes in flags >> 18.
 // `limit` is the image size when known (0: trust the ELF header, as cuModuleLoadData must).
 void parse_elf(const unsigned char* d, size_t limit, std::map<std::string, size_t>& out) {
-  if (std::memcmp(d, "\x7f" "ELF", 4) != 0 || d[4] != 2 /* ELFCLASS64 */ || d[5] != 1 /* little endian */) return;
+  if (std::memcmp(d,
+                  "\x7f"
+                  "ELF",
+                  4) != 0 ||
+      d[4] != 2 /* ELFCLASS64 */ || d[5] != 1 /* little endian */)
+    return;
   if (read<uint16_t>(d + 0x12) != kEmCuda) return;
   const uint64_t shoff = read<uint64_t>(d + 0x28);
-  const uint16_t shentsize = read<uint16_t>(d + 0x3a), shnum = read<uint16_t>(d + 0x3c), shstrndx = read<uint16_t>(d + 0x3e);
+  const uint16_t shentsize = read<uint16_t>(d + 0x3a), shnum = read<uint16_t>(d + 0x3c),
+                 shstrndx = read<uint16_t>(d + 0x3e);
   if (shentsize != 64 || shnum == 0 || shstrndx >= shnum) return;
   if (limit && shoff + uint64_t{shnum} * shentsize > limit) return;
   auto section = [&](unsigned i, uint64_t& off, uint64_t& size, uint32_t& name) {
@@ -92,7 +98,8 @@ bool looks_like_ptx(const char* text) {
   // NUL-terminated text with a ".version" directive near the top; stops at the first binary byte.
   size_t n = 0;
   for (; n < 4096 && text[n]; ++n)
-    if (!std::isprint(static_cast<unsigned char>(text[n])) && !std::isspace(static_cast<unsigned char>(text[n]))) return false;
+    if (!std::isprint(static_cast<unsigned char>(text[n])) && !std::isspace(static_cast<unsigned char>(text[n])))
+      return false;
   return std::string(text, n).find(".version") != std::string::npos;
 }
 
@@ -114,7 +121,8 @@ void parse_fatbin(const unsigned char* d, std::map<std::string, size_t>& out) {
     const unsigned char* payload = p + entry_header;
     if (!(flags & 0x2000) && compressed_size == 0) {
       if (kind == 2 && size >= 0x40) parse_elf(payload, size, out);
-      if (kind == 1) parse_ptx(reinterpret_cast<const char*>(payload), strnlen(reinterpret_cast<const char*>(payload), size), out);
+      if (kind == 1)
+        parse_ptx(reinterpret_cast<const char*>(payload), strnlen(reinterpret_cast<const char*>(payload), size), out);
     }
     p = payload + size;
   }
@@ -134,7 +142,10 @@ std::map<std::string, size_t> first_param_sizes(const void* image) {
   }
   if (magic == kFatbinMagic) {
     parse_fatbin(d, out);
-  } else if (std::memcmp(d, "\x7f" "ELF", 4) == 0) {
+  } else if (std::memcmp(d,
+                         "\x7f"
+                         "ELF",
+                         4) == 0) {
     parse_elf(d, 0, out);
   } else if (looks_like_ptx(reinterpret_cast<const char*>(d))) {
     const char* text = reinterpret_cast<const char*>(d);

@@ -28,7 +28,8 @@ std::set<const void*>& function_handles() {
 bool read_source_name(const std::string& s, size_t& pos, std::string& out) {
   if (pos >= s.size() || !std::isdigit(static_cast<unsigned char>(s[pos]))) return false;
   size_t len = 0;
-  while (pos < s.size() && std::isdigit(static_cast<unsigned char>(s[pos]))) len = len * 10 + static_cast<size_t>(s[pos++] - '0');
+  while (pos < s.size() && std::isdigit(static_cast<unsigned char>(s[pos])))
+    len = len * 10 + static_cast<size_t>(s[pos++] - '0');
   if (pos + len > s.size()) return false;
   out = s.substr(pos, len);
   pos += len;

@@ -14,8 +14,8 @@ struct SimModule;
 
 // Stands for CUfunction and CUkernel alike (the handles are interchangeable in the simulator).
 struct SimFunction {
-  std::string mangled_name;   // as registered, e.g. _Z5dummyx
-  std::string plain_name;     // the identifier, e.g. dummy
+  std::string mangled_name;  // as registered, e.g. _Z5dummyx
+  std::string plain_name;    // the identifier, e.g. dummy
   bool first_param_is_int64 = false;
   bool is_sleep_kernel = false;
   // Lazy loading: kNotLoaded until the first launch (or graph instantiation) loads it.

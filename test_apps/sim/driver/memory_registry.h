@@ -24,11 +24,11 @@ struct Allocation {
   MemoryKind kind = MemoryKind::Device;
   unsigned flags = 0;
   uint64_t buffer_id = 0;
-  int device = 0;               // the owning device (host memory: the device current at allocation)
-  bool is_array = false;        // backing store of a CUDA array (not addressable by pointer)
-  void* pool = nullptr;         // SimMemPool of a stream-ordered allocation (cuMemAllocAsync)
-  int managed_location = -1;    // managed memory: CU_DEVICE_CPU (-1) or the device it was prefetched to
-  unsigned attach_flags = 0;    // managed memory: CU_MEM_ATTACH_* (cuStreamAttachMemAsync)
+  int device = 0;             // the owning device (host memory: the device current at allocation)
+  bool is_array = false;      // backing store of a CUDA array (not addressable by pointer)
+  void* pool = nullptr;       // SimMemPool of a stream-ordered allocation (cuMemAllocAsync)
+  int managed_location = -1;  // managed memory: CU_DEVICE_CPU (-1) or the device it was prefetched to
+  unsigned attach_flags = 0;  // managed memory: CU_MEM_ATTACH_* (cuStreamAttachMemAsync)
 };
 
 // Memory the simulator hands out as device, pinned or managed memory, and its release.

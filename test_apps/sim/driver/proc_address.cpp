@@ -10,8 +10,6 @@
 #include "driver_state.h"
 #include "exports.h"
 
-
-
 namespace {
 
 struct ProcEntry {
@@ -22,8 +20,10 @@ struct ProcEntry {
 };
 
 #define FN(f) reinterpret_cast<void*>(&f)
-#define E(name, since, legacy) {name, since, FN(legacy), nullptr}
-#define EP(name, since, legacy, per_thread) {name, since, FN(legacy), FN(per_thread)}
+#define E(name, since, legacy) \
+  { name, since, FN(legacy), nullptr }
+#define EP(name, since, legacy, per_thread) \
+  { name, since, FN(legacy), FN(per_thread) }
 
 // Declared in api_*.cpp; only their addresses are needed here.
 extern "C" CUresult CUDAAPI cuCtxCreate_v2(CUcontext*, unsigned int, CUdevice);
@@ -216,8 +216,7 @@ const ProcEntry kEntries[] = {
     EP("cuLaunchKernel", 4000, cuLaunchKernel, cuLaunchKernel_ptsz),
 };
 
-CUresult lookup(const char* symbol, void** pfn, int version, cuuint64_t flags,
-                CUdriverProcAddressQueryResult* status) {
+CUresult lookup(const char* symbol, void** pfn, int version, cuuint64_t flags, CUdriverProcAddressQueryResult* status) {
   if (!symbol || !pfn) return CUDA_ERROR_INVALID_VALUE;
   *pfn = nullptr;
   const bool per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;

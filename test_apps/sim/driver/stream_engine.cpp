@@ -23,7 +23,6 @@ constexpr unsigned kNonBlocking = 0x1;  // CU_STREAM_NON_BLOCKING
 
 }  // namespace
 
-
 void notify_progress() {
   { std::lock_guard<std::mutex> lock(progress_mutex()); }
   progress_cv().notify_all();
@@ -244,9 +243,9 @@ bool StreamTable::destroy(const void* handle) {
 
 void StreamTable::forget_per_thread(Stream* s) {
   std::lock_guard<std::mutex> lock(mutex_);
-  streams_.erase(std::remove_if(streams_.begin(), streams_.end(),
-                                [&](const std::shared_ptr<Stream>& x) { return x.get() == s; }),
-                 streams_.end());
+  streams_.erase(
+      std::remove_if(streams_.begin(), streams_.end(), [&](const std::shared_ptr<Stream>& x) { return x.get() == s; }),
+      streams_.end());
 }
 
 std::vector<std::shared_ptr<Stream>> StreamTable::all() {

@@ -44,7 +44,6 @@ struct StreamOp {
   uint64_t enqueue_ns = 0;  // set by Stream::enqueue
 };
 
-
 class Stream : public std::enable_shared_from_this<Stream> {
  public:
   enum class Kind { Legacy, PerThread, Created };
@@ -114,7 +113,7 @@ class Stream : public std::enable_shared_from_this<Stream> {
   // End times of the last kEndRing completed operations, indexed by sequence number.
   std::atomic<uint64_t> running_op_start_ns_{0};
   static constexpr uint64_t kEndRing = 4096;
-  std::unique_ptr<std::atomic<uint64_t>[]> ends_{new std::atomic<uint64_t>[kEndRing]()};
+  std::unique_ptr<std::atomic<uint64_t>[]> ends_ { new std::atomic<uint64_t>[ kEndRing ]() };
 };
 
 // All live streams of one context (device), used for legacy-stream semantics and ctx synchronize.

@@ -36,8 +36,7 @@ long long timed(F f) {
 
 __global__ void spin_probe(long long cycles) {
   long long start = clock64();
-  while (clock64() - start < cycles) {
-  }
+  while (clock64() - start < cycles) {}
 }
 }  // namespace
 
@@ -80,11 +79,14 @@ int main(int argc, char** argv) {
   mark("prefetch");
   cudaMemLocation to_dev{cudaMemLocationTypeDevice, 0}, to_host{cudaMemLocationTypeHost, 0};
   busy();
-  report_ms("prefetch to device behind kernel", timed([&] { AW_CHECK(cudaMemPrefetchAsync(managed, n, to_dev, 0, s)); }));
-  report_ms("prefetch to host behind kernel", timed([&] { AW_CHECK(cudaMemPrefetchAsync(managed, n, to_host, 0, s)); }));
+  report_ms("prefetch to device behind kernel",
+            timed([&] { AW_CHECK(cudaMemPrefetchAsync(managed, n, to_dev, 0, s)); }));
+  report_ms("prefetch to host behind kernel",
+            timed([&] { AW_CHECK(cudaMemPrefetchAsync(managed, n, to_host, 0, s)); }));
   report_ms("  then stream synchronize", timed([&] { AW_CHECK(cudaStreamSynchronize(s)); }));
   busy();
-  report_ms("attach (single) behind kernel", timed([&] { AW_CHECK(cudaStreamAttachMemAsync(s, managed, 0, cudaMemAttachSingle)); }));
+  report_ms("attach (single) behind kernel",
+            timed([&] { AW_CHECK(cudaStreamAttachMemAsync(s, managed, 0, cudaMemAttachSingle)); }));
   AW_CHECK(cudaStreamSynchronize(s));
   report_rc("prefetch of cudaMalloc memory", cudaMemPrefetchAsync(dev, n, to_dev, 0, s));
 
@@ -100,19 +102,23 @@ int main(int argc, char** argv) {
       return cudaMemcpyBatchAsync(d, sr, sz, 1, &attr, &idx, 1, st);
     };
     busy();
-    report_ms("batch device->pinned behind kernel", timed([&] { AW_CHECK(batch(pinned, dev, cudaMemcpySrcAccessOrderStream, s)); }));
+    report_ms("batch device->pinned behind kernel",
+              timed([&] { AW_CHECK(batch(pinned, dev, cudaMemcpySrcAccessOrderStream, s)); }));
     busy();
-    report_ms("batch device->pageable behind kernel", timed([&] { AW_CHECK(batch(pageable.data(), dev, cudaMemcpySrcAccessOrderStream, s)); }));
+    report_ms("batch device->pageable behind kernel",
+              timed([&] { AW_CHECK(batch(pageable.data(), dev, cudaMemcpySrcAccessOrderStream, s)); }));
     AW_CHECK(cudaStreamSynchronize(s));
     busy();
-    report_ms("batch pageable->device STREAM behind kernel", timed([&] { AW_CHECK(batch(dev2, pageable.data(), cudaMemcpySrcAccessOrderStream, s)); }));
+    report_ms("batch pageable->device STREAM behind kernel",
+              timed([&] { AW_CHECK(batch(dev2, pageable.data(), cudaMemcpySrcAccessOrderStream, s)); }));
     AW_CHECK(cudaStreamSynchronize(s));
     busy();
     report_ms("batch pageable->device DURING_API_CALL behind kernel",
               timed([&] { AW_CHECK(batch(dev2, pageable.data(), cudaMemcpySrcAccessOrderDuringApiCall, s)); }));
     AW_CHECK(cudaStreamSynchronize(s));
     busy();
-    report_ms("batch pageable->device ANY behind kernel", timed([&] { AW_CHECK(batch(dev2, pageable.data(), cudaMemcpySrcAccessOrderAny, s)); }));
+    report_ms("batch pageable->device ANY behind kernel",
+              timed([&] { AW_CHECK(batch(dev2, pageable.data(), cudaMemcpySrcAccessOrderAny, s)); }));
     AW_CHECK(cudaStreamSynchronize(s));
     report_rc("batch on the legacy stream", batch(pinned, dev, cudaMemcpySrcAccessOrderStream, 0));
     report_rc("batch on cudaStreamPerThread", batch(pinned, dev, cudaMemcpySrcAccessOrderStream, cudaStreamPerThread));
@@ -250,11 +256,15 @@ int main(int argc, char** argv) {
     cudaChannelFormatDesc desc = cudaCreateChannelDesc<unsigned char>();
     cudaArray_t a;
     AW_CHECK(cudaMallocArray(&a, &desc, 1024, n / 1024, 0));
-    report_ms("cudaMemcpy2DToArrayAsync pageable (4 MiB)",
-              timed([&] { AW_CHECK(cudaMemcpy2DToArrayAsync(a, 0, 0, pageable.data(), 1024, 1024, n / 1024, cudaMemcpyHostToDevice, s)); }));
+    report_ms(
+        "cudaMemcpy2DToArrayAsync pageable (4 MiB)", timed([&] {
+          AW_CHECK(cudaMemcpy2DToArrayAsync(a, 0, 0, pageable.data(), 1024, 1024, n / 1024, cudaMemcpyHostToDevice, s));
+        }));
     busy();
-    report_ms("cudaMemcpy2DFromArrayAsync ->pageable behind kernel",
-              timed([&] { AW_CHECK(cudaMemcpy2DFromArrayAsync(pageable.data(), 1024, a, 0, 0, 1024, n / 1024, cudaMemcpyDeviceToHost, s)); }));
+    report_ms("cudaMemcpy2DFromArrayAsync ->pageable behind kernel", timed([&] {
+                AW_CHECK(cudaMemcpy2DFromArrayAsync(pageable.data(), 1024, a, 0, 0, 1024, n / 1024,
+                                                    cudaMemcpyDeviceToHost, s));
+              }));
     AW_CHECK(cudaStreamSynchronize(s));
     AW_CHECK(cudaFreeArray(a));
   }
@@ -271,7 +281,8 @@ int main(int argc, char** argv) {
         t[i] = timed([] { spin_probe<<<1, 1>>>(1000); });
       });
     for (auto& th : threads) th.join();
-    for (int i = 0; i < 4; ++i) std::printf("probe concurrent first launch, thread %d: %.3f ms\n", i, double(t[i]) / 1e6);
+    for (int i = 0; i < 4; ++i)
+      std::printf("probe concurrent first launch, thread %d: %.3f ms\n", i, double(t[i]) / 1e6);
     AW_CHECK(cudaDeviceSynchronize());
   }
 
@@ -283,7 +294,8 @@ int main(int argc, char** argv) {
     cudaStream_t s1;
     AW_CHECK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
     AW_CHECK(cudaSetDevice(0));
-    report_rc("launch into a stream of device 1 from device 0", (sleep_kernel<<<1, 1, 0, s1>>>(1000), cudaGetLastError()));
+    report_rc("launch into a stream of device 1 from device 0",
+              (sleep_kernel<<<1, 1, 0, s1>>>(1000), cudaGetLastError()));
     cudaEvent_t e0;
     AW_CHECK(cudaEventCreate(&e0));
     report_rc("record a device-0 event into a device-1 stream", cudaEventRecord(e0, s1));
@@ -294,11 +306,13 @@ int main(int argc, char** argv) {
     AW_CHECK(cudaSetDevice(1));
     sleep_kernel<<<1, 1>>>(g_cycles);
     AW_CHECK(cudaSetDevice(0));
-    report_ms("cudaMemcpyPeer 1->0 behind a kernel on device 1", timed([&] { AW_CHECK(cudaMemcpyPeer(dev, 0, d1, 1, n)); }));
+    report_ms("cudaMemcpyPeer 1->0 behind a kernel on device 1",
+              timed([&] { AW_CHECK(cudaMemcpyPeer(dev, 0, d1, 1, n)); }));
     report_ms("  then device 0 default-stream synchronize", timed([&] { AW_CHECK(cudaStreamSynchronize(0)); }));
     report_rc("cudaDeviceEnablePeerAccess(1)", cudaDeviceEnablePeerAccess(1, 0));
     busy();
-    report_ms("cudaMemcpyPeerAsync 0->1 with peer access, behind kernel", timed([&] { AW_CHECK(cudaMemcpyPeerAsync(d1, 1, dev, 0, n, s)); }));
+    report_ms("cudaMemcpyPeerAsync 0->1 with peer access, behind kernel",
+              timed([&] { AW_CHECK(cudaMemcpyPeerAsync(d1, 1, dev, 0, n, s)); }));
     AW_CHECK(cudaDeviceSynchronize());
     AW_CHECK(cudaEventDestroy(e0));
   }

@@ -21,8 +21,11 @@ size_t array_element_size(cudaArray_const_t a) {
     return 0;
   size_t channel = 0;
   switch (d.Format) {
-    case CU_AD_FORMAT_UNSIGNED_INT8: case CU_AD_FORMAT_SIGNED_INT8: channel = 1; break;
-    case CU_AD_FORMAT_UNSIGNED_INT16: case CU_AD_FORMAT_SIGNED_INT16: case CU_AD_FORMAT_HALF: channel = 2; break;
+    case CU_AD_FORMAT_UNSIGNED_INT8:
+    case CU_AD_FORMAT_SIGNED_INT8: channel = 1; break;
+    case CU_AD_FORMAT_UNSIGNED_INT16:
+    case CU_AD_FORMAT_SIGNED_INT16:
+    case CU_AD_FORMAT_HALF: channel = 2; break;
     default: channel = 4; break;
   }
   return channel * d.NumChannels;

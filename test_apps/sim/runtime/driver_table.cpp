@@ -193,8 +193,10 @@ const DriverEntryPoints& drv() { return *driver_entry_points(); }
 cudaError_t ensure_driver() {
   std::call_once(g_driver_once, [] {
     const DriverEntryPoints* d = driver_entry_points();
-    if (!d) g_driver_status = cudaErrorInsufficientDriver;
-    else g_driver_status = d->init(0) == CUDA_SUCCESS ? cudaSuccess : cudaErrorInitializationError;
+    if (!d)
+      g_driver_status = cudaErrorInsufficientDriver;
+    else
+      g_driver_status = d->init(0) == CUDA_SUCCESS ? cudaSuccess : cudaErrorInitializationError;
   });
   return g_driver_status;
 }

@@ -47,11 +47,11 @@ struct StreamEntryPoints {
   decltype(&cuMemcpy3DPeerAsync) memcpy_3d_peer_async;
   decltype(&cuMemcpyPeer) memcpy_peer;
   decltype(&cuMemcpyPeerAsync) memcpy_peer_async;
-  decltype(&cuMemcpyBatchAsync_v2) memcpy_batch_async;      // "cuMemcpyBatchAsync" at 13000
+  decltype(&cuMemcpyBatchAsync_v2) memcpy_batch_async;       // "cuMemcpyBatchAsync" at 13000
   decltype(&cuMemcpy3DBatchAsync_v2) memcpy_3d_batch_async;  // "cuMemcpy3DBatchAsync" at 13000
   decltype(&cuMemsetD2D8_v2) memset_d2d8;
   decltype(&cuMemsetD2D8Async) memset_d2d8_async;
-  decltype(&cuMemPrefetchAsync_v2) mem_prefetch_async;       // "cuMemPrefetchAsync" at 13000
+  decltype(&cuMemPrefetchAsync_v2) mem_prefetch_async;  // "cuMemPrefetchAsync" at 13000
   decltype(&cuStreamAttachMemAsync) stream_attach_mem_async;
   decltype(&cuMemAllocAsync) mem_alloc_async;
   decltype(&cuMemFreeAsync) mem_free_async;

@@ -13,7 +13,7 @@ namespace aw_rt {
 namespace {
 
 struct FatBinary {
-  void* image = nullptr;     // nvcc's __fatDeviceText wrapper (never parsed)
+  void* image = nullptr;        // nvcc's __fatDeviceText wrapper (never parsed)
   CUlibrary library = nullptr;  // loaded on the first kernel lookup
 };
 
@@ -31,9 +31,9 @@ struct RegisteredVariable {
 
 struct Registry {
   std::mutex mutex;
-  std::vector<std::unique_ptr<FatBinary>> fatbins;  // live for the process: stubs keep kernel handles
-  std::map<const void*, RegisteredKernel> kernels;     // by host stub
-  std::map<const void*, RegisteredVariable> variables; // by host shadow variable
+  std::vector<std::unique_ptr<FatBinary>> fatbins;      // live for the process: stubs keep kernel handles
+  std::map<const void*, RegisteredKernel> kernels;      // by host stub
+  std::map<const void*, RegisteredVariable> variables;  // by host shadow variable
 };
 
 Registry& registry() {
@@ -101,8 +101,9 @@ AW_RUNTIME_EXPORT void CUDARTAPI __cudaUnregisterFatBinary(void** handle) {
     it = it->second.fatbin == fb ? registry().kernels.erase(it) : std::next(it);
 }
 
-AW_RUNTIME_EXPORT void CUDARTAPI __cudaRegisterFunction(void** handle, const char* hostFun, char*, const char* deviceName,
-                                                        int, uint3*, uint3*, dim3*, dim3*, int*) {
+AW_RUNTIME_EXPORT void CUDARTAPI __cudaRegisterFunction(void** handle, const char* hostFun, char*,
+                                                        const char* deviceName, int, uint3*, uint3*, dim3*, dim3*,
+                                                        int*) {
   std::lock_guard<std::mutex> lock(registry().mutex);
   RegisteredKernel& k = registry().kernels[hostFun];
   k.fatbin = reinterpret_cast<FatBinary*>(handle);
@@ -110,14 +111,12 @@ AW_RUNTIME_EXPORT void CUDARTAPI __cudaRegisterFunction(void** handle, const cha
   k.kernel = nullptr;
 }
 
-AW_RUNTIME_EXPORT void CUDARTAPI __cudaRegisterVar(void**, char* hostVar, char*, const char* deviceName, int, size_t size,
-                                                   int, int) {
+AW_RUNTIME_EXPORT void CUDARTAPI __cudaRegisterVar(void**, char* hostVar, char*, const char* deviceName, int,
+                                                   size_t size, int, int) {
   std::lock_guard<std::mutex> lock(registry().mutex);
   RegisteredVariable& v = registry().variables[hostVar];
   v.device_name = deviceName;
   v.size = size;
 }
 
-AW_RUNTIME_EXPORT char CUDARTAPI __cudaInitModule(void**) {
-  return ensure_initialized() == cudaSuccess ? 1 : 0;
-}
+AW_RUNTIME_EXPORT char CUDARTAPI __cudaInitModule(void**) { return ensure_initialized() == cudaSuccess ? 1 : 0; }

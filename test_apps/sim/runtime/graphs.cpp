@@ -131,13 +131,15 @@ AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaGraphAddEmptyNode(cudaGraphNode_t* n
 }
 
 AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaGraphAddEventRecordNode(cudaGraphNode_t* node, cudaGraph_t g,
-                                                                    const cudaGraphNode_t* deps, size_t n, cudaEvent_t e) {
+                                                                    const cudaGraphNode_t* deps, size_t n,
+                                                                    cudaEvent_t e) {
   AW_RT_INIT();
   return record(drv().graph_add_event_record_node(cu(node), cu(g), cu(deps), n, cu(e)));
 }
 
 AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaGraphAddEventWaitNode(cudaGraphNode_t* node, cudaGraph_t g,
-                                                                  const cudaGraphNode_t* deps, size_t n, cudaEvent_t e) {
+                                                                  const cudaGraphNode_t* deps, size_t n,
+                                                                  cudaEvent_t e) {
   AW_RT_INIT();
   return record(drv().graph_add_event_wait_node(cu(node), cu(g), cu(deps), n, cu(e)));
 }
@@ -147,7 +149,8 @@ AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaGraphAddDependencies(cudaGraph_t g, 
                                                                  const cudaGraphNode_t* to,
                                                                  const cudaGraphEdgeData* edges, size_t n) {
   AW_RT_INIT();
-  return record(drv().graph_add_dependencies(cu(g), cu(from), cu(to), reinterpret_cast<const CUgraphEdgeData*>(edges), n));
+  return record(
+      drv().graph_add_dependencies(cu(g), cu(from), cu(to), reinterpret_cast<const CUgraphEdgeData*>(edges), n));
 }
 
 AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaGraphGetNodes(cudaGraph_t g, cudaGraphNode_t* nodes, size_t* n) {
@@ -177,7 +180,8 @@ AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaGraphInstantiateWithFlags(cudaGraphE
                                                                       unsigned long long flags) {
   return cudaGraphInstantiate(exec, graph, flags);
 }
-AW_STREAM_API(cudaGraphInstantiateWithParams, (cudaGraphExec_t * exec, cudaGraph_t graph, cudaGraphInstantiateParams* p),
+AW_STREAM_API(cudaGraphInstantiateWithParams,
+              (cudaGraphExec_t * exec, cudaGraph_t graph, cudaGraphInstantiateParams* p),
               d.graph_instantiate_with_params(reinterpret_cast<CUgraphExec*>(exec), cu(graph),
                                               reinterpret_cast<CUDA_GRAPH_INSTANTIATE_PARAMS*>(p)))
 
@@ -241,8 +245,8 @@ AW_STREAM_API(cudaGraphUpload, (cudaGraphExec_t exec, cudaStream_t s), d.graph_u
 AW_STREAM_API(cudaStreamBeginCaptureToGraph,
               (cudaStream_t s, cudaGraph_t g, const cudaGraphNode_t* deps, const cudaGraphEdgeData* edges, size_t n,
                cudaStreamCaptureMode mode),
-              d.stream_begin_capture_to_graph(cu(s), cu(g), cu(deps), reinterpret_cast<const CUgraphEdgeData*>(edges), n,
-                                              static_cast<CUstreamCaptureMode>(mode)))
+              d.stream_begin_capture_to_graph(cu(s), cu(g), cu(deps), reinterpret_cast<const CUgraphEdgeData*>(edges),
+                                              n, static_cast<CUstreamCaptureMode>(mode)))
 AW_STREAM_API(cudaStreamGetCaptureInfo,
               (cudaStream_t s, cudaStreamCaptureStatus* status, unsigned long long* id, cudaGraph_t* graph,
                const cudaGraphNode_t** deps, const cudaGraphEdgeData** edges, size_t* n),

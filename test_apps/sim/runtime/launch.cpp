@@ -25,9 +25,9 @@ cudaError_t launch(CUkernel kernel, dim3 grid, dim3 block, void** args, size_t s
                    bool per_thread) {
   AW_RT_INIT();
   if (!kernel) return record(cudaErrorInvalidDeviceFunction);
-  return record(stream_api(per_thread).launch_kernel(reinterpret_cast<CUfunction>(kernel), grid.x, grid.y, grid.z,
-                                                     block.x, block.y, block.z,
-                                                     static_cast<unsigned>(shared_mem), stream, args, nullptr));
+  return record(stream_api(per_thread)
+                    .launch_kernel(reinterpret_cast<CUfunction>(kernel), grid.x, grid.y, grid.z, block.x, block.y,
+                                   block.z, static_cast<unsigned>(shared_mem), stream, args, nullptr));
 }
 
 cudaError_t launch_host_function(const void* func, dim3 grid, dim3 block, void** args, size_t shared_mem,
@@ -65,8 +65,8 @@ AW_RUNTIME_EXPORT cudaError_t CUDARTAPI __cudaGetKernel(cudaKernel_t* kernel, co
   return e;
 }
 
-AW_RUNTIME_EXPORT cudaError_t CUDARTAPI __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
-                                                           size_t sharedMem, cudaStream_t stream) {
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
+                                                           void** args, size_t sharedMem, cudaStream_t stream) {
   return launch(reinterpret_cast<CUkernel>(kernel), gridDim, blockDim, args, sharedMem, stream, false);
 }
 
@@ -80,7 +80,7 @@ AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaLaunchKernel(const void* func, dim3 
   return launch_host_function(func, gridDim, blockDim, args, sharedMem, stream, false);
 }
 
-AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim, void** args,
-                                                              size_t sharedMem, cudaStream_t stream) {
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim,
+                                                              void** args, size_t sharedMem, cudaStream_t stream) {
   return launch_host_function(func, gridDim, blockDim, args, sharedMem, stream, true);
 }

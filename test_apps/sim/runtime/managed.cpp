@@ -20,7 +20,8 @@ CUdeviceptr dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 }  // namespace
 
 // CUDA 13 signature: a location and flags (12.x's device-ordinal form is gone from the 13.0 header).
-AW_STREAM_API(cudaMemPrefetchAsync, (const void* p, size_t count, cudaMemLocation loc, unsigned int flags, cudaStream_t s),
+AW_STREAM_API(cudaMemPrefetchAsync,
+              (const void* p, size_t count, cudaMemLocation loc, unsigned int flags, cudaStream_t s),
               d.mem_prefetch_async(dptr(p), count, cu(loc), flags, cu(s)))
 
 AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemAdvise(const void* p, size_t count, cudaMemoryAdvise advice,
@@ -50,7 +51,8 @@ AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaDeviceSetMemPool(int device, cudaMem
 }
 AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemPoolCreate(cudaMemPool_t* pool, const cudaMemPoolProps* props) {
   AW_RT_INIT();
-  return record(drv().mem_pool_create(reinterpret_cast<CUmemoryPool*>(pool), reinterpret_cast<const CUmemPoolProps*>(props)));
+  return record(
+      drv().mem_pool_create(reinterpret_cast<CUmemoryPool*>(pool), reinterpret_cast<const CUmemPoolProps*>(props)));
 }
 AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemPoolDestroy(cudaMemPool_t pool) {
   AW_RT_INIT();

@@ -75,8 +75,12 @@ CUDA_MEMCPY2D pitched_copy(void* dst, size_t dpitch, const void* src, size_t spi
   std::memset(&p, 0, sizeof p);
   const bool src_device = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
   const bool dst_device = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
-  p.srcMemoryType = kind == cudaMemcpyDefault ? CU_MEMORYTYPE_UNIFIED : src_device ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
-  p.dstMemoryType = kind == cudaMemcpyDefault ? CU_MEMORYTYPE_UNIFIED : dst_device ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+  p.srcMemoryType = kind == cudaMemcpyDefault ? CU_MEMORYTYPE_UNIFIED
+                    : src_device              ? CU_MEMORYTYPE_DEVICE
+                                              : CU_MEMORYTYPE_HOST;
+  p.dstMemoryType = kind == cudaMemcpyDefault ? CU_MEMORYTYPE_UNIFIED
+                    : dst_device              ? CU_MEMORYTYPE_DEVICE
+                                              : CU_MEMORYTYPE_HOST;
   p.srcHost = src;
   p.srcDevice = dptr(src);
   p.srcPitch = spitch;
@@ -187,10 +191,14 @@ AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaPointerGetAttributes(struct cudaPoin
                                  CU_POINTER_ATTRIBUTE_HOST_POINTER};
   void* data[] = {&memory_type, &is_managed, &ordinal, &device_pointer, &host_pointer};
   if (CUresult r = drv().pointer_get_attributes(5, attrs, data, dptr(ptr))) return record(r);
-  if (is_managed) attributes->type = cudaMemoryTypeManaged;
-  else if (memory_type == CU_MEMORYTYPE_DEVICE) attributes->type = cudaMemoryTypeDevice;
-  else if (memory_type == CU_MEMORYTYPE_HOST) attributes->type = cudaMemoryTypeHost;
-  else attributes->type = cudaMemoryTypeUnregistered;
+  if (is_managed)
+    attributes->type = cudaMemoryTypeManaged;
+  else if (memory_type == CU_MEMORYTYPE_DEVICE)
+    attributes->type = cudaMemoryTypeDevice;
+  else if (memory_type == CU_MEMORYTYPE_HOST)
+    attributes->type = cudaMemoryTypeHost;
+  else
+    attributes->type = cudaMemoryTypeUnregistered;
   attributes->device = ordinal;
   attributes->devicePointer = reinterpret_cast<void*>(device_pointer);
   attributes->hostPointer = host_pointer;
@@ -201,11 +209,12 @@ AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaPointerGetAttributes(struct cudaPoin
 AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemcpy(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind) {
   return memcpy_sync(dst, src, count, kind, false);
 }
-AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemcpy_ptds(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind) {
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemcpy_ptds(void* dst, const void* src, size_t count,
+                                                        enum cudaMemcpyKind kind) {
   return memcpy_sync(dst, src, count, kind, true);
 }
-AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemcpyAsync(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind,
-                                                        cudaStream_t stream) {
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemcpyAsync(void* dst, const void* src, size_t count,
+                                                        enum cudaMemcpyKind kind, cudaStream_t stream) {
   return memcpy_async(dst, src, count, kind, stream, false);
 }
 AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemcpyAsync_ptsz(void* dst, const void* src, size_t count,
@@ -213,8 +222,8 @@ AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemcpyAsync_ptsz(void* dst, const vo
   return memcpy_async(dst, src, count, kind, stream, true);
 }
 
-AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemcpyToSymbol(const void* symbol, const void* src, size_t count, size_t offset,
-                                                           enum cudaMemcpyKind kind) {
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemcpyToSymbol(const void* symbol, const void* src, size_t count,
+                                                           size_t offset, enum cudaMemcpyKind kind) {
   char* address = nullptr;
   if (cudaError_t e = symbol_address(symbol, offset, count, &address)) return e;
   return memcpy_sync(address, src, count, kind == cudaMemcpyHostToDevice ? kind : cudaMemcpyDefault, false);
@@ -245,32 +254,36 @@ AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaGetSymbolSize(size_t* size, const vo
 }
 
 AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemcpyToSymbolAsync(const void* symbol, const void* src, size_t count,
-                                                                size_t offset, enum cudaMemcpyKind kind, cudaStream_t s) {
+                                                                size_t offset, enum cudaMemcpyKind kind,
+                                                                cudaStream_t s) {
   char* address = nullptr;
   if (cudaError_t e = symbol_address(symbol, offset, count, &address)) return e;
   return memcpy_async(address, src, count, kind == cudaMemcpyHostToDevice ? kind : cudaMemcpyDefault, s, false);
 }
 AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemcpyToSymbolAsync_ptsz(const void* symbol, const void* src, size_t count,
-                                                                     size_t offset, enum cudaMemcpyKind kind, cudaStream_t s) {
+                                                                     size_t offset, enum cudaMemcpyKind kind,
+                                                                     cudaStream_t s) {
   char* address = nullptr;
   if (cudaError_t e = symbol_address(symbol, offset, count, &address)) return e;
   return memcpy_async(address, src, count, kind == cudaMemcpyHostToDevice ? kind : cudaMemcpyDefault, s, true);
 }
 AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemcpyFromSymbolAsync(void* dst, const void* symbol, size_t count,
-                                                                  size_t offset, enum cudaMemcpyKind kind, cudaStream_t s) {
+                                                                  size_t offset, enum cudaMemcpyKind kind,
+                                                                  cudaStream_t s) {
   char* address = nullptr;
   if (cudaError_t e = symbol_address(symbol, offset, count, &address)) return e;
   return memcpy_async(dst, address, count, kind == cudaMemcpyDeviceToHost ? kind : cudaMemcpyDefault, s, false);
 }
 AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemcpyFromSymbolAsync_ptsz(void* dst, const void* symbol, size_t count,
-                                                                       size_t offset, enum cudaMemcpyKind kind, cudaStream_t s) {
+                                                                       size_t offset, enum cudaMemcpyKind kind,
+                                                                       cudaStream_t s) {
   char* address = nullptr;
   if (cudaError_t e = symbol_address(symbol, offset, count, &address)) return e;
   return memcpy_async(dst, address, count, kind == cudaMemcpyDeviceToHost ? kind : cudaMemcpyDefault, s, true);
 }
 
-AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
-                                                     size_t height, enum cudaMemcpyKind kind) {
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch,
+                                                     size_t width, size_t height, enum cudaMemcpyKind kind) {
   return memcpy_2d(dst, dpitch, src, spitch, width, height, kind, nullptr, false, false);
 }
 AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemcpy2D_ptds(void* dst, size_t dpitch, const void* src, size_t spitch,
@@ -301,7 +314,8 @@ AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemsetAsync(void* devPtr, int value,
   AW_RT_INIT();
   return record(stream_api(false).memset_d8_async(dptr(devPtr), static_cast<unsigned char>(value), count, stream));
 }
-AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemsetAsync_ptsz(void* devPtr, int value, size_t count, cudaStream_t stream) {
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemsetAsync_ptsz(void* devPtr, int value, size_t count,
+                                                             cudaStream_t stream) {
   AW_RT_INIT();
   return record(stream_api(true).memset_d8_async(dptr(devPtr), static_cast<unsigned char>(value), count, stream));
 }
@@ -418,7 +432,8 @@ size_t row_bytes(cudaArray_const_t a) {
 AW_SYNC_API(cudaMemcpy3D, (const cudaMemcpy3DParms* p), copy_3d(p, nullptr, false, &d == &stream_api(true)))
 AW_STREAM_API(cudaMemcpy3DAsync, (const cudaMemcpy3DParms* p, cudaStream_t s),
               copy_3d(p, s, true, &d == &stream_api(true)))
-AW_SYNC_API(cudaMemcpy3DPeer, (const cudaMemcpy3DPeerParms* p), copy_3d_peer(p, nullptr, false, &d == &stream_api(true)))
+AW_SYNC_API(cudaMemcpy3DPeer, (const cudaMemcpy3DPeerParms* p),
+            copy_3d_peer(p, nullptr, false, &d == &stream_api(true)))
 AW_STREAM_API(cudaMemcpy3DPeerAsync, (const cudaMemcpy3DPeerParms* p, cudaStream_t s),
               copy_3d_peer(p, s, true, &d == &stream_api(true)))
 
@@ -445,42 +460,42 @@ AW_SYNC_API(cudaMemcpy2DToArray,
             (cudaArray_t dst, size_t w, size_t h, const void* src, size_t spitch, size_t width, size_t height,
              cudaMemcpyKind kind),
             array_copy_2d(dst, w, h, nullptr, 0, nullptr, 0, 0, src, spitch, width, height, kind, nullptr, false,
-                              &d == &stream_api(true)))
+                          &d == &stream_api(true)))
 AW_STREAM_API(cudaMemcpy2DToArrayAsync,
               (cudaArray_t dst, size_t w, size_t h, const void* src, size_t spitch, size_t width, size_t height,
                cudaMemcpyKind kind, cudaStream_t s),
               array_copy_2d(dst, w, h, nullptr, 0, nullptr, 0, 0, src, spitch, width, height, kind, s, true,
-                                &d == &stream_api(true)))
+                            &d == &stream_api(true)))
 AW_SYNC_API(cudaMemcpy2DFromArray,
             (void* dst, size_t dpitch, cudaArray_const_t src, size_t w, size_t h, size_t width, size_t height,
              cudaMemcpyKind kind),
             array_copy_2d(nullptr, 0, 0, dst, dpitch, src, w, h, nullptr, 0, width, height, kind, nullptr, false,
-                              &d == &stream_api(true)))
+                          &d == &stream_api(true)))
 AW_STREAM_API(cudaMemcpy2DFromArrayAsync,
               (void* dst, size_t dpitch, cudaArray_const_t src, size_t w, size_t h, size_t width, size_t height,
                cudaMemcpyKind kind, cudaStream_t s),
               array_copy_2d(nullptr, 0, 0, dst, dpitch, src, w, h, nullptr, 0, width, height, kind, s, true,
-                                &d == &stream_api(true)))
+                            &d == &stream_api(true)))
 AW_SYNC_API(cudaMemcpy2DArrayToArray,
             (cudaArray_t dst, size_t dw, size_t dh, cudaArray_const_t src, size_t sw, size_t sh, size_t width,
              size_t height, cudaMemcpyKind kind),
             array_copy_2d(dst, dw, dh, nullptr, 0, src, sw, sh, nullptr, 0, width, height, kind, nullptr, false,
-                              &d == &stream_api(true)))
+                          &d == &stream_api(true)))
 AW_SYNC_API(cudaMemcpyToArray,
             (cudaArray_t dst, size_t w, size_t h, const void* src, size_t count, cudaMemcpyKind kind),
             (count > row_bytes(dst) ? cudaErrorInvalidValue
-                                       : array_copy_2d(dst, w, h, nullptr, 0, nullptr, 0, 0, src, count, count, 1, kind,
-                                                       nullptr, false, &d == &stream_api(true))))
+                                    : array_copy_2d(dst, w, h, nullptr, 0, nullptr, 0, 0, src, count, count, 1, kind,
+                                                    nullptr, false, &d == &stream_api(true))))
 AW_SYNC_API(cudaMemcpyFromArray,
             (void* dst, cudaArray_const_t src, size_t w, size_t h, size_t count, cudaMemcpyKind kind),
             (count > row_bytes(src) ? cudaErrorInvalidValue
-                                       : array_copy_2d(nullptr, 0, 0, dst, count, src, w, h, nullptr, 0, count, 1, kind,
-                                                       nullptr, false, &d == &stream_api(true))))
+                                    : array_copy_2d(nullptr, 0, 0, dst, count, src, w, h, nullptr, 0, count, 1, kind,
+                                                    nullptr, false, &d == &stream_api(true))))
 AW_SYNC_API(cudaMemcpyArrayToArray,
             (cudaArray_t dst, size_t dw, size_t dh, cudaArray_const_t src, size_t sw, size_t sh, size_t count,
              cudaMemcpyKind kind),
             array_copy_2d(dst, dw, dh, nullptr, 0, src, sw, sh, nullptr, 0, count, 1, kind, nullptr, false,
-                              &d == &stream_api(true)))
+                          &d == &stream_api(true)))
 
 // ---- CUDA arrays ----
 namespace {
@@ -498,9 +513,13 @@ CUarray_format array_format(const cudaChannelFormatDesc& d, unsigned* channels, 
   switch (d.f) {
     case cudaChannelFormatKindFloat: return width == 16 ? CU_AD_FORMAT_HALF : CU_AD_FORMAT_FLOAT;
     case cudaChannelFormatKindSigned:
-      return width == 8 ? CU_AD_FORMAT_SIGNED_INT8 : width == 16 ? CU_AD_FORMAT_SIGNED_INT16 : CU_AD_FORMAT_SIGNED_INT32;
+      return width == 8    ? CU_AD_FORMAT_SIGNED_INT8
+             : width == 16 ? CU_AD_FORMAT_SIGNED_INT16
+                           : CU_AD_FORMAT_SIGNED_INT32;
     default:
-      return width == 8 ? CU_AD_FORMAT_UNSIGNED_INT8 : width == 16 ? CU_AD_FORMAT_UNSIGNED_INT16 : CU_AD_FORMAT_UNSIGNED_INT32;
+      return width == 8    ? CU_AD_FORMAT_UNSIGNED_INT8
+             : width == 16 ? CU_AD_FORMAT_UNSIGNED_INT16
+                           : CU_AD_FORMAT_UNSIGNED_INT32;
   }
 }
 
@@ -545,7 +564,8 @@ AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaArrayGetInfo(cudaChannelFormatDesc* 
     const int bits = static_cast<int>(array_element_size(a) / d.NumChannels * 8);
     const cudaChannelFormatKind kind =
         d.Format == CU_AD_FORMAT_FLOAT || d.Format == CU_AD_FORMAT_HALF ? cudaChannelFormatKindFloat
-        : d.Format == CU_AD_FORMAT_SIGNED_INT8 || d.Format == CU_AD_FORMAT_SIGNED_INT16 || d.Format == CU_AD_FORMAT_SIGNED_INT32
+        : d.Format == CU_AD_FORMAT_SIGNED_INT8 || d.Format == CU_AD_FORMAT_SIGNED_INT16 ||
+                d.Format == CU_AD_FORMAT_SIGNED_INT32
             ? cudaChannelFormatKindSigned
             : cudaChannelFormatKindUnsigned;
     *desc = cudaChannelFormatDesc{bits, d.NumChannels > 1 ? bits : 0, d.NumChannels > 2 ? bits : 0,
@@ -556,8 +576,8 @@ AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaArrayGetInfo(cudaChannelFormatDesc* 
 
 // ---- batches (CUDA 12.8+; the runtime structures share the driver's layout) ----
 AW_STREAM_API(cudaMemcpyBatchAsync,
-              (void* const* dsts, const void* const* srcs, const size_t* sizes, size_t count, cudaMemcpyAttributes* attrs,
-               size_t* idxs, size_t num_attrs, cudaStream_t s),
+              (void* const* dsts, const void* const* srcs, const size_t* sizes, size_t count,
+               cudaMemcpyAttributes* attrs, size_t* idxs, size_t num_attrs, cudaStream_t s),
               d.memcpy_batch_async(reinterpret_cast<CUdeviceptr*>(const_cast<void**>(dsts)),
                                    reinterpret_cast<CUdeviceptr*>(const_cast<void**>(srcs)), const_cast<size_t*>(sizes),
                                    count, reinterpret_cast<CUmemcpyAttributes*>(attrs), idxs, num_attrs,
@@ -590,13 +610,15 @@ cudaError_t memset_3d(cudaPitchedPtr p, int value, cudaExtent e, cudaStream_t st
 AW_SYNC_API(cudaMemset2D, (void* p, size_t pitch, int value, size_t w, size_t h),
             d.memset_d2d8(dptr(p), pitch, static_cast<unsigned char>(value), w, h))
 AW_STREAM_API(cudaMemset2DAsync, (void* p, size_t pitch, int value, size_t w, size_t h, cudaStream_t s),
-              d.memset_d2d8_async(dptr(p), pitch, static_cast<unsigned char>(value), w, h, reinterpret_cast<CUstream>(s)))
+              d.memset_d2d8_async(dptr(p), pitch, static_cast<unsigned char>(value), w, h,
+                                  reinterpret_cast<CUstream>(s)))
 AW_SYNC_API(cudaMemset3D, (cudaPitchedPtr p, int value, cudaExtent e),
             memset_3d(p, value, e, nullptr, false, &d == &stream_api(true)))
 AW_STREAM_API(cudaMemset3DAsync, (cudaPitchedPtr p, int value, cudaExtent e, cudaStream_t s),
               memset_3d(p, value, e, s, true, &d == &stream_api(true)))
 
 // What cudaCreateChannelDesc<T>() (channel_descriptor.h) calls.
-AW_RUNTIME_EXPORT cudaChannelFormatDesc CUDARTAPI cudaCreateChannelDesc(int x, int y, int z, int w, cudaChannelFormatKind f) {
+AW_RUNTIME_EXPORT cudaChannelFormatDesc CUDARTAPI cudaCreateChannelDesc(int x, int y, int z, int w,
+                                                                        cudaChannelFormatKind f) {
   return cudaChannelFormatDesc{x, y, z, w, f};
 }

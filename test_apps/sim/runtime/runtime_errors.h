@@ -16,15 +16,15 @@ cudaError_t to_runtime_error(CUresult r);
 }  // namespace aw_rt
 
 // Runs ensure_initialized() and returns its (recorded) error from the calling API if it failed.
-#define AW_RT_INIT()                                                      \
-  do {                                                                    \
-    cudaError_t aw_init_status_ = ::aw_rt::ensure_initialized();          \
+#define AW_RT_INIT()                                                             \
+  do {                                                                           \
+    cudaError_t aw_init_status_ = ::aw_rt::ensure_initialized();                 \
     if (aw_init_status_ != cudaSuccess) return ::aw_rt::record(aw_init_status_); \
   } while (0)
 
 // The same for calls that need the driver but no context (they never create one).
-#define AW_RT_DRIVER()                                                    \
-  do {                                                                    \
-    cudaError_t aw_init_status_ = ::aw_rt::ensure_driver();               \
+#define AW_RT_DRIVER()                                                           \
+  do {                                                                           \
+    cudaError_t aw_init_status_ = ::aw_rt::ensure_driver();                      \
     if (aw_init_status_ != cudaSuccess) return ::aw_rt::record(aw_init_status_); \
   } while (0)

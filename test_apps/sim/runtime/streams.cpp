@@ -18,7 +18,8 @@ AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaStreamCreateWithFlags(cudaStream_t* 
   AW_RT_INIT();
   return record(drv().stream_create(reinterpret_cast<CUstream*>(s), flags));
 }
-AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaStreamCreateWithPriority(cudaStream_t* s, unsigned int flags, int priority) {
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaStreamCreateWithPriority(cudaStream_t* s, unsigned int flags,
+                                                                     int priority) {
   AW_RT_INIT();
   return record(drv().stream_create_with_priority(reinterpret_cast<CUstream*>(s), flags, priority));
 }

@@ -84,7 +84,8 @@ TEST(ContextInit, AfterCudaFreeALaunchPaysOnlyLazyLoading) {
   int arg = 0;
   void* args[] = {&arg};
   EXPECT_GE(time_call([&] { ASSERT_EQ(cudaFree(nullptr), cudaSuccess); }), 0.9 * kContextInit);
-  const double launch = time_call([&] { ASSERT_EQ(cudaLaunchKernel(first, dim3(1), dim3(1), args, 0, 0), cudaSuccess); });
+  const double launch =
+      time_call([&] { ASSERT_EQ(cudaLaunchKernel(first, dim3(1), dim3(1), args, 0, 0), cudaSuccess); });
   EXPECT_LT(launch, 0.5 * kContextInit);
   EXPECT_GE(launch, 0.0014);  // ASYNCWATCH_SIM_LAZY_LOAD_US default: 1500
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -183,8 +184,10 @@ TEST_F(TwoDevices, MemoryStreamsAndDefaultStreamsBelongToADevice) {
   // Device 1 busy on its default stream: device 0's default stream and cudaDeviceSynchronize do not wait.
   ASSERT_EQ(launch_sleep(dummy_kernel(), kKernel, 0), cudaSuccess);
   ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
-  EXPECT_TRUE(returns_while_stream_held(hold_default_stream_of(1), [] { ASSERT_EQ(cudaStreamSynchronize(0), cudaSuccess); }));
-  EXPECT_TRUE(returns_while_stream_held(hold_default_stream_of(1), [] { ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess); }));
+  EXPECT_TRUE(
+      returns_while_stream_held(hold_default_stream_of(1), [] { ASSERT_EQ(cudaStreamSynchronize(0), cudaSuccess); }));
+  EXPECT_TRUE(
+      returns_while_stream_held(hold_default_stream_of(1), [] { ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess); }));
   // A launch into another device's stream fails; a copy into it is fine (CUDA programming guide).
   EXPECT_EQ(launch_sleep(dummy_kernel(), 0.001, s1), cudaErrorInvalidResourceHandle);
   (void)cudaGetLastError();
@@ -233,8 +236,10 @@ TEST_F(TwoDevices, PeerCopiesAreQueuedWithAndWithoutPeerAccess) {
   ASSERT_EQ(launch_sleep(dummy_kernel(), kKernel, s), cudaSuccess);
   EXPECT_TRUE(returns_while_stream_held(s, [&] { ASSERT_EQ(cudaMemcpyPeerAsync(d0, 0, d1, 1, n, s), cudaSuccess); }));
   // Device to device across devices through cudaMemcpyAsync (unified addressing): queued too.
-  EXPECT_TRUE(returns_while_stream_held(s, [&] { ASSERT_EQ(cudaMemcpyAsync(d1, d0, n, cudaMemcpyDefault, s), cudaSuccess); }));
-  EXPECT_TRUE(returns_while_stream_held(s, [&] { ASSERT_EQ(cudaMemcpyAsync(d1, d0, n, cudaMemcpyDeviceToDevice, s), cudaSuccess); }));
+  EXPECT_TRUE(
+      returns_while_stream_held(s, [&] { ASSERT_EQ(cudaMemcpyAsync(d1, d0, n, cudaMemcpyDefault, s), cudaSuccess); }));
+  EXPECT_TRUE(returns_while_stream_held(
+      s, [&] { ASSERT_EQ(cudaMemcpyAsync(d1, d0, n, cudaMemcpyDeviceToDevice, s), cudaSuccess); }));
   ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
   ASSERT_EQ(cudaDeviceDisablePeerAccess(1), cudaSuccess);
   EXPECT_EQ(cudaDeviceDisablePeerAccess(1), cudaErrorPeerAccessNotEnabled);
@@ -244,7 +249,8 @@ TEST_F(TwoDevices, PeerCopiesAreQueuedWithAndWithoutPeerAccess) {
   ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
   ASSERT_EQ(launch_sleep(dummy_kernel(), kKernel, 0), cudaSuccess);
   ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
-  EXPECT_TRUE(returns_while_stream_held(hold_default_stream_of(1), [&] { ASSERT_EQ(cudaMemcpyPeer(d0, 0, d1, 1, n), cudaSuccess); }));
+  EXPECT_TRUE(returns_while_stream_held(hold_default_stream_of(1),
+                                        [&] { ASSERT_EQ(cudaMemcpyPeer(d0, 0, d1, 1, n), cudaSuccess); }));
   EXPECT_GE(time_call([] { ASSERT_EQ(cudaStreamSynchronize(0), cudaSuccess); }), 0.5 * kKernel);
   // A pageable copy from device 1's memory waits for device 1's stream, as on one device.
   ASSERT_EQ(cudaSetDevice(1), cudaSuccess);

@@ -149,7 +149,8 @@ TEST_F(DriverApi, ExplicitGraphWithAPageableMemcpyNodeBlocksTheLaunch) {
   auto node_type = drv.get<decltype(&cuGraphNodeGetType)>("cuGraphNodeGetType");
   auto get_params = drv.get<decltype(&cuGraphMemcpyNodeGetParams)>("cuGraphMemcpyNodeGetParams");
   auto host_func = drv.get<decltype(&cuLaunchHostFunc)>("cuLaunchHostFunc");
-  ASSERT_TRUE(add_kernel && add_memcpy && instantiate && exec_set && graph_launch && node_type && get_params && host_func);
+  ASSERT_TRUE(add_kernel && add_memcpy && instantiate && exec_set && graph_launch && node_type && get_params &&
+              host_func);
   const size_t n = 64;
   CUdeviceptr dev;
   ASSERT_EQ(mem_alloc(&dev, n), CUDA_SUCCESS);
@@ -319,7 +320,7 @@ TEST_F(DriverApi, ExternCKernelsAreSleepKernelsOnlyWhenTheImageGivesAnEightByteF
       ASSERT_EQ(sync(s), CUDA_SUCCESS);
     });
   };
-  EXPECT_GE(timed(sleeper, p64), 0.18);  // PTX: .param .u64 first
+  EXPECT_GE(timed(sleeper, p64), 0.18);   // PTX: .param .u64 first
   EXPECT_LT(timed(int_first, p32), 0.1);  // first parameter 4 bytes: the default 5 us
   EXPECT_LT(timed(unknown, p64), 0.1);    // size unknown: never guessed
 }

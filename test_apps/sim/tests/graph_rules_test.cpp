@@ -115,9 +115,9 @@ TEST_F(Graphs, CaptureRecordsRealNodes) {
     ASSERT_EQ(cudaGraphNodeGetType(node, &t), cudaSuccess);
     types.push_back(t);
   }
-  EXPECT_EQ(types, (std::vector<cudaGraphNodeType>{cudaGraphNodeTypeKernel, cudaGraphNodeTypeMemset,
-                                                   cudaGraphNodeTypeMemcpy, cudaGraphNodeTypeMemcpy,
-                                                   cudaGraphNodeTypeHost}));
+  EXPECT_EQ(types,
+            (std::vector<cudaGraphNodeType>{cudaGraphNodeTypeKernel, cudaGraphNodeTypeMemset, cudaGraphNodeTypeMemcpy,
+                                            cudaGraphNodeTypeMemcpy, cudaGraphNodeTypeHost}));
   size_t roots = 0;
   ASSERT_EQ(cudaGraphGetRootNodes(g, nullptr, &roots), cudaSuccess);
   EXPECT_EQ(roots, 1u);  // a chain: one stream

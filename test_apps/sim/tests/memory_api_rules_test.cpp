@@ -48,9 +48,12 @@ TEST_F(MemoryApi, HoldingTheStreamTellsQueuedCallsFromWaitingOnes) {
   ASSERT_EQ(cudaMallocHost(reinterpret_cast<void**>(&pinned), 64), cudaSuccess);
   char pageable[64];
   const auto valve = std::chrono::milliseconds(100);
-  EXPECT_TRUE(returns_while_stream_held(s, [&] { ASSERT_EQ(cudaMemcpyAsync(pinned, dev, 64, cudaMemcpyDeviceToHost, s), cudaSuccess); }, valve));
-  EXPECT_FALSE(returns_while_stream_held(s, [&] { ASSERT_EQ(cudaMemcpyAsync(pageable, dev, 64, cudaMemcpyDeviceToHost, s), cudaSuccess); }, valve));
-  EXPECT_FALSE(returns_while_stream_held(s, [&] { ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess); }, valve));
+  EXPECT_TRUE(returns_while_stream_held(
+      s, [&] { ASSERT_EQ(cudaMemcpyAsync(pinned, dev, 64, cudaMemcpyDeviceToHost, s), cudaSuccess); }, valve));
+  EXPECT_FALSE(returns_while_stream_held(
+      s, [&] { ASSERT_EQ(cudaMemcpyAsync(pageable, dev, 64, cudaMemcpyDeviceToHost, s), cudaSuccess); }, valve));
+  EXPECT_FALSE(returns_while_stream_held(
+      s, [&] { ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess); }, valve));
   ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
   cudaFreeHost(pinned);
   cudaFree(dev);
@@ -63,10 +66,12 @@ TEST_F(MemoryApi, PrefetchIsQueuedToTheDeviceAndToTheHost) {
   char* managed = nullptr;
   ASSERT_EQ(cudaMallocManaged(reinterpret_cast<void**>(&managed), n, cudaMemAttachGlobal), cudaSuccess);
   busy_stream();
-  EXPECT_TRUE(returns_while_stream_held(s, [&] { ASSERT_EQ(cudaMemPrefetchAsync(managed, n, device_location(0), 0, s), cudaSuccess); }));
+  EXPECT_TRUE(returns_while_stream_held(
+      s, [&] { ASSERT_EQ(cudaMemPrefetchAsync(managed, n, device_location(0), 0, s), cudaSuccess); }));
   EXPECT_EQ(cudaStreamQuery(s), cudaErrorNotReady);  // queued behind the kernel
   busy_stream();
-  EXPECT_TRUE(returns_while_stream_held(s, [&] { ASSERT_EQ(cudaMemPrefetchAsync(managed, n, host_location(), 0, s), cudaSuccess); }));
+  EXPECT_TRUE(returns_while_stream_held(
+      s, [&] { ASSERT_EQ(cudaMemPrefetchAsync(managed, n, host_location(), 0, s), cudaSuccess); }));
   EXPECT_EQ(cudaStreamQuery(s), cudaErrorNotReady);
   ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
   // Only managed memory can be prefetched; flags must be 0.
@@ -85,9 +90,12 @@ TEST_F(MemoryApi, PrefetchIsQueuedToTheDeviceAndToTheHost) {
   ASSERT_EQ(drv.get_proc("cuMemPrefetchAsync", &fn, 12000, 0, nullptr), CUDA_SUCCESS);
   v1 = reinterpret_cast<decltype(v1)>(fn);
   busy_stream();
-  EXPECT_TRUE(returns_while_stream_held(s, [&] { ASSERT_EQ(v1(reinterpret_cast<CUdeviceptr>(managed), n, 0, reinterpret_cast<CUstream>(s)), CUDA_SUCCESS); }));
   EXPECT_TRUE(returns_while_stream_held(s, [&] {
-    ASSERT_EQ(v1(reinterpret_cast<CUdeviceptr>(managed), n, CU_DEVICE_CPU, reinterpret_cast<CUstream>(s)), CUDA_SUCCESS);
+    ASSERT_EQ(v1(reinterpret_cast<CUdeviceptr>(managed), n, 0, reinterpret_cast<CUstream>(s)), CUDA_SUCCESS);
+  }));
+  EXPECT_TRUE(returns_while_stream_held(s, [&] {
+    ASSERT_EQ(v1(reinterpret_cast<CUdeviceptr>(managed), n, CU_DEVICE_CPU, reinterpret_cast<CUstream>(s)),
+              CUDA_SUCCESS);
   }));
   ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
   cudaFree(dev);
@@ -97,10 +105,13 @@ TEST_F(MemoryApi, PrefetchIsQueuedToTheDeviceAndToTheHost) {
 TEST_F(MemoryApi, AttachMemIsQueuedAndNeverBlocks) {
   char* managed = nullptr;
   ASSERT_EQ(cudaMallocManaged(reinterpret_cast<void**>(&managed), 4096, cudaMemAttachHost), cudaSuccess);
-  EXPECT_TRUE(returns_while_stream_held(s, [&] { ASSERT_EQ(cudaStreamAttachMemAsync(s, managed, 0, cudaMemAttachSingle), cudaSuccess); }));
-  EXPECT_EQ(cudaStreamAttachMemAsync(s, managed + 16, 0, cudaMemAttachSingle), cudaErrorInvalidValue);  // length 0: base only
+  EXPECT_TRUE(returns_while_stream_held(
+      s, [&] { ASSERT_EQ(cudaStreamAttachMemAsync(s, managed, 0, cudaMemAttachSingle), cudaSuccess); }));
+  EXPECT_EQ(cudaStreamAttachMemAsync(s, managed + 16, 0, cudaMemAttachSingle),
+            cudaErrorInvalidValue);  // length 0: base only
   EXPECT_EQ(cudaStreamAttachMemAsync(s, managed, 4096, 0x7), cudaErrorInvalidValue);
-  EXPECT_EQ(cudaStreamAttachMemAsync(0, managed, 0, cudaMemAttachSingle), cudaErrorInvalidValue);  // not the legacy stream
+  EXPECT_EQ(cudaStreamAttachMemAsync(0, managed, 0, cudaMemAttachSingle),
+            cudaErrorInvalidValue);  // not the legacy stream
   (void)cudaGetLastError();
   ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
   cudaFree(managed);
@@ -123,7 +134,8 @@ TEST_F(MemoryApi, BatchElementsFollowTheSingleCopyRules) {
     void* dsts[] = {pinned, dev_b};
     const void* srcs[] = {dev_a, dev_a};
     size_t sizes[] = {n, n};
-    EXPECT_TRUE(returns_while_stream_held(s, [&] { ASSERT_EQ(cudaMemcpyBatchAsync(dsts, srcs, sizes, 2, &attr, &idx, 1, s), cudaSuccess); }));
+    EXPECT_TRUE(returns_while_stream_held(
+        s, [&] { ASSERT_EQ(cudaMemcpyBatchAsync(dsts, srcs, sizes, 2, &attr, &idx, 1, s), cudaSuccess); }));
     ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
     EXPECT_EQ(pinned[n - 1], 4);
   }
@@ -155,7 +167,8 @@ TEST_F(MemoryApi, BatchElementsFollowTheSingleCopyRules) {
     cudaMemcpyAttributes during{};
     during.srcAccessOrder = cudaMemcpySrcAccessOrderDuringApiCall;
     busy_stream();
-    EXPECT_TRUE(returns_while_stream_held(s, [&] { ASSERT_EQ(cudaMemcpyBatchAsync(dsts, srcs, sizes, 1, &during, &idx, 1, s), cudaSuccess); }));
+    EXPECT_TRUE(returns_while_stream_held(
+        s, [&] { ASSERT_EQ(cudaMemcpyBatchAsync(dsts, srcs, sizes, 1, &during, &idx, 1, s), cudaSuccess); }));
     std::memset(src.data(), 0, n);  // staged already: the copy still delivers 9s
     ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
     ASSERT_EQ(cudaMemcpy(pageable.data(), dev_b, n, cudaMemcpyDeviceToHost), cudaSuccess);

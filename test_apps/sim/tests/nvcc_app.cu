@@ -12,16 +12,14 @@ __device__ int device_counter;
 
 __global__ void dummy(long long sleep_cycles) {
   long long start = clock64();
-  while (clock64() - start < sleep_cycles) {
-  }
+  while (clock64() - start < sleep_cycles) {}
 }
 
 // extern "C": no parameter types in the name; the simulator reads the first parameter's size
 // (8 bytes) from the embedded (uncompressed) cubin, so this is a sleep kernel too.
 extern "C" __global__ void sleep_c(long long sleep_cycles) {
   long long start = clock64();
-  while (clock64() - start < sleep_cycles) {
-  }
+  while (clock64() - start < sleep_cycles) {}
 }
 extern "C" __global__ void wait_c(int flag) { (void)flag; }  // 4-byte first parameter: not a sleep kernel
 

@@ -248,7 +248,7 @@ TEST_F(DefaultEnv, CaptureRecordsWithoutExecutingOrBlocking) {
     launch_sleep(dummy_kernel(), 0.2, s);
     cudaMemcpyAsync(host.data(), dev, n, cudaMemcpyDeviceToHost, s);  // pageable D2H: would block
   });
-  EXPECT_LT(t, 0.1);  // executed, the pageable copy would wait for the 0.2 s kernel
+  EXPECT_LT(t, 0.1);      // executed, the pageable copy would wait for the 0.2 s kernel
   EXPECT_EQ(host[0], 0);  // nothing executed
   cudaGraph_t graph;
   ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
@@ -270,7 +270,8 @@ TEST_F(DefaultEnv, MemsetToDeviceReturnsEarlyMemsetToPinnedWaits) {
   ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dev), 4096), cudaSuccess);
   ASSERT_EQ(cudaMallocHost(reinterpret_cast<void**>(&pinned), 4096), cudaSuccess);
   EXPECT_TRUE(returns_while_stream_held(cudaStream_t(0), [&] { ASSERT_EQ(cudaMemset(dev, 1, 4096), cudaSuccess); }));
-  EXPECT_TRUE(returns_while_stream_held(cudaStream_t(0), [&] { ASSERT_EQ(cudaMemsetAsync(pinned, 1, 4096, 0), cudaSuccess); }));
+  EXPECT_TRUE(
+      returns_while_stream_held(cudaStream_t(0), [&] { ASSERT_EQ(cudaMemsetAsync(pinned, 1, 4096, 0), cudaSuccess); }));
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   ASSERT_EQ(launch_sleep(dummy_kernel(), 0.1, 0), cudaSuccess);
   EXPECT_GE(time_call([&] { cudaMemset(pinned, 2, 4096); }), 0.08);
@@ -428,7 +429,7 @@ TEST_F(DefaultEnv, CudaFreeReleasesManagedMemoryAfterQueuedWork) {
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
   cudaPointerAttributes a{};
   ASSERT_EQ(cudaPointerGetAttributes(&a, managed), cudaSuccess);
-  EXPECT_EQ(a.type, cudaMemoryTypeUnregistered);  // really gone
+  EXPECT_EQ(a.type, cudaMemoryTypeUnregistered);        // really gone
   EXPECT_EQ(cudaFree(managed), cudaErrorInvalidValue);  // a second free fails
   EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
   cudaStreamDestroy(s);
@@ -535,7 +536,8 @@ TEST(SlowStaging, PageableHostToDeviceBlocksInProportionToSize) {
   // The fastest of three small copies: one stall of a loaded machine does not make it look large.
   double t_small = 1e9;
   for (int i = 0; i < 3; ++i)
-    t_small = std::min(t_small, time_call([&] { cudaMemcpyAsync(dev, host.data(), small, cudaMemcpyHostToDevice, s); }));
+    t_small =
+        std::min(t_small, time_call([&] { cudaMemcpyAsync(dev, host.data(), small, cudaMemcpyHostToDevice, s); }));
   double t_large = time_call([&] { cudaMemcpyAsync(dev, host.data(), large, cudaMemcpyHostToDevice, s); });
   EXPECT_GE(t_small, 0.9 * small / staging_bytes_per_s);
   EXPECT_GE(t_large, 0.9 * large / staging_bytes_per_s);

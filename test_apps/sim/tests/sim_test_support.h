@@ -90,9 +90,10 @@ bool returns_while_stream_held(Enqueue enqueue, Call call, std::chrono::millisec
 }
 // The runtime form: held by cudaLaunchHostFunc on `stream`.
 template <class Call>
-bool returns_while_stream_held(cudaStream_t stream, Call call, std::chrono::milliseconds valve = std::chrono::seconds(2)) {
-  return returns_while_stream_held([stream](cudaHostFn_t fn, void* user) { return cudaLaunchHostFunc(stream, fn, user); },
-                                   call, valve);
+bool returns_while_stream_held(cudaStream_t stream, Call call,
+                               std::chrono::milliseconds valve = std::chrono::seconds(2)) {
+  return returns_while_stream_held(
+      [stream](cudaHostFn_t fn, void* user) { return cudaLaunchHostFunc(stream, fn, user); }, call, valve);
 }
 
 constexpr double kClockHz = 1.98e9;  // ASYNCWATCH_SIM_CLOCK_HZ default
