@@ -124,7 +124,6 @@ Helper<FuncGetNameFn> h_func_get_name{"cuFuncGetName"};
 Helper<FuncGetNameFn> h_kernel_get_name{"cuKernelGetName"};
 
 // Kernel names: per-thread direct-mapped cache (call_context.h), global map on a miss.
-NameCacheEntry*& tl_names = tl_kernel_names;
 
 struct NameTable {
   std::mutex mutex;
@@ -339,11 +338,11 @@ uint32_t kernel_name_id_slow(CUfunction f, bool* first) noexcept {
   *first = false;
   if (!f || thread_state().reentrant) return 0;
   uint32_t gen = trace_writer::generation();
-  if (!tl_names) {
-    tl_names = static_cast<NameCacheEntry*>(calloc(kNameCacheSize, sizeof(NameCacheEntry)));
+  if (!tl_kernel_names) {
+    tl_kernel_names = static_cast<NameCacheEntry*>(calloc(kNameCacheSize, sizeof(NameCacheEntry)));
     thread_exit::watch_this_thread();
   }
-  NameCacheEntry* e = tl_names ? &tl_names[name_cache_slot(f)] : nullptr;
+  NameCacheEntry* e = tl_kernel_names ? &tl_kernel_names[name_cache_slot(f)] : nullptr;
   if (e && e->fn == f && e->generation == gen) return e->id;
   uint32_t id = 0;
   try {
@@ -486,8 +485,8 @@ void stream_callback_trampoline(CUstream s, CUresult status, void* p) noexcept {
 
 void release_thread() noexcept {
   for (auto& e : tl_evidence) release_event(e);
-  free(tl_names);
-  tl_names = nullptr;
+  free(tl_kernel_names);
+  tl_kernel_names = nullptr;
 }
 
 }  // namespace asyncwatch::calls
