@@ -263,7 +263,7 @@ try:
         many = aw("report", "--format", fmt, "-j", "4", *inputs)
         check(one == many, f"--format {fmt}: -j 4 gives the report of -j 1")
 
-    # SARIF: the structure of 2.1.0 and what GitHub code scanning needs (sarif_structure.py), on
+    # SARIF: the official 2.1.0 schema and what GitHub code scanning needs (sarif_structure.py), on
     # every golden trace; fingerprints the same in two runs and distinct within one.
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import sarif_structure
@@ -279,6 +279,19 @@ try:
         check(fps == [r["partialFingerprints"]["asyncwatch/v1"] for r in again["runs"][0]["results"]],
               f"{inp}: fingerprints stable across runs")
         check(len(set(fps)) == len(fps), f"{inp}: fingerprints distinct", str(fps))
+    # The check can fail: a real report made invalid in ways the schema forbids is rejected.
+    good = json.loads(aw("report", "--format", "sarif", g("mixed.awtrace"))[1])
+    for what, spoil in (("an unknown level", lambda d: d["runs"][0]["results"][0].update(level="fatal")),
+                        ("a property SARIF does not define", lambda d: d["runs"][0].update(findings=[])),
+                        ("a region line of 0", lambda d: d["runs"][0]["results"][0]["locations"][0]
+                         ["physicalLocation"].setdefault("region", {}).update(startLine=0))):
+        bad = json.loads(json.dumps(good))
+        spoil(bad)
+        try:
+            sarif_structure.check(bad)
+            check(False, f"a SARIF document with {what} is rejected")
+        except AssertionError:
+            pass
     rc, out, err = aw("report", "--format", "sarif", "--source-root", tmp, g("mixed.awtrace"))
     check(json.loads(out)["runs"][0]["originalUriBaseIds"]["SRCROOT"]["uri"] == "file://" + os.path.realpath(tmp) + "/",
           "--source-root DIR")
