@@ -36,9 +36,19 @@ run() {
 # check NAME MARKER EXPECTED_RANGES_JSON: the findings whose call site line holds MARKER (in the
 # script or source) have exactly these ranges ({name: calls}).
 check() {
-  python3 - "$res/$1.report.json" "$2" "$3" <<'PY' | tee -a "$summary"
-import json, sys, linecache
-marker, want = sys.argv[2], json.loads(sys.argv[3])
+  python3 - "$res/$1.report.json" "$2" "$3" "$root" <<'PY' | tee -a "$summary"
+import json, os, sys, linecache
+marker, want, root = sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
+
+
+def source(path):
+    # The apps' debug info names the source where they were built (another checkout): the same
+    # file in this tree is the part from "test_apps/" on.
+    if os.path.exists(path) or "/test_apps/" not in path:
+        return path
+    return os.path.join(root, path[path.rindex("/test_apps/") + 1:])
+
+
 try:
     rep = json.load(open(sys.argv[1]))
 except ValueError:
@@ -47,7 +57,7 @@ except ValueError:
 got, n = {}, 0
 for f in rep["findings"]:
     cs = f.get("call_site") or {}
-    if cs.get("file") and marker in linecache.getline(cs["file"], cs.get("line") or 0):
+    if cs.get("file") and marker in linecache.getline(source(cs["file"]), cs.get("line") or 0):
         n += 1
         for r in f.get("ranges", []):
             got[r["name"]] = got.get(r["name"], 0) + r["calls"]
