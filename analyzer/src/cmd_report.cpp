@@ -1,4 +1,4 @@
-// asyncwatch report [--format text|json|sarif] [-o FILE] [--fail-on ...] TRACE_OR_DIR...
+// asyncwatch report [--format text|json|sarif|codequality] [-o FILE] [--fail-on ...] TRACE_OR_DIR...
 #include "analysis.h"
 #include "baseline.h"
 #include "commands.h"
@@ -201,7 +201,7 @@ void add_gate_options(CLI::App* app, ReportArgs& args) {
 
 void add_report_options(CLI::App* app, ReportArgs& args, bool with_output) {
   app->add_option("--format", args.format, "Output format")
-      ->check(CLI::IsMember({"text", "json", "sarif"}))
+      ->check(CLI::IsMember({"text", "json", "sarif", "codequality"}))
       ->capture_default_str();
   if (with_output)
     app->add_option("-o,--output", args.output,
@@ -359,13 +359,15 @@ int produce_report(const ReportArgs& args, const std::vector<std::string>& paths
   }
 
   try {
-    if (args.format == "json" || args.format == "sarif") {
+    if (args.format != "text") {
       // Written as it goes; names from the trace may be any bytes: invalid UTF-8 becomes U+FFFD.
       JsonWriter w(out->stream());
       if (args.format == "json")
         write_report_json(w, report);
-      else
+      else if (args.format == "sarif")
         write_report_sarif(w, report);
+      else
+        write_report_codequality(w, report);
       w.flush();
       std::fputc('\n', out->stream());
     } else {

@@ -240,7 +240,8 @@ int cmd_run(const RunArgs& args) {
   ReportArgs report_args = args.report;
   if (report_args.output.empty() && report_args.format != "text") {
     // The program's standard output is its own: a machine-readable report goes to a file.
-    report_args.output = out_dir + "/report." + report_args.format;
+    report_args.output =
+        out_dir + "/report." + (report_args.format == "codequality" ? "codequality.json" : report_args.format);
   }
   ProgramExit program_exit;
   program_exit.pid = static_cast<uint64_t>(child);

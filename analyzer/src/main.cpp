@@ -64,7 +64,8 @@ int main(int argc, char** argv) {
   add_report_options(run, run_args.report, false);
   run->add_option("--report-output", run_args.report.output,
                   "Write the report to this file (as report -o; \"-\": standard output). Default: standard output "
-                  "for text; for json and sarif, report.json / report.sarif in the trace directory, so that standard "
+                  "for text; for json, sarif and codequality, report.json / report.sarif / report.codequality.json in the "
+                  "trace directory, so that standard "
                   "output stays the program's");
   run->prefix_command();
   run->allow_extras();

@@ -1,4 +1,5 @@
-// Report writers: text (compiler-diagnostic style), JSON (docs/report-json.md), SARIF 2.1.0.
+// Report writers: text (compiler-diagnostic style), JSON (docs/report-json.md), SARIF 2.1.0,
+// GitLab Code Quality.
 #pragma once
 
 #include "analysis.h"
@@ -16,6 +17,8 @@ class JsonWriter;
 // Written as they go (json_writer.h); the *_text forms return the document (tests, small reports).
 void write_report_json(JsonWriter& out, const Report& report);
 void write_report_sarif(JsonWriter& out, const Report& report);
+// GitLab Code Quality (a JSON array of issues; docs/ci.md).
+void write_report_codequality(JsonWriter& out, const Report& report);
 std::string report_json_text(const Report& report);
 std::string report_sarif_text(const Report& report);
 

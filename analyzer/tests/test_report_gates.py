@@ -292,6 +292,27 @@ try:
             check(False, f"a SARIF document with {what} is rejected")
         except AssertionError:
             pass
+    # GitLab Code Quality: every finding an issue with GitLab's required fields, the SARIF
+    # fingerprints (unique in the report), paths relative to the source root when below it.
+    for inp in inputs:
+        issues = json.loads(aw("report", "--format", "codequality", inp)[1])
+        sarif = json.loads(aw("report", "--format", "sarif", inp)[1])["runs"][0]["results"]
+        check(isinstance(issues, list) and len(issues) == len(sarif), f"{inp}: one Code Quality issue per finding")
+        for i, r in zip(issues, sarif):
+            check(set(i) == {"description", "check_name", "fingerprint", "severity", "location"}, f"{inp}: issue keys", str(i))
+            check(i["severity"] in ("info", "minor", "major", "critical", "blocker"), f"{inp}: severity", i["severity"])
+            check(i["fingerprint"] == r["partialFingerprints"]["asyncwatch/v1"] and i["check_name"] == r["ruleId"],
+                  f"{inp}: the SARIF result's fingerprint and rule")
+            check(i["description"] == r["message"]["text"], f"{inp}: the SARIF result's message")
+            check(isinstance(i["location"]["path"], str) and i["location"]["lines"]["begin"] >= 1, f"{inp}: location", str(i))
+        check(len({i["fingerprint"] for i in issues}) == len(issues), f"{inp}: Code Quality fingerprints unique")
+    seed = json.loads(aw("report", "--format", "codequality", "--source-root", "/work", g("seed-pageable.awtrace"))[1])
+    sarif_seed = json.loads(aw("report", "--format", "sarif", "--source-root", "/work", g("seed-pageable.awtrace"))[1])
+    for i, r in zip(seed, sarif_seed["runs"][0]["results"]):
+        loc = r["locations"][0]["physicalLocation"]
+        if loc["artifactLocation"].get("uriBaseId") == "SRCROOT":
+            check(i["location"]["path"] == loc["artifactLocation"]["uri"] and i["location"]["lines"]["begin"] == loc.get("region", {}).get("startLine", 1),
+                  "codequality: the path below --source-root and the line, as in SARIF", str(i["location"]))
     rc, out, err = aw("report", "--format", "sarif", "--source-root", tmp, g("mixed.awtrace"))
     check(json.loads(out)["runs"][0]["originalUriBaseIds"]["SRCROOT"]["uri"] == "file://" + os.path.realpath(tmp) + "/",
           "--source-root DIR")
