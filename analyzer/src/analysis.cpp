@@ -108,6 +108,7 @@ namespace {
 constexpr uint32_t kGraphKernel = events::StreamTable::kGraphKernel;
 constexpr size_t kMaxWaitedKernels = 64;     // distinct kernels a finding names as waited for
 constexpr size_t kMaxRangesPerGroup = 64;    // distinct NVTX ranges a finding names
+constexpr uint32_t kMaxRangeDomains = 64;    // NVTX domains followed (the library makes at most 32)
 constexpr size_t kMaxRangeDepth = 256;       // push ranges open on one thread that are followed
 constexpr size_t kMaxOpenRanges = 4096;      // start/end ranges open at once that are followed
 constexpr size_t kMaxThreadsPerGroup = 256;  // threads a group keeps its blocked time for (shares of wall)
@@ -248,17 +249,22 @@ class ProcessAnalyzer final : public RuleContext {
     }
   }
 
-  // NVTX ranges: push/pop nest per thread (a pop with none open is ignored); start/end pair by id
-  // across threads. Names are string ids, resolved in finish().
+  // NVTX ranges: push/pop nest per thread and domain (a pop with none open is ignored); start/end
+  // pair by id across threads. Names are string ids, resolved in finish().
+  static uint64_t range_stack_key(uint32_t domain, uint32_t tid) { return uint64_t{domain} << 32 | tid; }
   void on_nvtx(uint32_t tid, const NvtxRangeRecord& n) {
+    if (n.domain > kMaxRangeDomains) return;  // not written by asyncwatch (at most 32 domains)
+    const uint64_t key = range_stack_key(n.domain, tid);
     switch (static_cast<NvtxKind>(n.kind)) {
       case NvtxKind::Push: {
-        auto& stack = range_stacks_[tid];
+        if (std::find(range_domains_.begin(), range_domains_.end(), n.domain) == range_domains_.end())
+          range_domains_.push_back(n.domain);
+        auto& stack = range_stacks_[key];
         stack.push_back(n.name_id);  // beyond kMaxRangeDepth counted, not named (see ranges_of)
         break;
       }
       case NvtxKind::Pop: {
-        auto s = range_stacks_.find(tid);
+        auto s = range_stacks_.find(key);
         if (s != range_stacks_.end() && !s->second.empty()) s->second.pop_back();
         break;
       }
@@ -274,7 +280,9 @@ class ProcessAnalyzer final : public RuleContext {
   // start/end range open in the process.
   void add_ranges(Group& g) {
     range_scratch_.clear();
-    if (auto s = range_stacks_.find(current_tid_); s != range_stacks_.end()) {
+    for (uint32_t domain : range_domains_) {
+      auto s = range_stacks_.find(range_stack_key(domain, current_tid_));
+      if (s == range_stacks_.end()) continue;
       size_t n = std::min(s->second.size(), kMaxRangeDepth);
       for (size_t i = 0; i < n; ++i) range_scratch_.push_back(s->second[i]);
     }
@@ -886,8 +894,10 @@ class ProcessAnalyzer final : public RuleContext {
     return s ? kernel_display_name(*s) : fmt::format("(kernel #{})", id);
   }
 
-  std::unordered_map<uint32_t, std::vector<uint32_t>> range_stacks_;  // tid -> open push ranges' names
-  std::unordered_map<uint64_t, uint32_t> open_ranges_;                // start/end range id -> name
+  // (domain << 32 | tid) -> open push ranges' names; the NVTX domains seen (0: the core one).
+  std::unordered_map<uint64_t, std::vector<uint32_t>> range_stacks_;
+  std::vector<uint32_t> range_domains_{0};
+  std::unordered_map<uint64_t, uint32_t> open_ranges_;  // start/end range id -> name
   std::vector<uint32_t> range_scratch_;
   TraceFile& trace_;
   const Options& opt_;

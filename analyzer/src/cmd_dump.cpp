@@ -120,8 +120,9 @@ std::string describe(const RecordView& r) {
     }
     case RecordType::NvtxRange: {
       auto n = r.as<NvtxRangeRecord>();
-      return fmt::format("{} kind={} range_id={} name={} time={}", head, nvtx_kind_text(static_cast<NvtxKind>(n.kind)),
-                         n.range_id, n.name_id, n.start_ns);
+      return fmt::format("{} kind={} range_id={} name={}{} time={}", head,
+                         nvtx_kind_text(static_cast<NvtxKind>(n.kind)), n.range_id, n.name_id,
+                         n.domain ? fmt::format(" domain={}", n.domain) : std::string(), n.start_ns);
     }
     case RecordType::GpuClock: {
       auto c = r.as<GpuClockRecord>();

@@ -62,11 +62,12 @@ int main(int argc, char** argv) {
   run->add_option("-o,--output-dir", run_args.output_dir,
                   "Directory for the traces (default: a new asyncwatch-PROGRAM-TIME-XXXXXX directory here, mode 0700)");
   add_report_options(run, run_args.report, false);
-  run->add_option("--report-output", run_args.report.output,
-                  "Write the report to this file (as report -o; \"-\": standard output). Default: standard output "
-                  "for text; for json, sarif and codequality, report.json / report.sarif / report.codequality.json in the "
-                  "trace directory, so that standard "
-                  "output stays the program's");
+  run->add_option(
+      "--report-output", run_args.report.output,
+      "Write the report to this file (as report -o; \"-\": standard output). Default: standard output "
+      "for text; for json, sarif and codequality, report.json / report.sarif / report.codequality.json in the "
+      "trace directory, so that standard "
+      "output stays the program's");
   run->prefix_command();
   run->allow_extras();
 

@@ -750,15 +750,18 @@ inline constexpr const char* nvtx_kind_text(NvtxKind k) {
 }
 
 // v3 (issue 17, preload/src/nvtx/): an NVTX range event of the core domain, written by the thread
-// that called NVTX (the block's tid). Push/Pop nest per thread; Start/End pair by range_id and may
-// be on different threads. name_id: StringRecord id of the message (kernel names' id space), 0 for
-// Pop/End and for a message that is not text.
+// that called NVTX (the block's tid). Push/Pop nest per thread and domain; Start/End pair by
+// range_id and may be on different threads. name_id: StringRecord id of the message (kernel names'
+// id space; a range of a domain other than the core one is named "DOMAIN::MESSAGE"), 0 for Pop/End
+// and for a message that is not text. domain: 0 the core (default) domain, else the process's own
+// number for the domain nvtxDomainCreate made (1, 2, ...; zero in traces written before domains
+// were recorded, which had only the core domain).
 struct NvtxRangeRecord {
   RecordHeader h;
   uint8_t kind;  // NvtxKind
   uint8_t reserved[3];
   uint32_t name_id;
-  uint32_t reserved2;
+  uint32_t domain;
   uint64_t range_id;  // Start/End: the id nvtxRangeStart returned; Push/Pop: nesting depth (0 outermost)
   uint64_t start_ns;  // CLOCK_MONOTONIC of the NVTX call (the record's time: readers merge it by it)
   uint64_t end_ns;    // the same instant

@@ -5,6 +5,10 @@
 // returns the handle already loaded. Each range event becomes an NvtxRange record of the calling
 // thread (trace_format.h); range names are interned as StringRecords, as kernel names are.
 //
+// Domains (nvtxDomainCreateA/W, the CORE2 module) and registered strings (nvtxDomainRegisterStringA/W)
+// are handles the application keeps: slots of two fixed pools (created rarely: once per library or
+// name), never freed. A domain's ranges are named "DOMAIN::MESSAGE" and nest per domain.
+//
 // Hot path: a per-thread cache of (pointer, hash) -> string id, so the name table's lock is taken
 // only for a name not seen before on this thread; no allocation otherwise. An NVTX call made while
 // this thread is in the library's own code or inside a real CUDA function (a signal handler's, or a
@@ -16,6 +20,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -38,7 +43,7 @@ using trace::RecordType;
 using FunctionPointer = void (*)();
 using FunctionTable = FunctionPointer**;
 enum : uint32_t { kEtidCallbacks = 1 };
-enum : int { kModuleCore = 1 };
+enum : int { kModuleCore = 1, kModuleCore2 = 5 };
 enum : unsigned {
   kCbMarkEx = 1,
   kCbMarkA = 2,
@@ -52,12 +57,24 @@ enum : unsigned {
   kCbRangePushW = 10,
   kCbRangePop = 11,
 };
+enum : unsigned {  // NVTX_CBID_CORE2_*
+  kCb2DomainMarkEx = 1,
+  kCb2DomainRangeStartEx = 2,
+  kCb2DomainRangeEnd = 3,
+  kCb2DomainRangePushEx = 4,
+  kCb2DomainRangePop = 5,
+  kCb2DomainRegisterStringA = 10,
+  kCb2DomainRegisterStringW = 11,
+  kCb2DomainCreateA = 12,
+  kCb2DomainCreateW = 13,
+  kCb2DomainDestroy = 14,
+};
 struct ExportTableCallbacks {
   size_t struct_size;
   int (*get_module_function_table)(int module, FunctionTable* out_table, unsigned* out_size);
 };
 using GetExportTable = const void* (*)(uint32_t id);
-enum : int32_t { kMessageAscii = 1, kMessageUnicode = 2 };
+enum : int32_t { kMessageAscii = 1, kMessageUnicode = 2, kMessageRegistered = 3 };
 struct EventAttributes {  // nvtxEventAttributes_v2
   uint16_t version;
   uint16_t size;
@@ -73,7 +90,35 @@ struct EventAttributes {  // nvtxEventAttributes_v2
 static_assert(sizeof(EventAttributes) == 48);
 
 std::atomic<uint64_t> g_next_range_id{1};
-AW_TLS int tl_depth;  // open push ranges of this thread
+
+// The pools. A handle is a slot's address; a slot is filled before its handle is returned, so the
+// application's own ordering makes it visible wherever the handle is used. Full: the last slot,
+// shared, unnamed (its ranges are recorded without a name: not reported).
+struct Domain {
+  std::atomic<uint32_t> len;  // stored (release) once the name is: 0 while being filled
+  char text[60];              // the domain's name
+};
+struct Registered {
+  std::atomic<uint32_t> len;
+  char text[124];
+};
+constexpr uint32_t kDomains = 31;      // + 1 shared overflow slot
+constexpr uint32_t kRegistered = 255;  // + 1 shared overflow slot (32 KiB of zero pages)
+Domain g_domains[kDomains + 1];
+Registered g_registered[kRegistered + 1];
+std::atomic<uint32_t> g_domain_count{0};
+std::atomic<uint32_t> g_registered_count{0};
+
+AW_TLS int tl_depth;                           // open push ranges of this thread, core domain
+AW_TLS int16_t tl_domain_depth[kDomains + 1];  // the same per created domain
+
+// 0 for the core domain (a null handle), i + 1 for g_domains[i]; -1 for a handle that is not ours.
+int domain_key(const void* handle) noexcept {
+  if (!handle) return 0;
+  auto p = reinterpret_cast<uintptr_t>(handle), first = reinterpret_cast<uintptr_t>(&g_domains[0]);
+  if (p < first || p >= first + sizeof g_domains || (p - first) % sizeof(Domain)) return -1;
+  return static_cast<int>((p - first) / sizeof(Domain)) + 1;
+}
 
 // Per-thread direct-mapped cache of interned names (the application's strings are usually
 // literals: same pointer, same text; the hash catches a buffer reused for other text).
@@ -107,11 +152,22 @@ uint32_t message_text(const void* msg, bool wide, char* buf, uint32_t cap) noexc
   return n;
 }
 
-uint32_t name_id(const void* msg, bool wide) noexcept {
+// `domain` > 0: the name is "DOMAIN::MESSAGE".
+uint32_t name_id(const void* msg, bool wide, int domain) noexcept {
   char buf[256];
-  uint32_t len = message_text(msg, wide, buf, sizeof buf);
-  if (len == 0) return 0;
-  uint64_t h = 1469598103934665603ull ^ (wide ? 1u : 0u);  // FNV-1a
+  uint32_t len = 0;
+  if (domain > 0) {
+    const Domain& d = g_domains[domain - 1];
+    uint32_t n = d.len.load(std::memory_order_acquire);
+    if (n == 0) return 0;  // the overflow domain: unnamed
+    std::memcpy(buf, d.text, n);
+    buf[n] = buf[n + 1] = ':';
+    len = n + 2;
+  }
+  uint32_t text = message_text(msg, wide, buf + len, static_cast<uint32_t>(sizeof buf) - len);
+  if (text == 0) return 0;
+  len += text;
+  uint64_t h = 1469598103934665603ull ^ (wide ? 1u : 0u) ^ (static_cast<uint64_t>(domain) << 40);  // FNV-1a
   for (uint32_t i = 0; i < len; ++i) h = (h ^ static_cast<unsigned char>(buf[i])) * 1099511628211ull;
   uint32_t gen = trace_writer::generation();
   NameSlot& slot = tl_names[(reinterpret_cast<uintptr_t>(msg) >> 3) % kNameSlots];
@@ -122,7 +178,7 @@ uint32_t name_id(const void* msg, bool wide) noexcept {
 }
 
 // Writes one record when this thread is in the application (phase 0) and recording is on.
-void record(NvtxKind kind, uint64_t range_id, const void* msg, bool wide) noexcept {
+void record(NvtxKind kind, uint64_t range_id, const void* msg, bool wide, int domain = 0) noexcept {
   calls::ThreadCallState& st = calls::thread_state();
   if (st.phase != 0 || st.reentrant || trace_writer::disabled_now()) return;
   if (!calls::recording()) return;
@@ -133,7 +189,8 @@ void record(NvtxKind kind, uint64_t range_id, const void* msg, bool wide) noexce
   r.h.size = sizeof r;
   r.kind = static_cast<uint8_t>(kind);
   r.range_id = range_id;
-  r.name_id = msg ? name_id(msg, wide) : 0;
+  r.name_id = msg ? name_id(msg, wide, domain) : 0;
+  r.domain = static_cast<uint32_t>(domain);
   r.start_ns = r.end_ns = now_ns();
   thread_buffer::write(&r);
 }
@@ -146,7 +203,13 @@ const void* ex_message(const EventAttributes* a, bool* wide) noexcept {
     *wide = true;
     return a->message;
   }
-  return nullptr;  // registered string handles: not resolved (the name table is the application's)
+  if (a->message_type == kMessageRegistered) {  // ours: a slot's text (the overflow slot: none)
+    auto p = reinterpret_cast<uintptr_t>(a->message), first = reinterpret_cast<uintptr_t>(&g_registered[0]);
+    if (p < first || p >= first + sizeof g_registered || (p - first) % sizeof(Registered)) return nullptr;
+    const Registered& r = *reinterpret_cast<const Registered*>(a->message);
+    return r.len.load(std::memory_order_acquire) ? r.text : nullptr;
+  }
+  return nullptr;
 }
 
 int push(const void* msg, bool wide) noexcept {
@@ -187,6 +250,87 @@ void mark_ex(const EventAttributes* a) noexcept {
   record(NvtxKind::Mark, 0, m, wide);
 }
 
+// ---- CORE2: domains and registered strings ----
+// The text into `text` (code points above 0x7f become '?'); its length.
+template <class Char>
+uint32_t ascii_text(const Char* src, char* text, uint32_t cap) noexcept {
+  uint32_t n = 0;
+  for (; src && n < cap && src[n]; ++n) {
+    auto c = src[n];
+    text[n] = c > 0 && c < 0x80 ? static_cast<char>(c) : '?';
+  }
+  return n;
+}
+// The slot of `Pool` holding this text (the same name created or registered again: NVTX tools
+// return the same handle), else a new one, else the shared overflow slot.
+template <class Slot, uint32_t N, class Char>
+Slot* slot_for(Slot (&pool)[N + 1], std::atomic<uint32_t>& count, const Char* src) noexcept {
+  char text[sizeof(pool[0].text)];
+  uint32_t len = ascii_text(src, text, sizeof text);
+  if (len == 0) return &pool[N];
+  uint32_t used = std::min(count.load(std::memory_order_acquire), N);
+  for (uint32_t i = 0; i < used; ++i)
+    if (pool[i].len.load(std::memory_order_acquire) == len && std::memcmp(pool[i].text, text, len) == 0)
+      return &pool[i];
+  uint32_t i = count.fetch_add(1, std::memory_order_acq_rel);
+  if (i >= N) return &pool[N];
+  std::memcpy(pool[i].text, text, len);
+  pool[i].len.store(len, std::memory_order_release);
+  return &pool[i];
+}
+template <class Char>
+void* domain_create(const Char* name) noexcept {
+  return slot_for<Domain, kDomains>(g_domains, g_domain_count, name);
+}
+void* domain_create_a(const char* name) noexcept { return domain_create(name); }
+void* domain_create_w(const wchar_t* name) noexcept { return domain_create(name); }
+void domain_destroy(void*) noexcept {}  // the slot stays: records already name it
+void* register_string_a(void*, const char* t) noexcept {
+  return slot_for<Registered, kRegistered>(g_registered, g_registered_count, t);
+}
+void* register_string_w(void*, const wchar_t* t) noexcept {
+  return slot_for<Registered, kRegistered>(g_registered, g_registered_count, t);
+}
+
+int domain_push_ex(void* d, const EventAttributes* a) noexcept {
+  int key = domain_key(d);
+  if (key == 0) return range_push_ex(a);
+  if (key < 0) return -1;  // not a handle asyncwatch made: nothing recorded
+  bool wide;
+  const void* m = ex_message(a, &wide);
+  int depth = tl_domain_depth[key - 1]++;
+  record(NvtxKind::Push, static_cast<uint64_t>(depth), m, wide, key);
+  return depth;
+}
+int domain_pop(void* d) noexcept {
+  int key = domain_key(d);
+  if (key == 0) return range_pop();
+  if (key < 0 || tl_domain_depth[key - 1] <= 0) return -1;
+  int depth = --tl_domain_depth[key - 1];
+  record(NvtxKind::Pop, static_cast<uint64_t>(depth), nullptr, false, key);
+  return depth;
+}
+uint64_t domain_start_ex(void* d, const EventAttributes* a) noexcept {
+  int key = domain_key(d);
+  if (key < 0) return 0;
+  bool wide;
+  const void* m = ex_message(a, &wide);
+  uint64_t id = g_next_range_id.fetch_add(1, std::memory_order_relaxed);
+  record(NvtxKind::Start, id, m, wide, key);
+  return id;
+}
+void domain_end(void* d, uint64_t id) noexcept {
+  int key = domain_key(d);
+  if (key >= 0) record(NvtxKind::End, id, nullptr, false, key);
+}
+void domain_mark_ex(void* d, const EventAttributes* a) noexcept {
+  int key = domain_key(d);
+  if (key < 0) return;
+  bool wide;
+  const void* m = ex_message(a, &wide);
+  record(NvtxKind::Mark, 0, m, wide, key);
+}
+
 std::atomic<bool> g_injected{false};
 
 }  // namespace
@@ -222,6 +366,23 @@ int initialize(const void* (*get_export_table)(uint32_t)) noexcept {
   set(kCbRangePushW, &range_push_w);
   set(kCbRangePop, &range_pop);
   (void)kCbMarkW;
+  FunctionTable table2 = nullptr;
+  unsigned size2 = 0;
+  if (cb->get_module_function_table(kModuleCore2, &table2, &size2) && table2) {
+    auto set2 = [&](unsigned i, auto fn) {
+      if (i < size2 && table2[i]) *table2[i] = reinterpret_cast<FunctionPointer>(fn);
+    };
+    set2(kCb2DomainMarkEx, &domain_mark_ex);
+    set2(kCb2DomainRangeStartEx, &domain_start_ex);
+    set2(kCb2DomainRangeEnd, &domain_end);
+    set2(kCb2DomainRangePushEx, &domain_push_ex);
+    set2(kCb2DomainRangePop, &domain_pop);
+    set2(kCb2DomainRegisterStringA, &register_string_a);
+    set2(kCb2DomainRegisterStringW, &register_string_w);
+    set2(kCb2DomainCreateA, &domain_create_a);
+    set2(kCb2DomainCreateW, &domain_create_w);
+    set2(kCb2DomainDestroy, &domain_destroy);
+  }
   if (!g_injected.exchange(true)) {
     trace_writer::add_config_flags(trace::kConfigNvtx);
     log::info("NVTX injected: ranges are recorded");
