@@ -96,19 +96,6 @@ std::vector<PictureBar> PixelLane::finish() {
   return out;
 }
 
-namespace {
-
-struct MarkKey {
-  uint32_t tid;
-  uint64_t start;
-  bool operator==(const MarkKey& o) const { return tid == o.tid && start == o.start; }
-};
-struct MarkKeyHash {
-  size_t operator()(const MarkKey& k) const { return std::hash<uint64_t>()(k.start * 0x9e3779b97f4a7c15ull ^ k.tid); }
-};
-
-}  // namespace
-
 ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* marks, const Report& report,
                                double width) {
   ProcessPicture pic;
@@ -125,7 +112,8 @@ ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* 
     std::unordered_map<std::string, int32_t> report_index;
     for (size_t i = 0; i < report.findings.size(); ++i)
       report_index.emplace(report.findings[i].key, static_cast<int32_t>(i));
-    std::unordered_map<MarkKey, int32_t, MarkKeyHash> flagged;
+    // Per thread, sorted by start: a binary search per call (a hash of (tid, start) costs more).
+    std::unordered_map<uint32_t, std::vector<std::pair<uint64_t, int32_t>>> flagged;
     if (marks) {
       std::vector<int32_t> of_key;
       for (const auto& k : marks->keys) {
@@ -133,11 +121,20 @@ ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* 
         of_key.push_back(it == report_index.end() ? -1 : it->second);
       }
       for (const auto& m : marks->marks)
-        if (m.finding < of_key.size() && of_key[m.finding] >= 0) flagged.emplace(MarkKey{m.tid, m.start_ns}, of_key[m.finding]);
+        if (m.finding < of_key.size() && of_key[m.finding] >= 0) flagged[m.tid].emplace_back(m.start_ns, of_key[m.finding]);
+      for (auto& [tid, v] : flagged) std::sort(v.begin(), v.end());
     }
-    auto finding_of = [&](uint32_t tid, uint64_t start) {
-      auto it = flagged.find(MarkKey{tid, start});
-      return it == flagged.end() ? -1 : it->second;
+    const std::vector<std::pair<uint64_t, int32_t>>* flagged_of = nullptr;  // the last thread's
+    uint32_t flagged_tid = 0;
+    auto finding_of = [&](uint32_t tid, uint64_t start) -> int32_t {
+      if (!flagged_of || flagged_tid != tid) {
+        auto it = flagged.find(tid);
+        if (it == flagged.end()) return -1;
+        flagged_of = &it->second;
+        flagged_tid = tid;
+      }
+      auto it = std::lower_bound(flagged_of->begin(), flagged_of->end(), std::make_pair(start, INT32_MIN));
+      return it != flagged_of->end() && it->first == start ? it->second : -1;
     };
 
     // The time axis starts at the process start; times before it (none expected) clamp to 0.
