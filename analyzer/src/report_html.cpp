@@ -188,10 +188,10 @@ void write_picture(std::ostream& out, const ProcessPicture& pic, const Report& r
                         : b.finding == -1
                             ? std::string("bar call")
                             : std::string("bar flagged ") + severity_class(static_cast<Severity>(b.severity));
-      std::string rect =
-          fmt::format("<rect class=\"{}\" x=\"{:.2f}\" y=\"{:.0f}\" width=\"{:.2f}\" height=\"{:.0f}\"><title>{}</title></rect>",
-                      cls, kLabelWidth + b.x0, y + (b.finding == -1 || lane.stream ? 2 : 0), b.x1 - b.x0,
-                      kLaneHeight - (b.finding == -1 || lane.stream ? 4 : 0), html_text(bar_title(b, lane, report)));
+      std::string rect = fmt::format(
+          "<rect class=\"{}\" x=\"{:.2f}\" y=\"{:.0f}\" width=\"{:.2f}\" height=\"{:.0f}\"><title>{}</title></rect>",
+          cls, kLabelWidth + b.x0, y + (b.finding == -1 || lane.stream ? 2 : 0), b.x1 - b.x0,
+          kLaneHeight - (b.finding == -1 || lane.stream ? 4 : 0), html_text(bar_title(b, lane, report)));
       if (b.finding >= 0)
         out << fmt::format("<a href=\"#finding-{}\">{}</a>", b.finding + 1, rect);
       else
@@ -224,18 +224,19 @@ void write_overlap(std::ostream& out, const ProcessSummary& p) {
          "<th class=\"num\">stream idle</th></tr></thead><tbody>\n";
   for (const auto& s : p.gpu_overlap) {
     const uint64_t span = s.last_ns > s.first_ns ? s.last_ns - s.first_ns : 0;
-    std::string head = fmt::format(
-        "<td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>", html_text(s.stream),
-        s.spans, format_duration(s.busy_ns), format_duration(span));
+    std::string head =
+        fmt::format("<td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
+                    html_text(s.stream), s.spans, format_duration(s.busy_ns), format_duration(span));
     if (s.rules.empty()) out << "<tr>" << head << "<td colspan=\"5\">no flagged call on this stream</td></tr>\n";
     for (size_t i = 0; i < s.rules.size(); ++i) {
       const RuleOverlap& r = s.rules[i];
       out << "<tr" << (r.gpu_busy_ns > r.gpu_idle_ns ? " class=\"lost-overlap\"" : "") << ">"
           << (i == 0 ? head : std::string("<td colspan=\"4\"></td>"))
-          << fmt::format("<td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-                         "<td class=\"num\">{}</td></tr>\n",
-                         rule_info(r.rule).name, r.calls, format_duration(r.host_blocked_ns),
-                         format_duration(r.gpu_busy_ns), format_duration(r.gpu_idle_ns));
+          << fmt::format(
+                 "<td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+                 "<td class=\"num\">{}</td></tr>\n",
+                 rule_info(r.rule).name, r.calls, format_duration(r.host_blocked_ns), format_duration(r.gpu_busy_ns),
+                 format_duration(r.gpu_idle_ns));
     }
   }
   out << "</tbody></table>\n";
@@ -251,8 +252,8 @@ void write_finding(std::ostream& out, const Finding& f, const Report& report, si
   out << fmt::format("<article class=\"finding {}\" id=\"finding-{}\">\n", severity_class(sev), n);
   std::string where = location_text(f);
   std::string missing = missing_call_site_text(f);
-  out << fmt::format("<h3>#{} {}<span class=\"sevname {}\">{}</span>: {}{} <span class=\"rule\">[{}]</span></h3>\n",
-                     n, where.empty() ? "" : "<span class=\"mono loc\">" + html_text(where) + "</span>: ",
+  out << fmt::format("<h3>#{} {}<span class=\"sevname {}\">{}</span>: {}{} <span class=\"rule\">[{}]</span></h3>\n", n,
+                     where.empty() ? "" : "<span class=\"mono loc\">" + html_text(where) + "</span>: ",
                      severity_class(sev), severity_name(sev), html_text(finding_message(f)),
                      missing.empty() ? "" : " (" + html_text(missing) + ")", rule.name);
   out << "<p class=\"stats\">" << html_text(finding_stats_text(f)) << "</p>\n";
@@ -284,7 +285,8 @@ void write_finding(std::ostream& out, const Finding& f, const Report& report, si
   if (report.processes.size() > 1) {
     std::string per;
     for (const auto& p : f.processes)
-      per += fmt::format("{}{} ({}, {})", per.empty() ? "" : ", ", p.rank >= 0 ? fmt::format("pid {} (rank {})", p.pid, p.rank) : fmt::format("pid {}", p.pid),
+      per += fmt::format("{}{} ({}, {})", per.empty() ? "" : ", ",
+                         p.rank >= 0 ? fmt::format("pid {} (rank {})", p.pid, p.rank) : fmt::format("pid {}", p.pid),
                          plural(p.count, "call", "calls"), format_duration(p.blocked_ns_total));
     out << "<p class=\"processes\">processes: " << html_text(per) << "</p>\n";
   }
@@ -323,14 +325,15 @@ void write_report_html(std::ostream& out, const Report& report, const std::vecto
   if (!report.baseline.empty()) {
     size_t known = 0;
     for (const auto& f : report.findings) known += f.in_baseline;
-    out << "<p class=\"baseline\">" << html_text(fmt::format("baseline: {} of {} shown in {}, {} new", known,
-                                                             plural(report.findings.size(), "finding", "findings"),
-                                                             report.baseline, report.findings.size() - known))
+    out << "<p class=\"baseline\">"
+        << html_text(fmt::format("baseline: {} of {} shown in {}, {} new", known,
+                                 plural(report.findings.size(), "finding", "findings"), report.baseline,
+                                 report.findings.size() - known))
         << "</p>\n";
   }
   for (const auto& u : report.unreadable)
-    out << "<p class=\"unreadable\">" << html_text(fmt::format("{} could not be read: {}", display_path(u.trace), u.error))
-        << "</p>\n";
+    out << "<p class=\"unreadable\">"
+        << html_text(fmt::format("{} could not be read: {}", display_path(u.trace), u.error)) << "</p>\n";
   if (!report.findings.empty()) {
     uint64_t total = report.blocked_ns_not_shown;
     for (const auto& f : report.findings) total += f.blocked.total();

@@ -4,6 +4,7 @@
 #include "events/streams.h"
 #include "findings/rules.h"
 #include "format.h"
+#include "timeline/flagged_calls.h"
 #include "trace_reader.h"
 
 #include <fmt/format.h>
@@ -112,8 +113,7 @@ ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* 
     std::unordered_map<std::string, int32_t> report_index;
     for (size_t i = 0; i < report.findings.size(); ++i)
       report_index.emplace(report.findings[i].key, static_cast<int32_t>(i));
-    // Per thread, sorted by start: a binary search per call (a hash of (tid, start) costs more).
-    std::unordered_map<uint32_t, std::vector<std::pair<uint64_t, int32_t>>> flagged;
+    FlaggedCalls<int32_t> flagged;
     if (marks) {
       std::vector<int32_t> of_key;
       for (const auto& k : marks->keys) {
@@ -121,20 +121,11 @@ ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* 
         of_key.push_back(it == report_index.end() ? -1 : it->second);
       }
       for (const auto& m : marks->marks)
-        if (m.finding < of_key.size() && of_key[m.finding] >= 0) flagged[m.tid].emplace_back(m.start_ns, of_key[m.finding]);
-      for (auto& [tid, v] : flagged) std::sort(v.begin(), v.end());
+        if (m.finding < of_key.size() && of_key[m.finding] >= 0) flagged.add(m.tid, m.start_ns, of_key[m.finding]);
     }
-    const std::vector<std::pair<uint64_t, int32_t>>* flagged_of = nullptr;  // the last thread's
-    uint32_t flagged_tid = 0;
     auto finding_of = [&](uint32_t tid, uint64_t start) -> int32_t {
-      if (!flagged_of || flagged_tid != tid) {
-        auto it = flagged.find(tid);
-        if (it == flagged.end()) return -1;
-        flagged_of = &it->second;
-        flagged_tid = tid;
-      }
-      auto it = std::lower_bound(flagged_of->begin(), flagged_of->end(), std::make_pair(start, INT32_MIN));
-      return it != flagged_of->end() && it->first == start ? it->second : -1;
+      const int32_t* f = flagged.find(tid, start);
+      return f ? *f : -1;
     };
 
     // The time axis starts at the process start; times before it (none expected) clamp to 0.

@@ -19,7 +19,7 @@ namespace asyncwatch {
 
 // One drawn bar: one call, or several merged at the picture's resolution.
 struct PictureBar {
-  double x0 = 0, x1 = 0;  // pixels from the lane's left edge (x1 - x0 >= kMinBarWidth)
+  double x0 = 0, x1 = 0;              // pixels from the lane's left edge (x1 - x0 >= kMinBarWidth)
   uint64_t start_ns = 0, end_ns = 0;  // since the process start
   uint64_t calls = 0;
   uint64_t busy_ns = 0;   // the calls' summed durations
@@ -69,8 +69,8 @@ struct PictureLane {
 
 struct ProcessPicture {
   uint64_t pid = 0;
-  uint64_t length_ns = 0;   // the picture shows [0, length_ns] since the process start
-  double width = 0;         // of the lanes, in pixels
+  uint64_t length_ns = 0;          // the picture shows [0, length_ns] since the process start
+  double width = 0;                // of the lanes, in pixels
   std::vector<PictureLane> lanes;  // host threads, then streams
   uint64_t lanes_not_drawn = 0;    // beyond kMaxHostLanes / kMaxStreamLanes
   std::string error;               // the trace could not be read again: no picture
