@@ -1,4 +1,4 @@
-// asyncwatch report [--format text|json|sarif|codequality] [-o FILE] [--fail-on ...] TRACE_OR_DIR...
+// asyncwatch report [--format text|json|sarif|codequality|html] [-o FILE] [--fail-on ...] TRACE_OR_DIR...
 #include "analysis.h"
 #include "baseline.h"
 #include "commands.h"
@@ -6,6 +6,7 @@
 #include "json_writer.h"
 #include "output_file.h"
 #include "printable.h"
+#include "report_html.h"
 #include "report_job.h"
 #include "report_merge.h"
 #include "reports.h"
@@ -201,7 +202,7 @@ void add_gate_options(CLI::App* app, ReportArgs& args) {
 
 void add_report_options(CLI::App* app, ReportArgs& args, bool with_output) {
   app->add_option("--format", args.format, "Output format")
-      ->check(CLI::IsMember({"text", "json", "sarif", "codequality"}))
+      ->check(CLI::IsMember({"text", "json", "sarif", "codequality", "html"}))
       ->capture_default_str();
   if (with_output)
     app->add_option("-o,--output", args.output,
@@ -329,7 +330,10 @@ int produce_report(const ReportArgs& args, const std::vector<std::string>& paths
     FindingId id;
     if (parse_finding_id(r, &id)) selection.rules.push_back(id);
   }
-  Report report = analyze_job(unique_traces(paths), args.options(), unreadable, selection, args.jobs);
+  const bool html = args.format == "html";
+  std::vector<TraceMarks> marks;  // the HTML report's timeline colours the flagged calls
+  Report report =
+      analyze_job(unique_traces(paths), args.options(), unreadable, selection, args.jobs, html ? &marks : nullptr);
   for (const auto& u : report.unreadable) print_error(fmt::format("{}: {}", u.trace, u.error));
   if (report.processes.empty()) {
     if (report.unreadable.empty() && !paths.empty())
@@ -359,7 +363,7 @@ int produce_report(const ReportArgs& args, const std::vector<std::string>& paths
   }
 
   try {
-    if (args.format != "text") {
+    if (args.format == "json" || args.format == "sarif" || args.format == "codequality") {
       // Written as it goes; names from the trace may be any bytes: invalid UTF-8 becomes U+FFFD.
       JsonWriter w(out->stream());
       if (args.format == "json")
@@ -370,6 +374,16 @@ int produce_report(const ReportArgs& args, const std::vector<std::string>& paths
         write_report_codequality(w, report);
       w.flush();
       std::fputc('\n', out->stream());
+    } else if (html) {
+      // The timeline picture reads each trace once more (report_html_timeline.h).
+      std::vector<ProcessPicture> pictures;
+      for (const auto& p : report.processes) {
+        const TraceMarks* m = nullptr;
+        for (const auto& tm : marks)
+          if (tm.trace == p.trace) m = &tm;
+        pictures.push_back(process_picture(p, m, report));
+      }
+      write_report_html(out->ostream(), report, pictures);
     } else {
       TextStyle style;
       bool tty = out->mode() == OutputFile::Mode::Stdout && isatty(STDOUT_FILENO);

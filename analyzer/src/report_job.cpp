@@ -36,11 +36,20 @@ namespace {
 struct Slot {
   std::optional<ProcessResult> result;
   std::optional<UnreadableTrace> error;
+  std::optional<TraceMarks> marks;  // when asked for
 };
 
-void analyze_into(Slot& slot, const std::string& path, const Options& options) noexcept {
+void analyze_into(Slot& slot, const std::string& path, const Options& options, bool with_marks) noexcept {
   try {
-    slot.result = analyze_trace(path, options);
+    if (with_marks) {
+      TraceMarks m;
+      m.trace = path;
+      slot.result = analyze_trace(path, options, &m.marks);
+      for (const auto& f : slot.result->findings) m.keys.push_back(f.key);
+      slot.marks = std::move(m);
+    } else {
+      slot.result = analyze_trace(path, options);
+    }
   } catch (const TraceError& e) {
     slot.error = unreadable_trace(path, e);
   } catch (const std::bad_alloc& e) {
@@ -52,24 +61,27 @@ void analyze_into(Slot& slot, const std::string& path, const Options& options) n
 }  // namespace
 
 Report analyze_job(const std::vector<std::string>& paths, const Options& options,
-                   std::vector<UnreadableTrace> unreadable, const ReportSelection& selection, unsigned jobs) {
+                   std::vector<UnreadableTrace> unreadable, const ReportSelection& selection, unsigned jobs,
+                   std::vector<TraceMarks>* marks) {
   std::vector<Slot> slots(paths.size());
   unsigned n = jobs ? jobs : std::max(1u, std::thread::hardware_concurrency());
   n = static_cast<unsigned>(std::min<size_t>(n, paths.size()));
   if (n <= 1) {
-    for (size_t i = 0; i < paths.size(); ++i) analyze_into(slots[i], paths[i], options);
+    for (size_t i = 0; i < paths.size(); ++i) analyze_into(slots[i], paths[i], options, marks != nullptr);
   } else {
     std::atomic<size_t> next{0};
     std::vector<std::thread> workers;
     for (unsigned t = 0; t < n; ++t)
       workers.emplace_back([&] {
-        for (size_t i; (i = next.fetch_add(1)) < paths.size();) analyze_into(slots[i], paths[i], options);
+        for (size_t i; (i = next.fetch_add(1)) < paths.size();)
+          analyze_into(slots[i], paths[i], options, marks != nullptr);
       });
     for (auto& w : workers) w.join();
   }
   // Merged in the order of the paths, whatever order they finished in.
   std::vector<ProcessResult> results;
   for (auto& s : slots) {
+    if (marks && s.marks) marks->push_back(std::move(*s.marks));
     if (s.error)
       unreadable.push_back(std::move(*s.error));
     else if (s.result && selection.keeps(s.result->process))

@@ -23,10 +23,20 @@ struct ReportSelection {
   bool keeps(const ProcessSummary& p) const;
 };
 
+// The flagged calls of one trace, for the HTML report's timeline (report_html_timeline.h): each by
+// its thread and start time; CallMark::finding indexes `keys`, the Finding::key of its group (the
+// report's findings are merged by that key).
+struct TraceMarks {
+  std::string trace;
+  std::vector<CallMark> marks;
+  std::vector<std::string> keys;
+};
+
 // analyze_traces with `jobs` traces read at once (0: one per core, at most one per trace); the
 // processes not selected are left out before the findings are merged. The result does not depend
-// on `jobs`.
+// on `jobs`. `marks` (optional): the flagged calls of every trace read, in the order of `paths`.
 Report analyze_job(const std::vector<std::string>& paths, const Options& options,
-                   std::vector<UnreadableTrace> unreadable, const ReportSelection& selection, unsigned jobs);
+                   std::vector<UnreadableTrace> unreadable, const ReportSelection& selection, unsigned jobs,
+                   std::vector<TraceMarks>* marks = nullptr);
 
 }  // namespace asyncwatch

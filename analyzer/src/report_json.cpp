@@ -29,6 +29,28 @@ void frame_object(JsonWriter& w, const Frame& f) {
   w.object([&] { frame_fields(w, f); });
 }
 
+}  // namespace
+
+void gpu_overlap_object(JsonWriter& w, const StreamOverlap& s) {
+  w.object([&] {
+    w.field("stream", s.stream);
+    w.field("operations", s.spans);
+    w.field("busy_ns", s.busy_ns);
+    w.field("first_to_last_ns", s.last_ns > s.first_ns ? s.last_ns - s.first_ns : 0);
+    w.array("rules", s.rules, [&](const RuleOverlap& r) {
+      w.object([&] {
+        w.field("id", rule_info(r.rule).name);
+        w.field("calls", r.calls);
+        w.field("host_blocked_ns", r.host_blocked_ns);
+        w.field("gpu_busy_ns", r.gpu_busy_ns);
+        w.field("gpu_idle_ns", r.gpu_idle_ns);
+      });
+    });
+  });
+}
+
+namespace {
+
 void process_object(JsonWriter& w, const ProcessSummary& p) {
   w.begin_object();
   w.field("pid", p.pid);
@@ -70,6 +92,11 @@ void process_object(JsonWriter& w, const ProcessSummary& p) {
   w.field("async_calls_async", p.async_calls_async);
   w.field("async_calls_blocking", p.async_calls_blocking);
   w.array("notes", p.notes, [&](const std::string& n) { w.value(n); });
+  // Issue 18: the overlap figures (null without GPU times), as the text report prints them.
+  if (p.gpu_times)
+    w.array("gpu_overlap", p.gpu_overlap, [&](const StreamOverlap& s) { gpu_overlap_object(w, s); });
+  else
+    w.null_field("gpu_overlap");
   w.end_object();
 }
 

@@ -187,6 +187,22 @@ void write_report_sarif(JsonWriter& w, const Report& report) {
       });
       w.end_array();
       w.array("results", report.findings, [&](const Finding& f) { result_object(w, f, report); });
+      // Issue 18: the GPU overlap figures of the processes recorded with GPU times (docs/ci.md).
+      bool gpu_times = false;
+      for (const auto& p : report.processes) gpu_times |= p.gpu_times;
+      if (gpu_times)
+        w.object("properties", [&] {
+          w.key("gpu_overlap");
+          w.begin_array();
+          for (const auto& p : report.processes)
+            if (p.gpu_times)
+              w.object([&] {
+                w.field("pid", p.pid);
+                w.field("trace", p.trace);
+                w.array("streams", p.gpu_overlap, [&](const StreamOverlap& s) { gpu_overlap_object(w, s); });
+              });
+          w.end_array();
+        });
     });
     w.end_array();
   });

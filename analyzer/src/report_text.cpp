@@ -126,6 +126,8 @@ bool note_changes_a_result(const std::string& note, const Report& report) {
   return classify_frame(probe, policy) == FrameKind::User;
 }
 
+}  // namespace
+
 // --stacks user: the frames of the program's own code (call_site.h); every frame when none is.
 std::vector<const Frame*> shown_frames(const Finding& f, const Report& report, size_t* hidden) {
   std::vector<const Frame*> all, user;
@@ -142,8 +144,6 @@ std::vector<const Frame*> shown_frames(const Finding& f, const Report& report, s
   *hidden = all.size() - user.size();
   return user;
 }
-}  // namespace
-
 std::string display_path(const std::string& path) {
   static const std::string prefix = cwd_prefix();
   if (!prefix.empty() && path.size() > prefix.size() && path.compare(0, prefix.size(), prefix) == 0)
@@ -180,6 +180,62 @@ std::string frame_text(const Frame& f) {
   if (!f.module.empty()) s += fmt::format(" ({})", basename_of(f.module));
   if (f.inlined) s += " [inlined]";
   return s;
+}
+
+std::string finding_stats_text(const Finding& f) {
+  const RuleInfo& rule = rule_info(f.id);
+  std::string stats = plural(f.count, "call", "calls");
+  if (f.bytes) stats += ", " + format_bytes(f.bytes);
+  // The share is of one thread's time (the thread that spent most in these calls): never over 100 %.
+  const std::string whose = f.threads > 1 ? fmt::format("the busiest of {} threads'", f.threads) : "its thread's";
+  if (f.count > 1)
+    stats += fmt::format(", {} {} (min {}, median {}, max {}), {} of {} wall time", rule.hooks.time_verb,
+                         format_duration(f.blocked.total()), format_duration(f.blocked.min()),
+                         format_duration(f.blocked.median()), format_duration(f.blocked.max()),
+                         percent(f.share_of_wall), whose);
+  else
+    stats += fmt::format(", {} {}, {} of {} wall time", rule.hooks.time_verb, format_duration(f.blocked.total()),
+                         percent(f.share_of_wall), whose);
+  if (f.in_baseline) stats += " (in the baseline)";
+  return stats;
+}
+
+std::string evidence_text(const Finding& f) {
+  if (!f.evidence_checked) return {};
+  if (f.completed_at_return == f.evidence_checked)
+    return fmt::format("evidence: the stream had completed the copy when the call returned ({} of {} checked)",
+                       f.completed_at_return, f.evidence_checked);
+  if (f.completed_at_return == 0)
+    return fmt::format("evidence: the stream had not completed the copy when the call returned ({} checked)",
+                       f.evidence_checked);
+  return fmt::format("evidence: in {} of {} checked calls the stream had completed the copy when the call returned",
+                     f.completed_at_return, f.evidence_checked);
+}
+
+std::string ranges_text(const Finding& f) {
+  if (f.ranges.empty()) return {};  // NVTX ranges, most calls first (at most 4 named)
+  std::vector<std::pair<std::string, uint64_t>> r(f.ranges.begin(), f.ranges.end());
+  std::stable_sort(r.begin(), r.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string text;
+  for (size_t i = 0; i < r.size() && i < 4; ++i)
+    text += fmt::format("{}`{}` ({} of {})", i ? ", " : "", r[i].first, r[i].second, plural(f.count, "call", "calls"));
+  if (r.size() > 4) text += fmt::format(" and {} more", r.size() - 4);
+  return fmt::format("in {} {}", r.size() > 1 ? "ranges" : "range", text);
+}
+
+std::string summary_text(const Report& report) {
+  const Summary& s = report.summary;
+  // async_calls_blocking counts the calls that a blocking rule flagged (docs/report-json.md).
+  std::string blocking = s.async_calls_blocking == 0
+                             ? std::string("none flagged as blocking")
+                             : fmt::format("{} flagged as blocking ({} in total)", s.async_calls_blocking,
+                                           format_duration(s.blocked_ns_total));
+  return fmt::format("{} asynchronous {}: {} really asynchronous, {}; {}{}", s.async_calls,
+                     s.async_calls == 1 ? "call" : "calls", s.async_calls_async, blocking,
+                     plural(s.findings, "finding", "findings"),
+                     report.unreadable.empty()
+                         ? std::string()
+                         : fmt::format("; {} could not be read", plural(report.unreadable.size(), "trace", "traces")));
 }
 
 void write_report_text(std::ostream& out, const Report& report, const TextStyle& style) {
@@ -231,49 +287,14 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
                        where.empty() ? "" : c.bold + printable(where) + ":" + c.reset + " ", sc,
                        severity_name(finding_severity(f)), c.reset, printable(finding_message(f)),
                        missing.empty() ? "" : " (" + missing + ")", c.dim, rule.name, c.reset);
-    std::string stats = plural(f.count, "call", "calls");
-    if (f.bytes) stats += ", " + format_bytes(f.bytes);
-    // The share is of one thread's time (the thread that spent most in these calls): never over 100 %.
-    const std::string whose = f.threads > 1 ? fmt::format("the busiest of {} threads'", f.threads) : "its thread's";
-    if (f.count > 1)
-      stats += fmt::format(", {} {} (min {}, median {}, max {}), {} of {} wall time", rule.hooks.time_verb,
-                           format_duration(f.blocked.total()), format_duration(f.blocked.min()),
-                           format_duration(f.blocked.median()), format_duration(f.blocked.max()),
-                           percent(f.share_of_wall), whose);
-    else
-      stats += fmt::format(", {} {}, {} of {} wall time", rule.hooks.time_verb, format_duration(f.blocked.total()),
-                           percent(f.share_of_wall), whose);
-    if (f.in_baseline) stats += " (in the baseline)";
-    out << "    " << stats << '\n';
-    if (f.evidence_checked) {
-      if (f.completed_at_return == f.evidence_checked)
-        out << fmt::format(
-            "    evidence: the stream had completed the copy when the call returned ({} of {} checked)\n",
-            f.completed_at_return, f.evidence_checked);
-      else if (f.completed_at_return == 0)
-        out << fmt::format("    evidence: the stream had not completed the copy when the call returned ({} checked)\n",
-                           f.evidence_checked);
-      else
-        out << fmt::format(
-            "    evidence: in {} of {} checked calls the stream had completed the copy when the call "
-            "returned\n",
-            f.completed_at_return, f.evidence_checked);
-    }
+    out << "    " << finding_stats_text(f) << '\n';
+    if (std::string e = evidence_text(f); !e.empty()) out << "    " << e << '\n';
     if (rule.hooks.text_lines) {
       std::vector<std::string> lines;
       rule.hooks.text_lines(lines, f);
       for (const auto& l : lines) out << "    " << printable(l) << '\n';
     }
-    if (!f.ranges.empty()) {  // NVTX ranges, most calls first (at most 4 named)
-      std::vector<std::pair<std::string, uint64_t>> r(f.ranges.begin(), f.ranges.end());
-      std::stable_sort(r.begin(), r.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
-      std::string text;
-      for (size_t i = 0; i < r.size() && i < 4; ++i)
-        text +=
-            fmt::format("{}`{}` ({} of {})", i ? ", " : "", r[i].first, r[i].second, plural(f.count, "call", "calls"));
-      if (r.size() > 4) text += fmt::format(" and {} more", r.size() - 4);
-      out << fmt::format("    in {} {}\n", r.size() > 1 ? "ranges" : "range", printable(text));
-    }
+    if (std::string r = ranges_text(f); !r.empty()) out << "    " << printable(r) << '\n';
     if (f.call_site_known) out << fmt::format("    call site: {}\n", printable(call_site_line_text(f)));
     if (!f.stack.empty()) {
       size_t hidden = 0;
@@ -294,18 +315,7 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
     }
     out << '\n';
   }
-  const Summary& s = report.summary;
-  // async_calls_blocking counts the calls that a blocking rule flagged (docs/report-json.md).
-  std::string blocking = s.async_calls_blocking == 0
-                             ? std::string("none flagged as blocking")
-                             : fmt::format("{} flagged as blocking ({} in total)", s.async_calls_blocking,
-                                           format_duration(s.blocked_ns_total));
-  out << fmt::format("{}summary:{} {} asynchronous {}: {} really asynchronous, {}; {}{}\n", c.bold, c.reset,
-                     s.async_calls, s.async_calls == 1 ? "call" : "calls", s.async_calls_async, blocking,
-                     plural(s.findings, "finding", "findings"),
-                     report.unreadable.empty()
-                         ? std::string()
-                         : fmt::format("; {} could not be read", plural(report.unreadable.size(), "trace", "traces")));
+  out << fmt::format("{}summary:{} {}\n", c.bold, c.reset, summary_text(report));
   if (!report.baseline.empty()) {
     size_t known = 0;
     for (const auto& f : report.findings) known += f.in_baseline;

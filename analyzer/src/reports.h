@@ -1,11 +1,12 @@
 // Report writers: text (compiler-diagnostic style), JSON (docs/report-json.md), SARIF 2.1.0,
-// GitLab Code Quality.
+// GitLab Code Quality and HTML (report_html.h); the texts they share are defined once, here.
 #pragma once
 
 #include "analysis.h"
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace asyncwatch {
 
@@ -20,6 +21,9 @@ void write_report_sarif(JsonWriter& out, const Report& report);
 // GitLab Code Quality (a JSON array of issues; docs/ci.md).
 void write_report_codequality(JsonWriter& out, const Report& report);
 std::string report_json_text(const Report& report);
+// One stream's overlap figures (timeline/gpu_overlap.h) as the JSON report's and the SARIF run's
+// `gpu_overlap` entries (docs/report-json.md).
+void gpu_overlap_object(JsonWriter& out, const StreamOverlap& s);
 std::string report_sarif_text(const Report& report);
 
 // "file:line" for a call site, relative to the current directory when below it; without a source
@@ -32,6 +36,17 @@ std::string call_site_line_text(const Finding& f);
 std::string missing_call_site_text(const Finding& f);
 // A path relative to the current directory when it lies below it.
 std::string display_path(const std::string& path);
+// The lines of the text report that the HTML report repeats (without indentation or colour; names
+// from the trace unescaped): "3 calls, 6.0 GiB, blocked 2.1 s (min ..., median ..., max ...), 76.5%
+// of its thread's wall time", "evidence: ...", "in range `step` (3 of 3 calls)" ("" when none), and
+// the summary ("12 asynchronous calls: 9 really asynchronous, 3 flagged as blocking (...); 4 findings").
+std::string finding_stats_text(const Finding& f);
+std::string evidence_text(const Finding& f);
+std::string ranges_text(const Finding& f);
+std::string summary_text(const Report& report);
+// The frames of the stack that the report shows: the program's own (call_site.h), or every frame
+// with --stacks full or when none is the program's; `*hidden` says how many were left out.
+std::vector<const Frame*> shown_frames(const Finding& f, const Report& report, size_t* hidden);
 // "main at /src/seed.cu:52 (app)", "helper at x.cu:7 (app) [inlined]", "libcuda.so.1+0x1234"
 std::string frame_text(const Frame& f);
 

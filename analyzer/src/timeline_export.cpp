@@ -6,6 +6,7 @@
 #include "events/streams.h"
 #include "format.h"
 #include "reports.h"
+#include "timeline/flagged_calls.h"
 #include "timeline/perfetto_writer.h"
 #include "trace_reader.h"
 
@@ -213,15 +214,6 @@ struct TimedCall {
 };
 constexpr size_t kTimedCallsPerThread = 4096;  // bounded: a span whose call is older is shown without a flow
 
-struct MarkKey {
-  uint32_t tid;
-  uint64_t start;
-  bool operator==(const MarkKey& o) const { return tid == o.tid && start == o.start; }
-};
-struct MarkKeyHash {
-  size_t operator()(const MarkKey& k) const { return std::hash<uint64_t>()(k.start * 0x9e3779b97f4a7c15ull ^ k.tid); }
-};
-
 }  // namespace
 
 TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& paths, uint64_t min_blocked_ns,
@@ -238,7 +230,7 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
   struct Input {
     std::unique_ptr<TraceFile> trace;
     ProcessResult analysis;
-    std::unordered_map<MarkKey, uint32_t, MarkKeyHash> marks;  // flagged call -> its finding
+    FlaggedCalls<uint32_t> marks;  // flagged call -> its finding
   };
   std::vector<Input> inputs;
   for (const auto& p : paths) {
@@ -251,8 +243,7 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
         ao.limits = limits;
         std::vector<CallMark> marks;
         in.analysis = analyze_trace(p, ao, &marks);
-        in.marks.reserve(marks.size());
-        for (const auto& m : marks) in.marks.emplace(MarkKey{m.tid, m.start_ns}, m.finding);
+        for (const auto& m : marks) in.marks.add(m.tid, m.start_ns, m.finding);
       }
       inputs.push_back(std::move(in));
     } catch (const TraceError& e) {
@@ -359,8 +350,8 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
     }
     auto finding_of = [&](uint32_t tid, uint64_t start) -> const FindingText* {
       if (in.marks.empty()) return nullptr;
-      auto it = in.marks.find(MarkKey{tid, start});
-      return it == in.marks.end() || it->second >= finding_texts.size() ? nullptr : &finding_texts[it->second];
+      const uint32_t* f = in.marks.find(tid, start);
+      return !f || *f >= finding_texts.size() ? nullptr : &finding_texts[*f];
     };
     std::unordered_map<uint32_t, std::deque<TimedCall>> timed;  // per thread
     uint64_t next_flow = 0;

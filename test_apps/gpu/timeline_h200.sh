@@ -2,9 +2,9 @@
 # Issue 18 on a real GPU (the lead runs it on the H200): the seed program (pageable and pinned),
 # pinned_vs_pageable and a multi-stream app (threads_streams) under `asyncwatch run --gpu-times`;
 # for each, the trace, the text report (with the GPU overlap figures), the timeline as a binary
-# Perfetto trace and as JSON, and the hand decoder's summary of the Perfetto file; then the cost of
-# GPU-times mode: overhead_bench --paired (recording on / paused, in-process) with and without
-# ASYNCWATCH_GPU_TIMES=1. Everything goes to $OUT/timeline_h200.tar.gz (and summary.txt).
+# Perfetto trace and as JSON, the hand decoder's summary of the Perfetto file and the HTML report
+# (NAME.report.html); then the cost of GPU-times mode: overhead_bench --paired (recording on /
+# paused, in-process) with and without ASYNCWATCH_GPU_TIMES=1. Everything goes to $OUT/timeline_h200.tar.gz (and summary.txt).
 #   bash test_apps/gpu/timeline_h200.sh BUILD_DIR [--sim]   (BUILD_DIR: test_apps/gpu/stage_build.sh's output;
 #   --sim: a dry run on the simulator, for checking the script without a GPU)
 # Wall time about 2-3 minutes.
@@ -33,6 +33,8 @@ one() {  # name app args...
   grep -E "GPU, stream|while the host waited" "$out/$name.report.txt" | head -20 | tee -a "$summary"
   "$aw" timeline -o "$out/$name.pftrace" "$d" 2>&1 | tee -a "$summary"
   "$aw" timeline --format json -o "$out/$name.json" "$d" 2>&1 | tee -a "$summary"
+  # The HTML report, made here where the binaries are (call sites with their source lines).
+  "$aw" report --format html -o "$out/$name.report.html" "$d" 2>&1 | tee -a "$summary"
   python3 "$root/analyzer/tests/timeline/decode_perfetto.py" "$out/$name.pftrace" > "$out/$name.decoded.json" 2>&1
   python3 - "$out/$name.decoded.json" <<'PY' | tee -a "$summary"
 import json, sys

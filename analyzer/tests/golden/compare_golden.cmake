@@ -4,7 +4,8 @@
 # NORMALIZE (real traces from the simulator or a GPU): the report is made without reading the
 # traced binaries (ASYNCWATCH_NO_SYMBOLS=1: they are seldom on this machine, or are other
 # builds) and reduced by normalize_report.py (PYTHON) to what does not depend on the machine or
-# on timing; only that JSON is compared.
+# on timing; only that JSON is compared. EXPECTED_HTML (given): the HTML report is compared too,
+# byte for byte (also of a real trace: the trace is fixed, and no binary is read with NORMALIZE).
 get_filename_component(dir ${TRACE} DIRECTORY)
 get_filename_component(name ${TRACE} NAME)
 set(formats json)
@@ -14,9 +15,14 @@ if(NORMALIZE)
 elseif(EXISTS ${EXPECTED_TEXT} OR DEFINED ENV{ASYNCWATCH_UPDATE_GOLDEN})
   list(APPEND formats text)
 endif()
+if(EXPECTED_HTML)
+  list(APPEND formats html)
+endif()
 foreach(format ${formats})
   if(format STREQUAL "json")
     set(expected ${EXPECTED_JSON})
+  elseif(format STREQUAL "html")
+    set(expected ${EXPECTED_HTML})
   else()
     set(expected ${EXPECTED_TEXT})
   endif()
@@ -25,7 +31,7 @@ foreach(format ${formats})
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "asyncwatch report --format ${format} ${TRACE} exited ${rc}: ${errors}")
   endif()
-  if(NORMALIZE)
+  if(NORMALIZE AND format STREQUAL "json")
     string(RANDOM LENGTH 8 tag)
     set(raw ${CMAKE_CURRENT_BINARY_DIR}/golden-raw-${tag}.json)
     file(WRITE ${raw} "${actual}")

@@ -2,7 +2,8 @@
 """Reduces an `asyncwatch report --format json` to what a golden test of a *real* trace (simulator
 or GPU) can pin down on any machine, and prints it as canonical JSON:
 
-* kept exactly: finding ids, severities, APIs, driver APIs, directions, memory kinds, causes,
+* kept exactly: the GPU overlap figures' streams, operation counts, rules and calls (times as
+  magnitudes); finding ids, severities, APIs, driver APIs, directions, memory kinds, causes,
   kernels, counts, bytes, evidence counts, waited-for kernels, launch/callback counters, the
   processes' headers and record counts, the summary's call counts;
 * times become orders of magnitude ("1e8" for 100-999 ms), durations inside messages become
@@ -59,6 +60,17 @@ def normalize(report):
             "wall_ns": magnitude(p.get("wall_ns")),
             "blocked_ns_total": magnitude(p.get("blocked_ns_total")),
         })
+        if p.get("gpu_overlap") is not None:  # GPU times traces: streams, operations, rules, calls kept
+            procs[-1]["gpu_overlap"] = [{
+                "stream": s.get("stream"),
+                "operations": s.get("operations"),
+                "busy_ns": magnitude(s.get("busy_ns")),
+                "first_to_last_ns": magnitude(s.get("first_to_last_ns")),
+                "rules": [{"id": r.get("id"), "calls": r.get("calls"),
+                           "host_blocked_ns": magnitude(r.get("host_blocked_ns")),
+                           "gpu_busy_ns": magnitude(r.get("gpu_busy_ns")),
+                           "gpu_idle_ns": magnitude(r.get("gpu_idle_ns"))} for r in s.get("rules", [])],
+            } for s in p["gpu_overlap"]]
     out["processes"] = procs
     s = report.get("summary", {})
     out["summary"] = {

@@ -1,0 +1,138 @@
+// The HTML report: escaping of trace strings, the pixel aggregation of the timeline, and a page made
+// from a hostile trace (the headless-browser test is analyzer/tests/html/check_html_report.py).
+#include "analysis.h"
+#include "report_html.h"
+#include "report_html_timeline.h"
+#include "report_job.h"
+#include "test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+using namespace asyncwatch;
+using namespace asyncwatch::testing;
+using tf::Api;
+using tf::Direction;
+using tf::MemoryKind;
+using tf::RecordType;
+
+namespace {
+constexpr uint64_t kS = 1000 * kMs;
+}  // namespace
+
+TEST(ReportHtml, EscapesMarkupQuotesAndControls) {
+  EXPECT_EQ(html_text("<script>alert('x')</script> & \"q\""),
+            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;");
+  EXPECT_EQ(html_text("plain name_kernel<int>"), "plain name_kernel&lt;int&gt;");
+  // What printable() makes visible stays visible (a terminal escape, invalid UTF-8, a bidi override).
+  EXPECT_EQ(html_text("a\x1b[2Jb"), "a\\x1b[2Jb");
+  EXPECT_EQ(html_text("bad\xff"), "bad\\xff");
+  EXPECT_EQ(html_text("x\u202ey"), "x\\u202ey");
+  EXPECT_EQ(html_text("caf\u00e9.py"), "caf\u00e9.py");  // valid UTF-8 unchanged
+}
+
+TEST(ReportHtml, PixelLaneMergesSubPixelCallsAndStaysBounded) {
+  // A million 100 ns calls, one every microsecond, over a second in 960 pixels.
+  PixelLane lane(0, kS, 960);
+  for (uint64_t i = 0; i < 1'000'000; ++i) lane.add(i * kUs, i * kUs + 100, "cudaLaunchKernel k");
+  std::vector<PictureBar> bars = lane.finish();
+  ASSERT_FALSE(bars.empty());
+  EXPECT_LE(bars.size(), 480u);  // a bar per run of touching columns: at most width / 2
+  uint64_t calls = 0, busy = 0;
+  for (const auto& b : bars) {
+    calls += b.calls;
+    busy += b.busy_ns;
+    EXPECT_EQ(b.finding, -1);
+    EXPECT_GE(b.x1 - b.x0, PixelLane::kMinBarWidth - 1e-9);
+    EXPECT_GE(b.x0, 0.0);
+    EXPECT_LE(b.x1, 960.0);
+  }
+  EXPECT_EQ(calls, 1'000'000u);
+  EXPECT_EQ(busy, 100'000'000u);
+}
+
+TEST(ReportHtml, PixelLaneKeepsSeparateCallsApartAndTheLongestLabel) {
+  PixelLane lane(0, 1000 * kUs, 1000);  // 1 us per pixel
+  lane.add(10 * kUs, 20 * kUs, "a");
+  lane.add(20 * kUs + 200, 20 * kUs + 900, "b");  // touches a's last column: merged
+  lane.add(500 * kUs, 600 * kUs, "c");            // far away: its own bar
+  std::vector<PictureBar> bars = lane.finish();
+  ASSERT_EQ(bars.size(), 2u);
+  EXPECT_EQ(bars[0].calls, 2u);
+  EXPECT_EQ(bars[0].label, "a");  // the longer of the two
+  EXPECT_NEAR(bars[0].x0, 10.0, 1e-9);
+  EXPECT_NEAR(bars[0].x1, 20.9, 1e-9);
+  EXPECT_EQ(bars[1].calls, 1u);
+  EXPECT_NEAR(bars[1].x0, 500.0, 1e-9);
+  EXPECT_NEAR(bars[1].x1, 600.0, 1e-9);
+}
+
+TEST(ReportHtml, FlaggedCallsAreAlwaysDrawnAndBounded) {
+  PixelLane lane(0, kS, 960);
+  // Dense plain calls with one flagged call in their midst: it is its own bar, drawn after them.
+  for (uint64_t i = 0; i < 100'000; ++i) lane.add(i * 10 * kUs, i * 10 * kUs + 5 * kUs, "call");
+  lane.add(500 * kMs + 1, 500 * kMs + 2, "flagged copy", 0, 3, 1);
+  std::vector<PictureBar> bars = lane.finish();
+  ASSERT_FALSE(bars.empty());
+  EXPECT_EQ(bars.back().finding, 3);
+  EXPECT_EQ(bars.back().calls, 1u);
+  EXPECT_EQ(bars.back().label, "flagged copy");
+  EXPECT_GE(bars.back().x1 - bars.back().x0, PixelLane::kMinBarWidth - 1e-9);
+  for (size_t i = 0; i + 1 < bars.size(); ++i) EXPECT_EQ(bars[i].finding, -1);
+
+  // Flagged calls of many findings, interleaved, in every column: bounded, none lost.
+  PixelLane many(0, kS, 960);
+  for (uint64_t i = 0; i < 200'000; ++i)
+    many.add(i * 5 * kUs, i * 5 * kUs + kUs, "f", 0, static_cast<int32_t>(i % 7), static_cast<uint8_t>(i % 3));
+  bars = many.finish();
+  EXPECT_LE(bars.size(), PixelLane::kMaxFlaggedBars + 960);
+  uint64_t calls = 0;
+  uint8_t worst = 0;
+  for (const auto& b : bars) {
+    calls += b.calls;
+    EXPECT_NE(b.finding, -1);
+    worst = std::max(worst, b.severity);
+  }
+  EXPECT_EQ(calls, 200'000u);
+  EXPECT_EQ(worst, 2);
+}
+
+TEST(ReportHtml, PageFromAHostileTraceIsEscapedAndLinksTheFlaggedCall) {
+  TraceBuilder b(4242, "/work/app/<seed>\"&");
+  b.thread_info(1, "main<b>");
+  b.module(1, "/work/app/seed", 0, 0x400000, 0x500000);
+  uint32_t s = b.stack(1, {0x401300});
+  uint32_t k = b.string(1, "evil<script>alert(1)</script>");
+  uint64_t t = b.header().start_monotonic_ns + kMs;
+  b.event(1, RecordType::Launch, TraceBuilder::launch(Api::__cudaLaunchKernel, k, t, t + 4 * kUs));
+  t += 10 * kUs;
+  b.event(1, RecordType::Copy,
+          TraceBuilder::copy(Api::cudaMemcpyAsync, Api::cuMemcpyDtoHAsync_v2, Direction::DtoH, MemoryKind::Device,
+                             MemoryKind::Pageable, t, t + 1740 * kMs, 2ull << 30,
+                             tf::kFlagEvidenceChecked | tf::kFlagCompletedAtReturn, 0x5000, s));
+  std::string path = write_trace(b, "html-hostile.awtrace");
+  std::vector<TraceMarks> marks;
+  Report report = analyze_job({path}, Options{}, {}, ReportSelection{}, 1, &marks);
+  ASSERT_EQ(report.processes.size(), 1u);
+  ASSERT_EQ(marks.size(), 1u);
+  std::vector<ProcessPicture> pictures{process_picture(report.processes[0], &marks[0], report)};
+  ASSERT_TRUE(pictures[0].error.empty()) << pictures[0].error;
+  std::ostringstream out;
+  write_report_html(out, report, pictures);
+  const std::string html = out.str();
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("main<b>"), std::string::npos);
+  EXPECT_NE(html.find("evil&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
+  EXPECT_NE(html.find("main&lt;b&gt; (tid 1)"), std::string::npos);
+  EXPECT_NE(html.find("&lt;seed&gt;&quot;&amp;"), std::string::npos);
+  // The copy is flagged: drawn in the warning colour's class, linked to its finding.
+  EXPECT_NE(html.find("<a href=\"#finding-1\"><rect class=\"bar flagged sev-warning\""), std::string::npos);
+  EXPECT_NE(html.find("<article class=\"finding sev-warning\" id=\"finding-1\">"), std::string::npos);
+  EXPECT_NE(html.find("class=\"lane host-lane\""), std::string::npos);
+  EXPECT_EQ(html.find("stream-lane"), std::string::npos);  // no GPU times: no stream lane
+  // Nothing fetched: no URL but the page's own anchors.
+  EXPECT_EQ(html.find("http://"), html.find("http://www.w3.org/2000/svg"));
+  EXPECT_EQ(html.find("https://"), std::string::npos);
+  EXPECT_EQ(html.find(" src="), std::string::npos);
+}
