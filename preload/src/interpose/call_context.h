@@ -273,10 +273,9 @@ void apply_stack_policy(AnyRecord& r, Category c) noexcept;
 // costs a polling loop of cudaStreamSynchronize ~2x: docs/performance.md). Copies and memsets
 // decide from their sides, classified before the call (`copy_stack_before`). Launches: never
 // (their per-call budget; a launch in flight keeps its caller's return address).
-inline constexpr uint32_t kStackAlwaysBefore = 1u << static_cast<unsigned>(Category::HostFunc) |
-                                               1u << static_cast<unsigned>(Category::MemoryOp) |
-                                               1u << static_cast<unsigned>(Category::ManagedOp) |
-                                               1u << static_cast<unsigned>(Category::GraphOp);
+inline constexpr uint32_t kStackAlwaysBefore =
+    1u << static_cast<unsigned>(Category::HostFunc) | 1u << static_cast<unsigned>(Category::MemoryOp) |
+    1u << static_cast<unsigned>(Category::ManagedOp) | 1u << static_cast<unsigned>(Category::GraphOp);
 inline constexpr uint32_t kStackBeforeUnderAll = 1u << static_cast<unsigned>(Category::Sync);
 inline __attribute__((always_inline)) bool stack_before(Category c) noexcept {
   // One bit test for the categories that never take it (a launch), whether `c` is a constant or not.
