@@ -21,7 +21,13 @@ std::string api_text(uint16_t api) { return api_name(static_cast<Api>(api)); }
 std::string describe(const RecordView& r) {
   std::string head =
       fmt::format("@0x{:x} blk {} tid {} {}", r.file_offset, r.block_index, r.tid, record_type_name(r.type));
-  auto times = [](uint64_t s, uint64_t e) { return fmt::format("start={} end={} blocked={}ns", s, e, e - s); };
+  // A call still in flight has no end: end_ns holds its caller's return address (trace_format.h).
+  const bool in_flight =
+      record_info(static_cast<uint16_t>(r.type)).call && (r.as<CallHead>().flags & kFlagInFlight) != 0;
+  auto times = [in_flight](uint64_t s, uint64_t e) {
+    if (in_flight) return fmt::format("start={} in-flight caller=0x{:x}", s, e);
+    return fmt::format("start={} end={} blocked={}ns", s, e, e - s);
+  };
   switch (r.type) {
     case RecordType::ThreadInfo: {
       auto t = r.as<ThreadInfoRecord>();

@@ -444,7 +444,14 @@ bool TraceFile::absorb(const RecordView& r) {
     use_stack(h.stack_id, r);
     if (h.flags & kFlagInFlight) {  // the call had not returned when the trace ended: no result, no end
       ++in_flight_records_;
-      if (in_flight_calls_.size() < kMaxInFlightKept) in_flight_calls_.push_back(InFlightCall{r.type, r.tid, h});
+      if (in_flight_calls_.size() < kMaxInFlightKept) {
+        InFlightCall call{r.type, r.tid, h};
+        if (!h.stack_id && in_flight_caller(h)) {  // only the caller's address: a one-frame stack of it
+          call.head.stack_id = kCallerSiteStackBase + static_cast<uint32_t>(caller_sites_.size());
+          caller_sites_.push_back(in_flight_caller(h));
+        }
+        in_flight_calls_.push_back(call);
+      }
       if (h.start_ns > last_time_ns_) last_time_ns_ = h.start_ns;
       return false;
     }
@@ -481,6 +488,7 @@ void TraceFile::reset_index() {
   device_ = DeviceInfo{};
   record_count_ = event_record_count_ = lost_in_records_ = last_time_ns_ = in_flight_records_ = 0;
   in_flight_calls_.clear();
+  caller_sites_.clear();
   lost_reports_.clear();
   first_time_ns_ = UINT64_MAX;
   first_stack_use_ = IdOffsets{};
@@ -518,6 +526,8 @@ void TraceFile::index() {
 // Both read a record that absorb() validated (its pages may have been released since: they are
 // read again from the file).
 std::optional<std::vector<uint64_t>> TraceFile::stack(uint32_t id) const {
+  if (id >= kCallerSiteStackBase && id - kCallerSiteStackBase < caller_sites_.size())
+    return std::vector<uint64_t>{caller_sites_[id - kCallerSiteStackBase]};
   uint64_t off = stacks_.find(id);
   if (off == UINT64_MAX) return std::nullopt;
   uint32_t depth, at;
@@ -536,6 +546,7 @@ std::optional<std::vector<uint64_t>> TraceFile::stack(uint32_t id) const {
 }
 
 std::vector<PythonFrameRef> TraceFile::python_frames(uint32_t id) const {
+  if (id >= kCallerSiteStackBase && id - kCallerSiteStackBase < caller_sites_.size()) return {};
   uint64_t off = stacks_.find(id);
   if (off == UINT64_MAX || version_ < 3) return {};
   StackRecord s;

@@ -66,7 +66,9 @@ struct ModuleInfo {
 };
 
 // A call record still in flight when the trace ended: its head as published before the call (api,
-// start_ns, flags; stack_id where the writer stored one early), its type and thread.
+// start_ns, flags; stack_id where the writer took the stack before the call, else, when the
+// record holds its caller's return address, the id of a one-frame stack of that address:
+// TraceFile::stack, kCallerSiteStackBase), its type and thread.
 struct InFlightCall {
   trace::RecordType type = trace::RecordType{};
   uint32_t tid = 0;
@@ -236,6 +238,9 @@ class TraceFile {
   // Their heads, the first kMaxInFlightKept of them (one per thread that died in a call, in practice).
   static constexpr size_t kMaxInFlightKept = 4096;
   const std::vector<InFlightCall>& in_flight_calls() const { return in_flight_calls_; }
+  // Stack ids from here on name the one-frame stacks of in-flight calls that have only their
+  // caller's return address (trace::in_flight_caller); stack() answers them before the file's.
+  static constexpr uint32_t kCallerSiteStackBase = 0xFFFF0000u;
   uint32_t version() const { return version_; }
   uint64_t last_time_ns() const { return last_time_ns_; }
   uint64_t first_time_ns() const { return first_time_ns_ == UINT64_MAX ? 0 : first_time_ns_; }
@@ -291,6 +296,7 @@ class TraceFile {
   uint64_t lost_in_records_ = 0;
   uint64_t in_flight_records_ = 0;
   std::vector<InFlightCall> in_flight_calls_;
+  std::vector<uint64_t> caller_sites_;  // the one-frame stacks, by id - kCallerSiteStackBase
   std::vector<LostReport> lost_reports_;
   uint32_t version_ = trace::kFormatVersion;
   uint64_t last_time_ns_ = 0;

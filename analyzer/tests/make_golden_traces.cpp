@@ -181,6 +181,46 @@ void crashed(const std::string& path) {
   b.write(path);
 }
 
+// Issue 14 item 8: a process SIGKILLed while two of its threads were in calls. The main thread was
+// in a pageable D2H copy behind a kernel, whose stack the preload took before the call
+// (kFlagStackCaptured, the stack's first frame also the caller in end_ns); the other in a
+// cudaStreamSynchronize, which has only its caller's return address (end_ns while in flight): a
+// one-frame call site.
+void killed_in_flight(const std::string& path) {
+  TraceBuilder b(4711, "/work/app/hang");
+  b.thread_info(kMain, "hang");
+  b.module(kMain, "/work/app/hang", 0, 0x400000, 0x480000);
+  b.device(kMain, "NVIDIA H200", false);
+  uint64_t t = b.header().start_monotonic_ns + 1 * kMs;
+  uint32_t kernel = b.string(kMain, "_Z12sleep_kernelx");
+  b.event(kMain, RecordType::Launch,
+          TraceBuilder::launch(Api::__cudaLaunchKernel, kernel, t, t + 5 * kUs, tf::kFlagFirstLaunch, 0x5000));
+  t += 10 * kUs;
+  uint32_t s_copy = b.stack(kMain, {0x401500, 0x402000});
+  tf::CopyRecord c{};
+  c.api = static_cast<uint16_t>(Api::cudaMemcpyAsync);
+  c.flags = tf::kFlagInFlight | tf::kFlagStackCaptured;
+  c.stack_id = s_copy;
+  c.start_ns = t;
+  c.end_ns = 0x401500;
+  b.add(kMain, RecordType::Copy, c);
+  constexpr uint32_t kWaiter = kMain + 1;
+  b.thread_info(kWaiter, "waiter");
+  tf::SyncRecord s{};
+  s.api = static_cast<uint16_t>(Api::cudaStreamSynchronize);
+  s.flags = tf::kFlagInFlight;
+  s.start_ns = t + 2 * kMs;
+  s.end_ns = 0x401640;
+  b.add(kWaiter, RecordType::Sync, s);
+  // The last record before the kill: a watchdog's query 1.5 s later (the trace's end).
+  constexpr uint32_t kWatchdog = kMain + 2;
+  b.thread_info(kWatchdog, "watchdog");
+  b.event(kWatchdog, RecordType::Sync,
+          TraceBuilder::sync(Api::cudaEventQuery, Api::cuEventQuery, t + 1500 * kMs, t + 1500 * kMs + kUs));
+  b.crashed();
+  b.write(path);
+}
+
 // A parent and its fork child, each with a pageable D2H at the same call site.
 void fork_pair(const std::string& dir) {
   mkdir(dir.c_str(), 0755);
@@ -305,5 +345,6 @@ int main(int argc, char** argv) {
   no_device(dir + "/no-device.awtrace");
   ranks(dir + "/ranks");
   nvtx(dir + "/nvtx.awtrace");
+  killed_in_flight(dir + "/killed-in-flight.awtrace");
   return 0;
 }

@@ -378,6 +378,56 @@ TEST(Findings, InFlightCallsAreReported) {
   EXPECT_EQ(r.summary.async_calls, 1u);  // the launch; the in-flight call has no result to judge
 }
 
+TEST(Findings, InFlightCallsHaveTheirCallSite) {
+  // Issue 14 item 8: a call in flight names its call site: the stack the preload took before the
+  // call, or else the caller's return address the record holds in end_ns (a one-frame stack).
+  Fixture x;
+  x.launch(0, 3 * kUs);
+  tf::CopyRecord c{};  // killed in a pageable copy: its stack was taken before the call
+  c.api = static_cast<uint16_t>(Api::cudaMemcpyAsync);
+  c.flags = tf::kFlagInFlight | tf::kFlagStackCaptured;
+  c.stack_id = x.site1;
+  c.start_ns = x.t;
+  c.end_ns = 0x401000;  // the caller, also the stack's first frame
+  x.b.add(kTid, RecordType::Copy, c);
+  x.b.thread_info(8, "waiter");
+  tf::SyncRecord s{};  // another thread in a synchronization: only its caller
+  s.api = static_cast<uint16_t>(Api::cudaStreamSynchronize);
+  s.flags = tf::kFlagInFlight;
+  s.start_ns = x.t + 5 * kMs;
+  s.end_ns = 0x403210;
+  x.b.add(8, RecordType::Sync, s);
+  tf::SyncRecord old{};  // as written before the caller was stored: no site
+  old.api = static_cast<uint16_t>(Api::cudaDeviceSynchronize);
+  old.flags = tf::kFlagInFlight;
+  old.start_ns = x.t + 6 * kMs;
+  x.b.thread_info(9, "old");
+  x.b.add(9, RecordType::Sync, old);
+  x.b.crashed();
+  Report r = x.report("inflight-sites.awtrace");
+  const Finding *copy = nullptr, *sync = nullptr, *none = nullptr;
+  for (const auto& f : r.findings) {
+    if (f.id != FindingId::InFlightCall) continue;
+    if (f.api == "cudaMemcpyAsync") copy = &f;
+    if (f.api == "cudaStreamSynchronize") sync = &f;
+    if (f.api == "cudaDeviceSynchronize") none = &f;
+  }
+  ASSERT_NE(copy, nullptr);
+  ASSERT_NE(sync, nullptr);
+  ASSERT_NE(none, nullptr);
+  ASSERT_EQ(copy->stack.size(), 2u);  // the whole stack
+  EXPECT_EQ(copy->stack[0].address, 0x401000u);
+  EXPECT_EQ(copy->stack[1].address, 0x409000u);
+  ASSERT_EQ(sync->stack.size(), 1u);  // the one frame of its caller
+  EXPECT_EQ(sync->stack[0].address, 0x403210u);
+  EXPECT_TRUE(sync->call_site_known);
+  EXPECT_EQ(sync->call_site.address, 0x403210u);
+  EXPECT_TRUE(none->stack.empty());
+  EXPECT_FALSE(none->call_site_known);
+  // Two calls of one API at two callers are two findings; the site is part of the group.
+  EXPECT_NE(copy->call_site.address, sync->call_site.address);
+}
+
 TEST(Findings, FirstCallLaunchIsContextInit) {
   // Issue 14 item 5: the process's first CUDA call is a launch: the runtime created the context in it.
   Fixture x;

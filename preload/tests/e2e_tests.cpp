@@ -507,7 +507,9 @@ TEST(EndToEnd, SigkillKeepsEveryReturnedCall) {
 
 // The write protocol (docs/trace-format.md): a call record is published in flight before the real
 // call, so a process killed inside a call leaves that call in the trace, marked kFlagInFlight, with
-// no result and no end time; every call that returned is complete.
+// no result and no end time but with its call site: the stack, taken before the call (the copy's
+// host side is pageable), and its caller's return address in end_ns, the stack's first frame;
+// every call that returned is complete.
 TEST(EndToEnd, SigkillInsideACallLeavesItInFlight) {
   std::string dir = make_dir();
   pid_t pid = fork();
@@ -536,11 +538,71 @@ TEST(EndToEnd, SigkillInsideACallLeavesItInFlight) {
     EXPECT_GE(c[i].end_ns - c[i].start_ns, 100'000'000u) << i;
   }
   // The last one was killed inside the call (the sleep dwarfs everything else a copy does).
-  EXPECT_NE(c.back().flags & kFlagInFlight, 0u);
-  EXPECT_EQ(c.back().end_ns, 0u);
-  if (c.size() > 1) EXPECT_GT(c.back().start_ns, c[c.size() - 2].end_ns);
-  EXPECT_GT(c.back().start_ns, 0u);
-  EXPECT_NE(c.back().api, 0u);
+  const CopyRecord& killed = c.back();
+  EXPECT_NE(killed.flags & kFlagInFlight, 0u);
+  if (c.size() > 1) EXPECT_GT(killed.start_ns, c[c.size() - 2].end_ns);
+  EXPECT_GT(killed.start_ns, 0u);
+  EXPECT_NE(killed.api, 0u);
+  // Its call site: the stack taken before the call, the same as the returned copies' (one call
+  // site), whose first frame is the caller's return address the record holds.
+  ASSERT_NE(killed.flags & kFlagStackCaptured, 0u);
+  ASSERT_NE(killed.stack_id, 0u);
+  if (c.size() > 1) EXPECT_EQ(killed.stack_id, c[c.size() - 2].stack_id);
+  ASSERT_NE(in_flight_caller(killed), 0u);
+  bool found = false;
+  for (const auto& r : aw_test::read_trace(traces[0]).records) {
+    if (r.type() != RecordType::Stack || r.as<StackRecord>().stack_id != killed.stack_id) continue;
+    found = true;
+    ASSERT_GE(r.as<StackRecord>().depth, 1u);
+    uint64_t first = 0;
+    memcpy(&first, r.bytes.data() + sizeof(StackRecord), sizeof first);
+    EXPECT_EQ(first, in_flight_caller(killed));
+  }
+  EXPECT_TRUE(found) << "stack " << killed.stack_id << " not in the trace";
+}
+
+// A call in flight without a stack before the call (a synchronization: the default policy takes
+// one only when it blocked) holds its caller's return address: the test program's call
+// instruction, the same address as a completed synchronization's stack's first frame at that site.
+TEST(EndToEnd, SigkillInsideASyncLeavesItsCaller) {
+  std::string dir = make_dir();
+  pid_t pid = fork();
+  if (pid == 0)
+    exec_program({AW_TEST_APP, "sync-loop", "50"}, app_environment({"FAKE_CUDA_SYNC_SLEEP_US=100000"}, dir, true),
+                 dir + "/.stdout", dir + "/.stderr");
+  bool seen = false;
+  for (int i = 0; i < 3000 && !seen; ++i) {
+    usleep(5000);
+    for (const std::string& p : list_traces(dir))
+      for (const SyncRecord& s : aw_test::read_trace(p).all<SyncRecord>(RecordType::Sync))
+        seen = seen || (s.flags & kFlagInFlight);
+  }
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(seen) << "no synchronization seen in flight within 15 s";
+  auto traces = list_traces(dir);
+  ASSERT_EQ(traces.size(), 1u);
+  Trace t = aw_test::read_trace(traces[0]);
+  auto syncs = t.all<SyncRecord>(RecordType::Sync);
+  ASSERT_GE(syncs.size(), 2u);
+  const SyncRecord& killed = syncs.back();
+  ASSERT_NE(killed.flags & kFlagInFlight, 0u);
+  EXPECT_EQ(killed.stack_id, 0u);
+  const uint64_t ra = in_flight_caller(killed);
+  ASSERT_NE(ra, 0u);
+  // The completed ones blocked 100 ms (>= the launch threshold): they have stacks (after the call)
+  // whose first frame is the same call instruction's return address.
+  const SyncRecord& done = syncs[syncs.size() - 2];
+  ASSERT_NE(done.stack_id, 0u);
+  bool matched = false;
+  for (const auto& r : t.records) {
+    if (r.type() != RecordType::Stack || r.as<StackRecord>().stack_id != done.stack_id) continue;
+    uint64_t first = 0;
+    memcpy(&first, r.bytes.data() + sizeof(StackRecord), sizeof first);
+    matched = first == ra;
+  }
+  EXPECT_TRUE(matched) << std::hex << "caller 0x" << ra;
 }
 
 TEST(EndToEnd, AbortKeepsEveryReturnedCall) {

@@ -945,6 +945,12 @@ int main(int argc, char** argv) {
     printf("result=%d errno=%d\n", r, e);
     return e == 77 ? 0 : 6;
   }
+  if (mode == "sync-loop") {  // sync-loop N: N synchronizations of the null stream, from one call site
+    int n = argc > 2 ? atoi(argv[2]) : 10;
+    CHECK(cuInit(0));
+    for (int i = 0; i < n; ++i) CHECK(cuStreamSynchronize(nullptr));
+    return 0;
+  }
   if (mode == "kill") {  // N copies, then SIGKILL ourselves
     int n = argc > 2 ? atoi(argv[2]) : 1000;
     copies(n);

@@ -432,9 +432,16 @@ struct CallHead {
   uint8_t stream_kind;  // StreamKind (Unknown where the call has no stream)
   uint8_t reserved[3];
   uint64_t start_ns;  // CLOCK_MONOTONIC
-  uint64_t end_ns;    // 0 while in flight
+  // CLOCK_MONOTONIC once the call returned. While in flight (kFlagInFlight): the return address of
+  // the application's call into the outermost wrapper (its caller: the application's call
+  // instruction, or the statically linked runtime's), the call site of a call that never returned
+  // when the record has no stack; 0 when not stored (every in-flight record before 2026-12-01).
+  uint64_t end_ns;
 };
 static_assert(sizeof(CallHead) == 40);
+
+// The caller's return address a record still in flight holds (CallHead::end_ns), else 0.
+inline constexpr uint64_t in_flight_caller(const CallHead& h) { return (h.flags & kFlagInFlight) ? h.end_ns : 0; }
 
 struct CopyRecord : CallHead {  // RecordType::Copy and RecordType::Memset
   uint64_t stream;              // handle value as passed

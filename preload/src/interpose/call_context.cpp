@@ -29,12 +29,7 @@ std::atomic<int> g_active_captures{0};
 std::atomic<uint64_t> g_next_callback_id{1};
 std::atomic<uint32_t> g_device_info_generation{0};
 
-// A host side that may make a copy synchronous (and so become a finding): anything but pinned
-// host memory, device memory or an array.
-inline bool doubtful_side(uint8_t k) noexcept {
-  auto m = static_cast<MemoryKind>(k);
-  return m == MemoryKind::Pageable || m == MemoryKind::Unknown || m == MemoryKind::Managed;
-}
+inline bool doubtful_side(uint8_t k) noexcept { return calls::doubtful_side(static_cast<MemoryKind>(k)); }
 
 // Default policy (docs/configuration.md): copies and memsets get a stack when a side is not known
 // to be pinned or device memory (pageable, unknown, managed; every host-to-host copy) or when the
@@ -208,28 +203,14 @@ void write(AnyRecord& r) noexcept {
   }
 }
 
-AnyRecord* begin_in_place(RecordType type, Api api, uint64_t* start, uint32_t* gen) noexcept {
-  const uint32_t size = record_info(static_cast<uint16_t>(type)).fixed;
-  char* p = thread_buffer::reserve_active(size);
-  if (AW_UNLIKELY(!p)) {
-    *start = now_ns();
-    // Not written: counted like any call that passes unrecorded (not when disabled, not while paused).
-    if (!g_paused.load(std::memory_order_relaxed) && trace_writer::lost_calls_counted()) {
-      thread_buffer::note_lost(thread_buffer::failure_reason());
-      trace_writer::count_lost(1);
-    }
-    return nullptr;
-  }
-  // The reserved bytes are zero (fresh file space, never handed out twice): only the head's known
-  // fields are stored.
-  auto* h = reinterpret_cast<CallHead*>(p);
-  h->api = static_cast<uint16_t>(api);
-  h->flags = kFlagInFlight;
-  *gen = trace_writer::generation();
+AnyRecord* begin_in_place_lost(uint64_t* start) noexcept {
   *start = now_ns();
-  h->start_ns = *start;
-  thread_buffer::commit(p, type, size);  // visible from here on, in flight
-  return reinterpret_cast<AnyRecord*>(p);
+  // Not written: counted like any call that passes unrecorded (not when disabled, not while paused).
+  if (!g_paused.load(std::memory_order_relaxed) && trace_writer::lost_calls_counted()) {
+    thread_buffer::note_lost(thread_buffer::failure_reason());
+    trace_writer::count_lost(1);
+  }
+  return nullptr;
 }
 
 void finish_in_place(AnyRecord* r, Category c, int32_t result, uint64_t end) noexcept {
@@ -237,8 +218,8 @@ void finish_in_place(AnyRecord* r, Category c, int32_t result, uint64_t end) noe
   h.result = result;
   h.end_ns = end;
   // The policy decided here, inline: the common call (a launch that did not block, a pinned copy)
-  // takes no stack and makes no call for it.
-  if (takes_stacks(c) && wants_stack(*r, c, end - h.start_ns)) capture_stack(h);
+  // takes no stack and makes no call for it; one whose stack was taken before the call keeps it.
+  if (takes_stacks(c) && wants_stack(*r, c, end - h.start_ns) && !(h.flags & kFlagStackCaptured)) capture_stack(h);
   __atomic_store_n(&h.flags, h.flags & ~uint32_t{kFlagInFlight}, __ATOMIC_RELEASE);
 }
 
@@ -250,7 +231,31 @@ void cancel_in_place(AnyRecord* r) noexcept {
 }
 
 void apply_stack_policy(AnyRecord& r, Category c) noexcept {
-  if (takes_stacks(c) && wants_stack(r, c, r.head.end_ns - r.head.start_ns)) capture_stack(r.head);
+  if (takes_stacks(c) && wants_stack(r, c, r.head.end_ns - r.head.start_ns) && !(r.head.flags & kFlagStackCaptured))
+    capture_stack(r.head);
+}
+
+uint32_t stack_now() noexcept {
+  const ThreadCallState& st = thread_state();
+  return stacks::capture_call_site(st.caller.ra, st.caller.frame);
+}
+
+void stack_into_target(ThreadCallState& st, Category c) noexcept {
+  // Only the record the runtime call published in place (a pending one is written after the
+  // call: nothing of it is in the file while the call runs), and only from the driver call whose
+  // record it is (adopt_target's test).
+  if (st.pending_valid || c != st.runtime_category || !st.target || st.target == &st.pending ||
+      !in_place_valid(st.target_generation))
+    return;
+  CallHead& h = st.target->head;
+  if (h.flags & kFlagStackCaptured) return;
+  // The runtime call's start was read before it began: the capture's time is moved out of it.
+  const uint64_t t0 = now_ns();
+  const uint32_t id = stack_now();
+  if (!id) return;
+  h.start_ns += now_ns() - t0;
+  h.stack_id = id;
+  __atomic_store_n(&h.flags, h.flags | kFlagStackCaptured, __ATOMIC_RELEASE);
 }
 
 AnyRecord* adopt_target(ThreadCallState& st, Category c) noexcept {

@@ -21,7 +21,9 @@
 #include "asyncwatch/trace_format.h"
 #include "classify/host_memory_classifier.h"
 #include "common.h"
+#include "config.h"
 #include "cuda_abi.h"
+#include "trace/thread_buffer.h"
 #include "trace/trace_writer.h"
 
 namespace asyncwatch::calls {
@@ -224,10 +226,33 @@ class LibraryScope {
 void write(AnyRecord& r) noexcept;
 
 // The in-place write protocol (docs/trace-format.md): a call record of `type` reserved in the
-// thread's block, its head filled (api, start_ns = now, kFlagInFlight) and published before the
-// real call. nullptr when it cannot be written (counted in records_lost when such calls count).
-// `*start` gets the start time; `*gen` the trace generation the record belongs to.
-AnyRecord* begin_in_place(trace::RecordType type, trace::Api api, uint64_t* start, uint32_t* gen) noexcept;
+// thread's block, its head filled (api, start_ns = now, kFlagInFlight; `stack_id` with
+// kFlagStackCaptured when the stack was taken before the call; `caller_ra`, the application's
+// return address, in end_ns until the call completes: the call site of a call still in flight
+// when the process dies) and published before the real call. nullptr when it cannot be written
+// (counted in records_lost when such calls count). `*start` gets the start time; `*gen` the trace
+// generation the record belongs to.
+// Inline: every recorded call makes it (a launch's stack_id is a constant 0).
+AnyRecord* begin_in_place_lost(uint64_t* start) noexcept;  // no room: counted as lost
+inline __attribute__((always_inline)) AnyRecord* begin_in_place(trace::RecordType type, trace::Api api,
+                                                                const void* caller_ra, uint32_t stack_id,
+                                                                uint64_t* start, uint32_t* gen) noexcept {
+  const uint32_t size = trace::record_info(static_cast<uint16_t>(type)).fixed;
+  char* p = thread_buffer::reserve_active(size);
+  if (AW_UNLIKELY(!p)) return begin_in_place_lost(start);
+  // The reserved bytes are zero (fresh file space, never handed out twice): only the head's known
+  // fields are stored.
+  auto* h = reinterpret_cast<trace::CallHead*>(p);
+  h->api = static_cast<uint16_t>(api);
+  h->flags = trace::kFlagInFlight | (stack_id ? uint32_t{trace::kFlagStackCaptured} : 0u);
+  h->stack_id = stack_id;
+  h->end_ns = reinterpret_cast<uintptr_t>(caller_ra);  // until completed: the caller (trace_format.h)
+  *gen = trace_writer::generation();
+  *start = now_ns();
+  h->start_ns = *start;
+  thread_buffer::commit(p, type, size);  // visible from here on, in flight
+  return reinterpret_cast<AnyRecord*>(p);
+}
 // After the real call: whether the record may still be written (not if the process forked meanwhile:
 // it belongs to the parent's trace).
 inline bool in_place_valid(uint32_t gen) noexcept { return trace_writer::generation() == gen; }
@@ -236,8 +261,52 @@ inline bool in_place_valid(uint32_t gen) noexcept { return trace_writer::generat
 void finish_in_place(AnyRecord* r, Category c, int32_t result, uint64_t end) noexcept;
 // A published record that is not wanted after all: it becomes Padding of the same size.
 void cancel_in_place(AnyRecord* r) noexcept;
-// Applies the stack policy (capture the call site when wanted) to a finished record.
+// Applies the stack policy (capture the call site when wanted) to a finished record; nothing when
+// its stack was taken before the call.
 void apply_stack_policy(AnyRecord& r, Category c) noexcept;
+
+// Stacks taken BEFORE the call (docs/configuration.md, ASYNCWATCH_STACKS): for the calls that the
+// policy gives a stack whatever they do, so that a call still in flight when the process is killed
+// has its call site, and blocked times leave the capture out (start_ns is read after it).
+// By category: host-function enqueues, memory management, managed-memory operations and graph
+// construction (always a stack); every synchronization only under ASYNCWATCH_STACKS=all (a stack
+// costs a polling loop of cudaStreamSynchronize ~2x: docs/performance.md). Copies and memsets
+// decide from their sides, classified before the call (`copy_stack_before`). Launches: never
+// (their per-call budget; a launch in flight keeps its caller's return address).
+inline constexpr uint32_t kStackAlwaysBefore =
+    1u << static_cast<unsigned>(Category::HostFunc) | 1u << static_cast<unsigned>(Category::MemoryOp) |
+    1u << static_cast<unsigned>(Category::ManagedOp) | 1u << static_cast<unsigned>(Category::GraphOp);
+inline constexpr uint32_t kStackBeforeUnderAll = 1u << static_cast<unsigned>(Category::Sync);
+inline __attribute__((always_inline)) bool stack_before(Category c) noexcept {
+  // One bit test for the categories that never take it (a launch), whether `c` is a constant or not.
+  const uint32_t bit = 1u << static_cast<unsigned>(c);
+  if (AW_LIKELY(!(bit & (kStackAlwaysBefore | kStackBeforeUnderAll)))) return false;
+  const StackPolicy p = config_fast().stacks;
+  return (bit & kStackAlwaysBefore ? p != StackPolicy::None : p == StackPolicy::All) && !tl_call_state.reentrant;
+}
+// A copy or memset whose sides are known before the call: a stack then when the default policy
+// would give it one whatever the call's duration (a side that is not known to be pinned or device
+// memory, every host-to-host copy), or under ASYNCWATCH_STACKS=all.
+// A host side that may make a copy synchronous (and so become a finding): anything but pinned
+// host memory, device memory or an array.
+inline constexpr uint32_t kDoubtfulSides = 1u << static_cast<unsigned>(trace::MemoryKind::Pageable) |
+                                           1u << static_cast<unsigned>(trace::MemoryKind::Unknown) |
+                                           1u << static_cast<unsigned>(trace::MemoryKind::Managed);
+inline bool doubtful_side(trace::MemoryKind m) noexcept { return (kDoubtfulSides >> static_cast<unsigned>(m)) & 1u; }
+inline __attribute__((always_inline)) bool copy_stack_before(trace::Direction d, trace::MemoryKind src,
+                                                             trace::MemoryKind dst, bool memset) noexcept {
+  // The pinned/device copy of the hot path is decided by one mask test.
+  const uint32_t sides = (memset ? 0u : 1u << static_cast<unsigned>(src)) | 1u << static_cast<unsigned>(dst);
+  const StackPolicy p = config_fast().stacks;
+  if (AW_LIKELY(!(sides & kDoubtfulSides) && d != trace::Direction::HtoH) && p != StackPolicy::All) return false;
+  return p != StackPolicy::None && !tl_call_state.reentrant;
+}
+// The call site of the thread's current call (the outermost wrapper's caller), captured now: its
+// stack id, 0 when none could be taken.
+uint32_t stack_now() noexcept;
+// Inside a traced runtime call (a driver wrapper before its real call): stores the stack into the
+// runtime call's record when this driver call is the one whose record it is and it has none yet.
+void stack_into_target(ThreadCallState& st, Category c) noexcept;
 // A driver wrapper inside a runtime call: the record whose body it fills (the runtime call's, for
 // the first driver call of the runtime call's category), or nullptr (the runtime's internals; also
 // when the runtime call's record could not be reserved).

@@ -70,11 +70,17 @@ CUresult traced(calls::Caller caller, Hook h, trace::RecordType type, CUstream s
                 Call&& call, Describe&& describe) {
   auto cat = type == trace::RecordType::Copy ? calls::Category::Copy : calls::Category::Memset;
   uint32_t gpu = 0;  // ASYNCWATCH_GPU_TIMES: the token of the start event recorded before the call
-  auto timed = [&]() noexcept { gpu = gpu_times::before(stream, hooks::info(h).per_thread); };
+  Sides s{};
+  // Before the call: the sides, classified, decide whether the stack is taken now (the call site
+  // of a copy still in flight when the process dies, call_context.h copy_stack_before).
+  auto prepare = [&]() noexcept {
+    s = describe();
+    gpu = gpu_times::before(stream, hooks::info(h).per_thread);
+    return calls::copy_stack_before(s.direction, s.src, s.dst, type == trace::RecordType::Memset);
+  };
   return calls::traced_with(
-      caller, h, cat, timed, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+      caller, h, cat, prepare, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
         auto& c = rec.copy;
-        Sides s = describe();
         c.direction = static_cast<uint8_t>(s.direction);
         c.src_memory = static_cast<uint8_t>(s.src);
         c.dst_memory = static_cast<uint8_t>(s.dst);

@@ -193,7 +193,9 @@ cudaError_t run(uint8_t inst, calls::Caller c, Api api, Category cat, Call&& cal
     st.driver_reached = false;
     st.pending_valid = false;
     if (in_place) {
-      rec = calls::begin_in_place(type, api, &start, &gen);
+      // A call whose category always gets a stack takes it before the call (and before its start
+      // time): the call site of a call in flight when the process dies (call_context.h).
+      rec = calls::begin_in_place(type, api, c.ra, calls::stack_before(cat) ? calls::stack_now() : 0, &start, &gen);
       st.target = rec;
       st.target_generation = gen;
     } else {

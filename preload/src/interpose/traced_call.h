@@ -35,8 +35,10 @@ struct NoPrepare {
 
 // Runs `call` (the real function), timing it, and `fill(record, hook info, result)` fills the
 // record's body (and flags, by |=; the head's api, result and times are set here). `prepare()` runs
-// before the call, as the library's own code (host functions set up their context there). `call`
-// appears once (so that it is inlined), whatever the way in.
+// before the call, as the library's own code (host functions set up their context there; copies
+// classify their sides there and return whether the call gets its stack before the call,
+// call_context.h `copy_stack_before`; a prepare returning void leaves that to `stack_before(cat)`).
+// `call` appears once (so that it is inlined), whatever the way in.
 //
 // When the trace is active (the hot path's one load, trace_writer::recording_now), the record is
 // reserved in the thread's block and published in flight before the call, then completed in place
@@ -46,6 +48,7 @@ struct NoPrepare {
 template <class Prepare, class Call, class Fill>
 cuda::CUresult traced_with(Caller c, hooks::Hook h, Category cat, Prepare&& prepare, Call&& call, Fill&& fill) {
   constexpr bool kPrepares = !std::is_same_v<std::decay_t<Prepare>, NoPrepare>;
+  constexpr bool kPrepareDecidesStack = std::is_same_v<std::invoke_result_t<Prepare&>, bool>;
   enum Way { kInPlace, kOuter, kInRuntime, kPass, kLost };
   if (AW_UNLIKELY(trace_writer::disabled_now())) return call();  // ASYNCWATCH_DISABLE=1: nothing else
   ThreadCallState& st = thread_state();
@@ -75,14 +78,25 @@ cuda::CUresult traced_with(Caller c, hooks::Hook h, Category cat, Prepare&& prep
   uint64_t start = 0;
   uint32_t lost_phase = 0, gen = 0;
   AnyRecord* rec = nullptr;
+  // Whether the call gets its stack before the call (a constant false for launches).
+  auto early_stack = [&]() noexcept {
+    if constexpr (kPrepareDecidesStack)
+      return prepare();
+    else {
+      if constexpr (kPrepares) prepare();
+      return stack_before(cat);
+    }
+  };
   if (way <= kOuter) {
     st.phase = 1;
     signal_fence();
     st.caller = c;
     st.outer = kOuterDriver;
-    if constexpr (kPrepares) prepare();
+    const bool early = early_stack();
+    // In place only: a record written after the call (the process's first call: no trace yet)
+    // takes its stack after it. Before the start time is read: not in the blocked time.
     if (way == kInPlace)
-      rec = begin_in_place(record_type(cat, hi.api), hi.api, &start, &gen);
+      rec = begin_in_place(record_type(cat, hi.api), hi.api, c.ra, early ? stack_now() : 0, &start, &gen);
     else
       start = now_ns();
     set_phase(st, 2);
@@ -90,10 +104,17 @@ cuda::CUresult traced_with(Caller c, hooks::Hook h, Category cat, Prepare&& prep
     if constexpr (kPrepares) {
       st.phase = 3;
       signal_fence();
-      prepare();
+      if (early_stack()) stack_into_target(st, cat);  // into the runtime call's record, before the call
       set_phase(st, 4);
     } else {
-      st.phase = 4;
+      if (AW_UNLIKELY(stack_before(cat))) {
+        st.phase = 3;
+        signal_fence();
+        stack_into_target(st, cat);
+        set_phase(st, 4);
+      } else {
+        st.phase = 4;
+      }
     }
   } else if (way == kLost) {
     lost_phase = begin_lost(st);

@@ -173,13 +173,28 @@ _Unwind_Reason_Code collect_cb(_Unwind_Context* ctx, void* arg) {
   return _URC_NO_REASON;
 }
 
-void unwind(Unwound* u, uint64_t top) noexcept {
+// Frames of the CUDA library between our innermost frame and the application's call (a driver
+// wrapper that captures before its real call, inside a runtime call: call_context.h) are looked
+// through up to this many.
+constexpr std::size_t kMaxFramesToCaller = 24;
+
+void unwind(Unwound* u, uint64_t top, uint64_t caller_ra) noexcept {
   boost::stacktrace::detail::native_frame_ptr_t raw[kMaxStackDepth + 16];
   std::size_t n = boost::stacktrace::detail::this_thread_frames::collect(raw, kMaxStackDepth + 16, 0);
   std::size_t i = 0;
   // Drop our own frames (this function, the wrapper); the first frame left is the caller of
   // the intercepted function: the application, the runtime, or a framework.
   while (i < n && module_map::is_own_address(reinterpret_cast<uint64_t>(raw[i]))) ++i;
+  // Taken inside a runtime call (by the driver wrapper the runtime called), the frames up to the
+  // outermost wrapper's caller are the runtime's and ours: the stack starts at that caller, as
+  // one taken by the runtime wrapper itself does (the same stack, whichever layer took it).
+  if (caller_ra && i < n && reinterpret_cast<uint64_t>(raw[i]) != caller_ra) {
+    for (std::size_t k = i + 1; k < n && k <= i + kMaxFramesToCaller; ++k)
+      if (reinterpret_cast<uint64_t>(raw[k]) == caller_ra) {
+        i = k;
+        break;
+      }
+  }
   for (; i < n && u->depth < kMaxStackDepth; ++i) {
     if (!raw[i]) break;
     u->frames[u->depth++] = reinterpret_cast<uint64_t>(raw[i]);
@@ -205,7 +220,7 @@ void unwind(Unwound* u, uint64_t top) noexcept {
 
 uint32_t unwind_and_intern() noexcept {
   Unwound u;
-  unwind(&u, 1);
+  unwind(&u, 1, 0);
   return intern(u.frames, u.depth);
 }
 
@@ -400,14 +415,14 @@ uint32_t capture_native_call_site(const void* caller_ra, const void* caller_fram
     // The periodic full check: counts a verified hit that the full unwind contradicts.
     g_unwinds.fetch_add(1, std::memory_order_relaxed);
     Unwound u;
-    unwind(&u, 1);
+    unwind(&u, 1, ra);
     uint32_t id = intern(u.frames, u.depth);
     if (id != e.stack_id) g_mismatches.fetch_add(1, std::memory_order_relaxed);
     return id;
   }
   g_unwinds.fetch_add(1, std::memory_order_relaxed);
   Unwound u;
-  unwind(&u, top);
+  unwind(&u, top, ra);
   uint32_t id = intern(u.frames, u.depth);
   if (set && id && u.nslots) {
     SiteEntry* victim = nullptr;
