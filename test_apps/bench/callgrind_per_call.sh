@@ -55,7 +55,7 @@ for item in "${list[@]}"; do
     callgrind_annotate --inclusive=yes --tree=caller "$out.cg" >"$out.txt" 2>/dev/null
   done
   python3 - "$work/$item-0.02.txt" "$work/$item-0.06.txt" "$item" "${rt[$item]}" "${drv[$item]}" <<'EOF'
-import re, sys
+import os, re, sys
 def parse(path, fn):
     # inclusive Ir of our fn and of the simulator's fn, and how often ours called the real one
     ours = real = calls = None
@@ -68,7 +68,8 @@ def parse(path, fn):
         elif "/sim/" in m.group(3):
             real = ir
             for back in lines[max(0, i - 8):i]:
-                c = re.search(r"<\s+\S+:" + re.escape(fn) + r" \(([\d,]+)x\) \[\S*libasyncwatch", back)
+                # called by our exported function or by its out-of-line body (hook_entry.h)
+                c = re.search(r"<\s+\S+:(?:aw_traced_)?" + re.escape(fn) + r" \(([\d,]+)x\) \[\S*libasyncwatch", back)
                 if c: calls = int(c.group(1).replace(",", ""))
     if None in (ours, real, calls): sys.exit("callgrind_per_call: %s not found in %s" % (fn, path))
     return ours - real, calls
@@ -77,6 +78,7 @@ res = {}
 for fn in (rt, drv):
     (o1, c1), (o2, c2) = parse(a, fn), parse(b, fn)
     res[fn] = (o2 - o1) / (c2 - c1)
+    if os.environ.get("AW_CG_DEBUG"): print(fn, o1, c1, o2, c2, file=sys.stderr)
 print("item=%s runtime_wrapper_ir=%.0f driver_wrapper_ir=%.0f total_ir=%.0f" % (item, res[rt], res[drv], res[rt] + res[drv]))
 EOF
 done

@@ -2,11 +2,17 @@
 // to take their addresses; their real prototypes live in the driver_hooks_*.cpp files.
 #include "hook_table.h"
 
+#include "hook_entry.h"
+
 #include <cstring>
 
 #define AW_HOOK_DECL(sym, api, pt) extern "C" void sym();
 AW_DRIVER_HOOKS(AW_HOOK_DECL)
 #undef AW_HOOK_DECL
+
+namespace asyncwatch::calls {
+AW_TLS_SHARED EntryStack tl_entry;
+}
 
 namespace asyncwatch::hooks {
 namespace {
