@@ -551,44 +551,44 @@ inline void* rt_real(RtSlot s) noexcept {
   return p;  // instances >= 1: set when dlsym handed the wrapper out
 }
 
-// Instance `inst`'s function for slot `s` (resolved on first use for instance 0).
-inline void* rt_real_of(uint8_t inst, RtSlot s) noexcept {
-  return inst == 0 ? rt_real<0>(s)
-                   : g_inst[inst & (kRtInstances - 1)].real[static_cast<size_t>(s)].load(std::memory_order_acquire);
-}
 }  // namespace
 
-// Each wrapper's body (hook_entry.h): out of line, shared by the instances (the instance comes with the
-// call site), with `aw_caller`, `real_fn` and `aw_per_thread` (the row's per_thread) in scope.
-#define AW_RT_TRACED(sym, api, cat, pt, params, args, fb)                                         \
-  extern "C" AW_EXPORT cudaError_t sym params;                                                    \
-  extern "C" __attribute__((visibility("hidden"), noinline)) cudaError_t aw_traced_##sym params { \
-    uint8_t aw_inst = 0;                                                                          \
-    const calls::Caller aw_caller = calls::pop_entry(&aw_inst);                                   \
-    const auto real_fn = reinterpret_cast<decltype(&::sym)>(rt_real_of(aw_inst, RtSlot::sym));    \
-    if (!real_fn) return cudaErrorInitializationError;                                            \
-    [[maybe_unused]] constexpr bool aw_per_thread = pt != 0;                                      \
-    return run(                                                                                   \
-        aw_inst, aw_caller, Api::api, Category::cat, [&] { return real_fn args; }, fb);           \
-  }
+// Each wrapper's body (hook_entry.h), out of line, one per instance, with `aw_caller`, `real_fn` and
+// `aw_per_thread` (the row's per_thread) in scope; instance 0's body is aw_traced_<sym>.
+#define AW_RT_TRACED_BODY(inst, wrapper, sym, api, cat, pt, args, fb)                  \
+  AW_ENTRY_CALLER(wrapper);                                                            \
+  const auto real_fn = reinterpret_cast<decltype(&::sym)>(rt_real<inst>(RtSlot::sym)); \
+  if (!real_fn) return cudaErrorInitializationError;                                   \
+  [[maybe_unused]] constexpr bool aw_per_thread = pt != 0;                             \
+  return run(                                                                          \
+      inst, aw_caller, Api::api, Category::cat, [&] { return real_fn args; }, fb);
 // An instance's entry (hook_entry.h): with ASYNCWATCH_DISABLE=1 a load, a bit test and a tail call of the
-// real function; otherwise its call site noted and the body called with the same arguments.
-#define AW_RT_ENTRY(inst, sym, args)                                                        \
+// real function; otherwise the body, called with the same arguments.
+#define AW_RT_ENTRY(inst, sym, args, body)                                                  \
   const auto real = reinterpret_cast<decltype(&::sym)>(                                     \
       g_inst[inst].real[static_cast<size_t>(RtSlot::sym)].load(std::memory_order_acquire)); \
   if (AW_UNLIKELY(trace_writer::disabled_now()) && AW_LIKELY(real)) return real args;       \
-  AW_PUSH_ENTRY(inst);                                                                      \
-  return aw_traced_##sym args;
+  AW_NOTE_ENTRY();                                                                          \
+  return body args;
 
-// The exported wrapper (instance 0) and, for the other instances, a template of the same entry.
-#define AW_RT_DEFINE(sym, api, cat, pt, params, args, fb)                   \
-  AW_RT_TRACED(sym, api, cat, pt, params, args, fb)                         \
-  extern "C" AW_EXPORT cudaError_t sym params { AW_RT_ENTRY(0, sym, args) } \
-  namespace {                                                               \
-  template <int I>                                                          \
-  cudaError_t sym##_instance params {                                       \
-    AW_RT_ENTRY(I, sym, args)                                               \
-  }                                                                         \
+// The exported wrapper (instance 0) and, for the other instances, templates of the same entry and body.
+#define AW_RT_DEFINE(sym, api, cat, pt, params, args, fb)                                         \
+  extern "C" AW_EXPORT cudaError_t sym params;                                                    \
+  extern "C" __attribute__((visibility("hidden"), noinline)) cudaError_t aw_traced_##sym params { \
+    AW_RT_TRACED_BODY(0, &::sym, sym, api, cat, pt, args, fb)                                     \
+  }                                                                                               \
+  extern "C" AW_EXPORT cudaError_t sym params { AW_RT_ENTRY(0, sym, args, aw_traced_##sym) }      \
+  namespace {                                                                                     \
+  template <int I>                                                                                \
+  cudaError_t sym##_instance params;                                                              \
+  template <int I>                                                                                \
+  __attribute__((noinline)) cudaError_t sym##_traced params {                                     \
+    AW_RT_TRACED_BODY(I, &sym##_instance<I>, sym, api, cat, pt, args, fb)                         \
+  }                                                                                               \
+  template <int I>                                                                                \
+  cudaError_t sym##_instance params {                                                             \
+    AW_RT_ENTRY(I, sym, args, sym##_traced<I>)                                                    \
+  }                                                                                               \
   }
 AW_RUNTIME_HOOKS(AW_RT_DEFINE)
 #undef AW_RT_DEFINE
