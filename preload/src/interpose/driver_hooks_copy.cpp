@@ -70,7 +70,9 @@ CUresult traced(calls::Caller caller, Hook h, trace::RecordType type, CUstream s
                 Call&& call, Describe&& describe) {
   auto cat = type == trace::RecordType::Copy ? calls::Category::Copy : calls::Category::Memset;
   uint32_t gpu = 0;  // ASYNCWATCH_GPU_TIMES: the token of the start event recorded before the call
-  auto timed = [&]() noexcept { gpu = gpu_times::before(stream, hooks::info(h).per_thread); };
+  auto timed = [&]() noexcept {
+    if (gpu_times::enabled()) gpu = gpu_times::before(stream, hooks::info(h).per_thread);
+  };
   return calls::traced_with(
       caller, h, cat, timed, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
         auto& c = rec.copy;

@@ -29,7 +29,9 @@ template <class Call>
 CUresult traced_launch(calls::Caller caller, Hook h, const LaunchShape& shape, Call&& call,
                        CUgraphExec exec = nullptr) {
   uint32_t gpu = 0;  // ASYNCWATCH_GPU_TIMES: the token of the start event recorded before the call
-  auto timed = [&]() noexcept { gpu = gpu_times::before(shape.stream, hooks::info(h).per_thread); };
+  auto timed = [&]() noexcept {
+    if (gpu_times::enabled()) gpu = gpu_times::before(shape.stream, hooks::info(h).per_thread);
+  };
   return calls::traced_with(
       caller, h, calls::Category::Launch, timed, call,
       [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
@@ -128,7 +130,7 @@ CUresult traced_host_func(calls::Caller caller, Hook h, CUstream st, CUhostFn us
         // Read before the enqueue: once the driver has the context, its thread may run the host
         // function and free the context (host_fn_trampoline) before the enqueue even returns here.
         id = ctx ? ctx->callback_id : 0;
-        if (!capturing) gpu = gpu_times::before(st, hooks::info(h).per_thread);
+        if (!capturing && gpu_times::enabled()) gpu = gpu_times::before(st, hooks::info(h).per_thread);
       },
       [&] { return enqueue(ctx); },
       [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
