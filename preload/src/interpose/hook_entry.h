@@ -1,15 +1,17 @@
-// How an exported wrapper hands over to its traced body, out of line (docs/performance.md, "The
-// disabled path"). The exported function loads the real function and tests the ASYNCWATCH_DISABLE
+// How an exported wrapper hands over to its traced body, out of line (docs/interception.md, "Every
+// path to the driver"; the cost: docs/performance.md, "Third pass"). The exported function loads the real function and tests the ASYNCWATCH_DISABLE
 // bit: when set, it tail-calls the real function, having set up no frame and touched nothing else.
 // Otherwise it calls the body with the same arguments, which an optimizing compiler makes a jump
 // (a sibling call): the body then has the wrapper's return address and frame as its own, the
 // application's call site (the key of the call-site cache, and how a driver call made by the
 // runtime is told from the application's).
 //
-// Where the compiler does not make it a jump (unoptimized and sanitized builds), the body's return
-// address lies in the wrapper, just after its start: the body then takes the call site the wrapper
-// stored in `tl_entry_ra` before the call. (A signal handler's CUDA call between that store and the
-// body's load would replace it: only in those builds, and only for that call's call site.)
+// Where the compiler does not make it a jump, the body's return address lies in the wrapper, just
+// after its start. In unoptimized and sanitized builds (frame pointers everywhere: -O0, and the
+// sanitizer builds' -fno-omit-frame-pointer) the body then reads the wrapper's return address and
+// frame one frame up. Elsewhere (an optimizing compiler that did not make it a jump after all) it
+// takes the return address the wrapper stored in `tl_entry_ra` before the call (a signal handler's
+// CUDA call between that store and the body's load would replace it: that call's call site only).
 #pragma once
 
 #include <cstdint>
@@ -25,25 +27,36 @@ extern AW_TLS_SHARED const void* tl_entry_ra;
 
 // A call from a wrapper's own code returns to within this many bytes of its start.
 inline constexpr uintptr_t kWrapperSpan = 512;
-
-// In the body: the call site. `own_ra` and `own_cfa` are the body's return address and canonical
-// frame address; `wrapper` the exported function (or instance) that called or jumped to it. The
-// frame is what __builtin_frame_address(0) gave in the wrapper (the CFA minus the return address
-// and the saved frame pointer).
-inline Caller entry_caller(const void* own_ra, const void* own_cfa, const void* wrapper) noexcept {
-  const uintptr_t ra = reinterpret_cast<uintptr_t>(own_ra);
-  const bool called = ra - reinterpret_cast<uintptr_t>(wrapper) < kWrapperSpan;
-  return Caller{AW_LIKELY(!called) ? own_ra : tl_entry_ra, static_cast<const char*>(own_cfa) - 2 * sizeof(void*)};
+inline bool called_by(const void* own_ra, const void* wrapper) noexcept {
+  return reinterpret_cast<uintptr_t>(own_ra) - reinterpret_cast<uintptr_t>(wrapper) < kWrapperSpan;
 }
 
 }  // namespace asyncwatch::calls
 
 // In the exported function, on the traced path only.
 #define AW_NOTE_ENTRY() ::asyncwatch::calls::tl_entry_ra = __builtin_return_address(0)
-// First statement of a body whose exported function (or instance) is `wrapper`.
-#define AW_ENTRY_CALLER(wrapper)                                                   \
-  const ::asyncwatch::calls::Caller aw_caller = ::asyncwatch::calls::entry_caller( \
-      __builtin_return_address(0), __builtin_dwarf_cfa(), reinterpret_cast<const void*>(wrapper))
+
+#if !defined(__OPTIMIZE__) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define AW_WRAPPER_CALLER() \
+  ::asyncwatch::calls::Caller { __builtin_return_address(1), __builtin_frame_address(1) }
+#else
+#define AW_WRAPPER_CALLER()                                                                               \
+  ::asyncwatch::calls::Caller {                                                                           \
+    ::asyncwatch::calls::tl_entry_ra, static_cast<const char*>(__builtin_dwarf_cfa()) - 2 * sizeof(void*) \
+  }
+#endif
+// First statement of a body whose exported function (or instance) is `wrapper`: `aw_caller`, the
+// call site. Reached by a jump, the body's return address and frame are the wrapper's (the frame as
+// __builtin_frame_address(0) gave it there: the canonical frame address less the return address
+// and the saved frame pointer).
+#define AW_ENTRY_CALLER(wrapper)                                                                                      \
+  _Pragma("GCC diagnostic push") _Pragma(                                                                             \
+      "GCC diagnostic ignored \"-Wframe-address\"") const ::asyncwatch::calls::Caller aw_caller =                     \
+      AW_LIKELY(!::asyncwatch::calls::called_by(__builtin_return_address(0), reinterpret_cast<const void*>(wrapper))) \
+          ? ::asyncwatch::calls::Caller{__builtin_return_address(0),                                                  \
+                                        static_cast<const char*>(__builtin_dwarf_cfa()) - 2 * sizeof(void*)}          \
+          : AW_WRAPPER_CALLER();                                                                                      \
+  _Pragma("GCC diagnostic pop")
 
 // Defines the exported driver wrapper `sym` (parameters `params`, forwarded as `args`) and its body,
 // `aw_traced_<sym>` (hidden, out of line), whose statements follow `args`; in them `aw_caller` (the

@@ -133,11 +133,11 @@ void resolve_one(hooks::Hook h, bool pin) noexcept {
 
 std::atomic<bool> g_all_resolved{false};
 
+}  // namespace
+
 // Every entry point at once, the first time one is missing: the loader's lock is taken here, so
 // this runs as the library's own code (a signal meanwhile is held back), and a later first call of
 // another entry point, perhaps from a signal handler, finds its function without a lookup.
-}  // namespace
-
 void* resolve(hooks::Hook want) noexcept {
   bool interrupted = calls::thread_state().phase & 1;
   calls::LibraryScope scope;
