@@ -6,12 +6,13 @@
 // application's call site (the key of the call-site cache, and how a driver call made by the
 // runtime is told from the application's).
 //
-// Where the compiler does not make it a jump, the body's return address lies in the wrapper, just
-// after its start. In unoptimized and sanitized builds (frame pointers everywhere: -O0, and the
-// sanitizer builds' -fno-omit-frame-pointer) the body then reads the wrapper's return address and
-// frame one frame up. Elsewhere (an optimizing compiler that did not make it a jump after all) it
-// takes the return address the wrapper stored in `tl_entry_ra` before the call (a signal handler's
-// CUDA call between that store and the body's load would replace it: that call's call site only).
+// Unoptimized and sanitized builds keep it a call (frame pointers everywhere there: -O0, and the
+// sanitizer builds' -fno-omit-frame-pointer), and the body reads the wrapper's return address and
+// frame one frame up. In optimized builds the wrappers live in a section of their own (contiguous
+// in each object); should the compiler not have made the call a jump after all, the body's return
+// address lies in its own wrapper (no wrapper calls another), and the body takes the return address the wrapper
+// stored in `tl_entry_ra` before the call (a signal handler's CUDA call between that store and the
+// body's load would replace it: that call's call site only).
 #pragma once
 
 #include <cstdint>
@@ -21,42 +22,38 @@
 #include "real_functions.h"
 #include "trace/trace_writer.h"
 
+#if !defined(__OPTIMIZE__) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define AW_ENTRY_ATTRS  __attribute__((optimize("no-optimize-sibling-calls")))
+#define AW_NOTE_ENTRY() static_cast<void>(0)
+#define AW_ENTRY_CALLER(wrapper)                                                                            \
+  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wframe-address\"")                      \
+      const ::asyncwatch::calls::Caller aw_caller{__builtin_return_address(1), __builtin_frame_address(1)}; \
+  _Pragma("GCC diagnostic pop")
+#else
+#define AW_ENTRY_ATTRS  __attribute__((section(".text.asyncwatch_entries")))
+// In the exported function, on the traced path only.
+#define AW_NOTE_ENTRY() ::asyncwatch::calls::tl_entry_ra = __builtin_return_address(0)
+// `aw_caller`, the call site. Reached by a jump, the body's return address and frame are the
+// wrapper's (the frame as __builtin_frame_address(0) gave it there: the canonical frame address
+// less the return address and the saved frame pointer).
+#define AW_ENTRY_CALLER(wrapper)                                                                                    \
+  const ::asyncwatch::calls::Caller aw_caller {                                                                     \
+    AW_LIKELY(!::asyncwatch::calls::called_by(__builtin_return_address(0), reinterpret_cast<const void*>(wrapper))) \
+    ? __builtin_return_address(0) : ::asyncwatch::calls::tl_entry_ra,                                               \
+        static_cast<const char*>(__builtin_dwarf_cfa()) - 2 * sizeof(void*)                                         \
+  }
+#endif
+
 namespace asyncwatch::calls {
+extern AW_TLS_SHARED const void* tl_entry_ra;  // AW_NOTE_ENTRY
 
-extern AW_TLS_SHARED const void* tl_entry_ra;
-
-// A call from a wrapper's own code returns to within this many bytes of its start.
-inline constexpr uintptr_t kWrapperSpan = 512;
+// A call from a wrapper's own code returns to within this many bytes of its start (an optimized
+// wrapper is a few dozen instructions).
+inline constexpr uintptr_t kWrapperSpan = 256;
 inline bool called_by(const void* own_ra, const void* wrapper) noexcept {
   return reinterpret_cast<uintptr_t>(own_ra) - reinterpret_cast<uintptr_t>(wrapper) < kWrapperSpan;
 }
-
 }  // namespace asyncwatch::calls
-
-// In the exported function, on the traced path only.
-#define AW_NOTE_ENTRY() ::asyncwatch::calls::tl_entry_ra = __builtin_return_address(0)
-
-#if !defined(__OPTIMIZE__) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define AW_WRAPPER_CALLER() \
-  ::asyncwatch::calls::Caller { __builtin_return_address(1), __builtin_frame_address(1) }
-#else
-#define AW_WRAPPER_CALLER()                                                                               \
-  ::asyncwatch::calls::Caller {                                                                           \
-    ::asyncwatch::calls::tl_entry_ra, static_cast<const char*>(__builtin_dwarf_cfa()) - 2 * sizeof(void*) \
-  }
-#endif
-// First statement of a body whose exported function (or instance) is `wrapper`: `aw_caller`, the
-// call site. Reached by a jump, the body's return address and frame are the wrapper's (the frame as
-// __builtin_frame_address(0) gave it there: the canonical frame address less the return address
-// and the saved frame pointer).
-#define AW_ENTRY_CALLER(wrapper)                                                                                      \
-  _Pragma("GCC diagnostic push") _Pragma(                                                                             \
-      "GCC diagnostic ignored \"-Wframe-address\"") const ::asyncwatch::calls::Caller aw_caller =                     \
-      AW_LIKELY(!::asyncwatch::calls::called_by(__builtin_return_address(0), reinterpret_cast<const void*>(wrapper))) \
-          ? ::asyncwatch::calls::Caller{__builtin_return_address(0),                                                  \
-                                        static_cast<const char*>(__builtin_dwarf_cfa()) - 2 * sizeof(void*)}          \
-          : AW_WRAPPER_CALLER();                                                                                      \
-  _Pragma("GCC diagnostic pop")
 
 // Defines the exported driver wrapper `sym` (parameters `params`, forwarded as `args`) and its body,
 // `aw_traced_<sym>` (hidden, out of line), whose statements follow `args`; in them `aw_caller` (the
@@ -71,7 +68,7 @@ inline bool called_by(const void* own_ra, const void* wrapper) noexcept {
     [[maybe_unused]] auto call = [&] { return real args; };                                                           \
     __VA_ARGS__                                                                                                       \
   }                                                                                                                   \
-  extern "C" AW_EXPORT ::asyncwatch::cuda::CUresult sym params {                                                      \
+  extern "C" AW_EXPORT AW_ENTRY_ATTRS ::asyncwatch::cuda::CUresult sym params {                                       \
     const auto real = reinterpret_cast<decltype(&::sym)>(                                                             \
         ::asyncwatch::real::g_real[static_cast<size_t>(::asyncwatch::hooks::Hook::sym)].load(                         \
             std::memory_order_acquire));                                                                              \

@@ -572,23 +572,23 @@ inline void* rt_real(RtSlot s) noexcept {
   return body args;
 
 // The exported wrapper (instance 0) and, for the other instances, templates of the same entry and body.
-#define AW_RT_DEFINE(sym, api, cat, pt, params, args, fb)                                         \
-  extern "C" AW_EXPORT cudaError_t sym params;                                                    \
-  extern "C" __attribute__((visibility("hidden"), noinline)) cudaError_t aw_traced_##sym params { \
-    AW_RT_TRACED_BODY(0, &::sym, sym, api, cat, pt, args, fb)                                     \
-  }                                                                                               \
-  extern "C" AW_EXPORT cudaError_t sym params { AW_RT_ENTRY(0, sym, args, aw_traced_##sym) }      \
-  namespace {                                                                                     \
-  template <int I>                                                                                \
-  cudaError_t sym##_instance params;                                                              \
-  template <int I>                                                                                \
-  __attribute__((noinline)) cudaError_t sym##_traced params {                                     \
-    AW_RT_TRACED_BODY(I, &sym##_instance<I>, sym, api, cat, pt, args, fb)                         \
-  }                                                                                               \
-  template <int I>                                                                                \
-  cudaError_t sym##_instance params {                                                             \
-    AW_RT_ENTRY(I, sym, args, sym##_traced<I>)                                                    \
-  }                                                                                               \
+#define AW_RT_DEFINE(sym, api, cat, pt, params, args, fb)                                                   \
+  extern "C" AW_EXPORT cudaError_t sym params;                                                              \
+  extern "C" __attribute__((visibility("hidden"), noinline)) cudaError_t aw_traced_##sym params {           \
+    AW_RT_TRACED_BODY(0, &::sym, sym, api, cat, pt, args, fb)                                               \
+  }                                                                                                         \
+  extern "C" AW_EXPORT AW_ENTRY_ATTRS cudaError_t sym params { AW_RT_ENTRY(0, sym, args, aw_traced_##sym) } \
+  namespace {                                                                                               \
+  template <int I>                                                                                          \
+  cudaError_t sym##_instance params;                                                                        \
+  template <int I>                                                                                          \
+  __attribute__((noinline)) cudaError_t sym##_traced params {                                               \
+    AW_RT_TRACED_BODY(I, &sym##_instance<I>, sym, api, cat, pt, args, fb)                                   \
+  }                                                                                                         \
+  template <int I>                                                                                          \
+  AW_ENTRY_ATTRS cudaError_t sym##_instance params {                                                        \
+    AW_RT_ENTRY(I, sym, args, sym##_traced<I>)                                                              \
+  }                                                                                                         \
   }
 AW_RUNTIME_HOOKS(AW_RT_DEFINE)
 #undef AW_RT_DEFINE
