@@ -691,6 +691,19 @@ TEST(EndToEnd, DisabledRecordsNothing) {
   EXPECT_TRUE(r.traces.empty());
 }
 
+// The disabled path is each exported wrapper's one bit test and a jump to the real function
+// (interpose/hook_entry.h): the calls still reach the driver with their arguments and results,
+// through every way in (linked, cuGetProcAddress, dlsym), host functions included.
+TEST(EndToEnd, DisabledPassesEveryWayThrough) {
+  for (const char* mode : {"proc", "launch", "hostfunc", "cuda13"}) {
+    AppRun r = run({mode}, {"ASYNCWATCH_DISABLE=1"});
+    EXPECT_TRUE(exited_ok(r)) << mode << ": " << r.err;
+    EXPECT_TRUE(r.traces.empty()) << mode;
+  }
+  AppRun r = run({"hostfunc"}, {"ASYNCWATCH_DISABLE=1"});
+  EXPECT_NE(r.out.find("ran=2"), std::string::npos) << r.out;
+}
+
 TEST(EndToEnd, ManyThreadsNoLoss) {
   AppRun r = run({"threads", "8"});
   ASSERT_TRUE(exited_ok(r)) << r.err;

@@ -246,6 +246,22 @@ TEST(HookTable, ExactNames) {
   }
 }
 
+// cuGetProcAddress's names: a name that some hooked form extends is looked up (dladdr), any
+// other passes through without a lookup.
+TEST(HookTable, PrefixOfAHookedName) {
+  EXPECT_TRUE(hooks::any_starts_with("cuMemcpyHtoDAsync"));   // -> cuMemcpyHtoDAsync_v2(_ptsz)
+  EXPECT_TRUE(hooks::any_starts_with("cuGraphInstantiate"));  // -> cuGraphInstantiateWithFlags
+  EXPECT_TRUE(hooks::any_starts_with("cuCtxSynchronize"));
+  EXPECT_TRUE(hooks::any_starts_with("cuStreamAddCallback_ptsz"));
+  EXPECT_FALSE(hooks::any_starts_with("cuDeviceGetAttribute"));
+  EXPECT_FALSE(hooks::any_starts_with("cuMemcpyHtoDAsync_v3"));
+  EXPECT_FALSE(hooks::any_starts_with("cuZ"));
+  EXPECT_FALSE(hooks::any_starts_with("malloc"));
+  EXPECT_FALSE(hooks::any_starts_with(nullptr));
+  for (size_t i = 0; i < hooks::kHookCount; ++i)
+    EXPECT_TRUE(hooks::any_starts_with(hooks::info(static_cast<hooks::Hook>(i)).name));
+}
+
 class TraceWriterTest : public ::testing::Test {
  protected:
   static std::string dir_;

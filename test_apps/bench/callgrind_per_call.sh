@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Instructions asyncwatch adds per call, counted with callgrind on the simulator (shared runtime):
-# for each wrapper, Ir of our function (inclusive) minus Ir of the real function it calls
-# (inclusive), i.e. what the wrapper itself executes; the runtime wrapper's and the nested driver
-# wrapper's shares are printed separately and summed. Each item runs at two iteration counts and
+# what our runtime and driver wrappers execute (their out-of-line bodies and the library functions
+# they call included) outside the real functions, collected with --toggle-collect; the runtime
+# wrapper's and the nested driver wrapper's shares are printed separately and summed. (Not
+# inclusive costs: callgrind attributes the tail calls of the exported wrappers to their callers.) Each item runs at two iteration counts and
 # the difference is divided by the difference in calls, so one-off costs (the trace's open, the
 # first segment, lazy binding) cancel out. Deterministic: no timing enters the counts.
 #
@@ -44,39 +45,45 @@ declare -A rt=([launch]=__cudaLaunchKernel [copy_pinned_64]=cudaMemcpyAsync [cop
 declare -A drv=([launch]=cuLaunchKernel [copy_pinned_64]=cuMemcpyHtoDAsync_v2 [copy_pageable_64]=cuMemcpyHtoDAsync_v2 [event_record_query]=cuEventQuery
                 [sync_idle]=cuStreamSynchronize [host_func]=cuLaunchHostFunc)
 IFS=, read -r -a list <<<"$items"
+# One run per scale and per set of names: callgrind collects only inside a function of the set, and
+# every nested entry into one toggles collection again. Our wrapper and the real function share the
+# name, so what is collected is what our wrappers execute around the real functions: their
+# out-of-line bodies and the library functions they call (clock reads, our driver queries) included,
+# the real functions excluded.
+run_one() {  # item scale tag function...
+  local item=$1 scale=$2 out=$work/$1-$2-$3 f
+  shift 3
+  local toggles=()
+  for f in "$@"; do toggles+=("--toggle-collect=$f"); done
+  mkdir -p "$out.d"
+  env ${extra_env[@]+"${extra_env[@]}"} LD_LIBRARY_PATH=$sim LD_PRELOAD=$lib ASYNCWATCH_OUTPUT_DIR=$out.d ASYNCWATCH_QUIET=1 \
+    valgrind --tool=callgrind "${toggles[@]}" --callgrind-out-file="$out.cg" "$bench" --only "$item" --reps 1 \
+    --scale "$scale" --warmup-ms 0 >"$out.log" 2>&1 || { cat "$out.log" >&2; die "run failed"; }
+  callgrind_annotate --inclusive=yes --tree=caller "$out.cg" >"$out.txt" 2>/dev/null
+}
 for item in "${list[@]}"; do
   [[ -n ${rt[$item]:-} ]] || die "unknown item $item"
   for scale in 0.02 0.06; do
-    out=$work/$item-$scale
-    mkdir -p "$out.d"
-    env ${extra_env[@]+"${extra_env[@]}"} LD_LIBRARY_PATH=$sim LD_PRELOAD=$lib ASYNCWATCH_OUTPUT_DIR=$out.d ASYNCWATCH_QUIET=1 \
-      valgrind --tool=callgrind --callgrind-out-file="$out.cg" "$bench" --only "$item" --reps 1 \
-      --scale "$scale" --warmup-ms 0 >"$out.log" 2>&1 || { cat "$out.log" >&2; die "run failed"; }
-    callgrind_annotate --inclusive=yes --tree=caller "$out.cg" >"$out.txt" 2>/dev/null
+    run_one "$item" $scale both "${rt[$item]}" "${drv[$item]}"
+    run_one "$item" $scale driver "${drv[$item]}"
   done
-  python3 - "$work/$item-0.02.txt" "$work/$item-0.06.txt" "$item" "${rt[$item]}" "${drv[$item]}" <<'EOF'
+  python3 - "$work/$item" "$item" "${rt[$item]}" <<'EOF'
 import re, sys
-def parse(path, fn):
-    # inclusive Ir of our fn and of the simulator's fn, and how often ours called the real one
-    ours = real = calls = None
-    lines = open(path, encoding="utf-8", errors="replace").read().splitlines()
-    for i, l in enumerate(lines):
-        m = re.match(r"\s*([\d,]+) \([^)]*\)\s+\*\s+\S+:(\S+) \[(\S+)\]", l)
-        if not m or m.group(2) != fn: continue
-        ir = int(m.group(1).replace(",", ""))
-        if m.group(3).endswith("libasyncwatch.so"): ours = ir
-        elif "/sim/" in m.group(3):
-            real = ir
-            for back in lines[max(0, i - 8):i]:
-                c = re.search(r"<\s+\S+:" + re.escape(fn) + r" \(([\d,]+)x\) \[\S*libasyncwatch", back)
-                if c: calls = int(c.group(1).replace(",", ""))
-    if None in (ours, real, calls): sys.exit("callgrind_per_call: %s not found in %s" % (fn, path))
-    return ours - real, calls
-a, b, item, rt, drv = sys.argv[1:]
-res = {}
-for fn in (rt, drv):
-    (o1, c1), (o2, c2) = parse(a, fn), parse(b, fn)
-    res[fn] = (o2 - o1) / (c2 - c1)
-print("item=%s runtime_wrapper_ir=%.0f driver_wrapper_ir=%.0f total_ir=%.0f" % (item, res[rt], res[drv], res[rt] + res[drv]))
+def parse(path, rt):
+    # the collected Ir (totals line) and how often the runtime entry point was called
+    text = open(path + ".txt", encoding="utf-8", errors="replace").read()
+    total = None
+    for l in open(path + ".cg", encoding="utf-8", errors="replace"):
+        if l.startswith("totals:"): total = int(l.split()[1])
+    calls = [int(c.replace(",", "")) for c in re.findall(r":(?:aw_traced_)?" + re.escape(rt) + r" \(([\d,]+)x\)", text)]
+    if total is None or not calls: sys.exit("callgrind_per_call: %s not found in %s" % (rt, path))
+    return total, max(calls)
+base, item, rt = sys.argv[1:]
+per = {}
+for tag in ("both", "driver"):
+    (t1, c1), (t2, c2) = parse(base + "-0.02-" + tag, rt), parse(base + "-0.06-" + tag, rt)
+    per[tag] = (t2 - t1) / (c2 - c1)
+print("item=%s runtime_wrapper_ir=%.0f driver_wrapper_ir=%.0f total_ir=%.0f"
+      % (item, per["both"] - per["driver"], per["driver"], per["both"]))
 EOF
 done

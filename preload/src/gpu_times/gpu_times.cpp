@@ -197,8 +197,6 @@ void at_process_exit() noexcept {
 
 }  // namespace
 
-bool enabled() noexcept { return config_fast().gpu_times; }
-
 uint32_t before(CUstream stream, bool per_thread_entry) noexcept {
   if (AW_LIKELY(!enabled()) || !usable()) return 0;
   const Driver* d = driver();

@@ -15,12 +15,14 @@
 #include <cstdint>
 
 #include "asyncwatch/trace_format.h"
+#include "config.h"
 #include "cuda_abi.h"
 
 namespace asyncwatch::gpu_times {
 
-// Whether the mode is on (read once from the configuration).
-bool enabled() noexcept;
+// Whether the mode is on (read once from the configuration). Inline: the wrappers test it before
+// calling before(), on every launch and copy.
+inline bool enabled() noexcept { return config_fast().gpu_times; }
 
 // Before the real call that enqueues an operation on `stream`: records the start event. Returns a
 // token for after(), 0 when the operation is not timed (mode off, capture, ring full, no context).

@@ -75,7 +75,7 @@ CUresult traced(calls::Caller caller, Hook h, trace::RecordType type, CUstream s
   // of a copy still in flight when the process dies, call_context.h copy_stack_before).
   auto prepare = [&]() noexcept {
     s = describe();
-    gpu = gpu_times::before(stream, hooks::info(h).per_thread);
+    if (gpu_times::enabled()) gpu = gpu_times::before(stream, hooks::info(h).per_thread);
     return calls::copy_stack_before(s.direction, s.src, s.dst, type == trace::RecordType::Memset);
   };
   return calls::traced_with(
@@ -99,8 +99,6 @@ CUresult traced(calls::Caller caller, Hook h, trace::RecordType type, CUstream s
       });
 }
 
-using calls::real_fn;
-
 constexpr auto kCopy = trace::RecordType::Copy;
 constexpr auto kMemset = trace::RecordType::Memset;
 
@@ -110,109 +108,61 @@ constexpr auto kMemset = trace::RecordType::Memset;
 
 // ---- linear copies -----------------------------------------------------------------------
 #define DEF_MEMCPY(sym)                                                                       \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUdeviceptr src, size_t n) {             \
-    AW_NOTE_CALLER();                                                                         \
-    auto real = real_fn<CUresult (*)(CUdeviceptr, CUdeviceptr, size_t)>(Hook::sym);           \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                             \
-    return traced(                                                                            \
-        aw_caller, Hook::sym, kCopy, nullptr, false, true, [&] { return real(dst, src, n); }, \
-        [&] {                                                                                 \
-          MemoryKind s = unified_kind(src), d = unified_kind(dst);                            \
-          return Sides{infer_direction(s, d), s, d, n};                                       \
-        });                                                                                   \
-  }
+  AW_DRIVER_HOOK(sym, (CUdeviceptr dst, CUdeviceptr src, size_t n), (dst, src, n),            \
+                 return traced(aw_caller, Hook::sym, kCopy, nullptr, false, true, call, [&] { \
+                   MemoryKind s = unified_kind(src), d = unified_kind(dst);                   \
+                   return Sides{infer_direction(s, d), s, d, n};                              \
+                 });)
 AW_BOTH(DEF_MEMCPY, cuMemcpy, _ptds)
 
-#define DEF_MEMCPY_ASYNC(sym)                                                                  \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream st) { \
-    AW_NOTE_CALLER();                                                                          \
-    auto real = real_fn<CUresult (*)(CUdeviceptr, CUdeviceptr, size_t, CUstream)>(Hook::sym);  \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                              \
-    return traced(                                                                             \
-        aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(dst, src, n, st); },   \
-        [&] {                                                                                  \
-          MemoryKind s = unified_kind(src), d = unified_kind(dst);                             \
-          return Sides{infer_direction(s, d), s, d, n};                                        \
-        });                                                                                    \
-  }
+#define DEF_MEMCPY_ASYNC(sym)                                                                       \
+  AW_DRIVER_HOOK(sym, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream st), (dst, src, n, st), \
+                 return traced(aw_caller, Hook::sym, kCopy, st, true, false, call, [&] {            \
+                   MemoryKind s = unified_kind(src), d = unified_kind(dst);                         \
+                   return Sides{infer_direction(s, d), s, d, n};                                    \
+                 });)
 AW_BOTH(DEF_MEMCPY_ASYNC, cuMemcpyAsync, _ptsz)
 
 #define DEF_HTOD(sym)                                                                         \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, const void* src, size_t n) {             \
-    AW_NOTE_CALLER();                                                                         \
-    auto real = real_fn<CUresult (*)(CUdeviceptr, const void*, size_t)>(Hook::sym);           \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                             \
-    return traced(                                                                            \
-        aw_caller, Hook::sym, kCopy, nullptr, false, true, [&] { return real(dst, src, n); }, \
-        [&] {                                                                                 \
-          return Sides{Direction::HtoD, host_kind(src), MemoryKind::Device, n};               \
-        });                                                                                   \
-  }
+  AW_DRIVER_HOOK(sym, (CUdeviceptr dst, const void* src, size_t n), (dst, src, n),            \
+                 return traced(aw_caller, Hook::sym, kCopy, nullptr, false, true, call, [&] { \
+                   return Sides{Direction::HtoD, host_kind(src), MemoryKind::Device, n};      \
+                 });)
 AW_BOTH(DEF_HTOD, cuMemcpyHtoD_v2, _ptds)
 
 #define DEF_DTOH(sym)                                                                         \
-  extern "C" AW_EXPORT CUresult sym(void* dst, CUdeviceptr src, size_t n) {                   \
-    AW_NOTE_CALLER();                                                                         \
-    auto real = real_fn<CUresult (*)(void*, CUdeviceptr, size_t)>(Hook::sym);                 \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                             \
-    return traced(                                                                            \
-        aw_caller, Hook::sym, kCopy, nullptr, false, true, [&] { return real(dst, src, n); }, \
-        [&] {                                                                                 \
-          return Sides{Direction::DtoH, MemoryKind::Device, host_kind(dst), n};               \
-        });                                                                                   \
-  }
+  AW_DRIVER_HOOK(sym, (void* dst, CUdeviceptr src, size_t n), (dst, src, n),                  \
+                 return traced(aw_caller, Hook::sym, kCopy, nullptr, false, true, call, [&] { \
+                   return Sides{Direction::DtoH, MemoryKind::Device, host_kind(dst), n};      \
+                 });)
 AW_BOTH(DEF_DTOH, cuMemcpyDtoH_v2, _ptds)
 
 #define DEF_DTOD(sym)                                                                         \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUdeviceptr src, size_t n) {             \
-    AW_NOTE_CALLER();                                                                         \
-    auto real = real_fn<CUresult (*)(CUdeviceptr, CUdeviceptr, size_t)>(Hook::sym);           \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                             \
-    return traced(                                                                            \
-        aw_caller, Hook::sym, kCopy, nullptr, false, true, [&] { return real(dst, src, n); }, \
-        [&] {                                                                                 \
-          return Sides{Direction::DtoD, MemoryKind::Device, MemoryKind::Device, n};           \
-        });                                                                                   \
-  }
+  AW_DRIVER_HOOK(sym, (CUdeviceptr dst, CUdeviceptr src, size_t n), (dst, src, n),            \
+                 return traced(aw_caller, Hook::sym, kCopy, nullptr, false, true, call, [&] { \
+                   return Sides{Direction::DtoD, MemoryKind::Device, MemoryKind::Device, n};  \
+                 });)
 AW_BOTH(DEF_DTOD, cuMemcpyDtoD_v2, _ptds)
 
-#define DEF_HTOD_ASYNC(sym)                                                                    \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, const void* src, size_t n, CUstream st) { \
-    AW_NOTE_CALLER();                                                                          \
-    auto real = real_fn<CUresult (*)(CUdeviceptr, const void*, size_t, CUstream)>(Hook::sym);  \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                              \
-    return traced(                                                                             \
-        aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(dst, src, n, st); },   \
-        [&] {                                                                                  \
-          return Sides{Direction::HtoD, host_kind(src), MemoryKind::Device, n};                \
-        });                                                                                    \
-  }
+#define DEF_HTOD_ASYNC(sym)                                                                         \
+  AW_DRIVER_HOOK(sym, (CUdeviceptr dst, const void* src, size_t n, CUstream st), (dst, src, n, st), \
+                 return traced(aw_caller, Hook::sym, kCopy, st, true, false, call, [&] {            \
+                   return Sides{Direction::HtoD, host_kind(src), MemoryKind::Device, n};            \
+                 });)
 AW_BOTH(DEF_HTOD_ASYNC, cuMemcpyHtoDAsync_v2, _ptsz)
 
-#define DEF_DTOH_ASYNC(sym)                                                                  \
-  extern "C" AW_EXPORT CUresult sym(void* dst, CUdeviceptr src, size_t n, CUstream st) {     \
-    AW_NOTE_CALLER();                                                                        \
-    auto real = real_fn<CUresult (*)(void*, CUdeviceptr, size_t, CUstream)>(Hook::sym);      \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                            \
-    return traced(                                                                           \
-        aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(dst, src, n, st); }, \
-        [&] {                                                                                \
-          return Sides{Direction::DtoH, MemoryKind::Device, host_kind(dst), n};              \
-        });                                                                                  \
-  }
+#define DEF_DTOH_ASYNC(sym)                                                                   \
+  AW_DRIVER_HOOK(sym, (void* dst, CUdeviceptr src, size_t n, CUstream st), (dst, src, n, st), \
+                 return traced(aw_caller, Hook::sym, kCopy, st, true, false, call, [&] {      \
+                   return Sides{Direction::DtoH, MemoryKind::Device, host_kind(dst), n};      \
+                 });)
 AW_BOTH(DEF_DTOH_ASYNC, cuMemcpyDtoHAsync_v2, _ptsz)
 
-#define DEF_DTOD_ASYNC(sym)                                                                    \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream st) { \
-    AW_NOTE_CALLER();                                                                          \
-    auto real = real_fn<CUresult (*)(CUdeviceptr, CUdeviceptr, size_t, CUstream)>(Hook::sym);  \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                              \
-    return traced(                                                                             \
-        aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(dst, src, n, st); },   \
-        [&] {                                                                                  \
-          return Sides{Direction::DtoD, MemoryKind::Device, MemoryKind::Device, n};            \
-        });                                                                                    \
-  }
+#define DEF_DTOD_ASYNC(sym)                                                                         \
+  AW_DRIVER_HOOK(sym, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream st), (dst, src, n, st), \
+                 return traced(aw_caller, Hook::sym, kCopy, st, true, false, call, [&] {            \
+                   return Sides{Direction::DtoD, MemoryKind::Device, MemoryKind::Device, n};        \
+                 });)
 AW_BOTH(DEF_DTOD_ASYNC, cuMemcpyDtoDAsync_v2, _ptsz)
 
 // ---- 2D / 3D: each side's kind from the descriptor's memory type -------------------------
@@ -232,73 +182,40 @@ Sides sides_3d(const CUDA_MEMCPY3D* p) noexcept {
 }
 }  // namespace
 
-#define DEF_2D(sym)                                                                                               \
-  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY2D* p) {                                                     \
-    AW_NOTE_CALLER();                                                                                             \
-    auto real = real_fn<CUresult (*)(const CUDA_MEMCPY2D*)>(Hook::sym);                                           \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                                 \
-    return traced(                                                                                                \
-        aw_caller, Hook::sym, kCopy, nullptr, false, true, [&] { return real(p); }, [&] { return sides_2d(p); }); \
-  }
+#define DEF_2D(sym)                                  \
+  AW_DRIVER_HOOK(sym, (const CUDA_MEMCPY2D* p), (p), \
+                 return traced(aw_caller, Hook::sym, kCopy, nullptr, false, true, call, [&] { return sides_2d(p); });)
 AW_BOTH(DEF_2D, cuMemcpy2D_v2, _ptds)
 AW_BOTH(DEF_2D, cuMemcpy2DUnaligned_v2, _ptds)
 
-#define DEF_2D_ASYNC(sym)                                                                                        \
-  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY2D* p, CUstream st) {                                       \
-    AW_NOTE_CALLER();                                                                                            \
-    auto real = real_fn<CUresult (*)(const CUDA_MEMCPY2D*, CUstream)>(Hook::sym);                                \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                                \
-    return traced(                                                                                               \
-        aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(p, st); }, [&] { return sides_2d(p); }); \
-  }
+#define DEF_2D_ASYNC(sym)                                             \
+  AW_DRIVER_HOOK(sym, (const CUDA_MEMCPY2D* p, CUstream st), (p, st), \
+                 return traced(aw_caller, Hook::sym, kCopy, st, true, false, call, [&] { return sides_2d(p); });)
 AW_BOTH(DEF_2D_ASYNC, cuMemcpy2DAsync_v2, _ptsz)
 
-#define DEF_3D(sym)                                                                                               \
-  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY3D* p) {                                                     \
-    AW_NOTE_CALLER();                                                                                             \
-    auto real = real_fn<CUresult (*)(const CUDA_MEMCPY3D*)>(Hook::sym);                                           \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                                 \
-    return traced(                                                                                                \
-        aw_caller, Hook::sym, kCopy, nullptr, false, true, [&] { return real(p); }, [&] { return sides_3d(p); }); \
-  }
+#define DEF_3D(sym)                                  \
+  AW_DRIVER_HOOK(sym, (const CUDA_MEMCPY3D* p), (p), \
+                 return traced(aw_caller, Hook::sym, kCopy, nullptr, false, true, call, [&] { return sides_3d(p); });)
 AW_BOTH(DEF_3D, cuMemcpy3D_v2, _ptds)
 
-#define DEF_3D_ASYNC(sym)                                                                                        \
-  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY3D* p, CUstream st) {                                       \
-    AW_NOTE_CALLER();                                                                                            \
-    auto real = real_fn<CUresult (*)(const CUDA_MEMCPY3D*, CUstream)>(Hook::sym);                                \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                                \
-    return traced(                                                                                               \
-        aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(p, st); }, [&] { return sides_3d(p); }); \
-  }
+#define DEF_3D_ASYNC(sym)                                             \
+  AW_DRIVER_HOOK(sym, (const CUDA_MEMCPY3D* p, CUstream st), (p, st), \
+                 return traced(aw_caller, Hook::sym, kCopy, st, true, false, call, [&] { return sides_3d(p); });)
 AW_BOTH(DEF_3D_ASYNC, cuMemcpy3DAsync_v2, _ptsz)
 
 // ---- peer and array copies ---------------------------------------------------------------
-#define DEF_PEER(sym)                                                                                         \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n) { \
-    AW_NOTE_CALLER();                                                                                         \
-    auto real = real_fn<CUresult (*)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t)>(Hook::sym);     \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                             \
-    return traced(                                                                                            \
-        aw_caller, Hook::sym, kCopy, nullptr, false, true, [&] { return real(dst, dc, src, sc, n); },         \
-        [&] {                                                                                                 \
-          return Sides{Direction::Peer, MemoryKind::Device, MemoryKind::Device, n};                           \
-        });                                                                                                   \
-  }
+#define DEF_PEER(sym)                                                                                                  \
+  AW_DRIVER_HOOK(sym, (CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n), (dst, dc, src, sc, n), \
+                 return traced(aw_caller, Hook::sym, kCopy, nullptr, false, true, call, [&] {                          \
+                   return Sides{Direction::Peer, MemoryKind::Device, MemoryKind::Device, n};                           \
+                 });)
 AW_BOTH(DEF_PEER, cuMemcpyPeer, _ptds)
 
 #define DEF_PEER_ASYNC(sym)                                                                                         \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n,         \
-                                    CUstream st) {                                                                  \
-    AW_NOTE_CALLER();                                                                                               \
-    auto real = real_fn<CUresult (*)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream)>(Hook::sym); \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                                   \
-    return traced(                                                                                                  \
-        aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(dst, dc, src, sc, n, st); },                \
-        [&] {                                                                                                       \
-          return Sides{Direction::Peer, MemoryKind::Device, MemoryKind::Device, n};                                 \
-        });                                                                                                         \
-  }
+  AW_DRIVER_HOOK(sym, (CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n, CUstream st),        \
+                 (dst, dc, src, sc, n, st), return traced(aw_caller, Hook::sym, kCopy, st, true, false, call, [&] { \
+                   return Sides{Direction::Peer, MemoryKind::Device, MemoryKind::Device, n};                        \
+                 });)
 AW_BOTH(DEF_PEER_ASYNC, cuMemcpyPeerAsync, _ptsz)
 
 // 3D copies between contexts: Peer when both sides are device memory of different contexts.
@@ -313,97 +230,52 @@ Sides sides_3d_peer(const CUDA_MEMCPY3D_PEER* p) noexcept {
 }
 }  // namespace
 
-#define DEF_3D_PEER(sym)                                                                                               \
-  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY3D_PEER* p) {                                                     \
-    AW_NOTE_CALLER();                                                                                                  \
-    auto real = real_fn<CUresult (*)(const CUDA_MEMCPY3D_PEER*)>(Hook::sym);                                           \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                                      \
-    return traced(                                                                                                     \
-        aw_caller, Hook::sym, kCopy, nullptr, false, true, [&] { return real(p); }, [&] { return sides_3d_peer(p); }); \
-  }
+#define DEF_3D_PEER(sym)                       \
+  AW_DRIVER_HOOK(                              \
+      sym, (const CUDA_MEMCPY3D_PEER* p), (p), \
+      return traced(aw_caller, Hook::sym, kCopy, nullptr, false, true, call, [&] { return sides_3d_peer(p); });)
 AW_BOTH(DEF_3D_PEER, cuMemcpy3DPeer, _ptds)
 
-#define DEF_3D_PEER_ASYNC(sym)                                                                                        \
-  extern "C" AW_EXPORT CUresult sym(const CUDA_MEMCPY3D_PEER* p, CUstream st) {                                       \
-    AW_NOTE_CALLER();                                                                                                 \
-    auto real = real_fn<CUresult (*)(const CUDA_MEMCPY3D_PEER*, CUstream)>(Hook::sym);                                \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                                     \
-    return traced(                                                                                                    \
-        aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(p, st); }, [&] { return sides_3d_peer(p); }); \
-  }
+#define DEF_3D_PEER_ASYNC(sym)                                             \
+  AW_DRIVER_HOOK(sym, (const CUDA_MEMCPY3D_PEER* p, CUstream st), (p, st), \
+                 return traced(aw_caller, Hook::sym, kCopy, st, true, false, call, [&] { return sides_3d_peer(p); });)
 AW_BOTH(DEF_3D_PEER_ASYNC, cuMemcpy3DPeerAsync, _ptsz)
 
-#define DEF_HTOA_ASYNC(sym)                                                                            \
-  extern "C" AW_EXPORT CUresult sym(CUarray dst, size_t off, const void* src, size_t n, CUstream st) { \
-    AW_NOTE_CALLER();                                                                                  \
-    auto real = real_fn<CUresult (*)(CUarray, size_t, const void*, size_t, CUstream)>(Hook::sym);      \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                      \
-    return traced(                                                                                     \
-        aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(dst, off, src, n, st); },      \
-        [&] {                                                                                          \
-          return Sides{Direction::HtoD, host_kind(src), MemoryKind::Array, n};                         \
-        });                                                                                            \
-  }
+#define DEF_HTOA_ASYNC(sym)                                                                                      \
+  AW_DRIVER_HOOK(sym, (CUarray dst, size_t off, const void* src, size_t n, CUstream st), (dst, off, src, n, st), \
+                 return traced(aw_caller, Hook::sym, kCopy, st, true, false, call, [&] {                         \
+                   return Sides{Direction::HtoD, host_kind(src), MemoryKind::Array, n};                          \
+                 });)
 AW_BOTH(DEF_HTOA_ASYNC, cuMemcpyHtoAAsync_v2, _ptsz)
 
-#define DEF_ATOH_ASYNC(sym)                                                                       \
-  extern "C" AW_EXPORT CUresult sym(void* dst, CUarray src, size_t off, size_t n, CUstream st) {  \
-    AW_NOTE_CALLER();                                                                             \
-    auto real = real_fn<CUresult (*)(void*, CUarray, size_t, size_t, CUstream)>(Hook::sym);       \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                 \
-    return traced(                                                                                \
-        aw_caller, Hook::sym, kCopy, st, true, false, [&] { return real(dst, src, off, n, st); }, \
-        [&] {                                                                                     \
-          return Sides{Direction::DtoH, MemoryKind::Array, host_kind(dst), n};                    \
-        });                                                                                       \
-  }
+#define DEF_ATOH_ASYNC(sym)                                                                                \
+  AW_DRIVER_HOOK(sym, (void* dst, CUarray src, size_t off, size_t n, CUstream st), (dst, src, off, n, st), \
+                 return traced(aw_caller, Hook::sym, kCopy, st, true, false, call, [&] {                   \
+                   return Sides{Direction::DtoH, MemoryKind::Array, host_kind(dst), n};                    \
+                 });)
 AW_BOTH(DEF_ATOH_ASYNC, cuMemcpyAtoHAsync_v2, _ptsz)
 
 // ---- memsets: dst kind classified (pinned/managed targets change the sync behaviour) -------
-#define DEF_MEMSET(sym, T, elem)                                                                \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, T v, size_t n) {                           \
-    AW_NOTE_CALLER();                                                                           \
-    auto real = real_fn<CUresult (*)(CUdeviceptr, T, size_t)>(Hook::sym);                       \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                               \
-    return traced(                                                                              \
-        aw_caller, Hook::sym, kMemset, nullptr, false, true, [&] { return real(dst, v, n); },   \
-        [&] {                                                                                   \
-          return Sides{Direction::Unknown, MemoryKind::Unknown, unified_kind(dst), n * (elem)}; \
-        });                                                                                     \
-  }
-#define DEF_MEMSET_ASYNC(sym, T, elem)                                                          \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, T v, size_t n, CUstream st) {              \
-    AW_NOTE_CALLER();                                                                           \
-    auto real = real_fn<CUresult (*)(CUdeviceptr, T, size_t, CUstream)>(Hook::sym);             \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                               \
-    return traced(                                                                              \
-        aw_caller, Hook::sym, kMemset, st, true, false, [&] { return real(dst, v, n, st); },    \
-        [&] {                                                                                   \
-          return Sides{Direction::Unknown, MemoryKind::Unknown, unified_kind(dst), n * (elem)}; \
-        });                                                                                     \
-  }
-#define DEF_MEMSET2D(sym, T, elem)                                                                      \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, size_t pitch, T v, size_t w, size_t h) {           \
-    AW_NOTE_CALLER();                                                                                   \
-    auto real = real_fn<CUresult (*)(CUdeviceptr, size_t, T, size_t, size_t)>(Hook::sym);               \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                       \
-    return traced(                                                                                      \
-        aw_caller, Hook::sym, kMemset, nullptr, false, true, [&] { return real(dst, pitch, v, w, h); }, \
-        [&] {                                                                                           \
-          return Sides{Direction::Unknown, MemoryKind::Unknown, unified_kind(dst), w * h * (elem)};     \
-        });                                                                                             \
-  }
-#define DEF_MEMSET2D_ASYNC(sym, T, elem)                                                                   \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr dst, size_t pitch, T v, size_t w, size_t h, CUstream st) { \
-    AW_NOTE_CALLER();                                                                                      \
-    auto real = real_fn<CUresult (*)(CUdeviceptr, size_t, T, size_t, size_t, CUstream)>(Hook::sym);        \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                          \
-    return traced(                                                                                         \
-        aw_caller, Hook::sym, kMemset, st, true, false, [&] { return real(dst, pitch, v, w, h, st); },     \
-        [&] {                                                                                              \
-          return Sides{Direction::Unknown, MemoryKind::Unknown, unified_kind(dst), w * h * (elem)};        \
-        });                                                                                                \
-  }
+#define DEF_MEMSET(sym, T, elem)                                                                         \
+  AW_DRIVER_HOOK(sym, (CUdeviceptr dst, T v, size_t n), (dst, v, n),                                     \
+                 return traced(aw_caller, Hook::sym, kMemset, nullptr, false, true, call, [&] {          \
+                   return Sides{Direction::Unknown, MemoryKind::Unknown, unified_kind(dst), n * (elem)}; \
+                 });)
+#define DEF_MEMSET_ASYNC(sym, T, elem)                                                                   \
+  AW_DRIVER_HOOK(sym, (CUdeviceptr dst, T v, size_t n, CUstream st), (dst, v, n, st),                    \
+                 return traced(aw_caller, Hook::sym, kMemset, st, true, false, call, [&] {               \
+                   return Sides{Direction::Unknown, MemoryKind::Unknown, unified_kind(dst), n * (elem)}; \
+                 });)
+#define DEF_MEMSET2D(sym, T, elem)                                                                           \
+  AW_DRIVER_HOOK(sym, (CUdeviceptr dst, size_t pitch, T v, size_t w, size_t h), (dst, pitch, v, w, h),       \
+                 return traced(aw_caller, Hook::sym, kMemset, nullptr, false, true, call, [&] {              \
+                   return Sides{Direction::Unknown, MemoryKind::Unknown, unified_kind(dst), w * h * (elem)}; \
+                 });)
+#define DEF_MEMSET2D_ASYNC(sym, T, elem)                                                                              \
+  AW_DRIVER_HOOK(sym, (CUdeviceptr dst, size_t pitch, T v, size_t w, size_t h, CUstream st),                          \
+                 (dst, pitch, v, w, h, st), return traced(aw_caller, Hook::sym, kMemset, st, true, false, call, [&] { \
+                   return Sides{Direction::Unknown, MemoryKind::Unknown, unified_kind(dst), w * h * (elem)};          \
+                 });)
 
 DEF_MEMSET(cuMemsetD8_v2, unsigned char, 1)
 DEF_MEMSET(cuMemsetD8_v2_ptds, unsigned char, 1)

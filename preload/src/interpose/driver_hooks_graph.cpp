@@ -20,8 +20,6 @@ using asyncwatch::trace::MemoryKind;
 
 namespace {
 
-using calls::real_fn;
-
 MemoryKind side_kind(unsigned type, const void* host, CUdeviceptr dev) noexcept {
   switch (type) {
     case CU_MEMORYTYPE_HOST: return classify::classify_pointer(reinterpret_cast<uint64_t>(host));
@@ -71,72 +69,46 @@ void write_end_of_capture(CUstream st, CUgraph g) noexcept {
 
 }  // namespace asyncwatch::graph_hooks
 
-extern "C" AW_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode* node, CUgraph graph, const CUgraphNode* deps,
-                                                   size_t ndeps, const CUDA_MEMCPY3D* p, CUcontext ctx) {
-  AW_NOTE_CALLER();
-  auto real = real_fn<CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, const CUDA_MEMCPY3D*, CUcontext)>(
-      Hook::cuGraphAddMemcpyNode);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return traced_graph(
-      aw_caller, Hook::cuGraphAddMemcpyNode, [&] { return real(node, graph, deps, ndeps, p, ctx); },
-      [&](trace::GraphOpRecord& g, CUresult r) {
-        g.graph = handle(graph);
-        g.node = r == CUDA_SUCCESS && node ? handle(*node) : 0;
-        fill_node_copy(g, p);
-      });
-}
+AW_DRIVER_HOOK(cuGraphAddMemcpyNode,
+               (CUgraphNode * node, CUgraph graph, const CUgraphNode* deps, size_t ndeps, const CUDA_MEMCPY3D* p,
+                CUcontext ctx),
+               (node, graph, deps, ndeps, p, ctx),
+               return traced_graph(aw_caller, Hook::cuGraphAddMemcpyNode, call,
+                                   [&](trace::GraphOpRecord& g, CUresult r) {
+                                     g.graph = handle(graph);
+                                     g.node = r == CUDA_SUCCESS && node ? handle(*node) : 0;
+                                     fill_node_copy(g, p);
+                                   });)
 
-extern "C" AW_EXPORT CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec exec, CUgraphNode node, const CUDA_MEMCPY3D* p,
-                                                             CUcontext ctx) {
-  AW_NOTE_CALLER();
-  auto real = real_fn<CUresult (*)(CUgraphExec, CUgraphNode, const CUDA_MEMCPY3D*, CUcontext)>(
-      Hook::cuGraphExecMemcpyNodeSetParams);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return traced_graph(
-      aw_caller, Hook::cuGraphExecMemcpyNodeSetParams, [&] { return real(exec, node, p, ctx); },
-      [&](trace::GraphOpRecord& g, CUresult) {
-        g.exec = handle(exec);
-        g.node = handle(node);
-        fill_node_copy(g, p);
-      });
-}
+AW_DRIVER_HOOK(cuGraphExecMemcpyNodeSetParams,
+               (CUgraphExec exec, CUgraphNode node, const CUDA_MEMCPY3D* p, CUcontext ctx), (exec, node, p, ctx),
+               return traced_graph(aw_caller, Hook::cuGraphExecMemcpyNodeSetParams, call,
+                                   [&](trace::GraphOpRecord& g, CUresult) {
+                                     g.exec = handle(exec);
+                                     g.node = handle(node);
+                                     fill_node_copy(g, p);
+                                   });)
 
-extern "C" AW_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph, unsigned long long flags) {
-  AW_NOTE_CALLER();
-  auto real = real_fn<CUresult (*)(CUgraphExec*, CUgraph, unsigned long long)>(Hook::cuGraphInstantiateWithFlags);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return traced_graph(
-      aw_caller, Hook::cuGraphInstantiateWithFlags, [&] { return real(exec, graph, flags); },
-      [&](trace::GraphOpRecord& g, CUresult r) {
-        g.graph = handle(graph);
-        g.exec = r == CUDA_SUCCESS && exec ? handle(*exec) : 0;
-      });
-}
+AW_DRIVER_HOOK(cuGraphInstantiateWithFlags, (CUgraphExec * exec, CUgraph graph, unsigned long long flags),
+               (exec, graph, flags),
+               return traced_graph(aw_caller, Hook::cuGraphInstantiateWithFlags, call,
+                                   [&](trace::GraphOpRecord& g, CUresult r) {
+                                     g.graph = handle(graph);
+                                     g.exec = r == CUDA_SUCCESS && exec ? handle(*exec) : 0;
+                                   });)
 
-#define DEF_INSTANTIATE_WITH_PARAMS(sym)                                              \
-  extern "C" AW_EXPORT CUresult sym(CUgraphExec* exec, CUgraph graph, void* params) { \
-    AW_NOTE_CALLER();                                                                 \
-    auto real = real_fn<CUresult (*)(CUgraphExec*, CUgraph, void*)>(Hook::sym);       \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                     \
-    return traced_graph(                                                              \
-        aw_caller, Hook::sym, [&] { return real(exec, graph, params); },              \
-        [&](trace::GraphOpRecord& g, CUresult r) {                                    \
-          g.graph = handle(graph);                                                    \
-          g.exec = r == CUDA_SUCCESS && exec ? handle(*exec) : 0;                     \
-        });                                                                           \
-  }
+#define DEF_INSTANTIATE_WITH_PARAMS(sym)                                                                    \
+  AW_DRIVER_HOOK(sym, (CUgraphExec * exec, CUgraph graph, void* params), (exec, graph, params),             \
+                 return traced_graph(aw_caller, Hook::sym, call, [&](trace::GraphOpRecord& g, CUresult r) { \
+                   g.graph = handle(graph);                                                                 \
+                   g.exec = r == CUDA_SUCCESS && exec ? handle(*exec) : 0;                                  \
+                 });)
 DEF_INSTANTIATE_WITH_PARAMS(cuGraphInstantiateWithParams)
 DEF_INSTANTIATE_WITH_PARAMS(cuGraphInstantiateWithParams_ptsz)
 
 // A successful update makes `exec` run the nodes of `graph` (same topology, new parameters).
-extern "C" AW_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec exec, CUgraph graph, void* info) {
-  AW_NOTE_CALLER();
-  auto real = real_fn<CUresult (*)(CUgraphExec, CUgraph, void*)>(Hook::cuGraphExecUpdate_v2);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return traced_graph(
-      aw_caller, Hook::cuGraphExecUpdate_v2, [&] { return real(exec, graph, info); },
-      [&](trace::GraphOpRecord& g, CUresult) {
-        g.exec = handle(exec);
-        g.graph = handle(graph);
-      });
-}
+AW_DRIVER_HOOK(cuGraphExecUpdate_v2, (CUgraphExec exec, CUgraph graph, void* info), (exec, graph, info),
+               return traced_graph(aw_caller, Hook::cuGraphExecUpdate_v2, call, [&](trace::GraphOpRecord& g, CUresult) {
+                 g.exec = handle(exec);
+                 g.graph = handle(graph);
+               });)

@@ -16,8 +16,6 @@ using asyncwatch::hooks::Hook;
 
 namespace {
 
-using calls::real_fn;
-
 struct LaunchShape {
   CUfunction f;
   unsigned grid[3];
@@ -31,7 +29,9 @@ template <class Call>
 CUresult traced_launch(calls::Caller caller, Hook h, const LaunchShape& shape, Call&& call,
                        CUgraphExec exec = nullptr) {
   uint32_t gpu = 0;  // ASYNCWATCH_GPU_TIMES: the token of the start event recorded before the call
-  auto timed = [&]() noexcept { gpu = gpu_times::before(shape.stream, hooks::info(h).per_thread); };
+  auto timed = [&]() noexcept {
+    if (gpu_times::enabled()) gpu = gpu_times::before(shape.stream, hooks::info(h).per_thread);
+  };
   return calls::traced_with(
       caller, h, calls::Category::Launch, timed, call,
       [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
@@ -61,60 +61,45 @@ CUresult traced_launch(calls::Caller caller, Hook h, const LaunchShape& shape, C
 
 }  // namespace
 
-#define DEF_LAUNCH(sym)                                                                                                \
-  extern "C" AW_EXPORT CUresult sym(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,     \
-                                    unsigned bz, unsigned shared, CUstream st, void** params, void** extra) {          \
-    AW_NOTE_CALLER();                                                                                                  \
-    auto real = real_fn<CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, \
-                                     CUstream, void**, void**)>(Hook::sym);                                            \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                                      \
-    return traced_launch(aw_caller, Hook::sym, LaunchShape{f, {gx, gy, gz}, {bx, by, bz}, shared, st, true},           \
-                         [&] { return real(f, gx, gy, gz, bx, by, bz, shared, st, params, extra); });                  \
-  }
+#define DEF_LAUNCH(sym)                                                                                             \
+  AW_DRIVER_HOOK(                                                                                                   \
+      sym,                                                                                                          \
+      (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shared, \
+       CUstream st, void** params, void** extra),                                                                   \
+      (f, gx, gy, gz, bx, by, bz, shared, st, params, extra),                                                       \
+      return traced_launch(aw_caller, Hook::sym, LaunchShape{f, {gx, gy, gz}, {bx, by, bz}, shared, st, true}, call);)
 DEF_LAUNCH(cuLaunchKernel)
 DEF_LAUNCH(cuLaunchKernel_ptsz)
 
-#define DEF_LAUNCH_COOP(sym)                                                                                           \
-  extern "C" AW_EXPORT CUresult sym(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,     \
-                                    unsigned bz, unsigned shared, CUstream st, void** params) {                        \
-    AW_NOTE_CALLER();                                                                                                  \
-    auto real = real_fn<CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, \
-                                     CUstream, void**)>(Hook::sym);                                                    \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                                      \
-    return traced_launch(aw_caller, Hook::sym, LaunchShape{f, {gx, gy, gz}, {bx, by, bz}, shared, st, true},           \
-                         [&] { return real(f, gx, gy, gz, bx, by, bz, shared, st, params); });                         \
-  }
+#define DEF_LAUNCH_COOP(sym)                                                                                        \
+  AW_DRIVER_HOOK(                                                                                                   \
+      sym,                                                                                                          \
+      (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shared, \
+       CUstream st, void** params),                                                                                 \
+      (f, gx, gy, gz, bx, by, bz, shared, st, params),                                                              \
+      return traced_launch(aw_caller, Hook::sym, LaunchShape{f, {gx, gy, gz}, {bx, by, bz}, shared, st, true}, call);)
 DEF_LAUNCH_COOP(cuLaunchCooperativeKernel)
 DEF_LAUNCH_COOP(cuLaunchCooperativeKernel_ptsz)
 
 #define DEF_LAUNCH_EX(sym)                                                                                  \
-  extern "C" AW_EXPORT CUresult sym(const CUlaunchConfig* cfg, CUfunction f, void** params, void** extra) { \
-    AW_NOTE_CALLER();                                                                                       \
-    auto real = real_fn<CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**)>(Hook::sym);        \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                           \
-    LaunchShape shape{f, {0, 0, 0}, {0, 0, 0}, 0, nullptr, true};                                           \
-    if (cfg) {                                                                                              \
-      shape = LaunchShape{f,                                                                                \
-                          {cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ},                                    \
-                          {cfg->blockDimX, cfg->blockDimY, cfg->blockDimZ},                                 \
-                          cfg->sharedMemBytes,                                                              \
-                          cfg->hStream,                                                                     \
-                          true};                                                                            \
-    }                                                                                                       \
-    return traced_launch(aw_caller, Hook::sym, shape, [&] { return real(cfg, f, params, extra); });         \
-  }
+  AW_DRIVER_HOOK(                                                                                           \
+      sym, (const CUlaunchConfig* cfg, CUfunction f, void** params, void** extra), (cfg, f, params, extra), \
+      LaunchShape shape{f, {0, 0, 0}, {0, 0, 0}, 0, nullptr, true};                                         \
+      if (cfg) {                                                                                            \
+        shape = LaunchShape{f,                                                                              \
+                            {cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ},                                  \
+                            {cfg->blockDimX, cfg->blockDimY, cfg->blockDimZ},                               \
+                            cfg->sharedMemBytes,                                                            \
+                            cfg->hStream,                                                                   \
+                            true};                                                                          \
+      } return traced_launch(aw_caller, Hook::sym, shape, call);)
 DEF_LAUNCH_EX(cuLaunchKernelEx)
 DEF_LAUNCH_EX(cuLaunchKernelEx_ptsz)
 
-#define DEF_GRAPH_LAUNCH(sym)                                                                                        \
-  extern "C" AW_EXPORT CUresult sym(CUgraphExec g, CUstream st) {                                                    \
-    AW_NOTE_CALLER();                                                                                                \
-    auto real = real_fn<CUresult (*)(CUgraphExec, CUstream)>(Hook::sym);                                             \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                                    \
-    return traced_launch(                                                                                            \
-        aw_caller, Hook::sym, LaunchShape{nullptr, {0, 0, 0}, {0, 0, 0}, 0, st, false}, [&] { return real(g, st); }, \
-        g);                                                                                                          \
-  }
+#define DEF_GRAPH_LAUNCH(sym)                     \
+  AW_DRIVER_HOOK(                                 \
+      sym, (CUgraphExec g, CUstream st), (g, st), \
+      return traced_launch(aw_caller, Hook::sym, LaunchShape{nullptr, {0, 0, 0}, {0, 0, 0}, 0, st, false}, call, g);)
 DEF_GRAPH_LAUNCH(cuGraphLaunch)
 DEF_GRAPH_LAUNCH(cuGraphLaunch_ptsz)
 
@@ -145,7 +130,7 @@ CUresult traced_host_func(calls::Caller caller, Hook h, CUstream st, CUhostFn us
         // Read before the enqueue: once the driver has the context, its thread may run the host
         // function and free the context (host_fn_trampoline) before the enqueue even returns here.
         id = ctx ? ctx->callback_id : 0;
-        if (!capturing) gpu = gpu_times::before(st, hooks::info(h).per_thread);
+        if (!capturing && gpu_times::enabled()) gpu = gpu_times::before(st, hooks::info(h).per_thread);
       },
       [&] { return enqueue(ctx); },
       [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
@@ -163,26 +148,20 @@ CUresult traced_host_func(calls::Caller caller, Hook h, CUstream st, CUhostFn us
 
 }  // namespace
 
-#define DEF_LAUNCH_HOST_FUNC(sym)                                                                           \
-  extern "C" AW_EXPORT CUresult sym(CUstream st, CUhostFn fn, void* data) {                                 \
-    AW_NOTE_CALLER();                                                                                       \
-    auto real = real_fn<CUresult (*)(CUstream, CUhostFn, void*)>(Hook::sym);                                \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                           \
-    return traced_host_func(aw_caller, Hook::sym, st, fn, nullptr, data, [&](calls::HostFuncContext* ctx) { \
-      return ctx ? real(st, &calls::host_fn_trampoline, ctx) : real(st, fn, data);                          \
-    });                                                                                                     \
-  }
+#define DEF_LAUNCH_HOST_FUNC(sym)                                                                             \
+  AW_DRIVER_HOOK(                                                                                             \
+      sym, (CUstream st, CUhostFn fn, void* data), (st, fn, data),                                            \
+      return traced_host_func(aw_caller, Hook::sym, st, fn, nullptr, data, [&](calls::HostFuncContext* ctx) { \
+        return ctx ? real(st, &calls::host_fn_trampoline, ctx) : call();                                      \
+      });)
 DEF_LAUNCH_HOST_FUNC(cuLaunchHostFunc)
 DEF_LAUNCH_HOST_FUNC(cuLaunchHostFunc_ptsz)
 
-#define DEF_ADD_CALLBACK(sym)                                                                               \
-  extern "C" AW_EXPORT CUresult sym(CUstream st, CUstreamCallback cb, void* data, unsigned flags) {         \
-    AW_NOTE_CALLER();                                                                                       \
-    auto real = real_fn<CUresult (*)(CUstream, CUstreamCallback, void*, unsigned)>(Hook::sym);              \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                           \
-    return traced_host_func(aw_caller, Hook::sym, st, nullptr, cb, data, [&](calls::HostFuncContext* ctx) { \
-      return ctx ? real(st, &calls::stream_callback_trampoline, ctx, flags) : real(st, cb, data, flags);    \
-    });                                                                                                     \
-  }
+#define DEF_ADD_CALLBACK(sym)                                                                                 \
+  AW_DRIVER_HOOK(                                                                                             \
+      sym, (CUstream st, CUstreamCallback cb, void* data, unsigned flags), (st, cb, data, flags),             \
+      return traced_host_func(aw_caller, Hook::sym, st, nullptr, cb, data, [&](calls::HostFuncContext* ctx) { \
+        return ctx ? real(st, &calls::stream_callback_trampoline, ctx, flags) : call();                       \
+      });)
 DEF_ADD_CALLBACK(cuStreamAddCallback)
 DEF_ADD_CALLBACK(cuStreamAddCallback_ptsz)

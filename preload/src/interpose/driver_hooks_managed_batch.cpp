@@ -19,8 +19,6 @@ using asyncwatch::trace::MemoryKind;
 
 namespace {
 
-using calls::real_fn;
-
 inline MemoryKind kind_of(CUdeviceptr p) noexcept { return classify::classify_pointer(p); }
 
 // ---- managed-memory operations --------------------------------------------------------------
@@ -140,87 +138,56 @@ void classify_3d(BatchTally& t, const CUDA_MEMCPY3D_BATCH_OP* ops, size_t n) noe
 #define AW_BOTH(DEF, base, suffix) DEF(base) DEF(base##suffix)
 
 // CUDA 8 form: a device ordinal or CU_DEVICE_CPU.
-#define DEF_PREFETCH_V1(sym)                                                                                      \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr p, size_t n, CUdevice dev, CUstream st) {                         \
-    AW_NOTE_CALLER();                                                                                             \
-    auto real = real_fn<CUresult (*)(CUdeviceptr, size_t, CUdevice, CUstream)>(Hook::sym);                        \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                                 \
-    return traced_managed(aw_caller, Hook::sym, st, p, n,                                                         \
-                          dev == CU_DEVICE_CPU ? CU_MEM_LOCATION_TYPE_HOST : CU_MEM_LOCATION_TYPE_DEVICE, dev, 0, \
-                          [&] { return real(p, n, dev, st); });                                                   \
-  }
+#define DEF_PREFETCH_V1(sym)                                                                                           \
+  AW_DRIVER_HOOK(sym, (CUdeviceptr p, size_t n, CUdevice dev, CUstream st), (p, n, dev, st),                           \
+                 return traced_managed(aw_caller, Hook::sym, st, p, n,                                                 \
+                                       dev == CU_DEVICE_CPU ? CU_MEM_LOCATION_TYPE_HOST : CU_MEM_LOCATION_TYPE_DEVICE, \
+                                       dev, 0, call);)
 AW_BOTH(DEF_PREFETCH_V1, cuMemPrefetchAsync, _ptsz)
 
 // CUDA 12.2 form (what cuda.h 13.0 calls cuMemPrefetchAsync).
-#define DEF_PREFETCH_V2(sym)                                                                                   \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned flags, CUstream st) { \
-    AW_NOTE_CALLER();                                                                                          \
-    auto real = real_fn<CUresult (*)(CUdeviceptr, size_t, CUmemLocation, unsigned, CUstream)>(Hook::sym);      \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                              \
-    return traced_managed(aw_caller, Hook::sym, st, p, n, loc.type, loc.id, flags,                             \
-                          [&] { return real(p, n, loc, flags, st); });                                         \
-  }
+#define DEF_PREFETCH_V2(sym)                                                                     \
+  AW_DRIVER_HOOK(sym, (CUdeviceptr p, size_t n, CUmemLocation loc, unsigned flags, CUstream st), \
+                 (p, n, loc, flags, st),                                                         \
+                 return traced_managed(aw_caller, Hook::sym, st, p, n, loc.type, loc.id, flags, call);)
 AW_BOTH(DEF_PREFETCH_V2, cuMemPrefetchAsync_v2, _ptsz)
 
-#define DEF_ATTACH(sym)                                                                                        \
-  extern "C" AW_EXPORT CUresult sym(CUstream st, CUdeviceptr p, size_t n, unsigned flags) {                    \
-    AW_NOTE_CALLER();                                                                                          \
-    auto real = real_fn<CUresult (*)(CUstream, CUdeviceptr, size_t, unsigned)>(Hook::sym);                     \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                              \
-    return traced_managed(aw_caller, Hook::sym, st, p, n, 0, 0, flags, [&] { return real(st, p, n, flags); }); \
-  }
+#define DEF_ATTACH(sym)                                                                          \
+  AW_DRIVER_HOOK(sym, (CUstream st, CUdeviceptr p, size_t n, unsigned flags), (st, p, n, flags), \
+                 return traced_managed(aw_caller, Hook::sym, st, p, n, 0, 0, flags, call);)
 AW_BOTH(DEF_ATTACH, cuStreamAttachMemAsync, _ptsz)
 
 // CUDA 12.8 form, with failIdx (PFN_cuMemcpyBatchAsync_v12080).
-#define DEF_BATCH_V1(sym)                                                                                       \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,          \
-                                    CUmemcpyAttributes* attrs, size_t* idx, size_t num_attrs, size_t* fail,     \
-                                    CUstream st) {                                                              \
-    AW_NOTE_CALLER();                                                                                           \
-    auto real = real_fn<CUresult (*)(CUdeviceptr*, CUdeviceptr*, size_t*, size_t, CUmemcpyAttributes*, size_t*, \
-                                     size_t, size_t*, CUstream)>(Hook::sym);                                    \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                               \
-    return traced_batch(                                                                                        \
-        aw_caller, Hook::sym, st, count,                                                                        \
-        [&] { return real(dsts, srcs, sizes, count, attrs, idx, num_attrs, fail, st); },                        \
-        [&](BatchTally& t) { classify_1d(t, dsts, srcs, sizes, count, attrs, idx, num_attrs); });               \
-  }
+#define DEF_BATCH_V1(sym)                                                                                           \
+  AW_DRIVER_HOOK(sym,                                                                                               \
+                 (CUdeviceptr * dsts, CUdeviceptr * srcs, size_t * sizes, size_t count, CUmemcpyAttributes * attrs, \
+                  size_t * idx, size_t num_attrs, size_t * fail, CUstream st),                                      \
+                 (dsts, srcs, sizes, count, attrs, idx, num_attrs, fail, st),                                       \
+                 return traced_batch(aw_caller, Hook::sym, st, count, call, [&](BatchTally& t) {                    \
+                   classify_1d(t, dsts, srcs, sizes, count, attrs, idx, num_attrs);                                 \
+                 });)
 AW_BOTH(DEF_BATCH_V1, cuMemcpyBatchAsync, _ptsz)
 
 // CUDA 13.0 form (PFN_cuMemcpyBatchAsync_v13000).
 #define DEF_BATCH_V2(sym)                                                                                           \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,              \
-                                    CUmemcpyAttributes* attrs, size_t* idx, size_t num_attrs, CUstream st) {        \
-    AW_NOTE_CALLER();                                                                                               \
-    auto real = real_fn<CUresult (*)(CUdeviceptr*, CUdeviceptr*, size_t*, size_t, CUmemcpyAttributes*, size_t*,     \
-                                     size_t, CUstream)>(Hook::sym);                                                 \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                                   \
-    return traced_batch(                                                                                            \
-        aw_caller, Hook::sym, st, count, [&] { return real(dsts, srcs, sizes, count, attrs, idx, num_attrs, st); }, \
-        [&](BatchTally& t) { classify_1d(t, dsts, srcs, sizes, count, attrs, idx, num_attrs); });                   \
-  }
+  AW_DRIVER_HOOK(sym,                                                                                               \
+                 (CUdeviceptr * dsts, CUdeviceptr * srcs, size_t * sizes, size_t count, CUmemcpyAttributes * attrs, \
+                  size_t * idx, size_t num_attrs, CUstream st),                                                     \
+                 (dsts, srcs, sizes, count, attrs, idx, num_attrs, st),                                             \
+                 return traced_batch(aw_caller, Hook::sym, st, count, call, [&](BatchTally& t) {                    \
+                   classify_1d(t, dsts, srcs, sizes, count, attrs, idx, num_attrs);                                 \
+                 });)
 AW_BOTH(DEF_BATCH_V2, cuMemcpyBatchAsync_v2, _ptsz)
 
-#define DEF_BATCH3D_V1(sym)                                                                                        \
-  extern "C" AW_EXPORT CUresult sym(size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, size_t* fail, unsigned long long flags, \
-                                    CUstream st) {                                                                 \
-    AW_NOTE_CALLER();                                                                                              \
-    auto real =                                                                                                    \
-        real_fn<CUresult (*)(size_t, CUDA_MEMCPY3D_BATCH_OP*, size_t*, unsigned long long, CUstream)>(Hook::sym);  \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                                  \
-    return traced_batch(                                                                                           \
-        aw_caller, Hook::sym, st, n, [&] { return real(n, ops, fail, flags, st); },                                \
-        [&](BatchTally& t) { classify_3d(t, ops, n); });                                                           \
-  }
+#define DEF_BATCH3D_V1(sym)                                                                                \
+  AW_DRIVER_HOOK(                                                                                          \
+      sym, (size_t n, CUDA_MEMCPY3D_BATCH_OP * ops, size_t * fail, unsigned long long flags, CUstream st), \
+      (n, ops, fail, flags, st),                                                                           \
+      return traced_batch(aw_caller, Hook::sym, st, n, call, [&](BatchTally& t) { classify_3d(t, ops, n); });)
 AW_BOTH(DEF_BATCH3D_V1, cuMemcpy3DBatchAsync, _ptsz)
 
-#define DEF_BATCH3D_V2(sym)                                                                                         \
-  extern "C" AW_EXPORT CUresult sym(size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, unsigned long long flags, CUstream st) { \
-    AW_NOTE_CALLER();                                                                                               \
-    auto real = real_fn<CUresult (*)(size_t, CUDA_MEMCPY3D_BATCH_OP*, unsigned long long, CUstream)>(Hook::sym);    \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                                   \
-    return traced_batch(                                                                                            \
-        aw_caller, Hook::sym, st, n, [&] { return real(n, ops, flags, st); },                                       \
-        [&](BatchTally& t) { classify_3d(t, ops, n); });                                                            \
-  }
+#define DEF_BATCH3D_V2(sym)                                                                                      \
+  AW_DRIVER_HOOK(                                                                                                \
+      sym, (size_t n, CUDA_MEMCPY3D_BATCH_OP * ops, unsigned long long flags, CUstream st), (n, ops, flags, st), \
+      return traced_batch(aw_caller, Hook::sym, st, n, call, [&](BatchTally& t) { classify_3d(t, ops, n); });)
 AW_BOTH(DEF_BATCH3D_V2, cuMemcpy3DBatchAsync_v2, _ptsz)

@@ -15,7 +15,6 @@ void write_end_of_capture(cuda::CUstream st, cuda::CUgraph g) noexcept;  // driv
 
 using namespace asyncwatch;
 using namespace asyncwatch::cuda;
-using asyncwatch::calls::real_fn;
 using asyncwatch::calls::traced;
 using asyncwatch::hooks::Hook;
 using asyncwatch::trace::MemoryKind;
@@ -69,349 +68,244 @@ void fill_capture(calls::AnyRecord& rec, const hooks::HookInfo&, CUresult, uint6
 }  // namespace
 
 // ---- synchronization ------------------------------------------------------------------------
-#define DEF_STREAM_SYNC(sym)                                                                            \
-  extern "C" AW_EXPORT CUresult sym(CUstream st) {                                                      \
-    AW_NOTE_CALLER();                                                                                   \
-    auto real = real_fn<CUresult (*)(CUstream)>(Hook::sym);                                             \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                       \
-    return traced(                                                                                      \
-        aw_caller, Hook::sym, calls::Category::Sync, [&] { return real(st); },                          \
-        [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {                             \
-          fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(st), calls::stream_kind(st, hi.per_thread)); \
-        });                                                                                             \
-  }
+#define DEF_STREAM_SYNC(sym)                                                                       \
+  AW_DRIVER_HOOK(sym, (CUstream st), (st),                                                         \
+                 return traced(aw_caller, Hook::sym, calls::Category::Sync, call,                  \
+                               [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) { \
+                                 fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(st),             \
+                                           calls::stream_kind(st, hi.per_thread));                 \
+                               });)
 DEF_STREAM_SYNC(cuStreamSynchronize)
 DEF_STREAM_SYNC(cuStreamSynchronize_ptsz)
 
 // Queries: folded while their result repeats (query_fold.h), else recorded as above.
-#define DEF_STREAM_QUERY(sym)                                                                                 \
-  extern "C" AW_EXPORT CUresult sym(CUstream st) {                                                            \
-    AW_NOTE_CALLER();                                                                                         \
-    auto real = real_fn<CUresult (*)(CUstream)>(Hook::sym);                                                   \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                             \
-    const hooks::HookInfo& hq = hooks::info(Hook::sym);                                                       \
-    if (query_fold::eligible())                                                                               \
-      return query_fold::run(0, aw_caller, hq.api, hq.api, reinterpret_cast<uint64_t>(st),                    \
-                             calls::stream_kind(st, hq.per_thread), hq.per_thread, [&] { return real(st); }); \
-    return traced(                                                                                            \
-        aw_caller, Hook::sym, calls::Category::Sync, [&] { return real(st); },                                \
-        [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {                                   \
-          fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(st), calls::stream_kind(st, hi.per_thread));       \
-        });                                                                                                   \
-  }
+#define DEF_STREAM_QUERY(sym)                                                                                          \
+  AW_DRIVER_HOOK(                                                                                                      \
+      sym, (CUstream st), (st), const hooks::HookInfo& hq = hooks::info(Hook::sym);                                    \
+      if (query_fold::eligible()) return query_fold::run(0, aw_caller, hq.api, hq.api, reinterpret_cast<uint64_t>(st), \
+                                                         calls::stream_kind(st, hq.per_thread), hq.per_thread, call);  \
+      return traced(aw_caller, Hook::sym, calls::Category::Sync, call,                                                 \
+                    [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {                                \
+                      fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(st), calls::stream_kind(st, hi.per_thread));    \
+                    });)
 DEF_STREAM_QUERY(cuStreamQuery)
 DEF_STREAM_QUERY(cuStreamQuery_ptsz)
 
-#define DEF_EVENT_SYNC(sym)                                                                  \
-  extern "C" AW_EXPORT CUresult sym(CUevent ev) {                                            \
-    AW_NOTE_CALLER();                                                                        \
-    auto real = real_fn<CUresult (*)(CUevent)>(Hook::sym);                                   \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                            \
-    return traced(                                                                           \
-        aw_caller, Hook::sym, calls::Category::Sync, [&] { return real(ev); },               \
-        [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {                  \
-          fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(ev), trace::StreamKind::Unknown); \
-        });                                                                                  \
-  }
+#define DEF_EVENT_SYNC(sym)                                                                                         \
+  AW_DRIVER_HOOK(sym, (CUevent ev), (ev),                                                                           \
+                 return traced(aw_caller, Hook::sym, calls::Category::Sync, call,                                   \
+                               [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {                  \
+                                 fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(ev), trace::StreamKind::Unknown); \
+                               });)
 DEF_EVENT_SYNC(cuEventSynchronize)
 
-extern "C" AW_EXPORT CUresult cuEventQuery(CUevent ev) {
-  AW_NOTE_CALLER();
-  auto real = real_fn<CUresult (*)(CUevent)>(Hook::cuEventQuery);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  if (query_fold::eligible())
-    return query_fold::run(0, aw_caller, trace::Api::cuEventQuery, trace::Api::cuEventQuery,
-                           reinterpret_cast<uint64_t>(ev), trace::StreamKind::Unknown, false, [&] { return real(ev); });
-  return traced(
-      aw_caller, Hook::cuEventQuery, calls::Category::Sync, [&] { return real(ev); },
-      [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
-        fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(ev), trace::StreamKind::Unknown);
-      });
-}
+AW_DRIVER_HOOK(cuEventQuery, (CUevent ev), (ev),
+               if (query_fold::eligible()) return query_fold::run(0, aw_caller, trace::Api::cuEventQuery,
+                                                                  trace::Api::cuEventQuery,
+                                                                  reinterpret_cast<uint64_t>(ev),
+                                                                  trace::StreamKind::Unknown, false, call);
+               return traced(aw_caller, Hook::cuEventQuery, calls::Category::Sync, call,
+                             [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+                               fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(ev), trace::StreamKind::Unknown);
+                             });)
 
-extern "C" AW_EXPORT CUresult cuCtxSynchronize() {
-  AW_NOTE_CALLER();
-  auto real = real_fn<CUresult (*)()>(Hook::cuCtxSynchronize);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return traced(
-      aw_caller, Hook::cuCtxSynchronize, calls::Category::Sync, [&] { return real(); },
-      [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
-        fill_sync(rec, hi, r, 0, trace::StreamKind::Unknown);
-      });
-}
+AW_DRIVER_HOOK(cuCtxSynchronize, (), (),
+               return traced(aw_caller, Hook::cuCtxSynchronize, calls::Category::Sync, call,
+                             [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+                               fill_sync(rec, hi, r, 0, trace::StreamKind::Unknown);
+                             });)
 
 // CUDA 13: cuGetProcAddress("cuCtxSynchronize", 13000) hands out cuCtxSynchronize_v2(CUcontext),
 // which synchronizes the given context (NULL: the current one). Recorded as the same Sync as
 // cuCtxSynchronize (api cuCtxSynchronize, so every rule about it applies) with driver_fn naming
 // the entry point the application actually reached, and the context as the handle.
-extern "C" AW_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) {
-  AW_NOTE_CALLER();
-  auto real = real_fn<CUresult (*)(CUcontext)>(Hook::cuCtxSynchronize_v2);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return traced(
-      aw_caller, Hook::cuCtxSynchronize_v2, calls::Category::Sync, [&] { return real(ctx); },
-      [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
-        fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(ctx), trace::StreamKind::Unknown);
-        rec.sync.api = static_cast<uint16_t>(trace::Api::cuCtxSynchronize);
-      });
-}
+AW_DRIVER_HOOK(cuCtxSynchronize_v2, (CUcontext ctx), (ctx),
+               return traced(aw_caller, Hook::cuCtxSynchronize_v2, calls::Category::Sync, call,
+                             [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+                               fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(ctx), trace::StreamKind::Unknown);
+                               rec.sync.api = static_cast<uint16_t>(trace::Api::cuCtxSynchronize);
+                             });)
 
-#define DEF_STREAM_WAIT_EVENT(sym)                                                                      \
-  extern "C" AW_EXPORT CUresult sym(CUstream st, CUevent ev, unsigned flags) {                          \
-    AW_NOTE_CALLER();                                                                                   \
-    auto real = real_fn<CUresult (*)(CUstream, CUevent, unsigned)>(Hook::sym);                          \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                       \
-    return traced(                                                                                      \
-        aw_caller, Hook::sym, calls::Category::Sync, [&] { return real(st, ev, flags); },               \
-        [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {                             \
-          /* handle: the stream that waits; the event is not kept (no field for it) */                  \
-          fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(st), calls::stream_kind(st, hi.per_thread)); \
-        });                                                                                             \
-  }
+#define DEF_STREAM_WAIT_EVENT(sym)                                                                            \
+  AW_DRIVER_HOOK(sym, (CUstream st, CUevent ev, unsigned flags), (st, ev, flags),                             \
+                 return traced(aw_caller, Hook::sym, calls::Category::Sync, call,                             \
+                               [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {            \
+                                 /* handle: the stream that waits; the event is not kept (no field for it) */ \
+                                 fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(st),                        \
+                                           calls::stream_kind(st, hi.per_thread));                            \
+                               });)
 DEF_STREAM_WAIT_EVENT(cuStreamWaitEvent)
 DEF_STREAM_WAIT_EVENT(cuStreamWaitEvent_ptsz)
 
 // ---- memory management ----------------------------------------------------------------------
-extern "C" AW_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t n) {
-  AW_NOTE_CALLER();
-  auto real = real_fn<CUresult (*)(CUdeviceptr*, size_t)>(Hook::cuMemAlloc_v2);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return traced(
-      aw_caller, Hook::cuMemAlloc_v2, calls::Category::MemoryOp, [&] { return real(p, n); },
-      [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
-        fill_memory(rec, hi, r, MemoryKind::Device, (r == 0 && p) ? *p : 0, n, 0);
-      });
-}
+AW_DRIVER_HOOK(cuMemAlloc_v2, (CUdeviceptr * p, size_t n), (p, n),
+               return traced(aw_caller, Hook::cuMemAlloc_v2, calls::Category::MemoryOp, call,
+                             [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+                               fill_memory(rec, hi, r, MemoryKind::Device, (r == 0 && p) ? *p : 0, n, 0);
+                             });)
 
-extern "C" AW_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
-  AW_NOTE_CALLER();
-  auto real = real_fn<CUresult (*)(CUdeviceptr)>(Hook::cuMemFree_v2);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return traced(
-      aw_caller, Hook::cuMemFree_v2, calls::Category::MemoryOp, [&] { return real(p); },
-      [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
-        fill_memory(rec, hi, r, MemoryKind::Device, p, 0, 0);
-      });
-}
+AW_DRIVER_HOOK(cuMemFree_v2, (CUdeviceptr p), (p),
+               return traced(aw_caller, Hook::cuMemFree_v2, calls::Category::MemoryOp, call,
+                             [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+                               fill_memory(rec, hi, r, MemoryKind::Device, p, 0, 0);
+                             });)
 
 // The pinned allocations feed the classifier's registry whether or not we record (a disabled or
 // failed trace must not change classification of later calls... which are not recorded either,
 // but the registry is cheap and keeps the two states simple).
-extern "C" AW_EXPORT CUresult cuMemAllocHost_v2(void** pp, size_t n) {
-  AW_NOTE_CALLER();
-  auto real = real_fn<CUresult (*)(void**, size_t)>(Hook::cuMemAllocHost_v2);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return traced(
-      aw_caller, Hook::cuMemAllocHost_v2, calls::Category::MemoryOp,
-      [&] {
-        CUresult r = real(pp, n);
-        if (r == CUDA_SUCCESS && pp && *pp)
-          with_registry([&] { classify::pinned_ranges().add(reinterpret_cast<uint64_t>(*pp), n); });
-        return r;
-      },
-      [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
-        fill_memory(rec, hi, r, MemoryKind::Pinned, (r == 0 && pp) ? reinterpret_cast<uint64_t>(*pp) : 0, n, 0);
-      });
-}
+AW_DRIVER_HOOK(cuMemAllocHost_v2, (void** pp, size_t n), (pp, n),
+               return traced(
+                   aw_caller, Hook::cuMemAllocHost_v2, calls::Category::MemoryOp,
+                   [&] {
+                     CUresult r = real(pp, n);
+                     if (r == CUDA_SUCCESS && pp && *pp)
+                       with_registry([&] { classify::pinned_ranges().add(reinterpret_cast<uint64_t>(*pp), n); });
+                     return r;
+                   },
+                   [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+                     fill_memory(rec, hi, r, MemoryKind::Pinned, (r == 0 && pp) ? reinterpret_cast<uint64_t>(*pp) : 0,
+                                 n, 0);
+                   });)
 
-extern "C" AW_EXPORT CUresult cuMemHostAlloc(void** pp, size_t n, unsigned flags) {
-  AW_NOTE_CALLER();
-  auto real = real_fn<CUresult (*)(void**, size_t, unsigned)>(Hook::cuMemHostAlloc);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return traced(
-      aw_caller, Hook::cuMemHostAlloc, calls::Category::MemoryOp,
-      [&] {
-        CUresult r = real(pp, n, flags);
-        if (r == CUDA_SUCCESS && pp && *pp)
-          with_registry([&] { classify::pinned_ranges().add(reinterpret_cast<uint64_t>(*pp), n); });
-        return r;
-      },
-      [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
-        fill_memory(rec, hi, r, MemoryKind::Pinned, (r == 0 && pp) ? reinterpret_cast<uint64_t>(*pp) : 0, n, flags);
-      });
-}
+AW_DRIVER_HOOK(cuMemHostAlloc, (void** pp, size_t n, unsigned flags), (pp, n, flags),
+               return traced(
+                   aw_caller, Hook::cuMemHostAlloc, calls::Category::MemoryOp,
+                   [&] {
+                     CUresult r = real(pp, n, flags);
+                     if (r == CUDA_SUCCESS && pp && *pp)
+                       with_registry([&] { classify::pinned_ranges().add(reinterpret_cast<uint64_t>(*pp), n); });
+                     return r;
+                   },
+                   [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+                     fill_memory(rec, hi, r, MemoryKind::Pinned, (r == 0 && pp) ? reinterpret_cast<uint64_t>(*pp) : 0,
+                                 n, flags);
+                   });)
 
-extern "C" AW_EXPORT CUresult cuMemFreeHost(void* p) {
-  AW_NOTE_CALLER();
-  auto real = real_fn<CUresult (*)(void*)>(Hook::cuMemFreeHost);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return traced(
-      aw_caller, Hook::cuMemFreeHost, calls::Category::MemoryOp,
-      [&] {
-        // Removed before the free: once the driver released it, malloc may reuse the
-        // address for pageable memory.
-        with_registry([&] { classify::pinned_ranges().remove(reinterpret_cast<uint64_t>(p)); });
-        return real(p);
-      },
-      [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
-        fill_memory(rec, hi, r, MemoryKind::Pinned, reinterpret_cast<uint64_t>(p), 0, 0);
-      });
-}
+AW_DRIVER_HOOK(cuMemFreeHost, (void* p), (p),
+               return traced(
+                   aw_caller, Hook::cuMemFreeHost, calls::Category::MemoryOp,
+                   [&] {
+                     // Removed before the free: once the driver released it, malloc may reuse the
+                     // address for pageable memory.
+                     with_registry([&] { classify::pinned_ranges().remove(reinterpret_cast<uint64_t>(p)); });
+                     return real(p);
+                   },
+                   [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+                     fill_memory(rec, hi, r, MemoryKind::Pinned, reinterpret_cast<uint64_t>(p), 0, 0);
+                   });)
 
-extern "C" AW_EXPORT CUresult cuMemHostRegister_v2(void* p, size_t n, unsigned flags) {
-  AW_NOTE_CALLER();
-  auto real = real_fn<CUresult (*)(void*, size_t, unsigned)>(Hook::cuMemHostRegister_v2);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return traced(
-      aw_caller, Hook::cuMemHostRegister_v2, calls::Category::MemoryOp,
-      [&] {
-        CUresult r = real(p, n, flags);
-        if (r == CUDA_SUCCESS && p)
-          with_registry([&] { classify::pinned_ranges().add(reinterpret_cast<uint64_t>(p), n); });
-        return r;
-      },
-      [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
-        fill_memory(rec, hi, r, MemoryKind::Pinned, reinterpret_cast<uint64_t>(p), n, flags);
-      });
-}
+AW_DRIVER_HOOK(cuMemHostRegister_v2, (void* p, size_t n, unsigned flags), (p, n, flags),
+               return traced(
+                   aw_caller, Hook::cuMemHostRegister_v2, calls::Category::MemoryOp,
+                   [&] {
+                     CUresult r = real(p, n, flags);
+                     if (r == CUDA_SUCCESS && p)
+                       with_registry([&] { classify::pinned_ranges().add(reinterpret_cast<uint64_t>(p), n); });
+                     return r;
+                   },
+                   [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+                     fill_memory(rec, hi, r, MemoryKind::Pinned, reinterpret_cast<uint64_t>(p), n, flags);
+                   });)
 
-extern "C" AW_EXPORT CUresult cuMemHostUnregister(void* p) {
-  AW_NOTE_CALLER();
-  auto real = real_fn<CUresult (*)(void*)>(Hook::cuMemHostUnregister);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return traced(
-      aw_caller, Hook::cuMemHostUnregister, calls::Category::MemoryOp,
-      [&] {
-        CUresult r = real(p);
-        if (r == CUDA_SUCCESS) with_registry([&] { classify::pinned_ranges().remove(reinterpret_cast<uint64_t>(p)); });
-        return r;
-      },
-      [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
-        fill_memory(rec, hi, r, MemoryKind::Pageable, reinterpret_cast<uint64_t>(p), 0, 0);
-      });
-}
+AW_DRIVER_HOOK(cuMemHostUnregister, (void* p), (p),
+               return traced(
+                   aw_caller, Hook::cuMemHostUnregister, calls::Category::MemoryOp,
+                   [&] {
+                     CUresult r = real(p);
+                     if (r == CUDA_SUCCESS)
+                       with_registry([&] { classify::pinned_ranges().remove(reinterpret_cast<uint64_t>(p)); });
+                     return r;
+                   },
+                   [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+                     fill_memory(rec, hi, r, MemoryKind::Pageable, reinterpret_cast<uint64_t>(p), 0, 0);
+                   });)
 
-extern "C" AW_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* p, size_t n, unsigned flags) {
-  AW_NOTE_CALLER();
-  auto real = real_fn<CUresult (*)(CUdeviceptr*, size_t, unsigned)>(Hook::cuMemAllocManaged);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return traced(
-      aw_caller, Hook::cuMemAllocManaged, calls::Category::MemoryOp, [&] { return real(p, n, flags); },
-      [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
-        fill_memory(rec, hi, r, MemoryKind::Managed, (r == 0 && p) ? *p : 0, n, flags);
-      });
-}
+AW_DRIVER_HOOK(cuMemAllocManaged, (CUdeviceptr * p, size_t n, unsigned flags), (p, n, flags),
+               return traced(aw_caller, Hook::cuMemAllocManaged, calls::Category::MemoryOp, call,
+                             [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+                               fill_memory(rec, hi, r, MemoryKind::Managed, (r == 0 && p) ? *p : 0, n, flags);
+                             });)
 
-#define DEF_ALLOC_ASYNC(sym)                                                             \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr* p, size_t n, CUstream st) {             \
-    AW_NOTE_CALLER();                                                                    \
-    auto real = real_fn<CUresult (*)(CUdeviceptr*, size_t, CUstream)>(Hook::sym);        \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                        \
-    return traced(                                                                       \
-        aw_caller, Hook::sym, calls::Category::MemoryOp, [&] { return real(p, n, st); }, \
-        [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {              \
-          fill_memory(rec, hi, r, MemoryKind::Device, (r == 0 && p) ? *p : 0, n, 0);     \
-        });                                                                              \
-  }
+#define DEF_ALLOC_ASYNC(sym)                                                                                \
+  AW_DRIVER_HOOK(sym, (CUdeviceptr * p, size_t n, CUstream st), (p, n, st),                                 \
+                 return traced(aw_caller, Hook::sym, calls::Category::MemoryOp, call,                       \
+                               [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {          \
+                                 fill_memory(rec, hi, r, MemoryKind::Device, (r == 0 && p) ? *p : 0, n, 0); \
+                               });)
 DEF_ALLOC_ASYNC(cuMemAllocAsync)
 DEF_ALLOC_ASYNC(cuMemAllocAsync_ptsz)
 
-#define DEF_FREE_ASYNC(sym)                                                           \
-  extern "C" AW_EXPORT CUresult sym(CUdeviceptr p, CUstream st) {                     \
-    AW_NOTE_CALLER();                                                                 \
-    auto real = real_fn<CUresult (*)(CUdeviceptr, CUstream)>(Hook::sym);              \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                     \
-    return traced(                                                                    \
-        aw_caller, Hook::sym, calls::Category::MemoryOp, [&] { return real(p, st); }, \
-        [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {           \
-          fill_memory(rec, hi, r, MemoryKind::Device, p, 0, 0);                       \
-        });                                                                           \
-  }
+#define DEF_FREE_ASYNC(sym)                                                                        \
+  AW_DRIVER_HOOK(sym, (CUdeviceptr p, CUstream st), (p, st),                                       \
+                 return traced(aw_caller, Hook::sym, calls::Category::MemoryOp, call,              \
+                               [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) { \
+                                 fill_memory(rec, hi, r, MemoryKind::Device, p, 0, 0);             \
+                               });)
 DEF_FREE_ASYNC(cuMemFreeAsync)
 DEF_FREE_ASYNC(cuMemFreeAsync_ptsz)
 
 // ---- streams and capture --------------------------------------------------------------------
-extern "C" AW_EXPORT CUresult cuStreamCreate(CUstream* ph, unsigned flags) {
-  AW_NOTE_CALLER();
-  auto real = real_fn<CUresult (*)(CUstream*, unsigned)>(Hook::cuStreamCreate);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return traced(
-      aw_caller, Hook::cuStreamCreate, calls::Category::Stream, [&] { return real(ph, flags); },
-      [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
-        fill_stream(rec, hi, r, trace::RecordType::StreamCreate, (r == 0 && ph) ? reinterpret_cast<uint64_t>(*ph) : 0,
-                    flags, 0);
-      });
-}
+AW_DRIVER_HOOK(cuStreamCreate, (CUstream * ph, unsigned flags), (ph, flags),
+               return traced(aw_caller, Hook::cuStreamCreate, calls::Category::Stream, call,
+                             [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+                               fill_stream(rec, hi, r, trace::RecordType::StreamCreate,
+                                           (r == 0 && ph) ? reinterpret_cast<uint64_t>(*ph) : 0, flags, 0);
+                             });)
 
-extern "C" AW_EXPORT CUresult cuStreamCreateWithPriority(CUstream* ph, unsigned flags, int priority) {
-  AW_NOTE_CALLER();
-  auto real = real_fn<CUresult (*)(CUstream*, unsigned, int)>(Hook::cuStreamCreateWithPriority);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return traced(
-      aw_caller, Hook::cuStreamCreateWithPriority, calls::Category::Stream, [&] { return real(ph, flags, priority); },
-      [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
-        fill_stream(rec, hi, r, trace::RecordType::StreamCreate, (r == 0 && ph) ? reinterpret_cast<uint64_t>(*ph) : 0,
-                    flags, priority);
-      });
-}
+AW_DRIVER_HOOK(cuStreamCreateWithPriority, (CUstream * ph, unsigned flags, int priority), (ph, flags, priority),
+               return traced(aw_caller, Hook::cuStreamCreateWithPriority, calls::Category::Stream, call,
+                             [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+                               fill_stream(rec, hi, r, trace::RecordType::StreamCreate,
+                                           (r == 0 && ph) ? reinterpret_cast<uint64_t>(*ph) : 0, flags, priority);
+                             });)
 
-extern "C" AW_EXPORT CUresult cuStreamDestroy_v2(CUstream st) {
-  AW_NOTE_CALLER();
-  auto real = real_fn<CUresult (*)(CUstream)>(Hook::cuStreamDestroy_v2);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return traced(
-      aw_caller, Hook::cuStreamDestroy_v2, calls::Category::Stream, [&] { return real(st); },
-      [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
-        fill_stream(rec, hi, r, trace::RecordType::StreamDestroy, reinterpret_cast<uint64_t>(st), 0, 0);
-      });
-}
+AW_DRIVER_HOOK(cuStreamDestroy_v2, (CUstream st), (st),
+               return traced(aw_caller, Hook::cuStreamDestroy_v2, calls::Category::Stream, call,
+                             [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+                               fill_stream(rec, hi, r, trace::RecordType::StreamDestroy, reinterpret_cast<uint64_t>(st),
+                                           0, 0);
+                             });)
 
-#define DEF_BEGIN_CAPTURE(sym)                                                               \
-  extern "C" AW_EXPORT CUresult sym(CUstream st, unsigned mode) {                            \
-    AW_NOTE_CALLER();                                                                        \
-    auto real = real_fn<CUresult (*)(CUstream, unsigned)>(Hook::sym);                        \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                            \
-    /* Counted even when not recording: evidence must never run during a capture. */         \
-    CUresult r0 = CUDA_SUCCESS;                                                              \
-    CUresult res = traced(                                                                   \
-        aw_caller, Hook::sym, calls::Category::Capture, [&] { return r0 = real(st, mode); }, \
-        [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {                  \
-          fill_capture(rec, hi, r, reinterpret_cast<uint64_t>(st), mode);                    \
-        });                                                                                  \
-    if (r0 == CUDA_SUCCESS && res == CUDA_SUCCESS) calls::capture_begun();                   \
-    return res;                                                                              \
-  }
+#define DEF_BEGIN_CAPTURE(sym)                                                                                     \
+  AW_DRIVER_HOOK(                                                                                                  \
+      sym, (CUstream st, unsigned mode), (st, mode),                                                               \
+      /* Counted even when not recording: evidence must never run during a capture. */ CUresult r0 = CUDA_SUCCESS; \
+      CUresult res = traced(                                                                                       \
+          aw_caller, Hook::sym, calls::Category::Capture, [&] { return r0 = real(st, mode); },                     \
+          [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {                                      \
+            fill_capture(rec, hi, r, reinterpret_cast<uint64_t>(st), mode);                                        \
+          });                                                                                                      \
+      if (r0 == CUDA_SUCCESS && res == CUDA_SUCCESS) calls::capture_begun(); return res;)
 DEF_BEGIN_CAPTURE(cuStreamBeginCapture_v2)
 DEF_BEGIN_CAPTURE(cuStreamBeginCapture_v2_ptsz)
 
 // CUDA 12.3+: capture into an existing graph. Ended by cuStreamEndCapture like any capture; it
 // must be counted too, or completion evidence could invalidate a global-mode capture.
-#define DEF_BEGIN_CAPTURE_TO_GRAPH(sym)                                                                            \
-  extern "C" AW_EXPORT CUresult sym(CUstream st, CUgraph g, const void* deps, const void* edge_data, size_t ndeps, \
-                                    unsigned mode) noexcept {                                                      \
-    AW_NOTE_CALLER();                                                                                              \
-    auto real = real_fn<CUresult (*)(CUstream, CUgraph, const void*, const void*, size_t, unsigned)>(Hook::sym);   \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                                  \
-    CUresult r0 = CUDA_SUCCESS;                                                                                    \
-    CUresult res = traced(                                                                                         \
-        aw_caller, Hook::sym, calls::Category::Capture,                                                            \
-        [&] { return r0 = real(st, g, deps, edge_data, ndeps, mode); },                                            \
-        [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {                                        \
-          fill_capture(rec, hi, r, reinterpret_cast<uint64_t>(st), mode);                                          \
-          /* a begin of capture for every rule; driver_fn names the entry point */                                 \
-          rec.capture.api = static_cast<uint16_t>(trace::Api::cuStreamBeginCapture_v2);                            \
-        });                                                                                                        \
-    if (r0 == CUDA_SUCCESS && res == CUDA_SUCCESS) calls::capture_begun();                                         \
-    return res;                                                                                                    \
-  }
+#define DEF_BEGIN_CAPTURE_TO_GRAPH(sym)                                                                               \
+  AW_DRIVER_HOOK(sym, (CUstream st, CUgraph g, const void* deps, const void* edge_data, size_t ndeps, unsigned mode), \
+                 (st, g, deps, edge_data, ndeps, mode), CUresult r0 = CUDA_SUCCESS;                                   \
+                 CUresult res = traced(                                                                               \
+                     aw_caller, Hook::sym, calls::Category::Capture,                                                  \
+                     [&] { return r0 = real(st, g, deps, edge_data, ndeps, mode); },                                  \
+                     [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {                              \
+                       fill_capture(rec, hi, r, reinterpret_cast<uint64_t>(st),                                       \
+                                    mode); /* a begin of capture for every rule; driver_fn names the entry point */   \
+                       rec.capture.api = static_cast<uint16_t>(trace::Api::cuStreamBeginCapture_v2);                  \
+                     });                                                                                              \
+                 if (r0 == CUDA_SUCCESS && res == CUDA_SUCCESS) calls::capture_begun(); return res;)
 DEF_BEGIN_CAPTURE_TO_GRAPH(cuStreamBeginCaptureToGraph)
 DEF_BEGIN_CAPTURE_TO_GRAPH(cuStreamBeginCaptureToGraph_ptsz)
 
-#define DEF_END_CAPTURE(sym)                                                                                         \
-  extern "C" AW_EXPORT CUresult sym(CUstream st, CUgraph* g) {                                                       \
-    AW_NOTE_CALLER();                                                                                                \
-    auto real = real_fn<CUresult (*)(CUstream, CUgraph*)>(Hook::sym);                                                \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                                    \
-    CUresult res = traced(                                                                                           \
-        aw_caller, Hook::sym, calls::Category::Capture, [&] { return real(st, g); },                                 \
-        [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {                                          \
-          fill_capture(rec, hi, r, reinterpret_cast<uint64_t>(st), 0);                                               \
-          /* the graph it made, for the analyzer's graph launches (GraphOp) */                                       \
-          if (r == CUDA_SUCCESS && g && !calls::thread_state().reentrant) graph_hooks::write_end_of_capture(st, *g); \
-        });                                                                                                          \
-    /* A failed EndCapture (invalidated capture) still ends it. */                                                   \
-    calls::capture_ended();                                                                                          \
-    return res;                                                                                                      \
-  }
+#define DEF_END_CAPTURE(sym)                                                                                          \
+  AW_DRIVER_HOOK(sym, (CUstream st, CUgraph * g), (st, g),                                                            \
+                 CUresult res = traced(aw_caller, Hook::sym, calls::Category::Capture, call,                          \
+                                       [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {            \
+                                         fill_capture(                                                                \
+                                             rec, hi, r, reinterpret_cast<uint64_t>(st),                              \
+                                             0); /* the graph it made, for the analyzer's graph launches (GraphOp) */ \
+                                         if (r == CUDA_SUCCESS && g && !calls::thread_state().reentrant)              \
+                                           graph_hooks::write_end_of_capture(st, *g);                                 \
+                                       });                                                                            \
+                 /* A failed EndCapture (invalidated capture) still ends it. */ calls::capture_ended(); return res;)
 DEF_END_CAPTURE(cuStreamEndCapture)
 DEF_END_CAPTURE(cuStreamEndCapture_ptsz)

@@ -115,5 +115,8 @@ struct HookInfo {
 const HookInfo& info(Hook h) noexcept;
 // Exact-name lookup (no prefix matching): returns Hook::Count when `name` is not hooked.
 Hook find(const char* name) noexcept;
+// Whether a hooked name starts with `prefix` (cuGetProcAddress's name: the function it returns is
+// that name or a form of it, e.g. cuMemcpyHtoDAsync -> cuMemcpyHtoDAsync_v2_ptsz).
+bool any_starts_with(const char* prefix) noexcept;
 
 }  // namespace asyncwatch::hooks

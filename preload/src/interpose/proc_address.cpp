@@ -22,6 +22,8 @@ namespace asyncwatch::proc_address {
 // caller asked for (used only when dladdr names an alias of the hooked symbol).
 void substitute(const char* requested, void** pfn) noexcept {
   if (!pfn || !*pfn || real::is_own(*pfn)) return;
+  // Most entry points are not hooked: no dladdr for those (a linear walk of the driver's symbols).
+  if (requested && !hooks::any_starts_with(requested)) return;
   ErrnoKeeper keep;
   Dl_info info;
   Hook h = Hook::Count;

@@ -14,10 +14,10 @@
 #include "stacks/module_map.h"
 
 namespace asyncwatch::real {
+std::atomic<void*> g_real[hooks::kHookCount];
 namespace {
 
 std::atomic<DlsymFn> g_dlsym{nullptr};
-std::atomic<void*> g_real[hooks::kHookCount];
 std::atomic<void*> g_driver_handle{nullptr};
 std::atomic<uintptr_t> g_driver_lo{0}, g_driver_hi{0};  // address range of the libcuda in use
 
@@ -133,10 +133,12 @@ void resolve_one(hooks::Hook h, bool pin) noexcept {
 
 std::atomic<bool> g_all_resolved{false};
 
+}  // namespace
+
 // Every entry point at once, the first time one is missing: the loader's lock is taken here, so
 // this runs as the library's own code (a signal meanwhile is held back), and a later first call of
 // another entry point, perhaps from a signal handler, finds its function without a lookup.
-__attribute__((noinline)) void* resolve(hooks::Hook want) noexcept {
+void* resolve(hooks::Hook want) noexcept {
   bool interrupted = calls::thread_state().phase & 1;
   calls::LibraryScope scope;
   ErrnoKeeper keep;
@@ -149,13 +151,6 @@ __attribute__((noinline)) void* resolve(hooks::Hook want) noexcept {
     resolve_one(want, true);
   }
   return g_real[static_cast<size_t>(want)].load(std::memory_order_acquire);
-}
-}  // namespace
-
-void* driver(hooks::Hook h) noexcept {
-  void* p = g_real[static_cast<size_t>(h)].load(std::memory_order_acquire);
-  if (AW_LIKELY(p)) return p;
-  return resolve(h);
 }
 
 void* driver_helper(const char* name) noexcept {

@@ -1,6 +1,9 @@
 // Finding the real functions behind our wrappers without ever going through our own dlsym.
 #pragma once
 
+#include <atomic>
+
+#include "common.h"
 #include "hook_table.h"
 
 namespace asyncwatch::real {
@@ -13,8 +16,15 @@ DlsymFn dlsym_fn() noexcept;
 bool is_own(const void* p) noexcept;
 
 // The driver's function for a hooked entry point: remembered from what dlsym/cuGetProcAddress
-// returned, else looked up next after us and then in the loaded libcuda.
-void* driver(hooks::Hook h) noexcept;
+// returned, else looked up next after us and then in the loaded libcuda. Inline: every wrapper's
+// first load (on the disabled path too).
+extern std::atomic<void*> g_real[hooks::kHookCount];
+__attribute__((noinline)) void* resolve(hooks::Hook h) noexcept;  // the first time one is missing
+inline void* driver(hooks::Hook h) noexcept {
+  void* p = g_real[static_cast<size_t>(h)].load(std::memory_order_acquire);
+  if (AW_LIKELY(p)) return p;
+  return resolve(h);
+}
 // Remember `fn` as the real function for `h` (the first one a lookup found). True when our wrapper
 // calls `fn`: `fn` is what is remembered; false if `fn` is ours or another function than the one
 // remembered (a second libcuda, a shim in front of it), which is then handed out unwrapped.

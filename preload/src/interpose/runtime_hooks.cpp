@@ -276,126 +276,102 @@ cudaError_t run(uint8_t inst, calls::Caller c, Api api, Category cat, Call&& cal
 
 }  // namespace
 
-// X(symbol, Api, Category, per_thread, (parameters), (arguments), fallback-or-nullptr)
+// X(symbol, Api, Category, per_thread, (parameters), (arguments), fallback-or-nullptr). A fallback
+// (and a Query) is evaluated in the wrapper's body, where `aw_per_thread` is the row's per_thread.
+// AW_RT_BOTH(X, base, suffix, ...): the legacy entry point `base` and its per-thread-default-stream
+// form `base##suffix` (_ptds, _ptsz), recorded as the same Api.
+#define AW_RT_BOTH(X, base, suffix, cat, params, args, fb) \
+  X(base, base, cat, 0, params, args, fb) X(base##suffix, base, cat, 1, params, args, fb)
 #define AW_RUNTIME_HOOKS(X)                                                                                            \
-  X(cudaMemcpy, cudaMemcpy, Copy, 0, (void* dst, const void* src, size_t n, int kind), (dst, src, n, kind),            \
-    [&](calls::AnyRecord& rec) { return fill_copy(rec, dst, src, n, kind, nullptr, false); })                          \
-  X(cudaMemcpy_ptds, cudaMemcpy, Copy, 1, (void* dst, const void* src, size_t n, int kind), (dst, src, n, kind),       \
-    [&](calls::AnyRecord& rec) { return fill_copy(rec, dst, src, n, kind, nullptr, true); })                           \
-  X(cudaMemcpyAsync, cudaMemcpyAsync, Copy, 0, (void* dst, const void* src, size_t n, int kind, cudaStream_t st),      \
-    (dst, src, n, kind, st), [&](calls::AnyRecord& rec) { return fill_copy(rec, dst, src, n, kind, st, false); })      \
-  X(cudaMemcpyAsync_ptsz, cudaMemcpyAsync, Copy, 1, (void* dst, const void* src, size_t n, int kind, cudaStream_t st), \
-    (dst, src, n, kind, st), [&](calls::AnyRecord& rec) { return fill_copy(rec, dst, src, n, kind, st, true); })       \
-  X(cudaMemcpy2D, cudaMemcpy2D, Copy, 0,                                                                               \
-    (void* dst, size_t dp, const void* src, size_t sp, size_t w, size_t h, int kind), (dst, dp, src, sp, w, h, kind),  \
-    [&](calls::AnyRecord& rec) { return fill_copy(rec, dst, src, w * h, kind, nullptr, false); })                      \
-  X(cudaMemcpy2DAsync, cudaMemcpy2DAsync, Copy, 0,                                                                     \
-    (void* dst, size_t dp, const void* src, size_t sp, size_t w, size_t h, int kind, cudaStream_t st),                 \
-    (dst, dp, src, sp, w, h, kind, st),                                                                                \
-    [&](calls::AnyRecord& rec) { return fill_copy(rec, dst, src, w * h, kind, st, false); })                           \
-  X(cudaMemcpy2DAsync_ptsz, cudaMemcpy2DAsync, Copy, 1,                                                                \
-    (void* dst, size_t dp, const void* src, size_t sp, size_t w, size_t h, int kind, cudaStream_t st),                 \
-    (dst, dp, src, sp, w, h, kind, st),                                                                                \
-    [&](calls::AnyRecord& rec) { return fill_copy(rec, dst, src, w * h, kind, st, true); })                            \
-  X(cudaMemcpy3D, cudaMemcpy3D, Copy, 0, (const void* p), (p), nullptr)                                                \
-  X(cudaMemcpy3DAsync, cudaMemcpy3DAsync, Copy, 0, (const void* p, cudaStream_t st), (p, st), nullptr)                 \
-  X(cudaMemcpy3DAsync_ptsz, cudaMemcpy3DAsync, Copy, 1, (const void* p, cudaStream_t st), (p, st), nullptr)            \
+  AW_RT_BOTH(X, cudaMemcpy, _ptds, Copy, (void* dst, const void* src, size_t n, int kind), (dst, src, n, kind),        \
+             [&](calls::AnyRecord& rec) { return fill_copy(rec, dst, src, n, kind, nullptr, aw_per_thread); })         \
+  AW_RT_BOTH(X, cudaMemcpyAsync, _ptsz, Copy, (void* dst, const void* src, size_t n, int kind, cudaStream_t st),       \
+             (dst, src, n, kind, st),                                                                                  \
+             [&](calls::AnyRecord& rec) { return fill_copy(rec, dst, src, n, kind, st, aw_per_thread); })              \
+  AW_RT_BOTH(X, cudaMemcpy2D, _ptds, Copy,                                                                             \
+             (void* dst, size_t dp, const void* src, size_t sp, size_t w, size_t h, int kind),                         \
+             (dst, dp, src, sp, w, h, kind),                                                                           \
+             [&](calls::AnyRecord& rec) { return fill_copy(rec, dst, src, w * h, kind, nullptr, aw_per_thread); })     \
+  AW_RT_BOTH(X, cudaMemcpy2DAsync, _ptsz, Copy,                                                                        \
+             (void* dst, size_t dp, const void* src, size_t sp, size_t w, size_t h, int kind, cudaStream_t st),        \
+             (dst, dp, src, sp, w, h, kind, st),                                                                       \
+             [&](calls::AnyRecord& rec) { return fill_copy(rec, dst, src, w * h, kind, st, aw_per_thread); })          \
+  AW_RT_BOTH(X, cudaMemcpy3D, _ptds, Copy, (const void* p), (p), nullptr)                                              \
+  AW_RT_BOTH(X, cudaMemcpy3DAsync, _ptsz, Copy, (const void* p, cudaStream_t st), (p, st), nullptr)                    \
   X(cudaMemcpyPeer, cudaMemcpyPeer, Copy, 0, (void* dst, int dd, const void* src, int sd, size_t n),                   \
     (dst, dd, src, sd, n), nullptr)                                                                                    \
-  X(cudaMemcpyPeerAsync, cudaMemcpyPeerAsync, Copy, 0,                                                                 \
-    (void* dst, int dd, const void* src, int sd, size_t n, cudaStream_t st), (dst, dd, src, sd, n, st), nullptr)       \
-  X(cudaMemcpyToSymbol, cudaMemcpyToSymbol, Copy, 0,                                                                   \
-    (const void* sym, const void* src, size_t n, size_t off, int kind), (sym, src, n, off, kind),                      \
-    [&](calls::AnyRecord& rec) { return fill_copy(rec, nullptr, src, n, kind, nullptr, false); })                      \
-  X(cudaMemcpyToSymbolAsync, cudaMemcpyToSymbolAsync, Copy, 0,                                                         \
-    (const void* sym, const void* src, size_t n, size_t off, int kind, cudaStream_t st), (sym, src, n, off, kind, st), \
-    [&](calls::AnyRecord& rec) { return fill_copy(rec, nullptr, src, n, kind, st, false); })                           \
-  X(cudaMemcpyToSymbolAsync_ptsz, cudaMemcpyToSymbolAsync, Copy, 1,                                                    \
-    (const void* sym, const void* src, size_t n, size_t off, int kind, cudaStream_t st), (sym, src, n, off, kind, st), \
-    [&](calls::AnyRecord& rec) { return fill_copy(rec, nullptr, src, n, kind, st, true); })                            \
-  X(cudaMemcpyFromSymbol, cudaMemcpyFromSymbol, Copy, 0, (void* dst, const void* sym, size_t n, size_t off, int kind), \
-    (dst, sym, n, off, kind),                                                                                          \
-    [&](calls::AnyRecord& rec) { return fill_copy(rec, dst, nullptr, n, kind, nullptr, false); })                      \
-  X(cudaMemcpyFromSymbolAsync, cudaMemcpyFromSymbolAsync, Copy, 0,                                                     \
-    (void* dst, const void* sym, size_t n, size_t off, int kind, cudaStream_t st), (dst, sym, n, off, kind, st),       \
-    [&](calls::AnyRecord& rec) { return fill_copy(rec, dst, nullptr, n, kind, st, false); })                           \
-  X(cudaMemcpyFromSymbolAsync_ptsz, cudaMemcpyFromSymbolAsync, Copy, 1,                                                \
-    (void* dst, const void* sym, size_t n, size_t off, int kind, cudaStream_t st), (dst, sym, n, off, kind, st),       \
-    [&](calls::AnyRecord& rec) { return fill_copy(rec, dst, nullptr, n, kind, st, true); })                            \
-  X(cudaMemcpy2DToArray, cudaMemcpy2DToArray, Copy, 0,                                                                 \
-    (void* a, size_t wo, size_t ho, const void* src, size_t sp, size_t w, size_t h, int kind),                         \
-    (a, wo, ho, src, sp, w, h, kind), nullptr)                                                                         \
-  X(cudaMemcpy2DToArrayAsync, cudaMemcpy2DToArrayAsync, Copy, 0,                                                       \
-    (void* a, size_t wo, size_t ho, const void* src, size_t sp, size_t w, size_t h, int kind, cudaStream_t st),        \
-    (a, wo, ho, src, sp, w, h, kind, st), nullptr)                                                                     \
-  X(cudaMemcpy2DFromArray, cudaMemcpy2DFromArray, Copy, 0,                                                             \
-    (void* dst, size_t dp, const void* a, size_t wo, size_t ho, size_t w, size_t h, int kind),                         \
-    (dst, dp, a, wo, ho, w, h, kind), nullptr)                                                                         \
-  X(cudaMemcpy2DFromArrayAsync, cudaMemcpy2DFromArrayAsync, Copy, 0,                                                   \
-    (void* dst, size_t dp, const void* a, size_t wo, size_t ho, size_t w, size_t h, int kind, cudaStream_t st),        \
-    (dst, dp, a, wo, ho, w, h, kind, st), nullptr)                                                                     \
-  X(cudaMemset, cudaMemset, Memset, 0, (void* p, int v, size_t n), (p, v, n),                                          \
-    [&](calls::AnyRecord& rec) { return fill_memset(rec, p, n, nullptr, false); })                                     \
-  X(cudaMemset_ptds, cudaMemset, Memset, 1, (void* p, int v, size_t n), (p, v, n),                                     \
-    [&](calls::AnyRecord& rec) { return fill_memset(rec, p, n, nullptr, true); })                                      \
-  X(cudaMemsetAsync, cudaMemsetAsync, Memset, 0, (void* p, int v, size_t n, cudaStream_t st), (p, v, n, st),           \
-    [&](calls::AnyRecord& rec) { return fill_memset(rec, p, n, st, false); })                                          \
-  X(cudaMemsetAsync_ptsz, cudaMemsetAsync, Memset, 1, (void* p, int v, size_t n, cudaStream_t st), (p, v, n, st),      \
-    [&](calls::AnyRecord& rec) { return fill_memset(rec, p, n, st, true); })                                           \
-  X(cudaMemset2D, cudaMemset2D, Memset, 0, (void* p, size_t pitch, int v, size_t w, size_t h), (p, pitch, v, w, h),    \
-    [&](calls::AnyRecord& rec) { return fill_memset(rec, p, w * h, nullptr, false); })                                 \
-  X(cudaMemset2DAsync, cudaMemset2DAsync, Memset, 0,                                                                   \
-    (void* p, size_t pitch, int v, size_t w, size_t h, cudaStream_t st), (p, pitch, v, w, h, st),                      \
-    [&](calls::AnyRecord& rec) { return fill_memset(rec, p, w * h, st, false); })                                      \
-  X(cudaMemset3D, cudaMemset3D, Memset, 0, (cudaPitchedPtr p, int v, cudaExtent e), (p, v, e),                         \
-    [&](calls::AnyRecord& rec) { return fill_memset(rec, p.ptr, e.width * e.height * e.depth, nullptr, false); })      \
-  X(cudaMemset3DAsync, cudaMemset3DAsync, Memset, 0, (cudaPitchedPtr p, int v, cudaExtent e, cudaStream_t st),         \
-    (p, v, e, st),                                                                                                     \
-    [&](calls::AnyRecord& rec) { return fill_memset(rec, p.ptr, e.width * e.height * e.depth, st, false); })           \
-  X(cudaLaunchKernel, cudaLaunchKernel, Launch, 0,                                                                     \
-    (const void* f, dim3 g, dim3 b, void** args, size_t shared, cudaStream_t st), (f, g, b, args, shared, st),         \
-    [&](calls::AnyRecord& rec) { return fill_launch(rec, g, b, shared, st, false); })                                  \
-  X(cudaLaunchKernel_ptsz, cudaLaunchKernel, Launch, 1,                                                                \
-    (const void* f, dim3 g, dim3 b, void** args, size_t shared, cudaStream_t st), (f, g, b, args, shared, st),         \
-    [&](calls::AnyRecord& rec) { return fill_launch(rec, g, b, shared, st, true); })                                   \
-  X(cudaLaunchKernelExC, cudaLaunchKernelExC, Launch, 0, (const void* cfg, const void* f, void** args),                \
-    (cfg, f, args), nullptr)                                                                                           \
-  X(cudaLaunchKernelExC_ptsz, cudaLaunchKernelExC, Launch, 1, (const void* cfg, const void* f, void** args),           \
-    (cfg, f, args), nullptr)                                                                                           \
-  X(cudaLaunchCooperativeKernel, cudaLaunchCooperativeKernel, Launch, 0,                                               \
-    (const void* f, dim3 g, dim3 b, void** args, size_t shared, cudaStream_t st), (f, g, b, args, shared, st),         \
-    [&](calls::AnyRecord& rec) { return fill_launch(rec, g, b, shared, st, false); })                                  \
-  X(cudaLaunchCooperativeKernel_ptsz, cudaLaunchCooperativeKernel, Launch, 1,                                          \
-    (const void* f, dim3 g, dim3 b, void** args, size_t shared, cudaStream_t st), (f, g, b, args, shared, st),         \
-    [&](calls::AnyRecord& rec) { return fill_launch(rec, g, b, shared, st, true); })                                   \
-  X(__cudaLaunchKernel, __cudaLaunchKernel, Launch, 0,                                                                 \
-    (void* k, dim3 g, dim3 b, void** args, size_t shared, cudaStream_t st), (k, g, b, args, shared, st),               \
-    [&](calls::AnyRecord& rec) { return fill_launch(rec, g, b, shared, st, false); })                                  \
-  X(__cudaLaunchKernel_ptsz, __cudaLaunchKernel, Launch, 1,                                                            \
-    (void* k, dim3 g, dim3 b, void** args, size_t shared, cudaStream_t st), (k, g, b, args, shared, st),               \
-    [&](calls::AnyRecord& rec) { return fill_launch(rec, g, b, shared, st, true); })                                   \
-  X(cudaGraphLaunch, cudaGraphLaunch, Launch, 0, (void* g, cudaStream_t st), (g, st), nullptr)                         \
-  X(cudaGraphLaunch_ptsz, cudaGraphLaunch, Launch, 1, (void* g, cudaStream_t st), (g, st), nullptr)                    \
-  X(cudaStreamAddCallback, cudaStreamAddCallback, HostFunc, 0,                                                         \
-    (cudaStream_t st, cudaStreamCallback_t cb, void* d, unsigned fl), (st, cb, d, fl), nullptr)                        \
-  X(cudaStreamAddCallback_ptsz, cudaStreamAddCallback, HostFunc, 1,                                                    \
-    (cudaStream_t st, cudaStreamCallback_t cb, void* d, unsigned fl), (st, cb, d, fl), nullptr)                        \
-  X(cudaLaunchHostFunc, cudaLaunchHostFunc, HostFunc, 0, (cudaStream_t st, cudaHostFn_t fn, void* d), (st, fn, d),     \
-    nullptr)                                                                                                           \
-  X(cudaLaunchHostFunc_ptsz, cudaLaunchHostFunc, HostFunc, 1, (cudaStream_t st, cudaHostFn_t fn, void* d),             \
-    (st, fn, d), nullptr)                                                                                              \
-  X(cudaStreamSynchronize, cudaStreamSynchronize, Sync, 0, (cudaStream_t st), (st), nullptr)                           \
-  X(cudaStreamSynchronize_ptsz, cudaStreamSynchronize, Sync, 1, (cudaStream_t st), (st), nullptr)                      \
+  AW_RT_BOTH(X, cudaMemcpyPeerAsync, _ptsz, Copy,                                                                      \
+             (void* dst, int dd, const void* src, int sd, size_t n, cudaStream_t st), (dst, dd, src, sd, n, st),       \
+             nullptr)                                                                                                  \
+  AW_RT_BOTH(X, cudaMemcpyToSymbol, _ptds, Copy, (const void* sym, const void* src, size_t n, size_t off, int kind),   \
+             (sym, src, n, off, kind),                                                                                 \
+             [&](calls::AnyRecord& rec) { return fill_copy(rec, nullptr, src, n, kind, nullptr, aw_per_thread); })     \
+  AW_RT_BOTH(X, cudaMemcpyToSymbolAsync, _ptsz, Copy,                                                                  \
+             (const void* sym, const void* src, size_t n, size_t off, int kind, cudaStream_t st),                      \
+             (sym, src, n, off, kind, st),                                                                             \
+             [&](calls::AnyRecord& rec) { return fill_copy(rec, nullptr, src, n, kind, st, aw_per_thread); })          \
+  AW_RT_BOTH(X, cudaMemcpyFromSymbol, _ptds, Copy, (void* dst, const void* sym, size_t n, size_t off, int kind),       \
+             (dst, sym, n, off, kind),                                                                                 \
+             [&](calls::AnyRecord& rec) { return fill_copy(rec, dst, nullptr, n, kind, nullptr, aw_per_thread); })     \
+  AW_RT_BOTH(X, cudaMemcpyFromSymbolAsync, _ptsz, Copy,                                                                \
+             (void* dst, const void* sym, size_t n, size_t off, int kind, cudaStream_t st),                            \
+             (dst, sym, n, off, kind, st),                                                                             \
+             [&](calls::AnyRecord& rec) { return fill_copy(rec, dst, nullptr, n, kind, st, aw_per_thread); })          \
+  AW_RT_BOTH(X, cudaMemcpy2DToArray, _ptds, Copy,                                                                      \
+             (void* a, size_t wo, size_t ho, const void* src, size_t sp, size_t w, size_t h, int kind),                \
+             (a, wo, ho, src, sp, w, h, kind), nullptr)                                                                \
+  AW_RT_BOTH(                                                                                                          \
+      X, cudaMemcpy2DToArrayAsync, _ptsz, Copy,                                                                        \
+      (void* a, size_t wo, size_t ho, const void* src, size_t sp, size_t w, size_t h, int kind, cudaStream_t st),      \
+      (a, wo, ho, src, sp, w, h, kind, st), nullptr)                                                                   \
+  AW_RT_BOTH(X, cudaMemcpy2DFromArray, _ptds, Copy,                                                                    \
+             (void* dst, size_t dp, const void* a, size_t wo, size_t ho, size_t w, size_t h, int kind),                \
+             (dst, dp, a, wo, ho, w, h, kind), nullptr)                                                                \
+  AW_RT_BOTH(                                                                                                          \
+      X, cudaMemcpy2DFromArrayAsync, _ptsz, Copy,                                                                      \
+      (void* dst, size_t dp, const void* a, size_t wo, size_t ho, size_t w, size_t h, int kind, cudaStream_t st),      \
+      (dst, dp, a, wo, ho, w, h, kind, st), nullptr)                                                                   \
+  AW_RT_BOTH(X, cudaMemset, _ptds, Memset, (void* p, int v, size_t n), (p, v, n),                                      \
+             [&](calls::AnyRecord& rec) { return fill_memset(rec, p, n, nullptr, aw_per_thread); })                    \
+  AW_RT_BOTH(X, cudaMemsetAsync, _ptsz, Memset, (void* p, int v, size_t n, cudaStream_t st), (p, v, n, st),            \
+             [&](calls::AnyRecord& rec) { return fill_memset(rec, p, n, st, aw_per_thread); })                         \
+  AW_RT_BOTH(X, cudaMemset2D, _ptds, Memset, (void* p, size_t pitch, int v, size_t w, size_t h), (p, pitch, v, w, h),  \
+             [&](calls::AnyRecord& rec) { return fill_memset(rec, p, w * h, nullptr, aw_per_thread); })                \
+  AW_RT_BOTH(X, cudaMemset2DAsync, _ptsz, Memset, (void* p, size_t pitch, int v, size_t w, size_t h, cudaStream_t st), \
+             (p, pitch, v, w, h, st),                                                                                  \
+             [&](calls::AnyRecord& rec) { return fill_memset(rec, p, w * h, st, aw_per_thread); })                     \
+  AW_RT_BOTH(X, cudaMemset3D, _ptds, Memset, (cudaPitchedPtr p, int v, cudaExtent e), (p, v, e),                       \
+             [&](calls::AnyRecord& rec) {                                                                              \
+               return fill_memset(rec, p.ptr, e.width * e.height * e.depth, nullptr, aw_per_thread);                   \
+             })                                                                                                        \
+  AW_RT_BOTH(                                                                                                          \
+      X, cudaMemset3DAsync, _ptsz, Memset, (cudaPitchedPtr p, int v, cudaExtent e, cudaStream_t st), (p, v, e, st),    \
+      [&](calls::AnyRecord& rec) { return fill_memset(rec, p.ptr, e.width * e.height * e.depth, st, aw_per_thread); }) \
+  AW_RT_BOTH(X, cudaLaunchKernel, _ptsz, Launch,                                                                       \
+             (const void* f, dim3 g, dim3 b, void** args, size_t shared, cudaStream_t st),                             \
+             (f, g, b, args, shared, st),                                                                              \
+             [&](calls::AnyRecord& rec) { return fill_launch(rec, g, b, shared, st, aw_per_thread); })                 \
+  AW_RT_BOTH(X, cudaLaunchKernelExC, _ptsz, Launch, (const void* cfg, const void* f, void** args), (cfg, f, args),     \
+             nullptr)                                                                                                  \
+  AW_RT_BOTH(X, cudaLaunchCooperativeKernel, _ptsz, Launch,                                                            \
+             (const void* f, dim3 g, dim3 b, void** args, size_t shared, cudaStream_t st),                             \
+             (f, g, b, args, shared, st),                                                                              \
+             [&](calls::AnyRecord& rec) { return fill_launch(rec, g, b, shared, st, aw_per_thread); })                 \
+  AW_RT_BOTH(X, __cudaLaunchKernel, _ptsz, Launch,                                                                     \
+             (void* k, dim3 g, dim3 b, void** args, size_t shared, cudaStream_t st), (k, g, b, args, shared, st),      \
+             [&](calls::AnyRecord& rec) { return fill_launch(rec, g, b, shared, st, aw_per_thread); })                 \
+  AW_RT_BOTH(X, cudaGraphLaunch, _ptsz, Launch, (void* g, cudaStream_t st), (g, st), nullptr)                          \
+  AW_RT_BOTH(X, cudaStreamAddCallback, _ptsz, HostFunc,                                                                \
+             (cudaStream_t st, cudaStreamCallback_t cb, void* d, unsigned fl), (st, cb, d, fl), nullptr)               \
+  AW_RT_BOTH(X, cudaLaunchHostFunc, _ptsz, HostFunc, (cudaStream_t st, cudaHostFn_t fn, void* d), (st, fn, d),         \
+             nullptr)                                                                                                  \
+  AW_RT_BOTH(X, cudaStreamSynchronize, _ptsz, Sync, (cudaStream_t st), (st), nullptr)                                  \
   X(cudaEventSynchronize, cudaEventSynchronize, Sync, 0, (cudaEvent_t e), (e), nullptr)                                \
   X(cudaDeviceSynchronize, cudaDeviceSynchronize, Sync, 0, (), (), nullptr)                                            \
-  X(cudaStreamWaitEvent, cudaStreamWaitEvent, Sync, 0, (cudaStream_t st, cudaEvent_t e, unsigned fl), (st, e, fl),     \
-    nullptr)                                                                                                           \
-  X(cudaStreamWaitEvent_ptsz, cudaStreamWaitEvent, Sync, 1, (cudaStream_t st, cudaEvent_t e, unsigned fl),             \
-    (st, e, fl), nullptr)                                                                                              \
-  X(cudaStreamQuery, cudaStreamQuery, Sync, 0, (cudaStream_t st), (st),                                                \
-    (Query{reinterpret_cast<uint64_t>(st), calls::stream_kind(st, false), false, Api::cuStreamQuery}))                 \
-  X(cudaStreamQuery_ptsz, cudaStreamQuery, Sync, 1, (cudaStream_t st), (st),                                           \
-    (Query{reinterpret_cast<uint64_t>(st), calls::stream_kind(st, true), true, Api::cuStreamQuery}))                   \
+  AW_RT_BOTH(X, cudaStreamWaitEvent, _ptsz, Sync, (cudaStream_t st, cudaEvent_t e, unsigned fl), (st, e, fl), nullptr) \
+  AW_RT_BOTH(X, cudaStreamQuery, _ptsz, Sync, (cudaStream_t st), (st),                                                 \
+             (Query{reinterpret_cast<uint64_t>(st), calls::stream_kind(st, aw_per_thread), aw_per_thread,              \
+                    Api::cuStreamQuery}))                                                                              \
   X(cudaEventQuery, cudaEventQuery, Sync, 0, (cudaEvent_t e), (e),                                                     \
     (Query{reinterpret_cast<uint64_t>(e), trace::StreamKind::Unknown, false, Api::cuEventQuery}))                      \
   X(cudaMalloc, cudaMalloc, MemoryOp, 0, (void** p, size_t n), (p, n),                                                 \
@@ -413,79 +389,29 @@ cudaError_t run(uint8_t inst, calls::Caller c, Api api, Category cat, Call&& cal
   X(cudaHostUnregister, cudaHostUnregister, MemoryOp, 0, (void* p), (p), nullptr)                                      \
   X(cudaMallocManaged, cudaMallocManaged, MemoryOp, 0, (void** p, size_t n, unsigned fl), (p, n, fl),                  \
     [&](calls::AnyRecord& rec) { return fill_memory(rec, MemoryKind::Managed, p ? *p : nullptr, n, fl); })             \
-  X(cudaMallocAsync, cudaMallocAsync, MemoryOp, 0, (void** p, size_t n, cudaStream_t st), (p, n, st), nullptr)         \
-  X(cudaMallocAsync_ptsz, cudaMallocAsync, MemoryOp, 1, (void** p, size_t n, cudaStream_t st), (p, n, st), nullptr)    \
-  X(cudaFreeAsync, cudaFreeAsync, MemoryOp, 0, (void* p, cudaStream_t st), (p, st), nullptr)                           \
-  X(cudaFreeAsync_ptsz, cudaFreeAsync, MemoryOp, 1, (void* p, cudaStream_t st), (p, st), nullptr)                      \
+  AW_RT_BOTH(X, cudaMallocAsync, _ptsz, MemoryOp, (void** p, size_t n, cudaStream_t st), (p, n, st), nullptr)          \
+  AW_RT_BOTH(X, cudaFreeAsync, _ptsz, MemoryOp, (void* p, cudaStream_t st), (p, st), nullptr)                          \
   X(cudaStreamCreate, cudaStreamCreate, Stream, 0, (cudaStream_t * p), (p), nullptr)                                   \
   X(cudaStreamCreateWithFlags, cudaStreamCreateWithFlags, Stream, 0, (cudaStream_t * p, unsigned fl), (p, fl),         \
     nullptr)                                                                                                           \
   X(cudaStreamCreateWithPriority, cudaStreamCreateWithPriority, Stream, 0, (cudaStream_t * p, unsigned fl, int prio),  \
     (p, fl, prio), nullptr)                                                                                            \
   X(cudaStreamDestroy, cudaStreamDestroy, Stream, 0, (cudaStream_t st), (st), nullptr)                                 \
-  X(cudaStreamBeginCapture, cudaStreamBeginCapture, Capture, 0, (cudaStream_t st, int mode), (st, mode), nullptr)      \
-  X(cudaStreamBeginCapture_ptsz, cudaStreamBeginCapture, Capture, 1, (cudaStream_t st, int mode), (st, mode), nullptr) \
-  X(cudaStreamEndCapture, cudaStreamEndCapture, Capture, 0, (cudaStream_t st, void** g), (st, g), nullptr)             \
-  X(cudaStreamEndCapture_ptsz, cudaStreamEndCapture, Capture, 1, (cudaStream_t st, void** g), (st, g), nullptr)        \
-  /* per-thread-default-stream forms of the synchronous and remaining asynchronous APIs */                             \
-  X(cudaMemcpy2D_ptds, cudaMemcpy2D, Copy, 1,                                                                          \
-    (void* dst, size_t dp, const void* src, size_t sp, size_t w, size_t h, int kind), (dst, dp, src, sp, w, h, kind),  \
-    [&](calls::AnyRecord& rec) { return fill_copy(rec, dst, src, w * h, kind, nullptr, true); })                       \
-  X(cudaMemcpy3D_ptds, cudaMemcpy3D, Copy, 1, (const void* p), (p), nullptr)                                           \
-  X(cudaMemcpyToSymbol_ptds, cudaMemcpyToSymbol, Copy, 1,                                                              \
-    (const void* sym, const void* src, size_t n, size_t off, int kind), (sym, src, n, off, kind),                      \
-    [&](calls::AnyRecord& rec) { return fill_copy(rec, nullptr, src, n, kind, nullptr, true); })                       \
-  X(cudaMemcpyFromSymbol_ptds, cudaMemcpyFromSymbol, Copy, 1,                                                          \
-    (void* dst, const void* sym, size_t n, size_t off, int kind), (dst, sym, n, off, kind),                            \
-    [&](calls::AnyRecord& rec) { return fill_copy(rec, dst, nullptr, n, kind, nullptr, true); })                       \
-  X(cudaMemcpy2DToArray_ptds, cudaMemcpy2DToArray, Copy, 1,                                                            \
-    (void* a, size_t wo, size_t ho, const void* src, size_t sp, size_t w, size_t h, int kind),                         \
-    (a, wo, ho, src, sp, w, h, kind), nullptr)                                                                         \
-  X(cudaMemcpy2DToArrayAsync_ptsz, cudaMemcpy2DToArrayAsync, Copy, 1,                                                  \
-    (void* a, size_t wo, size_t ho, const void* src, size_t sp, size_t w, size_t h, int kind, cudaStream_t st),        \
-    (a, wo, ho, src, sp, w, h, kind, st), nullptr)                                                                     \
-  X(cudaMemcpy2DFromArray_ptds, cudaMemcpy2DFromArray, Copy, 1,                                                        \
-    (void* dst, size_t dp, const void* a, size_t wo, size_t ho, size_t w, size_t h, int kind),                         \
-    (dst, dp, a, wo, ho, w, h, kind), nullptr)                                                                         \
-  X(cudaMemcpy2DFromArrayAsync_ptsz, cudaMemcpy2DFromArrayAsync, Copy, 1,                                              \
-    (void* dst, size_t dp, const void* a, size_t wo, size_t ho, size_t w, size_t h, int kind, cudaStream_t st),        \
-    (dst, dp, a, wo, ho, w, h, kind, st), nullptr)                                                                     \
-  X(cudaMemset2D_ptds, cudaMemset2D, Memset, 1, (void* p, size_t pitch, int v, size_t w, size_t h),                    \
-    (p, pitch, v, w, h), [&](calls::AnyRecord& rec) { return fill_memset(rec, p, w * h, nullptr, true); })             \
-  X(cudaMemset2DAsync_ptsz, cudaMemset2DAsync, Memset, 1,                                                              \
-    (void* p, size_t pitch, int v, size_t w, size_t h, cudaStream_t st), (p, pitch, v, w, h, st),                      \
-    [&](calls::AnyRecord& rec) { return fill_memset(rec, p, w * h, st, true); })                                       \
-  X(cudaMemset3D_ptds, cudaMemset3D, Memset, 1, (cudaPitchedPtr p, int v, cudaExtent e), (p, v, e),                    \
-    [&](calls::AnyRecord& rec) { return fill_memset(rec, p.ptr, e.width * e.height * e.depth, nullptr, true); })       \
-  X(cudaMemset3DAsync_ptsz, cudaMemset3DAsync, Memset, 1, (cudaPitchedPtr p, int v, cudaExtent e, cudaStream_t st),    \
-    (p, v, e, st),                                                                                                     \
-    [&](calls::AnyRecord& rec) { return fill_memset(rec, p.ptr, e.width * e.height * e.depth, st, true); })            \
-  X(cudaMemcpyPeerAsync_ptsz, cudaMemcpyPeerAsync, Copy, 1,                                                            \
-    (void* dst, int dd, const void* src, int sd, size_t n, cudaStream_t st), (dst, dd, src, sd, n, st), nullptr)       \
+  AW_RT_BOTH(X, cudaStreamBeginCapture, _ptsz, Capture, (cudaStream_t st, int mode), (st, mode), nullptr)              \
+  AW_RT_BOTH(X, cudaStreamEndCapture, _ptsz, Capture, (cudaStream_t st, void** g), (st, g), nullptr)                   \
   /* version 3 (issue 14): named here, recorded by the driver wrappers they reach (the runtime 13.0 */                 \
   /* signatures; every argument is forwarded as passed). */                                                            \
-  X(cudaMemPrefetchAsync, cudaMemPrefetchAsync, ManagedOp, 0,                                                          \
-    (const void* p, size_t n, uint64_t loc, unsigned fl, cudaStream_t st), (p, n, loc, fl, st), nullptr)               \
-  X(cudaMemPrefetchAsync_ptsz, cudaMemPrefetchAsync, ManagedOp, 1,                                                     \
-    (const void* p, size_t n, uint64_t loc, unsigned fl, cudaStream_t st), (p, n, loc, fl, st), nullptr)               \
-  X(cudaStreamAttachMemAsync, cudaStreamAttachMemAsync, ManagedOp, 0,                                                  \
-    (cudaStream_t st, void* p, size_t n, unsigned fl), (st, p, n, fl), nullptr)                                        \
-  X(cudaStreamAttachMemAsync_ptsz, cudaStreamAttachMemAsync, ManagedOp, 1,                                             \
-    (cudaStream_t st, void* p, size_t n, unsigned fl), (st, p, n, fl), nullptr)                                        \
-  X(cudaMemcpyBatchAsync, cudaMemcpyBatchAsync, BatchCopy, 0,                                                          \
-    (void** d, void** s, size_t* n, size_t c, void* a, size_t* ai, size_t na, cudaStream_t st),                        \
-    (d, s, n, c, a, ai, na, st), nullptr)                                                                              \
-  X(cudaMemcpyBatchAsync_ptsz, cudaMemcpyBatchAsync, BatchCopy, 1,                                                     \
-    (void** d, void** s, size_t* n, size_t c, void* a, size_t* ai, size_t na, cudaStream_t st),                        \
-    (d, s, n, c, a, ai, na, st), nullptr)                                                                              \
-  X(cudaMemcpy3DBatchAsync, cudaMemcpy3DBatchAsync, BatchCopy, 0,                                                      \
-    (size_t n, void* ops, unsigned long long fl, cudaStream_t st), (n, ops, fl, st), nullptr)                          \
-  X(cudaMemcpy3DBatchAsync_ptsz, cudaMemcpy3DBatchAsync, BatchCopy, 1,                                                 \
-    (size_t n, void* ops, unsigned long long fl, cudaStream_t st), (n, ops, fl, st), nullptr)                          \
-  X(cudaMemcpy3DPeer, cudaMemcpy3DPeer, Copy, 0, (const void* p), (p), nullptr)                                        \
-  X(cudaMemcpy3DPeer_ptds, cudaMemcpy3DPeer, Copy, 1, (const void* p), (p), nullptr)                                   \
-  X(cudaMemcpy3DPeerAsync, cudaMemcpy3DPeerAsync, Copy, 0, (const void* p, cudaStream_t st), (p, st), nullptr)         \
-  X(cudaMemcpy3DPeerAsync_ptsz, cudaMemcpy3DPeerAsync, Copy, 1, (const void* p, cudaStream_t st), (p, st), nullptr)    \
+  AW_RT_BOTH(X, cudaMemPrefetchAsync, _ptsz, ManagedOp,                                                                \
+             (const void* p, size_t n, uint64_t loc, unsigned fl, cudaStream_t st), (p, n, loc, fl, st), nullptr)      \
+  AW_RT_BOTH(X, cudaStreamAttachMemAsync, _ptsz, ManagedOp, (cudaStream_t st, void* p, size_t n, unsigned fl),         \
+             (st, p, n, fl), nullptr)                                                                                  \
+  AW_RT_BOTH(X, cudaMemcpyBatchAsync, _ptsz, BatchCopy,                                                                \
+             (void** d, void** s, size_t* n, size_t c, void* a, size_t* ai, size_t na, cudaStream_t st),               \
+             (d, s, n, c, a, ai, na, st), nullptr)                                                                     \
+  AW_RT_BOTH(X, cudaMemcpy3DBatchAsync, _ptsz, BatchCopy,                                                              \
+             (size_t n, void* ops, unsigned long long fl, cudaStream_t st), (n, ops, fl, st), nullptr)                 \
+  AW_RT_BOTH(X, cudaMemcpy3DPeer, _ptds, Copy, (const void* p), (p), nullptr)                                          \
+  AW_RT_BOTH(X, cudaMemcpy3DPeerAsync, _ptsz, Copy, (const void* p, cudaStream_t st), (p, st), nullptr)                \
   X(cudaGraphAddMemcpyNode, cudaGraphAddMemcpyNode, GraphOp, 0,                                                        \
     (void** node, void* g, void* const* deps, size_t nd, const void* p), (node, g, deps, nd, p), nullptr)              \
   X(cudaGraphAddMemcpyNode1D, cudaGraphAddMemcpyNode1D, GraphOp, 0,                                                    \
@@ -626,24 +552,45 @@ inline void* rt_real(RtSlot s) noexcept {
   if (I == 0 && AW_UNLIKELY(!p)) return resolve_export(s);
   return p;  // instances >= 1: set when dlsym handed the wrapper out
 }
+
 }  // namespace
 
-#define AW_RT_BODY(inst, sym, api, cat, params, args, fb)          \
-  AW_NOTE_CALLER();                                                \
-  using Fn = cudaError_t(*) params;                                \
-  auto real_fn = reinterpret_cast<Fn>(rt_real<inst>(RtSlot::sym)); \
-  if (!real_fn) return cudaErrorInitializationError;               \
-  return run(                                                      \
+// Each wrapper's body (hook_entry.h), out of line, one per instance, with `aw_caller`, `real_fn` and
+// `aw_per_thread` (the row's per_thread) in scope; instance 0's body is aw_traced_<sym>.
+#define AW_RT_TRACED_BODY(inst, wrapper, sym, api, cat, pt, args, fb)                  \
+  AW_ENTRY_CALLER(wrapper);                                                            \
+  const auto real_fn = reinterpret_cast<decltype(&::sym)>(rt_real<inst>(RtSlot::sym)); \
+  if (!real_fn) return cudaErrorInitializationError;                                   \
+  [[maybe_unused]] constexpr bool aw_per_thread = pt != 0;                             \
+  return run(                                                                          \
       inst, aw_caller, Api::api, Category::cat, [&] { return real_fn args; }, fb);
+// An instance's entry (hook_entry.h): with ASYNCWATCH_DISABLE=1 a load, a bit test and a tail call of the
+// real function; otherwise the body, called with the same arguments.
+#define AW_RT_ENTRY(inst, sym, args, body)                                                  \
+  const auto real = reinterpret_cast<decltype(&::sym)>(                                     \
+      g_inst[inst].real[static_cast<size_t>(RtSlot::sym)].load(std::memory_order_acquire)); \
+  if (AW_UNLIKELY(trace_writer::disabled_now()) && AW_LIKELY(real)) return real args;       \
+  AW_NOTE_ENTRY();                                                                          \
+  return body args;
 
-// The exported wrapper (instance 0) and, for the other instances, a template of the same body.
-#define AW_RT_DEFINE(sym, api, cat, pt, params, args, fb)                                        \
-  extern "C" AW_EXPORT cudaError_t sym params { AW_RT_BODY(0, sym, api, cat, params, args, fb) } \
-  namespace {                                                                                    \
-  template <int I>                                                                               \
-  cudaError_t sym##_instance params {                                                            \
-    AW_RT_BODY(I, sym, api, cat, params, args, fb)                                               \
-  }                                                                                              \
+// The exported wrapper (instance 0) and, for the other instances, templates of the same entry and body.
+#define AW_RT_DEFINE(sym, api, cat, pt, params, args, fb)                                                   \
+  extern "C" AW_EXPORT cudaError_t sym params;                                                              \
+  extern "C" __attribute__((visibility("hidden"), noinline)) cudaError_t aw_traced_##sym params {           \
+    AW_RT_TRACED_BODY(0, &::sym, sym, api, cat, pt, args, fb)                                               \
+  }                                                                                                         \
+  extern "C" AW_EXPORT AW_ENTRY_ATTRS cudaError_t sym params { AW_RT_ENTRY(0, sym, args, aw_traced_##sym) } \
+  namespace {                                                                                               \
+  template <int I>                                                                                          \
+  cudaError_t sym##_instance params;                                                                        \
+  template <int I>                                                                                          \
+  __attribute__((noinline)) cudaError_t sym##_traced params {                                               \
+    AW_RT_TRACED_BODY(I, &sym##_instance<I>, sym, api, cat, pt, args, fb)                                   \
+  }                                                                                                         \
+  template <int I>                                                                                          \
+  AW_ENTRY_ATTRS cudaError_t sym##_instance params {                                                        \
+    AW_RT_ENTRY(I, sym, args, sym##_traced<I>)                                                              \
+  }                                                                                                         \
   }
 AW_RUNTIME_HOOKS(AW_RT_DEFINE)
 #undef AW_RT_DEFINE

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "call_context.h"
+#include "hook_entry.h"
 #include "gpu_times/gpu_times.h"
 #include "hook_table.h"
 #include "real_functions.h"

@@ -1,0 +1,78 @@
+// How an exported wrapper hands over to its traced body, out of line (docs/interception.md, "Every
+// path to the driver"; the cost: docs/performance.md, "Third pass"). The exported function loads the real function and tests the ASYNCWATCH_DISABLE
+// bit: when set, it tail-calls the real function, having set up no frame and touched nothing else.
+// Otherwise it calls the body with the same arguments, which an optimizing compiler makes a jump
+// (a sibling call): the body then has the wrapper's return address and frame as its own, the
+// application's call site (the key of the call-site cache, and how a driver call made by the
+// runtime is told from the application's).
+//
+// Unoptimized and sanitized builds keep it a call (frame pointers everywhere there: -O0, and the
+// sanitizer builds' -fno-omit-frame-pointer), and the body reads the wrapper's return address and
+// frame one frame up. In optimized builds the wrappers live in a section of their own (contiguous
+// in each object); should the compiler not have made the call a jump after all, the body's return
+// address lies in its own wrapper (no wrapper calls another), and the body takes the return address the wrapper
+// stored in `tl_entry_ra` before the call (a signal handler's CUDA call between that store and the
+// body's load would replace it: that call's call site only).
+#pragma once
+
+#include <cstdint>
+
+#include "call_context.h"
+#include "common.h"
+#include "real_functions.h"
+#include "trace/trace_writer.h"
+
+#if !defined(__OPTIMIZE__) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define AW_ENTRY_ATTRS  __attribute__((optimize("no-optimize-sibling-calls")))
+#define AW_NOTE_ENTRY() static_cast<void>(0)
+#define AW_ENTRY_CALLER(wrapper)                                                                            \
+  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wframe-address\"")                      \
+      const ::asyncwatch::calls::Caller aw_caller{__builtin_return_address(1), __builtin_frame_address(1)}; \
+  _Pragma("GCC diagnostic pop")
+#else
+#define AW_ENTRY_ATTRS  __attribute__((section(".text.asyncwatch_entries")))
+// In the exported function, on the traced path only.
+#define AW_NOTE_ENTRY() ::asyncwatch::calls::tl_entry_ra = __builtin_return_address(0)
+// `aw_caller`, the call site. Reached by a jump, the body's return address and frame are the
+// wrapper's (the frame as __builtin_frame_address(0) gave it there: the canonical frame address
+// less the return address and the saved frame pointer).
+#define AW_ENTRY_CALLER(wrapper)                                                                                    \
+  const ::asyncwatch::calls::Caller aw_caller {                                                                     \
+    AW_LIKELY(!::asyncwatch::calls::called_by(__builtin_return_address(0), reinterpret_cast<const void*>(wrapper))) \
+    ? __builtin_return_address(0) : ::asyncwatch::calls::tl_entry_ra,                                               \
+        static_cast<const char*>(__builtin_dwarf_cfa()) - 2 * sizeof(void*)                                         \
+  }
+#endif
+
+namespace asyncwatch::calls {
+extern AW_TLS_SHARED const void* tl_entry_ra;  // AW_NOTE_ENTRY
+
+// A call from a wrapper's own code returns to within this many bytes of its start (an optimized
+// wrapper is a few dozen instructions).
+inline constexpr uintptr_t kWrapperSpan = 256;
+inline bool called_by(const void* own_ra, const void* wrapper) noexcept {
+  return reinterpret_cast<uintptr_t>(own_ra) - reinterpret_cast<uintptr_t>(wrapper) < kWrapperSpan;
+}
+}  // namespace asyncwatch::calls
+
+// Defines the exported driver wrapper `sym` (parameters `params`, forwarded as `args`) and its body,
+// `aw_traced_<sym>` (hidden, out of line), whose statements follow `args`; in them `aw_caller` (the
+// call site), `real` (the driver's function, its own type) and `call` (it, called with `args`) are in
+// scope.
+#define AW_DRIVER_HOOK(sym, params, args, ...)                                                                        \
+  extern "C" AW_EXPORT ::asyncwatch::cuda::CUresult sym params;                                                       \
+  extern "C" __attribute__((visibility("hidden"), noinline)) ::asyncwatch::cuda::CUresult aw_traced_##sym params {    \
+    AW_ENTRY_CALLER(&::sym);                                                                                          \
+    const auto real = reinterpret_cast<decltype(&::sym)>(::asyncwatch::real::driver(::asyncwatch::hooks::Hook::sym)); \
+    if (!real) return ::asyncwatch::cuda::CUDA_ERROR_NOT_INITIALIZED;                                                 \
+    [[maybe_unused]] auto call = [&] { return real args; };                                                           \
+    __VA_ARGS__                                                                                                       \
+  }                                                                                                                   \
+  extern "C" AW_EXPORT AW_ENTRY_ATTRS ::asyncwatch::cuda::CUresult sym params {                                       \
+    const auto real = reinterpret_cast<decltype(&::sym)>(                                                             \
+        ::asyncwatch::real::g_real[static_cast<size_t>(::asyncwatch::hooks::Hook::sym)].load(                         \
+            std::memory_order_acquire));                                                                              \
+    if (AW_UNLIKELY(::asyncwatch::trace_writer::disabled_now()) && AW_LIKELY(real)) return real args;                 \
+    AW_NOTE_ENTRY();                                                                                                  \
+    return aw_traced_##sym args;                                                                                      \
+  }
