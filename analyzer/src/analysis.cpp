@@ -193,6 +193,7 @@ class ProcessAnalyzer final : public RuleContext {
     sites_.push_back(Site{});
     policy_.executable = fixed_string(t.header().executable, sizeof t.header().executable);
     policy_.user_code = o.user_code;
+    for (size_t i = 0; i < std::size(rules_); ++i) rules_[i] = &rules_for(static_cast<Trigger>(i));
   }
 
   const Options& options() const override { return opt_; }
@@ -202,30 +203,41 @@ class ProcessAnalyzer final : public RuleContext {
     trace_.stream_merged([this](const RecordView& r) { record(r); });
   }
 
-  void record(const RecordView& r) {
+  __attribute__((always_inline)) void record(const RecordView& r) {
+    const RecordInfo& info = record_info(static_cast<uint16_t>(r.type));
     current_tid_ = r.tid;
     // The process's first call (in time order): the one that made the CUDA runtime create the
     // context, when it is a runtime API call (docs/findings.md, context-init).
     first_call_ = false;
-    if (!seen_call_ && record_info(static_cast<uint16_t>(r.type)).call) {
-      seen_call_ = first_call_ = true;
-      first_call_api_ = r.as<CallHead>().api;
+    if (info.call) {
+      if (__builtin_expect(!seen_call_, 0)) {
+        seen_call_ = first_call_ = true;
+        first_call_api_ = r.ref<CallHead>().api;
+      }
+      count_result(r);
     }
-    if (trace::record_info(static_cast<uint16_t>(r.type)).call) count_result(r);
     current_start_ = record_time(r);
     current_end_ = record_end_time(r);
     current_stream_ = UINT64_MAX;
-    if (r.type == RecordType::Copy || r.type == RecordType::Memset)
-      current_stream_ = stream_key(r.ref<CopyRecord>().stream_kind, r.ref<CopyRecord>().stream, r.tid);
-    else if (r.type == RecordType::Launch)
-      current_stream_ = stream_key(r.ref<LaunchRecord>().stream_kind, r.ref<LaunchRecord>().stream, r.tid);
+    // The records of the hot path are read in place (8-aligned in the mapping: RecordView::ref).
     switch (r.type) {
       case RecordType::Copy:
-      case RecordType::Memset: on_copy(r, r.as<CopyRecord>()); break;
-      case RecordType::Launch: on_launch(r, r.as<LaunchRecord>()); break;
+      case RecordType::Memset: {
+        const CopyRecord& c = r.ref<CopyRecord>();
+        current_stream_ = stream_key(c.stream_kind, c.stream, r.tid);
+        on_copy(r, c, current_stream_);
+        break;
+      }
+      case RecordType::Launch: {
+        const LaunchRecord& l = r.ref<LaunchRecord>();
+        current_stream_ = stream_key(l.stream_kind, l.stream, r.tid);
+        on_launch(l, current_stream_);
+        break;
+      }
       case RecordType::GraphLaunch: {
         auto g = r.as<GraphLaunchRecord>();
-        on_launch(r, g, &g.exec);
+        GraphLaunchInfo graph = graph_launch_info(g.exec);
+        on_launch(g, stream_key(g.stream_kind, g.stream, r.tid), &graph);
         break;
       }
       case RecordType::BatchCopy: on_batch(r, r.as<BatchCopyRecord>()); break;
@@ -233,7 +245,7 @@ class ProcessAnalyzer final : public RuleContext {
       case RecordType::Capture: on_capture(r.as<CaptureRecord>()); break;
       case RecordType::HostFuncEnqueue: on_enqueue(r, r.as<HostFuncEnqueueRecord>()); break;
       case RecordType::HostFuncRun: on_run(r.as<HostFuncRunRecord>()); break;
-      case RecordType::Sync: on_sync(r, r.as<SyncRecord>()); break;
+      case RecordType::Sync: on_sync(r, r.ref<SyncRecord>()); break;
       case RecordType::MemoryOp: on_memory_op(r.as<MemoryOpRecord>()); break;
       case RecordType::StreamCreate: streams_.created(r.as<StreamCreateRecord>()); break;
       case RecordType::StreamDestroy: streams_.destroyed(r.as<StreamCreateRecord>().stream); break;
@@ -542,7 +554,7 @@ class ProcessAnalyzer final : public RuleContext {
 
  private:
   static uint64_t stream_key(uint8_t kind, uint64_t handle, uint32_t tid) {
-    return events::resolve_stream(kind, handle, tid).key;
+    return events::stream_key(kind, handle, tid);
   }
 
   // An asynchronous call; `flagged`: a blocking rule reported it (it blocked above the thresholds
@@ -570,7 +582,8 @@ class ProcessAnalyzer final : public RuleContext {
     }
   }
 
-  void on_copy(const RecordView& r, const CopyRecord& c) {
+  // `key`: the copy's stream (stream_key).
+  void on_copy(const RecordView& r, const CopyRecord& c, uint64_t key) {
     const bool sync_api = (c.flags & kFlagSynchronousApi) != 0;
     const uint64_t blocked = c.end_ns - c.start_ns;
     if (c.flags & kFlagCaptureActive) {
@@ -578,7 +591,6 @@ class ProcessAnalyzer final : public RuleContext {
       if (r.type != RecordType::Memset) captured_copy(c);
       return;
     }
-    uint64_t key = stream_key(c.stream_kind, c.stream, r.tid);
     StreamState& st = streams_.at(key);
     RuleEvent e;
     e.copy = &c;
@@ -590,15 +602,17 @@ class ProcessAnalyzer final : public RuleContext {
         detect(Trigger::Copy, e);
         count_async(flagged_blocking_, blocked);
       }
-      streams_.copy_returned(key, c);
+      streams_.copy_returned(key, st, c);
     } else {
       flagged_blocking_ = false;
-      detect(Trigger::Memset, e);
+      detect(Trigger::Memset, e, blocked);
       if (!sync_api) count_async(flagged_blocking_, blocked);
     }
   }
 
-  void on_launch(const RecordView& r, const LaunchRecord& l, const uint64_t* graph_exec = nullptr) {
+  // `key`: the launch's stream; `graph`: what the trace shows of a graph launch's graph.
+  __attribute__((always_inline)) void on_launch(const LaunchRecord& l, uint64_t key,
+                                                const GraphLaunchInfo* graph = nullptr) {
     const uint64_t blocked = l.end_ns - l.start_ns;
     if (l.flags & kFlagCaptureActive) {
       count_async(false, 0);
@@ -608,19 +622,16 @@ class ProcessAnalyzer final : public RuleContext {
       }
       return;
     }
-    GraphLaunchInfo graph;
-    if (graph_exec) graph = graph_launch_info(*graph_exec);
-    uint64_t key = stream_key(l.stream_kind, l.stream, r.tid);
     StreamState& st = streams_.at(key);
     flagged_blocking_ = false;
-    RuleEvent e;
+    RuleEvent& e = launch_event_;  // its other fields stay null
     e.launch = &l;
     e.stream = &st;
-    if (graph_exec) e.graph = &graph;
+    e.graph = graph;
     e.first_call = first_call_;
-    detect(Trigger::Launch, e);
+    detect(Trigger::Launch, e, blocked);
     count_async(flagged_blocking_, blocked);
-    streams_.launch_returned(key, l, launch_blocking_);
+    streams_.launch_returned(key, st, l, launch_blocking_);
   }
 
   void on_enqueue(const RecordView& r, const HostFuncEnqueueRecord& e) {
@@ -689,7 +700,7 @@ class ProcessAnalyzer final : public RuleContext {
       c.direction = static_cast<uint8_t>(Direction::Unknown);
       c.src_memory = c.dst_memory = static_cast<uint8_t>(MemoryKind::Unknown);
     }
-    on_copy(r, c);
+    on_copy(r, c, stream_key(c.stream_kind, c.stream, r.tid));
   }
 
   // Bounded tables: beyond kMaxGraphs graphs (or executable graphs) the rest are not followed, and
@@ -815,9 +826,13 @@ class ProcessAnalyzer final : public RuleContext {
   }
 
   // The rules of the trigger in their order, until one claims the call.
-  void detect(Trigger t, const RuleEvent& e) {
-    for (const RuleInfo* r : rules_for(t))
+  // `blocked`: the call's blocked time, for the rules that see only calls at the threshold
+  // (Rule::at_threshold_only; UINT64_MAX: every rule sees it).
+  void detect(Trigger t, const RuleEvent& e, uint64_t blocked = UINT64_MAX) {
+    for (const RuleInfo* r : *rules_[static_cast<size_t>(t)]) {
+      if (r->hooks.at_threshold_only && blocked < opt_.min_blocked_ns) continue;
       if (r->hooks.detect(*this, e)) return;
+    }
   }
   [[noreturn]] void over_limit(const char* what, uint64_t limit, const char* option) const {
     throw TraceError(fmt::format("{}: {}", trace_.path(), limit_message(what, limit, option)));
@@ -913,6 +928,8 @@ class ProcessAnalyzer final : public RuleContext {
   CallSitePolicy policy_;
   std::vector<std::string> names_;
   std::unordered_map<std::string, uint32_t> name_ids_;
+  const std::vector<const RuleInfo*>* rules_[static_cast<size_t>(Trigger::InFlight) + 1];  // rules_for, by trigger
+  RuleEvent launch_event_;         // on_launch's (built once: most launches reach no rule)
   bool flagged_blocking_ = false;  // a blocking rule flagged the call being looked at
   uint32_t current_tid_ = 0;       // the thread of the record being looked at
   bool seen_call_ = false;

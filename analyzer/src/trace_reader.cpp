@@ -106,6 +106,15 @@ std::unique_ptr<TraceFile> TraceFile::open(const std::string& path, const Limits
     t->fail(fmt::format("trace format version {} is not valid (this asyncwatch reads versions {} to {})", h.version,
                         kOldestReadableVersion, kFormatVersion));
   t->version_ = h.version;
+  t->api_count_ = kApiCountInVersion[h.version];
+  // The fast path of the validating walk takes the fixed-size event records of this version; a
+  // version-1 trace (converted record by record) and everything else take the slow path.
+  for (uint16_t type = 0; type < kRecordTypeLimit; ++type) {
+    const RecordInfo& info = record_info(type);
+    const bool fast = h.version >= 2 && type != 0 && info.since != 0 && info.since <= h.version &&
+                      info.size_rule == SizeRule::Fixed && !is_metadata(static_cast<RecordType>(type));
+    t->fast_size_[type] = fast ? info.fixed : UINT32_MAX;
+  }
   if (h.header_size != kHeaderSize)
     t->fail(fmt::format("corrupt header: header size {} (expected {})", h.header_size, kHeaderSize));
   if (h.block_size != kBlockSize)
@@ -148,13 +157,20 @@ namespace {
 // what is wrong. Dispatched by the generated switch in validate_record (from the record table).
 struct FieldChecks {
   uint16_t api_count;
-  std::string what;
+  std::string* what;  // receives the problem (null: only whether there is one)
 
   bool bad(std::string w) {
-    what = std::move(w);
+    if (what) *what = std::move(w);
     return false;
   }
-  bool head(const CallHead& c) {
+  __attribute__((always_inline)) bool head(const CallHead& c) {
+    if (__builtin_expect(c.api < api_count && c.driver_fn < api_count && c.stream_kind < kStreamKindCount &&
+                             ((c.flags & kFlagInFlight) || c.end_ns >= c.start_ns),
+                         1))
+      return true;
+    return head_problem(c);
+  }
+  bool head_problem(const CallHead& c) {
     if (c.api >= api_count) return bad(fmt::format("unknown api id {}", c.api));
     if (c.driver_fn >= api_count) return bad(fmt::format("unknown driver function id {}", c.driver_fn));
     if (c.stream_kind >= kStreamKindCount) return bad(fmt::format("unknown stream kind {}", c.stream_kind));
@@ -218,7 +234,7 @@ struct FieldChecks {
   // `p` is 8-aligned (records are, in the mapping and in the v1 scratch) and holds sizeof(T)
   // bytes (the size was checked): read in place, not copied.
   template <class T>
-  bool check(const uint8_t* p) {
+  __attribute__((always_inline)) bool check(const uint8_t* p) {
     const T& r = *reinterpret_cast<const T*>(p);
     if constexpr (is_call_record<T>) {
       if (!head(r)) return false;
@@ -226,6 +242,17 @@ struct FieldChecks {
     return body(r);
   }
 };
+
+// The field checks of the record at `p` (its size checked) by its type: the generated switch.
+__attribute__((always_inline)) inline bool fields_valid(FieldChecks& c, RecordType type, const uint8_t* p) {
+  switch (type) {
+#define ASYNCWATCH_CHECK_ROW(id, name, type, since) \
+  case RecordType::name: return c.check<type>(p);
+    ASYNCWATCH_RECORD_TYPES(ASYNCWATCH_CHECK_ROW)
+#undef ASYNCWATCH_CHECK_ROW
+    default: return c.bad("unexpected record type");
+  }
+}
 
 }  // namespace
 
@@ -244,16 +271,9 @@ void TraceFile::validate_record(const RecordView& r) const {
   } else if (r.size < info.fixed) {
     bad(fmt::format("size {} is too small", r.size));
   }
-  FieldChecks c{kApiCountInVersion[version_], {}};
-  bool ok = true;
-  switch (r.type) {
-#define ASYNCWATCH_CHECK_ROW(id, name, type, since) \
-  case RecordType::name: ok = c.check<type>(r.data); break;
-    ASYNCWATCH_RECORD_TYPES(ASYNCWATCH_CHECK_ROW)
-#undef ASYNCWATCH_CHECK_ROW
-    default: bad("unexpected record type");
-  }
-  if (!ok) bad(c.what);
+  std::string what;
+  FieldChecks c{api_count_, &what};
+  if (!fields_valid(c, r.type, r.data)) bad(what);
   if (info.size_rule == SizeRule::Variable) {
     uint32_t want = record_size_aligned(info.struct_size + record_payload_bytes(static_cast<uint16_t>(r.type), r.data));
     if (r.size != want) bad(fmt::format("size {} (expected {})", r.size, want));
@@ -374,6 +394,22 @@ void TraceFile::over_limit(const char* what, uint64_t limit, const char* option)
 }
 
 bool TraceFile::absorb(const RecordView& r) {
+  switch (r.type) {
+    case RecordType::ThreadInfo:
+    case RecordType::Module:
+    case RecordType::Stack:
+    case RecordType::PyCode:
+    case RecordType::PythonInfo:
+    case RecordType::String:
+    case RecordType::Lost:
+    case RecordType::DeviceInfo:
+    case RecordType::Padding: return absorb_metadata(r);
+    default: return absorb_event(r);  // GpuClock too: handed to the walk's visitor
+  }
+}
+
+// The metadata records (ThreadInfo, Module, Stack, ...): into the index; never events.
+bool TraceFile::absorb_metadata(const RecordView& r) {
   ++record_count_;
   switch (r.type) {
     case RecordType::ThreadInfo: {
@@ -435,10 +471,17 @@ bool TraceFile::absorb(const RecordView& r) {
       return false;
     }
     case RecordType::Padding: --record_count_; return false;  // not a record of the application's
-    case RecordType::Launch: use_string(r.ref<LaunchRecord>().kernel_name_id, r); break;
-    case RecordType::NvtxRange: use_string(r.ref<NvtxRangeRecord>().name_id, r); break;
-    default: break;
+    default: return false;
   }
+}
+
+// The event records: their references and times; true unless the call was still in flight.
+__attribute__((always_inline)) inline bool TraceFile::absorb_event(const RecordView& r) {
+  ++record_count_;
+  if (r.type == RecordType::Launch)
+    use_string(r.ref<LaunchRecord>().kernel_name_id, r);
+  else if (r.type == RecordType::NvtxRange)
+    use_string(r.ref<NvtxRangeRecord>().name_id, r);
   if (record_info(static_cast<uint16_t>(r.type)).call) {
     const CallHead& h = r.ref<CallHead>();
     use_stack(h.stack_id, r);
@@ -454,6 +497,44 @@ bool TraceFile::absorb(const RecordView& r) {
   if (s && s < first_time_ns_) first_time_ns_ = s;
   if (e > last_time_ns_) last_time_ns_ = e;
   return true;
+}
+
+bool TraceFile::next_validated(CursorState& c) {
+  while (c.block_pos < c.blocks->size()) {
+    const uint64_t b = (*c.blocks)[c.block_pos];
+    const uint64_t base = kHeaderSize + b * kBlockSize;
+    const uint8_t* block = map_ + base;
+    if (c.off == 0) c.off = sizeof(BlockHeader);
+    for (;;) {
+      // Fast path: a fixed-size event record of this version, of its table size, inside the
+      // block, whose fields pass their checks (the same checks as read_record's, without the
+      // words: any problem takes the slow path, which names it).
+      if (c.off + sizeof(RecordHeader) <= kBlockSize) {
+        RecordHeader rh;
+        std::memcpy(&rh, block + c.off, sizeof rh);
+        FieldChecks quiet{api_count_, nullptr};
+        if (rh.type < kRecordTypeLimit && rh.size == fast_size_[rh.type] && c.off + rh.size <= kBlockSize &&
+            fields_valid(quiet, static_cast<RecordType>(rh.type), block + c.off)) {
+          c.current = RecordView{static_cast<RecordType>(rh.type), rh.size, block + c.off, base + c.off, c.tid, b, rh.size};
+          c.off += rh.size;
+          if (!absorb_event(c.current)) continue;
+          const uint64_t t = record_time(c.current);
+          c.time = t > c.time ? t : c.time;  // keep the thread's own order even if its clock goes back
+          return true;
+        }
+      }
+      if (!read_record(b, c.off, c.tid, &c.current, c.scratch)) break;
+      c.off += c.current.stored_size;
+      if (!absorb(c.current)) continue;
+      const uint64_t t = record_time(c.current);
+      c.time = t > c.time ? t : c.time;
+      return true;
+    }
+    release(base, kBlockSize);
+    ++c.block_pos;
+    c.off = 0;
+  }
+  return false;
 }
 
 void TraceFile::check_references() {

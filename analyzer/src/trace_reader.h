@@ -255,8 +255,14 @@ class TraceFile {
   [[noreturn]] void over_limit(const char* what, uint64_t limit, const char* option) const;
   void check_references();
   void reset_index();
+  struct CursorState;
   template <bool kValidate>
   struct Cursor;
+  // The validating walk's step (single-pass mode): the next event record of the cursor's thread,
+  // validated, the metadata before it absorbed; false at the end of the chain.
+  bool next_validated(CursorState& c);
+  bool absorb_metadata(const RecordView& r);
+  bool absorb_event(const RecordView& r);
   template <bool kValidate, class F>
   void merge(F& visit);
 
@@ -293,6 +299,10 @@ class TraceFile {
   std::vector<InFlightCall> in_flight_calls_;
   std::vector<LostReport> lost_reports_;
   uint32_t version_ = trace::kFormatVersion;
+  uint16_t api_count_ = 0;  // kApiCountInVersion[version_]
+  // By record type: the exact size of an event record that the validating walk may take on its
+  // fast path (fixed-size event types of this version), UINT32_MAX for the others (slow path).
+  uint32_t fast_size_[trace::kRecordTypeLimit];
   uint64_t last_time_ns_ = 0;
   uint64_t first_time_ns_ = UINT64_MAX;
   IdOffsets first_stack_use_;  // id -> the first record that refers to it
@@ -308,12 +318,9 @@ inline bool is_metadata(trace::RecordType t) {
   return !i.call && i.start_offset == 0;
 }
 
-// Walks one thread's chain of blocks. kValidate: checks each record as it reaches it and
-// absorbs the metadata records into the index (single-pass mode); otherwise the records
-// were validated by index() already.
-template <bool kValidate>
-struct TraceFile::Cursor {
-  TraceFile* file;
+// Where a walk of one thread's chain of blocks stands (non-template: the validating walk is in
+// trace_reader.cpp, TraceFile::next_validated).
+struct TraceFile::CursorState {
   const std::vector<uint64_t>* blocks;
   size_t block_pos = 0;
   uint32_t off = 0;
@@ -321,25 +328,30 @@ struct TraceFile::Cursor {
   RecordView current{};
   uint64_t time = 0;
   alignas(8) uint8_t scratch[trace_v1::kScratchBytes];  // `current` of a version-1 trace, converted
+};
 
-  Cursor(TraceFile* f, const std::vector<uint64_t>* b, uint32_t t) : file(f), blocks(b), tid(t) {}
+// Walks one thread's chain of blocks. kValidate: checks each record as it reaches it and
+// absorbs the metadata records into the index (single-pass mode); otherwise the records
+// were validated by index() already.
+template <bool kValidate>
+struct TraceFile::Cursor : CursorState {
+  TraceFile* file;
+
+  Cursor(TraceFile* f, const std::vector<uint64_t>* b, uint32_t t) : file(f) {
+    blocks = b;
+    tid = t;
+  }
   Cursor(const Cursor&) = delete;  // `current` may point into `scratch`
   Cursor& operator=(const Cursor&) = delete;
 
   // Moves to the next event record; false at the end of the chain.
   bool next() {
-    while (block_pos < blocks->size()) {
-      uint64_t b = (*blocks)[block_pos];
-      if (off == 0) off = sizeof(trace::BlockHeader);
-      if constexpr (kValidate) {
-        while (file->read_record(b, off, tid, &current, scratch)) {
-          off += current.stored_size;
-          if (!file->absorb(current)) continue;
-          uint64_t t = record_time(current);
-          time = t > time ? t : time;  // keep the thread's own order even if its clock goes back
-          return true;
-        }
-      } else {
+    if constexpr (kValidate) {
+      return file->next_validated(*this);
+    } else {
+      while (block_pos < blocks->size()) {
+        uint64_t b = (*blocks)[block_pos];
+        if (off == 0) off = sizeof(trace::BlockHeader);
         const uint8_t* block = file->map_ + trace::kHeaderSize + b * trace::kBlockSize;
         while (off + sizeof(trace::RecordHeader) <= trace::kBlockSize) {
           trace::RecordHeader rh;
@@ -367,12 +379,12 @@ struct TraceFile::Cursor {
           time = t > time ? t : time;
           return true;
         }
+        file->release(trace::kHeaderSize + b * trace::kBlockSize, trace::kBlockSize);
+        ++block_pos;
+        off = 0;
       }
-      file->release(trace::kHeaderSize + b * trace::kBlockSize, trace::kBlockSize);
-      ++block_pos;
-      off = 0;
+      return false;
     }
-    return false;
   }
 };
 
@@ -400,65 +412,65 @@ void TraceFile::merge(F& visit) {
     auto c = std::make_unique<C>(this, &t.blocks, t.tid);
     if (c->next()) owned.push_back(std::move(c));
   }
-  struct Ref {  // cursors[i] reads as before
-    std::vector<std::unique_ptr<C>>& v;
-    C& operator[](size_t i) { return *v[i]; }
-    size_t size() const { return v.size(); }
-  } cursors{owned};
-  // Few threads: find the earliest cursor (and the runner-up's time) by a linear scan; many
-  // threads: a binary heap. Either way a cursor is drained while it stays at or before the
-  // runner-up, so one thread's run of records costs one selection.
-  auto before = [&](size_t a, size_t b) {
-    return cursors[a].time != cursors[b].time ? cursors[a].time < cursors[b].time : a < b;
+  // The cursors ordered by (time of their current record, thread order): `live` holds each one's
+  // time beside it, so that a comparison reads no cursor. Few threads: a sorted array, the front
+  // next and live[1] the runner-up; many: a binary heap. Either way a cursor is drained while it
+  // stays before the runner-up, so one thread's run of records costs one comparison each.
+  struct Live {
+    uint64_t time;
+    uint32_t index;
+    C* cursor;
+    bool operator<(const Live& o) const { return time != o.time ? time < o.time : index < o.index; }
   };
-  if (cursors.size() <= 16) {
-    // `live` is kept sorted by (time, index): the front is next, live[1] the runner-up.
-    std::vector<size_t> live(cursors.size());
-    for (size_t i = 0; i < live.size(); ++i) live[i] = i;
-    std::sort(live.begin(), live.end(), before);
-    while (!live.empty()) {
-      size_t i = live.front();
-      C& c = cursors[i];
-      const bool alone = live.size() == 1;
+  std::vector<Live> live;
+  live.reserve(owned.size());
+  for (size_t i = 0; i < owned.size(); ++i) live.push_back(Live{owned[i]->time, static_cast<uint32_t>(i), owned[i].get()});
+  if (live.size() <= 16) {
+    std::sort(live.begin(), live.end());
+    size_t n = live.size();
+    Live* v = live.data();
+    while (n) {
+      Live head = v[0];
+      C& c = *head.cursor;
       for (;;) {
         visit(c.current);
         if (!c.next()) {
-          live.erase(live.begin());
+          std::memmove(v, v + 1, (n - 1) * sizeof(Live));  // trivially copyable
+          --n;
           break;
         }
-        if (!alone && before(live[1], i)) {
-          // Move i to its place further back.
-          size_t k = 1;
-          while (k < live.size() && before(live[k], i)) {
-            live[k - 1] = live[k];
+        head.time = c.time;
+        if (n > 1 && v[1] < head) {
+          size_t k = 1;  // move it to its place further back
+          while (k < n && v[k] < head) {
+            v[k - 1] = v[k];
             ++k;
           }
-          live[k - 1] = i;
+          v[k - 1] = head;
           break;
         }
       }
     }
     return;
   }
-  std::vector<size_t> heap(cursors.size());
-  for (size_t i = 0; i < heap.size(); ++i) heap[i] = i;
-  auto later = [&](size_t a, size_t b) { return before(b, a); };
-  std::make_heap(heap.begin(), heap.end(), later);
-  while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), later);
-    size_t i = heap.back();
-    heap.pop_back();
-    C& c = cursors[i];
+  auto later = [](const Live& a, const Live& b) { return b < a; };
+  std::make_heap(live.begin(), live.end(), later);
+  while (!live.empty()) {
+    std::pop_heap(live.begin(), live.end(), later);
+    Live head = live.back();
+    live.pop_back();
+    C& c = *head.cursor;
     bool more;
     for (;;) {
       visit(c.current);
       more = c.next();
       if (!more) break;
-      if (!heap.empty() && before(heap.front(), i)) break;
+      head.time = c.time;
+      if (!live.empty() && live.front() < head) break;
     }
     if (more) {
-      heap.push_back(i);
-      std::push_heap(heap.begin(), heap.end(), later);
+      live.push_back(head);
+      std::push_heap(live.begin(), live.end(), later);
     }
   }
 }
