@@ -142,6 +142,58 @@ struct GroupKeyHash {
   }
 };
 
+// Launches waited for, by kernel name id: at most kMaxWaitedKernels ids (add() refuses more).
+// Open addressing in a table grown at half load (an explicit synchronization adds each kernel
+// its stream ran since it was last idle: a hash-map look-up each was most of its cost).
+class WaitedKernels {
+ public:
+  bool add(uint32_t id, uint64_t n) {
+    if (size_ * 2 >= slots_.size()) {
+      if (size_ >= kMaxWaitedKernels) return find_add(id, n, false);
+      grow();
+    }
+    return find_add(id, n, true);
+  }
+  size_t size() const { return size_; }
+  template <class F>
+  void each(F&& f) const {
+    for (const Slot& s : slots_)
+      if (s.used) f(s.id, s.n);
+  }
+
+ private:
+  struct Slot {
+    uint32_t id = 0;
+    bool used = false;
+    uint64_t n = 0;
+  };
+  bool find_add(uint32_t id, uint64_t n, bool may_insert) {
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = (id * 2654435761u) & mask;; i = (i + 1) & mask) {
+      Slot& s = slots_[i];
+      if (s.used && s.id == id) {
+        s.n += n;
+        return true;
+      }
+      if (!s.used) {
+        if (!may_insert) return false;
+        s = Slot{id, true, n};
+        ++size_;
+        return true;
+      }
+    }
+  }
+  void grow() {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(old.empty() ? 16 : old.size() * 2, Slot{});
+    size_ = 0;
+    for (const Slot& s : old)
+      if (s.used) find_add(s.id, s.n, true);
+  }
+  std::vector<Slot> slots_;  // power of two, never full (grown at half load, kMaxWaitedKernels * 2 at most)
+  size_t size_ = 0;
+};
+
 struct Group {
   uint64_t count = 0;
   uint64_t bytes = 0;
@@ -150,7 +202,7 @@ struct Group {
   uint64_t completed_at_return = 0;
   uint64_t drained = 0;
   uint64_t outstanding_max = 0;
-  std::unordered_map<uint32_t, uint64_t> waited;
+  WaitedKernels waited;
   uint64_t waited_others = 0;
   uint32_t stack_id = 0;  // a stack that shows the call site
   uint64_t at_threshold = 0;
@@ -158,6 +210,8 @@ struct Group {
   bool context_creation_visible = false;
   bool ended_cleanly = true;
   std::unordered_map<uint32_t, uint64_t> thread_blocked;  // tid -> blocked ns (bounded)
+  uint32_t last_tid = 0;                                   // the thread of the last call, and its entry
+  uint64_t* last_blocked = nullptr;
   std::unordered_map<uint32_t, uint64_t> ranges;          // NVTX range name id -> calls made inside it (bounded)
   // implicit-sync: the sizes (allocations) or addresses (frees) seen, and how many calls repeated one.
   std::unordered_map<uint64_t, uint32_t> repeat_keys;
@@ -315,14 +369,7 @@ class ProcessAnalyzer final : public RuleContext {
     key.driver_fn = o.driver_fn;
     key.kernel = o.kernel_name_id;
     key.site = o.stack_id;
-    auto found = groups_.find(key);
-    if (found == groups_.end()) {
-      if (groups_.size() >= opt_.limits.call_sites)
-        over_limit("distinct findings before merging by source line (rule, cause, API, kernel, call stack)",
-                   opt_.limits.call_sites, "--max-call-sites");
-      found = groups_.emplace(key, Group{}).first;
-    }
-    Group& g = found->second;
+    Group& g = group(key);
     if (g.count == 0) {
       g.first = o;
       g.serial = next_serial_++;
@@ -343,10 +390,14 @@ class ProcessAnalyzer final : public RuleContext {
     g.context_creation_visible = g.context_creation_visible || o.context_creation_visible;
     g.ended_cleanly = g.ended_cleanly && o.process_ended_cleanly;
     if (!range_stacks_.empty() || !open_ranges_.empty()) add_ranges(g);
-    if (auto t = g.thread_blocked.find(current_tid_); t != g.thread_blocked.end())
+    if (g.last_tid == current_tid_ && g.last_blocked) {
+      *g.last_blocked += o.blocked_ns;  // (elements of an unordered_map stay where they are)
+    } else if (auto t = g.thread_blocked.find(current_tid_); t != g.thread_blocked.end()) {
       t->second += o.blocked_ns;
-    else if (g.thread_blocked.size() < kMaxThreadsPerGroup)
-      g.thread_blocked.emplace(current_tid_, o.blocked_ns);
+      g.last_tid = current_tid_, g.last_blocked = &t->second;
+    } else if (g.thread_blocked.size() < kMaxThreadsPerGroup) {
+      g.last_tid = current_tid_, g.last_blocked = &g.thread_blocked.emplace(current_tid_, o.blocked_ns).first->second;
+    }
     if (o.repeat_key) {
       if (auto k = g.repeat_keys.find(o.repeat_key); k != g.repeat_keys.end())
         ++g.repeated;
@@ -356,16 +407,27 @@ class ProcessAnalyzer final : public RuleContext {
     if (!g.stack_id && o.stack_id) g.stack_id = o.stack_id;
     if (o.waited_for) {
       o.waited_for->each([&](uint32_t k, uint64_t n) {
-        auto w = g.waited.find(k);
-        if (w != g.waited.end())
-          w->second += n;
-        else if (g.waited.size() < kMaxWaitedKernels)
-          g.waited.emplace(k, n);
-        else
-          g.waited_others += n;  // bounded: the rest are "(other kernels)"
+        if (!g.waited.add(k, n)) g.waited_others += n;  // bounded: the rest are "(other kernels)"
       });
       g.waited_others += o.waited_for->others;
     }
+  }
+
+  // The group of `key`, created when new. A direct-mapped cache answers the repeated ones (the
+  // groups are node-based: a Group stays where it is until finish() erases it).
+  Group& group(const GroupKey& key) {
+    const size_t h = GroupKeyHash{}(key);
+    GroupCacheEntry& e = group_cache_[h & (kGroupCache - 1)];
+    if (e.group && e.key == key) return *e.group;
+    auto found = groups_.find(key);
+    if (found == groups_.end()) {
+      if (groups_.size() >= opt_.limits.call_sites)
+        over_limit("distinct findings before merging by source line (rule, cause, API, kernel, call stack)",
+                   opt_.limits.call_sites, "--max-call-sites");
+      found = groups_.emplace(key, Group{}).first;
+    }
+    e = GroupCacheEntry{key, &found->second};
+    return found->second;
   }
 
   ProcessResult finish() {
@@ -462,6 +524,7 @@ class ProcessAnalyzer final : public RuleContext {
     // user's code give one site) and is freed as it goes: groups and findings are never both whole.
     FindingSet findings;
     std::vector<std::string> key_of_serial(marks_ ? next_serial_ : 0);  // CallMark: group -> merged finding
+    for (auto& e : group_cache_) e = GroupCacheEntry{};
     for (auto it = groups_.begin(); it != groups_.end(); it = groups_.erase(it)) {
       const GroupKey& key = it->first;
       Group& g = it->second;
@@ -517,7 +580,7 @@ class ProcessAnalyzer final : public RuleContext {
         const uint64_t pinned = f.count * pinned_cost[d];
         f.estimated_saving_ns = f.blocked.total() > pinned ? f.blocked.total() - pinned : 0;
       }
-      for (const auto& [k, n] : g.waited) f.waited_for[kernel_name(k)] += n;
+      g.waited.each([&](uint32_t k, uint64_t n) { f.waited_for[kernel_name(k)] += n; });
       if (g.waited_others) f.waited_for["(other kernels)"] += g.waited_others;
       for (const auto& [k, n] : g.ranges) f.ranges[range_name(k)] += n;
       f.module_loading = module_loading_;
@@ -917,6 +980,12 @@ class ProcessAnalyzer final : public RuleContext {
   std::unordered_map<uint64_t, GraphNodes> graphs_;        // CUgraph -> its pageable memcpy nodes
   std::unordered_map<uint64_t, GraphNodes> execs_;         // CUgraphExec -> the same, as instantiated/updated
   std::unordered_map<GroupKey, Group, GroupKeyHash> groups_;
+  struct GroupCacheEntry {
+    GroupKey key{};
+    Group* group = nullptr;
+  };
+  static constexpr size_t kGroupCache = 256;
+  GroupCacheEntry group_cache_[kGroupCache];  // cleared when finish() starts erasing groups
   struct DenseSite {
     SiteRef ref;
     bool resolved = false;

@@ -404,7 +404,10 @@ bool TraceFile::absorb(const RecordView& r) {
     case RecordType::Lost:
     case RecordType::DeviceInfo:
     case RecordType::Padding: return absorb_metadata(r);
-    default: return absorb_event(r);  // GpuClock too: handed to the walk's visitor
+    default: {
+      uint64_t start;
+      return absorb_event(r, &start);  // GpuClock too: handed to the walk's visitor
+    }
   }
 }
 
@@ -476,7 +479,7 @@ bool TraceFile::absorb_metadata(const RecordView& r) {
 }
 
 // The event records: their references and times; true unless the call was still in flight.
-__attribute__((always_inline)) inline bool TraceFile::absorb_event(const RecordView& r) {
+__attribute__((always_inline)) inline bool TraceFile::absorb_event(const RecordView& r, uint64_t* start) {
   ++record_count_;
   if (r.type == RecordType::Launch)
     use_string(r.ref<LaunchRecord>().kernel_name_id, r);
@@ -493,9 +496,10 @@ __attribute__((always_inline)) inline bool TraceFile::absorb_event(const RecordV
     }
   }
   ++event_record_count_;
-  uint64_t s = record_time(r), e = record_end_time(r);
+  const uint64_t s = record_time(r), e = record_end_time(r);
   if (s && s < first_time_ns_) first_time_ns_ = s;
   if (e > last_time_ns_) last_time_ns_ = e;
+  *start = s;
   return true;
 }
 
@@ -517,8 +521,8 @@ bool TraceFile::next_validated(CursorState& c) {
             fields_valid(quiet, static_cast<RecordType>(rh.type), block + c.off)) {
           c.current = RecordView{static_cast<RecordType>(rh.type), rh.size, block + c.off, base + c.off, c.tid, b, rh.size};
           c.off += rh.size;
-          if (!absorb_event(c.current)) continue;
-          const uint64_t t = record_time(c.current);
+          uint64_t t;
+          if (!absorb_event(c.current, &t)) continue;
           c.time = t > c.time ? t : c.time;  // keep the thread's own order even if its clock goes back
           return true;
         }

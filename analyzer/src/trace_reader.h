@@ -262,7 +262,7 @@ class TraceFile {
   // validated, the metadata before it absorbed; false at the end of the chain.
   bool next_validated(CursorState& c);
   bool absorb_metadata(const RecordView& r);
-  bool absorb_event(const RecordView& r);
+  bool absorb_event(const RecordView& r, uint64_t* start);  // *start: record_time(r)
   template <bool kValidate, class F>
   void merge(F& visit);
 
@@ -412,65 +412,36 @@ void TraceFile::merge(F& visit) {
     auto c = std::make_unique<C>(this, &t.blocks, t.tid);
     if (c->next()) owned.push_back(std::move(c));
   }
-  // The cursors ordered by (time of their current record, thread order): `live` holds each one's
-  // time beside it, so that a comparison reads no cursor. Few threads: a sorted array, the front
-  // next and live[1] the runner-up; many: a binary heap. Either way a cursor is drained while it
-  // stays before the runner-up, so one thread's run of records costs one comparison each.
-  struct Live {
-    uint64_t time;
-    uint32_t index;
-    C* cursor;
-    bool operator<(const Live& o) const { return time != o.time ? time < o.time : index < o.index; }
-  };
-  std::vector<Live> live;
-  live.reserve(owned.size());
-  for (size_t i = 0; i < owned.size(); ++i) live.push_back(Live{owned[i]->time, static_cast<uint32_t>(i), owned[i].get()});
-  if (live.size() <= 16) {
-    std::sort(live.begin(), live.end());
-    size_t n = live.size();
-    Live* v = live.data();
-    while (n) {
-      Live head = v[0];
-      C& c = *head.cursor;
-      for (;;) {
-        visit(c.current);
-        if (!c.next()) {
-          std::memmove(v, v + 1, (n - 1) * sizeof(Live));  // trivially copyable
-          --n;
-          break;
-        }
-        head.time = c.time;
-        if (n > 1 && v[1] < head) {
-          size_t k = 1;  // move it to its place further back
-          while (k < n && v[k] < head) {
-            v[k - 1] = v[k];
-            ++k;
-          }
-          v[k - 1] = head;
-          break;
-        }
-      }
-    }
-    return;
+  // Which cursor is next: the earliest current record, the first thread on a tie. A loser tree
+  // (tournament) over the cursors: after each record only its cursor's path to the root is
+  // replayed, log2(threads) comparisons, none for one thread. Keys are (time << 32 | cursor),
+  // distinct, so ties go to the cursor first in thread order; an exhausted cursor is kDone.
+  using Key = unsigned __int128;
+  constexpr Key kDone = ~Key{0};
+  const size_t n = owned.size();
+  size_t leaves = 1;
+  while (leaves < n) leaves *= 2;
+  std::vector<Key> key(leaves, kDone);
+  for (size_t i = 0; i < n; ++i) key[i] = (Key{owned[i]->time} << 32) | i;
+  std::vector<uint32_t> loser(leaves), winner(2 * leaves);  // loser[node] for nodes 1..leaves-1
+  for (size_t i = 0; i < leaves; ++i) winner[leaves + i] = static_cast<uint32_t>(i);
+  for (size_t node = leaves - 1; node >= 1; --node) {
+    const uint32_t a = winner[2 * node], b = winner[2 * node + 1];
+    const bool a_first = key[a] < key[b];
+    winner[node] = a_first ? a : b;
+    loser[node] = a_first ? b : a;
   }
-  auto later = [](const Live& a, const Live& b) { return b < a; };
-  std::make_heap(live.begin(), live.end(), later);
-  while (!live.empty()) {
-    std::pop_heap(live.begin(), live.end(), later);
-    Live head = live.back();
-    live.pop_back();
-    C& c = *head.cursor;
-    bool more;
-    for (;;) {
-      visit(c.current);
-      more = c.next();
-      if (!more) break;
-      head.time = c.time;
-      if (!live.empty() && live.front() < head) break;
-    }
-    if (more) {
-      live.push_back(head);
-      std::push_heap(live.begin(), live.end(), later);
+  uint32_t next = winner[leaves > 1 ? 1 : leaves];
+  while (key[next] != kDone) {
+    C& c = *owned[next];
+    visit(c.current);
+    key[next] = c.next() ? (Key{c.time} << 32) | next : kDone;
+    for (size_t node = (leaves + next) >> 1; node; node >>= 1) {  // replay its matches
+      const uint32_t other = loser[node];
+      if (key[other] < key[next]) {
+        loser[node] = next;
+        next = other;
+      }
     }
   }
 }
