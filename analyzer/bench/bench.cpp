@@ -277,7 +277,8 @@ int main(int argc, char** argv) {
   if (timeline) jobs.push_back({"timeline", {asyncwatch, "timeline", trace}});
   for (const auto& job : jobs) {
     const bool report = std::strncmp(job.name, "report", 6) == 0;
-    for (int rep = 0; rep < (report ? 2 : 1); ++rep) {  // the first run may read from disk; the second from the page cache
+    for (int rep = 0; rep < (report ? 2 : 1);
+         ++rep) {  // the first run may read from disk; the second from the page cache
       Result r = run(job.cmd, true);
       if (r.status != 0) {
         std::printf("%s: exit status %d\n", job.name, r.status);

@@ -210,9 +210,9 @@ struct Group {
   bool context_creation_visible = false;
   bool ended_cleanly = true;
   std::unordered_map<uint32_t, uint64_t> thread_blocked;  // tid -> blocked ns (bounded)
-  uint32_t last_tid = 0;                                   // the thread of the last call, and its entry
+  uint32_t last_tid = 0;                                  // the thread of the last call, and its entry
   uint64_t* last_blocked = nullptr;
-  std::unordered_map<uint32_t, uint64_t> ranges;          // NVTX range name id -> calls made inside it (bounded)
+  std::unordered_map<uint32_t, uint64_t> ranges;  // NVTX range name id -> calls made inside it (bounded)
   // implicit-sync: the sizes (allocations) or addresses (frees) seen, and how many calls repeated one.
   std::unordered_map<uint64_t, uint32_t> repeat_keys;
   uint64_t repeated = 0;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "options.h"
+#include "trace_reader_checks.h"
 #include "trace_v1.h"
 
 #include <asyncwatch/python_lines.h>
@@ -263,6 +264,7 @@ class TraceFile {
   bool next_validated(CursorState& c);
   bool absorb_metadata(const RecordView& r);
   bool absorb_event(const RecordView& r, uint64_t* start);  // *start: record_time(r)
+  void absorb_in_flight(const RecordView& r, const trace::CallHead& h);
   template <bool kValidate, class F>
   void merge(F& visit);
 
@@ -311,6 +313,29 @@ class TraceFile {
   bool indexed_ = false;
 };
 
+// The event records: their references and times; true unless the call was still in flight.
+__attribute__((always_inline)) inline bool TraceFile::absorb_event(const RecordView& r, uint64_t* start) {
+  ++record_count_;
+  if (r.type == trace::RecordType::Launch)
+    use_string(r.ref<trace::LaunchRecord>().kernel_name_id, r);
+  else if (r.type == trace::RecordType::NvtxRange)
+    use_string(r.ref<trace::NvtxRangeRecord>().name_id, r);
+  if (trace::record_info(static_cast<uint16_t>(r.type)).call) {
+    const trace::CallHead& h = r.ref<trace::CallHead>();
+    use_stack(h.stack_id, r);
+    if (__builtin_expect(h.flags & trace::kFlagInFlight, 0)) {
+      absorb_in_flight(r, h);
+      return false;
+    }
+  }
+  ++event_record_count_;
+  const uint64_t s = record_time(r), e = record_end_time(r);
+  if (s && s < first_time_ns_) first_time_ns_ = s;
+  if (e > last_time_ns_) last_time_ns_ = e;
+  *start = s;
+  return true;
+}
+
 // Records that are not events: the metadata kinds (no call head, no times: ThreadInfo, Module,
 // Stack, String, Lost, DeviceInfo, Padding), from the record table.
 inline bool is_metadata(trace::RecordType t) {
@@ -327,6 +352,9 @@ struct TraceFile::CursorState {
   uint32_t tid = 0;
   RecordView current{};
   uint64_t time = 0;
+  const uint8_t* block = nullptr;  // the block being read (validating walk), null between blocks
+  uint64_t base = 0;               // its file offset
+  uint64_t block_index = 0;
   alignas(8) uint8_t scratch[trace_v1::kScratchBytes];  // `current` of a version-1 trace, converted
 };
 
@@ -347,19 +375,39 @@ struct TraceFile::Cursor : CursorState {
   // Moves to the next event record; false at the end of the chain.
   bool next() {
     if constexpr (kValidate) {
+      // The common record inline: a fixed-size event record of its table size, inside the block
+      // being read, whose fields pass; the rest (metadata, in-flight calls, the next block, any
+      // problem, which it names) is next_validated's.
+      if (__builtin_expect(block != nullptr, 1) && off + sizeof(trace::RecordHeader) <= trace::kBlockSize) {
+        trace::RecordHeader rh;
+        std::memcpy(&rh, block + off, sizeof rh);
+        reader_checks::FieldChecks quiet{file->api_count_, nullptr};
+        if (rh.type < trace::kRecordTypeLimit && rh.size == file->fast_size_[rh.type] &&
+            off + rh.size <= trace::kBlockSize &&
+            reader_checks::fields_valid(quiet, static_cast<trace::RecordType>(rh.type), block + off)) {
+          current = RecordView{
+              static_cast<trace::RecordType>(rh.type), rh.size, block + off, base + off, tid, block_index, rh.size};
+          off += rh.size;
+          uint64_t t;
+          if (__builtin_expect(file->absorb_event(current, &t), 1)) {
+            time = t > time ? t : time;  // keep the thread's own order even if its clock goes back
+            return true;
+          }
+        }
+      }
       return file->next_validated(*this);
     } else {
       while (block_pos < blocks->size()) {
         uint64_t b = (*blocks)[block_pos];
         if (off == 0) off = sizeof(trace::BlockHeader);
-        const uint8_t* block = file->map_ + trace::kHeaderSize + b * trace::kBlockSize;
+        const uint8_t* at = file->map_ + trace::kHeaderSize + b * trace::kBlockSize;
         while (off + sizeof(trace::RecordHeader) <= trace::kBlockSize) {
           trace::RecordHeader rh;
-          std::memcpy(&rh, block + off, sizeof rh);
+          std::memcpy(&rh, at + off, sizeof rh);
           if (rh.type == 0) break;
           current = RecordView{static_cast<trace::RecordType>(rh.type),
                                rh.size,
-                               block + off,
+                               at + off,
                                trace::kHeaderSize + b * trace::kBlockSize + off,
                                tid,
                                b,

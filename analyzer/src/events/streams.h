@@ -70,7 +70,7 @@ class StreamTable {
   // blocking stream, so it being idle idles them too.
   void idle(uint64_t key) { idle(key, at(key)); }
   void idle(uint64_t key, StreamState& st);  // `st` is at(key)
-  void idle_all();  // device or context synchronize, or a call that synchronizes the device
+  void idle_all();                           // device or context synchronize, or a call that synchronizes the device
   // cudaStreamWaitEvent on `key`: its later work waits for an event recorded on some stream (the
   // trace has no cudaEventRecord: which is unknown), so it takes over, as what it may wait for, the
   // kernels then not known complete on every other stream.
@@ -83,7 +83,11 @@ class StreamTable {
   // stream, a device or context synchronize every stream, a stream wait event is waited_on_event;
   // a successful free of device or
   // pinned memory synchronizes the device.
-  // `st` is at(key).
+  void copy_returned(uint64_t key, const trace::CopyRecord& c) { copy_returned(key, at(key), c); }
+  void launch_returned(uint64_t key, const trace::LaunchRecord& l, bool launch_blocking) {
+    launch_returned(key, at(key), l, launch_blocking);
+  }
+  // The same with `st` = at(key) already looked up (the analysis' hot path).
   void copy_returned(uint64_t key, StreamState& st, const trace::CopyRecord& c) {
     const bool sync_api = (c.flags & trace::kFlagSynchronousApi) != 0;
     const bool completed = (c.flags & trace::kFlagEvidenceChecked) && (c.flags & trace::kFlagCompletedAtReturn);
