@@ -1,7 +1,13 @@
-// Analyzer throughput: generates a synthetic trace (if missing), then times
-// `asyncwatch report` (JSON) and `asyncwatch timeline` on it, pinned to one core, and prints
-// records/second and the child's peak RSS (getrusage ru_maxrss). Asserts nothing about time.
+// Analyzer throughput: generates a synthetic trace (if missing, 20 M records), then times
+// `asyncwatch report` (JSON and text) and `asyncwatch timeline` on it, pinned to one core, and
+// prints records per second of CPU time (user + sys of the child, the honest figure on a shared
+// machine) and of wall time, and the child's peak RSS (getrusage). Each report runs twice: the
+// first may read the trace from disk, the second from the page cache. Then, unless
+// --no-instructions, instructions per record of each report format under callgrind (valgrind;
+// deterministic, unlike times on a shared machine). Asserts nothing about time.
 //   asyncwatch_bench --asyncwatch PATH --generator PATH [--dir DIR] [--records N] [--short]
+//                    [--no-timeline] [--no-instructions]
+// --short: 500 k records, no timeline, no callgrind (the ctest bench.analyzer-short).
 // --report-memory: instead, the report's peak RSS on a trace with many call sites (10 M records,
 // 100 k call sites; --short: 500 k and 10 k), in each format; prints it against the 600 MiB target.
 // --hostile: instead, the analyzer's memory on hostile traces (gen_trace --shape), each just under
@@ -19,6 +25,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fmt/format.h>
 #include <string>
 #include <vector>
@@ -27,11 +34,13 @@ namespace {
 
 struct Result {
   double seconds = 0;
+  double cpu_seconds = 0;  // user + sys of the child
   long max_rss_kib = 0;
   int status = 0;
 };
 
-Result run(const std::vector<std::string>& argv, bool quiet) {
+// `quiet`: stdout to /dev/null; `errors_to`: stderr to that file when not empty.
+Result run(const std::vector<std::string>& argv, bool quiet, const std::string& errors_to = {}) {
   auto t0 = std::chrono::steady_clock::now();
   pid_t pid = fork();
   if (pid == 0) {
@@ -42,6 +51,10 @@ Result run(const std::vector<std::string>& argv, bool quiet) {
     if (quiet) {
       int fd = open("/dev/null", O_WRONLY);
       dup2(fd, 1);
+    }
+    if (!errors_to.empty()) {
+      int fd = open(errors_to.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd >= 0) dup2(fd, 2);
     }
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -55,6 +68,8 @@ Result run(const std::vector<std::string>& argv, bool quiet) {
   Result r;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   r.max_rss_kib = ru.ru_maxrss;
+  r.cpu_seconds = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                  static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
   r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
 }
@@ -170,12 +185,30 @@ int run_report_memory(const std::string& asyncwatch, const std::string& generato
   return failures ? 1 : 0;
 }
 
+// Instructions of `cmd` under callgrind ("Collected : N" on its stderr), 0 when valgrind is missing
+// or failed.
+uint64_t instructions_of(const std::vector<std::string>& cmd, const std::string& dir) {
+  const std::string log = dir + "/callgrind.log";
+  std::vector<std::string> argv = {"/usr/bin/valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"};
+  argv.insert(argv.end(), cmd.begin(), cmd.end());
+  Result r = run(argv, true, log);
+  uint64_t n = 0;
+  if (std::FILE* f = std::fopen(log.c_str(), "r")) {
+    char line[512];
+    while (std::fgets(line, sizeof line, f))
+      if (const char* p = std::strstr(line, "Collected : ")) n = std::strtoull(p + 12, nullptr, 10);
+    std::fclose(f);
+  }
+  unlink(log.c_str());
+  return r.status == 0 ? n : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string asyncwatch, generator, dir = ".";
   uint64_t records = 20'000'000;
-  bool short_run = false, hostile = false, report_memory = false;
+  bool short_run = false, hostile = false, report_memory = false, timeline = true, instructions = true;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -193,10 +226,21 @@ int main(int argc, char** argv) {
       hostile = true;
     else if (a == "--report-memory")
       report_memory = true;
+    else if (a == "--no-timeline")
+      timeline = false;
+    else if (a == "--no-instructions")
+      instructions = false;
+    else {
+      std::fprintf(stderr, "%s: unknown option %s\n", argv[0], a.c_str());
+      return 2;
+    }
   }
-  if (short_run) records = 500'000;
+  if (short_run) records = 500'000, timeline = false, instructions = false;
   if (asyncwatch.empty() || generator.empty()) {
-    std::fprintf(stderr, "usage: %s --asyncwatch PATH --generator PATH [--dir DIR] [--records N] [--short]\n", argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s --asyncwatch PATH --generator PATH [--dir DIR] [--records N] [--short] [--no-timeline] "
+                 "[--no-instructions] [--hostile | --report-memory]\n",
+                 argv[0]);
     return 2;
   }
   mkdir(dir.c_str(), 0755);
@@ -215,24 +259,50 @@ int main(int argc, char** argv) {
     if (std::fscanf(f, "%llu", &n) != 1) n = 0;
     std::fclose(f);
   }
-  std::printf("trace %s: %llu records, %.1f MiB\n", trace.c_str(), n, static_cast<double>(st.st_size) / (1 << 20));
+  double load[3] = {0, 0, 0};
+  if (std::FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf %lf %lf", &load[0], &load[1], &load[2]) != 3) load[0] = load[1] = load[2] = 0;
+    std::fclose(f);
+  }
+  std::printf("trace %s: %llu records, %.1f MiB; load average %.2f %.2f %.2f\n", trace.c_str(), n,
+              static_cast<double>(st.st_size) / (1 << 20), load[0], load[1], load[2]);
+  const double target = 30e6;  // records per second of one core (issue 13)
   int failures = 0;
-  for (const char* what : {"report", "timeline"}) {
-    std::vector<std::string> cmd = {asyncwatch, what};
-    if (std::string(what) == "report") {
-      cmd.push_back("--format");
-      cmd.push_back("json");
-    }
-    cmd.push_back(trace);
-    for (int rep = 0; rep < 2; ++rep) {  // the first run may read from disk; the second from the page cache
-      Result r = run(cmd, true);
+  struct Job {
+    const char* name;
+    std::vector<std::string> cmd;
+  };
+  std::vector<Job> jobs = {{"report --format json", {asyncwatch, "report", "--format", "json", trace}},
+                           {"report --format text", {asyncwatch, "report", "--format", "text", trace}}};
+  if (timeline) jobs.push_back({"timeline", {asyncwatch, "timeline", trace}});
+  for (const auto& job : jobs) {
+    const bool report = std::strncmp(job.name, "report", 6) == 0;
+    for (int rep = 0; rep < (report ? 2 : 1);
+         ++rep) {  // the first run may read from disk; the second from the page cache
+      Result r = run(job.cmd, true);
       if (r.status != 0) {
-        std::printf("%s: exit status %d\n", what, r.status);
+        std::printf("%s: exit status %d\n", job.name, r.status);
         ++failures;
         break;
       }
-      std::printf("%-8s run %d: %.2f s, %.1f million records/s, peak RSS %.1f MiB\n", what, rep + 1, r.seconds,
+      const double per_cpu = static_cast<double>(n) / r.cpu_seconds;
+      std::printf("%-20s run %d: CPU %.2f s (%.1f M records/s%s), wall %.2f s (%.1f M records/s), peak RSS %.1f MiB\n",
+                  job.name, rep + 1, r.cpu_seconds, per_cpu / 1e6,
+                  report ? (per_cpu >= target ? ", target 30: met" : ", target 30: not met") : "", r.seconds,
                   static_cast<double>(n) / r.seconds / 1e6, static_cast<double>(r.max_rss_kib) / 1024.0);
+      std::fflush(stdout);
+    }
+  }
+  if (instructions) {
+    for (const auto& job : jobs) {
+      if (std::strncmp(job.name, "report", 6) != 0) continue;
+      uint64_t ir = instructions_of(job.cmd, dir);
+      if (ir == 0)
+        std::printf("%-20s instructions: not measured (valgrind missing or failed)\n", job.name);
+      else
+        std::printf("%-20s callgrind: %.0f instructions per record (%.3f G in all)\n", job.name,
+                    static_cast<double>(ir) / static_cast<double>(n), static_cast<double>(ir) / 1e9);
+      std::fflush(stdout);
     }
   }
   return failures ? 1 : 0;

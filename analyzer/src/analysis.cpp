@@ -143,6 +143,58 @@ struct GroupKeyHash {
   }
 };
 
+// Launches waited for, by kernel name id: at most kMaxWaitedKernels ids (add() refuses more).
+// Open addressing in a table grown at half load (an explicit synchronization adds each kernel
+// its stream ran since it was last idle: a hash-map look-up each was most of its cost).
+class WaitedKernels {
+ public:
+  bool add(uint32_t id, uint64_t n) {
+    if (size_ * 2 >= slots_.size()) {
+      if (size_ >= kMaxWaitedKernels) return find_add(id, n, false);
+      grow();
+    }
+    return find_add(id, n, true);
+  }
+  size_t size() const { return size_; }
+  template <class F>
+  void each(F&& f) const {
+    for (const Slot& s : slots_)
+      if (s.used) f(s.id, s.n);
+  }
+
+ private:
+  struct Slot {
+    uint32_t id = 0;
+    bool used = false;
+    uint64_t n = 0;
+  };
+  bool find_add(uint32_t id, uint64_t n, bool may_insert) {
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = (id * 2654435761u) & mask;; i = (i + 1) & mask) {
+      Slot& s = slots_[i];
+      if (s.used && s.id == id) {
+        s.n += n;
+        return true;
+      }
+      if (!s.used) {
+        if (!may_insert) return false;
+        s = Slot{id, true, n};
+        ++size_;
+        return true;
+      }
+    }
+  }
+  void grow() {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(old.empty() ? 16 : old.size() * 2, Slot{});
+    size_ = 0;
+    for (const Slot& s : old)
+      if (s.used) find_add(s.id, s.n, true);
+  }
+  std::vector<Slot> slots_;  // power of two, never full (grown at half load, kMaxWaitedKernels * 2 at most)
+  size_t size_ = 0;
+};
+
 struct Group {
   uint64_t count = 0;
   uint64_t bytes = 0;
@@ -151,7 +203,7 @@ struct Group {
   uint64_t completed_at_return = 0;
   uint64_t drained = 0;
   uint64_t outstanding_max = 0;
-  std::unordered_map<uint32_t, uint64_t> waited;
+  WaitedKernels waited;
   uint64_t waited_others = 0;
   uint32_t stack_id = 0;  // a stack that shows the call site
   uint64_t at_threshold = 0;
@@ -159,7 +211,9 @@ struct Group {
   bool context_creation_visible = false;
   bool ended_cleanly = true;
   std::unordered_map<uint32_t, uint64_t> thread_blocked;  // tid -> blocked ns (bounded)
-  std::unordered_map<uint32_t, uint64_t> ranges;          // NVTX range name id -> calls made inside it (bounded)
+  uint32_t last_tid = 0;                                  // the thread of the last call, and its entry
+  uint64_t* last_blocked = nullptr;
+  std::unordered_map<uint32_t, uint64_t> ranges;  // NVTX range name id -> calls made inside it (bounded)
   // implicit-sync: the sizes (allocations) or addresses (frees) seen, and how many calls repeated one.
   std::unordered_map<uint64_t, uint32_t> repeat_keys;
   uint64_t repeated = 0;
@@ -194,6 +248,7 @@ class ProcessAnalyzer final : public RuleContext {
     sites_.push_back(Site{});
     policy_.executable = fixed_string(t.header().executable, sizeof t.header().executable);
     policy_.user_code = o.user_code;
+    for (size_t i = 0; i < std::size(rules_); ++i) rules_[i] = &rules_for(static_cast<Trigger>(i));
   }
 
   const Options& options() const override { return opt_; }
@@ -203,30 +258,41 @@ class ProcessAnalyzer final : public RuleContext {
     trace_.stream_merged([this](const RecordView& r) { record(r); });
   }
 
-  void record(const RecordView& r) {
+  __attribute__((always_inline)) void record(const RecordView& r) {
+    const RecordInfo& info = record_info(static_cast<uint16_t>(r.type));
     current_tid_ = r.tid;
     // The process's first call (in time order): the one that made the CUDA runtime create the
     // context, when it is a runtime API call (docs/findings.md, context-init).
     first_call_ = false;
-    if (!seen_call_ && record_info(static_cast<uint16_t>(r.type)).call) {
-      seen_call_ = first_call_ = true;
-      first_call_api_ = r.as<CallHead>().api;
+    if (info.call) {
+      if (__builtin_expect(!seen_call_, 0)) {
+        seen_call_ = first_call_ = true;
+        first_call_api_ = r.ref<CallHead>().api;
+      }
+      count_result(r);
     }
-    if (trace::record_info(static_cast<uint16_t>(r.type)).call) count_result(r);
     current_start_ = record_time(r);
     current_end_ = record_end_time(r);
     current_stream_ = UINT64_MAX;
-    if (r.type == RecordType::Copy || r.type == RecordType::Memset)
-      current_stream_ = stream_key(r.ref<CopyRecord>().stream_kind, r.ref<CopyRecord>().stream, r.tid);
-    else if (r.type == RecordType::Launch)
-      current_stream_ = stream_key(r.ref<LaunchRecord>().stream_kind, r.ref<LaunchRecord>().stream, r.tid);
+    // The records of the hot path are read in place (8-aligned in the mapping: RecordView::ref).
     switch (r.type) {
       case RecordType::Copy:
-      case RecordType::Memset: on_copy(r, r.as<CopyRecord>()); break;
-      case RecordType::Launch: on_launch(r, r.as<LaunchRecord>()); break;
+      case RecordType::Memset: {
+        const CopyRecord& c = r.ref<CopyRecord>();
+        current_stream_ = stream_key(c.stream_kind, c.stream, r.tid);
+        on_copy(r, c, current_stream_);
+        break;
+      }
+      case RecordType::Launch: {
+        const LaunchRecord& l = r.ref<LaunchRecord>();
+        current_stream_ = stream_key(l.stream_kind, l.stream, r.tid);
+        on_launch(l, current_stream_);
+        break;
+      }
       case RecordType::GraphLaunch: {
         auto g = r.as<GraphLaunchRecord>();
-        on_launch(r, g, &g.exec);
+        GraphLaunchInfo graph = graph_launch_info(g.exec);
+        on_launch(g, stream_key(g.stream_kind, g.stream, r.tid), &graph);
         break;
       }
       case RecordType::BatchCopy: on_batch(r, r.as<BatchCopyRecord>()); break;
@@ -234,7 +300,7 @@ class ProcessAnalyzer final : public RuleContext {
       case RecordType::Capture: on_capture(r.as<CaptureRecord>()); break;
       case RecordType::HostFuncEnqueue: on_enqueue(r, r.as<HostFuncEnqueueRecord>()); break;
       case RecordType::HostFuncRun: on_run(r.as<HostFuncRunRecord>()); break;
-      case RecordType::Sync: on_sync(r, r.as<SyncRecord>()); break;
+      case RecordType::Sync: on_sync(r, r.ref<SyncRecord>()); break;
       case RecordType::MemoryOp: on_memory_op(r.as<MemoryOpRecord>()); break;
       case RecordType::StreamCreate: streams_.created(r.as<StreamCreateRecord>()); break;
       case RecordType::StreamDestroy: streams_.destroyed(r.as<StreamCreateRecord>().stream); break;
@@ -311,14 +377,7 @@ class ProcessAnalyzer final : public RuleContext {
     key.driver_fn = o.driver_fn;
     key.kernel = o.kernel_name_id;
     key.site = o.stack_id;
-    auto found = groups_.find(key);
-    if (found == groups_.end()) {
-      if (groups_.size() >= opt_.limits.call_sites)
-        over_limit("distinct findings before merging by source line (rule, cause, API, kernel, call stack)",
-                   opt_.limits.call_sites, "--max-call-sites");
-      found = groups_.emplace(key, Group{}).first;
-    }
-    Group& g = found->second;
+    Group& g = group(key);
     if (g.count == 0) {
       g.first = o;
       g.serial = next_serial_++;
@@ -339,10 +398,14 @@ class ProcessAnalyzer final : public RuleContext {
     g.context_creation_visible = g.context_creation_visible || o.context_creation_visible;
     g.ended_cleanly = g.ended_cleanly && o.process_ended_cleanly;
     if (!range_stacks_.empty() || !open_ranges_.empty()) add_ranges(g);
-    if (auto t = g.thread_blocked.find(current_tid_); t != g.thread_blocked.end())
+    if (g.last_tid == current_tid_ && g.last_blocked) {
+      *g.last_blocked += o.blocked_ns;  // (elements of an unordered_map stay where they are)
+    } else if (auto t = g.thread_blocked.find(current_tid_); t != g.thread_blocked.end()) {
       t->second += o.blocked_ns;
-    else if (g.thread_blocked.size() < kMaxThreadsPerGroup)
-      g.thread_blocked.emplace(current_tid_, o.blocked_ns);
+      g.last_tid = current_tid_, g.last_blocked = &t->second;
+    } else if (g.thread_blocked.size() < kMaxThreadsPerGroup) {
+      g.last_tid = current_tid_, g.last_blocked = &g.thread_blocked.emplace(current_tid_, o.blocked_ns).first->second;
+    }
     if (o.repeat_key) {
       if (auto k = g.repeat_keys.find(o.repeat_key); k != g.repeat_keys.end())
         ++g.repeated;
@@ -352,16 +415,27 @@ class ProcessAnalyzer final : public RuleContext {
     if (!g.stack_id && o.stack_id) g.stack_id = o.stack_id;
     if (o.waited_for) {
       o.waited_for->each([&](uint32_t k, uint64_t n) {
-        auto w = g.waited.find(k);
-        if (w != g.waited.end())
-          w->second += n;
-        else if (g.waited.size() < kMaxWaitedKernels)
-          g.waited.emplace(k, n);
-        else
-          g.waited_others += n;  // bounded: the rest are "(other kernels)"
+        if (!g.waited.add(k, n)) g.waited_others += n;  // bounded: the rest are "(other kernels)"
       });
       g.waited_others += o.waited_for->others;
     }
+  }
+
+  // The group of `key`, created when new. A direct-mapped cache answers the repeated ones (the
+  // groups are node-based: a Group stays where it is until finish() erases it).
+  Group& group(const GroupKey& key) {
+    const size_t h = GroupKeyHash{}(key);
+    GroupCacheEntry& e = group_cache_[h & (kGroupCache - 1)];
+    if (e.group && e.key == key) return *e.group;
+    auto found = groups_.find(key);
+    if (found == groups_.end()) {
+      if (groups_.size() >= opt_.limits.call_sites)
+        over_limit("distinct findings before merging by source line (rule, cause, API, kernel, call stack)",
+                   opt_.limits.call_sites, "--max-call-sites");
+      found = groups_.emplace(key, Group{}).first;
+    }
+    e = GroupCacheEntry{key, &found->second};
+    return found->second;
   }
 
   ProcessResult finish() {
@@ -458,6 +532,7 @@ class ProcessAnalyzer final : public RuleContext {
     // user's code give one site) and is freed as it goes: groups and findings are never both whole.
     FindingSet findings;
     std::vector<std::string> key_of_serial(marks_ ? next_serial_ : 0);  // CallMark: group -> merged finding
+    for (auto& e : group_cache_) e = GroupCacheEntry{};
     for (auto it = groups_.begin(); it != groups_.end(); it = groups_.erase(it)) {
       const GroupKey& key = it->first;
       Group& g = it->second;
@@ -513,7 +588,7 @@ class ProcessAnalyzer final : public RuleContext {
         const uint64_t pinned = f.count * pinned_cost[d];
         f.estimated_saving_ns = f.blocked.total() > pinned ? f.blocked.total() - pinned : 0;
       }
-      for (const auto& [k, n] : g.waited) f.waited_for[kernel_name(k)] += n;
+      g.waited.each([&](uint32_t k, uint64_t n) { f.waited_for[kernel_name(k)] += n; });
       if (g.waited_others) f.waited_for["(other kernels)"] += g.waited_others;
       for (const auto& [k, n] : g.ranges) f.ranges[range_name(k)] += n;
       f.module_loading = module_loading_;
@@ -550,7 +625,7 @@ class ProcessAnalyzer final : public RuleContext {
 
  private:
   static uint64_t stream_key(uint8_t kind, uint64_t handle, uint32_t tid) {
-    return events::resolve_stream(kind, handle, tid).key;
+    return events::stream_key(kind, handle, tid);
   }
 
   // An asynchronous call; `flagged`: a blocking rule reported it (it blocked above the thresholds
@@ -578,7 +653,8 @@ class ProcessAnalyzer final : public RuleContext {
     }
   }
 
-  void on_copy(const RecordView& r, const CopyRecord& c) {
+  // `key`: the copy's stream (stream_key).
+  void on_copy(const RecordView& r, const CopyRecord& c, uint64_t key) {
     const bool sync_api = (c.flags & kFlagSynchronousApi) != 0;
     const uint64_t blocked = c.end_ns - c.start_ns;
     if (c.flags & kFlagCaptureActive) {
@@ -586,7 +662,6 @@ class ProcessAnalyzer final : public RuleContext {
       if (r.type != RecordType::Memset) captured_copy(c);
       return;
     }
-    uint64_t key = stream_key(c.stream_kind, c.stream, r.tid);
     StreamState& st = streams_.at(key);
     RuleEvent e;
     e.copy = &c;
@@ -598,15 +673,17 @@ class ProcessAnalyzer final : public RuleContext {
         detect(Trigger::Copy, e);
         count_async(flagged_blocking_, blocked);
       }
-      streams_.copy_returned(key, c);
+      streams_.copy_returned(key, st, c);
     } else {
       flagged_blocking_ = false;
-      detect(Trigger::Memset, e);
+      detect(Trigger::Memset, e, blocked);
       if (!sync_api) count_async(flagged_blocking_, blocked);
     }
   }
 
-  void on_launch(const RecordView& r, const LaunchRecord& l, const uint64_t* graph_exec = nullptr) {
+  // `key`: the launch's stream; `graph`: what the trace shows of a graph launch's graph.
+  __attribute__((always_inline)) void on_launch(const LaunchRecord& l, uint64_t key,
+                                                const GraphLaunchInfo* graph = nullptr) {
     const uint64_t blocked = l.end_ns - l.start_ns;
     if (l.flags & kFlagCaptureActive) {
       count_async(false, 0);
@@ -616,19 +693,16 @@ class ProcessAnalyzer final : public RuleContext {
       }
       return;
     }
-    GraphLaunchInfo graph;
-    if (graph_exec) graph = graph_launch_info(*graph_exec);
-    uint64_t key = stream_key(l.stream_kind, l.stream, r.tid);
     StreamState& st = streams_.at(key);
     flagged_blocking_ = false;
-    RuleEvent e;
+    RuleEvent& e = launch_event_;  // its other fields stay null
     e.launch = &l;
     e.stream = &st;
-    if (graph_exec) e.graph = &graph;
+    e.graph = graph;
     e.first_call = first_call_;
-    detect(Trigger::Launch, e);
+    detect(Trigger::Launch, e, blocked);
     count_async(flagged_blocking_, blocked);
-    streams_.launch_returned(key, l, launch_blocking_);
+    streams_.launch_returned(key, st, l, launch_blocking_);
   }
 
   void on_enqueue(const RecordView& r, const HostFuncEnqueueRecord& e) {
@@ -697,7 +771,7 @@ class ProcessAnalyzer final : public RuleContext {
       c.direction = static_cast<uint8_t>(Direction::Unknown);
       c.src_memory = c.dst_memory = static_cast<uint8_t>(MemoryKind::Unknown);
     }
-    on_copy(r, c);
+    on_copy(r, c, stream_key(c.stream_kind, c.stream, r.tid));
   }
 
   // Bounded tables: beyond kMaxGraphs graphs (or executable graphs) the rest are not followed, and
@@ -823,9 +897,13 @@ class ProcessAnalyzer final : public RuleContext {
   }
 
   // The rules of the trigger in their order, until one claims the call.
-  void detect(Trigger t, const RuleEvent& e) {
-    for (const RuleInfo* r : rules_for(t))
+  // `blocked`: the call's blocked time, for the rules that see only calls at the threshold
+  // (Rule::at_threshold_only; UINT64_MAX: every rule sees it).
+  void detect(Trigger t, const RuleEvent& e, uint64_t blocked = UINT64_MAX) {
+    for (const RuleInfo* r : *rules_[static_cast<size_t>(t)]) {
+      if (r->hooks.at_threshold_only && blocked < opt_.min_blocked_ns) continue;
       if (r->hooks.detect(*this, e)) return;
+    }
   }
   [[noreturn]] void over_limit(const char* what, uint64_t limit, const char* option) const {
     throw TraceError(fmt::format("{}: {}", trace_.path(), limit_message(what, limit, option)));
@@ -912,6 +990,12 @@ class ProcessAnalyzer final : public RuleContext {
   std::unordered_map<uint64_t, GraphNodes> graphs_;        // CUgraph -> its pageable memcpy nodes
   std::unordered_map<uint64_t, GraphNodes> execs_;         // CUgraphExec -> the same, as instantiated/updated
   std::unordered_map<GroupKey, Group, GroupKeyHash> groups_;
+  struct GroupCacheEntry {
+    GroupKey key{};
+    Group* group = nullptr;
+  };
+  static constexpr size_t kGroupCache = 256;
+  GroupCacheEntry group_cache_[kGroupCache];  // cleared when finish() starts erasing groups
   struct DenseSite {
     SiteRef ref;
     bool resolved = false;
@@ -923,6 +1007,8 @@ class ProcessAnalyzer final : public RuleContext {
   CallSitePolicy policy_;
   std::vector<std::string> names_;
   std::unordered_map<std::string, uint32_t> name_ids_;
+  const std::vector<const RuleInfo*>* rules_[static_cast<size_t>(Trigger::InFlight) + 1];  // rules_for, by trigger
+  RuleEvent launch_event_;         // on_launch's (built once: most launches reach no rule)
   bool flagged_blocking_ = false;  // a blocking rule flagged the call being looked at
   uint32_t current_tid_ = 0;       // the thread of the record being looked at
   bool seen_call_ = false;

@@ -1,5 +1,6 @@
 #include "trace_reader.h"
 
+#include "trace_reader_checks.h"
 #include "trace_v1.h"
 
 #include <asyncwatch/trace_io.h>
@@ -18,6 +19,8 @@
 namespace asyncwatch {
 
 using namespace trace;
+using reader_checks::FieldChecks;
+using reader_checks::fields_valid;
 
 const char* record_type_name(RecordType t) {
   auto id = static_cast<uint16_t>(t);
@@ -106,6 +109,15 @@ std::unique_ptr<TraceFile> TraceFile::open(const std::string& path, const Limits
     t->fail(fmt::format("trace format version {} is not valid (this asyncwatch reads versions {} to {})", h.version,
                         kOldestReadableVersion, kFormatVersion));
   t->version_ = h.version;
+  t->api_count_ = kApiCountInVersion[h.version];
+  // The fast path of the validating walk takes the fixed-size event records of this version; a
+  // version-1 trace (converted record by record) and everything else take the slow path.
+  for (uint16_t type = 0; type < kRecordTypeLimit; ++type) {
+    const RecordInfo& info = record_info(type);
+    const bool fast = h.version >= 2 && type != 0 && info.since != 0 && info.since <= h.version &&
+                      info.size_rule == SizeRule::Fixed && !is_metadata(static_cast<RecordType>(type));
+    t->fast_size_[type] = fast ? info.fixed : UINT32_MAX;
+  }
   if (h.header_size != kHeaderSize)
     t->fail(fmt::format("corrupt header: header size {} (expected {})", h.header_size, kHeaderSize));
   if (h.block_size != kBlockSize)
@@ -142,93 +154,6 @@ void TraceFile::release(uint64_t offset, uint64_t len) const {
   madvise(const_cast<uint8_t*>(map_ + start), len, MADV_DONTNEED);
 }
 
-namespace {
-
-// The checks of one record's fields beyond its size, by struct: each returns an empty string or
-// what is wrong. Dispatched by the generated switch in validate_record (from the record table).
-struct FieldChecks {
-  uint16_t api_count;
-  std::string what;
-
-  bool bad(std::string w) {
-    what = std::move(w);
-    return false;
-  }
-  bool head(const CallHead& c) {
-    if (c.api >= api_count) return bad(fmt::format("unknown api id {}", c.api));
-    if (c.driver_fn >= api_count) return bad(fmt::format("unknown driver function id {}", c.driver_fn));
-    if (c.stream_kind >= kStreamKindCount) return bad(fmt::format("unknown stream kind {}", c.stream_kind));
-    // In flight: the call had not returned when the trace ended; result and end_ns are not set.
-    if (!(c.flags & kFlagInFlight) && c.end_ns < c.start_ns)
-      return bad(fmt::format("end time {} is before start time {}", c.end_ns, c.start_ns));
-    return true;
-  }
-  bool memory(uint8_t k, const char* side) {
-    return k < kMemoryKindCount || bad(fmt::format("unknown {} memory kind {}", side, k));
-  }
-  template <class T>
-  bool body(const T&) {
-    return true;
-  }
-  bool body(const CopyRecord& c) {
-    if (c.direction >= kDirectionCount) return bad(fmt::format("unknown direction {}", c.direction));
-    return memory(c.src_memory, "source") && memory(c.dst_memory, "destination");
-  }
-  bool body(const MemoryOpRecord& m) { return memory(m.memory, ""); }
-  bool body(const HostFuncRunRecord& e) {
-    return e.end_ns >= e.start_ns || bad(fmt::format("end time {} is before start time {}", e.end_ns, e.start_ns));
-  }
-  bool body(const GpuSpanRecord& g) {
-    if (g.op >= kGpuOpCount) return bad(fmt::format("unknown GPU operation {}", g.op));
-    if (g.stream_kind >= kStreamKindCount) return bad(fmt::format("unknown stream kind {}", g.stream_kind));
-    if (g.host_after_ns < g.host_before_ns) return bad("host times out of order");
-    return g.end_ns >= g.start_ns || bad(fmt::format("GPU end time {} is before start time {}", g.end_ns, g.start_ns));
-  }
-  bool body(const NvtxRangeRecord& n) {
-    return n.kind < kNvtxKindCount || bad(fmt::format("unknown NVTX event kind {}", n.kind));
-  }
-  bool body(const ModuleRecord& m) {
-    if (m.build_id_len > sizeof(m.build_id)) return bad(fmt::format("build id length {} exceeds 20", m.build_id_len));
-    return m.high >= m.low || bad("address range ends before it starts");
-  }
-  bool body(const StackRecord& s) {
-    if (s.stack_id == 0) return bad("stack id 0 (ids start at 1)");
-    if (s.depth > kMaxStackDepth)
-      return bad(fmt::format("stack depth {} exceeds the maximum {}", s.depth, kMaxStackDepth));
-    if (s.python_depth > kMaxPythonDepth)
-      return bad(fmt::format("python depth {} exceeds the maximum {}", s.python_depth, kMaxPythonDepth));
-    return s.python_end < kPythonWalkEndCount || bad(fmt::format("unknown python walk end {}", s.python_end));
-  }
-  bool body(const PyCodeRecord& c) {
-    if (c.code_id == 0) return bad("code id 0 (ids start at 1)");
-    return c.line_table_format <= static_cast<uint8_t>(python_lines::LineTableFormat::kCpython311) ||
-           bad(fmt::format("unknown line table format {}", c.line_table_format));
-  }
-  bool body(const PythonInfoRecord& i) {
-    return (i.availability == 1 || i.availability == 2) || bad(fmt::format("unknown availability {}", i.availability));
-  }
-  bool body(const StringRecord& s) {
-    if (s.string_id == 0) return bad("string id 0 (ids start at 1)");
-    return s.len <= kBlockSize || bad(fmt::format("string length {} exceeds a block", s.len));
-  }
-  bool body(const LostRecord& l) {
-    return l.reason < kLostReasonCount || bad(fmt::format("unknown loss reason {}", l.reason));
-  }
-
-  // `p` is 8-aligned (records are, in the mapping and in the v1 scratch) and holds sizeof(T)
-  // bytes (the size was checked): read in place, not copied.
-  template <class T>
-  bool check(const uint8_t* p) {
-    const T& r = *reinterpret_cast<const T*>(p);
-    if constexpr (is_call_record<T>) {
-      if (!head(r)) return false;
-    }
-    return body(r);
-  }
-};
-
-}  // namespace
-
 void TraceFile::validate_record(const RecordView& r) const {
   auto bad = [&](const std::string& what) {
     fail_at(r.block_index, r.file_offset,
@@ -244,16 +169,9 @@ void TraceFile::validate_record(const RecordView& r) const {
   } else if (r.size < info.fixed) {
     bad(fmt::format("size {} is too small", r.size));
   }
-  FieldChecks c{kApiCountInVersion[version_], {}};
-  bool ok = true;
-  switch (r.type) {
-#define ASYNCWATCH_CHECK_ROW(id, name, type, since) \
-  case RecordType::name: ok = c.check<type>(r.data); break;
-    ASYNCWATCH_RECORD_TYPES(ASYNCWATCH_CHECK_ROW)
-#undef ASYNCWATCH_CHECK_ROW
-    default: bad("unexpected record type");
-  }
-  if (!ok) bad(c.what);
+  std::string what;
+  FieldChecks c{api_count_, &what};
+  if (!fields_valid(c, r.type, r.data)) bad(what);
   if (info.size_rule == SizeRule::Variable) {
     uint32_t want = record_size_aligned(info.struct_size + record_payload_bytes(static_cast<uint16_t>(r.type), r.data));
     if (r.size != want) bad(fmt::format("size {} (expected {})", r.size, want));
@@ -374,6 +292,25 @@ void TraceFile::over_limit(const char* what, uint64_t limit, const char* option)
 }
 
 bool TraceFile::absorb(const RecordView& r) {
+  switch (r.type) {
+    case RecordType::ThreadInfo:
+    case RecordType::Module:
+    case RecordType::Stack:
+    case RecordType::PyCode:
+    case RecordType::PythonInfo:
+    case RecordType::String:
+    case RecordType::Lost:
+    case RecordType::DeviceInfo:
+    case RecordType::Padding: return absorb_metadata(r);
+    default: {
+      uint64_t start;
+      return absorb_event(r, &start);  // GpuClock too: handed to the walk's visitor
+    }
+  }
+}
+
+// The metadata records (ThreadInfo, Module, Stack, ...): into the index; never events.
+bool TraceFile::absorb_metadata(const RecordView& r) {
   ++record_count_;
   switch (r.type) {
     case RecordType::ThreadInfo: {
@@ -435,32 +372,66 @@ bool TraceFile::absorb(const RecordView& r) {
       return false;
     }
     case RecordType::Padding: --record_count_; return false;  // not a record of the application's
-    case RecordType::Launch: use_string(r.ref<LaunchRecord>().kernel_name_id, r); break;
-    case RecordType::NvtxRange: use_string(r.ref<NvtxRangeRecord>().name_id, r); break;
-    default: break;
+    default: return false;
   }
-  if (record_info(static_cast<uint16_t>(r.type)).call) {
-    const CallHead& h = r.ref<CallHead>();
-    use_stack(h.stack_id, r);
-    if (h.flags & kFlagInFlight) {  // the call had not returned when the trace ended: no result, no end
-      ++in_flight_records_;
-      if (in_flight_calls_.size() < kMaxInFlightKept) {
-        InFlightCall call{r.type, r.tid, h};
-        if (!h.stack_id && in_flight_caller(h)) {  // only the caller's address: a one-frame stack of it
-          call.head.stack_id = kCallerSiteStackBase + static_cast<uint32_t>(caller_sites_.size());
-          caller_sites_.push_back(in_flight_caller(h));
-        }
-        in_flight_calls_.push_back(call);
-      }
-      if (h.start_ns > last_time_ns_) last_time_ns_ = h.start_ns;
-      return false;
+}
+
+// A call that had not returned when the trace ended: no result, no end time; counted, kept (the
+// first kMaxInFlightKept) for the in-flight rule, not handed to the walk's visitor.
+void TraceFile::absorb_in_flight(const RecordView& r, const CallHead& h) {
+  ++in_flight_records_;
+  if (in_flight_calls_.size() < kMaxInFlightKept) {
+    InFlightCall call{r.type, r.tid, h};
+    if (!h.stack_id && in_flight_caller(h)) {  // only the caller's address: a one-frame stack of it
+      call.head.stack_id = kCallerSiteStackBase + static_cast<uint32_t>(caller_sites_.size());
+      caller_sites_.push_back(in_flight_caller(h));
     }
+    in_flight_calls_.push_back(call);
   }
-  ++event_record_count_;
-  uint64_t s = record_time(r), e = record_end_time(r);
-  if (s && s < first_time_ns_) first_time_ns_ = s;
-  if (e > last_time_ns_) last_time_ns_ = e;
-  return true;
+  if (h.start_ns > last_time_ns_) last_time_ns_ = h.start_ns;
+}
+
+bool TraceFile::next_validated(CursorState& c) {
+  while (c.block_pos < c.blocks->size()) {
+    const uint64_t b = (*c.blocks)[c.block_pos];
+    const uint64_t base = kHeaderSize + b * kBlockSize;
+    const uint8_t* block = map_ + base;
+    if (c.off == 0) c.off = sizeof(BlockHeader);
+    c.block = block;  // Cursor::next's inline fast path reads on in it
+    c.base = base;
+    c.block_index = b;
+    for (;;) {
+      // Fast path: a fixed-size event record of this version, of its table size, inside the
+      // block, whose fields pass their checks (the same checks as read_record's, without the
+      // words: any problem takes the slow path, which names it).
+      if (c.off + sizeof(RecordHeader) <= kBlockSize) {
+        RecordHeader rh;
+        std::memcpy(&rh, block + c.off, sizeof rh);
+        FieldChecks quiet{api_count_, nullptr};
+        if (rh.type < kRecordTypeLimit && rh.size == fast_size_[rh.type] && c.off + rh.size <= kBlockSize &&
+            fields_valid(quiet, static_cast<RecordType>(rh.type), block + c.off)) {
+          c.current =
+              RecordView{static_cast<RecordType>(rh.type), rh.size, block + c.off, base + c.off, c.tid, b, rh.size};
+          c.off += rh.size;
+          uint64_t t;
+          if (!absorb_event(c.current, &t)) continue;
+          c.time = t > c.time ? t : c.time;  // keep the thread's own order even if its clock goes back
+          return true;
+        }
+      }
+      if (!read_record(b, c.off, c.tid, &c.current, c.scratch)) break;
+      c.off += c.current.stored_size;
+      if (!absorb(c.current)) continue;
+      const uint64_t t = record_time(c.current);
+      c.time = t > c.time ? t : c.time;
+      return true;
+    }
+    release(base, kBlockSize);
+    ++c.block_pos;
+    c.off = 0;
+    c.block = nullptr;
+  }
+  return false;
 }
 
 void TraceFile::check_references() {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "options.h"
+#include "trace_reader_checks.h"
 #include "trace_v1.h"
 
 #include <asyncwatch/python_lines.h>
@@ -260,8 +261,15 @@ class TraceFile {
   [[noreturn]] void over_limit(const char* what, uint64_t limit, const char* option) const;
   void check_references();
   void reset_index();
+  struct CursorState;
   template <bool kValidate>
   struct Cursor;
+  // The validating walk's step (single-pass mode): the next event record of the cursor's thread,
+  // validated, the metadata before it absorbed; false at the end of the chain.
+  bool next_validated(CursorState& c);
+  bool absorb_metadata(const RecordView& r);
+  bool absorb_event(const RecordView& r, uint64_t* start);  // *start: record_time(r)
+  void absorb_in_flight(const RecordView& r, const trace::CallHead& h);
   template <bool kValidate, class F>
   void merge(F& visit);
 
@@ -299,6 +307,10 @@ class TraceFile {
   std::vector<uint64_t> caller_sites_;  // the one-frame stacks, by id - kCallerSiteStackBase
   std::vector<LostReport> lost_reports_;
   uint32_t version_ = trace::kFormatVersion;
+  uint16_t api_count_ = 0;  // kApiCountInVersion[version_]
+  // By record type: the exact size of an event record that the validating walk may take on its
+  // fast path (fixed-size event types of this version), UINT32_MAX for the others (slow path).
+  uint32_t fast_size_[trace::kRecordTypeLimit];
   uint64_t last_time_ns_ = 0;
   uint64_t first_time_ns_ = UINT64_MAX;
   IdOffsets first_stack_use_;  // id -> the first record that refers to it
@@ -307,6 +319,29 @@ class TraceFile {
   bool indexed_ = false;
 };
 
+// The event records: their references and times; true unless the call was still in flight.
+__attribute__((always_inline)) inline bool TraceFile::absorb_event(const RecordView& r, uint64_t* start) {
+  ++record_count_;
+  if (r.type == trace::RecordType::Launch)
+    use_string(r.ref<trace::LaunchRecord>().kernel_name_id, r);
+  else if (r.type == trace::RecordType::NvtxRange)
+    use_string(r.ref<trace::NvtxRangeRecord>().name_id, r);
+  if (trace::record_info(static_cast<uint16_t>(r.type)).call) {
+    const trace::CallHead& h = r.ref<trace::CallHead>();
+    use_stack(h.stack_id, r);
+    if (__builtin_expect(h.flags & trace::kFlagInFlight, 0)) {
+      absorb_in_flight(r, h);
+      return false;
+    }
+  }
+  ++event_record_count_;
+  const uint64_t s = record_time(r), e = record_end_time(r);
+  if (s && s < first_time_ns_) first_time_ns_ = s;
+  if (e > last_time_ns_) last_time_ns_ = e;
+  *start = s;
+  return true;
+}
+
 // Records that are not events: the metadata kinds (no call head, no times: ThreadInfo, Module,
 // Stack, String, Lost, DeviceInfo, Padding), from the record table.
 inline bool is_metadata(trace::RecordType t) {
@@ -314,46 +349,71 @@ inline bool is_metadata(trace::RecordType t) {
   return !i.call && i.start_offset == 0;
 }
 
-// Walks one thread's chain of blocks. kValidate: checks each record as it reaches it and
-// absorbs the metadata records into the index (single-pass mode); otherwise the records
-// were validated by index() already.
-template <bool kValidate>
-struct TraceFile::Cursor {
-  TraceFile* file;
+// Where a walk of one thread's chain of blocks stands (non-template: the validating walk is in
+// trace_reader.cpp, TraceFile::next_validated).
+struct TraceFile::CursorState {
   const std::vector<uint64_t>* blocks;
   size_t block_pos = 0;
   uint32_t off = 0;
   uint32_t tid = 0;
   RecordView current{};
   uint64_t time = 0;
+  const uint8_t* block = nullptr;  // the block being read (validating walk), null between blocks
+  uint64_t base = 0;               // its file offset
+  uint64_t block_index = 0;
   alignas(8) uint8_t scratch[trace_v1::kScratchBytes];  // `current` of a version-1 trace, converted
+};
 
-  Cursor(TraceFile* f, const std::vector<uint64_t>* b, uint32_t t) : file(f), blocks(b), tid(t) {}
+// Walks one thread's chain of blocks. kValidate: checks each record as it reaches it and
+// absorbs the metadata records into the index (single-pass mode); otherwise the records
+// were validated by index() already.
+template <bool kValidate>
+struct TraceFile::Cursor : CursorState {
+  TraceFile* file;
+
+  Cursor(TraceFile* f, const std::vector<uint64_t>* b, uint32_t t) : file(f) {
+    blocks = b;
+    tid = t;
+  }
   Cursor(const Cursor&) = delete;  // `current` may point into `scratch`
   Cursor& operator=(const Cursor&) = delete;
 
   // Moves to the next event record; false at the end of the chain.
   bool next() {
-    while (block_pos < blocks->size()) {
-      uint64_t b = (*blocks)[block_pos];
-      if (off == 0) off = sizeof(trace::BlockHeader);
-      if constexpr (kValidate) {
-        while (file->read_record(b, off, tid, &current, scratch)) {
-          off += current.stored_size;
-          if (!file->absorb(current)) continue;
-          uint64_t t = record_time(current);
-          time = t > time ? t : time;  // keep the thread's own order even if its clock goes back
-          return true;
+    if constexpr (kValidate) {
+      // The common record inline: a fixed-size event record of its table size, inside the block
+      // being read, whose fields pass; the rest (metadata, in-flight calls, the next block, any
+      // problem, which it names) is next_validated's.
+      if (__builtin_expect(block != nullptr, 1) && off + sizeof(trace::RecordHeader) <= trace::kBlockSize) {
+        trace::RecordHeader rh;
+        std::memcpy(&rh, block + off, sizeof rh);
+        reader_checks::FieldChecks quiet{file->api_count_, nullptr};
+        if (rh.type < trace::kRecordTypeLimit && rh.size == file->fast_size_[rh.type] &&
+            off + rh.size <= trace::kBlockSize &&
+            reader_checks::fields_valid(quiet, static_cast<trace::RecordType>(rh.type), block + off)) {
+          current = RecordView{
+              static_cast<trace::RecordType>(rh.type), rh.size, block + off, base + off, tid, block_index, rh.size};
+          off += rh.size;
+          uint64_t t;
+          if (__builtin_expect(file->absorb_event(current, &t), 1)) {
+            time = t > time ? t : time;  // keep the thread's own order even if its clock goes back
+            return true;
+          }
         }
-      } else {
-        const uint8_t* block = file->map_ + trace::kHeaderSize + b * trace::kBlockSize;
+      }
+      return file->next_validated(*this);
+    } else {
+      while (block_pos < blocks->size()) {
+        uint64_t b = (*blocks)[block_pos];
+        if (off == 0) off = sizeof(trace::BlockHeader);
+        const uint8_t* at = file->map_ + trace::kHeaderSize + b * trace::kBlockSize;
         while (off + sizeof(trace::RecordHeader) <= trace::kBlockSize) {
           trace::RecordHeader rh;
-          std::memcpy(&rh, block + off, sizeof rh);
+          std::memcpy(&rh, at + off, sizeof rh);
           if (rh.type == 0) break;
           current = RecordView{static_cast<trace::RecordType>(rh.type),
                                rh.size,
-                               block + off,
+                               at + off,
                                trace::kHeaderSize + b * trace::kBlockSize + off,
                                tid,
                                b,
@@ -373,12 +433,12 @@ struct TraceFile::Cursor {
           time = t > time ? t : time;
           return true;
         }
+        file->release(trace::kHeaderSize + b * trace::kBlockSize, trace::kBlockSize);
+        ++block_pos;
+        off = 0;
       }
-      file->release(trace::kHeaderSize + b * trace::kBlockSize, trace::kBlockSize);
-      ++block_pos;
-      off = 0;
+      return false;
     }
-    return false;
   }
 };
 
@@ -406,65 +466,36 @@ void TraceFile::merge(F& visit) {
     auto c = std::make_unique<C>(this, &t.blocks, t.tid);
     if (c->next()) owned.push_back(std::move(c));
   }
-  struct Ref {  // cursors[i] reads as before
-    std::vector<std::unique_ptr<C>>& v;
-    C& operator[](size_t i) { return *v[i]; }
-    size_t size() const { return v.size(); }
-  } cursors{owned};
-  // Few threads: find the earliest cursor (and the runner-up's time) by a linear scan; many
-  // threads: a binary heap. Either way a cursor is drained while it stays at or before the
-  // runner-up, so one thread's run of records costs one selection.
-  auto before = [&](size_t a, size_t b) {
-    return cursors[a].time != cursors[b].time ? cursors[a].time < cursors[b].time : a < b;
-  };
-  if (cursors.size() <= 16) {
-    // `live` is kept sorted by (time, index): the front is next, live[1] the runner-up.
-    std::vector<size_t> live(cursors.size());
-    for (size_t i = 0; i < live.size(); ++i) live[i] = i;
-    std::sort(live.begin(), live.end(), before);
-    while (!live.empty()) {
-      size_t i = live.front();
-      C& c = cursors[i];
-      const bool alone = live.size() == 1;
-      for (;;) {
-        visit(c.current);
-        if (!c.next()) {
-          live.erase(live.begin());
-          break;
-        }
-        if (!alone && before(live[1], i)) {
-          // Move i to its place further back.
-          size_t k = 1;
-          while (k < live.size() && before(live[k], i)) {
-            live[k - 1] = live[k];
-            ++k;
-          }
-          live[k - 1] = i;
-          break;
-        }
-      }
-    }
-    return;
+  // Which cursor is next: the earliest current record, the first thread on a tie. A loser tree
+  // (tournament) over the cursors: after each record only its cursor's path to the root is
+  // replayed, log2(threads) comparisons, none for one thread. Keys are (time << 32 | cursor),
+  // distinct, so ties go to the cursor first in thread order; an exhausted cursor is kDone.
+  using Key = unsigned __int128;
+  constexpr Key kDone = ~Key{0};
+  const size_t n = owned.size();
+  size_t leaves = 1;
+  while (leaves < n) leaves *= 2;
+  std::vector<Key> key(leaves, kDone);
+  for (size_t i = 0; i < n; ++i) key[i] = (Key{owned[i]->time} << 32) | i;
+  std::vector<uint32_t> loser(leaves), winner(2 * leaves);  // loser[node] for nodes 1..leaves-1
+  for (size_t i = 0; i < leaves; ++i) winner[leaves + i] = static_cast<uint32_t>(i);
+  for (size_t node = leaves - 1; node >= 1; --node) {
+    const uint32_t a = winner[2 * node], b = winner[2 * node + 1];
+    const bool a_first = key[a] < key[b];
+    winner[node] = a_first ? a : b;
+    loser[node] = a_first ? b : a;
   }
-  std::vector<size_t> heap(cursors.size());
-  for (size_t i = 0; i < heap.size(); ++i) heap[i] = i;
-  auto later = [&](size_t a, size_t b) { return before(b, a); };
-  std::make_heap(heap.begin(), heap.end(), later);
-  while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), later);
-    size_t i = heap.back();
-    heap.pop_back();
-    C& c = cursors[i];
-    bool more;
-    for (;;) {
-      visit(c.current);
-      more = c.next();
-      if (!more) break;
-      if (!heap.empty() && before(heap.front(), i)) break;
-    }
-    if (more) {
-      heap.push_back(i);
-      std::push_heap(heap.begin(), heap.end(), later);
+  uint32_t next = winner[leaves > 1 ? 1 : leaves];
+  while (key[next] != kDone) {
+    C& c = *owned[next];
+    visit(c.current);
+    key[next] = c.next() ? (Key{c.time} << 32) | next : kDone;
+    for (size_t node = (leaves + next) >> 1; node; node >>= 1) {  // replay its matches
+      const uint32_t other = loser[node];
+      if (key[other] < key[next]) {
+        loser[node] = next;
+        next = other;
+      }
     }
   }
 }

@@ -8,24 +8,6 @@ namespace asyncwatch::events {
 
 using namespace trace;
 
-StreamRef resolve_stream(uint8_t stream_kind, uint64_t handle, uint32_t tid) {
-  StreamRef s;
-  s.handle = handle;
-  s.tid = tid;
-  auto k = static_cast<StreamKind>(stream_kind);
-  if (k == StreamKind::LegacyDefault || (k == StreamKind::Unknown && handle <= 1)) {
-    s.which = StreamRef::Which::LegacyDefault;
-    s.key = 0;
-  } else if (k == StreamKind::PerThreadDefault || (k == StreamKind::Unknown && handle == 2)) {
-    s.which = StreamRef::Which::PerThreadDefault;
-    s.key = (uint64_t{1} << 63) | tid;
-  } else {
-    s.which = StreamRef::Which::Explicit;
-    s.key = handle;
-  }
-  return s;
-}
-
 std::string stream_name(const StreamRef& s) {
   switch (s.which) {
     case StreamRef::Which::LegacyDefault: return "stream: legacy default";
@@ -35,10 +17,7 @@ std::string stream_name(const StreamRef& s) {
   return fmt::format("stream 0x{:x}", s.handle);
 }
 
-StreamState& StreamTable::at(uint64_t key) {
-  size_t slot = static_cast<size_t>((key ^ (key >> 17) ^ (key >> 31)) & (kCache - 1));
-  auto& e = cache_[slot];
-  if (e.state && e.key == key) return *e.state;
+StreamState& StreamTable::at_slow(CacheEntry& e, uint64_t key) {
   auto it = streams_.find(key);
   if (it == streams_.end()) {
     if (streams_.size() >= limit_)
@@ -77,8 +56,8 @@ void forget_work(StreamState& st) {
 }
 }  // namespace
 
-void StreamTable::idle(uint64_t key) {
-  forget_work(at(key));
+void StreamTable::idle(uint64_t key, StreamState& state) {
+  forget_work(state);
   if (key == 0)  // the legacy stream waits for all blocking streams
     for (auto& [k, st] : streams_)
       if (!st.non_blocking) forget_work(st);
@@ -93,21 +72,6 @@ void StreamTable::waited_on_event(uint64_t key) {
   ++waiter.event_waits;
   for (auto& [k, st] : streams_)
     if (k != key && st.since_idle.total) waiter.since_idle.add_all(st.since_idle);
-}
-
-void StreamTable::copy_returned(uint64_t key, const CopyRecord& c) {
-  const bool sync_api = (c.flags & kFlagSynchronousApi) != 0;
-  bool completed = (c.flags & kFlagEvidenceChecked) && (c.flags & kFlagCompletedAtReturn);
-  bool waits =
-      copy_direction(c) == Direction::DtoH && (sync_api || c.dst_memory == static_cast<uint8_t>(MemoryKind::Pageable));
-  if (completed || waits) idle(key);
-}
-
-void StreamTable::launch_returned(uint64_t key, const LaunchRecord& l, bool launch_blocking) {
-  auto api = static_cast<Api>(l.api);
-  bool graph = api == Api::cudaGraphLaunch || api == Api::cuGraphLaunch;
-  launched(key, graph ? kGraphKernel : l.kernel_name_id);
-  if (launch_blocking) idle(key);
 }
 
 void StreamTable::sync_returned(const SyncRecord& s, uint32_t tid) {

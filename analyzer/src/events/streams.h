@@ -24,7 +24,27 @@ struct StreamRef {
   uint32_t tid = 0;  // PerThreadDefault: whose
   uint64_t key = 0;  // one per stream of the process: 0 legacy, 1<<63|tid per-thread, else the handle
 };
-StreamRef resolve_stream(uint8_t stream_kind, uint64_t handle, uint32_t tid);
+// Which stream a record's kind and handle name; inline: the analysis resolves the stream of every
+// copy and launch.
+inline StreamRef::Which stream_which(uint8_t stream_kind, uint64_t handle) {
+  auto k = static_cast<trace::StreamKind>(stream_kind);
+  if (k == trace::StreamKind::LegacyDefault || (k == trace::StreamKind::Unknown && handle <= 1))
+    return StreamRef::Which::LegacyDefault;
+  if (k == trace::StreamKind::PerThreadDefault || (k == trace::StreamKind::Unknown && handle == 2))
+    return StreamRef::Which::PerThreadDefault;
+  return StreamRef::Which::Explicit;
+}
+inline uint64_t stream_key(uint8_t stream_kind, uint64_t handle, uint32_t tid) {
+  switch (stream_which(stream_kind, handle)) {
+    case StreamRef::Which::LegacyDefault: return 0;
+    case StreamRef::Which::PerThreadDefault: return (uint64_t{1} << 63) | tid;
+    case StreamRef::Which::Explicit: break;
+  }
+  return handle;
+}
+inline StreamRef resolve_stream(uint8_t stream_kind, uint64_t handle, uint32_t tid) {
+  return StreamRef{stream_which(stream_kind, handle), handle, tid, stream_key(stream_kind, handle, tid)};
+}
 // "stream: legacy default", "stream: per-thread default of tid 7", "stream 0x5000"
 std::string stream_name(const StreamRef& s);
 
@@ -36,14 +56,21 @@ class StreamTable {
   StreamTable(const StreamTable&) = delete;
   StreamTable& operator=(const StreamTable&) = delete;
 
-  StreamState& at(uint64_t key);
+  // The state of stream `key` (created when first seen). Inline: a small direct-mapped cache
+  // answers all but the first look-up of each stream (threads interleave, each on its stream).
+  StreamState& at(uint64_t key) {
+    CacheEntry& e = cache_[(key ^ (key >> 17) ^ (key >> 31)) & (kCache - 1)];
+    if (__builtin_expect(e.state != nullptr && e.key == key, 1)) return *e.state;
+    return at_slow(e, key);
+  }
   void created(const trace::StreamCreateRecord& s);  // StreamCreate
   void destroyed(uint64_t handle);                   // StreamDestroy
   void launched(uint64_t key, uint32_t kernel);      // a launch enqueued on it (kernel id, or kGraphKernel)
   // Known idle: everything enqueued on it has run. The legacy default stream waits for every
   // blocking stream, so it being idle idles them too.
-  void idle(uint64_t key);
-  void idle_all();  // device or context synchronize, or a call that synchronizes the device
+  void idle(uint64_t key) { idle(key, at(key)); }
+  void idle(uint64_t key, StreamState& st);  // `st` is at(key)
+  void idle_all();                           // device or context synchronize, or a call that synchronizes the device
   // cudaStreamWaitEvent on `key`: its later work waits for an event recorded on some stream (the
   // trace has no cudaEventRecord: which is unknown), so it takes over, as what it may wait for, the
   // kernels then not known complete on every other stream.
@@ -56,14 +83,33 @@ class StreamTable {
   // stream, a device or context synchronize every stream, a stream wait event is waited_on_event;
   // a successful free of device or
   // pinned memory synchronizes the device.
-  void copy_returned(uint64_t key, const trace::CopyRecord& c);
-  void launch_returned(uint64_t key, const trace::LaunchRecord& l, bool launch_blocking);
+  void copy_returned(uint64_t key, const trace::CopyRecord& c) { copy_returned(key, at(key), c); }
+  void launch_returned(uint64_t key, const trace::LaunchRecord& l, bool launch_blocking) {
+    launch_returned(key, at(key), l, launch_blocking);
+  }
+  // The same with `st` = at(key) already looked up (the analysis' hot path).
+  void copy_returned(uint64_t key, StreamState& st, const trace::CopyRecord& c) {
+    const bool sync_api = (c.flags & trace::kFlagSynchronousApi) != 0;
+    const bool completed = (c.flags & trace::kFlagEvidenceChecked) && (c.flags & trace::kFlagCompletedAtReturn);
+    const bool waits = copy_direction(c) == trace::Direction::DtoH &&
+                       (sync_api || c.dst_memory == static_cast<uint8_t>(trace::MemoryKind::Pageable));
+    if (completed || waits) idle(key, st);
+  }
+  void launch_returned(uint64_t key, StreamState& st, const trace::LaunchRecord& l, bool launch_blocking) {
+    auto api = static_cast<trace::Api>(l.api);
+    const bool graph = api == trace::Api::cudaGraphLaunch || api == trace::Api::cuGraphLaunch;
+    ++st.launches_since_sync;  // enqueued on it
+    st.since_idle.add(graph ? kGraphKernel : l.kernel_name_id);
+    if (launch_blocking) idle(key, st);
+  }
   void sync_returned(const trace::SyncRecord& s, uint32_t tid);
   void memory_op_returned(const trace::MemoryOpRecord& m);
 
   static constexpr uint32_t kGraphKernel = UINT32_MAX;  // tally id for a graph launch
 
  private:
+  struct CacheEntry;
+  StreamState& at_slow(CacheEntry& e, uint64_t key);
   void clear_cache();
 
   std::string trace_;

@@ -35,7 +35,7 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
   const StreamState& stream = *e.stream;
   const Options& opt = ctx.options();
   Observation o = observation_of(FindingId::BlockingLaunch, l);
-  if (o.blocked_ns < opt.min_blocked_ns) return false;
+  if (o.blocked_ns < opt.min_blocked_ns) return false;  // (threshold_first: the analysis skips these)
   if (e.first_call) {
     o.cause = Cause::ContextInit;
     // A runtime call creates the context inside itself; a driver entry point (the static runtime,
@@ -161,6 +161,7 @@ void json_fields(JsonWriter& out, const Finding& f) {
 
 }  // namespace
 
-const Rule blocking_launch = Rule(Trigger::Launch, detect, message).blocking().per_kernel().json(json_fields);
+const Rule blocking_launch =
+    Rule(Trigger::Launch, detect, message).blocking().per_kernel().threshold_first().json(json_fields);
 
 }  // namespace asyncwatch::rules

@@ -18,7 +18,7 @@ namespace {
 bool detect(RuleContext& ctx, const RuleEvent& e) {
   const CopyRecord& c = *e.copy;
   uint64_t blocked = c.end_ns - c.start_ns;
-  if (blocked < ctx.options().min_blocked_ns) return false;
+  if (blocked < ctx.options().min_blocked_ns) return false;  // (threshold_first: the analysis skips these)
   auto target = static_cast<MemoryKind>(c.dst_memory);
   const bool host_target =
       target == MemoryKind::Managed || target == MemoryKind::Pinned || target == MemoryKind::Pageable;
@@ -60,6 +60,6 @@ std::string message(const Finding& f) {
 
 }  // namespace
 
-const Rule blocking_memset = Rule(Trigger::Memset, detect, message).blocking();
+const Rule blocking_memset = Rule(Trigger::Memset, detect, message).blocking().threshold_first();
 
 }  // namespace asyncwatch::rules

@@ -28,21 +28,22 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
   const Options& opt = ctx.options();
   Direction d = copy_direction(c);
   uint64_t blocked = c.end_ns - c.start_ns;
-  Observation o = observation_of_copy(FindingId::PageableAsyncCopy, c);
-  if (d == Direction::DtoH && c.dst_memory == static_cast<uint8_t>(MemoryKind::Pageable)) {
-    o.cause = Cause::WaitedForStream;
-    o.waited_for = &e.stream->since_idle;
-    o.event_waits = e.stream->event_waits;
-  } else if (d == Direction::HtoD && c.src_memory == static_cast<uint8_t>(MemoryKind::Pageable) &&
-             (c.flags & kFlagSourceStreamOrder)) {
-    // A batch element whose pageable source is read in stream order: the call waits for the stream.
-    o.cause = Cause::WaitedForStream;
-    o.waited_for = &e.stream->since_idle;
-  } else if (d == Direction::HtoD && c.src_memory == static_cast<uint8_t>(MemoryKind::Pageable)) {
-    if (c.bytes <= opt.inline_htod_bytes) return false;
-    o.cause = Cause::Staged;
-  } else {
+  // Most copies are of pinned memory: decided before an observation is built.
+  const bool pageable_src = c.src_memory == static_cast<uint8_t>(MemoryKind::Pageable);
+  Cause cause;
+  if (d == Direction::DtoH && c.dst_memory == static_cast<uint8_t>(MemoryKind::Pageable))
+    cause = Cause::WaitedForStream;
+  else if (d == Direction::HtoD && pageable_src && (c.flags & kFlagSourceStreamOrder))
+    cause = Cause::WaitedForStream;  // a batch element whose pageable source is read in stream order
+  else if (d == Direction::HtoD && pageable_src && c.bytes > opt.inline_htod_bytes)
+    cause = Cause::Staged;
+  else
     return false;
+  Observation o = observation_of_copy(FindingId::PageableAsyncCopy, c);
+  o.cause = cause;
+  if (cause == Cause::WaitedForStream) {
+    o.waited_for = &e.stream->since_idle;
+    if (d == Direction::DtoH) o.event_waits = e.stream->event_waits;
   }
   o.at_threshold = at_threshold(opt, blocked);
   o.set_direction(d);

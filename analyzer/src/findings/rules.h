@@ -224,6 +224,9 @@ struct Rule {
   // Reports every call of its kind; --min-blocked-us (or the rule's own threshold) ranks them: a
   // group none of whose calls reached it is a note, not a warning.
   bool ranked_by_threshold = false;
+  // Sees only calls that blocked at least --min-blocked-us: the analysis does not call detect for
+  // the others (most launches), as if it had returned false.
+  bool at_threshold_only = false;
 
   constexpr Rule(Trigger t, bool (*d)(RuleContext&, const RuleEvent&), std::string (*m)(const Finding&))
       : trigger(t), detect(d), message(m) {}
@@ -232,6 +235,9 @@ struct Rule {
   }
   constexpr Rule blocking() const {
     return with([](Rule& r) { r.counts_blocking = true; });
+  }
+  constexpr Rule threshold_first() const {
+    return with([](Rule& r) { r.at_threshold_only = true; });
   }
   constexpr Rule ranked() const {
     return with([](Rule& r) { r.ranked_by_threshold = true; });

@@ -1,0 +1,120 @@
+// The checks of one record's fields beyond its size (validation of a trace, trace_reader.h): one
+// definition for the reader's slow path, which names the problem, and its fast path, which only
+// asks whether there is one (FieldChecks::what null). Inline: the fast path runs per record.
+#pragma once
+
+#include <asyncwatch/python_lines.h>
+#include <asyncwatch/trace_format.h>
+
+#include <cstdint>
+#include <fmt/format.h>
+#include <string>
+
+namespace asyncwatch::reader_checks {
+
+using namespace trace;
+
+// The checks of one record's fields beyond its size, by struct: each says whether the fields are
+// valid, and bad() keeps what is wrong. Dispatched by the generated switch below (from the record
+// table).
+struct FieldChecks {
+  uint16_t api_count;
+  std::string* what;  // receives the problem (null: only whether there is one)
+
+  __attribute__((cold)) bool bad(std::string w) {
+    if (what) *what = std::move(w);
+    return false;
+  }
+  __attribute__((always_inline)) bool head(const CallHead& c) {
+    if (__builtin_expect(c.api < api_count && c.driver_fn < api_count && c.stream_kind < kStreamKindCount &&
+                             ((c.flags & kFlagInFlight) || c.end_ns >= c.start_ns),
+                         1))
+      return true;
+    return head_problem(c);
+  }
+  __attribute__((cold, noinline)) bool head_problem(const CallHead& c) {
+    if (c.api >= api_count) return bad(fmt::format("unknown api id {}", c.api));
+    if (c.driver_fn >= api_count) return bad(fmt::format("unknown driver function id {}", c.driver_fn));
+    if (c.stream_kind >= kStreamKindCount) return bad(fmt::format("unknown stream kind {}", c.stream_kind));
+    // In flight: the call had not returned when the trace ended; result and end_ns are not set.
+    if (!(c.flags & kFlagInFlight) && c.end_ns < c.start_ns)
+      return bad(fmt::format("end time {} is before start time {}", c.end_ns, c.start_ns));
+    return true;
+  }
+  bool memory(uint8_t k, const char* side) {
+    return k < kMemoryKindCount || bad(fmt::format("unknown {} memory kind {}", side, k));
+  }
+  template <class T>
+  bool body(const T&) {
+    return true;
+  }
+  bool body(const CopyRecord& c) {
+    if (c.direction >= kDirectionCount) return bad(fmt::format("unknown direction {}", c.direction));
+    return memory(c.src_memory, "source") && memory(c.dst_memory, "destination");
+  }
+  bool body(const MemoryOpRecord& m) { return memory(m.memory, ""); }
+  bool body(const HostFuncRunRecord& e) {
+    return e.end_ns >= e.start_ns || bad(fmt::format("end time {} is before start time {}", e.end_ns, e.start_ns));
+  }
+  bool body(const GpuSpanRecord& g) {
+    if (g.op >= kGpuOpCount) return bad(fmt::format("unknown GPU operation {}", g.op));
+    if (g.stream_kind >= kStreamKindCount) return bad(fmt::format("unknown stream kind {}", g.stream_kind));
+    if (g.host_after_ns < g.host_before_ns) return bad("host times out of order");
+    return g.end_ns >= g.start_ns || bad(fmt::format("GPU end time {} is before start time {}", g.end_ns, g.start_ns));
+  }
+  bool body(const NvtxRangeRecord& n) {
+    return n.kind < kNvtxKindCount || bad(fmt::format("unknown NVTX event kind {}", n.kind));
+  }
+  bool body(const ModuleRecord& m) {
+    if (m.build_id_len > sizeof(m.build_id)) return bad(fmt::format("build id length {} exceeds 20", m.build_id_len));
+    return m.high >= m.low || bad("address range ends before it starts");
+  }
+  bool body(const StackRecord& s) {
+    if (s.stack_id == 0) return bad("stack id 0 (ids start at 1)");
+    if (s.depth > kMaxStackDepth)
+      return bad(fmt::format("stack depth {} exceeds the maximum {}", s.depth, kMaxStackDepth));
+    if (s.python_depth > kMaxPythonDepth)
+      return bad(fmt::format("python depth {} exceeds the maximum {}", s.python_depth, kMaxPythonDepth));
+    return s.python_end < kPythonWalkEndCount || bad(fmt::format("unknown python walk end {}", s.python_end));
+  }
+  bool body(const PyCodeRecord& c) {
+    if (c.code_id == 0) return bad("code id 0 (ids start at 1)");
+    return c.line_table_format <= static_cast<uint8_t>(python_lines::LineTableFormat::kCpython311) ||
+           bad(fmt::format("unknown line table format {}", c.line_table_format));
+  }
+  bool body(const PythonInfoRecord& i) {
+    return (i.availability == 1 || i.availability == 2) || bad(fmt::format("unknown availability {}", i.availability));
+  }
+  bool body(const StringRecord& s) {
+    if (s.string_id == 0) return bad("string id 0 (ids start at 1)");
+    return s.len <= kBlockSize || bad(fmt::format("string length {} exceeds a block", s.len));
+  }
+  bool body(const LostRecord& l) {
+    return l.reason < kLostReasonCount || bad(fmt::format("unknown loss reason {}", l.reason));
+  }
+
+  // `p` is 8-aligned (records are, in the mapping and in the v1 scratch) and holds sizeof(T)
+  // bytes (the size was checked): read in place, not copied.
+  template <class T>
+  __attribute__((always_inline)) bool check(const uint8_t* p) {
+    const T& r = *reinterpret_cast<const T*>(p);
+    if constexpr (is_call_record<T>) {
+      if (!head(r)) return false;
+    }
+    return body(r);
+  }
+};
+
+// The field checks of the record at `p` (its size checked) by its type: the generated switch.
+__attribute__((always_inline)) inline bool fields_valid(FieldChecks& c, RecordType type, const uint8_t* p) {
+  switch (type) {
+#define ASYNCWATCH_CHECK_ROW(id, name, type, since) \
+  case RecordType::name: return c.check<type>(p);
+    ASYNCWATCH_RECORD_TYPES(ASYNCWATCH_CHECK_ROW)
+#undef ASYNCWATCH_CHECK_ROW
+    default: return c.bad("unexpected record type");
+  }
+}
+
+
+}  // namespace asyncwatch::reader_checks
