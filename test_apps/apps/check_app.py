@@ -84,7 +84,7 @@ def load_case(path, ctx):
                 case["source"] = app + ext
                 break
     case["_markers"] = {}
-    for src in set([case.get("source")] + [m.get("call_site", {}).get("file") for m in
+    for src in set([case.get("source")] + [(m.get("call_site") or {}).get("file") for m in
                                            case.get("findings", []) + case.get("absent", []) +
                                            case.get("allowed", []) if isinstance(m, dict)]):
         if src and os.path.exists(os.path.join(HERE, src)):
@@ -841,7 +841,7 @@ def main():
                 case = load_case(c, ctx)
                 print(json.dumps({k: v for k, v in case.items() if k != "_markers"}, indent=1, default=str))
                 for m in case.get("findings", []) + case.get("absent", []):
-                    if "call_site" in m and "line" in m["call_site"]:
+                    if isinstance(m.get("call_site"), dict) and "line" in m["call_site"]:
                         print(describe(m), "->", resolve_line(m["call_site"]["line"], m["call_site"].get("file"), case))
                 continue
             fn = {"check": cmd_check, "probe": cmd_probe}.get(opts.command, cmd_same_output)
