@@ -116,5 +116,4 @@ __attribute__((always_inline)) inline bool fields_valid(FieldChecks& c, RecordTy
   }
 }
 
-
 }  // namespace asyncwatch::reader_checks
