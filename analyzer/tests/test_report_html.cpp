@@ -100,17 +100,7 @@ TEST(ReportHtml, FlaggedCallsAreAlwaysDrawnAndBounded) {
 
 TEST(ReportHtml, PageFromAHostileTraceIsEscapedAndLinksTheFlaggedCall) {
   TraceBuilder b(4242, "/work/app/<seed>\"&");
-  b.thread_info(1, "main<b>");
-  b.module(1, "/work/app/seed", 0, 0x400000, 0x500000);
-  uint32_t s = b.stack(1, {0x401300});
-  uint32_t k = b.string(1, "evil<script>alert(1)</script>");
-  uint64_t t = b.header().start_monotonic_ns + kMs;
-  b.event(1, RecordType::Launch, TraceBuilder::launch(Api::__cudaLaunchKernel, k, t, t + 4 * kUs));
-  t += 10 * kUs;
-  b.event(1, RecordType::Copy,
-          TraceBuilder::copy(Api::cudaMemcpyAsync, Api::cuMemcpyDtoHAsync_v2, Direction::DtoH, MemoryKind::Device,
-                             MemoryKind::Pageable, t, t + 1740 * kMs, 2ull << 30,
-                             tf::kFlagEvidenceChecked | tf::kFlagCompletedAtReturn, 0x5000, s));
+  add_seed_calls(b, "/work/app/seed", "main<b>", "evil<script>alert(1)</script>");
   std::string path = write_trace(b, "html-hostile.awtrace");
   std::vector<TraceMarks> marks;
   Report report = analyze_job({path}, Options{}, {}, ReportSelection{}, 1, &marks);

@@ -19,17 +19,7 @@ using tf::RecordType;
 namespace {
 Report seed_report() {
   TraceBuilder b(4242, "/work/app/seed");
-  b.thread_info(1, "seed");
-  b.module(1, "/work/app/seed", 0, 0x400000, 0x500000);
-  uint32_t s = b.stack(1, {0x401300});
-  uint32_t k = b.string(1, "_Z5dummyv");
-  uint64_t t = b.header().start_monotonic_ns + kMs;
-  b.event(1, RecordType::Launch, TraceBuilder::launch(Api::__cudaLaunchKernel, k, t, t + 4 * kUs));
-  t += 10 * kUs;
-  b.event(1, RecordType::Copy,
-          TraceBuilder::copy(Api::cudaMemcpyAsync, Api::cuMemcpyDtoHAsync_v2, Direction::DtoH, MemoryKind::Device,
-                             MemoryKind::Pageable, t, t + 1740 * kMs, 2ull << 30,
-                             tf::kFlagEvidenceChecked | tf::kFlagCompletedAtReturn, 0x5000, s));
+  add_seed_calls(b, "/work/app/seed", "seed", "_Z5dummyv");
   return analyze_traces({write_trace(b, "seed-report.awtrace")}, Options{});
 }
 }  // namespace

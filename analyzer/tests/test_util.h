@@ -43,4 +43,22 @@ inline std::string write_trace(const TraceBuilder& b, const std::string& name) {
 constexpr uint64_t kUs = 1000;
 constexpr uint64_t kMs = 1000 * kUs;
 
+// The seed's program in small, as a trace of pid 4242: one launch of `kernel`, then a 2 GiB
+// pageable device-to-host cudaMemcpyAsync that blocked 1.74 s, called at 0x401300 of `executable`
+// (whose module spans 0x400000-0x500000) on thread 1 named `thread`.
+inline void add_seed_calls(TraceBuilder& b, const std::string& executable, const std::string& thread,
+                           const std::string& kernel) {
+  b.thread_info(1, thread.c_str());
+  b.module(1, executable, 0, 0x400000, 0x500000);
+  uint32_t s = b.stack(1, {0x401300});
+  uint32_t k = b.string(1, kernel);
+  uint64_t t = b.header().start_monotonic_ns + kMs;
+  b.event(1, tf::RecordType::Launch, TraceBuilder::launch(tf::Api::__cudaLaunchKernel, k, t, t + 4 * kUs));
+  t += 10 * kUs;
+  b.event(1, tf::RecordType::Copy,
+          TraceBuilder::copy(tf::Api::cudaMemcpyAsync, tf::Api::cuMemcpyDtoHAsync_v2, tf::Direction::DtoH,
+                             tf::MemoryKind::Device, tf::MemoryKind::Pageable, t, t + 1740 * kMs, 2ull << 30,
+                             tf::kFlagEvidenceChecked | tf::kFlagCompletedAtReturn, 0x5000, s));
+}
+
 }  // namespace asyncwatch::testing
