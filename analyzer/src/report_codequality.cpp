@@ -24,12 +24,7 @@ const char* gitlab_severity(Severity s) {
 // The source file below the source root (as SARIF's SRCROOT-relative URI, not percent-encoded);
 // a file outside it, or the module when there is no source line, as an absolute path.
 std::string issue_path(const Finding& f, const Report& report) {
-  std::string path;
-  if (f.call_site_known) path = f.call_site.file.empty() ? f.call_site.module : f.call_site.file;
-  if (path.empty())
-    for (const auto& p : report.processes)
-      if (!f.processes.empty() && p.pid == f.processes.front().pid) path = p.executable;
-  if (path.empty() && !report.processes.empty()) path = report.processes.front().executable;
+  std::string path = f.call_site_known && !f.call_site.file.empty() ? f.call_site.file : finding_module(f, report);
   std::string rel = path_below(path, report.source_root);
   return !rel.empty() ? rel : path.empty() ? "unknown" : path;
 }

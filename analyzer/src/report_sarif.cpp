@@ -102,11 +102,7 @@ void result_location(JsonWriter& w, const Finding& f, const Report& report) {
       logical_function(w, site.function);
       return;
     }
-    std::string module = f.call_site_known ? site.module : std::string();
-    if (module.empty())
-      for (const auto& p : report.processes)
-        if (!f.processes.empty() && p.pid == f.processes.front().pid) module = p.executable;
-    if (module.empty() && !report.processes.empty()) module = report.processes.front().executable;
+    std::string module = finding_module(f, report);
     w.object("physicalLocation",
              [&] { artifact_location(w, module.empty() ? "unknown" : module, report.source_root); });
     if (f.call_site_known) logical_function(w, site.function);

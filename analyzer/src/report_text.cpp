@@ -133,8 +133,7 @@ std::vector<const Frame*> shown_frames(const Finding& f, const Report& report, s
   std::vector<const Frame*> all, user;
   CallSitePolicy policy;
   policy.user_code = report.options.user_code;
-  for (const auto& p : report.processes)
-    if (!f.processes.empty() && p.pid == f.processes.front().pid) policy.executable = p.executable;
+  policy.executable = finding_executable(f, report);
   for (const auto& fr : f.stack) {
     all.push_back(&fr);
     if (classify_frame(fr, policy) == FrameKind::User) user.push_back(&fr);
@@ -144,6 +143,20 @@ std::vector<const Frame*> shown_frames(const Finding& f, const Report& report, s
   *hidden = all.size() - user.size();
   return user;
 }
+std::string finding_executable(const Finding& f, const Report& report) {
+  std::string exe;
+  for (const auto& p : report.processes)
+    if (!f.processes.empty() && p.pid == f.processes.front().pid) exe = p.executable;
+  return exe;
+}
+
+std::string finding_module(const Finding& f, const Report& report) {
+  std::string module = f.call_site_known ? f.call_site.module : std::string();
+  if (module.empty()) module = finding_executable(f, report);
+  if (module.empty() && !report.processes.empty()) module = report.processes.front().executable;
+  return module;
+}
+
 std::string display_path(const std::string& path) {
   static const std::string prefix = cwd_prefix();
   if (!prefix.empty() && path.size() > prefix.size() && path.compare(0, prefix.size(), prefix) == 0)

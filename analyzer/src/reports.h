@@ -34,6 +34,11 @@ std::string location_text(const Finding& f);
 std::string call_site_line_text(const Finding& f);
 // Why a finding has no call site ("call site not recorded; ..."), "" when it has one.
 std::string missing_call_site_text(const Finding& f);
+// The executable of the process the finding's (first) calls were made in; "" when not known.
+std::string finding_executable(const Finding& f, const Report& report);
+// Where a finding without a source line points (SARIF, Code Quality): the module that holds its
+// call site, else its process's executable, else the first traced program's; "" when none is known.
+std::string finding_module(const Finding& f, const Report& report);
 // A path relative to the current directory when it lies below it.
 std::string display_path(const std::string& path);
 // The lines of the text report that the HTML report repeats (without indentation or colour; names
