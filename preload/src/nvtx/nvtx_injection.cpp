@@ -251,22 +251,13 @@ void mark_ex(const EventAttributes* a) noexcept {
 }
 
 // ---- CORE2: domains and registered strings ----
-// The text into `text` (code points above 0x7f become '?'); its length.
-template <class Char>
-uint32_t ascii_text(const Char* src, char* text, uint32_t cap) noexcept {
-  uint32_t n = 0;
-  for (; src && n < cap && src[n]; ++n) {
-    auto c = src[n];
-    text[n] = c > 0 && c < 0x80 ? static_cast<char>(c) : '?';
-  }
-  return n;
-}
-// The slot of `Pool` holding this text (the same name created or registered again: NVTX tools
-// return the same handle), else a new one, else the shared overflow slot.
-template <class Slot, uint32_t N, class Char>
-Slot* slot_for(Slot (&pool)[N + 1], std::atomic<uint32_t>& count, const Char* src) noexcept {
+// The slot of `pool` holding this text (message_text's form, as core-domain messages are read;
+// the same name created or registered again: NVTX tools return the same handle), else a new one,
+// else the shared overflow slot.
+template <class Slot, uint32_t N>
+Slot* slot_for(Slot (&pool)[N + 1], std::atomic<uint32_t>& count, const void* src, bool wide) noexcept {
   char text[sizeof(pool[0].text)];
-  uint32_t len = ascii_text(src, text, sizeof text);
+  uint32_t len = message_text(src, wide, text, sizeof text);
   if (len == 0) return &pool[N];
   uint32_t used = std::min(count.load(std::memory_order_acquire), N);
   for (uint32_t i = 0; i < used; ++i)
@@ -278,18 +269,18 @@ Slot* slot_for(Slot (&pool)[N + 1], std::atomic<uint32_t>& count, const Char* sr
   pool[i].len.store(len, std::memory_order_release);
   return &pool[i];
 }
-template <class Char>
-void* domain_create(const Char* name) noexcept {
-  return slot_for<Domain, kDomains>(g_domains, g_domain_count, name);
+void* domain_create_a(const char* name) noexcept {
+  return slot_for<Domain, kDomains>(g_domains, g_domain_count, name, false);
 }
-void* domain_create_a(const char* name) noexcept { return domain_create(name); }
-void* domain_create_w(const wchar_t* name) noexcept { return domain_create(name); }
+void* domain_create_w(const wchar_t* name) noexcept {
+  return slot_for<Domain, kDomains>(g_domains, g_domain_count, name, true);
+}
 void domain_destroy(void*) noexcept {}  // the slot stays: records already name it
 void* register_string_a(void*, const char* t) noexcept {
-  return slot_for<Registered, kRegistered>(g_registered, g_registered_count, t);
+  return slot_for<Registered, kRegistered>(g_registered, g_registered_count, t, false);
 }
 void* register_string_w(void*, const wchar_t* t) noexcept {
-  return slot_for<Registered, kRegistered>(g_registered, g_registered_count, t);
+  return slot_for<Registered, kRegistered>(g_registered, g_registered_count, t, true);
 }
 
 int domain_push_ex(void* d, const EventAttributes* a) noexcept {
