@@ -85,7 +85,7 @@ union AnyRecord {
 };
 
 // Where the application called the outermost wrapper: the key of the call-site cache
-// (stack_capture.cpp). Taken by AW_NOTE_CALLER in the exported function itself.
+// (stack_capture.cpp). Taken by the traced body of each exported wrapper (hook_entry.h).
 struct Caller {
   const void* ra;
   const void* frame;
@@ -151,10 +151,6 @@ inline void set_phase(ThreadCallState& st, uint32_t p) noexcept {
   signal_fence();
   if (AW_UNLIKELY(tl_signals_deferred) && !(p & 1)) deliver_deferred_signals();
 }
-
-// First statement of every exported wrapper: the application's call site, as a local.
-#define AW_NOTE_CALLER() \
-  const ::asyncwatch::calls::Caller aw_caller { __builtin_return_address(0), __builtin_frame_address(0) }
 
 // False when nothing should be recorded (paused, disabled, tracing failed or closed); a call made
 // after tracing stopped on a failure is counted in records_lost here.
