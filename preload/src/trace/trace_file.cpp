@@ -59,7 +59,9 @@ int g_fd = -1;
 bool g_private = false;
 dev_t g_dev = 0;
 ino_t g_ino = 0;
-uint64_t g_parent_pid = 0;
+// Atomic: the file thread may still be filling the header of an earlier request when the next
+// one is made (a fork child's, or a test's).
+std::atomic<uint64_t> g_parent_pid{0};
 char g_path[PATH_MAX];
 char g_error[320];
 char g_cmdline[sizeof(FileHeader::command_line)];
@@ -195,7 +197,7 @@ void fill_header(FileHeader* h) noexcept {
   h->closed = 0;
   h->pid = static_cast<uint64_t>(getpid());
   h->ppid = static_cast<uint64_t>(getppid());
-  h->parent_pid_if_forked = g_parent_pid;
+  h->parent_pid_if_forked = g_parent_pid.load(std::memory_order_relaxed);
   timespec mono, real;
   clock_gettime(CLOCK_MONOTONIC, &mono);
   clock_gettime(CLOCK_REALTIME, &real);
@@ -464,7 +466,7 @@ bool start() noexcept {
 }
 
 void request_open(uint64_t parent_pid) noexcept {
-  g_parent_pid = parent_pid;
+  g_parent_pid.store(parent_pid, std::memory_order_relaxed);  // published by the release below
   g_open_req.store(true, std::memory_order_release);
   bump(&g_req);
 }
