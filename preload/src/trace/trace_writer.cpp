@@ -315,7 +315,13 @@ void close_clean(int exit_status) noexcept {
   }
   mirror_state();
   uint64_t claimed = g_claim.fetch_or(kClosedBit) & ~kClosedBit;
-  uint64_t used = std::min(claimed, trace_file::mapped_blocks());
+  // Every claim counted before the close is covered while the trace is active: such a claim may
+  // still be waiting for its segment, which the file thread can map after this line (then the
+  // claimer writes into it: a truncation below it would lose its records and fault on the
+  // write). A block never written reads as unused (its magic is stored last). After tracing
+  // stopped on a failure (kOff) nothing past the mapped segments exists or will.
+  uint64_t used = s == kActive ? std::min(claimed, trace_file::segment_first_block(trace_file::kMaxSegments))
+                               : std::min(claimed, trace_file::mapped_blocks());
   // Atomic: a thread whose claim was counted before the close may still be in claim_block's
   // compare-and-swap on this field (it never raises it past `used`).
   __atomic_store_n(&h->blocks_claimed, used, __ATOMIC_RELAXED);
