@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The call-site corpus on the GPU machine (test_apps/corpus/README.md): run from the repository
-# root with .corpus/corpus.tar.xz (made by the corpus build script, outside the repository) and the
+# root with .corpus/corpus.tar.xz (made by test_apps/corpus/build_corpus.py) and the
 # preload library (build-gpu/lib/libasyncwatch.so, from test_apps/gpu/stage_build.sh) carried:
 #
 #   bash test_apps/gpu/run_corpus.sh [run_corpus.py options...]
