@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <ctime>
 
+#include "tsc_clock.h"
+
 #define AW_EXPORT __attribute__((visibility("default")))
 // initial-exec: the library is LD_PRELOADed, so its TLS is in the static block and every
 // access is one %fs-relative load, with no __tls_get_addr call on the hot path.
@@ -17,11 +19,9 @@
 
 namespace asyncwatch {
 
-inline uint64_t now_ns() noexcept {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
+// CLOCK_MONOTONIC nanoseconds, from the TSC once calibrated (tsc_clock.h): every time in a record
+// and in the trace's header comes from here.
+inline uint64_t now_ns() noexcept { return tsc_clock::read(tsc_clock::g_state); }
 
 // The application must see the errno it would have seen without us: every wrapper saves errno
 // after the real call and restores it after our own work (file I/O, dladdr, mmap...).

@@ -110,6 +110,12 @@ Config parse_config(GetEnvFn getenv_fn, WarnFn warn) {
     else if (strcmp(v, "0") != 0)
       bad("ASYNCWATCH_GPU_TIMES", v, "0 or 1");
   }
+  if (const char* v = getenv_fn("ASYNCWATCH_CLOCK"); v && *v) {
+    if (!strcmp(v, "monotonic"))
+      c.tsc_clock = false;
+    else if (strcmp(v, "tsc") != 0)
+      bad("ASYNCWATCH_CLOCK", v, "tsc or monotonic");
+  }
   if (const char* v = getenv_fn("ASYNCWATCH_DISABLE"); v && *v) {
     if (!strcmp(v, "1"))
       c.disabled = true;

@@ -23,6 +23,7 @@ struct Config {
   bool disabled = false;
   bool python_frames = true;  // ASYNCWATCH_PYTHON: stacks carry the thread's Python frames
   bool gpu_times = false;     // ASYNCWATCH_GPU_TIMES=1: GpuSpan records (gpu_times/gpu_times.h)
+  bool tsc_clock = true;      // ASYNCWATCH_CLOCK=monotonic: times from clock_gettime only (tsc_clock.h)
 };
 
 // Reads the variables through `getenv_fn` (tests pass their own); every invalid value gives one

@@ -3,9 +3,15 @@
 // few instructions although it is the largest fixed cost of a call on some hosts (vDSO with a TSC
 // clocksource: ~20 ns; a VM's or a non-TSC clocksource: more; a syscall fallback: ~0.5 us).
 // Prints ns per call of clock_gettime(CLOCK_MONOTONIC), of clock_gettime(CLOCK_MONOTONIC_COARSE)
-// and of rdtsc (x86-64), best of 5 rounds, and the clocksource in use. Asserts nothing.
+// and of rdtsc (x86-64), best of 5 rounds, and the clocksource in use; then the library's clock
+// (preload/src/tsc_clock.h, what now_ns() reads) once calibrated (tsc_now_ns; "trusted" says
+// whether the library would use it here, else now_ns() is clock_gettime). Asserts nothing.
+#include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <thread>
+
+#include "tsc_clock.h"
 #if defined(__x86_64__)
 #include <x86intrin.h>
 #endif
@@ -54,6 +60,14 @@ int main() {
 #if defined(__x86_64__)
   double tsc = best_ns_per_call([&] { sink = sink + __rdtsc(); });
   std::printf(" rdtsc_ns=%.1f", tsc);
+  namespace tc = asyncwatch::tsc_clock;
+  tc::State state;
+  tc::Calibrator cal(&state);
+  cal.begin();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  cal.update(1000000000, 10000000);
+  double conv = best_ns_per_call([&] { sink = sink + tc::read(state); });
+  std::printf(" tsc_now_ns=%.1f trusted=%d", conv, tc::trustworthy() ? 1 : 0);
 #endif
   std::printf("\n");
   return 0;

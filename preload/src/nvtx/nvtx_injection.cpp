@@ -131,12 +131,6 @@ struct NameSlot {
 constexpr uint32_t kNameSlots = 16;  // 384 bytes of static TLS per thread
 AW_TLS NameSlot tl_names[kNameSlots];
 
-uint64_t now_ns() noexcept {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 // Text of an ASCII (or wide: code points above 0x7f become '?') message, into buf; its length.
 uint32_t message_text(const void* msg, bool wide, char* buf, uint32_t cap) noexcept {
   uint32_t n = 0;

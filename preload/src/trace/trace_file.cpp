@@ -70,6 +70,16 @@ bool g_cmdline_set = false;
 long futex(std::atomic<uint32_t>* a, int op, uint32_t v) noexcept {
   return syscall(SYS_futex, reinterpret_cast<uint32_t*>(a), op | FUTEX_PRIVATE_FLAG, v, nullptr, nullptr, 0);
 }
+// The thread's sleep: until a request, or until the clock's calibration is due (tsc_clock.h).
+void wait_for_request(uint32_t req) noexcept {
+  uint64_t ns = tsc_clock::tick();
+  if (ns == 0) {
+    futex(&g_req, FUTEX_WAIT, req);
+    return;
+  }
+  timespec rel{static_cast<time_t>(ns / 1000000000ull), static_cast<long>(ns % 1000000000ull)};
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&g_req), FUTEX_WAIT | FUTEX_PRIVATE_FLAG, req, &rel, nullptr, 0);
+}
 void bump(std::atomic<uint32_t>* a) noexcept {
   a->fetch_add(1, std::memory_order_acq_rel);
   futex(a, FUTEX_WAKE, INT32_MAX);
@@ -198,10 +208,11 @@ void fill_header(FileHeader* h) noexcept {
   h->pid = static_cast<uint64_t>(getpid());
   h->ppid = static_cast<uint64_t>(getppid());
   h->parent_pid_if_forked = g_parent_pid.load(std::memory_order_relaxed);
-  timespec mono, real;
-  clock_gettime(CLOCK_MONOTONIC, &mono);
+  // now_ns(), not clock_gettime: the records' clock (the two differ by up to the calibration's
+  // bound, docs/interception.md "Times").
+  h->start_monotonic_ns = now_ns();
+  timespec real;
   clock_gettime(CLOCK_REALTIME, &real);
-  h->start_monotonic_ns = static_cast<uint64_t>(mono.tv_sec) * 1000000000ull + static_cast<uint64_t>(mono.tv_nsec);
   h->start_realtime_ns = static_cast<uint64_t>(real.tv_sec) * 1000000000ull + static_cast<uint64_t>(real.tv_nsec);
   h->exit_status = -1;
   fill_rank(h);
@@ -366,6 +377,7 @@ void* file_main(void*) {
     }
     g_private = true;
   }
+  tsc_clock::start(g_private);
   g_thread.store(kIdle, std::memory_order_release);
   bump(&g_done);
   // The file is created when the first record is written, after the application's first call
@@ -377,7 +389,7 @@ void* file_main(void*) {
       return nullptr;
     }
     if (g_open_req.load(std::memory_order_acquire)) break;
-    futex(&g_req, FUTEX_WAIT, req);
+    wait_for_request(req);
   }
   if (!create_file()) {
     finish();
@@ -423,7 +435,7 @@ void* file_main(void*) {
       ahead_failed_at = mapped;
       continue;
     }
-    futex(&g_req, FUTEX_WAIT, req);
+    wait_for_request(req);
   }
 }
 
