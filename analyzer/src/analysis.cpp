@@ -531,6 +531,7 @@ class ProcessAnalyzer final : public RuleContext {
     // Each group becomes a finding (merged by call site, as stacks that differ only outside the
     // user's code give one site) and is freed as it goes: groups and findings are never both whole.
     FindingSet findings;
+    findings.reserve(groups_.size());  // at most one finding per group; pages never filled are never touched
     std::vector<std::string> key_of_serial(marks_ ? next_serial_ : 0);  // CallMark: group -> merged finding
     for (auto& e : group_cache_) e = GroupCacheEntry{};
     for (auto it = groups_.begin(); it != groups_.end(); it = groups_.erase(it)) {

@@ -27,15 +27,17 @@ class ElfCalls;
 // python executable) in a stack that has Python frames.
 enum class FrameOrigin : uint8_t { Native, Python, Interpreter };
 
+// The small members first, together: 120 bytes instead of 136 (a report holds 8 or more per
+// finding, and findings can be hundreds of thousands: docs/performance.md, "Report memory").
 struct Frame {
   FrameOrigin origin = FrameOrigin::Native;
+  bool inlined = false;  // code of `function` inlined into the next (outer) frame, which called it at ITS file:line
+  int line = 0;
   uint64_t address = 0;  // the return address as traced (every inline frame of it has the same one)
   uint64_t offset = 0;   // address - load bias of its module: the same in every process (ASLR, fork)
   std::string function;  // demangled, in full; empty when unknown
   std::string file;      // empty when unknown
-  int line = 0;
   std::string module;    // path of the module holding the address, as traced; empty when none
-  bool inlined = false;  // code of `function` inlined into the next (outer) frame, which called it at ITS file:line
 };
 
 // "FROM=TO" -> mapping; false (and `error` says why) when malformed.

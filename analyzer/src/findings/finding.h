@@ -126,6 +126,9 @@ struct Finding {
 class FindingSet {
  public:
   void add(Finding&& f);  // f.key set
+  // Room for n findings at once: growing by doubling held the old and the new array together
+  // (the peak of a report with many call sites: docs/performance.md, "Report memory").
+  void reserve(size_t n) { findings_.reserve(n); }
   size_t size() const { return findings_.size(); }
   // The findings, in the order first seen (moved out: the set is empty afterwards).
   std::vector<Finding> take();
