@@ -949,6 +949,9 @@ class ProcessAnalyzer final : public RuleContext {
         // A Python line read from another thread (the call ran on a thread without Python): kept
         // apart from the same line's own calls, and from other lenders' (the report names it).
         if (site.frame.origin == FrameOrigin::Python) site.python_lender = trace_.python_lender(stack_id);
+        // Its neighbour in the stack is the outermost frame of the native thread (start_thread,
+        // clone3), not a function the line called.
+        if (site.python_lender) site.via = Frame{};
         std::string key = call_site_key(site.frame, site.via);
         if (site.python_lender) key += fmt::format("\x1fborrowed {:x}", site.python_lender);
         auto [sit, inserted] = site_ids_.emplace(key, static_cast<uint32_t>(sites_.size()));
