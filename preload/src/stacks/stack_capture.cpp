@@ -576,7 +576,7 @@ uint32_t intern_python_slow(uint32_t native_id, const python_frames::PythonFrame
 // a read; each thread may make kBorrowBurst of them at once and one per kBorrowIntervalNs on
 // average (a generic cell rate: tl_borrow_tat is when the thread's budget is whole again). A
 // stacked call beyond that gets no Python frames rather than stale ones.
-constexpr uint64_t kBorrowIntervalNs = 200'000;
+constexpr uint64_t kBorrowIntervalNs = 1000'000;
 constexpr uint64_t kBorrowBurst = 64;
 AW_TLS uint64_t tl_borrow_tat;
 std::atomic<uint64_t> g_borrowed{0}, g_borrow_limited{0};
