@@ -226,6 +226,7 @@ struct Site {
   Frame frame;
   Frame via;
   bool user = true;
+  uint32_t python_lender = 0;  // the frame is a Python frame borrowed from another thread (Finding)
 };
 
 struct SiteRef {
@@ -598,6 +599,7 @@ class ProcessAnalyzer final : public RuleContext {
         f.call_site = sites_[site.site].frame;
         f.via = sites_[site.site].via;
         f.call_site_is_user_code = sites_[site.site].user;
+        f.python_lender = sites_[site.site].python_lender;
       }
       if (g.stack_id)
         if (auto frames = stack_frames(trace_, *symbols_, *python_, g.stack_id)) f.stack = std::move(*frames);
@@ -945,7 +947,14 @@ class ProcessAnalyzer final : public RuleContext {
                   : lib;
         }
         site.user = cs.user;
+        // A Python line read from another thread (the call ran on a thread without Python): kept
+        // apart from the same line's own calls, and from other lenders' (the report names it).
+        if (site.frame.origin == FrameOrigin::Python) site.python_lender = trace_.python_lender(stack_id);
+        // Its neighbour in the stack is the outermost frame of the native thread (start_thread,
+        // clone3), not a function the line called.
+        if (site.python_lender) site.via = Frame{};
         std::string key = call_site_key(site.frame, site.via);
+        if (site.python_lender) key += fmt::format("\x1fborrowed {:x}", site.python_lender);
         auto [sit, inserted] = site_ids_.emplace(key, static_cast<uint32_t>(sites_.size()));
         if (inserted) sites_.push_back(std::move(site));
         ref.site = sit->second;

@@ -160,6 +160,21 @@ void finding_object(JsonWriter& w, const Finding& f) {
     w.begin_object();
     frame_fields(w, f.call_site);
     w.field("user_code", f.call_site_is_user_code);
+    // The line is another thread's (the calls ran on threads without Python): docs/report-json.md.
+    w.key("borrowed");
+    if (f.python_lender) {
+      w.object([&] {
+        w.key("thread");
+        if (uint32_t t = borrowed_lender_tid(f))
+          w.value(t);
+        else
+          w.null();
+        w.field("waiting", (f.python_lender & trace::kPythonLenderRunning) == 0);
+        w.array("native_threads", calling_threads(f), [&](uint32_t t) { w.value(t); });
+      });
+    } else {
+      w.null();
+    }
     w.key("via");
     if (f.via.module.empty())
       w.null();

@@ -119,7 +119,9 @@ void result_object(JsonWriter& w, const Finding& f, const Report& report) {
     w.field("ruleId", r.name);
     w.field("ruleIndex", static_cast<int>(f.id));
     w.field("level", severity_name(finding_severity(f)));
-    text_object(w, "message", finding_message(f));
+    // A borrowed Python line says so where the message is read (the location is that line).
+    const std::string borrowed = borrowed_line_text(f);
+    text_object(w, "message", borrowed.empty() ? finding_message(f) : finding_message(f) + " (at " + borrowed + ")");
     w.key("locations");
     w.begin_array();
     result_location(w, f, report);

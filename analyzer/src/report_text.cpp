@@ -9,6 +9,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <fmt/format.h>
 #include <map>
@@ -178,10 +179,39 @@ std::string missing_call_site_text(const Finding& f) {
   return "call site unknown: no frame of the stack is outside the CUDA runtime";
 }
 
+uint32_t borrowed_lender_tid(const Finding& f) {
+  const uint32_t tid = f.python_lender & trace::kPythonLenderTidMask;
+  return tid == trace::kPythonLenderTidUnknown ? 0 : tid;
+}
+
+std::vector<uint32_t> calling_threads(const Finding& f) {
+  std::vector<uint32_t> tids;
+  for (const auto& [key, ns] : f.thread_blocked) tids.push_back(static_cast<uint32_t>(key));
+  std::sort(tids.begin(), tids.end());
+  tids.erase(std::unique(tids.begin(), tids.end()), tids.end());
+  return tids;
+}
+
+std::string borrowed_line_text(const Finding& f) {
+  if (!f.call_site_known || !f.python_lender) return {};
+  const uint32_t lender = borrowed_lender_tid(f);
+  std::string s = lender ? fmt::format("the Python line of thread {}", lender) : "the Python line of another thread";
+  s += f.python_lender & trace::kPythonLenderRunning ? ", which was running Python (it may have moved on since)"
+                                                     : ", which was waiting in a C call";
+  std::vector<uint32_t> tids = calling_threads(f);
+  if (!tids.empty()) {
+    s += tids.size() == 1 ? "; the calls ran on native thread " : "; the calls ran on native threads ";
+    for (size_t i = 0; i < tids.size() && i < 4; ++i) s += (i ? ", " : "") + std::to_string(tids[i]);
+    if (tids.size() > 4) s += fmt::format(" and {} more", tids.size() - 4);
+  }
+  return s;
+}
+
 std::string call_site_line_text(const Finding& f) {
   if (!f.call_site_known) return {};
   std::string s = frame_text(f.call_site);
   if (!f.via.module.empty()) s += ", via " + frame_name_text(f.via);
+  if (f.python_lender) s += " (" + borrowed_line_text(f) + ")";
   if (!f.call_site_is_user_code) s += " (no frame of the stack is in the program's own code; see --user-code)";
   return s;
 }

@@ -32,6 +32,14 @@ std::string location_text(const Finding& f);
 // The "call site:" line of the text report: the frame, the library function it called
 // (", via cusparseSpMV (libcusparse.so.12)") and a note when no frame is the program's own.
 std::string call_site_line_text(const Finding& f);
+// For a call site borrowed from another thread's Python frames (Finding::python_lender): "the
+// Python line of thread 4242, which was waiting in a C call; the calls ran on native thread 4250"
+// (text, SARIF, HTML); "" when the call site is not borrowed.
+std::string borrowed_line_text(const Finding& f);
+// The lender's thread id, 0 when unknown (CPython 3.10), and the threads that made the calls
+// (thread ids, ascending: Finding::thread_blocked).
+uint32_t borrowed_lender_tid(const Finding& f);
+std::vector<uint32_t> calling_threads(const Finding& f);
 // Why a finding has no call site ("call site not recorded; ..."), "" when it has one.
 std::string missing_call_site_text(const Finding& f);
 // The executable of the process the finding's (first) calls were made in; "" when not known.

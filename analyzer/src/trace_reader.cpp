@@ -528,6 +528,15 @@ std::vector<PythonFrameRef> TraceFile::python_frames(uint32_t id) const {
   return frames;
 }
 
+uint32_t TraceFile::python_lender(uint32_t id) const {
+  if (id >= kCallerSiteStackBase && id - kCallerSiteStackBase < caller_sites_.size()) return 0;
+  uint64_t off = stacks_.find(id);
+  if (off == UINT64_MAX || version_ < 3) return 0;
+  StackRecord s;
+  std::memcpy(&s, map_ + off, sizeof s);
+  return trace::python_lender(s);
+}
+
 std::optional<PyCodeInfo> TraceFile::py_code(uint32_t id) const {
   uint64_t off = py_codes_.find(id);
   if (off == UINT64_MAX) return std::nullopt;

@@ -223,6 +223,9 @@ class TraceFile {
   std::optional<std::string> string(uint32_t id) const;
   // The Python frames of a stack (v3), innermost first; empty when it has none.
   std::vector<trace::PythonFrameRef> python_frames(uint32_t stack_id) const;
+  // StackRecord.python_lender of the stack: 0 when its Python frames are its thread's own (or it
+  // has none), else where they were borrowed from (trace_format.h, python_lender_encode).
+  uint32_t python_lender(uint32_t stack_id) const;
   // A Python code object by id (nullopt: not in the trace).
   std::optional<PyCodeInfo> py_code(uint32_t id) const;
   const PythonInfo& python() const { return python_; }

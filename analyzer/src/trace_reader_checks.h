@@ -75,7 +75,10 @@ struct FieldChecks {
       return bad(fmt::format("stack depth {} exceeds the maximum {}", s.depth, kMaxStackDepth));
     if (s.python_depth > kMaxPythonDepth)
       return bad(fmt::format("python depth {} exceeds the maximum {}", s.python_depth, kMaxPythonDepth));
-    return s.python_end < kPythonWalkEndCount || bad(fmt::format("unknown python walk end {}", s.python_end));
+    if (s.python_end >= kPythonWalkEndCount) return bad(fmt::format("unknown python walk end {}", s.python_end));
+    const uint32_t lender = python_lender(s);
+    return lender == 0 || ((lender & kPythonLenderBorrowed) && s.python_depth > 0) ||
+           bad(fmt::format("python lender {:#x} without borrowed Python frames", lender));
   }
   bool body(const PyCodeRecord& c) {
     if (c.code_id == 0) return bad("code id 0 (ids start at 1)");

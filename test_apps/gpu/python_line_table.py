@@ -80,7 +80,14 @@ def findings_at(report, file_base, line):
 def words(fs):
     if not fs:
         return "nothing"
-    return ", ".join(f"{f['id']} ({f['count']}x, {f['blocked_ns']['total'] / 1e6:.1f} ms)" for f in fs)
+    # "borrowed from T": the line is another thread's (the calls ran on threads without Python, as
+    # JAX's copies do on XLA's threads; docs/python-frames.md "Borrowed frames").
+    def borrowed(f):
+        b = (f.get("call_site") or {}).get("borrowed")
+        if not b:
+            return ""
+        return f", borrowed from thread {b.get('thread')} ({'waiting' if b.get('waiting') else 'running'})"
+    return ", ".join(f"{f['id']} ({f['count']}x, {f['blocked_ns']['total'] / 1e6:.1f} ms{borrowed(f)})" for f in fs)
 
 
 def read(res, name):

@@ -82,7 +82,10 @@ struct Finding {
   bool call_site_known = false;
   Frame call_site;
   bool call_site_is_user_code = true;  // false: no frame of the stack is the user's; the first library frame
-  Frame via;                           // the library function the call site called (module empty: none)
+  // The call site is the Python line of another thread, borrowed because the calls ran on threads
+  // without Python (StackRecord.python_lender: 0 = not borrowed; python_lender_text says it).
+  uint32_t python_lender = 0;
+  Frame via;  // the library function the call site called (module empty: none)
   std::vector<Frame> stack;
   std::vector<PerProcess> processes;
   // The largest share of one thread's time: the blocked time of the thread that spent most in this

@@ -86,6 +86,9 @@ bool is_waiting_function(const std::string& name) {
 
 bool is_hidden_sync(const Finding& f, const CallSitePolicy& policy) {
   if (!f.call_site_known || !f.call_site_is_user_code || f.stack.empty()) return false;
+  // The synchronization ran on a thread without Python (a framework's own), for the line of the
+  // thread it was borrowed from: that line never wrote it.
+  if (f.python_lender) return true;
   const Frame* called = nullptr;  // the library frame nearest the user's: what the user called
   for (const Frame& fr : f.stack) {
     if (same_frame(fr, f.call_site)) return called && !is_waiting_function(called->function);

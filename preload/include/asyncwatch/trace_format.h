@@ -538,12 +538,36 @@ struct StackRecord {  // variable: followed by depth uint64_t return addresses, 
   uint16_t depth;         // native frames, at most kMaxStackDepth
   uint16_t python_depth;  // Python frames of the calling thread, at most kMaxPythonDepth (0 before v3)
   uint8_t python_end;     // how the Python walk ended (PythonWalkEnd), 0 when none ran
-  uint8_t reserved[3];
+  // 0: the Python frames are the calling thread's own. Else they were borrowed from another thread
+  // of the interpreter (the caller had no Python thread state: a framework's native thread):
+  // python_lender_* below read it. Was reserved (zero) before 2026-12-02: same version.
+  uint8_t python_lender[3];
   // uint64_t frames[depth];
   // PythonFrameRef python_frames[python_depth];
   static constexpr uint32_t payload_bytes(const StackRecord& r) { return 8u * r.depth + 8u * r.python_depth; }
 };
 static_assert(sizeof(StackRecord) == 16);
+
+// StackRecord.python_lender, 24 bits little-endian: bit 23 set when the frames are borrowed, bit 22
+// when the lender held the GIL (was running bytecode) rather than waiting in a C call, bits 0-21
+// the lender's Linux thread id (< 2^22 = PID_MAX_LIMIT), kPythonLenderTidUnknown when not known
+// (3.10 keeps no native thread id).
+inline constexpr uint32_t kPythonLenderBorrowed = 1u << 23;
+inline constexpr uint32_t kPythonLenderRunning = 1u << 22;
+inline constexpr uint32_t kPythonLenderTidMask = (1u << 22) - 1;
+inline constexpr uint32_t kPythonLenderTidUnknown = kPythonLenderTidMask;
+inline constexpr uint32_t python_lender_encode(uint32_t tid, bool running) {
+  return kPythonLenderBorrowed | (running ? kPythonLenderRunning : 0u) |
+         (tid == 0 || tid > kPythonLenderTidMask ? kPythonLenderTidUnknown : tid);
+}
+inline constexpr uint32_t python_lender(const StackRecord& r) {
+  return r.python_lender[0] | (uint32_t{r.python_lender[1]} << 8) | (uint32_t{r.python_lender[2]} << 16);
+}
+inline constexpr void set_python_lender(StackRecord& r, uint32_t lender) {
+  r.python_lender[0] = static_cast<uint8_t>(lender);
+  r.python_lender[1] = static_cast<uint8_t>(lender >> 8);
+  r.python_lender[2] = static_cast<uint8_t>(lender >> 16);
+}
 
 // How a stack's Python walk ended (StackRecord.python_end).
 #define ASYNCWATCH_PYTHON_WALK_ENDS(X)                                               \

@@ -28,6 +28,11 @@ using python_layout::Layout;
 
 struct DirectReader {
   const uint8_t* view(uint64_t addr, size_t) { return reinterpret_cast<const uint8_t*>(addr); }
+  bool copy(uint64_t addr, void* to, size_t size) {
+    std::memcpy(to, reinterpret_cast<const void*>(addr), size);
+    return true;
+  }
+  void prefetch(uint64_t, size_t, uint64_t, size_t) {}
   bool failed() const { return false; }
 };
 
@@ -37,9 +42,20 @@ struct CheckedReader {
   bool unreadable = false;
   unsigned next = 0;
   alignas(8) uint8_t buffers[2][kMaxView];  // two views alive at a time (a frame and its code)
+  // Two regions read by one process_vm_readv ahead of their views (prefetch): each is handed out
+  // once by the view of the same address and at most the same size.
+  uint64_t ahead_addr[2] = {};
+  size_t ahead_size[2] = {};
+  alignas(8) uint8_t ahead[2][kMaxView];
 
   const uint8_t* view(uint64_t addr, size_t size) {
     if (size > kMaxView) size = kMaxView;
+    for (unsigned i = 0; i < 2; ++i) {
+      if (ahead_size[i] && ahead_addr[i] == addr && size <= ahead_size[i]) {
+        ahead_size[i] = 0;
+        return ahead[i];
+      }
+    }
     next ^= 1;
     if (!copy(addr, buffers[next], size)) {
       unreadable = true;
@@ -52,6 +68,20 @@ struct CheckedReader {
     iovec local{to, size};
     iovec remote{reinterpret_cast<void*>(addr), size};
     return process_vm_readv(pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(size);
+  }
+  // The walk's next two reads (a frame's code object, the frame before it) in one system call
+  // instead of two. A region that cannot be read is not kept: its view reads again (and fails).
+  void prefetch(uint64_t a, size_t a_size, uint64_t b, size_t b_size) {
+    ErrnoKeeper keep_errno;
+    a_size = a_size > kMaxView ? kMaxView : a_size;
+    b_size = b_size > kMaxView ? kMaxView : b_size;
+    iovec local[2] = {{ahead[0], a_size}, {ahead[1], b_size}};
+    iovec remote[2] = {{reinterpret_cast<void*>(a), a_size}, {reinterpret_cast<void*>(b), b_size}};
+    const ssize_t got = process_vm_readv(pid, local, 2, remote, 2, 0);
+    ahead_addr[0] = a;
+    ahead_addr[1] = b;
+    ahead_size[0] = got >= static_cast<ssize_t>(a_size) ? a_size : 0;
+    ahead_size[1] = got == static_cast<ssize_t>(a_size + b_size) ? b_size : 0;
   }
   bool failed() const { return unreadable; }
 };
@@ -108,50 +138,55 @@ constexpr uint16_t view_size(std::initializer_list<uint16_t> offsets) {
   return size;
 }
 
-template <class Reader, size_t kLayout>
-uint32_t walk(Reader& rd, uint64_t tstate, PythonFrame* out, uint32_t max, WalkEnd& end) {
-  constexpr const Layout& L = python_layout::kLayouts[kLayout];
-  constexpr bool kFrameObjects = L.frame_kind == FrameKind::kFrameObject;
+template <size_t kLayout>
+struct Views {
+  static constexpr const Layout& L = python_layout::kLayouts[kLayout];
   // How much of each structure a walk reads (the largest offset read + 8).
-  constexpr uint16_t kTstateView = view_size({L.tstate_interp, L.tstate_thread_id, L.tstate_frame});
-  constexpr uint16_t kFrameView =
+  static constexpr uint16_t kTstate =
+      view_size({L.tstate_interp, L.tstate_thread_id, L.tstate_frame, L.tstate_next, L.tstate_native_thread_id});
+  static constexpr uint16_t kFrame =
       view_size({L.object_type, L.frame_back, L.frame_code, L.frame_lasti, L.frame_instr, L.frame_owner});
-  constexpr uint16_t kCodeView = view_size({L.object_type, L.object_size, L.code_firstlineno, L.code_filename,
-                                            L.code_name, L.code_linetable, L.code_firsttraceable});
-  static_assert(kTstateView <= CheckedReader::kMaxView && kFrameView <= CheckedReader::kMaxView &&
-                kCodeView <= CheckedReader::kMaxView);
-  const Interpreter& in = g_interpreter;
-  auto* runtime = reinterpret_cast<const uint8_t*>(in.runtime);  // in the object's data: mapped
-  const auto* finalizing_field = reinterpret_cast<const uint64_t*>(runtime + L.runtime_finalizing);
-  auto load_finalizing = [finalizing_field] { return __atomic_load_n(finalizing_field, __ATOMIC_ACQUIRE); };
-  end = WalkEnd::kNoThreadState;
+  static constexpr uint16_t kCode = view_size({L.object_type, L.object_size, L.code_firstlineno, L.code_filename,
+                                               L.code_name, L.code_linetable, L.code_firsttraceable});
+  static_assert(kTstate <= CheckedReader::kMaxView && kFrame <= CheckedReader::kMaxView &&
+                kCode <= CheckedReader::kMaxView);
+};
 
-  // Not while another thread finalizes the runtime (it frees thread states: checked before this
-  // one is read), and the thread state must be this thread's, of the main interpreter.
-  const uint64_t finalizing = load_finalizing();
-  if (finalizing != 0 && finalizing != tstate) return 0;
-  const uint8_t* ts = rd.view(tstate, kTstateView);
-  if (!ts) return end = WalkEnd::kInvalid, 0;
-  uint64_t main_interp = field<uint64_t>(runtime, L.runtime_interpreters_main);
-  if (field<uint64_t>(ts, L.tstate_interp) != main_interp || main_interp == 0) return 0;
-  if (field<uint64_t>(ts, L.tstate_thread_id) != static_cast<uint64_t>(pthread_self())) return 0;
-
-  uint64_t frame = field<uint64_t>(ts, L.tstate_frame);
+// The innermost frame of the thread state viewed at `ts` (3.11/3.12: through its _PyCFrame).
+// False when a pointer on the way is not plausible or unreadable.
+template <class Reader, size_t kLayout>
+bool first_frame(Reader& rd, const uint8_t* ts, uint64_t& frame) {
+  constexpr const Layout& L = python_layout::kLayouts[kLayout];
+  frame = field<uint64_t>(ts, L.tstate_frame);
   if constexpr (L.cframe_current_frame != kAbsent) {
     if (frame != 0) {
-      if (!plausible(frame)) return end = WalkEnd::kInvalid, 0;
+      if (!plausible(frame)) return false;
       const uint8_t* cframe = rd.view(frame, L.cframe_current_frame + 8u);
-      if (!cframe) return end = WalkEnd::kInvalid, 0;
+      if (!cframe) return false;
       frame = field<uint64_t>(cframe, L.cframe_current_frame);
     }
   }
+  return true;
+}
 
+const uint64_t* finalizing_field(const Layout& L) {
+  return reinterpret_cast<const uint64_t*>(g_interpreter.runtime + L.runtime_finalizing);  // in the object's data
+}
+
+// The frames from `frame` outwards, while the runtime's _finalizing stays `finalizing`.
+template <class Reader, size_t kLayout>
+uint32_t walk_frames(Reader& rd, uint64_t frame, uint64_t finalizing, PythonFrame* out, uint32_t max, WalkEnd& end) {
+  constexpr const Layout& L = python_layout::kLayouts[kLayout];
+  constexpr bool kFrameObjects = L.frame_kind == FrameKind::kFrameObject;
+  using V = Views<kLayout>;
+  const Interpreter& in = g_interpreter;
+  const uint64_t* fin = finalizing_field(L);
   uint32_t n = 0, skipped = 0;
   while (frame != 0) {
     if (n == max) return end = WalkEnd::kDepthLimit, n;
     // A runtime that started finalizing while we walk may free what we are about to read.
-    if (!plausible(frame) || load_finalizing() != finalizing) return end = WalkEnd::kInvalid, n;
-    const uint8_t* f = rd.view(frame, kFrameView);
+    if (!plausible(frame) || __atomic_load_n(fin, __ATOMIC_ACQUIRE) != finalizing) return end = WalkEnd::kInvalid, n;
+    const uint8_t* f = rd.view(frame, V::kFrame);
     if (!f) return end = WalkEnd::kInvalid, n;
     const uint64_t code = field<uint64_t>(f, L.frame_code);
     const uint64_t back = field<uint64_t>(f, L.frame_back);
@@ -176,7 +211,8 @@ uint32_t walk(Reader& rd, uint64_t tstate, PythonFrame* out, uint32_t max, WalkE
       instr_ptr = field<uint64_t>(f, L.frame_instr);
     }
     if (!plausible(code)) return end = WalkEnd::kInvalid, n;
-    const uint8_t* c = rd.view(code, kCodeView);
+    if (plausible(back)) rd.prefetch(code, V::kCode, back, V::kFrame);
+    const uint8_t* c = rd.view(code, V::kCode);
     if (!c || field<uint64_t>(c, L.object_type) != in.code_type) return end = WalkEnd::kInvalid, n;
     if constexpr (!kFrameObjects) {
       const int64_t units = field<int64_t>(c, L.object_size);
@@ -202,6 +238,27 @@ uint32_t walk(Reader& rd, uint64_t tstate, PythonFrame* out, uint32_t max, WalkE
   }
   end = WalkEnd::kComplete;
   return n;
+}
+
+// The calling thread's own frames (`tstate` is its PyGILState state).
+template <class Reader, size_t kLayout>
+uint32_t walk(Reader& rd, uint64_t tstate, PythonFrame* out, uint32_t max, WalkEnd& end) {
+  constexpr const Layout& L = python_layout::kLayouts[kLayout];
+  auto* runtime = reinterpret_cast<const uint8_t*>(g_interpreter.runtime);  // in the object's data: mapped
+  end = WalkEnd::kNoThreadState;
+
+  // Not while another thread finalizes the runtime (it frees thread states: checked before this
+  // one is read), and the thread state must be this thread's, of the main interpreter.
+  const uint64_t finalizing = __atomic_load_n(finalizing_field(L), __ATOMIC_ACQUIRE);
+  if (finalizing != 0 && finalizing != tstate) return 0;
+  const uint8_t* ts = rd.view(tstate, Views<kLayout>::kTstate);
+  if (!ts) return end = WalkEnd::kInvalid, 0;
+  uint64_t main_interp = field<uint64_t>(runtime, L.runtime_interpreters_main);
+  if (field<uint64_t>(ts, L.tstate_interp) != main_interp || main_interp == 0) return 0;
+  if (field<uint64_t>(ts, L.tstate_thread_id) != static_cast<uint64_t>(pthread_self())) return 0;
+  uint64_t frame = 0;
+  if (!first_frame<Reader, kLayout>(rd, ts, frame)) return end = WalkEnd::kInvalid, 0;
+  return walk_frames<Reader, kLayout>(rd, frame, finalizing, out, max, end);
 }
 
 // The calling thread's state: PyGILState's thread-specific value, which CPython sets for every
@@ -261,6 +318,94 @@ uint32_t capture_dispatch(std::index_sequence<I...>, PythonFrame* out, uint32_t 
   uint32_t n = 0;
   const size_t layout = g_interpreter.layout_index;
   ((layout == I ? (n = capture_as<I>(out, max, e, checked_only), true) : false) || ...);
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Borrowed frames: a thread without a Python thread state (a framework's native thread) gets the
+// frames of another thread of the main interpreter, chosen by the rule in python_frames.h. Other
+// threads' states and frames change and are freed while we read them: every read goes through
+// process_vm_readv, whatever the layout's proof, and an unreadable pointer only ends this walk.
+
+constexpr uint32_t kMaxBorrowThreads = 64;  // thread states looked at per borrowed walk
+
+struct Candidate {
+  uint64_t tstate = 0, frame = 0, native_tid = 0;
+  bool holds_gil = false;
+};
+
+template <size_t kLayout>
+uint32_t borrow_as(PythonFrame* out, uint32_t max, WalkEnd& e, Lender& lender) {
+  constexpr const Layout& L = python_layout::kLayouts[kLayout];
+  using V = Views<kLayout>;
+  // Only for a thread without any thread state (one with a state of a subinterpreter, or that the
+  // finalizing runtime no longer lets walk, is not lent another's).
+  if (thread_state<kLayout>(e) != 0 || e != WalkEnd::kNoThreadState) return 0;
+  auto* runtime = reinterpret_cast<const uint8_t*>(g_interpreter.runtime);
+  const uint64_t finalizing = __atomic_load_n(finalizing_field(L), __ATOMIC_ACQUIRE);
+  if (finalizing != 0) return 0;  // it frees thread states
+  const uint64_t main_interp = field<uint64_t>(runtime, L.runtime_interpreters_main);
+  if (!plausible(main_interp)) return 0;
+  CheckedReader rd;
+  // The GIL's holder: locked, and its last holder (which stays set after a release).
+  uint64_t gil = 0, holder = 0;
+  if constexpr (L.runtime_gil != kAbsent) {
+    gil = g_interpreter.runtime + L.runtime_gil;
+  } else {
+    if (!rd.copy(main_interp + L.interp_gil, &gil, sizeof gil) || !plausible(gil)) gil = 0;
+  }
+  if (gil) {
+    uint8_t g[view_size({L.gil_last_holder, L.gil_locked})];
+    if (rd.copy(gil, g, sizeof g) && field<int>(g, L.gil_locked) > 0) holder = field<uint64_t>(g, L.gil_last_holder);
+  }
+  const uint64_t main_thread = field<uint64_t>(runtime, L.runtime_main_thread);
+  uint64_t t = 0;
+  if (!rd.copy(main_interp + L.interp_threads_head, &t, sizeof t)) return 0;
+  Candidate main, other, running;
+  uint32_t waiting_others = 0;
+  for (uint32_t k = 0; t != 0 && k < kMaxBorrowThreads; ++k) {
+    if (!plausible(t)) break;
+    const uint8_t* ts = rd.view(t, V::kTstate);
+    if (!ts || field<uint64_t>(ts, L.tstate_interp) != main_interp) break;  // freed or reused meanwhile
+    const uint64_t next = field<uint64_t>(ts, L.tstate_next);
+    const uint64_t thread_id = field<uint64_t>(ts, L.tstate_thread_id);
+    Candidate c;
+    c.tstate = t;
+    c.holds_gil = t == holder;
+    if constexpr (L.tstate_native_thread_id != kAbsent) c.native_tid = field<uint64_t>(ts, L.tstate_native_thread_id);
+    if (first_frame<CheckedReader, kLayout>(rd, ts, c.frame) && c.frame != 0) {
+      if (thread_id == main_thread) {
+        main = c;
+      } else if (!c.holds_gil) {
+        ++waiting_others;
+        other = c;
+      }
+      if (c.holds_gil) running = c;
+    }
+    t = next;
+  }
+  const Candidate* pick = nullptr;
+  if (main.tstate && !main.holds_gil) {
+    pick = &main;  // the main thread, waiting in a C call
+  } else if (waiting_others == 1) {
+    pick = &other;  // the one other thread waiting in a C call
+  } else if (waiting_others == 0 && running.tstate) {
+    pick = &running;  // nobody waits: the thread running bytecode (it may have moved on a little)
+  }
+  e = WalkEnd::kNoThreadState;
+  if (!pick) return 0;
+  uint32_t n = walk_frames<CheckedReader, kLayout>(rd, pick->frame, finalizing, out, max, e);
+  if (n == 0) return e = WalkEnd::kNoThreadState, 0;
+  lender.native_tid = static_cast<uint32_t>(pick->native_tid);
+  lender.running = pick->holds_gil;
+  return n;
+}
+
+template <size_t... I>
+uint32_t borrow_dispatch(std::index_sequence<I...>, PythonFrame* out, uint32_t max, WalkEnd& e, Lender& lender) {
+  uint32_t n = 0;
+  const size_t layout = g_interpreter.layout_index;
+  ((layout == I ? (n = borrow_as<I>(out, max, e, lender), true) : false) || ...);
   return n;
 }
 
@@ -364,17 +509,23 @@ const char* check_debug_offsets(CheckedReader& rd, const Layout& L, uint64_t run
   if (std::memcmp(d.cookie, "xdebugpy", 8) != 0) return "_PyRuntime.debug_offsets has no cookie";
   if (d.version != version) return "_PyRuntime.debug_offsets names another version than Py_Version";
   if (d.free_threaded != 0) return "free-threaded CPython (3.13t) is not supported";
-  const bool same = d.runtime_state.finalizing == L.runtime_finalizing && d.thread_state.interp == L.tstate_interp &&
-                    d.thread_state.current_frame == L.tstate_frame && d.thread_state.thread_id == L.tstate_thread_id &&
-                    d.interpreter_frame.previous == L.frame_back && d.interpreter_frame.executable == L.frame_code &&
-                    d.interpreter_frame.instr_ptr == L.frame_instr && d.interpreter_frame.owner == L.frame_owner &&
-                    d.code_object.size == L.code_size && d.code_object.filename == L.code_filename &&
-                    d.code_object.name == L.code_name && d.code_object.qualname == L.code_qualname &&
-                    d.code_object.linetable == L.code_linetable && d.code_object.firstlineno == L.code_firstlineno &&
-                    d.code_object.co_code_adaptive == L.code_adaptive && d.pyobject.ob_type == L.object_type &&
-                    d.type_object.tp_name == L.type_name && d.bytes_object.ob_sval == L.bytes_data &&
-                    d.unicode_object.state == L.unicode_state && d.unicode_object.length == L.unicode_length &&
-                    d.unicode_object.asciiobject_size == L.unicode_ascii_data;
+  const bool same =
+      d.runtime_state.finalizing == L.runtime_finalizing && d.thread_state.interp == L.tstate_interp &&
+      d.thread_state.current_frame == L.tstate_frame && d.thread_state.thread_id == L.tstate_thread_id &&
+      d.interpreter_frame.previous == L.frame_back && d.interpreter_frame.executable == L.frame_code &&
+      d.interpreter_frame.instr_ptr == L.frame_instr && d.interpreter_frame.owner == L.frame_owner &&
+      d.code_object.size == L.code_size && d.code_object.filename == L.code_filename &&
+      d.code_object.name == L.code_name && d.code_object.qualname == L.code_qualname &&
+      d.code_object.linetable == L.code_linetable && d.code_object.firstlineno == L.code_firstlineno &&
+      d.code_object.co_code_adaptive == L.code_adaptive && d.pyobject.ob_type == L.object_type &&
+      d.type_object.tp_name == L.type_name && d.bytes_object.ob_sval == L.bytes_data &&
+      d.unicode_object.state == L.unicode_state && d.unicode_object.length == L.unicode_length &&
+      d.unicode_object.asciiobject_size == L.unicode_ascii_data &&
+      // what borrowed frames read
+      d.interpreter_state.threads_head == L.interp_threads_head && d.interpreter_state.ceval_gil == L.interp_gil &&
+      d.thread_state.next == L.tstate_next && d.thread_state.native_thread_id == L.tstate_native_thread_id &&
+      d.interpreter_state.gil_runtime_state_holder - d.interpreter_state.gil_runtime_state == L.gil_last_holder &&
+      d.interpreter_state.gil_runtime_state_locked - d.interpreter_state.gil_runtime_state == L.gil_locked;
   return same ? nullptr : "_PyRuntime.debug_offsets differ from the known 3.13 layout";
 }
 
@@ -499,73 +650,109 @@ uint32_t encode_utf8(uint32_t c, uint8_t u[4]) {
 
 constexpr int64_t kMaxText = int64_t(1) << 20;  // a longer file or function name is not real
 
-bool copy_str(uint64_t str, Buffer& b) {
+// The str at `str` as UTF-8 into b. Reads through `rd` (plain loads, or process_vm_readv for a
+// borrowed frame's code object, which another thread may free meanwhile).
+template <class Reader>
+bool copy_str(Reader& rd, uint64_t str, Buffer& b) {
   const Interpreter& in = g_interpreter;
   const Layout& L = *in.layout;
   b.size = b.needed = 0;
   b.truncated = false;
   if (!plausible(str)) return false;
-  auto* s = reinterpret_cast<const uint8_t*>(str);
-  if (field<uint64_t>(s, L.object_type) != in.unicode_type) return false;
+  const uint8_t* s = rd.view(str, view_size({L.object_type, L.unicode_length, L.unicode_state}));
+  if (!s || field<uint64_t>(s, L.object_type) != in.unicode_type) return false;
   int64_t length = field<int64_t>(s, L.unicode_length);
   uint32_t state = field<uint32_t>(s, L.unicode_state);
   unsigned kind = (state >> L.unicode_kind_shift) & 7;
   bool compact = (state >> L.unicode_compact_bit) & 1, ascii = (state >> L.unicode_ascii_bit) & 1;
   if (length < 0 || length > kMaxText || !compact || (kind != 1 && kind != 2 && kind != 4)) return false;
-  const uint8_t* chars = s + (ascii ? L.unicode_ascii_data : L.unicode_compact_data);
+  const uint64_t chars = str + (ascii ? L.unicode_ascii_data : L.unicode_compact_data);
   if (ascii && kind == 1) {  // the common case: the bytes are the UTF-8
     const uint32_t capacity = b.data ? b.capacity : 0;
     b.needed = static_cast<uint32_t>(length);
     b.size = b.needed < capacity ? b.needed : capacity;
     b.truncated = b.size < b.needed;
-    if (b.size) std::memcpy(b.data, chars, b.size);
-    return true;
+    return b.size == 0 || rd.copy(chars, b.data, b.size);
   }
   uint32_t needed = 0;  // at most 4 * kMaxText
-  for (int64_t i = 0; i < length; ++i) {
-    uint32_t c;
-    if (kind == 1) {
-      c = chars[i];
-    } else if (kind == 2) {
-      uint16_t u;
-      std::memcpy(&u, chars + 2 * i, 2);
-      c = u;
-    } else {
-      std::memcpy(&c, chars + 4 * i, 4);
+  alignas(4) uint8_t chunk[256];
+  constexpr int64_t kPerChunk = 64;  // code points of up to 4 bytes
+  for (int64_t base = 0; base < length; base += kPerChunk) {
+    const int64_t count = length - base < kPerChunk ? length - base : kPerChunk;
+    if (!rd.copy(chars + static_cast<uint64_t>(base) * kind, chunk, static_cast<size_t>(count) * kind)) return false;
+    for (int64_t i = 0; i < count; ++i) {
+      uint32_t c;
+      if (kind == 1) {
+        c = chunk[i];
+      } else if (kind == 2) {
+        uint16_t u;
+        std::memcpy(&u, chunk + 2 * i, 2);
+        c = u;
+      } else {
+        std::memcpy(&c, chunk + 4 * i, 4);
+      }
+      uint8_t u[4];
+      const uint32_t n = encode_utf8(c, u);
+      needed += n;
+      if (b.truncated) continue;  // counting only: the text stops at the last whole character
+      if (!b.data || b.capacity - b.size < n) {
+        b.truncated = true;
+        continue;
+      }
+      std::memcpy(b.data + b.size, u, n);
+      b.size += n;
     }
-    uint8_t u[4];
-    const uint32_t n = encode_utf8(c, u);
-    needed += n;
-    if (b.truncated) continue;  // counting only: the text stops at the last whole character
-    if (!b.data || b.capacity - b.size < n) {
-      b.truncated = true;
-      continue;
-    }
-    std::memcpy(b.data + b.size, u, n);
-    b.size += n;
   }
   b.needed = needed;
   return true;
 }
 
-bool copy_bytes(uint64_t bytes, Buffer& b, uint32_t* length_out) {
+template <class Reader>
+bool copy_bytes(Reader& rd, uint64_t bytes, Buffer& b, uint32_t* length_out) {
   const Interpreter& in = g_interpreter;
   const Layout& L = *in.layout;
   b.size = b.needed = 0;
   b.truncated = false;
   if (!plausible(bytes)) return false;
-  auto* o = reinterpret_cast<const uint8_t*>(bytes);
-  if (field<uint64_t>(o, L.object_type) != in.bytes_type) return false;
+  const uint8_t* o = rd.view(bytes, view_size({L.object_type, L.object_size}));
+  if (!o || field<uint64_t>(o, L.object_type) != in.bytes_type) return false;
   int64_t length = field<int64_t>(o, L.object_size);
   if (length < 0 || length > (int64_t(1) << 28)) return false;
   if (length_out) *length_out = static_cast<uint32_t>(length);
   b.needed = static_cast<uint32_t>(length);
   const uint32_t capacity = b.data ? b.capacity : 0;
   uint32_t n = length > capacity ? capacity : static_cast<uint32_t>(length);
-  if (n) std::memcpy(b.data, o + L.bytes_data, n);
+  if (n && !rd.copy(bytes + L.bytes_data, b.data, n)) return false;
   b.size = n;
   b.truncated = n < length;
   return true;
+}
+
+template <class Reader>
+bool describe(Reader& rd, const PythonFrame& frame, CodeDescription& out) {
+  const Interpreter& in = g_interpreter;
+  const Layout& L = *in.layout;
+  if (!plausible(frame.code)) return false;
+  // The code object's fields, up to the largest offset read (code_size covers them all).
+  const uint8_t* c = rd.view(frame.code, L.code_size);
+  if (!c || field<uint64_t>(c, L.object_type) != in.code_type) return false;
+  uint64_t filename = field<uint64_t>(c, L.code_filename), name = field<uint64_t>(c, L.code_name);
+  uint64_t linetable = field<uint64_t>(c, L.code_linetable);
+  int32_t first_line = field<int32_t>(c, L.code_firstlineno);
+  if (fingerprint(filename, name, linetable, first_line) != frame.code_check) return false;
+  out.first_line = first_line;
+  out.line_table_format = L.line_table;
+  uint64_t qualname = L.code_qualname != kAbsent ? field<uint64_t>(c, L.code_qualname) : name;
+  if (L.frame_kind == FrameKind::kInterpreterFrame) {
+    out.instructions = static_cast<uint32_t>(field<int64_t>(c, L.object_size));
+  } else {
+    Buffer none;
+    uint32_t bytes = 0;
+    if (!copy_bytes(rd, field<uint64_t>(c, L.code_bytecode), none, &bytes)) return false;
+    out.instructions = bytes / 2;
+  }
+  return copy_str(rd, filename, out.filename) && copy_str(rd, qualname, out.qualname) &&
+         copy_bytes(rd, linetable, out.line_table, nullptr);
 }
 
 }  // namespace
@@ -586,34 +773,31 @@ uint32_t capture_checked(PythonFrame* out, uint32_t max, WalkEnd* end) noexcept 
   return capture_dispatch(std::make_index_sequence<std::size(python_layout::kLayouts)>(), out, max, e, true);
 }
 
+uint32_t capture_borrowed(PythonFrame* out, uint32_t max, Lender* lender, WalkEnd* end) noexcept {
+  WalkEnd ignored;
+  WalkEnd& e = end ? *end : ignored;
+  Lender ignored_lender;
+  Lender& l = lender ? *lender : ignored_lender;
+  l = Lender{};
+  e = WalkEnd::kNoPython;
+  if (!ready()) return 0;
+  return borrow_dispatch(std::make_index_sequence<std::size(python_layout::kLayouts)>(), out, max, e, l);
+}
+
 bool describe_code(const PythonFrame& frame, CodeDescription& out) noexcept {
   if (g_state.load(std::memory_order_acquire) != static_cast<uint8_t>(Availability::kReady)) return false;
   // Plain loads of the strings and bytes a code object points at: only once a complete checked
   // walk has shown the layout to be this interpreter's (a walk that stopped at an invalid
   // pointer before that proves nothing).
   if (!g_layout_proven.load(std::memory_order_relaxed)) return false;
-  const Interpreter& in = g_interpreter;
-  const Layout& L = *in.layout;
-  if (!plausible(frame.code)) return false;
-  auto* c = reinterpret_cast<const uint8_t*>(frame.code);
-  if (field<uint64_t>(c, L.object_type) != in.code_type) return false;
-  uint64_t filename = field<uint64_t>(c, L.code_filename), name = field<uint64_t>(c, L.code_name);
-  uint64_t linetable = field<uint64_t>(c, L.code_linetable);
-  int32_t first_line = field<int32_t>(c, L.code_firstlineno);
-  if (fingerprint(filename, name, linetable, first_line) != frame.code_check) return false;
-  out.first_line = first_line;
-  out.line_table_format = L.line_table;
-  if (L.frame_kind == FrameKind::kInterpreterFrame) {
-    out.instructions = static_cast<uint32_t>(field<int64_t>(c, L.object_size));
-  } else {
-    Buffer none;
-    uint32_t bytes = 0;
-    if (!copy_bytes(field<uint64_t>(c, L.code_bytecode), none, &bytes)) return false;
-    out.instructions = bytes / 2;
-  }
-  uint64_t qualname = L.code_qualname != kAbsent ? field<uint64_t>(c, L.code_qualname) : name;
-  return copy_str(filename, out.filename) && copy_str(qualname, out.qualname) &&
-         copy_bytes(linetable, out.line_table, nullptr);
+  DirectReader rd;
+  return describe(rd, frame, out);
+}
+
+bool describe_code_checked(const PythonFrame& frame, CodeDescription& out) noexcept {
+  if (g_state.load(std::memory_order_acquire) != static_cast<uint8_t>(Availability::kReady)) return false;
+  CheckedReader rd;
+  return describe(rd, frame, out);
 }
 
 Status status() noexcept {

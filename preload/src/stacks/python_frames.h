@@ -56,6 +56,25 @@ uint32_t capture(PythonFrame* out, uint32_t max, WalkEnd* end = nullptr) noexcep
 // The same walk with every read through process_vm_readv (tests and benchmarks: ~1-2 us a read).
 uint32_t capture_checked(PythonFrame* out, uint32_t max, WalkEnd* end = nullptr) noexcept;
 
+// Where borrowed frames came from.
+struct Lender {
+  uint32_t native_tid = 0;  // the lender's Linux thread id (tstate->native_thread_id), 0 unknown (3.10)
+  bool running = false;     // it held the GIL (ran bytecode) rather than waiting in a C call
+};
+
+// For a thread without a Python thread state (a framework's own native thread: XLA's copy and
+// callback threads) in a process whose interpreter is initialized: the frames of another thread
+// of the main interpreter, "borrowed" (docs/python-frames.md, "Borrowed frames"). Among the
+// thread states of interp->threads that have a frame, the first rule that applies picks:
+//   1. the main thread, if it is not holding the GIL (it waits in a C call: for this work, usually);
+//   2. else the one other thread not holding the GIL (none if several: ambiguous);
+//   3. else, when no thread with frames waits, the thread holding the GIL (running bytecode).
+// Every read goes through process_vm_readv (other threads free their states and frames under us);
+// at most 64 thread states are looked at; nothing while the runtime finalizes. Returns 0 (and
+// `end` kNoThreadState) when no thread qualifies, the calling thread has a state of its own, or
+// there is no interpreter. Costs 1-2 reads a thread and about one read a frame (~2 us each).
+uint32_t capture_borrowed(PythonFrame* out, uint32_t max, Lender* lender, WalkEnd* end = nullptr) noexcept;
+
 // A caller-provided buffer that describe_code fills. `needed` lets a caller size a trace record
 // before copying: describe once with small (or zero-capacity) buffers, then again into the record.
 struct Buffer {
@@ -81,6 +100,10 @@ struct CodeDescription {
 // code object that was captured (code_check differs), or no complete walk in the process has yet
 // shown the layout to be right (describe_code reads with plain loads only).
 bool describe_code(const PythonFrame& frame, CodeDescription& out) noexcept;
+
+// describe_code for a borrowed frame: every read through process_vm_readv (the lending thread may
+// free the code object meanwhile: the fingerprint check then fails, or a read does), any thread.
+bool describe_code_checked(const PythonFrame& frame, CodeDescription& out) noexcept;
 
 enum class Availability : uint8_t {
   kNotSearched,  // no capture yet (or note_objects_loaded after a failed search)

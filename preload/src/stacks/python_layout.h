@@ -72,6 +72,17 @@ struct Layout {
   uint16_t unicode_kind_shift;
   uint16_t unicode_compact_bit;
   uint16_t unicode_ascii_bit;
+
+  // Other threads of the main interpreter (borrowed frames, docs/python-frames.md "Borrowed
+  // frames"): the list of thread states, the main thread's id, and the GIL's holder.
+  uint16_t runtime_main_thread;      // unsigned long: pthread id of the main thread
+  uint16_t interp_threads_head;      // PyThreadState*: 3.10 tstate_head, 3.11+ threads.head (newest first)
+  uint16_t tstate_next;              // PyThreadState*: the next (older) thread state
+  uint16_t tstate_native_thread_id;  // unsigned long: the Linux thread id (3.11+), else kAbsent
+  uint16_t runtime_gil;              // 3.10/3.11: _PyRuntime.ceval.gil (embedded), else kAbsent
+  uint16_t interp_gil;               // 3.12+: PyInterpreterState.ceval.gil (a pointer), else kAbsent
+  uint16_t gil_last_holder;          // _gil_runtime_state.last_holder (PyThreadState*)
+  uint16_t gil_locked;               // _gil_runtime_state.locked (int)
 };
 
 // clang-format off
@@ -81,25 +92,29 @@ inline constexpr Layout kLayouts[] = {
    16, 176, 24, kAbsent,
    24, 32, 96, kAbsent, kAbsent, kAbsent, kAbsent,
    176, 40, 104, 112, kAbsent, 120, 48, kAbsent, kAbsent,
-   8, 16, 24, 32, 40, 32, 16, 32, 48, 72, 2, 5, 6},
+   8, 16, 24, 32, 40, 32, 16, 32, 48, 72, 2, 5, 6,
+   72, 8, 8, kAbsent, 352, kAbsent, 8, 16},
   {11, FrameKind::kInterpreterFrame, python_lines::LineTableFormat::kCpython311,
    16, 24, 48, 592, 0, 4,
    16, 152, 56, 8,
    48, 32, kAbsent, 56, 69, 1, kAbsent,
    192, 72, 112, 120, 128, 136, kAbsent, 168, 184,
-   8, 16, 24, 32, 40, 32, 16, 32, 48, 72, 2, 5, 6},
+   8, 16, 24, 32, 40, 32, 16, 32, 48, 72, 2, 5, 6,
+   80, 16, 8, 160, 360, kAbsent, 8, 16},
   {12, FrameKind::kInterpreterFrame, python_lines::LineTableFormat::kCpython311,
    16, 24, 48, 1544, 0, 4,
    16, 136, 56, 0,
    8, 0, kAbsent, 56, 70, 1, 3,
    200, 68, 112, 120, 128, 136, kAbsent, 176, 192,
-   8, 16, 24, 32, 40, 32, 16, 32, 40, 56, 2, 5, 6},
+   8, 16, 24, 32, 40, 32, 16, 32, 40, 56, 2, 5, 6,
+   64, 72, 8, 144, kAbsent, 384, 8, 16},
   {13, FrameKind::kInterpreterFrame, python_lines::LineTableFormat::kCpython311,
    600, 608, 640, 2160, 0, 4,
    16, 152, 72, kAbsent,
    8, 0, kAbsent, 56, 70, 1, 3,
    208, 68, 112, 120, 128, 136, kAbsent, 184, 200,
-   8, 16, 24, 32, 40, 32, 16, 32, 40, 56, 2, 5, 6},
+   8, 16, 24, 32, 40, 32, 16, 32, 40, 56, 2, 5, 6,
+   656, 7344, 8, 160, kAbsent, 16, 8, 16},
 };
 // clang-format on
 
@@ -154,6 +169,14 @@ void for_each_field(const Layout& l, F&& f) {
   f("unicode.kind_shift", l.unicode_kind_shift);
   f("unicode.compact_bit", l.unicode_compact_bit);
   f("unicode.ascii_bit", l.unicode_ascii_bit);
+  f("runtime.main_thread", l.runtime_main_thread);
+  f("interp.threads_head", l.interp_threads_head);
+  f("tstate.next", l.tstate_next);
+  f("tstate.native_thread_id", l.tstate_native_thread_id);
+  f("runtime.gil", l.runtime_gil);
+  f("interp.gil", l.interp_gil);
+  f("gil.last_holder", l.gil_last_holder);
+  f("gil.locked", l.gil_locked);
 }
 
 }  // namespace asyncwatch::python_layout

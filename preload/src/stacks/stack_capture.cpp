@@ -454,9 +454,11 @@ constexpr uint32_t kMaxFilename = 1024, kMaxQualname = 512, kMaxLineTable = 32 *
 // Describes the code object of `f` into a PyCode record of its own (called with the interning lock
 // held, on the thread that captured `f`, during the call: the frame keeps the code object alive).
 // Returns its id, 0 when it could not be described or written.
-uint32_t write_code_record(const python_frames::PythonFrame& f, uint32_t id) noexcept {
+// `borrowed`: the frame is another thread's (its code object may be freed meanwhile: checked reads).
+uint32_t write_code_record(const python_frames::PythonFrame& f, uint32_t id, bool borrowed) noexcept {
+  auto describe = borrowed ? python_frames::describe_code_checked : python_frames::describe_code;
   python_frames::CodeDescription d;  // empty buffers: sizes only
-  if (!python_frames::describe_code(f, d)) return 0;
+  if (!describe(f, d)) return 0;
   const uint32_t fn = std::min(d.filename.needed, kMaxFilename), qn = std::min(d.qualname.needed, kMaxQualname);
   const uint32_t lt = std::min(d.line_table.needed, kMaxLineTable);
   const uint32_t size = record_size_aligned(static_cast<uint32_t>(sizeof(PyCodeRecord)) + fn + qn + lt);
@@ -467,7 +469,7 @@ uint32_t write_code_record(const python_frames::PythonFrame& f, uint32_t id) noe
   c.filename = {tail, fn, 0, 0, false};
   c.qualname = {tail + fn, qn, 0, 0, false};
   c.line_table = {tail + fn + qn, lt, 0, 0, false};
-  if (!python_frames::describe_code(f, c)) {
+  if (!describe(f, c)) {
     // Not wanted after all: the reservation becomes padding (zero after its header).
     memset(p + sizeof(RecordHeader), 0, size - sizeof(RecordHeader));
     thread_buffer::commit(p, RecordType::Padding, size);
@@ -506,8 +508,10 @@ uint32_t write_code_record(const python_frames::PythonFrame& f, uint32_t id) noe
   return id;
 }
 
-uint64_t hash_python(uint32_t native_id, const python_frames::PythonFrame* py, uint32_t n, uint8_t end) noexcept {
-  uint64_t h = (0x84222325cbf29ce4ull ^ (uint64_t{n} << 40) ^ (uint64_t{end} << 56)) + native_id;
+uint64_t hash_python(uint32_t native_id, const python_frames::PythonFrame* py, uint32_t n, uint8_t end,
+                     uint32_t lender) noexcept {
+  uint64_t h =
+      (0x84222325cbf29ce4ull ^ (uint64_t{n} << 40) ^ (uint64_t{end} << 56) ^ (uint64_t{lender} << 8)) + native_id;
   for (uint32_t i = 0; i < n; ++i) {
     h = (h ^ py[i].code) * 0x100000001b3ull;
     h = (h ^ ((uint64_t{py[i].code_check} << 32) | static_cast<uint32_t>(py[i].instr))) * 0x100000001b3ull;
@@ -517,14 +521,14 @@ uint64_t hash_python(uint32_t native_id, const python_frames::PythonFrame* py, u
 }
 
 uint32_t intern_python_slow(uint32_t native_id, const python_frames::PythonFrame* py, uint32_t n, uint8_t end,
-                            uint64_t h, uint32_t gen) {
+                            uint32_t lender, uint64_t h, uint32_t gen) {
   std::lock_guard<std::mutex> lock(global().mutex);
   Global& g = global();
   reset_if_new_trace(gen);
   std::vector<uint64_t> key;
   key.reserve(2 + n);
   key.push_back(native_id);
-  key.push_back(end);
+  key.push_back(end | (uint64_t{lender} << 8));
   PythonFrameRef refs[kMaxPythonDepth];
   for (uint32_t i = 0; i < n; ++i) {
     PyCodeKey k{py[i].code, py[i].code_check};
@@ -533,7 +537,7 @@ uint32_t intern_python_slow(uint32_t native_id, const python_frames::PythonFrame
     if (it != g.code_ids.end()) {
       code_id = it->second;
     } else {
-      code_id = write_code_record(py[i], g.next_code_id);
+      code_id = write_code_record(py[i], g.next_code_id, lender != 0);
       if (code_id) {
         ++g.next_code_id;
         g.code_ids.emplace(k, code_id);
@@ -562,22 +566,55 @@ uint32_t intern_python_slow(uint32_t native_id, const python_frames::PythonFrame
   r.depth = static_cast<uint16_t>(depth);
   r.python_depth = static_cast<uint16_t>(n);
   r.python_end = end;
+  set_python_lender(r, lender);
   thread_buffer::write2(&r, sizeof r, buf, (depth + n) * 8);
   bucket.emplace_back(std::move(key), id);
   return id;
 }
 
-// The native stack `native_id` with the calling thread's Python frames, if it runs Python.
+// Borrowed walks (a thread without Python: docs/python-frames.md, "Borrowed frames") cost ~2 us
+// a read; each thread may make kBorrowBurst of them at once and one per kBorrowIntervalNs on
+// average (a generic cell rate: tl_borrow_tat is when the thread's budget is whole again). A
+// stacked call beyond that gets no Python frames rather than stale ones.
+constexpr uint64_t kBorrowIntervalNs = 1000'000;
+constexpr uint64_t kBorrowBurst = 64;
+AW_TLS uint64_t tl_borrow_tat;
+std::atomic<uint64_t> g_borrowed{0}, g_borrow_limited{0};
+
+uint32_t borrow_frames(python_frames::PythonFrame* py, python_frames::WalkEnd* walk_end, uint32_t* lender) noexcept {
+  const uint64_t now = now_ns();
+  const uint64_t tat = tl_borrow_tat > now ? tl_borrow_tat : now;
+  if (tat - now > (kBorrowBurst - 1) * kBorrowIntervalNs) {
+    g_borrow_limited.fetch_add(1, std::memory_order_relaxed);
+    return 0;
+  }
+  tl_borrow_tat = tat + kBorrowIntervalNs;
+  python_frames::Lender l;
+  const uint32_t n = python_frames::capture_borrowed(py, kMaxPythonDepth, &l, walk_end);
+  if (n) {
+    *lender = python_lender_encode(l.native_tid, l.running);
+    g_borrowed.fetch_add(1, std::memory_order_relaxed);
+  }
+  return n;
+}
+
+// The native stack `native_id` with the calling thread's Python frames, if it runs Python, or
+// those borrowed from another thread when it has no Python thread state.
 uint32_t with_python_frames(uint32_t native_id) noexcept {
   python_frames::PythonFrame py[kMaxPythonDepth];
   python_frames::WalkEnd walk_end;
+  uint32_t lender = 0;
   uint32_t n = python_frames::capture(py, kMaxPythonDepth, &walk_end);
-  if (AW_LIKELY(n == 0)) return native_id;
+  if (AW_LIKELY(n == 0)) {
+    if (AW_LIKELY(walk_end != python_frames::WalkEnd::kNoThreadState)) return native_id;
+    n = borrow_frames(py, &walk_end, &lender);
+    if (n == 0) return native_id;
+  }
   uint8_t end = static_cast<uint8_t>(walk_end == python_frames::WalkEnd::kComplete     ? PythonWalkEnd::Complete
                                      : walk_end == python_frames::WalkEnd::kDepthLimit ? PythonWalkEnd::DepthLimit
                                                                                        : PythonWalkEnd::Invalid);
   uint32_t gen = trace_writer::generation();
-  uint64_t h = hash_python(native_id, py, n, end);
+  uint64_t h = hash_python(native_id, py, n, end, lender);
   if (!tl_py_cache) {
     tl_py_cache = static_cast<CacheEntry*>(calloc(kPyCacheSize, sizeof(CacheEntry)));
     if (!tl_py_cache) return native_id;
@@ -587,7 +624,7 @@ uint32_t with_python_frames(uint32_t native_id) noexcept {
   if (e.hash == h && e.generation == gen) return e.id;
   uint32_t id;
   try {
-    id = intern_python_slow(native_id, py, n, end, h, gen);
+    id = intern_python_slow(native_id, py, n, end, lender, h, gen);
   } catch (...) {
     return native_id;
   }
@@ -636,6 +673,8 @@ void release_thread() noexcept {
 
 // Other threads' hits since their last flush are not counted (fewer than kHitFlush each); the
 // calling thread's are.
-CacheStats cache_stats() noexcept { return {g_hits.load() + tl_hits, g_unwinds.load(), g_mismatches.load()}; }
+CacheStats cache_stats() noexcept {
+  return {g_hits.load() + tl_hits, g_unwinds.load(), g_mismatches.load(), g_borrowed.load(), g_borrow_limited.load()};
+}
 
 }  // namespace asyncwatch::stacks

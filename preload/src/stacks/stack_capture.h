@@ -35,6 +35,7 @@ void python_after_fork_child() noexcept;
 // Statistics for tests and benchmarks.
 struct CacheStats {
   uint64_t hits, unwinds, mismatches;
+  uint64_t borrowed, borrow_limited;  // stacks given borrowed Python frames; borrowed walks refused by the rate
 };
 CacheStats cache_stats() noexcept;
 

@@ -37,6 +37,22 @@ int main(void) {
 #endif
   P("tss.initialized", offsetof(Py_tss_t, _is_initialized));
   P("tss.key", offsetof(Py_tss_t, _key));
+  /* Other threads' states (borrowed frames): the list, the main thread, the GIL's holder. */
+  P("runtime.main_thread", offsetof(_PyRuntimeState, main_thread));
+#if PY_VERSION_HEX < 0x030B0000
+  P("interp.threads_head", offsetof(PyInterpreterState, tstate_head));
+#else
+  P("interp.threads_head", offsetof(PyInterpreterState, threads.head));
+  P("tstate.native_thread_id", offsetof(PyThreadState, native_thread_id));
+#endif
+#if PY_VERSION_HEX < 0x030C0000
+  P("runtime.gil", offsetof(_PyRuntimeState, ceval.gil));
+#else
+  P("interp.gil", offsetof(PyInterpreterState, ceval.gil));
+#endif
+  P("gil.last_holder", offsetof(struct _gil_runtime_state, last_holder));
+  P("gil.locked", offsetof(struct _gil_runtime_state, locked));
+  P("tstate.next", offsetof(PyThreadState, next));
   P("tstate.interp", offsetof(PyThreadState, interp));
   P("tstate.thread_id", offsetof(PyThreadState, thread_id));
 #if PY_VERSION_HEX < 0x030B0000

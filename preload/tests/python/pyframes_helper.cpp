@@ -181,6 +181,137 @@ AW_HELPER int aw_walk_native_thread(int* end) {
   return static_cast<int>(r.n);
 }
 
+namespace {
+// Describes frames[0..n) with describe_code_checked (any thread) into aw_walk's record format.
+int describe_checked(const PythonFrame* frames, uint32_t n, char* out, int cap, int* used) {
+  static thread_local char filename[4096], qualname[1024];
+  static thread_local uint8_t table[1 << 16];
+  *used = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    python_frames::CodeDescription d;
+    d.filename = {filename, sizeof filename};
+    d.qualname = {qualname, sizeof qualname};
+    d.line_table = {reinterpret_cast<char*>(table), sizeof table};
+    if (!python_frames::describe_code_checked(frames[i], d) || d.line_table.truncated) return -1 - static_cast<int>(i);
+    python_lines::SourceLocation loc =
+        python_lines::locate(d.line_table_format, table, d.line_table.size, d.first_line, frames[i].instr);
+    char numbers[96];
+    int len = std::snprintf(numbers, sizeof numbers, "\x1f%d\x1f%d\x1f%d\x1f%d\x1e", loc.line, loc.column, d.first_line,
+                            frames[i].instr);
+    if (!put(out, cap, *used, filename, d.filename.size) || !put(out, cap, *used, "\x1f", 1) ||
+        !put(out, cap, *used, qualname, d.qualname.size) || !put(out, cap, *used, numbers, static_cast<size_t>(len))) {
+      return -1 - static_cast<int>(i);
+    }
+  }
+  return static_cast<int>(n);
+}
+
+struct Borrowed {
+  char* out;
+  int cap, max_frames, iterations;
+  int n, end, used;
+  python_frames::Lender lender;
+  long long ns;
+};
+
+void* borrow_on_native_thread(void* arg) {
+  auto* b = static_cast<Borrowed*>(arg);
+  PythonFrame frames[64];
+  const uint32_t max = b->max_frames < 64 ? static_cast<uint32_t>(b->max_frames) : 64;
+  WalkEnd e{};
+  uint32_t n = 0;
+  timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (int i = 0; i < b->iterations; ++i) n = python_frames::capture_borrowed(frames, max, &b->lender, &e);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  b->ns = (t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec);
+  b->end = static_cast<int>(e);
+  b->used = 0;
+  b->n = b->out ? describe_checked(frames, n, b->out, b->cap, &b->used) : static_cast<int>(n);
+  return nullptr;
+}
+}  // namespace
+
+// On a new native thread (no Python thread state, as XLA's copy threads): capture_borrowed, then
+// describe_code_checked of each frame, in aw_walk's format. Returns the frames (or -1-i as
+// aw_walk), -100 when no thread could be started; *lender_tid / *running: python_frames::Lender.
+AW_HELPER int aw_walk_borrowed(char* out, int cap, int max_frames, int* end, int* used, unsigned* lender_tid,
+                               int* running) {
+  Borrowed b{out, cap, max_frames, 1, 0, 0, 0, {}, 0};
+  pthread_t t;
+  if (pthread_create(&t, nullptr, borrow_on_native_thread, &b) != 0) return -100;
+  pthread_join(t, nullptr);
+  *end = b.end;
+  *used = b.used;
+  *lender_tid = b.lender.native_tid;
+  *running = b.lender.running ? 1 : 0;
+  return b.n;
+}
+
+// `iterations` borrowed walks on a new native thread; returns their nanoseconds, the frames of
+// the last in *frames_out.
+AW_HELPER long long aw_bench_borrowed(int iterations, int max_frames, int* frames_out) {
+  Borrowed b{nullptr, 0, max_frames, iterations, 0, 0, 0, {}, 0};
+  pthread_t t;
+  if (pthread_create(&t, nullptr, borrow_on_native_thread, &b) != 0) return -1;
+  pthread_join(t, nullptr);
+  *frames_out = b.n;
+  return b.ns;
+}
+
+namespace {
+struct Async {
+  Borrowed b;
+  int delay_ms;
+  pthread_t thread;
+  char buf[1 << 16];
+} g_async;
+}  // namespace
+
+// A native thread that waits `delay_ms` and then makes one borrowed walk, while the caller goes on
+// (running Python: rule 3 of capture_borrowed); aw_borrow_async_join collects it as aw_walk_borrowed.
+AW_HELPER int aw_borrow_async_start(int delay_ms, int max_frames) {
+  g_async.b = Borrowed{g_async.buf, sizeof g_async.buf, max_frames, 1, 0, 0, 0, {}, 0};
+  g_async.delay_ms = delay_ms;
+  return pthread_create(
+      &g_async.thread, nullptr,
+      [](void*) -> void* {
+        timespec d{g_async.delay_ms / 1000, (g_async.delay_ms % 1000) * 1000000l};
+        nanosleep(&d, nullptr);
+        return borrow_on_native_thread(&g_async.b);
+      },
+      nullptr);
+}
+
+AW_HELPER int aw_borrow_async_join(char* out, int cap, int* end, int* used, unsigned* lender_tid, int* running) {
+  pthread_join(g_async.thread, nullptr);
+  *end = g_async.b.end;
+  *used = g_async.b.used < cap ? g_async.b.used : cap;
+  std::memcpy(out, g_async.buf, static_cast<size_t>(*used));
+  *lender_tid = g_async.b.lender.native_tid;
+  *running = g_async.b.lender.running ? 1 : 0;
+  return g_async.b.n;
+}
+
+// A detached native thread that borrows and describes without pause until the process ends
+// (shutdown_test.py: the interpreter finalizes and frees thread states meanwhile).
+AW_HELPER int aw_borrow_forever() {
+  pthread_t t;
+  int rc = pthread_create(
+      &t, nullptr,
+      [](void*) -> void* {
+        static char buf[1 << 16];
+        for (;;) {
+          Borrowed b{buf, sizeof buf, 64, 1, 0, 0, 0, {}, 0};
+          borrow_on_native_thread(&b);
+        }
+        return nullptr;
+      },
+      nullptr);
+  if (rc == 0) pthread_detach(t);
+  return rc;
+}
+
 // Decodes a raw line table: for instructions 0..count-1, four ints each (line, end line, column,
 // end column; -1 unknown) into out. Returns 0, or -1 when the table is malformed.
 AW_HELPER int aw_decode(int format, const unsigned char* table, int size, int first_line, int count, int* out) {

@@ -2,7 +2,8 @@
 
 Runs itself RUNS times as a child in which daemon threads walk without pause (GIL released)
 while the main thread returns and the interpreter finalizes (freeing the daemon threads' states),
-and an atexit handler walks too. Each child must exit 0, not die of a signal, and its atexit walk
+a native thread borrows their frames without pause (capture_borrowed), and an atexit handler walks
+too. Each child must exit 0, not die of a signal, and its atexit walk
 must find the handler's frame at its line.
 """
 import atexit
@@ -36,6 +37,9 @@ def child(helper):
     atexit.register(at_exit)
     for _ in range(4):
         threading.Thread(target=daemon, daemon=True).start()
+    if lib.aw_borrow_forever() != 0:  # a native thread lent the others' frames meanwhile
+        print("FAIL: no native thread", flush=True)
+        sys.exit(4)
     time.sleep(0.05)
 
 
@@ -52,4 +56,5 @@ else:
         if r.returncode != 0:
             print(f"FAIL: run {run}: exit status {r.returncode}\n{r.stdout.decode(errors='replace')}")
             sys.exit(1)
-    print(f"ok: {runs} interpreters finalized while 4 daemon threads walked; each atexit walk found its line")
+    print(f"ok: {runs} interpreters finalized while 4 daemon threads walked and a native thread borrowed; "
+          "each atexit walk found its line")

@@ -288,6 +288,106 @@ def case_native_thread_with_gilstate():
         fail("native-thread-gilstate", f"outermost frame {got[-1]}")
 
 
+# --- borrowed frames: a native thread without Python reads another thread's (capture_borrowed) ---
+
+WB = lib.aw_walk_borrowed
+WB.argtypes = [ctypes.POINTER(ctypes.c_char), ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_int),
+               ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_int)]
+HAS_NATIVE_ID = sys.version_info >= (3, 11)  # 3.10's thread states keep no native thread id
+# Each case calls WB directly (a new native thread borrows while this thread waits in the call,
+# GIL released), so that the frames are those of the line that called it.
+
+
+def check_lender(case, tid, running, want_tid, want_running):
+    want = want_tid if HAS_NATIVE_ID else 0
+    if tid.value != want or running.value != want_running:
+        fail(case, f"lender tid {tid.value} running {running.value}, expected tid {want} running {want_running}")
+
+
+def borrowed_inner(tid, running):
+    return WB(B, C, N, E, U, tid, running), expected(sys._getframe())  # @borrowed_inner
+
+
+def case_borrowed_main():
+    # The main thread waits in the call: its frames, marked waiting, with its native id.
+    tid, running = ctypes.c_uint(), ctypes.c_int()
+    n, exp = borrowed_inner(tid, running)  # @borrowed_outer
+    check("borrowed-main", n, exp, ["borrowed_inner", "borrowed_outer"])
+    check_lender("borrowed-main", tid, running, threading.get_native_id(), 0)
+    n2, exp2 = WB(B, C, N, E, U, tid, running), expected(sys._getframe())  # @borrowed_line2
+    got2 = check("borrowed-main-line2", n2, exp2, ["borrowed_line2"])
+    if got2[0][2] == MARK["borrowed_outer"]:
+        fail("borrowed-main-line2", "two lines gave the same line")
+
+
+def spin(stop):
+    x = 0
+    while not stop.is_set():
+        x += 1  # @spin
+
+
+def case_borrowed_busy_thread():
+    # A second thread running bytecode (holding the GIL nearly always) does not take the line from
+    # the main thread that waits in the call.
+    stop = threading.Event()
+    t = threading.Thread(target=spin, args=(stop,))
+    t.start()
+    try:
+        tid, running = ctypes.c_uint(), ctypes.c_int()
+        for i in range(20):
+            n, exp = WB(B, C, N, E, U, tid, running), expected(sys._getframe())  # @borrowed_busy
+            if i == 19:
+                check("borrowed-busy-thread (20 walks)", n, exp, ["borrowed_busy"])
+            elif n < 1 or parse(n, B, U)[0][2] != MARK["borrowed_busy"]:
+                fail("borrowed-busy-thread", f"walk {i}: {parse(n, B, U) if n > 0 else n}")
+            check_lender("borrowed-busy-thread", tid, running, threading.get_native_id(), 0)
+    finally:
+        stop.set()
+        t.join()
+
+
+def borrowed_in_thread(out):
+    buf, end, used = ctypes.create_string_buffer(1 << 16), ctypes.c_int(), ctypes.c_int()
+    tid, running = ctypes.c_uint(), ctypes.c_int()
+    out.append((WB(buf, C, N, end, used, tid, running), expected(sys._getframe()), buf, used, end,  # @borrowed_thread
+                tid, running, threading.get_native_id()))
+
+
+def case_borrowed_other_thread():
+    # The main thread runs bytecode (holds the GIL) while another thread waits in the call: that
+    # thread's frames (rule 2).
+    out = []
+    t = threading.Thread(target=borrowed_in_thread, args=(out,))
+    t.start()
+    while t.is_alive():
+        pass  # spins with the GIL: not waiting
+    t.join()
+    n, exp, buf, used, end, tid, running, native_id = out[0]
+    check("borrowed-other-thread", n, exp, ["borrowed_thread"], buf=buf, used=used, end=end)
+    check_lender("borrowed-other-thread", tid, running, native_id, 0)
+
+
+def case_borrowed_running():
+    # Nobody waits: the native thread borrows from the thread running bytecode, marked running.
+    if lib.aw_borrow_async_start(50, N) != 0:
+        fail("borrowed-running", "no native thread")
+    import time
+    until = time.monotonic() + 0.3
+    # One line: the frame is at it whichever part of the loop runs.
+    while time.monotonic() < until: pass  # @borrowed_running
+    buf, end, used = ctypes.create_string_buffer(1 << 16), ctypes.c_int(), ctypes.c_int()
+    tid, running = ctypes.c_uint(), ctypes.c_int()
+    n = lib.aw_borrow_async_join(buf, len(buf), ctypes.byref(end), ctypes.byref(used), ctypes.byref(tid),
+                                 ctypes.byref(running))
+    exp = expected(sys._getframe())
+    got = parse(n, buf, used) if n > 0 else []
+    # The loop's line (time.monotonic() is C: no frame of its own), then this function's callers.
+    if n < 1 or got[0][2] != MARK["borrowed_running"] or got[1:] != exp[1:]:
+        fail("borrowed-running", f"{n} frames: {got}")
+    check_lender("borrowed-running", tid, running, threading.get_native_id(), 1)
+    print(f"ok borrowed-running: {n} frames, innermost line {got[0][2]}, marked running", flush=True)
+
+
 def case_fork_child():
     # A child made by fork walks its own copy of the stack (other threads' states were freed).
     pid = os.fork()
@@ -320,7 +420,8 @@ def main():
     cases = [case_nested, case_distinct_lines, case_checked_reads, case_method_qualname,
              case_second_thread, case_generator, case_coroutine, case_asyncio, case_deep_recursion,
              case_through_c, case_comprehension, case_traced, case_class_body, case_native_thread,
-             case_native_thread_with_gilstate, case_fork_child]
+             case_native_thread_with_gilstate, case_borrowed_main, case_borrowed_busy_thread,
+             case_borrowed_other_thread, case_borrowed_running, case_fork_child]
     for case in cases:
         case()
     for name in ["<exec-ascii>", "<exec-\xe9>", "<exec-\u65e5\u672c>", "<exec-\U0001f600>", "<exec-\udcff>"]:

@@ -1,0 +1,70 @@
+"""Target of borrowed_test.py: CUDA calls made on a native worker thread without Python
+(native_worker.c, a stand-in for XLA's threads) while the Python line that asked waits in ctypes
+(GIL released), as jax.device_put / np.asarray(jax_array) do. Each marked line must be the call
+site of its own finding, borrowed from this (the main) thread, while a second Python thread runs
+bytecode throughout. `python borrowed_app.py WORKER.so ITERATIONS KERNEL_MS [exit-busy]`; with
+exit-busy, a daemon thread keeps the worker copying while the interpreter finalizes."""
+import ctypes
+import os
+import sys
+import threading
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "vendor", "site-packages"))
+import fakeframework  # noqa: E402
+
+NBYTES = 1 << 16
+u64 = ctypes.c_uint64
+
+
+def spin(stop):
+    x = 0
+    while not stop.is_set():
+        x += 1  # runs bytecode, holding the GIL: must not take the attribution
+
+
+def main():
+    worker = ctypes.CDLL(sys.argv[1])
+    n = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+    ms = float(sys.argv[3]) if len(sys.argv) > 3 else 5.0
+    exit_busy = len(sys.argv) > 4 and sys.argv[4] == "exit-busy"
+    worker.aw_worker_call.argtypes = [ctypes.c_void_p, u64, u64, u64, u64, u64]
+    cuda = fakeframework.Cuda()
+    dev = cuda.malloc(NBYTES)
+    host = ctypes.create_string_buffer(NBYTES)
+    copy = ctypes.cast(cuda.rt.cudaMemcpyAsync, ctypes.c_void_p)
+    sync = ctypes.cast(cuda.rt.cudaStreamSynchronize, ctypes.c_void_p)
+    free = ctypes.cast(cuda.rt.cudaFree, ctypes.c_void_p)
+    h, d = ctypes.addressof(host), dev.value
+    fakeframework.check("worker", worker.aw_worker_start())
+    fakeframework.check("cudaFree", worker.aw_worker_call(free, 0, 0, 0, 0, 0))  # the worker's context
+    print(f"borrowed_app: main native id {threading.get_native_id()}", flush=True)
+    if exit_busy:
+        def keep_copying():
+            while True:
+                worker.aw_worker_call(copy, h, d, NBYTES, 2, 0)
+
+        threading.Thread(target=keep_copying, daemon=True).start()
+        print("borrowed_app: exiting while the worker copies", flush=True)
+        return 0  # no aw_worker_stop: the worker is inside a copy while the interpreter finalizes
+    stop = threading.Event()
+    busy = threading.Thread(target=spin, args=(stop,))
+    busy.start()
+    try:
+        for _ in range(n):
+            cuda.sleep_kernel(ms)
+            fakeframework.check("copy", worker.aw_worker_call(copy, h, d, NBYTES, 2, 0))  # LINE:copy_a
+            cuda.sleep_kernel(ms)
+            fakeframework.check("copy", worker.aw_worker_call(copy, h, d, NBYTES, 2, 0))  # LINE:copy_b
+            cuda.sleep_kernel(ms)
+            fakeframework.check("sync", worker.aw_worker_call(sync, 0, 0, 0, 0, 0))  # LINE:sync
+    finally:
+        stop.set()
+        busy.join()
+        worker.aw_worker_stop()
+    print("borrowed_app: done", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

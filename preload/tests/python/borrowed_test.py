@@ -1,0 +1,138 @@
+"""CI test of borrowed Python frames (docs/python-frames.md, "Borrowed frames"): runs
+borrowed_app.py traced on the simulator, where CUDA calls run on a native worker thread without
+Python while the main thread waits for them in ctypes and a second thread runs bytecode. Each
+marked line must be the call site of exactly one finding (pageable-async-copy at the two copy
+lines, hidden-sync at the sync line), marked borrowed from the main thread (waiting) with the
+worker as the thread the calls ran on, in JSON, text and SARIF. With ASYNCWATCH_PYTHON=off no
+call site is a .py file. A run that exits while the worker copies (the interpreter finalizes
+under the borrowing thread) exits 0 and its trace reads.
+
+    python borrowed_test.py ASYNCWATCH_BINARY WORKER.so
+Exit status 0 when every check passed, 1 otherwise."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+APP = os.path.join(HERE, "borrowed_app.py")
+ITERATIONS, KERNEL_MS = 3, 20
+
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def marked_lines():
+    with open(APP) as f:
+        return {m.group(1): n for n, text in enumerate(f, 1) for m in [re.search(r"# LINE:(\w+)", text)] if m}
+
+
+def run_app(aw, worker, out_dir, env_extra, *extra):
+    prefix = os.path.dirname(os.path.dirname(os.path.abspath(aw)))
+    lib = os.path.join(prefix, "lib", "libasyncwatch.so")
+    sim = os.environ.get("ASYNCWATCH_SIM_DIR", os.path.join(prefix, "lib", "asyncwatch", "sim"))
+    os.makedirs(out_dir)
+    env = dict(os.environ, **env_extra)
+    env["LD_PRELOAD"] = os.environ.get("AW_PRELOAD_PREFIX", "") + lib
+    env["LD_LIBRARY_PATH"] = sim + (":" + os.environ["LD_LIBRARY_PATH"] if os.environ.get("LD_LIBRARY_PATH") else "")
+    env["ASYNCWATCH_OUTPUT_DIR"] = out_dir
+    cmd = [sys.executable, APP, worker, str(ITERATIONS), str(KERNEL_MS), *extra]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+
+
+def report(aw, out_dir, fmt):
+    r = subprocess.run([aw, "report", "--format", fmt, out_dir], capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        raise RuntimeError(f"asyncwatch report --format {fmt} failed ({r.returncode}): {r.stderr}")
+    return r.stdout
+
+
+def at(finding):
+    cs = finding.get("call_site") or {}
+    return os.path.basename(cs.get("file") or ""), cs.get("line")
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__)
+        return 2
+    aw, worker = sys.argv[1], sys.argv[2]
+    lines = marked_lines()
+    tmp = tempfile.mkdtemp(prefix="aw-borrowed-")
+    try:
+        on, off, busy = (os.path.join(tmp, d) for d in ("on", "off", "exit-busy"))
+        r = run_app(aw, worker, on, {})
+        check(r.returncode == 0, f"traced run exits 0 (got {r.returncode}: {r.stderr[-400:]})")
+        if r.returncode:
+            return 1
+        m = re.search(r"main native id (\d+)", r.stdout)
+        main_tid = int(m.group(1)) if m else None
+        rep = json.loads(report(aw, on, "json"))
+        fs = rep["findings"]
+        worker_tids = set()
+        for mark, rule in (("copy_a", "pageable-async-copy"), ("copy_b", "pageable-async-copy"), ("sync", "hidden-sync")):
+            got = [f for f in fs if at(f) == ("borrowed_app.py", lines[mark]) and f["id"] == rule]
+            check(len(got) == 1, f"one {rule} finding at borrowed_app.py:{lines[mark]} ({mark}), got {len(got)}")
+            if not got:
+                continue
+            f = got[0]
+            check(f["count"] == ITERATIONS, f"{mark}: {f['count']} calls (expected {ITERATIONS})")
+            check(f["call_site"].get("function") == "main" and f["call_site"].get("user_code") is True,
+                  f"{mark}: the call site is user code in main ({f['call_site'].get('function')})")
+            b = f["call_site"].get("borrowed")
+            check(isinstance(b, dict), f"{mark}: the call site is marked borrowed ({b})")
+            if not isinstance(b, dict):
+                continue
+            want_thread = main_tid if sys.version_info >= (3, 11) else None  # 3.10 keeps no native id
+            check(b.get("thread") == want_thread, f"{mark}: borrowed from thread {b.get('thread')} (the main thread, {want_thread})")
+            check(b.get("waiting") is True, f"{mark}: the lender was waiting")
+            nts = b.get("native_threads") or []
+            check(len(nts) == 1 and nts[0] != main_tid, f"{mark}: the calls ran on one other thread ({nts})")
+            worker_tids.update(nts)
+        check(len(worker_tids) == 1, f"every finding names the same worker thread ({sorted(worker_tids)})")
+        # No borrowed line but the marked ones: not the busy thread's, not the main thread's others
+        # (its own launches of the kernel are findings of its own, not borrowed).
+        stray = [at(f) for f in fs if (f.get("call_site") or {}).get("borrowed") and at(f) not in
+                 {("borrowed_app.py", n) for n in lines.values()}]
+        check(not stray, f"no borrowed call site but the marked lines ({stray})")
+        sites = [at(f) + (f["id"], f.get("cause")) for f in fs]
+        check(len(sites) == len(set(sites)), "no two findings share a call site, rule and cause")
+        text = report(aw, on, "text")
+        check(text.count(f"the Python line of thread {main_tid}" if sys.version_info >= (3, 11)
+                         else "the Python line of another thread") >= 3,
+              "the text report says each line was borrowed, and from which thread")
+        sarif = json.loads(report(aw, on, "sarif"))
+        found = set()
+        for res in sarif["runs"][0]["results"]:
+            pl = res["locations"][0]["physicalLocation"]
+            if "the Python line of" in res["message"]["text"]:
+                found.add((os.path.basename(pl["artifactLocation"]["uri"]), pl.get("region", {}).get("startLine")))
+        for mark in ("copy_a", "copy_b", "sync"):
+            check(("borrowed_app.py", lines[mark]) in found, f"sarif: a borrowed result at borrowed_app.py:{lines[mark]}")
+
+        r = run_app(aw, worker, off, {"ASYNCWATCH_PYTHON": "off"})
+        check(r.returncode == 0, f"run with ASYNCWATCH_PYTHON=off exits 0 (got {r.returncode})")
+        py = [at(f) for f in json.loads(report(aw, off, "json"))["findings"] if at(f)[0].endswith(".py")]
+        check(not py, f"ASYNCWATCH_PYTHON=off: no .py call site ({py})")
+
+        r = run_app(aw, worker, busy, {}, "exit-busy")
+        check(r.returncode == 0 and "exiting while the worker copies" in r.stdout,
+              f"a run that exits while the worker copies exits 0 (got {r.returncode}: {r.stderr[-400:]})")
+        json.loads(report(aw, busy, "json"))  # raises if the trace does not read
+        check(True, "its trace reads")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{len(failures)} check(s) failed" if failures else "all checks passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
