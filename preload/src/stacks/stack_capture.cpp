@@ -295,8 +295,8 @@ TextRange text_of(uint64_t addr, bool main_exe) noexcept {
 // The scan of site_key: hashes, in stack order, the first four words that lie in [elo, elo+elen)
 // or [clo, clo+clen). Usually the whole 512 bytes are read (few such words), so the loop body is
 // the cost: one unsigned compare per range, and the "four found" test only on a hit.
-inline uint64_t scan_scalar(const uint64_t* w, const uint64_t* end, uint64_t elo, uint64_t elen, uint64_t clo,
-                            uint64_t clen, uint64_t h, int found) noexcept {
+AW_NO_SANITIZE_ADDRESS uint64_t scan_scalar(const uint64_t* w, const uint64_t* end, uint64_t elo, uint64_t elen,
+                                            uint64_t clo, uint64_t clen, uint64_t h, int found) noexcept {
   for (; w < end; ++w) {
     uint64_t v = *w;
     if (AW_UNLIKELY(((v - elo) < elen) | ((v - clo) < clen))) {
@@ -309,8 +309,9 @@ inline uint64_t scan_scalar(const uint64_t* w, const uint64_t* end, uint64_t elo
 
 // The same, four words per step with AVX2 (the same hits in the same order, so the same key);
 // chosen at run time.
-__attribute__((target("avx2"))) uint64_t scan_avx2(const uint64_t* w, const uint64_t* end, uint64_t elo, uint64_t elen,
-                                                   uint64_t clo, uint64_t clen, uint64_t h) noexcept {
+__attribute__((target("avx2"))) AW_NO_SANITIZE_ADDRESS uint64_t scan_avx2(const uint64_t* w, const uint64_t* end,
+                                                                          uint64_t elo, uint64_t elen, uint64_t clo,
+                                                                          uint64_t clen, uint64_t h) noexcept {
   const __m256i sign = _mm256_set1_epi64x(static_cast<long long>(0x8000000000000000ull));
   const __m256i vel = _mm256_set1_epi64x(static_cast<long long>(elo));
   const __m256i vcl = _mm256_set1_epi64x(static_cast<long long>(clo));
@@ -375,7 +376,7 @@ namespace {
 // A hit needs the cached return addresses at the same places on the stack: the key alone can
 // collide (a statically linked runtime calls the driver from one place for every application
 // call site), a mismatch is another call chain.
-inline bool verified(const SiteEntry& e, uint64_t top, uint64_t frame) noexcept {
+AW_NO_SANITIZE_ADDRESS bool verified(const SiteEntry& e, uint64_t top, uint64_t frame) noexcept {
   if (e.nslots == 0) return false;
   for (uint32_t i = 0; i < e.nslots; ++i) {
     uint64_t slot = top - e.slot_offset[i];
