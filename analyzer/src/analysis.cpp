@@ -954,11 +954,7 @@ class ProcessAnalyzer final : public RuleContext {
         // clone3), not a function the line called.
         if (site.python_lender) site.via = Frame{};
         std::string key = call_site_key(site.frame, site.via);
-        if (site.python_lender)
-          key += fmt::format(
-              "\x1f"
-              "borrowed {:x}",
-              site.python_lender);
+        if (site.python_lender) key += fmt::format("\037borrowed {:x}", site.python_lender);
         auto [sit, inserted] = site_ids_.emplace(key, static_cast<uint32_t>(sites_.size()));
         if (inserted) sites_.push_back(std::move(site));
         ref.site = sit->second;

@@ -80,11 +80,7 @@ const std::vector<const RuleInfo*>& rules_for(Trigger t) {
 
 std::string Finding::merge_key() const {
   std::string site = call_site_known ? call_site_key(call_site, via) : std::string("?");
-  if (python_lender)
-    site += fmt::format(
-        "\x1f"
-        "borrowed {:x}",
-        python_lender);
+  if (python_lender) site += fmt::format("\037borrowed {:x}", python_lender);
   return fmt::format("{}\x1e{}\x1e{}\x1e{}\x1e{}\x1e{}\x1e{}\x1e{}", static_cast<int>(id), static_cast<int>(cause), api,
                      driver_api, has_direction ? static_cast<int>(direction) : -1,
                      has_host_memory ? static_cast<int>(host_memory) : -1, kernel, site);
