@@ -1,6 +1,8 @@
 // Issue 14 item 10 (what pinning would save): the same copies from pageable and from pinned memory in
 // one trace: host-to-device of `bytes`, and device-to-host of `bytes` after a short kernel.
-//   pinned_vs_pageable [bytes=256M] [repeats=3]
+//   pinned_vs_pageable [bytes=256M] [repeats=3] [kernel_cycles=100000]
+//   (kernel_cycles: the kernel before each device-to-host copy; a test on a loaded machine makes it
+//   long enough that the pinned copy is certainly issued while it runs)
 //   @H2D_PAGEABLE / @H2D_PINNED   cudaMemcpyAsync host -> device
 //   @D2H_PAGEABLE / @D2H_PINNED   cudaMemcpyAsync device -> host
 //
@@ -16,6 +18,7 @@
 int main(int argc, char** argv) {
   const size_t bytes = size_t(aw::arg_num(argc, argv, 1, 256ll << 20));
   const int repeats = int(aw::arg_num(argc, argv, 2, 3));
+  const long long kernel_cycles = aw::arg_num(argc, argv, 3, 100000);
   cudaStream_t s;
   AW_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   char* dev = nullptr;
@@ -32,7 +35,7 @@ int main(int argc, char** argv) {
     aw::timing("H2D pageable returned after", aw::now_ns() - t0);
     AW_CHECK(cudaStreamSynchronize(s));
     std::memset(pinned, 0, bytes);
-    sleep_kernel<<<1, 1, 0, s>>>(100000);
+    sleep_kernel<<<1, 1, 0, s>>>(kernel_cycles);
     t0 = aw::now_ns();
     AW_CHECK(cudaMemcpyAsync(pinned, dev, bytes, cudaMemcpyDeviceToHost, s));  // @D2H_PINNED
     aw::timing("D2H pinned returned after", aw::now_ns() - t0);
@@ -44,7 +47,7 @@ int main(int argc, char** argv) {
     aw::timing("H2D pinned returned after", aw::now_ns() - t0);
     AW_CHECK(cudaStreamSynchronize(s));
     std::memset(pageable, 0, bytes);
-    sleep_kernel<<<1, 1, 0, s>>>(100000);
+    sleep_kernel<<<1, 1, 0, s>>>(kernel_cycles);
     t0 = aw::now_ns();
     AW_CHECK(cudaMemcpyAsync(pageable, dev, bytes, cudaMemcpyDeviceToHost, s));  // @D2H_PAGEABLE
     aw::timing("D2H pageable returned after", aw::now_ns() - t0);

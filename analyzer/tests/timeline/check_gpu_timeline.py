@@ -40,8 +40,11 @@ def main():
     multi = os.path.join(build, "test_apps", "threads_streams")
     with tempfile.TemporaryDirectory(prefix="aw-timeline-") as d:
         # The program's own output is the same with and without GPU times (timings aside).
-        plain = run([aw, "run", "--sim", "-o", f"{d}/plain", "--", app, "8388608", "1"])
-        timed = run([aw, "run", "--sim", "--gpu-times", "-o", f"{d}/timed", "--", app, "8388608", "1"])
+        # Kernels of 10 M cycles (5 ms on the simulator, 100x the app's default): on a loaded 2-core CI
+        # machine the pinned copy was issued 85 us after a 50 us kernel had ended, so nothing overlapped.
+        app_args = ["8388608", "1", "10000000"]
+        plain = run([aw, "run", "--sim", "-o", f"{d}/plain", "--", app] + app_args)
+        timed = run([aw, "run", "--sim", "--gpu-times", "-o", f"{d}/timed", "--", app] + app_args)
         check(plain.returncode == 0 and timed.returncode == 0, "runs succeed")
         lines = lambda out: [l for l in out.splitlines() if "rounds of pageable and pinned copies" in l]  # the program's result line
         check(lines(plain.stdout) == lines(timed.stdout) and len(lines(plain.stdout)) == 1 and lines(plain.stdout)[0].endswith(": ok"),
