@@ -19,55 +19,21 @@ namespace asyncwatch::calls {
 
 AW_TLS_SHARED ThreadCallState tl_call_state;
 AW_TLS_SHARED NameCacheEntry* tl_kernel_names;
+std::atomic<int> g_active_captures{0};
+std::atomic<uint32_t> g_device_info_generation{0};
 
 namespace {
 
 using namespace asyncwatch::trace;
 using namespace asyncwatch::cuda;
 
-std::atomic<int> g_active_captures{0};
 std::atomic<uint64_t> g_next_callback_id{1};
-std::atomic<uint32_t> g_device_info_generation{0};
 
 inline bool doubtful_side(uint8_t k) noexcept { return calls::doubtful_side(static_cast<MemoryKind>(k)); }
 
-// Default policy (docs/configuration.md): copies and memsets get a stack when a side is not known
-// to be pinned or device memory (pageable, unknown, managed; every host-to-host copy) or when the
-// call blocked longer than the launch threshold; host-function enqueues always; launches and
-// synchronizations when they blocked longer than the threshold; memory-management calls (allocations,
-// frees, registrations: slow and synchronizing anyway, their call sites are what implicit-sync names),
-// prefetches and attaches, and explicit graph construction (the origin of a graph's memcpy nodes) always.
-inline __attribute__((always_inline)) bool wants_stack(const AnyRecord& r, Category c, uint64_t blocked_ns) noexcept {
-  const Config& cfg = config_fast();
-  if (AW_LIKELY(cfg.stacks == StackPolicy::Default)) {
-    switch (c) {
-      case Category::Copy:
-      case Category::BatchCopy:
-      case Category::Memset:
-        if (blocked_ns >= cfg.launch_stack_threshold_ns) return true;
-        if (r.copy.direction == static_cast<uint8_t>(Direction::HtoH)) return true;
-        if (c == Category::Memset) return doubtful_side(r.copy.dst_memory);
-        return doubtful_side(r.copy.src_memory) || doubtful_side(r.copy.dst_memory);
-      case Category::HostFunc:
-      case Category::MemoryOp:
-      case Category::ManagedOp:
-      case Category::GraphOp: return true;
-      case Category::Launch: return blocked_ns >= cfg.launch_stack_threshold_ns;
-      // A sync that waited: where it was made (a hidden sync inside a framework, issue 15).
-      case Category::Sync: return blocked_ns >= cfg.launch_stack_threshold_ns;
-      default: return false;
-    }
-  }
-  return cfg.stacks == StackPolicy::All;
-}
-
-// Stream creation and capture records never had a stack (before v2 they had no stack_id field);
-// a reentrant call takes none.
-inline bool takes_stacks(Category c) noexcept {
-  return c != Category::Stream && c != Category::Capture && AW_LIKELY(!tl_call_state.reentrant);
-}
-
 // The call site of the thread's current call, into `h`.
+}  // namespace
+
 __attribute__((noinline)) void capture_stack(CallHead& h) noexcept {
   const ThreadCallState& st = thread_state();
   uint32_t id = stacks::capture_call_site(st.caller.ra, st.caller.frame);
@@ -76,6 +42,8 @@ __attribute__((noinline)) void capture_stack(CallHead& h) noexcept {
     h.flags |= kFlagStackCaptured;
   }
 }
+
+namespace {
 
 // Per-thread cache of the evidence event of each context.
 struct EvidenceEvent {
@@ -213,16 +181,6 @@ AnyRecord* begin_in_place_lost(uint64_t* start) noexcept {
   return nullptr;
 }
 
-void finish_in_place(AnyRecord* r, Category c, int32_t result, uint64_t end) noexcept {
-  CallHead& h = r->head;
-  h.result = result;
-  h.end_ns = end;
-  // The policy decided here, inline: the common call (a launch that did not block, a pinned copy)
-  // takes no stack and makes no call for it; one whose stack was taken before the call keeps it.
-  if (takes_stacks(c) && wants_stack(*r, c, end - h.start_ns) && !(h.flags & kFlagStackCaptured)) capture_stack(h);
-  __atomic_store_n(&h.flags, h.flags & ~uint32_t{kFlagInFlight}, __ATOMIC_RELEASE);
-}
-
 void cancel_in_place(AnyRecord* r) noexcept {
   RecordHeader ph{static_cast<uint16_t>(RecordType::Padding), r->h.size};
   uint32_t word;
@@ -280,9 +238,7 @@ void capture_ended() noexcept {
   int v = g_active_captures.load();
   while (v > 0 && !g_active_captures.compare_exchange_weak(v, v - 1)) {}
 }
-bool any_capture_active() noexcept { return g_active_captures.load(std::memory_order_acquire) > 0; }
-
-bool stream_is_capturing(CUstream s) noexcept {
+bool stream_is_capturing_slow(CUstream s) noexcept {
   if (!any_capture_active() || thread_state().reentrant) return false;
   auto fn = h_stream_is_capturing.get();
   if (!fn) return false;
@@ -424,7 +380,7 @@ uint32_t string_id(const char* text, uint32_t len) noexcept {
   }
 }
 
-void note_driver_ready() noexcept {
+void note_driver_ready_slow() noexcept {
   if (AW_UNLIKELY(thread_state().reentrant)) return;
   uint32_t gen = trace_writer::generation();
   if (AW_LIKELY(g_device_info_generation.load(std::memory_order_relaxed) == gen)) return;

@@ -16,6 +16,8 @@
 // lock of libc, that the library's bookkeeping would need).
 #pragma once
 
+#include <atomic>
+
 #include <cstdint>
 
 #include "asyncwatch/trace_format.h"
@@ -90,6 +92,11 @@ struct Caller {
   const void* ra;
   const void* frame;
 };
+// The caller of a driver wrapper that its exported entry found called by the runtime inside a
+// traced runtime call (hook_entry.h, `called_in_runtime`): traced_with then takes the short path
+// that only fills the runtime call's record. A function taking a plain Caller gets the same call site
+// and decides again (the slow way, same result).
+struct InRuntimeCaller : Caller {};
 
 // The outermost active wrapper.
 enum Outer : uint8_t {
@@ -252,9 +259,6 @@ inline __attribute__((always_inline)) AnyRecord* begin_in_place(trace::RecordTyp
 // After the real call: whether the record may still be written (not if the process forked meanwhile:
 // it belongs to the parent's trace).
 inline bool in_place_valid(uint32_t gen) noexcept { return trace_writer::generation() == gen; }
-// Completes it: result and end time, the stack policy, then the flags without kFlagInFlight as the
-// last store (release order).
-void finish_in_place(AnyRecord* r, Category c, int32_t result, uint64_t end) noexcept;
 // A published record that is not wanted after all: it becomes Padding of the same size.
 void cancel_in_place(AnyRecord* r) noexcept;
 // Applies the stack policy (capture the call site when wanted) to a finished record; nothing when
@@ -297,6 +301,59 @@ inline __attribute__((always_inline)) bool copy_stack_before(trace::Direction d,
   if (AW_LIKELY(!(sides & kDoubtfulSides) && d != trace::Direction::HtoH) && p != StackPolicy::All) return false;
   return p != StackPolicy::None && !tl_call_state.reentrant;
 }
+// Default policy (docs/configuration.md): copies and memsets get a stack when a side is not known
+// to be pinned or device memory (pageable, unknown, managed; every host-to-host copy) or when the
+// call blocked longer than the launch threshold; host-function enqueues always; launches and
+// synchronizations when they blocked longer than the threshold; memory-management calls (allocations,
+// frees, registrations: slow and synchronizing anyway, their call sites are what implicit-sync names),
+// prefetches and attaches, and explicit graph construction (the origin of a graph's memcpy nodes) always.
+inline __attribute__((always_inline)) bool wants_stack(const AnyRecord& r, Category c, uint64_t blocked_ns) noexcept {
+  const Config& cfg = config_fast();
+  if (AW_LIKELY(cfg.stacks == StackPolicy::Default)) {
+    switch (c) {
+      case Category::Copy:
+      case Category::BatchCopy:
+      case Category::Memset:
+        if (blocked_ns >= cfg.launch_stack_threshold_ns) return true;
+        if (r.copy.direction == static_cast<uint8_t>(trace::Direction::HtoH)) return true;
+        if (c == Category::Memset) return doubtful_side(static_cast<trace::MemoryKind>(r.copy.dst_memory));
+        return doubtful_side(static_cast<trace::MemoryKind>(r.copy.src_memory)) ||
+               doubtful_side(static_cast<trace::MemoryKind>(r.copy.dst_memory));
+      case Category::HostFunc:
+      case Category::MemoryOp:
+      case Category::ManagedOp:
+      case Category::GraphOp: return true;
+      case Category::Launch: return blocked_ns >= cfg.launch_stack_threshold_ns;
+      // A sync that waited: where it was made (a hidden sync inside a framework, issue 15).
+      case Category::Sync: return blocked_ns >= cfg.launch_stack_threshold_ns;
+      default: return false;
+    }
+  }
+  return cfg.stacks == StackPolicy::All;
+}
+
+// Stream creation and capture records never had a stack (before v2 they had no stack_id field);
+// a reentrant call takes none.
+inline bool takes_stacks(Category c) noexcept {
+  return c != Category::Stream && c != Category::Capture && AW_LIKELY(!tl_call_state.reentrant);
+}
+
+// The call site of the thread's current call, into `h` (out of line: a stack is the rare case).
+void capture_stack(trace::CallHead& h) noexcept;
+// Completes it: result and end time, the stack policy, then the flags without kFlagInFlight as the
+// last store (release order). Inline: the policy is decided here with the category a constant, so
+// the common call (a launch that did not block, a pinned copy) takes no stack and makes no call;
+// one whose stack was taken before the call keeps it.
+inline __attribute__((always_inline)) void finish_in_place(AnyRecord* r, Category c, int32_t result,
+                                                           uint64_t end) noexcept {
+  trace::CallHead& h = r->head;
+  h.result = result;
+  h.end_ns = end;
+  if (takes_stacks(c) && wants_stack(*r, c, end - h.start_ns) && !(h.flags & trace::kFlagStackCaptured))
+    capture_stack(h);
+  __atomic_store_n(&h.flags, h.flags & ~uint32_t{trace::kFlagInFlight}, __ATOMIC_RELEASE);
+}
+
 // The call site of the thread's current call (the outermost wrapper's caller), captured now: its
 // stack id, 0 when none could be taken.
 uint32_t stack_now() noexcept;
@@ -314,8 +371,13 @@ trace::StreamKind stream_kind(cuda::CUstream s, bool per_thread_entry) noexcept;
 // when it is non-zero does a copy/launch ask the driver whether its stream is capturing.
 void capture_begun() noexcept;
 void capture_ended() noexcept;
-bool any_capture_active() noexcept;
-bool stream_is_capturing(cuda::CUstream s) noexcept;
+extern std::atomic<int> g_active_captures;
+inline bool any_capture_active() noexcept { return g_active_captures.load(std::memory_order_acquire) > 0; }
+bool stream_is_capturing_slow(cuda::CUstream s) noexcept;
+// Inline: every copy and launch asks, and almost never while a capture is active.
+inline bool stream_is_capturing(cuda::CUstream s) noexcept {
+  return AW_UNLIKELY(any_capture_active()) && stream_is_capturing_slow(s);
+}
 
 // After a successful copy/memset: record an event behind it and query it at once. Sets
 // kFlagEvidenceChecked and, when the stream had already drained, kFlagCompletedAtReturn.
@@ -350,7 +412,13 @@ inline uint32_t kernel_name_id(cuda::CUfunction f, bool* first) noexcept {
 }
 
 // DeviceInfoRecord once per trace, after a call into the driver succeeded.
-void note_driver_ready() noexcept;
+void note_driver_ready_slow() noexcept;
+extern std::atomic<uint32_t> g_device_info_generation;
+// Inline: after every successful driver call, a load and a compare once the trace has it.
+inline void note_driver_ready() noexcept {
+  if (AW_LIKELY(g_device_info_generation.load(std::memory_order_relaxed) == trace_writer::generation())) return;
+  note_driver_ready_slow();
+}
 
 // Frees the calling thread's name cache and destroys its evidence events (thread_exit hook).
 void release_thread() noexcept;

@@ -65,9 +65,9 @@ inline __attribute__((always_inline)) bool wants_evidence(const Sides& s, bool m
   }
 }
 
-template <class Call, class Describe>
-CUresult traced(calls::Caller caller, Hook h, trace::RecordType type, CUstream stream, bool has_stream, bool sync_api,
-                Call&& call, Describe&& describe) {
+template <class C, class Call, class Describe>
+CUresult traced(C caller, Hook h, trace::RecordType type, CUstream stream, bool has_stream, bool sync_api, Call&& call,
+                Describe&& describe) {
   auto cat = type == trace::RecordType::Copy ? calls::Category::Copy : calls::Category::Memset;
   uint32_t gpu = 0;  // ASYNCWATCH_GPU_TIMES: the token of the start event recorded before the call
   Sides s{};

@@ -40,8 +40,8 @@ void fill_node_copy(trace::GraphOpRecord& g, const CUDA_MEMCPY3D* p) noexcept {
   g.bytes = static_cast<uint64_t>(p->WidthInBytes) * p->Height * (p->Depth ? p->Depth : 1);
 }
 
-template <class Call, class Fill>
-CUresult traced_graph(calls::Caller caller, Hook h, Call&& call, Fill&& fill) {
+template <class C, class Call, class Fill>
+CUresult traced_graph(C caller, Hook h, Call&& call, Fill&& fill) {
   return calls::traced(caller, h, calls::Category::GraphOp, call,
                        [&](calls::AnyRecord& rec, const hooks::HookInfo&, CUresult r) { fill(rec.graph, r); });
 }

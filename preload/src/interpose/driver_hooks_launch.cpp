@@ -25,9 +25,8 @@ struct LaunchShape {
   bool has_function;
 };
 
-template <class Call>
-CUresult traced_launch(calls::Caller caller, Hook h, const LaunchShape& shape, Call&& call,
-                       CUgraphExec exec = nullptr) {
+template <class C, class Call>
+CUresult traced_launch(C caller, Hook h, const LaunchShape& shape, Call&& call, CUgraphExec exec = nullptr) {
   uint32_t gpu = 0;  // ASYNCWATCH_GPU_TIMES: the token of the start event recorded before the call
   auto timed = [&]() noexcept {
     if (gpu_times::enabled()) gpu = gpu_times::before(shape.stream, hooks::info(h).per_thread);
@@ -108,9 +107,9 @@ namespace {
 
 // `enqueue(ctx)` calls the real entry point with our trampoline and `ctx`, or with the user's
 // function and data when `ctx` is null.
-template <class Enqueue>
-CUresult traced_host_func(calls::Caller caller, Hook h, CUstream st, CUhostFn user_fn, CUstreamCallback user_cb,
-                          void* user_data, Enqueue&& enqueue) {
+template <class C, class Enqueue>
+CUresult traced_host_func(C caller, Hook h, CUstream st, CUhostFn user_fn, CUstreamCallback user_cb, void* user_data,
+                          Enqueue&& enqueue) {
   calls::HostFuncContext* ctx = nullptr;
   bool capturing = false;
   uint64_t id = 0;

@@ -22,8 +22,8 @@ namespace {
 inline MemoryKind kind_of(CUdeviceptr p) noexcept { return classify::classify_pointer(p); }
 
 // ---- managed-memory operations --------------------------------------------------------------
-template <class Call>
-CUresult traced_managed(calls::Caller caller, Hook h, CUstream st, CUdeviceptr p, size_t n, int loc_type, int loc_id,
+template <class C, class Call>
+CUresult traced_managed(C caller, Hook h, CUstream st, CUdeviceptr p, size_t n, int loc_type, int loc_id,
                         unsigned flags, Call&& call) {
   return calls::traced(caller, h, calls::Category::ManagedOp, call,
                        [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult) {
@@ -76,8 +76,8 @@ bool batch_wants_evidence(const BatchTally& t) noexcept {
   return t.pageable > 0 || t.classified == 0;
 }
 
-template <class Call, class Classify>
-CUresult traced_batch(calls::Caller caller, Hook h, CUstream st, size_t count, Call&& call, Classify&& classify) {
+template <class C, class Call, class Classify>
+CUresult traced_batch(C caller, Hook h, CUstream st, size_t count, Call&& call, Classify&& classify) {
   return calls::traced(caller, h, calls::Category::BatchCopy, call,
                        [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
                          auto& b = rec.batch;

@@ -20,14 +20,15 @@
 #include "call_context.h"
 #include "common.h"
 #include "real_functions.h"
+#include "runtime_hooks.h"
 #include "trace/trace_writer.h"
 
 #if !defined(__OPTIMIZE__) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define AW_ENTRY_ATTRS  __attribute__((optimize("no-optimize-sibling-calls")))
 #define AW_NOTE_ENTRY() static_cast<void>(0)
-#define AW_ENTRY_CALLER(wrapper)                                                                            \
-  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wframe-address\"")                      \
-      const ::asyncwatch::calls::Caller aw_caller{__builtin_return_address(1), __builtin_frame_address(1)}; \
+#define AW_ENTRY_CALLER_AS(type, wrapper)                                                                         \
+  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wframe-address\"")                            \
+      const type aw_caller{::asyncwatch::calls::Caller{__builtin_return_address(1), __builtin_frame_address(1)}}; \
   _Pragma("GCC diagnostic pop")
 #else
 #define AW_ENTRY_ATTRS  __attribute__((section(".text.asyncwatch_entries")))
@@ -36,13 +37,16 @@
 // `aw_caller`, the call site. Reached by a jump, the body's return address and frame are the
 // wrapper's (the frame as __builtin_frame_address(0) gave it there: the canonical frame address
 // less the return address and the saved frame pointer).
-#define AW_ENTRY_CALLER(wrapper)                                                                                    \
-  const ::asyncwatch::calls::Caller aw_caller {                                                                     \
-    AW_LIKELY(!::asyncwatch::calls::called_by(__builtin_return_address(0), reinterpret_cast<const void*>(wrapper))) \
-    ? __builtin_return_address(0) : ::asyncwatch::calls::tl_entry_ra,                                               \
-        static_cast<const char*>(__builtin_dwarf_cfa()) - 2 * sizeof(void*)                                         \
+#define AW_ENTRY_CALLER_AS(type, wrapper)                                                                             \
+  const type aw_caller {                                                                                              \
+    ::asyncwatch::calls::Caller {                                                                                     \
+      AW_LIKELY(!::asyncwatch::calls::called_by(__builtin_return_address(0), reinterpret_cast<const void*>(wrapper))) \
+      ? __builtin_return_address(0) : ::asyncwatch::calls::tl_entry_ra,                                               \
+          static_cast<const char*>(__builtin_dwarf_cfa()) - 2 * sizeof(void*)                                         \
+    }                                                                                                                 \
   }
 #endif
+#define AW_ENTRY_CALLER(wrapper) AW_ENTRY_CALLER_AS(::asyncwatch::calls::Caller, wrapper)
 
 namespace asyncwatch::calls {
 extern AW_TLS_SHARED const void* tl_entry_ra;  // AW_NOTE_ENTRY
@@ -53,16 +57,33 @@ inline constexpr uintptr_t kWrapperSpan = 256;
 inline bool called_by(const void* own_ra, const void* wrapper) noexcept {
   return reinterpret_cast<uintptr_t>(own_ra) - reinterpret_cast<uintptr_t>(wrapper) < kWrapperSpan;
 }
+
+// The exported driver wrapper's first test: called by the runtime (a return address in its object)
+// inside a traced runtime call. Then the wrapper's short body (`aw_inrt_<sym>`) runs; otherwise the
+// full one, which also finds the runtime's tail calls from our own runtime wrapper (traced_call.h).
+inline bool called_in_runtime(const void* ra) noexcept {
+  const ThreadCallState& st = tl_call_state;
+  return st.phase == 2 && st.outer == kOuterRuntime && runtime_hooks::text_contains(st.rt_instance, ra);
+}
 }  // namespace asyncwatch::calls
 
 // Defines the exported driver wrapper `sym` (parameters `params`, forwarded as `args`) and its body,
 // `aw_traced_<sym>` (hidden, out of line), whose statements follow `args`; in them `aw_caller` (the
 // call site), `real` (the driver's function, its own type) and `call` (it, called with `args`) are in
 // scope.
+// The two bodies: `aw_traced_<sym>` (every way in) and `aw_inrt_<sym>` (called by the runtime inside
+// a traced runtime call: `aw_caller` an InRuntimeCaller, so that the short path is all it holds).
 #define AW_DRIVER_HOOK(sym, params, args, ...)                                                                        \
   extern "C" AW_EXPORT ::asyncwatch::cuda::CUresult sym params;                                                       \
   extern "C" __attribute__((visibility("hidden"), noinline)) ::asyncwatch::cuda::CUresult aw_traced_##sym params {    \
     AW_ENTRY_CALLER(&::sym);                                                                                          \
+    const auto real = reinterpret_cast<decltype(&::sym)>(::asyncwatch::real::driver(::asyncwatch::hooks::Hook::sym)); \
+    if (!real) return ::asyncwatch::cuda::CUDA_ERROR_NOT_INITIALIZED;                                                 \
+    [[maybe_unused]] auto call = [&] { return real args; };                                                           \
+    __VA_ARGS__                                                                                                       \
+  }                                                                                                                   \
+  extern "C" __attribute__((visibility("hidden"), noinline)) ::asyncwatch::cuda::CUresult aw_inrt_##sym params {      \
+    AW_ENTRY_CALLER_AS(::asyncwatch::calls::InRuntimeCaller, &::sym);                                                 \
     const auto real = reinterpret_cast<decltype(&::sym)>(::asyncwatch::real::driver(::asyncwatch::hooks::Hook::sym)); \
     if (!real) return ::asyncwatch::cuda::CUDA_ERROR_NOT_INITIALIZED;                                                 \
     [[maybe_unused]] auto call = [&] { return real args; };                                                           \
@@ -74,5 +95,6 @@ inline bool called_by(const void* own_ra, const void* wrapper) noexcept {
             std::memory_order_acquire));                                                                              \
     if (AW_UNLIKELY(::asyncwatch::trace_writer::disabled_now()) && AW_LIKELY(real)) return real args;                 \
     AW_NOTE_ENTRY();                                                                                                  \
+    if (AW_LIKELY(::asyncwatch::calls::called_in_runtime(__builtin_return_address(0)))) return aw_inrt_##sym args;    \
     return aw_traced_##sym args;                                                                                      \
   }

@@ -444,15 +444,16 @@ constexpr const char* kRtNames[] = {
 #undef AW_RT_NAME
 };
 
-constexpr int kRtInstances = 4;  // 0: the exported wrappers; 1..3: runtimes handed out by dlsym
+using runtime_hooks::kRtInstances;
 enum InstanceState : int { kFree = 0, kBinding = 1, kBound = 2 };
 struct RtInstance {
   std::atomic<void*> real[kRtCount];
-  std::atomic<uintptr_t> lo, hi;    // the object's address range (the runtime -> driver nesting test)
   std::atomic<uintptr_t> base, ld;  // identity: load bias and dynamic section of the object
   std::atomic<int> state;
 };
 RtInstance g_inst[kRtInstances];
+// The instance's object's address range (the runtime -> driver nesting test): g_rt_text[i] is g_inst[i]'s.
+runtime_hooks::TextRange& text_of(const RtInstance& in) noexcept { return runtime_hooks::g_rt_text[&in - g_inst]; }
 
 // The loaded object containing `p`: its load bias, dynamic section and address range.
 struct Object {
@@ -498,16 +499,16 @@ bool same_object(const RtInstance& in, const Object& o) noexcept {
 void bind(RtInstance& in, const Object& o) noexcept {
   in.base.store(o.base);
   in.ld.store(o.ld);
-  in.lo.store(o.lo);
-  in.hi.store(o.hi);
+  text_of(in).lo.store(o.lo);
+  text_of(in).hi.store(o.hi);
   in.state.store(kBound, std::memory_order_release);
 }
 
 void unbind(RtInstance& in) noexcept {
   in.state.store(kBinding);
   for (auto& r : in.real) r.store(nullptr);
-  in.lo.store(0);
-  in.hi.store(0);
+  text_of(in).lo.store(0);
+  text_of(in).hi.store(0);
   in.base.store(0);
   in.ld.store(0);
   in.state.store(kFree, std::memory_order_release);
@@ -628,11 +629,7 @@ int instance_for(const Object& o) noexcept {
 }
 }  // namespace
 
-bool text_contains(uint8_t instance, const void* ra) noexcept {
-  const RtInstance& in = g_inst[instance & (kRtInstances - 1)];
-  uintptr_t a = reinterpret_cast<uintptr_t>(ra), lo = in.lo.load(std::memory_order_relaxed);
-  return a - lo < in.hi.load(std::memory_order_relaxed) - lo;
-}
+TextRange g_rt_text[kRtInstances];
 
 // dlsym of a runtime name: the wrapper of the instance bound to the object `real_fn` is in (the
 // exported wrapper when that is the runtime the exports call), or nullptr (hand `real_fn` out).

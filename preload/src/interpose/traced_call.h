@@ -34,6 +34,57 @@ struct NoPrepare {
   void operator()() const noexcept {}
 };
 
+// A driver wrapper called by the runtime inside a traced runtime call (the shared runtime's every
+// copy and launch; the exported wrapper tested it: InRuntimeCaller): no clock, no reservation, only
+// the runtime call's record body filled (the same steps as traced_with's kInRuntime way below, in a
+// body that holds nothing else, so no frame for the other ways is set up).
+template <class Prepare, class Call, class Fill>
+cuda::CUresult traced_with(InRuntimeCaller, hooks::Hook h, Category cat, Prepare&& prepare, Call&& call, Fill&& fill) {
+  constexpr bool kPrepares = !std::is_same_v<std::decay_t<Prepare>, NoPrepare>;
+  constexpr bool kPrepareDecidesStack = std::is_same_v<std::invoke_result_t<Prepare&>, bool>;
+  if (AW_UNLIKELY(trace_writer::disabled_now())) return call();
+  ThreadCallState& st = thread_state();
+  if constexpr (kPrepares) {
+    st.phase = 3;
+    signal_fence();
+    bool early;
+    if constexpr (kPrepareDecidesStack) {
+      early = prepare();
+    } else {
+      prepare();
+      early = stack_before(cat);
+    }
+    if (early) stack_into_target(st, cat);  // into the runtime call's record, before the call
+    set_phase(st, 4);
+  } else if (AW_UNLIKELY(stack_before(cat))) {
+    st.phase = 3;
+    signal_fence();
+    stack_into_target(st, cat);
+    set_phase(st, 4);
+  } else {
+    st.phase = 4;
+  }
+  cuda::CUresult r = call();
+  st.phase = 3;
+  signal_fence();
+  {
+    ErrnoKeeper keep;
+    const hooks::HookInfo& hi = hooks::info(h);
+    AnyRecord* target = adopt_target(st, cat);
+    AnyRecord scratch;  // not recorded; the fill's side effects (a failed enqueue frees its context) still run
+    if (AW_UNLIKELY(!target || (target != &st.pending && !in_place_valid(st.target_generation)))) {
+      scratch = AnyRecord{};
+      target = &scratch;
+    }
+    target->head.driver_fn = static_cast<uint16_t>(hi.api);
+    fill(*target, hi, r);
+    if (r == cuda::CUDA_SUCCESS) note_driver_ready();
+    if (cat == Category::Sync) gpu_times::drain();  // ASYNCWATCH_GPU_TIMES: the work waited for is done
+  }
+  set_phase(st, 2);
+  return r;
+}
+
 // Runs `call` (the real function), timing it, and `fill(record, hook info, result)` fills the
 // record's body (and flags, by |=; the head's api, result and times are set here). `prepare()` runs
 // before the call, as the library's own code (host functions set up their context there; copies
@@ -168,8 +219,8 @@ cuda::CUresult traced_with(Caller c, hooks::Hook h, Category cat, Prepare&& prep
   return r;
 }
 
-template <class Call, class Fill>
-cuda::CUresult traced(Caller c, hooks::Hook h, Category cat, Call&& call, Fill&& fill) {
+template <class C, class Call, class Fill>
+cuda::CUresult traced(C c, hooks::Hook h, Category cat, Call&& call, Fill&& fill) {
   return traced_with(c, h, cat, NoPrepare{}, call, fill);
 }
 

@@ -31,7 +31,7 @@ inline constexpr uint32_t kMaxRecord =
 char* reserve(uint32_t size) noexcept;
 // The same when the caller has just seen the trace active (trace_writer::recording_now): skips the
 // open check (a trace stopped meanwhile is noticed when a block is claimed).
-inline char* reserve_active(uint32_t size) noexcept;
+inline __attribute__((always_inline)) char* reserve_active(uint32_t size) noexcept;
 // Publishes the record reserved at `p` (from the last reserve on this thread).
 inline void commit(char* p, trace::RecordType type, uint32_t size) noexcept;
 
@@ -102,7 +102,7 @@ inline char* take(Cursor& c, uint32_t size) noexcept {
 }
 }  // namespace detail
 
-inline char* reserve_active(uint32_t size) noexcept {
+inline __attribute__((always_inline)) char* reserve_active(uint32_t size) noexcept {
   uint32_t gen = trace_writer::generation();
   detail::State& s = detail::tl_state;
   if (AW_UNLIKELY(s.key != gen)) return detail::reserve_slow(size, gen);
