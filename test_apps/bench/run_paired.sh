@@ -3,9 +3,11 @@
 # --paired under LD_PRELOAD in several processes; each repetition times an item with recording
 # paused and on (the control API), so the process-to-process spread of the bare cost cancels out.
 #
-# usage: run_paired.sh BUILD_DIR [--sim] [--procs N] [--reps N] [--scale F] [--cpu LIST] [--items LIST]
+# usage: run_paired.sh BUILD_DIR [--sim|--shared] [--lib LIB] [--procs N] [--reps N] [--scale F] [--cpu LIST] [--items LIST]
 #   BUILD_DIR   build tree with lib/libasyncwatch.so and test_apps/overhead_bench[.static]
 #   --sim       the shared-runtime build on the simulator (else the static build, real GPU)
+#   --shared    the shared-runtime build on the real GPU (the runtime -> driver wrapper nesting)
+#   --lib LIB   this library instead of BUILD_DIR's (an A/B of two libraries in one lease)
 #   --procs N   processes [8]; --reps N repetitions per process [40]; --scale F iterations [0.2]
 #   --cpu LIST  taskset -c LIST; --items LIST  [launch,copy_pinned_64]
 # Prints every process's line, then per item the median over processes of the per-process
@@ -13,10 +15,12 @@
 # every item (1 otherwise: e.g. the library did not load, so there was no control API).
 set -euo pipefail
 die() { echo "run_paired: $*" >&2; exit 2; }
-build="" sim="" procs=8 reps=40 scale=0.2 cpus="" items=launch,copy_pinned_64
+build="" sim="" shared="" lib="" procs=8 reps=40 scale=0.2 cpus="" items=launch,copy_pinned_64
 while [[ $# -gt 0 ]]; do
   case $1 in
     --sim) sim=1 ;;
+    --shared) shared=1 ;;
+    --lib) lib=$(cd "$(dirname "${2:?}")" && pwd)/$(basename "$2") || die "no such library $2"; shift ;;
     --procs) procs=${2:?}; shift ;;
     --reps) reps=${2:?}; shift ;;
     --scale) scale=${2:?}; shift ;;
@@ -29,12 +33,14 @@ while [[ $# -gt 0 ]]; do
   shift
 done
 [[ -n $build ]] || die "usage: run_paired.sh BUILD_DIR (see --help)"
-lib=$build/lib/libasyncwatch.so
+lib=${lib:-$build/lib/libasyncwatch.so}
 [[ -f $lib ]] || die "no $lib"
 envs=(LD_PRELOAD="$lib" ASYNCWATCH_QUIET=1)
 if [[ -n $sim ]]; then
   bench=$build/test_apps/overhead_bench
   envs+=(LD_LIBRARY_PATH="$build/lib/asyncwatch/sim")
+elif [[ -n $shared ]]; then
+  bench=$build/test_apps/overhead_bench
 else
   bench=$build/test_apps/overhead_bench.static
 fi
