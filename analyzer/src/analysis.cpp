@@ -19,9 +19,11 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <fmt/format.h>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 
 namespace asyncwatch {
@@ -217,7 +219,10 @@ struct Group {
   // implicit-sync: the sizes (allocations) or addresses (frees) seen, and how many calls repeated one.
   std::unordered_map<uint64_t, uint32_t> repeat_keys;
   uint64_t repeated = 0;
-  Observation first;    // the key fields, for building the finding
+  // The first call's graph memcpy node (blocking-launch of a graph), for building the finding; the
+  // other fields of that call are in the key (not the whole Observation: groups can be 100 k+).
+  uint64_t graph_pageable_nodes = 0;
+  GraphMemcpyNode graph_node;
   uint32_t serial = 0;  // order of creation (CallMark::finding before finish maps it)
 };
 
@@ -380,7 +385,8 @@ class ProcessAnalyzer final : public RuleContext {
     key.site = o.stack_id;
     Group& g = group(key);
     if (g.count == 0) {
-      g.first = o;
+      g.graph_pageable_nodes = o.graph_pageable_nodes;
+      g.graph_node = o.graph_node;
       g.serial = next_serial_++;
     }
     // The host waited in this call, on this stream (GPU overlap figures).
@@ -549,7 +555,7 @@ class ProcessAnalyzer final : public RuleContext {
       // kernel<<<...>>>: the stack went through nvcc's stub, or the runtime's internal entry
       // point that only the stubs call was hooked.
       f.chevron_launch = rule.names_kernel && (site.chevron_launch || raw_api.rfind("__cudaLaunchKernel", 0) == 0);
-      f.driver_api = g.first.driver_fn ? api_name(static_cast<Api>(g.first.driver_fn)) : "";
+      f.driver_api = key.driver_fn ? api_name(static_cast<Api>(key.driver_fn)) : "";
       f.has_direction = key.direction >= 0;
       f.direction = f.has_direction ? static_cast<Direction>(key.direction) : Direction::Unknown;
       f.has_host_memory = key.memory >= 0;
@@ -562,18 +568,20 @@ class ProcessAnalyzer final : public RuleContext {
       f.completed_at_return = g.completed_at_return;
       f.drained_before_return = g.drained;
       f.outstanding_launches_max = g.outstanding_max;
-      if (g.first.graph_pageable_nodes) {
-        const GraphMemcpyNode& n = g.first.graph_node;
-        f.graph_pageable_nodes = g.first.graph_pageable_nodes;
-        f.graph_node_api = public_api_name(api_name(static_cast<Api>(n.api)));
-        f.graph_node_direction = n.direction;
-        f.graph_node_bytes = n.bytes;
-        f.graph_node_captured = n.captured;
+      if (g.graph_pageable_nodes) {
+        const GraphMemcpyNode& n = g.graph_node;
+        f.graph_pageable_nodes = g.graph_pageable_nodes;
+        auto node = std::make_shared<GraphMemcpyNodeInfo>();
+        node->api = public_api_name(api_name(static_cast<Api>(n.api)));
+        node->direction = n.direction;
+        node->bytes = n.bytes;
+        node->captured = n.captured;
         SiteRef origin = site_of(n.stack_id);
         if (origin.site) {
-          f.graph_node_site_known = true;
-          f.graph_node_site = sites_[origin.site].frame;
+          node->site_known = true;
+          node->site = sites_[origin.site].frame;
         }
+        f.graph_node_info = std::move(node);
       }
       f.at_threshold = g.at_threshold;
       f.below_threshold = rule.ranked_by_threshold && g.at_threshold == 0;
@@ -581,7 +589,8 @@ class ProcessAnalyzer final : public RuleContext {
       f.context_creation_visible = g.context_creation_visible;
       f.process_ended_cleanly = g.ended_cleanly;
       f.repeated_calls = g.repeated;
-      for (const auto& [tid, ns] : g.thread_blocked) f.thread_blocked.emplace((p.pid << 32) | tid, ns);
+      f.thread_blocked.reserve(g.thread_blocked.size());
+      for (const auto& [tid, ns] : g.thread_blocked) f.add_thread_blocked((p.pid << 32) | tid, ns);
       if (f.id == FindingId::PageableAsyncCopy && f.has_direction &&
           (f.direction == Direction::HtoD || f.direction == Direction::DtoH)) {
         const size_t d = f.direction == Direction::HtoD ? 0 : 1;
@@ -602,7 +611,7 @@ class ProcessAnalyzer final : public RuleContext {
         f.python_lender = sites_[site.site].python_lender;
       }
       if (g.stack_id)
-        if (auto frames = stack_frames(trace_, *symbols_, *python_, g.stack_id)) f.stack = std::move(*frames);
+        if (const auto* stack = stack_of(g.stack_id)) f.stack = *stack;
       // A synchronization reached from inside a library is hidden-sync (its call site says so); an
       // explicit one does not say what it waited for (the code that wrote it knows).
       if (f.id == FindingId::ExplicitSync) {
@@ -927,8 +936,8 @@ class ProcessAnalyzer final : public RuleContext {
     auto it = stack_sites_.find(cache_key);
     if (it != stack_sites_.end()) return it->second;
     SiteRef ref;
-    if (auto stack = stack_frames(trace_, *symbols_, *python_, stack_id)) {
-      std::vector<Frame> frames = std::move(*stack);  // inline frames expanded, Python frames in place
+    if (const Stack* stack = stack_of(stack_id)) {
+      const std::vector<Frame>& frames = stack->frames();  // inline frames expanded, Python frames in place
       std::string kernel_function;
       if (!plain)
         if (auto mangled = trace_.string(kernel_id)) kernel_function = demangle(mangled->c_str());
@@ -968,6 +977,15 @@ class ProcessAnalyzer final : public RuleContext {
       stack_sites_.emplace(cache_key, ref);
     }
     return ref;
+  }
+
+  // The frames of a stack (nullptr: the trace has no such stack), made once and shared by the
+  // findings of that stack and by site_of.
+  const Stack* stack_of(uint32_t stack_id) {
+    auto [it, inserted] = stacks_.try_emplace(stack_id);
+    if (inserted)
+      if (auto frames = stack_frames(trace_, *symbols_, *python_, stack_id)) it->second = Stack(std::move(*frames));
+    return it->second ? &*it->second : nullptr;
   }
 
   std::string range_name(uint32_t id) const {
@@ -1012,7 +1030,8 @@ class ProcessAnalyzer final : public RuleContext {
   };
   std::vector<DenseSite> dense_sites_;                 // by stack id (ids are small and dense)
   std::unordered_map<uint64_t, SiteRef> stack_sites_;  // ids beyond the dense range; (kernel, stack) of launches
-  std::vector<Site> sites_;
+  std::unordered_map<uint32_t, std::optional<Stack>> stacks_;  // by stack id, made in finish() (stack_of)
+  std::deque<Site> sites_;  // not a vector: no doubling copy (100 k+ sites of 248 bytes)
   std::unordered_map<std::string, uint32_t> site_ids_;
   CallSitePolicy policy_;
   std::vector<std::string> names_;
