@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -146,15 +147,14 @@ struct GroupKeyHash {
 };
 
 // Launches waited for, by kernel name id: at most kMaxWaitedKernels ids (add() refuses more).
-// Open addressing in a table grown at half load (an explicit synchronization adds each kernel
-// its stream ran since it was last idle: a hash-map look-up each was most of its cost).
+// Open addressing in a table grown at 3/4 load (an explicit synchronization adds each kernel
+// its stream ran since it was last idle: a hash-map look-up each was most of its cost; at half
+// load these tables were the largest part of a pass with 100 k call sites: docs/performance.md).
 class WaitedKernels {
  public:
   bool add(uint32_t id, uint64_t n) {
-    if (size_ * 2 >= slots_.size()) {
-      if (size_ >= kMaxWaitedKernels) return find_add(id, n, false);
-      grow();
-    }
+    if (size_ >= kMaxWaitedKernels) return find_add(id, n, false);
+    if (size_ * 4 >= slots_.size() * 3) grow();
     return find_add(id, n, true);
   }
   size_t size() const { return size_; }
@@ -193,7 +193,7 @@ class WaitedKernels {
     for (const Slot& s : old)
       if (s.used) find_add(s.id, s.n, true);
   }
-  std::vector<Slot> slots_;  // power of two, never full (grown at half load, kMaxWaitedKernels * 2 at most)
+  std::vector<Slot> slots_;  // power of two, never full (grown at 3/4 load, kMaxWaitedKernels * 2 at most)
   size_t size_ = 0;
 };
 
@@ -212,12 +212,16 @@ struct Group {
   uint64_t event_waits = 0;
   bool context_creation_visible = false;
   bool ended_cleanly = true;
-  std::unordered_map<uint32_t, uint64_t> thread_blocked;  // tid -> blocked ns (bounded)
-  uint32_t last_tid = 0;                                  // the thread of the last call, and its entry
-  uint64_t* last_blocked = nullptr;
-  std::unordered_map<uint32_t, uint64_t> ranges;  // NVTX range name id -> calls made inside it (bounded)
-  // implicit-sync: the sizes (allocations) or addresses (frees) seen, and how many calls repeated one.
-  std::unordered_map<uint64_t, uint32_t> repeat_keys;
+  // tid -> blocked ns, by tid (bounded): a sorted vector, as most groups have one thread (a hash
+  // map was ~150 bytes more per group).
+  std::vector<std::pair<uint32_t, uint64_t>> thread_blocked;
+  uint32_t last_tid = 0;          // the thread of the last call, and the index of its entry
+  size_t last_thread = SIZE_MAX;  // SIZE_MAX: none
+  // NVTX range name id -> calls made inside it (bounded); implicit-sync: the sizes (allocations) or
+  // addresses (frees) seen, and how many calls repeated one. Made on first use: most groups have
+  // neither (two empty hash maps in every group were 112 bytes).
+  std::unique_ptr<std::unordered_map<uint32_t, uint64_t>> ranges;
+  std::unique_ptr<std::unordered_map<uint64_t, uint32_t>> repeat_keys;
   uint64_t repeated = 0;
   // The first call's graph memcpy node (blocking-launch of a graph), for building the finding; the
   // other fields of that call are in the key (not the whole Observation: groups can be 100 k+).
@@ -363,10 +367,12 @@ class ProcessAnalyzer final : public RuleContext {
     range_scratch_.erase(std::unique(range_scratch_.begin(), range_scratch_.end()), range_scratch_.end());
     for (uint32_t name : range_scratch_) {
       if (name == 0) continue;  // unnamed ranges are not reported
-      if (auto r = g.ranges.find(name); r != g.ranges.end())
+      if (!g.ranges) g.ranges = std::make_unique<std::unordered_map<uint32_t, uint64_t>>();
+      auto& ranges = *g.ranges;
+      if (auto r = ranges.find(name); r != ranges.end())
         ++r->second;
-      else if (g.ranges.size() < kMaxRangesPerGroup)
-        g.ranges.emplace(name, 1);
+      else if (ranges.size() < kMaxRangesPerGroup)
+        ranges.emplace(name, 1);
     }
   }
 
@@ -405,19 +411,27 @@ class ProcessAnalyzer final : public RuleContext {
     g.context_creation_visible = g.context_creation_visible || o.context_creation_visible;
     g.ended_cleanly = g.ended_cleanly && o.process_ended_cleanly;
     if (!range_stacks_.empty() || !open_ranges_.empty()) add_ranges(g);
-    if (g.last_tid == current_tid_ && g.last_blocked) {
-      *g.last_blocked += o.blocked_ns;  // (elements of an unordered_map stay where they are)
-    } else if (auto t = g.thread_blocked.find(current_tid_); t != g.thread_blocked.end()) {
-      t->second += o.blocked_ns;
-      g.last_tid = current_tid_, g.last_blocked = &t->second;
-    } else if (g.thread_blocked.size() < kMaxThreadsPerGroup) {
-      g.last_tid = current_tid_, g.last_blocked = &g.thread_blocked.emplace(current_tid_, o.blocked_ns).first->second;
+    if (g.last_tid == current_tid_ && g.last_thread != SIZE_MAX) {
+      g.thread_blocked[g.last_thread].second += o.blocked_ns;
+    } else {
+      auto& threads = g.thread_blocked;
+      auto t = std::lower_bound(threads.begin(), threads.end(), current_tid_,
+                                [](const std::pair<uint32_t, uint64_t>& e, uint32_t tid) { return e.first < tid; });
+      if (t != threads.end() && t->first == current_tid_)
+        t->second += o.blocked_ns;
+      else if (threads.size() < kMaxThreadsPerGroup)
+        t = threads.insert(t, {current_tid_, o.blocked_ns});  // (only the entry just made is cached)
+      else
+        t = threads.end();
+      if (t != threads.end()) g.last_tid = current_tid_, g.last_thread = static_cast<size_t>(t - threads.begin());
     }
     if (o.repeat_key) {
-      if (auto k = g.repeat_keys.find(o.repeat_key); k != g.repeat_keys.end())
+      if (!g.repeat_keys) g.repeat_keys = std::make_unique<std::unordered_map<uint64_t, uint32_t>>();
+      auto& keys = *g.repeat_keys;
+      if (auto k = keys.find(o.repeat_key); k != keys.end())
         ++g.repeated;
-      else if (g.repeat_keys.size() < kMaxRepeatKeys)
-        g.repeat_keys.emplace(o.repeat_key, 1);
+      else if (keys.size() < kMaxRepeatKeys)
+        keys.emplace(o.repeat_key, 1);
     }
     if (!g.stack_id && o.stack_id) g.stack_id = o.stack_id;
     if (o.waited_for) {
@@ -601,7 +615,8 @@ class ProcessAnalyzer final : public RuleContext {
       }
       g.waited.each([&](uint32_t k, uint64_t n) { f.waited_for[kernel_name(k)] += n; });
       if (g.waited_others) f.waited_for["(other kernels)"] += g.waited_others;
-      for (const auto& [k, n] : g.ranges) f.ranges[range_name(k)] += n;
+      if (g.ranges)
+        for (const auto& [k, n] : *g.ranges) f.ranges[range_name(k)] += n;
       f.module_loading = module_loading_;
       if (site.site) {
         f.call_site_known = true;
