@@ -16,12 +16,15 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <fmt/format.h>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 
 namespace asyncwatch {
@@ -144,15 +147,14 @@ struct GroupKeyHash {
 };
 
 // Launches waited for, by kernel name id: at most kMaxWaitedKernels ids (add() refuses more).
-// Open addressing in a table grown at half load (an explicit synchronization adds each kernel
-// its stream ran since it was last idle: a hash-map look-up each was most of its cost).
+// Open addressing in a table grown at 3/4 load (an explicit synchronization adds each kernel
+// its stream ran since it was last idle: a hash-map look-up each was most of its cost; at half
+// load these tables were the largest part of a pass with 100 k call sites: docs/performance.md).
 class WaitedKernels {
  public:
   bool add(uint32_t id, uint64_t n) {
-    if (size_ * 2 >= slots_.size()) {
-      if (size_ >= kMaxWaitedKernels) return find_add(id, n, false);
-      grow();
-    }
+    if (size_ >= kMaxWaitedKernels) return find_add(id, n, false);
+    if (size_ * 4 >= slots_.size() * 3) grow();
     return find_add(id, n, true);
   }
   size_t size() const { return size_; }
@@ -191,7 +193,7 @@ class WaitedKernels {
     for (const Slot& s : old)
       if (s.used) find_add(s.id, s.n, true);
   }
-  std::vector<Slot> slots_;  // power of two, never full (grown at half load, kMaxWaitedKernels * 2 at most)
+  std::vector<Slot> slots_;  // power of two, never full (grown at 3/4 load, kMaxWaitedKernels * 2 at most)
   size_t size_ = 0;
 };
 
@@ -210,14 +212,21 @@ struct Group {
   uint64_t event_waits = 0;
   bool context_creation_visible = false;
   bool ended_cleanly = true;
-  std::unordered_map<uint32_t, uint64_t> thread_blocked;  // tid -> blocked ns (bounded)
-  uint32_t last_tid = 0;                                  // the thread of the last call, and its entry
-  uint64_t* last_blocked = nullptr;
-  std::unordered_map<uint32_t, uint64_t> ranges;  // NVTX range name id -> calls made inside it (bounded)
-  // implicit-sync: the sizes (allocations) or addresses (frees) seen, and how many calls repeated one.
-  std::unordered_map<uint64_t, uint32_t> repeat_keys;
+  // tid -> blocked ns, by tid (bounded): a sorted vector, as most groups have one thread (a hash
+  // map was ~150 bytes more per group).
+  std::vector<std::pair<uint32_t, uint64_t>> thread_blocked;
+  uint32_t last_tid = 0;          // the thread of the last call, and the index of its entry
+  size_t last_thread = SIZE_MAX;  // SIZE_MAX: none
+  // NVTX range name id -> calls made inside it (bounded); implicit-sync: the sizes (allocations) or
+  // addresses (frees) seen, and how many calls repeated one. Made on first use: most groups have
+  // neither (two empty hash maps in every group were 112 bytes).
+  std::unique_ptr<std::unordered_map<uint32_t, uint64_t>> ranges;
+  std::unique_ptr<std::unordered_map<uint64_t, uint32_t>> repeat_keys;
   uint64_t repeated = 0;
-  Observation first;    // the key fields, for building the finding
+  // The first call's graph memcpy node (blocking-launch of a graph), for building the finding; the
+  // other fields of that call are in the key (not the whole Observation: groups can be 100 k+).
+  uint64_t graph_pageable_nodes = 0;
+  GraphMemcpyNode graph_node;
   uint32_t serial = 0;  // order of creation (CallMark::finding before finish maps it)
 };
 
@@ -358,10 +367,12 @@ class ProcessAnalyzer final : public RuleContext {
     range_scratch_.erase(std::unique(range_scratch_.begin(), range_scratch_.end()), range_scratch_.end());
     for (uint32_t name : range_scratch_) {
       if (name == 0) continue;  // unnamed ranges are not reported
-      if (auto r = g.ranges.find(name); r != g.ranges.end())
+      if (!g.ranges) g.ranges = std::make_unique<std::unordered_map<uint32_t, uint64_t>>();
+      auto& ranges = *g.ranges;
+      if (auto r = ranges.find(name); r != ranges.end())
         ++r->second;
-      else if (g.ranges.size() < kMaxRangesPerGroup)
-        g.ranges.emplace(name, 1);
+      else if (ranges.size() < kMaxRangesPerGroup)
+        ranges.emplace(name, 1);
     }
   }
 
@@ -380,7 +391,8 @@ class ProcessAnalyzer final : public RuleContext {
     key.site = o.stack_id;
     Group& g = group(key);
     if (g.count == 0) {
-      g.first = o;
+      g.graph_pageable_nodes = o.graph_pageable_nodes;
+      g.graph_node = o.graph_node;
       g.serial = next_serial_++;
     }
     // The host waited in this call, on this stream (GPU overlap figures).
@@ -399,19 +411,27 @@ class ProcessAnalyzer final : public RuleContext {
     g.context_creation_visible = g.context_creation_visible || o.context_creation_visible;
     g.ended_cleanly = g.ended_cleanly && o.process_ended_cleanly;
     if (!range_stacks_.empty() || !open_ranges_.empty()) add_ranges(g);
-    if (g.last_tid == current_tid_ && g.last_blocked) {
-      *g.last_blocked += o.blocked_ns;  // (elements of an unordered_map stay where they are)
-    } else if (auto t = g.thread_blocked.find(current_tid_); t != g.thread_blocked.end()) {
-      t->second += o.blocked_ns;
-      g.last_tid = current_tid_, g.last_blocked = &t->second;
-    } else if (g.thread_blocked.size() < kMaxThreadsPerGroup) {
-      g.last_tid = current_tid_, g.last_blocked = &g.thread_blocked.emplace(current_tid_, o.blocked_ns).first->second;
+    if (g.last_tid == current_tid_ && g.last_thread != SIZE_MAX) {
+      g.thread_blocked[g.last_thread].second += o.blocked_ns;
+    } else {
+      auto& threads = g.thread_blocked;
+      auto t = std::lower_bound(threads.begin(), threads.end(), current_tid_,
+                                [](const std::pair<uint32_t, uint64_t>& e, uint32_t tid) { return e.first < tid; });
+      if (t != threads.end() && t->first == current_tid_)
+        t->second += o.blocked_ns;
+      else if (threads.size() < kMaxThreadsPerGroup)
+        t = threads.insert(t, {current_tid_, o.blocked_ns});  // (only the entry just made is cached)
+      else
+        t = threads.end();
+      if (t != threads.end()) g.last_tid = current_tid_, g.last_thread = static_cast<size_t>(t - threads.begin());
     }
     if (o.repeat_key) {
-      if (auto k = g.repeat_keys.find(o.repeat_key); k != g.repeat_keys.end())
+      if (!g.repeat_keys) g.repeat_keys = std::make_unique<std::unordered_map<uint64_t, uint32_t>>();
+      auto& keys = *g.repeat_keys;
+      if (auto k = keys.find(o.repeat_key); k != keys.end())
         ++g.repeated;
-      else if (g.repeat_keys.size() < kMaxRepeatKeys)
-        g.repeat_keys.emplace(o.repeat_key, 1);
+      else if (keys.size() < kMaxRepeatKeys)
+        keys.emplace(o.repeat_key, 1);
     }
     if (!g.stack_id && o.stack_id) g.stack_id = o.stack_id;
     if (o.waited_for) {
@@ -549,7 +569,7 @@ class ProcessAnalyzer final : public RuleContext {
       // kernel<<<...>>>: the stack went through nvcc's stub, or the runtime's internal entry
       // point that only the stubs call was hooked.
       f.chevron_launch = rule.names_kernel && (site.chevron_launch || raw_api.rfind("__cudaLaunchKernel", 0) == 0);
-      f.driver_api = g.first.driver_fn ? api_name(static_cast<Api>(g.first.driver_fn)) : "";
+      f.driver_api = key.driver_fn ? api_name(static_cast<Api>(key.driver_fn)) : "";
       f.has_direction = key.direction >= 0;
       f.direction = f.has_direction ? static_cast<Direction>(key.direction) : Direction::Unknown;
       f.has_host_memory = key.memory >= 0;
@@ -562,18 +582,20 @@ class ProcessAnalyzer final : public RuleContext {
       f.completed_at_return = g.completed_at_return;
       f.drained_before_return = g.drained;
       f.outstanding_launches_max = g.outstanding_max;
-      if (g.first.graph_pageable_nodes) {
-        const GraphMemcpyNode& n = g.first.graph_node;
-        f.graph_pageable_nodes = g.first.graph_pageable_nodes;
-        f.graph_node_api = public_api_name(api_name(static_cast<Api>(n.api)));
-        f.graph_node_direction = n.direction;
-        f.graph_node_bytes = n.bytes;
-        f.graph_node_captured = n.captured;
+      if (g.graph_pageable_nodes) {
+        const GraphMemcpyNode& n = g.graph_node;
+        f.graph_pageable_nodes = g.graph_pageable_nodes;
+        auto node = std::make_shared<GraphMemcpyNodeInfo>();
+        node->api = public_api_name(api_name(static_cast<Api>(n.api)));
+        node->direction = n.direction;
+        node->bytes = n.bytes;
+        node->captured = n.captured;
         SiteRef origin = site_of(n.stack_id);
         if (origin.site) {
-          f.graph_node_site_known = true;
-          f.graph_node_site = sites_[origin.site].frame;
+          node->site_known = true;
+          node->site = sites_[origin.site].frame;
         }
+        f.graph_node_info = std::move(node);
       }
       f.at_threshold = g.at_threshold;
       f.below_threshold = rule.ranked_by_threshold && g.at_threshold == 0;
@@ -581,7 +603,8 @@ class ProcessAnalyzer final : public RuleContext {
       f.context_creation_visible = g.context_creation_visible;
       f.process_ended_cleanly = g.ended_cleanly;
       f.repeated_calls = g.repeated;
-      for (const auto& [tid, ns] : g.thread_blocked) f.thread_blocked.emplace((p.pid << 32) | tid, ns);
+      f.thread_blocked.reserve(g.thread_blocked.size());
+      for (const auto& [tid, ns] : g.thread_blocked) f.add_thread_blocked((p.pid << 32) | tid, ns);
       if (f.id == FindingId::PageableAsyncCopy && f.has_direction &&
           (f.direction == Direction::HtoD || f.direction == Direction::DtoH)) {
         const size_t d = f.direction == Direction::HtoD ? 0 : 1;
@@ -592,7 +615,8 @@ class ProcessAnalyzer final : public RuleContext {
       }
       g.waited.each([&](uint32_t k, uint64_t n) { f.waited_for[kernel_name(k)] += n; });
       if (g.waited_others) f.waited_for["(other kernels)"] += g.waited_others;
-      for (const auto& [k, n] : g.ranges) f.ranges[range_name(k)] += n;
+      if (g.ranges)
+        for (const auto& [k, n] : *g.ranges) f.ranges[range_name(k)] += n;
       f.module_loading = module_loading_;
       if (site.site) {
         f.call_site_known = true;
@@ -602,7 +626,7 @@ class ProcessAnalyzer final : public RuleContext {
         f.python_lender = sites_[site.site].python_lender;
       }
       if (g.stack_id)
-        if (auto frames = stack_frames(trace_, *symbols_, *python_, g.stack_id)) f.stack = std::move(*frames);
+        if (const auto* stack = stack_of(g.stack_id)) f.stack = *stack;
       // A synchronization reached from inside a library is hidden-sync (its call site says so); an
       // explicit one does not say what it waited for (the code that wrote it knows).
       if (f.id == FindingId::ExplicitSync) {
@@ -927,8 +951,8 @@ class ProcessAnalyzer final : public RuleContext {
     auto it = stack_sites_.find(cache_key);
     if (it != stack_sites_.end()) return it->second;
     SiteRef ref;
-    if (auto stack = stack_frames(trace_, *symbols_, *python_, stack_id)) {
-      std::vector<Frame> frames = std::move(*stack);  // inline frames expanded, Python frames in place
+    if (const Stack* stack = stack_of(stack_id)) {
+      const std::vector<Frame>& frames = stack->frames();  // inline frames expanded, Python frames in place
       std::string kernel_function;
       if (!plain)
         if (auto mangled = trace_.string(kernel_id)) kernel_function = demangle(mangled->c_str());
@@ -968,6 +992,15 @@ class ProcessAnalyzer final : public RuleContext {
       stack_sites_.emplace(cache_key, ref);
     }
     return ref;
+  }
+
+  // The frames of a stack (nullptr: the trace has no such stack), made once and shared by the
+  // findings of that stack and by site_of.
+  const Stack* stack_of(uint32_t stack_id) {
+    auto [it, inserted] = stacks_.try_emplace(stack_id);
+    if (inserted)
+      if (auto frames = stack_frames(trace_, *symbols_, *python_, stack_id)) it->second = Stack(std::move(*frames));
+    return it->second ? &*it->second : nullptr;
   }
 
   std::string range_name(uint32_t id) const {
@@ -1012,7 +1045,8 @@ class ProcessAnalyzer final : public RuleContext {
   };
   std::vector<DenseSite> dense_sites_;                 // by stack id (ids are small and dense)
   std::unordered_map<uint64_t, SiteRef> stack_sites_;  // ids beyond the dense range; (kernel, stack) of launches
-  std::vector<Site> sites_;
+  std::unordered_map<uint32_t, std::optional<Stack>> stacks_;  // by stack id, made in finish() (stack_of)
+  std::deque<Site> sites_;  // not a vector: no doubling copy (100 k+ sites of 248 bytes)
   std::unordered_map<std::string, uint32_t> site_ids_;
   CallSitePolicy policy_;
   std::vector<std::string> names_;

@@ -62,33 +62,38 @@ void summary_table(std::ostream& out, const Report& report, const Colours& c) {
   if (report.findings.empty()) return;
   uint64_t total = report.blocked_ns_not_shown;  // a share of all findings, --top or not
   for (const auto& f : report.findings) total += f.blocked.total();
+  // The rows are made twice, for the column widths and then to be written, not kept: a report can
+  // have hundreds of thousands (docs/performance.md, "Report memory"). The site column is last: no width.
   struct Row {
-    std::string rank, rule, calls, blocked, share, site;
+    std::string rank, rule, calls, blocked, share;
   };
-  std::vector<Row> rows;
-  rows.push_back({"#", "rule", "calls", "blocked", "share", "site"});
-  size_t n = 0;
-  for (const auto& f : report.findings) {
-    std::string site = location_text(f);
-    if (site.empty()) site = "(unknown)";
-    if (f.in_baseline) site += " (in baseline)";
-    rows.push_back({std::to_string(++n), rule_info(f.id).name, std::to_string(f.count),
-                    format_duration(f.blocked.total()),
-                    total ? percent(static_cast<double>(f.blocked.total()) / static_cast<double>(total)) : "-",
-                    printable(shorten_middle(site, 100))});
-  }
+  auto row = [&](size_t n, const Finding& f) {
+    return Row{std::to_string(n), rule_info(f.id).name, std::to_string(f.count), format_duration(f.blocked.total()),
+               total ? percent(static_cast<double>(f.blocked.total()) / static_cast<double>(total)) : "-"};
+  };
+  const Row head{"#", "rule", "calls", "blocked", "share"};
   size_t w[5] = {};
-  for (const auto& r : rows) {
+  auto widen = [&](const Row& r) {
     w[0] = std::max(w[0], r.rank.size());
     w[1] = std::max(w[1], r.rule.size());
     w[2] = std::max(w[2], r.calls.size());
     w[3] = std::max(w[3], r.blocked.size());
     w[4] = std::max(w[4], r.share.size());
-  }
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const Row& r = rows[i];
-    out << fmt::format("{}  {:>{}}  {:<{}}  {:>{}}  {:>{}}  {:>{}}  {}{}\n", i == 0 ? c.bold : "", r.rank, w[0], r.rule,
-                       w[1], r.calls, w[2], r.blocked, w[3], r.share, w[4], r.site, i == 0 ? c.reset : "");
+  };
+  widen(head);
+  size_t n = 0;
+  for (const auto& f : report.findings) widen(row(++n, f));
+  auto line = [&](const Row& r, const std::string& site, bool is_head) {
+    out << fmt::format("{}  {:>{}}  {:<{}}  {:>{}}  {:>{}}  {:>{}}  {}{}\n", is_head ? c.bold : "", r.rank, w[0],
+                       r.rule, w[1], r.calls, w[2], r.blocked, w[3], r.share, w[4], site, is_head ? c.reset : "");
+  };
+  line(head, "site", true);
+  n = 0;
+  for (const auto& f : report.findings) {
+    std::string site = location_text(f);
+    if (site.empty()) site = "(unknown)";
+    if (f.in_baseline) site += " (in baseline)";
+    line(row(++n, f), printable(shorten_middle(site, 100)), false);
   }
   if (report.findings_not_shown)
     out << fmt::format("  ... and {} not shown (--top)\n", plural(report.findings_not_shown, "finding", "findings"));

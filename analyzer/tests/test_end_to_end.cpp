@@ -292,8 +292,8 @@ TEST(EndToEnd, ViaNamesTheLibraryFunctionCalledThroughThePltThatTailCalled) {
   ASSERT_EQ(r.findings.size(), 1u);
   const Finding& f = r.findings[0];
   // The tail call left no frame of aw_vendor_exec_c2c: the library's frame is aw_vendor_exec.
-  ASSERT_FALSE(stack_has_function(f.stack, "aw_vendor_exec_c2c"));
-  ASSERT_TRUE(stack_has_function(f.stack, "aw_vendor_exec"));
+  ASSERT_FALSE(stack_has_function(f.stack.frames(), "aw_vendor_exec_c2c"));
+  ASSERT_TRUE(stack_has_function(f.stack.frames(), "aw_vendor_exec"));
   EXPECT_NE(f.call_site.function.find("call_vendor_through_plt"), std::string::npos) << f.call_site.function;
   EXPECT_EQ(f.call_site.line, kPltCallLine);
   EXPECT_EQ(f.via.function, "aw_vendor_exec_c2c");
@@ -308,7 +308,7 @@ TEST(EndToEnd, ViaNamesTheLibraryFunctionCalledThroughTheGotWithoutPlt) {
   Report r = via_report(call_vendor_without_plt, "end-to-end-via-noplt.awtrace", Options{});
   ASSERT_EQ(r.findings.size(), 1u);
   const Finding& f = r.findings[0];
-  ASSERT_FALSE(stack_has_function(f.stack, "aw_vendor_exec_r2c"));
+  ASSERT_FALSE(stack_has_function(f.stack.frames(), "aw_vendor_exec_r2c"));
   EXPECT_NE(f.call_site.function.find("call_vendor_without_plt"), std::string::npos) << f.call_site.function;
   EXPECT_EQ(f.call_site.line, kNoPltCallLine);
   EXPECT_EQ(f.via.function, "aw_vendor_exec_r2c");
@@ -326,8 +326,8 @@ TEST(EndToEnd, ViaNamesALibraryFunctionOfTheSameModuleThatTailCalled) {
   Report r = via_report(call_local_library, "end-to-end-via-local.awtrace", o);
   ASSERT_EQ(r.findings.size(), 1u);
   const Finding& f = r.findings[0];
-  ASSERT_FALSE(stack_has_function(f.stack, "aw_local_exec_c2c"));
-  ASSERT_TRUE(stack_has_function(f.stack, "aw_local_exec"));
+  ASSERT_FALSE(stack_has_function(f.stack.frames(), "aw_local_exec_c2c"));
+  ASSERT_TRUE(stack_has_function(f.stack.frames(), "aw_local_exec"));
   EXPECT_NE(f.call_site.function.find("call_local_library"), std::string::npos) << f.call_site.function;
   EXPECT_EQ(f.call_site.line, kLocalCallLine);
   EXPECT_EQ(f.via.function, "aw_local_exec_c2c");

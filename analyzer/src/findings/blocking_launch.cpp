@@ -70,16 +70,17 @@ std::string graph_words(const Finding& f) {
 }
 
 std::string graph_node_words(const Finding& f) {
-  std::string dir = f.graph_node_direction == Direction::DtoH   ? " device-to-host into"
-                    : f.graph_node_direction == Direction::HtoD ? " host-to-device from"
-                                                                : " with";
-  std::string origin = f.graph_node_captured ? "captured from " + f.graph_node_api : "added by " + f.graph_node_api;
-  if (f.graph_node_site_known) origin += " at " + site_words(f.graph_node_site);
+  const GraphMemcpyNodeInfo& node = f.graph_node();
+  std::string dir = node.direction == Direction::DtoH   ? " device-to-host into"
+                    : node.direction == Direction::HtoD ? " host-to-device from"
+                                                        : " with";
+  std::string origin = node.captured ? "captured from " + node.api : "added by " + node.api;
+  if (node.site_known) origin += " at " + site_words(node.site);
   std::string more = f.graph_pageable_nodes > 1 ? fmt::format(" (and {} more such node{})", f.graph_pageable_nodes - 1,
                                                               f.graph_pageable_nodes == 2 ? "" : "s")
                                                 : "";
-  return fmt::format("its memcpy node copying {}{} pageable host memory, {}{}", format_bytes(f.graph_node_bytes), dir,
-                     origin, more);
+  return fmt::format("its memcpy node copying {}{} pageable host memory, {}{}", format_bytes(node.bytes), dir, origin,
+                     more);
 }
 
 std::string message(const Finding& f) {
@@ -139,19 +140,20 @@ void json_fields(JsonWriter& out, const Finding& f) {
   out.field("outstanding_launches_max", f.outstanding_launches_max);
   if (f.graph_pageable_nodes) {
     out.field("graph_pageable_memcpy_nodes", f.graph_pageable_nodes);
+    const GraphMemcpyNodeInfo& node = f.graph_node();
     out.key("graph_memcpy_node");
     out.begin_object();
-    out.field("api", f.graph_node_api);
-    out.field("captured", f.graph_node_captured);
-    out.field("direction", std::string(direction_text(f.graph_node_direction)));
+    out.field("api", node.api);
+    out.field("captured", node.captured);
+    out.field("direction", std::string(direction_text(node.direction)));
     out.field("host_memory", std::string("pageable"));
-    out.field("bytes", f.graph_node_bytes);
-    if (f.graph_node_site_known) {
+    out.field("bytes", node.bytes);
+    if (node.site_known) {
       out.key("origin");
       out.begin_object();
-      out.field("file", f.graph_node_site.file);
-      out.field("line", f.graph_node_site.line);
-      out.field("function", f.graph_node_site.function);
+      out.field("file", node.site.file);
+      out.field("line", node.site.line);
+      out.field("function", node.site.function);
       out.end_object();
     }
     out.end_object();

@@ -12,7 +12,9 @@
 #include <asyncwatch/trace_format.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -47,6 +49,39 @@ struct PerProcess {
   int64_t rank = -1;  // the process's rank in its job (ProcessSummary::rank), -1 when none
 };
 
+// A finding's stack, innermost first. The frames are shared, not copied: the findings of one stack
+// hold one copy (a report can hold hundreds of thousands of findings, several per stack:
+// docs/performance.md, "Report memory"). Never changed once made; assigning replaces them.
+class Stack {
+ public:
+  Stack() = default;
+  Stack(std::vector<Frame> frames)  // implicit: a stack is its frames
+      : frames_(frames.empty() ? nullptr : std::make_shared<const std::vector<Frame>>(std::move(frames))) {}
+  Stack(std::initializer_list<Frame> frames) : Stack(std::vector<Frame>(frames)) {}
+  const std::vector<Frame>& frames() const { return frames_ ? *frames_ : kNone; }
+  bool empty() const { return frames().empty(); }
+  size_t size() const { return frames().size(); }
+  const Frame* data() const { return frames().data(); }
+  const Frame& operator[](size_t i) const { return frames()[i]; }
+  std::vector<Frame>::const_iterator begin() const { return frames().begin(); }
+  std::vector<Frame>::const_iterator end() const { return frames().end(); }
+  void clear() { frames_.reset(); }
+
+ private:
+  static inline const std::vector<Frame> kNone;
+  std::shared_ptr<const std::vector<Frame>> frames_;
+};
+
+// The first memcpy node with pageable host memory of a graph launch's graph (Finding::graph_node).
+struct GraphMemcpyNodeInfo {
+  std::string api;  // the API that made it
+  trace::Direction direction = trace::Direction::Unknown;
+  uint64_t bytes = 0;
+  bool captured = false;
+  bool site_known = false;
+  Frame site;  // that call's site
+};
+
 // One group of calls: same rule, cause, API, direction, memory, kernel and call site.
 // Everything is text here, so groups of different processes merge by their key.
 struct Finding {
@@ -70,14 +105,10 @@ struct Finding {
   std::map<std::string, uint64_t> waited_for;  // kernel name -> launches the copy waited for
   std::map<std::string, uint64_t> ranges;      // NVTX range name -> calls made inside it
   // blocking-launch of a graph (cause graph-host-memcpy): its memcpy nodes with pageable host memory,
-  // the first of them (direction, bytes, the API that made it) and that call's site.
+  // and the first of them, out of line (most findings have none: 16 bytes, not 184, per finding).
   uint64_t graph_pageable_nodes = 0;
-  std::string graph_node_api;
-  trace::Direction graph_node_direction = trace::Direction::Unknown;
-  uint64_t graph_node_bytes = 0;
-  bool graph_node_captured = false;
-  bool graph_node_site_known = false;
-  Frame graph_node_site;
+  std::shared_ptr<const GraphMemcpyNodeInfo> graph_node_info;  // null: none (graph_node() is empty)
+  const GraphMemcpyNodeInfo& graph_node() const;
   std::string module_loading;  // CUDA_MODULE_LOADING of the process ("" = unset)
   bool call_site_known = false;
   Frame call_site;
@@ -86,16 +117,19 @@ struct Finding {
   // without Python (StackRecord.python_lender: 0 = not borrowed; python_lender_text says it).
   uint32_t python_lender = 0;
   Frame via;  // the library function the call site called (module empty: none)
-  std::vector<Frame> stack;
+  Stack stack;
   std::vector<PerProcess> processes;
   // The largest share of one thread's time: the blocked time of the thread that spent most in this
   // group's calls, over its process's recorded wall time (a thread's calls never overlap: <= 1).
   double share_of_wall = 0;
   uint64_t threads = 0;  // distinct threads (of all processes) that made the calls
-  // Blocked time per thread, by pid << 32 | tid (at most kMaxThreads; the analysis derives
-  // share_of_wall and threads from it once the groups are merged).
+  // Blocked time per thread, by pid << 32 | tid, ascending (at most kMaxThreads; the analysis derives
+  // share_of_wall and threads from it once the groups are merged). A sorted vector, not a hash map:
+  // most findings have one thread (a map was ~200 bytes each: docs/performance.md, "Report memory").
   static constexpr size_t kMaxThreads = 256;
-  std::unordered_map<uint64_t, uint64_t> thread_blocked;
+  std::vector<std::pair<uint64_t, uint64_t>> thread_blocked;
+  // Adds `ns` to the thread's entry; a new thread while there are fewer than kMaxThreads.
+  void add_thread_blocked(uint64_t thread, uint64_t ns);
   // A note although the rule's severity is higher: the rule ranks by --min-blocked-us and no call
   // of the group reached it (Rule::ranked_by_threshold). finding_severity() is the result.
   bool below_threshold = false;

@@ -78,6 +78,11 @@ const std::vector<const RuleInfo*>& rules_for(Trigger t) {
   return by_trigger[static_cast<size_t>(t)];
 }
 
+const GraphMemcpyNodeInfo& Finding::graph_node() const {
+  static const GraphMemcpyNodeInfo kNone;
+  return graph_node_info ? *graph_node_info : kNone;
+}
+
 std::string Finding::merge_key() const {
   std::string site = call_site_known ? call_site_key(call_site, via) : std::string("?");
   if (python_lender) site += fmt::format("\037borrowed {:x}", python_lender);
@@ -143,6 +148,15 @@ void rank_findings(std::vector<Finding>& findings) {
   }
 }
 
+void Finding::add_thread_blocked(uint64_t thread, uint64_t ns) {
+  auto t = std::lower_bound(thread_blocked.begin(), thread_blocked.end(), thread,
+                            [](const std::pair<uint64_t, uint64_t>& e, uint64_t k) { return e.first < k; });
+  if (t != thread_blocked.end() && t->first == thread)
+    t->second += ns;
+  else if (thread_blocked.size() < kMaxThreads)
+    thread_blocked.insert(t, {thread, ns});
+}
+
 void Finding::merge(const Finding& o) {
   count += o.count;
   bytes += o.bytes;
@@ -154,13 +168,7 @@ void Finding::merge(const Finding& o) {
   chevron_launch = chevron_launch || o.chevron_launch;
   below_threshold = below_threshold && o.below_threshold;
   at_threshold += o.at_threshold;
-  for (const auto& [thread, ns] : o.thread_blocked) {
-    auto t = thread_blocked.find(thread);
-    if (t != thread_blocked.end())
-      t->second += ns;
-    else if (thread_blocked.size() < kMaxThreads)
-      thread_blocked.emplace(thread, ns);
-  }
+  for (const auto& [thread, ns] : o.thread_blocked) add_thread_blocked(thread, ns);
   if (o.has_saving) {
     estimated_saving_ns += o.estimated_saving_ns;
     if (!has_saving)
