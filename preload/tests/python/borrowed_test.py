@@ -13,46 +13,18 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
+
+from traced_app import check, marked_lines, report, run_traced, summary
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 APP = os.path.join(HERE, "borrowed_app.py")
 ITERATIONS, KERNEL_MS = 3, 20
 
-failures = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        failures.append(what)
-
-
-def marked_lines():
-    with open(APP) as f:
-        return {m.group(1): n for n, text in enumerate(f, 1) for m in [re.search(r"# LINE:(\w+)", text)] if m}
-
 
 def run_app(aw, worker, out_dir, env_extra, *extra):
-    prefix = os.path.dirname(os.path.dirname(os.path.abspath(aw)))
-    lib = os.path.join(prefix, "lib", "libasyncwatch.so")
-    sim = os.environ.get("ASYNCWATCH_SIM_DIR", os.path.join(prefix, "lib", "asyncwatch", "sim"))
-    os.makedirs(out_dir)
-    env = dict(os.environ, **env_extra)
-    env["LD_PRELOAD"] = os.environ.get("AW_PRELOAD_PREFIX", "") + lib
-    env["LD_LIBRARY_PATH"] = sim + (":" + os.environ["LD_LIBRARY_PATH"] if os.environ.get("LD_LIBRARY_PATH") else "")
-    env["ASYNCWATCH_OUTPUT_DIR"] = out_dir
-    cmd = [sys.executable, APP, worker, str(ITERATIONS), str(KERNEL_MS), *extra]
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
-
-
-def report(aw, out_dir, fmt):
-    r = subprocess.run([aw, "report", "--format", fmt, out_dir], capture_output=True, text=True, timeout=120)
-    if r.returncode != 0:
-        raise RuntimeError(f"asyncwatch report --format {fmt} failed ({r.returncode}): {r.stderr}")
-    return r.stdout
+    return run_traced(aw, out_dir, env_extra, [APP, worker, str(ITERATIONS), str(KERNEL_MS), *extra])
 
 
 def at(finding):
@@ -65,7 +37,7 @@ def main():
         print(__doc__)
         return 2
     aw, worker = sys.argv[1], sys.argv[2]
-    lines = marked_lines()
+    lines = marked_lines(APP)
     tmp = tempfile.mkdtemp(prefix="aw-borrowed-")
     try:
         on, off, busy = (os.path.join(tmp, d) for d in ("on", "off", "exit-busy"))
@@ -130,8 +102,7 @@ def main():
         check(True, "its trace reads")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{len(failures)} check(s) failed" if failures else "all checks passed")
-    return 1 if failures else 0
+    return summary()
 
 
 if __name__ == "__main__":

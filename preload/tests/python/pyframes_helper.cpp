@@ -33,6 +33,20 @@ bool put(char* out, int cap, int& used, const char* s, size_t n) {
   return true;
 }
 
+// Appends frame f, described in d (its buffers filled), as one record of aw_walk's format; false
+// when out is full.
+bool write_frame(const PythonFrame& f, const python_frames::CodeDescription& d, char* out, int cap, int& used) {
+  const auto* table = reinterpret_cast<const uint8_t*>(d.line_table.data);
+  python_lines::SourceLocation loc =
+      python_lines::locate(d.line_table_format, table, d.line_table.size, d.first_line, f.instr);
+  char numbers[96];
+  int len = std::snprintf(numbers, sizeof numbers, "\x1f%d\x1f%d\x1f%d\x1f%d\x1e", loc.line, loc.column, d.first_line,
+                          f.instr);
+  return put(out, cap, used, d.filename.data, d.filename.size) && put(out, cap, used, "\x1f", 1) &&
+         put(out, cap, used, d.qualname.data, d.qualname.size) &&
+         put(out, cap, used, numbers, static_cast<size_t>(len));
+}
+
 }  // namespace
 
 // Walks (mode 0: capture, 1: capture_checked) and writes one record per frame, innermost first:
@@ -57,15 +71,7 @@ AW_HELPER int aw_walk(char* out, int cap, int max_frames, int mode, int* end, in
         d.line_table.needed != d.line_table.size) {
       return -1 - static_cast<int>(i);  // `needed` must be what was written when it fitted
     }
-    python_lines::SourceLocation loc =
-        python_lines::locate(d.line_table_format, table, d.line_table.size, d.first_line, frames[i].instr);
-    char numbers[96];
-    int len = std::snprintf(numbers, sizeof numbers, "\x1f%d\x1f%d\x1f%d\x1f%d\x1e", loc.line, loc.column, d.first_line,
-                            frames[i].instr);
-    if (!put(out, cap, *used, filename, d.filename.size) || !put(out, cap, *used, "\x1f", 1) ||
-        !put(out, cap, *used, qualname, d.qualname.size) || !put(out, cap, *used, numbers, static_cast<size_t>(len))) {
-      return -1 - static_cast<int>(i);
-    }
+    if (!write_frame(frames[i], d, out, cap, *used)) return -1 - static_cast<int>(i);
   }
   return static_cast<int>(n);
 }
@@ -193,15 +199,7 @@ int describe_checked(const PythonFrame* frames, uint32_t n, char* out, int cap, 
     d.qualname = {qualname, sizeof qualname};
     d.line_table = {reinterpret_cast<char*>(table), sizeof table};
     if (!python_frames::describe_code_checked(frames[i], d) || d.line_table.truncated) return -1 - static_cast<int>(i);
-    python_lines::SourceLocation loc =
-        python_lines::locate(d.line_table_format, table, d.line_table.size, d.first_line, frames[i].instr);
-    char numbers[96];
-    int len = std::snprintf(numbers, sizeof numbers, "\x1f%d\x1f%d\x1f%d\x1f%d\x1e", loc.line, loc.column, d.first_line,
-                            frames[i].instr);
-    if (!put(out, cap, *used, filename, d.filename.size) || !put(out, cap, *used, "\x1f", 1) ||
-        !put(out, cap, *used, qualname, d.qualname.size) || !put(out, cap, *used, numbers, static_cast<size_t>(len))) {
-      return -1 - static_cast<int>(i);
-    }
+    if (!write_frame(frames[i], d, out, cap, *used)) return -1 - static_cast<int>(i);
   }
   return static_cast<int>(n);
 }

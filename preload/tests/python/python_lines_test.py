@@ -10,56 +10,23 @@ native call sites.
 Exit status 0 when every check passed, 1 otherwise."""
 import json
 import os
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
+
+from traced_app import check, marked_lines, report, run_traced, summary
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 APP = os.path.join(HERE, "lines_app.py")
 ITERATIONS, KERNEL_MS = 3, 20  # a kernel long enough that a descheduled test still waits for it
 
-failures = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        failures.append(what)
-
-
-def marked_lines():
-    lines = {}
-    with open(APP) as f:
-        for n, text in enumerate(f, 1):
-            m = re.search(r"# LINE:(\w+)", text)
-            if m:
-                lines[m.group(1)] = n
-    return lines
-
 
 def run_app(aw, out_dir, env_extra):
-    """As `asyncwatch run --sim` runs it, but with $AW_PRELOAD_PREFIX (a sanitizer runtime, which must
-    come first) in front of the library in LD_PRELOAD."""
-    prefix = os.path.dirname(os.path.dirname(os.path.abspath(aw)))
-    lib = os.path.join(prefix, "lib", "libasyncwatch.so")
-    sim = os.environ.get("ASYNCWATCH_SIM_DIR", os.path.join(prefix, "lib", "asyncwatch", "sim"))
-    os.makedirs(out_dir)
-    env = dict(os.environ, **env_extra)
-    env["LD_PRELOAD"] = os.environ.get("AW_PRELOAD_PREFIX", "") + lib
-    env["LD_LIBRARY_PATH"] = sim + (":" + os.environ["LD_LIBRARY_PATH"] if os.environ.get("LD_LIBRARY_PATH") else "")
-    env["ASYNCWATCH_OUTPUT_DIR"] = out_dir
-    cmd = [sys.executable, APP, str(ITERATIONS), str(KERNEL_MS)]
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    return run_traced(aw, out_dir, env_extra, [APP, str(ITERATIONS), str(KERNEL_MS)])
 
 
-def report(aw, out_dir, fmt, env_extra=None):
-    env = dict(os.environ, **(env_extra or {}))
-    r = subprocess.run([aw, "report", "--format", fmt, out_dir], env=env, capture_output=True, text=True, timeout=120)
-    if r.returncode != 0:
-        raise RuntimeError(f"asyncwatch report --format {fmt} failed ({r.returncode}): {r.stderr}")
-    return json.loads(r.stdout)
+def report_json(aw, out_dir, fmt, env_extra=None):
+    return json.loads(report(aw, out_dir, fmt, env_extra))
 
 
 def at(finding):
@@ -100,7 +67,7 @@ def main():
         print(__doc__)
         return 2
     aw = sys.argv[1]
-    lines = marked_lines()
+    lines = marked_lines(APP)
     tmp = tempfile.mkdtemp(prefix="aw-pylines-")
     try:
         on, off = os.path.join(tmp, "on"), os.path.join(tmp, "off")
@@ -114,9 +81,9 @@ def main():
               "the program prints the same with and without frames")
         if r_on.returncode:
             return 1
-        check_report(report(aw, on, "json"), lines, "json")
-        check_report(report(aw, on, "json", {"ASYNCWATCH_NO_SYMBOLS": "1"}), lines, "json without native symbols")
-        sarif = report(aw, on, "sarif")
+        check_report(report_json(aw, on, "json"), lines, "json")
+        check_report(report_json(aw, on, "json", {"ASYNCWATCH_NO_SYMBOLS": "1"}), lines, "json without native symbols")
+        sarif = report_json(aw, on, "sarif")
         locs = set()
         for res in sarif["runs"][0]["results"]:
             pl = res["locations"][0]["physicalLocation"]
@@ -124,15 +91,14 @@ def main():
         for mark, rule in (("copy_a", "pageable-async-copy"), ("copy_b", "pageable-async-copy"),
                            ("thread_copy", "pageable-async-copy"), ("hidden_sync", "hidden-sync")):
             check(("lines_app.py", lines[mark], rule) in locs, f"sarif: {rule} points at lines_app.py:{lines[mark]}")
-        rep_off = report(aw, off, "json")
+        rep_off = report_json(aw, off, "json")
         py_sites = [f for f in rep_off["findings"] if at(f)[0].endswith(".py")]
         check(not py_sites, f"ASYNCWATCH_PYTHON=off: no .py call site ({len(py_sites)} found)")
         ids_off = {f["id"] for f in rep_off["findings"]}
         check("pageable-async-copy" in ids_off, "ASYNCWATCH_PYTHON=off: the copies are still found (native site)")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{len(failures)} check(s) failed" if failures else "all checks passed")
-    return 1 if failures else 0
+    return summary()
 
 
 if __name__ == "__main__":
