@@ -1,9 +1,22 @@
 # The fuzz smoke test (ctest fuzz.reader-smoke): runs the libFuzzer target of the reader on the
 # checked-in corpus (tests/fuzz_corpus/) for RUNS inputs or SECONDS seconds, whichever comes first.
 # Fails when the fuzzer stops early: a crash, a sanitizer report, a leak, a timeout (30 s for one
-# input) or 2 GiB of memory. The input that did it is left in WORK/artifacts/.
+# input) or 2 GiB of memory. The input that did it is left in WORK/artifacts/ (moved to
+# WORK/artifacts-previous/ by the next run).
 #   cmake -DFUZZER=... -DCORPUS=... -DWORK=... -DRUNS=20000 -DSECONDS=60 -P fuzz_smoke.cmake
-file(REMOVE_RECURSE "${WORK}")
+# A failed run's inputs survive the next run (in WORK/artifacts-previous): a rare crash seen once
+# stays reproducible after a retry.
+file(GLOB previous "${WORK}/artifacts/*")
+if(previous)
+  file(REMOVE_RECURSE "${WORK}/artifacts-previous")
+  file(RENAME "${WORK}/artifacts" "${WORK}/artifacts-previous")
+endif()
+file(REMOVE_RECURSE "${WORK}/new")
+file(GLOB stale "${WORK}/*")
+list(FILTER stale EXCLUDE REGEX "/artifacts-previous$")
+if(stale)
+  file(REMOVE_RECURSE ${stale})
+endif()
 file(MAKE_DIRECTORY "${WORK}/new" "${WORK}/artifacts")
 file(GLOB corpus "${CORPUS}/*")
 list(LENGTH corpus n)
