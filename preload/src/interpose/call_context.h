@@ -97,6 +97,10 @@ struct Caller {
 // that only fills the runtime call's record. A function taking a plain Caller gets the same call site
 // and decides again (the slow way, same result).
 struct InRuntimeCaller : Caller {};
+// The caller of a runtime wrapper that its exported entry found called by the application (phase 0)
+// with the trace recording in place: `run` then takes the short path of that case alone
+// (runtime_hooks.cpp). A plain Caller decides again (the same result, the slow way).
+struct AppCaller : Caller {};
 
 // The outermost active wrapper.
 enum Outer : uint8_t {

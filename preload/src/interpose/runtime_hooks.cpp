@@ -260,6 +260,52 @@ cudaError_t run(uint8_t inst, calls::Caller c, Api api, Category cat, Call&& cal
   return r;
 }
 
+// Called by the application with the trace recording in place (the exported wrapper tested it:
+// AppCaller): the record reserved in place and published in flight before the call, the same steps
+// as `run` above for that case, in a body that holds nothing else.
+template <class Call, class Fallback>
+cudaError_t run(uint8_t inst, calls::AppCaller c, Api api, Category cat, Call&& call, Fallback&& fallback) {
+  constexpr bool kHasFallback = !std::is_same_v<std::decay_t<Fallback>, std::nullptr_t>;
+  calls::ThreadCallState& st = calls::thread_state();
+  const trace::RecordType type = calls::record_type(cat, api);
+  uint64_t start = 0;
+  uint32_t gen = 0;
+  st.phase = 1;
+  calls::signal_fence();
+  st.caller = c;
+  st.outer = calls::kOuterRuntime;
+  st.rt_instance = inst;
+  st.runtime_category = cat;
+  st.driver_reached = false;
+  st.pending_valid = false;
+  calls::AnyRecord* rec =
+      calls::begin_in_place(type, api, c.ra, calls::stack_before(cat) ? calls::stack_now() : 0, &start, &gen);
+  st.target = rec;
+  st.target_generation = gen;
+  calls::set_phase(st, 2);
+  cudaError_t r = call();
+  st.phase = 1;
+  calls::signal_fence();
+  uint64_t end = now_ns();
+  [&]() noexcept {
+    ErrnoKeeper keep;
+    if (!rec || !calls::in_place_valid(gen)) return;
+    if (!st.pending_valid) {
+      if constexpr (kHasFallback) {
+        fallback(*rec);
+        if (!st.driver_reached) rec->head.flags |= trace::kFlagRuntimeOnly;
+      } else {
+        calls::cancel_in_place(rec);
+        return;
+      }
+    }
+    rec->head.api = static_cast<uint16_t>(api);  // a driver wrapper's fill may have named its own
+    calls::finish_in_place(rec, cat, r, end);
+  }();
+  calls::set_phase(st, 0);
+  return r;
+}
+
 // Queries (cudaStreamQuery, cudaEventQuery): folded while their result repeats (query_fold.h), else
 // the ordinary path, without a fallback record. `driver_fn` names the entry point such a query reaches.
 struct Query {
@@ -270,6 +316,11 @@ struct Query {
 };
 template <class Call>
 cudaError_t run(uint8_t inst, calls::Caller c, Api api, Category cat, Call&& call, Query q) {
+  if (query_fold::eligible()) return query_fold::run(inst, c, api, q.driver_fn, q.handle, q.kind, q.per_thread, call);
+  return run(inst, c, api, cat, call, nullptr);
+}
+template <class Call>
+cudaError_t run(uint8_t inst, calls::AppCaller c, Api api, Category cat, Call&& call, Query q) {
   if (query_fold::eligible()) return query_fold::run(inst, c, api, q.driver_fn, q.handle, q.kind, q.per_thread, call);
   return run(inst, c, api, cat, call, nullptr);
 }
@@ -558,8 +609,10 @@ inline void* rt_real(RtSlot s) noexcept {
 
 // Each wrapper's body (hook_entry.h), out of line, one per instance, with `aw_caller`, `real_fn` and
 // `aw_per_thread` (the row's per_thread) in scope; instance 0's body is aw_traced_<sym>.
-#define AW_RT_TRACED_BODY(inst, wrapper, sym, api, cat, pt, args, fb)                  \
-  AW_ENTRY_CALLER(wrapper);                                                            \
+#define AW_RT_TRACED_BODY(inst, wrapper, sym, api, cat, pt, args, fb) \
+  AW_RT_BODY_AS(::asyncwatch::calls::Caller, inst, wrapper, sym, api, cat, pt, args, fb)
+#define AW_RT_BODY_AS(caller_type, inst, wrapper, sym, api, cat, pt, args, fb)         \
+  AW_ENTRY_CALLER_AS(caller_type, wrapper);                                            \
   const auto real_fn = reinterpret_cast<decltype(&::sym)>(rt_real<inst>(RtSlot::sym)); \
   if (!real_fn) return cudaErrorInitializationError;                                   \
   [[maybe_unused]] constexpr bool aw_per_thread = pt != 0;                             \
@@ -573,25 +626,39 @@ inline void* rt_real(RtSlot s) noexcept {
   if (AW_UNLIKELY(trace_writer::disabled_now()) && AW_LIKELY(real)) return real args;       \
   AW_NOTE_ENTRY();                                                                          \
   return body args;
+// Instance 0's entry: the same, and the short body (`aw_app_<sym>`, an AppCaller) when the
+// application called it (phase 0) with the trace recording in place, the common case.
+#define AW_RT_ENTRY_APP(sym, args, app_body, body)                                                       \
+  const auto real = reinterpret_cast<decltype(&::sym)>(                                                  \
+      g_inst[0].real[static_cast<size_t>(RtSlot::sym)].load(std::memory_order_acquire));                 \
+  if (AW_UNLIKELY(trace_writer::disabled_now()) && AW_LIKELY(real)) return real args;                    \
+  AW_NOTE_ENTRY();                                                                                       \
+  if (AW_LIKELY(calls::tl_call_state.phase == 0 && trace_writer::recording_now())) return app_body args; \
+  return body args;
 
 // The exported wrapper (instance 0) and, for the other instances, templates of the same entry and body.
-#define AW_RT_DEFINE(sym, api, cat, pt, params, args, fb)                                                   \
-  extern "C" AW_EXPORT cudaError_t sym params;                                                              \
-  extern "C" __attribute__((visibility("hidden"), noinline)) cudaError_t aw_traced_##sym params {           \
-    AW_RT_TRACED_BODY(0, &::sym, sym, api, cat, pt, args, fb)                                               \
-  }                                                                                                         \
-  extern "C" AW_EXPORT AW_ENTRY_ATTRS cudaError_t sym params { AW_RT_ENTRY(0, sym, args, aw_traced_##sym) } \
-  namespace {                                                                                               \
-  template <int I>                                                                                          \
-  cudaError_t sym##_instance params;                                                                        \
-  template <int I>                                                                                          \
-  __attribute__((noinline)) cudaError_t sym##_traced params {                                               \
-    AW_RT_TRACED_BODY(I, &sym##_instance<I>, sym, api, cat, pt, args, fb)                                   \
-  }                                                                                                         \
-  template <int I>                                                                                          \
-  AW_ENTRY_ATTRS cudaError_t sym##_instance params {                                                        \
-    AW_RT_ENTRY(I, sym, args, sym##_traced<I>)                                                              \
-  }                                                                                                         \
+#define AW_RT_DEFINE(sym, api, cat, pt, params, args, fb)                                         \
+  extern "C" AW_EXPORT cudaError_t sym params;                                                    \
+  extern "C" __attribute__((visibility("hidden"), noinline)) cudaError_t aw_traced_##sym params { \
+    AW_RT_TRACED_BODY(0, &::sym, sym, api, cat, pt, args, fb)                                     \
+  }                                                                                               \
+  extern "C" __attribute__((visibility("hidden"), noinline)) cudaError_t aw_app_##sym params {    \
+    AW_RT_BODY_AS(::asyncwatch::calls::AppCaller, 0, &::sym, sym, api, cat, pt, args, fb)         \
+  }                                                                                               \
+  extern "C" AW_EXPORT AW_ENTRY_ATTRS cudaError_t sym params {                                    \
+    AW_RT_ENTRY_APP(sym, args, aw_app_##sym, aw_traced_##sym)                                     \
+  }                                                                                               \
+  namespace {                                                                                     \
+  template <int I>                                                                                \
+  cudaError_t sym##_instance params;                                                              \
+  template <int I>                                                                                \
+  __attribute__((noinline)) cudaError_t sym##_traced params {                                     \
+    AW_RT_TRACED_BODY(I, &sym##_instance<I>, sym, api, cat, pt, args, fb)                         \
+  }                                                                                               \
+  template <int I>                                                                                \
+  AW_ENTRY_ATTRS cudaError_t sym##_instance params {                                              \
+    AW_RT_ENTRY(I, sym, args, sym##_traced<I>)                                                    \
+  }                                                                                               \
   }
 AW_RUNTIME_HOOKS(AW_RT_DEFINE)
 #undef AW_RT_DEFINE
