@@ -150,6 +150,54 @@ void write_adopted(calls::AnyRecord& rec, Api api, Category cat, cudaError_t r, 
 // point of its kind was reached, `fallback` fills the body from the runtime's own arguments
 // (kFlagRuntimeOnly when no hooked driver entry point ran at all); without a fallback the call has
 // no record (an in-place reservation becomes Padding).
+// The thread's state for a recorded runtime call, before its record is begun: the outer wrapper
+// of the driver calls the runtime makes under it.
+inline __attribute__((always_inline)) void enter_recorded(calls::ThreadCallState& st, calls::Caller c, uint8_t inst,
+                                                          Category cat) noexcept {
+  st.phase = 1;
+  calls::signal_fence();
+  st.caller = c;
+  st.outer = calls::kOuterRuntime;
+  st.rt_instance = inst;
+  st.runtime_category = cat;
+  st.driver_reached = false;
+  st.pending_valid = false;
+}
+
+// The record reserved in place and published in flight before the call, as the driver wrappers'
+// target. A call whose category always gets a stack takes it before the call (and before its start
+// time): the call site of a call in flight when the process dies (call_context.h).
+inline __attribute__((always_inline)) calls::AnyRecord* begin_recorded_in_place(calls::ThreadCallState& st,
+                                                                                calls::Caller c, Api api, Category cat,
+                                                                                uint64_t* start,
+                                                                                uint32_t* gen) noexcept {
+  calls::AnyRecord* rec = calls::begin_in_place(calls::record_type(cat, api), api, c.ra,
+                                                calls::stack_before(cat) ? calls::stack_now() : 0, start, gen);
+  st.target = rec;
+  st.target_generation = *gen;
+  return rec;
+}
+
+// After the call: completes the in-place record (the body a driver wrapper filled, else the
+// fallback's, else it becomes Padding).
+template <bool kHasFallback, class Fallback>
+inline __attribute__((always_inline)) void complete_in_place(calls::ThreadCallState& st, calls::AnyRecord* rec,
+                                                             uint32_t gen, Api api, Category cat, cudaError_t r,
+                                                             uint64_t end, Fallback& fallback) noexcept {
+  if (!rec || !calls::in_place_valid(gen)) return;
+  if (!st.pending_valid) {
+    if constexpr (kHasFallback) {
+      fallback(*rec);
+      if (!st.driver_reached) rec->head.flags |= trace::kFlagRuntimeOnly;
+    } else {
+      calls::cancel_in_place(rec);
+      return;
+    }
+  }
+  rec->head.api = static_cast<uint16_t>(api);  // a driver wrapper's fill may have named its own
+  calls::finish_in_place(rec, cat, r, end);
+}
+
 template <class Call, class Fallback>
 cudaError_t run(uint8_t inst, calls::Caller c, Api api, Category cat, Call&& call, Fallback&& fallback) {
   constexpr bool kHasFallback = !std::is_same_v<std::decay_t<Fallback>, std::nullptr_t>;
@@ -184,20 +232,9 @@ cudaError_t run(uint8_t inst, calls::Caller c, Api api, Category cat, Call&& cal
   uint32_t lost_phase = 0, gen = 0;
   calls::AnyRecord* rec = nullptr;
   if (way == kRecord) {
-    st.phase = 1;
-    calls::signal_fence();
-    st.caller = c;
-    st.outer = calls::kOuterRuntime;
-    st.rt_instance = inst;
-    st.runtime_category = cat;
-    st.driver_reached = false;
-    st.pending_valid = false;
+    enter_recorded(st, c, inst, cat);
     if (in_place) {
-      // A call whose category always gets a stack takes it before the call (and before its start
-      // time): the call site of a call in flight when the process dies (call_context.h).
-      rec = calls::begin_in_place(type, api, c.ra, calls::stack_before(cat) ? calls::stack_now() : 0, &start, &gen);
-      st.target = rec;
-      st.target_generation = gen;
+      rec = begin_recorded_in_place(st, c, api, cat, &start, &gen);
     } else {
       st.pending = calls::AnyRecord{};
       st.pending.h = trace::RecordHeader{static_cast<uint16_t>(type),
@@ -233,18 +270,7 @@ cudaError_t run(uint8_t inst, calls::Caller c, Api api, Category cat, Call&& cal
   [&]() noexcept {
     ErrnoKeeper keep;
     if (in_place) {
-      if (!rec || !calls::in_place_valid(gen)) return;
-      if (!st.pending_valid) {
-        if constexpr (kHasFallback) {
-          fallback(*rec);
-          if (!st.driver_reached) rec->head.flags |= trace::kFlagRuntimeOnly;
-        } else {
-          calls::cancel_in_place(rec);
-          return;
-        }
-      }
-      rec->head.api = static_cast<uint16_t>(api);  // a driver wrapper's fill may have named its own
-      calls::finish_in_place(rec, cat, r, end);
+      complete_in_place<kHasFallback>(st, rec, gen, api, cat, r, end, fallback);
     } else if (st.pending_valid) {
       st.pending_valid = false;
       write_adopted(st.pending, api, cat, r, start, end);
@@ -267,21 +293,10 @@ template <class Call, class Fallback>
 cudaError_t run(uint8_t inst, calls::AppCaller c, Api api, Category cat, Call&& call, Fallback&& fallback) {
   constexpr bool kHasFallback = !std::is_same_v<std::decay_t<Fallback>, std::nullptr_t>;
   calls::ThreadCallState& st = calls::thread_state();
-  const trace::RecordType type = calls::record_type(cat, api);
   uint64_t start = 0;
   uint32_t gen = 0;
-  st.phase = 1;
-  calls::signal_fence();
-  st.caller = c;
-  st.outer = calls::kOuterRuntime;
-  st.rt_instance = inst;
-  st.runtime_category = cat;
-  st.driver_reached = false;
-  st.pending_valid = false;
-  calls::AnyRecord* rec =
-      calls::begin_in_place(type, api, c.ra, calls::stack_before(cat) ? calls::stack_now() : 0, &start, &gen);
-  st.target = rec;
-  st.target_generation = gen;
+  enter_recorded(st, c, inst, cat);
+  calls::AnyRecord* rec = begin_recorded_in_place(st, c, api, cat, &start, &gen);
   calls::set_phase(st, 2);
   cudaError_t r = call();
   st.phase = 1;
@@ -289,18 +304,7 @@ cudaError_t run(uint8_t inst, calls::AppCaller c, Api api, Category cat, Call&& 
   uint64_t end = now_ns();
   [&]() noexcept {
     ErrnoKeeper keep;
-    if (!rec || !calls::in_place_valid(gen)) return;
-    if (!st.pending_valid) {
-      if constexpr (kHasFallback) {
-        fallback(*rec);
-        if (!st.driver_reached) rec->head.flags |= trace::kFlagRuntimeOnly;
-      } else {
-        calls::cancel_in_place(rec);
-        return;
-      }
-    }
-    rec->head.api = static_cast<uint16_t>(api);  // a driver wrapper's fill may have named its own
-    calls::finish_in_place(rec, cat, r, end);
+    complete_in_place<kHasFallback>(st, rec, gen, api, cat, r, end, fallback);
   }();
   calls::set_phase(st, 0);
   return r;

@@ -36,8 +36,8 @@ struct NoPrepare {
 
 // A driver wrapper called by the runtime inside a traced runtime call (the shared runtime's every
 // copy and launch; the exported wrapper tested it: InRuntimeCaller): no clock, no reservation, only
-// the runtime call's record body filled (the same steps as traced_with's kInRuntime way below, in a
-// body that holds nothing else, so no frame for the other ways is set up).
+// the runtime call's record body filled, in a body that holds nothing else, so no frame for the
+// other ways is set up. The general traced_with below hands that case here too.
 template <class Prepare, class Call, class Fill>
 cuda::CUresult traced_with(InRuntimeCaller, hooks::Hook h, Category cat, Prepare&& prepare, Call&& call, Fill&& fill) {
   constexpr bool kPrepares = !std::is_same_v<std::decay_t<Prepare>, NoPrepare>;
@@ -101,7 +101,7 @@ template <class Prepare, class Call, class Fill>
 cuda::CUresult traced_with(Caller c, hooks::Hook h, Category cat, Prepare&& prepare, Call&& call, Fill&& fill) {
   constexpr bool kPrepares = !std::is_same_v<std::decay_t<Prepare>, NoPrepare>;
   constexpr bool kPrepareDecidesStack = std::is_same_v<std::invoke_result_t<Prepare&>, bool>;
-  enum Way { kInPlace, kOuter, kInRuntime, kPass, kLost };
+  enum Way { kInPlace, kOuter, kPass, kLost };
   if (AW_UNLIKELY(trace_writer::disabled_now())) return call();  // ASYNCWATCH_DISABLE=1: nothing else
   ThreadCallState& st = thread_state();
   const uint32_t ph = st.phase;
@@ -112,8 +112,9 @@ cuda::CUresult traced_with(Caller c, hooks::Hook h, Category cat, Prepare&& prep
   if (AW_LIKELY(ph == 0)) {  // called by the application
     way = outer_way();
   } else if (ph == 2 && st.outer == kOuterRuntime && nested_in_runtime(st, c.ra)) {
-    // Called by the runtime inside a traced runtime call: the record is the runtime call's.
-    way = kInRuntime;
+    // Called by the runtime inside a traced runtime call (by a tail call from our runtime wrapper,
+    // or from a caller the exported wrapper did not test): the record is the runtime call's.
+    return traced_with(InRuntimeCaller{c}, h, cat, prepare, call, fill);
   } else {
     switch (classify_nested(st, c)) {
       case Nested::PassThrough: way = kPass; break;
@@ -152,22 +153,6 @@ cuda::CUresult traced_with(Caller c, hooks::Hook h, Category cat, Prepare&& prep
     else
       start = now_ns();
     set_phase(st, 2);
-  } else if (way == kInRuntime) {
-    if constexpr (kPrepares) {
-      st.phase = 3;
-      signal_fence();
-      if (early_stack()) stack_into_target(st, cat);  // into the runtime call's record, before the call
-      set_phase(st, 4);
-    } else {
-      if (AW_UNLIKELY(stack_before(cat))) {
-        st.phase = 3;
-        signal_fence();
-        stack_into_target(st, cat);
-        set_phase(st, 4);
-      } else {
-        st.phase = 4;
-      }
-    }
   } else if (way == kLost) {
     lost_phase = begin_lost(st);
   }
@@ -177,10 +162,9 @@ cuda::CUresult traced_with(Caller c, hooks::Hook h, Category cat, Prepare&& prep
     if (AW_UNLIKELY(reentrant)) reentrant->~SavedCallState();
     return r;
   }
-  st.phase = way == kInRuntime ? 3 : 1;
+  st.phase = 1;
   signal_fence();
-  // No clock inside a runtime call: the runtime wrapper's start and end become the record's times.
-  uint64_t end = way == kInRuntime ? 0 : now_ns();
+  uint64_t end = now_ns();
   [&]() noexcept {
     ErrnoKeeper keep;
     if (way == kInPlace) {
@@ -189,7 +173,7 @@ cuda::CUresult traced_with(Caller c, hooks::Hook h, Category cat, Prepare&& prep
         fill(*rec, hi, r);
         finish_in_place(rec, cat, r, end);
       }
-    } else if (way == kOuter) {
+    } else {  // kOuter
       AnyRecord tmp{};
       tmp.h = trace::RecordHeader{
           static_cast<uint16_t>(record_type(cat, hi.api)),
@@ -201,20 +185,11 @@ cuda::CUresult traced_with(Caller c, hooks::Hook h, Category cat, Prepare&& prep
       tmp.head.end_ns = end;
       apply_stack_policy(tmp, cat);
       write(tmp);
-    } else {  // inside a runtime call: fills the runtime call's record (its first driver call of its kind)
-      AnyRecord* target = adopt_target(st, cat);
-      if (target && (target == &st.pending || in_place_valid(st.target_generation))) {
-        target->head.driver_fn = static_cast<uint16_t>(hi.api);
-        fill(*target, hi, r);
-      } else {
-        AnyRecord scratch{};  // not recorded; the fill's side effects (a failed enqueue frees its context) still run
-        fill(scratch, hi, r);
-      }
     }
     if (r == cuda::CUDA_SUCCESS) note_driver_ready();
     if (cat == Category::Sync) gpu_times::drain();  // ASYNCWATCH_GPU_TIMES: the work waited for is done
   }();
-  set_phase(st, way == kInRuntime ? 2 : 0);
+  set_phase(st, 0);
   if (AW_UNLIKELY(reentrant)) reentrant->~SavedCallState();
   return r;
 }
