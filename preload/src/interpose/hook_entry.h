@@ -46,7 +46,6 @@
     }                                                                                                                 \
   }
 #endif
-#define AW_ENTRY_CALLER(wrapper) AW_ENTRY_CALLER_AS(::asyncwatch::calls::Caller, wrapper)
 
 namespace asyncwatch::calls {
 extern AW_TLS_SHARED const void* tl_entry_ra;  // AW_NOTE_ENTRY
@@ -73,28 +72,26 @@ inline bool called_in_runtime(const void* ra) noexcept {
 // scope.
 // The two bodies: `aw_traced_<sym>` (every way in) and `aw_inrt_<sym>` (called by the runtime inside
 // a traced runtime call: `aw_caller` an InRuntimeCaller, so that the short path is all it holds).
-#define AW_DRIVER_HOOK(sym, params, args, ...)                                                                        \
-  extern "C" AW_EXPORT ::asyncwatch::cuda::CUresult sym params;                                                       \
-  extern "C" __attribute__((visibility("hidden"), noinline)) ::asyncwatch::cuda::CUresult aw_traced_##sym params {    \
-    AW_ENTRY_CALLER(&::sym);                                                                                          \
-    const auto real = reinterpret_cast<decltype(&::sym)>(::asyncwatch::real::driver(::asyncwatch::hooks::Hook::sym)); \
-    if (!real) return ::asyncwatch::cuda::CUDA_ERROR_NOT_INITIALIZED;                                                 \
-    [[maybe_unused]] auto call = [&] { return real args; };                                                           \
-    __VA_ARGS__                                                                                                       \
-  }                                                                                                                   \
-  extern "C" __attribute__((visibility("hidden"), noinline)) ::asyncwatch::cuda::CUresult aw_inrt_##sym params {      \
-    AW_ENTRY_CALLER_AS(::asyncwatch::calls::InRuntimeCaller, &::sym);                                                 \
-    const auto real = reinterpret_cast<decltype(&::sym)>(::asyncwatch::real::driver(::asyncwatch::hooks::Hook::sym)); \
-    if (!real) return ::asyncwatch::cuda::CUDA_ERROR_NOT_INITIALIZED;                                                 \
-    [[maybe_unused]] auto call = [&] { return real args; };                                                           \
-    __VA_ARGS__                                                                                                       \
-  }                                                                                                                   \
-  extern "C" AW_EXPORT AW_ENTRY_ATTRS ::asyncwatch::cuda::CUresult sym params {                                       \
-    const auto real = reinterpret_cast<decltype(&::sym)>(                                                             \
-        ::asyncwatch::real::g_real[static_cast<size_t>(::asyncwatch::hooks::Hook::sym)].load(                         \
-            std::memory_order_acquire));                                                                              \
-    if (AW_UNLIKELY(::asyncwatch::trace_writer::disabled_now()) && AW_LIKELY(real)) return real args;                 \
-    AW_NOTE_ENTRY();                                                                                                  \
-    if (AW_LIKELY(::asyncwatch::calls::called_in_runtime(__builtin_return_address(0)))) return aw_inrt_##sym args;    \
-    return aw_traced_##sym args;                                                                                      \
+#define AW_DRIVER_BODY(caller_type, sym, args, ...)                                                                 \
+  AW_ENTRY_CALLER_AS(caller_type, &::sym);                                                                          \
+  const auto real = reinterpret_cast<decltype(&::sym)>(::asyncwatch::real::driver(::asyncwatch::hooks::Hook::sym)); \
+  if (!real) return ::asyncwatch::cuda::CUDA_ERROR_NOT_INITIALIZED;                                                 \
+  [[maybe_unused]] auto call = [&] { return real args; };                                                           \
+  __VA_ARGS__
+#define AW_DRIVER_HOOK(sym, params, args, ...)                                                                     \
+  extern "C" AW_EXPORT ::asyncwatch::cuda::CUresult sym params;                                                    \
+  extern "C" __attribute__((visibility("hidden"), noinline)) ::asyncwatch::cuda::CUresult aw_traced_##sym params { \
+    AW_DRIVER_BODY(::asyncwatch::calls::Caller, sym, args, __VA_ARGS__)                                            \
+  }                                                                                                                \
+  extern "C" __attribute__((visibility("hidden"), noinline)) ::asyncwatch::cuda::CUresult aw_inrt_##sym params {   \
+    AW_DRIVER_BODY(::asyncwatch::calls::InRuntimeCaller, sym, args, __VA_ARGS__)                                   \
+  }                                                                                                                \
+  extern "C" AW_EXPORT AW_ENTRY_ATTRS ::asyncwatch::cuda::CUresult sym params {                                    \
+    const auto real = reinterpret_cast<decltype(&::sym)>(                                                          \
+        ::asyncwatch::real::g_real[static_cast<size_t>(::asyncwatch::hooks::Hook::sym)].load(                      \
+            std::memory_order_acquire));                                                                           \
+    if (AW_UNLIKELY(::asyncwatch::trace_writer::disabled_now()) && AW_LIKELY(real)) return real args;              \
+    AW_NOTE_ENTRY();                                                                                               \
+    if (AW_LIKELY(::asyncwatch::calls::called_in_runtime(__builtin_return_address(0)))) return aw_inrt_##sym args; \
+    return aw_traced_##sym args;                                                                                   \
   }
