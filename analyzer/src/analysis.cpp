@@ -258,7 +258,11 @@ class ProcessAnalyzer final : public RuleContext {
     sites_.push_back(Site{});
     policy_.executable = fixed_string(t.header().executable, sizeof t.header().executable);
     policy_.user_code = o.user_code;
-    for (size_t i = 0; i < std::size(rules_); ++i) rules_[i] = &rules_for(static_cast<Trigger>(i));
+    for (size_t i = 0; i < std::size(rules_); ++i) {
+      rules_[i] = &rules_for(static_cast<Trigger>(i));
+      threshold_only_[i] = std::all_of(rules_[i]->begin(), rules_[i]->end(),
+                                       [](const RuleInfo* r) { return r->hooks.at_threshold_only; });
+    }
   }
 
   const Options& options() const override { return opt_; }
@@ -926,7 +930,13 @@ class ProcessAnalyzer final : public RuleContext {
   // The rules of the trigger in their order, until one claims the call.
   // `blocked`: the call's blocked time, for the rules that see only calls at the threshold
   // (Rule::at_threshold_only; UINT64_MAX: every rule sees it).
-  void detect(Trigger t, const RuleEvent& e, uint64_t blocked = UINT64_MAX) {
+  // Inline: a call below the threshold whose trigger has only threshold_first rules (most
+  // launches) returns here.
+  __attribute__((always_inline)) void detect(Trigger t, const RuleEvent& e, uint64_t blocked = UINT64_MAX) {
+    if (blocked < opt_.min_blocked_ns && threshold_only_[static_cast<size_t>(t)]) return;
+    detect_rules(t, e, blocked);
+  }
+  void detect_rules(Trigger t, const RuleEvent& e, uint64_t blocked) {
     for (const RuleInfo* r : *rules_[static_cast<size_t>(t)]) {
       if (r->hooks.at_threshold_only && blocked < opt_.min_blocked_ns) continue;
       if (r->hooks.detect(*this, e)) return;
@@ -1008,11 +1018,21 @@ class ProcessAnalyzer final : public RuleContext {
     return s ? std::string(*s) : fmt::format("(range #{})", id);
   }
 
-  std::string kernel_name(uint32_t id) const {
-    if (id == 0) return "(unnamed kernel)";
-    if (id == kGraphKernel) return "(CUDA graph)";
-    auto s = trace_.string(id);
-    return s ? kernel_display_name(*s) : fmt::format("(kernel #{})", id);
+  // Made once per id: the findings name the same few kernels many times over (waited for), and
+  // demangling was most of finish()'s time.
+  const std::string& kernel_name(uint32_t id) {
+    auto [it, inserted] = kernel_names_.try_emplace(id);
+    if (inserted) {
+      if (id == 0)
+        it->second = "(unnamed kernel)";
+      else if (id == kGraphKernel)
+        it->second = "(CUDA graph)";
+      else if (auto s = trace_.string(id))
+        it->second = kernel_display_name(*s);
+      else
+        it->second = fmt::format("(kernel #{})", id);
+    }
+    return it->second;
   }
 
   // (domain << 32 | tid) -> open push ranges' names; the NVTX domains seen (0: the core one).
@@ -1051,7 +1071,10 @@ class ProcessAnalyzer final : public RuleContext {
   CallSitePolicy policy_;
   std::vector<std::string> names_;
   std::unordered_map<std::string, uint32_t> name_ids_;
+  std::unordered_map<uint32_t, std::string> kernel_names_;  // kernel_name's, by string id
   const std::vector<const RuleInfo*>* rules_[static_cast<size_t>(Trigger::InFlight) + 1];  // rules_for, by trigger
+  bool
+      threshold_only_[static_cast<size_t>(Trigger::InFlight) + 1];  // by trigger: every rule is Rule::at_threshold_only
   RuleEvent launch_event_;         // on_launch's (built once: most launches reach no rule)
   bool flagged_blocking_ = false;  // a blocking rule flagged the call being looked at
   uint32_t current_tid_ = 0;       // the thread of the record being looked at

@@ -149,7 +149,7 @@ class IdOffsets {
  public:
   static constexpr uint32_t kDense = 1u << 27;  // a cap only: ids beyond 2 x count + 4096 go to the map
   // Records the first offset of `id`; false when `id` is new and `limit` ids are already held.
-  bool add(uint32_t id, uint64_t offset, uint64_t limit) {
+  __attribute__((always_inline)) bool add(uint32_t id, uint64_t offset, uint64_t limit) {
     if (id < dense_.size() && dense_[id]) return true;  // the common case: an id seen before
     return add_slow(id, offset, limit);
   }
@@ -276,11 +276,11 @@ class TraceFile {
   template <bool kValidate, class F>
   void merge(F& visit);
 
-  void use_stack(uint32_t id, const RecordView& r) {
+  __attribute__((always_inline)) void use_stack(uint32_t id, const RecordView& r) {
     if (id && !first_stack_use_.add(id, r.file_offset, limits_.stacks))
       over_limit("distinct call stacks referred to", limits_.stacks, "--max-stacks");
   }
-  void use_string(uint32_t id, const RecordView& r) {
+  __attribute__((always_inline)) void use_string(uint32_t id, const RecordView& r) {
     if (id && !first_string_use_.add(id, r.file_offset, limits_.strings))
       over_limit("distinct strings referred to", limits_.strings, nullptr);
   }
@@ -381,8 +381,9 @@ struct TraceFile::Cursor : CursorState {
   Cursor(const Cursor&) = delete;  // `current` may point into `scratch`
   Cursor& operator=(const Cursor&) = delete;
 
-  // Moves to the next event record; false at the end of the chain.
-  bool next() {
+  // Moves to the next event record; false at the end of the chain. Inline into the merge loop
+  // (LTO made it a call).
+  __attribute__((always_inline)) bool next() {
     if constexpr (kValidate) {
       // The common record inline: a fixed-size event record of its table size, inside the block
       // being read, whose fields pass; the rest (metadata, in-flight calls, the next block, any

@@ -58,7 +58,7 @@ class StreamTable {
 
   // The state of stream `key` (created when first seen). Inline: a small direct-mapped cache
   // answers all but the first look-up of each stream (threads interleave, each on its stream).
-  StreamState& at(uint64_t key) {
+  __attribute__((always_inline)) StreamState& at(uint64_t key) {
     CacheEntry& e = cache_[(key ^ (key >> 17) ^ (key >> 31)) & (kCache - 1)];
     if (__builtin_expect(e.state != nullptr && e.key == key, 1)) return *e.state;
     return at_slow(e, key);
