@@ -1073,8 +1073,8 @@ class ProcessAnalyzer final : public RuleContext {
   std::unordered_map<std::string, uint32_t> name_ids_;
   std::unordered_map<uint32_t, std::string> kernel_names_;  // kernel_name's, by string id
   const std::vector<const RuleInfo*>* rules_[static_cast<size_t>(Trigger::InFlight) + 1];  // rules_for, by trigger
-  bool
-      threshold_only_[static_cast<size_t>(Trigger::InFlight) + 1];  // by trigger: every rule is Rule::at_threshold_only
+  // By trigger: every rule of it is Rule::at_threshold_only.
+  bool threshold_only_[static_cast<size_t>(Trigger::InFlight) + 1];
   RuleEvent launch_event_;         // on_launch's (built once: most launches reach no rule)
   bool flagged_blocking_ = false;  // a blocking rule flagged the call being looked at
   uint32_t current_tid_ = 0;       // the thread of the record being looked at

@@ -20,10 +20,10 @@ struct KernelTally {
   static constexpr size_t kMaxKinds = 16;
   struct Slot {
     uint32_t id = 0;
-    bool used = false;
     uint64_t count = 0;
   };
   Slot slots[kSlots];
+  uint32_t used = 0;  // bit i: slots[i] holds a kernel (each() and clear() visit only these)
   size_t kinds = 0;
   uint64_t others = 0;
   uint64_t total = 0;
@@ -32,13 +32,14 @@ struct KernelTally {
     size_t i = (kernel_name_id * 2654435761u) >> 27;  // 5 bits: 0..31
     for (size_t probe = 0; probe < kSlots; ++probe, i = (i + 1) & (kSlots - 1)) {
       Slot& s = slots[i];
-      if (s.used && s.id == kernel_name_id) {
+      const bool in_use = (used >> i) & 1;
+      if (in_use && s.id == kernel_name_id) {
         s.count += n;
         return;
       }
-      if (!s.used) {
+      if (!in_use) {
         if (kinds >= kMaxKinds) break;
-        s.used = true;
+        used |= uint32_t{1} << i;
         s.id = kernel_name_id;
         s.count = n;
         ++kinds;
@@ -55,15 +56,17 @@ struct KernelTally {
   }
   void clear() {
     if (total == 0) return;
-    for (auto& s : slots) s = Slot{};
+    used = 0;
     kinds = 0;
     others = 0;
     total = 0;
   }
   template <class F>
-  void each(F&& f) const {
-    for (const auto& s : slots)
-      if (s.used) f(s.id, s.count);
+  void each(F&& f) const {  // in slot order
+    for (uint32_t m = used; m; m &= m - 1) {
+      const Slot& s = slots[__builtin_ctz(m)];
+      f(s.id, s.count);
+    }
   }
 };
 
