@@ -285,8 +285,9 @@ class ProcessAnalyzer final : public RuleContext {
       }
       count_result(r);
     }
-    current_start_ = record_time(r);
-    current_end_ = record_end_time(r);
+    // (record_time / record_end_time, from the row already at hand)
+    current_start_ = info.start_offset ? load_u64(r.data + info.start_offset) : 0;
+    current_end_ = info.end_offset ? load_u64(r.data + info.end_offset) : 0;
     current_stream_ = UINT64_MAX;
     // The records of the hot path are read in place (8-aligned in the mapping: RecordView::ref).
     switch (r.type) {
@@ -655,6 +656,11 @@ class ProcessAnalyzer final : public RuleContext {
   }
 
  private:
+  static uint64_t load_u64(const uint8_t* p) {
+    uint64_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
   static uint64_t stream_key(uint8_t kind, uint64_t handle, uint32_t tid) {
     return events::stream_key(kind, handle, tid);
   }
@@ -694,7 +700,7 @@ class ProcessAnalyzer final : public RuleContext {
       return;
     }
     StreamState& st = streams_.at(key);
-    RuleEvent e;
+    RuleEvent& e = copy_event_;  // its other fields stay null
     e.copy = &c;
     e.stream = &st;
     if (r.type != RecordType::Memset) {  // Copy, BatchCopy
@@ -726,12 +732,14 @@ class ProcessAnalyzer final : public RuleContext {
     }
     StreamState& st = streams_.at(key);
     flagged_blocking_ = false;
-    RuleEvent& e = launch_event_;  // its other fields stay null
-    e.launch = &l;
-    e.stream = &st;
-    e.graph = graph;
-    e.first_call = first_call_;
-    detect(Trigger::Launch, e, blocked);
+    if (!skips_detect(Trigger::Launch, blocked)) {
+      RuleEvent& e = launch_event_;  // its other fields stay null
+      e.launch = &l;
+      e.stream = &st;
+      e.graph = graph;
+      e.first_call = first_call_;
+      detect_rules(Trigger::Launch, e, blocked);
+    }
     count_async(flagged_blocking_, blocked);
     streams_.launch_returned(key, st, l, launch_blocking_);
   }
@@ -745,7 +753,7 @@ class ProcessAnalyzer final : public RuleContext {
     // function ran on the driver's thread, deprecated-stream-callback about the API).
     count_async(false, 0);
     (void)r;
-    RuleEvent ev;
+    RuleEvent& ev = enqueue_event_;  // its other fields stay null
     ev.enqueue = &e;
     detect(Trigger::HostFuncEnqueue, ev);
     HostFuncRunRecord run{};
@@ -762,7 +770,7 @@ class ProcessAnalyzer final : public RuleContext {
       over_limit("host functions enqueued and not seen running (or the reverse)", opt_.limits.pending_callbacks,
                  nullptr);
     if (outcome != HostFunctions::Outcome::Joined) return;
-    RuleEvent e;
+    RuleEvent& e = run_event_;  // its other fields stay null
     e.enqueue = &enqueue;
     e.run = &run;
     detect(Trigger::HostFuncRun, e);
@@ -770,11 +778,12 @@ class ProcessAnalyzer final : public RuleContext {
 
   void on_sync(const RecordView& r, const SyncRecord& s) {
     if (s.flags & kFlagCaptureActive) return;
-    RuleEvent e;
+    RuleEvent& e = sync_event_;  // its other fields stay null
     e.sync = &s;
     const Api api = static_cast<Api>(s.api);
-    if (api == Api::cudaStreamSynchronize || api == Api::cuStreamSynchronize)
-      e.stream = &streams_.at(stream_key(s.stream_kind, s.handle, r.tid));  // what it waits for
+    e.stream = api == Api::cudaStreamSynchronize || api == Api::cuStreamSynchronize
+                   ? &streams_.at(stream_key(s.stream_kind, s.handle, r.tid))  // what it waits for
+                   : nullptr;
     detect(Trigger::Sync, e);
     streams_.sync_returned(s, r.tid);
   }
@@ -933,8 +942,10 @@ class ProcessAnalyzer final : public RuleContext {
   // Inline: a call below the threshold whose trigger has only threshold_first rules (most
   // launches) returns here.
   __attribute__((always_inline)) void detect(Trigger t, const RuleEvent& e, uint64_t blocked = UINT64_MAX) {
-    if (blocked < opt_.min_blocked_ns && threshold_only_[static_cast<size_t>(t)]) return;
-    detect_rules(t, e, blocked);
+    if (!skips_detect(t, blocked)) detect_rules(t, e, blocked);
+  }
+  bool skips_detect(Trigger t, uint64_t blocked) const {
+    return blocked < opt_.min_blocked_ns && threshold_only_[static_cast<size_t>(t)];
   }
   void detect_rules(Trigger t, const RuleEvent& e, uint64_t blocked) {
     for (const RuleInfo* r : *rules_[static_cast<size_t>(t)]) {
@@ -1075,7 +1086,9 @@ class ProcessAnalyzer final : public RuleContext {
   const std::vector<const RuleInfo*>* rules_[static_cast<size_t>(Trigger::InFlight) + 1];  // rules_for, by trigger
   // By trigger: every rule of it is Rule::at_threshold_only.
   bool threshold_only_[static_cast<size_t>(Trigger::InFlight) + 1];
-  RuleEvent launch_event_;         // on_launch's (built once: most launches reach no rule)
+  // Each trigger's event, built once (zeroing one per call was a good part of the dispatch); the
+  // handlers set the fields of their trigger, the others stay null.
+  RuleEvent launch_event_, copy_event_, enqueue_event_, run_event_, sync_event_;
   bool flagged_blocking_ = false;  // a blocking rule flagged the call being looked at
   uint32_t current_tid_ = 0;       // the thread of the record being looked at
   bool seen_call_ = false;
