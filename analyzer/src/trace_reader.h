@@ -472,33 +472,51 @@ void TraceFile::merge(F& visit) {
   }
   // Which cursor is next: the earliest current record, the first thread on a tie. A loser tree
   // (tournament) over the cursors: after each record only its cursor's path to the root is
-  // replayed, log2(threads) comparisons, none for one thread. Keys are (time << 32 | cursor),
-  // distinct, so ties go to the cursor first in thread order; an exhausted cursor is kDone.
-  using Key = unsigned __int128;
-  constexpr Key kDone = ~Key{0};
+  // replayed, log2(threads) comparisons, none for one thread. A cursor's key is its time, ties
+  // broken by `rank`: its index while it has records, leaves + index once exhausted (so that it
+  // loses to every live cursor, whatever their times). 64-bit keys: a comparison is one `cmp`,
+  // the rank read only on equal times (16-byte keys of time << 32 | index cost twice as much).
   const size_t n = owned.size();
   size_t leaves = 1;
   while (leaves < n) leaves *= 2;
-  std::vector<Key> key(leaves, kDone);
-  for (size_t i = 0; i < n; ++i) key[i] = (Key{owned[i]->time} << 32) | i;
+  std::vector<uint64_t> key(leaves, UINT64_MAX);
+  std::vector<uint32_t> rank(leaves);
+  for (size_t i = 0; i < leaves; ++i) rank[i] = static_cast<uint32_t>(i < n ? i : leaves + i);
+  for (size_t i = 0; i < n; ++i) key[i] = owned[i]->time;
+  const auto before = [&](uint32_t a, uint32_t b) {
+    return key[a] < key[b] || (key[a] == key[b] && rank[a] < rank[b]);
+  };
   std::vector<uint32_t> loser(leaves), winner(2 * leaves);  // loser[node] for nodes 1..leaves-1
   for (size_t i = 0; i < leaves; ++i) winner[leaves + i] = static_cast<uint32_t>(i);
   for (size_t node = leaves - 1; node >= 1; --node) {
     const uint32_t a = winner[2 * node], b = winner[2 * node + 1];
-    const bool a_first = key[a] < key[b];
+    const bool a_first = before(a, b);
     winner[node] = a_first ? a : b;
     loser[node] = a_first ? b : a;
   }
   uint32_t next = winner[leaves > 1 ? 1 : leaves];
-  while (key[next] != kDone) {
+  uint64_t* const keys = key.data();
+  uint32_t* const ranks = rank.data();
+  uint32_t* const losers = loser.data();
+  const uint32_t live = static_cast<uint32_t>(leaves);
+  while (ranks[next] < live) {
     C& c = *owned[next];
     visit(c.current);
-    key[next] = c.next() ? (Key{c.time} << 32) | next : kDone;
+    uint64_t k;
+    if (c.next()) {
+      k = c.time;
+    } else {
+      k = UINT64_MAX;
+      ranks[next] = live + next;
+    }
+    keys[next] = k;
     for (size_t node = (leaves + next) >> 1; node; node >>= 1) {  // replay its matches
-      const uint32_t other = loser[node];
-      if (key[other] < key[next]) {
-        loser[node] = next;
+      const uint32_t other = losers[node];
+      const uint64_t ko = keys[other];
+      if (ko < k || (ko == k && ranks[other] < ranks[next])) {
+        losers[node] = next;
         next = other;
+        k = ko;
       }
     }
   }
