@@ -153,8 +153,10 @@ struct GroupKeyHash {
 class WaitedKernels {
  public:
   bool add(uint32_t id, uint64_t n) {
-    if (size_ >= kMaxWaitedKernels) return find_add(id, n, false);
-    if (size_ * 4 >= slots_.size() * 3) grow();
+    if (__builtin_expect(size_ >= limit_, 0)) {  // full: refuse new ids at kMaxWaitedKernels, else grow
+      if (size_ >= kMaxWaitedKernels) return find_add(id, n, false);
+      grow();
+    }
     return find_add(id, n, true);
   }
   size_t size() const { return size_; }
@@ -190,11 +192,13 @@ class WaitedKernels {
     std::vector<Slot> old = std::move(slots_);
     slots_.assign(old.empty() ? 16 : old.size() * 2, Slot{});
     size_ = 0;
+    limit_ = static_cast<uint32_t>(std::min(kMaxWaitedKernels, slots_.size() * 3 / 4));
     for (const Slot& s : old)
       if (s.used) find_add(s.id, s.n, true);
   }
   std::vector<Slot> slots_;  // power of two, never full (grown at 3/4 load, kMaxWaitedKernels * 2 at most)
-  size_t size_ = 0;
+  uint32_t size_ = 0;
+  uint32_t limit_ = 0;  // add() grows the table (or refuses new ids) at this size: one test per call
 };
 
 struct Group {

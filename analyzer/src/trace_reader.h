@@ -329,7 +329,8 @@ __attribute__((always_inline)) inline bool TraceFile::absorb_event(const RecordV
     use_string(r.ref<trace::LaunchRecord>().kernel_name_id, r);
   else if (r.type == trace::RecordType::NvtxRange)
     use_string(r.ref<trace::NvtxRangeRecord>().name_id, r);
-  if (trace::record_info(static_cast<uint16_t>(r.type)).call) {
+  const trace::RecordInfo& info = trace::record_info(static_cast<uint16_t>(r.type));
+  if (info.call) {
     const trace::CallHead& h = r.ref<trace::CallHead>();
     use_stack(h.stack_id, r);
     if (__builtin_expect(h.flags & trace::kFlagInFlight, 0)) {
@@ -338,7 +339,10 @@ __attribute__((always_inline)) inline bool TraceFile::absorb_event(const RecordV
     }
   }
   ++event_record_count_;
-  const uint64_t s = record_time(r), e = record_end_time(r);
+  // record_time / record_end_time, from the row at hand
+  uint64_t s = 0, e = 0;
+  if (info.start_offset) std::memcpy(&s, r.data + info.start_offset, sizeof s);
+  if (info.end_offset) std::memcpy(&e, r.data + info.end_offset, sizeof e);
   if (s && s < first_time_ns_) first_time_ns_ = s;
   if (e > last_time_ns_) last_time_ns_ = e;
   *start = s;
