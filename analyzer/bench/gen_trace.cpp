@@ -67,7 +67,8 @@ uint64_t rnd() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
+  // An option in OUT's place (`--help`) is an error, not a file name: it would write 1.4 GiB there.
+  if (argc < 2 || argv[1][0] == '-' || (argc - 2) % 2 != 0) {
     std::fprintf(stderr, "usage: %s OUT.awtrace [--records N] [--threads T] [--call-sites S]\n", argv[0]);
     return 2;
   }

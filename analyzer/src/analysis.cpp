@@ -290,8 +290,8 @@ class ProcessAnalyzer final : public RuleContext {
       count_result(r);
     }
     // (record_time / record_end_time, from the row already at hand)
-    current_start_ = info.start_offset ? load_u64(r.data + info.start_offset) : 0;
-    current_end_ = info.end_offset ? load_u64(r.data + info.end_offset) : 0;
+    current_start_ = time_at(r, info.start_offset);
+    current_end_ = time_at(r, info.end_offset);
     current_stream_ = UINT64_MAX;
     // The records of the hot path are read in place (8-aligned in the mapping: RecordView::ref).
     switch (r.type) {
@@ -660,11 +660,6 @@ class ProcessAnalyzer final : public RuleContext {
   }
 
  private:
-  static uint64_t load_u64(const uint8_t* p) {
-    uint64_t v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-  }
   static uint64_t stream_key(uint8_t kind, uint64_t handle, uint32_t tid) {
     return events::stream_key(kind, handle, tid);
   }
@@ -708,8 +703,8 @@ class ProcessAnalyzer final : public RuleContext {
     e.copy = &c;
     e.stream = &st;
     if (r.type != RecordType::Memset) {  // Copy, BatchCopy
-      if (!sync_api) note_pinned_cost(c, blocked);
       if (!sync_api) {
+        note_pinned_cost(c, blocked);
         flagged_blocking_ = false;
         detect(Trigger::Copy, e);
         count_async(flagged_blocking_, blocked);

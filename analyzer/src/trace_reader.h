@@ -124,22 +124,22 @@ struct RecordTimeOffsets {
 };
 extern const RecordTimeOffsets kRecordTimeOffsets;
 
+// The 8-byte time at `offset` in a record (a row's start_offset / end_offset), 0 for offset 0: the
+// record has no such time.
+inline uint64_t time_at(const RecordView& r, uint32_t offset) {
+  if (!offset) return 0;
+  uint64_t v;
+  std::memcpy(&v, r.data + offset, sizeof v);
+  return v;
+}
 // Time key of a record for the k-way merge: its start time; records without a time
 // (stacks, strings, modules...) return 0 and keep their place in their thread's order.
 inline uint64_t record_time(const RecordView& r) {
-  uint8_t off = kRecordTimeOffsets.start[static_cast<size_t>(r.type)];
-  if (!off) return 0;
-  uint64_t v;
-  std::memcpy(&v, r.data + off, 8);
-  return v;
+  return time_at(r, kRecordTimeOffsets.start[static_cast<size_t>(r.type)]);
 }
 // End time of a call record, 0 for records without one.
 inline uint64_t record_end_time(const RecordView& r) {
-  uint8_t off = kRecordTimeOffsets.end[static_cast<size_t>(r.type)];
-  if (!off) return 0;
-  uint64_t v;
-  std::memcpy(&v, r.data + off, 8);
-  return v;
+  return time_at(r, kRecordTimeOffsets.end[static_cast<size_t>(r.type)]);
 }
 
 // Ids (of stacks, strings) -> the file offset of a record: a dense vector while the ids are dense
@@ -340,9 +340,7 @@ __attribute__((always_inline)) inline bool TraceFile::absorb_event(const RecordV
   }
   ++event_record_count_;
   // record_time / record_end_time, from the row at hand
-  uint64_t s = 0, e = 0;
-  if (info.start_offset) std::memcpy(&s, r.data + info.start_offset, sizeof s);
-  if (info.end_offset) std::memcpy(&e, r.data + info.end_offset, sizeof e);
+  const uint64_t s = time_at(r, info.start_offset), e = time_at(r, info.end_offset);
   if (s && s < first_time_ns_) first_time_ns_ = s;
   if (e > last_time_ns_) last_time_ns_ = e;
   *start = s;
@@ -487,9 +485,11 @@ void TraceFile::merge(F& visit) {
   std::vector<uint32_t> rank(leaves);
   for (size_t i = 0; i < leaves; ++i) rank[i] = static_cast<uint32_t>(i < n ? i : leaves + i);
   for (size_t i = 0; i < n; ++i) key[i] = owned[i]->time;
-  const auto before = [&](uint32_t a, uint32_t b) {
-    return key[a] < key[b] || (key[a] == key[b] && rank[a] < rank[b]);
+  // The order: the earlier key first, the lower rank on equal keys (the rank read only then).
+  const auto before_keyed = [](uint64_t ka, uint64_t kb, const uint32_t* ranks, uint32_t a, uint32_t b) {
+    return ka < kb || (ka == kb && ranks[a] < ranks[b]);
   };
+  const auto before = [&](uint32_t a, uint32_t b) { return before_keyed(key[a], key[b], rank.data(), a, b); };
   std::vector<uint32_t> loser(leaves), winner(2 * leaves);  // loser[node] for nodes 1..leaves-1
   for (size_t i = 0; i < leaves; ++i) winner[leaves + i] = static_cast<uint32_t>(i);
   for (size_t node = leaves - 1; node >= 1; --node) {
@@ -517,7 +517,7 @@ void TraceFile::merge(F& visit) {
     for (size_t node = (leaves + next) >> 1; node; node >>= 1) {  // replay its matches
       const uint32_t other = losers[node];
       const uint64_t ko = keys[other];
-      if (ko < k || (ko == k && ranks[other] < ranks[next])) {
+      if (before_keyed(ko, k, ranks, other, next)) {
         losers[node] = next;
         next = other;
         k = ko;
