@@ -29,6 +29,7 @@ static_assert(asyncwatch::trace_writer::kDisabled == 4, "the stubs test $4");
 static_assert(sizeof(std::atomic<uint32_t>) == 4 && sizeof(std::atomic<void*>) == 8, "the stubs' loads");
 
 // One stub: `sym`, its real function at `table` + 8 * aw_stub_row.
+// clang-format off
 #define AW_STUB(sym, table)                                 \
   ".globl " #sym "\n"                                       \
   ".type " #sym ", @function\n"                             \
@@ -47,6 +48,7 @@ static_assert(sizeof(std::atomic<uint32_t>) == 4 && sizeof(std::atomic<void*>) =
   ".cfi_endproc\n"                                          \
   ".size " #sym ", .-" #sym "\n"                            \
   ".set aw_stub_row, aw_stub_row + 1\n"
+// clang-format on
 #define AW_DRIVER_STUB(sym, api, pt)                         AW_STUB(sym, "aw_driver_real")
 #define AW_RUNTIME_STUB(sym, api, cat, pt, params, args, fb) AW_STUB(sym, "aw_runtime_instances")
 
@@ -57,7 +59,7 @@ __asm__(
     ".hidden aw_not_recording\n"
     ".hidden aw_driver_real\n"
     ".hidden aw_runtime_instances\n"
-    ".set aw_stub_row, 0\n" AW_DRIVER_HOOKS(AW_DRIVER_STUB) ".set aw_stub_row, 0\n" AW_RUNTIME_HOOKS(AW_RUNTIME_STUB)
-    ".popsection\n");
+    ".set aw_stub_row, 0\n" AW_DRIVER_HOOKS(AW_DRIVER_STUB) ".set aw_stub_row, 0\n" AW_RUNTIME_HOOKS(
+        AW_RUNTIME_STUB) ".popsection\n");
 
 #endif
