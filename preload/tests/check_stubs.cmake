@@ -4,6 +4,7 @@
 # table's slot (the slots in the tables' order, 8 bytes apart) and otherwise to its own C++ entry,
 # with no call and no stack access. The disabled path is those instructions less the jump to the
 # entry: what the disabled target of docs/performance.md counts (callgrind_per_call.sh measures it).
+# And no relocation of the library names one of them.
 cmake_policy(SET CMP0057 NEW)  # IN_LIST
 execute_process(COMMAND nm -D -S --defined-only ${LIB} OUTPUT_VARIABLE syms RESULT_VARIABLE rc)
 if(rc)
@@ -103,5 +104,17 @@ endforeach()
 check_block()
 if(NOT seen EQUAL count)
   message(FATAL_ERROR "${seen} stubs checked of ${count} exported CUDA entry points")
+endif()
+# The library's own pointers to them (the hook tables) name the stubs' hidden aliases: relative
+# relocations, no symbol lookup at load time (docs/performance.md, "The disabled path as a stub").
+execute_process(COMMAND readelf -rW ${LIB} OUTPUT_VARIABLE relocs RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "readelf failed")
+endif()
+string(REGEX MATCHALL "R_X86_64_64 +[0-9a-f]+ +((cu[A-Z]|cuda[A-Z]|__cuda)[A-Za-z0-9_]*)" named "${relocs}")
+list(LENGTH named n_named)
+if(n_named GREATER 0)
+  list(GET named 0 first)
+  message(FATAL_ERROR "${n_named} relocations name an exported CUDA wrapper (a symbol lookup each at load time), e.g. ${first}")
 endif()
 message(STATUS "stubs ok: ${count} (driver ${driver_row}, runtime ${runtime_row})")

@@ -34,7 +34,11 @@ static_assert(sizeof(std::atomic<uint32_t>) == 4 && sizeof(std::atomic<void*>) =
   ".globl " #sym "\n"                                       \
   ".type " #sym ", @function\n"                             \
   ".hidden aw_entry_" #sym "\n"                             \
+  ".globl aw_stub_" #sym "\n"                               \
+  ".hidden aw_stub_" #sym "\n"                              \
+  ".type aw_stub_" #sym ", @function\n"                     \
   ".p2align 4\n" #sym ":\n"                                 \
+  "aw_stub_" #sym ":\n"                                     \
   ".cfi_startproc\n"                                        \
   "  testb $4, aw_not_recording(%rip)\n"                    \
   "  jnz 2f\n"                                              \
@@ -47,6 +51,7 @@ static_assert(sizeof(std::atomic<uint32_t>) == 4 && sizeof(std::atomic<void*>) =
   "  jmp *%rax\n"                                           \
   ".cfi_endproc\n"                                          \
   ".size " #sym ", .-" #sym "\n"                            \
+  ".size aw_stub_" #sym ", .-" #sym "\n"                    \
   ".set aw_stub_row, aw_stub_row + 1\n"
 // clang-format on
 #define AW_DRIVER_STUB(sym, api, pt)                         AW_STUB(sym, "aw_driver_real")

@@ -503,6 +503,7 @@ inline void* rt_real(RtSlot s) noexcept {
 // The exported wrapper (instance 0: its entry, the stub is entry_stubs.cpp's on x86-64) and, for the other instances, templates of the same entry and body.
 #define AW_RT_DEFINE(sym, api, cat, pt, params, args, fb)                                                \
   extern "C" AW_EXPORT cudaError_t sym params;                                                           \
+  extern "C" AW_EXPORTED_VISIBILITY cudaError_t AW_EXPORTED_NAME(sym) params;                            \
   extern "C" AW_ENTRY_VISIBILITY cudaError_t AW_ENTRY_NAME(sym) params;                                  \
   extern "C" __attribute__((visibility("hidden"), noinline)) cudaError_t aw_traced_##sym params {        \
     AW_RT_TRACED_BODY(0, &::AW_ENTRY_NAME(sym), sym, api, cat, pt, args, fb)                             \
@@ -531,7 +532,7 @@ AW_RUNTIME_HOOKS(AW_RT_DEFINE)
 namespace asyncwatch::runtime_hooks {
 
 namespace {
-#define AW_RT_ADDR(sym, api, cat, pt, params, args, fb) reinterpret_cast<void*>(&::sym),
+#define AW_RT_ADDR(sym, api, cat, pt, params, args, fb) reinterpret_cast<void*>(&::AW_EXPORTED_NAME(sym)),
 void* const kExported[] = {AW_RUNTIME_HOOKS(AW_RT_ADDR)};
 #undef AW_RT_ADDR
 #define AW_RT_ADDR_AT(I) \
