@@ -692,8 +692,9 @@ TEST(EndToEnd, DisabledRecordsNothing) {
 }
 
 // The disabled path is each exported wrapper's one bit test and a jump to the real function
-// (interpose/hook_entry.h): the calls still reach the driver with their arguments and results,
-// through every way in (linked, cuGetProcAddress, dlsym), host functions included.
+// (interpose/entry_stubs.cpp on x86-64, hook_entry.h elsewhere): the calls still reach the driver
+// with their arguments and results, through every way in (linked, cuGetProcAddress, dlsym), host
+// functions included.
 TEST(EndToEnd, DisabledPassesEveryWayThrough) {
   for (const char* mode : {"proc", "launch", "hostfunc", "cuda13"}) {
     AppRun r = run({mode}, {"ASYNCWATCH_DISABLE=1"});

@@ -23,9 +23,9 @@
 #include "trace/trace_writer.h"
 #include "trace_reader.h"
 
-// The hook table points at exported wrappers; here they are stubs.
+// The hook table points at exported wrappers (AW_EXPORTED_NAME); here they are empty functions.
 #define AW_STUB(sym, api, pt) \
-  extern "C" void sym() {}
+  extern "C" void AW_EXPORTED_NAME(sym)() {}
 AW_DRIVER_HOOKS(AW_STUB)
 #undef AW_STUB
 

@@ -1,18 +1,24 @@
 // How an exported wrapper hands over to its traced body, out of line (docs/interception.md, "Every
-// path to the driver"; the cost: docs/performance.md, "Third pass"). The exported function loads the real function and tests the ASYNCWATCH_DISABLE
-// bit: when set, it tail-calls the real function, having set up no frame and touched nothing else.
-// Otherwise it calls the body with the same arguments, which an optimizing compiler makes a jump
-// (a sibling call): the body then has the wrapper's return address and frame as its own, the
-// application's call site (the key of the call-site cache, and how a driver call made by the
-// runtime is told from the application's).
+// path to the driver"; the cost: docs/performance.md, "Third pass" and "The disabled path as a
+// stub"). On x86-64 the exported symbol is a stub in assembly (entry_stubs.cpp, made from the hook
+// tables): it tests the ASYNCWATCH_DISABLE bit and, when set, jumps to the real function, having
+// touched no register but %rax and no stack; otherwise (or while the real function is not known
+// yet) it jumps to the C++ entry, `aw_entry_<sym>` (hidden). Elsewhere the exported function is
+// that entry itself, and makes the same test first (a load, the test and a tail call, which GCC
+// compiles into reloads and stores of every stack argument: 20-30 instructions for cuLaunchKernel).
+// The entry calls the body with the same arguments, which an optimizing compiler makes a jump
+// (a sibling call): reached by jumps only, the body then has the application's return address and
+// frame as its own, the application's call site (the key of the call-site cache, and how a driver
+// call made by the runtime is told from the application's).
 //
 // Unoptimized and sanitized builds keep it a call (frame pointers everywhere there: -O0, and the
-// sanitizer builds' -fno-omit-frame-pointer), and the body reads the wrapper's return address and
-// frame one frame up. In optimized builds the wrappers live in a section of their own (contiguous
-// in each object); should the compiler not have made the call a jump after all, the body's return
-// address lies in its own wrapper (no wrapper calls another), and the body takes the return address the wrapper
-// stored in `tl_entry_ra` before the call (a signal handler's CUDA call between that store and the
-// body's load would replace it: that call's call site only).
+// sanitizer builds' -fno-omit-frame-pointer), and the body reads the entry's return address and
+// frame one frame up (the stub's jump adds no frame). In optimized builds the entries live in a
+// section of their own (contiguous in each object); should the compiler not have made the call a
+// jump after all, the body's return address lies in its own entry (no entry calls another), and the
+// body takes the return address the entry stored in `tl_entry_ra` before the call (a signal
+// handler's CUDA call between that store and the body's load would replace it: that call's call
+// site only).
 #pragma once
 
 #include <cstdint>
@@ -23,6 +29,24 @@
 #include "runtime_hooks.h"
 #include "trace/trace_writer.h"
 
+// The exported symbol's C++ entry (AW_ENTRY_NAME), and the disabled test it makes where no stub
+// made it before (AW_ENTRY_PASS_IF_DISABLED: `real_expr` loads the real function, of type `fn_type`).
+#if defined(__x86_64__)
+#define AW_ENTRY_STUBS      1
+#define AW_ENTRY_NAME(sym)  aw_entry_##sym
+#define AW_ENTRY_VISIBILITY __attribute__((visibility("hidden")))
+#define AW_ENTRY_PASS_IF_DISABLED(fn_type, real_expr, args)
+#else
+#define AW_ENTRY_STUBS      0
+#define AW_ENTRY_NAME(sym)  sym
+#define AW_ENTRY_VISIBILITY AW_EXPORT
+#define AW_ENTRY_PASS_IF_DISABLED(fn_type, real_expr, args)                                           \
+  {                                                                                                   \
+    const auto real = reinterpret_cast<fn_type>(real_expr);                                           \
+    if (AW_UNLIKELY(::asyncwatch::trace_writer::disabled_now()) && AW_LIKELY(real)) return real args; \
+  }
+#endif
+
 #if !defined(__OPTIMIZE__) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define AW_ENTRY_ATTRS  __attribute__((optimize("no-optimize-sibling-calls")))
 #define AW_NOTE_ENTRY() static_cast<void>(0)
@@ -32,10 +56,10 @@
   _Pragma("GCC diagnostic pop")
 #else
 #define AW_ENTRY_ATTRS  __attribute__((section(".text.asyncwatch_entries")))
-// In the exported function, on the traced path only.
+// In the entry, on the traced path only.
 #define AW_NOTE_ENTRY() ::asyncwatch::calls::tl_entry_ra = __builtin_return_address(0)
 // `aw_caller`, the call site. Reached by a jump, the body's return address and frame are the
-// wrapper's (the frame as __builtin_frame_address(0) gave it there: the canonical frame address
+// entry's (the frame as __builtin_frame_address(0) gave it there: the canonical frame address
 // less the return address and the saved frame pointer).
 #define AW_ENTRY_CALLER_AS(type, wrapper)                                                                             \
   const type aw_caller {                                                                                              \
@@ -50,15 +74,15 @@
 namespace asyncwatch::calls {
 extern AW_TLS_SHARED const void* tl_entry_ra;  // AW_NOTE_ENTRY
 
-// A call from a wrapper's own code returns to within this many bytes of its start (an optimized
-// wrapper is a few dozen instructions).
+// A call from an entry's own code returns to within this many bytes of its start (an optimized
+// entry is a few dozen instructions).
 inline constexpr uintptr_t kWrapperSpan = 256;
 inline bool called_by(const void* own_ra, const void* wrapper) noexcept {
   return reinterpret_cast<uintptr_t>(own_ra) - reinterpret_cast<uintptr_t>(wrapper) < kWrapperSpan;
 }
 
-// The exported driver wrapper's first test: called by the runtime (a return address in its object)
-// inside a traced runtime call. Then the wrapper's short body (`aw_inrt_<sym>`) runs; otherwise the
+// The driver entry's first test: called by the runtime (a return address in its object)
+// inside a traced runtime call. Then the short body (`aw_inrt_<sym>`) runs; otherwise the
 // full one, which also finds the runtime's tail calls from our own runtime wrapper (traced_call.h).
 inline bool called_in_runtime(const void* ra) noexcept {
   const ThreadCallState& st = tl_call_state;
@@ -66,32 +90,33 @@ inline bool called_in_runtime(const void* ra) noexcept {
 }
 }  // namespace asyncwatch::calls
 
-// Defines the exported driver wrapper `sym` (parameters `params`, forwarded as `args`) and its body,
-// `aw_traced_<sym>` (hidden, out of line), whose statements follow `args`; in them `aw_caller` (the
-// call site), `real` (the driver's function, its own type) and `call` (it, called with `args`) are in
-// scope.
+// Defines the exported driver wrapper `sym` (parameters `params`, forwarded as `args`): its entry
+// and its body, `aw_traced_<sym>` (hidden, out of line), whose statements follow `args`; in them
+// `aw_caller` (the call site), `real` (the driver's function, its own type) and `call` (it, called
+// with `args`) are in scope.
 // The two bodies: `aw_traced_<sym>` (every way in) and `aw_inrt_<sym>` (called by the runtime inside
 // a traced runtime call: `aw_caller` an InRuntimeCaller, so that the short path is all it holds).
 #define AW_DRIVER_BODY(caller_type, sym, args, ...)                                                                 \
-  AW_ENTRY_CALLER_AS(caller_type, &::sym);                                                                          \
+  AW_ENTRY_CALLER_AS(caller_type, &::AW_ENTRY_NAME(sym));                                                           \
   const auto real = reinterpret_cast<decltype(&::sym)>(::asyncwatch::real::driver(::asyncwatch::hooks::Hook::sym)); \
   if (!real) return ::asyncwatch::cuda::CUDA_ERROR_NOT_INITIALIZED;                                                 \
   [[maybe_unused]] auto call = [&] { return real args; };                                                           \
   __VA_ARGS__
-#define AW_DRIVER_HOOK(sym, params, args, ...)                                                                     \
-  extern "C" AW_EXPORT ::asyncwatch::cuda::CUresult sym params;                                                    \
-  extern "C" __attribute__((visibility("hidden"), noinline)) ::asyncwatch::cuda::CUresult aw_traced_##sym params { \
-    AW_DRIVER_BODY(::asyncwatch::calls::Caller, sym, args, __VA_ARGS__)                                            \
-  }                                                                                                                \
-  extern "C" __attribute__((visibility("hidden"), noinline)) ::asyncwatch::cuda::CUresult aw_inrt_##sym params {   \
-    AW_DRIVER_BODY(::asyncwatch::calls::InRuntimeCaller, sym, args, __VA_ARGS__)                                   \
-  }                                                                                                                \
-  extern "C" AW_EXPORT AW_ENTRY_ATTRS ::asyncwatch::cuda::CUresult sym params {                                    \
-    const auto real = reinterpret_cast<decltype(&::sym)>(                                                          \
-        ::asyncwatch::real::g_real[static_cast<size_t>(::asyncwatch::hooks::Hook::sym)].load(                      \
-            std::memory_order_acquire));                                                                           \
-    if (AW_UNLIKELY(::asyncwatch::trace_writer::disabled_now()) && AW_LIKELY(real)) return real args;              \
-    AW_NOTE_ENTRY();                                                                                               \
-    if (AW_LIKELY(::asyncwatch::calls::called_in_runtime(__builtin_return_address(0)))) return aw_inrt_##sym args; \
-    return aw_traced_##sym args;                                                                                   \
+#define AW_DRIVER_HOOK(sym, params, args, ...)                                                                      \
+  extern "C" AW_EXPORT ::asyncwatch::cuda::CUresult sym params;                                                     \
+  extern "C" AW_ENTRY_VISIBILITY ::asyncwatch::cuda::CUresult AW_ENTRY_NAME(sym) params;                            \
+  extern "C" __attribute__((visibility("hidden"), noinline)) ::asyncwatch::cuda::CUresult aw_traced_##sym params {  \
+    AW_DRIVER_BODY(::asyncwatch::calls::Caller, sym, args, __VA_ARGS__)                                             \
+  }                                                                                                                 \
+  extern "C" __attribute__((visibility("hidden"), noinline)) ::asyncwatch::cuda::CUresult aw_inrt_##sym params {    \
+    AW_DRIVER_BODY(::asyncwatch::calls::InRuntimeCaller, sym, args, __VA_ARGS__)                                    \
+  }                                                                                                                 \
+  extern "C" AW_ENTRY_VISIBILITY AW_ENTRY_ATTRS ::asyncwatch::cuda::CUresult AW_ENTRY_NAME(sym) params {            \
+    AW_ENTRY_PASS_IF_DISABLED(decltype(&::sym),                                                                     \
+                              ::asyncwatch::real::g_real[static_cast<size_t>(::asyncwatch::hooks::Hook::sym)].load( \
+                                  std::memory_order_acquire),                                                       \
+                              args)                                                                                 \
+    AW_NOTE_ENTRY();                                                                                                \
+    if (AW_LIKELY(::asyncwatch::calls::called_in_runtime(__builtin_return_address(0)))) return aw_inrt_##sym args;  \
+    return aw_traced_##sym args;                                                                                    \
   }

@@ -6,7 +6,7 @@
 
 #include "hook_entry.h"
 
-#define AW_HOOK_DECL(sym, api, pt) extern "C" void sym();
+#define AW_HOOK_DECL(sym, api, pt) extern "C" AW_EXPORTED_VISIBILITY void AW_EXPORTED_NAME(sym)();
 AW_DRIVER_HOOKS(AW_HOOK_DECL)
 #undef AW_HOOK_DECL
 
@@ -18,7 +18,7 @@ namespace asyncwatch::hooks {
 namespace {
 
 const HookInfo kTable[] = {
-#define AW_HOOK_ROW(sym, api, pt) {#sym, trace::Api::api, pt != 0, reinterpret_cast<void*>(&::sym)},
+#define AW_HOOK_ROW(sym, api, pt) {#sym, trace::Api::api, pt != 0, reinterpret_cast<void*>(&::AW_EXPORTED_NAME(sym))},
     AW_DRIVER_HOOKS(AW_HOOK_ROW)
 #undef AW_HOOK_ROW
 };

@@ -95,6 +95,17 @@
   AW_LEGACY_AND_PER_THREAD(X, cuGraphInstantiateWithParams, _ptsz)                   \
   X(cuGraphExecUpdate_v2, cuGraphExecUpdate_v2, 0)
 
+// The exported wrapper as the library's own pointers name it (HookInfo::wrapper, the runtime
+// wrappers dlsym hands out): on x86-64 the exported stub's hidden alias (interpose/entry_stubs.cpp),
+// bound at link time, so that the loader needs no symbol lookup for them (R_X86_64_RELATIVE).
+#if defined(__x86_64__)
+#define AW_EXPORTED_NAME(sym)  aw_stub_##sym
+#define AW_EXPORTED_VISIBILITY __attribute__((visibility("hidden")))
+#else
+#define AW_EXPORTED_NAME(sym)  sym
+#define AW_EXPORTED_VISIBILITY __attribute__((visibility("default")))
+#endif
+
 namespace asyncwatch::hooks {
 
 enum class Hook : uint16_t {
@@ -109,7 +120,7 @@ struct HookInfo {
   const char* name;
   trace::Api api;
   bool per_thread;
-  void* wrapper;  // our exported function of the same name
+  void* wrapper;  // our exported function of the same name (AW_EXPORTED_NAME)
 };
 
 const HookInfo& info(Hook h) noexcept;

@@ -9,6 +9,7 @@
 
 #include "common.h"
 #include "cuda_abi.h"
+#include "hook_entry.h"
 #include "hook_table.h"
 #include "real_functions.h"
 
@@ -52,8 +53,10 @@ void substitute(const char* requested, void** pfn) noexcept {
 
 }  // namespace asyncwatch::proc_address
 
-extern "C" AW_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version, cuuint64_t flags,
-                                                  int* symbol_status) {
+// The entries (AW_ENTRY_NAME, hook_entry.h): with ASYNCWATCH_DISABLE=1 the exported stubs (x86-64)
+// jump to the driver's function instead, which hands out the driver's functions themselves.
+extern "C" AW_ENTRY_VISIBILITY CUresult AW_ENTRY_NAME(cuGetProcAddress_v2)(const char* symbol, void** pfn, int version,
+                                                                           cuuint64_t flags, int* symbol_status) {
   using Fn = CUresult (*)(const char*, void**, int, cuuint64_t, int*);
   auto real = reinterpret_cast<Fn>(real::driver(Hook::cuGetProcAddress_v2));
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
@@ -63,7 +66,8 @@ extern "C" AW_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn
 }
 
 // The CUDA 11.3 form (four arguments), still returned for version 11030.
-extern "C" AW_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags) {
+extern "C" AW_ENTRY_VISIBILITY CUresult AW_ENTRY_NAME(cuGetProcAddress)(const char* symbol, void** pfn, int version,
+                                                                        cuuint64_t flags) {
   using Fn = CUresult (*)(const char*, void**, int, cuuint64_t);
   auto real = reinterpret_cast<Fn>(real::driver(Hook::cuGetProcAddress));
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;

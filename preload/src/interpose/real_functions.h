@@ -17,8 +17,8 @@ bool is_own(const void* p) noexcept;
 
 // The driver's function for a hooked entry point: remembered from what dlsym/cuGetProcAddress
 // returned, else looked up next after us and then in the loaded libcuda. Inline: every wrapper's
-// first load (on the disabled path too).
-extern std::atomic<void*> g_real[hooks::kHookCount];
+// first load. The exported stubs (entry_stubs.cpp) load it by its assembler name.
+extern std::atomic<void*> g_real[hooks::kHookCount] __asm__("aw_driver_real");
 __attribute__((noinline)) void* resolve(hooks::Hook h) noexcept;  // the first time one is missing
 inline void* driver(hooks::Hook h) noexcept {
   void* p = g_real[static_cast<size_t>(h)].load(std::memory_order_acquire);

@@ -26,7 +26,8 @@ bool is_active() noexcept;
 // disabled); kPaused: the application paused recording (control API). 0: record.
 // kDisabled: ASYNCWATCH_DISABLE=1 (for good): the wrappers call through touching nothing else.
 enum RecordingBits : uint32_t { kNotActive = 1u << 0, kPaused = 1u << 1, kDisabled = 1u << 2 };
-extern std::atomic<uint32_t> g_not_recording;
+// The exported stubs (preload/src/interpose/entry_stubs.cpp) test kDisabled by its assembler name.
+extern std::atomic<uint32_t> g_not_recording __asm__("aw_not_recording");
 inline bool recording_now() noexcept { return g_not_recording.load(std::memory_order_relaxed) == 0; }
 inline bool disabled_now() noexcept { return g_not_recording.load(std::memory_order_relaxed) & kDisabled; }
 // The control API paused (true) or resumed recording.
