@@ -3,7 +3,7 @@
 # repository root with build-gpu carried (test_apps/gpu/stage_build.sh; the library before this
 # session in build-gpu/lib/before/):
 #   bash test_apps/gpu/device_batch4.sh 1   # the test apps (validate.sh), then the Python line
-#   bash test_apps/gpu/device_batch4.sh 2   # paired overhead, new vs before, static and shared; hostile
+#   bash test_apps/gpu/device_batch4.sh 2   # paired overhead and start-up, new vs before; hostile
 set -uo pipefail
 B=build-gpu
 t0=$(date +%s)
@@ -28,6 +28,11 @@ case ${1:?which call} in
   paired shared_new --shared
   paired shared_before --shared --lib $B/lib/before/libasyncwatch.so
   echo "paired done at $(( $(date +%s) - t0 )) s"
+  for lib in new before; do  # start-up on the host CPU: bare vs traced, this library and the one before
+    extra=(); [ $lib = before ] && extra=(--lib $B/lib/before/libasyncwatch.so)
+    timeout 60 taskset -c 7 bash test_apps/bench/startup.sh $B --runs 201 "${extra[@]}" > $OUT/startup_$lib.txt 2>&1
+    echo "== startup_$lib"; tail -4 $OUT/startup_$lib.txt
+  done
   left=$(( 570 - ($(date +%s) - t0) ))
   [ $left -gt 40 ] && timeout $left bash test_apps/gpu/run_hostile.sh --build $B --quick --out $OUT/hostile > $OUT/hostile.log 2>&1
   tail -3 $OUT/hostile.log
