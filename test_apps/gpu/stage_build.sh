@@ -4,6 +4,8 @@
 # lib/libasyncwatch.so and bin/asyncwatch (the latter only runs there if its shared libraries do).
 #   bash test_apps/gpu/stage_build.sh [BUILD=build] [DEST=build-gpu]
 # then, on the GPU machine:  bash test_apps/gpu/validate.sh DEST
+# To fit the carry limit strip only bin/ and lib/ (strip -g): the test apps' debug information is
+# what their expected call sites are checked against (stripped, every call site reads None:None).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
