@@ -868,7 +868,8 @@ TEST(EndToEnd, AllVariablesGarbageAtOnceWarnEachAndUseDefaults) {
   auto c = copies(t);
   ASSERT_EQ(c.size(), 5u);
   EXPECT_TRUE(c[0].flags & kFlagStackCaptured);     // STACKS default: pageable copy has a stack
-  EXPECT_FALSE(c[1].flags & kFlagStackCaptured);    // ... a quick pinned copy none
+  if (c[1].end_ns - c[1].start_ns < 50'000)         // (a loaded machine can make it slow: then it has one)
+    EXPECT_FALSE(c[1].flags & kFlagStackCaptured);  // ... a quick pinned copy none
   EXPECT_TRUE(c[0].flags & kFlagEvidenceChecked);   // EVIDENCE default (auto): pageable checked
   EXPECT_FALSE(c[1].flags & kFlagEvidenceChecked);  // ... pinned not
 }

@@ -437,6 +437,14 @@ TEST_F(DefaultEnv, CudaFreeReleasesManagedMemoryAfterQueuedWork) {
 
 // The stream's device clock: the worker sleeps only for simulated time that remains, so launch-heavy
 // programs drain at the simulated rate (a bound on wall time that guards the model, not speed).
+// The bounds are for an unsanitized build: under a sanitizer every launch costs ~50x (4.6 s for the
+// 50,000 under TSan on a loaded 2-core CI machine, 2026-12-03), and the model is checked there only
+// loosely.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr double kLaunchBoundSeconds = 20.0;
+#else
+constexpr double kLaunchBoundSeconds = 2.0;
+#endif
 TEST_F(DefaultEnv, FiftyThousandEmptyLaunchesDrainQuickly) {
   static int stub_empty;
   const void* empty = register_kernel(&stub_empty, "_Z5emptyv");  // not a sleep kernel: 5000 ns
@@ -450,7 +458,7 @@ TEST_F(DefaultEnv, FiftyThousandEmptyLaunchesDrainQuickly) {
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   });
   EXPECT_GE(t, n * 5000e-9);  // never faster than the simulated GPU
-  EXPECT_LT(t, 2.0);
+  EXPECT_LT(t, kLaunchBoundSeconds);
   // 0-ns kernels (a sleep kernel asked for 0 cycles) drain as fast as they are launched.
   long long zero = 0;
   void* args[] = {&zero};
@@ -458,7 +466,7 @@ TEST_F(DefaultEnv, FiftyThousandEmptyLaunchesDrainQuickly) {
     for (int i = 0; i < n; ++i) ASSERT_EQ(cudaLaunchKernel(dummy_kernel(), dim3(1), dim3(1), args, 0, s), cudaSuccess);
     ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
   });
-  EXPECT_LT(t0ns, 2.0);
+  EXPECT_LT(t0ns, kLaunchBoundSeconds);
   std::printf("50000 launches + sync: 5 us kernels %.3f s, 0 ns kernels %.3f s\n", t, t0ns);
   cudaStreamDestroy(s);
 }
