@@ -7,13 +7,8 @@
 set -uo pipefail
 B=build-gpu
 t0=$(date +%s)
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $OUT/gpu.txt
-cat /sys/devices/system/clocksource/clocksource0/current_clocksource >> $OUT/gpu.txt
-paired() {  # name args...
-  local name=$1; shift
-  timeout 90 bash test_apps/bench/run_paired.sh $B --procs 6 --reps 20 --cpu 2-5 --items launch,copy_pinned_64,event_record_query "$@" > $OUT/$name.txt 2>&1
-  echo "== $name"; tail -3 $OUT/$name.txt
-}
+. test_apps/gpu/batch_common.sh
+gpu_info
 paired static_new
 paired static_before --lib $B/lib/before/libasyncwatch.so
 paired shared_new --shared

@@ -10,15 +10,11 @@ set -uo pipefail
 B=build-gpu
 t0=$(date +%s)
 since() { echo "$1 at $(( $(date +%s) - t0 )) s"; }
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $OUT/gpu.txt
-cat /sys/devices/system/clocksource/clocksource0/current_clocksource >> $OUT/gpu.txt
+paired_limit=75
+. test_apps/gpu/batch_common.sh
+gpu_info
 OUT=$OUT bash test_apps/gpu/validate.sh $B --budget-s 200 > $OUT/validate.log 2>&1; tail -2 $OUT/validate.log
 since "validate done"
-paired() {  # name args...
-  local name=$1; shift
-  timeout 75 bash test_apps/bench/run_paired.sh $B --procs 6 --reps 20 --cpu 2-5 --items launch,copy_pinned_64,event_record_query "$@" > $OUT/$name.txt 2>&1
-  echo "== $name"; tail -3 $OUT/$name.txt
-}
 paired static_new
 paired static_before --lib $B/lib/before/libasyncwatch.so
 paired shared_new --shared
