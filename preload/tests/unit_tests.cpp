@@ -20,6 +20,7 @@
 #include "interpose/hook_table.h"
 #include "stacks/stack_capture.h"
 #include "trace/thread_buffer.h"
+#include "trace/trace_file.h"
 #include "trace/trace_writer.h"
 #include "trace_reader.h"
 
@@ -372,6 +373,34 @@ TEST_F(TraceWriterTest, CloseWhileThreadsClaimBlocks) {
   struct stat st;
   ASSERT_EQ(stat(path.c_str(), &st), 0);
   EXPECT_EQ(static_cast<uint64_t>(st.st_size), kHeaderSize + tr.header.blocks_claimed * kBlockSize);
+  std::remove(path.c_str());
+}
+
+// A short process (only the first segment mapped) is closed without the truncation and without
+// waiting for the file thread (trace_file::close_at_exit): the file keeps the first segment's
+// length, reads as closed cleanly with its exit status, and every record is there.
+TEST_F(TraceWriterTest, ShortTraceIsClosedAtTheFirstSegmentsLength) {
+  trace_writer::after_fork_child(0);  // a fresh trace
+  ASSERT_TRUE(trace_writer::ensure_open());
+  std::string path = trace_writer::path();
+  for (uint64_t i = 0; i < 100; ++i) {
+    HostFuncRunRecord r{};
+    r.h.type = static_cast<uint16_t>(RecordType::HostFuncRun);
+    r.h.size = sizeof r;
+    r.callback_id = i;
+    ASSERT_TRUE(thread_buffer::write(&r));
+  }
+  trace_writer::close_clean(3);
+  aw_test::Trace tr = aw_test::read_trace(path);
+  ASSERT_TRUE(tr.ok) << tr.error;
+  EXPECT_EQ(tr.header.closed, kClosedCleanly);
+  EXPECT_EQ(tr.header.exit_status, 3);
+  EXPECT_EQ(tr.count(RecordType::HostFuncRun), 100u);
+  EXPECT_LE(tr.header.blocks_claimed, trace_file::kFirstSegmentBlocks);
+  struct stat st;
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(static_cast<uint64_t>(st.st_size), kHeaderSize + trace_file::kFirstSegmentBytes);
+  trace_writer::after_fork_child(0);  // waits for the file thread to let go of the file
   std::remove(path.c_str());
 }
 

@@ -6,6 +6,9 @@
 #include <immintrin.h>
 #include <link.h>
 #include <pthread.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <unwind.h>
 
 #include <algorithm>
@@ -23,6 +26,9 @@
 #include "thread_exit.h"
 #include "trace/thread_buffer.h"
 #include "trace/trace_writer.h"
+
+// glibc's: the stack pointer the process started with (the main thread's stack top, near enough).
+extern "C" void* __libc_stack_end;
 
 namespace asyncwatch::stacks {
 namespace {
@@ -250,8 +256,19 @@ std::atomic<uint64_t> g_hits{0}, g_unwinds{0}, g_mismatches{0};
 
 uint64_t stack_top() noexcept {
   if (AW_LIKELY(tl_stack_top)) return tl_stack_top;
-  pthread_attr_t attr;
   uint64_t top = 1;  // unknown: depth becomes the frame address itself (still per-thread stable)
+  // The main thread: glibc's pthread_getattr_np reads all of /proc/self/maps for it (0.1-0.3 ms
+  // at the first call site, on the start-up path). The stack pointer _start got is below the top
+  // and above every frame of the process, which is all the key and the slot offsets need.
+  // (A fork child's only thread has pid == tid too, maybe on a thread's stack: checked by distance.)
+  if (__libc_stack_end && getpid() == static_cast<pid_t>(syscall(SYS_gettid))) {
+    const uint64_t end = reinterpret_cast<uint64_t>(__libc_stack_end);
+    const uint64_t here = reinterpret_cast<uint64_t>(__builtin_frame_address(0));
+    rlimit rl{};
+    uint64_t max = getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? rl.rlim_cur : 1ull << 30;
+    if (here < end && end - here < std::min<uint64_t>(max, 1ull << 30)) return tl_stack_top = end;
+  }
+  pthread_attr_t attr;
   if (pthread_getattr_np(pthread_self(), &attr) == 0) {
     void* addr = nullptr;
     size_t size = 0;

@@ -357,6 +357,16 @@ void release(uint64_t bytes) noexcept {
   g_fd = -1;
 }
 
+// Until the file is asked for (true) or the trace closed first (false).
+bool wait_for_open() noexcept {
+  for (;;) {
+    uint32_t req = g_req.load(std::memory_order_acquire);
+    if (g_close_req.load(std::memory_order_acquire)) return false;
+    if (g_open_req.load(std::memory_order_acquire)) return true;
+    wait_for_request(req);
+  }
+}
+
 void finish() noexcept {
   g_thread.store(kGone, std::memory_order_release);
   bump(&g_done);
@@ -380,18 +390,22 @@ void* file_main(void*) {
   tsc_clock::start(g_private);
   g_thread.store(kIdle, std::memory_order_release);
   bump(&g_done);
-  // The file is created when the first record is written, after the application's first call
-  // returned (that call may need the last free descriptor number itself).
-  for (;;) {
-    uint32_t req = g_req.load(std::memory_order_acquire);
-    if (g_close_req.load(std::memory_order_acquire)) {
+  // With a table of its own the file is made at once, while the application's first call (which
+  // started this thread) runs, so that its first record does not wait for it: the descriptor takes
+  // no number of the application's. In the application's table, only when the first record is
+  // written, after that call returned (the call may need the last free descriptor number itself).
+  // Either way the writer learns of the file at its request (file_opened), and of a failure only
+  // then, so that the thread that asked reports it.
+  const bool eager = g_private;
+  if (!eager && !wait_for_open()) {
+    finish();
+    return nullptr;
+  }
+  if (!create_file()) {
+    if (eager && !wait_for_open()) {
       finish();
       return nullptr;
     }
-    if (g_open_req.load(std::memory_order_acquire)) break;
-    wait_for_request(req);
-  }
-  if (!create_file()) {
     finish();
     trace_writer::file_opened(nullptr);
     return nullptr;
@@ -400,6 +414,10 @@ void* file_main(void*) {
   if (!map_one(0)) {
     // Header only: the trace exists and says so; the first block claim fails and reports why.
     release(kHeaderSize);
+    if (eager && !wait_for_open()) {
+      finish();
+      return nullptr;
+    }
     finish();
     trace_writer::file_opened(h);
     return nullptr;
@@ -407,7 +425,11 @@ void* file_main(void*) {
   g_mapped.store(1, std::memory_order_release);
   g_thread.store(kServing, std::memory_order_release);
   bump(&g_done);
-  trace_writer::file_opened(h);
+  bool opened = !eager;
+  if (eager)
+    trace_writer::file_ready(h);
+  else
+    trace_writer::file_opened(h);
   populate(0);
   uint64_t ahead_failed_at = UINT64_MAX;  // a segment mapped ahead that failed: retried only when needed
   for (;;) {
@@ -416,6 +438,10 @@ void* file_main(void*) {
       release(g_close_bytes.load());
       finish();
       return nullptr;
+    }
+    if (!opened && g_open_req.load(std::memory_order_acquire)) {  // asked for after it was made
+      opened = true;
+      trace_writer::file_opened(h);
     }
     uint64_t mapped = g_mapped.load(std::memory_order_relaxed);
     uint64_t need = g_need.load(std::memory_order_acquire);
@@ -441,9 +467,10 @@ void* file_main(void*) {
 
 }  // namespace
 
-bool start() noexcept {
+bool start(uint64_t parent_pid) noexcept {
   int st = g_thread.load(std::memory_order_acquire);
   if (st == kStarting || st == kIdle || st == kServing) return false;  // one trace per process at a time
+  g_parent_pid.store(parent_pid, std::memory_order_relaxed);           // published by pthread_create
   g_error[0] = 0;
   g_path[0] = 0;
   g_want.store(0);
@@ -477,8 +504,7 @@ bool start() noexcept {
   return true;
 }
 
-void request_open(uint64_t parent_pid) noexcept {
-  g_parent_pid.store(parent_pid, std::memory_order_relaxed);  // published by the release below
+void request_open() noexcept {
   g_open_req.store(true, std::memory_order_release);
   bump(&g_req);
 }
@@ -506,6 +532,16 @@ void map_ahead(uint64_t count) noexcept {
 }
 
 uint64_t mapped_blocks() noexcept { return segment_first_block(g_mapped.load(std::memory_order_acquire)); }
+
+bool close_at_exit() noexcept {
+  if (g_mapped.load(std::memory_order_acquire) > 1 || !g_private) return false;
+  int st = g_thread.load(std::memory_order_acquire);
+  if (st == kNone || st == kGone) return true;
+  g_close_bytes.store(kNoTruncate);
+  g_close_req.store(true, std::memory_order_release);
+  bump(&g_req);
+  return true;
+}
 
 void close(uint64_t bytes) noexcept {
   int st = g_thread.load(std::memory_order_acquire);

@@ -62,6 +62,9 @@ void mirror_state() noexcept {
 std::atomic<uint64_t> g_claim{0};
 std::atomic<FileHeader*> g_header{nullptr};
 std::atomic<uint64_t> g_lost_pending{0};  // counted before the header existed
+// The file thread made the file and published its header (file_ready), maybe before it was asked
+// for: the state is then still kReady (or kOpening) until a writer takes it.
+std::atomic<bool> g_file_ready{false};
 uint64_t g_parent_pid = 0;
 std::atomic<bool> g_warned{false};
 OpenedCallback g_opened_cb = nullptr;
@@ -102,7 +105,7 @@ void add_lost(FileHeader* h, uint64_t n) noexcept {
 void start_file_thread() noexcept {
   uint32_t expected = kNotOpen;
   if (!g_state.compare_exchange_strong(expected, kStarting)) return;
-  if (trace_file::start()) {
+  if (trace_file::start(g_parent_pid)) {
     set_state(kReady);
   } else {
     set_state(kOff);
@@ -132,15 +135,20 @@ void add_config_flags(uint32_t flags) noexcept {
     __atomic_fetch_or(&h->config_flags, flags, __ATOMIC_RELAXED);
 }
 
+void file_ready(FileHeader* h) noexcept {
+  g_claim.store(0);
+  __atomic_fetch_or(&h->config_flags, g_late_config_flags.load(std::memory_order_relaxed), __ATOMIC_RELAXED);
+  g_header.store(h, std::memory_order_release);
+  add_lost(h, g_lost_pending.exchange(0));
+  g_file_ready.store(true, std::memory_order_release);
+}
+
 void file_opened(FileHeader* h) noexcept {
   if (!h) {
     set_state(kOff);
     return;
   }
-  g_claim.store(0);
-  __atomic_fetch_or(&h->config_flags, g_late_config_flags.load(std::memory_order_relaxed), __ATOMIC_RELAXED);
-  g_header.store(h, std::memory_order_release);
-  add_lost(h, g_lost_pending.exchange(0));
+  if (!g_file_ready.load(std::memory_order_acquire)) file_ready(h);
   set_state(kActive);
 }
 
@@ -187,9 +195,17 @@ bool ensure_open() noexcept {
       case kStarting: s = wait_while(kStarting); continue;
       case kReady: {
         uint32_t expected = kReady;
-        if (g_state.compare_exchange_strong(expected, kOpening)) {
+        if (g_file_ready.load(std::memory_order_acquire)) {
+          // Made ahead by the file thread: taken without waiting for it (a single change of state,
+          // so a signal handler here never waits for this thread).
+          if (g_state.compare_exchange_strong(expected, kActive)) {
+            opener = true;
+            mirror_state();
+            futex(&g_state, FUTEX_WAKE, INT32_MAX);
+          }
+        } else if (g_state.compare_exchange_strong(expected, kOpening)) {
           opener = true;
-          trace_file::request_open(g_parent_pid);
+          trace_file::request_open();
         }
         break;
       }
@@ -305,7 +321,9 @@ void close_clean(int exit_status) noexcept {
   // this may be a signal handler that interrupted the thread asking for the file.
   uint32_t s = wait_while(kOpening);
   FileHeader* h = g_header.load(std::memory_order_acquire);
-  if (!h || (s != kActive && s != kOff)) return;
+  // kReady with a header: the file was made ahead and the process ends before its first record
+  // (during its first call): closed with no blocks, its exit status kept.
+  if (!h || (s != kActive && s != kOff && s != kReady)) return;
   // A vfork()ed child calling _exit shares our memory: closing would close the parent's trace.
   if (h->pid != static_cast<uint64_t>(getpid()) || !process_is_ours()) return;
   if (!g_state.compare_exchange_strong(s, kClosing)) {
@@ -333,6 +351,11 @@ void close_clean(int exit_status) noexcept {
   }
   // Threads still running keep writing into their claimed blocks, all below `used`; nothing
   // can be claimed past it any more, so the truncation cannot SIGBUS anyone.
+  if (trace_file::close_at_exit()) {
+    __atomic_store_n(&h->closed, kClosedCleanly, __ATOMIC_RELEASE);
+    set_state(kClosed);
+    return;
+  }
   trace_file::close(kHeaderSize + used * kBlockSize);
   __atomic_store_n(&h->closed, kClosedCleanly, __ATOMIC_RELEASE);
   set_state(kClosed);
@@ -359,6 +382,7 @@ void after_fork_child(uint64_t parent_pid) noexcept {
   trace_file::forget_after_fork();
   g_header.store(nullptr);
   g_claim.store(0);
+  g_file_ready.store(false);
   g_lost_pending.store(0);
   g_parent_pid = parent_pid;
   g_warned.store(false);

@@ -98,7 +98,10 @@ void set_opened_callback(OpenedCallback cb) noexcept;
 // trace's header (atomically, in the mapping) and in every header opened later (fork children).
 void add_config_flags(uint32_t flags) noexcept;
 
-// For trace_file.cpp: the file thread created the file (`h`, its header) or failed (nullptr).
+// For trace_file.cpp: the file thread created the file (`h`, its header) ahead of the request; the
+// first writer takes it without waiting.
+void file_ready(trace::FileHeader* h) noexcept;
+// For trace_file.cpp, at the request: the file (`h`, its header) is there, or it failed (nullptr).
 void file_opened(trace::FileHeader* h) noexcept;
 
 }  // namespace asyncwatch::trace_writer
