@@ -2,6 +2,8 @@
 // makes unshare() fail with EPERM, as a container's default profile does, before anything else
 // (the preload library then keeps the trace's descriptor in the process's table). Exits 20 when the
 // filter cannot be installed. Shared by preload/tests/test_app.cpp and test_apps/apps/hostile_app.cu.
+// deny_tmpfile_if: the same for open(O_TMPFILE) (EOPNOTSUPP, as on a file system without it: the
+// library then creates the trace under its name).
 #pragma once
 
 #include <linux/filter.h>
@@ -11,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <fcntl.h>
 #include <sys/syscall.h>
 
 #include <cerrno>
@@ -22,6 +25,24 @@ inline void deny_unshare_if(const char* env) {
       BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
       BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_unshare, 0, 1),
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  sock_fprog prog{static_cast<unsigned short>(sizeof f / sizeof f[0]), f};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
+    perror("seccomp");
+    exit(20);
+  }
+}
+
+inline void deny_tmpfile_if(const char* env) {
+  const char* v = getenv(env);
+  if (!v || strcmp(v, "1") != 0) return;
+  sock_filter f[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat, 0, 3),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args) + 2 * sizeof(__u64)),  // flags, low word
+      BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, __O_TMPFILE, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EOPNOTSUPP & SECCOMP_RET_DATA)),
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
   };
   sock_fprog prog{static_cast<unsigned short>(sizeof f / sizeof f[0]), f};

@@ -799,6 +799,7 @@ __thread char g_big_tls[AW_BIG_TLS];
 
 int main(int argc, char** argv) {
   deny_unshare_if("AW_TEST_DENY_UNSHARE");
+  deny_tmpfile_if("AW_TEST_DENY_TMPFILE");
 #ifdef AW_BIG_TLS
   g_big_tls[0] = 1;
 #endif

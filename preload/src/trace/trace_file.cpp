@@ -242,9 +242,36 @@ void fill_header(FileHeader* h) noexcept {
   }
 }
 
-// Creates the file (O_EXCL|O_NOFOLLOW: never an existing path, never through a symlink), maps and
-// fills the header. On failure nothing is left behind.
-bool create_file() noexcept {
+// An unnamed file in `dir` (O_TMPFILE), given its name (link_unnamed) once its header is written:
+// the file is made while the application's first call runs, and a process that ends meanwhile
+// (killed, or a handler's _exit) must leave no file, not a partial one. -1 where the kernel or the
+// file system lacks it, or /proc is not there for the link: the file is then created under its name.
+int open_unnamed(const char* dir, mode_t mode) noexcept {
+  if (access("/proc/thread-self/fd", X_OK) != 0) return -1;
+  return ::open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
+}
+
+// The unnamed file's name: the first free one of the pattern's (linkat never replaces a name, nor
+// follows one that is a symlink). Sets g_path; false when no name could be given (set_error).
+bool link_unnamed(int fd, const char* dir, const char* name) noexcept {
+  char self[64];
+  snprintf(self, sizeof self, "/proc/thread-self/fd/%d", fd);
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    with_suffix(g_path, sizeof g_path, dir, name, attempt);
+    if (linkat(AT_FDCWD, self, AT_FDCWD, g_path, AT_SYMLINK_FOLLOW) == 0) return true;
+    if (errno != EEXIST) break;
+  }
+  set_error("cannot create trace file %s: %s", g_path, strerror(errno));
+  g_path[0] = 0;
+  return false;
+}
+
+const char* output_dir() noexcept { return config().output_dir.empty() ? "." : config().output_dir.c_str(); }
+
+// Creates the file (never an existing path, never through a symlink: O_TMPFILE then linkat, or
+// O_EXCL|O_NOFOLLOW), maps and fills the header. `unnamed_fd`: a file of open_unnamed's already made,
+// or -1. On failure nothing is left behind.
+bool create_file(int unnamed_fd) noexcept {
   const Config& c = config();
   char exe[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -257,14 +284,21 @@ bool create_file() noexcept {
   if (!expand_output_pattern_to(name, sizeof name, c.output_pattern.c_str(), base, static_cast<long>(getpid()), host,
                                 static_cast<long>(time(nullptr)))) {
     set_error("trace file name too long");
+    if (unnamed_fd >= 0) ::close(unnamed_fd);
     return false;
   }
-  const char* dir = c.output_dir.empty() ? "." : c.output_dir.c_str();
-  int fd = -1;
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    with_suffix(g_path, sizeof g_path, dir, name, attempt);
-    fd = ::open(g_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, c.file_mode);
-    if (fd >= 0 || errno != EEXIST) break;
+  const char* dir = output_dir();
+  // (With the thread's own table file_main tried open_unnamed already.)
+  int fd = unnamed_fd >= 0 ? unnamed_fd : g_private ? -1 : open_unnamed(dir, c.file_mode);
+  const bool unnamed = fd >= 0;
+  if (unnamed) {
+    with_suffix(g_path, sizeof g_path, dir, name, 0);  // for the messages until it has its name
+  } else {
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      with_suffix(g_path, sizeof g_path, dir, name, attempt);
+      fd = ::open(g_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, c.file_mode);
+      if (fd >= 0 || errno != EEXIST) break;
+    }
   }
   if (fd < 0) {
     if (errno == EMFILE || errno == ENFILE)
@@ -276,10 +310,12 @@ bool create_file() noexcept {
   }
   struct stat st;
   bool known = fstat(fd, &st) == 0;
+  void* hdr = MAP_FAILED;
   auto fail = [&](const char* what) {
     set_error("%s %s", what, g_path);
+    if (hdr != MAP_FAILED) munmap(hdr, kHeaderSize);
     if (fd >= 0 && (g_private || (known && same_file(fd, st)))) ::close(fd);
-    unlink(g_path);
+    if (!unnamed) unlink(g_path);
     g_path[0] = 0;
     return false;
   };
@@ -292,10 +328,15 @@ bool create_file() noexcept {
   }
   fchmod(fd, c.file_mode);  // the mode must not depend on the application's umask
   if (!fits_rlimit(kHeaderSize) || posix_fallocate(fd, 0, kHeaderSize) != 0) return fail("cannot allocate trace file");
-  void* hdr = mmap(nullptr, kHeaderSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  hdr = mmap(nullptr, kHeaderSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (hdr == MAP_FAILED) return fail("cannot map trace file");
-  g_fd = fd;
   fill_header(static_cast<FileHeader*>(hdr));
+  if (unnamed && !link_unnamed(fd, dir, name)) {
+    munmap(hdr, kHeaderSize);
+    if (g_private || same_file(fd, st)) ::close(fd);
+    return false;
+  }
+  g_fd = fd;
   g_header.store(static_cast<FileHeader*>(hdr), std::memory_order_release);
   return true;
 }
@@ -337,11 +378,14 @@ bool map_one(uint64_t seg) noexcept {
 // Fault the segment in writable in one call instead of one page fault (and ext4 page_mkwrite) per
 // 4 KiB inside the application's calls; done after the segment is published, so a writer that
 // waited for it goes on at once. Linux >= 5.14; older kernels answer EINVAL and pages fault in.
-// Not segment 0: a short process writes a few pages of it, and pre-faulting (then truncating) all
-// of it was most of tracing's start-up cost.
+// Of segment 0 only the first two blocks (the first threads'): a short process writes a few pages
+// of it, and pre-faulting (then truncating) all of it was most of tracing's start-up cost; those
+// two, faulted by the application's first record, cost it ~0.2 ms (the VM; ext4's page cache),
+// and here they are made while the application's first call runs.
+constexpr uint64_t kFirstSegmentPopulated = 2 * kBlockSize;
 void populate(uint64_t seg) noexcept {
-  if (seg == 0) return;
-  if (char* p = g_segments[seg].load(std::memory_order_acquire)) madvise(p, segment_bytes(seg), MADV_POPULATE_WRITE);
+  if (char* p = g_segments[seg].load(std::memory_order_acquire))
+    madvise(p, seg == 0 ? kFirstSegmentPopulated : segment_bytes(seg), MADV_POPULATE_WRITE);
 }
 
 // Truncates to `bytes` (kNoTruncate: not at all) and releases the descriptor, only when it is
@@ -390,18 +434,20 @@ void* file_main(void*) {
   tsc_clock::start(g_private);
   g_thread.store(kIdle, std::memory_order_release);
   bump(&g_done);
-  // With a table of its own the file is made at once, while the application's first call (which
-  // started this thread) runs, so that its first record does not wait for it: the descriptor takes
-  // no number of the application's. In the application's table, only when the first record is
-  // written, after that call returned (the call may need the last free descriptor number itself).
-  // Either way the writer learns of the file at its request (file_opened), and of a failure only
-  // then, so that the thread that asked reports it.
-  const bool eager = g_private;
+  // With a table of its own, and where the file can be made unnamed (it then appears whole or not
+  // at all), it is made at once, while the application's first call (which started this thread)
+  // runs, so that its first record does not wait for it: the descriptor takes no number of the
+  // application's. Otherwise only when the first record is written, after that call returned (in
+  // the application's table the call may need the last free descriptor number itself). Either
+  // way the writer learns of the file at its request (file_opened), and of a failure only then,
+  // so that the thread that asked reports it.
+  const int unnamed = g_private ? open_unnamed(output_dir(), config().file_mode) : -1;
+  const bool eager = unnamed >= 0;
   if (!eager && !wait_for_open()) {
     finish();
     return nullptr;
   }
-  if (!create_file()) {
+  if (!create_file(unnamed)) {
     if (eager && !wait_for_open()) {
       finish();
       return nullptr;
