@@ -579,8 +579,9 @@ void map_ahead(uint64_t count) noexcept {
 
 uint64_t mapped_blocks() noexcept { return segment_first_block(g_mapped.load(std::memory_order_acquire)); }
 
-bool close_at_exit() noexcept {
-  if (g_mapped.load(std::memory_order_acquire) > 1 || !g_private) return false;
+bool close_at_exit(uint64_t bytes) noexcept {
+  if (bytes > kHeaderSize + kFirstSegmentBytes || g_mapped.load(std::memory_order_acquire) > 1 || !g_private)
+    return false;
   int st = g_thread.load(std::memory_order_acquire);
   if (st == kNone || st == kGone) return true;
   g_close_bytes.store(kNoTruncate);

@@ -62,12 +62,12 @@ uint64_t mapped_blocks() noexcept;
 // Ends the file: truncated to `bytes` (UINT64_MAX: not truncated) when the thread still holds it,
 // descriptor released, thread gone. Waits. Nothing when the thread is already gone.
 void close(uint64_t bytes) noexcept;
-// At the process's end, when only the first segment was mapped and the descriptor is the thread's
-// own: the file is left at its length (at most the first segment's 256 KiB past the blocks used;
+// At the process's end, when the blocks used (`bytes`, as for close) and mapped are within the first
+// segment and the descriptor is the thread's own: the file is left at its length (at most the first segment's 256 KiB past the blocks used;
 // readers go by the blocks' magic) and the thread is asked to release it without waiting for it:
 // truncating took 0.1-0.3 ms (ext4, up to 13 ms on a busy disk) of every short process's exit.
 // False (nothing done) otherwise: then close().
-bool close_at_exit() noexcept;
+bool close_at_exit(uint64_t bytes) noexcept;
 
 // Why the last open or mapping failed (one line), "" if none.
 const char* error_text() noexcept;

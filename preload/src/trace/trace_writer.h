@@ -98,6 +98,10 @@ void set_opened_callback(OpenedCallback cb) noexcept;
 // trace's header (atomically, in the mapping) and in every header opened later (fork children).
 void add_config_flags(uint32_t flags) noexcept;
 
+// The executable's path as the open trace's header has it (read by the file thread), nullptr
+// without a header or when it was cut to the header's field.
+const char* executable_path() noexcept;
+
 // For trace_file.cpp: the file thread created the file (`h`, its header) ahead of the request; the
 // first writer takes it without waiting.
 void file_ready(trace::FileHeader* h) noexcept;
