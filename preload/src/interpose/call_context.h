@@ -128,7 +128,7 @@ struct ThreadCallState {
   // The runtime call's record: in place in the thread's block (published in flight), or `pending`
   // when it is written after the call (the trace was not active when the call began).
   AnyRecord* target;
-  uint32_t target_generation;  // of an in-place target
+  uint32_t target_generation;  // of an in-place target (never 0); 0 when the target is `pending`
   // A reentrant call (it interrupted a real function: a signal handler's, most likely): recorded
   // with nothing that may allocate or take a lock the interrupted code may hold: no driver query of
   // ours (memory classified from the pinned-range registry only, no capture check), no stack, no
@@ -142,12 +142,34 @@ struct ThreadCallState {
   uintptr_t handler_frame;
   uintptr_t handler_return;
   uintptr_t handler_alt_lo, handler_alt_hi;
+  // This thread's errno (its address never changes; a forked child's thread has it at the same
+  // address), once a wrapper asked for it (ThreadErrnoKeeper); nullptr before (also after a clear).
+  int* errno_ptr;
   AnyRecord pending;
 };
-extern AW_TLS_SHARED ThreadCallState tl_call_state;
+// The exported driver stubs (entry_stubs.cpp) read `phase`, `outer` and `rt_instance` by this
+// assembler name.
+extern AW_TLS_SHARED ThreadCallState tl_call_state __asm__("aw_tl_call_state");
 inline ThreadCallState& thread_state() noexcept { return tl_call_state; }
 
 inline void signal_fence() noexcept { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
+
+// ErrnoKeeper (common.h) for the wrappers' own work after the real call, with the thread's errno
+// address kept in its state: a load instead of a call of __errno_location on every call.
+class ThreadErrnoKeeper {
+ public:
+  explicit ThreadErrnoKeeper(ThreadCallState& st) noexcept : p_(st.errno_ptr) {
+    if (AW_UNLIKELY(!p_)) p_ = st.errno_ptr = &errno;
+    saved_ = *p_;
+  }
+  ~ThreadErrnoKeeper() { *p_ = saved_; }
+  ThreadErrnoKeeper(const ThreadErrnoKeeper&) = delete;
+  ThreadErrnoKeeper& operator=(const ThreadErrnoKeeper&) = delete;
+
+ private:
+  int* p_;
+  int saved_;
+};
 
 // Non-zero when the signal trampoline deferred a signal that arrived while this thread ran the
 // library's own code (signal_hooks.h); not in ThreadCallState, which SavedCallState clears.
@@ -245,16 +267,16 @@ inline __attribute__((always_inline)) AnyRecord* begin_in_place(trace::RecordTyp
                                                                 const void* caller_ra, uint32_t stack_id,
                                                                 uint64_t* start, uint32_t* gen) noexcept {
   const uint32_t size = trace::record_info(static_cast<uint16_t>(type)).fixed;
-  char* p = thread_buffer::reserve_active(size);
+  // The generation the reserved bytes belong to (the one reserve_active compared with its cursors').
+  char* p = thread_buffer::reserve_active(size, gen);
   if (AW_UNLIKELY(!p)) return begin_in_place_lost(start);
   // The reserved bytes are zero (fresh file space, never handed out twice): only the head's known
-  // fields are stored.
+  // fields that are not zero are stored (a launch's stack id is a constant 0).
   auto* h = reinterpret_cast<trace::CallHead*>(p);
   h->api = static_cast<uint16_t>(api);
   h->flags = trace::kFlagInFlight | (stack_id ? uint32_t{trace::kFlagStackCaptured} : 0u);
-  h->stack_id = stack_id;
+  if (stack_id) h->stack_id = stack_id;
   h->end_ns = reinterpret_cast<uintptr_t>(caller_ra);  // until completed: the caller (trace_format.h)
-  *gen = trace_writer::generation();
   *start = now_ns();
   h->start_ns = *start;
   thread_buffer::commit(p, type, size);  // visible from here on, in flight
@@ -297,11 +319,12 @@ inline constexpr uint32_t kDoubtfulSides = 1u << static_cast<unsigned>(trace::Me
                                            1u << static_cast<unsigned>(trace::MemoryKind::Unknown) |
                                            1u << static_cast<unsigned>(trace::MemoryKind::Managed);
 inline bool doubtful_side(trace::MemoryKind m) noexcept { return (kDoubtfulSides >> static_cast<unsigned>(m)) & 1u; }
-inline __attribute__((always_inline)) bool copy_stack_before(trace::Direction d, trace::MemoryKind src,
-                                                             trace::MemoryKind dst, bool memset) noexcept {
+inline __attribute__((always_inline)) bool copy_stack_before(const Config& cfg, trace::Direction d,
+                                                             trace::MemoryKind src, trace::MemoryKind dst,
+                                                             bool memset) noexcept {
   // The pinned/device copy of the hot path is decided by one mask test.
   const uint32_t sides = (memset ? 0u : 1u << static_cast<unsigned>(src)) | 1u << static_cast<unsigned>(dst);
-  const StackPolicy p = config_fast().stacks;
+  const StackPolicy p = cfg.stacks;
   if (AW_LIKELY(!(sides & kDoubtfulSides) && d != trace::Direction::HtoH) && p != StackPolicy::All) return false;
   return p != StackPolicy::None && !tl_call_state.reentrant;
 }
