@@ -44,8 +44,9 @@ static_assert(sizeof(std::atomic<uint32_t>) == 4 && sizeof(std::atomic<void*>) =
 // ThreadCallState is not standard-layout (its record union), but GCC lays it out as written.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Winvalid-offsetof"
-static_assert(offsetof(ThreadCallState, phase) == 0 && sizeof(ThreadCallState::phase) == 4 &&
-                  offsetof(ThreadCallState, outer) == 4 && offsetof(ThreadCallState, rt_instance) == 5,
+static_assert(offsetof(asyncwatch::calls::ThreadLocals, call) == 0 && offsetof(ThreadCallState, phase) == 0 &&
+                  sizeof(ThreadCallState::phase) == 4 && offsetof(ThreadCallState, outer) == 4 &&
+                  offsetof(ThreadCallState, rt_instance) == 5,
               "the driver stubs' called_in_runtime: phase at 0, outer at 4, rt_instance at 5");
 #pragma GCC diagnostic pop
 static_assert(asyncwatch::calls::kOuterRuntime == 2, "the driver stubs compare outer with $2");
@@ -116,7 +117,7 @@ static_assert(sizeof(TextRange) == 16 && offsetof(TextRange, lo) == 0 && offseto
 
 // aw_driver_real: real::g_real (real_functions.h); aw_runtime_instances: runtime instance 0's
 // functions (runtime_hooks.cpp); aw_not_recording: trace_writer::g_not_recording; aw_tl_call_state:
-// calls::tl_call_state (call_context.h); aw_rt_text: runtime_hooks::g_rt_text (runtime_hooks.h).
+// calls::tl_locals (call_context.h); aw_rt_text: runtime_hooks::g_rt_text (runtime_hooks.h).
 __asm__(
     ".pushsection .text.asyncwatch_stubs, \"ax\", @progbits\n"
     ".hidden aw_not_recording\n"

@@ -100,7 +100,7 @@ inline bool called_by(const void* own_ra, const void* wrapper) noexcept {
 // full one, which also finds the runtime's tail calls from our own runtime wrapper (traced_call.h).
 // The x86-64 stubs make it in assembly (entry_stubs.cpp): the same fields, the same order.
 inline bool called_in_runtime(const void* ra) noexcept {
-  const ThreadCallState& st = tl_call_state;
+  const ThreadCallState& st = tl_locals.call;
   return st.phase == 2 && st.outer == kOuterRuntime && runtime_hooks::text_contains(st.rt_instance, ra);
 }
 }  // namespace asyncwatch::calls

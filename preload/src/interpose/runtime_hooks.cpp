@@ -507,7 +507,7 @@ inline void* rt_real(RtSlot s) noexcept {
     AW_ENTRY_PASS_IF_DISABLED(decltype(&::sym),                                                                       \
                               g_inst[0].real[static_cast<size_t>(RtSlot::sym)].load(std::memory_order_acquire), args) \
     AW_NOTE_ENTRY();                                                                                                  \
-    if (AW_LIKELY(calls::tl_call_state.phase == 0 && trace_writer::recording_now())) return aw_app_##sym args;        \
+    if (AW_LIKELY(calls::tl_locals.call.phase == 0 && trace_writer::recording_now())) return aw_app_##sym args;       \
     return aw_traced_##sym args;                                                                                      \
   }
 #endif
