@@ -1,10 +1,12 @@
 # Asserts the shape of libasyncwatch.so's exported CUDA wrappers on x86-64 (interpose/entry_stubs.cpp):
-# every exported driver and runtime entry point is a stub of at most 7 instructions, a function
-# with a size, that tests the ASYNCWATCH_DISABLE bit, jumps to the real function it loads from its
-# table's slot (the slots in the tables' order, 8 bytes apart) and otherwise to its own C++ entry,
-# with no call and no stack access. The disabled path is those instructions less the jump to the
-# entry: what the disabled target of docs/performance.md counts (callgrind_per_call.sh measures it).
-# And no relocation of the library names one of them.
+# every exported driver and runtime entry point is a stub, a function with a size, that tests the
+# ASYNCWATCH_DISABLE bit first, jumps to the real function it loads from its table's slot (the
+# slots in the tables' order, 8 bytes apart), and otherwise to one of its bodies: a driver stub to
+# aw_inrt_<name> or aw_traced_<name> (21 instructions, at most 16 on the way to either), a runtime
+# stub to aw_app_<name> or aw_traced_<name> (13, at most 8 on the way to either); no call, no stack access but the driver stub's load of its return address. The disabled
+# path is the first two and the last four instructions: what the disabled target of
+# docs/performance.md counts (callgrind_per_call.sh measures it). And no relocation of the library
+# names one of them.
 cmake_policy(SET CMP0057 NEW)  # IN_LIST
 execute_process(COMMAND nm -D -S --defined-only ${LIB} OUTPUT_VARIABLE syms RESULT_VARIABLE rc)
 if(rc)
@@ -58,17 +60,37 @@ macro(check_block)
     math(EXPR seen "${seen} + 1")
     list(LENGTH insns n)
     string(REPLACE ";" "\n" text "${insns}")
-    if(n GREATER 7 OR n LESS 6)
-      message(FATAL_ERROR "${cur}: ${n} instructions, not the stub's 6-7:\n${text}")
-    endif()
     list(GET insns 0 first)
     if(NOT first MATCHES "testb +\\$0x4,.*<aw_not_recording>")
       message(FATAL_ERROR "${cur}: does not start with the disabled test:\n${text}")
     endif()
-    if(NOT text MATCHES "jmp +\\*%rax" OR NOT text MATCHES "jmp +[0-9a-f]+ <aw_entry_${cur}>")
-      message(FATAL_ERROR "${cur}: no jump to the real function and to aw_entry_${cur}:\n${text}")
+    if(text MATCHES "<aw_driver_real")
+      set(body aw_inrt)
+      set(want_n 21)
+    else()
+      set(body aw_app)
+      set(want_n 13)
     endif()
-    if(text MATCHES "call|push|pop|%rsp|%rbp")
+    if(NOT n EQUAL want_n)
+      message(FATAL_ERROR "${cur}: ${n} instructions, not the stub's ${want_n}:\n${text}")
+    endif()
+    # The disabled path: the test, its branch, then the last four (the real function's load and jump).
+    list(GET insns 1 second)
+    math(EXPR i "${n} - 4")
+    list(SUBLIST insns ${i} 4 tail)
+    string(REPLACE ";" "\n" tail_text "${tail}")
+    if(NOT second MATCHES "^jne " OR NOT tail_text MATCHES "^mov +[^\n]*,%rax[^\n]*\ntest +%rax,%rax\nje [^\n]*\njmp +\\*%rax$")
+      message(FATAL_ERROR "${cur}: not the disabled path's six instructions:\n${text}")
+    endif()
+    # Two jumps to the bodies (objdump may name both by one name where they are one function:
+    # cuGetProcAddress's, proc_address.cpp).
+    string(REGEX MATCHALL "jmp +[0-9a-f]+ <(${body}|aw_traced)_${cur}>" to_bodies "${text}")
+    list(LENGTH to_bodies n_bodies)
+    if(NOT n_bodies EQUAL 2)
+      message(FATAL_ERROR "${cur}: not one jump to ${body}_${cur} and one to aw_traced_${cur}:\n${text}")
+    endif()
+    string(REPLACE "mov    (%rsp),%r10" "" rest "${text}")
+    if(rest MATCHES "call|push|pop|%rsp|%rbp")
       message(FATAL_ERROR "${cur}: a call or a stack access:\n${text}")
     endif()
     if(text MATCHES "mov +[^\n]*,%rax +# [0-9a-f]+ <aw_driver_real(\\+0x([0-9a-f]+))?>")

@@ -17,7 +17,7 @@
 
 namespace asyncwatch::calls {
 
-AW_TLS_SHARED ThreadCallState tl_call_state;
+AW_TLS_SHARED ThreadLocals tl_locals;
 AW_TLS_SHARED NameCacheEntry* tl_kernel_names;
 std::atomic<int> g_active_captures{0};
 std::atomic<uint32_t> g_device_info_generation{0};

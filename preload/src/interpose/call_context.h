@@ -128,7 +128,7 @@ struct ThreadCallState {
   // The runtime call's record: in place in the thread's block (published in flight), or `pending`
   // when it is written after the call (the trace was not active when the call began).
   AnyRecord* target;
-  uint32_t target_generation;  // of an in-place target
+  uint32_t target_generation;  // of an in-place target (never 0); 0 when the target is `pending`
   // A reentrant call (it interrupted a real function: a signal handler's, most likely): recorded
   // with nothing that may allocate or take a lock the interrupted code may hold: no driver query of
   // ours (memory classified from the pinned-range registry only, no capture check), no stack, no
@@ -142,16 +142,44 @@ struct ThreadCallState {
   uintptr_t handler_frame;
   uintptr_t handler_return;
   uintptr_t handler_alt_lo, handler_alt_hi;
+  // This thread's errno (its address never changes; a forked child's thread has it at the same
+  // address), once a wrapper asked for it (ThreadErrnoKeeper); nullptr before (also after a clear).
+  int* errno_ptr;
   AnyRecord pending;
 };
-extern AW_TLS_SHARED ThreadCallState tl_call_state;
-inline ThreadCallState& thread_state() noexcept { return tl_call_state; }
+// The thread's call state and its count of deferred signals, in one thread-local object: the
+// wrappers reach both from one address (one load of its offset fewer on every test of the count).
+struct ThreadLocals {
+  ThreadCallState call;
+  // Non-zero when the signal trampoline deferred a signal that arrived while this thread ran the
+  // library's own code (signal_hooks.h); not in ThreadCallState, which SavedCallState clears.
+  uint32_t signals_deferred;
+};
+// The exported driver stubs (entry_stubs.cpp) read `call`'s `phase`, `outer` and `rt_instance` by
+// this assembler name.
+extern AW_TLS_SHARED ThreadLocals tl_locals __asm__("aw_tl_call_state");
+inline ThreadCallState& thread_state() noexcept { return tl_locals.call; }
 
 inline void signal_fence() noexcept { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
 
-// Non-zero when the signal trampoline deferred a signal that arrived while this thread ran the
-// library's own code (signal_hooks.h); not in ThreadCallState, which SavedCallState clears.
-extern AW_TLS_SHARED uint32_t tl_signals_deferred;
+// ErrnoKeeper (common.h) for the wrappers' own work after the real call, with the thread's errno
+// address kept in its state: a load instead of a call of __errno_location on every call.
+class ThreadErrnoKeeper {
+ public:
+  explicit ThreadErrnoKeeper(ThreadCallState& st) noexcept : p_(st.errno_ptr) {
+    if (AW_UNLIKELY(!p_)) p_ = st.errno_ptr = &errno;
+    saved_ = *p_;
+  }
+  ~ThreadErrnoKeeper() { *p_ = saved_; }
+  ThreadErrnoKeeper(const ThreadErrnoKeeper&) = delete;
+  ThreadErrnoKeeper& operator=(const ThreadErrnoKeeper&) = delete;
+
+ private:
+  int* p_;
+  int saved_;
+};
+
+// Delivers the signals counted in tl_locals.signals_deferred.
 void deliver_deferred_signals() noexcept;  // signal_hooks.cpp
 // Every change of `phase` from the library's own code (odd) to another value goes through here: a
 // signal deferred meanwhile is delivered once the thread is out of it. Stored first, then checked:
@@ -160,7 +188,7 @@ inline void set_phase(ThreadCallState& st, uint32_t p) noexcept {
   signal_fence();
   st.phase = p;
   signal_fence();
-  if (AW_UNLIKELY(tl_signals_deferred) && !(p & 1)) deliver_deferred_signals();
+  if (AW_UNLIKELY(tl_locals.signals_deferred) && !(p & 1)) deliver_deferred_signals();
 }
 
 // False when nothing should be recorded (paused, disabled, tracing failed or closed); a call made
@@ -185,7 +213,7 @@ uint32_t begin_lost(ThreadCallState& st) noexcept;
 class SavedCallState {
  public:
   SavedCallState() noexcept {
-    ThreadCallState& st = tl_call_state;
+    ThreadCallState& st = tl_locals.call;
     uint32_t phase = st.phase;
     st.phase = 1;
     signal_fence();
@@ -196,7 +224,7 @@ class SavedCallState {
     set_phase(st, 0);
   }
   ~SavedCallState() {
-    ThreadCallState& st = tl_call_state;
+    ThreadCallState& st = tl_locals.call;
     st.phase = 1;
     signal_fence();
     uint32_t phase = saved_.phase;
@@ -217,11 +245,11 @@ class SavedCallState {
 // state or locks being used.
 class LibraryScope {
  public:
-  LibraryScope() noexcept : saved_(tl_call_state.phase) {
-    tl_call_state.phase = saved_ | 1u;
+  LibraryScope() noexcept : saved_(tl_locals.call.phase) {
+    tl_locals.call.phase = saved_ | 1u;
     signal_fence();
   }
-  ~LibraryScope() { set_phase(tl_call_state, saved_); }
+  ~LibraryScope() { set_phase(tl_locals.call, saved_); }
   LibraryScope(const LibraryScope&) = delete;
   LibraryScope& operator=(const LibraryScope&) = delete;
 
@@ -245,16 +273,16 @@ inline __attribute__((always_inline)) AnyRecord* begin_in_place(trace::RecordTyp
                                                                 const void* caller_ra, uint32_t stack_id,
                                                                 uint64_t* start, uint32_t* gen) noexcept {
   const uint32_t size = trace::record_info(static_cast<uint16_t>(type)).fixed;
-  char* p = thread_buffer::reserve_active(size);
+  // The generation the reserved bytes belong to (the one reserve_active compared with its cursors').
+  char* p = thread_buffer::reserve_active(size, gen);
   if (AW_UNLIKELY(!p)) return begin_in_place_lost(start);
   // The reserved bytes are zero (fresh file space, never handed out twice): only the head's known
-  // fields are stored.
+  // fields that are not zero are stored (a launch's stack id is a constant 0).
   auto* h = reinterpret_cast<trace::CallHead*>(p);
   h->api = static_cast<uint16_t>(api);
   h->flags = trace::kFlagInFlight | (stack_id ? uint32_t{trace::kFlagStackCaptured} : 0u);
-  h->stack_id = stack_id;
+  if (stack_id) h->stack_id = stack_id;
   h->end_ns = reinterpret_cast<uintptr_t>(caller_ra);  // until completed: the caller (trace_format.h)
-  *gen = trace_writer::generation();
   *start = now_ns();
   h->start_ns = *start;
   thread_buffer::commit(p, type, size);  // visible from here on, in flight
@@ -286,7 +314,7 @@ inline __attribute__((always_inline)) bool stack_before(Category c) noexcept {
   const uint32_t bit = 1u << static_cast<unsigned>(c);
   if (AW_LIKELY(!(bit & (kStackAlwaysBefore | kStackBeforeUnderAll)))) return false;
   const StackPolicy p = config_fast().stacks;
-  return (bit & kStackAlwaysBefore ? p != StackPolicy::None : p == StackPolicy::All) && !tl_call_state.reentrant;
+  return (bit & kStackAlwaysBefore ? p != StackPolicy::None : p == StackPolicy::All) && !tl_locals.call.reentrant;
 }
 // A copy or memset whose sides are known before the call: a stack then when the default policy
 // would give it one whatever the call's duration (a side that is not known to be pinned or device
@@ -297,13 +325,14 @@ inline constexpr uint32_t kDoubtfulSides = 1u << static_cast<unsigned>(trace::Me
                                            1u << static_cast<unsigned>(trace::MemoryKind::Unknown) |
                                            1u << static_cast<unsigned>(trace::MemoryKind::Managed);
 inline bool doubtful_side(trace::MemoryKind m) noexcept { return (kDoubtfulSides >> static_cast<unsigned>(m)) & 1u; }
-inline __attribute__((always_inline)) bool copy_stack_before(trace::Direction d, trace::MemoryKind src,
-                                                             trace::MemoryKind dst, bool memset) noexcept {
+inline __attribute__((always_inline)) bool copy_stack_before(const Config& cfg, trace::Direction d,
+                                                             trace::MemoryKind src, trace::MemoryKind dst,
+                                                             bool memset) noexcept {
   // The pinned/device copy of the hot path is decided by one mask test.
   const uint32_t sides = (memset ? 0u : 1u << static_cast<unsigned>(src)) | 1u << static_cast<unsigned>(dst);
-  const StackPolicy p = config_fast().stacks;
+  const StackPolicy p = cfg.stacks;
   if (AW_LIKELY(!(sides & kDoubtfulSides) && d != trace::Direction::HtoH) && p != StackPolicy::All) return false;
-  return p != StackPolicy::None && !tl_call_state.reentrant;
+  return p != StackPolicy::None && !tl_locals.call.reentrant;
 }
 // Default policy (docs/configuration.md): copies and memsets get a stack when a side is not known
 // to be pinned or device memory (pageable, unknown, managed; every host-to-host copy) or when the
@@ -339,7 +368,7 @@ inline __attribute__((always_inline)) bool wants_stack(const AnyRecord& r, Categ
 // Stream creation and capture records never had a stack (before v2 they had no stack_id field);
 // a reentrant call takes none.
 inline bool takes_stacks(Category c) noexcept {
-  return c != Category::Stream && c != Category::Capture && AW_LIKELY(!tl_call_state.reentrant);
+  return c != Category::Stream && c != Category::Capture && AW_LIKELY(!tl_locals.call.reentrant);
 }
 
 // The call site of the thread's current call, into `h` (out of line: a stack is the rare case).
@@ -407,7 +436,7 @@ inline uint32_t kernel_name_id(cuda::CUfunction f, bool* first) noexcept {
   const NameCacheEntry* names = tl_kernel_names;
   if (AW_LIKELY(names && f)) {
     const NameCacheEntry& e = names[name_cache_slot(f)];
-    if (AW_LIKELY(e.fn == f && e.generation == trace_writer::generation() && !tl_call_state.reentrant)) {
+    if (AW_LIKELY(e.fn == f && e.generation == trace_writer::generation() && !tl_locals.call.reentrant)) {
       *first = false;
       return e.id;
     }

@@ -48,8 +48,8 @@ inline bool doubtful_host(MemoryKind k) {
   return k == MemoryKind::Pageable || k == MemoryKind::Unknown || k == MemoryKind::Managed;
 }
 
-inline __attribute__((always_inline)) bool wants_evidence(const Sides& s, bool memset) noexcept {
-  switch (config_fast().evidence) {
+inline __attribute__((always_inline)) bool wants_evidence(const Config& cfg, const Sides& s, bool memset) noexcept {
+  switch (cfg.evidence) {
     case EvidencePolicy::Off: return false;
     case EvidencePolicy::All: return true;
     case EvidencePolicy::Auto: break;
@@ -73,10 +73,13 @@ CUresult traced(C caller, Hook h, trace::RecordType type, CUstream stream, bool 
   Sides s{};
   // Before the call: the sides, classified, decide whether the stack is taken now (the call site
   // of a copy still in flight when the process dies, call_context.h copy_stack_before).
+  // (One configuration load for its tests and the fill's.)
+  const Config* cfg = nullptr;
   auto prepare = [&]() noexcept {
     s = describe();
-    if (gpu_times::enabled()) gpu = gpu_times::before(stream, hooks::info(h).per_thread);
-    return calls::copy_stack_before(s.direction, s.src, s.dst, type == trace::RecordType::Memset);
+    cfg = &config_fast();
+    if (cfg->gpu_times) gpu = gpu_times::before(stream, hooks::info(h).per_thread);
+    return calls::copy_stack_before(*cfg, s.direction, s.src, s.dst, type == trace::RecordType::Memset);
   };
   return calls::traced_with(
       caller, h, cat, prepare, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
@@ -90,7 +93,7 @@ CUresult traced(C caller, Hook h, trace::RecordType type, CUstream stream, bool 
         c.bytes = s.bytes;
         bool capturing = has_stream && calls::stream_is_capturing(stream);
         if (capturing) c.flags |= trace::kFlagCaptureActive;
-        if (r == CUDA_SUCCESS && !capturing && wants_evidence(s, type == trace::RecordType::Memset))
+        if (r == CUDA_SUCCESS && !capturing && wants_evidence(*cfg, s, type == trace::RecordType::Memset))
           calls::completion_evidence(stream, hi.per_thread, &c.flags);
         if (gpu &&
             gpu_times::after(gpu, r, stream, hi.per_thread,

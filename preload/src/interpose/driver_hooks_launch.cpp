@@ -25,12 +25,22 @@ struct LaunchShape {
   bool has_function;
 };
 
+// ASYNCWATCH_GPU_TIMES: the start event recorded before the call (`*gpu`, its token); nothing
+// to do (wanted() false) when GPU times are off.
+struct GpuTimesBefore {
+  Hook h;
+  CUstream stream;
+  uint32_t* gpu;
+  bool wanted() const noexcept { return gpu_times::enabled(); }
+  void operator()() const noexcept {
+    if (gpu_times::enabled()) *gpu = gpu_times::before(stream, hooks::info(h).per_thread);
+  }
+};
+
 template <class C, class Call>
 CUresult traced_launch(C caller, Hook h, const LaunchShape& shape, Call&& call, CUgraphExec exec = nullptr) {
   uint32_t gpu = 0;  // ASYNCWATCH_GPU_TIMES: the token of the start event recorded before the call
-  auto timed = [&]() noexcept {
-    if (gpu_times::enabled()) gpu = gpu_times::before(shape.stream, hooks::info(h).per_thread);
-  };
+  GpuTimesBefore timed{h, shape.stream, &gpu};
   return calls::traced_with(
       caller, h, calls::Category::Launch, timed, call,
       [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {

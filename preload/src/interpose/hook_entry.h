@@ -1,22 +1,24 @@
 // How an exported wrapper hands over to its traced body, out of line (docs/interception.md, "Every
-// path to the driver"; the cost: docs/performance.md, "Third pass" and "The disabled path as a
-// stub"). On x86-64 the exported symbol is a stub in assembly (entry_stubs.cpp, made from the hook
-// tables): it tests the ASYNCWATCH_DISABLE bit and, when set, jumps to the real function, having
-// touched no register but %rax and no stack; otherwise (or while the real function is not known
-// yet) it jumps to the C++ entry, `aw_entry_<sym>` (hidden). Elsewhere the exported function is
-// that entry itself, and makes the same test first (a load, the test and a tail call, which GCC
-// compiles into reloads and stores of every stack argument: 20-30 instructions for cuLaunchKernel).
-// The entry calls the body with the same arguments, which an optimizing compiler makes a jump
-// (a sibling call): reached by jumps only, the body then has the application's return address and
-// frame as its own, the application's call site (the key of the call-site cache, and how a driver
-// call made by the runtime is told from the application's).
+// path to the driver"; the cost: docs/performance.md, "The disabled path as a stub" and "The
+// dispatch in the stub"). On x86-64 the exported symbol is a stub in assembly (entry_stubs.cpp,
+// made from the hook tables) that makes the entry's tests itself and jumps to the body they pick:
+// with the ASYNCWATCH_DISABLE bit set, to the real function; a driver stub to `aw_inrt_<sym>` when
+// `called_in_runtime` (below) holds, else to `aw_traced_<sym>`; a runtime stub to `aw_app_<sym>`
+// when the application called it (phase 0) with the trace recording in place, else to
+// `aw_traced_<sym>` (also while the real function is not known yet). Only jumps: the body has the
+// application's return address and frame as its own (AW_STUB_CALLER_AS), in every build (-O0 and
+// the sanitizer builds included), and no C++ frame moves the arguments (GCC's tail call with
+// stack arguments reloads and stores each of them).
 //
-// Unoptimized and sanitized builds keep it a call (frame pointers everywhere there: -O0, and the
-// sanitizer builds' -fno-omit-frame-pointer), and the body reads the entry's return address and
-// frame one frame up (the stub's jump adds no frame). In optimized builds the entries live in a
-// section of their own (contiguous in each object); should the compiler not have made the call a
-// jump after all, the body's return address lies in its own entry (no entry calls another), and the
-// body takes the return address the entry stored in `tl_entry_ra` before the call (a signal
+// Elsewhere the exported function is a C++ entry (AW_ENTRY_NAME, the exported name itself) that
+// makes the same tests and calls the body with the same arguments, which an optimizing compiler
+// makes a jump (a sibling call); so are the entries of the runtime instances handed out by dlsym
+// (runtime_hooks.cpp) on every target. Unoptimized and sanitized builds keep that a call (frame
+// pointers everywhere there: -O0, and the sanitizer builds' -fno-omit-frame-pointer), and the body
+// reads the entry's return address and frame one frame up. In optimized builds the entries live in
+// a section of their own (contiguous in each object); should the compiler not have made the call
+// a jump after all, the body's return address lies in its own entry (no entry calls another), and
+// the body takes the return address the entry stored in `tl_entry_ra` before the call (a signal
 // handler's CUDA call between that store and the body's load would replace it: that call's call
 // site only).
 #pragma once
@@ -29,13 +31,11 @@
 #include "runtime_hooks.h"
 #include "trace/trace_writer.h"
 
-// The exported symbol's C++ entry (AW_ENTRY_NAME), and the disabled test it makes where no stub
-// made it before (AW_ENTRY_PASS_IF_DISABLED: `real_expr` loads the real function, of type `fn_type`).
+// AW_ENTRY_STUBS: the exported symbols are entry_stubs.cpp's stubs, which dispatch to the bodies.
+// Otherwise the exported symbol is the C++ entry, which makes the disabled test first
+// (AW_ENTRY_PASS_IF_DISABLED: `real_expr` loads the real function, of type `fn_type`).
 #if defined(__x86_64__)
-#define AW_ENTRY_STUBS      1
-#define AW_ENTRY_NAME(sym)  aw_entry_##sym
-#define AW_ENTRY_VISIBILITY __attribute__((visibility("hidden")))
-#define AW_ENTRY_PASS_IF_DISABLED(fn_type, real_expr, args)
+#define AW_ENTRY_STUBS 1
 #else
 #define AW_ENTRY_STUBS      0
 #define AW_ENTRY_NAME(sym)  sym
@@ -45,6 +45,20 @@
     const auto real = reinterpret_cast<fn_type>(real_expr);                                           \
     if (AW_UNLIKELY(::asyncwatch::trace_writer::disabled_now()) && AW_LIKELY(real)) return real args; \
   }
+#endif
+
+// `aw_caller` of a body the exported stub jumped to: the body's own return address and frame are
+// the application's (the frame as __builtin_frame_address(0) gives it: the canonical frame address
+// less the return address and the saved frame pointer). Elsewhere the C++ entry's (below).
+#if AW_ENTRY_STUBS
+#define AW_STUB_CALLER_AS(type, wrapper)                                                               \
+  const type aw_caller {                                                                               \
+    ::asyncwatch::calls::Caller {                                                                      \
+      __builtin_return_address(0), static_cast<const char*>(__builtin_dwarf_cfa()) - 2 * sizeof(void*) \
+    }                                                                                                  \
+  }
+#else
+#define AW_STUB_CALLER_AS(type, wrapper) AW_ENTRY_CALLER_AS(type, wrapper)
 #endif
 
 #if !defined(__OPTIMIZE__) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -84,8 +98,9 @@ inline bool called_by(const void* own_ra, const void* wrapper) noexcept {
 // The driver entry's first test: called by the runtime (a return address in its object)
 // inside a traced runtime call. Then the short body (`aw_inrt_<sym>`) runs; otherwise the
 // full one, which also finds the runtime's tail calls from our own runtime wrapper (traced_call.h).
+// The x86-64 stubs make it in assembly (entry_stubs.cpp): the same fields, the same order.
 inline bool called_in_runtime(const void* ra) noexcept {
-  const ThreadCallState& st = tl_call_state;
+  const ThreadCallState& st = tl_locals.call;
   return st.phase == 2 && st.outer == kOuterRuntime && runtime_hooks::text_contains(st.rt_instance, ra);
 }
 }  // namespace asyncwatch::calls
@@ -97,20 +112,25 @@ inline bool called_in_runtime(const void* ra) noexcept {
 // The two bodies: `aw_traced_<sym>` (every way in) and `aw_inrt_<sym>` (called by the runtime inside
 // a traced runtime call: `aw_caller` an InRuntimeCaller, so that the short path is all it holds).
 #define AW_DRIVER_BODY(caller_type, sym, args, ...)                                                                 \
-  AW_ENTRY_CALLER_AS(caller_type, &::AW_ENTRY_NAME(sym));                                                           \
+  AW_STUB_CALLER_AS(caller_type, &::AW_ENTRY_NAME(sym));                                                            \
   const auto real = reinterpret_cast<decltype(&::sym)>(::asyncwatch::real::driver(::asyncwatch::hooks::Hook::sym)); \
   if (!real) return ::asyncwatch::cuda::CUDA_ERROR_NOT_INITIALIZED;                                                 \
   [[maybe_unused]] auto call = [&] { return real args; };                                                           \
   __VA_ARGS__
+#define AW_DRIVER_BODIES(sym, params, args, ...)                                                                   \
+  extern "C" AW_EXPORT ::asyncwatch::cuda::CUresult sym params;                                                    \
+  extern "C" __attribute__((visibility("hidden"), noinline)) ::asyncwatch::cuda::CUresult aw_traced_##sym params { \
+    AW_DRIVER_BODY(::asyncwatch::calls::Caller, sym, args, __VA_ARGS__)                                            \
+  }                                                                                                                \
+  extern "C" __attribute__((visibility("hidden"), noinline)) ::asyncwatch::cuda::CUresult aw_inrt_##sym params {   \
+    AW_DRIVER_BODY(::asyncwatch::calls::InRuntimeCaller, sym, args, __VA_ARGS__)                                   \
+  }
+#if AW_ENTRY_STUBS
+#define AW_DRIVER_HOOK(sym, params, args, ...) AW_DRIVER_BODIES(sym, params, args, __VA_ARGS__)
+#else
 #define AW_DRIVER_HOOK(sym, params, args, ...)                                                                      \
-  extern "C" AW_EXPORT ::asyncwatch::cuda::CUresult sym params;                                                     \
   extern "C" AW_ENTRY_VISIBILITY ::asyncwatch::cuda::CUresult AW_ENTRY_NAME(sym) params;                            \
-  extern "C" __attribute__((visibility("hidden"), noinline)) ::asyncwatch::cuda::CUresult aw_traced_##sym params {  \
-    AW_DRIVER_BODY(::asyncwatch::calls::Caller, sym, args, __VA_ARGS__)                                             \
-  }                                                                                                                 \
-  extern "C" __attribute__((visibility("hidden"), noinline)) ::asyncwatch::cuda::CUresult aw_inrt_##sym params {    \
-    AW_DRIVER_BODY(::asyncwatch::calls::InRuntimeCaller, sym, args, __VA_ARGS__)                                    \
-  }                                                                                                                 \
+  AW_DRIVER_BODIES(sym, params, args, __VA_ARGS__)                                                                  \
   extern "C" AW_ENTRY_VISIBILITY AW_ENTRY_ATTRS ::asyncwatch::cuda::CUresult AW_ENTRY_NAME(sym) params {            \
     AW_ENTRY_PASS_IF_DISABLED(decltype(&::sym),                                                                     \
                               ::asyncwatch::real::g_real[static_cast<size_t>(::asyncwatch::hooks::Hook::sym)].load( \
@@ -120,3 +140,4 @@ inline bool called_in_runtime(const void* ra) noexcept {
     if (AW_LIKELY(::asyncwatch::calls::called_in_runtime(__builtin_return_address(0)))) return aw_inrt_##sym args;  \
     return aw_traced_##sym args;                                                                                    \
   }
+#endif

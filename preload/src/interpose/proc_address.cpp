@@ -53,10 +53,24 @@ void substitute(const char* requested, void** pfn) noexcept {
 
 }  // namespace asyncwatch::proc_address
 
-// The entries (AW_ENTRY_NAME, hook_entry.h): with ASYNCWATCH_DISABLE=1 the exported stubs (x86-64)
-// jump to the driver's function instead, which hands out the driver's functions themselves.
-extern "C" AW_ENTRY_VISIBILITY CUresult AW_ENTRY_NAME(cuGetProcAddress_v2)(const char* symbol, void** pfn, int version,
-                                                                           cuuint64_t flags, int* symbol_status) {
+// The bodies: on x86-64 the exported stubs (hook_entry.h) jump to aw_traced_<sym>, or to
+// aw_inrt_<sym> (the same function here) when the runtime calls it inside a traced runtime call;
+// with ASYNCWATCH_DISABLE=1 they jump to the driver's function instead, which hands out the
+// driver's functions themselves. Elsewhere these are the exported functions.
+#if AW_ENTRY_STUBS
+#define AW_PROC_ADDRESS_NAME(sym)  aw_traced_##sym
+#define AW_PROC_ADDRESS_VISIBILITY __attribute__((visibility("hidden")))
+#define AW_PROC_ADDRESS_INRT(sym, params) \
+  extern "C" __attribute__((visibility("hidden"), alias("aw_traced_" #sym))) CUresult aw_inrt_##sym params;
+#else
+#define AW_PROC_ADDRESS_NAME(sym)  AW_ENTRY_NAME(sym)
+#define AW_PROC_ADDRESS_VISIBILITY AW_ENTRY_VISIBILITY
+#define AW_PROC_ADDRESS_INRT(sym, params)
+#endif
+
+extern "C" AW_PROC_ADDRESS_VISIBILITY CUresult AW_PROC_ADDRESS_NAME(cuGetProcAddress_v2)(const char* symbol, void** pfn,
+                                                                                         int version, cuuint64_t flags,
+                                                                                         int* symbol_status) {
   using Fn = CUresult (*)(const char*, void**, int, cuuint64_t, int*);
   auto real = reinterpret_cast<Fn>(real::driver(Hook::cuGetProcAddress_v2));
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
@@ -64,10 +78,12 @@ extern "C" AW_ENTRY_VISIBILITY CUresult AW_ENTRY_NAME(cuGetProcAddress_v2)(const
   if (r == CUDA_SUCCESS) proc_address::substitute(symbol, pfn);
   return r;
 }
+AW_PROC_ADDRESS_INRT(cuGetProcAddress_v2,
+                     (const char* symbol, void** pfn, int version, cuuint64_t flags, int* symbol_status))
 
 // The CUDA 11.3 form (four arguments), still returned for version 11030.
-extern "C" AW_ENTRY_VISIBILITY CUresult AW_ENTRY_NAME(cuGetProcAddress)(const char* symbol, void** pfn, int version,
-                                                                        cuuint64_t flags) {
+extern "C" AW_PROC_ADDRESS_VISIBILITY CUresult AW_PROC_ADDRESS_NAME(cuGetProcAddress)(const char* symbol, void** pfn,
+                                                                                      int version, cuuint64_t flags) {
   using Fn = CUresult (*)(const char*, void**, int, cuuint64_t);
   auto real = reinterpret_cast<Fn>(real::driver(Hook::cuGetProcAddress));
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
@@ -75,3 +91,4 @@ extern "C" AW_ENTRY_VISIBILITY CUresult AW_ENTRY_NAME(cuGetProcAddress)(const ch
   if (r == CUDA_SUCCESS) proc_address::substitute(symbol, pfn);
   return r;
 }
+AW_PROC_ADDRESS_INRT(cuGetProcAddress, (const char* symbol, void** pfn, int version, cuuint64_t flags))

@@ -39,7 +39,8 @@ void record(trace::Api api, trace::Api driver_fn, uint64_t handle, trace::Stream
   }
   l.rec = nullptr;
   constexpr uint32_t kSize = trace::record_size_aligned(sizeof(trace::SyncRecord));
-  char* p = thread_buffer::reserve_active(kSize);
+  uint32_t reserved_gen;
+  char* p = thread_buffer::reserve_active(kSize, &reserved_gen);
   if (!p) {
     thread_buffer::note_lost(thread_buffer::failure_reason());
     trace_writer::count_lost(1);

@@ -196,7 +196,9 @@ inline __attribute__((always_inline)) void complete_in_place(calls::ThreadCallSt
       return;
     }
   }
-  rec->head.api = static_cast<uint16_t>(api);  // a driver wrapper's fill may have named its own
+  // A driver wrapper's fill names its own API in the records of these categories only
+  // (cuCtxSynchronize_v2's, the capture-to-graph begin's).
+  if (cat == Category::Sync || cat == Category::Capture) rec->head.api = static_cast<uint16_t>(api);
   calls::finish_in_place(rec, cat, r, end);
 }
 
@@ -242,6 +244,7 @@ cudaError_t run(uint8_t inst, calls::Caller c, Api api, Category cat, Call&& cal
       st.pending.h = trace::RecordHeader{static_cast<uint16_t>(type),
                                          static_cast<uint16_t>(trace::record_info(static_cast<uint16_t>(type)).fixed)};
       st.target = &st.pending;
+      st.target_generation = 0;  // (call_context.h)
       start = now_ns();
     }
     calls::set_phase(st, 2);
@@ -270,7 +273,7 @@ cudaError_t run(uint8_t inst, calls::Caller c, Api api, Category cat, Call&& cal
   calls::signal_fence();
   uint64_t end = now_ns();
   [&]() noexcept {
-    ErrnoKeeper keep;
+    calls::ThreadErrnoKeeper keep(st);
     if (in_place) {
       complete_in_place<kHasFallback>(st, rec, gen, api, cat, r, end, fallback);
     } else if (st.pending_valid) {
@@ -295,7 +298,7 @@ template <class Call, class Fallback>
 cudaError_t run(uint8_t inst, calls::AppCaller c, Api api, Category cat, Call&& call, Fallback&& fallback) {
   constexpr bool kHasFallback = !std::is_same_v<std::decay_t<Fallback>, std::nullptr_t>;
   calls::ThreadCallState& st = calls::thread_state();
-  uint64_t start = 0;
+  uint64_t start;  // set by begin_recorded_in_place; the record keeps it
   uint32_t gen = 0;
   enter_recorded(st, c, inst, cat);
   calls::AnyRecord* rec = begin_recorded_in_place(st, c, api, cat, &start, &gen);
@@ -305,7 +308,7 @@ cudaError_t run(uint8_t inst, calls::AppCaller c, Api api, Category cat, Call&& 
   calls::signal_fence();
   uint64_t end = now_ns();
   [&]() noexcept {
-    ErrnoKeeper keep;
+    calls::ThreadErrnoKeeper keep(st);
     complete_in_place<kHasFallback>(st, rec, gen, api, cat, r, end, fallback);
   }();
   calls::set_phase(st, 0);
@@ -414,16 +417,17 @@ bool same_object(const RtInstance& in, const Object& o) noexcept {
 void bind(RtInstance& in, const Object& o) noexcept {
   in.base.store(o.base);
   in.ld.store(o.ld);
+  text_of(in).len.store(0);  // never a range with the new start and the old length
   text_of(in).lo.store(o.lo);
-  text_of(in).hi.store(o.hi);
+  text_of(in).len.store(o.hi - o.lo);
   in.state.store(kBound, std::memory_order_release);
 }
 
 void unbind(RtInstance& in) noexcept {
   in.state.store(kBinding);
   for (auto& r : in.real) r.store(nullptr);
+  text_of(in).len.store(0);
   text_of(in).lo.store(0);
-  text_of(in).hi.store(0);
   in.base.store(0);
   in.ld.store(0);
   in.state.store(kFree, std::memory_order_release);
@@ -472,15 +476,17 @@ inline void* rt_real(RtSlot s) noexcept {
 }  // namespace
 
 // Each wrapper's body (hook_entry.h), out of line, one per instance, with `aw_caller`, `real_fn` and
-// `aw_per_thread` (the row's per_thread) in scope; instance 0's body is aw_traced_<sym>.
-#define AW_RT_TRACED_BODY(inst, wrapper, sym, api, cat, pt, args, fb) \
-  AW_RT_BODY_AS(::asyncwatch::calls::Caller, inst, wrapper, sym, api, cat, pt, args, fb)
-#define AW_RT_BODY_AS(caller_type, inst, wrapper, sym, api, cat, pt, args, fb)         \
-  AW_ENTRY_CALLER_AS(caller_type, wrapper);                                            \
-  const auto real_fn = reinterpret_cast<decltype(&::sym)>(rt_real<inst>(RtSlot::sym)); \
-  if (!real_fn) return cudaErrorInitializationError;                                   \
-  [[maybe_unused]] constexpr bool aw_per_thread = pt != 0;                             \
-  return run(                                                                          \
+// `aw_per_thread` (the row's per_thread) in scope; instance 0's bodies are aw_traced_<sym> and
+// aw_app_<sym>, reached from the exported stub (AW_STUB_CALLER_AS), the other instances' from their
+// C++ entries (AW_ENTRY_CALLER_AS).
+#define AW_RT_TRACED_BODY(caller_as, inst, wrapper, sym, api, cat, pt, args, fb) \
+  AW_RT_BODY_AS(caller_as, ::asyncwatch::calls::Caller, inst, wrapper, sym, api, cat, pt, args, fb)
+#define AW_RT_BODY_AS(caller_as, caller_type, inst, wrapper, sym, api, cat, pt, args, fb) \
+  caller_as(caller_type, wrapper);                                                        \
+  const auto real_fn = reinterpret_cast<decltype(&::sym)>(rt_real<inst>(RtSlot::sym));    \
+  if (!real_fn) return cudaErrorInitializationError;                                      \
+  [[maybe_unused]] constexpr bool aw_per_thread = pt != 0;                                \
+  return run(                                                                             \
       inst, aw_caller, Api::api, Category::cat, [&] { return real_fn args; }, fb);
 // An instance's entry (hook_entry.h): with ASYNCWATCH_DISABLE=1 a load, a bit test and a tail call of the
 // real function; otherwise the body, called with the same arguments.
@@ -490,41 +496,43 @@ inline void* rt_real(RtSlot s) noexcept {
   if (AW_UNLIKELY(trace_writer::disabled_now()) && AW_LIKELY(real)) return real args;       \
   AW_NOTE_ENTRY();                                                                          \
   return body args;
-// Instance 0's entry (AW_ENTRY_NAME: behind the exported stub on x86-64, which made the disabled
-// test): the same, and the short body (`aw_app_<sym>`, an AppCaller) when the application called
-// it (phase 0) with the trace recording in place, the common case.
-#define AW_RT_ENTRY_APP(sym, args, app_body, body)                                                                  \
-  AW_ENTRY_PASS_IF_DISABLED(decltype(&::sym),                                                                       \
-                            g_inst[0].real[static_cast<size_t>(RtSlot::sym)].load(std::memory_order_acquire), args) \
-  AW_NOTE_ENTRY();                                                                                                  \
-  if (AW_LIKELY(calls::tl_call_state.phase == 0 && trace_writer::recording_now())) return app_body args;            \
-  return body args;
+// Instance 0's entry where the exported symbol is not a stub (AW_ENTRY_NAME): the same, and the
+// short body (`aw_app_<sym>`, an AppCaller) when the application called it (phase 0) with the trace
+// recording in place, the common case. The x86-64 stubs make these tests in assembly.
+#if AW_ENTRY_STUBS
+#define AW_RT_EXPORTED_ENTRY(sym, params, args)
+#else
+#define AW_RT_EXPORTED_ENTRY(sym, params, args)                                                                       \
+  extern "C" AW_ENTRY_VISIBILITY AW_ENTRY_ATTRS cudaError_t AW_ENTRY_NAME(sym) params {                               \
+    AW_ENTRY_PASS_IF_DISABLED(decltype(&::sym),                                                                       \
+                              g_inst[0].real[static_cast<size_t>(RtSlot::sym)].load(std::memory_order_acquire), args) \
+    AW_NOTE_ENTRY();                                                                                                  \
+    if (AW_LIKELY(calls::tl_locals.call.phase == 0 && trace_writer::recording_now())) return aw_app_##sym args;       \
+    return aw_traced_##sym args;                                                                                      \
+  }
+#endif
 
-// The exported wrapper (instance 0: its entry, the stub is entry_stubs.cpp's on x86-64) and, for the other instances, templates of the same entry and body.
-#define AW_RT_DEFINE(sym, api, cat, pt, params, args, fb)                                                \
-  extern "C" AW_EXPORT cudaError_t sym params;                                                           \
-  extern "C" AW_EXPORTED_VISIBILITY cudaError_t AW_EXPORTED_NAME(sym) params;                            \
-  extern "C" AW_ENTRY_VISIBILITY cudaError_t AW_ENTRY_NAME(sym) params;                                  \
-  extern "C" __attribute__((visibility("hidden"), noinline)) cudaError_t aw_traced_##sym params {        \
-    AW_RT_TRACED_BODY(0, &::AW_ENTRY_NAME(sym), sym, api, cat, pt, args, fb)                             \
-  }                                                                                                      \
-  extern "C" __attribute__((visibility("hidden"), noinline)) cudaError_t aw_app_##sym params {           \
-    AW_RT_BODY_AS(::asyncwatch::calls::AppCaller, 0, &::AW_ENTRY_NAME(sym), sym, api, cat, pt, args, fb) \
-  }                                                                                                      \
-  extern "C" AW_ENTRY_VISIBILITY AW_ENTRY_ATTRS cudaError_t AW_ENTRY_NAME(sym) params {                  \
-    AW_RT_ENTRY_APP(sym, args, aw_app_##sym, aw_traced_##sym)                                            \
-  }                                                                                                      \
-  namespace {                                                                                            \
-  template <int I>                                                                                       \
-  cudaError_t sym##_instance params;                                                                     \
-  template <int I>                                                                                       \
-  __attribute__((noinline)) cudaError_t sym##_traced params {                                            \
-    AW_RT_TRACED_BODY(I, &sym##_instance<I>, sym, api, cat, pt, args, fb)                                \
-  }                                                                                                      \
-  template <int I>                                                                                       \
-  AW_ENTRY_ATTRS cudaError_t sym##_instance params {                                                     \
-    AW_RT_ENTRY(I, sym, args, sym##_traced<I>)                                                           \
-  }                                                                                                      \
+// The exported wrapper (instance 0: its bodies, and its entry where there is no stub) and, for the
+// other instances, templates of the same entry and body.
+#define AW_RT_DEFINE(sym, api, cat, pt, params, args, fb)                                                              \
+  extern "C" AW_EXPORT cudaError_t sym params;                                                                         \
+  extern "C" AW_EXPORTED_VISIBILITY cudaError_t AW_EXPORTED_NAME(sym) params;                                          \
+  extern "C" __attribute__((visibility("hidden"), noinline)) cudaError_t aw_traced_##sym params {                      \
+    AW_RT_TRACED_BODY(AW_STUB_CALLER_AS, 0, &::AW_EXPORTED_NAME(sym), sym, api, cat, pt, args, fb)                     \
+  }                                                                                                                    \
+  extern "C" __attribute__((visibility("hidden"), noinline)) cudaError_t aw_app_##sym params{                          \
+      AW_RT_BODY_AS(AW_STUB_CALLER_AS, ::asyncwatch::calls::AppCaller, 0, &::AW_EXPORTED_NAME(sym), sym, api, cat, pt, \
+                    args, fb)} AW_RT_EXPORTED_ENTRY(sym, params, args) namespace {                                     \
+    template <int I>                                                                                                   \
+    cudaError_t sym##_instance params;                                                                                 \
+    template <int I>                                                                                                   \
+    __attribute__((noinline)) cudaError_t sym##_traced params {                                                        \
+      AW_RT_TRACED_BODY(AW_ENTRY_CALLER_AS, I, &sym##_instance<I>, sym, api, cat, pt, args, fb)                        \
+    }                                                                                                                  \
+    template <int I>                                                                                                   \
+    AW_ENTRY_ATTRS cudaError_t sym##_instance params {                                                                 \
+      AW_RT_ENTRY(I, sym, args, sym##_traced<I>)                                                                       \
+    }                                                                                                                  \
   }
 AW_RUNTIME_HOOKS(AW_RT_DEFINE)
 #undef AW_RT_DEFINE

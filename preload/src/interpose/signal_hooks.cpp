@@ -154,7 +154,7 @@ bool defer(int sig, const siginfo_t* si, bool has_info, void* ucv) noexcept {
       sigaddset(&static_cast<ucontext_t*>(ucv)->uc_sigmask, sig);
       tl_deferred_mask |= 1ull << (sig - 1);
       calls::signal_fence();
-      calls::tl_signals_deferred = 1;
+      calls::tl_locals.signals_deferred = 1;
     } else {
       pthread_sigmask(SIG_SETMASK, &before, nullptr);
     }
@@ -250,14 +250,12 @@ void init() noexcept {
 
 namespace asyncwatch::calls {
 
-AW_TLS_SHARED uint32_t tl_signals_deferred;
-
 // The thread has left the library's own code (phase even): the signals deferred meanwhile are
 // unblocked, and the kernel delivers them (to the trampoline, which now runs the handler) on the
 // way out of the system call. Cleared first: a signal arriving meanwhile runs at once.
 void deliver_deferred_signals() noexcept {
   int saved_errno = errno;
-  tl_signals_deferred = 0;
+  tl_locals.signals_deferred = 0;
   signal_fence();
   uint64_t mask = signals::tl_deferred_mask;
   signals::tl_deferred_mask = 0;

@@ -8,6 +8,7 @@
 
 #include <new>
 #include <type_traits>
+#include <utility>
 
 #include "call_context.h"
 #include "hook_entry.h"
@@ -33,6 +34,19 @@ inline bool nested_in_runtime(const ThreadCallState& st, const void* ra) noexcep
 struct NoPrepare {
   void operator()() const noexcept {}
 };
+// A prepare step that has nothing to do unless `wanted()` (a launch's GPU-times start event):
+// inside a runtime call, the phase change around it is skipped too when it is not wanted.
+template <class P, class = void>
+struct HasWanted : std::false_type {};
+template <class P>
+struct HasWanted<P, std::void_t<decltype(std::declval<const P&>().wanted())>> : std::true_type {};
+template <class P>
+inline bool prepare_wanted(const P& p) noexcept {
+  if constexpr (HasWanted<P>::value)
+    return p.wanted();
+  else
+    return true;
+}
 
 // A driver wrapper called by the runtime inside a traced runtime call (the shared runtime's every
 // copy and launch; the exported wrapper tested it: InRuntimeCaller): no clock, no reservation, only
@@ -44,7 +58,7 @@ cuda::CUresult traced_with(InRuntimeCaller, hooks::Hook h, Category cat, Prepare
   constexpr bool kPrepareDecidesStack = std::is_same_v<std::invoke_result_t<Prepare&>, bool>;
   if (AW_UNLIKELY(trace_writer::disabled_now())) return call();
   ThreadCallState& st = thread_state();
-  if constexpr (kPrepares) {
+  if (kPrepares && (prepare_wanted(prepare) || stack_before(cat))) {
     st.phase = 3;
     signal_fence();
     bool early;
@@ -56,7 +70,7 @@ cuda::CUresult traced_with(InRuntimeCaller, hooks::Hook h, Category cat, Prepare
     }
     if (early) stack_into_target(st, cat);  // into the runtime call's record, before the call
     set_phase(st, 4);
-  } else if (AW_UNLIKELY(stack_before(cat))) {
+  } else if (!kPrepares && AW_UNLIKELY(stack_before(cat))) {
     st.phase = 3;
     signal_fence();
     stack_into_target(st, cat);
@@ -68,11 +82,12 @@ cuda::CUresult traced_with(InRuntimeCaller, hooks::Hook h, Category cat, Prepare
   st.phase = 3;
   signal_fence();
   {
-    ErrnoKeeper keep;
+    ThreadErrnoKeeper keep(st);
     const hooks::HookInfo& hi = hooks::info(h);
     AnyRecord* target = adopt_target(st, cat);
     AnyRecord scratch;  // not recorded; the fill's side effects (a failed enqueue frees its context) still run
-    if (AW_UNLIKELY(!target || (target != &st.pending && !in_place_valid(st.target_generation)))) {
+    // An in-place target (target_generation not 0: not `pending`) of a trace that is still this one.
+    if (AW_UNLIKELY(!target || (st.target_generation != 0 && !in_place_valid(st.target_generation)))) {
       scratch = AnyRecord{};
       target = &scratch;
     }
@@ -166,7 +181,7 @@ cuda::CUresult traced_with(Caller c, hooks::Hook h, Category cat, Prepare&& prep
   signal_fence();
   uint64_t end = now_ns();
   [&]() noexcept {
-    ErrnoKeeper keep;
+    ThreadErrnoKeeper keep(st);
     if (way == kInPlace) {
       if (rec && AW_LIKELY(in_place_valid(gen))) {
         rec->head.driver_fn = static_cast<uint16_t>(hi.api);

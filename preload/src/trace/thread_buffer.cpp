@@ -95,7 +95,8 @@ uint32_t tid() noexcept {
 
 char* reserve(uint32_t size) noexcept {
   if (AW_UNLIKELY(size > kMaxRecord || !trace_writer::ensure_open())) return nullptr;
-  return reserve_active(size);
+  uint32_t gen;
+  return reserve_active(size, &gen);
 }
 
 // The in-band LostRecord of the losses noted since this thread's last record (at level 0, no

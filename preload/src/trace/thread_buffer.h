@@ -30,8 +30,9 @@ inline constexpr uint32_t kMaxRecord =
 // (tracing off, stopped or closed, no block, too large); then there is nothing to commit.
 char* reserve(uint32_t size) noexcept;
 // The same when the caller has just seen the trace active (trace_writer::recording_now): skips the
-// open check (a trace stopped meanwhile is noticed when a block is claimed).
-inline __attribute__((always_inline)) char* reserve_active(uint32_t size) noexcept;
+// open check (a trace stopped meanwhile is noticed when a block is claimed). `*gen` gets the trace
+// generation the reserved bytes belong to (trace_writer::generation() as it was read here).
+inline __attribute__((always_inline)) char* reserve_active(uint32_t size, uint32_t* gen) noexcept;
 // Publishes the record reserved at `p` (from the last reserve on this thread).
 inline void commit(char* p, trace::RecordType type, uint32_t size) noexcept;
 
@@ -102,8 +103,9 @@ inline char* take(Cursor& c, uint32_t size) noexcept {
 }
 }  // namespace detail
 
-inline __attribute__((always_inline)) char* reserve_active(uint32_t size) noexcept {
-  uint32_t gen = trace_writer::generation();
+inline __attribute__((always_inline)) char* reserve_active(uint32_t size, uint32_t* gen_out) noexcept {
+  const uint32_t gen = trace_writer::generation();
+  *gen_out = gen;
   detail::State& s = detail::tl_state;
   if (AW_UNLIKELY(s.key != gen)) return detail::reserve_slow(size, gen);
   if (AW_UNLIKELY(s.lost_count)) detail::write_lost(s);
