@@ -266,6 +266,8 @@ class ProcessAnalyzer final : public RuleContext {
       rules_[i] = &rules_for(static_cast<Trigger>(i));
       threshold_only_[i] = std::all_of(rules_[i]->begin(), rules_[i]->end(),
                                        [](const RuleInfo* r) { return r->hooks.at_threshold_only; });
+      copy_classes_[i] = 0;
+      for (const RuleInfo* r : *rules_[i]) copy_classes_[i] |= r->hooks.copies;
     }
   }
 
@@ -706,13 +708,13 @@ class ProcessAnalyzer final : public RuleContext {
       if (!sync_api) {
         note_pinned_cost(c, blocked);
         flagged_blocking_ = false;
-        detect(Trigger::Copy, e);
+        detect(Trigger::Copy, e, UINT64_MAX, copy_class(c));
         count_async(flagged_blocking_, blocked);
       }
       streams_.copy_returned(key, st, c);
     } else {
       flagged_blocking_ = false;
-      detect(Trigger::Memset, e, blocked);
+      detect(Trigger::Memset, e, blocked, copy_class(c));
       if (!sync_api) count_async(flagged_blocking_, blocked);
     }
   }
@@ -940,15 +942,18 @@ class ProcessAnalyzer final : public RuleContext {
   // (Rule::at_threshold_only; UINT64_MAX: every rule sees it).
   // Inline: a call below the threshold whose trigger has only threshold_first rules (most
   // launches) returns here.
-  __attribute__((always_inline)) void detect(Trigger t, const RuleEvent& e, uint64_t blocked = UINT64_MAX) {
-    if (!skips_detect(t, blocked)) detect_rules(t, e, blocked);
+  // `copy`: the copy_class of a copy or memset (Rule::copies), kAnyCopy for the other triggers.
+  __attribute__((always_inline)) void detect(Trigger t, const RuleEvent& e, uint64_t blocked = UINT64_MAX,
+                                             uint32_t copy = kAnyCopy) {
+    if (!skips_detect(t, blocked) && (copy & copy_classes_[static_cast<size_t>(t)])) detect_rules(t, e, blocked, copy);
   }
   bool skips_detect(Trigger t, uint64_t blocked) const {
     return blocked < opt_.min_blocked_ns && threshold_only_[static_cast<size_t>(t)];
   }
-  void detect_rules(Trigger t, const RuleEvent& e, uint64_t blocked) {
+  void detect_rules(Trigger t, const RuleEvent& e, uint64_t blocked, uint32_t copy = kAnyCopy) {
     for (const RuleInfo* r : *rules_[static_cast<size_t>(t)]) {
       if (r->hooks.at_threshold_only && blocked < opt_.min_blocked_ns) continue;
+      if (!(r->hooks.copies & copy)) continue;  // it cannot claim this copy
       if (r->hooks.detect(*this, e)) return;
     }
   }
@@ -1085,6 +1090,7 @@ class ProcessAnalyzer final : public RuleContext {
   const std::vector<const RuleInfo*>* rules_[static_cast<size_t>(Trigger::InFlight) + 1];  // rules_for, by trigger
   // By trigger: every rule of it is Rule::at_threshold_only.
   bool threshold_only_[static_cast<size_t>(Trigger::InFlight) + 1];
+  uint32_t copy_classes_[static_cast<size_t>(Trigger::InFlight) + 1];  // by trigger: its rules' Rule::copies
   // Each trigger's event, built once (zeroing one per call was a good part of the dispatch); the
   // handlers set the fields of their trigger, the others stay null.
   RuleEvent launch_event_, copy_event_, enqueue_event_, run_event_, sync_event_;
