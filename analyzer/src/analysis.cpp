@@ -159,6 +159,24 @@ class WaitedKernels {
     }
     return find_add(id, n, true);
   }
+  // Adds each kernel of `t` (add() for each, in its order; the rest, refused, go to *others). Ids
+  // already held, the common case, are found at their home slot without add()'s tests.
+  void add_all(const KernelTally& t, uint64_t* others) {
+    Slot* slots = slots_.data();
+    size_t mask = slots_.size() - 1;
+    t.each([&](uint32_t id, uint64_t n) {
+      if (__builtin_expect(slots != nullptr, 1)) {
+        Slot& s = slots[(id * 2654435761u) & mask];
+        if (__builtin_expect(s.used && s.id == id, 1)) {
+          s.n += n;
+          return;
+        }
+      }
+      if (!add(id, n)) *others += n;
+      slots = slots_.data();  // add() may have grown the table
+      mask = slots_.size() - 1;
+    });
+  }
   size_t size() const { return size_; }
   template <class F>
   void each(F&& f) const {
@@ -446,9 +464,7 @@ class ProcessAnalyzer final : public RuleContext {
     }
     if (!g.stack_id && o.stack_id) g.stack_id = o.stack_id;
     if (o.waited_for) {
-      o.waited_for->each([&](uint32_t k, uint64_t n) {
-        if (!g.waited.add(k, n)) g.waited_others += n;  // bounded: the rest are "(other kernels)"
-      });
+      g.waited.add_all(*o.waited_for, &g.waited_others);  // bounded: the rest are "(other kernels)"
       g.waited_others += o.waited_for->others;
     }
   }

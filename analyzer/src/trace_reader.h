@@ -272,16 +272,22 @@ class TraceFile {
   bool next_validated(CursorState& c);
   bool absorb_metadata(const RecordView& r);
   bool absorb_event(const RecordView& r, uint64_t* start);  // *start: record_time(r)
+  // The validating walk's fast path for a record of type T at `p` (its size is T's fixed size, it
+  // lies inside the block): its field checks and absorb_event in one, the type known at compile
+  // time; false (nothing absorbed) for a call in flight or any problem, which the slow path takes.
+  template <class T>
+  bool fast_event(const uint8_t* p, uint64_t offset, uint64_t* start);
+  bool fast_event(uint32_t type, const uint8_t* p, uint64_t offset, uint64_t* start);
   void absorb_in_flight(const RecordView& r, const trace::CallHead& h);
   template <bool kValidate, class F>
   void merge(F& visit);
 
-  __attribute__((always_inline)) void use_stack(uint32_t id, const RecordView& r) {
-    if (id && !first_stack_use_.add(id, r.file_offset, limits_.stacks))
+  __attribute__((always_inline)) void use_stack(uint32_t id, uint64_t file_offset) {
+    if (id && !first_stack_use_.add(id, file_offset, limits_.stacks))
       over_limit("distinct call stacks referred to", limits_.stacks, "--max-stacks");
   }
-  __attribute__((always_inline)) void use_string(uint32_t id, const RecordView& r) {
-    if (id && !first_string_use_.add(id, r.file_offset, limits_.strings))
+  __attribute__((always_inline)) void use_string(uint32_t id, uint64_t file_offset) {
+    if (id && !first_string_use_.add(id, file_offset, limits_.strings))
       over_limit("distinct strings referred to", limits_.strings, nullptr);
   }
 
@@ -314,6 +320,9 @@ class TraceFile {
   // By record type: the exact size of an event record that the validating walk may take on its
   // fast path (fixed-size event types of this version), UINT32_MAX for the others (slow path).
   uint32_t fast_size_[trace::kRecordTypeLimit];
+  // The fast path takes records that start below kBlockSize - (the largest fast_size_) + 1: they
+  // end inside the block whatever their type (CursorState::fast_end).
+  uint32_t fast_end_ = 0;
   uint64_t last_time_ns_ = 0;
   uint64_t first_time_ns_ = UINT64_MAX;
   IdOffsets first_stack_use_;  // id -> the first record that refers to it
@@ -326,13 +335,13 @@ class TraceFile {
 __attribute__((always_inline)) inline bool TraceFile::absorb_event(const RecordView& r, uint64_t* start) {
   ++record_count_;
   if (r.type == trace::RecordType::Launch)
-    use_string(r.ref<trace::LaunchRecord>().kernel_name_id, r);
+    use_string(r.ref<trace::LaunchRecord>().kernel_name_id, r.file_offset);
   else if (r.type == trace::RecordType::NvtxRange)
-    use_string(r.ref<trace::NvtxRangeRecord>().name_id, r);
+    use_string(r.ref<trace::NvtxRangeRecord>().name_id, r.file_offset);
   const trace::RecordInfo& info = trace::record_info(static_cast<uint16_t>(r.type));
   if (info.call) {
     const trace::CallHead& h = r.ref<trace::CallHead>();
-    use_stack(h.stack_id, r);
+    use_stack(h.stack_id, r.file_offset);
     if (__builtin_expect(h.flags & trace::kFlagInFlight, 0)) {
       absorb_in_flight(r, h);
       return false;
@@ -345,6 +354,44 @@ __attribute__((always_inline)) inline bool TraceFile::absorb_event(const RecordV
   if (e > last_time_ns_) last_time_ns_ = e;
   *start = s;
   return true;
+}
+
+template <class T>
+__attribute__((always_inline)) inline bool TraceFile::fast_event(const uint8_t* p, uint64_t offset, uint64_t* start) {
+  constexpr bool kCall = trace::is_call_record<T>;
+  if constexpr (!kCall && !trace::detail::has_times<T>::value) {
+    return false;  // metadata: the slow path's
+  } else {
+    const T& r = *reinterpret_cast<const T*>(p);  // 8-aligned, sizeof(T) bytes inside the block
+    if constexpr (kCall) {
+      if (__builtin_expect(r.flags & trace::kFlagInFlight, 0)) return false;  // absorb_in_flight's
+    }
+    reader_checks::FieldChecks quiet{api_count_, nullptr};
+    if (__builtin_expect(!quiet.check<T>(p), 0)) return false;
+    // absorb_event, the type known: its references (in the same order), counts and times.
+    if constexpr (std::is_same_v<T, trace::LaunchRecord>) use_string(r.kernel_name_id, offset);
+    if constexpr (std::is_same_v<T, trace::NvtxRangeRecord>) use_string(r.name_id, offset);
+    if constexpr (kCall) use_stack(r.stack_id, offset);
+    ++record_count_;
+    ++event_record_count_;
+    const uint64_t s = r.start_ns, e = r.end_ns;
+    if (s && s < first_time_ns_) first_time_ns_ = s;
+    if (e > last_time_ns_) last_time_ns_ = e;
+    *start = s;
+    return true;
+  }
+}
+
+// The generated switch over the record table.
+__attribute__((always_inline)) inline bool TraceFile::fast_event(uint32_t type, const uint8_t* p, uint64_t offset,
+                                                                 uint64_t* start) {
+  switch (static_cast<trace::RecordType>(type)) {
+#define ASYNCWATCH_FAST_ROW(id, name, type_, since) \
+  case trace::RecordType::name: return fast_event<trace::type_>(p, offset, start);
+    ASYNCWATCH_RECORD_TYPES(ASYNCWATCH_FAST_ROW)
+#undef ASYNCWATCH_FAST_ROW
+    default: return false;
+  }
 }
 
 // Records that are not events: the metadata kinds (no call head, no times: ThreadInfo, Module,
@@ -366,6 +413,10 @@ struct TraceFile::CursorState {
   const uint8_t* block = nullptr;  // the block being read (validating walk), null between blocks
   uint64_t base = 0;               // its file offset
   uint64_t block_index = 0;
+  // Records at offsets below this take the inline fast path (TraceFile::fast_end_ inside a block, 0
+  // between blocks: one comparison says both). `current`'s tid and block_index are the block's
+  // while it is read: the fast path sets only the fields that change per record.
+  uint32_t fast_end = 0;
   alignas(8) uint8_t scratch[trace_v1::kScratchBytes];  // `current` of a version-1 trace, converted
 };
 
@@ -390,21 +441,20 @@ struct TraceFile::Cursor : CursorState {
       // The common record inline: a fixed-size event record of its table size, inside the block
       // being read, whose fields pass; the rest (metadata, in-flight calls, the next block, any
       // problem, which it names) is next_validated's.
-      if (__builtin_expect(block != nullptr, 1) && off + sizeof(trace::RecordHeader) <= trace::kBlockSize) {
+      if (__builtin_expect(off < fast_end, 1)) {
+        const uint8_t* p = block + off;
         trace::RecordHeader rh;
-        std::memcpy(&rh, block + off, sizeof rh);
-        reader_checks::FieldChecks quiet{file->api_count_, nullptr};
+        std::memcpy(&rh, p, sizeof rh);
+        uint64_t t;
         if (rh.type < trace::kRecordTypeLimit && rh.size == file->fast_size_[rh.type] &&
-            off + rh.size <= trace::kBlockSize &&
-            reader_checks::fields_valid(quiet, static_cast<trace::RecordType>(rh.type), block + off)) {
-          current = RecordView{
-              static_cast<trace::RecordType>(rh.type), rh.size, block + off, base + off, tid, block_index, rh.size};
+            file->fast_event(rh.type, p, base + off, &t)) {
+          current.type = static_cast<trace::RecordType>(rh.type);
+          current.size = current.stored_size = rh.size;
+          current.data = p;
+          current.file_offset = base + off;
           off += rh.size;
-          uint64_t t;
-          if (__builtin_expect(file->absorb_event(current, &t), 1)) {
-            time = t > time ? t : time;  // keep the thread's own order even if its clock goes back
-            return true;
-          }
+          time = t > time ? t : time;  // keep the thread's own order even if its clock goes back
+          return true;
         }
       }
       return file->next_validated(*this);
