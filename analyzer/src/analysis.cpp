@@ -303,15 +303,21 @@ class ProcessAnalyzer final : public RuleContext {
     // context, when it is a runtime API call (docs/findings.md, context-init).
     first_call_ = false;
     if (info.call) {
+      // The call head read once: the first call, the result, the times (a call record's times are
+      // its head's: trace_format.h, RecordInfo).
+      const CallHead& h = r.ref<CallHead>();
       if (__builtin_expect(!seen_call_, 0)) {
         seen_call_ = first_call_ = true;
-        first_call_api_ = r.ref<CallHead>().api;
+        first_call_api_ = h.api;
       }
-      count_result(r);
+      count_result(h);
+      current_start_ = h.start_ns;
+      current_end_ = h.end_ns;
+    } else {
+      // (record_time / record_end_time, from the row already at hand)
+      current_start_ = time_at(r, info.start_offset);
+      current_end_ = time_at(r, info.end_offset);
     }
-    // (record_time / record_end_time, from the row already at hand)
-    current_start_ = time_at(r, info.start_offset);
-    current_end_ = time_at(r, info.end_offset);
     current_stream_ = UINT64_MAX;
     // The records of the hot path are read in place (8-aligned in the mapping: RecordView::ref).
     switch (r.type) {
@@ -685,12 +691,9 @@ class ProcessAnalyzer final : public RuleContext {
   // An asynchronous call; `flagged`: a blocking rule reported it (it blocked above the thresholds
   // for a reason the report names). A call that blocked without matching a rule (a pinned copy
   // behind a busy queue, a small inline copy) is not counted as blocking.
-  void count_result(const RecordView& r) {
-    int32_t result = 0;
-    uint32_t flags = 0;
-    std::memcpy(&result, r.data + offsetof(trace::CallHead, result), sizeof result);
-    std::memcpy(&flags, r.data + offsetof(trace::CallHead, flags), sizeof flags);
-    if (flags & trace::kFlagInFlight) return;  // no result yet
+  void count_result(const CallHead& h) {
+    const int32_t result = h.result;
+    if (h.flags & trace::kFlagInFlight) return;  // no result yet
     ++cuda_calls_;
     if (result == 0) {
       ++cuda_calls_ok_;

@@ -119,6 +119,7 @@ std::unique_ptr<TraceFile> TraceFile::open(const std::string& path, const Limits
                       info.size_rule == SizeRule::Fixed && !is_metadata(static_cast<RecordType>(type));
     t->fast_size_[type] = fast ? info.fixed : UINT32_MAX;
     if (fast) largest_fast = std::max<uint32_t>(largest_fast, info.fixed);
+    if (fast) t->fast_types_ |= uint64_t{1} << type;
   }
   t->fast_end_ = largest_fast ? kBlockSize - largest_fast + 1 : 0;
   if (h.header_size != kHeaderSize)
