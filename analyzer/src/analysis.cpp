@@ -710,8 +710,9 @@ class ProcessAnalyzer final : public RuleContext {
     }
   }
 
-  // `key`: the copy's stream (stream_key).
-  void on_copy(const RecordView& r, const CopyRecord& c, uint64_t key) {
+  // `key`: the copy's stream (stream_key). Inline: a copy between pinned and device memory, the
+  // common one, calls no rule.
+  __attribute__((always_inline)) void on_copy(const RecordView& r, const CopyRecord& c, uint64_t key) {
     const bool sync_api = (c.flags & kFlagSynchronousApi) != 0;
     const uint64_t blocked = c.end_ns - c.start_ns;
     if (c.flags & kFlagCaptureActive) {

@@ -270,7 +270,10 @@ bool IdOffsets::add_slow(uint32_t id, uint64_t offset, uint64_t limit) {
   if (count_ >= limit) return false;
   // Dense while the ids are (a few far-out ids must not allocate the whole vector).
   if (id < kDense && (id < dense_.size() || id <= 2 * count_ + 4096)) {
-    if (id >= dense_.size()) dense_.resize(std::min<size_t>(std::max<size_t>(id + 1, dense_.size() * 2), kDense), 0);
+    if (id >= dense_.size()) {
+      dense_.resize(std::min<size_t>(std::max<size_t>(id + 1, dense_.size() * 2), kDense), 0);
+      dense_size_ = static_cast<uint32_t>(dense_.size());
+    }
     dense_[id] = offset + 1;
   } else {
     sparse_.emplace(id, offset);

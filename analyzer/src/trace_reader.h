@@ -150,7 +150,7 @@ class IdOffsets {
   static constexpr uint32_t kDense = 1u << 27;  // a cap only: ids beyond 2 x count + 4096 go to the map
   // Records the first offset of `id`; false when `id` is new and `limit` ids are already held.
   __attribute__((always_inline)) bool add(uint32_t id, uint64_t offset, uint64_t limit) {
-    if (id < dense_.size() && dense_[id]) return true;  // the common case: an id seen before
+    if (id < dense_size_ && dense_[id]) return true;  // the common case: an id seen before
     return add_slow(id, offset, limit);
   }
   // The offset of `id`, or UINT64_MAX.
@@ -166,6 +166,7 @@ class IdOffsets {
  private:
   bool add_slow(uint32_t id, uint64_t offset, uint64_t limit);
   std::vector<uint64_t> dense_;  // id -> offset + 1, 0 = absent
+  uint32_t dense_size_ = 0;      // dense_.size(), for add()'s test (kDense bounds it)
   std::unordered_map<uint32_t, uint64_t> sparse_;
   size_t count_ = 0;
 };
