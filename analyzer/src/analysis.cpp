@@ -1092,8 +1092,11 @@ class ProcessAnalyzer final : public RuleContext {
     GroupKey key{};
     Group* group = nullptr;
   };
-  static constexpr size_t kGroupCache = 256;
-  GroupCacheEntry group_cache_[kGroupCache];  // cleared when finish() starts erasing groups
+  // 4096 entries (128 KiB): a few hundred groups in use at once thrashed 256 (nearly every call
+  // of the benchmark's trace missed it and hashed into the map).
+  static constexpr size_t kGroupCache = 4096;
+  std::vector<GroupCacheEntry> group_cache_ =
+      std::vector<GroupCacheEntry>(kGroupCache);  // cleared when finish() starts erasing groups
   struct DenseSite {
     SiteRef ref;
     bool resolved = false;
