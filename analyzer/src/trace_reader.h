@@ -518,6 +518,30 @@ void TraceFile::stream_merged(F&& visit) {
   indexed_ = true;
 }
 
+// The merge of up to N threads by a scan of their times (merge, below): the scan unrolled for
+// each count of live threads (`live` <= N), run at that count until a thread ends.
+template <size_t N, class C, class F>
+void scan_merge(size_t live, C** cursors, uint64_t* times, F& visit) {
+  if constexpr (N == 0) {
+    (void)live, (void)cursors, (void)times, (void)visit;
+  } else {
+    if (live < N) return scan_merge<N - 1>(live, cursors, times, visit);
+    size_t next;
+    for (;;) {
+      next = 0;
+      uint64_t earliest = times[0];
+      for (size_t i = 1; i < N; ++i)  // (N is a constant: unrolled)
+        if (times[i] < earliest) earliest = times[i], next = i;
+      C& c = *cursors[next];
+      visit(c.current);
+      if (__builtin_expect(!c.next(), 0)) break;
+      times[next] = c.time;
+    }
+    for (size_t i = next; i + 1 < N; ++i) cursors[i] = cursors[i + 1], times[i] = times[i + 1];  // it ended
+    scan_merge<N - 1>(N - 1, cursors, times, visit);
+  }
+}
+
 template <bool kValidate, class F>
 void TraceFile::merge(F& visit) {
   using C = Cursor<kValidate>;
@@ -528,28 +552,15 @@ void TraceFile::merge(F& visit) {
     if (c->next()) owned.push_back(std::move(c));
   }
   // Which cursor is next: the earliest current record, the first thread on a tie. Up to kScanned
-  // threads, a scan of their times, kept in thread order (the first of equal times wins; an
-  // exhausted cursor leaves the arrays): fewer instructions than the tree's replay below.
+  // threads, a scan of their times (scan_merge, unrolled for each count of threads), kept in thread
+  // order (the first of equal times wins; an exhausted cursor leaves the arrays): fewer
+  // instructions than the tree's replay below.
   constexpr size_t kScanned = 8;
   if (owned.size() <= kScanned) {
     C* cursors[kScanned];
     uint64_t times[kScanned];
-    size_t live = owned.size();
-    for (size_t i = 0; i < live; ++i) cursors[i] = owned[i].get(), times[i] = owned[i]->time;
-    while (live) {
-      size_t next = 0;
-      uint64_t earliest = times[0];
-      for (size_t i = 1; i < live; ++i)
-        if (times[i] < earliest) earliest = times[i], next = i;
-      C& c = *cursors[next];
-      visit(c.current);
-      if (__builtin_expect(c.next(), 1)) {
-        times[next] = c.time;
-      } else {
-        --live;
-        for (size_t i = next; i < live; ++i) cursors[i] = cursors[i + 1], times[i] = times[i + 1];
-      }
-    }
+    for (size_t i = 0; i < owned.size(); ++i) cursors[i] = owned[i].get(), times[i] = owned[i]->time;
+    scan_merge<kScanned>(owned.size(), cursors, times, visit);
     return;
   }
   // Beyond kScanned threads: a loser tree
