@@ -159,6 +159,24 @@ class WaitedKernels {
     }
     return find_add(id, n, true);
   }
+  // Adds each kernel of `t` (add() for each, in its order; the rest, refused, go to *others). Ids
+  // already held, the common case, are found at their home slot without add()'s tests.
+  void add_all(const KernelTally& t, uint64_t* others) {
+    Slot* slots = slots_.data();
+    size_t mask = slots_.size() - 1;
+    t.each([&](uint32_t id, uint64_t n) {
+      if (__builtin_expect(slots != nullptr, 1)) {
+        Slot& s = slots[(id * 2654435761u) & mask];
+        if (__builtin_expect(s.used && s.id == id, 1)) {
+          s.n += n;
+          return;
+        }
+      }
+      if (!add(id, n)) *others += n;
+      slots = slots_.data();  // add() may have grown the table
+      mask = slots_.size() - 1;
+    });
+  }
   size_t size() const { return size_; }
   template <class F>
   void each(F&& f) const {
@@ -266,6 +284,8 @@ class ProcessAnalyzer final : public RuleContext {
       rules_[i] = &rules_for(static_cast<Trigger>(i));
       threshold_only_[i] = std::all_of(rules_[i]->begin(), rules_[i]->end(),
                                        [](const RuleInfo* r) { return r->hooks.at_threshold_only; });
+      copy_classes_[i] = 0;
+      for (const RuleInfo* r : *rules_[i]) copy_classes_[i] |= r->hooks.copies;
     }
   }
 
@@ -283,15 +303,21 @@ class ProcessAnalyzer final : public RuleContext {
     // context, when it is a runtime API call (docs/findings.md, context-init).
     first_call_ = false;
     if (info.call) {
+      // The call head read once: the first call, the result, the times (a call record's times are
+      // its head's: trace_format.h, RecordInfo).
+      const CallHead& h = r.ref<CallHead>();
       if (__builtin_expect(!seen_call_, 0)) {
         seen_call_ = first_call_ = true;
-        first_call_api_ = r.ref<CallHead>().api;
+        first_call_api_ = h.api;
       }
-      count_result(r);
+      count_result(h);
+      current_start_ = h.start_ns;
+      current_end_ = h.end_ns;
+    } else {
+      // (record_time / record_end_time, from the row already at hand)
+      current_start_ = time_at(r, info.start_offset);
+      current_end_ = time_at(r, info.end_offset);
     }
-    // (record_time / record_end_time, from the row already at hand)
-    current_start_ = time_at(r, info.start_offset);
-    current_end_ = time_at(r, info.end_offset);
     current_stream_ = UINT64_MAX;
     // The records of the hot path are read in place (8-aligned in the mapping: RecordView::ref).
     switch (r.type) {
@@ -444,9 +470,7 @@ class ProcessAnalyzer final : public RuleContext {
     }
     if (!g.stack_id && o.stack_id) g.stack_id = o.stack_id;
     if (o.waited_for) {
-      o.waited_for->each([&](uint32_t k, uint64_t n) {
-        if (!g.waited.add(k, n)) g.waited_others += n;  // bounded: the rest are "(other kernels)"
-      });
+      g.waited.add_all(*o.waited_for, &g.waited_others);  // bounded: the rest are "(other kernels)"
       g.waited_others += o.waited_for->others;
     }
   }
@@ -667,12 +691,9 @@ class ProcessAnalyzer final : public RuleContext {
   // An asynchronous call; `flagged`: a blocking rule reported it (it blocked above the thresholds
   // for a reason the report names). A call that blocked without matching a rule (a pinned copy
   // behind a busy queue, a small inline copy) is not counted as blocking.
-  void count_result(const RecordView& r) {
-    int32_t result = 0;
-    uint32_t flags = 0;
-    std::memcpy(&result, r.data + offsetof(trace::CallHead, result), sizeof result);
-    std::memcpy(&flags, r.data + offsetof(trace::CallHead, flags), sizeof flags);
-    if (flags & trace::kFlagInFlight) return;  // no result yet
+  void count_result(const CallHead& h) {
+    const int32_t result = h.result;
+    if (h.flags & trace::kFlagInFlight) return;  // no result yet
     ++cuda_calls_;
     if (result == 0) {
       ++cuda_calls_ok_;
@@ -689,8 +710,9 @@ class ProcessAnalyzer final : public RuleContext {
     }
   }
 
-  // `key`: the copy's stream (stream_key).
-  void on_copy(const RecordView& r, const CopyRecord& c, uint64_t key) {
+  // `key`: the copy's stream (stream_key). Inline: a copy between pinned and device memory, the
+  // common one, calls no rule.
+  __attribute__((always_inline)) void on_copy(const RecordView& r, const CopyRecord& c, uint64_t key) {
     const bool sync_api = (c.flags & kFlagSynchronousApi) != 0;
     const uint64_t blocked = c.end_ns - c.start_ns;
     if (c.flags & kFlagCaptureActive) {
@@ -706,13 +728,13 @@ class ProcessAnalyzer final : public RuleContext {
       if (!sync_api) {
         note_pinned_cost(c, blocked);
         flagged_blocking_ = false;
-        detect(Trigger::Copy, e);
+        detect(Trigger::Copy, e, UINT64_MAX, copy_class(c));
         count_async(flagged_blocking_, blocked);
       }
       streams_.copy_returned(key, st, c);
     } else {
       flagged_blocking_ = false;
-      detect(Trigger::Memset, e, blocked);
+      detect(Trigger::Memset, e, blocked, copy_class(c));
       if (!sync_api) count_async(flagged_blocking_, blocked);
     }
   }
@@ -940,15 +962,18 @@ class ProcessAnalyzer final : public RuleContext {
   // (Rule::at_threshold_only; UINT64_MAX: every rule sees it).
   // Inline: a call below the threshold whose trigger has only threshold_first rules (most
   // launches) returns here.
-  __attribute__((always_inline)) void detect(Trigger t, const RuleEvent& e, uint64_t blocked = UINT64_MAX) {
-    if (!skips_detect(t, blocked)) detect_rules(t, e, blocked);
+  // `copy`: the copy_class of a copy or memset (Rule::copies), kAnyCopy for the other triggers.
+  __attribute__((always_inline)) void detect(Trigger t, const RuleEvent& e, uint64_t blocked = UINT64_MAX,
+                                             uint32_t copy = kAnyCopy) {
+    if (!skips_detect(t, blocked) && (copy & copy_classes_[static_cast<size_t>(t)])) detect_rules(t, e, blocked, copy);
   }
   bool skips_detect(Trigger t, uint64_t blocked) const {
     return blocked < opt_.min_blocked_ns && threshold_only_[static_cast<size_t>(t)];
   }
-  void detect_rules(Trigger t, const RuleEvent& e, uint64_t blocked) {
+  void detect_rules(Trigger t, const RuleEvent& e, uint64_t blocked, uint32_t copy = kAnyCopy) {
     for (const RuleInfo* r : *rules_[static_cast<size_t>(t)]) {
       if (r->hooks.at_threshold_only && blocked < opt_.min_blocked_ns) continue;
+      if (!(r->hooks.copies & copy)) continue;  // it cannot claim this copy
       if (r->hooks.detect(*this, e)) return;
     }
   }
@@ -1067,8 +1092,11 @@ class ProcessAnalyzer final : public RuleContext {
     GroupKey key{};
     Group* group = nullptr;
   };
-  static constexpr size_t kGroupCache = 256;
-  GroupCacheEntry group_cache_[kGroupCache];  // cleared when finish() starts erasing groups
+  // 4096 entries (128 KiB): a few hundred groups in use at once thrashed 256 (nearly every call
+  // of the benchmark's trace missed it and hashed into the map).
+  static constexpr size_t kGroupCache = 4096;
+  std::vector<GroupCacheEntry> group_cache_ =
+      std::vector<GroupCacheEntry>(kGroupCache);  // cleared when finish() starts erasing groups
   struct DenseSite {
     SiteRef ref;
     bool resolved = false;
@@ -1085,6 +1113,7 @@ class ProcessAnalyzer final : public RuleContext {
   const std::vector<const RuleInfo*>* rules_[static_cast<size_t>(Trigger::InFlight) + 1];  // rules_for, by trigger
   // By trigger: every rule of it is Rule::at_threshold_only.
   bool threshold_only_[static_cast<size_t>(Trigger::InFlight) + 1];
+  uint32_t copy_classes_[static_cast<size_t>(Trigger::InFlight) + 1];  // by trigger: its rules' Rule::copies
   // Each trigger's event, built once (zeroing one per call was a good part of the dispatch); the
   // handlers set the fields of their trigger, the others stay null.
   RuleEvent launch_event_, copy_event_, enqueue_event_, run_event_, sync_event_;

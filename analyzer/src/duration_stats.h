@@ -42,6 +42,10 @@ class LogHistogram {
 
   void add(uint64_t v, uint64_t n = 1) {
     if (!counts_) counts_ = std::make_unique<std::array<uint64_t, kBuckets>>();
+    add_counted(v, n);
+  }
+  // add() once the counters exist (after a first add).
+  void add_counted(uint64_t v, uint64_t n = 1) {
     (*counts_)[static_cast<size_t>(bucket_of(v))] += n;
     total_ += n;
   }
@@ -75,17 +79,17 @@ class DurationStats {
  public:
   static constexpr size_t kExactSamples = 32;
 
-  void add(uint64_t v) {
+  // Inline: the analysis adds a value per pinned copy and per grouped call; past the exact
+  // samples, that is a histogram counter.
+  __attribute__((always_inline)) void add(uint64_t v) {
     ++count_;
     total_ += v;
     min_ = std::min(min_, v);
     max_ = std::max(max_, v);
-    if (count_ <= kExactSamples) {
-      exact_.push_back(v);
-      return;
-    }
-    if (count_ == kExactSamples + 1) spill();
-    hist_.add(v);
+    if (__builtin_expect(count_ > kExactSamples + 1, 1))
+      hist_.add_counted(v);  // spilled at kExactSamples + 1: its counters exist
+    else
+      add_first(v);
   }
   void merge(const DurationStats& o) {
     if (o.count_ == 0) return;
@@ -120,6 +124,14 @@ class DurationStats {
   }
 
  private:
+  __attribute__((noinline)) void add_first(uint64_t v) {  // the first kExactSamples + 1 values
+    if (count_ <= kExactSamples) {
+      exact_.push_back(v);
+      return;
+    }
+    spill();
+    hist_.add(v);
+  }
   void spill() {  // from exact samples to the histogram
     for (uint64_t v : exact_) hist_.add(v);
     exact_.clear();

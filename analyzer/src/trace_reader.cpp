@@ -112,12 +112,16 @@ std::unique_ptr<TraceFile> TraceFile::open(const std::string& path, const Limits
   t->api_count_ = kApiCountInVersion[h.version];
   // The fast path of the validating walk takes the fixed-size event records of this version; a
   // version-1 trace (converted record by record) and everything else take the slow path.
+  uint32_t largest_fast = 0;
   for (uint16_t type = 0; type < kRecordTypeLimit; ++type) {
     const RecordInfo& info = record_info(type);
     const bool fast = h.version >= 2 && type != 0 && info.since != 0 && info.since <= h.version &&
                       info.size_rule == SizeRule::Fixed && !is_metadata(static_cast<RecordType>(type));
     t->fast_size_[type] = fast ? info.fixed : UINT32_MAX;
+    if (fast) largest_fast = std::max<uint32_t>(largest_fast, info.fixed);
+    if (fast) t->fast_types_ |= uint64_t{1} << type;
   }
+  t->fast_end_ = largest_fast ? kBlockSize - largest_fast + 1 : 0;
   if (h.header_size != kHeaderSize)
     t->fail(fmt::format("corrupt header: header size {} (expected {})", h.header_size, kHeaderSize));
   if (h.block_size != kBlockSize)
@@ -266,7 +270,10 @@ bool IdOffsets::add_slow(uint32_t id, uint64_t offset, uint64_t limit) {
   if (count_ >= limit) return false;
   // Dense while the ids are (a few far-out ids must not allocate the whole vector).
   if (id < kDense && (id < dense_.size() || id <= 2 * count_ + 4096)) {
-    if (id >= dense_.size()) dense_.resize(std::min<size_t>(std::max<size_t>(id + 1, dense_.size() * 2), kDense), 0);
+    if (id >= dense_.size()) {
+      dense_.resize(std::min<size_t>(std::max<size_t>(id + 1, dense_.size() * 2), kDense), 0);
+      dense_size_ = static_cast<uint32_t>(dense_.size());
+    }
     dense_[id] = offset + 1;
   } else {
     sparse_.emplace(id, offset);
@@ -400,6 +407,9 @@ bool TraceFile::next_validated(CursorState& c) {
     c.block = block;  // Cursor::next's inline fast path reads on in it
     c.base = base;
     c.block_index = b;
+    c.fast_end = fast_end_;
+    c.current.tid = c.tid;  // (the fast path sets the other fields)
+    c.current.block_index = b;
     for (;;) {
       // Fast path: a fixed-size event record of this version, of its table size, inside the
       // block, whose fields pass their checks (the same checks as read_record's, without the
@@ -414,8 +424,8 @@ bool TraceFile::next_validated(CursorState& c) {
               RecordView{static_cast<RecordType>(rh.type), rh.size, block + c.off, base + c.off, c.tid, b, rh.size};
           c.off += rh.size;
           uint64_t t;
-          if (!absorb_event(c.current, &t)) continue;
-          c.time = t > c.time ? t : c.time;  // keep the thread's own order even if its clock goes back
+          if (!absorb_event(c.current, &t)) continue;  // in flight
+          c.time = t > c.time ? t : c.time;            // keep the thread's own order even if its clock goes back
           return true;
         }
       }
@@ -430,6 +440,7 @@ bool TraceFile::next_validated(CursorState& c) {
     ++c.block_pos;
     c.off = 0;
     c.block = nullptr;
+    c.fast_end = 0;
   }
   return false;
 }

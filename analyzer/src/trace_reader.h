@@ -150,7 +150,7 @@ class IdOffsets {
   static constexpr uint32_t kDense = 1u << 27;  // a cap only: ids beyond 2 x count + 4096 go to the map
   // Records the first offset of `id`; false when `id` is new and `limit` ids are already held.
   __attribute__((always_inline)) bool add(uint32_t id, uint64_t offset, uint64_t limit) {
-    if (id < dense_.size() && dense_[id]) return true;  // the common case: an id seen before
+    if (id < dense_size_ && dense_[id]) return true;  // the common case: an id seen before
     return add_slow(id, offset, limit);
   }
   // The offset of `id`, or UINT64_MAX.
@@ -166,6 +166,7 @@ class IdOffsets {
  private:
   bool add_slow(uint32_t id, uint64_t offset, uint64_t limit);
   std::vector<uint64_t> dense_;  // id -> offset + 1, 0 = absent
+  uint32_t dense_size_ = 0;      // dense_.size(), for add()'s test (kDense bounds it)
   std::unordered_map<uint32_t, uint64_t> sparse_;
   size_t count_ = 0;
 };
@@ -272,16 +273,22 @@ class TraceFile {
   bool next_validated(CursorState& c);
   bool absorb_metadata(const RecordView& r);
   bool absorb_event(const RecordView& r, uint64_t* start);  // *start: record_time(r)
+  // The validating walk's fast path for a record of type T at `p` (its size is T's fixed size, it
+  // lies inside the block): its field checks and absorb_event in one, the type known at compile
+  // time; false (nothing absorbed) for a call in flight or any problem, which the slow path takes.
+  template <class T>
+  bool fast_event(const uint8_t* p, uint64_t offset, uint64_t* start);
+  bool fast_event(trace::RecordHeader rh, const uint8_t* p, uint64_t offset, uint64_t* start);
   void absorb_in_flight(const RecordView& r, const trace::CallHead& h);
   template <bool kValidate, class F>
   void merge(F& visit);
 
-  __attribute__((always_inline)) void use_stack(uint32_t id, const RecordView& r) {
-    if (id && !first_stack_use_.add(id, r.file_offset, limits_.stacks))
+  __attribute__((always_inline)) void use_stack(uint32_t id, uint64_t file_offset) {
+    if (id && !first_stack_use_.add(id, file_offset, limits_.stacks))
       over_limit("distinct call stacks referred to", limits_.stacks, "--max-stacks");
   }
-  __attribute__((always_inline)) void use_string(uint32_t id, const RecordView& r) {
-    if (id && !first_string_use_.add(id, r.file_offset, limits_.strings))
+  __attribute__((always_inline)) void use_string(uint32_t id, uint64_t file_offset) {
+    if (id && !first_string_use_.add(id, file_offset, limits_.strings))
       over_limit("distinct strings referred to", limits_.strings, nullptr);
   }
 
@@ -314,6 +321,11 @@ class TraceFile {
   // By record type: the exact size of an event record that the validating walk may take on its
   // fast path (fixed-size event types of this version), UINT32_MAX for the others (slow path).
   uint32_t fast_size_[trace::kRecordTypeLimit];
+  uint64_t fast_types_ = 0;  // bit t: fast_size_[t] is the type's table size (the inline fast path's test)
+  static_assert(trace::kRecordTypeLimit <= 64);
+  // The fast path takes records that start below kBlockSize - (the largest fast_size_) + 1: they
+  // end inside the block whatever their type (CursorState::fast_end).
+  uint32_t fast_end_ = 0;
   uint64_t last_time_ns_ = 0;
   uint64_t first_time_ns_ = UINT64_MAX;
   IdOffsets first_stack_use_;  // id -> the first record that refers to it
@@ -326,13 +338,13 @@ class TraceFile {
 __attribute__((always_inline)) inline bool TraceFile::absorb_event(const RecordView& r, uint64_t* start) {
   ++record_count_;
   if (r.type == trace::RecordType::Launch)
-    use_string(r.ref<trace::LaunchRecord>().kernel_name_id, r);
+    use_string(r.ref<trace::LaunchRecord>().kernel_name_id, r.file_offset);
   else if (r.type == trace::RecordType::NvtxRange)
-    use_string(r.ref<trace::NvtxRangeRecord>().name_id, r);
+    use_string(r.ref<trace::NvtxRangeRecord>().name_id, r.file_offset);
   const trace::RecordInfo& info = trace::record_info(static_cast<uint16_t>(r.type));
   if (info.call) {
     const trace::CallHead& h = r.ref<trace::CallHead>();
-    use_stack(h.stack_id, r);
+    use_stack(h.stack_id, r.file_offset);
     if (__builtin_expect(h.flags & trace::kFlagInFlight, 0)) {
       absorb_in_flight(r, h);
       return false;
@@ -345,6 +357,47 @@ __attribute__((always_inline)) inline bool TraceFile::absorb_event(const RecordV
   if (e > last_time_ns_) last_time_ns_ = e;
   *start = s;
   return true;
+}
+
+template <class T>
+__attribute__((always_inline)) inline bool TraceFile::fast_event(const uint8_t* p, uint64_t offset, uint64_t* start) {
+  constexpr bool kCall = trace::is_call_record<T>;
+  if constexpr (!kCall && !trace::detail::has_times<T>::value) {
+    return false;  // metadata: the slow path's
+  } else {
+    const T& r = *reinterpret_cast<const T*>(p);  // 8-aligned, sizeof(T) bytes inside the block
+    if constexpr (kCall) {
+      if (__builtin_expect(r.flags & trace::kFlagInFlight, 0)) return false;  // absorb_in_flight's
+    }
+    reader_checks::FieldChecks quiet{api_count_, nullptr};
+    if (__builtin_expect(!quiet.check<T>(p), 0)) return false;
+    // absorb_event, the type known: its references (in the same order), counts and times.
+    if constexpr (std::is_same_v<T, trace::LaunchRecord>) use_string(r.kernel_name_id, offset);
+    if constexpr (std::is_same_v<T, trace::NvtxRangeRecord>) use_string(r.name_id, offset);
+    if constexpr (kCall) use_stack(r.stack_id, offset);
+    ++record_count_;
+    ++event_record_count_;
+    const uint64_t s = r.start_ns, e = r.end_ns;
+    if (s && s < first_time_ns_) first_time_ns_ = s;
+    if (e > last_time_ns_) last_time_ns_ = e;
+    *start = s;
+    return true;
+  }
+}
+
+// The generated switch over the record table: one jump on the type, then its size against the
+// table's (a constant here) and whether this version's fast path takes it.
+__attribute__((always_inline)) inline bool TraceFile::fast_event(trace::RecordHeader rh, const uint8_t* p,
+                                                                 uint64_t offset, uint64_t* start) {
+  switch (static_cast<trace::RecordType>(rh.type)) {
+#define ASYNCWATCH_FAST_ROW(id, name, type_, since)                                                      \
+  case trace::RecordType::name:                                                                          \
+    return rh.size == trace::record_size_aligned(sizeof(trace::type_)) && ((fast_types_ >> (id)) & 1) && \
+           fast_event<trace::type_>(p, offset, start);
+    ASYNCWATCH_RECORD_TYPES(ASYNCWATCH_FAST_ROW)
+#undef ASYNCWATCH_FAST_ROW
+    default: return false;
+  }
 }
 
 // Records that are not events: the metadata kinds (no call head, no times: ThreadInfo, Module,
@@ -366,6 +419,10 @@ struct TraceFile::CursorState {
   const uint8_t* block = nullptr;  // the block being read (validating walk), null between blocks
   uint64_t base = 0;               // its file offset
   uint64_t block_index = 0;
+  // Records at offsets below this take the inline fast path (TraceFile::fast_end_ inside a block, 0
+  // between blocks: one comparison says both). `current`'s tid and block_index are the block's
+  // while it is read: the fast path sets only the fields that change per record.
+  uint32_t fast_end = 0;
   alignas(8) uint8_t scratch[trace_v1::kScratchBytes];  // `current` of a version-1 trace, converted
 };
 
@@ -390,21 +447,19 @@ struct TraceFile::Cursor : CursorState {
       // The common record inline: a fixed-size event record of its table size, inside the block
       // being read, whose fields pass; the rest (metadata, in-flight calls, the next block, any
       // problem, which it names) is next_validated's.
-      if (__builtin_expect(block != nullptr, 1) && off + sizeof(trace::RecordHeader) <= trace::kBlockSize) {
+      if (__builtin_expect(off < fast_end, 1)) {
+        const uint8_t* p = block + off;
         trace::RecordHeader rh;
-        std::memcpy(&rh, block + off, sizeof rh);
-        reader_checks::FieldChecks quiet{file->api_count_, nullptr};
-        if (rh.type < trace::kRecordTypeLimit && rh.size == file->fast_size_[rh.type] &&
-            off + rh.size <= trace::kBlockSize &&
-            reader_checks::fields_valid(quiet, static_cast<trace::RecordType>(rh.type), block + off)) {
-          current = RecordView{
-              static_cast<trace::RecordType>(rh.type), rh.size, block + off, base + off, tid, block_index, rh.size};
+        std::memcpy(&rh, p, sizeof rh);
+        uint64_t t;
+        if (file->fast_event(rh, p, base + off, &t)) {
+          current.type = static_cast<trace::RecordType>(rh.type);
+          current.size = current.stored_size = rh.size;
+          current.data = p;
+          current.file_offset = base + off;
           off += rh.size;
-          uint64_t t;
-          if (__builtin_expect(file->absorb_event(current, &t), 1)) {
-            time = t > time ? t : time;  // keep the thread's own order even if its clock goes back
-            return true;
-          }
+          time = t > time ? t : time;  // keep the thread's own order even if its clock goes back
+          return true;
         }
       }
       return file->next_validated(*this);
@@ -463,6 +518,30 @@ void TraceFile::stream_merged(F&& visit) {
   indexed_ = true;
 }
 
+// The merge of up to N threads by a scan of their times (merge, below): the scan unrolled for
+// each count of live threads (`live` <= N), run at that count until a thread ends.
+template <size_t N, class C, class F>
+void scan_merge(size_t live, C** cursors, uint64_t* times, F& visit) {
+  if constexpr (N == 0) {
+    (void)live, (void)cursors, (void)times, (void)visit;
+  } else {
+    if (live < N) return scan_merge<N - 1>(live, cursors, times, visit);
+    size_t next;
+    for (;;) {
+      next = 0;
+      uint64_t earliest = times[0];
+      for (size_t i = 1; i < N; ++i)  // (N is a constant: unrolled)
+        if (times[i] < earliest) earliest = times[i], next = i;
+      C& c = *cursors[next];
+      visit(c.current);
+      if (__builtin_expect(!c.next(), 0)) break;
+      times[next] = c.time;
+    }
+    for (size_t i = next; i + 1 < N; ++i) cursors[i] = cursors[i + 1], times[i] = times[i + 1];  // it ended
+    scan_merge<N - 1>(N - 1, cursors, times, visit);
+  }
+}
+
 template <bool kValidate, class F>
 void TraceFile::merge(F& visit) {
   using C = Cursor<kValidate>;
@@ -472,7 +551,19 @@ void TraceFile::merge(F& visit) {
     auto c = std::make_unique<C>(this, &t.blocks, t.tid);
     if (c->next()) owned.push_back(std::move(c));
   }
-  // Which cursor is next: the earliest current record, the first thread on a tie. A loser tree
+  // Which cursor is next: the earliest current record, the first thread on a tie. Up to kScanned
+  // threads, a scan of their times (scan_merge, unrolled for each count of threads), kept in thread
+  // order (the first of equal times wins; an exhausted cursor leaves the arrays): fewer
+  // instructions than the tree's replay below.
+  constexpr size_t kScanned = 8;
+  if (owned.size() <= kScanned) {
+    C* cursors[kScanned];
+    uint64_t times[kScanned];
+    for (size_t i = 0; i < owned.size(); ++i) cursors[i] = owned[i].get(), times[i] = owned[i]->time;
+    scan_merge<kScanned>(owned.size(), cursors, times, visit);
+    return;
+  }
+  // Beyond kScanned threads: a loser tree
   // (tournament) over the cursors: after each record only its cursor's path to the root is
   // replayed, log2(threads) comparisons, none for one thread. A cursor's key is its time, ties
   // broken by `rank`: its index while it has records, leaves + index once exhausted (so that it

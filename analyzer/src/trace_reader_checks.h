@@ -48,7 +48,13 @@ struct FieldChecks {
   bool body(const T&) {
     return true;
   }
-  bool body(const CopyRecord& c) {
+  __attribute__((always_inline)) bool body(const CopyRecord& c) {
+    if (__builtin_expect(
+            c.direction < kDirectionCount && c.src_memory < kMemoryKindCount && c.dst_memory < kMemoryKindCount, 1))
+      return true;
+    return copy_problem(c);
+  }
+  __attribute__((cold, noinline)) bool copy_problem(const CopyRecord& c) {
     if (c.direction >= kDirectionCount) return bad(fmt::format("unknown direction {}", c.direction));
     return memory(c.src_memory, "source") && memory(c.dst_memory, "destination");
   }

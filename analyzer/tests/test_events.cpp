@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <unordered_map>
+
 using namespace asyncwatch;
 using namespace asyncwatch::events;
 namespace tf = asyncwatch::trace;
@@ -92,6 +94,35 @@ TEST(Events, HostFunctionsWaitingAreBounded) {
   run.callback_id = 2;
   EXPECT_EQ(join.run(run, &e), HostFunctionJoin<int>::Outcome::Joined);
   EXPECT_EQ(e, 4);
+}
+
+// The pending table against a map, through growth and erasures that shift probe chains back.
+TEST(Events, PendingByIdAgreesWithAMap) {
+  PendingById<uint64_t> table;
+  std::unordered_map<uint64_t, uint64_t> want;
+  uint64_t x = 12345;
+  for (int step = 0; step < 200000; ++step) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    const uint64_t id = (x >> 33) % 3000;  // few distinct ids: long probe chains, many erasures
+    if ((x >> 20) % 3 == 0) {
+      uint64_t got = 0;
+      const bool present = want.count(id) != 0;
+      ASSERT_EQ(table.take(id, &got), present) << step;
+      if (present) {
+        EXPECT_EQ(got, want[id]);
+        want.erase(id);
+      }
+    } else {
+      table.put(id, x);
+      want[id] = x;
+    }
+    ASSERT_EQ(table.size(), want.size());
+  }
+  for (const auto& [id, v] : want) {
+    const uint64_t* got = table.find(id);
+    ASSERT_NE(got, nullptr);
+    EXPECT_EQ(*got, v);
+  }
 }
 
 TEST(Events, ReturnedCallsSayWhenAStreamIsIdle) {

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
+#include <map>
 #include <random>
+#include <tuple>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -78,6 +80,41 @@ TEST(Reader, ValidTraceIsRead) {
   t->for_each_merged([&](const RecordView& r) { times.push_back(record_time(r)); });
   ASSERT_EQ(times.size(), 3u);
   EXPECT_TRUE(std::is_sorted(times.begin(), times.end()));
+}
+
+// The merged walk, by the scan (up to 8 threads) and by the loser tree (more): records by time,
+// equal times in thread order, each thread's own order kept where its clock goes back.
+TEST(Reader, MergedOrderForAnyNumberOfThreads) {
+  for (uint32_t threads : {1u, 2u, 5u, 8u, 9u, 17u}) {
+    TraceBuilder b(42);
+    std::mt19937 rng(threads);
+    const uint64_t t0 = b.header().start_monotonic_ns + kMs;
+    for (uint32_t i = 0; i < threads; ++i) b.thread_info(100 + i, "worker");
+    std::map<uint32_t, std::vector<uint64_t>> keys;  // tid -> merge key of each record, in order
+    for (uint32_t n = 0; n < 40 * threads; ++n) {
+      const uint32_t tid = 100 + static_cast<uint32_t>(rng() % threads);
+      const uint64_t start = t0 + (rng() % 50) * kUs;  // few distinct times: many ties, clocks going back
+      b.event(tid, RecordType::Launch, TraceBuilder::launch(Api::cudaLaunchKernel, 0, start, start + kUs + n));
+      auto& k = keys[tid];
+      k.push_back(k.empty() ? start : std::max(k.back(), start));
+    }
+    auto t = TraceFile::open(write_trace(b, "merged_order.awtrace"));
+    std::map<uint32_t, size_t> index;  // tid -> its place among the file's threads (ties go in this order)
+    t->index_blocks();
+    for (size_t i = 0; i < t->threads().size(); ++i) index[t->threads()[i].tid] = i;
+    std::vector<std::tuple<uint64_t, size_t, size_t>> want;  // (key, thread, position in the thread)
+    for (const auto& [tid, k] : keys)
+      for (size_t j = 0; j < k.size(); ++j) want.emplace_back(k[j], index.at(tid), j);
+    std::sort(want.begin(), want.end());
+    std::vector<std::tuple<uint64_t, size_t, size_t>> got;
+    std::map<uint32_t, size_t> seen;
+    t->stream_merged([&](const RecordView& r) {
+      if (r.type != RecordType::Launch) return;
+      got.emplace_back(keys.at(r.tid)[seen[r.tid]], index.at(r.tid), seen[r.tid]);
+      ++seen[r.tid];
+    });
+    EXPECT_EQ(got, want) << threads << " threads";
+  }
 }
 
 TEST(Reader, EmptyFile) { EXPECT_NE(error_of({}, "empty.awtrace").find("the file is empty"), std::string::npos); }

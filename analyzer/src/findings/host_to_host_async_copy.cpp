@@ -34,6 +34,7 @@ std::string message(const Finding& f) {
 }  // namespace
 
 // The first of the copy rules (precedence 0): the direction decides.
-const Rule host_to_host_async_copy = Rule(Trigger::Copy, detect, message).blocking().ranked();
+const Rule host_to_host_async_copy =
+    Rule(Trigger::Copy, detect, message).blocking().ranked().claims_copies(kCopyHostToHost);
 
 }  // namespace asyncwatch::rules

@@ -35,6 +35,7 @@ std::string message(const Finding& f) {
 }  // namespace
 
 // After host-to-host-async-copy, before pageable-async-copy.
-const Rule managed_memory_copy = Rule(Trigger::Copy, detect, message).after(1).blocking();
+const Rule managed_memory_copy =
+    Rule(Trigger::Copy, detect, message).after(1).blocking().claims_copies(copy_memory(MemoryKind::Managed));
 
 }  // namespace asyncwatch::rules

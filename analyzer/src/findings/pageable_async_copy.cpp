@@ -114,7 +114,12 @@ void text_lines(std::vector<std::string>& lines, const Finding& f) {
 }  // namespace
 
 // After host-to-host-async-copy and managed-memory-copy.
-const Rule pageable_async_copy =
-    Rule(Trigger::Copy, detect, message).after(2).blocking().ranked().json(json_fields).text(text_lines);
+const Rule pageable_async_copy = Rule(Trigger::Copy, detect, message)
+                                     .after(2)
+                                     .blocking()
+                                     .ranked()
+                                     .claims_copies(copy_memory(MemoryKind::Pageable))
+                                     .json(json_fields)
+                                     .text(text_lines);
 
 }  // namespace asyncwatch::rules

@@ -240,16 +240,6 @@ Observation observation_of_copy(FindingId id, const CopyRecord& c) {
   return o;
 }
 
-Direction copy_direction(const CopyRecord& c) {
-  auto d = static_cast<Direction>(c.direction);
-  if (d != Direction::Unknown) return d;
-  // The format's one definition (trace_format.h), except that a managed side leaves the direction
-  // unknown here: such copies are the managed-memory-copy rule's, which reads the kinds itself.
-  auto src = static_cast<MemoryKind>(c.src_memory), dst = static_cast<MemoryKind>(c.dst_memory);
-  if (src == MemoryKind::Managed || dst == MemoryKind::Managed) return Direction::Unknown;
-  return trace::infer_direction(src, dst);
-}
-
 MemoryKind host_side(const CopyRecord& c, Direction d) {
   switch (d) {
     case Direction::HtoD: return static_cast<MemoryKind>(c.src_memory);

@@ -155,7 +155,16 @@ inline bool at_threshold(const Options& o, uint64_t blocked_ns) { return blocked
 
 // The host side of a copy, and its direction (derived from the memory kinds when the
 // record says Unknown).
-trace::Direction copy_direction(const trace::CopyRecord& c);
+// Inline: the analysis asks it of every copy.
+inline trace::Direction copy_direction(const trace::CopyRecord& c) {
+  auto d = static_cast<trace::Direction>(c.direction);
+  if (d != trace::Direction::Unknown) return d;
+  // The format's one definition (trace_format.h), except that a managed side leaves the direction
+  // unknown here: such copies are the managed-memory-copy rule's, which reads the kinds itself.
+  auto src = static_cast<trace::MemoryKind>(c.src_memory), dst = static_cast<trace::MemoryKind>(c.dst_memory);
+  if (src == trace::MemoryKind::Managed || dst == trace::MemoryKind::Managed) return trace::Direction::Unknown;
+  return trace::infer_direction(src, dst);
+}
 
 // The fields every observation takes from its call record: APIs, call site, blocked time.
 template <class Record>
@@ -200,6 +209,20 @@ struct RuleEvent {
   bool ended_cleanly = true;                   // InFlight: the trace was closed cleanly
 };
 
+// Which copies a Copy (or Memset) rule can claim, as a mask of copy classes (Rule::copies): a
+// copy's class has the bit of each memory kind on either side (copy_memory), and kCopyHostToHost
+// when its direction (copy_direction) is HtoH. The analysis calls a rule only for copies whose
+// class meets its mask (most copies, between pinned and device memory, meet none).
+constexpr uint32_t copy_memory(trace::MemoryKind k) { return 1u << static_cast<uint8_t>(k); }
+inline constexpr uint32_t kCopyHostToHost = 1u << trace::kMemoryKindCount;
+inline constexpr uint32_t kAnyCopy = UINT32_MAX;
+// The class of a copy (kinds beyond the format's, of an unchecked batch record, have no bit: no
+// rule reads them as a kind it claims).
+inline uint32_t copy_class(const trace::CopyRecord& c) {
+  const auto bit = [](uint8_t k) { return k < trace::kMemoryKindCount ? 1u << k : 0u; };
+  return bit(c.src_memory) | bit(c.dst_memory) | (copy_direction(c) == trace::Direction::HtoH ? kCopyHostToHost : 0u);
+}
+
 class JsonWriter;  // json_writer.h
 
 // A rule's hooks: the rule's file defines one `const Rule` named as in findings/table.h,
@@ -230,6 +253,9 @@ struct Rule {
   // Sees only calls that blocked at least --min-blocked-us: the analysis does not call detect for
   // the others (most launches), as if it had returned false.
   bool at_threshold_only = false;
+  // The copies it can claim (copy_class; a Copy or Memset rule that returns true only for copies
+  // of these classes says so): the analysis does not call detect for the others.
+  uint32_t copies = kAnyCopy;
 
   constexpr Rule(Trigger t, bool (*d)(RuleContext&, const RuleEvent&), std::string (*m)(const Finding&))
       : trigger(t), detect(d), message(m) {}
@@ -244,6 +270,9 @@ struct Rule {
   }
   constexpr Rule ranked() const {
     return with([](Rule& r) { r.ranked_by_threshold = true; });
+  }
+  constexpr Rule claims_copies(uint32_t classes) const {
+    return with([&](Rule& r) { r.copies = classes; });
   }
   constexpr Rule per_kernel() const {
     return with([](Rule& r) { r.names_kernel = true; });
