@@ -18,6 +18,15 @@
 
 #include <cerrno>
 
+// Installs a seccomp filter for this process and its children; exits 20 when it cannot.
+inline void install_filter(sock_filter* f, size_t n) {
+  sock_fprog prog{static_cast<unsigned short>(n), f};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
+    perror("seccomp");
+    exit(20);
+  }
+}
+
 inline void deny_unshare_if(const char* env) {
   const char* v = getenv(env);
   if (!v || strcmp(v, "1") != 0) return;
@@ -27,11 +36,7 @@ inline void deny_unshare_if(const char* env) {
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
   };
-  sock_fprog prog{static_cast<unsigned short>(sizeof f / sizeof f[0]), f};
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
-    perror("seccomp");
-    exit(20);
-  }
+  install_filter(f, sizeof f / sizeof f[0]);
 }
 
 inline void deny_tmpfile_if(const char* env) {
@@ -45,9 +50,5 @@ inline void deny_tmpfile_if(const char* env) {
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EOPNOTSUPP & SECCOMP_RET_DATA)),
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
   };
-  sock_fprog prog{static_cast<unsigned short>(sizeof f / sizeof f[0]), f};
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
-    perror("seccomp");
-    exit(20);
-  }
+  install_filter(f, sizeof f / sizeof f[0]);
 }

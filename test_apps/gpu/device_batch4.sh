@@ -12,18 +12,8 @@ t0=$(date +%s)
 since() { echo "$1 at $(( $(date +%s) - t0 )) s"; }
 paired_limit=75
 . test_apps/gpu/batch_common.sh
-gpu_info
-OUT=$OUT bash test_apps/gpu/validate.sh $B --budget-s 200 > $OUT/validate.log 2>&1; tail -2 $OUT/validate.log
-since "validate done"
-paired static_new
-paired static_before --lib $B/lib/before/libasyncwatch.so
-paired shared_new --shared
-since "paired done"
-for lib in new before; do  # start-up: bare vs traced, this library and the one before
-  extra=(); [ $lib = before ] && extra=(--lib $B/lib/before/libasyncwatch.so)
-  timeout 50 taskset -c 7 bash test_apps/bench/startup.sh $B --runs 201 "${extra[@]}" > $OUT/startup_$lib.txt 2>&1
-  echo "== startup_$lib"; tail -3 $OUT/startup_$lib.txt
-done
+apps_and_paired
+startup_ab 7 201 50
 left=$(( 575 - ($(date +%s) - t0) ))
 [ $left -gt 40 ] && timeout $left bash test_apps/gpu/run_hostile.sh --build $B --quick --out $OUT/hostile > $OUT/hostile.log 2>&1
 tail -3 $OUT/hostile.log

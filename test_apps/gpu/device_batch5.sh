@@ -13,9 +13,5 @@ gpu_info
 timeout 450 bash test_apps/gpu/run_corpus.sh --preload $B/lib/libasyncwatch.so --budget-s 400 > $OUT/corpus.log 2>&1
 tail -4 $OUT/corpus.log
 since "corpus done"
-for lib in new before; do  # start-up: bare vs traced, this library and the one before
-  extra=(); [ $lib = before ] && extra=(--lib $B/lib/before/libasyncwatch.so)
-  timeout 55 taskset -c 7 bash test_apps/bench/startup.sh $B --runs 151 "${extra[@]}" > $OUT/startup_$lib.txt 2>&1
-  echo "== startup_$lib"; tail -3 $OUT/startup_$lib.txt
-done
+startup_ab 7 151 55
 since "all done"
