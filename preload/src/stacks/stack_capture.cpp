@@ -265,8 +265,9 @@ uint64_t stack_top() noexcept {
     const uint64_t end = reinterpret_cast<uint64_t>(__libc_stack_end);
     const uint64_t here = reinterpret_cast<uint64_t>(__builtin_frame_address(0));
     rlimit rl{};
-    uint64_t max = getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? rl.rlim_cur : 1ull << 30;
-    if (here < end && end - here < std::min<uint64_t>(max, 1ull << 30)) return tl_stack_top = end;
+    uint64_t max = 1ull << 30;
+    if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur < max) max = rl.rlim_cur;
+    if (here < end && end - here < max) return tl_stack_top = end;
   }
   pthread_attr_t attr;
   if (pthread_getattr_np(pthread_self(), &attr) == 0) {

@@ -311,13 +311,16 @@ bool create_file(int unnamed_fd) noexcept {
   struct stat st;
   bool known = fstat(fd, &st) == 0;
   void* hdr = MAP_FAILED;
-  auto fail = [&](const char* what) {
-    set_error("%s %s", what, g_path);
+  auto undo = [&] {
     if (hdr != MAP_FAILED) munmap(hdr, kHeaderSize);
     if (fd >= 0 && (g_private || (known && same_file(fd, st)))) ::close(fd);
-    if (!unnamed) unlink(g_path);
+    if (!unnamed && g_path[0]) unlink(g_path);
     g_path[0] = 0;
     return false;
+  };
+  auto fail = [&](const char* what) {
+    set_error("%s %s", what, g_path);
+    return undo();
   };
   if (!known) return fail("cannot stat trace file");
   if (!g_private) {
@@ -331,11 +334,7 @@ bool create_file(int unnamed_fd) noexcept {
   hdr = mmap(nullptr, kHeaderSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (hdr == MAP_FAILED) return fail("cannot map trace file");
   fill_header(static_cast<FileHeader*>(hdr));
-  if (unnamed && !link_unnamed(fd, dir, name)) {
-    munmap(hdr, kHeaderSize);
-    if (g_private || same_file(fd, st)) ::close(fd);
-    return false;
-  }
+  if (unnamed && !link_unnamed(fd, dir, name)) return undo();  // link_unnamed said why
   g_fd = fd;
   g_header.store(static_cast<FileHeader*>(hdr), std::memory_order_release);
   return true;
@@ -447,26 +446,19 @@ void* file_main(void*) {
     finish();
     return nullptr;
   }
-  if (!create_file(unnamed)) {
-    if (eager && !wait_for_open()) {
-      finish();
-      return nullptr;
-    }
+  // The thread ends; the writer is told at its request (never, when the trace is closed first).
+  auto give_up = [eager](FileHeader* header) -> void* {
+    const bool asked = !eager || wait_for_open();
     finish();
-    trace_writer::file_opened(nullptr);
+    if (asked) trace_writer::file_opened(header);
     return nullptr;
-  }
+  };
+  if (!create_file(unnamed)) return give_up(nullptr);
   FileHeader* h = g_header.load(std::memory_order_acquire);
   if (!map_one(0)) {
     // Header only: the trace exists and says so; the first block claim fails and reports why.
     release(kHeaderSize);
-    if (eager && !wait_for_open()) {
-      finish();
-      return nullptr;
-    }
-    finish();
-    trace_writer::file_opened(h);
-    return nullptr;
+    return give_up(h);
   }
   g_mapped.store(1, std::memory_order_release);
   g_thread.store(kServing, std::memory_order_release);
@@ -579,23 +571,27 @@ void map_ahead(uint64_t count) noexcept {
 
 uint64_t mapped_blocks() noexcept { return segment_first_block(g_mapped.load(std::memory_order_acquire)); }
 
-bool close_at_exit(uint64_t bytes) noexcept {
-  if (bytes > kHeaderSize + kFirstSegmentBytes || g_mapped.load(std::memory_order_acquire) > 1 || !g_private)
-    return false;
+namespace {
+// Asks the thread to release the file (truncated to `bytes`); false when there is no thread.
+bool request_close(uint64_t bytes) noexcept {
   int st = g_thread.load(std::memory_order_acquire);
-  if (st == kNone || st == kGone) return true;
-  g_close_bytes.store(kNoTruncate);
+  if (st == kNone || st == kGone) return false;
+  g_close_bytes.store(bytes);
   g_close_req.store(true, std::memory_order_release);
   bump(&g_req);
   return true;
 }
+}  // namespace
+
+bool close_at_exit(uint64_t bytes) noexcept {
+  if (bytes > kHeaderSize + kFirstSegmentBytes || g_mapped.load(std::memory_order_acquire) > 1 || !g_private)
+    return false;
+  request_close(kNoTruncate);
+  return true;
+}
 
 void close(uint64_t bytes) noexcept {
-  int st = g_thread.load(std::memory_order_acquire);
-  if (st == kNone || st == kGone) return;
-  g_close_bytes.store(bytes);
-  g_close_req.store(true, std::memory_order_release);
-  bump(&g_req);
+  if (!request_close(bytes)) return;
   for (;;) {
     uint32_t d = g_done.load(std::memory_order_acquire);
     if (g_thread.load(std::memory_order_acquire) == kGone) return;

@@ -362,12 +362,8 @@ void close_clean(int exit_status) noexcept {
   }
   // Threads still running keep writing into their claimed blocks, all below `used`; nothing
   // can be claimed past it any more, so the truncation cannot SIGBUS anyone.
-  if (trace_file::close_at_exit(kHeaderSize + used * kBlockSize)) {
-    __atomic_store_n(&h->closed, kClosedCleanly, __ATOMIC_RELEASE);
-    set_state(kClosed);
-    return;
-  }
-  trace_file::close(kHeaderSize + used * kBlockSize);
+  const uint64_t bytes = kHeaderSize + used * kBlockSize;
+  if (!trace_file::close_at_exit(bytes)) trace_file::close(bytes);
   __atomic_store_n(&h->closed, kClosedCleanly, __ATOMIC_RELEASE);
   set_state(kClosed);
 }
