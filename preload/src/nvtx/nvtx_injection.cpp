@@ -324,9 +324,11 @@ void set_injection_path() noexcept {
   if (getenv("NVTX_INJECTION64_PATH")) return;  // the application's (or another tool's) choice wins
   Dl_info info{};
   if (!dladdr(reinterpret_cast<void*>(&set_injection_path), &info) || !info.dli_fname || !info.dli_fname[0]) return;
-  // Absolute: LD_PRELOAD may have named it relative to a directory the application leaves.
+  // Absolute: LD_PRELOAD may have named it relative to a directory the application leaves. An
+  // absolute name is kept as it is (realpath would cost a readlink per component at every start).
   char path[PATH_MAX];
-  setenv("NVTX_INJECTION64_PATH", realpath(info.dli_fname, path) ? path : info.dli_fname, 0);
+  const char* name = info.dli_fname[0] == '/' ? info.dli_fname : realpath(info.dli_fname, path) ? path : info.dli_fname;
+  setenv("NVTX_INJECTION64_PATH", name, 0);
 }
 
 int initialize(const void* (*get_export_table)(uint32_t)) noexcept {
