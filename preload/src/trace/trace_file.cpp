@@ -407,8 +407,7 @@ bool map_one(uint64_t seg) noexcept {
 // cache already: write_first_blocks), and pre-faulting (then truncating) all of it was most of
 // tracing's start-up cost.
 void populate(uint64_t seg) noexcept {
-  if (char* p = g_segments[seg].load(std::memory_order_acquire))
-    madvise(p, segment_bytes(seg), MADV_POPULATE_WRITE);
+  if (char* p = g_segments[seg].load(std::memory_order_acquire)) madvise(p, segment_bytes(seg), MADV_POPULATE_WRITE);
 }
 
 // Truncates to `bytes` (kNoTruncate: not at all) and releases the descriptor, only when it is
