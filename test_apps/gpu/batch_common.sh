@@ -1,7 +1,7 @@
 # Sourced by the device_batch*.sh scripts (from the repository root, $OUT set, B the staged build):
 # the GPU and clock source into $OUT/gpu.txt, the test apps, one paired recording-on-vs-paused run,
-# and start-up bare vs traced with this library and the one before ($B/lib/before/); the scripts
-# define since().
+# start-up bare vs traced with this library and the one before ($B/lib/before/), the hostile
+# programs and the analyzer's speed; the scripts define since() and t0.
 gpu_info() {
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $OUT/gpu.txt
   cat /sys/devices/system/clocksource/clocksource0/current_clocksource >> $OUT/gpu.txt
@@ -32,4 +32,23 @@ apps_and_paired() {  # the GPU, the test apps (200 s), then paired static (new, 
   paired static_before --lib $B/lib/before/libasyncwatch.so
   paired shared_new --shared
   since "paired done"
+}
+hostile_and_analyzer() {  # the hostile programs, then the analyzer (new, before: $B/bin/before/) alternated
+  timeout 300 bash test_apps/gpu/run_hostile.sh --build $B --quick --out $OUT/hostile > $OUT/hostile.log 2>&1
+  tail -3 $OUT/hostile.log
+  since "hostile done"
+  # On the idle host CPU: one generated 20 M-record trace; the bench pins itself to one core and
+  # prints records/s of CPU time.
+  local d round which aw left
+  d=$(mktemp -d)
+  for round in 1 2; do
+    for which in new before; do
+      aw=$B/bin/asyncwatch; [ $which = before ] && aw=$B/bin/before/asyncwatch
+      left=$(( 570 - ($(date +%s) - t0) )); [ $left -lt 30 ] && break 2
+      timeout $left $B/bin/asyncwatch_bench --asyncwatch $aw --generator $B/bin/asyncwatch_bench_gen --dir "$d" \
+        --records 20000000 --no-timeline --no-instructions > $OUT/bench_${which}_$round.txt 2>&1
+      echo "== bench $which $round"; grep -i "records/s" $OUT/bench_${which}_$round.txt | head -4
+    done
+  done
+  rm -rf "$d"
 }

@@ -17,21 +17,7 @@ case ${1:-} in
     startup_ab 7 151 40
     since "all done" ;;
   b)
-    timeout 300 bash test_apps/gpu/run_hostile.sh --build $B --quick --out $OUT/hostile > $OUT/hostile.log 2>&1
-    tail -3 $OUT/hostile.log
-    since "hostile done"
-    # The analyzer on the idle host CPU: one generated 20 M-record trace, this analyzer and the one
-    # before alternated (the bench pins itself to one core and prints records/s of CPU time).
-    d=$(mktemp -d); trap 'rm -rf "$d"' EXIT
-    for round in 1 2; do
-      for which in new before; do
-        aw=$B/bin/asyncwatch; [ $which = before ] && aw=$B/bin/before/asyncwatch
-        left=$(( 570 - ($(date +%s) - t0) )); [ $left -lt 30 ] && break 2
-        timeout $left $B/bin/asyncwatch_bench --asyncwatch $aw --generator $B/bin/asyncwatch_bench_gen --dir "$d" \
-          --records 20000000 --no-timeline --no-instructions > $OUT/bench_${which}_$round.txt 2>&1
-        echo "== bench $which $round"; grep -i "records/s" $OUT/bench_${which}_$round.txt | head -4
-      done
-    done
+    hostile_and_analyzer
     since "all done" ;;
   *) echo "usage: device_batch6.sh a|b" >&2; exit 2 ;;
 esac
