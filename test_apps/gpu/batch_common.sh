@@ -1,7 +1,10 @@
 # Sourced by the device_batch*.sh scripts (from the repository root, $OUT set, B the staged build):
 # the GPU and clock source into $OUT/gpu.txt, the test apps, one paired recording-on-vs-paused run,
 # start-up bare vs traced with this library and the one before ($B/lib/before/), the hostile
-# programs and the analyzer's speed; the scripts define since() and t0.
+# programs and the analyzer's speed. A script sets paired_limit (optional) and sources this first.
+B=build-gpu
+t0=$(date +%s)
+since() { echo "$1 at $(( $(date +%s) - t0 )) s"; }
 gpu_info() {
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $OUT/gpu.txt
   cat /sys/devices/system/clocksource/clocksource0/current_clocksource >> $OUT/gpu.txt

@@ -7,9 +7,6 @@
 #   bash test_apps/gpu/device_batch4.sh
 # (The Python line ran in an earlier call: bash test_apps/gpu/python_line.sh build-gpu.)
 set -uo pipefail
-B=build-gpu
-t0=$(date +%s)
-since() { echo "$1 at $(( $(date +%s) - t0 )) s"; }
 paired_limit=75
 . test_apps/gpu/batch_common.sh
 apps_and_paired

@@ -5,9 +5,6 @@
 # library, then start-up bare vs traced on the host CPU (this library and the one before).
 #   bash test_apps/gpu/device_batch5.sh
 set -uo pipefail
-B=build-gpu
-t0=$(date +%s)
-since() { echo "$1 at $(( $(date +%s) - t0 )) s"; }
 . test_apps/gpu/batch_common.sh
 gpu_info
 timeout 450 bash test_apps/gpu/run_corpus.sh --preload $B/lib/libasyncwatch.so --budget-s 400 > $OUT/corpus.log 2>&1

@@ -6,9 +6,6 @@
 #   bash test_apps/gpu/device_batch6.sh a   # the test apps, recording on vs paused, start-up
 #   bash test_apps/gpu/device_batch6.sh b   # the hostile programs, the analyzer's speed on the host CPU
 set -uo pipefail
-B=build-gpu
-t0=$(date +%s)
-since() { echo "$1 at $(( $(date +%s) - t0 )) s"; }
 paired_limit=75
 . test_apps/gpu/batch_common.sh
 case ${1:-} in

@@ -8,9 +8,6 @@
 # Start-up is measured twice each way: on one core (every thread's work counts: the CPU cost) and
 # on the whole idle machine (the file thread runs beside the application: the latency it sees).
 set -uo pipefail
-B=build-gpu
-t0=$(date +%s)
-since() { echo "$1 at $(( $(date +%s) - t0 )) s"; }
 paired_limit=75
 . test_apps/gpu/batch_common.sh
 startup_round() {  # tag taskset-cpus|all
