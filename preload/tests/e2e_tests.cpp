@@ -1644,6 +1644,71 @@ TEST(Issue11, EveryRuntimeCopyCallsItsOwnFunctions) {
   EXPECT_EQ(api_by_size, (std::map<uint64_t, uint16_t>{{1000, rt}, {1001, rt}, {1002, rt}, {1003, drv}, {1004, drv}}));
 }
 
+// Launches through a shared runtime: the in-runtime cuLaunchKernel fills the runtime call's record,
+// before the real call once the kernel's name is cached (the second and later launches of a
+// kernel: hook_entry.h, prefilled wrappers), after it otherwise; the records are the same either
+// way. With FAKE_CUDA_LAUNCH_NESTED the driver's launch makes a copy through its own exported entry
+// point, inside the real function that the prefilled wrapper jumped to: not an application call.
+TEST(Issue13, RuntimeLaunchRecordsFilledBeforeAndAfterTheCall) {
+  std::string dir = make_dir();
+  std::string lib = copy_file_to(AW_FAKE_CUDART, dir + "/libcudart.so.13");
+  for (bool nested : {false, true}) {
+    SCOPED_TRACE(nested ? "nested" : "plain");
+    std::vector<std::string> env;
+    if (nested) env.push_back("FAKE_CUDA_LAUNCH_NESTED=1");
+    AppRun bare = run({"rt_launch", lib}, env, "", false);
+    AppRun r = run({"rt_launch", lib}, env);
+    EXPECT_EQ(bare.out, "launches ok, the last 98\n") << bare.err;
+    EXPECT_EQ(r.out, bare.out) << r.err;
+    ASSERT_TRUE(exited_ok(r)) << r.err;
+    Trace t = only_trace(r);
+    EXPECT_EQ(copies(t).size(), 0u);
+    auto l = t.all<LaunchRecord>(RecordType::Launch);
+    ASSERT_EQ(l.size(), 7u);
+    std::map<std::string, uint32_t> ids;
+    for (const auto& rec : t.records)
+      if (rec.type() == RecordType::String) {
+        const auto* sr = reinterpret_cast<const StringRecord*>(rec.bytes.data());
+        ids[std::string(rec.bytes.data() + sizeof(StringRecord), sr->len)] = sr->string_id;
+      }
+    ASSERT_EQ(ids.size(), 2u);
+    struct Want {
+      const char* name;
+      uint32_t grid[3], block[3], shared;
+      uint64_t stream;
+      StreamKind kind;
+      bool first;
+    };
+    const Want want[] = {
+        {"_Z5firstv", {4, 2, 1}, {128, 1, 1}, 0, 0, StreamKind::LegacyDefault, true},
+        {"_Z5firstv", {4, 2, 1}, {128, 1, 1}, 0, 0, StreamKind::LegacyDefault, false},
+        {"_Z5firstv", {4, 2, 1}, {128, 1, 1}, 0, 0, StreamKind::LegacyDefault, false},
+        {"_Z6secondv", {7, 5, 3}, {32, 8, 2}, 1024, 0x1230, StreamKind::Explicit, true},
+        {"_Z6secondv", {7, 5, 3}, {32, 8, 2}, 1024, 0x1230, StreamKind::Explicit, false},
+        {"_Z5firstv", {4, 2, 1}, {128, 1, 1}, 0, 2, StreamKind::PerThreadDefault, false},
+        {nullptr, {1, 1, 1}, {1, 1, 1}, 0, 0, StreamKind::LegacyDefault, false},
+    };
+    for (size_t i = 0; i < 7; ++i) {
+      SCOPED_TRACE(i);
+      const Want& w = want[i];
+      EXPECT_EQ(l[i].api, static_cast<uint16_t>(Api::cudaLaunchKernel));
+      EXPECT_EQ(l[i].driver_fn, static_cast<uint16_t>(Api::cuLaunchKernel));
+      EXPECT_EQ(l[i].result, i == 6 ? 98 : 0);
+      EXPECT_EQ(l[i].flags & (kFlagInFlight | kFlagRuntimeOnly | kFlagPerThreadEntry), 0u);
+      EXPECT_EQ((l[i].flags & kFlagFirstLaunch) != 0, w.first);
+      EXPECT_EQ(l[i].kernel_name_id, w.name ? ids[w.name] : 0u);
+      for (int k = 0; k < 3; ++k) {
+        EXPECT_EQ(l[i].grid[k], w.grid[k]);
+        EXPECT_EQ(l[i].block[k], w.block[k]);
+      }
+      EXPECT_EQ(l[i].shared_mem_bytes, w.shared);
+      EXPECT_EQ(l[i].stream, w.stream);
+      EXPECT_EQ(l[i].stream_kind, static_cast<uint8_t>(w.kind));
+      EXPECT_GE(l[i].end_ns, l[i].start_ns);
+    }
+  }
+}
+
 // Item 5: a runtime unloaded and loaded again at another address: the new copy's function is
 // called, not the unloaded one's (before: SIGSEGV).
 TEST(Issue11, RuntimeUnloadedAndLoadedElsewhere) {
