@@ -1709,6 +1709,43 @@ TEST(Issue13, RuntimeLaunchRecordsFilledBeforeAndAfterTheCall) {
   }
 }
 
+// Copies through a shared runtime from and to a pinned buffer: the in-runtime driver copy fills
+// the runtime call's record before the real call once the buffer is the thread's last pinned hit
+// (the second and later copies: hook_entry.h, prefilled wrappers), after it otherwise (the first;
+// one the runtime makes by a tail call, whose return address is our runtime wrapper's; a pageable
+// source, which also gets its stack and evidence); the records are the same every way.
+TEST(Issue13, RuntimeCopyRecordsFilledBeforeAndAfterTheCall) {
+  std::string dir = make_dir();
+  std::string lib = copy_file_to(AW_FAKE_CUDART, dir + "/libcudart.so.13");
+  AppRun bare = run({"rt_copy", lib}, {}, "", false);
+  AppRun r = run({"rt_copy", lib});
+  EXPECT_EQ(bare.out, "copies ok\n") << bare.err;
+  EXPECT_EQ(r.out, bare.out) << r.err;
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  auto c = copies(only_trace(r));
+  ASSERT_EQ(c.size(), 7u);
+  const uint64_t bytes[] = {100, 101, 102, 200, 201, 250, 300};
+  for (size_t i = 0; i < 7; ++i) {
+    SCOPED_TRACE(i);
+    const bool to_host = i == 3 || i == 4, pageable = i == 6;
+    EXPECT_EQ(c[i].api, static_cast<uint16_t>(Api::cudaMemcpyAsync));
+    EXPECT_EQ(c[i].driver_fn, static_cast<uint16_t>(to_host ? Api::cuMemcpyDtoHAsync_v2 : Api::cuMemcpyHtoDAsync_v2));
+    EXPECT_EQ(c[i].result, 0);
+    EXPECT_EQ(c[i].bytes, bytes[i]);
+    EXPECT_EQ(c[i].direction, static_cast<uint8_t>(to_host ? Direction::DtoH : Direction::HtoD));
+    const auto host = static_cast<uint8_t>(pageable ? MemoryKind::Pageable : MemoryKind::Pinned);
+    const auto device = static_cast<uint8_t>(MemoryKind::Device);
+    EXPECT_EQ(c[i].src_memory, to_host ? device : host);
+    EXPECT_EQ(c[i].dst_memory, to_host ? host : device);
+    EXPECT_EQ(c[i].stream, i < 3 ? 0x5670u : 0u);
+    EXPECT_EQ(c[i].stream_kind, static_cast<uint8_t>(i < 3 ? StreamKind::Explicit : StreamKind::LegacyDefault));
+    EXPECT_EQ(c[i].flags & (kFlagInFlight | kFlagRuntimeOnly | kFlagPerThreadEntry | kFlagSynchronousApi), 0u);
+    // Only the pageable copy has a stack and the evidence of whether it completed.
+    EXPECT_EQ((c[i].flags & kFlagStackCaptured) != 0, pageable);
+    EXPECT_EQ((c[i].flags & kFlagEvidenceChecked) != 0, pageable);
+  }
+}
+
 // Item 5: a runtime unloaded and loaded again at another address: the new copy's function is
 // called, not the unloaded one's (before: SIGSEGV).
 TEST(Issue11, RuntimeUnloadedAndLoadedElsewhere) {

@@ -139,8 +139,10 @@ inline void* prefill_launch(const calls::StubArgs& a, void* full) noexcept {
 #else
 #define DEF_PREFILL(sym)
 #endif
-#define DEF_LAUNCH_WITH_PREFILL(sym) DEF_LAUNCH_PREFILLED(sym) DEF_PREFILL(sym)
-AW_PREFILLED_DRIVER_HOOKS(DEF_LAUNCH_WITH_PREFILL)
+DEF_LAUNCH_PREFILLED(cuLaunchKernel)
+DEF_PREFILL(cuLaunchKernel)
+DEF_LAUNCH_PREFILLED(cuLaunchKernel_ptsz)
+DEF_PREFILL(cuLaunchKernel_ptsz)
 
 #define DEF_LAUNCH_COOP(sym)                                                                                        \
   AW_DRIVER_HOOK(                                                                                                   \

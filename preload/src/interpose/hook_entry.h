@@ -159,7 +159,12 @@ inline bool called_in_runtime(const void* ra) noexcept {
 // or, when the call needs anything done after it (GPU times, a kernel name not cached yet, ...),
 // the in-runtime body aw_inrt_full_<sym>, with nothing changed. Readers ignore the body of a
 // record in flight (docs/trace-format.md), so filling it before the call changes no trace.
-#define AW_PREFILLED_DRIVER_HOOKS(X) X(cuLaunchKernel) X(cuLaunchKernel_ptsz)
+// (A name listed here without its aw_prefill_<sym>, or defined prefilled without being listed,
+// fails to link: the shim's call, the stub's jump.)
+#define AW_PREFILLED_DRIVER_HOOKS(X) \
+  X(cuLaunchKernel)                  \
+  X(cuLaunchKernel_ptsz)             \
+  X(cuMemcpyHtoDAsync_v2) X(cuMemcpyHtoDAsync_v2_ptsz) X(cuMemcpyDtoHAsync_v2) X(cuMemcpyDtoHAsync_v2_ptsz)
 
 namespace asyncwatch::calls {
 // The shim's save area: the argument registers as pushed, then the caller's return address and
