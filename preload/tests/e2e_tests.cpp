@@ -1644,6 +1644,110 @@ TEST(Issue11, EveryRuntimeCopyCallsItsOwnFunctions) {
   EXPECT_EQ(api_by_size, (std::map<uint64_t, uint16_t>{{1000, rt}, {1001, rt}, {1002, rt}, {1003, drv}, {1004, drv}}));
 }
 
+// Launches through a shared runtime: the in-runtime cuLaunchKernel fills the runtime call's record,
+// before the real call once the kernel's name is cached (the second and later launches of a
+// kernel: hook_entry.h, prefilled wrappers), after it otherwise; the records are the same either
+// way. With FAKE_CUDA_LAUNCH_NESTED the driver's launch makes a copy through its own exported entry
+// point, inside the real function that the prefilled wrapper jumped to: not an application call.
+TEST(Issue13, RuntimeLaunchRecordsFilledBeforeAndAfterTheCall) {
+  std::string dir = make_dir();
+  std::string lib = copy_file_to(AW_FAKE_CUDART, dir + "/libcudart.so.13");
+  for (bool nested : {false, true}) {
+    SCOPED_TRACE(nested ? "nested" : "plain");
+    std::vector<std::string> env;
+    if (nested) env.push_back("FAKE_CUDA_LAUNCH_NESTED=1");
+    AppRun bare = run({"rt_launch", lib}, env, "", false);
+    AppRun r = run({"rt_launch", lib}, env);
+    EXPECT_EQ(bare.out, "launches ok, the last 98\n") << bare.err;
+    EXPECT_EQ(r.out, bare.out) << r.err;
+    ASSERT_TRUE(exited_ok(r)) << r.err;
+    Trace t = only_trace(r);
+    EXPECT_EQ(copies(t).size(), 0u);
+    auto l = t.all<LaunchRecord>(RecordType::Launch);
+    ASSERT_EQ(l.size(), 7u);
+    std::map<std::string, uint32_t> ids;
+    for (const auto& rec : t.records)
+      if (rec.type() == RecordType::String) {
+        const auto* sr = reinterpret_cast<const StringRecord*>(rec.bytes.data());
+        ids[std::string(rec.bytes.data() + sizeof(StringRecord), sr->len)] = sr->string_id;
+      }
+    ASSERT_EQ(ids.size(), 2u);
+    struct Want {
+      const char* name;
+      uint32_t grid[3], block[3], shared;
+      uint64_t stream;
+      StreamKind kind;
+      bool first;
+    };
+    const Want want[] = {
+        {"_Z5firstv", {4, 2, 1}, {128, 1, 1}, 0, 0, StreamKind::LegacyDefault, true},
+        {"_Z5firstv", {4, 2, 1}, {128, 1, 1}, 0, 0, StreamKind::LegacyDefault, false},
+        {"_Z5firstv", {4, 2, 1}, {128, 1, 1}, 0, 0, StreamKind::LegacyDefault, false},
+        {"_Z6secondv", {7, 5, 3}, {32, 8, 2}, 1024, 0x1230, StreamKind::Explicit, true},
+        {"_Z6secondv", {7, 5, 3}, {32, 8, 2}, 1024, 0x1230, StreamKind::Explicit, false},
+        {"_Z5firstv", {4, 2, 1}, {128, 1, 1}, 0, 2, StreamKind::PerThreadDefault, false},
+        {nullptr, {1, 1, 1}, {1, 1, 1}, 0, 0, StreamKind::LegacyDefault, false},
+    };
+    for (size_t i = 0; i < 7; ++i) {
+      SCOPED_TRACE(i);
+      const Want& w = want[i];
+      EXPECT_EQ(l[i].api, static_cast<uint16_t>(Api::cudaLaunchKernel));
+      EXPECT_EQ(l[i].driver_fn, static_cast<uint16_t>(Api::cuLaunchKernel));
+      EXPECT_EQ(l[i].result, i == 6 ? 98 : 0);
+      EXPECT_EQ(l[i].flags & (kFlagInFlight | kFlagRuntimeOnly | kFlagPerThreadEntry), 0u);
+      EXPECT_EQ((l[i].flags & kFlagFirstLaunch) != 0, w.first);
+      EXPECT_EQ(l[i].kernel_name_id, w.name ? ids[w.name] : 0u);
+      for (int k = 0; k < 3; ++k) {
+        EXPECT_EQ(l[i].grid[k], w.grid[k]);
+        EXPECT_EQ(l[i].block[k], w.block[k]);
+      }
+      EXPECT_EQ(l[i].shared_mem_bytes, w.shared);
+      EXPECT_EQ(l[i].stream, w.stream);
+      EXPECT_EQ(l[i].stream_kind, static_cast<uint8_t>(w.kind));
+      EXPECT_GE(l[i].end_ns, l[i].start_ns);
+    }
+  }
+}
+
+// Copies through a shared runtime from and to a pinned buffer: the in-runtime driver copy fills
+// the runtime call's record before the real call once the buffer is the thread's last pinned hit
+// (the second and later copies: hook_entry.h, prefilled wrappers), after it otherwise (the first;
+// one the runtime makes by a tail call, whose return address is our runtime wrapper's; a pageable
+// source, which also gets its stack and evidence); the records are the same every way.
+TEST(Issue13, RuntimeCopyRecordsFilledBeforeAndAfterTheCall) {
+  std::string dir = make_dir();
+  std::string lib = copy_file_to(AW_FAKE_CUDART, dir + "/libcudart.so.13");
+  // No stack for a copy that blocked (a slow first call, a sanitizer's): only the policy's.
+  const std::vector<std::string> env = {"ASYNCWATCH_LAUNCH_STACK_THRESHOLD_US=10000000"};
+  AppRun bare = run({"rt_copy", lib}, env, "", false);
+  AppRun r = run({"rt_copy", lib}, env);
+  EXPECT_EQ(bare.out, "copies ok\n") << bare.err;
+  EXPECT_EQ(r.out, bare.out) << r.err;
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  auto c = copies(only_trace(r));
+  ASSERT_EQ(c.size(), 7u);
+  const uint64_t bytes[] = {100, 101, 102, 200, 201, 250, 300};
+  for (size_t i = 0; i < 7; ++i) {
+    SCOPED_TRACE(i);
+    const bool to_host = i == 3 || i == 4, pageable = i == 6;
+    EXPECT_EQ(c[i].api, static_cast<uint16_t>(Api::cudaMemcpyAsync));
+    EXPECT_EQ(c[i].driver_fn, static_cast<uint16_t>(to_host ? Api::cuMemcpyDtoHAsync_v2 : Api::cuMemcpyHtoDAsync_v2));
+    EXPECT_EQ(c[i].result, 0);
+    EXPECT_EQ(c[i].bytes, bytes[i]);
+    EXPECT_EQ(c[i].direction, static_cast<uint8_t>(to_host ? Direction::DtoH : Direction::HtoD));
+    const auto host = static_cast<uint8_t>(pageable ? MemoryKind::Pageable : MemoryKind::Pinned);
+    const auto device = static_cast<uint8_t>(MemoryKind::Device);
+    EXPECT_EQ(c[i].src_memory, to_host ? device : host);
+    EXPECT_EQ(c[i].dst_memory, to_host ? host : device);
+    EXPECT_EQ(c[i].stream, i < 3 ? 0x5670u : 0u);
+    EXPECT_EQ(c[i].stream_kind, static_cast<uint8_t>(i < 3 ? StreamKind::Explicit : StreamKind::LegacyDefault));
+    EXPECT_EQ(c[i].flags & (kFlagInFlight | kFlagRuntimeOnly | kFlagPerThreadEntry | kFlagSynchronousApi), 0u);
+    // Only the pageable copy has a stack and the evidence of whether it completed.
+    EXPECT_EQ((c[i].flags & kFlagStackCaptured) != 0, pageable);
+    EXPECT_EQ((c[i].flags & kFlagEvidenceChecked) != 0, pageable);
+  }
+}
+
 // Item 5: a runtime unloaded and loaded again at another address: the new copy's function is
 // called, not the unloaded one's (before: SIGSEGV).
 TEST(Issue11, RuntimeUnloadedAndLoadedElsewhere) {

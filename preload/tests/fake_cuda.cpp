@@ -7,6 +7,7 @@
 // descriptor and keeps it, as the real driver opens /dev/nvidia* (CUDA_ERROR_OPERATING_SYSTEM (304)
 // when none is free). FAKE_CUDA_CANCEL_POINT=1: every copy is a cancellation point (it calls
 // pthread_testcancel, as a driver call may reach one inside).
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -270,8 +271,18 @@ EXPORT CUresult cuFuncGetName(const char** name, void* f) {
   *name = static_cast<const char*>(f);  // tests pass the kernel's name as its handle
   return 0;
 }
+// FAKE_CUDA_LAUNCH_NESTED=1: each launch also makes a copy through the exported cuMemcpyHtoDAsync_v2
+// (the driver calling one of its own entry points: not an application call).
+const bool g_launch_nested = getenv("FAKE_CUDA_LAUNCH_NESTED") != nullptr;
 EXPORT CUresult cuLaunchKernel(void* f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
                                void**, void**) {
+  if (g_launch_nested) {
+    static char host[8], dev[8];
+    using CopyFn = CUresult (*)(CUdeviceptr, const void*, size_t, CUstream);
+    // Through the symbol's lookup, as a call of the exported name from inside the library resolves.
+    static const auto copy = reinterpret_cast<CopyFn>(dlsym(RTLD_DEFAULT, "cuMemcpyHtoDAsync_v2"));
+    if (!copy || copy(reinterpret_cast<CUdeviceptr>(dev), host, sizeof host, nullptr) != 0) return 2;
+  }
   return f ? 0 : 1;
 }
 EXPORT CUresult cuLaunchHostFunc(CUstream, void (*fn)(void*), void* data) {

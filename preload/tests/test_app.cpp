@@ -690,6 +690,53 @@ static int runtimes(int argc, char** argv) {
   return ok ? 0 : 26;
 }
 
+// rt_launch PATH: kernel launches through a (fake) shared runtime, each kernel's name its handle:
+// three of _Z5firstv on the null stream, two of _Z6secondv with other dimensions, shared memory and
+// an explicit stream, one of _Z5firstv on cudaStreamPerThread, and one of no kernel (it fails).
+struct Dim3 {
+  unsigned x, y, z;
+};
+using RtLaunchFn = int (*)(const void*, Dim3, Dim3, void**, size_t, void*);
+static int rt_launch(const char* path) {
+  CHECK(cuInit(0));
+  void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  auto launch = h ? reinterpret_cast<RtLaunchFn>(dlsym(h, "cudaLaunchKernel")) : nullptr;
+  if (!launch) return 19;
+  static char first[] = "_Z5firstv", second[] = "_Z6secondv";
+  bool ok = true;
+  for (int i = 0; i < 3; ++i) ok = ok && launch(first, Dim3{4, 2, 1}, Dim3{128, 1, 1}, nullptr, 0, nullptr) == 0;
+  for (int i = 0; i < 2; ++i)
+    ok = ok && launch(second, Dim3{7, 5, 3}, Dim3{32, 8, 2}, nullptr, 1024, reinterpret_cast<void*>(0x1230)) == 0;
+  ok = ok && launch(first, Dim3{4, 2, 1}, Dim3{128, 1, 1}, nullptr, 0, reinterpret_cast<void*>(2)) == 0;
+  int failed = launch(nullptr, Dim3{1, 1, 1}, Dim3{1, 1, 1}, nullptr, 0, nullptr);
+  printf("launches %s, the last %d\n", ok ? "ok" : "FAILED", failed);
+  return ok ? 0 : 26;
+}
+
+// rt_copy PATH: copies through a (fake) shared runtime from and to one pinned buffer: three host to
+// device copies (100, 101, 102 bytes, explicit stream, cudaMemcpyDefault), two device to host (200,
+// 201, null stream), one host to device by the fake's tail call (cudaMemcpyHostToDevice, 250), then
+// one from pageable memory (300 bytes, cudaMemcpyDefault).
+static int rt_copy(const char* path) {
+  CHECK(cuInit(0));
+  FakeRuntime rt;
+  if (!load_runtime(path, &rt)) return 19;
+  void* pinned = nullptr;
+  CHECK(cuMemHostAlloc(&pinned, 4096, 0));
+  CUdeviceptr d;
+  CHECK(cuMemAlloc_v2(&d, 4096));
+  std::vector<char> pageable(4096, 1);
+  auto* dev = reinterpret_cast<void*>(d);
+  bool ok = true;
+  for (int i = 0; i < 3; ++i)
+    ok = ok && rt.copy_fn(dev, pinned, static_cast<size_t>(100 + i), 4, reinterpret_cast<void*>(0x5670)) == 0;
+  for (int i = 0; i < 2; ++i) ok = ok && rt.copy_fn(pinned, dev, static_cast<size_t>(200 + i), 2, nullptr) == 0;
+  ok = ok && rt.copy_fn(dev, pinned, 250, 1, nullptr) == 0;
+  ok = ok && rt.copy_fn(dev, pageable.data(), 300, 4, nullptr) == 0;
+  printf("copies %s\n", ok ? "ok" : "FAILED");
+  return ok ? 0 : 26;
+}
+
 // reload PATH: load, call, unload; hold the old address range so the next load lands elsewhere;
 // load again, call through the new function.
 static int reload(const char* path) {
@@ -1156,6 +1203,8 @@ int main(int argc, char** argv) {
   if (mode == "nofile") return nofile();
   if (mode == "runtimes") return runtimes(argc - 2, argv + 2);
   if (mode == "reload" && argc > 2) return reload(argv[2]);
+  if (mode == "rt_launch" && argc > 2) return rt_launch(argv[2]);
+  if (mode == "rt_copy" && argc > 2) return rt_copy(argv[2]);
   if (mode == "runtime_fsize" && argc > 4) return runtime_fsize(strtoull(argv[2], nullptr, 0), atoi(argv[3]), argv[4]);
   if (mode == "exec_form" && argc > 2) return exec_form(argv[2], argv[0]);
   if (mode == "vfork_exit") {  // a vfork()ed child's _exit(7) must not become this process's status

@@ -6,6 +6,11 @@
 #include "cuda_abi.h"
 
 namespace asyncwatch::classify {
+namespace detail {
+std::atomic<uint64_t> g_seq{0};
+AW_TLS_SHARED bool tl_registry_only;
+AW_TLS_SHARED LastHit tl_last_hit;
+}  // namespace detail
 namespace {
 
 struct Range {
@@ -22,7 +27,6 @@ struct Array {
 std::atomic<Range*> g_ranges{nullptr};
 std::atomic<uint64_t> g_count{0};
 std::atomic<uint64_t> g_capacity{0};
-std::atomic<uint64_t> g_seq{0};  // odd while a writer is changing the array
 std::mutex& write_mutex() {
   static std::mutex* m = new std::mutex;
   return *m;
@@ -30,7 +34,8 @@ std::mutex& write_mutex() {
 std::atomic<PointerGetAttributesFn> g_query{nullptr};
 
 PinnedRangeRegistry g_registry;
-AW_TLS bool tl_registry_only;
+using detail::g_seq;
+using detail::tl_registry_only;
 
 void begin_write() { g_seq.fetch_add(1, std::memory_order_acq_rel); }
 void end_write() { g_seq.fetch_add(1, std::memory_order_release); }
@@ -138,13 +143,8 @@ RegistryOnlyScope::RegistryOnlyScope() noexcept : saved_(tl_registry_only) { tl_
 RegistryOnlyScope::~RegistryOnlyScope() { tl_registry_only = saved_; }
 
 namespace {
-// The pinned range this thread found last (not in reentrant calls), valid while the registry's sequence number is the one
-// it was found under (every add and remove changes it): a loop copying from one pinned buffer
-// skips the search (docs/performance.md).
-struct LastHit {
-  uint64_t seq, begin, end;
-};
-AW_TLS LastHit tl_last_hit;
+using detail::LastHit;
+using detail::tl_last_hit;
 
 bool contains_remembering(uint64_t addr) noexcept {
   for (;;) {
@@ -174,10 +174,7 @@ trace::MemoryKind classify_pointer(uint64_t addr) noexcept {
   using trace::MemoryKind;
   // Not in a reentrant call (a signal handler's, registry only): it may have interrupted this
   // thread's own update of the remembered range.
-  const LastHit& last = tl_last_hit;
-  if (AW_LIKELY(addr - last.begin < last.end - last.begin) && last.seq == g_seq.load(std::memory_order_acquire) &&
-      !tl_registry_only)
-    return MemoryKind::Pinned;
+  if (AW_LIKELY(last_pinned_hit(addr))) return MemoryKind::Pinned;
   if (contains_remembering(addr)) return MemoryKind::Pinned;
   PointerGetAttributesFn q = g_query.load(std::memory_order_acquire);
   if (!q || tl_registry_only) return MemoryKind::Unknown;

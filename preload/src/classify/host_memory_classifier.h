@@ -5,6 +5,7 @@
 // overwrite the application's cudaGetLastError state).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "asyncwatch/trace_format.h"
@@ -37,6 +38,26 @@ void unlock_after_fork() noexcept;
 // The real cuPointerGetAttributes, set once the driver is known (interpose/real_driver.cpp).
 using PointerGetAttributesFn = int (*)(unsigned numAttributes, int* attributes, void** data, uint64_t ptr);
 void set_pointer_query(PointerGetAttributesFn fn) noexcept;
+
+namespace detail {
+// The pinned range this thread found last (not in reentrant calls), valid while the registry's
+// sequence number is the one it was found under (every add and remove changes it): a loop copying
+// from one pinned buffer skips the search (docs/performance.md).
+struct LastHit {
+  uint64_t seq, begin, end;
+};
+extern AW_TLS_SHARED LastHit tl_last_hit;
+extern AW_TLS_SHARED bool tl_registry_only;  // RegistryOnlyScope
+extern std::atomic<uint64_t> g_seq;          // odd while a writer is changing the registry
+}  // namespace detail
+
+// classify_pointer's first test: `addr` in the pinned range this thread found last (Pinned).
+// Inline, no call: the copies' hot path (a prefilled copy, hook_entry.h) makes it alone.
+inline bool last_pinned_hit(uint64_t addr) noexcept {
+  const detail::LastHit& last = detail::tl_last_hit;
+  return AW_LIKELY(addr - last.begin < last.end - last.begin) &&
+         last.seq == detail::g_seq.load(std::memory_order_acquire) && !detail::tl_registry_only;
+}
 
 // Registry first, then the driver. Never fails: Unknown when nothing could tell.
 trace::MemoryKind classify_pointer(uint64_t addr) noexcept;

@@ -144,12 +144,14 @@ Nested classify_nested(ThreadCallState& st, Caller c) noexcept {
   if (st.phase & kPhaseQuiet) return Nested::PassThrough;  // under a call already counted as lost
   if (st.phase & 1) return Nested::Lost;                   // a handler interrupted our own code
   // Inside a real function: of the runtime (phase 2 under a runtime wrapper), else of the driver.
+  // Phase 2 also covers the real function of a prefilled driver wrapper called by the runtime
+  // (hook_entry.h: it jumps to it in phase 2): the driver's text is the callee's then too.
   bool in_runtime = st.phase == 2 && (st.outer == kOuterRuntime || st.outer == kOuterRuntimePassive);
   // From the library the active wrapper called (or a tail call from it: the return address is then
   // ours): the library calling its own (or the driver's) entry point. A handler's call comes from
   // the application's code.
-  bool from_callee = real::is_own(c.ra) || (in_runtime ? runtime_hooks::text_contains(st.rt_instance, c.ra)
-                                                       : real::driver_text_contains(c.ra));
+  bool from_callee = real::is_own(c.ra) || (in_runtime && runtime_hooks::text_contains(st.rt_instance, c.ra)) ||
+                     real::driver_text_contains(c.ra);
   return from_callee ? Nested::PassThrough : Nested::Reentrant;
 }
 

@@ -432,14 +432,24 @@ uint32_t kernel_name_id_slow(cuda::CUfunction f, bool* first) noexcept;
 // Any other interned text (NVTX range names): the id of its StringRecord (written on first use),
 // in the kernel names' id space; 0 when it cannot be interned. Takes the name table's lock.
 uint32_t string_id(const char* text, uint32_t len) noexcept;
-inline uint32_t kernel_name_id(cuda::CUfunction f, bool* first) noexcept {
+// The cache's hit alone (`gen`: the trace's generation): `*id` set when `f` is cached for this trace
+// and the call is not reentrant; otherwise false and nothing done (kernel_name_id_slow's case).
+inline bool kernel_name_cached(cuda::CUfunction f, uint32_t gen, uint32_t* id) noexcept {
   const NameCacheEntry* names = tl_kernel_names;
   if (AW_LIKELY(names && f)) {
     const NameCacheEntry& e = names[name_cache_slot(f)];
-    if (AW_LIKELY(e.fn == f && e.generation == trace_writer::generation() && !tl_locals.call.reentrant)) {
-      *first = false;
-      return e.id;
+    if (AW_LIKELY(e.fn == f && e.generation == gen && !tl_locals.call.reentrant)) {
+      *id = e.id;
+      return true;
     }
+  }
+  return false;
+}
+inline uint32_t kernel_name_id(cuda::CUfunction f, bool* first) noexcept {
+  uint32_t id;
+  if (AW_LIKELY(kernel_name_cached(f, trace_writer::generation(), &id))) {
+    *first = false;
+    return id;
   }
   return kernel_name_id_slow(f, first);
 }
@@ -447,9 +457,13 @@ inline uint32_t kernel_name_id(cuda::CUfunction f, bool* first) noexcept {
 // DeviceInfoRecord once per trace, after a call into the driver succeeded.
 void note_driver_ready_slow() noexcept;
 extern std::atomic<uint32_t> g_device_info_generation;
+// Whether the trace of generation `gen` has it (note_driver_ready has nothing to do).
+inline bool device_info_written(uint32_t gen) noexcept {
+  return g_device_info_generation.load(std::memory_order_relaxed) == gen;
+}
 // Inline: after every successful driver call, a load and a compare once the trace has it.
 inline void note_driver_ready() noexcept {
-  if (AW_LIKELY(g_device_info_generation.load(std::memory_order_relaxed) == trace_writer::generation())) return;
+  if (AW_LIKELY(device_info_written(trace_writer::generation()))) return;
   note_driver_ready_slow();
 }
 

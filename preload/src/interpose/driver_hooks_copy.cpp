@@ -65,6 +65,20 @@ inline __attribute__((always_inline)) bool wants_evidence(const Config& cfg, con
   }
 }
 
+// The record's body that the sides and the stream give (all but the capture, evidence and
+// GPU-times parts).
+inline __attribute__((always_inline)) void fill_sides(calls::AnyRecord& rec, const Sides& s, CUstream stream,
+                                                      bool per_thread, bool sync_api) noexcept {
+  auto& c = rec.copy;
+  c.direction = static_cast<uint8_t>(s.direction);
+  c.src_memory = static_cast<uint8_t>(s.src);
+  c.dst_memory = static_cast<uint8_t>(s.dst);
+  c.stream_kind = static_cast<uint8_t>(calls::stream_kind(stream, per_thread));
+  c.flags |= (per_thread ? trace::kFlagPerThreadEntry : 0u) | (sync_api ? trace::kFlagSynchronousApi : 0u);
+  c.stream = reinterpret_cast<uint64_t>(stream);
+  c.bytes = s.bytes;
+}
+
 template <class C, class Call, class Describe>
 CUresult traced(C caller, Hook h, trace::RecordType type, CUstream stream, bool has_stream, bool sync_api, Call&& call,
                 Describe&& describe) {
@@ -83,14 +97,8 @@ CUresult traced(C caller, Hook h, trace::RecordType type, CUstream stream, bool 
   };
   return calls::traced_with(
       caller, h, cat, prepare, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+        fill_sides(rec, s, stream, hi.per_thread, sync_api);
         auto& c = rec.copy;
-        c.direction = static_cast<uint8_t>(s.direction);
-        c.src_memory = static_cast<uint8_t>(s.src);
-        c.dst_memory = static_cast<uint8_t>(s.dst);
-        c.stream_kind = static_cast<uint8_t>(calls::stream_kind(stream, hi.per_thread));
-        c.flags |= (hi.per_thread ? trace::kFlagPerThreadEntry : 0u) | (sync_api ? trace::kFlagSynchronousApi : 0u);
-        c.stream = reinterpret_cast<uint64_t>(stream);
-        c.bytes = s.bytes;
         bool capturing = has_stream && calls::stream_is_capturing(stream);
         if (capturing) c.flags |= trace::kFlagCaptureActive;
         if (r == CUDA_SUCCESS && !capturing && wants_evidence(*cfg, s, type == trace::RecordType::Memset))
@@ -101,6 +109,48 @@ CUresult traced(C caller, Hook h, trace::RecordType type, CUstream stream, bool 
           c.flags |= trace::kFlagGpuTimed;
       });
 }
+
+#if AW_ENTRY_STUBS
+// An asynchronous host <-> device copy's prefill step (hook_entry.h, AW_PREFILLED_DRIVER_HOOKS;
+// arguments (dst, src, n, st)): the in-runtime body's work done before the call when nothing of it
+// needs the call's result or may call out: the host side in the pinned range this thread found
+// last (classified without a call), so no evidence and no stack before the call (unless the
+// configuration asks for them always), no GPU times, no capture active, the runtime call's record
+// this copy's to fill and of this trace, the device's record written; else `full` with nothing
+// changed. (No errno to keep: nothing here calls out but the deferred signals' delivery.)
+template <Hook H, Direction D>
+inline void* prefill_copy(const calls::StubArgs& a, void* full) noexcept {
+  calls::ThreadCallState& st = calls::thread_state();
+  void* const real = real::g_real[static_cast<size_t>(H)].load(std::memory_order_acquire);
+  const Config* cfg = g_config.load(std::memory_order_acquire);
+  const uint32_t gen = trace_writer::generation();
+  const uint64_t host = a.reg[D == Direction::HtoD ? 1 : 0];
+  const Sides s = D == Direction::HtoD ? Sides{D, MemoryKind::Pinned, MemoryKind::Device, a.reg[2]}
+                                       : Sides{D, MemoryKind::Device, MemoryKind::Pinned, a.reg[2]};
+  // (The host side first: what a pageable copy fails, soon.)
+  if (AW_UNLIKELY(!classify::last_pinned_hit(host) || !real || !cfg || cfg->gpu_times || calls::any_capture_active() ||
+                  st.pending_valid || st.runtime_category != calls::Category::Copy || !st.target ||
+                  (st.target_generation != 0 && st.target_generation != gen) || !calls::device_info_written(gen) ||
+                  wants_evidence(*cfg, s, false) || calls::copy_stack_before(*cfg, s.direction, s.src, s.dst, false)))
+    return full;
+  st.phase = 3;
+  calls::signal_fence();
+  st.driver_reached = true;  // adopt_target's
+  st.pending_valid = true;
+  calls::AnyRecord& rec = *st.target;
+  const hooks::HookInfo& hi = hooks::info(H);
+  rec.head.driver_fn = static_cast<uint16_t>(hi.api);
+  fill_sides(rec, s, a.get<CUstream>(3), hi.per_thread, false);
+  calls::set_phase(st, 2);
+  return real;
+}
+#define DEF_PREFILL(sym, dir)                                                                                  \
+  extern "C" __attribute__((visibility("hidden"))) void* aw_prefill_##sym(const calls::StubArgs* a) noexcept { \
+    return prefill_copy<Hook::sym, Direction::dir>(*a, reinterpret_cast<void*>(&aw_inrt_full_##sym));          \
+  }
+#else
+#define DEF_PREFILL(sym, dir)
+#endif
 
 constexpr auto kCopy = trace::RecordType::Copy;
 constexpr auto kMemset = trace::RecordType::Memset;
@@ -147,19 +197,23 @@ AW_BOTH(DEF_DTOH, cuMemcpyDtoH_v2, _ptds)
                  });)
 AW_BOTH(DEF_DTOD, cuMemcpyDtoD_v2, _ptds)
 
-#define DEF_HTOD_ASYNC(sym)                                                                         \
-  AW_DRIVER_HOOK(sym, (CUdeviceptr dst, const void* src, size_t n, CUstream st), (dst, src, n, st), \
-                 return traced(aw_caller, Hook::sym, kCopy, st, true, false, call, [&] {            \
-                   return Sides{Direction::HtoD, host_kind(src), MemoryKind::Device, n};            \
-                 });)
+#define DEF_HTOD_ASYNC(sym)                                                                                   \
+  AW_DRIVER_HOOK_PREFILLED(sym, (CUdeviceptr dst, const void* src, size_t n, CUstream st), (dst, src, n, st), \
+                           return traced(aw_caller, Hook::sym, kCopy, st, true, false, call, [&] {            \
+                             return Sides{Direction::HtoD, host_kind(src), MemoryKind::Device, n};            \
+                           });)
 AW_BOTH(DEF_HTOD_ASYNC, cuMemcpyHtoDAsync_v2, _ptsz)
+DEF_PREFILL(cuMemcpyHtoDAsync_v2, HtoD)
+DEF_PREFILL(cuMemcpyHtoDAsync_v2_ptsz, HtoD)
 
-#define DEF_DTOH_ASYNC(sym)                                                                   \
-  AW_DRIVER_HOOK(sym, (void* dst, CUdeviceptr src, size_t n, CUstream st), (dst, src, n, st), \
-                 return traced(aw_caller, Hook::sym, kCopy, st, true, false, call, [&] {      \
-                   return Sides{Direction::DtoH, MemoryKind::Device, host_kind(dst), n};      \
-                 });)
+#define DEF_DTOH_ASYNC(sym)                                                                             \
+  AW_DRIVER_HOOK_PREFILLED(sym, (void* dst, CUdeviceptr src, size_t n, CUstream st), (dst, src, n, st), \
+                           return traced(aw_caller, Hook::sym, kCopy, st, true, false, call, [&] {      \
+                             return Sides{Direction::DtoH, MemoryKind::Device, host_kind(dst), n};      \
+                           });)
 AW_BOTH(DEF_DTOH_ASYNC, cuMemcpyDtoHAsync_v2, _ptsz)
+DEF_PREFILL(cuMemcpyDtoHAsync_v2, DtoH)
+DEF_PREFILL(cuMemcpyDtoHAsync_v2_ptsz, DtoH)
 
 #define DEF_DTOD_ASYNC(sym)                                                                         \
   AW_DRIVER_HOOK(sym, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream st), (dst, src, n, st), \

@@ -37,6 +37,25 @@ struct GpuTimesBefore {
   }
 };
 
+// The record's body that the launch's arguments give (all but the capture, GPU-times and
+// graph-launch parts), with its kernel's name id and whether this is the kernel's first launch;
+// `dims(i)`: grid x, y, z for i = 0..2, block x, y, z for 3..5.
+template <class Dims>
+inline __attribute__((always_inline)) void fill_shape(calls::AnyRecord& rec, bool per_thread, CUstream stream,
+                                                      unsigned shared, bool has_function, uint32_t name_id, bool first,
+                                                      const Dims& dims) noexcept {
+  auto& l = rec.launch;
+  l.stream_kind = static_cast<uint8_t>(calls::stream_kind(stream, per_thread));
+  l.flags |= (per_thread ? trace::kFlagPerThreadEntry : 0u) | (first ? trace::kFlagFirstLaunch : 0u);
+  if (has_function) l.kernel_name_id = name_id;
+  l.shared_mem_bytes = shared;
+  for (int i = 0; i < 3; ++i) {
+    l.grid[i] = dims(i);
+    l.block[i] = dims(3 + i);
+  }
+  l.stream = reinterpret_cast<uint64_t>(stream);
+}
+
 template <class C, class Call>
 CUresult traced_launch(C caller, Hook h, const LaunchShape& shape, Call&& call, CUgraphExec exec = nullptr) {
   uint32_t gpu = 0;  // ASYNCWATCH_GPU_TIMES: the token of the start event recorded before the call
@@ -44,20 +63,11 @@ CUresult traced_launch(C caller, Hook h, const LaunchShape& shape, Call&& call, 
   return calls::traced_with(
       caller, h, calls::Category::Launch, timed, call,
       [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+        bool first = false;
+        const uint32_t name_id = shape.has_function ? calls::kernel_name_id(shape.f, &first) : 0;
+        fill_shape(rec, hi.per_thread, shape.stream, shape.shared, shape.has_function, name_id, first,
+                   [&](int i) { return i < 3 ? shape.grid[i] : shape.block[i - 3]; });
         auto& l = rec.launch;
-        l.stream_kind = static_cast<uint8_t>(calls::stream_kind(shape.stream, hi.per_thread));
-        l.flags |= hi.per_thread ? trace::kFlagPerThreadEntry : 0u;
-        if (shape.has_function) {
-          bool first = false;
-          l.kernel_name_id = calls::kernel_name_id(shape.f, &first);
-          if (first) l.flags |= trace::kFlagFirstLaunch;
-        }
-        l.shared_mem_bytes = shape.shared;
-        for (int i = 0; i < 3; ++i) {
-          l.grid[i] = shape.grid[i];
-          l.block[i] = shape.block[i];
-        }
-        l.stream = reinterpret_cast<uint64_t>(shape.stream);
         if (calls::stream_is_capturing(shape.stream)) l.flags |= trace::kFlagCaptureActive;
         // A graph launch's record (cudaGraphLaunch's too, adopted) names the executable graph, which the
         // analyzer joins with the graph's memcpy nodes (GraphOp records).
@@ -68,6 +78,42 @@ CUresult traced_launch(C caller, Hook h, const LaunchShape& shape, Call&& call, 
       });
 }
 
+#if AW_ENTRY_STUBS
+// cuLaunchKernel's prefill step (hook_entry.h, AW_PREFILLED_DRIVER_HOOKS): the in-runtime body's
+// work done before the call, when nothing of it needs the call's result or may call out: no GPU
+// times, no capture active, the runtime call's record this launch's to fill and of this trace, the
+// device's record written, the kernel's name cached; else `full` with nothing changed. The record
+// (a launch of cudaLaunchKernel's, never a graph launch's) is in flight or pending until the runtime
+// wrapper completes it. No errno to keep: nothing here calls out but the deferred signals' delivery,
+// which keeps it itself.
+template <Hook H>
+inline void* prefill_launch(const calls::StubArgs& a, void* full) noexcept {
+  calls::ThreadCallState& st = calls::thread_state();
+  void* const real = real::g_real[static_cast<size_t>(H)].load(std::memory_order_acquire);
+  const Config* cfg = g_config.load(std::memory_order_acquire);
+  const auto f = a.get<CUfunction>(0);
+  const uint32_t gen = trace_writer::generation();
+  uint32_t name_id;
+  if (AW_UNLIKELY(!real || !cfg || cfg->gpu_times || calls::any_capture_active() || st.pending_valid ||
+                  st.runtime_category != calls::Category::Launch || !st.target ||
+                  (st.target_generation != 0 && st.target_generation != gen) || !calls::device_info_written(gen) ||
+                  !calls::kernel_name_cached(f, gen, &name_id)))
+    return full;
+  st.phase = 3;
+  calls::signal_fence();
+  st.driver_reached = true;  // adopt_target's
+  st.pending_valid = true;
+  calls::AnyRecord& rec = *st.target;
+  const hooks::HookInfo& hi = hooks::info(H);
+  rec.head.driver_fn = static_cast<uint16_t>(hi.api);
+  // (f, gx, gy, gz, bx, by, bz, shared, st, params, extra)
+  fill_shape(rec, hi.per_thread, a.get<CUstream>(8), a.get<unsigned>(7), true, name_id, false,
+             [&](int i) { return a.get<unsigned>(1 + i); });
+  calls::set_phase(st, 2);
+  return real;
+}
+#endif
+
 }  // namespace
 
 #define DEF_LAUNCH(sym)                                                                                             \
@@ -77,8 +123,26 @@ CUresult traced_launch(C caller, Hook h, const LaunchShape& shape, Call&& call, 
        CUstream st, void** params, void** extra),                                                                   \
       (f, gx, gy, gz, bx, by, bz, shared, st, params, extra),                                                       \
       return traced_launch(aw_caller, Hook::sym, LaunchShape{f, {gx, gy, gz}, {bx, by, bz}, shared, st, true}, call);)
-DEF_LAUNCH(cuLaunchKernel)
-DEF_LAUNCH(cuLaunchKernel_ptsz)
+// (The prefilled wrappers, AW_PREFILLED_DRIVER_HOOKS.)
+#define DEF_LAUNCH_PREFILLED(sym)                                                                                   \
+  AW_DRIVER_HOOK_PREFILLED(                                                                                         \
+      sym,                                                                                                          \
+      (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shared, \
+       CUstream st, void** params, void** extra),                                                                   \
+      (f, gx, gy, gz, bx, by, bz, shared, st, params, extra),                                                       \
+      return traced_launch(aw_caller, Hook::sym, LaunchShape{f, {gx, gy, gz}, {bx, by, bz}, shared, st, true}, call);)
+#if AW_ENTRY_STUBS
+#define DEF_PREFILL(sym)                                                                                       \
+  extern "C" __attribute__((visibility("hidden"))) void* aw_prefill_##sym(const calls::StubArgs* a) noexcept { \
+    return prefill_launch<Hook::sym>(*a, reinterpret_cast<void*>(&aw_inrt_full_##sym));                        \
+  }
+#else
+#define DEF_PREFILL(sym)
+#endif
+DEF_LAUNCH_PREFILLED(cuLaunchKernel)
+DEF_PREFILL(cuLaunchKernel)
+DEF_LAUNCH_PREFILLED(cuLaunchKernel_ptsz)
+DEF_PREFILL(cuLaunchKernel_ptsz)
 
 #define DEF_LAUNCH_COOP(sym)                                                                                        \
   AW_DRIVER_HOOK(                                                                                                   \

@@ -34,6 +34,7 @@
 #include <cstddef>
 
 #include "call_context.h"
+#include "hook_entry.h"
 #include "runtime_hooks.h"
 
 namespace {
@@ -113,6 +114,55 @@ static_assert(sizeof(TextRange) == 16 && offsetof(TextRange, lo) == 0 && offseto
   "  jne 1f\n"                                               \
   "  jmp aw_app_" #sym "\n"                                  \
   AW_STUB_END(sym, "aw_runtime_instances")
+// A prefilled driver wrapper's in-runtime target (hook_entry.h, AW_PREFILLED_DRIVER_HOOKS): the six
+// argument registers pushed (%rdi lowest: calls::StubArgs, with the caller's return address and
+// stack arguments above them), the stack aligned, aw_prefill_<sym>(that area) called, the
+// registers restored and its result jumped to: the real function or aw_inrt_full_<sym>, which see
+// the arguments and return address as the stub got them. %rax, %r10, %r11: as in the stubs.
+#define AW_PREFILL_SHIM(sym)                                \
+  ".globl aw_inrt_" #sym "\n"                               \
+  ".hidden aw_inrt_" #sym "\n"                              \
+  ".hidden aw_prefill_" #sym "\n"                           \
+  ".type aw_inrt_" #sym ", @function\n"                     \
+  ".p2align 4\n"                                            \
+  "aw_inrt_" #sym ":\n"                                     \
+  ".cfi_startproc\n"                                        \
+  "  pushq %r9\n"                                           \
+  "  .cfi_adjust_cfa_offset 8\n"                            \
+  "  pushq %r8\n"                                           \
+  "  .cfi_adjust_cfa_offset 8\n"                            \
+  "  pushq %rcx\n"                                          \
+  "  .cfi_adjust_cfa_offset 8\n"                            \
+  "  pushq %rdx\n"                                          \
+  "  .cfi_adjust_cfa_offset 8\n"                            \
+  "  pushq %rsi\n"                                          \
+  "  .cfi_adjust_cfa_offset 8\n"                            \
+  "  pushq %rdi\n"                                          \
+  "  .cfi_adjust_cfa_offset 8\n"                            \
+  "  movq %rsp, %rdi\n"                                     \
+  "  subq $8, %rsp\n"                                       \
+  "  .cfi_adjust_cfa_offset 8\n"                            \
+  "  call aw_prefill_" #sym "\n"                            \
+  "  addq $8, %rsp\n"                                       \
+  "  .cfi_adjust_cfa_offset -8\n"                           \
+  "  popq %rdi\n"                                           \
+  "  .cfi_adjust_cfa_offset -8\n"                           \
+  "  popq %rsi\n"                                           \
+  "  .cfi_adjust_cfa_offset -8\n"                           \
+  "  popq %rdx\n"                                           \
+  "  .cfi_adjust_cfa_offset -8\n"                           \
+  "  popq %rcx\n"                                           \
+  "  .cfi_adjust_cfa_offset -8\n"                           \
+  "  popq %r8\n"                                            \
+  "  .cfi_adjust_cfa_offset -8\n"                           \
+  "  popq %r9\n"                                            \
+  "  .cfi_adjust_cfa_offset -8\n"                           \
+  "  jmp *%rax\n"                                           \
+  ".cfi_endproc\n"                                          \
+  ".size aw_inrt_" #sym ", .-aw_inrt_" #sym "\n"
+static_assert(sizeof(asyncwatch::calls::StubArgs::reg) == 48 && offsetof(asyncwatch::calls::StubArgs, ra) == 48 &&
+                  offsetof(asyncwatch::calls::StubArgs, stack) == 56,
+              "the shim's save area");
 // clang-format on
 
 // aw_driver_real: real::g_real (real_functions.h); aw_runtime_instances: runtime instance 0's
@@ -125,7 +175,7 @@ __asm__(
     ".hidden aw_runtime_instances\n"
     ".hidden aw_tl_call_state\n"
     ".hidden aw_rt_text\n"
-    ".set aw_stub_row, 0\n" AW_DRIVER_HOOKS(AW_DRIVER_STUB) ".set aw_stub_row, 0\n" AW_RUNTIME_HOOKS(
-        AW_RUNTIME_STUB) ".popsection\n");
+    ".set aw_stub_row, 0\n" AW_DRIVER_HOOKS(AW_DRIVER_STUB) ".set aw_stub_row, 0\n" AW_RUNTIME_HOOKS(AW_RUNTIME_STUB)
+        AW_PREFILLED_DRIVER_HOOKS(AW_PREFILL_SHIM) ".popsection\n");
 
 #endif

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "call_context.h"
 #include "common.h"
@@ -117,16 +118,22 @@ inline bool called_in_runtime(const void* ra) noexcept {
   if (!real) return ::asyncwatch::cuda::CUDA_ERROR_NOT_INITIALIZED;                                                 \
   [[maybe_unused]] auto call = [&] { return real args; };                                                           \
   __VA_ARGS__
-#define AW_DRIVER_BODIES(sym, params, args, ...)                                                                   \
+// (`inrt`: the in-runtime body's name, aw_inrt_<sym> but for a prefilled wrapper's, below.)
+#define AW_DRIVER_BODIES_AS(sym, inrt, params, args, ...)                                                          \
   extern "C" AW_EXPORT ::asyncwatch::cuda::CUresult sym params;                                                    \
   extern "C" __attribute__((visibility("hidden"), noinline)) ::asyncwatch::cuda::CUresult aw_traced_##sym params { \
     AW_DRIVER_BODY(::asyncwatch::calls::Caller, sym, args, __VA_ARGS__)                                            \
   }                                                                                                                \
-  extern "C" __attribute__((visibility("hidden"), noinline)) ::asyncwatch::cuda::CUresult aw_inrt_##sym params {   \
+  extern "C" __attribute__((visibility("hidden"), noinline)) ::asyncwatch::cuda::CUresult inrt params {            \
     AW_DRIVER_BODY(::asyncwatch::calls::InRuntimeCaller, sym, args, __VA_ARGS__)                                   \
   }
+#define AW_DRIVER_BODIES(sym, params, args, ...) AW_DRIVER_BODIES_AS(sym, aw_inrt_##sym, params, args, __VA_ARGS__)
 #if AW_ENTRY_STUBS
 #define AW_DRIVER_HOOK(sym, params, args, ...) AW_DRIVER_BODIES(sym, params, args, __VA_ARGS__)
+// A prefilled wrapper (AW_PREFILLED_DRIVER_HOOKS, below): its in-runtime body is aw_inrt_full_<sym>,
+// which the shim aw_inrt_<sym> jumps to when its prefill step did nothing.
+#define AW_DRIVER_HOOK_PREFILLED(sym, params, args, ...) \
+  AW_DRIVER_BODIES_AS(sym, aw_inrt_full_##sym, params, args, __VA_ARGS__)
 #else
 #define AW_DRIVER_HOOK(sym, params, args, ...)                                                                      \
   extern "C" AW_ENTRY_VISIBILITY ::asyncwatch::cuda::CUresult AW_ENTRY_NAME(sym) params;                            \
@@ -140,4 +147,40 @@ inline bool called_in_runtime(const void* ra) noexcept {
     if (AW_LIKELY(::asyncwatch::calls::called_in_runtime(__builtin_return_address(0)))) return aw_inrt_##sym args;  \
     return aw_traced_##sym args;                                                                                    \
   }
+#define AW_DRIVER_HOOK_PREFILLED(sym, params, args, ...) AW_DRIVER_HOOK(sym, params, args, __VA_ARGS__)
 #endif
+
+// Prefilled driver wrappers (x86-64; docs/performance.md, "The launch's record filled before its
+// call"): the driver stub's in-runtime target aw_inrt_<sym> is a shim in assembly (entry_stubs.cpp)
+// that saves the six argument registers, calls `aw_prefill_<sym>(const StubArgs*)` and, with the
+// registers restored, jumps to the address it returned: the real function, once the prefill step
+// filled the runtime call's record and left the thread as it is inside the runtime (phase 2), so
+// that nothing of ours runs after the real call and the application's arguments are never copied;
+// or, when the call needs anything done after it (GPU times, a kernel name not cached yet, ...),
+// the in-runtime body aw_inrt_full_<sym>, with nothing changed. Readers ignore the body of a
+// record in flight (docs/trace-format.md), so filling it before the call changes no trace.
+// (A name listed here without its aw_prefill_<sym>, or defined prefilled without being listed,
+// fails to link: the shim's call, the stub's jump.)
+#define AW_PREFILLED_DRIVER_HOOKS(X) \
+  X(cuLaunchKernel)                  \
+  X(cuLaunchKernel_ptsz)             \
+  X(cuMemcpyHtoDAsync_v2) X(cuMemcpyHtoDAsync_v2_ptsz) X(cuMemcpyDtoHAsync_v2) X(cuMemcpyDtoHAsync_v2_ptsz)
+
+namespace asyncwatch::calls {
+// The shim's save area: the argument registers as pushed, then the caller's return address and
+// its stack arguments. Argument i of integer or pointer class (an `unsigned` in the low half of
+// its register or slot; the upper half is undefined).
+struct StubArgs {
+  uint64_t reg[6];  // %rdi, %rsi, %rdx, %rcx, %r8, %r9
+  const void* ra;
+  uint64_t stack[8];
+  template <class T>
+  T get(unsigned i) const noexcept {
+    const uint64_t v = i < 6 ? reg[i] : stack[i - 6];
+    if constexpr (std::is_pointer_v<T>)
+      return reinterpret_cast<T>(v);
+    else
+      return static_cast<T>(v);
+  }
+};
+}  // namespace asyncwatch::calls
