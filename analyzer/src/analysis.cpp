@@ -293,7 +293,9 @@ class ProcessAnalyzer final : public RuleContext {
   bool launch_blocking_env() const override { return launch_blocking_; }
 
   void run() {
-    trace_.stream_merged([this](const RecordView& r) { record(r); });
+    // Inline into the merge loop: a call per record cost its prologue, epilogue and the view's
+    // fields through memory (docs/performance.md, eleventh session).
+    trace_.stream_merged([this](const RecordView& r) __attribute__((always_inline)) { record(r); });
   }
 
   __attribute__((always_inline)) void record(const RecordView& r) {

@@ -530,6 +530,7 @@ void scan_merge(size_t live, C** cursors, uint64_t* times, F& visit) {
     for (;;) {
       next = 0;
       uint64_t earliest = times[0];
+#pragma GCC unroll 8
       for (size_t i = 1; i < N; ++i)  // (N is a constant: unrolled)
         if (times[i] < earliest) earliest = times[i], next = i;
       C& c = *cursors[next];
