@@ -245,6 +245,18 @@ FrameKind classify_frame(const Frame& f, const CallSitePolicy& policy) {
   return FrameKind::User;
 }
 
+FrameKind FrameKindMemo::operator()(const Frame& f, const CallSitePolicy& policy) {
+  key_.clear();
+  key_ += static_cast<char>(f.origin);
+  for (const std::string* s : {&policy.executable, &f.module, &f.file, &f.function}) {
+    key_ += *s;
+    key_ += '\0';
+  }
+  auto it = kinds_.find(key_);
+  if (it == kinds_.end()) it = kinds_.emplace(key_, classify_frame(f, policy)).first;
+  return it->second;
+}
+
 std::string runtime_api_of_frame(const Frame& f) {
   std::string q = qualified_name(f.function);
   if (q.find("::") != std::string::npos) return {};

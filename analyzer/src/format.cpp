@@ -1,5 +1,7 @@
 #include "format.h"
 
+#include <charconv>
+
 #include <fmt/format.h>
 
 namespace asyncwatch {
@@ -36,6 +38,10 @@ std::string plural(uint64_t n, const char* one, const char* many) {
   return fmt::format("{} {}", n, n == 1 ? one : many);
 }
 
-std::string hex(uint64_t v) { return fmt::format("0x{:x}", v); }
+std::string hex(uint64_t v) {
+  char text[2 + 16] = {'0', 'x'};  // std::to_chars writes lowercase digits, as {:x} does
+  char* end = std::to_chars(text + 2, text + sizeof text, v, 16).ptr;
+  return std::string(text, static_cast<size_t>(end - text));
+}
 
 }  // namespace asyncwatch

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <charconv>
 
 namespace asyncwatch {
@@ -24,19 +25,32 @@ JsonWriter::JsonWriter(std::FILE* out) : out_(out) {}
 JsonWriter::~JsonWriter() { flush(); }
 
 void JsonWriter::flush() {
-  if (!out_ || buf_.empty()) return;
-  std::fwrite(buf_.data(), 1, buf_.size(), out_);  // errors surface in ferror (OutputFile::commit)
-  buf_.clear();
+  if (!out_ || size_ == 0) return;
+  std::fwrite(buf_.data(), 1, size_, out_);  // errors surface in ferror (OutputFile::commit)
+  size_ = 0;
+}
+
+void JsonWriter::grow(size_t n) { buf_.resize(std::max(buf_.size() * 2, std::max<size_t>(size_ + n, 2 * kFlushAt))); }
+
+void JsonWriter::maybe_flush() {
+  if (out_ && size_ >= kFlushAt) flush();
 }
 
 void JsonWriter::raw(std::string_view s) {
-  buf_.append(s.data(), s.size());
-  if (out_ && buf_.size() >= kFlushAt) flush();
+  put(s.data(), s.size());
+  maybe_flush();
 }
 
 void JsonWriter::newline_indent(size_t depth) {
-  buf_ += '\n';
-  buf_.append(2 * depth, ' ');
+  static constexpr char kSpaces[] = "                                                                ";
+  size_t n = 2 * depth;
+  char* p = room(n + 1);
+  *p = '\n';
+  if (n <= sizeof kSpaces - 1)
+    std::memcpy(p + 1, kSpaces, n);
+  else
+    std::memset(p + 1, ' ', n);
+  size_ += n + 1;
 }
 
 void JsonWriter::before_value() {
@@ -46,7 +60,7 @@ void JsonWriter::before_value() {
   }
   if (stack_.empty()) return;
   Level& l = stack_.back();
-  if (!l.empty) buf_ += ',';
+  if (!l.empty) put(',');
   l.empty = false;
   newline_indent(stack_.size());
 }
@@ -54,13 +68,13 @@ void JsonWriter::before_value() {
 void JsonWriter::key(std::string_view k) {
   before_value();
   string(k);
-  buf_ += ": ";
+  put(": ", 2);
   after_key_ = true;
 }
 
 void JsonWriter::open(char c) {
   before_value();
-  buf_ += c;
+  put(c);
   stack_.push_back(Level{});
 }
 
@@ -68,8 +82,8 @@ void JsonWriter::close(char c) {
   bool empty = stack_.back().empty;
   stack_.pop_back();
   if (!empty) newline_indent(stack_.size());
-  buf_ += c;
-  if (out_ && buf_.size() >= kFlushAt) flush();
+  put(c);
+  maybe_flush();
 }
 
 void JsonWriter::begin_object() { open('{'); }
@@ -79,9 +93,12 @@ void JsonWriter::end_array() { close(']'); }
 
 void JsonWriter::string(std::string_view s) {
   if (plain_ascii(s)) {
-    buf_ += '"';
-    raw(s);
-    buf_ += '"';
+    char* p = room(s.size() + 2);
+    *p = '"';
+    if (!s.empty()) std::memcpy(p + 1, s.data(), s.size());
+    p[s.size() + 1] = '"';
+    size_ += s.size() + 2;
+    maybe_flush();
     return;
   }
   // Escapes and the replacement of invalid UTF-8 exactly as nlohmann's serializer does them.

@@ -135,14 +135,14 @@ bool note_changes_a_result(const std::string& note, const Report& report) {
 }  // namespace
 
 // --stacks user: the frames of the program's own code (call_site.h); every frame when none is.
-std::vector<const Frame*> shown_frames(const Finding& f, const Report& report, size_t* hidden) {
+std::vector<const Frame*> shown_frames(const Finding& f, const Report& report, size_t* hidden, FrameKindMemo* memo) {
   std::vector<const Frame*> all, user;
   CallSitePolicy policy;
   policy.user_code = report.options.user_code;
   policy.executable = finding_executable(f, report);
   for (const auto& fr : f.stack) {
     all.push_back(&fr);
-    if (classify_frame(fr, policy) == FrameKind::User) user.push_back(&fr);
+    if ((memo ? (*memo)(fr, policy) : classify_frame(fr, policy)) == FrameKind::User) user.push_back(&fr);
   }
   *hidden = 0;
   if (report.full_stacks || user.empty()) return all;
@@ -324,6 +324,7 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
                        printable(display_path(u.trace)), printable(u.error));
   if (!report.processes.empty() || !report.unreadable.empty()) out << '\n';
   summary_table(out, report, c);
+  FrameKindMemo kinds;
   for (const auto& f : report.findings) {
     const RuleInfo& rule = rule_info(f.id);
     const char* sc = finding_severity(f) == Severity::Error     ? c.error
@@ -346,7 +347,7 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
     if (f.call_site_known) out << fmt::format("    call site: {}\n", printable(call_site_line_text(f)));
     if (!f.stack.empty()) {
       size_t hidden = 0;
-      std::vector<const Frame*> frames = shown_frames(f, report, &hidden);
+      std::vector<const Frame*> frames = shown_frames(f, report, &hidden, &kinds);
       out << (hidden ? fmt::format("    stack ({} library and runtime frames not shown; --stacks full):\n", hidden)
                      : std::string("    stack:\n"));
       for (const Frame* fr : frames)
