@@ -109,6 +109,14 @@ std::string kernel_display_name(const std::string& mangled) {
 namespace {
 
 constexpr uint32_t kGraphKernel = events::StreamTable::kGraphKernel;
+// Bit t: record type t is a call record (record_info(t).call), one test per record.
+constexpr uint64_t kCallTypes = [] {
+  static_assert(kRecordTypeLimit <= 64);
+  uint64_t m = 0;
+  for (uint16_t t = 0; t < kRecordTypeLimit; ++t)
+    if (record_info(t).call) m |= uint64_t{1} << t;
+  return m;
+}();
 constexpr size_t kMaxWaitedKernels = 64;     // distinct kernels a finding names as waited for
 constexpr size_t kMaxRangesPerGroup = 64;    // distinct NVTX ranges a finding names
 constexpr uint32_t kMaxRangeDomains = 64;    // NVTX domains followed (the library makes at most 32)
@@ -299,12 +307,11 @@ class ProcessAnalyzer final : public RuleContext {
   }
 
   __attribute__((always_inline)) void record(const RecordView& r) {
-    const RecordInfo& info = record_info(static_cast<uint16_t>(r.type));
     current_tid_ = r.tid;
     // The process's first call (in time order): the one that made the CUDA runtime create the
     // context, when it is a runtime API call (docs/findings.md, context-init).
     first_call_ = false;
-    if (info.call) {
+    if ((kCallTypes >> (static_cast<uint16_t>(r.type) & 63)) & 1) {  // record_info(type).call
       // The call head read once: the first call, the result, the times (a call record's times are
       // its head's: trace_format.h, RecordInfo).
       const CallHead& h = r.ref<CallHead>();
@@ -316,7 +323,8 @@ class ProcessAnalyzer final : public RuleContext {
       current_start_ = h.start_ns;
       current_end_ = h.end_ns;
     } else {
-      // (record_time / record_end_time, from the row already at hand)
+      // (record_time / record_end_time, from the row)
+      const RecordInfo& info = record_info(static_cast<uint16_t>(r.type));
       current_start_ = time_at(r, info.start_offset);
       current_end_ = time_at(r, info.end_offset);
     }
@@ -686,7 +694,7 @@ class ProcessAnalyzer final : public RuleContext {
   }
 
  private:
-  static uint64_t stream_key(uint8_t kind, uint64_t handle, uint32_t tid) {
+  __attribute__((always_inline)) static uint64_t stream_key(uint8_t kind, uint64_t handle, uint32_t tid) {
     return events::stream_key(kind, handle, tid);
   }
 
@@ -940,7 +948,7 @@ class ProcessAnalyzer final : public RuleContext {
 
   // This trace's asynchronous copies between pinned host and device memory: what a copy costs the
   // host when pinned, by direction (the basis of estimated_saving_ns).
-  void note_pinned_cost(const CopyRecord& c, uint64_t blocked) {
+  __attribute__((always_inline)) void note_pinned_cost(const CopyRecord& c, uint64_t blocked) {
     const auto pinned = static_cast<uint8_t>(MemoryKind::Pinned), device = static_cast<uint8_t>(MemoryKind::Device);
     Direction d = copy_direction(c);
     if (d == Direction::HtoD && c.src_memory == pinned && c.dst_memory == device) pinned_htod_.add(blocked);

@@ -34,7 +34,7 @@ inline StreamRef::Which stream_which(uint8_t stream_kind, uint64_t handle) {
     return StreamRef::Which::PerThreadDefault;
   return StreamRef::Which::Explicit;
 }
-inline uint64_t stream_key(uint8_t stream_kind, uint64_t handle, uint32_t tid) {
+__attribute__((always_inline)) inline uint64_t stream_key(uint8_t stream_kind, uint64_t handle, uint32_t tid) {
   // An explicit stream, the common case, first: stream_which's answer for that kind.
   if (__builtin_expect(stream_kind == static_cast<uint8_t>(trace::StreamKind::Explicit), 1)) return handle;
   switch (stream_which(stream_kind, handle)) {
@@ -90,14 +90,15 @@ class StreamTable {
     launch_returned(key, at(key), l, launch_blocking);
   }
   // The same with `st` = at(key) already looked up (the analysis' hot path).
-  void copy_returned(uint64_t key, StreamState& st, const trace::CopyRecord& c) {
+  __attribute__((always_inline)) void copy_returned(uint64_t key, StreamState& st, const trace::CopyRecord& c) {
     const bool sync_api = (c.flags & trace::kFlagSynchronousApi) != 0;
     const bool completed = (c.flags & trace::kFlagEvidenceChecked) && (c.flags & trace::kFlagCompletedAtReturn);
     const bool waits = copy_direction(c) == trace::Direction::DtoH &&
                        (sync_api || c.dst_memory == static_cast<uint8_t>(trace::MemoryKind::Pageable));
     if (completed || waits) idle(key, st);
   }
-  void launch_returned(uint64_t key, StreamState& st, const trace::LaunchRecord& l, bool launch_blocking) {
+  __attribute__((always_inline)) void launch_returned(uint64_t key, StreamState& st, const trace::LaunchRecord& l,
+                                                      bool launch_blocking) {
     auto api = static_cast<trace::Api>(l.api);
     const bool graph = api == trace::Api::cudaGraphLaunch || api == trace::Api::cuGraphLaunch;
     ++st.launches_since_sync;  // enqueued on it
