@@ -131,25 +131,33 @@ constexpr size_t kMaxRepeatKeys = 4096;      // distinct sizes/addresses a group
 constexpr uint64_t kPinnedHtoDCallNs = 45'000;
 constexpr uint64_t kPinnedDtoHCallNs = 21'000;
 
+// 16 bytes without padding, in this order: the first 8 and the last 8 are each one 64-bit word
+// (compared and hashed as two words: observe builds, hashes and compares a key per grouped call).
 struct GroupKey {
   uint8_t id;
   uint8_t cause;
   int8_t direction;  // -1 = none
   int8_t memory;     // -1 = none
-  uint32_t api;      // Api id as recorded
+  uint16_t api;      // Api id as recorded
   uint16_t driver_fn;
   uint32_t kernel;
   uint32_t site;  // stack id during the pass
-  bool operator==(const GroupKey& o) const {
-    return id == o.id && cause == o.cause && direction == o.direction && memory == o.memory && api == o.api &&
-           driver_fn == o.driver_fn && kernel == o.kernel && site == o.site;
+  uint64_t word(size_t i) const {
+    uint64_t w;
+    std::memcpy(&w, reinterpret_cast<const char*>(this) + 8 * i, sizeof w);
+    return w;
   }
+  bool operator==(const GroupKey& o) const { return word(0) == o.word(0) && word(1) == o.word(1); }
 };
+static_assert(sizeof(GroupKey) == 16 && offsetof(GroupKey, kernel) == 8);
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "GroupKey's words");
 struct GroupKeyHash {
+  // (id << 56) ^ (cause << 48) ^ (direction << 40) ^ (memory << 32) ^ api ^ (driver_fn << 16), mixed with
+  // the kernel and the site, from the two words: those four bytes are word 0's low half, byte-swapped.
   size_t operator()(const GroupKey& k) const {
-    uint64_t h = (uint64_t{k.id} << 56) ^ (uint64_t{k.cause} << 48) ^ (uint64_t(uint8_t(k.direction)) << 40) ^
-                 (uint64_t(uint8_t(k.memory)) << 32) ^ k.api ^ (uint64_t{k.driver_fn} << 16);
-    h ^= (uint64_t{k.kernel} * 0x9e3779b97f4a7c15ull) ^ (uint64_t{k.site} * 0xc2b2ae3d27d4eb4full);
+    const uint64_t w0 = k.word(0), w1 = k.word(1);
+    uint64_t h = __builtin_bswap64(w0 & 0xffffffffu) ^ ((w0 >> 32) & 0xffffu) ^ ((w0 >> 48) << 16);
+    h ^= ((w1 & 0xffffffffu) * 0x9e3779b97f4a7c15ull) ^ ((w1 >> 32) * 0xc2b2ae3d27d4eb4full);
     return static_cast<size_t>(h ^ (h >> 29));
   }
 };
@@ -170,15 +178,19 @@ class WaitedKernels {
   // Adds each kernel of `t` (add() for each, in its order; the rest, refused, go to *others). Ids
   // already held, the common case, are found at their home slot without add()'s tests.
   void add_all(const KernelTally& t, uint64_t* others) {
+    if (__builtin_expect(slots_.empty(), 0)) {
+      t.each([&](uint32_t id, uint64_t n) {
+        if (!add(id, n)) *others += n;
+      });
+      return;
+    }
     Slot* slots = slots_.data();
     size_t mask = slots_.size() - 1;
     t.each([&](uint32_t id, uint64_t n) {
-      if (__builtin_expect(slots != nullptr, 1)) {
-        Slot& s = slots[(id * 2654435761u) & mask];
-        if (__builtin_expect(s.used && s.id == id, 1)) {
-          s.n += n;
-          return;
-        }
+      Slot& s = slots[(id * 2654435761u) & mask];
+      if (__builtin_expect(s.tag == tag_of(id), 1)) {
+        s.n += n;
+        return;
       }
       if (!add(id, n)) *others += n;
       slots = slots_.data();  // add() may have grown the table
@@ -189,26 +201,26 @@ class WaitedKernels {
   template <class F>
   void each(F&& f) const {
     for (const Slot& s : slots_)
-      if (s.used) f(s.id, s.n);
+      if (s.tag) f(static_cast<uint32_t>(s.tag), s.n);
   }
 
  private:
   struct Slot {
-    uint32_t id = 0;
-    bool used = false;
+    uint64_t tag = 0;  // tag_of(id) when used, 0 when free: one comparison finds an id at its slot
     uint64_t n = 0;
   };
+  static uint64_t tag_of(uint32_t id) { return uint64_t{1} << 32 | id; }
   bool find_add(uint32_t id, uint64_t n, bool may_insert) {
     const size_t mask = slots_.size() - 1;
     for (size_t i = (id * 2654435761u) & mask;; i = (i + 1) & mask) {
       Slot& s = slots_[i];
-      if (s.used && s.id == id) {
+      if (s.tag == tag_of(id)) {
         s.n += n;
         return true;
       }
-      if (!s.used) {
+      if (!s.tag) {
         if (!may_insert) return false;
-        s = Slot{id, true, n};
+        s = Slot{tag_of(id), n};
         ++size_;
         return true;
       }
@@ -220,7 +232,7 @@ class WaitedKernels {
     size_ = 0;
     limit_ = static_cast<uint32_t>(std::min(kMaxWaitedKernels, slots_.size() * 3 / 4));
     for (const Slot& s : old)
-      if (s.used) find_add(s.id, s.n, true);
+      if (s.tag) find_add(static_cast<uint32_t>(s.tag), s.n, true);
   }
   std::vector<Slot> slots_;  // power of two, never full (grown at 3/4 load, kMaxWaitedKernels * 2 at most)
   uint32_t size_ = 0;
@@ -424,16 +436,17 @@ class ProcessAnalyzer final : public RuleContext {
   void observe(const Observation& o) override {
     // Grouped by stack during the pass (stacks and modules may still be ahead in the file);
     // stacks are mapped to call sites and groups merged per call site in finish().
-    if (rule_info(o.id).hooks.counts_blocking) flagged_blocking_ = true;
-    GroupKey key{};
-    key.id = static_cast<uint8_t>(o.id);
-    key.cause = static_cast<uint8_t>(o.cause);
-    key.direction = o.has_direction ? static_cast<int8_t>(o.direction) : int8_t{-1};
-    key.memory = o.has_host_memory ? static_cast<int8_t>(o.host_memory) : int8_t{-1};
-    key.api = o.api;
-    key.driver_fn = o.driver_fn;
-    key.kernel = o.kernel_name_id;
-    key.site = o.stack_id;
+    const bool counts_blocking = rule_info(o.id).hooks.counts_blocking;
+    if (counts_blocking) flagged_blocking_ = true;
+    // The key's two words (GroupKey's layout) built in registers.
+    const uint8_t direction = o.has_direction ? static_cast<uint8_t>(o.direction) : uint8_t{0xff};
+    const uint8_t memory = o.has_host_memory ? static_cast<uint8_t>(o.host_memory) : uint8_t{0xff};
+    const uint64_t w[2] = {uint64_t{static_cast<uint8_t>(o.id)} | uint64_t{static_cast<uint8_t>(o.cause)} << 8 |
+                               uint64_t{direction} << 16 | uint64_t{memory} << 24 | uint64_t{o.api} << 32 |
+                               uint64_t{o.driver_fn} << 48,
+                           uint64_t{o.kernel_name_id} | uint64_t{o.stack_id} << 32};
+    GroupKey key;
+    std::memcpy(&key, w, sizeof key);
     Group& g = group(key);
     if (g.count == 0) {
       g.graph_pageable_nodes = o.graph_pageable_nodes;
@@ -441,7 +454,7 @@ class ProcessAnalyzer final : public RuleContext {
       g.serial = next_serial_++;
     }
     // The host waited in this call, on this stream (GPU overlap figures).
-    if (rule_info(o.id).hooks.counts_blocking && current_stream_ != UINT64_MAX)
+    if (counts_blocking && current_stream_ != UINT64_MAX)
       overlap_.flagged(o.id, current_stream_, current_start_, current_end_);
     if (marks_ && marks_->size() < kMaxCallMarks) marks_->push_back(CallMark{current_tid_, current_start_, g.serial});
     ++g.count;
