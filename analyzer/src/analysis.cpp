@@ -825,11 +825,15 @@ class ProcessAnalyzer final : public RuleContext {
     RuleEvent& e = sync_event_;  // its other fields stay null
     e.sync = &s;
     const Api api = static_cast<Api>(s.api);
-    e.stream = api == Api::cudaStreamSynchronize || api == Api::cuStreamSynchronize
-                   ? &streams_.at(stream_key(s.stream_kind, s.handle, r.tid))  // what it waits for
-                   : nullptr;
+    const bool stream_sync = api == Api::cudaStreamSynchronize || api == Api::cuStreamSynchronize;
+    const uint64_t key = stream_sync ? stream_key(s.stream_kind, s.handle, r.tid) : 0;
+    StreamState* st = stream_sync ? &streams_.at(key) : nullptr;  // what it waits for
+    e.stream = st;
     detect(Trigger::Sync, e);
-    streams_.sync_returned(s, r.tid);
+    if (st && s.result == 0)
+      streams_.idle(key, *st);  // sync_returned's answer for a stream synchronize, the state at hand
+    else
+      streams_.sync_returned(s, r.tid);
   }
 
   void on_memory_op(const MemoryOpRecord& m) {
