@@ -3,6 +3,7 @@
 #include "names.h"
 #include "symbolizer.h"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 #include <fnmatch.h>
 
@@ -281,9 +282,9 @@ Frame via_function(const Frame& site, const Frame& first_library, const Frame& c
 std::string frame_name_text(const Frame& f) {
   if (f.module.empty())
     return (f.function.empty() ? std::string() : shorten_middle(f.function, kDisplayNameMax) + " ") +
-           fmt::format("(no module, 0x{:x})", f.address);
+           fmt::format(FMT_COMPILE("(no module, 0x{:x})"), f.address);
   std::string module = basename_of(f.module);
-  if (f.function.empty()) return module + "+0x" + fmt::format("{:x}", f.offset);
+  if (f.function.empty()) return module + "+0x" + fmt::format(FMT_COMPILE("{:x}"), f.offset);
   return shorten_middle(f.function, kDisplayNameMax) + " (" + module + ")";
 }
 
