@@ -109,6 +109,14 @@ std::string kernel_display_name(const std::string& mangled) {
 namespace {
 
 constexpr uint32_t kGraphKernel = events::StreamTable::kGraphKernel;
+// Bit t: record type t is a call record (record_info(t).call), one test per record.
+constexpr uint64_t kCallTypes = [] {
+  static_assert(kRecordTypeLimit <= 64);
+  uint64_t m = 0;
+  for (uint16_t t = 0; t < kRecordTypeLimit; ++t)
+    if (record_info(t).call) m |= uint64_t{1} << t;
+  return m;
+}();
 constexpr size_t kMaxWaitedKernels = 64;     // distinct kernels a finding names as waited for
 constexpr size_t kMaxRangesPerGroup = 64;    // distinct NVTX ranges a finding names
 constexpr uint32_t kMaxRangeDomains = 64;    // NVTX domains followed (the library makes at most 32)
@@ -123,25 +131,33 @@ constexpr size_t kMaxRepeatKeys = 4096;      // distinct sizes/addresses a group
 constexpr uint64_t kPinnedHtoDCallNs = 45'000;
 constexpr uint64_t kPinnedDtoHCallNs = 21'000;
 
+// 16 bytes without padding, in this order: the first 8 and the last 8 are each one 64-bit word
+// (compared and hashed as two words: observe builds, hashes and compares a key per grouped call).
 struct GroupKey {
   uint8_t id;
   uint8_t cause;
   int8_t direction;  // -1 = none
   int8_t memory;     // -1 = none
-  uint32_t api;      // Api id as recorded
+  uint16_t api;      // Api id as recorded
   uint16_t driver_fn;
   uint32_t kernel;
   uint32_t site;  // stack id during the pass
-  bool operator==(const GroupKey& o) const {
-    return id == o.id && cause == o.cause && direction == o.direction && memory == o.memory && api == o.api &&
-           driver_fn == o.driver_fn && kernel == o.kernel && site == o.site;
+  uint64_t word(size_t i) const {
+    uint64_t w;
+    std::memcpy(&w, reinterpret_cast<const char*>(this) + 8 * i, sizeof w);
+    return w;
   }
+  bool operator==(const GroupKey& o) const { return word(0) == o.word(0) && word(1) == o.word(1); }
 };
+static_assert(sizeof(GroupKey) == 16 && offsetof(GroupKey, kernel) == 8);
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "GroupKey's words");
 struct GroupKeyHash {
+  // (id << 56) ^ (cause << 48) ^ (direction << 40) ^ (memory << 32) ^ api ^ (driver_fn << 16), mixed with
+  // the kernel and the site, from the two words: those four bytes are word 0's low half, byte-swapped.
   size_t operator()(const GroupKey& k) const {
-    uint64_t h = (uint64_t{k.id} << 56) ^ (uint64_t{k.cause} << 48) ^ (uint64_t(uint8_t(k.direction)) << 40) ^
-                 (uint64_t(uint8_t(k.memory)) << 32) ^ k.api ^ (uint64_t{k.driver_fn} << 16);
-    h ^= (uint64_t{k.kernel} * 0x9e3779b97f4a7c15ull) ^ (uint64_t{k.site} * 0xc2b2ae3d27d4eb4full);
+    const uint64_t w0 = k.word(0), w1 = k.word(1);
+    uint64_t h = __builtin_bswap64(w0 & 0xffffffffu) ^ ((w0 >> 32) & 0xffffu) ^ ((w0 >> 48) << 16);
+    h ^= ((w1 & 0xffffffffu) * 0x9e3779b97f4a7c15ull) ^ ((w1 >> 32) * 0xc2b2ae3d27d4eb4full);
     return static_cast<size_t>(h ^ (h >> 29));
   }
 };
@@ -162,15 +178,19 @@ class WaitedKernels {
   // Adds each kernel of `t` (add() for each, in its order; the rest, refused, go to *others). Ids
   // already held, the common case, are found at their home slot without add()'s tests.
   void add_all(const KernelTally& t, uint64_t* others) {
+    if (__builtin_expect(slots_.empty(), 0)) {
+      t.each([&](uint32_t id, uint64_t n) {
+        if (!add(id, n)) *others += n;
+      });
+      return;
+    }
     Slot* slots = slots_.data();
     size_t mask = slots_.size() - 1;
     t.each([&](uint32_t id, uint64_t n) {
-      if (__builtin_expect(slots != nullptr, 1)) {
-        Slot& s = slots[(id * 2654435761u) & mask];
-        if (__builtin_expect(s.used && s.id == id, 1)) {
-          s.n += n;
-          return;
-        }
+      Slot& s = slots[(id * 2654435761u) & mask];
+      if (__builtin_expect(s.tag == tag_of(id), 1)) {
+        s.n += n;
+        return;
       }
       if (!add(id, n)) *others += n;
       slots = slots_.data();  // add() may have grown the table
@@ -181,26 +201,26 @@ class WaitedKernels {
   template <class F>
   void each(F&& f) const {
     for (const Slot& s : slots_)
-      if (s.used) f(s.id, s.n);
+      if (s.tag) f(static_cast<uint32_t>(s.tag), s.n);
   }
 
  private:
   struct Slot {
-    uint32_t id = 0;
-    bool used = false;
+    uint64_t tag = 0;  // tag_of(id) when used, 0 when free: one comparison finds an id at its slot
     uint64_t n = 0;
   };
+  static uint64_t tag_of(uint32_t id) { return uint64_t{1} << 32 | id; }
   bool find_add(uint32_t id, uint64_t n, bool may_insert) {
     const size_t mask = slots_.size() - 1;
     for (size_t i = (id * 2654435761u) & mask;; i = (i + 1) & mask) {
       Slot& s = slots_[i];
-      if (s.used && s.id == id) {
+      if (s.tag == tag_of(id)) {
         s.n += n;
         return true;
       }
-      if (!s.used) {
+      if (!s.tag) {
         if (!may_insert) return false;
-        s = Slot{id, true, n};
+        s = Slot{tag_of(id), n};
         ++size_;
         return true;
       }
@@ -212,7 +232,7 @@ class WaitedKernels {
     size_ = 0;
     limit_ = static_cast<uint32_t>(std::min(kMaxWaitedKernels, slots_.size() * 3 / 4));
     for (const Slot& s : old)
-      if (s.used) find_add(s.id, s.n, true);
+      if (s.tag) find_add(static_cast<uint32_t>(s.tag), s.n, true);
   }
   std::vector<Slot> slots_;  // power of two, never full (grown at 3/4 load, kMaxWaitedKernels * 2 at most)
   uint32_t size_ = 0;
@@ -293,16 +313,17 @@ class ProcessAnalyzer final : public RuleContext {
   bool launch_blocking_env() const override { return launch_blocking_; }
 
   void run() {
-    trace_.stream_merged([this](const RecordView& r) { record(r); });
+    // Inline into the merge loop: a call per record cost its prologue, epilogue and the view's
+    // fields through memory (docs/performance.md, eleventh session).
+    trace_.stream_merged([this](const RecordView& r) __attribute__((always_inline)) { record(r); });
   }
 
   __attribute__((always_inline)) void record(const RecordView& r) {
-    const RecordInfo& info = record_info(static_cast<uint16_t>(r.type));
     current_tid_ = r.tid;
     // The process's first call (in time order): the one that made the CUDA runtime create the
     // context, when it is a runtime API call (docs/findings.md, context-init).
     first_call_ = false;
-    if (info.call) {
+    if ((kCallTypes >> (static_cast<uint16_t>(r.type) & 63)) & 1) {  // record_info(type).call
       // The call head read once: the first call, the result, the times (a call record's times are
       // its head's: trace_format.h, RecordInfo).
       const CallHead& h = r.ref<CallHead>();
@@ -314,7 +335,8 @@ class ProcessAnalyzer final : public RuleContext {
       current_start_ = h.start_ns;
       current_end_ = h.end_ns;
     } else {
-      // (record_time / record_end_time, from the row already at hand)
+      // (record_time / record_end_time, from the row)
+      const RecordInfo& info = record_info(static_cast<uint16_t>(r.type));
       current_start_ = time_at(r, info.start_offset);
       current_end_ = time_at(r, info.end_offset);
     }
@@ -414,16 +436,17 @@ class ProcessAnalyzer final : public RuleContext {
   void observe(const Observation& o) override {
     // Grouped by stack during the pass (stacks and modules may still be ahead in the file);
     // stacks are mapped to call sites and groups merged per call site in finish().
-    if (rule_info(o.id).hooks.counts_blocking) flagged_blocking_ = true;
-    GroupKey key{};
-    key.id = static_cast<uint8_t>(o.id);
-    key.cause = static_cast<uint8_t>(o.cause);
-    key.direction = o.has_direction ? static_cast<int8_t>(o.direction) : int8_t{-1};
-    key.memory = o.has_host_memory ? static_cast<int8_t>(o.host_memory) : int8_t{-1};
-    key.api = o.api;
-    key.driver_fn = o.driver_fn;
-    key.kernel = o.kernel_name_id;
-    key.site = o.stack_id;
+    const bool counts_blocking = rule_info(o.id).hooks.counts_blocking;
+    if (counts_blocking) flagged_blocking_ = true;
+    // The key's two words (GroupKey's layout) built in registers.
+    const uint8_t direction = o.has_direction ? static_cast<uint8_t>(o.direction) : uint8_t{0xff};
+    const uint8_t memory = o.has_host_memory ? static_cast<uint8_t>(o.host_memory) : uint8_t{0xff};
+    const uint64_t w[2] = {uint64_t{static_cast<uint8_t>(o.id)} | uint64_t{static_cast<uint8_t>(o.cause)} << 8 |
+                               uint64_t{direction} << 16 | uint64_t{memory} << 24 | uint64_t{o.api} << 32 |
+                               uint64_t{o.driver_fn} << 48,
+                           uint64_t{o.kernel_name_id} | uint64_t{o.stack_id} << 32};
+    GroupKey key;
+    std::memcpy(&key, w, sizeof key);
     Group& g = group(key);
     if (g.count == 0) {
       g.graph_pageable_nodes = o.graph_pageable_nodes;
@@ -431,7 +454,7 @@ class ProcessAnalyzer final : public RuleContext {
       g.serial = next_serial_++;
     }
     // The host waited in this call, on this stream (GPU overlap figures).
-    if (rule_info(o.id).hooks.counts_blocking && current_stream_ != UINT64_MAX)
+    if (counts_blocking && current_stream_ != UINT64_MAX)
       overlap_.flagged(o.id, current_stream_, current_start_, current_end_);
     if (marks_ && marks_->size() < kMaxCallMarks) marks_->push_back(CallMark{current_tid_, current_start_, g.serial});
     ++g.count;
@@ -684,7 +707,7 @@ class ProcessAnalyzer final : public RuleContext {
   }
 
  private:
-  static uint64_t stream_key(uint8_t kind, uint64_t handle, uint32_t tid) {
+  __attribute__((always_inline)) static uint64_t stream_key(uint8_t kind, uint64_t handle, uint32_t tid) {
     return events::stream_key(kind, handle, tid);
   }
 
@@ -802,11 +825,15 @@ class ProcessAnalyzer final : public RuleContext {
     RuleEvent& e = sync_event_;  // its other fields stay null
     e.sync = &s;
     const Api api = static_cast<Api>(s.api);
-    e.stream = api == Api::cudaStreamSynchronize || api == Api::cuStreamSynchronize
-                   ? &streams_.at(stream_key(s.stream_kind, s.handle, r.tid))  // what it waits for
-                   : nullptr;
+    const bool stream_sync = api == Api::cudaStreamSynchronize || api == Api::cuStreamSynchronize;
+    const uint64_t key = stream_sync ? stream_key(s.stream_kind, s.handle, r.tid) : 0;
+    StreamState* st = stream_sync ? &streams_.at(key) : nullptr;  // what it waits for
+    e.stream = st;
     detect(Trigger::Sync, e);
-    streams_.sync_returned(s, r.tid);
+    if (st && s.result == 0)
+      streams_.idle(key, *st);  // sync_returned's answer for a stream synchronize, the state at hand
+    else
+      streams_.sync_returned(s, r.tid);
   }
 
   void on_memory_op(const MemoryOpRecord& m) {
@@ -938,7 +965,7 @@ class ProcessAnalyzer final : public RuleContext {
 
   // This trace's asynchronous copies between pinned host and device memory: what a copy costs the
   // host when pinned, by direction (the basis of estimated_saving_ns).
-  void note_pinned_cost(const CopyRecord& c, uint64_t blocked) {
+  __attribute__((always_inline)) void note_pinned_cost(const CopyRecord& c, uint64_t blocked) {
     const auto pinned = static_cast<uint8_t>(MemoryKind::Pinned), device = static_cast<uint8_t>(MemoryKind::Device);
     Direction d = copy_direction(c);
     if (d == Direction::HtoD && c.src_memory == pinned && c.dst_memory == device) pinned_htod_.add(blocked);

@@ -3,6 +3,7 @@
 #include "names.h"
 #include "symbolizer.h"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 #include <fnmatch.h>
 
@@ -245,6 +246,18 @@ FrameKind classify_frame(const Frame& f, const CallSitePolicy& policy) {
   return FrameKind::User;
 }
 
+FrameKind FrameKindMemo::operator()(const Frame& f, const CallSitePolicy& policy) {
+  key_.clear();
+  key_ += static_cast<char>(f.origin);
+  for (const std::string* s : {&policy.executable, &f.module, &f.file, &f.function}) {
+    key_ += *s;
+    key_ += '\0';
+  }
+  auto it = kinds_.find(key_);
+  if (it == kinds_.end()) it = kinds_.emplace(key_, classify_frame(f, policy)).first;
+  return it->second;
+}
+
 std::string runtime_api_of_frame(const Frame& f) {
   std::string q = qualified_name(f.function);
   if (q.find("::") != std::string::npos) return {};
@@ -269,9 +282,9 @@ Frame via_function(const Frame& site, const Frame& first_library, const Frame& c
 std::string frame_name_text(const Frame& f) {
   if (f.module.empty())
     return (f.function.empty() ? std::string() : shorten_middle(f.function, kDisplayNameMax) + " ") +
-           fmt::format("(no module, 0x{:x})", f.address);
+           fmt::format(FMT_COMPILE("(no module, 0x{:x})"), f.address);
   std::string module = basename_of(f.module);
-  if (f.function.empty()) return module + "+0x" + fmt::format("{:x}", f.offset);
+  if (f.function.empty()) return module + "+0x" + fmt::format(FMT_COMPILE("{:x}"), f.offset);
   return shorten_middle(f.function, kDisplayNameMax) + " (" + module + ")";
 }
 

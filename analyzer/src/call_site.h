@@ -22,6 +22,7 @@
 #include "symbolizer.h"
 
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace asyncwatch {
@@ -46,6 +47,18 @@ bool is_static_runtime_internal(const std::string& qualified);
 
 FrameKind classify_frame(const Frame& f, const CallSitePolicy& policy = {});
 const char* frame_kind_name(FrameKind k);
+// classify_frame's answers kept, by what it reads of the frame and the policy's executable: a
+// report classifies the same frames in many findings' stacks, and one answer costs thousands of
+// instructions (the text report of a 20 M-record trace: docs/performance.md, eleventh session).
+// Every call must pass a policy with the same user_code.
+class FrameKindMemo {
+ public:
+  FrameKind operator()(const Frame& f, const CallSitePolicy& policy);
+
+ private:
+  std::unordered_map<std::string, FrameKind> kinds_;
+  std::string key_;
+};
 
 // "cudaMemcpyAsync" from "cudaMemcpyAsync_ptsz", "cudaError cudaLaunchKernel<char>(...)": the
 // plain name of a runtime API function, or "" when the frame is not one. The runtime's

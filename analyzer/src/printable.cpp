@@ -1,6 +1,7 @@
 #include "printable.h"
 
 #include <cstdint>
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 namespace asyncwatch {
@@ -75,7 +76,7 @@ std::string printable(std::string_view s, bool quoted) {
         case '\n': out += "\\n"; break;
         case '\t': out += "\\t"; break;
         case '\r': out += "\\r"; break;
-        default: out += fmt::format("\\x{:02x}", c); break;
+        default: out += fmt::format(FMT_COMPILE("\\x{:02x}"), c); break;
       }
       ++i;
       continue;
@@ -83,10 +84,10 @@ std::string printable(std::string_view s, bool quoted) {
     uint32_t cp = 0;
     size_t n = utf8_sequence(s, i, &cp);
     if (n == 0) {
-      out += fmt::format("\\x{:02x}", c);
+      out += fmt::format(FMT_COMPILE("\\x{:02x}"), c);
       ++i;
     } else if (is_unsafe_code_point(cp)) {
-      out += fmt::format("\\u{:04x}", cp);
+      out += fmt::format(FMT_COMPILE("\\u{:04x}"), cp);
       i += n;
     } else {
       out.append(s.substr(i, n));

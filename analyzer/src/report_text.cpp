@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <fmt/compile.h>
 #include <fmt/format.h>
 #include <map>
 
@@ -51,10 +52,10 @@ std::string basename_of(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-std::string percent(double share) { return fmt::format("{:.1f}%", share * 100.0); }
+std::string percent(double share) { return fmt::format(FMT_COMPILE("{:.1f}%"), share * 100.0); }
 
 std::string pid_text(uint64_t pid, int64_t rank) {
-  return rank >= 0 ? fmt::format("pid {} (rank {})", pid, rank) : fmt::format("pid {}", pid);
+  return rank >= 0 ? fmt::format(FMT_COMPILE("pid {} (rank {})"), pid, rank) : fmt::format(FMT_COMPILE("pid {}"), pid);
 }
 
 // The overview first, as `nsys stats` prints it: one row per finding group, costliest first.
@@ -84,8 +85,8 @@ void summary_table(std::ostream& out, const Report& report, const Colours& c) {
   size_t n = 0;
   for (const auto& f : report.findings) widen(row(++n, f));
   auto line = [&](const Row& r, const std::string& site, bool is_head) {
-    out << fmt::format("{}  {:>{}}  {:<{}}  {:>{}}  {:>{}}  {:>{}}  {}{}\n", is_head ? c.bold : "", r.rank, w[0],
-                       r.rule, w[1], r.calls, w[2], r.blocked, w[3], r.share, w[4], site, is_head ? c.reset : "");
+    out << fmt::format(FMT_COMPILE("{}  {:>{}}  {:<{}}  {:>{}}  {:>{}}  {:>{}}  {}{}\n"), is_head ? c.bold : "", r.rank,
+                       w[0], r.rule, w[1], r.calls, w[2], r.blocked, w[3], r.share, w[4], site, is_head ? c.reset : "");
   };
   line(head, "site", true);
   n = 0;
@@ -96,7 +97,8 @@ void summary_table(std::ostream& out, const Report& report, const Colours& c) {
     line(row(++n, f), printable(shorten_middle(site, 100)), false);
   }
   if (report.findings_not_shown)
-    out << fmt::format("  ... and {} not shown (--top)\n", plural(report.findings_not_shown, "finding", "findings"));
+    out << fmt::format(FMT_COMPILE("  ... and {} not shown (--top)\n"),
+                       plural(report.findings_not_shown, "finding", "findings"));
   out << '\n';
 }
 
@@ -135,14 +137,14 @@ bool note_changes_a_result(const std::string& note, const Report& report) {
 }  // namespace
 
 // --stacks user: the frames of the program's own code (call_site.h); every frame when none is.
-std::vector<const Frame*> shown_frames(const Finding& f, const Report& report, size_t* hidden) {
+std::vector<const Frame*> shown_frames(const Finding& f, const Report& report, size_t* hidden, FrameKindMemo* memo) {
   std::vector<const Frame*> all, user;
   CallSitePolicy policy;
   policy.user_code = report.options.user_code;
   policy.executable = finding_executable(f, report);
   for (const auto& fr : f.stack) {
     all.push_back(&fr);
-    if (classify_frame(fr, policy) == FrameKind::User) user.push_back(&fr);
+    if ((memo ? (*memo)(fr, policy) : classify_frame(fr, policy)) == FrameKind::User) user.push_back(&fr);
   }
   *hidden = 0;
   if (report.full_stacks || user.empty()) return all;
@@ -172,7 +174,8 @@ std::string display_path(const std::string& path) {
 
 std::string location_text(const Finding& f) {
   if (!f.call_site_known) return {};
-  if (!f.call_site.file.empty()) return fmt::format("{}:{}", display_path(f.call_site.file), f.call_site.line);
+  if (!f.call_site.file.empty())
+    return fmt::format(FMT_COMPILE("{}:{}"), display_path(f.call_site.file), f.call_site.line);
   // No source line: the function and its module ("cusparseSpMV (libcusparse.so.12)"), or the
   // module and the offset in it; never "??".
   return frame_name_text(f.call_site);
@@ -200,14 +203,15 @@ std::vector<uint32_t> calling_threads(const Finding& f) {
 std::string borrowed_line_text(const Finding& f) {
   if (!f.call_site_known || !f.python_lender) return {};
   const uint32_t lender = borrowed_lender_tid(f);
-  std::string s = lender ? fmt::format("the Python line of thread {}", lender) : "the Python line of another thread";
+  std::string s =
+      lender ? fmt::format(FMT_COMPILE("the Python line of thread {}"), lender) : "the Python line of another thread";
   s += f.python_lender & trace::kPythonLenderRunning ? ", which was running Python (it may have moved on since)"
                                                      : ", which was waiting in a C call";
   std::vector<uint32_t> tids = calling_threads(f);
   if (!tids.empty()) {
     s += tids.size() == 1 ? "; the calls ran on native thread " : "; the calls ran on native threads ";
     for (size_t i = 0; i < tids.size() && i < 4; ++i) s += (i ? ", " : "") + std::to_string(tids[i]);
-    if (tids.size() > 4) s += fmt::format(" and {} more", tids.size() - 4);
+    if (tids.size() > 4) s += fmt::format(FMT_COMPILE(" and {} more"), tids.size() - 4);
   }
   return s;
 }
@@ -224,8 +228,8 @@ std::string call_site_line_text(const Finding& f) {
 std::string frame_text(const Frame& f) {
   if (f.function.empty() && f.file.empty()) return frame_name_text(f);  // "libcuda.so.1+0x2a3f0"
   std::string s = f.function.empty() ? "(unknown function)" : shorten_middle(f.function, kDisplayNameMax);
-  if (!f.file.empty()) s += fmt::format(" at {}:{}", display_path(f.file), f.line);
-  if (!f.module.empty()) s += fmt::format(" ({})", basename_of(f.module));
+  if (!f.file.empty()) s += fmt::format(FMT_COMPILE(" at {}:{}"), display_path(f.file), f.line);
+  if (!f.module.empty()) s += fmt::format(FMT_COMPILE(" ({})"), basename_of(f.module));
   if (f.inlined) s += " [inlined]";
   return s;
 }
@@ -235,15 +239,16 @@ std::string finding_stats_text(const Finding& f) {
   std::string stats = plural(f.count, "call", "calls");
   if (f.bytes) stats += ", " + format_bytes(f.bytes);
   // The share is of one thread's time (the thread that spent most in these calls): never over 100 %.
-  const std::string whose = f.threads > 1 ? fmt::format("the busiest of {} threads'", f.threads) : "its thread's";
+  const std::string whose =
+      f.threads > 1 ? fmt::format(FMT_COMPILE("the busiest of {} threads'"), f.threads) : "its thread's";
   if (f.count > 1)
-    stats += fmt::format(", {} {} (min {}, median {}, max {}), {} of {} wall time", rule.hooks.time_verb,
+    stats += fmt::format(FMT_COMPILE(", {} {} (min {}, median {}, max {}), {} of {} wall time"), rule.hooks.time_verb,
                          format_duration(f.blocked.total()), format_duration(f.blocked.min()),
                          format_duration(f.blocked.median()), format_duration(f.blocked.max()),
                          percent(f.share_of_wall), whose);
   else
-    stats += fmt::format(", {} {}, {} of {} wall time", rule.hooks.time_verb, format_duration(f.blocked.total()),
-                         percent(f.share_of_wall), whose);
+    stats += fmt::format(FMT_COMPILE(", {} {}, {} of {} wall time"), rule.hooks.time_verb,
+                         format_duration(f.blocked.total()), percent(f.share_of_wall), whose);
   if (f.in_baseline) stats += " (in the baseline)";
   return stats;
 }
@@ -251,13 +256,16 @@ std::string finding_stats_text(const Finding& f) {
 std::string evidence_text(const Finding& f) {
   if (!f.evidence_checked) return {};
   if (f.completed_at_return == f.evidence_checked)
-    return fmt::format("evidence: the stream had completed the copy when the call returned ({} of {} checked)",
-                       f.completed_at_return, f.evidence_checked);
+    return fmt::format(
+        FMT_COMPILE("evidence: the stream had completed the copy when the call returned ({} of {} checked)"),
+        f.completed_at_return, f.evidence_checked);
   if (f.completed_at_return == 0)
-    return fmt::format("evidence: the stream had not completed the copy when the call returned ({} checked)",
-                       f.evidence_checked);
-  return fmt::format("evidence: in {} of {} checked calls the stream had completed the copy when the call returned",
-                     f.completed_at_return, f.evidence_checked);
+    return fmt::format(
+        FMT_COMPILE("evidence: the stream had not completed the copy when the call returned ({} checked)"),
+        f.evidence_checked);
+  return fmt::format(
+      FMT_COMPILE("evidence: in {} of {} checked calls the stream had completed the copy when the call returned"),
+      f.completed_at_return, f.evidence_checked);
 }
 
 std::string ranges_text(const Finding& f) {
@@ -266,9 +274,10 @@ std::string ranges_text(const Finding& f) {
   std::stable_sort(r.begin(), r.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   std::string text;
   for (size_t i = 0; i < r.size() && i < 4; ++i)
-    text += fmt::format("{}`{}` ({} of {})", i ? ", " : "", r[i].first, r[i].second, plural(f.count, "call", "calls"));
-  if (r.size() > 4) text += fmt::format(" and {} more", r.size() - 4);
-  return fmt::format("in {} {}", r.size() > 1 ? "ranges" : "range", text);
+    text += fmt::format(FMT_COMPILE("{}`{}` ({} of {})"), i ? ", " : "", r[i].first, r[i].second,
+                        plural(f.count, "call", "calls"));
+  if (r.size() > 4) text += fmt::format(FMT_COMPILE(" and {} more"), r.size() - 4);
+  return fmt::format(FMT_COMPILE("in {} {}"), r.size() > 1 ? "ranges" : "range", text);
 }
 
 std::string summary_text(const Report& report) {
@@ -276,14 +285,14 @@ std::string summary_text(const Report& report) {
   // async_calls_blocking counts the calls that a blocking rule flagged (docs/report-json.md).
   std::string blocking = s.async_calls_blocking == 0
                              ? std::string("none flagged as blocking")
-                             : fmt::format("{} flagged as blocking ({} in total)", s.async_calls_blocking,
+                             : fmt::format(FMT_COMPILE("{} flagged as blocking ({} in total)"), s.async_calls_blocking,
                                            format_duration(s.blocked_ns_total));
-  return fmt::format("{} asynchronous {}: {} really asynchronous, {}; {}{}", s.async_calls,
-                     s.async_calls == 1 ? "call" : "calls", s.async_calls_async, blocking,
-                     plural(s.findings, "finding", "findings"),
-                     report.unreadable.empty()
-                         ? std::string()
-                         : fmt::format("; {} could not be read", plural(report.unreadable.size(), "trace", "traces")));
+  return fmt::format(
+      FMT_COMPILE("{} asynchronous {}: {} really asynchronous, {}; {}{}"), s.async_calls,
+      s.async_calls == 1 ? "call" : "calls", s.async_calls_async, blocking, plural(s.findings, "finding", "findings"),
+      report.unreadable.empty()
+          ? std::string()
+          : fmt::format(FMT_COMPILE("; {} could not be read"), plural(report.unreadable.size(), "trace", "traces")));
 }
 
 void write_report_text(std::ostream& out, const Report& report, const TextStyle& style) {
@@ -299,16 +308,16 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
         ++quiet_notes;
     }
   for (const auto& p : report.processes) {
-    out << fmt::format("{}asyncwatch:{} {} {} ({}), wall time {}{}{}\n", c.bold, c.reset, pid_text(p.pid, p.rank),
-                       printable(p.command_line.empty() ? p.executable : p.command_line),
+    out << fmt::format(FMT_COMPILE("{}asyncwatch:{} {} {} ({}), wall time {}{}{}\n"), c.bold, c.reset,
+                       pid_text(p.pid, p.rank), printable(p.command_line.empty() ? p.executable : p.command_line),
                        printable(display_path(p.trace)), format_duration(p.wall_ns),
                        p.device.empty() ? "" : ", device " + printable(p.device), p.simulated ? " (simulated)" : "");
-    if (p.signal) out << fmt::format("  {}note:{} killed by signal {}\n", c.note, c.reset, p.signal);
+    if (p.signal) out << fmt::format(FMT_COMPILE("  {}note:{} killed by signal {}\n"), c.note, c.reset, p.signal);
     for (const auto& n : p.notes) {
       auto it = note_count.find(n);
       if (it == note_count.end()) continue;  // printed with an earlier process
-      std::string others = it->second > 1 ? fmt::format(" (and {} more processes)", it->second - 1) : "";
-      out << fmt::format("  {}note:{} {}{}\n", c.note, c.reset, printable(n), others);
+      std::string others = it->second > 1 ? fmt::format(FMT_COMPILE(" (and {} more processes)"), it->second - 1) : "";
+      out << fmt::format(FMT_COMPILE("  {}note:{} {}{}\n"), c.note, c.reset, printable(n), others);
       note_count.erase(it);
     }
     for (const auto& l : gpu_overlap_lines(p.gpu_overlap, p.gpu_times))
@@ -316,14 +325,15 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
   }
   if (quiet_notes)
     out << fmt::format(
-        "  {}note:{} {} about library modules without symbols here not shown: they change no call "
-        "site (--stacks full shows them)\n",
+        FMT_COMPILE("  {}note:{} {} about library modules without symbols here not shown: they change no call "
+                    "site (--stacks full shows them)\n"),
         c.note, c.reset, plural(quiet_notes, "note", "notes"));
   for (const auto& u : report.unreadable)
-    out << fmt::format("{}asyncwatch:{} {}note:{} {} could not be read: {}\n", c.bold, c.reset, c.note, c.reset,
-                       printable(display_path(u.trace)), printable(u.error));
+    out << fmt::format(FMT_COMPILE("{}asyncwatch:{} {}note:{} {} could not be read: {}\n"), c.bold, c.reset, c.note,
+                       c.reset, printable(display_path(u.trace)), printable(u.error));
   if (!report.processes.empty() || !report.unreadable.empty()) out << '\n';
   summary_table(out, report, c);
+  FrameKindMemo kinds;
   for (const auto& f : report.findings) {
     const RuleInfo& rule = rule_info(f.id);
     const char* sc = finding_severity(f) == Severity::Error     ? c.error
@@ -331,7 +341,7 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
                                                                 : c.note;
     std::string where = location_text(f);
     std::string missing = missing_call_site_text(f);
-    out << fmt::format("{}{}{}:{} {}{} {}[{}]{}\n",
+    out << fmt::format(FMT_COMPILE("{}{}{}:{} {}{} {}[{}]{}\n"),
                        where.empty() ? "" : c.bold + printable(where) + ":" + c.reset + " ", sc,
                        severity_name(finding_severity(f)), c.reset, printable(finding_message(f)),
                        missing.empty() ? "" : " (" + missing + ")", c.dim, rule.name, c.reset);
@@ -343,31 +353,32 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
       for (const auto& l : lines) out << "    " << printable(l) << '\n';
     }
     if (std::string r = ranges_text(f); !r.empty()) out << "    " << printable(r) << '\n';
-    if (f.call_site_known) out << fmt::format("    call site: {}\n", printable(call_site_line_text(f)));
+    if (f.call_site_known) out << fmt::format(FMT_COMPILE("    call site: {}\n"), printable(call_site_line_text(f)));
     if (!f.stack.empty()) {
       size_t hidden = 0;
-      std::vector<const Frame*> frames = shown_frames(f, report, &hidden);
-      out << (hidden ? fmt::format("    stack ({} library and runtime frames not shown; --stacks full):\n", hidden)
+      std::vector<const Frame*> frames = shown_frames(f, report, &hidden, &kinds);
+      out << (hidden ? fmt::format(FMT_COMPILE("    stack ({} library and runtime frames not shown; --stacks full):\n"),
+                                   hidden)
                      : std::string("    stack:\n"));
       for (const Frame* fr : frames)
-        out << fmt::format("      #{:<2} {} {}\n", static_cast<size_t>(fr - f.stack.data()),
+        out << fmt::format(FMT_COMPILE("      #{:<2} {} {}\n"), static_cast<size_t>(fr - f.stack.data()),
                            fr->origin == FrameOrigin::Python ? std::string("[py]") : hex(fr->address),
                            printable(frame_text(*fr)));
     }
     if (report.processes.size() > 1) {
       std::string per;
       for (const auto& p : f.processes)
-        per += fmt::format("{}{} ({}, {})", per.empty() ? "" : ", ", pid_text(p.pid, p.rank),
+        per += fmt::format(FMT_COMPILE("{}{} ({}, {})"), per.empty() ? "" : ", ", pid_text(p.pid, p.rank),
                            plural(p.count, "call", "calls"), format_duration(p.blocked_ns_total));
       out << "    processes: " << per << '\n';
     }
     out << '\n';
   }
-  out << fmt::format("{}summary:{} {}\n", c.bold, c.reset, summary_text(report));
+  out << fmt::format(FMT_COMPILE("{}summary:{} {}\n"), c.bold, c.reset, summary_text(report));
   if (!report.baseline.empty()) {
     size_t known = 0;
     for (const auto& f : report.findings) known += f.in_baseline;
-    out << fmt::format("{}baseline:{} {} of {} shown in {}, {} new\n", c.bold, c.reset, known,
+    out << fmt::format(FMT_COMPILE("{}baseline:{} {} of {} shown in {}, {} new\n"), c.bold, c.reset, known,
                        plural(report.findings.size(), "finding", "findings"), printable(report.baseline),
                        report.findings.size() - known);
   }

@@ -59,7 +59,10 @@ std::string ranges_text(const Finding& f);
 std::string summary_text(const Report& report);
 // The frames of the stack that the report shows: the program's own (call_site.h), or every frame
 // with --stacks full or when none is the program's; `*hidden` says how many were left out.
-std::vector<const Frame*> shown_frames(const Finding& f, const Report& report, size_t* hidden);
+// `memo`: classify_frame's answers kept across the findings of one report (call_site.h).
+class FrameKindMemo;
+std::vector<const Frame*> shown_frames(const Finding& f, const Report& report, size_t* hidden,
+                                       FrameKindMemo* memo = nullptr);
 // "main at /src/seed.cu:52 (app)", "helper at x.cu:7 (app) [inlined]", "libcuda.so.1+0x1234"
 std::string frame_text(const Frame& f);
 

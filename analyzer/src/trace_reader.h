@@ -369,8 +369,7 @@ __attribute__((always_inline)) inline bool TraceFile::fast_event(const uint8_t* 
     if constexpr (kCall) {
       if (__builtin_expect(r.flags & trace::kFlagInFlight, 0)) return false;  // absorb_in_flight's
     }
-    reader_checks::FieldChecks quiet{api_count_, nullptr};
-    if (__builtin_expect(!quiet.check<T>(p), 0)) return false;
+    if (__builtin_expect(!reader_checks::fields_ok<T>(p, api_count_), 0)) return false;
     // absorb_event, the type known: its references (in the same order), counts and times.
     if constexpr (std::is_same_v<T, trace::LaunchRecord>) use_string(r.kernel_name_id, offset);
     if constexpr (std::is_same_v<T, trace::NvtxRangeRecord>) use_string(r.name_id, offset);
@@ -526,14 +525,16 @@ void scan_merge(size_t live, C** cursors, uint64_t* times, F& visit) {
     (void)live, (void)cursors, (void)times, (void)visit;
   } else {
     if (live < N) return scan_merge<N - 1>(live, cursors, times, visit);
+    F v = visit;  // a local copy: its captures stay in registers across the loop (the caller's aliased memory)
     size_t next;
     for (;;) {
       next = 0;
       uint64_t earliest = times[0];
+#pragma GCC unroll 8
       for (size_t i = 1; i < N; ++i)  // (N is a constant: unrolled)
         if (times[i] < earliest) earliest = times[i], next = i;
       C& c = *cursors[next];
-      visit(c.current);
+      v(c.current);
       if (__builtin_expect(!c.next(), 0)) break;
       times[next] = c.time;
     }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <fmt/format.h>
 #include <string>
+#include <type_traits>
 
 namespace asyncwatch::reader_checks {
 
@@ -25,11 +26,17 @@ struct FieldChecks {
     if (what) *what = std::move(w);
     return false;
   }
+  // head()'s and the copy body's answer without naming a problem (the fast path's test, no
+  // FieldChecks object needed: head_problem and copy_problem find one exactly when these fail).
+  __attribute__((always_inline)) static bool head_ok(const CallHead& c, uint16_t api_count) {
+    return c.api < api_count && c.driver_fn < api_count && c.stream_kind < kStreamKindCount &&
+           ((c.flags & kFlagInFlight) || c.end_ns >= c.start_ns);
+  }
+  __attribute__((always_inline)) static bool copy_ok(const CopyRecord& c) {
+    return c.direction < kDirectionCount && c.src_memory < kMemoryKindCount && c.dst_memory < kMemoryKindCount;
+  }
   __attribute__((always_inline)) bool head(const CallHead& c) {
-    if (__builtin_expect(c.api < api_count && c.driver_fn < api_count && c.stream_kind < kStreamKindCount &&
-                             ((c.flags & kFlagInFlight) || c.end_ns >= c.start_ns),
-                         1))
-      return true;
+    if (__builtin_expect(head_ok(c, api_count), 1)) return true;
     return head_problem(c);
   }
   __attribute__((cold, noinline)) bool head_problem(const CallHead& c) {
@@ -49,9 +56,7 @@ struct FieldChecks {
     return true;
   }
   __attribute__((always_inline)) bool body(const CopyRecord& c) {
-    if (__builtin_expect(
-            c.direction < kDirectionCount && c.src_memory < kMemoryKindCount && c.dst_memory < kMemoryKindCount, 1))
-      return true;
+    if (__builtin_expect(copy_ok(c), 1)) return true;
     return copy_problem(c);
   }
   __attribute__((cold, noinline)) bool copy_problem(const CopyRecord& c) {
@@ -113,6 +118,22 @@ struct FieldChecks {
     return body(r);
   }
 };
+
+// Whether the record at `p` (of type T, its size checked) passes FieldChecks::check<T>, without
+// naming the problem: the reader's fast path (the common records need no FieldChecks object).
+template <class T>
+__attribute__((always_inline)) inline bool fields_ok(const uint8_t* p, uint16_t api_count) {
+  const T& r = *reinterpret_cast<const T*>(p);
+  if constexpr (is_call_record<T>) {
+    if (!FieldChecks::head_ok(r, api_count)) return false;
+  }
+  if constexpr (std::is_same_v<T, CopyRecord>) {
+    return FieldChecks::copy_ok(r);
+  } else {
+    FieldChecks quiet{api_count, nullptr};
+    return quiet.body(r);
+  }
+}
 
 // The field checks of the record at `p` (its size checked) by its type: the generated switch.
 __attribute__((always_inline)) inline bool fields_valid(FieldChecks& c, RecordType type, const uint8_t* p) {

@@ -34,7 +34,7 @@ inline StreamRef::Which stream_which(uint8_t stream_kind, uint64_t handle) {
     return StreamRef::Which::PerThreadDefault;
   return StreamRef::Which::Explicit;
 }
-inline uint64_t stream_key(uint8_t stream_kind, uint64_t handle, uint32_t tid) {
+__attribute__((always_inline)) inline uint64_t stream_key(uint8_t stream_kind, uint64_t handle, uint32_t tid) {
   // An explicit stream, the common case, first: stream_which's answer for that kind.
   if (__builtin_expect(stream_kind == static_cast<uint8_t>(trace::StreamKind::Explicit), 1)) return handle;
   switch (stream_which(stream_kind, handle)) {
@@ -61,7 +61,7 @@ class StreamTable {
   // The state of stream `key` (created when first seen). Inline: a small direct-mapped cache
   // answers all but the first look-up of each stream (threads interleave, each on its stream).
   __attribute__((always_inline)) StreamState& at(uint64_t key) {
-    CacheEntry& e = cache_[(key ^ (key >> 17) ^ (key >> 31)) & (kCache - 1)];
+    CacheEntry& e = cache_[(key * 0x9e3779b97f4a7c15ull) >> 58];  // the top 6 bits: kCache entries
     if (__builtin_expect(e.state != nullptr && e.key == key, 1)) return *e.state;
     return at_slow(e, key);
   }
@@ -90,14 +90,15 @@ class StreamTable {
     launch_returned(key, at(key), l, launch_blocking);
   }
   // The same with `st` = at(key) already looked up (the analysis' hot path).
-  void copy_returned(uint64_t key, StreamState& st, const trace::CopyRecord& c) {
+  __attribute__((always_inline)) void copy_returned(uint64_t key, StreamState& st, const trace::CopyRecord& c) {
     const bool sync_api = (c.flags & trace::kFlagSynchronousApi) != 0;
     const bool completed = (c.flags & trace::kFlagEvidenceChecked) && (c.flags & trace::kFlagCompletedAtReturn);
     const bool waits = copy_direction(c) == trace::Direction::DtoH &&
                        (sync_api || c.dst_memory == static_cast<uint8_t>(trace::MemoryKind::Pageable));
     if (completed || waits) idle(key, st);
   }
-  void launch_returned(uint64_t key, StreamState& st, const trace::LaunchRecord& l, bool launch_blocking) {
+  __attribute__((always_inline)) void launch_returned(uint64_t key, StreamState& st, const trace::LaunchRecord& l,
+                                                      bool launch_blocking) {
     auto api = static_cast<trace::Api>(l.api);
     const bool graph = api == trace::Api::cudaGraphLaunch || api == trace::Api::cuGraphLaunch;
     ++st.launches_since_sync;  // enqueued on it
@@ -118,7 +119,7 @@ class StreamTable {
   uint64_t limit_;
   std::unordered_map<uint64_t, StreamState> streams_;
   // A small direct-mapped cache in front of the map: threads interleave, each on its stream.
-  static constexpr size_t kCache = 64;
+  static constexpr size_t kCache = 64;  // (at()'s index: 6 bits)
   struct CacheEntry {
     uint64_t key = 0;
     StreamState* state = nullptr;

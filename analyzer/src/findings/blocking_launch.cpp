@@ -13,6 +13,7 @@
 #include "../trace_reader.h"  // is_driver_api
 #include "rules.h"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 namespace asyncwatch::rules {
@@ -27,7 +28,7 @@ constexpr uint32_t kGraphKernelId = events::StreamTable::kGraphKernel;  // "(CUD
 std::string site_words(const Frame& f) {
   if (f.file.empty()) return f.function.empty() ? "an unknown site" : f.function;
   size_t slash = f.file.rfind('/');
-  return fmt::format("{}:{}", slash == std::string::npos ? f.file : f.file.substr(slash + 1), f.line);
+  return fmt::format(FMT_COMPILE("{}:{}"), slash == std::string::npos ? f.file : f.file.substr(slash + 1), f.line);
 }
 
 bool detect(RuleContext& ctx, const RuleEvent& e) {
@@ -76,11 +77,12 @@ std::string graph_node_words(const Finding& f) {
                                                         : " with";
   std::string origin = node.captured ? "captured from " + node.api : "added by " + node.api;
   if (node.site_known) origin += " at " + site_words(node.site);
-  std::string more = f.graph_pageable_nodes > 1 ? fmt::format(" (and {} more such node{})", f.graph_pageable_nodes - 1,
-                                                              f.graph_pageable_nodes == 2 ? "" : "s")
-                                                : "";
-  return fmt::format("its memcpy node copying {}{} pageable host memory, {}{}", format_bytes(node.bytes), dir, origin,
-                     more);
+  std::string more = f.graph_pageable_nodes > 1
+                         ? fmt::format(FMT_COMPILE(" (and {} more such node{})"), f.graph_pageable_nodes - 1,
+                                       f.graph_pageable_nodes == 2 ? "" : "s")
+                         : "";
+  return fmt::format(FMT_COMPILE("its memcpy node copying {}{} pageable host memory, {}{}"), format_bytes(node.bytes),
+                     dir, origin, more);
 }
 
 std::string message(const Finding& f) {
@@ -94,44 +96,48 @@ std::string message(const Finding& f) {
   switch (f.cause) {
     case Cause::GraphHostMemcpy:
       return fmt::format(
-          "{} blocked {}: the graph launch waited for {}: a graph's copy to or from pageable memory "
-          "runs synchronously, as with cudaMemcpyAsync; allocate that buffer with cudaMallocHost or "
-          "register it with cudaHostRegister",
+          FMT_COMPILE("{} blocked {}: the graph launch waited for {}: a graph's copy to or from pageable memory "
+                      "runs synchronously, as with cudaMemcpyAsync; allocate that buffer with cudaMallocHost or "
+                      "register it with cudaHostRegister"),
           what, blocked, graph_node_words(f));
     case Cause::LaunchBlockingEnv:
       return fmt::format(
-          "{} blocked {}: CUDA_LAUNCH_BLOCKING=1 is set, so every launch waits until its kernel has "
-          "finished; unset it outside debugging",
+          FMT_COMPILE("{} blocked {}: CUDA_LAUNCH_BLOCKING=1 is set, so every launch waits until its kernel has "
+                      "finished; unset it outside debugging"),
           what, blocked);
     case Cause::FirstLaunch:
       return fmt::format(
-          "{} blocked {}: first launch of this kernel in the process: its module was loaded lazily ({}); warm the "
-          "kernel up before the timed part, or set CUDA_MODULE_LOADING=EAGER to load modules at start-up",
+          FMT_COMPILE(
+              "{} blocked {}: first launch of this kernel in the process: its module was loaded lazily ({}); warm the "
+              "kernel up before the timed part, or set CUDA_MODULE_LOADING=EAGER to load modules at start-up"),
           what, blocked,
           f.module_loading.empty() ? "CUDA_MODULE_LOADING is not set: lazy loading is the default"
                                    : "CUDA_MODULE_LOADING=" + f.module_loading);
     case Cause::ContextInit:
       if (f.context_creation_visible)
         return fmt::format(
-            "{} blocked {}: it was the process's first CUDA call, so the runtime created the CUDA context in it "
-            "(and loaded the kernel's module); create the context before the timed part, e.g. with cudaFree(0) "
-            "or cudaInitDevice at start-up (this first call's time also holds asyncwatch's own start-up)",
+            FMT_COMPILE(
+                "{} blocked {}: it was the process's first CUDA call, so the runtime created the CUDA context in it "
+                "(and loaded the kernel's module); create the context before the timed part, e.g. with cudaFree(0) "
+                "or cudaInitDevice at start-up (this first call's time also holds asyncwatch's own start-up)"),
             what, blocked);
       return fmt::format(
-          "{} blocked {}: it is the first CUDA call in the trace, a driver entry point reached after the CUDA "
-          "context was created by calls asyncwatch does not see (the static runtime), so the creation's time is "
-          "not in this figure; create the context before the timed part, e.g. with cudaFree(0) at start-up",
+          FMT_COMPILE(
+              "{} blocked {}: it is the first CUDA call in the trace, a driver entry point reached after the CUDA "
+              "context was created by calls asyncwatch does not see (the static runtime), so the creation's time is "
+              "not in this figure; create the context before the timed part, e.g. with cudaFree(0) at start-up"),
           what, blocked);
     case Cause::LaunchQueueFull:
       return fmt::format(
-          "{} blocked {}: {} launches had been enqueued on the stream with no sign in the trace that it had run "
-          "them (no synchronization, query or waiting copy), at least --launch-queue-depth, so the launch queue "
-          "was probably full and the call waited for room; launch fewer, larger kernels, or use CUDA graphs",
+          FMT_COMPILE(
+              "{} blocked {}: {} launches had been enqueued on the stream with no sign in the trace that it had run "
+              "them (no synchronization, query or waiting copy), at least --launch-queue-depth, so the launch queue "
+              "was probably full and the call waited for room; launch fewer, larger kernels, or use CUDA graphs"),
           what, blocked, f.outstanding_launches_max);
     default:
       return fmt::format(
-          "{} blocked {}: the trace does not show why (not a first launch, launch queue not known to "
-          "be full)",
+          FMT_COMPILE("{} blocked {}: the trace does not show why (not a first launch, launch queue not known to "
+                      "be full)"),
           what, blocked);
   }
 }

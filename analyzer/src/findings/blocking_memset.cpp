@@ -7,6 +7,7 @@
 #include "../names.h"
 #include "rules.h"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 namespace asyncwatch::rules {
@@ -35,25 +36,25 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
 std::string message(const Finding& f) {
   std::string target = total_bytes_part(f);
   if (f.has_host_memory)
-    target += fmt::format(" of {} memory",
+    target += fmt::format(FMT_COMPILE(" of {} memory"),
                           f.host_memory == MemoryKind::Pinned ? "pinned host" : memory_kind_name(f.host_memory));
   std::string what = api_with_args(f, {calls_part(f), target});
   std::string blocked = total_time_words(f);
   switch (f.cause) {
     case Cause::ManagedMemory:
       return fmt::format(
-          "{} blocked {}: a memset of managed memory is synchronous; set it on the device in a "
-          "kernel or with cudaMemsetAsync on device memory, and prefetch managed memory",
+          FMT_COMPILE("{} blocked {}: a memset of managed memory is synchronous; set it on the device in a "
+                      "kernel or with cudaMemsetAsync on device memory, and prefetch managed memory"),
           what, blocked);
     case Cause::PinnedHostMemory:
       return fmt::format(
-          "{} blocked {}: a memset of host memory is synchronous; use memset on the host, or set "
-          "device memory with cudaMemsetAsync",
+          FMT_COMPILE("{} blocked {}: a memset of host memory is synchronous; use memset on the host, or set "
+                      "device memory with cudaMemsetAsync"),
           what, blocked);
     default:
       return fmt::format(
-          "{} blocked {}: the trace does not show why (the target is {} memory); check what runs on "
-          "its stream before it",
+          FMT_COMPILE("{} blocked {}: the trace does not show why (the target is {} memory); check what runs on "
+                      "its stream before it"),
           what, blocked, f.has_host_memory ? memory_kind_name(f.host_memory) : "unknown");
   }
 }

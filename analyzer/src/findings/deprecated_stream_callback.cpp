@@ -3,6 +3,7 @@
 #include "../format.h"
 #include "rules.h"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 namespace asyncwatch::rules {
@@ -23,8 +24,9 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
 std::string message(const Finding& f) {
   bool driver = f.api.rfind("cuda", 0) != 0;
   return fmt::format(
-      "{} ({}) is deprecated; use {} instead (the callback blocks all later work in its stream until it returns, "
-      "and must not call CUDA)",
+      FMT_COMPILE(
+          "{} ({}) is deprecated; use {} instead (the callback blocks all later work in its stream until it returns, "
+          "and must not call CUDA)"),
       f.api, plural(f.count, "call", "calls"), driver ? "cuLaunchHostFunc" : "cudaLaunchHostFunc");
 }
 

@@ -3,6 +3,7 @@
 #include "../format.h"
 #include "rules.h"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 namespace asyncwatch::rules {
@@ -35,8 +36,8 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
 
 std::string message(const Finding& f) {
   return fmt::format(
-      "{} waited {} ({}, max {}): explicit synchronization; check that the host needs the result "
-      "here, or wait on an event for just the work it needs",
+      FMT_COMPILE("{} waited {} ({}, max {}): explicit synchronization; check that the host needs the result "
+                  "here, or wait on an event for just the work it needs"),
       f.api, total_time_words(f), plural(f.count, "call", "calls"), format_duration(f.blocked.max()));
 }
 

@@ -10,6 +10,7 @@
 #include "rules.h"
 
 #include <algorithm>
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 namespace asyncwatch::rules {
@@ -43,7 +44,7 @@ std::string waited_words(const Finding& f) {
     if (i) out += ", ";
     out += shorten_middle(k[i].first, kDisplayNameMax);
   }
-  if (k.size() > 4) out += fmt::format(" and {} more", k.size() - 4);
+  if (k.size() > 4) out += fmt::format(FMT_COMPILE(" and {} more"), k.size() - 4);
   return "the stream (" + out + ")";
 }
 
@@ -56,7 +57,7 @@ std::string inside_words(const Finding& f) {
   }
   if (!lib) return "a library";
   if (lib->origin == FrameOrigin::Python)
-    return fmt::format("{} ({})", shorten_middle(lib->function, kDisplayNameMax), base_of(lib->file));
+    return fmt::format(FMT_COMPILE("{} ({})"), shorten_middle(lib->function, kDisplayNameMax), base_of(lib->file));
   return frame_name_text(*lib);
 }
 
@@ -64,9 +65,9 @@ bool detect(RuleContext&, const RuleEvent&) { return false; }  // explicit-sync'
 
 std::string message(const Finding& f) {
   return fmt::format(
-      "{} waited {} ({}, max {}) inside {}, for {}: a synchronization this line did not write; "
-      "the framework copied a result to the host or waited for its own work here (e.g. .item(), "
-      ".cpu(), .tolist(), printing a tensor, a data-dependent shape)",
+      FMT_COMPILE("{} waited {} ({}, max {}) inside {}, for {}: a synchronization this line did not write; "
+                  "the framework copied a result to the host or waited for its own work here (e.g. .item(), "
+                  ".cpu(), .tolist(), printing a tensor, a data-dependent shape)"),
       f.api, total_time_words(f), plural(f.count, "call", "calls"), format_duration(f.blocked.max()), inside_words(f),
       waited_words(f));
 }

@@ -4,6 +4,7 @@
 #include "../format.h"
 #include "rules.h"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 namespace asyncwatch::rules {
@@ -26,8 +27,9 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
 
 std::string message(const Finding& f) {
   return fmt::format(
-      "{} blocked {}: a copy between two host buffers is always synchronous, whatever the API's name; use memcpy "
-      "(or std::copy) on the host, or keep the data on the device",
+      FMT_COMPILE(
+          "{} blocked {}: a copy between two host buffers is always synchronous, whatever the API's name; use memcpy "
+          "(or std::copy) on the host, or keep the data on the device"),
       copy_call_words(f), total_time_words(f));
 }
 

@@ -10,6 +10,7 @@
 #include "../json_writer.h"
 #include "rules.h"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 namespace asyncwatch::rules {
@@ -67,8 +68,9 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
 std::string message(const Finding& f) {
   const bool frees = f.api.find("Free") != std::string::npos || f.api.find("Unregister") != std::string::npos;
   return fmt::format(
-      "{} called {} here ({} repeating an earlier call's {}), {}: it may synchronize the device each time; "
-      "allocate once outside the loop and reuse the memory, or use cudaMallocAsync/cudaFreeAsync with a memory pool",
+      FMT_COMPILE("{} called {} here ({} repeating an earlier call's {}), {}: it may synchronize the device each time; "
+                  "allocate once outside the loop and reuse the memory, or use cudaMallocAsync/cudaFreeAsync with a "
+                  "memory pool"),
       f.api, plural(f.count, "time", "times"), f.repeated_calls, frees ? "address" : "size",
       format_duration(f.blocked.total()) + " in total");
 }

@@ -7,6 +7,7 @@
 #include "../json_writer.h"
 #include "rules.h"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 namespace asyncwatch::rules {
@@ -32,9 +33,10 @@ std::string message(const Finding& f) {
   std::string what = api_with_args(f, {calls_part(f)});
   if (f.process_ended_cleanly)
     return fmt::format(
-        "{} was in flight when the process ended: it had been running {} when the process exited (another "
-        "thread ended the process while this one waited in the call); find out what it waited for: the work "
-        "before it on its stream, or an event that never completes",
+        FMT_COMPILE(
+            "{} was in flight when the process ended: it had been running {} when the process exited (another "
+            "thread ended the process while this one waited in the call); find out what it waited for: the work "
+            "before it on its stream, or an event that never completes"),
         what, format_duration(f.blocked.max()));
   // Killed: the trace's end is its last record, and the process may have lived on after it.
   std::string how_long =
@@ -43,9 +45,10 @@ std::string message(const Finding& f) {
           : "it had been running at least " + format_duration(f.blocked.max()) +
                 " when the trace's last record was written (the process may have lived longer)";
   return fmt::format(
-      "{} was in flight when the process ended (killed or crashed): {}; find out what it waited for: a long or "
-      "hung kernel before it on its stream, a pageable copy behind such a kernel, or a synchronization that never "
-      "completes",
+      FMT_COMPILE(
+          "{} was in flight when the process ended (killed or crashed): {}; find out what it waited for: a long or "
+          "hung kernel before it on its stream, a pageable copy behind such a kernel, or a synchronization that never "
+          "completes"),
       what, how_long);
 }
 

@@ -7,6 +7,7 @@
 #include "../json_writer.h"
 #include "rules.h"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 namespace asyncwatch::rules {
@@ -30,22 +31,25 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
 std::string message(const Finding& f) {
   std::string drained;
   if (f.drained_before_return)
-    drained = f.count == 1 ? std::string(
-                                 " (the stream had drained before the enqueuing call returned, so the callback "
-                                 "started at once)")
-                           : fmt::format(
-                                 " (in {} of {} calls the stream had drained before the enqueuing call returned, "
-                                 "so the callback started at once)",
-                                 f.drained_before_return, f.count);
+    drained =
+        f.count == 1
+            ? std::string(
+                  " (the stream had drained before the enqueuing call returned, so the callback "
+                  "started at once)")
+            : fmt::format(FMT_COMPILE(" (in {} of {} calls the stream had drained before the enqueuing call returned, "
+                                      "so the callback started at once)"),
+                          f.drained_before_return, f.count);
   if (f.below_threshold)  // no run reached --min-callback-us
     return fmt::format(
-        "{}: the host function ran {} ({}min {}, median {}, max {}), holding its stream that long each time{}",
+        FMT_COMPILE(
+            "{}: the host function ran {} ({}min {}, median {}, max {}), holding its stream that long each time{}"),
         api_with_args(f, {calls_part(f)}), total_time_words(f),
         f.count > 1 ? plural(f.count, "run", "runs") + ", " : "", format_duration(f.blocked.min()),
         format_duration(f.blocked.median()), format_duration(f.blocked.max()), drained);
   return fmt::format(
-      "{}: the host function ran {} ({}min {}, median {}, max {}) and held its stream that long: all later work in "
-      "the stream waited{}; keep host functions short: signal a host thread and do the work there",
+      FMT_COMPILE(
+          "{}: the host function ran {} ({}min {}, median {}, max {}) and held its stream that long: all later work in "
+          "the stream waited{}; keep host functions short: signal a host thread and do the work there"),
       api_with_args(f, {calls_part(f)}), total_time_words(f), f.count > 1 ? plural(f.count, "run", "runs") + ", " : "",
       format_duration(f.blocked.min()), format_duration(f.blocked.median()), format_duration(f.blocked.max()), drained);
 }

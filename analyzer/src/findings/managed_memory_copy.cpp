@@ -3,6 +3,7 @@
 #include "../format.h"
 #include "rules.h"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 namespace asyncwatch::rules {
@@ -27,8 +28,9 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
 
 std::string message(const Finding& f) {
   return fmt::format(
-      "{} blocked {}: the copy involves managed memory and ran synchronously; prefetch with cudaMemPrefetchAsync, "
-      "or copy between device memory and pinned host memory instead",
+      FMT_COMPILE(
+          "{} blocked {}: the copy involves managed memory and ran synchronously; prefetch with cudaMemPrefetchAsync, "
+          "or copy between device memory and pinned host memory instead"),
       copy_call_words(f), total_time_words(f));
 }
 

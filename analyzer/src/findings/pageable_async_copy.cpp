@@ -15,6 +15,7 @@
 #include "rules.h"
 
 #include <algorithm>
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 namespace asyncwatch::rules {
@@ -60,9 +61,9 @@ std::string waited_for_words(const Finding& f) {
   for (size_t i = 0; i < k.size() && i < 4; ++i) {
     if (i) out += ", ";
     out += shorten_middle(k[i].first, kDisplayNameMax);
-    if (k[i].second > f.count && f.count >= 1 && k[i].second > 1) out += fmt::format(" x{}", k[i].second);
+    if (k[i].second > f.count && f.count >= 1 && k[i].second > 1) out += fmt::format(FMT_COMPILE(" x{}"), k[i].second);
   }
-  if (k.size() > 4) out += fmt::format(" and {} more", k.size() - 4);
+  if (k.size() > 4) out += fmt::format(FMT_COMPILE(" and {} more"), k.size() - 4);
   if (f.event_waits)
     return "the stream (" + out + "; it waited on an event with cudaStreamWaitEvent, so these include the kernels " +
            "not yet known complete on other streams then, which it may have waited for)";
@@ -81,18 +82,21 @@ std::string message(const Finding& f) {
   std::string what = copy_call_words(f);
   if (f.cause == Cause::Staged)
     return fmt::format(
-        "{} blocked {}: the source is pageable host memory, so the driver staged it through pinned memory and the "
-        "call returned only after staging, in proportion to the size; allocate it with cudaMallocHost or register "
-        "it with cudaHostRegister{}",
+        FMT_COMPILE(
+            "{} blocked {}: the source is pageable host memory, so the driver staged it through pinned memory and the "
+            "call returned only after staging, in proportion to the size; allocate it with cudaMallocHost or register "
+            "it with cudaHostRegister{}"),
         what, total_time_words(f), saving_words(f));
   if (f.direction == Direction::HtoD)
     return fmt::format(
-        "{} blocked {}: the source is pageable host memory read in stream order, so the call waited for {} and "
-        "ran synchronously; allocate it with cudaMallocHost or register it with cudaHostRegister{}",
+        FMT_COMPILE(
+            "{} blocked {}: the source is pageable host memory read in stream order, so the call waited for {} and "
+            "ran synchronously; allocate it with cudaMallocHost or register it with cudaHostRegister{}"),
         what, total_time_words(f), waited_for_words(f), saving_words(f));
   return fmt::format(
-      "{} blocked {}: the destination is pageable host memory, so the copy waited for {} and ran synchronously; "
-      "allocate it with cudaMallocHost or register it with cudaHostRegister{}",
+      FMT_COMPILE(
+          "{} blocked {}: the destination is pageable host memory, so the copy waited for {} and ran synchronously; "
+          "allocate it with cudaMallocHost or register it with cudaHostRegister{}"),
       what, total_time_words(f), waited_for_words(f), saving_words(f));
 }
 

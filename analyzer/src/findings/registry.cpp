@@ -6,6 +6,7 @@
 #include "rules.h"
 
 #include <algorithm>
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 namespace asyncwatch {
@@ -85,9 +86,9 @@ const GraphMemcpyNodeInfo& Finding::graph_node() const {
 
 std::string Finding::merge_key() const {
   std::string site = call_site_known ? call_site_key(call_site, via) : std::string("?");
-  if (python_lender) site += fmt::format("\037borrowed {:x}", python_lender);
-  return fmt::format("{}\x1e{}\x1e{}\x1e{}\x1e{}\x1e{}\x1e{}\x1e{}", static_cast<int>(id), static_cast<int>(cause), api,
-                     driver_api, has_direction ? static_cast<int>(direction) : -1,
+  if (python_lender) site += fmt::format(FMT_COMPILE("\037borrowed {:x}"), python_lender);
+  return fmt::format(FMT_COMPILE("{}\x1e{}\x1e{}\x1e{}\x1e{}\x1e{}\x1e{}\x1e{}"), static_cast<int>(id),
+                     static_cast<int>(cause), api, driver_api, has_direction ? static_cast<int>(direction) : -1,
                      has_host_memory ? static_cast<int>(host_memory) : -1, kernel, site);
 }
 

@@ -27,7 +27,7 @@ struct KernelTally {
   size_t kinds = 0;
   uint64_t others = 0;
   uint64_t total = 0;
-  void add(uint32_t kernel_name_id, uint64_t n = 1) {
+  __attribute__((always_inline)) void add(uint32_t kernel_name_id, uint64_t n = 1) {
     total += n;
     size_t i = (kernel_name_id * 2654435761u) >> 27;  // 5 bits: 0..31
     for (size_t probe = 0; probe < kSlots; ++probe, i = (i + 1) & (kSlots - 1)) {
@@ -218,7 +218,7 @@ inline constexpr uint32_t kCopyHostToHost = 1u << trace::kMemoryKindCount;
 inline constexpr uint32_t kAnyCopy = UINT32_MAX;
 // The class of a copy (kinds beyond the format's, of an unchecked batch record, have no bit: no
 // rule reads them as a kind it claims).
-inline uint32_t copy_class(const trace::CopyRecord& c) {
+__attribute__((always_inline)) inline uint32_t copy_class(const trace::CopyRecord& c) {
   const auto bit = [](uint8_t k) { return k < trace::kMemoryKindCount ? 1u << k : 0u; };
   return bit(c.src_memory) | bit(c.dst_memory) | (copy_direction(c) == trace::Direction::HtoH ? kCopyHostToHost : 0u);
 }
