@@ -244,10 +244,11 @@ void fill_header(FileHeader* h, const char* exe, const char* host) noexcept {
   }
 }
 
-// An unnamed file in `dir` (O_TMPFILE), given its name (link_unnamed) once its header is written:
-// the file is made while the application's first call runs, and a process that ends meanwhile
-// (killed, or a handler's _exit) must leave no file, not a partial one. -1 where the kernel or the
-// file system lacks it, or /proc is not there for the link: the file is then created under its name.
+// An unnamed file in `dir` (O_TMPFILE), given its name (link_unnamed) once it is complete, just
+// before it is published (name_unnamed): the file is made while the application's first call
+// runs, and a process that ends meanwhile (killed, or a handler's _exit or exit) must leave no
+// file, not a partial or unclosed one. -1 where the kernel or the file system lacks it, or /proc
+// is not there for the link: the file is then created under its name.
 int open_unnamed(const char* dir, mode_t mode) noexcept {
   if (access("/proc/thread-self/fd", X_OK) != 0) return -1;
   return ::open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
@@ -268,11 +269,14 @@ bool link_unnamed(int fd, const char* dir, const char* name) noexcept {
   return false;
 }
 
+// The unnamed file's name pattern (create_file's, with its expansions), until name_unnamed.
+char g_unnamed_name[PATH_MAX];
+
 const char* output_dir() noexcept { return config().output_dir.empty() ? "." : config().output_dir.c_str(); }
 
 // Creates the file (never an existing path, never through a symlink: O_TMPFILE then linkat, or
-// O_EXCL|O_NOFOLLOW), maps and fills the header. `unnamed_fd`: a file of open_unnamed's already made,
-// or -1. On failure nothing is left behind.
+// O_EXCL|O_NOFOLLOW), maps and fills the header. `unnamed_fd`: a file of open_unnamed's already made
+// (named later: name_unnamed), or -1. On failure nothing is left behind.
 bool create_file(int unnamed_fd) noexcept {
   const Config& c = config();
   char exe[PATH_MAX];
@@ -336,7 +340,10 @@ bool create_file(int unnamed_fd) noexcept {
   hdr = mmap(nullptr, kHeaderSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (hdr == MAP_FAILED) return fail("cannot map trace file");
   fill_header(static_cast<FileHeader*>(hdr), exe, host);
-  if (unnamed && !link_unnamed(fd, dir, name)) return undo();  // link_unnamed said why
+  if (unnamed && unnamed_fd >= 0)  // file_main's, made during the first call: named by name_unnamed
+    copy_str(g_unnamed_name, sizeof g_unnamed_name, name);
+  else if (unnamed && !link_unnamed(fd, dir, name))  // made after the first call: named at once
+    return undo();                                   // (link_unnamed said why)
   g_fd = fd;
   g_header.store(static_cast<FileHeader*>(hdr), std::memory_order_release);
   return true;
@@ -357,6 +364,20 @@ void write_first_blocks(off_t off) noexcept {
   iovec iov[kFirstSegmentWritten / kChunk];
   for (iovec& v : iov) v = {zeros, kChunk};
   [[maybe_unused]] ssize_t n = pwritev(g_fd, iov, static_cast<int>(std::size(iov)), off);
+}
+
+// Gives the unnamed file (create_file's, with segment 0 mapped or not) its name: the last step
+// before it is published, so that a process ending before the trace is ready (a signal handler's
+// exit() during the first call: the trace cannot be closed before it is published) leaves no
+// file, not one that was never closed. On failure the file and its mappings are released
+// (link_unnamed said why).
+bool name_unnamed() noexcept {
+  if (link_unnamed(g_fd, output_dir(), g_unnamed_name)) return true;
+  if (char* p = g_segments[0].exchange(nullptr)) munmap(p, segment_bytes(0));
+  if (FileHeader* h = g_header.exchange(nullptr)) munmap(h, kHeaderSize);
+  ::close(g_fd);  // the thread's own table: ours
+  g_fd = -1;
+  return false;
 }
 
 // Grows the file by segment `seg` and maps it. posix_fallocate, not ftruncate: a sparse file on a
@@ -472,7 +493,9 @@ void* file_main(void*) {
   };
   if (!create_file(unnamed)) return give_up(nullptr);
   FileHeader* h = g_header.load(std::memory_order_acquire);
-  if (!map_one(0)) {
+  const bool mapped = map_one(0);
+  if (eager && !name_unnamed()) return give_up(nullptr);
+  if (!mapped) {
     // Header only: the trace exists and says so; the first block claim fails and reports why.
     release(kHeaderSize);
     return give_up(h);
