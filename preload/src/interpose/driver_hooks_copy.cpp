@@ -142,7 +142,8 @@ inline void* prefill_copy(const calls::StubArgs& a, void* full) noexcept {
   rec.head.driver_fn = static_cast<uint16_t>(hi.api);
   fill_sides(rec, s, a.get<CUstream>(3), hi.per_thread, false);
   calls::set_phase(st, 2);
-  return real;
+  // `real` again: set once (tested above), reloaded rather than kept across set_phase's call.
+  return real::g_real[static_cast<size_t>(H)].load(std::memory_order_relaxed);
 }
 #define DEF_PREFILL(sym, dir)                                                                                  \
   extern "C" __attribute__((visibility("hidden"))) void* aw_prefill_##sym(const calls::StubArgs* a) noexcept { \

@@ -37,13 +37,13 @@ struct GpuTimesBefore {
   }
 };
 
-// The record's body that the launch's arguments give (all but the capture, GPU-times and
-// graph-launch parts), with its kernel's name id and whether this is the kernel's first launch;
-// `dims(i)`: grid x, y, z for i = 0..2, block x, y, z for 3..5.
+// The record's body that the launch's arguments give (all but the capture and GPU-times parts),
+// with its kernel's name id and whether this is the kernel's first launch; `dims(i)`: grid x, y, z
+// for i = 0..2, block x, y, z for 3..5.
 template <class Dims>
 inline __attribute__((always_inline)) void fill_shape(calls::AnyRecord& rec, bool per_thread, CUstream stream,
                                                       unsigned shared, bool has_function, uint32_t name_id, bool first,
-                                                      const Dims& dims) noexcept {
+                                                      CUgraphExec exec, const Dims& dims) noexcept {
   auto& l = rec.launch;
   l.stream_kind = static_cast<uint8_t>(calls::stream_kind(stream, per_thread));
   l.flags |= (per_thread ? trace::kFlagPerThreadEntry : 0u) | (first ? trace::kFlagFirstLaunch : 0u);
@@ -54,6 +54,10 @@ inline __attribute__((always_inline)) void fill_shape(calls::AnyRecord& rec, boo
     l.block[i] = dims(3 + i);
   }
   l.stream = reinterpret_cast<uint64_t>(stream);
+  // A graph launch's record (cudaGraphLaunch's too, adopted) names the executable graph, which the
+  // analyzer joins with the graph's memcpy nodes (GraphOp records).
+  if (rec.h.type == static_cast<uint16_t>(trace::RecordType::GraphLaunch))
+    rec.graph_launch.exec = reinterpret_cast<uint64_t>(exec);
 }
 
 template <class C, class Call>
@@ -65,14 +69,10 @@ CUresult traced_launch(C caller, Hook h, const LaunchShape& shape, Call&& call, 
       [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
         bool first = false;
         const uint32_t name_id = shape.has_function ? calls::kernel_name_id(shape.f, &first) : 0;
-        fill_shape(rec, hi.per_thread, shape.stream, shape.shared, shape.has_function, name_id, first,
+        fill_shape(rec, hi.per_thread, shape.stream, shape.shared, shape.has_function, name_id, first, exec,
                    [&](int i) { return i < 3 ? shape.grid[i] : shape.block[i - 3]; });
         auto& l = rec.launch;
         if (calls::stream_is_capturing(shape.stream)) l.flags |= trace::kFlagCaptureActive;
-        // A graph launch's record (cudaGraphLaunch's too, adopted) names the executable graph, which the
-        // analyzer joins with the graph's memcpy nodes (GraphOp records).
-        if (rec.h.type == static_cast<uint16_t>(trace::RecordType::GraphLaunch))
-          rec.graph_launch.exec = reinterpret_cast<uint64_t>(exec);
         if (gpu && gpu_times::after(gpu, r, shape.stream, hi.per_thread, trace::GpuOp::Kernel, l.stream_kind))
           l.flags |= trace::kFlagGpuTimed;
       });
@@ -83,8 +83,7 @@ CUresult traced_launch(C caller, Hook h, const LaunchShape& shape, Call&& call, 
 // work done before the call, when nothing of it needs the call's result or may call out: no GPU
 // times, no capture active, the runtime call's record this launch's to fill and of this trace, the
 // device's record written, the kernel's name cached; else `full` with nothing changed. The record
-// (a launch of cudaLaunchKernel's, never a graph launch's) is in flight or pending until the runtime
-// wrapper completes it. No errno to keep: nothing here calls out but the deferred signals' delivery,
+// (in flight, or pending) is completed by the runtime wrapper. No errno to keep: nothing here calls out but the deferred signals' delivery,
 // which keeps it itself.
 template <Hook H>
 inline void* prefill_launch(const calls::StubArgs& a, void* full) noexcept {
@@ -107,10 +106,11 @@ inline void* prefill_launch(const calls::StubArgs& a, void* full) noexcept {
   const hooks::HookInfo& hi = hooks::info(H);
   rec.head.driver_fn = static_cast<uint16_t>(hi.api);
   // (f, gx, gy, gz, bx, by, bz, shared, st, params, extra)
-  fill_shape(rec, hi.per_thread, a.get<CUstream>(8), a.get<unsigned>(7), true, name_id, false,
+  fill_shape(rec, hi.per_thread, a.get<CUstream>(8), a.get<unsigned>(7), true, name_id, false, nullptr,
              [&](int i) { return a.get<unsigned>(1 + i); });
   calls::set_phase(st, 2);
-  return real;
+  // `real` again: set once (tested above), reloaded rather than kept across set_phase's call.
+  return real::g_real[static_cast<size_t>(H)].load(std::memory_order_relaxed);
 }
 #endif
 
