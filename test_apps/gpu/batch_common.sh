@@ -55,3 +55,6 @@ hostile_and_analyzer() {  # the hostile programs, then the analyzer (new, before
   done
   rm -rf "$d"
 }
+pack_out() {  # everything under $OUT into $OUT/results.tgz (the machine brings back at most 8 files)
+  (cd "$OUT" && tar czf results.tgz --remove-files $(ls | grep -vx results.tgz))
+}

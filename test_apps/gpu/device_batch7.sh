@@ -23,9 +23,11 @@ case ${1:-} in
   a)
     apps_and_paired
     for r in 1 2; do startup_round one$r 7; startup_round all$r all; done
-    since "all done" ;;
+    since "all done"
+    pack_out ;;
   b)
     hostile_and_analyzer
-    since "all done" ;;
+    since "all done"
+    pack_out ;;
   *) echo "usage: device_batch7.sh a|b" >&2; exit 2 ;;
 esac
