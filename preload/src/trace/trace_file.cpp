@@ -271,6 +271,15 @@ bool link_unnamed(int fd, const char* dir, const char* name) noexcept {
 
 // The unnamed file's name pattern (create_file's, with its expansions), until name_unnamed.
 char g_unnamed_name[PATH_MAX];
+// The unnamed file's naming against the process's end (settle_unnamed): open until the file
+// thread names and publishes it (kNaming, then kNamed) or the ending process refuses it first
+// (kNameRefused: never named, the file goes with the process). Also a futex word.
+enum NameState : uint32_t { kNameOpen, kNaming, kNamed, kNameRefused };
+std::atomic<uint32_t> g_name_state{kNameOpen};
+void end_naming() noexcept {
+  g_name_state.store(kNamed, std::memory_order_release);
+  futex(&g_name_state, FUTEX_WAKE, INT32_MAX);
+}
 
 const char* output_dir() noexcept { return config().output_dir.empty() ? "." : config().output_dir.c_str(); }
 
@@ -371,12 +380,15 @@ void write_first_blocks(off_t off) noexcept {
 // exit() during the first call: the trace cannot be closed before it is published) leaves no
 // file, not one that was never closed. On failure the file and its mappings are released
 // (link_unnamed said why).
-bool name_unnamed() noexcept {
-  if (link_unnamed(g_fd, output_dir(), g_unnamed_name)) return true;
+void discard_unnamed() noexcept {
   if (char* p = g_segments[0].exchange(nullptr)) munmap(p, segment_bytes(0));
   if (FileHeader* h = g_header.exchange(nullptr)) munmap(h, kHeaderSize);
   ::close(g_fd);  // the thread's own table: ours
   g_fd = -1;
+}
+bool name_unnamed() noexcept {
+  if (link_unnamed(g_fd, output_dir(), g_unnamed_name)) return true;
+  discard_unnamed();
   return false;
 }
 
@@ -493,21 +505,35 @@ void* file_main(void*) {
   };
   if (!create_file(unnamed)) return give_up(nullptr);
   FileHeader* h = g_header.load(std::memory_order_acquire);
-  const bool mapped = map_one(0);
-  if (eager && !name_unnamed()) return give_up(nullptr);
-  if (!mapped) {
+  const bool first_mapped = map_one(0);
+  if (eager) {
+    uint32_t open = kNameOpen;
+    if (!g_name_state.compare_exchange_strong(open, kNaming)) {  // the process is ending: no trace
+      discard_unnamed();
+      finish();
+      return nullptr;
+    }
+    if (!name_unnamed()) {
+      end_naming();
+      return give_up(nullptr);
+    }
+  }
+  if (!first_mapped) {
     // Header only: the trace exists and says so; the first block claim fails and reports why.
     release(kHeaderSize);
+    if (eager) end_naming();
     return give_up(h);
   }
   g_mapped.store(1, std::memory_order_release);
   g_thread.store(kServing, std::memory_order_release);
   bump(&g_done);
   bool opened = !eager;
-  if (eager)
+  if (eager) {
     trace_writer::file_ready(h);
-  else
+    end_naming();
+  } else {
     trace_writer::file_opened(h);
+  }
   uint64_t ahead_failed_at = UINT64_MAX;  // a segment mapped ahead that failed: retried only when needed
   for (;;) {
     uint32_t req = g_req.load(std::memory_order_acquire);
@@ -556,6 +582,7 @@ bool start(uint64_t parent_pid) noexcept {
   g_open_req.store(false);
   g_close_req.store(false);
   g_header.store(nullptr);
+  g_name_state.store(kNameOpen);
   g_fd = -1;
   g_thread_pid.store(getpid());
   g_thread.store(kStarting, std::memory_order_release);
@@ -621,6 +648,16 @@ bool request_close(uint64_t bytes) noexcept {
   return true;
 }
 }  // namespace
+
+bool settle_unnamed() noexcept {
+  uint32_t s = kNameOpen;
+  if (g_name_state.compare_exchange_strong(s, kNameRefused, std::memory_order_acq_rel)) return false;
+  while (s == kNaming) {  // the file thread's linkat and publication: no lock of anyone's held
+    futex(&g_name_state, FUTEX_WAIT, kNaming);
+    s = g_name_state.load(std::memory_order_acquire);
+  }
+  return s == kNamed;
+}
 
 bool close_at_exit(uint64_t bytes) noexcept {
   if (bytes > kHeaderSize + kFirstSegmentBytes || g_mapped.load(std::memory_order_acquire) > 1 || !g_private)

@@ -68,6 +68,11 @@ void close(uint64_t bytes) noexcept;
 // truncating took 0.1-0.3 ms (ext4, up to 13 ms on a busy disk) of every short process's exit.
 // False (nothing done) otherwise: then close().
 bool close_at_exit(uint64_t bytes) noexcept;
+// At the process's end before the trace was published (trace_writer::file_ready): whether it is
+// published now, the file thread having been naming it (waited for: a link and a store); else
+// the file made ahead is never named and goes with the process, so that no trace is left that
+// could not be closed (a signal handler's exit() during the first call).
+bool settle_unnamed() noexcept;
 
 // Why the last open or mapping failed (one line), "" if none.
 const char* error_text() noexcept;

@@ -332,6 +332,7 @@ void close_clean(int exit_status) noexcept {
   // this may be a signal handler that interrupted the thread asking for the file.
   uint32_t s = wait_while(kOpening);
   FileHeader* h = g_header.load(std::memory_order_acquire);
+  if (!h && s == kReady && trace_file::settle_unnamed()) h = g_header.load(std::memory_order_acquire);
   // kReady with a header: the file was made ahead and the process ends before its first record
   // (during its first call): closed with no blocks, its exit status kept.
   if (!h || (s != kActive && s != kOff && s != kReady)) return;
