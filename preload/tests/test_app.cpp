@@ -364,6 +364,9 @@ static void arm_timer(long first_us, long interval_us) {
 
 static void on_alarm_exit(int) { _exit(42); }
 static void on_alarm_libc_exit(int) { exit(43); }  // not async-signal-safe; it must not hang either
+// An exit handler's CUDA call, after the trace was closed or (the process ending inside its first
+// call) before it was ever published: recorded or not, it must not wait for a file.
+static void copy_at_exit() { cuMemcpyHtoDAsync_v2(reinterpret_cast<CUdeviceptr>(g_sig_host), g_sig_host, 64, nullptr); }
 static void on_alarm_copy(int) {
   int saved = errno;
   if (cuMemcpyHtoDAsync_v2(g_sig_dev, g_sig_host, 77, nullptr) != 0) g_handler_failed = 1;
@@ -390,6 +393,7 @@ static int sig_exit(const std::string& kind, int n, long step_us) {
     if (pid < 0) return 11;
     if (pid == 0) {
       install(kind == "_exit" ? on_alarm_exit : on_alarm_libc_exit);
+      if (kind == "exit") atexit(copy_at_exit);
       arm_timer(1 + k * step_us, 0);
       CHECK(cuInit(0));
       CUdeviceptr d;

@@ -508,10 +508,11 @@ void* file_main(void*) {
   const bool first_mapped = map_one(0);
   if (eager) {
     uint32_t open = kNameOpen;
-    if (!g_name_state.compare_exchange_strong(open, kNaming)) {  // the process is ending: no trace
+    if (!g_name_state.compare_exchange_strong(open, kNaming)) {
+      // The process is ending: no trace. A writer may still ask for the file (an exit handler's
+      // CUDA call): give_up answers it, so that it records nothing rather than waiting.
       discard_unnamed();
-      finish();
-      return nullptr;
+      return give_up(nullptr);
     }
     if (!name_unnamed()) {
       end_naming();
