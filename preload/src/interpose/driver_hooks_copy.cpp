@@ -128,22 +128,13 @@ inline void* prefill_copy(const calls::StubArgs& a, void* full) noexcept {
   const Sides s = D == Direction::HtoD ? Sides{D, MemoryKind::Pinned, MemoryKind::Device, a.reg[2]}
                                        : Sides{D, MemoryKind::Device, MemoryKind::Pinned, a.reg[2]};
   // (The host side first: what a pageable copy fails, soon.)
-  if (AW_UNLIKELY(!classify::last_pinned_hit(host) || !real || !cfg || cfg->gpu_times || calls::any_capture_active() ||
-                  st.pending_valid || st.runtime_category != calls::Category::Copy || !st.target ||
-                  (st.target_generation != 0 && st.target_generation != gen) || !calls::device_info_written(gen) ||
+  if (AW_UNLIKELY(!classify::last_pinned_hit(host) ||
+                  !calls::prefill_possible(st, real, cfg, calls::Category::Copy, gen) ||
                   wants_evidence(*cfg, s, false) || calls::copy_stack_before(*cfg, s.direction, s.src, s.dst, false)))
     return full;
-  st.phase = 3;
-  calls::signal_fence();
-  st.driver_reached = true;  // adopt_target's
-  st.pending_valid = true;
-  calls::AnyRecord& rec = *st.target;
-  const hooks::HookInfo& hi = hooks::info(H);
-  rec.head.driver_fn = static_cast<uint16_t>(hi.api);
-  fill_sides(rec, s, a.get<CUstream>(3), hi.per_thread, false);
-  calls::set_phase(st, 2);
-  // `real` again: set once (tested above), reloaded rather than kept across set_phase's call.
-  return real::g_real[static_cast<size_t>(H)].load(std::memory_order_relaxed);
+  return calls::prefill_record(st, H, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi) {
+    fill_sides(rec, s, a.get<CUstream>(3), hi.per_thread, false);
+  });
 }
 #define DEF_PREFILL(sym, dir)                                                                                  \
   extern "C" __attribute__((visibility("hidden"))) void* aw_prefill_##sym(const calls::StubArgs* a) noexcept { \

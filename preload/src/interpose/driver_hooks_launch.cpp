@@ -93,24 +93,14 @@ inline void* prefill_launch(const calls::StubArgs& a, void* full) noexcept {
   const auto f = a.get<CUfunction>(0);
   const uint32_t gen = trace_writer::generation();
   uint32_t name_id;
-  if (AW_UNLIKELY(!real || !cfg || cfg->gpu_times || calls::any_capture_active() || st.pending_valid ||
-                  st.runtime_category != calls::Category::Launch || !st.target ||
-                  (st.target_generation != 0 && st.target_generation != gen) || !calls::device_info_written(gen) ||
+  if (AW_UNLIKELY(!calls::prefill_possible(st, real, cfg, calls::Category::Launch, gen) ||
                   !calls::kernel_name_cached(f, gen, &name_id)))
     return full;
-  st.phase = 3;
-  calls::signal_fence();
-  st.driver_reached = true;  // adopt_target's
-  st.pending_valid = true;
-  calls::AnyRecord& rec = *st.target;
-  const hooks::HookInfo& hi = hooks::info(H);
-  rec.head.driver_fn = static_cast<uint16_t>(hi.api);
   // (f, gx, gy, gz, bx, by, bz, shared, st, params, extra)
-  fill_shape(rec, hi.per_thread, a.get<CUstream>(8), a.get<unsigned>(7), true, name_id, false, nullptr,
-             [&](int i) { return a.get<unsigned>(1 + i); });
-  calls::set_phase(st, 2);
-  // `real` again: set once (tested above), reloaded rather than kept across set_phase's call.
-  return real::g_real[static_cast<size_t>(H)].load(std::memory_order_relaxed);
+  return calls::prefill_record(st, H, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi) {
+    fill_shape(rec, hi.per_thread, a.get<CUstream>(8), a.get<unsigned>(7), true, name_id, false, nullptr,
+               [&](int i) { return a.get<unsigned>(1 + i); });
+  });
 }
 #endif
 

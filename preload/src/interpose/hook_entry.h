@@ -167,6 +167,33 @@ inline bool called_in_runtime(const void* ra) noexcept {
   X(cuMemcpyHtoDAsync_v2) X(cuMemcpyHtoDAsync_v2_ptsz) X(cuMemcpyDtoHAsync_v2) X(cuMemcpyDtoHAsync_v2_ptsz)
 
 namespace asyncwatch::calls {
+// What every prefill step needs (with its own tests): the real function, the configuration
+// without GPU times, no capture active, the runtime call's record of `cat` this call's to fill and
+// of the trace of generation `gen`, the device's record written.
+inline bool prefill_possible(const ThreadCallState& st, const void* real, const Config* cfg, Category cat,
+                             uint32_t gen) noexcept {
+  return real && cfg && !cfg->gpu_times && !any_capture_active() && !st.pending_valid && st.runtime_category == cat &&
+         st.target && (st.target_generation == 0 || st.target_generation == gen) && device_info_written(gen);
+}
+// The prefill step itself: the runtime call's record adopted as the in-runtime body's would be,
+// `fill(rec, hook info)` run on it, the thread left as inside the runtime (phase 2); returns the
+// real function for the shim to jump to.
+template <class Fill>
+inline void* prefill_record(ThreadCallState& st, ::asyncwatch::hooks::Hook h, Fill&& fill) noexcept {
+  st.phase = 3;
+  signal_fence();
+  st.driver_reached = true;  // adopt_target's
+  st.pending_valid = true;
+  AnyRecord& rec = *st.target;
+  const ::asyncwatch::hooks::HookInfo& hi = ::asyncwatch::hooks::info(h);
+  rec.head.driver_fn = static_cast<uint16_t>(hi.api);
+  fill(rec, hi);
+  set_phase(st, 2);
+  // The real function again: set once (tested by prefill_possible), reloaded rather than kept
+  // across set_phase's call.
+  return ::asyncwatch::real::g_real[static_cast<size_t>(h)].load(std::memory_order_relaxed);
+}
+
 // The shim's save area: the argument registers as pushed, then the caller's return address and
 // its stack arguments. Argument i of integer or pointer class (an `unsigned` in the low half of
 // its register or slot; the upper half is undefined).
