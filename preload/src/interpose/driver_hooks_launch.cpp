@@ -106,13 +106,6 @@ inline void* prefill_launch(const calls::StubArgs& a, void* full) noexcept {
 
 }  // namespace
 
-#define DEF_LAUNCH(sym)                                                                                             \
-  AW_DRIVER_HOOK(                                                                                                   \
-      sym,                                                                                                          \
-      (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shared, \
-       CUstream st, void** params, void** extra),                                                                   \
-      (f, gx, gy, gz, bx, by, bz, shared, st, params, extra),                                                       \
-      return traced_launch(aw_caller, Hook::sym, LaunchShape{f, {gx, gy, gz}, {bx, by, bz}, shared, st, true}, call);)
 // (The prefilled wrappers, AW_PREFILLED_DRIVER_HOOKS.)
 #define DEF_LAUNCH_PREFILLED(sym)                                                                                   \
   AW_DRIVER_HOOK_PREFILLED(                                                                                         \
