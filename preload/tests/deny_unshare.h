@@ -4,6 +4,9 @@
 // filter cannot be installed. Shared by preload/tests/test_app.cpp and test_apps/apps/hostile_app.cu.
 // deny_tmpfile_if: the same for open(O_TMPFILE) (EOPNOTSUPP, as on a file system without it: the
 // library then creates the trace under its name).
+// hold_syscall: a file system that stops answering (a hard-mounted NFS server gone): every call of
+// one system call, by the threads created after it, waits forever (seccomp's user notification,
+// never answered).
 #pragma once
 
 #include <linux/filter.h>
@@ -12,11 +15,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 #include <fcntl.h>
 #include <sys/syscall.h>
 
+#include <atomic>
 #include <cerrno>
+#include <thread>
 
 // Installs a seccomp filter for this process and its children; exits 20 when it cannot.
 inline void install_filter(sock_filter* f, size_t n) {
@@ -51,4 +58,39 @@ inline void deny_tmpfile_if(const char* env) {
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
   };
   install_filter(f, sizeof f / sizeof f[0]);
+}
+
+// How many held calls the listener has received.
+inline std::atomic<int> g_held_calls{0};
+
+// Every later call of system call `nr` by this thread and the threads it creates from now on waits
+// until the process ends. False when the kernel has no user notification (Linux < 5.0).
+inline bool hold_syscall(long nr) {
+  static std::atomic<int> listener{-1};
+  // The listener is created first: a filter applies to the thread installing it and to the
+  // threads that thread creates later, so the listener's own calls are never filtered.
+  std::thread([] {
+    int fd;
+    while ((fd = listener.load()) < 0) usleep(100);
+    for (;;) {
+      seccomp_notif n;
+      memset(&n, 0, sizeof n);
+      if (ioctl(fd, SECCOMP_IOCTL_NOTIF_RECV, &n) == 0)
+        g_held_calls.fetch_add(1);  // never answered
+      else if (errno != EINTR && errno != ENOENT)
+        return;
+    }
+  }).detach();
+  sock_filter f[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<__u32>(nr), 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  sock_fprog prog{static_cast<unsigned short>(sizeof f / sizeof f[0]), f};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return false;
+  long fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+  if (fd < 0) return false;
+  listener.store(static_cast<int>(fd));
+  return true;
 }

@@ -1810,6 +1810,38 @@ TEST(Issue11, RuntimeCallsAfterTheTraceStoppedCountOnce) {
   EXPECT_EQ(runtime_copies + t.header.records_lost, 200000u);
 }
 
+// A file system that stops answering (a hard-mounted NFS server gone): the file's naming (linkat,
+// beside the first call) or its truncation (ftruncate, at the end of a trace longer than the first
+// segment) never returns. The program runs to its end with its own output and status, at most
+// trace_sync::kFileWaitNs (5 s) late, and stderr says why; before the bound both hung for ever.
+TEST(Issue11, FileSystemThatStopsAnsweringNeverHangsTheProgram) {
+  struct Case {
+    const char* call;
+    const char* copies;
+    const char* warning;
+  };
+  for (const Case& c : {Case{"linkat", "10", "was not ready 5 s after it was asked for"},
+                        Case{"ftruncate", "20000", "was not released 5 s after the process began to end"}}) {
+    SCOPED_TRACE(c.call);
+    auto t0 = std::chrono::steady_clock::now();
+    AppRun r = run_program("/usr/bin/timeout", {"60", AW_TEST_APP, "stuck_fs", c.call, c.copies});
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (WIFEXITED(r.status) && WEXITSTATUS(r.status) == 21) GTEST_SKIP() << "no seccomp user notification: " << r.err;
+    ASSERT_TRUE(exited_ok(r)) << "status " << r.status << " after " << s << " s: " << r.err;
+    EXPECT_LT(s, 30.0);
+    EXPECT_NE(r.err.find(c.warning), std::string::npos) << r.err;
+    if (!strcmp(c.call, "linkat")) {
+      EXPECT_EQ(r.out, "copies=10 held=1\n");
+      EXPECT_TRUE(r.traces.empty()) << r.err;  // never named: it went with the process
+    } else {
+      EXPECT_EQ(r.out, "copies=20000 held=0\n");
+      Trace t = only_trace(r);  // complete, at its untruncated length (readers go by the blocks)
+      EXPECT_EQ(copies(t).size(), 20000u);
+      EXPECT_EQ(t.header.closed, kClosedCleanly);
+    }
+  }
+}
+
 // Item 9: every exec form closes the trace as execve does.
 TEST(Issue11, EveryExecFormClosesTheTrace) {
   for (const char* form : {"execv", "execvp", "execl", "execlp", "execle", "fexecve", "execveat"}) {

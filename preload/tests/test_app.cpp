@@ -1004,6 +1004,20 @@ int main(int argc, char** argv) {
     for (int i = 0; i < n; ++i) CHECK(cuStreamSynchronize(nullptr));
     return 0;
   }
+  if (mode == "stuck_fs") {  // stuck_fs linkat|ftruncate N: that call never returns (hold_syscall); N copies
+    const std::string call = argc > 2 ? argv[2] : "linkat";
+    int n = argc > 3 ? atoi(argv[3]) : 10;
+    if (!hold_syscall(call == "ftruncate" ? SYS_ftruncate : SYS_linkat)) {
+      perror("seccomp user notification");
+      return 21;
+    }
+    copies(n);
+    // The file thread names the file beside the first call: wait until it is held there (the
+    // truncation comes only with the process's end).
+    for (int i = 0; call == "linkat" && i < 3000 && g_held_calls.load() == 0; ++i) usleep(1000);
+    printf("copies=%d held=%d\n", n, g_held_calls.load());
+    return 0;
+  }
   if (mode == "kill") {  // N copies, then SIGKILL ourselves
     int n = argc > 2 ? atoi(argv[2]) : 1000;
     copies(n);

@@ -26,6 +26,7 @@
 
 #include "common.h"
 #include "config.h"
+#include "futex.h"
 #include "trace_writer.h"
 
 #ifndef SYS_close_range
@@ -69,9 +70,7 @@ char g_error[320];
 char g_cmdline[sizeof(FileHeader::command_line)];
 bool g_cmdline_set = false;
 
-long futex(std::atomic<uint32_t>* a, int op, uint32_t v) noexcept {
-  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(a), op | FUTEX_PRIVATE_FLAG, v, nullptr, nullptr, 0);
-}
+using trace_sync::futex;
 // The thread's sleep: until a request, or until the clock's calibration is due (tsc_clock.h).
 void wait_for_request(uint32_t req) noexcept {
   uint64_t ns = tsc_clock::tick();
@@ -80,7 +79,7 @@ void wait_for_request(uint32_t req) noexcept {
     return;
   }
   timespec rel{static_cast<time_t>(ns / 1000000000ull), static_cast<long>(ns % 1000000000ull)};
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&g_req), FUTEX_WAIT | FUTEX_PRIVATE_FLAG, req, &rel, nullptr, 0);
+  futex(&g_req, FUTEX_WAIT, req, &rel);
 }
 void bump(std::atomic<uint32_t>* a) noexcept {
   a->fetch_add(1, std::memory_order_acq_rel);
@@ -650,13 +649,12 @@ bool request_close(uint64_t bytes) noexcept {
 }
 }  // namespace
 
-bool settle_unnamed() noexcept {
+bool settle_unnamed(uint64_t deadline_ns) noexcept {
   uint32_t s = kNameOpen;
   if (g_name_state.compare_exchange_strong(s, kNameRefused, std::memory_order_acq_rel)) return false;
-  while (s == kNaming) {  // the file thread's linkat and publication: no lock of anyone's held
-    futex(&g_name_state, FUTEX_WAIT, kNaming);
+  // The file thread's linkat and publication: no lock of anyone's held.
+  while (s == kNaming && trace_sync::wait_until(&g_name_state, kNaming, deadline_ns))
     s = g_name_state.load(std::memory_order_acquire);
-  }
   return s == kNamed;
 }
 
@@ -667,12 +665,12 @@ bool close_at_exit(uint64_t bytes) noexcept {
   return true;
 }
 
-void close(uint64_t bytes) noexcept {
-  if (!request_close(bytes)) return;
+bool close(uint64_t bytes, uint64_t deadline_ns) noexcept {
+  if (!request_close(bytes)) return true;
   for (;;) {
     uint32_t d = g_done.load(std::memory_order_acquire);
-    if (g_thread.load(std::memory_order_acquire) == kGone) return;
-    futex(&g_done, FUTEX_WAIT, d);
+    if (g_thread.load(std::memory_order_acquire) == kGone) return true;
+    if (!trace_sync::wait_until(&g_done, d, deadline_ns)) return false;
   }
 }
 

@@ -14,6 +14,7 @@
 #include "common.h"
 #include "config.h"
 #include "log.h"
+#include "futex.h"
 #include "trace_file.h"
 
 namespace asyncwatch::trace_writer {
@@ -83,17 +84,17 @@ uint32_t g_generation_shadow = 0;   // not wiped: the next generation is compute
 std::atomic<pid_t> g_owner_pid{0};  // the process the generation was set for
 bool g_page_wiped_on_fork = false;  // madvise(MADV_WIPEONFORK) succeeded
 
-long futex(std::atomic<uint32_t>* a, int op, uint32_t v) noexcept {
-  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(a), op | FUTEX_PRIVATE_FLAG, v, nullptr, nullptr, 0);
-}
+using trace_sync::futex;
 void set_state(uint32_t s) noexcept {
   g_state.store(s, std::memory_order_release);
   mirror_state();
   futex(&g_state, FUTEX_WAKE, INT32_MAX);
 }
-uint32_t wait_while(uint32_t busy) noexcept {
+// Until the state is not `busy`, or until `deadline_ns` (CLOCK_MONOTONIC) has passed.
+uint32_t wait_while(uint32_t busy, uint64_t deadline_ns = UINT64_MAX) noexcept {
   uint32_t s;
-  while ((s = g_state.load(std::memory_order_acquire)) == busy) futex(&g_state, FUTEX_WAIT, busy);
+  while ((s = g_state.load(std::memory_order_acquire)) == busy && trace_sync::wait_until(&g_state, busy, deadline_ns)) {
+  }
   return s;
 }
 
@@ -153,7 +154,12 @@ void file_opened(FileHeader* h) noexcept {
     return;
   }
   if (!g_file_ready.load(std::memory_order_acquire)) file_ready(h);
-  set_state(kActive);
+  // Only the writer's request still waiting: one that waited too long stopped the trace (kOff).
+  uint32_t opening = kOpening;
+  if (g_state.compare_exchange_strong(opening, kActive)) {
+    mirror_state();
+    futex(&g_state, FUTEX_WAKE, INT32_MAX);
+  }
 }
 
 const char* executable_path() noexcept {
@@ -186,6 +192,7 @@ bool ensure_open() noexcept {
   if (AW_LIKELY(s == kActive)) return true;
   ErrnoKeeper keep;
   bool opener = false;
+  uint64_t deadline = 0;
   for (;;) {
     switch (s) {
       case kActive:
@@ -220,7 +227,18 @@ bool ensure_open() noexcept {
         }
         break;
       }
-      case kOpening: s = wait_while(kOpening); continue;
+      case kOpening: {
+        // Bounded: a file system that stops answering (NFS) must not hang the application.
+        if (!deadline) deadline = trace_sync::monotonic_ns() + trace_sync::kFileWaitNs;
+        if ((s = wait_while(kOpening, deadline)) != kOpening) continue;
+        uint32_t expected = kOpening;
+        if (g_state.compare_exchange_strong(expected, kOff)) {
+          mirror_state();
+          futex(&g_state, FUTEX_WAKE, INT32_MAX);
+          warn_once("the trace file was not ready 5 s after it was asked for (its file system does not answer?)");
+        }
+        return false;
+      }
       default:
         if (opener) warn_once(trace_file::error_text());
         return false;
@@ -329,10 +347,17 @@ void note_pause(bool paused, uint64_t now) noexcept {
 void close_clean(int exit_status) noexcept {
   ErrnoKeeper keep;
   // Waits only for the file thread (kOpening ends in file_opened), never for an application thread:
-  // this may be a signal handler that interrupted the thread asking for the file.
-  uint32_t s = wait_while(kOpening);
+  // this may be a signal handler that interrupted the thread asking for the file. Never longer
+  // than kExitWaitNs in all: a file system that stops answering must not hang the exit.
+  const uint64_t deadline = trace_sync::monotonic_ns() + trace_sync::kFileWaitNs;
+  uint32_t s = wait_while(kOpening, deadline);
   FileHeader* h = g_header.load(std::memory_order_acquire);
-  if (!h && s == kReady && trace_file::settle_unnamed()) h = g_header.load(std::memory_order_acquire);
+  if (!h && s == kReady && trace_file::settle_unnamed(deadline)) h = g_header.load(std::memory_order_acquire);
+  if (s == kOpening || (!h && s == kReady && trace_sync::monotonic_ns() >= deadline))
+    log::warn(
+        "the trace file was not ready %llu s after the process began to end (its file system does not answer?): no "
+        "trace",
+        static_cast<unsigned long long>(trace_sync::kFileWaitNs / 1000000000ull));
   // kReady with a header: the file was made ahead and the process ends before its first record
   // (during its first call): closed with no blocks, its exit status kept.
   if (!h || (s != kActive && s != kOff && s != kReady)) return;
@@ -364,7 +389,11 @@ void close_clean(int exit_status) noexcept {
   // Threads still running keep writing into their claimed blocks, all below `used`; nothing
   // can be claimed past it any more, so the truncation cannot SIGBUS anyone.
   const uint64_t bytes = kHeaderSize + used * kBlockSize;
-  if (!trace_file::close_at_exit(bytes)) trace_file::close(bytes);
+  if (!trace_file::close_at_exit(bytes) && !trace_file::close(bytes, deadline))
+    log::warn(
+        "the trace file was not released %llu s after the process began to end (its file system does not answer?): %s "
+        "is left as is",
+        static_cast<unsigned long long>(trace_sync::kFileWaitNs / 1000000000ull), trace_file::path());
   __atomic_store_n(&h->closed, kClosedCleanly, __ATOMIC_RELEASE);
   set_state(kClosed);
 }
