@@ -320,42 +320,57 @@ class ProcessAnalyzer final : public RuleContext {
 
   __attribute__((always_inline)) void record(const RecordView& r) {
     current_tid_ = r.tid;
-    // The process's first call (in time order): the one that made the CUDA runtime create the
-    // context, when it is a runtime API call (docs/findings.md, context-init).
-    first_call_ = false;
-    if ((kCallTypes >> (static_cast<uint16_t>(r.type) & 63)) & 1) {  // record_info(type).call
-      // The call head read once: the first call, the result, the times (a call record's times are
-      // its head's: trace_format.h, RecordInfo).
-      const CallHead& h = r.ref<CallHead>();
-      if (__builtin_expect(!seen_call_, 0)) {
-        seen_call_ = first_call_ = true;
-        first_call_api_ = h.api;
-      }
-      count_result(h);
-      current_start_ = h.start_ns;
-      current_end_ = h.end_ns;
-    } else {
-      // (record_time / record_end_time, from the row)
-      const RecordInfo& info = record_info(static_cast<uint16_t>(r.type));
-      current_start_ = time_at(r, info.start_offset);
-      current_end_ = time_at(r, info.end_offset);
-    }
     current_stream_ = UINT64_MAX;
     // The records of the hot path are read in place (8-aligned in the mapping: RecordView::ref).
+    // Copies, memsets and launches (nine records in ten) are calls: their head's bookkeeping
+    // (on_call) in their own case, without the call-type test the others take (other_record).
     switch (r.type) {
       case RecordType::Copy:
       case RecordType::Memset: {
         const CopyRecord& c = r.ref<CopyRecord>();
+        on_call(c);
         current_stream_ = stream_key(c.stream_kind, c.stream, r.tid);
         on_copy(r, c, current_stream_);
         break;
       }
       case RecordType::Launch: {
         const LaunchRecord& l = r.ref<LaunchRecord>();
+        on_call(l);
         current_stream_ = stream_key(l.stream_kind, l.stream, r.tid);
         on_launch(l, current_stream_);
         break;
       }
+      default: other_record(r); break;
+    }
+  }
+
+  // The head of a call record: the process's first call (in time order: the one that made the
+  // CUDA runtime create the context, when it is a runtime API call, docs/findings.md,
+  // context-init), the result, the times (a call record's times are its head's: trace_format.h,
+  // RecordInfo). Visited records are never in flight (the reader keeps those apart).
+  __attribute__((always_inline)) void on_call(const CallHead& h) {
+    first_call_ = false;
+    if (__builtin_expect(!seen_call_, 0)) {
+      seen_call_ = first_call_ = true;
+      first_call_api_ = h.api;
+    }
+    count_result(h);
+    current_start_ = h.start_ns;
+    current_end_ = h.end_ns;
+  }
+
+  // The records other than copies, memsets and launches.
+  __attribute__((always_inline)) void other_record(const RecordView& r) {
+    if ((kCallTypes >> (static_cast<uint16_t>(r.type) & 63)) & 1) {  // record_info(type).call
+      on_call(r.ref<CallHead>());
+    } else {
+      first_call_ = false;
+      // (record_time / record_end_time, from the row)
+      const RecordInfo& info = record_info(static_cast<uint16_t>(r.type));
+      current_start_ = time_at(r, info.start_offset);
+      current_end_ = time_at(r, info.end_offset);
+    }
+    switch (r.type) {
       case RecordType::GraphLaunch: {
         auto g = r.as<GraphLaunchRecord>();
         GraphLaunchInfo graph = graph_launch_info(g.exec);
@@ -711,12 +726,10 @@ class ProcessAnalyzer final : public RuleContext {
     return events::stream_key(kind, handle, tid);
   }
 
-  // An asynchronous call; `flagged`: a blocking rule reported it (it blocked above the thresholds
-  // for a reason the report names). A call that blocked without matching a rule (a pinned copy
-  // behind a busy queue, a small inline copy) is not counted as blocking.
-  void count_result(const CallHead& h) {
+  // A call's result. Every visited call has returned (the reader keeps calls still in flight
+  // apart: in_flight_calls), so no in-flight test here.
+  __attribute__((always_inline)) void count_result(const CallHead& h) {
     const int32_t result = h.result;
-    if (h.flags & trace::kFlagInFlight) return;  // no result yet
     ++cuda_calls_;
     if (result == 0) {
       ++cuda_calls_ok_;
@@ -725,6 +738,9 @@ class ProcessAnalyzer final : public RuleContext {
     }
   }
 
+  // An asynchronous call; `flagged`: a blocking rule reported it (it blocked above the thresholds
+  // for a reason the report names). A call that blocked without matching a rule (a pinned copy
+  // behind a busy queue, a small inline copy) is not counted as blocking.
   void count_async(bool flagged, uint64_t blocked) {
     ++async_calls_;
     if (flagged) {
