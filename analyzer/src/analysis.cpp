@@ -302,8 +302,9 @@ class ProcessAnalyzer final : public RuleContext {
     policy_.user_code = o.user_code;
     for (size_t i = 0; i < std::size(rules_); ++i) {
       rules_[i] = &rules_for(static_cast<Trigger>(i));
-      threshold_only_[i] = std::all_of(rules_[i]->begin(), rules_[i]->end(),
-                                       [](const RuleInfo* r) { return r->hooks.at_threshold_only; });
+      const bool threshold_only = std::all_of(rules_[i]->begin(), rules_[i]->end(),
+                                              [](const RuleInfo* r) { return r->hooks.at_threshold_only; });
+      skip_below_[i] = threshold_only ? o.min_blocked_ns : 0;
       copy_classes_[i] = 0;
       for (const RuleInfo* r : *rules_[i]) copy_classes_[i] |= r->hooks.copies;
     }
@@ -322,8 +323,8 @@ class ProcessAnalyzer final : public RuleContext {
     current_tid_ = r.tid;
     current_stream_ = UINT64_MAX;
     // The records of the hot path are read in place (8-aligned in the mapping: RecordView::ref).
-    // Copies, memsets and launches (nine records in ten) are calls: their head's bookkeeping
-    // (on_call) in their own case, without the call-type test the others take (other_record).
+    // The common records (copies, memsets, launches, syncs, host functions) in their own case:
+    // a call's head bookkeeping (on_call) without the call-type test the others take (other_record).
     switch (r.type) {
       case RecordType::Copy:
       case RecordType::Memset: {
@@ -338,6 +339,26 @@ class ProcessAnalyzer final : public RuleContext {
         on_call(l);
         current_stream_ = stream_key(l.stream_kind, l.stream, r.tid);
         on_launch(l, current_stream_);
+        break;
+      }
+      case RecordType::Sync: {
+        const SyncRecord& sync = r.ref<SyncRecord>();
+        on_call(sync);
+        on_sync(r, sync);
+        break;
+      }
+      case RecordType::HostFuncEnqueue: {
+        const HostFuncEnqueueRecord& e = r.ref<HostFuncEnqueueRecord>();
+        on_call(e);
+        on_enqueue(r, e);
+        break;
+      }
+      case RecordType::HostFuncRun: {
+        const HostFuncRunRecord& run = r.ref<HostFuncRunRecord>();
+        first_call_ = false;  // not a call; its times are its own (trace_format.h, RecordInfo)
+        current_start_ = run.start_ns;
+        current_end_ = run.end_ns;
+        on_run(run);
         break;
       }
       default: other_record(r); break;
@@ -359,7 +380,7 @@ class ProcessAnalyzer final : public RuleContext {
     current_end_ = h.end_ns;
   }
 
-  // The records other than copies, memsets and launches.
+  // The other records.
   __attribute__((always_inline)) void other_record(const RecordView& r) {
     if ((kCallTypes >> (static_cast<uint16_t>(r.type) & 63)) & 1) {  // record_info(type).call
       on_call(r.ref<CallHead>());
@@ -380,9 +401,6 @@ class ProcessAnalyzer final : public RuleContext {
       case RecordType::BatchCopy: on_batch(r, r.as<BatchCopyRecord>()); break;
       case RecordType::GraphOp: on_graph_op(r.as<GraphOpRecord>()); break;
       case RecordType::Capture: on_capture(r.as<CaptureRecord>()); break;
-      case RecordType::HostFuncEnqueue: on_enqueue(r, r.as<HostFuncEnqueueRecord>()); break;
-      case RecordType::HostFuncRun: on_run(r.as<HostFuncRunRecord>()); break;
-      case RecordType::Sync: on_sync(r, r.ref<SyncRecord>()); break;
       case RecordType::MemoryOp: on_memory_op(r.as<MemoryOpRecord>()); break;
       case RecordType::StreamCreate: streams_.created(r.as<StreamCreateRecord>()); break;
       case RecordType::StreamDestroy: streams_.destroyed(r.as<StreamCreateRecord>().stream); break;
@@ -1010,9 +1028,7 @@ class ProcessAnalyzer final : public RuleContext {
                                              uint32_t copy = kAnyCopy) {
     if (!skips_detect(t, blocked) && (copy & copy_classes_[static_cast<size_t>(t)])) detect_rules(t, e, blocked, copy);
   }
-  bool skips_detect(Trigger t, uint64_t blocked) const {
-    return blocked < opt_.min_blocked_ns && threshold_only_[static_cast<size_t>(t)];
-  }
+  bool skips_detect(Trigger t, uint64_t blocked) const { return blocked < skip_below_[static_cast<size_t>(t)]; }
   void detect_rules(Trigger t, const RuleEvent& e, uint64_t blocked, uint32_t copy = kAnyCopy) {
     for (const RuleInfo* r : *rules_[static_cast<size_t>(t)]) {
       if (r->hooks.at_threshold_only && blocked < opt_.min_blocked_ns) continue;
@@ -1154,8 +1170,9 @@ class ProcessAnalyzer final : public RuleContext {
   std::unordered_map<std::string, uint32_t> name_ids_;
   std::unordered_map<uint32_t, std::string> kernel_names_;  // kernel_name's, by string id
   const std::vector<const RuleInfo*>* rules_[static_cast<size_t>(Trigger::InFlight) + 1];  // rules_for, by trigger
-  // By trigger: every rule of it is Rule::at_threshold_only.
-  bool threshold_only_[static_cast<size_t>(Trigger::InFlight) + 1];
+  // By trigger: --min-blocked-us when every rule of it is Rule::at_threshold_only (a call that
+  // blocked less calls none of them), else 0 (skips_detect: one comparison).
+  uint64_t skip_below_[static_cast<size_t>(Trigger::InFlight) + 1];
   uint32_t copy_classes_[static_cast<size_t>(Trigger::InFlight) + 1];  // by trigger: its rules' Rule::copies
   // Each trigger's event, built once (zeroing one per call was a good part of the dispatch); the
   // handlers set the fields of their trigger, the others stay null.
