@@ -321,7 +321,7 @@ class ProcessAnalyzer final : public RuleContext {
 
   __attribute__((always_inline)) void record(const RecordView& r) {
     current_tid_ = r.tid;
-    current_stream_ = UINT64_MAX;
+    // (current_stream_: the stream of a copy, memset or launch, UINT64_MAX for the other records)
     // The records of the hot path are read in place (8-aligned in the mapping: RecordView::ref).
     // The common records (copies, memsets, launches, syncs, host functions) in their own case:
     // a call's head bookkeeping (on_call) without the call-type test the others take (other_record).
@@ -344,12 +344,14 @@ class ProcessAnalyzer final : public RuleContext {
       case RecordType::Sync: {
         const SyncRecord& sync = r.ref<SyncRecord>();
         on_call(sync);
+        current_stream_ = UINT64_MAX;
         on_sync(r, sync);
         break;
       }
       case RecordType::HostFuncEnqueue: {
         const HostFuncEnqueueRecord& e = r.ref<HostFuncEnqueueRecord>();
         on_call(e);
+        current_stream_ = UINT64_MAX;
         on_enqueue(r, e);
         break;
       }
@@ -358,6 +360,7 @@ class ProcessAnalyzer final : public RuleContext {
         first_call_ = false;  // not a call; its times are its own (trace_format.h, RecordInfo)
         current_start_ = run.start_ns;
         current_end_ = run.end_ns;
+        current_stream_ = UINT64_MAX;
         on_run(run);
         break;
       }
@@ -391,6 +394,7 @@ class ProcessAnalyzer final : public RuleContext {
       current_start_ = time_at(r, info.start_offset);
       current_end_ = time_at(r, info.end_offset);
     }
+    current_stream_ = UINT64_MAX;
     switch (r.type) {
       case RecordType::GraphLaunch: {
         auto g = r.as<GraphLaunchRecord>();
