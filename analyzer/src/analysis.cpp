@@ -302,8 +302,9 @@ class ProcessAnalyzer final : public RuleContext {
     policy_.user_code = o.user_code;
     for (size_t i = 0; i < std::size(rules_); ++i) {
       rules_[i] = &rules_for(static_cast<Trigger>(i));
-      threshold_only_[i] = std::all_of(rules_[i]->begin(), rules_[i]->end(),
-                                       [](const RuleInfo* r) { return r->hooks.at_threshold_only; });
+      const bool threshold_only = std::all_of(rules_[i]->begin(), rules_[i]->end(),
+                                              [](const RuleInfo* r) { return r->hooks.at_threshold_only; });
+      skip_below_[i] = threshold_only ? o.min_blocked_ns : 0;
       copy_classes_[i] = 0;
       for (const RuleInfo* r : *rules_[i]) copy_classes_[i] |= r->hooks.copies;
     }
@@ -320,42 +321,81 @@ class ProcessAnalyzer final : public RuleContext {
 
   __attribute__((always_inline)) void record(const RecordView& r) {
     current_tid_ = r.tid;
-    // The process's first call (in time order): the one that made the CUDA runtime create the
-    // context, when it is a runtime API call (docs/findings.md, context-init).
-    first_call_ = false;
-    if ((kCallTypes >> (static_cast<uint16_t>(r.type) & 63)) & 1) {  // record_info(type).call
-      // The call head read once: the first call, the result, the times (a call record's times are
-      // its head's: trace_format.h, RecordInfo).
-      const CallHead& h = r.ref<CallHead>();
-      if (__builtin_expect(!seen_call_, 0)) {
-        seen_call_ = first_call_ = true;
-        first_call_api_ = h.api;
-      }
-      count_result(h);
-      current_start_ = h.start_ns;
-      current_end_ = h.end_ns;
-    } else {
-      // (record_time / record_end_time, from the row)
-      const RecordInfo& info = record_info(static_cast<uint16_t>(r.type));
-      current_start_ = time_at(r, info.start_offset);
-      current_end_ = time_at(r, info.end_offset);
-    }
-    current_stream_ = UINT64_MAX;
+    // (current_stream_: the stream of a copy, memset or launch, UINT64_MAX for the other records)
     // The records of the hot path are read in place (8-aligned in the mapping: RecordView::ref).
+    // The common records (copies, memsets, launches, syncs, host functions) in their own case:
+    // a call's head bookkeeping (on_call) without the call-type test the others take (other_record).
     switch (r.type) {
       case RecordType::Copy:
       case RecordType::Memset: {
         const CopyRecord& c = r.ref<CopyRecord>();
+        on_call(c);
         current_stream_ = stream_key(c.stream_kind, c.stream, r.tid);
         on_copy(r, c, current_stream_);
         break;
       }
       case RecordType::Launch: {
         const LaunchRecord& l = r.ref<LaunchRecord>();
+        on_call(l);
         current_stream_ = stream_key(l.stream_kind, l.stream, r.tid);
         on_launch(l, current_stream_);
         break;
       }
+      case RecordType::Sync: {
+        const SyncRecord& sync = r.ref<SyncRecord>();
+        on_call(sync);
+        current_stream_ = UINT64_MAX;
+        on_sync(r, sync);
+        break;
+      }
+      case RecordType::HostFuncEnqueue: {
+        const HostFuncEnqueueRecord& e = r.ref<HostFuncEnqueueRecord>();
+        on_call(e);
+        current_stream_ = UINT64_MAX;
+        on_enqueue(r, e);
+        break;
+      }
+      case RecordType::HostFuncRun: {
+        const HostFuncRunRecord& run = r.ref<HostFuncRunRecord>();
+        first_call_ = false;  // not a call; its times are its own (trace_format.h, RecordInfo)
+        current_start_ = run.start_ns;
+        current_end_ = run.end_ns;
+        current_stream_ = UINT64_MAX;
+        on_run(run);
+        break;
+      }
+      default: other_record(r); break;
+    }
+  }
+
+  // The head of a call record: the process's first call (in time order: the one that made the
+  // CUDA runtime create the context, when it is a runtime API call, docs/findings.md,
+  // context-init), the result, the times (a call record's times are its head's: trace_format.h,
+  // RecordInfo). Visited records are never in flight (the reader keeps those apart).
+  __attribute__((always_inline)) void on_call(const CallHead& h) {
+    first_call_ = false;
+    if (__builtin_expect(!seen_call_, 0)) {
+      seen_call_ = first_call_ = true;
+      first_call_api_ = h.api;
+    }
+    count_result(h);
+    current_start_ = h.start_ns;
+    current_end_ = h.end_ns;
+  }
+
+  // The other records.
+  __attribute__((always_inline)) void other_record(const RecordView& r) {
+    if ((kCallTypes >> (static_cast<uint16_t>(r.type) & 63)) & 1) {  // record_info(type).call
+      on_call(r.ref<CallHead>());
+    } else {
+      first_call_ = false;
+      // (record_time / record_end_time, from the row)
+      const RecordInfo& info = record_info(static_cast<uint16_t>(r.type));
+      current_start_ = time_at(r, info.start_offset);
+      current_end_ = time_at(r, info.end_offset);
+    }
+    current_stream_ = UINT64_MAX;
+    switch (r.type) {
       case RecordType::GraphLaunch: {
         auto g = r.as<GraphLaunchRecord>();
         GraphLaunchInfo graph = graph_launch_info(g.exec);
@@ -365,9 +405,6 @@ class ProcessAnalyzer final : public RuleContext {
       case RecordType::BatchCopy: on_batch(r, r.as<BatchCopyRecord>()); break;
       case RecordType::GraphOp: on_graph_op(r.as<GraphOpRecord>()); break;
       case RecordType::Capture: on_capture(r.as<CaptureRecord>()); break;
-      case RecordType::HostFuncEnqueue: on_enqueue(r, r.as<HostFuncEnqueueRecord>()); break;
-      case RecordType::HostFuncRun: on_run(r.as<HostFuncRunRecord>()); break;
-      case RecordType::Sync: on_sync(r, r.ref<SyncRecord>()); break;
       case RecordType::MemoryOp: on_memory_op(r.as<MemoryOpRecord>()); break;
       case RecordType::StreamCreate: streams_.created(r.as<StreamCreateRecord>()); break;
       case RecordType::StreamDestroy: streams_.destroyed(r.as<StreamCreateRecord>().stream); break;
@@ -711,12 +748,10 @@ class ProcessAnalyzer final : public RuleContext {
     return events::stream_key(kind, handle, tid);
   }
 
-  // An asynchronous call; `flagged`: a blocking rule reported it (it blocked above the thresholds
-  // for a reason the report names). A call that blocked without matching a rule (a pinned copy
-  // behind a busy queue, a small inline copy) is not counted as blocking.
-  void count_result(const CallHead& h) {
+  // A call's result. Every visited call has returned (the reader keeps calls still in flight
+  // apart: in_flight_calls), so no in-flight test here.
+  __attribute__((always_inline)) void count_result(const CallHead& h) {
     const int32_t result = h.result;
-    if (h.flags & trace::kFlagInFlight) return;  // no result yet
     ++cuda_calls_;
     if (result == 0) {
       ++cuda_calls_ok_;
@@ -725,6 +760,9 @@ class ProcessAnalyzer final : public RuleContext {
     }
   }
 
+  // An asynchronous call; `flagged`: a blocking rule reported it (it blocked above the thresholds
+  // for a reason the report names). A call that blocked without matching a rule (a pinned copy
+  // behind a busy queue, a small inline copy) is not counted as blocking.
   void count_async(bool flagged, uint64_t blocked) {
     ++async_calls_;
     if (flagged) {
@@ -994,9 +1032,7 @@ class ProcessAnalyzer final : public RuleContext {
                                              uint32_t copy = kAnyCopy) {
     if (!skips_detect(t, blocked) && (copy & copy_classes_[static_cast<size_t>(t)])) detect_rules(t, e, blocked, copy);
   }
-  bool skips_detect(Trigger t, uint64_t blocked) const {
-    return blocked < opt_.min_blocked_ns && threshold_only_[static_cast<size_t>(t)];
-  }
+  bool skips_detect(Trigger t, uint64_t blocked) const { return blocked < skip_below_[static_cast<size_t>(t)]; }
   void detect_rules(Trigger t, const RuleEvent& e, uint64_t blocked, uint32_t copy = kAnyCopy) {
     for (const RuleInfo* r : *rules_[static_cast<size_t>(t)]) {
       if (r->hooks.at_threshold_only && blocked < opt_.min_blocked_ns) continue;
@@ -1138,8 +1174,9 @@ class ProcessAnalyzer final : public RuleContext {
   std::unordered_map<std::string, uint32_t> name_ids_;
   std::unordered_map<uint32_t, std::string> kernel_names_;  // kernel_name's, by string id
   const std::vector<const RuleInfo*>* rules_[static_cast<size_t>(Trigger::InFlight) + 1];  // rules_for, by trigger
-  // By trigger: every rule of it is Rule::at_threshold_only.
-  bool threshold_only_[static_cast<size_t>(Trigger::InFlight) + 1];
+  // By trigger: --min-blocked-us when every rule of it is Rule::at_threshold_only (a call that
+  // blocked less calls none of them), else 0 (skips_detect: one comparison).
+  uint64_t skip_below_[static_cast<size_t>(Trigger::InFlight) + 1];
   uint32_t copy_classes_[static_cast<size_t>(Trigger::InFlight) + 1];  // by trigger: its rules' Rule::copies
   // Each trigger's event, built once (zeroing one per call was a good part of the dispatch); the
   // handlers set the fields of their trigger, the others stay null.
