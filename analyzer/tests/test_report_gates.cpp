@@ -1,6 +1,7 @@
 // Issue 17: SARIF for GitHub code scanning (locations, base ids, fingerprints) and the finding
 // fingerprint itself (stable across runs, processes, checkouts and moved lines).
 #include "analysis.h"
+#include "command_runner.h"
 #include "fingerprint.h"
 #include "reports.h"
 #include "test_util.h"
@@ -33,8 +34,6 @@ Finding copy_finding(const std::string& file, int line, const std::string& funct
   f.set_key();
   return f;
 }
-
-void write_file(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 }  // namespace
 
