@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <time.h>
 #include <unistd.h>
 #include <fcntl.h>
 #include <sys/syscall.h>
@@ -64,21 +65,31 @@ inline void deny_tmpfile_if(const char* env) {
 inline std::atomic<int> g_held_calls{0};
 
 // Every later call of system call `nr` by this thread and the threads it creates from now on waits
-// until the process ends. False when the kernel has no user notification (Linux < 5.0).
-inline bool hold_syscall(long nr) {
+// until the process ends, or, with `release_ms` >= 0, that long and then goes on (a slow file
+// system). False when the kernel has no user notification (Linux < 5.0; releasing: 5.5).
+inline bool hold_syscall(long nr, long release_ms = -1) {
   static std::atomic<int> listener{-1};
   // The listener is created first: a filter applies to the thread installing it and to the
   // threads that thread creates later, so the listener's own calls are never filtered.
-  std::thread([] {
+  std::thread([release_ms] {
     int fd;
     while ((fd = listener.load()) < 0) usleep(100);
     for (;;) {
       seccomp_notif n;
       memset(&n, 0, sizeof n);
-      if (ioctl(fd, SECCOMP_IOCTL_NOTIF_RECV, &n) == 0)
-        g_held_calls.fetch_add(1);  // never answered
-      else if (errno != EINTR && errno != ENOENT)
+      if (ioctl(fd, SECCOMP_IOCTL_NOTIF_RECV, &n) == 0) {
+        g_held_calls.fetch_add(1);
+        if (release_ms < 0) continue;  // never answered
+        timespec t{release_ms / 1000, (release_ms % 1000) * 1000000};
+        clock_nanosleep(CLOCK_MONOTONIC, 0, &t, nullptr);
+        seccomp_notif_resp r;
+        memset(&r, 0, sizeof r);
+        r.id = n.id;
+        r.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;  // the call runs as if never held
+        ioctl(fd, SECCOMP_IOCTL_NOTIF_SEND, &r);
+      } else if (errno != EINTR && errno != ENOENT) {
         return;
+      }
     }
   }).detach();
   sock_filter f[] = {

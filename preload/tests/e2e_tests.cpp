@@ -1842,6 +1842,36 @@ TEST(Issue11, FileSystemThatStopsAnsweringNeverHangsTheProgram) {
   }
 }
 
+// The same bound with the process stopped (SIGSTOP: ^Z, a debugger's breakpoint) for longer than
+// it, while its first call's record waits for a file whose linkat is held for 2 s: stopped time is
+// not counted (trace_sync::Patience), so the resumed process keeps its trace. A deadline on the
+// clock gave up at once on resuming.
+TEST(Issue11, ProcessStoppedWhileItsFileIsMadeKeepsItsTrace) {
+  const std::string dir = make_dir();
+  pid_t pid = fork();
+  if (pid == 0)
+    exec_program({AW_TEST_APP, "stuck_fs", "linkat", "10", "2000"}, app_environment({}, dir, true), dir + "/.stdout",
+                 dir + "/.stderr");
+  usleep(500000);  // the first call returned; its record waits for the file
+  kill(pid, SIGSTOP);
+  sleep(7);
+  kill(pid, SIGCONT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  const std::string out = slurp(dir + "/.stdout"), err = slurp(dir + "/.stderr");
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 21) GTEST_SKIP() << "no seccomp user notification: " << err;
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << ": " << err;
+  // Held once, or again after the stop interrupted the held call (the kernel restarts it).
+  EXPECT_TRUE(out == "copies=10 held=1\n" || out == "copies=10 held=2\n") << out;
+  EXPECT_EQ(err.find("not ready"), std::string::npos) << err;
+  std::vector<std::string> traces = list_traces(dir);
+  ASSERT_EQ(traces.size(), 1u) << err;
+  Trace t = aw_test::read_trace(traces[0]);
+  ASSERT_TRUE(t.ok) << t.error;
+  EXPECT_EQ(copies(t).size(), 10u);
+  EXPECT_EQ(t.header.closed, kClosedCleanly);
+}
+
 // Item 9: every exec form closes the trace as execve does.
 TEST(Issue11, EveryExecFormClosesTheTrace) {
   for (const char* form : {"execv", "execvp", "execl", "execlp", "execle", "fexecve", "execveat"}) {

@@ -1004,10 +1004,10 @@ int main(int argc, char** argv) {
     for (int i = 0; i < n; ++i) CHECK(cuStreamSynchronize(nullptr));
     return 0;
   }
-  if (mode == "stuck_fs") {  // stuck_fs linkat|ftruncate N: that call never returns (hold_syscall); N copies
+  if (mode == "stuck_fs") {  // stuck_fs linkat|ftruncate N [RELEASE_MS]: that call held (hold_syscall); N copies
     const std::string call = argc > 2 ? argv[2] : "linkat";
     int n = argc > 3 ? atoi(argv[3]) : 10;
-    if (!hold_syscall(call == "ftruncate" ? SYS_ftruncate : SYS_linkat)) {
+    if (!hold_syscall(call == "ftruncate" ? SYS_ftruncate : SYS_linkat, argc > 4 ? atol(argv[4]) : -1)) {
       perror("seccomp user notification");
       return 21;
     }

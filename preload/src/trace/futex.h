@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 
 namespace asyncwatch::trace_sync {
@@ -27,16 +28,25 @@ inline uint64_t monotonic_ns() noexcept {
 // (the file's naming, its truncation): milliseconds on any working file system (13 ms seen on a
 // busy disk). Past it a writer stops the trace; the end leaves the file as a crash leaves it.
 constexpr uint64_t kFileWaitNs = 5000000000ull;
+constexpr long kSliceNs = 100000000;  // slept at a time
 
-// Sleeps while `*a == v`, until `deadline_ns` (CLOCK_MONOTONIC); false once the deadline passed.
-// One sleep: callers loop and re-check their condition.
-inline bool wait_until(std::atomic<uint32_t>* a, uint32_t v, uint64_t deadline_ns) noexcept {
-  uint64_t now = monotonic_ns();
-  if (now >= deadline_ns) return false;
-  uint64_t left = deadline_ns - now;
-  timespec rel{static_cast<time_t>(left / 1000000000ull), static_cast<long>(left % 1000000000ull)};
-  futex(a, FUTEX_WAIT, v, &rel);
-  return true;
+// A bounded wait's budget, counted in slices slept. A slice that took far longer than asked is not
+// counted: the process was stopped meanwhile (SIGSTOP, a debugger's breakpoint), its file thread
+// with it, so a resumed process never gives up on a file thread that simply had no time to run.
+struct Patience {
+  uint32_t slices_left = static_cast<uint32_t>(kFileWaitNs / kSliceNs);
+};
+
+// Sleeps once while `*a == v` (one slice at most). False when the patience is spent; callers loop
+// and re-check their condition. Changes errno (callers keep the application's).
+inline bool wait_patiently(std::atomic<uint32_t>* a, uint32_t v, Patience* p) noexcept {
+  if (p->slices_left == 0) return false;
+  const uint64_t t0 = monotonic_ns();
+  timespec rel{0, kSliceNs};
+  if (futex(a, FUTEX_WAIT, v, &rel) != 0 && errno == ETIMEDOUT &&
+      monotonic_ns() - t0 < 4 * static_cast<uint64_t>(kSliceNs))
+    --p->slices_left;
+  return p->slices_left != 0;
 }
 
 }  // namespace asyncwatch::trace_sync

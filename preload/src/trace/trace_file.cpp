@@ -649,11 +649,11 @@ bool request_close(uint64_t bytes) noexcept {
 }
 }  // namespace
 
-bool settle_unnamed(uint64_t deadline_ns) noexcept {
+bool settle_unnamed(trace_sync::Patience* patience) noexcept {
   uint32_t s = kNameOpen;
   if (g_name_state.compare_exchange_strong(s, kNameRefused, std::memory_order_acq_rel)) return false;
   // The file thread's linkat and publication: no lock of anyone's held.
-  while (s == kNaming && trace_sync::wait_until(&g_name_state, kNaming, deadline_ns))
+  while (s == kNaming && trace_sync::wait_patiently(&g_name_state, kNaming, patience))
     s = g_name_state.load(std::memory_order_acquire);
   return s == kNamed;
 }
@@ -665,12 +665,15 @@ bool close_at_exit(uint64_t bytes) noexcept {
   return true;
 }
 
-bool close(uint64_t bytes, uint64_t deadline_ns) noexcept {
+bool close(uint64_t bytes, trace_sync::Patience* patience) noexcept {
   if (!request_close(bytes)) return true;
   for (;;) {
     uint32_t d = g_done.load(std::memory_order_acquire);
     if (g_thread.load(std::memory_order_acquire) == kGone) return true;
-    if (!trace_sync::wait_until(&g_done, d, deadline_ns)) return false;
+    if (!patience)
+      futex(&g_done, FUTEX_WAIT, d);
+    else if (!trace_sync::wait_patiently(&g_done, d, patience))
+      return false;
   }
 }
 

@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "asyncwatch/trace_format.h"
+#include "futex.h"
 
 namespace asyncwatch::trace_file {
 
@@ -60,10 +61,10 @@ void map_ahead(uint64_t count) noexcept;
 uint64_t mapped_blocks() noexcept;
 
 // Ends the file: truncated to `bytes` (UINT64_MAX: not truncated) when the thread still holds it,
-// descriptor released, thread gone. Waits, until `deadline_ns` (CLOCK_MONOTONIC) at most: false when
-// the thread had not finished then (the file stays as it is, its mapping too). Nothing when the
-// thread is already gone.
-bool close(uint64_t bytes, uint64_t deadline_ns = UINT64_MAX) noexcept;
+// descriptor released, thread gone. Waits, with `patience` (nullptr: for as long as it takes):
+// false when it ran out first (the file stays as it is, its mapping too). Nothing when the thread
+// is already gone.
+bool close(uint64_t bytes, trace_sync::Patience* patience = nullptr) noexcept;
 // At the process's end, when the blocks used (`bytes`, as for close) and mapped are within the first
 // segment and the descriptor is the thread's own: the file is left at its length (at most the first segment's 256 KiB past the blocks used;
 // readers go by the blocks' magic) and the thread is asked to release it without waiting for it:
@@ -73,10 +74,10 @@ bool close_at_exit(uint64_t bytes) noexcept;
 // At the process's end before the trace was published (trace_writer::file_ready): whether it is
 // published now, the file thread having been naming it (waited for: a link and a store); else
 // the file made ahead is never named and goes with the process, so that no trace is left that
-// could not be closed (a signal handler's exit() during the first call). A naming not done by
-// `deadline_ns` (CLOCK_MONOTONIC: a file system that does not answer) is not waited for further:
-// false, and the file thread may still name the file, unclosed, as if the process had crashed.
-bool settle_unnamed(uint64_t deadline_ns) noexcept;
+// could not be closed (a signal handler's exit() during the first call). A naming not done when
+// `patience` runs out (a file system that does not answer) is not waited for further: false, and
+// the file thread may still name the file, unclosed, as if the process had crashed.
+bool settle_unnamed(trace_sync::Patience* patience) noexcept;
 
 // Why the last open or mapping failed (one line), "" if none.
 const char* error_text() noexcept;

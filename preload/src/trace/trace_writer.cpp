@@ -90,10 +90,14 @@ void set_state(uint32_t s) noexcept {
   mirror_state();
   futex(&g_state, FUTEX_WAKE, INT32_MAX);
 }
-// Until the state is not `busy`, or until `deadline_ns` (CLOCK_MONOTONIC) has passed.
-uint32_t wait_while(uint32_t busy, uint64_t deadline_ns = UINT64_MAX) noexcept {
+// Until the state is not `busy`, or until `patience` (if any) runs out.
+uint32_t wait_while(uint32_t busy, trace_sync::Patience* patience = nullptr) noexcept {
   uint32_t s;
-  while ((s = g_state.load(std::memory_order_acquire)) == busy && trace_sync::wait_until(&g_state, busy, deadline_ns)) {
+  while ((s = g_state.load(std::memory_order_acquire)) == busy) {
+    if (!patience)
+      futex(&g_state, FUTEX_WAIT, busy);
+    else if (!trace_sync::wait_patiently(&g_state, busy, patience))
+      break;
   }
   return s;
 }
@@ -192,7 +196,7 @@ bool ensure_open() noexcept {
   if (AW_LIKELY(s == kActive)) return true;
   ErrnoKeeper keep;
   bool opener = false;
-  uint64_t deadline = 0;
+  trace_sync::Patience patience;
   for (;;) {
     switch (s) {
       case kActive:
@@ -229,8 +233,7 @@ bool ensure_open() noexcept {
       }
       case kOpening: {
         // Bounded: a file system that stops answering (NFS) must not hang the application.
-        if (!deadline) deadline = trace_sync::monotonic_ns() + trace_sync::kFileWaitNs;
-        if ((s = wait_while(kOpening, deadline)) != kOpening) continue;
+        if ((s = wait_while(kOpening, &patience)) != kOpening) continue;
         uint32_t expected = kOpening;
         if (g_state.compare_exchange_strong(expected, kOff)) {
           mirror_state();
@@ -349,11 +352,11 @@ void close_clean(int exit_status) noexcept {
   // Waits only for the file thread (kOpening ends in file_opened), never for an application thread:
   // this may be a signal handler that interrupted the thread asking for the file. Never longer
   // than kExitWaitNs in all: a file system that stops answering must not hang the exit.
-  const uint64_t deadline = trace_sync::monotonic_ns() + trace_sync::kFileWaitNs;
-  uint32_t s = wait_while(kOpening, deadline);
+  trace_sync::Patience patience;
+  uint32_t s = wait_while(kOpening, &patience);
   FileHeader* h = g_header.load(std::memory_order_acquire);
-  if (!h && s == kReady && trace_file::settle_unnamed(deadline)) h = g_header.load(std::memory_order_acquire);
-  if (s == kOpening || (!h && s == kReady && trace_sync::monotonic_ns() >= deadline))
+  if (!h && s == kReady && trace_file::settle_unnamed(&patience)) h = g_header.load(std::memory_order_acquire);
+  if (s == kOpening || (!h && s == kReady && patience.slices_left == 0))
     log::warn(
         "the trace file was not ready %llu s after the process began to end (its file system does not answer?): no "
         "trace",
@@ -389,7 +392,7 @@ void close_clean(int exit_status) noexcept {
   // Threads still running keep writing into their claimed blocks, all below `used`; nothing
   // can be claimed past it any more, so the truncation cannot SIGBUS anyone.
   const uint64_t bytes = kHeaderSize + used * kBlockSize;
-  if (!trace_file::close_at_exit(bytes) && !trace_file::close(bytes, deadline))
+  if (!trace_file::close_at_exit(bytes) && !trace_file::close(bytes, &patience))
     log::warn(
         "the trace file was not released %llu s after the process began to end (its file system does not answer?): %s "
         "is left as is",
