@@ -1,6 +1,7 @@
 // The futex calls of the trace's writers and its file thread (process-private words), and the
-// bounded wait that the process's end uses: exit must not hang on a file system that stops
-// answering (a hard-mounted NFS server gone: linkat or ftruncate never returns).
+// bounded wait of a writer waiting for the file and of the process's end: neither may hang on a
+// file system that stops answering (a hard-mounted NFS server gone: linkat or ftruncate never
+// returns).
 #pragma once
 
 #include <linux/futex.h>
@@ -37,9 +38,14 @@ struct Patience {
   uint32_t slices_left = static_cast<uint32_t>(kFileWaitNs / kSliceNs);
 };
 
-// Sleeps once while `*a == v` (one slice at most). False when the patience is spent; callers loop
-// and re-check their condition. Changes errno (callers keep the application's).
+// Sleeps once while `*a == v` (one slice at most; without a patience, until woken). False when the
+// patience is spent; callers loop and re-check their condition. Changes errno (callers keep the
+// application's).
 inline bool wait_patiently(std::atomic<uint32_t>* a, uint32_t v, Patience* p) noexcept {
+  if (!p) {
+    futex(a, FUTEX_WAIT, v);
+    return true;
+  }
   if (p->slices_left == 0) return false;
   const uint64_t t0 = monotonic_ns();
   timespec rel{0, kSliceNs};

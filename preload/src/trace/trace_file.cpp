@@ -670,10 +670,7 @@ bool close(uint64_t bytes, trace_sync::Patience* patience) noexcept {
   for (;;) {
     uint32_t d = g_done.load(std::memory_order_acquire);
     if (g_thread.load(std::memory_order_acquire) == kGone) return true;
-    if (!patience)
-      futex(&g_done, FUTEX_WAIT, d);
-    else if (!trace_sync::wait_patiently(&g_done, d, patience))
-      return false;
+    if (!trace_sync::wait_patiently(&g_done, d, patience)) return false;
   }
 }
 

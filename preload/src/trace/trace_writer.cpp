@@ -90,15 +90,18 @@ void set_state(uint32_t s) noexcept {
   mirror_state();
   futex(&g_state, FUTEX_WAKE, INT32_MAX);
 }
+// The state from `from` to `to` if it is still `from` (set_state's publication and wake-up).
+bool move_state(uint32_t from, uint32_t to) noexcept {
+  if (!g_state.compare_exchange_strong(from, to)) return false;
+  mirror_state();
+  futex(&g_state, FUTEX_WAKE, INT32_MAX);
+  return true;
+}
 // Until the state is not `busy`, or until `patience` (if any) runs out.
 uint32_t wait_while(uint32_t busy, trace_sync::Patience* patience = nullptr) noexcept {
   uint32_t s;
-  while ((s = g_state.load(std::memory_order_acquire)) == busy) {
-    if (!patience)
-      futex(&g_state, FUTEX_WAIT, busy);
-    else if (!trace_sync::wait_patiently(&g_state, busy, patience))
-      break;
-  }
+  while ((s = g_state.load(std::memory_order_acquire)) == busy &&
+         trace_sync::wait_patiently(&g_state, busy, patience)) {}
   return s;
 }
 
@@ -159,11 +162,7 @@ void file_opened(FileHeader* h) noexcept {
   }
   if (!g_file_ready.load(std::memory_order_acquire)) file_ready(h);
   // Only the writer's request still waiting: one that waited too long stopped the trace (kOff).
-  uint32_t opening = kOpening;
-  if (g_state.compare_exchange_strong(opening, kActive)) {
-    mirror_state();
-    futex(&g_state, FUTEX_WAKE, INT32_MAX);
-  }
+  move_state(kOpening, kActive);
 }
 
 const char* executable_path() noexcept {
@@ -220,11 +219,7 @@ bool ensure_open() noexcept {
         if (g_file_ready.load(std::memory_order_acquire)) {
           // Made ahead by the file thread: taken without waiting for it (a single change of state,
           // so a signal handler here never waits for this thread).
-          if (g_state.compare_exchange_strong(expected, kActive)) {
-            opener = true;
-            mirror_state();
-            futex(&g_state, FUTEX_WAKE, INT32_MAX);
-          }
+          if (move_state(kReady, kActive)) opener = true;
         } else if (g_state.compare_exchange_strong(expected, kOpening)) {
           opener = true;
           trace_file::request_open();
@@ -234,12 +229,9 @@ bool ensure_open() noexcept {
       case kOpening: {
         // Bounded: a file system that stops answering (NFS) must not hang the application.
         if ((s = wait_while(kOpening, &patience)) != kOpening) continue;
-        uint32_t expected = kOpening;
-        if (g_state.compare_exchange_strong(expected, kOff)) {
-          mirror_state();
-          futex(&g_state, FUTEX_WAKE, INT32_MAX);
+        static_assert(trace_sync::kFileWaitNs == 5000000000ull, "the warning says 5 s");
+        if (move_state(kOpening, kOff))
           warn_once("the trace file was not ready 5 s after it was asked for (its file system does not answer?)");
-        }
         return false;
       }
       default:
@@ -351,7 +343,7 @@ void close_clean(int exit_status) noexcept {
   ErrnoKeeper keep;
   // Waits only for the file thread (kOpening ends in file_opened), never for an application thread:
   // this may be a signal handler that interrupted the thread asking for the file. Never longer
-  // than kExitWaitNs in all: a file system that stops answering must not hang the exit.
+  // than trace_sync::kFileWaitNs in all (one Patience): a file system that stops answering must not hang the exit.
   trace_sync::Patience patience;
   uint32_t s = wait_while(kOpening, &patience);
   FileHeader* h = g_header.load(std::memory_order_acquire);
