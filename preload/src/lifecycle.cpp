@@ -205,6 +205,7 @@ __attribute__((constructor(101))) void on_load(int argc, char** argv, char**) {
   signals::init();
   prime_unwinder();
   trace_file::set_command_line(argc, argv);
+  stacks::set_main_stack_top(argv);
   Config c = parse_config([](const char* n) -> const char* { return getenv(n); }, &warn_config);
   set_config(c);
   log::set_level(c.log_level.c_str());

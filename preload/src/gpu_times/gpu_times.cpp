@@ -1,7 +1,6 @@
 #include "gpu_times/gpu_times.h"
 
 #include <atomic>
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
@@ -149,7 +148,20 @@ bool calibrate(const Driver* d, CUcontext ctx) noexcept {
   return true;
 }
 
-int64_t ms_to_ns(float ms) noexcept { return static_cast<int64_t>(std::llround(static_cast<double>(ms) * 1e6)); }
+// The nearest nanosecond, halves away from zero (llround's rule), without libm: the library needs
+// no libm, so none enters the global scope ahead of the application's own libraries
+// (docs/performance.md, "The library's dependencies in the global scope").
+int64_t ms_to_ns(float ms) noexcept {
+  const double ns = static_cast<double>(ms) * 1e6;
+  if (!(ns > -9.0e18 && ns < 9.0e18)) return 0;  // NaN, or beyond int64_t
+  auto whole = static_cast<int64_t>(ns);         // toward zero
+  const double rest = ns - static_cast<double>(whole);
+  if (rest >= 0.5)
+    ++whole;
+  else if (rest <= -0.5)
+    --whole;
+  return whole;
+}
 
 // Resolves the oldest pending pair if it completed; false when it has not (or nothing pends).
 bool resolve_one(const Driver* d, bool final_pass) noexcept {

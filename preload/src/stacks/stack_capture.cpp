@@ -27,9 +27,6 @@
 #include "trace/thread_buffer.h"
 #include "trace/trace_writer.h"
 
-// glibc's: the stack pointer the process started with (the main thread's stack top, near enough).
-extern "C" void* __libc_stack_end;
-
 namespace asyncwatch::stacks {
 namespace {
 
@@ -250,6 +247,7 @@ struct SiteEntry {
 AW_TLS SiteEntry* tl_sites;
 AW_TLS uint32_t tl_victim;  // round-robin replacement within a set
 AW_TLS uint64_t tl_stack_top;
+std::atomic<uint64_t> g_main_stack_top{0};  // set_main_stack_top
 AW_TLS uint32_t tl_hits;  // flushed into g_hits every kHitFlush hits: no shared write per call
 constexpr uint32_t kHitFlush = 1024;
 std::atomic<uint64_t> g_hits{0}, g_unwinds{0}, g_mismatches{0};
@@ -258,11 +256,11 @@ uint64_t stack_top() noexcept {
   if (AW_LIKELY(tl_stack_top)) return tl_stack_top;
   uint64_t top = 1;  // unknown: depth becomes the frame address itself (still per-thread stable)
   // The main thread: glibc's pthread_getattr_np reads all of /proc/self/maps for it (0.1-0.3 ms
-  // at the first call site, on the start-up path). The stack pointer _start got is below the top
-  // and above every frame of the process, which is all the key and the slot offsets need.
+  // at the first call site, on the start-up path). The process's argv is below the top and above
+  // every frame of the process, which is all the key and the slot offsets need.
   // (A fork child's only thread has pid == tid too, maybe on a thread's stack: checked by distance.)
-  if (__libc_stack_end && getpid() == static_cast<pid_t>(syscall(SYS_gettid))) {
-    const uint64_t end = reinterpret_cast<uint64_t>(__libc_stack_end);
+  const uint64_t end = g_main_stack_top.load(std::memory_order_relaxed);
+  if (end && getpid() == static_cast<pid_t>(syscall(SYS_gettid))) {
     const uint64_t here = reinterpret_cast<uint64_t>(__builtin_frame_address(0));
     rlimit rl{};
     uint64_t max = 1ull << 30;
@@ -696,6 +694,10 @@ void release_thread() noexcept {
     g_hits.fetch_add(tl_hits, std::memory_order_relaxed);
     tl_hits = 0;
   }
+}
+
+void set_main_stack_top(const void* argv) noexcept {
+  g_main_stack_top.store(reinterpret_cast<uint64_t>(argv), std::memory_order_relaxed);
 }
 
 // Other threads' hits since their last flush are not counted (fewer than kHitFlush each); the

@@ -32,6 +32,12 @@ void python_trace_opened() noexcept;
 // everything: ids are per trace).
 void python_after_fork_child() noexcept;
 
+// The library constructor (lifecycle.cpp) hands over the process's argv: it lies at the top of the
+// main thread's stack, above every frame, which is what the call-site key's depth needs. Taken
+// from there rather than from glibc's __libc_stack_end, which would make ld.so a dependency of ours
+// and put it ahead of the application's libraries in the global scope (docs/performance.md).
+void set_main_stack_top(const void* argv) noexcept;
+
 // Statistics for tests and benchmarks.
 struct CacheStats {
   uint64_t hits, unwinds, mismatches;
