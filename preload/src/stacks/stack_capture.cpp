@@ -248,7 +248,7 @@ AW_TLS SiteEntry* tl_sites;
 AW_TLS uint32_t tl_victim;  // round-robin replacement within a set
 AW_TLS uint64_t tl_stack_top;
 std::atomic<uint64_t> g_main_stack_top{0};  // set_main_stack_top
-AW_TLS uint32_t tl_hits;  // flushed into g_hits every kHitFlush hits: no shared write per call
+AW_TLS uint32_t tl_hits;                    // flushed into g_hits every kHitFlush hits: no shared write per call
 constexpr uint32_t kHitFlush = 1024;
 std::atomic<uint64_t> g_hits{0}, g_unwinds{0}, g_mismatches{0};
 
