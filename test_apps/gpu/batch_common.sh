@@ -27,6 +27,14 @@ startup_ab() {  # cpu runs limit_s: $OUT/startup_new.txt and startup_before.txt,
     echo "== startup_$lib"; tail -1 $OUT/startup_$lib.txt
   done
 }
+startup_pair() {  # tag: this library and the one before, on the whole idle machine
+  local lib extra
+  for lib in new before; do
+    extra=(); [ $lib = before ] && extra=(--lib $B/lib/before/libasyncwatch.so)
+    timeout 40 bash test_apps/bench/startup.sh $B --runs 151 "${extra[@]}" > $OUT/startup_${1}_$lib.txt 2>&1
+    echo "== startup_${1}_$lib"; tail -1 $OUT/startup_${1}_$lib.txt
+  done
+}
 apps_and_paired() {  # the GPU, the test apps (200 s), then paired static (new, before) and shared (new)
   gpu_info
   validate_apps 200

@@ -7,14 +7,6 @@
 #       the bench tools), build-corpus and .corpus: the analyzer's speed on the host CPU, the corpus
 set -uo pipefail
 . test_apps/gpu/batch_common.sh
-startup_pair() {  # tag: this library and the one before, on the whole idle machine
-  local lib extra
-  for lib in new before; do
-    extra=(); [ $lib = before ] && extra=(--lib $B/lib/before/libasyncwatch.so)
-    timeout 40 bash test_apps/bench/startup.sh $B --runs 151 "${extra[@]}" > $OUT/startup_${1}_$lib.txt 2>&1
-    echo "== startup_${1}_$lib"; tail -1 $OUT/startup_${1}_$lib.txt
-  done
-}
 case ${1:-} in
   a)
     gpu_info
