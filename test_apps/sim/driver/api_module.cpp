@@ -1,4 +1,5 @@
-// Modules/libraries, kernel handles and names, and kernel launch.
+// Modules/libraries, kernel handles and names, and kernel launch (cuLaunchKernel, the launch-config
+// form cuLaunchKernelEx, cuLaunchCooperativeKernel: the same stream-ordered work to the simulator).
 #include "driver_state.h"
 #include "exports.h"
 #include "graph.h"
@@ -123,4 +124,37 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int
                                                       unsigned int bx, unsigned int by, unsigned int bz, unsigned int,
                                                       CUstream s, void** params, void** extra) {
   return launch(f, gx, gy, gz, bx, by, bz, s, params, extra, DefaultStream::PerThread);
+}
+
+namespace {
+// cuLaunchKernelEx: the configuration's grid, block and stream. Attributes change how the kernel
+// runs on a GPU (clusters, priority, programmatic serialization), not when the host returns: accepted
+// and not modelled; a configuration with attributes but no array is invalid.
+CUresult launch_ex(const CUlaunchConfig* c, CUfunction f, void** params, void** extra, DefaultStream mode) {
+  if (!c || (c->numAttrs && !c->attrs)) return CUDA_ERROR_INVALID_VALUE;
+  return launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ, c->hStream, params,
+                extra, mode);
+}
+}  // namespace
+
+AW_DRIVER_EXPORT CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** params,
+                                                   void** extra) {
+  return launch_ex(config, f, params, extra, DefaultStream::Legacy);
+}
+AW_DRIVER_EXPORT CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void** params,
+                                                        void** extra) {
+  return launch_ex(config, f, params, extra, DefaultStream::PerThread);
+}
+// A cooperative launch: all blocks resident at once on a GPU (a grid-wide sync needs it); to the host,
+// an ordinary stream-ordered launch.
+AW_DRIVER_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned int gy,
+                                                            unsigned int gz, unsigned int bx, unsigned int by,
+                                                            unsigned int bz, unsigned int, CUstream s, void** params) {
+  return launch(f, gx, gy, gz, bx, by, bz, s, params, nullptr, DefaultStream::Legacy);
+}
+AW_DRIVER_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy,
+                                                                 unsigned int gz, unsigned int bx, unsigned int by,
+                                                                 unsigned int bz, unsigned int, CUstream s,
+                                                                 void** params) {
+  return launch(f, gx, gy, gz, bx, by, bz, s, params, nullptr, DefaultStream::PerThread);
 }

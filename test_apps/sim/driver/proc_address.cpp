@@ -214,6 +214,8 @@ const ProcEntry kEntries[] = {
     E("cuKernelGetName", 12030, cuKernelGetName),
     E("cuFuncGetName", 12030, cuFuncGetName),
     EP("cuLaunchKernel", 4000, cuLaunchKernel, cuLaunchKernel_ptsz),
+    EP("cuLaunchKernelEx", 11060, cuLaunchKernelEx, cuLaunchKernelEx_ptsz),
+    EP("cuLaunchCooperativeKernel", 9000, cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz),
 };
 
 CUresult lookup(const char* symbol, void** pfn, int version, cuuint64_t flags, CUdriverProcAddressQueryResult* status) {

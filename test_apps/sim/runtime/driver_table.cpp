@@ -140,6 +140,8 @@ DriverEntryPoints* load_driver() {
     resolve(s.stream_end_capture, "cuStreamEndCapture", flags);
     resolve(s.stream_is_capturing, "cuStreamIsCapturing", flags);
     resolve(s.launch_kernel, "cuLaunchKernel", flags);
+    resolve(s.launch_kernel_ex, "cuLaunchKernelEx", flags);
+    resolve(s.launch_cooperative_kernel, "cuLaunchCooperativeKernel", flags);
     resolve(s.graph_launch, "cuGraphLaunch", flags);
     resolve(s.graph_upload, "cuGraphUpload", flags);
     resolve(s.graph_instantiate_with_params, "cuGraphInstantiateWithParams", flags);

@@ -34,6 +34,8 @@ struct StreamEntryPoints {
   decltype(&cuStreamEndCapture) stream_end_capture;
   decltype(&cuStreamIsCapturing) stream_is_capturing;
   decltype(&cuLaunchKernel) launch_kernel;
+  decltype(&cuLaunchKernelEx) launch_kernel_ex;
+  decltype(&cuLaunchCooperativeKernel) launch_cooperative_kernel;
   decltype(&cuGraphLaunch) graph_launch;
   decltype(&cuGraphUpload) graph_upload;
   decltype(&cuGraphInstantiateWithParams) graph_instantiate_with_params;

@@ -1,6 +1,9 @@
 // Kernel launch: what nvcc 13 emits for kernel<<<...>>> (__cudaPushCallConfiguration,
-// __cudaPopCallConfiguration, __cudaGetKernel, __cudaLaunchKernel[_ptsz]) and cudaLaunchKernel.
-// Every launch reaches the driver's cuLaunchKernel (or cuLaunchKernel_ptsz).
+// __cudaPopCallConfiguration, __cudaGetKernel, __cudaLaunchKernel[_ptsz]), cudaLaunchKernel, the
+// launch-configuration form cudaLaunchKernelExC (behind cuda_runtime.h's cudaLaunchKernelEx) and
+// cudaLaunchCooperativeKernel. Each reaches its driver counterpart (cuLaunchKernel,
+// cuLaunchKernelEx, cuLaunchCooperativeKernel; _ptsz for the per-thread default stream), as the real
+// runtime's do.
 #include <vector>
 
 #include "driver_table.h"
@@ -83,4 +86,55 @@ AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaLaunchKernel(const void* func, dim3 
 AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim,
                                                               void** args, size_t sharedMem, cudaStream_t stream) {
   return launch_host_function(func, gridDim, blockDim, args, sharedMem, stream, true);
+}
+
+namespace {
+
+cudaError_t launch_ex(const cudaLaunchConfig_t* config, const void* func, void** args, bool per_thread) {
+  AW_RT_INIT();
+  if (!config) return record(cudaErrorInvalidValue);
+  CUkernel kernel = nullptr;
+  if (cudaError_t e = kernel_for_host_function(func, &kernel)) return e;
+  // The runtime's attribute values mirror the driver's (cudaLaunchAttribute is CUlaunchAttribute's
+  // layout, cuda_runtime_api.h), so the array is handed down as it is.
+  static_assert(sizeof(cudaLaunchAttribute) == sizeof(CUlaunchAttribute), "attribute layouts");
+  CUlaunchConfig c{};
+  c.gridDimX = config->gridDim.x, c.gridDimY = config->gridDim.y, c.gridDimZ = config->gridDim.z;
+  c.blockDimX = config->blockDim.x, c.blockDimY = config->blockDim.y, c.blockDimZ = config->blockDim.z;
+  c.sharedMemBytes = static_cast<unsigned>(config->dynamicSmemBytes);
+  c.hStream = reinterpret_cast<CUstream>(config->stream);
+  c.attrs = reinterpret_cast<CUlaunchAttribute*>(config->attrs);
+  c.numAttrs = config->numAttrs;
+  return record(stream_api(per_thread).launch_kernel_ex(&c, reinterpret_cast<CUfunction>(kernel), args, nullptr));
+}
+
+cudaError_t launch_cooperative(const void* func, dim3 grid, dim3 block, void** args, size_t shared_mem,
+                               cudaStream_t stream, bool per_thread) {
+  AW_RT_INIT();
+  CUkernel kernel = nullptr;
+  if (cudaError_t e = kernel_for_host_function(func, &kernel)) return e;
+  return record(stream_api(per_thread)
+                    .launch_cooperative_kernel(reinterpret_cast<CUfunction>(kernel), grid.x, grid.y, grid.z, block.x,
+                                               block.y, block.z, static_cast<unsigned>(shared_mem), stream, args));
+}
+
+}  // namespace
+
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func,
+                                                            void** args) {
+  return launch_ex(config, func, args, false);
+}
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const void* func,
+                                                                 void** args) {
+  return launch_ex(config, func, args, true);
+}
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaLaunchCooperativeKernel(const void* func, dim3 gridDim, dim3 blockDim,
+                                                                    void** args, size_t sharedMem,
+                                                                    cudaStream_t stream) {
+  return launch_cooperative(func, gridDim, blockDim, args, sharedMem, stream, false);
+}
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim,
+                                                                         void** args, size_t sharedMem,
+                                                                         cudaStream_t stream) {
+  return launch_cooperative(func, gridDim, blockDim, args, sharedMem, stream, true);
 }

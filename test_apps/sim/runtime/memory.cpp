@@ -446,14 +446,25 @@ AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemcpyPeer(void* dst, int dst_device
   return record(stream_api(false).memcpy_peer(dptr(dst), dctx, dptr(src), sctx, count));
 }
 
-AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemcpyPeerAsync(void* dst, int dst_device, const void* src, int src_device,
-                                                            size_t count, cudaStream_t stream) {
+namespace {
+cudaError_t memcpy_peer_async(void* dst, int dst_device, const void* src, int src_device, size_t count,
+                              cudaStream_t stream, bool per_thread) {
   AW_RT_INIT();
   if (count == 0) return cudaSuccess;
   CUcontext dctx = nullptr, sctx = nullptr;
   if (cudaError_t e = contexts_of(dst_device, src_device, &dctx, &sctx)) return record(e);
-  return record(
-      stream_api(false).memcpy_peer_async(dptr(dst), dctx, dptr(src), sctx, count, reinterpret_cast<CUstream>(stream)));
+  return record(stream_api(per_thread)
+                    .memcpy_peer_async(dptr(dst), dctx, dptr(src), sctx, count, reinterpret_cast<CUstream>(stream)));
+}
+}  // namespace
+
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemcpyPeerAsync(void* dst, int dst_device, const void* src, int src_device,
+                                                            size_t count, cudaStream_t stream) {
+  return memcpy_peer_async(dst, dst_device, src, src_device, count, stream, false);
+}
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemcpyPeerAsync_ptsz(void* dst, int dst_device, const void* src,
+                                                                 int src_device, size_t count, cudaStream_t stream) {
+  return memcpy_peer_async(dst, dst_device, src, src_device, count, stream, true);
 }
 
 AW_SYNC_API(cudaMemcpy2DToArray,
