@@ -7,6 +7,7 @@
 #   bash test_apps/gpu/device_batch9.sh a   # carry build-pack: the test apps, the hostile
 #       programs, start-up of this library and the one before (build-gpu/lib/before/)
 #   bash test_apps/gpu/device_batch9.sh b   # carry build-corpus and .corpus: the corpus
+#   bash test_apps/gpu/device_batch9.sh c   # carry build-gpu4: launch_forms (shared and static), start-up
 set -uo pipefail
 . test_apps/gpu/batch_common.sh
 case ${1:-} in
@@ -27,5 +28,13 @@ case ${1:-} in
     tail -3 $OUT/corpus.log
     since "all done"
     pack_out ;;
-  *) echo "usage: device_batch9.sh a|b" >&2; exit 2 ;;
+  c)  # carry build-gpu4 (stage_build.sh, then only launch_forms[.static] and startup_one_call kept)
+    B=build-gpu4
+    gpu_info
+    OUT=$OUT bash test_apps/gpu/validate.sh $B --cases launch_forms --no-python --budget-s 60 > $OUT/validate.log 2>&1
+    tail -4 $OUT/validate.log
+    for r in 1 2 3; do startup_pair all$r; done
+    since "all done"
+    pack_out ;;
+  *) echo "usage: device_batch9.sh a|b|c" >&2; exit 2 ;;
 esac
