@@ -15,13 +15,13 @@
 #define AW_FAKE_EXPORT __attribute__((visibility("default")))
 
 extern "C" {
-AW_FAKE_EXPORT alignas(64) unsigned char _PyRuntime[4096];
-AW_FAKE_EXPORT alignas(16) unsigned char PyCode_Type[416];
-AW_FAKE_EXPORT alignas(16) unsigned char PyType_Type[416];
-AW_FAKE_EXPORT alignas(16) unsigned char PyUnicode_Type[416];
-AW_FAKE_EXPORT alignas(16) unsigned char PyBytes_Type[416];
-AW_FAKE_EXPORT alignas(16) unsigned char PyFrame_Type[416];
-AW_FAKE_EXPORT alignas(16) unsigned char _Py_NoneStruct[16];
+alignas(64) AW_FAKE_EXPORT unsigned char _PyRuntime[4096];
+alignas(16) AW_FAKE_EXPORT unsigned char PyCode_Type[416];
+alignas(16) AW_FAKE_EXPORT unsigned char PyType_Type[416];
+alignas(16) AW_FAKE_EXPORT unsigned char PyUnicode_Type[416];
+alignas(16) AW_FAKE_EXPORT unsigned char PyBytes_Type[416];
+alignas(16) AW_FAKE_EXPORT unsigned char PyFrame_Type[416];
+alignas(16) AW_FAKE_EXPORT unsigned char _Py_NoneStruct[16];
 #ifndef AW_FAKE_VERSIONLESS
 AW_FAKE_EXPORT unsigned long Py_Version;  // const in CPython; set by the constructor here
 AW_FAKE_EXPORT int Py_Is(void* a, void* b) { return a == b; }
