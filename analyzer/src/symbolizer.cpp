@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -99,13 +100,12 @@ std::string die_function_name(Dwarf_Die* die) {
   return scope_prefix(&decl, name == "operator()") + name;
 }
 
-// Expands the inline scopes of `pc` (a module-relative address as libdwfl sees it) into frames,
+// Expands the inline scopes of `pc` (an address as libdwfl sees it; `cudie` its unit, `bias` the
+// module's) into frames,
 // innermost first, each a copy of `base` with its function, file and line. The innermost frame
 // takes the line table's line; each scope's caller takes the scope's DW_AT_call_file/call_line.
 // Appends nothing when the module has no DWARF for pc (the caller keeps the symbol table's name).
-void inline_frames(Dwfl_Module* mod, Dwarf_Addr pc, const Frame& base, std::vector<Frame>& out) {
-  Dwarf_Addr bias = 0;
-  Dwarf_Die* cudie = dwfl_module_addrdie(mod, pc, &bias);
+void inline_frames(Dwarf_Die* cudie, Dwarf_Addr bias, Dwarf_Addr pc, const Frame& base, std::vector<Frame>& out) {
   if (!cudie) return;
   Dwarf_Die* scopes = nullptr;
   int n = dwarf_getscopes(cudie, pc - bias, &scopes);
@@ -221,6 +221,7 @@ Symbolizer::Symbolizer(const std::vector<ModuleInfo>& modules, bool read_symbols
   module_problem_.assign(modules_.size(), std::string());
   dwfl_modules_.assign(modules_.size(), nullptr);
   calls_.resize(modules_.size());
+  units_.resize(modules_.size());
   if (!read_symbols) return;
   dwfl_ = dwfl_begin(&kOfflineCallbacks);
   if (!dwfl_) return;
@@ -295,6 +296,9 @@ const std::vector<Frame>& Symbolizer::resolve(uint64_t address) {
     Dwarf_Addr pc = address - 1;
     if (Dwfl_Module* mod = dwfl_addrmodule(dwfl_, pc)) {
       if (const char* sym = dwfl_module_addrname(mod, pc)) base.function = symbol_function_name(sym);
+      Dwarf_Addr bias = 0;
+      Dwarf_Die* cu = mod == dwfl_modules_[index] ? static_cast<Dwarf_Die*>(unit_of(index, pc, &bias))
+                                                  : dwfl_module_addrdie(mod, pc, &bias);
       if (Dwfl_Line* line = dwfl_module_getsrc(mod, pc)) {
         int lineno = 0;
         Dwarf_Addr a = 0;
@@ -302,8 +306,15 @@ const std::vector<Frame>& Symbolizer::resolve(uint64_t address) {
           base.file = src;
           base.line = lineno;
         }
+      } else if (Dwarf_Line* l = cu ? dwarf_getsrc_die(cu, pc - bias) : nullptr) {
+        int lineno = 0;
+        const char* src = dwarf_linesrc(l, nullptr, nullptr);
+        if (src && dwarf_lineno(l, &lineno) == 0) {
+          base.file = src;
+          base.line = lineno;
+        }
       }
-      inline_frames(mod, pc, base, frames);
+      inline_frames(cu, bias, pc, base, frames);
       // The outermost frame is the symbol's: its demangled name has the argument list (DWARF
       // has it only through a linkage name, which functions of internal linkage lack).
       if (!frames.empty() && !base.function.empty()) frames.back().function = base.function;
@@ -311,6 +322,36 @@ const std::vector<Frame>& Symbolizer::resolve(uint64_t address) {
   }
   if (frames.empty()) frames.push_back(std::move(base));
   return cache_.emplace(address, std::move(frames)).first->second;
+}
+
+// libdw finds an address's unit through .debug_aranges, which clang does not write by default, and
+// elfutils before 0.191 then finds none (no file, line or inline frames for any clang-built
+// program): the units' own ranges (DW_AT_low_pc/high_pc, DW_AT_ranges) indexed once per module
+// answer instead.
+void* Symbolizer::unit_of(size_t module, uint64_t pc, uint64_t* bias) {
+  Dwfl_Module* mod = dwfl_modules_[module];
+  Dwarf_Addr b = 0;
+  if (Dwarf_Die* cu = dwfl_module_addrdie(mod, pc, &b)) {
+    *bias = b;
+    return cu;
+  }
+  ModuleUnits& m = units_[module];
+  if (!m.indexed) {
+    m.indexed = true;
+    for (Dwarf_Die* cu = nullptr; (cu = dwfl_module_nextcu(mod, cu, &b)) != nullptr;) {
+      m.bias = b;
+      Dwarf_Addr base = 0, start = 0, end = 0;
+      for (ptrdiff_t off = 0; (off = dwarf_ranges(cu, off, &base, &start, &end)) > 0;)
+        if (start < end) m.ranges.push_back({start, end, cu});
+    }
+    std::sort(m.ranges.begin(), m.ranges.end(), [](const UnitRange& x, const UnitRange& y) { return x.low < y.low; });
+  }
+  const uint64_t at = pc - m.bias;
+  auto it =
+      std::upper_bound(m.ranges.begin(), m.ranges.end(), at, [](uint64_t a, const UnitRange& r) { return a < r.low; });
+  if (it == m.ranges.begin() || at >= (--it)->high) return nullptr;
+  *bias = m.bias;
+  return it->unit;
 }
 
 ElfCalls* Symbolizer::calls_of(size_t module, uint64_t* bias) {

@@ -86,6 +86,19 @@ class Symbolizer {
     std::unique_ptr<ElfCalls> calls;
   };
   std::vector<ModuleCalls> calls_;  // per module, read on first use
+  // Per module, built the first time libdw finds no unit for an address (symbolizer.cpp, unit_of):
+  // each compilation unit's address ranges, by start.
+  struct UnitRange {
+    uint64_t low, high;
+    void* unit;  // its Dwarf_Die, owned by libdwfl
+  };
+  struct ModuleUnits {
+    bool indexed = false;
+    uint64_t bias = 0;
+    std::vector<UnitRange> ranges;
+  };
+  std::vector<ModuleUnits> units_;
+  void* unit_of(size_t module, uint64_t pc, uint64_t* bias);  // a Dwarf_Die*, null if none
   std::map<std::pair<uint64_t, std::string>, Frame> called_cache_;
   std::vector<ModuleInfo> modules_;
   std::vector<bool> usable_;
