@@ -9,6 +9,7 @@
 #include "driver_table.h"
 #include "fatbin_registry.h"
 #include "runtime_errors.h"
+#include "stream_api_macro.h"
 
 using namespace aw_rt;
 
@@ -90,9 +91,8 @@ AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaLaunchKernel_ptsz(const void* func, 
 
 namespace {
 
-cudaError_t launch_ex(const cudaLaunchConfig_t* config, const void* func, void** args, bool per_thread) {
-  AW_RT_INIT();
-  if (!config) return record(cudaErrorInvalidValue);
+cudaError_t launch_ex(const StreamEntryPoints& d, const cudaLaunchConfig_t* config, const void* func, void** args) {
+  if (!config) return cudaErrorInvalidValue;
   CUkernel kernel = nullptr;
   if (cudaError_t e = kernel_for_host_function(func, &kernel)) return e;
   // The runtime's attribute values mirror the driver's (cudaLaunchAttribute is CUlaunchAttribute's
@@ -105,36 +105,22 @@ cudaError_t launch_ex(const cudaLaunchConfig_t* config, const void* func, void**
   c.hStream = reinterpret_cast<CUstream>(config->stream);
   c.attrs = reinterpret_cast<CUlaunchAttribute*>(config->attrs);
   c.numAttrs = config->numAttrs;
-  return record(stream_api(per_thread).launch_kernel_ex(&c, reinterpret_cast<CUfunction>(kernel), args, nullptr));
+  return to_runtime_error(d.launch_kernel_ex(&c, reinterpret_cast<CUfunction>(kernel), args, nullptr));
 }
 
-cudaError_t launch_cooperative(const void* func, dim3 grid, dim3 block, void** args, size_t shared_mem,
-                               cudaStream_t stream, bool per_thread) {
-  AW_RT_INIT();
+cudaError_t launch_cooperative(const StreamEntryPoints& d, const void* func, dim3 grid, dim3 block, void** args,
+                               size_t shared_mem, cudaStream_t stream) {
   CUkernel kernel = nullptr;
   if (cudaError_t e = kernel_for_host_function(func, &kernel)) return e;
-  return record(stream_api(per_thread)
-                    .launch_cooperative_kernel(reinterpret_cast<CUfunction>(kernel), grid.x, grid.y, grid.z, block.x,
-                                               block.y, block.z, static_cast<unsigned>(shared_mem), stream, args));
+  return to_runtime_error(d.launch_cooperative_kernel(reinterpret_cast<CUfunction>(kernel), grid.x, grid.y, grid.z,
+                                                      block.x, block.y, block.z, static_cast<unsigned>(shared_mem),
+                                                      stream, args));
 }
 
 }  // namespace
 
-AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func,
-                                                            void** args) {
-  return launch_ex(config, func, args, false);
-}
-AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const void* func,
-                                                                 void** args) {
-  return launch_ex(config, func, args, true);
-}
-AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaLaunchCooperativeKernel(const void* func, dim3 gridDim, dim3 blockDim,
-                                                                    void** args, size_t sharedMem,
-                                                                    cudaStream_t stream) {
-  return launch_cooperative(func, gridDim, blockDim, args, sharedMem, stream, false);
-}
-AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim,
-                                                                         void** args, size_t sharedMem,
-                                                                         cudaStream_t stream) {
-  return launch_cooperative(func, gridDim, blockDim, args, sharedMem, stream, true);
-}
+AW_STREAM_API(cudaLaunchKernelExC, (const cudaLaunchConfig_t* config, const void* func, void** args),
+              launch_ex(d, config, func, args))
+AW_STREAM_API(cudaLaunchCooperativeKernel,
+              (const void* func, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem, cudaStream_t stream),
+              launch_cooperative(d, func, gridDim, blockDim, args, sharedMem, stream))

@@ -447,25 +447,19 @@ AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemcpyPeer(void* dst, int dst_device
 }
 
 namespace {
-cudaError_t memcpy_peer_async(void* dst, int dst_device, const void* src, int src_device, size_t count,
-                              cudaStream_t stream, bool per_thread) {
-  AW_RT_INIT();
+cudaError_t memcpy_peer_async(const StreamEntryPoints& d, void* dst, int dst_device, const void* src, int src_device,
+                              size_t count, cudaStream_t stream) {
   if (count == 0) return cudaSuccess;
   CUcontext dctx = nullptr, sctx = nullptr;
-  if (cudaError_t e = contexts_of(dst_device, src_device, &dctx, &sctx)) return record(e);
-  return record(stream_api(per_thread)
-                    .memcpy_peer_async(dptr(dst), dctx, dptr(src), sctx, count, reinterpret_cast<CUstream>(stream)));
+  if (cudaError_t e = contexts_of(dst_device, src_device, &dctx, &sctx)) return e;
+  return to_runtime_error(
+      d.memcpy_peer_async(dptr(dst), dctx, dptr(src), sctx, count, reinterpret_cast<CUstream>(stream)));
 }
 }  // namespace
 
-AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemcpyPeerAsync(void* dst, int dst_device, const void* src, int src_device,
-                                                            size_t count, cudaStream_t stream) {
-  return memcpy_peer_async(dst, dst_device, src, src_device, count, stream, false);
-}
-AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaMemcpyPeerAsync_ptsz(void* dst, int dst_device, const void* src,
-                                                                 int src_device, size_t count, cudaStream_t stream) {
-  return memcpy_peer_async(dst, dst_device, src, src_device, count, stream, true);
-}
+AW_STREAM_API(cudaMemcpyPeerAsync,
+              (void* dst, int dst_device, const void* src, int src_device, size_t count, cudaStream_t stream),
+              memcpy_peer_async(d, dst, dst_device, src, src_device, count, stream))
 
 AW_SYNC_API(cudaMemcpy2DToArray,
             (cudaArray_t dst, size_t w, size_t h, const void* src, size_t spitch, size_t width, size_t height,
