@@ -299,14 +299,9 @@ const std::vector<Frame>& Symbolizer::resolve(uint64_t address) {
       Dwarf_Addr bias = 0;
       Dwarf_Die* cu = mod == dwfl_modules_[index] ? static_cast<Dwarf_Die*>(unit_of(index, pc, &bias))
                                                   : dwfl_module_addrdie(mod, pc, &bias);
-      if (Dwfl_Line* line = dwfl_module_getsrc(mod, pc)) {
-        int lineno = 0;
-        Dwarf_Addr a = 0;
-        if (const char* src = dwfl_lineinfo(line, &a, &lineno, nullptr, nullptr, nullptr)) {
-          base.file = src;
-          base.line = lineno;
-        }
-      } else if (Dwarf_Line* l = cu ? dwarf_getsrc_die(cu, pc - bias) : nullptr) {
+      // The line table's row for pc, in its unit (what dwfl_module_getsrc reads, but from the unit
+      // found either way).
+      if (Dwarf_Line* l = cu ? dwarf_getsrc_die(cu, pc - bias) : nullptr) {
         int lineno = 0;
         const char* src = dwarf_linesrc(l, nullptr, nullptr);
         if (src && dwarf_lineno(l, &lineno) == 0) {
