@@ -79,8 +79,29 @@ bool all_digits(const std::string& s) {
 // (in /tmp, say) could otherwise send root's output anywhere.
 bool trusted_link(const struct stat& st) { return st.st_uid == geteuid() || st.st_uid == 0; }
 
+// /dev/stdout, /dev/stderr and /dev/fd/N by their names: the command's own descriptor, whatever
+// /dev holds. A system or container without those links (a fresh development VM had no
+// /dev/stdout) would otherwise get a regular file /dev/stdout, and every later run would replace it.
+// -1: not one of those names.
+int standard_descriptor(const std::string& path) {
+  if (path == "/dev/stdout") return 1;
+  if (path == "/dev/stderr") return 2;
+  const std::string fd_dir = "/dev/fd/";
+  if (path.compare(0, fd_dir.size(), fd_dir) == 0 && all_digits(path.substr(fd_dir.size())))
+    return std::stoi(path.substr(fd_dir.size()));
+  return -1;
+}
+
 // `directory_ok`: the path may name a directory (Target::Directory); else that is an error.
 Target resolve(const std::string& path, bool directory_ok = false) {
+  if (int fd = standard_descriptor(path); fd >= 0) {
+    Target t;
+    t.kind = Target::OwnDescriptor;
+    t.dir = "/dev";
+    t.name = path.substr(5);
+    t.fd = fd;
+    return t;
+  }
   std::deque<std::string> comps = split(path);
   if (comps.empty() && !directory_ok) fail(path, "is a directory");
   std::string cur = path[0] == '/' ? "/" : ".";

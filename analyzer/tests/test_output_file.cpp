@@ -323,6 +323,18 @@ TEST(OutputFile, DevStdoutIsTheCommandsOwnDescriptor) {
   }
 }
 
+// The standard names are descriptors by their names, not by what /dev holds (a system without
+// /dev/stdout got a regular file /dev/stdout from `report -o /dev/stdout`, replaced at every later
+// run): a descriptor that is not open is an error that says so, and nothing is created.
+TEST(OutputFile, DevFdOfAClosedDescriptorIsAnError) {
+  const int fd = 987;  // no descriptor of the command's has that number
+  const std::string name = "/dev/fd/" + std::to_string(fd);
+  auto r = asyncwatch_command({"report", "-o", name, kTrace});
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find(name + ": names descriptor " + std::to_string(fd) + ", which is not open"), std::string::npos)
+      << r.err;
+}
+
 TEST(OutputFile, SymlinkToARegularFileReplacesTheTargetNotTheLink) {
   std::string d = test_dir("symlink");
   std::string target = d + "/real-report.txt", link = d + "/latest.txt";
