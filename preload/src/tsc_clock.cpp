@@ -6,7 +6,7 @@
 
 #include <cstring>
 #if defined(__x86_64__)
-#include <cpuid.h>
+#include <sys/platform/x86.h>
 #endif
 
 #include "config.h"
@@ -35,10 +35,9 @@ uint64_t ticks_for(uint64_t ns, uint64_t mult) noexcept {
 
 bool trustworthy() noexcept {
 #if defined(__x86_64__)
-  unsigned a, b, c, d;
-  if (!__get_cpuid(0x80000000u, &a, &b, &c, &d) || a < 0x80000007u) return false;
-  __cpuid(0x80000007u, a, b, c, d);
-  if (!(d & (1u << 8))) return false;  // invariant TSC: constant rate, runs in every C-/P-state
+  // Invariant TSC: constant rate, runs in every C-/P-state. From glibc's record of the CPU (leaf
+  // 0x80000007, read once by the loader), not cpuid: a hypervisor exit each in a VM.
+  if (!CPU_FEATURE_PRESENT(INVARIANT_TSC)) return false;
   // The system calls, not open()/read(): no cancellation point, nothing the application interposes.
   int fd = static_cast<int>(syscall(
       SYS_openat, AT_FDCWD, "/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY | O_CLOEXEC));

@@ -11,6 +11,7 @@
 #include "classify/host_memory_classifier.h"
 #include "call_context.h"
 #include "common.h"
+#include "loaded_object.h"
 #include "stacks/module_map.h"
 
 namespace asyncwatch::real {
@@ -102,9 +103,9 @@ bool driver_text_contains(const void* ra) noexcept {
 void note_driver_object(void* fn) noexcept {
   note_driver_range(fn);
   if (g_driver_handle.load(std::memory_order_acquire)) return;
-  Dl_info info;
-  if (!dladdr(fn, &info) || !info.dli_fname) return;
-  void* h = open_noload(info.dli_fname);
+  const link_map* lm = loaded_object(fn);
+  if (!lm || !lm->l_name) return;
+  void* h = open_noload(lm->l_name);
   if (!h) return;
   void* expected = nullptr;
   if (g_driver_handle.compare_exchange_strong(expected, h)) {

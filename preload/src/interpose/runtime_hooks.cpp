@@ -25,6 +25,7 @@
 #include "call_context.h"
 #include "classify/host_memory_classifier.h"
 #include "cuda_abi.h"
+#include "loaded_object.h"
 #include "real_functions.h"
 #include "runtime_hook_table.h"
 #include "runtime_hooks.h"
@@ -378,9 +379,8 @@ struct Object {
   uintptr_t base, ld, lo, hi;
 };
 bool object_of(const void* p, Object* out) noexcept {
-  Dl_info info;
-  link_map* lm = nullptr;
-  if (!dladdr1(p, &info, reinterpret_cast<void**>(&lm), RTLD_DL_LINKMAP) || !lm) return false;
+  const link_map* lm = loaded_object(p);
+  if (!lm) return false;
   struct Arg {
     uintptr_t base;
     const void* ld;

@@ -27,6 +27,7 @@
 
 #include "asyncwatch/trace_format.h"
 #include "common.h"
+#include "loaded_object.h"
 #include "interpose/call_context.h"
 #include "log.h"
 #include "trace/thread_buffer.h"
@@ -322,12 +323,13 @@ std::atomic<bool> g_injected{false};
 
 void set_injection_path() noexcept {
   if (getenv("NVTX_INJECTION64_PATH")) return;  // the application's (or another tool's) choice wins
-  Dl_info info{};
-  if (!dladdr(reinterpret_cast<void*>(&set_injection_path), &info) || !info.dli_fname || !info.dli_fname[0]) return;
+  const link_map* self = loaded_object(reinterpret_cast<void*>(&set_injection_path));
+  if (!self || !self->l_name || !self->l_name[0]) return;
+  const char* own = self->l_name;  // the loader's name of this library, as dladdr's dli_fname
   // Absolute: LD_PRELOAD may have named it relative to a directory the application leaves. An
   // absolute name is kept as it is (realpath would cost a readlink per component at every start).
   char path[PATH_MAX];
-  const char* name = info.dli_fname[0] == '/' ? info.dli_fname : realpath(info.dli_fname, path) ? path : info.dli_fname;
+  const char* name = own[0] == '/' ? own : realpath(own, path) ? path : own;
   setenv("NVTX_INJECTION64_PATH", name, 0);
 }
 

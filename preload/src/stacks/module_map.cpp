@@ -123,11 +123,11 @@ bool covered(uint64_t addr) noexcept {
 }
 
 void init_own_range() noexcept {
-  Dl_info info;
-  if (!dladdr(reinterpret_cast<void*>(&init_own_range), &info)) return;
+  // The object whose loaded segments hold this function (no dladdr: its symbol search walks our
+  // whole dynamic symbol table).
   struct Arg {
     uint64_t base, low, high;
-  } arg{reinterpret_cast<uint64_t>(info.dli_fbase), 0, 0};
+  } arg{reinterpret_cast<uint64_t>(&init_own_range), 0, 0};
   dl_iterate_phdr(
       [](dl_phdr_info* i, size_t, void* a) -> int {
         auto* arg2 = static_cast<Arg*>(a);

@@ -1,12 +1,13 @@
 #include "stack_capture.h"
 
-#include <cpuid.h>
 #include <boost/stacktrace/safe_dump_to.hpp>
 
 #include <immintrin.h>
 #include <link.h>
 #include <pthread.h>
 #include <sys/resource.h>
+#include <sys/mman.h>
+#include <sys/platform/x86.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <unwind.h>
@@ -245,6 +246,14 @@ struct SiteEntry {
   uint64_t slot_value[kVerifySlots];
 };
 AW_TLS SiteEntry* tl_sites;
+// The cache in pages of its own, not calloc'd: 26 KB zeroed at each thread's first call site were
+// six page faults on the main thread's start-up path, for sets mostly never used. Fresh anonymous
+// pages are zero, and each is faulted in when a set on it is first used.
+constexpr size_t kSitesBytes = kSiteSets * kSiteWays * sizeof(SiteEntry);
+SiteEntry* map_sites() noexcept {
+  void* p = mmap(nullptr, kSitesBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? nullptr : static_cast<SiteEntry*>(p);
+}
 AW_TLS uint32_t tl_victim;  // round-robin replacement within a set
 AW_TLS uint64_t tl_stack_top;
 std::atomic<uint64_t> g_main_stack_top{0};  // set_main_stack_top
@@ -353,18 +362,12 @@ __attribute__((target("avx2"))) AW_NO_SANITIZE_ADDRESS uint64_t scan_avx2(const 
   }
   return scan_scalar(w, end, elo, elen, clo, clen, h, found);
 }
-// Two cpuid leaves and xgetbv, not __builtin_cpu_supports: that links libgcc's CPU model
-// detection, whose constructor runs a dozen cpuid leaves at every process start (each one a
-// hypervisor exit in a VM: ~90 us of a traced process's start-up on the development VM).
-bool detect_avx2() noexcept {
-  unsigned a, b, c, d;
-  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE) || !(c & bit_AVX)) return false;
-  unsigned lo, hi;
-  __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-  if ((lo & 6u) != 6u) return false;  // the OS saves the SSE and AVX registers
-  return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & bit_AVX2);
-}
-// False until static initialization ran (a wrapper may run earlier): the scalar scan then.
+// glibc's own record of the CPU (sys/platform/x86.h, glibc 2.33; this library needs 2.35), not
+// cpuid: each cpuid is a hypervisor exit in a VM (5.9 us each on the development VM, where the
+// four leaves this read took were 42 us of every traced process's start-up). "Active" means usable:
+// the CPU has AVX2 and the OS saves its registers. Not __builtin_cpu_supports: that links libgcc's
+// CPU model detection, whose constructor runs a dozen cpuid leaves at every start.
+bool detect_avx2() noexcept { return CPU_FEATURE_ACTIVE(AVX2); }
 const bool g_have_avx2 = detect_avx2();
 
 // The key of a call site: the immediate caller, the stack depth, and the first four words within
@@ -418,7 +421,7 @@ uint32_t capture_native_call_site(const void* caller_ra, const void* caller_fram
     return unwind_and_intern();
   }
   if (!tl_sites) {
-    tl_sites = static_cast<SiteEntry*>(calloc(kSiteSets * kSiteWays, sizeof(SiteEntry)));
+    tl_sites = map_sites();
     thread_exit::watch_this_thread();
   }
   uint64_t top = stack_top();
@@ -686,7 +689,7 @@ void python_after_fork_child() noexcept { python_frames::reset_after_fork(); }
 void release_thread() noexcept {
   free(tl_py_cache);
   tl_py_cache = nullptr;
-  free(tl_sites);
+  if (tl_sites) munmap(tl_sites, kSitesBytes);
   tl_sites = nullptr;
   free(tl_cache);
   tl_cache = nullptr;

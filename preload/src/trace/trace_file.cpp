@@ -435,6 +435,15 @@ bool map_one(uint64_t seg) noexcept {
 void populate(uint64_t seg) noexcept {
   if (char* p = g_segments[seg].load(std::memory_order_acquire)) madvise(p, segment_bytes(seg), MADV_POPULATE_WRITE);
 }
+// Of segment 0, only the first page of each of the first two blocks: the pages the first two
+// writers (the application's first thread and usually one more) store into first, whose write
+// fault (an ext4 page_mkwrite each) would otherwise be taken inside the application's first call.
+// After the segment is published: a writer that got there first takes its own fault meanwhile.
+void populate_first_pages() noexcept {
+  char* p = g_segments[0].load(std::memory_order_acquire);
+  if (!p) return;
+  for (uint64_t b = 0; b < kFirstSegmentWritten / kBlockSize; ++b) madvise(p + b * kBlockSize, 4096, MADV_POPULATE_WRITE);
+}
 
 // Truncates to `bytes` (kNoTruncate: not at all) and releases the descriptor, only when it is
 // still ours.
@@ -534,6 +543,7 @@ void* file_main(void*) {
   } else {
     trace_writer::file_opened(h);
   }
+  populate_first_pages();
   uint64_t ahead_failed_at = UINT64_MAX;  // a segment mapped ahead that failed: retried only when needed
   for (;;) {
     uint32_t req = g_req.load(std::memory_order_acquire);
