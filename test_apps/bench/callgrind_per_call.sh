@@ -5,21 +5,30 @@
 # wrapper's and the nested driver wrapper's shares are printed separately and summed. (Not
 # inclusive costs: callgrind attributes the tail calls of the exported wrappers to their callers.) Each item runs at two iteration counts and
 # the difference is divided by the difference in calls, so one-off costs (the trace's open, the
-# first segment, lazy binding) cancel out. Deterministic: no timing enters the counts.
+# first segment, lazy binding) cancel out. Deterministic: no timing enters the counts (the stack
+# threshold is set out of reach, ASYNCWATCH_LAUNCH_STACK_THRESHOLD_US=10000000: on a busy machine
+# some calls of the simulator blocked longer than the default 1 ms and took a stack, which moved the
+# counts by up to 38 instructions a call).
 #
 # usage: callgrind_per_call.sh BUILD_DIR [--lib LIB] [--items launch,copy_pinned_64] [--env NAME=VALUE]...
+#                              [--driver]
 #   BUILD_DIR  holds lib/libasyncwatch.so, lib/asyncwatch/sim/ and test_apps/overhead_bench
 #   --lib      another build of the library (A/B of a change to the hot path)
 #   --env      set for the traced program, e.g. ASYNCWATCH_DISABLE=1 (the disabled path)
+#   --driver   the driver API called directly instead (test_apps/driver_bench: the static
+#              runtime's way in, each call through the outer driver wrapper); items launch and
+#              copy_pinned_64
 # Output: one line per item: item=... runtime_wrapper_ir=... driver_wrapper_ir=... total_ir=...
+# (--driver: item=... path=driver driver_wrapper_ir=...)
 set -euo pipefail
 die() { echo "callgrind_per_call: $*" >&2; exit 2; }
-build=""; lib=""; items="launch,copy_pinned_64"; extra_env=()
+build=""; lib=""; items="launch,copy_pinned_64"; extra_env=(ASYNCWATCH_LAUNCH_STACK_THRESHOLD_US=10000000); driver=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --lib) lib=${2:?}; shift ;;
     --items) items=${2:?}; shift ;;
     --env) extra_env+=("${2:?}"); shift ;;
+    --driver) driver=1 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     -*) die "unknown option $1" ;;
     *) build=$1 ;;
@@ -45,6 +54,23 @@ declare -A rt=([launch]=__cudaLaunchKernel [copy_pinned_64]=cudaMemcpyAsync [cop
 declare -A drv=([launch]=cuLaunchKernel [copy_pinned_64]=cuMemcpyHtoDAsync_v2 [copy_pageable_64]=cuMemcpyHtoDAsync_v2 [event_record_query]=cuEventQuery
                 [sync_idle]=cuStreamSynchronize [host_func]=cuLaunchHostFunc)
 IFS=, read -r -a list <<<"$items"
+if [[ -n $driver ]]; then  # the driver wrapper as the outer wrapper: the call counts are known
+  [[ -x $build/test_apps/driver_bench ]] || die "need $build/test_apps/driver_bench"
+  for item in "${list[@]}"; do
+    [[ $item == launch || $item == copy_pinned_64 ]] || die "--driver: no item $item (launch, copy_pinned_64)"
+    t=()
+    for calls in 2000 12000; do
+      mkdir -p "$work/$item-$calls.d"
+      env ${extra_env[@]+"${extra_env[@]}"} LD_LIBRARY_PATH=$sim LD_PRELOAD=$lib ASYNCWATCH_OUTPUT_DIR=$work/$item-$calls.d \
+        ASYNCWATCH_QUIET=1 valgrind --tool=callgrind --toggle-collect="${drv[$item]}" \
+        --callgrind-out-file="$work/$item-$calls.cg" "$build/test_apps/driver_bench" "$item" $calls \
+        >"$work/$item.log" 2>&1 || { cat "$work/$item.log" >&2; die "run failed"; }
+      t+=("$(awk '/^totals:/ {print $2}' "$work/$item-$calls.cg")")
+    done
+    echo "item=$item path=driver driver_wrapper_ir=$(( (t[1] - t[0]) / 10000 ))"
+  done
+  exit 0
+fi
 # One run per scale and per set of names: callgrind collects only inside a function of the set, and
 # every nested entry into one toggles collection again. Our wrapper and the real function share the
 # name, so what is collected is what our wrappers execute around the real functions: their

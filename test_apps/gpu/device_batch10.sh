@@ -7,6 +7,11 @@
 #   bash test_apps/gpu/device_batch10.sh a   # carry build-gpu10: start-up of both libraries taking
 #       turns run by run (startup.sh with two --lib), on the whole machine and on one core, then
 #       recording on vs paused for both (static runtime) and this one (shared runtime)
+#   bash test_apps/gpu/device_batch10.sh b   # carry build-gpu10 again, restaged with the library of
+#       the wrappers' fill inlined: recording on vs paused for it and the one before (static, three
+#       rounds each, alternated), shared; start-up once more; and, when build-gpu10/bin/ holds
+#       asyncwatch, asyncwatch_bench, asyncwatch_bench_gen and bin/before/asyncwatch, the analyzer
+#       on a 20 M-record trace, this one and the one before alternated
 set -uo pipefail
 . test_apps/gpu/batch_common.sh
 case ${1:-} in
@@ -31,5 +36,33 @@ case ${1:-} in
     paired shared_new --shared
     since "all done"
     pack_out ;;
-  *) echo "usage: device_batch10.sh a" >&2; exit 2 ;;
+  b)
+    B=build-gpu10
+    gpu_info
+    for r in 1 2 3; do
+      paired static_new_$r
+      paired static_before_$r --lib $B/lib/before/libasyncwatch.so
+    done
+    paired shared_new --shared
+    since "paired done"
+    timeout 90 bash test_apps/bench/startup.sh $B --runs 301 --lib $B/lib/before/libasyncwatch.so \
+      --lib $B/lib/libasyncwatch.so > $OUT/startup_all4.txt 2>&1
+    echo "== startup_all4"; cat $OUT/startup_all4.txt
+    since "startup done"
+    if [ -x $B/bin/asyncwatch_bench ] && [ -x $B/bin/before/asyncwatch ]; then
+      d=$(mktemp -d)
+      for round in 1 2; do
+        for which in new before; do
+          aw=$B/bin/asyncwatch; [ $which = before ] && aw=$B/bin/before/asyncwatch
+          left=$(( 560 - ($(date +%s) - t0) )); [ $left -lt 30 ] && break 2
+          timeout $left $B/bin/asyncwatch_bench --asyncwatch $aw --generator $B/bin/asyncwatch_bench_gen --dir "$d" \
+            --records 20000000 --no-timeline --no-instructions > $OUT/bench_${which}_$round.txt 2>&1
+          echo "== bench $which $round"; grep -i "records/s" $OUT/bench_${which}_$round.txt | head -4
+        done
+      done
+      rm -rf "$d"
+    fi
+    since "all done"
+    pack_out ;;
+  *) echo "usage: device_batch10.sh a|b" >&2; exit 2 ;;
 esac

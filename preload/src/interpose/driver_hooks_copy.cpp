@@ -96,7 +96,7 @@ CUresult traced(C caller, Hook h, trace::RecordType type, CUstream stream, bool 
     return calls::copy_stack_before(*cfg, s.direction, s.src, s.dst, type == trace::RecordType::Memset);
   };
   return calls::traced_with(
-      caller, h, cat, prepare, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+      caller, h, cat, prepare, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) AW_FILL {
         fill_sides(rec, s, stream, hi.per_thread, sync_api);
         auto& c = rec.copy;
         bool capturing = has_stream && calls::stream_is_capturing(stream);

@@ -66,7 +66,7 @@ CUresult traced_launch(C caller, Hook h, const LaunchShape& shape, Call&& call, 
   GpuTimesBefore timed{h, shape.stream, &gpu};
   return calls::traced_with(
       caller, h, calls::Category::Launch, timed, call,
-      [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+      [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) AW_FILL {
         bool first = false;
         const uint32_t name_id = shape.has_function ? calls::kernel_name_id(shape.f, &first) : 0;
         fill_shape(rec, hi.per_thread, shape.stream, shape.shared, shape.has_function, name_id, first, exec,
@@ -189,7 +189,7 @@ CUresult traced_host_func(C caller, Hook h, CUstream st, CUhostFn user_fn, CUstr
         if (!capturing && gpu_times::enabled()) gpu = gpu_times::before(st, hooks::info(h).per_thread);
       },
       [&] { return enqueue(ctx); },
-      [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+      [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) AW_FILL {
         if (r != CUDA_SUCCESS && ctx) free(ctx);  // the driver will never call it
         auto& e = rec.host_func;
         e.stream_kind = static_cast<uint8_t>(calls::stream_kind(st, hi.per_thread));

@@ -68,12 +68,12 @@ void fill_capture(calls::AnyRecord& rec, const hooks::HookInfo&, CUresult, uint6
 }  // namespace
 
 // ---- synchronization ------------------------------------------------------------------------
-#define DEF_STREAM_SYNC(sym)                                                                       \
-  AW_DRIVER_HOOK(sym, (CUstream st), (st),                                                         \
-                 return traced(aw_caller, Hook::sym, calls::Category::Sync, call,                  \
-                               [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) { \
-                                 fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(st),             \
-                                           calls::stream_kind(st, hi.per_thread));                 \
+#define DEF_STREAM_SYNC(sym)                                                                               \
+  AW_DRIVER_HOOK(sym, (CUstream st), (st),                                                                 \
+                 return traced(aw_caller, Hook::sym, calls::Category::Sync, call,                          \
+                               [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) AW_FILL { \
+                                 fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(st),                     \
+                                           calls::stream_kind(st, hi.per_thread));                         \
                                });)
 DEF_STREAM_SYNC(cuStreamSynchronize)
 DEF_STREAM_SYNC(cuStreamSynchronize_ptsz)
@@ -85,7 +85,7 @@ DEF_STREAM_SYNC(cuStreamSynchronize_ptsz)
       if (query_fold::eligible()) return query_fold::run(0, aw_caller, hq.api, hq.api, reinterpret_cast<uint64_t>(st), \
                                                          calls::stream_kind(st, hq.per_thread), hq.per_thread, call);  \
       return traced(aw_caller, Hook::sym, calls::Category::Sync, call,                                                 \
-                    [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {                                \
+                    [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) AW_FILL {                        \
                       fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(st), calls::stream_kind(st, hi.per_thread));    \
                     });)
 DEF_STREAM_QUERY(cuStreamQuery)
@@ -94,7 +94,7 @@ DEF_STREAM_QUERY(cuStreamQuery_ptsz)
 #define DEF_EVENT_SYNC(sym)                                                                                         \
   AW_DRIVER_HOOK(sym, (CUevent ev), (ev),                                                                           \
                  return traced(aw_caller, Hook::sym, calls::Category::Sync, call,                                   \
-                               [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {                  \
+                               [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) AW_FILL {          \
                                  fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(ev), trace::StreamKind::Unknown); \
                                });)
 DEF_EVENT_SYNC(cuEventSynchronize)
@@ -105,15 +105,14 @@ AW_DRIVER_HOOK(cuEventQuery, (CUevent ev), (ev),
                                                                   reinterpret_cast<uint64_t>(ev),
                                                                   trace::StreamKind::Unknown, false, call);
                return traced(aw_caller, Hook::cuEventQuery, calls::Category::Sync, call,
-                             [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+                             [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) AW_FILL {
                                fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(ev), trace::StreamKind::Unknown);
                              });)
 
 AW_DRIVER_HOOK(cuCtxSynchronize, (), (),
                return traced(aw_caller, Hook::cuCtxSynchronize, calls::Category::Sync, call,
-                             [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
-                               fill_sync(rec, hi, r, 0, trace::StreamKind::Unknown);
-                             });)
+                             [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r)
+                                 AW_FILL { fill_sync(rec, hi, r, 0, trace::StreamKind::Unknown); });)
 
 // CUDA 13: cuGetProcAddress("cuCtxSynchronize", 13000) hands out cuCtxSynchronize_v2(CUcontext),
 // which synchronizes the given context (NULL: the current one). Recorded as the same Sync as
@@ -121,7 +120,7 @@ AW_DRIVER_HOOK(cuCtxSynchronize, (), (),
 // the entry point the application actually reached, and the context as the handle.
 AW_DRIVER_HOOK(cuCtxSynchronize_v2, (CUcontext ctx), (ctx),
                return traced(aw_caller, Hook::cuCtxSynchronize_v2, calls::Category::Sync, call,
-                             [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+                             [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) AW_FILL {
                                fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(ctx), trace::StreamKind::Unknown);
                                rec.sync.api = static_cast<uint16_t>(trace::Api::cuCtxSynchronize);
                              });)
@@ -129,7 +128,7 @@ AW_DRIVER_HOOK(cuCtxSynchronize_v2, (CUcontext ctx), (ctx),
 #define DEF_STREAM_WAIT_EVENT(sym)                                                                            \
   AW_DRIVER_HOOK(sym, (CUstream st, CUevent ev, unsigned flags), (st, ev, flags),                             \
                  return traced(aw_caller, Hook::sym, calls::Category::Sync, call,                             \
-                               [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {            \
+                               [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) AW_FILL {    \
                                  /* handle: the stream that waits; the event is not kept (no field for it) */ \
                                  fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(st),                        \
                                            calls::stream_kind(st, hi.per_thread));                            \
