@@ -158,6 +158,41 @@ void TraceFile::release(uint64_t offset, uint64_t len) const {
   madvise(const_cast<uint8_t*>(map_ + start), len, MADV_DONTNEED);
 }
 
+void TraceFile::begin_release() {
+  consumed_.assign(block_count_, 1);
+  for (const auto& t : threads_)
+    for (uint64_t b : t.blocks) consumed_[b] = 0;
+  released_blocks_ = consumed_to_ = furthest_done_ = 0;
+  while (consumed_to_ < block_count_ && consumed_[consumed_to_]) ++consumed_to_;
+  release_lag_ = kReleaseLag + 2 * threads_.size();  // many threads read many blocks at once
+}
+
+void TraceFile::release_blocks_to(uint64_t end) {
+  end = std::min(end, block_count_);
+  for (uint64_t b = released_blocks_; b < end;) {
+    while (b < end && !consumed_[b]) ++b;  // still read, or to be read: released when done
+    const uint64_t from = b;
+    while (b < end && consumed_[b]) ++b;
+    if (b > from) release(kHeaderSize + from * kBlockSize, (b - from) * kBlockSize);
+  }
+  if (end > released_blocks_) released_blocks_ = end;
+  if (consumed_to_ < released_blocks_) consumed_to_ = released_blocks_;
+}
+
+void TraceFile::block_done(uint64_t b) {
+  if (b < released_blocks_) {  // a lagging thread's block, skipped when the blocks around it were released
+    release(kHeaderSize + b * kBlockSize, kBlockSize);
+    return;
+  }
+  consumed_[b] = 1;
+  if (b >= furthest_done_) furthest_done_ = b + 1;
+  while (consumed_to_ < block_count_ && consumed_[consumed_to_]) ++consumed_to_;
+  if (consumed_to_ - released_blocks_ >= kReleaseBlocks)
+    release_blocks_to(consumed_to_);
+  else if (furthest_done_ - released_blocks_ >= release_lag_)
+    release_blocks_to(furthest_done_);
+}
+
 void TraceFile::validate_record(const RecordView& r) const {
   auto bad = [&](const std::string& what) {
     fail_at(r.block_index, r.file_offset,
@@ -436,7 +471,7 @@ bool TraceFile::next_validated(CursorState& c) {
       c.time = t > c.time ? t : c.time;
       return true;
     }
-    release(base, kBlockSize);
+    block_done(b);
     ++c.block_pos;
     c.off = 0;
     c.block = nullptr;

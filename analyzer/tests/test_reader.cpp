@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
+#include <fstream>
 #include <map>
 #include <random>
 #include <tuple>
@@ -114,6 +115,61 @@ TEST(Reader, MergedOrderForAnyNumberOfThreads) {
       ++seen[r.tid];
     });
     EXPECT_EQ(got, want) << threads << " threads";
+  }
+}
+
+// The pages of the blocks read are given back a window at a time (TraceFile::block_done), also
+// while one thread's block holds the window back: its records come last by time, the other
+// threads' blocks (interleaved) run far ahead in the file. Every record arrives, in order, with
+// its own bytes, and the mapping's resident part stays bounded (well below the file).
+TEST(Reader, MappingStaysSmallWhileAThreadLags) {
+  TraceBuilder b(42);
+  const uint64_t t0 = b.header().start_monotonic_ns + kMs;
+  b.event(7, RecordType::Launch, TraceBuilder::launch(Api::cudaLaunchKernel, 0, t0, t0 + 1));  // block 0
+  constexpr uint64_t kRecords = 600 * (tf::kBlockSize / sizeof(tf::LaunchRecord));             // ~600 blocks
+  for (uint64_t n = 0; n < kRecords; ++n) {
+    const uint64_t s = t0 + 10 + n;
+    b.event(n % 2 ? 9 : 8, RecordType::Launch, TraceBuilder::launch(Api::cudaLaunchKernel, 0, s, s + n));
+  }
+  const uint64_t last = t0 + 10 + kRecords;  // thread 7's second record: still in block 0, read last
+  b.event(7, RecordType::Launch, TraceBuilder::launch(Api::cudaLaunchKernel, 0, last, last + 7));
+  const std::string p = write_trace(b, "lagging_thread.awtrace");
+  auto resident_kib = [&] {  // Rss of the trace's mapping in this process
+    std::ifstream smaps("/proc/self/smaps");
+    bool in = false;
+    for (std::string line; std::getline(smaps, line);) {
+      if (line.find(p) != std::string::npos) in = true;
+      if (in && line.rfind("Rss:", 0) == 0) return std::stoull(line.substr(4));
+    }
+    return 0ull;
+  };
+  for (bool stream : {true, false}) {
+    auto t = TraceFile::open(p);
+    ASSERT_GT(t->block_count(), 590u);
+    if (!stream) t->index();
+    uint64_t n = 0, max_kib = 0;
+    bool ok = true;
+    auto visit = [&](const RecordView& r) {
+      const auto& l = r.ref<tf::LaunchRecord>();
+      const uint64_t want = n == 0 ? t0 : t0 + 10 + (n - 1);
+      if (n == kRecords + 1)
+        ok &= l.start_ns == last && l.end_ns == last + 7 && r.tid == 7;
+      else if (n > 0)
+        ok &= l.start_ns == want && l.end_ns == want + (n - 1) && r.tid == ((n - 1) % 2 ? 9u : 8u);
+      if (n % 4096 == 0) max_kib = std::max<uint64_t>(max_kib, resident_kib());
+      ++n;
+    };
+    if (stream)
+      t->stream_merged(visit);
+    else
+      t->for_each_merged(visit);
+    EXPECT_EQ(n, kRecords + 2);
+    EXPECT_TRUE(ok) << "a record's bytes or order (stream " << stream << ")";
+    // The window, the lag (3 threads), the blocks being read, and 4 MiB for mappings of whole large
+    // folios (fault-around): ~10 MiB, against the file's 37.5 MiB.
+    const uint64_t bound_blocks = TraceFile::kReleaseBlocks + TraceFile::kReleaseLag + 2 * 3 + 3 + 64;
+    EXPECT_LE(max_kib, bound_blocks * (tf::kBlockSize / 1024)) << "stream " << stream;
+    EXPECT_LE(resident_kib(), 1024u) << "given back at the end (stream " << stream << ")";
   }
 }
 
