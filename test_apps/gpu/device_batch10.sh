@@ -12,6 +12,7 @@
 #       rounds each, alternated), shared; start-up once more; and, when build-gpu10/bin/ holds
 #       asyncwatch, asyncwatch_bench, asyncwatch_bench_gen and bin/before/asyncwatch, the analyzer
 #       on a 20 M-record trace, this one and the one before alternated
+#   bash test_apps/gpu/device_batch10.sh c   # carry build-pack: the test apps and the hostile programs
 set -uo pipefail
 . test_apps/gpu/batch_common.sh
 case ${1:-} in
@@ -64,5 +65,14 @@ case ${1:-} in
     fi
     since "all done"
     pack_out ;;
-  *) echo "usage: device_batch10.sh a|b" >&2; exit 2 ;;
+  c)  # carry build-pack (tar -C . -cJf build-pack/build-gpu.tar.xz build-gpu, after stage_build.sh)
+    tar -xJf build-pack/build-gpu.tar.xz || exit 1
+    gpu_info
+    validate_apps 200
+    since "validate done"
+    timeout 150 bash test_apps/gpu/run_hostile.sh --build $B --quick --out $OUT/hostile > $OUT/hostile.log 2>&1
+    tail -3 $OUT/hostile.log
+    since "all done"
+    pack_out ;;
+  *) echo "usage: device_batch10.sh a|b|c" >&2; exit 2 ;;
 esac
