@@ -48,14 +48,18 @@ hostile_and_analyzer() {  # the hostile programs, then the analyzer (new, before
   timeout 300 bash test_apps/gpu/run_hostile.sh --build $B --quick --out $OUT/hostile > $OUT/hostile.log 2>&1
   tail -3 $OUT/hostile.log
   since "hostile done"
-  # On the idle host CPU: one generated 20 M-record trace; the bench pins itself to one core and
-  # prints records/s of CPU time.
+  analyzer_bench 570
+}
+# On the idle host CPU: one generated 20 M-record trace; the bench pins itself to one core and
+# prints records/s of CPU time; this analyzer and the one before ($B/bin/before/) alternated, two
+# rounds, until `budget_s` seconds after the batch's start.
+analyzer_bench() {
   local d round which aw left
   d=$(mktemp -d)
   for round in 1 2; do
     for which in new before; do
       aw=$B/bin/asyncwatch; [ $which = before ] && aw=$B/bin/before/asyncwatch
-      left=$(( 570 - ($(date +%s) - t0) )); [ $left -lt 30 ] && break 2
+      left=$(( $1 - ($(date +%s) - t0) )); [ $left -lt 30 ] && break 2
       timeout $left $B/bin/asyncwatch_bench --asyncwatch $aw --generator $B/bin/asyncwatch_bench_gen --dir "$d" \
         --records 20000000 --no-timeline --no-instructions > $OUT/bench_${which}_$round.txt 2>&1
       echo "== bench $which $round"; grep -i "records/s" $OUT/bench_${which}_$round.txt | head -4

@@ -51,17 +51,7 @@ case ${1:-} in
     echo "== startup_all4"; cat $OUT/startup_all4.txt
     since "startup done"
     if [ -x $B/bin/asyncwatch_bench ] && [ -x $B/bin/before/asyncwatch ]; then
-      d=$(mktemp -d)
-      for round in 1 2; do
-        for which in new before; do
-          aw=$B/bin/asyncwatch; [ $which = before ] && aw=$B/bin/before/asyncwatch
-          left=$(( 560 - ($(date +%s) - t0) )); [ $left -lt 30 ] && break 2
-          timeout $left $B/bin/asyncwatch_bench --asyncwatch $aw --generator $B/bin/asyncwatch_bench_gen --dir "$d" \
-            --records 20000000 --no-timeline --no-instructions > $OUT/bench_${which}_$round.txt 2>&1
-          echo "== bench $which $round"; grep -i "records/s" $OUT/bench_${which}_$round.txt | head -4
-        done
-      done
-      rm -rf "$d"
+      analyzer_bench 560
     fi
     since "all done"
     pack_out ;;
