@@ -528,8 +528,8 @@ template <class F>
 void TraceFile::for_each_merged(F&& visit) const {
   if (!indexed_) throw std::logic_error("for_each_merged before index");
   auto* self = const_cast<TraceFile*>(this);
-  self->merge<false>(visit);  // reads only
-  self->release_blocks_to(block_count_);
+  self->merge<false>(visit);                                // reads only
+  release(trace::kHeaderSize, size_ - trace::kHeaderSize);  // as stream_merged: what the window left
 }
 
 template <class F>

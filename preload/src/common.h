@@ -19,7 +19,7 @@
 // A driver wrapper's fill lambda (traced_call.h, traced_with): inlined into each of traced_with's
 // ways. Left to itself GCC kept it out of line, so every call built the closure of its captures on
 // the stack and called it (a pinned 64 B copy through the driver, as with the static runtime, was
-// 372 instructions added; 293 with the fill inlined: callgrind).
+// 371 instructions added, 292 with the fill inlined: callgrind_per_call.sh --driver).
 #define AW_FILL __attribute__((always_inline))
 
 namespace asyncwatch {
