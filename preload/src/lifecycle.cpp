@@ -26,6 +26,7 @@
 #include "interpose/call_context.h"
 #include "interpose/signal_hooks.h"
 #include "interpose/real_functions.h"
+#include "loaded_object.h"
 #include "log.h"
 #include "stacks/module_map.h"
 #include "stacks/stack_capture.h"
@@ -139,9 +140,8 @@ void capture_environment() {
     if (!strncmp(*e, "LD_PRELOAD=", 11)) *g_preload_value = *e + 11;
   }
   if (g_preload_value->empty()) {
-    Dl_info info;
-    if (dladdr(reinterpret_cast<void*>(&capture_environment), &info) && info.dli_fname)
-      *g_preload_value = info.dli_fname;
+    const link_map* self = loaded_object(reinterpret_cast<const void*>(&capture_environment));
+    if (self && self->l_name && *self->l_name) *g_preload_value = self->l_name;
   }
 }
 

@@ -16,4 +16,19 @@ inline link_map* loaded_object(const void* addr) noexcept {
   return found.dlfo_link_map;
 }
 
+// The same, with the address range its segments were mapped to: from its first loaded segment's
+// page to its last one's end (the loader's own record of it). Instead of a dl_iterate_phdr walk of
+// every object's program headers.
+struct LoadedObject {
+  link_map* map;
+  uintptr_t low, high;  // [low, high)
+};
+inline bool find_loaded_object(const void* addr, LoadedObject* out) noexcept {
+  dl_find_object found;
+  if (_dl_find_object(const_cast<void*>(addr), &found) != 0) return false;
+  *out = {found.dlfo_link_map, reinterpret_cast<uintptr_t>(found.dlfo_map_start),
+          reinterpret_cast<uintptr_t>(found.dlfo_map_end)};
+  return true;
+}
+
 }  // namespace asyncwatch

@@ -27,27 +27,10 @@ void* open_noload(const char* path) { return dlopen(path, RTLD_LAZY | RTLD_NOLOA
 // The address range of the loaded object containing `fn`.
 void note_driver_range(const void* fn) noexcept {
   if (g_driver_hi.load(std::memory_order_acquire)) return;
-  struct Arg {
-    uintptr_t addr, lo, hi;
-  } arg{reinterpret_cast<uintptr_t>(fn), 0, 0};
-  dl_iterate_phdr(
-      [](dl_phdr_info* i, size_t, void* a) -> int {
-        auto* g = static_cast<Arg*>(a);
-        uintptr_t lo = UINTPTR_MAX, hi = 0;
-        for (int k = 0; k < i->dlpi_phnum; ++k) {
-          if (i->dlpi_phdr[k].p_type != PT_LOAD) continue;
-          lo = std::min<uintptr_t>(lo, i->dlpi_addr + i->dlpi_phdr[k].p_vaddr);
-          hi = std::max<uintptr_t>(hi, i->dlpi_addr + i->dlpi_phdr[k].p_vaddr + i->dlpi_phdr[k].p_memsz);
-        }
-        if (g->addr < lo || g->addr >= hi) return 0;
-        g->lo = lo;
-        g->hi = hi;
-        return 1;
-      },
-      &arg);
-  if (!arg.hi) return;
-  g_driver_lo.store(arg.lo, std::memory_order_relaxed);
-  g_driver_hi.store(arg.hi, std::memory_order_release);
+  LoadedObject o;
+  if (!find_loaded_object(fn, &o)) return;
+  g_driver_lo.store(o.low, std::memory_order_relaxed);
+  g_driver_hi.store(o.high, std::memory_order_release);
 }
 
 void* driver_handle() {
@@ -117,7 +100,7 @@ void note_driver_object(void* fn) noexcept {
 namespace {
 // Linked with -lcuda: the application called our export; the driver comes after us (else it is
 // the loaded libcuda).
-// `pin`: also note the driver object (dladdr, dlopen RTLD_NOLOAD); not when this thread
+// `pin`: also note the driver object (its address range, dlopen RTLD_NOLOAD); not when this thread
 // interrupted the library's own code (a handler the library did not see being installed, e.g.
 // under a sanitizer runtime, whose dlopen interceptor holds a lock of its own meanwhile).
 void resolve_one(hooks::Hook h, bool pin) noexcept {
@@ -178,9 +161,8 @@ void* runtime(const char* name) noexcept {
 }
 
 void* next_after_caller(const void* caller, const char* name) noexcept {
-  Dl_info info;
-  link_map* lm = nullptr;
-  if (caller && dladdr1(caller, &info, reinterpret_cast<void**>(&lm), RTLD_DL_LINKMAP) && lm && !is_own(caller)) {
+  link_map* lm = caller ? loaded_object(caller) : nullptr;
+  if (lm && !is_own(caller)) {
     // What glibc's RTLD_NEXT means for the caller: the first definition in an object loaded
     // after the caller's. Calling the real dlsym(RTLD_NEXT) from here would search after *us*.
     // A link_map is not a valid dlsym handle for objects loaded at startup (their search list
@@ -197,8 +179,7 @@ void* next_after_caller(const void* caller, const char* name) noexcept {
     static std::atomic<link_map*> g_self{nullptr};
     link_map* self = g_self.load(std::memory_order_relaxed);
     if (!self) {
-      Dl_info i;
-      dladdr1(reinterpret_cast<void*>(&next_after_caller), &i, reinterpret_cast<void**>(&self), RTLD_DL_LINKMAP);
+      self = loaded_object(reinterpret_cast<const void*>(&next_after_caller));
       g_self.store(self, std::memory_order_relaxed);
     }
     // (Not for the main program, always first in the list: RTLD_NEXT from it must find us.)
@@ -208,9 +189,7 @@ void* next_after_caller(const void* caller, const char* name) noexcept {
       void* h = open_noload(next->l_name && *next->l_name ? next->l_name : nullptr);
       if (!h) continue;
       void* p = dlsym_fn()(h, name);
-      Dl_info where;
-      link_map* owner = nullptr;
-      if (p && dladdr1(p, &where, reinterpret_cast<void**>(&owner), RTLD_DL_LINKMAP) && owner == next) return p;
+      if (p && loaded_object(p) == next) return p;
     }
     return nullptr;
   }

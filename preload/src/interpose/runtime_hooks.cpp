@@ -379,35 +379,10 @@ struct Object {
   uintptr_t base, ld, lo, hi;
 };
 bool object_of(const void* p, Object* out) noexcept {
-  const link_map* lm = loaded_object(p);
-  if (!lm) return false;
-  struct Arg {
-    uintptr_t base;
-    const void* ld;
-    Object* out;
-    bool found;
-  } arg{lm->l_addr, lm->l_ld, out, false};
-  dl_iterate_phdr(
-      [](dl_phdr_info* i, size_t, void* a) -> int {
-        auto* g = static_cast<Arg*>(a);
-        if (i->dlpi_addr != g->base) return 0;
-        uintptr_t lo = UINTPTR_MAX, hi = 0, ld = 0;
-        for (int k = 0; k < i->dlpi_phnum; ++k) {
-          const ElfW(Phdr)& ph = i->dlpi_phdr[k];
-          if (ph.p_type == PT_LOAD) {
-            lo = std::min<uintptr_t>(lo, i->dlpi_addr + ph.p_vaddr);
-            hi = std::max<uintptr_t>(hi, i->dlpi_addr + ph.p_vaddr + ph.p_memsz);
-          } else if (ph.p_type == PT_DYNAMIC) {
-            ld = i->dlpi_addr + ph.p_vaddr;
-          }
-        }
-        if (ld != reinterpret_cast<uintptr_t>(g->ld) || lo > hi) return 0;
-        *g->out = Object{i->dlpi_addr, ld, lo, hi};
-        g->found = true;
-        return 1;
-      },
-      &arg);
-  return arg.found;
+  LoadedObject o;
+  if (!find_loaded_object(p, &o) || o.low > o.high) return false;
+  *out = Object{o.map->l_addr, reinterpret_cast<uintptr_t>(o.map->l_ld), o.low, o.high};
+  return true;
 }
 
 bool same_object(const RtInstance& in, const Object& o) noexcept {

@@ -1,5 +1,7 @@
 #include "module_map.h"
 
+#include "loaded_object.h"
+
 #include <dlfcn.h>
 #include <elf.h>
 #include <limits.h>
@@ -16,6 +18,7 @@
 
 #include "asyncwatch/trace_format.h"
 #include "common.h"
+#include "loaded_object.h"
 #include "trace/thread_buffer.h"
 #include "trace/trace_writer.h"
 
@@ -125,28 +128,10 @@ bool covered(uint64_t addr) noexcept {
 void init_own_range() noexcept {
   // The object whose loaded segments hold this function (no dladdr: its symbol search walks our
   // whole dynamic symbol table).
-  struct Arg {
-    uint64_t base, low, high;
-  } arg{reinterpret_cast<uint64_t>(&init_own_range), 0, 0};
-  dl_iterate_phdr(
-      [](dl_phdr_info* i, size_t, void* a) -> int {
-        auto* arg2 = static_cast<Arg*>(a);
-        uint64_t low = UINT64_MAX, high = 0;
-        for (int k = 0; k < i->dlpi_phnum; ++k) {
-          if (i->dlpi_phdr[k].p_type != PT_LOAD) continue;
-          low = std::min<uint64_t>(low, i->dlpi_addr + i->dlpi_phdr[k].p_vaddr);
-          high = std::max<uint64_t>(high, i->dlpi_addr + i->dlpi_phdr[k].p_vaddr + i->dlpi_phdr[k].p_memsz);
-        }
-        if (arg2->base >= low && arg2->base < high) {
-          arg2->low = low;
-          arg2->high = high;
-          return 1;
-        }
-        return 0;
-      },
-      &arg);
-  g_own_low = arg.low;
-  g_own_high = arg.high;
+  LoadedObject o;
+  if (!find_loaded_object(reinterpret_cast<const void*>(&init_own_range), &o)) return;
+  g_own_low = o.low;
+  g_own_high = o.high;
 }
 
 // Called from our dlsym during the TSan runtime's start-up (see AW_NO_SANITIZE_EARLY).
