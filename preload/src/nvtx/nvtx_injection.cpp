@@ -105,8 +105,8 @@ struct Registered {
 };
 constexpr uint32_t kDomains = 31;      // + 1 shared overflow slot
 constexpr uint32_t kRegistered = 255;  // + 1 shared overflow slot (32 KiB of zero pages)
-Domain g_domains[kDomains + 1];
-Registered g_registered[kRegistered + 1];
+AW_LARGE_ZEROED Domain g_domains[kDomains + 1];
+AW_LARGE_ZEROED Registered g_registered[kRegistered + 1];
 std::atomic<uint32_t> g_domain_count{0};
 std::atomic<uint32_t> g_registered_count{0};
 

@@ -53,7 +53,7 @@ std::atomic<uint64_t> g_mapped{0};  // segments [0, g_mapped) are mapped
 std::atomic<bool> g_open_req{false};
 std::atomic<bool> g_close_req{false};
 std::atomic<uint64_t> g_close_bytes{0};
-std::atomic<char*> g_segments[kMaxSegments];
+AW_LARGE_ZEROED std::atomic<char*> g_segments[kMaxSegments];
 std::atomic<FileHeader*> g_header{nullptr};
 std::atomic<pid_t> g_thread_pid{0};  // the process the thread belongs to
 
@@ -269,7 +269,7 @@ bool link_unnamed(int fd, const char* dir, const char* name) noexcept {
 }
 
 // The unnamed file's name pattern (create_file's, with its expansions), until name_unnamed.
-char g_unnamed_name[PATH_MAX];
+AW_LARGE_ZEROED char g_unnamed_name[PATH_MAX];
 // The unnamed file's naming against the process's end (settle_unnamed): open until the file
 // thread names and publishes it (kNaming, then kNamed) or the ending process refuses it first
 // (kNameRefused: never named, the file goes with the process). Also a futex word.
@@ -370,7 +370,7 @@ void write_first_blocks(off_t off) noexcept {
   // One zero page, never written, named by every iovec: one fault of the file thread (the shared
   // zero page), not a 16 KiB buffer zeroed on its stack (four faults).
   static constexpr size_t kChunk = 4096;
-  alignas(4096) static char zeros[kChunk];
+  alignas(4096) AW_LARGE_ZEROED static char zeros[kChunk];
   iovec iov[kFirstSegmentWritten / kChunk];
   for (iovec& v : iov) v = {zeros, kChunk};
   [[maybe_unused]] ssize_t n = pwritev(g_fd, iov, static_cast<int>(std::size(iov)), off);
