@@ -35,6 +35,16 @@ startup_pair() {  # tag: this library and the one before, on the whole idle mach
     echo "== startup_${1}_$lib"; tail -1 $OUT/startup_${1}_$lib.txt
   done
 }
+startup_turns() {  # rounds runs [first]: the bare process, the library before ($B/lib/before/) and this
+  # one taking turns run by run (startup.sh with two --lib), on the whole machine; rounds numbered from first
+  local r
+  for r in $(seq "${3:-1}" $(( ${3:-1} + $1 - 1 ))); do
+    timeout 90 bash test_apps/bench/startup.sh $B --runs "$2" --lib $B/lib/before/libasyncwatch.so \
+      --lib $B/lib/libasyncwatch.so > $OUT/startup_all$r.txt 2>&1
+    echo "== startup_all$r"; cat $OUT/startup_all$r.txt
+  done
+  since "startup done"
+}
 apps_and_paired() {  # the GPU, the test apps (200 s), then paired static (new, before) and shared (new)
   gpu_info
   validate_apps 200
@@ -44,10 +54,20 @@ apps_and_paired() {  # the GPU, the test apps (200 s), then paired static (new, 
   paired shared_new --shared
   since "paired done"
 }
-hostile_and_analyzer() {  # the hostile programs, then the analyzer (new, before: $B/bin/before/) alternated
-  timeout 300 bash test_apps/gpu/run_hostile.sh --build $B --quick --out $OUT/hostile > $OUT/hostile.log 2>&1
+hostile() {  # limit_s: run_hostile.sh --quick into $OUT/hostile, its last lines printed
+  timeout "$1" bash test_apps/gpu/run_hostile.sh --build $B --quick --out $OUT/hostile > $OUT/hostile.log 2>&1
   tail -3 $OUT/hostile.log
   since "hostile done"
+}
+corpus() {  # budget_s: the corpus of public programs (.corpus carried) with $B's library into $OUT/corpus
+  mkdir -p $OUT/corpus
+  OUT=$OUT/corpus timeout $(( $1 + 15 )) bash test_apps/gpu/run_corpus.sh --preload $B/lib/libasyncwatch.so \
+    --budget-s "$1" > $OUT/corpus.log 2>&1
+  tail -2 $OUT/corpus.log
+  since "corpus done"
+}
+hostile_and_analyzer() {  # the hostile programs, then the analyzer (new, before: $B/bin/before/) alternated
+  hostile 300
   analyzer_bench 570
 }
 # On the idle host CPU: one generated 20 M-record trace; the bench pins itself to one core and

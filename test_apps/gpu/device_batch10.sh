@@ -19,11 +19,7 @@ case ${1:-} in
   a)
     B=build-gpu10
     gpu_info
-    for r in 1 2 3; do
-      timeout 90 bash test_apps/bench/startup.sh $B --runs 301 --lib $B/lib/before/libasyncwatch.so \
-        --lib $B/lib/libasyncwatch.so > $OUT/startup_all$r.txt 2>&1
-      echo "== startup_all$r"; cat $OUT/startup_all$r.txt
-    done
+    startup_turns 3 301
     for r in 1 2; do
       timeout 90 taskset -c 7 bash test_apps/bench/startup.sh $B --runs 201 --lib $B/lib/before/libasyncwatch.so \
         --lib $B/lib/libasyncwatch.so > $OUT/startup_core$r.txt 2>&1
@@ -46,10 +42,7 @@ case ${1:-} in
     done
     paired shared_new --shared
     since "paired done"
-    timeout 90 bash test_apps/bench/startup.sh $B --runs 301 --lib $B/lib/before/libasyncwatch.so \
-      --lib $B/lib/libasyncwatch.so > $OUT/startup_all4.txt 2>&1
-    echo "== startup_all4"; cat $OUT/startup_all4.txt
-    since "startup done"
+    startup_turns 1 301 4
     if [ -x $B/bin/asyncwatch_bench ] && [ -x $B/bin/before/asyncwatch ]; then
       analyzer_bench 560
     fi
@@ -60,9 +53,7 @@ case ${1:-} in
     gpu_info
     validate_apps 200
     since "validate done"
-    timeout 150 bash test_apps/gpu/run_hostile.sh --build $B --quick --out $OUT/hostile > $OUT/hostile.log 2>&1
-    tail -3 $OUT/hostile.log
-    since "all done"
+    hostile 150
     pack_out ;;
   *) echo "usage: device_batch10.sh a|b|c" >&2; exit 2 ;;
 esac

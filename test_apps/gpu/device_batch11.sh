@@ -4,36 +4,37 @@
 #   bash test_apps/gpu/device_batch11.sh a   # carry build-pack and .corpus: the corpus of public
 #       programs, the test apps, the hostile programs
 #   bash test_apps/gpu/device_batch11.sh b   # carry build-pack: start-up of this library and the one
-#       before (build-gpu/lib/before/) taking turns; when build-gpu/bin/ holds asyncwatch_bench,
-#       asyncwatch_bench_gen and before/asyncwatch, the analyzer on a 20 M-record trace alternated
+#       before (build-gpu/lib/before/) taking turns, then recording on vs paused for both (static
+#       runtime, two rounds each, alternated) and this one (shared)
+#   bash test_apps/gpu/device_batch11.sh c   # carry build-pack: when build-gpu/bin/ holds asyncwatch_bench,
+#       asyncwatch_bench_gen and before/asyncwatch, the analyzer on a 20 M-record trace alternated;
+#       start-up once more
 set -uo pipefail
 . test_apps/gpu/batch_common.sh
 tar -xJf build-pack/build-gpu.tar.xz || exit 1
 case ${1:-} in
   a)
     gpu_info
-    mkdir -p $OUT/corpus; OUT=$OUT/corpus timeout 185 bash test_apps/gpu/run_corpus.sh --preload $B/lib/libasyncwatch.so \
-      --budget-s 170 > $OUT/corpus.log 2>&1
-    tail -2 $OUT/corpus.log
-    since "corpus done"
+    corpus 170
     validate_apps 170
     since "validate done"
-    timeout 150 bash test_apps/gpu/run_hostile.sh --build $B --quick --out $OUT/hostile > $OUT/hostile.log 2>&1
-    tail -3 $OUT/hostile.log
-    since "all done"
+    hostile 150
     pack_out ;;
   b)
     gpu_info
-    for r in 1 2 3; do
-      timeout 90 bash test_apps/bench/startup.sh $B --runs 301 --lib $B/lib/before/libasyncwatch.so \
-        --lib $B/lib/libasyncwatch.so > $OUT/startup_all$r.txt 2>&1
-      echo "== startup_all$r"; cat $OUT/startup_all$r.txt
+    startup_turns 3 301
+    for r in 1 2; do
+      paired static_new_$r
+      paired static_before_$r --lib $B/lib/before/libasyncwatch.so
     done
-    since "startup done"
-    if [ -x $B/bin/asyncwatch_bench ] && [ -x $B/bin/before/asyncwatch ]; then
-      analyzer_bench 560
-    fi
+    paired shared_new --shared
     since "all done"
     pack_out ;;
-  *) echo "usage: device_batch11.sh a|b" >&2; exit 2 ;;
+  c)
+    gpu_info
+    [ -x $B/bin/asyncwatch_bench ] && [ -x $B/bin/before/asyncwatch ] && analyzer_bench 420
+    startup_turns 2 301 4
+    since "all done"
+    pack_out ;;
+  *) echo "usage: device_batch11.sh a|b|c" >&2; exit 2 ;;
 esac
