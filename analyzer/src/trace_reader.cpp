@@ -113,13 +113,23 @@ std::unique_ptr<TraceFile> TraceFile::open(const std::string& path, const Limits
   // The fast path of the validating walk takes the fixed-size event records of this version; a
   // version-1 trace (converted record by record) and everything else take the slow path.
   uint32_t largest_fast = 0;
+  bool by_table[kRecordTypeLimit] = {}, copy[kRecordTypeLimit] = {};  // FastRow's, by the type's struct
+#define ASYNCWATCH_BY_TABLE_ROW(id, name, type, since) \
+  by_table[id] = reader_checks::kHeadChecksOnly<type>; \
+  copy[id] = std::is_same_v<type, CopyRecord>;
+  ASYNCWATCH_RECORD_TYPES(ASYNCWATCH_BY_TABLE_ROW)
+#undef ASYNCWATCH_BY_TABLE_ROW
   for (uint16_t type = 0; type < kRecordTypeLimit; ++type) {
     const RecordInfo& info = record_info(type);
     const bool fast = h.version >= 2 && type != 0 && info.since != 0 && info.since <= h.version &&
                       info.size_rule == SizeRule::Fixed && !is_metadata(static_cast<RecordType>(type));
-    t->fast_size_[type] = fast ? info.fixed : UINT32_MAX;
-    if (fast) largest_fast = std::max<uint32_t>(largest_fast, info.fixed);
-    if (fast) t->fast_types_ |= uint64_t{1} << type;
+    if (!fast) continue;
+    FastRow& row = t->fast_rows_[type];
+    row.size = info.fixed;
+    row.by_table = by_table[type];
+    row.copy = copy[type];
+    row.string_at = kStringRefAt.at[type];
+    largest_fast = std::max<uint32_t>(largest_fast, info.fixed);
   }
   t->fast_end_ = largest_fast ? kBlockSize - largest_fast + 1 : 0;
   if (h.header_size != kHeaderSize)
@@ -301,12 +311,14 @@ void TraceFile::scan(const std::function<void(const RecordView&)>& visit,
 }
 
 bool IdOffsets::add_slow(uint32_t id, uint64_t offset, uint64_t limit) {
+  if (id == 0) return true;  // none (the dense table has no slot yet)
   if (find(id) != UINT64_MAX) return true;
   if (count_ >= limit) return false;
   // Dense while the ids are (a few far-out ids must not allocate the whole vector).
   if (id < kDense && (id < dense_.size() || id <= 2 * count_ + 4096)) {
     if (id >= dense_.size()) {
       dense_.resize(std::min<size_t>(std::max<size_t>(id + 1, dense_.size() * 2), kDense), 0);
+      dense_[0] = kNone;
       dense_size_ = static_cast<uint32_t>(dense_.size());
     }
     dense_[id] = offset + 1;
@@ -318,6 +330,7 @@ bool IdOffsets::add_slow(uint32_t id, uint64_t offset, uint64_t limit) {
 }
 
 uint64_t IdOffsets::find(uint32_t id) const {
+  if (id == 0) return UINT64_MAX;  // none (dense_[0] is kNone)
   if (id < dense_.size() && dense_[id]) return dense_[id] - 1;
   if (sparse_.empty()) return UINT64_MAX;
   auto it = sparse_.find(id);
@@ -453,7 +466,7 @@ bool TraceFile::next_validated(CursorState& c) {
         RecordHeader rh;
         std::memcpy(&rh, block + c.off, sizeof rh);
         FieldChecks quiet{api_count_, nullptr};
-        if (rh.type < kRecordTypeLimit && rh.size == fast_size_[rh.type] && c.off + rh.size <= kBlockSize &&
+        if (rh.type < kRecordTypeLimit && rh.size == fast_rows_[rh.type].size && c.off + rh.size <= kBlockSize &&
             fields_valid(quiet, static_cast<RecordType>(rh.type), block + c.off)) {
           c.current =
               RecordView{static_cast<RecordType>(rh.type), rh.size, block + c.off, base + c.off, c.tid, b, rh.size};

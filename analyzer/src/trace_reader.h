@@ -142,9 +142,49 @@ inline uint64_t record_end_time(const RecordView& r) {
   return time_at(r, kRecordTimeOffsets.end[static_cast<size_t>(r.type)]);
 }
 
+// The string a record of struct T refers to: its id's offset in the record, 0 for none (the one
+// definition of the reader's string references: absorb_event's and the fast paths').
+// (A call record is not standard-layout, its CallHead a base, but GCC lays it out as written.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winvalid-offsetof"
+template <class T>
+constexpr uint8_t string_ref_at() {
+  if constexpr (std::is_same_v<T, trace::LaunchRecord>) return offsetof(trace::LaunchRecord, kernel_name_id);
+  if constexpr (std::is_same_v<T, trace::NvtxRangeRecord>) return offsetof(trace::NvtxRangeRecord, name_id);
+  return 0;
+}
+#pragma GCC diagnostic pop
+// The same by record type.
+struct StringRefOffsets {
+  uint8_t at[trace::kRecordTypeLimit];
+};
+inline constexpr StringRefOffsets kStringRefAt = [] {
+  StringRefOffsets t{};
+#define ASYNCWATCH_STRING_REF_ROW(id, name, type, since) t.at[id] = string_ref_at<trace::type>();
+  ASYNCWATCH_RECORD_TYPES(ASYNCWATCH_STRING_REF_ROW)
+#undef ASYNCWATCH_STRING_REF_ROW
+  return t;
+}();
+
+// What the validating walk's fast path does with a record type, in this trace's version (TraceFile::
+// fast_rows_, made by open()). `size`: the type's fixed size, which the record's must be, or
+// UINT32_MAX (no record's is): the slow path's type (metadata, variable sizes, a version-1 trace).
+// `by_table`: the type's checks are the head's and a copy's body (reader_checks::kHeadChecksOnly),
+// tested from this row without a jump on the type (TraceFile::fast_call); `copy`: with the copy's;
+// `string_at`: the string it refers to (string_ref_at). The other fast types (a body of their own,
+// or not a call) take the switch on the type (fast_switched).
+struct FastRow {
+  uint32_t size = UINT32_MAX;
+  uint8_t string_at = 0;
+  bool by_table = false;
+  bool copy = false;
+};
+
 // Ids (of stacks, strings) -> the file offset of a record: a dense vector while the ids are dense
 // (writers hand them out from 1), a hash map for the others. At most `limit` ids: add() says
-// when it is full. Memory: at most 16 bytes per id (dense), about 40 (hash map).
+// when it is full. Memory: at most 16 bytes per id (dense), about 40 (hash map). Id 0 is "none":
+// add(0) records nothing and is true, found at the dense table's slot 0 (never an id's) like an id
+// seen before, so that a record's reference is added without a test of whether it has one.
 class IdOffsets {
  public:
   static constexpr uint32_t kDense = 1u << 27;  // a cap only: ids beyond 2 x count + 4096 go to the map
@@ -165,8 +205,9 @@ class IdOffsets {
 
  private:
   bool add_slow(uint32_t id, uint64_t offset, uint64_t limit);
-  std::vector<uint64_t> dense_;  // id -> offset + 1, 0 = absent
-  uint32_t dense_size_ = 0;      // dense_.size(), for add()'s test (kDense bounds it)
+  static constexpr uint64_t kNone = UINT64_MAX;  // dense_[0]: add(0)'s answer without add_slow
+  std::vector<uint64_t> dense_;                  // id -> offset + 1, 0 = absent; [0]: kNone, once it has any slot
+  uint32_t dense_size_ = 0;                      // dense_.size(), for add()'s test (kDense bounds it)
   std::unordered_map<uint32_t, uint64_t> sparse_;
   size_t count_ = 0;
 };
@@ -289,22 +330,27 @@ class TraceFile {
   bool next_validated(CursorState& c);
   bool absorb_metadata(const RecordView& r);
   bool absorb_event(const RecordView& r, uint64_t* start);  // *start: record_time(r)
-  // The validating walk's fast path for a record of type T at `p` (its size is T's fixed size, it
-  // lies inside the block): its field checks and absorb_event in one, the type known at compile
-  // time; false (nothing absorbed) for a call in flight or any problem, which the slow path takes.
+  // The validating walk's fast path for the record at `p` (inside the block, below fast_end_):
+  // its field checks and absorb_event in one; false (nothing absorbed) for a call in flight, a
+  // type or size it does not take, or any problem: the slow path's, which names it. A call of a
+  // row `by_table` is tested by fast_call; the other types by fast_switched, the generated switch
+  // on the type, to fast_event<T>, the type known at compile time.
+  bool fast_event(trace::RecordHeader rh, const uint8_t* p, uint64_t offset, uint64_t* start);
+  bool fast_call(const FastRow& row, const uint8_t* p, uint64_t offset, uint64_t* start);
+  bool fast_switched(trace::RecordHeader rh, const uint8_t* p, uint64_t offset, uint64_t* start);
   template <class T>
   bool fast_event(const uint8_t* p, uint64_t offset, uint64_t* start);
-  bool fast_event(trace::RecordHeader rh, const uint8_t* p, uint64_t offset, uint64_t* start);
   void absorb_in_flight(const RecordView& r, const trace::CallHead& h);
   template <bool kValidate, class F>
   void merge(F& visit);
 
+  // A reference to a stack or string (id 0: none, IdOffsets::add's true).
   __attribute__((always_inline)) void use_stack(uint32_t id, uint64_t file_offset) {
-    if (id && !first_stack_use_.add(id, file_offset, limits_.stacks))
+    if (!first_stack_use_.add(id, file_offset, limits_.stacks))
       over_limit("distinct call stacks referred to", limits_.stacks, "--max-stacks");
   }
   __attribute__((always_inline)) void use_string(uint32_t id, uint64_t file_offset) {
-    if (id && !first_string_use_.add(id, file_offset, limits_.strings))
+    if (!first_string_use_.add(id, file_offset, limits_.strings))
       over_limit("distinct strings referred to", limits_.strings, nullptr);
   }
 
@@ -333,13 +379,9 @@ class TraceFile {
   std::vector<uint64_t> caller_sites_;  // the one-frame stacks, by id - kCallerSiteStackBase
   std::vector<LostReport> lost_reports_;
   uint32_t version_ = trace::kFormatVersion;
-  uint16_t api_count_ = 0;  // kApiCountInVersion[version_]
-  // By record type: the exact size of an event record that the validating walk may take on its
-  // fast path (fixed-size event types of this version), UINT32_MAX for the others (slow path).
-  uint32_t fast_size_[trace::kRecordTypeLimit];
-  uint64_t fast_types_ = 0;  // bit t: fast_size_[t] is the type's table size (the inline fast path's test)
-  static_assert(trace::kRecordTypeLimit <= 64);
-  // The fast path takes records that start below kBlockSize - (the largest fast_size_) + 1: they
+  uint16_t api_count_ = 0;                      // kApiCountInVersion[version_]
+  FastRow fast_rows_[trace::kRecordTypeLimit];  // by record type (row 0, None, takes no record)
+  // The fast path takes records that start below kBlockSize - (the largest fast size) + 1: they
   // end inside the block whatever their type (CursorState::fast_end).
   uint32_t fast_end_ = 0;
   uint64_t last_time_ns_ = 0;
@@ -359,10 +401,11 @@ class TraceFile {
 // The event records: their references and times; true unless the call was still in flight.
 __attribute__((always_inline)) inline bool TraceFile::absorb_event(const RecordView& r, uint64_t* start) {
   ++record_count_;
-  if (r.type == trace::RecordType::Launch)
-    use_string(r.ref<trace::LaunchRecord>().kernel_name_id, r.file_offset);
-  else if (r.type == trace::RecordType::NvtxRange)
-    use_string(r.ref<trace::NvtxRangeRecord>().name_id, r.file_offset);
+  if (const uint8_t at = kStringRefAt.at[static_cast<size_t>(r.type)]) {
+    uint32_t id;
+    std::memcpy(&id, r.data + at, sizeof id);
+    use_string(id, r.file_offset);
+  }
   const trace::RecordInfo& info = trace::record_info(static_cast<uint16_t>(r.type));
   if (info.call) {
     const trace::CallHead& h = r.ref<trace::CallHead>();
@@ -393,8 +436,11 @@ __attribute__((always_inline)) inline bool TraceFile::fast_event(const uint8_t* 
     }
     if (__builtin_expect(!reader_checks::fields_ok<T>(p, api_count_), 0)) return false;
     // absorb_event, the type known: its references (in the same order), counts and times.
-    if constexpr (std::is_same_v<T, trace::LaunchRecord>) use_string(r.kernel_name_id, offset);
-    if constexpr (std::is_same_v<T, trace::NvtxRangeRecord>) use_string(r.name_id, offset);
+    if constexpr (constexpr uint8_t at = string_ref_at<T>()) {
+      uint32_t id;
+      std::memcpy(&id, p + at, sizeof id);
+      use_string(id, offset);
+    }
     if constexpr (kCall) use_stack(r.stack_id, offset);
     ++record_count_;
     ++event_record_count_;
@@ -406,19 +452,53 @@ __attribute__((always_inline)) inline bool TraceFile::fast_event(const uint8_t* 
   }
 }
 
-// The generated switch over the record table: one jump on the type, then its size against the
-// table's (a constant here) and whether this version's fast path takes it.
-__attribute__((always_inline)) inline bool TraceFile::fast_event(trace::RecordHeader rh, const uint8_t* p,
-                                                                 uint64_t offset, uint64_t* start) {
+// A call of a row `by_table`: the same checks, references, counts and times as fast_event<T>'s,
+// from the row. No jump on the type: the analysis' switch when the record is visited is then the
+// one dispatch on its type (the reader's and the analysis' indirect jumps on a random mix of types
+// mispredicted about once a record between them in cachegrind's simulation; docs/performance.md,
+// sixteenth session).
+__attribute__((always_inline)) inline bool TraceFile::fast_call(const FastRow& row, const uint8_t* p, uint64_t offset,
+                                                                uint64_t* start) {
+  using reader_checks::FieldChecks;
+  const trace::CallHead& h = *reinterpret_cast<const trace::CallHead*>(p);
+  if (__builtin_expect(h.flags & trace::kFlagInFlight, 0)) return false;  // absorb_in_flight's
+  if (__builtin_expect(!FieldChecks::head_ok(h, api_count_), 0)) return false;
+  if (row.copy && __builtin_expect(!FieldChecks::copy_ok(*reinterpret_cast<const trace::CopyRecord*>(p)), 0))
+    return false;
+  if (row.string_at) {
+    uint32_t string_id;
+    std::memcpy(&string_id, p + row.string_at, sizeof string_id);
+    use_string(string_id, offset);
+  }
+  use_stack(h.stack_id, offset);
+  ++record_count_;
+  ++event_record_count_;
+  const uint64_t s = h.start_ns, e = h.end_ns;
+  if (s && s < first_time_ns_) first_time_ns_ = s;
+  if (e > last_time_ns_) last_time_ns_ = e;
+  *start = s;
+  return true;
+}
+
+// The generated switch over the record table: one jump on the type (its size was tested).
+__attribute__((always_inline)) inline bool TraceFile::fast_switched(trace::RecordHeader rh, const uint8_t* p,
+                                                                    uint64_t offset, uint64_t* start) {
   switch (static_cast<trace::RecordType>(rh.type)) {
-#define ASYNCWATCH_FAST_ROW(id, name, type_, since)                                                      \
-  case trace::RecordType::name:                                                                          \
-    return rh.size == trace::record_size_aligned(sizeof(trace::type_)) && ((fast_types_ >> (id)) & 1) && \
-           fast_event<trace::type_>(p, offset, start);
+#define ASYNCWATCH_FAST_ROW(id, name, type_, since) \
+  case trace::RecordType::name: return fast_event<trace::type_>(p, offset, start);
     ASYNCWATCH_RECORD_TYPES(ASYNCWATCH_FAST_ROW)
 #undef ASYNCWATCH_FAST_ROW
     default: return false;
   }
+}
+
+// The row of the record's type; its size against the row's; a call by the row, the others by the switch.
+__attribute__((always_inline)) inline bool TraceFile::fast_event(trace::RecordHeader rh, const uint8_t* p,
+                                                                 uint64_t offset, uint64_t* start) {
+  const FastRow& row = fast_rows_[rh.type < trace::kRecordTypeLimit ? rh.type : 0];
+  if (__builtin_expect(rh.size != row.size, 0)) return false;
+  if (__builtin_expect(row.by_table, 1)) return fast_call(row, p, offset, start);
+  return fast_switched(rh, p, offset, start);
 }
 
 // Records that are not events: the metadata kinds (no call head, no times: ThreadInfo, Module,

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 namespace asyncwatch::reader_checks {
 
@@ -51,9 +52,13 @@ struct FieldChecks {
   bool memory(uint8_t k, const char* side) {
     return k < kMemoryKindCount || bad(fmt::format("unknown {} memory kind {}", side, k));
   }
+  // A record without checks of its body: NoBody (true), so that kHeadChecksOnly can tell.
+  struct NoBody {
+    constexpr operator bool() const { return true; }
+  };
   template <class T>
-  bool body(const T&) {
-    return true;
+  NoBody body(const T&) {
+    return {};
   }
   __attribute__((always_inline)) bool body(const CopyRecord& c) {
     if (__builtin_expect(copy_ok(c), 1)) return true;
@@ -118,6 +123,15 @@ struct FieldChecks {
     return body(r);
   }
 };
+
+// The call records whose checks are the head's (FieldChecks::head_ok) and, for a copy, its body's
+// (copy_ok), nothing else: the reader's fast path tests those from a table row, without a jump on
+// the type (TraceFile::fast_call).
+template <class T>
+inline constexpr bool kHeadChecksOnly =
+    is_call_record<T> &&
+    (std::is_same_v<decltype(std::declval<FieldChecks&>().body(std::declval<const T&>())), FieldChecks::NoBody> ||
+     std::is_same_v<T, CopyRecord>);
 
 // Whether the record at `p` (of type T, its size checked) passes FieldChecks::check<T>, without
 // naming the problem: the reader's fast path (the common records need no FieldChecks object).

@@ -393,6 +393,47 @@ TEST(Reader, BitFlipsNeverCrash) {
   EXPECT_GT(errors, 100);
 }
 
+// The calls the fast path checks from their type's row (TraceFile::fast_call: launches, syncs,
+// host-function enqueues, memsets, copies) name each field's problem as the slow path does, the
+// first of several in the checks' order, after a valid record of the same type read fast.
+TEST(Reader, RowCheckedCallsNameTheirProblems) {
+  const auto error_with = [](RecordType type, auto bad, const char* name) {
+    TraceBuilder tb(1);
+    const uint64_t t = tb.header().start_monotonic_ns;
+    auto good = bad;
+    good.stream_kind = static_cast<uint8_t>(tf::StreamKind::Explicit);
+    good.driver_fn = static_cast<uint16_t>(Api::None);
+    good.start_ns = t, good.end_ns = t + 5;
+    tb.event(7, type, good);
+    bad.start_ns = t + 10, bad.end_ns = t + 15;
+    tb.event(7, type, bad);
+    return error_of(tb.bytes(), name);
+  };
+  const uint64_t t = 0;
+  auto launch = TraceBuilder::launch(Api::cudaLaunchKernel, 0, t, t);
+  launch.stream_kind = 200;
+  EXPECT_NE(error_with(RecordType::Launch, launch, "row_launch.awtrace").find("unknown stream kind 200"),
+            std::string::npos);
+  auto sync = TraceBuilder::sync(Api::cudaStreamSynchronize, Api::None, t, t);
+  sync.driver_fn = 60000;
+  sync.stream_kind = 200;  // (the driver function is checked first)
+  EXPECT_NE(error_with(RecordType::Sync, sync, "row_sync.awtrace").find("unknown driver function id 60000"),
+            std::string::npos);
+  auto enqueue = TraceBuilder::enqueue(Api::cudaLaunchHostFunc, Api::None, 1, t, t);
+  enqueue.stream_kind = 201;
+  EXPECT_NE(error_with(RecordType::HostFuncEnqueue, enqueue, "row_enqueue.awtrace").find("unknown stream kind 201"),
+            std::string::npos);
+  auto copy = TraceBuilder::copy(Api::cudaMemcpyAsync, Api::None, Direction::DtoH, MemoryKind::Device,
+                                 MemoryKind::Pinned, t, t, 1);
+  copy.direction = 9;
+  EXPECT_NE(error_with(RecordType::Copy, copy, "row_copy.awtrace").find("unknown direction 9"), std::string::npos);
+  auto memset = copy;
+  memset.direction = static_cast<uint8_t>(Direction::Unknown);
+  memset.src_memory = 33;
+  EXPECT_NE(error_with(RecordType::Memset, memset, "row_memset.awtrace").find("unknown source memory kind 33"),
+            std::string::npos);
+}
+
 TEST(Reader, EveryTruncationIsAnErrorOrFine) {
   const auto good = small_trace().bytes();
   for (size_t len = 0; len < good.size(); len += 997) {
