@@ -7,8 +7,7 @@
 #       before (build-gpu/lib/before/) taking turns, then recording on vs paused for both (static
 #       runtime, two rounds each, alternated) and this one (shared)
 #   bash test_apps/gpu/device_batch11.sh c   # carry build-pack: when build-gpu/bin/ holds asyncwatch_bench,
-#       asyncwatch_bench_gen and before/asyncwatch, the analyzer on a 20 M-record trace alternated;
-#       start-up once more
+#       asyncwatch_bench_gen and before/asyncwatch, the analyzer on a 20 M-record trace alternated
 set -uo pipefail
 . test_apps/gpu/batch_common.sh
 tar -xJf build-pack/build-gpu.tar.xz || exit 1
@@ -32,8 +31,7 @@ case ${1:-} in
     pack_out ;;
   c)
     gpu_info
-    [ -x $B/bin/asyncwatch_bench ] && [ -x $B/bin/before/asyncwatch ] && analyzer_bench 420
-    startup_turns 2 301 4
+    [ -x $B/bin/asyncwatch_bench ] && [ -x $B/bin/before/asyncwatch ] && analyzer_bench 540
     since "all done"
     pack_out ;;
   *) echo "usage: device_batch11.sh a|b|c" >&2; exit 2 ;;
