@@ -353,6 +353,20 @@ class TraceFile {
     if (!first_string_use_.add(id, file_offset, limits_.strings))
       over_limit("distinct strings referred to", limits_.strings, nullptr);
   }
+  // The string id at byte `at` of the record at `rec` (string_ref_at), referred to.
+  __attribute__((always_inline)) void use_string_at(const uint8_t* rec, uint8_t at, uint64_t file_offset) {
+    uint32_t id;
+    std::memcpy(&id, rec + at, sizeof id);
+    use_string(id, file_offset);
+  }
+  // An event record counted, with its start and end times (the trace's first and last).
+  __attribute__((always_inline)) bool count_event(uint64_t start_ns, uint64_t end_ns, uint64_t* start) {
+    ++event_record_count_;
+    if (start_ns && start_ns < first_time_ns_) first_time_ns_ = start_ns;
+    if (end_ns > last_time_ns_) last_time_ns_ = end_ns;
+    *start = start_ns;
+    return true;
+  }
 
   std::string path_;
   Limits limits_;
@@ -401,11 +415,7 @@ class TraceFile {
 // The event records: their references and times; true unless the call was still in flight.
 __attribute__((always_inline)) inline bool TraceFile::absorb_event(const RecordView& r, uint64_t* start) {
   ++record_count_;
-  if (const uint8_t at = kStringRefAt.at[static_cast<size_t>(r.type)]) {
-    uint32_t id;
-    std::memcpy(&id, r.data + at, sizeof id);
-    use_string(id, r.file_offset);
-  }
+  if (const uint8_t at = kStringRefAt.at[static_cast<size_t>(r.type)]) use_string_at(r.data, at, r.file_offset);
   const trace::RecordInfo& info = trace::record_info(static_cast<uint16_t>(r.type));
   if (info.call) {
     const trace::CallHead& h = r.ref<trace::CallHead>();
@@ -415,13 +425,8 @@ __attribute__((always_inline)) inline bool TraceFile::absorb_event(const RecordV
       return false;
     }
   }
-  ++event_record_count_;
   // record_time / record_end_time, from the row at hand
-  const uint64_t s = time_at(r, info.start_offset), e = time_at(r, info.end_offset);
-  if (s && s < first_time_ns_) first_time_ns_ = s;
-  if (e > last_time_ns_) last_time_ns_ = e;
-  *start = s;
-  return true;
+  return count_event(time_at(r, info.start_offset), time_at(r, info.end_offset), start);
 }
 
 template <class T>
@@ -436,19 +441,10 @@ __attribute__((always_inline)) inline bool TraceFile::fast_event(const uint8_t* 
     }
     if (__builtin_expect(!reader_checks::fields_ok<T>(p, api_count_), 0)) return false;
     // absorb_event, the type known: its references (in the same order), counts and times.
-    if constexpr (constexpr uint8_t at = string_ref_at<T>()) {
-      uint32_t id;
-      std::memcpy(&id, p + at, sizeof id);
-      use_string(id, offset);
-    }
+    if constexpr (constexpr uint8_t at = string_ref_at<T>()) use_string_at(p, at, offset);
     if constexpr (kCall) use_stack(r.stack_id, offset);
     ++record_count_;
-    ++event_record_count_;
-    const uint64_t s = r.start_ns, e = r.end_ns;
-    if (s && s < first_time_ns_) first_time_ns_ = s;
-    if (e > last_time_ns_) last_time_ns_ = e;
-    *start = s;
-    return true;
+    return count_event(r.start_ns, r.end_ns, start);
   }
 }
 
@@ -465,19 +461,10 @@ __attribute__((always_inline)) inline bool TraceFile::fast_call(const FastRow& r
   if (__builtin_expect(!FieldChecks::head_ok(h, api_count_), 0)) return false;
   if (row.copy && __builtin_expect(!FieldChecks::copy_ok(*reinterpret_cast<const trace::CopyRecord*>(p)), 0))
     return false;
-  if (row.string_at) {
-    uint32_t string_id;
-    std::memcpy(&string_id, p + row.string_at, sizeof string_id);
-    use_string(string_id, offset);
-  }
+  if (row.string_at) use_string_at(p, row.string_at, offset);
   use_stack(h.stack_id, offset);
   ++record_count_;
-  ++event_record_count_;
-  const uint64_t s = h.start_ns, e = h.end_ns;
-  if (s && s < first_time_ns_) first_time_ns_ = s;
-  if (e > last_time_ns_) last_time_ns_ = e;
-  *start = s;
-  return true;
+  return count_event(h.start_ns, h.end_ns, start);
 }
 
 // The generated switch over the record table: one jump on the type (its size was tested).

@@ -16,6 +16,13 @@ paired() {  # name run_paired.sh-args...: $OUT/name.txt, its last three lines pr
     --items launch,copy_pinned_64,event_record_query "$@" > $OUT/$name.txt 2>&1
   echo "== $name"; tail -3 $OUT/$name.txt
 }
+paired_ab() {  # rounds: paired static runs of this library and the one before ($B/lib/before/), alternated
+  local r
+  for r in $(seq "$1"); do
+    paired static_new_$r
+    paired static_before_$r --lib $B/lib/before/libasyncwatch.so
+  done
+}
 validate_apps() {  # budget_s: validate.sh on every test app, its last two lines printed
   OUT=$OUT bash test_apps/gpu/validate.sh $B --budget-s "$1" > $OUT/validate.log 2>&1; tail -2 $OUT/validate.log
 }

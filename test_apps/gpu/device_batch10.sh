@@ -26,20 +26,14 @@ case ${1:-} in
       echo "== startup_core$r"; cat $OUT/startup_core$r.txt
     done
     since "startup done"
-    for r in 1 2; do
-      paired static_new_$r
-      paired static_before_$r --lib $B/lib/before/libasyncwatch.so
-    done
+    paired_ab 2
     paired shared_new --shared
     since "all done"
     pack_out ;;
   b)
     B=build-gpu10
     gpu_info
-    for r in 1 2 3; do
-      paired static_new_$r
-      paired static_before_$r --lib $B/lib/before/libasyncwatch.so
-    done
+    paired_ab 3
     paired shared_new --shared
     since "paired done"
     startup_turns 1 301 4

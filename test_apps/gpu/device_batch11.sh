@@ -22,10 +22,7 @@ case ${1:-} in
   b)
     gpu_info
     startup_turns 3 301
-    for r in 1 2; do
-      paired static_new_$r
-      paired static_before_$r --lib $B/lib/before/libasyncwatch.so
-    done
+    paired_ab 2
     paired shared_new --shared
     since "all done"
     pack_out ;;
