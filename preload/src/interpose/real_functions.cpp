@@ -160,7 +160,7 @@ void* runtime(const char* name) noexcept {
   return is_own(p) ? nullptr : p;
 }
 
-void* next_after_caller(const void* caller, const char* name) noexcept {
+AW_NO_SANITIZE_EARLY void* next_after_caller(const void* caller, const char* name) noexcept {
   link_map* lm = caller ? loaded_object(caller) : nullptr;
   if (lm && !is_own(caller)) {
     // What glibc's RTLD_NEXT means for the caller: the first definition in an object loaded
