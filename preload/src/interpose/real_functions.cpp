@@ -3,7 +3,6 @@
 #include <dlfcn.h>
 #include <link.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>

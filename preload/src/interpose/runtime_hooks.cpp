@@ -380,7 +380,7 @@ struct Object {
 };
 bool object_of(const void* p, Object* out) noexcept {
   LoadedObject o;
-  if (!find_loaded_object(p, &o) || o.low > o.high) return false;
+  if (!find_loaded_object(p, &o)) return false;
   *out = Object{o.map->l_addr, reinterpret_cast<uintptr_t>(o.map->l_ld), o.low, o.high};
   return true;
 }

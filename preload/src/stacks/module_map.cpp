@@ -1,7 +1,5 @@
 #include "module_map.h"
 
-#include "loaded_object.h"
-
 #include <dlfcn.h>
 #include <elf.h>
 #include <limits.h>
