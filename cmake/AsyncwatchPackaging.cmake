@@ -1,6 +1,6 @@
 # What `cmake --install` puts where (docs/contracts.md, "Build tree = install tree"), the CMake package
 # of the control API, the man page and the relocatable tarball (`cpack` in the build directory).
-# The targets install themselves (analyzer/, preload/, test_apps/sim/); this adds the rest.
+# The targets install themselves (analyzer/, preload/, sim/); this adds the rest.
 include(CMakePackageConfigHelpers)
 
 # The control API (preload/include/asyncwatch/control.h): a header and dlsym, nothing to link but libdl

@@ -22,11 +22,11 @@
 // least 69,632 bytes, almost all zero fill; the padding lets a few hundred bytes of input reach
 // the record parsing, the analysis and the report writers, so the corpus stays small and
 // mutations land on the bytes that matter.
-#include "analysis.h"
-#include "printable.h"
-#include "reports.h"
-#include "timeline_export.h"
-#include "trace_reader.h"
+#include "findings/analysis.h"
+#include "report/printable.h"
+#include "report/reports.h"
+#include "timeline/timeline_export.h"
+#include "read/trace_reader.h"
 
 #include <asyncwatch/trace_format.h>
 #include <unistd.h>

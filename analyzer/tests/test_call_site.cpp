@@ -1,4 +1,4 @@
-#include "call_site.h"
+#include "symbols/call_site.h"
 
 #include <gtest/gtest.h>
 

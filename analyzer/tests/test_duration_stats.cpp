@@ -1,4 +1,4 @@
-#include "duration_stats.h"
+#include "events/duration_stats.h"
 
 #include <gtest/gtest.h>
 

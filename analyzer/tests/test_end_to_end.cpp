@@ -3,8 +3,8 @@
 // the executable), captures its own stack the way the preload library does, writes a trace
 // with its real modules, and checks that the report names the user's source line and the
 // runtime API.
-#include "analysis.h"
-#include "reports.h"
+#include "findings/analysis.h"
+#include "report/reports.h"
 #include "test_util.h"
 #include "via_fixtures.h"
 

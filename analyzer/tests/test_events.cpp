@@ -2,7 +2,7 @@
 // the host-function join, which the rules and the timeline share.
 #include "events/host_functions.h"
 #include "events/streams.h"
-#include "trace_reader.h"
+#include "read/trace_reader.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // Each finding rule on crafted traces.
-#include "analysis.h"
+#include "findings/analysis.h"
 #include "findings/hidden_sync.h"
-#include "reports.h"
+#include "report/reports.h"
 #include "test_util.h"
 
 #include <gtest/gtest.h>

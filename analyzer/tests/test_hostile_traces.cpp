@@ -1,13 +1,13 @@
 // Hostile and broken traces (issue 11, items 8 and 10): names holding terminal escapes are shown
 // escaped in text and exact in JSON/SARIF; an unreadable trace among others is named and the
 // others reported (exit status 3); each memory bound (options.h, Limits) gives its error.
-#include "analysis.h"
+#include "findings/analysis.h"
 #include "command_runner.h"
-#include "printable.h"
-#include "reports.h"
+#include "report/printable.h"
+#include "report/reports.h"
 #include "test_util.h"
-#include "timeline_export.h"
-#include "trace_reader.h"
+#include "timeline/timeline_export.h"
+#include "read/trace_reader.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -1,5 +1,5 @@
-#include "analysis.h"
-#include "names.h"
+#include "findings/analysis.h"
+#include "symbols/names.h"
 
 #include <gtest/gtest.h>
 

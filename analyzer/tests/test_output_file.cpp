@@ -3,7 +3,7 @@
 // checked with stat afterwards: a device, FIFO, socket or symlink is never replaced; a regular
 // file is replaced atomically with its mode kept; a symlink planted by another user is refused.
 #include "command_runner.h"
-#include "output_file.h"
+#include "report/output_file.h"
 #include "test_util.h"
 
 #include <dirent.h>

@@ -1,7 +1,7 @@
 // The reader: every kind of damage gives its own clear error, never a crash.
-#include "analysis.h"
+#include "findings/analysis.h"
 #include "test_util.h"
-#include "trace_reader.h"
+#include "read/trace_reader.h"
 
 #include <gtest/gtest.h>
 

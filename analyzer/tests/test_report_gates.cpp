@@ -1,9 +1,9 @@
 // Issue 17: SARIF for GitHub code scanning (locations, base ids, fingerprints) and the finding
 // fingerprint itself (stable across runs, processes, checkouts and moved lines).
-#include "analysis.h"
+#include "findings/analysis.h"
 #include "command_runner.h"
-#include "fingerprint.h"
-#include "reports.h"
+#include "report/fingerprint.h"
+#include "report/reports.h"
 #include "test_util.h"
 
 #include <gtest/gtest.h>

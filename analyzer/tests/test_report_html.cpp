@@ -1,9 +1,9 @@
 // The HTML report: escaping of trace strings, the pixel aggregation of the timeline, and a page made
 // from a hostile trace (the headless-browser test is analyzer/tests/html/check_html_report.py).
-#include "analysis.h"
-#include "report_html.h"
-#include "report_html_timeline.h"
-#include "report_job.h"
+#include "findings/analysis.h"
+#include "report/report_html.h"
+#include "report/report_html_timeline.h"
+#include "report/report_job.h"
 #include "test_util.h"
 
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 // Text, JSON and SARIF writers.
-#include "analysis.h"
-#include "json_writer.h"
-#include "reports.h"
+#include "findings/analysis.h"
+#include "report/json_writer.h"
+#include "report/reports.h"
 #include "test_util.h"
 
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 // Offline symbolization of this very test binary through libdwfl: a real module, a real
 // return address, a real source line.
-#include "call_site.h"
-#include "symbolizer.h"
+#include "symbols/call_site.h"
+#include "symbols/symbolizer.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The CUDA runtime and driver API names that asyncwatch recognizes as CUDA's own frames
-(analyzer/src/cuda_api_names.inc), taken from a CUDA toolkit.
+(analyzer/src/symbols/cuda_api_names.inc), taken from a CUDA toolkit.
 
   gen_cuda_api_names.py write [--cuda DIR] [--keep]   regenerate the table (DIR: /usr/local/cuda)
   gen_cuda_api_names.py check [--cuda DIR]            the table holds every name of this toolkit
@@ -26,7 +26,7 @@ import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TABLE = os.path.join(HERE, "..", "src", "cuda_api_names.inc")
+TABLE = os.path.join(HERE, "..", "src", "symbols", "cuda_api_names.inc")
 
 HEADERS = [
     "cuda_runtime_api.h", "cuda_runtime.h", "cuda.h", "cudaGL.h", "cudaEGL.h", "cudaVDPAU.h",

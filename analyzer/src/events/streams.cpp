@@ -1,6 +1,6 @@
-#include "streams.h"
+#include "events/streams.h"
 
-#include "../trace_reader.h"  // TraceError, limit_message
+#include "read/trace_reader.h"  // TraceError, limit_message
 
 #include <fmt/format.h>
 

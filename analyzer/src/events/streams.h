@@ -4,7 +4,7 @@
 // idle and which kernels, forgotten when destroyed so that a reused handle starts afresh).
 #pragma once
 
-#include "../findings/rules.h"  // StreamState, KernelTally
+#include "findings/rules.h"  // StreamState, KernelTally
 
 #include <asyncwatch/trace_format.h>
 

@@ -6,12 +6,12 @@
 // first-launch (kFlagFirstLaunch: the module was loaded lazily at the first launch),
 // launch-queue-full (at least options.launch_queue_depth launches outstanding on the stream
 // since it was last known idle), unknown.
-#include "../events/streams.h"
-#include "../format.h"
-#include "../json_writer.h"
-#include "../names.h"
-#include "../trace_reader.h"  // is_driver_api
-#include "rules.h"
+#include "events/streams.h"
+#include "report/format.h"
+#include "report/json_writer.h"
+#include "symbols/names.h"
+#include "read/trace_reader.h"  // is_driver_api
+#include "findings/rules.h"
 
 #include <fmt/compile.h>
 #include <fmt/format.h>

@@ -3,9 +3,9 @@
 // A synchronous-API memset (cudaMemset, cuMemsetD8, ...) of device or unknown memory that blocked
 // is not reported: the rules allow it to return early but do not promise it, the caller chose a
 // synchronous API, and nothing in the trace explains the wait (docs/findings.md).
-#include "../format.h"
-#include "../names.h"
-#include "rules.h"
+#include "report/format.h"
+#include "symbols/names.h"
+#include "findings/rules.h"
 
 #include <fmt/compile.h>
 #include <fmt/format.h>

@@ -1,7 +1,7 @@
 // deprecated-stream-callback: cudaStreamAddCallback / cuStreamAddCallback, deprecated in
 // favour of cudaLaunchHostFunc / cuLaunchHostFunc.
-#include "../format.h"
-#include "rules.h"
+#include "report/format.h"
+#include "findings/rules.h"
 
 #include <fmt/compile.h>
 #include <fmt/format.h>

@@ -1,7 +1,7 @@
 // explicit-sync: stream, event and device synchronize calls, summarized per call site with
 // the time they waited. A group is reported when its total reaches options.min_blocked_ns.
-#include "../format.h"
-#include "rules.h"
+#include "report/format.h"
+#include "findings/rules.h"
 
 #include <fmt/compile.h>
 #include <fmt/format.h>

@@ -3,11 +3,11 @@
 // that detect them and phrase them.
 #pragma once
 
-#include "table.h"
+#include "findings/table.h"
 
-#include "../duration_stats.h"
-#include "../options.h"
-#include "../symbolizer.h"
+#include "events/duration_stats.h"
+#include "options.h"
+#include "symbols/symbolizer.h"
 
 #include <asyncwatch/trace_format.h>
 

@@ -3,11 +3,11 @@
 // `torch.nonzero`, a library that waits for its own work), reported at the user's line with what it
 // waited for. The calls are explicit-sync's (its detect sees them); analysis.cpp re-labels a group
 // once its call site is known (is_hidden_sync).
-#include "hidden_sync.h"
+#include "findings/hidden_sync.h"
 
-#include "../format.h"
-#include "../names.h"
-#include "rules.h"
+#include "report/format.h"
+#include "symbols/names.h"
+#include "findings/rules.h"
 
 #include <algorithm>
 #include <fmt/compile.h>

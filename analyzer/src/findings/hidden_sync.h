@@ -3,8 +3,8 @@
 // hidden-sync ones when their stacks are symbolized (analysis.cpp).
 #pragma once
 
-#include "../call_site.h"
-#include "finding.h"
+#include "symbols/call_site.h"
+#include "findings/finding.h"
 
 namespace asyncwatch::rules {
 

@@ -1,8 +1,8 @@
 // host-to-host-async-copy: an asynchronous copy whose both sides are host memory is always
 // synchronous (the runtime does it with a 2D driver copy and waits): every one is reported,
 // --min-blocked-us ranks them (warning at or above it, note below).
-#include "../format.h"
-#include "rules.h"
+#include "report/format.h"
+#include "findings/rules.h"
 
 #include <fmt/compile.h>
 #include <fmt/format.h>

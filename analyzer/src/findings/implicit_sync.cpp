@@ -6,9 +6,9 @@
 // Calls without a call site are not reported (all calls of an API would look like one site), nor
 // sites in library code (a framework's caching allocator), nor a pool growing from one line
 // (each allocation a new size, each free a different address: no call repeats).
-#include "../format.h"
-#include "../json_writer.h"
-#include "rules.h"
+#include "report/format.h"
+#include "report/json_writer.h"
+#include "findings/rules.h"
 
 #include <fmt/compile.h>
 #include <fmt/format.h>

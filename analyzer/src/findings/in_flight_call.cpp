@@ -3,9 +3,9 @@
 // Only the head published before the call is known (api, start time, thread; the stack where the
 // writer stored one): the time is how long it had been running when the trace ended, a lower bound
 // when the process did not exit cleanly (the trace's end is then its last record).
-#include "../format.h"
-#include "../json_writer.h"
-#include "rules.h"
+#include "report/format.h"
+#include "report/json_writer.h"
+#include "findings/rules.h"
 
 #include <fmt/compile.h>
 #include <fmt/format.h>

@@ -3,9 +3,9 @@
 // while one runs, all later work in its stream waits. Every site is reported; a site whose
 // longest run reached options.min_callback_ns is a warning, the others notes.
 // HostFuncEnqueue and HostFuncRun are joined by callback_id.
-#include "../format.h"
-#include "../json_writer.h"
-#include "rules.h"
+#include "report/format.h"
+#include "report/json_writer.h"
+#include "findings/rules.h"
 
 #include <fmt/compile.h>
 #include <fmt/format.h>

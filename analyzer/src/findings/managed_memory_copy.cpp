@@ -1,7 +1,7 @@
 // managed-memory-copy: an asynchronous copy with managed (cudaMallocManaged) memory on one
 // side that blocked the host.
-#include "../format.h"
-#include "rules.h"
+#include "report/format.h"
+#include "findings/rules.h"
 
 #include <fmt/compile.h>
 #include <fmt/format.h>

@@ -9,10 +9,10 @@
 // CUDA rules whatever their duration, so every one is reported: --min-blocked-us only ranks them
 // (a group none of whose calls blocked that long is a note). Each finding estimates what pinning
 // would save (estimated_saving_ns, computed by the analysis from the trace's pinned copies).
-#include "../format.h"
-#include "../json_writer.h"
-#include "../names.h"
-#include "rules.h"
+#include "report/format.h"
+#include "report/json_writer.h"
+#include "symbols/names.h"
+#include "findings/rules.h"
 
 #include <algorithm>
 #include <fmt/compile.h>

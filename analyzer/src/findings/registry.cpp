@@ -1,9 +1,9 @@
 // The rule table (findings/table.h) made into RuleInfo rows, names and the per-trigger rule
 // order; merging of groups; the phrasing helpers the rule modules share.
-#include "../call_site.h"
-#include "../format.h"
-#include "../names.h"
-#include "rules.h"
+#include "symbols/call_site.h"
+#include "report/format.h"
+#include "symbols/names.h"
+#include "findings/rules.h"
 
 #include <algorithm>
 #include <fmt/compile.h>

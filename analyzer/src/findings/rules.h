@@ -2,7 +2,7 @@
 // detection entry points of the rule modules.
 #pragma once
 
-#include "finding.h"
+#include "findings/finding.h"
 
 #include <asyncwatch/trace_format.h>
 

@@ -122,7 +122,7 @@ std::vector<StreamOverlap> GpuOverlap::figures() {
 
 }  // namespace asyncwatch
 
-#include "format.h"
+#include "report/format.h"
 
 #include <fmt/format.h>
 

@@ -5,7 +5,7 @@
 // beyond, the figures say they are partial).
 #pragma once
 
-#include "../findings/finding.h"
+#include "findings/finding.h"
 
 #include <cstdint>
 #include <string>

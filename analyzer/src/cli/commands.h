@@ -1,0 +1,99 @@
+// One function per subcommand (cmd_*.cpp), registered with the CLI in main.cpp.
+#pragma once
+
+#include "findings/analysis.h"
+#include "options.h"
+#include "report/output_file.h"
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace asyncwatch {
+
+// Exit statuses (docs/contracts.md).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFindings = 1;  // a --fail-on finding exists (wins over kExitPartial)
+inline constexpr int kExitInvalid = 2;   // invalid input or usage; no trace could be read; the output failed
+inline constexpr int kExitPartial = 3;   // written, but some traces could not be read (each named)
+inline constexpr int kExitNoDevice = 4;  // a traced process had no usable CUDA driver or device (its calls all failed)
+
+struct ReportArgs {
+  std::string format = "text";
+  std::string output;   // "" or "-" = stdout (output_file.h)
+  std::string fail_on;  // ids or a severity, comma separated
+  double min_blocked_us = 50;
+  uint64_t inline_htod_bytes = 64 * 1024;
+  uint64_t launch_queue_depth = 512;
+  double min_callback_us = 1000;
+  uint64_t implicit_sync_min_count = 10;
+  std::string colour = "auto";
+  uint64_t max_stacks = Limits{}.stacks;
+  uint64_t max_call_sites = Limits{}.call_sites;
+  std::vector<std::string> user_code;  // --user-code PATTERN (repeatable)
+  std::vector<std::string> path_map;   // --path-map FROM=TO (repeatable, validated by the CLI)
+  std::vector<std::string> inputs;
+  // Gates, filters and presentation (issue 17; docs/ci.md, docs/configuration.md).
+  std::string baseline;             // --baseline OLD.json: only findings not in it count for --fail-on
+  double fail_min_blocked_us = 0;   // --fail-min-blocked-us: a --fail-on finding must block this long in total
+  uint64_t top = 0;                 // --top N: the N costliest findings (0: all)
+  std::string stacks = "user";      // --stacks user|full
+  std::string source_root;          // --source-root DIR (SARIF), "" = git top level of the cwd
+  std::vector<uint64_t> pids;       // --pid
+  std::vector<int64_t> ranks;       // --rank
+  std::vector<std::string> rules;   // --rule
+  std::vector<std::string> ranges;  // --range
+  unsigned jobs = 0;                // --jobs N: traces read at once (0: one per core)
+
+  Options options() const;
+};
+
+// How run's own child ended (waitpid): its trace gets this status (a process that returns from
+// main, or is killed, cannot always write it itself).
+struct ProgramExit {
+  uint64_t pid = 0;
+  int exit_status = -1;  // WEXITSTATUS, -1 when killed
+  int signal = 0;        // WTERMSIG, 0 when it exited
+};
+
+// Adds the options shared by `report` and `run` (`with_output`: -o FILE).
+void add_report_options(CLI::App* app, ReportArgs& args, bool with_output);
+
+// Writes the report for `paths` and returns the exit status (kExit*). `unreadable`: inputs that
+// named no trace (expand_trace_inputs), reported with the traces that cannot be read.
+int produce_report(const ReportArgs& args, const std::vector<std::string>& paths,
+                   const std::vector<UnreadableTrace>& unreadable = {}, const ProgramExit* program = nullptr);
+// Checks what the report will need before anything runs (--fail-on, --baseline): false, the error
+// printed, when it cannot be used.
+bool validate_report_args(const ReportArgs& args);
+
+// Prints "asyncwatch: MESSAGE" on stderr, MESSAGE made printable (it may hold names from a trace
+// or a directory listing).
+void print_error(const std::string& message);
+// The output of a command (output_file.h), opened before any work; null (the error printed) when
+// it cannot be.
+std::unique_ptr<OutputFile> open_output(const std::string& path);
+
+int cmd_report(const ReportArgs& args);
+int cmd_dump(const std::string& trace);
+struct TimelineArgs {
+  std::string output;  // "" or "-" = stdout
+  std::vector<std::string> inputs;
+  double min_blocked_us = 50;
+  std::string format;  // json, perfetto; "" = from the output's name (.pftrace, .perfetto-trace), else json
+  std::string window;  // "T0:T1" in seconds since the earliest process start; "" = all
+  bool findings_only = false;
+  double max_size_mib = 1024;  // refuse (and say the expected size) above this; 0 = no limit
+};
+int cmd_timeline(const TimelineArgs& args);
+struct RunArgs {
+  bool sim = false;
+  bool gpu_times = false;  // ASYNCWATCH_GPU_TIMES=1 for the program
+  std::string output_dir;
+  ReportArgs report;
+  std::vector<std::string> command;
+};
+int cmd_run(const RunArgs& args);
+
+}  // namespace asyncwatch

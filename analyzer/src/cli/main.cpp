@@ -1,0 +1,130 @@
+// asyncwatch: which "async" CUDA calls were really synchronous, why, and where.
+#include "cli/commands.h"
+
+#include <fmt/format.h>
+#include <iostream>
+
+using namespace asyncwatch;
+
+int main(int argc, char** argv) {
+  CLI::App app{"asyncwatch " ASYNCWATCH_VERSION
+               ": finds the asynchronous CUDA calls that ran synchronously, says why and where"};
+  app.require_subcommand(1);
+  app.set_version_flag("-V,--version", ASYNCWATCH_VERSION);
+  app.footer(
+      "Exit status: 0 fine; 1 a --fail-on finding exists; 2 invalid input or usage, no trace could be read, "
+      "or the output could not be written; 3 the report was written but some traces could not be read (each "
+      "is named); 4 no CUDA call of a traced process succeeded: no usable CUDA driver or device (use --sim "
+      "without a GPU); run passes on the program's own non-zero status.");
+  CLI::App* version = app.add_subcommand("version", "Print the version");
+
+  ReportArgs report_args;
+  CLI::App* report = app.add_subcommand("report", "Report the findings of one or more traces (files or directories)");
+  add_report_options(report, report_args, true);
+  report->add_option("TRACE_OR_DIR", report_args.inputs, "Trace files, or directories of *.awtrace files")->required();
+
+  std::string dump_trace;
+  CLI::App* dump = app.add_subcommand("dump", "Print the file header and every raw record of a trace, one per line");
+  dump->add_option("TRACE", dump_trace, "The trace file")->required();
+
+  TimelineArgs timeline_args;
+  CLI::App* timeline =
+      app.add_subcommand("timeline", "Export a Chrome trace event JSON timeline (open it in Perfetto UI)");
+  timeline->add_option("-o,--output", timeline_args.output,
+                       "Output file (\"-\": standard output, the default; a regular file is replaced atomically, a "
+                       "device, FIFO or socket written in place)");
+  timeline
+      ->add_option("--min-blocked-us", timeline_args.min_blocked_us,
+                   "Calls blocked at least this long get the category \"blocked\"")
+      ->capture_default_str();
+  timeline->add_option("--format", timeline_args.format,
+                       "json (Chrome trace event JSON) or perfetto (binary Perfetto trace); default: "
+                       "perfetto when the output ends in .pftrace or .perfetto-trace, else json");
+  timeline->add_option("--window", timeline_args.window,
+                       "Only what overlaps T0:T1, in seconds since the earliest process start (e.g. 1.5:3)");
+  timeline->add_flag("--findings-only", timeline_args.findings_only, "Only the calls of findings, and their GPU work");
+  timeline
+      ->add_option("--max-size-mib", timeline_args.max_size_mib,
+                   "Write nothing (and say the expected size) when the timeline would be larger; 0: no limit")
+      ->capture_default_str();
+  timeline->add_option("TRACE_OR_DIR", timeline_args.inputs, "Trace files, or directories of *.awtrace files")
+      ->required();
+
+  RunArgs run_args;
+  CLI::App* run = app.add_subcommand(
+      "run",
+      "Run a program under asyncwatch and print the report when it exits: asyncwatch run [options] -- PROGRAM ARGS...");
+  run->add_flag(
+      "--gpu-times", run_args.gpu_times,
+      "Record when each copy, kernel and host function ran on the device (ASYNCWATCH_GPU_TIMES=1; costs a few "
+      "microseconds per operation: docs/timeline.md)");
+  run->add_flag("--sim", run_args.sim, "Run on asyncwatch's simulated CUDA driver and runtime (no GPU needed)");
+  run->add_option("-o,--output-dir", run_args.output_dir,
+                  "Directory for the traces (default: a new asyncwatch-PROGRAM-TIME-XXXXXX directory here, mode 0700)");
+  add_report_options(run, run_args.report, false);
+  run->add_option(
+      "--report-output", run_args.report.output,
+      "Write the report to this file (as report -o; \"-\": standard output). Default: standard output "
+      "for text; for json, sarif and codequality, report.json / report.sarif / report.codequality.json in the "
+      "trace directory, so that standard "
+      "output stays the program's");
+  run->prefix_command();
+  run->allow_extras();
+
+  // `run ... -- PROGRAM ARGS`: everything after the first "--" is the program, untouched.
+  std::vector<std::string> program;
+  int parsed_argc = argc;
+  if (argc > 1 && std::string(argv[1]) == "run") {
+    for (int i = 2; i < argc; ++i)
+      if (std::string(argv[i]) == "--") {
+        program.assign(argv + i + 1, argv + argc);
+        parsed_argc = i;
+        break;
+      }
+  }
+
+  try {
+    app.parse(parsed_argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitInvalid;
+  }
+
+  try {
+    if (*version) {
+      std::cout << ASYNCWATCH_VERSION << '\n';
+      return kExitOk;
+    }
+    if (*report) return cmd_report(report_args);
+    if (*dump) return cmd_dump(dump_trace);
+    if (*timeline) return cmd_timeline(timeline_args);
+    if (*run) {
+      run_args.command = run->remaining();
+      if (!run_args.command.empty() && run_args.command.front() == "--")
+        run_args.command.erase(run_args.command.begin());
+      // Before the program (or "--"), anything that looks like an option is one we do not know:
+      // an error, not the program's name.
+      if (!run_args.command.empty() && run_args.command.front().size() > 1 && run_args.command.front()[0] == '-') {
+        print_error(fmt::format("run: unknown option {} (asyncwatch run --help; the program comes after --)",
+                                run_args.command.front()));
+        return kExitInvalid;
+      }
+      run_args.command.insert(run_args.command.end(), program.begin(), program.end());
+      if (run_args.command.empty()) {
+        std::cerr << "asyncwatch run: no program given (asyncwatch run [options] -- PROGRAM ARGS...)\n";
+        return kExitInvalid;
+      }
+      return cmd_run(run_args);
+    }
+  } catch (const std::exception& e) {
+    print_error(e.what());
+    return kExitInvalid;
+  }
+  return kExitInvalid;
+}

@@ -1,0 +1,227 @@
+#include "report/report_html_timeline.h"
+
+#include "symbols/call_site.h"
+#include "events/streams.h"
+#include "findings/rules.h"
+#include "report/format.h"
+#include "timeline/flagged_calls.h"
+#include "read/trace_reader.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+namespace asyncwatch {
+
+using namespace trace;
+
+PixelLane::PixelLane(uint64_t t0, uint64_t t1, double width)
+    : t0_(t0), t1_(std::max(t1, t0 + 1)), width_(width), scale_(width / static_cast<double>(t1_ - t0_)) {}
+
+double PixelLane::x_of(uint64_t ns) const {
+  ns = std::clamp(ns, t0_, t1_);
+  return static_cast<double>(ns - t0_) * scale_;
+}
+
+int64_t PixelLane::column(double x) const { return static_cast<int64_t>(std::floor(x)); }
+
+void PixelLane::close(PictureBar& open, bool flagged) {
+  if (!open.calls) return;
+  // At least kMinBarWidth wide (a 1 us call is still seen), inside the lane.
+  if (open.x1 - open.x0 < kMinBarWidth) {
+    open.x1 = std::min(width_, open.x0 + kMinBarWidth);
+    open.x0 = std::max(0.0, open.x1 - kMinBarWidth);
+  }
+  (flagged ? flagged_ : plain_).push_back(std::move(open));
+  open = PictureBar{};
+}
+
+void PixelLane::add(uint64_t start_ns, uint64_t end_ns, std::string_view label, uint8_t kind, int32_t finding,
+                    uint8_t severity) {
+  if (end_ns < start_ns) end_ns = start_ns;
+  ++calls_;
+  const double x0 = x_of(start_ns), x1 = x_of(end_ns);
+  const int64_t c0 = column(x0), c1 = std::max(c0, static_cast<int64_t>(std::ceil(x1)) - 1);
+  const bool flagged = finding >= 0;
+  if (kind >= kKinds) kind = kKinds - 1;
+  const size_t slot = flagged ? kKinds : kind;
+  PictureBar& open = flagged ? open_flagged_ : open_[kind];
+  // Merged when it touches the open bar's columns (or the next one); flagged calls only with their
+  // own finding's, unless the lane already has kMaxFlaggedBars.
+  bool merge = open.calls && c0 <= last_col_[slot] + 1 && c1 >= first_col_[slot] - 1;
+  if (merge && flagged && open.finding != finding) {
+    merge = flagged_.size() >= kMaxFlaggedBars;
+    if (merge) open.finding = kSeveralFindings;
+  }
+  const uint64_t dur = end_ns - start_ns;
+  if (!merge) {
+    close(open, flagged);
+    open.x0 = x0;
+    open.x1 = x1;
+    open.start_ns = start_ns;
+    open.end_ns = end_ns;
+    open.finding = finding;
+    open.severity = severity;
+    open.kind = kind;
+    first_col_[slot] = c0;
+    last_col_[slot] = c1;
+  } else {
+    open.x0 = std::min(open.x0, x0);
+    open.x1 = std::max(open.x1, x1);
+    open.start_ns = std::min(open.start_ns, start_ns);
+    open.end_ns = std::max(open.end_ns, end_ns);
+    open.severity = std::max(open.severity, severity);
+    first_col_[slot] = std::min(first_col_[slot], c0);
+    last_col_[slot] = std::max(last_col_[slot], c1);
+  }
+  ++open.calls;
+  open.busy_ns += dur;
+  if (open.calls == 1 || dur > open.label_ns) {
+    open.label.assign(label);
+    open.label_ns = dur;
+  }
+}
+
+std::vector<PictureBar> PixelLane::finish() {
+  for (auto& o : open_) close(o, false);
+  close(open_flagged_, true);
+  auto by_start = [](const PictureBar& a, const PictureBar& b) { return a.x0 < b.x0; };
+  std::stable_sort(plain_.begin(), plain_.end(), by_start);
+  std::stable_sort(flagged_.begin(), flagged_.end(), by_start);
+  std::vector<PictureBar> out = std::move(plain_);
+  out.insert(out.end(), std::make_move_iterator(flagged_.begin()), std::make_move_iterator(flagged_.end()));
+  plain_.clear();
+  flagged_.clear();
+  return out;
+}
+
+ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* marks, const Report& report,
+                               double width) {
+  ProcessPicture pic;
+  pic.pid = process.pid;
+  pic.width = width;
+  try {
+    std::unique_ptr<TraceFile> t = TraceFile::open(process.trace, report.options.limits);
+    t->index();
+    const FileHeader& h = t->header();
+    const uint64_t t0 = h.start_monotonic_ns;
+    pic.length_ns = std::max<uint64_t>(t->last_time_ns() > t0 ? t->last_time_ns() - t0 : 0, 1);
+
+    // Flagged calls: (tid, start) -> the report's finding, through the finding's key.
+    std::unordered_map<std::string, int32_t> report_index;
+    for (size_t i = 0; i < report.findings.size(); ++i)
+      report_index.emplace(report.findings[i].key, static_cast<int32_t>(i));
+    FlaggedCalls<int32_t> flagged;
+    if (marks) {
+      std::vector<int32_t> of_key;
+      for (const auto& k : marks->keys) {
+        auto it = report_index.find(k);
+        of_key.push_back(it == report_index.end() ? -1 : it->second);
+      }
+      for (const auto& m : marks->marks)
+        if (m.finding < of_key.size() && of_key[m.finding] >= 0) flagged.add(m.tid, m.start_ns, of_key[m.finding]);
+    }
+    auto finding_of = [&](uint32_t tid, uint64_t start) -> int32_t {
+      const int32_t* f = flagged.find(tid, start);
+      return f ? *f : -1;
+    };
+
+    // The time axis starts at the process start; times before it (none expected) clamp to 0.
+    auto rel = [&](uint64_t mono) { return mono > t0 ? mono - t0 : 0; };
+    struct Lane {
+      std::string name;
+      bool stream;
+      PixelLane pixels;
+    };
+    std::vector<Lane> lanes;
+    std::unordered_map<uint64_t, size_t> lane_of;  // tid, or stream key | 1 << 63
+    auto lane = [&](uint64_t key, bool stream, const std::function<std::string()>& name) -> PixelLane& {
+      auto [it, inserted] = lane_of.emplace(key, lanes.size());
+      if (inserted) lanes.push_back(Lane{name(), stream, PixelLane(0, pic.length_ns, width)});
+      return lanes[it->second].pixels;
+    };
+    std::unordered_map<uint32_t, std::string> thread_names;
+    for (const auto& th : t->threads()) thread_names[th.tid] = th.name;
+    auto thread_lane = [&](uint32_t tid) -> PixelLane& {
+      return lane(tid, false, [&] {
+        auto it = thread_names.find(tid);
+        std::string n = it == thread_names.end() || it->second.empty() ? std::string("thread") : it->second;
+        return fmt::format("{} (tid {})", n, tid);
+      });
+    };
+    std::unordered_map<uint32_t, std::string> kernel_names;
+    auto kernel_of = [&](uint32_t id) -> const std::string& {
+      auto it = kernel_names.find(id);
+      if (it != kernel_names.end()) return it->second;
+      auto k = id ? t->string(id) : std::nullopt;
+      return kernel_names.emplace(id, k ? kernel_display_name(*k) : std::string("?")).first->second;
+    };
+    auto severity_of = [&](int32_t f) {
+      return f >= 0 ? static_cast<uint8_t>(finding_severity(report.findings[static_cast<size_t>(f)])) : uint8_t{0};
+    };
+    // Host-function enqueues by callback id, to name their runs (bounded as the analysis is).
+    std::unordered_map<uint64_t, std::string> callback_names;
+    std::string name;
+    t->for_each_merged([&](const RecordView& r) {
+      const RecordInfo& info = record_info(static_cast<uint16_t>(r.type));
+      if (info.call) {
+        auto c = r.as<CallHead>();
+        if ((c.flags & kFlagInFlight) || c.end_ns < c.start_ns) return;
+        name = public_api_name(api_name(static_cast<Api>(c.api)));
+        if (r.type == RecordType::Copy || r.type == RecordType::Memset) {
+          auto cp = r.as<CopyRecord>();
+          name += fmt::format("{}{} {}", r.type == RecordType::Copy ? " " : "",
+                              r.type == RecordType::Copy ? direction_name(static_cast<Direction>(cp.direction)) : "",
+                              format_bytes(cp.bytes));
+        } else if (r.type == RecordType::Launch) {
+          name += " " + kernel_of(r.as<LaunchRecord>().kernel_name_id);
+        } else if (r.type == RecordType::HostFuncEnqueue) {
+          auto e = r.as<HostFuncEnqueueRecord>();
+          if (callback_names.size() < report.options.limits.pending_callbacks)
+            callback_names[e.callback_id] = fmt::format("host function 0x{:x}", e.user_function);
+        }
+        int32_t f = finding_of(r.tid, c.start_ns);
+        thread_lane(r.tid).add(rel(c.start_ns), rel(c.end_ns), name, 0, f, severity_of(f));
+      } else if (r.type == RecordType::HostFuncRun) {
+        auto run = r.as<HostFuncRunRecord>();
+        auto it = callback_names.find(run.callback_id);
+        std::string label = it == callback_names.end() ? std::string("host function") : it->second;
+        if (it != callback_names.end()) callback_names.erase(it);
+        int32_t f = finding_of(r.tid, run.start_ns);
+        thread_lane(r.tid).add(rel(run.start_ns), rel(run.end_ns), label + " (ran)", 0, f, severity_of(f));
+      } else if (r.type == RecordType::GpuSpan) {
+        auto g = r.as<GpuSpanRecord>();
+        events::StreamRef s = events::resolve_stream(g.stream_kind, g.stream, r.tid);
+        PixelLane& l = lane(s.key | (uint64_t{1} << 63), true, [&] { return events::stream_name(s); });
+        l.add(rel(g.start_ns), rel(g.end_ns), gpu_op_text(static_cast<GpuOp>(g.op)), g.op);
+      }
+    });
+
+    // The lanes with the most calls (host threads, then streams), each group in first-seen order.
+    for (bool stream : {false, true}) {
+      std::vector<size_t> idx;
+      for (size_t i = 0; i < lanes.size(); ++i)
+        if (lanes[i].stream == stream) idx.push_back(i);
+      const size_t keep = stream ? kMaxStreamLanes : kMaxHostLanes;
+      if (idx.size() > keep) {
+        std::vector<size_t> by_calls = idx;
+        std::stable_sort(by_calls.begin(), by_calls.end(),
+                         [&](size_t a, size_t b) { return lanes[a].pixels.calls() > lanes[b].pixels.calls(); });
+        by_calls.resize(keep);
+        std::sort(by_calls.begin(), by_calls.end());
+        pic.lanes_not_drawn += idx.size() - keep;
+        idx = by_calls;
+      }
+      for (size_t i : idx)
+        pic.lanes.push_back(PictureLane{lanes[i].name, stream, lanes[i].pixels.calls(), lanes[i].pixels.finish()});
+    }
+  } catch (const std::exception& e) {
+    pic.lanes.clear();
+    pic.error = e.what();
+  }
+  return pic;
+}
+
+}  // namespace asyncwatch

@@ -1,0 +1,89 @@
+// The timeline picture of the HTML report (report_html.cpp): per process, a lane per host thread
+// with its calls and, when GPU times were recorded, a lane per stream with what ran on the device.
+// Bounded whatever the trace's size: calls are aggregated to the picture's pixel columns (a bar per
+// run of calls that touch the same or the next column, at most about width/2 bars per kind and
+// lane), flagged calls are always drawn (merged only with calls of the same finding in the same
+// or next column, and with any flagged neighbour beyond kMaxFlaggedBars), and at most kMaxHostLanes
+// threads and kMaxStreamLanes streams are drawn (those with the most calls). docs/timeline.md.
+#pragma once
+
+#include "findings/analysis.h"
+#include "report/report_job.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace asyncwatch {
+
+// One drawn bar: one call, or several merged at the picture's resolution.
+struct PictureBar {
+  double x0 = 0, x1 = 0;              // pixels from the lane's left edge (x1 - x0 >= kMinBarWidth)
+  uint64_t start_ns = 0, end_ns = 0;  // since the process start
+  uint64_t calls = 0;
+  uint64_t busy_ns = 0;   // the calls' summed durations
+  int32_t finding = -1;   // index in Report::findings; -1: not flagged; kSeveralFindings: merged flagged calls
+  uint8_t severity = 0;   // Severity of the finding (the highest of merged ones)
+  uint8_t kind = 0;       // GPU lanes: trace::GpuOp; host lanes: 0
+  std::string label;      // the longest call's name ("cudaMemcpyAsync DtoH 2.0 GiB")
+  uint64_t label_ns = 0;  // ... and its duration
+};
+
+// Aggregates one lane's calls to pixel columns. Calls are expected roughly in time order (a call
+// far before the open bar of its kind starts a new bar: still drawn, only less merged).
+class PixelLane {
+ public:
+  static constexpr int32_t kSeveralFindings = -2;
+  static constexpr size_t kMaxFlaggedBars = 2000;
+  static constexpr double kMinBarWidth = 1.0;
+  static constexpr uint8_t kKinds = 8;
+  // The lane shows [t0, t1] (ns since the process start) in `width` pixels.
+  PixelLane(uint64_t t0, uint64_t t1, double width);
+  // A call (kind < kKinds) or, with finding >= 0, a flagged call of that finding and severity.
+  void add(uint64_t start_ns, uint64_t end_ns, std::string_view label, uint8_t kind = 0, int32_t finding = -1,
+           uint8_t severity = 0);
+  // The bars, unflagged first (drawn beneath), each group in time order; ends the lane.
+  std::vector<PictureBar> finish();
+  uint64_t calls() const { return calls_; }
+
+ private:
+  double x_of(uint64_t ns) const;
+  int64_t column(double x) const;
+  void close(PictureBar& open, bool flagged);
+  uint64_t t0_, t1_;
+  double width_, scale_;
+  PictureBar open_[kKinds];  // the bar each kind is growing (calls == 0: none)
+  PictureBar open_flagged_;
+  int64_t first_col_[kKinds + 1] = {}, last_col_[kKinds + 1] = {};
+  std::vector<PictureBar> plain_, flagged_;
+  uint64_t calls_ = 0;
+};
+
+struct PictureLane {
+  std::string name;  // "main (tid 4242)", "stream 0x5000"
+  bool stream = false;
+  uint64_t calls = 0;
+  std::vector<PictureBar> bars;
+};
+
+struct ProcessPicture {
+  uint64_t pid = 0;
+  uint64_t length_ns = 0;          // the picture shows [0, length_ns] since the process start
+  double width = 0;                // of the lanes, in pixels
+  std::vector<PictureLane> lanes;  // host threads, then streams
+  uint64_t lanes_not_drawn = 0;    // beyond kMaxHostLanes / kMaxStreamLanes
+  std::string error;               // the trace could not be read again: no picture
+};
+
+inline constexpr size_t kMaxHostLanes = 32;
+inline constexpr size_t kMaxStreamLanes = 16;
+inline constexpr double kPictureWidth = 960;
+
+// The picture of `process` (its trace read once more), its flagged calls from `marks` (the report's
+// analysis of that trace, report_job.h) coloured as their finding in `report` (by Finding::key;
+// calls of a finding the report does not show are drawn as plain calls).
+ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* marks, const Report& report,
+                               double width = kPictureWidth);
+
+}  // namespace asyncwatch

@@ -1,0 +1,115 @@
+#include "report/report_job.h"
+
+#include "read/trace_reader.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <optional>
+#include <set>
+#include <thread>
+#include <utility>
+
+namespace asyncwatch {
+
+std::vector<std::string> unique_traces(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  std::set<std::pair<dev_t, ino_t>> seen;
+  for (const auto& p : paths) {
+    struct stat st {};
+    if (stat(p.c_str(), &st) == 0 && !seen.insert({st.st_dev, st.st_ino}).second) continue;
+    out.push_back(p);
+  }
+  return out;
+}
+
+bool ReportSelection::keeps(const ProcessSummary& p) const {
+  if (!pids.empty() && std::find(pids.begin(), pids.end(), p.pid) == pids.end()) return false;
+  if (!ranks.empty() && std::find(ranks.begin(), ranks.end(), p.rank) == ranks.end()) return false;
+  return true;
+}
+
+namespace {
+// One trace's outcome, in its slot: written by one worker, read after every worker joined.
+struct Slot {
+  std::optional<ProcessResult> result;
+  std::optional<UnreadableTrace> error;
+  std::optional<TraceMarks> marks;  // when asked for
+};
+
+void analyze_into(Slot& slot, const std::string& path, const Options& options, bool with_marks) noexcept {
+  try {
+    if (with_marks) {
+      TraceMarks m;
+      m.trace = path;
+      slot.result = analyze_trace(path, options, &m.marks);
+      for (const auto& f : slot.result->findings) m.keys.push_back(f.key);
+      slot.marks = std::move(m);
+    } else {
+      slot.result = analyze_trace(path, options);
+    }
+  } catch (const TraceError& e) {
+    slot.error = unreadable_trace(path, e);
+  } catch (const std::bad_alloc& e) {
+    slot.error = unreadable_trace(path, e);
+  } catch (const std::exception& e) {  // a worker must not take the process down with it
+    slot.error = unreadable_trace(path, e);
+  }
+}
+}  // namespace
+
+Report analyze_job(const std::vector<std::string>& paths, const Options& options,
+                   std::vector<UnreadableTrace> unreadable, const ReportSelection& selection, unsigned jobs,
+                   std::vector<TraceMarks>* marks) {
+  std::vector<Slot> slots(paths.size());
+  unsigned n = jobs ? jobs : std::max(1u, std::thread::hardware_concurrency());
+  n = static_cast<unsigned>(std::min<size_t>(n, paths.size()));
+  if (n <= 1) {
+    for (size_t i = 0; i < paths.size(); ++i) analyze_into(slots[i], paths[i], options, marks != nullptr);
+  } else {
+    std::atomic<size_t> next{0};
+    std::vector<std::thread> workers;
+    for (unsigned t = 0; t < n; ++t)
+      workers.emplace_back([&] {
+        for (size_t i; (i = next.fetch_add(1)) < paths.size();)
+          analyze_into(slots[i], paths[i], options, marks != nullptr);
+      });
+    for (auto& w : workers) w.join();
+  }
+  // Merged in the order of the paths, whatever order they finished in.
+  std::vector<ProcessResult> results;
+  for (auto& s : slots) {
+    if (marks && s.marks) marks->push_back(std::move(*s.marks));
+    if (s.error)
+      unreadable.push_back(std::move(*s.error));
+    else if (s.result && selection.keeps(s.result->process))
+      results.push_back(std::move(*s.result));
+  }
+  if (!selection.rules.empty())
+    for (auto& r : results)
+      r.findings.erase(std::remove_if(r.findings.begin(), r.findings.end(),
+                                      [&](const Finding& f) {
+                                        return std::find(selection.rules.begin(), selection.rules.end(), f.id) ==
+                                               selection.rules.end();
+                                      }),
+                       r.findings.end());
+  if (!selection.ranges.empty())
+    for (auto& r : results)
+      r.findings.erase(std::remove_if(r.findings.begin(), r.findings.end(),
+                                      [&](const Finding& f) {
+                                        for (const auto& name : selection.ranges)
+                                          if (f.ranges.count(name)) return false;
+                                        return true;
+                                      }),
+                       r.findings.end());
+  std::stable_sort(results.begin(), results.end(), [](const ProcessResult& a, const ProcessResult& b) {
+    return a.process.start_realtime_ns < b.process.start_realtime_ns;
+  });
+  Report report = build_report(std::move(results), options);
+  report.unreadable = std::move(unreadable);
+  return report;
+}
+
+}  // namespace asyncwatch

@@ -1,0 +1,426 @@
+#include "symbols/symbolizer.h"
+
+#include "symbols/elf_calls.h"
+
+#include <cxxabi.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+namespace asyncwatch {
+
+namespace {
+char* debuginfo_path = nullptr;
+const Dwfl_Callbacks kOfflineCallbacks = {
+    dwfl_build_id_find_elf,
+    dwfl_standard_find_debuginfo,
+    dwfl_offline_section_address,
+    &debuginfo_path,
+};
+
+std::string hex_build_id(const uint8_t* p, size_t n) {
+  std::string s;
+  for (size_t i = 0; i < n; ++i) s += fmt::format("{:02x}", p[i]);
+  return s;
+}
+
+// A function DIE's demangled linkage name (`*qualified` true: it names the scopes), else its
+// DW_AT_name; "" when it has neither.
+std::string die_function_name_plain(Dwarf_Die* die, bool* qualified = nullptr) {
+  Dwarf_Attribute attr;
+  if (qualified) *qualified = true;
+  for (int at : {DW_AT_linkage_name, DW_AT_MIPS_linkage_name})
+    if (dwarf_attr_integrate(die, at, &attr))
+      if (const char* s = dwarf_formstring(&attr)) return demangle(s);
+  if (qualified) *qualified = false;
+  const char* name = dwarf_diename(die);
+  return name ? name : "";
+}
+
+// The DIE that declares a function: through DW_AT_abstract_origin (an inline instance) and
+// DW_AT_specification (a member defined outside its class).
+Dwarf_Die declaring_die(Dwarf_Die* die) {
+  Dwarf_Die cur = *die;
+  for (int hops = 0; hops < 4; ++hops) {
+    Dwarf_Attribute attr;
+    Dwarf_Die next;
+    if ((dwarf_attr(&cur, DW_AT_abstract_origin, &attr) || dwarf_attr(&cur, DW_AT_specification, &attr)) &&
+        dwarf_formref_die(&attr, &next))
+      cur = next;
+    else
+      break;
+  }
+  return cur;
+}
+
+// "ns::Class::" for a DIE declared in namespace ns, class Class: the scopes that contain the
+// declaring DIE, outermost first, as the demangler writes them: "(anonymous namespace)" for an
+// unnamed namespace and for nvcc's renamed ones (_GLOBAL__N__<hash>), "f::" for a function's local
+// class, "{lambda}" for a closure type (DWARF has no name for it; `operator_call`: the function is
+// its operator()).
+std::string scope_prefix(Dwarf_Die* decl, bool operator_call) {
+  Dwarf_Die* scopes = nullptr;
+  int n = dwarf_getscopes_die(decl, &scopes);
+  std::string prefix;
+  for (int i = n - 1; i > 0; --i) {  // scopes[0] is the DIE itself, scopes[n-1] its CU
+    int tag = dwarf_tag(&scopes[i]);
+    const char* name = dwarf_diename(&scopes[i]);
+    if (tag == DW_TAG_namespace) {
+      bool anonymous = !name || std::strncmp(name, "_GLOBAL__N", 10) == 0;
+      prefix += anonymous ? std::string("(anonymous namespace)::") : std::string(name) + "::";
+    } else if (tag == DW_TAG_class_type || tag == DW_TAG_structure_type || tag == DW_TAG_union_type) {
+      if (name)
+        prefix += std::string(name) + "::";
+      else
+        prefix += operator_call && i == 1 ? "{lambda}::" : "{unnamed type}::";
+    } else if (tag == DW_TAG_subprogram && name) {
+      prefix += die_function_name_plain(&scopes[i]) + "::";
+    }
+  }
+  free(scopes);
+  return prefix;
+}
+
+// The full name of a function's DIE: its demangled linkage name ("(anonymous namespace)::f<int>(int*)",
+// "main::{lambda()#1}::operator()() const"), else its name qualified by the namespaces and classes it
+// is declared in (GCC gives functions of internal linkage no linkage name: "(anonymous namespace)::f"),
+// else its plain name ("main", C functions).
+std::string die_function_name(Dwarf_Die* die) {
+  bool qualified = false;
+  std::string name = die_function_name_plain(die, &qualified);
+  if (qualified || name.empty()) return name;
+  Dwarf_Die decl = declaring_die(die);
+  return scope_prefix(&decl, name == "operator()") + name;
+}
+
+// Expands the inline scopes of `pc` (an address as libdwfl sees it; `cudie` its unit, `bias` the
+// module's) into frames,
+// innermost first, each a copy of `base` with its function, file and line. The innermost frame
+// takes the line table's line; each scope's caller takes the scope's DW_AT_call_file/call_line.
+// Appends nothing when the module has no DWARF for pc (the caller keeps the symbol table's name).
+void inline_frames(Dwarf_Die* cudie, Dwarf_Addr bias, Dwarf_Addr pc, const Frame& base, std::vector<Frame>& out) {
+  if (!cudie) return;
+  Dwarf_Die* scopes = nullptr;
+  int n = dwarf_getscopes(cudie, pc - bias, &scopes);
+  if (n <= 0) {
+    free(scopes);
+    return;
+  }
+  // dwarf_getscopes also lists the abstract definition's scopes of inlined code; the concrete
+  // nesting is the innermost scope's own parents (as eu-addr2line -i walks them).
+  Dwarf_Die innermost = scopes[0];
+  free(scopes);
+  scopes = nullptr;
+  n = dwarf_getscopes_die(&innermost, &scopes);
+  if (n <= 0) {
+    free(scopes);
+    return;
+  }
+  Dwarf_Files* files = nullptr;
+  size_t nfiles = 0;
+  if (dwarf_getsrcfiles(cudie, &files, &nfiles) != 0) files = nullptr;
+  std::string file = base.file;
+  int line = base.line;
+  size_t first = out.size();
+  for (int i = 0; i < n; ++i) {
+    int tag = dwarf_tag(&scopes[i]);
+    if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram && tag != DW_TAG_entry_point) continue;
+    Frame f = base;
+    f.function = die_function_name(&scopes[i]);
+    f.file = file;
+    f.line = line;
+    f.inlined = tag == DW_TAG_inlined_subroutine;
+    out.push_back(std::move(f));
+    if (tag != DW_TAG_inlined_subroutine) break;
+    // Where the caller (the next scope out) called this inlined code.
+    Dwarf_Attribute attr;
+    Dwarf_Word value = 0;
+    file.clear();
+    line = 0;
+    if (files && dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &attr), &value) == 0 && value < nfiles)
+      if (const char* src = dwarf_filesrc(files, value, nullptr, nullptr)) file = src;
+    if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &attr), &value) == 0) line = static_cast<int>(value);
+  }
+  free(scopes);
+  // A trailing inline frame without its enclosing subprogram (broken DWARF): the symbol table's
+  // function is the outer frame, at the call position just read.
+  if (out.size() > first && out.back().inlined) {
+    Frame f = base;
+    f.file = file;
+    f.line = line;
+    out.push_back(std::move(f));
+  }
+}
+}  // namespace
+
+// A symbol's function name: demangled, without GCC's clone suffixes (the cold part of a function
+// is "main.cold", "f() [clone .cold]"; partial inlining and constant propagation make ".part.0",
+// ".isra.0", ".constprop.0"): the function the user wrote.
+std::string symbol_function_name(const char* sym) {
+  std::string name = demangle(sym);
+  for (size_t c; (c = name.rfind(" [clone ")) != std::string::npos && name.back() == ']';) name.resize(c);
+  if (name.rfind("_Z", 0) != 0)
+    for (const char* clone : {".cold", ".part.", ".isra.", ".constprop.", ".lto_priv.", ".localalias"}) {
+      size_t c = name.find(clone);
+      if (c != std::string::npos && c > 0) name.resize(c);
+    }
+  return name;
+}
+
+bool parse_path_mapping(const std::string& text, PathMapping* out, std::string* error) {
+  size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
+    *error = fmt::format("'{}' is not FROM=TO (two non-empty paths)", text);
+    return false;
+  }
+  out->from = text.substr(0, eq);
+  out->to = text.substr(eq + 1);
+  while (out->from.size() > 1 && out->from.back() == '/') out->from.pop_back();
+  while (out->to.size() > 1 && out->to.back() == '/') out->to.pop_back();
+  return true;
+}
+
+std::string map_module_path(const std::string& path, const std::vector<PathMapping>& mappings) {
+  for (const PathMapping& m : mappings) {
+    if (path.compare(0, m.from.size(), m.from) != 0) continue;
+    // whole components: FROM=/a maps /a and /a/x, not /ab
+    if (path.size() == m.from.size() || path[m.from.size()] == '/' || m.from == "/")
+      return m.to + path.substr(m.from == "/" ? 0 : m.from.size());
+  }
+  return path;
+}
+
+std::string demangle(const char* name) {
+  if (!name) return {};
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(name, nullptr, nullptr, &status), std::free);
+  if (status == 0 && out) return out.get();
+  return name;
+}
+
+bool is_pseudo_module(const std::string& path) {
+  if (path.empty() || path[0] == '[') return true;
+  std::string name = path.substr(path.rfind('/') + 1);
+  if (!name.empty() && name[0] == '[') return true;  // ".../[vdso]"
+  for (const char* vdso : {"linux-vdso", "linux-gate", "vdso"})
+    if (name.rfind(vdso, 0) == 0) return true;
+  return path.find('/') == std::string::npos;  // a bare soname: not a file we can find
+}
+
+Symbolizer::Symbolizer(const std::vector<ModuleInfo>& modules, bool read_symbols,
+                       const std::vector<PathMapping>& path_map)
+    : modules_(modules) {
+  usable_.assign(modules_.size(), false);
+  module_problem_.assign(modules_.size(), std::string());
+  dwfl_modules_.assign(modules_.size(), nullptr);
+  calls_.resize(modules_.size());
+  units_.resize(modules_.size());
+  if (!read_symbols) return;
+  dwfl_ = dwfl_begin(&kOfflineCallbacks);
+  if (!dwfl_) return;
+  dwfl_report_begin(dwfl_);
+  for (size_t i = 0; i < modules_.size(); ++i) {
+    const ModuleInfo& m = modules_[i];
+    // [vdso], linux-vdso.so.1, [vsyscall]: no file to read (and never the user's code).
+    if (is_pseudo_module(m.path)) continue;
+    std::string path = map_module_path(m.path, path_map);
+    std::string shown = path == m.path ? path : fmt::format("{} (mapped from {})", path, m.path);
+    // Only regular files: a trace is input, and a module path naming a FIFO (or a terminal) would
+    // block the open below for ever. A path that does not exist goes on to libdwfl, which says so.
+    struct stat st {};
+    if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+      module_problem_[i] = fmt::format("{}: cannot read it for symbols (not a regular file)", shown);
+      continue;
+    }
+    std::string name = m.path.substr(m.path.rfind('/') + 1);
+    Dwfl_Module* mod = dwfl_report_elf(dwfl_, name.c_str(), path.c_str(), -1, m.load_bias, false);
+    if (!mod) {
+      module_problem_[i] = fmt::format("{}: cannot read it for symbols ({})", shown, dwfl_errmsg(-1));
+      continue;
+    }
+    if (!m.build_id.empty()) {
+      const unsigned char* bits = nullptr;
+      GElf_Addr vaddr = 0;
+      int len = dwfl_module_build_id(mod, &bits, &vaddr);
+      if (len > 0 && (static_cast<size_t>(len) != m.build_id.size() ||
+                      std::memcmp(bits, m.build_id.data(), m.build_id.size()) != 0)) {
+        module_problem_[i] = fmt::format("{}: build id {} differs from the traced one {}: not used for symbols", shown,
+                                         hex_build_id(bits, static_cast<size_t>(len)),
+                                         hex_build_id(m.build_id.data(), m.build_id.size()));
+        continue;
+      }
+    }
+    usable_[i] = true;
+    dwfl_modules_[i] = mod;
+  }
+  dwfl_report_end(dwfl_, nullptr, nullptr);
+}
+
+Symbolizer::~Symbolizer() {
+  if (dwfl_) dwfl_end(dwfl_);
+}
+
+const ModuleInfo* Symbolizer::module_of(uint64_t address) const {
+  // The most recently loaded module covering the address wins (dlclose + dlopen reuse).
+  for (size_t i = modules_.size(); i-- > 0;)
+    if (address >= modules_[i].low && address < modules_[i].high) return &modules_[i];
+  return nullptr;
+}
+
+const std::vector<Frame>& Symbolizer::resolve(uint64_t address) {
+  auto it = cache_.find(address);
+  if (it != cache_.end()) return it->second;
+  Frame base;
+  base.address = address;
+  base.offset = address;
+  const ModuleInfo* info = module_of(address);
+  if (info) {
+    base.module = info->path;
+    base.offset = address - info->load_bias;
+  }
+  size_t index = info ? static_cast<size_t>(info - modules_.data()) : 0;
+  bool usable = info && usable_[index];
+  if (info && !module_problem_[index].empty()) {  // reported once, for modules frames fall in
+    problems_.push_back(std::move(module_problem_[index]));
+    module_problem_[index].clear();
+  }
+  std::vector<Frame> frames;
+  if (dwfl_ && usable && address > 0) {
+    Dwarf_Addr pc = address - 1;
+    if (Dwfl_Module* mod = dwfl_addrmodule(dwfl_, pc)) {
+      if (const char* sym = dwfl_module_addrname(mod, pc)) base.function = symbol_function_name(sym);
+      Dwarf_Addr bias = 0;
+      Dwarf_Die* cu = mod == dwfl_modules_[index] ? static_cast<Dwarf_Die*>(unit_of(index, pc, &bias))
+                                                  : dwfl_module_addrdie(mod, pc, &bias);
+      // The line table's row for pc, in its unit (what dwfl_module_getsrc reads, but from the unit
+      // found either way).
+      if (Dwarf_Line* l = cu ? dwarf_getsrc_die(cu, pc - bias) : nullptr) {
+        int lineno = 0;
+        const char* src = dwarf_linesrc(l, nullptr, nullptr);
+        if (src && dwarf_lineno(l, &lineno) == 0) {
+          base.file = src;
+          base.line = lineno;
+        }
+      }
+      inline_frames(cu, bias, pc, base, frames);
+      // The outermost frame is the symbol's: its demangled name has the argument list (DWARF
+      // has it only through a linkage name, which functions of internal linkage lack).
+      if (!frames.empty() && !base.function.empty()) frames.back().function = base.function;
+    }
+  }
+  if (frames.empty()) frames.push_back(std::move(base));
+  return cache_.emplace(address, std::move(frames)).first->second;
+}
+
+// libdw finds an address's unit through .debug_aranges, which clang does not write by default, and
+// elfutils before 0.191 then finds none (no file, line or inline frames for any clang-built
+// program): the units' own ranges (DW_AT_low_pc/high_pc, DW_AT_ranges) indexed once per module
+// answer instead.
+void* Symbolizer::unit_of(size_t module, uint64_t pc, uint64_t* bias) {
+  Dwfl_Module* mod = dwfl_modules_[module];
+  Dwarf_Addr b = 0;
+  if (Dwarf_Die* cu = dwfl_module_addrdie(mod, pc, &b)) {
+    *bias = b;
+    return cu;
+  }
+  ModuleUnits& m = units_[module];
+  if (!m.indexed) {
+    m.indexed = true;
+    for (Dwarf_Die* cu = nullptr; (cu = dwfl_module_nextcu(mod, cu, &b)) != nullptr;) {
+      m.bias = b;
+      Dwarf_Addr base = 0, start = 0, end = 0;
+      for (ptrdiff_t off = 0; (off = dwarf_ranges(cu, off, &base, &start, &end)) > 0;)
+        if (start < end) m.ranges.push_back({start, end, cu});
+    }
+    std::sort(m.ranges.begin(), m.ranges.end(), [](const UnitRange& x, const UnitRange& y) { return x.low < y.low; });
+  }
+  const uint64_t at = pc - m.bias;
+  auto it =
+      std::upper_bound(m.ranges.begin(), m.ranges.end(), at, [](uint64_t a, const UnitRange& r) { return a < r.low; });
+  if (it == m.ranges.begin() || at >= (--it)->high) return nullptr;
+  *bias = m.bias;
+  return it->unit;
+}
+
+ElfCalls* Symbolizer::calls_of(size_t module, uint64_t* bias) {
+  ModuleCalls& m = calls_[module];
+  if (!m.tried) {
+    m.tried = true;
+    Dwarf_Addr b = 0;
+    if (Elf* elf = usable_[module] && dwfl_modules_[module] ? dwfl_module_getelf(dwfl_modules_[module], &b) : nullptr) {
+      m.calls = std::make_unique<ElfCalls>(elf);
+      m.bias = b;
+    }
+  }
+  *bias = m.bias;
+  return m.calls.get();
+}
+
+Frame Symbolizer::entry_frame(size_t module, uint64_t address, const std::string& symbol) {
+  Frame f = resolve(address + 1).back();  // resolve() looks at the byte before a return address
+  f.address = address;
+  f.offset = address - modules_[module].load_bias;
+  f.function = symbol_function_name(symbol.c_str());
+  f.inlined = false;
+  return f;
+}
+
+Frame Symbolizer::called_function(uint64_t return_address, const std::string& prefer_module) {
+  auto key = std::make_pair(return_address, prefer_module);
+  auto it = called_cache_.find(key);
+  if (it != called_cache_.end()) return it->second;
+  Frame out;
+  const ModuleInfo* info = return_address > 0 ? module_of(return_address - 1) : nullptr;
+  uint64_t bias = 0;
+  ElfCalls* calls = info && dwfl_ ? calls_of(static_cast<size_t>(info - modules_.data()), &bias) : nullptr;
+  CallTarget t = calls ? calls->call_before(return_address - bias) : CallTarget{};
+  const size_t self = info ? static_cast<size_t>(info - modules_.data()) : 0;
+  if (t.kind == CallTarget::Local) {
+    // Only where a function of the module's symbol table starts (the bytes before the return
+    // address may end another instruction that merely holds an E8).
+    GElf_Sym sym;
+    GElf_Off off = 1;
+    const char* name =
+        dwfl_module_addrinfo(dwfl_modules_[self], t.address + bias, &off, &sym, nullptr, nullptr, nullptr);
+    int type = name ? GELF_ST_TYPE(sym.st_info) : STT_NOTYPE;
+    if (name && off == 0 && (type == STT_FUNC || type == STT_GNU_IFUNC))
+      out = entry_frame(self, t.address + bias, name);
+  } else if (t.kind == CallTarget::Imported) {
+    out.function = symbol_function_name(t.symbol.c_str());
+    // The module that defines it: the one execution went on in, if it does; else the first in
+    // trace order (close to the dynamic linker's lookup order).
+    std::vector<size_t> order;
+    for (size_t i = 0; i < modules_.size(); ++i)
+      if (modules_[i].path == prefer_module) order.push_back(i);
+    for (size_t i = 0; i < modules_.size(); ++i)
+      if (modules_[i].path != prefer_module) order.push_back(i);
+    for (size_t i : order) {
+      uint64_t b = 0;
+      ElfCalls* c = calls_of(i, &b);
+      uint64_t value = c ? c->defined_function(t.symbol) : 0;
+      if (!value) continue;
+      out = entry_frame(i, value + b, t.symbol);
+      break;
+    }
+  }
+  return called_cache_.emplace(key, std::move(out)).first->second;
+}
+
+std::vector<Frame> Symbolizer::expand(const std::vector<uint64_t>& addresses) {
+  std::vector<Frame> out;
+  out.reserve(addresses.size());
+  for (uint64_t a : addresses) {
+    const std::vector<Frame>& frames = resolve(a);
+    out.insert(out.end(), frames.begin(), frames.end());
+  }
+  return out;
+}
+
+}  // namespace asyncwatch
