@@ -227,3 +227,32 @@ TEST(JsonWriter, StreamsToAFile) {
   ASSERT_EQ(parsed.size(), 100000u);
   EXPECT_EQ(parsed[99999], 99999);
 }
+
+// Lost records are reported with where and why (LostRecords in band), not only as a count.
+TEST(Reports, LostRecordsSayWhenWhereAndWhy) {
+  TraceBuilder b(4243, "/work/app/seed");
+  add_seed_calls(b, "/work/app/seed", "seed", "_Z5dummyv");
+  tf::LostRecord lost{};
+  lost.reason = static_cast<uint32_t>(tf::LostReason::FileLimit);
+  lost.count = 12;
+  lost.first_lost_ns = b.header().start_monotonic_ns + 2'000'000;
+  lost.last_lost_ns = b.header().start_monotonic_ns + 5'000'000;
+  b.add(9, RecordType::Lost, lost);
+  Report r = analyze_traces({write_trace(b, "lost-report.awtrace")}, Options{});
+  ASSERT_EQ(r.processes.size(), 1u);
+  const auto& p = r.processes[0];
+  ASSERT_EQ(p.lost.size(), 1u);
+  EXPECT_EQ(p.lost[0].tid, 9u);
+  EXPECT_EQ(p.lost[0].count, 12u);
+  EXPECT_EQ(p.lost[0].first_ns, 2'000'000u);
+  EXPECT_EQ(p.lost[0].reason, "file-limit");
+  bool noted = false;
+  for (const auto& n : p.notes)
+    noted |= n.find("12 records were lost: thread 9: 12 from 2.00 ms to 5.00 ms (the trace file could not grow") !=
+             std::string::npos;
+  EXPECT_TRUE(noted);
+  auto j = nlohmann::ordered_json::parse(report_json_text(r));
+  ASSERT_EQ(j["processes"][0]["lost"].size(), 1u);
+  EXPECT_EQ(j["processes"][0]["lost"][0]["reason"], "file-limit");
+  EXPECT_EQ(j["processes"][0]["lost"][0]["last_ns"], 5'000'000);
+}

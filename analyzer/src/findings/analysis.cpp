@@ -108,6 +108,15 @@ std::string kernel_display_name(const std::string& mangled) {
 
 namespace {
 
+// What a loss reason means to the user (trace_format.h's ASYNCWATCH_LOST_REASONS names them).
+std::string lost_reason_text(const std::string& reason) {
+  if (reason == "no-block") return "no trace block could be claimed: tracing had stopped";
+  if (reason == "file-limit") return "the trace file could not grow: disk full or RLIMIT_FSIZE";
+  if (reason == "signal-handler") return "made inside a signal handler that interrupted the library";
+  if (reason == "too-large") return "a record larger than a trace block";
+  return "reason unknown";
+}
+
 constexpr uint32_t kGraphKernel = events::StreamTable::kGraphKernel;
 // Bit t: record type t is a call record (record_info(t).call), one test per record.
 constexpr uint64_t kCallTypes = [] {
@@ -595,11 +604,23 @@ class ProcessAnalyzer final : public RuleContext {
       p.notes.push_back(
           "the process did not exit cleanly (killed or crashed); records up to the last returned call "
           "are included");
-    if (p.records_lost)
-      p.notes.push_back(
-          fmt::format("{} records were lost (no trace block could be claimed); findings may be "
-                      "incomplete",
-                      p.records_lost));
+    for (const auto& l : trace_.lost_reports()) {
+      auto since_start = [&](uint64_t t) { return t > h.start_monotonic_ns ? t - h.start_monotonic_ns : 0; };
+      auto reason = static_cast<uint32_t>(l.reason);
+      p.lost.push_back({l.tid, l.count, since_start(l.first_ns), since_start(l.last_ns),
+                        reason < trace::kLostReasonCount ? trace::kLostReasonNames[reason] : "unknown"});
+    }
+    if (p.records_lost) {
+      std::string where;
+      constexpr size_t kShown = 4;  // the note stays one line; JSON's "lost" has every stretch
+      for (size_t i = 0; i < p.lost.size() && i < kShown; ++i) {
+        const auto& l = p.lost[i];
+        where += fmt::format("{}thread {}: {} from {} to {} ({})", i ? "; " : ": ", l.tid, l.count,
+                             format_duration(l.first_ns), format_duration(l.last_ns), lost_reason_text(l.reason));
+      }
+      if (p.lost.size() > kShown) where += fmt::format("; {} more stretches", p.lost.size() - kShown);
+      p.notes.push_back(fmt::format("{} records were lost{}; findings may be incomplete", p.records_lost, where));
+    }
     p.pauses = h.pause_count;
     p.paused_ns = h.paused_ns;
     if (h.paused_since_ns && end > h.paused_since_ns) p.paused_ns += end - h.paused_since_ns;  // ended paused

@@ -33,6 +33,15 @@ struct ProcessSummary {
   bool simulated = false;
   uint64_t records = 0;
   uint64_t records_lost = 0;
+  // Where and why records were lost: one per stretch of losses of a thread (the trace's in-band
+  // LostRecords, bounded by the reader); records_lost may be larger (the header's total).
+  struct LostStretch {
+    uint32_t tid = 0;
+    uint64_t count = 0;
+    uint64_t first_ns = 0, last_ns = 0;  // since the process started
+    std::string reason;                  // trace::kLostReasonNames
+  };
+  std::vector<LostStretch> lost;
   uint64_t paused_ns = 0;  // recording paused by the application (control API), within wall_ns
   uint64_t pauses = 0;
   uint64_t blocked_ns_total = 0;  // time the flagged async calls blocked (async_calls_blocking)

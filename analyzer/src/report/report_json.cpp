@@ -64,6 +64,20 @@ void process_object(JsonWriter& w, const ProcessSummary& p) {
   w.field("simulated", p.simulated);
   w.field("records", p.records);
   w.field("records_lost", p.records_lost);
+  if (!p.lost.empty()) {  // where and why: one object per stretch of losses of a thread
+    w.key("lost");
+    w.begin_array();
+    for (const auto& l : p.lost) {
+      w.begin_object();
+      w.field("tid", l.tid);
+      w.field("count", l.count);
+      w.field("first_ns", l.first_ns);
+      w.field("last_ns", l.last_ns);
+      w.field("reason", l.reason);
+      w.end_object();
+    }
+    w.end_array();
+  }
   w.field("blocked_ns_total", p.blocked_ns_total);
   // Beyond the minimal schema (docs/report-json.md):
   if (p.parent_pid_if_forked)
