@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 17 on the H200: NVTX ranges of code asyncwatch did not write (torch.cuda.nvtx, PyTorch's own
+"""NVTX ranges of code asyncwatch did not write, on a GPU (torch.cuda.nvtx, PyTorch's own
 NVTX binding). 10 iterations of a kernel then a pageable .cpu() (D2H, waits for the kernel), 8 of
 them inside torch.cuda.nvtx.range_push("train_step") ... range_pop(); then 5 more .cpu() outside any
 range (another line). Prints deterministic lines only; exit 0/1 (data), 2 (no CUDA)."""

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Issue 17 on the H200: NVTX ranges from PyTorch (torch.cuda.nvtx) and from the nvtx_ranges test app
-# (the toolkit's nvtx3 headers), each traced, reported and checked. One command from the repository
-# root, with a build staged by stage_build.sh (bin/asyncwatch, lib/, test_apps/nvtx_ranges[.static]):
+# NVTX ranges on a GPU: from PyTorch (torch.cuda.nvtx) and from the nvtx_ranges test app (the
+# toolkit's nvtx3 headers), each traced, reported and checked (`validate_on_gpu.sh nvtx` runs it).
+# From the repository root, with a build staged by stage_build.sh (bin/asyncwatch, lib/, test_apps/nvtx_ranges[.static]):
 #
 #   bash test_apps/gpu/nvtx_torch.sh [BUILD_DIR=build-gpu]      (PYTHON=/opt/torch/.venv/bin/python3)
 #

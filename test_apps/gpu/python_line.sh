@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Issue 15 on the H200: the Python line of PyTorch, CuPy, Numba and JAX, and the overhead of the
-# Python frames. One command from the repository root, with a build staged by stage_build.sh:
+# The Python line on a GPU: the findings of PyTorch, CuPy, Numba and JAX ops at their Python lines,
+# and the overhead of the Python frames (`validate_on_gpu.sh python` runs it). From the repository
+# root, with a build staged by stage_build.sh:
 #
 #   bash test_apps/gpu/python_line.sh [BUILD_DIR=build-gpu]      (PYTHON=/opt/torch/.venv/bin/python3)
 #
@@ -13,7 +14,7 @@
 # Results: $OUT/python_line.tar.gz (python_line/<part>.{stdout,stderr,rc,time}, traces/<part>/,
 # reports/<part>.{txt,json,sarif}, torch_warnings.json) and $OUT/summary.txt. Back on the
 # development machine: python3 test_apps/gpu/python_line_table.py RESULTS_DIR (the side-by-side
-# table of docs/validation.md). Wall time: about 2-3 minutes; new parts are skipped after 200 s.
+# table: op, line, torch's warning, asyncwatch's finding). Wall time: about 2-3 minutes; new parts are skipped after 200 s.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:-$root/build-gpu}" && pwd)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 15's other frameworks, each op at its own line (marked `# OP:name`), ITERATIONS times after a
+"""The Python line of other frameworks than PyTorch, each op at its own line (marked `# OP:name`), ITERATIONS times after a
 ~2 ms kernel of the same framework where one is at hand: CuPy (cupy.asnumpy, cupy.asarray), Numba
 (cuda.to_device on a stream), JAX (jax.device_put, np.asarray of a jax array). Run under asyncwatch.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Overhead of the Python frames in a PyTorch loop (issue 15): ITERATIONS of a small training-like
+"""Overhead of the Python frames in a PyTorch loop: ITERATIONS of a small training-like
 step whose calls get stacks (a pageable non_blocking copy, a pinned one, a small kernel chain and
 a loss.item() that waits), timed after a warm-up. Modes:
   bare      plain run (start it without asyncwatch)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The side-by-side table of issue 15 (docs/validation.md) from python_line.sh's results.
+"""The side-by-side table (op, line, torch's warning, asyncwatch's finding) from python_line.sh's results.
 
     python3 test_apps/gpu/python_line_table.py RESULTS [--asyncwatch build/bin/asyncwatch]
 RESULTS: the python_line.tar.gz, or the directory it unpacks to (python_line/). Reports missing

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 15's PyTorch table: each op at its own line (marked `# OP:name`), ITERATIONS times, with a
+"""The Python line of PyTorch ops: each op at its own line (marked `# OP:name`), ITERATIONS times, with a
 ~2 ms kernel (torch.cuda._sleep) queued before each op. Run bare with
 torch.cuda.set_sync_debug_mode("warn") (mode `debug`: the warnings go to WARNINGS_JSON with their
 lines) and separately under asyncwatch (mode `plain`).

@@ -6,6 +6,8 @@ $OUT/corpus-results.tar.gz (plus $OUT/summary.txt). It only runs binaries; it bu
 
   python3 test_apps/gpu/run_corpus.py [--archive .corpus/corpus.tar.xz] [--preload LIB] [--out DIR]
 
+(`validate_on_gpu.sh corpus` runs it with the staged build's library.)
+
 Back on the development machine, from the repository root (DIR: an empty directory):
 tar xzf corpus-results.tar.gz -C DIR && python3 test_apps/corpus/check_corpus.py results
 --results DIR/corpus-results --bin-dir BIN_DIR --build build

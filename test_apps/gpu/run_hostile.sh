@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every mode of test_apps/apps/hostile_app.cu (issue 11: descriptors closed or replaced,
+# Runs every mode of test_apps/apps/hostile_app.cu (descriptors closed or replaced,
 # the same in a fork child, closed stdin/stdout/stderr, signal handlers calling _exit/exit or CUDA during the first call,
 # a pending pthread_cancel at the first call, RLIMIT_NOFILE with one descriptor free) bare and under
 # LD_PRELOAD=libasyncwatch.so, for the shared- and the static-runtime build, and compares: exit
@@ -14,8 +14,8 @@
 #     --quick      small sizes (CI on the simulator)
 #     --only RE    only the cases whose name matches RE (e.g. '^sig_')
 #     --out DIR    where hostile_summary.txt and hostile.tar.gz go [$OUT, else ./hostile-out]
-# Exit status 0 when every case passed, 1 otherwise, 2 on usage errors. On the H200, from the
-# repository root with the build carried over: OUT=... bash test_apps/gpu/run_hostile.sh --build build-gpu
+# Exit status 0 when every case passed, 1 otherwise, 2 on usage errors. CTest runs it on the
+# simulator (hostile.*); on a GPU machine `validate_on_gpu.sh hostile` runs it with the staged build.
 set -uo pipefail
 die() { echo "run_hostile: $*" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/../.." && pwd)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""GPU validation of the test apps (issue 5), run by test_apps/gpu/validate.sh on the H200 machine.
+"""GPU validation of the test apps, run by `validate_on_gpu.sh apps` on a GPU machine.
 
 For every expectation file in test_apps/apps/expected/ and each build (shared runtime, and the
 .static build where there is one) it runs the app bare, then under asyncwatch:

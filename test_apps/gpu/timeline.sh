@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
-# Issue 18 on a real GPU (the lead runs it on the H200): the seed program (pageable and pinned),
+# GPU times on a real GPU: the seed program (pageable and pinned),
 # pinned_vs_pageable and a multi-stream app (threads_streams) under `asyncwatch run --gpu-times`;
 # for each, the trace, the text report (with the GPU overlap figures), the timeline as a binary
 # Perfetto trace and as JSON, the hand decoder's summary of the Perfetto file and the HTML report
 # (NAME.report.html); then the cost of GPU-times mode: overhead_bench --paired (recording on /
-# paused, in-process) with and without ASYNCWATCH_GPU_TIMES=1. Everything goes to $OUT/timeline_h200.tar.gz (and summary.txt).
-#   bash test_apps/gpu/timeline_h200.sh BUILD_DIR [--sim]   (BUILD_DIR: test_apps/gpu/stage_build.sh's output;
+# paused, in-process) with and without ASYNCWATCH_GPU_TIMES=1. Everything goes to $OUT/timeline.tar.gz (and summary.txt).
+#   bash test_apps/gpu/timeline.sh BUILD_DIR [--sim]   (BUILD_DIR: test_apps/gpu/stage_build.sh's output;
 #   --sim: a dry run on the simulator, for checking the script without a GPU)
 # Wall time about 2-3 minutes.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-build=$(cd "${1:?usage: timeline_h200.sh BUILD_DIR [--sim]}" && pwd)
+build=$(cd "${1:?usage: timeline.sh BUILD_DIR [--sim]}" && pwd)
 sim=()
 [ "${2:-}" = "--sim" ] && sim=(--sim)
-out=${OUT:?set OUT}/timeline_h200
+out=${OUT:?set OUT}/timeline
 mkdir -p "$out"
 aw=$build/bin/asyncwatch
 apps=$build/test_apps
@@ -53,7 +53,7 @@ one threads_streams "$apps/threads_streams"
 
 # The cost of GPU-times mode: paired on/paused ratios, without and with it (the difference is the
 # events' cost; docs/timeline.md).
-bench=$root/test_apps/bench/run_paired.sh
+bench=$root/bench/run_paired.sh
 if [ -x "$apps/overhead_bench.static" ] && [ ${#sim[@]} -eq 0 ] || [ -x "$apps/overhead_bench" ]; then
   log "== paired, GPU times off"
   ASYNCWATCH_GPU_TIMES=0 timeout 150 bash "$bench" "$build" "${sim[@]}" --procs 4 --reps 20 --items launch,copy_pinned_64 2>&1 | tail -4 | tee -a "$summary"
@@ -62,5 +62,5 @@ if [ -x "$apps/overhead_bench.static" ] && [ ${#sim[@]} -eq 0 ] || [ -x "$apps/o
 else
   log "no overhead_bench in $apps: cost not measured"
 fi
-tar czf "$OUT/timeline_h200.tar.gz" -C "$OUT" timeline_h200 && cp "$summary" "$OUT/summary.txt"
-du -sh "$OUT/timeline_h200.tar.gz"
+tar czf "$OUT/timeline.tar.gz" -C "$OUT" timeline && cp "$summary" "$OUT/summary.txt"
+du -sh "$OUT/timeline.tar.gz"
