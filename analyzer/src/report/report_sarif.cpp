@@ -6,6 +6,7 @@
 #include "report/fingerprint.h"
 #include "report/json_writer.h"
 #include "report/reports.h"
+#include "report/simulated.h"
 
 #include <cctype>
 #include <fmt/format.h>
@@ -121,7 +122,10 @@ void result_object(JsonWriter& w, const Finding& f, const Report& report) {
     w.field("level", severity_name(finding_severity(f)));
     // A borrowed Python line says so where the message is read (the location is that line).
     const std::string borrowed = borrowed_line_text(f);
-    text_object(w, "message", borrowed.empty() ? finding_message(f) : finding_message(f) + " (at " + borrowed + ")");
+    const bool simulated = finding_simulated(f, report);
+    text_object(w, "message",
+                (simulated ? kSimulatedPrefix : "") +
+                    (borrowed.empty() ? finding_message(f) : finding_message(f) + " (at " + borrowed + ")"));
     w.key("locations");
     w.begin_array();
     result_location(w, f, report);
@@ -135,6 +139,7 @@ void result_object(JsonWriter& w, const Finding& f, const Report& report) {
       w.field("blocked_ns_max", f.blocked.max());
       w.field("api", f.api);
       if (!f.via.module.empty()) w.field("via", frame_name_text(f.via));
+      if (simulated) w.field("simulated", true);
     });
   });
 }
@@ -186,10 +191,19 @@ void write_report_sarif(JsonWriter& w, const Report& report) {
       w.end_array();
       w.array("results", report.findings, [&](const Finding& f) { result_object(w, f, report); });
       // Issue 18: the GPU overlap figures of the processes recorded with GPU times (docs/ci.md).
+      // A --sim run's figures are the simulator's (simulated.h): said for the whole run too.
       bool gpu_times = false;
       for (const auto& p : report.processes) gpu_times |= p.gpu_times;
-      if (gpu_times)
+      const bool simulated = report_simulated(report);
+      if (gpu_times || simulated)
         w.object("properties", [&] {
+          if (simulated) {
+            w.field("simulated", true);
+            w.field("simulated_note",
+                    "recorded on asyncwatch's simulated CUDA driver and runtime (asyncwatch run --sim): times and "
+                    "blocked durations are the simulator's model, not measurements of a GPU");
+          }
+          if (!gpu_times) return;
           w.key("gpu_overlap");
           w.begin_array();
           for (const auto& p : report.processes)

@@ -9,10 +9,10 @@
 namespace asyncwatch {
 
 struct CudaLinkage {
-  bool readable = false;               // an ELF file that could be read
-  bool needs_shared_runtime = false;   // DT_NEEDED libcudart.so*: the runtime comes from the library path
-  bool loads_driver_itself = false;    // holds the name "libcuda.so.1" to dlopen (the static runtime does)
-  bool has_device_code = false;        // .nv_fatbin / .nvFatBinSegment: compiled by nvcc
+  bool readable = false;              // an ELF file that could be read
+  bool needs_shared_runtime = false;  // DT_NEEDED libcudart.so*: the runtime comes from the library path
+  bool loads_driver_itself = false;   // holds the name "libcuda.so.1" to dlopen (the static runtime does)
+  bool has_device_code = false;       // .nv_fatbin / .nvFatBinSegment: compiled by nvcc
   // NVIDIA's runtime is inside the executable (nvcc's default -cudart static).
   bool static_runtime() const { return loads_driver_itself && !needs_shared_runtime; }
 };
