@@ -87,8 +87,8 @@ void logical_function(JsonWriter& w, const std::string& function) {
   w.end_array();
 }
 
-// The source line when there is one; else the module that holds the call site (and its function
-// as a logical location); else the traced program.
+// The source line when there is one; else the module that holds the call site (line 1 as its
+// region; module+offset and the function as logical locations); else the traced program.
 void result_location(JsonWriter& w, const Finding& f, const Report& report) {
   w.object([&] {
     const Frame& site = f.call_site;
@@ -104,9 +104,31 @@ void result_location(JsonWriter& w, const Finding& f, const Report& report) {
       return;
     }
     std::string module = finding_module(f, report);
-    w.object("physicalLocation",
-             [&] { artifact_location(w, module.empty() ? "unknown" : module, report.source_root); });
-    if (f.call_site_known) logical_function(w, site.function);
+    // GitHub shows no result whose location has no region: line 1 of the module stands for it,
+    // and the logical locations say where in the module (its offset) and in which function.
+    w.object("physicalLocation", [&] {
+      artifact_location(w, module.empty() ? "unknown" : module, report.source_root);
+      w.object("region", [&] {
+        w.field("startLine", 1);
+        w.field("endLine", 1);
+      });
+    });
+    if (f.call_site_known && (!site.module.empty() || !site.function.empty())) {
+      w.key("logicalLocations");
+      w.begin_array();
+      if (!site.module.empty())
+        w.object([&] {
+          w.field("fullyQualifiedName",
+                  fmt::format("{}+0x{:x}", site.module.substr(site.module.rfind('/') + 1), site.offset));
+          w.field("kind", "module");
+        });
+      if (!site.function.empty())
+        w.object([&] {
+          w.field("fullyQualifiedName", site.function);
+          w.field("kind", "function");
+        });
+      w.end_array();
+    }
     w.object("message", [&] {
       w.field("text", f.call_site_known ? "no source line for the call site: " + frame_name_text(site)
                                         : missing_call_site_text(f));
