@@ -27,6 +27,13 @@ install(FILES ${CMAKE_BINARY_DIR}/cmake/asyncwatchConfig.cmake ${CMAKE_BINARY_DI
 # step with --help.
 install(FILES ${PROJECT_SOURCE_DIR}/docs/man/asyncwatch.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 
+# The licence and the third-party notices (elfutils' LGPL and how its relink requirement is met),
+# in the tarball and the wheel alike (package.install-tree checks they are installed).
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE ${PROJECT_SOURCE_DIR}/THIRD_PARTY_NOTICES
+  DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/licenses/LGPL-3.0.txt ${PROJECT_SOURCE_DIR}/licenses/GPL-3.0.txt
+  DESTINATION ${CMAKE_INSTALL_DOCDIR}/licenses)
+
 # The glibc the wheel is tagged for: pyproject.toml holds the one definition (its manylinux tag).
 file(STRINGS ${PROJECT_SOURCE_DIR}/pyproject.toml ASYNCWATCH_WHEEL_TAG REGEX "manylinux_2_[0-9]+_x86_64")
 if(NOT ASYNCWATCH_WHEEL_TAG MATCHES "manylinux_2_([0-9]+)_x86_64")

@@ -1,5 +1,5 @@
 # Runs COMMAND (a ;-list) and checks its exit status (EXPECT) and, when given, that its
-# output (stdout + stderr) matches MATCH. JSON_OUT: stdout must parse as JSON (python3).
+# output (stdout + stderr) matches MATCH (and does not match NOT_MATCH). JSON_OUT: stdout must parse as JSON (python3).
 string(REPLACE "@@" ";" COMMAND "${COMMAND}")
 execute_process(COMMAND ${COMMAND} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
 if(NOT rc STREQUAL EXPECT)
@@ -7,6 +7,9 @@ if(NOT rc STREQUAL EXPECT)
 endif()
 if(DEFINED MATCH AND NOT "${out}${err}" MATCHES "${MATCH}")
   message(FATAL_ERROR "output does not match '${MATCH}'\nstdout:\n${out}\nstderr:\n${err}")
+endif()
+if(DEFINED NOT_MATCH AND "${out}${err}" MATCHES "${NOT_MATCH}")
+  message(FATAL_ERROR "output matches '${NOT_MATCH}'\nstdout:\n${out}\nstderr:\n${err}")
 endif()
 if(JSON_OUT)
   string(RANDOM LENGTH 8 tag)

@@ -42,6 +42,8 @@ def check(doc):
             assert res.get("locations"), f"result without a location: {res['message']['text']}"
             phys = res["locations"][0].get("physicalLocation")
             assert phys, f"result without a physical location: {res['message']['text']}"
+            # GitHub code scanning shows no result whose location lacks a region.
+            assert phys.get("region", {}).get("startLine"), f"result without a region: {res['message']['text']}"
             base = phys["artifactLocation"].get("uriBaseId")
             assert base is None or base in bases, f"uriBaseId {base} not in originalUriBaseIds"
             fp = res.get("partialFingerprints", {})

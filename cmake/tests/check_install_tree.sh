@@ -19,11 +19,17 @@ lib/asyncwatch/sim/libcudart.so.13
 lib/cmake/asyncwatch/asyncwatchConfig.cmake
 lib/cmake/asyncwatch/asyncwatchConfigVersion.cmake
 lib/libasyncwatch.so
+share/doc/asyncwatch/LICENSE
+share/doc/asyncwatch/THIRD_PARTY_NOTICES
+share/doc/asyncwatch/licenses/GPL-3.0.txt
+share/doc/asyncwatch/licenses/LGPL-3.0.txt
 share/man/man1/asyncwatch.1"
 actual=$(cd "$prefix" && find . -type f -o -type l | sed 's|^\./||' | LC_ALL=C sort)
 [ "$actual" = "$expected" ] || fail "installed files differ from the expected list:
 $(diff <(echo "$expected") <(echo "$actual") || true)"
 [ -x "$prefix/bin/asyncwatch" ] || fail "bin/asyncwatch is not executable"
+grep -q "Apache License" "$prefix/share/doc/asyncwatch/LICENSE" || fail "LICENSE is not the Apache License"
+grep -q "elfutils" "$prefix/share/doc/asyncwatch/THIRD_PARTY_NOTICES" || fail "THIRD_PARTY_NOTICES names no elfutils"
 "$prefix/bin/asyncwatch" --version | grep -q '^0\.' || fail "asyncwatch --version"
 
 # The consumer, configured with nothing but the prefix.

@@ -39,7 +39,10 @@ class Frame:
         text = self.function or "??"
         if self.file and self.line:
             text += f" at {self.file}:{self.line}"
-        return text + (f" ({os.path.basename(self.module)})" if self.module else f" {self.address}")
+        if self.module:
+            return text + f" ({os.path.basename(self.module)})"
+        # An address means something only with its module; 0x0 is "not recorded".
+        return text if not self.address or self.address in ("0x0", "0") else text + f" {self.address}"
 
 
 @dataclass(frozen=True)
@@ -129,6 +132,7 @@ class Process:
     async_calls_async: int = 0
     async_calls_blocking: int = 0
     notes: Tuple[str, ...] = ()
+    no_usable_device: bool = False  # no CUDA call succeeded: no usable driver or device (exit status 4)
 
 
 @dataclass(frozen=True)
@@ -233,7 +237,8 @@ def report(*traces: PathLike, options: Iterable[str] = (), env: Optional[Dict[st
         raise ReportError("report(): no trace file or directory given")
     cmd = [os.fspath(executable()), "report", "--format", "json", *options, *(os.fspath(t) for t in traces)]
     done = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    # 0: fine; 1: a --fail-on finding exists (options may ask for it; the report is complete); 2: invalid input.
-    if done.returncode not in (0, 1) or not done.stdout.strip():
+    # 0: fine; 1: a --fail-on finding exists (options may ask for it); 3: some traces could not be
+    # read; 4: no CUDA call succeeded (no usable device): the report is complete in each. 2: invalid input.
+    if done.returncode not in (0, 1, 3, 4) or not done.stdout.strip():
         raise ReportError(f"asyncwatch report failed (status {done.returncode}): {done.stderr.strip()}")
     return parse_report(done.stdout)

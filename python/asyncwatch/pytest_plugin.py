@@ -130,6 +130,7 @@ class _Session:
         self.report: Optional[Report] = None
         self.failing: List[Finding] = []
         self.problem: Optional[str] = None
+        self.no_device = False  # the analyzer exited 4: no CUDA call succeeded
         self.traces: List[Path] = []
         self.per_test = False
         self.seen: Dict[Tuple[Any, ...], int] = {}  # --asyncwatch-per-test: calls per finding so far
@@ -204,7 +205,8 @@ class _Session:
             cmd += ["--fail-on", self.fail_on]
         done = subprocess.run(cmd + [str(t) for t in self.traces], capture_output=True, text=True)
         try:
-            if done.returncode not in (0, 1):
+            # 0 fine, 1 --fail-on matched, 3 some traces unreadable, 4 no usable device: a report each.
+            if done.returncode not in (0, 1, 3, 4) or not done.stdout.strip():
                 raise ReportError(done.stderr.strip())
             self.report = parse_report(done.stdout)
         except (ReportError, ValueError) as e:
@@ -214,6 +216,10 @@ class _Session:
         if done.returncode == 1:  # the analyzer's --fail-on matched
             self.failing = [f for f in self.report.findings if self._named(f)]
             if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        elif done.returncode == 4:  # no CUDA call succeeded: an empty report must not pass a gate
+            self.no_device = True
+            if self.fail_on and session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def _named(self, finding: Finding) -> bool:
@@ -232,9 +238,17 @@ class _Session:
             return
         r = self.report
         pids = ", ".join(str(p.pid) for p in r.processes)
-        tr.write_line(f"asyncwatch: {len(r.processes)} traced process(es) (pid {pids}), {r.summary.async_calls} "
-                      f"asynchronous calls, {r.summary.async_calls_blocking} of them blocked; "
-                      f"{len(r.findings)} finding(s)")
+        simulated = any(p.simulated for p in r.processes)
+        tr.write_line(f"asyncwatch{' (simulated, no GPU)' if simulated else ''}: {len(r.processes)} traced "
+                      f"process(es) (pid {pids}), {r.summary.async_calls} asynchronous calls, "
+                      f"{r.summary.async_calls_blocking} of them blocked; {len(r.findings)} finding(s)")
+        if simulated:
+            tr.write_line("asyncwatch: recorded on the simulated CUDA driver and runtime (--asyncwatch-sim): times "
+                          "are the simulator's model, not a GPU's", yellow=True)
+        if self.no_device:
+            tr.write_line("asyncwatch: no CUDA call succeeded: no usable CUDA driver or device; the report is empty "
+                          "for that reason (use --asyncwatch-sim without a GPU)"
+                          + ("; the session fails (--asyncwatch-fail-on)" if self.fail_on else ""), red=True)
         for p in r.processes:
             for note in p.notes:
                 if p.pid == os.getpid() and "did not exit cleanly" in note:

@@ -4,6 +4,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import ctypes
+
+import pytest
+
 import asyncwatch
 from conftest import SESSIONS
 
@@ -27,6 +31,9 @@ def test_a_listed_finding_fails_the_session(scratch: Path, clean_env: dict) -> N
     assert "= asyncwatch =" in out
     assert "FAIL " in out and "[pageable-async-copy]" in out and "device to host, 1.0 MiB" in out
     assert "the session fails: pageable-async-copy" in out
+    # Simulated figures say so; a call site without a module shows no made-up address.
+    assert "asyncwatch (simulated, no GPU): 1 traced process" in out and "the simulator's model" in out
+    assert " 0x0" not in out
     assert leftovers(scratch) == []
 
 
@@ -80,3 +87,27 @@ def test_without_the_option_nothing_is_traced(scratch: Path, clean_env: dict) ->
     assert done.returncode == 0, done.stdout + done.stderr
     assert "asyncwatch" not in done.stdout
     assert not list(scratch.glob("**/*.awtrace"))
+
+
+def test_no_usable_device_fails_a_gate(scratch: Path, clean_env: dict) -> None:
+    """Without a GPU and without --asyncwatch-sim, every CUDA call fails: the analyzer exits 4 and
+    the plugin reports it (not an internal error, status 3); with --asyncwatch-fail-on the session
+    fails."""
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        pytest.skip("this machine has a CUDA driver")
+    except OSError:
+        pass
+    try:
+        ctypes.CDLL("libcudart.so.13")
+    except OSError:
+        pytest.skip("no CUDA runtime (libcudart.so.13) on the library path")
+    gate = run_pytest(scratch, clean_env, "--asyncwatch", "--asyncwatch-fail-on", "warning",
+                      str(SESSIONS / "session_no_device.py"))
+    out = gate.stdout
+    assert gate.returncode == 1, out + gate.stderr
+    assert "1 passed" in out and "no CUDA call succeeded" in out and "the session fails" in out
+    plain = run_pytest(scratch, clean_env, "--asyncwatch", str(SESSIONS / "session_no_device.py"))
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    assert "no CUDA call succeeded" in plain.stdout and "the session fails" not in plain.stdout
+    assert leftovers(scratch) == []

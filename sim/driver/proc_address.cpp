@@ -1,11 +1,17 @@
 // cuGetProcAddress: how the runtime (and driver-API programs) reach every entry point. Each returned
-// pointer is an exported symbol, so dladdr() on it names exactly what was handed out
-// (e.g. cuMemcpyHtoDAsync_v2_ptsz for flags = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM).
+// pointer of a modelled entry point is an exported symbol, so dladdr() on it names exactly what was
+// handed out (e.g. cuMemcpyHtoDAsync_v2_ptsz for flags = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM).
 //
-// Names the simulator does not implement: CUDA_ERROR_NOT_FOUND with CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND,
-// and one line "asyncwatch-sim: <name> is not supported by the simulator" on stderr.
+// Every other entry point of the toolkit (driver_entry_points.inc, generated from its headers) is
+// answered as a driver answers it: found, with a stub that returns CUDA_ERROR_NOT_SUPPORTED and says
+// once, when called, "asyncwatch-sim: <name> is not supported by the simulator". A runtime fetches
+// several hundred entry points at start-up and uses few; a refusal there would end its
+// initialisation. Names no toolkit has: CUDA_ERROR_NOT_FOUND with CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND.
+#include <array>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "driver_state.h"
 #include "exports.h"
@@ -31,6 +37,7 @@ extern "C" CUresult CUDAAPI cuCtxCreate_v2(CUcontext*, unsigned int, CUdevice);
 const ProcEntry kEntries[] = {
     E("cuGetProcAddress", 11030, cuGetProcAddress),
     E("cuGetProcAddress", 12000, cuGetProcAddress_v2),
+    E("cuGetExportTable", 3000, cuGetExportTable),
     E("cuInit", 2000, cuInit),
     E("cuDriverGetVersion", 2020, cuDriverGetVersion),
     E("cuGetErrorName", 6000, cuGetErrorName),
@@ -218,6 +225,31 @@ const ProcEntry kEntries[] = {
     EP("cuLaunchCooperativeKernel", 9000, cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz),
 };
 
+// The toolkit's entry points, and one stub per name (so that the stub can say which was called).
+struct ToolkitEntry {
+  const char* name;
+  int since;
+};
+constexpr ToolkitEntry kToolkitEntries[] = {
+#define AW_ENTRY_POINT(name, since) {name, since},
+#include "driver_entry_points.inc"
+#undef AW_ENTRY_POINT
+};
+constexpr size_t kToolkitCount = sizeof kToolkitEntries / sizeof kToolkitEntries[0];
+std::atomic<bool> g_stub_called[kToolkitCount];
+
+template <size_t I>
+CUresult CUDAAPI not_supported_stub() {  // callers pass arguments; none is read
+  if (!g_stub_called[I].exchange(true, std::memory_order_relaxed)) aw_sim::unsupported(kToolkitEntries[I].name);
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+using StubFn = CUresult(CUDAAPI*)();
+template <size_t... I>
+constexpr std::array<StubFn, sizeof...(I)> make_stubs(std::index_sequence<I...>) {
+  return {&not_supported_stub<I>...};
+}
+constexpr std::array<StubFn, kToolkitCount> kStubs = make_stubs(std::make_index_sequence<kToolkitCount>());
+
 CUresult lookup(const char* symbol, void** pfn, int version, cuuint64_t flags, CUdriverProcAddressQueryResult* status) {
   if (!symbol || !pfn) return CUDA_ERROR_INVALID_VALUE;
   *pfn = nullptr;
@@ -229,9 +261,18 @@ CUresult lookup(const char* symbol, void** pfn, int version, cuuint64_t flags, C
     known = true;
     if (e.since <= version && (!best || e.since > best->since)) best = &e;
   }
+  if (!best && !known) {
+    for (size_t i = 0; i < kToolkitCount; ++i) {
+      if (std::strcmp(kToolkitEntries[i].name, symbol) != 0) continue;
+      known = true;
+      if (kToolkitEntries[i].since > version) break;
+      *pfn = reinterpret_cast<void*>(kStubs[i]);
+      if (status) *status = CU_GET_PROC_ADDRESS_SUCCESS;
+      return CUDA_SUCCESS;
+    }
+  }
   if (!best) {
     if (status) *status = known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-    if (!known) aw_sim::unsupported(symbol);
     return CUDA_ERROR_NOT_FOUND;
   }
   *pfn = per_thread && best->per_thread ? best->per_thread : best->legacy;
@@ -248,4 +289,20 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuGetProcAddress_v2(const char* symbol, void**
 
 AW_DRIVER_EXPORT CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags) {
   return lookup(symbol, pfn, cudaVersion, flags, nullptr);
+}
+
+// NVIDIA's own runtime (the static one nvcc links by default, or a libcudart.so a program brings
+// along) asks for the driver's private, undocumented interfaces here before anything else and
+// cannot start without them; the simulator has its own runtime instead (libcudart.so.13, which
+// `asyncwatch run --sim` puts first on the library path).
+AW_DRIVER_EXPORT CUresult CUDAAPI cuGetExportTable(const void** table, const CUuuid* id) {
+  static std::atomic<bool> said{false};
+  if (table) *table = nullptr;
+  if (!said.exchange(true, std::memory_order_relaxed))
+    std::fputs(
+        "asyncwatch-sim: this program's CUDA runtime is NVIDIA's (nvcc's default static runtime, or a "
+        "libcudart the program brings), which needs the driver's private interfaces: the simulator runs "
+        "programs built with -cudart shared (CMake: CUDA_RUNTIME_LIBRARY Shared)\n",
+        stderr);
+  return id ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_VALUE;
 }

@@ -209,7 +209,8 @@ void add_report_options(CLI::App* app, ReportArgs& args, bool with_output) {
                     "Write the report to FILE (\"-\": standard output, the default; a regular file is replaced "
                     "atomically, a device, FIFO or socket written in place)");
   app->add_option("--fail-on", args.fail_on,
-                  "Exit with status 1 when a finding with one of these ids exists (comma separated), or any finding "
+                  "Exit with status 1 (--error-exitcode) when a finding with one of these ids exists (comma "
+                  "separated), or any finding "
                   "of at least this severity (error, warning, note); blocked>=TIME (5ms, 200us): only findings "
                   "that blocked this long in total; findings in --baseline do not count")
       ->check(CLI::Validator(
@@ -223,6 +224,11 @@ void add_report_options(CLI::App* app, ReportArgs& args, bool with_output) {
             }
           },
           "ID|SEVERITY|blocked>=TIME,..."));
+  app->add_option("--error-exitcode", args.error_exitcode,
+                  "The exit status when a --fail-on finding exists (so that a gate is told from a program that "
+                  "exits 1)")
+      ->check(CLI::Range(1, 255))
+      ->capture_default_str();
   app->add_option("--min-blocked-us", args.min_blocked_us,
                   "Synchronous copies (pageable, host to host) below this are notes, at or above it warnings; other "
                   "calls that blocked less are not flagged; explicit-sync groups need this much in total")
@@ -406,7 +412,7 @@ int produce_report(const ReportArgs& args, const std::vector<std::string>& paths
                       "On a machine without a GPU, use `asyncwatch run --sim`",
                       p.pid, p.cuda_calls_no_device, p.cuda_calls, p.no_device_result));
     }
-  if (failed) return kExitFindings;
+  if (failed) return args.error_exitcode;
   if (no_device) return kExitNoDevice;
   return report.unreadable.empty() ? kExitOk : kExitPartial;
 }
@@ -459,7 +465,7 @@ int merge_reports(const ReportArgs& args) {
   }
   bool no_device = false;
   for (const auto& p : merged["processes"]) no_device |= p.value("no_usable_device", false);
-  if (failed) return kExitFindings;
+  if (failed) return args.error_exitcode;
   if (no_device) return kExitNoDevice;
   return merged["unreadable_traces"].empty() ? kExitOk : kExitPartial;
 }

@@ -1,7 +1,10 @@
 // asyncwatch run [--sim] [-o DIR] [report options] -- PROGRAM ARGS...
 // Runs the program with libasyncwatch.so preloaded (its children inherit the environment),
 // passes on its exit status, then reports every trace it wrote. A program that never touched
-// CUDA writes no trace: one line says so, and its exit status passes on unchanged.
+// CUDA writes no trace: one line says so, and its exit status passes on unchanged. A program
+// whose CUDA runtime is linked into it (nvcc's default) writes none either when that runtime found
+// no driver to load, or (with --sim) could not start on the simulator: exit 4, as for a trace in
+// which no call succeeded (no_driver_status).
 // Without -o, the traces go to a new directory asyncwatch-PROGRAM-TIME-XXXXXX (mkdtemp: an
 // unpredictable suffix, mode 0700), never to a path that existed before; the directory must be
 // the same one when the program ends (an attacker who swapped it would choose the report).
@@ -9,8 +12,10 @@
 #include "cli/commands.h"
 #include "report/output_file.h"
 #include "read/trace_reader.h"
+#include "symbols/cuda_linkage.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -80,6 +85,43 @@ void make_parents(const std::string& path) {
 std::string prepend_path(const std::string& first, const char* existing, char sep) {
   if (!existing || !*existing) return first;
   return first + sep + existing;
+}
+
+// Whether this machine's loader finds a CUDA driver, asked in a child (nothing of the driver is
+// loaded into asyncwatch): the environment is the program's but for LD_PRELOAD.
+bool driver_loadable() {
+  std::cout.flush();
+  std::cerr.flush();
+  pid_t child = fork();
+  if (child < 0) return true;  // cannot tell: say nothing
+  if (child == 0) _exit(dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL) ? 0 : 1);
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0)
+    if (errno != EINTR) return true;
+  return !(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+}
+
+// No trace was written: kExitNoDevice, said on stderr, when the program loads the CUDA driver
+// itself (the static runtime) and could not have reached one; else 0.
+int no_driver_status(const RunArgs& args) {
+  const std::string& program = args.command.front();
+  const CudaLinkage linkage = cuda_linkage(program_path(program));
+  if (!linkage.static_runtime()) return 0;
+  if (args.sim) {
+    print_error(
+        fmt::format("{} has NVIDIA's CUDA runtime linked into it (nvcc's default, -cudart static), which does not "
+                    "run on the simulator: no CUDA call succeeded. Build it with -cudart shared (CMake: "
+                    "CUDA_RUNTIME_LIBRARY Shared) for `run --sim`, which then supplies the runtime",
+                    program));
+    return kExitNoDevice;
+  }
+  if (driver_loadable()) return 0;
+  print_error(
+      fmt::format("{} has the CUDA runtime linked into it (nvcc's default), and no CUDA driver (libcuda.so.1) can be "
+                  "loaded here: no CUDA call succeeded; nothing is reported for that reason, not because the program "
+                  "is fine. On a machine without a GPU, build it with -cudart shared and use `asyncwatch run --sim`",
+                  program));
+  return kExitNoDevice;
 }
 
 }  // namespace
@@ -233,6 +275,7 @@ int cmd_run(const RunArgs& args) {
   if (paths.empty()) {
     if (created_dir && args.output_dir.empty()) rmdir(out_dir.c_str());  // our default directory, still empty
     if (exec_failed) return program_status;                              // the child said why
+    if (int no_driver = no_driver_status(args)) return program_status != 0 ? program_status : no_driver;
     std::cerr << "asyncwatch: the program made no CUDA calls (no trace was written)\n";
     return program_status;
   }

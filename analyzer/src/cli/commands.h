@@ -14,15 +14,16 @@ namespace asyncwatch {
 
 // Exit statuses (docs/contracts.md).
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitFindings = 1;  // a --fail-on finding exists (wins over kExitPartial)
+inline constexpr int kExitFindings = 1;  // a --fail-on finding exists (wins over kExitPartial); --error-exitcode N
 inline constexpr int kExitInvalid = 2;   // invalid input or usage; no trace could be read; the output failed
 inline constexpr int kExitPartial = 3;   // written, but some traces could not be read (each named)
 inline constexpr int kExitNoDevice = 4;  // a traced process had no usable CUDA driver or device (its calls all failed)
 
 struct ReportArgs {
   std::string format = "text";
-  std::string output;   // "" or "-" = stdout (output_file.h)
-  std::string fail_on;  // ids or a severity, comma separated
+  std::string output;                  // "" or "-" = stdout (output_file.h)
+  std::string fail_on;                 // ids or a severity, comma separated
+  int error_exitcode = kExitFindings;  // --error-exitcode N: the status of a --fail-on hit
   double min_blocked_us = 50;
   uint64_t inline_htod_bytes = 64 * 1024;
   uint64_t launch_queue_depth = 512;

@@ -11,21 +11,26 @@ int main(int argc, char** argv) {
                ": finds the asynchronous CUDA calls that ran synchronously, says why and where"};
   app.require_subcommand(1);
   app.set_version_flag("-V,--version", ASYNCWATCH_VERSION);
-  app.footer(
-      "Exit status: 0 fine; 1 a --fail-on finding exists; 2 invalid input or usage, no trace could be read, "
-      "or the output could not be written; 3 the report was written but some traces could not be read (each "
-      "is named); 4 no CUDA call of a traced process succeeded: no usable CUDA driver or device (use --sim "
-      "without a GPU); run passes on the program's own non-zero status.");
+  // Each subcommand's help lists the statuses it can exit with (docs/contracts.md).
+  const std::string report_statuses =
+      "0 fine; 1 a --fail-on finding exists (or --error-exitcode N); 2 invalid input or usage, no trace could be "
+      "read, or the output could not be written; 3 the report was written but some traces could not be read "
+      "(each is named); 4 no CUDA call of a traced process succeeded: no usable CUDA driver or device (use "
+      "run --sim without a GPU)";
+  app.footer("Exit status: " + report_statuses + "; run passes on the program's own non-zero status.");
   CLI::App* version = app.add_subcommand("version", "Print the version");
+  version->footer("Exit status: 0.");
 
   ReportArgs report_args;
   CLI::App* report = app.add_subcommand("report", "Report the findings of one or more traces (files or directories)");
   add_report_options(report, report_args, true);
   report->add_option("TRACE_OR_DIR", report_args.inputs, "Trace files, or directories of *.awtrace files")->required();
+  report->footer("Exit status: " + report_statuses + ".");
 
   std::string dump_trace;
   CLI::App* dump = app.add_subcommand("dump", "Print the file header and every raw record of a trace, one per line");
   dump->add_option("TRACE", dump_trace, "The trace file")->required();
+  dump->footer("Exit status: 0 fine; 2 the trace could not be read, or the output could not be written.");
 
   TimelineArgs timeline_args;
   CLI::App* timeline =
@@ -49,6 +54,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   timeline->add_option("TRACE_OR_DIR", timeline_args.inputs, "Trace files, or directories of *.awtrace files")
       ->required();
+  timeline->footer(
+      "Exit status: 0 fine; 2 invalid input or usage, no trace could be read, the timeline would be larger "
+      "than --max-size-mib, or the output could not be written; 3 written, but some traces could not be read "
+      "(each is named).");
 
   RunArgs run_args;
   CLI::App* run = app.add_subcommand(
@@ -68,6 +77,9 @@ int main(int argc, char** argv) {
       "for text; for json, sarif and codequality, report.json / report.sarif / report.codequality.json in the "
       "trace directory, so that standard "
       "output stays the program's");
+  run->footer("Exit status: the program's own when it is not 0; else " + report_statuses +
+              " (also when the program's CUDA runtime, linked into it, found no driver or cannot run on the "
+              "simulator).");
   run->prefix_command();
   run->allow_extras();
 

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -25,6 +26,17 @@ namespace {
   throw OutputError(fmt::format("{}: {}", path, why));
 }
 std::string err_text(int e) { return std::strerror(e); }
+
+// Standard output is a pipe or socket whose reader has gone (`asyncwatch report | head`, with
+// SIGPIPE ignored as a CI runner or Python may leave it): the reader wanted no more, which is
+// no error. The stream's errno may be lost on the way: the descriptor is asked (POLLERR).
+bool reader_gone(int fd, int e) {
+  if (e == EPIPE) return true;
+  struct stat st {};
+  if (fd < 0 || fstat(fd, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) return false;
+  pollfd p{fd, POLLOUT, 0};
+  return poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
+}
 
 // ---- Where a path leads, resolved one component at a time ----------------------------------
 
@@ -433,8 +445,9 @@ void OutputFile::commit() {
   buffer_.reset();
   int e = errno;
   if (mode_ == Mode::Stdout) {
+    const int fd = fileno(stream_);
     stream_ = nullptr;
-    if (!ok) fail(shown, fmt::format("cannot write: {}", err_text(e ? e : EIO)));
+    if (!ok && !reader_gone(fd, e)) fail(shown, fmt::format("cannot write: {}", err_text(e ? e : EIO)));
     return;
   }
   if (ok && mode_ == Mode::Replace) {

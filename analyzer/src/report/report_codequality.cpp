@@ -6,6 +6,7 @@
 #include "report/fingerprint.h"
 #include "report/json_writer.h"
 #include "report/reports.h"
+#include "report/simulated.h"
 
 namespace asyncwatch {
 
@@ -36,7 +37,7 @@ void write_report_codequality(JsonWriter& w, const Report& report) {
   for (const Finding& f : report.findings) {
     const RuleInfo& r = rule_info(f.id);
     w.object([&] {
-      w.field("description", finding_message(f));
+      w.field("description", (finding_simulated(f, report) ? kSimulatedPrefix : "") + finding_message(f));
       w.field("check_name", r.name);
       w.field("fingerprint", f.fingerprint);
       w.field("severity", gitlab_severity(finding_severity(f)));

@@ -9,6 +9,7 @@
 #include "symbols/names.h"
 #include "report/printable.h"
 #include "report/reports.h"
+#include "report/simulated.h"
 
 #include <asyncwatch/trace_format.h>
 
@@ -302,6 +303,7 @@ void write_report_html(std::ostream& out, const Report& report, const std::vecto
     title += ": " + exe.substr(exe.rfind('/') + 1);
     if (report.processes.size() > 1) title += fmt::format(" and {} more processes", report.processes.size() - 1);
   }
+  if (report_simulated(report)) title += " (simulated, no GPU)";
   out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
          "<meta name=\"generator\" content=\"asyncwatch " ASYNCWATCH_VERSION "\">\n"

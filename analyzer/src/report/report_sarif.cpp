@@ -6,6 +6,7 @@
 #include "report/fingerprint.h"
 #include "report/json_writer.h"
 #include "report/reports.h"
+#include "report/simulated.h"
 
 #include <cctype>
 #include <fmt/format.h>
@@ -86,8 +87,8 @@ void logical_function(JsonWriter& w, const std::string& function) {
   w.end_array();
 }
 
-// The source line when there is one; else the module that holds the call site (and its function
-// as a logical location); else the traced program.
+// The source line when there is one; else the module that holds the call site (line 1 as its
+// region; module+offset and the function as logical locations); else the traced program.
 void result_location(JsonWriter& w, const Finding& f, const Report& report) {
   w.object([&] {
     const Frame& site = f.call_site;
@@ -103,9 +104,31 @@ void result_location(JsonWriter& w, const Finding& f, const Report& report) {
       return;
     }
     std::string module = finding_module(f, report);
-    w.object("physicalLocation",
-             [&] { artifact_location(w, module.empty() ? "unknown" : module, report.source_root); });
-    if (f.call_site_known) logical_function(w, site.function);
+    // GitHub shows no result whose location has no region: line 1 of the module stands for it,
+    // and the logical locations say where in the module (its offset) and in which function.
+    w.object("physicalLocation", [&] {
+      artifact_location(w, module.empty() ? "unknown" : module, report.source_root);
+      w.object("region", [&] {
+        w.field("startLine", 1);
+        w.field("endLine", 1);
+      });
+    });
+    if (f.call_site_known && (!site.module.empty() || !site.function.empty())) {
+      w.key("logicalLocations");
+      w.begin_array();
+      if (!site.module.empty())
+        w.object([&] {
+          w.field("fullyQualifiedName",
+                  fmt::format("{}+0x{:x}", site.module.substr(site.module.rfind('/') + 1), site.offset));
+          w.field("kind", "module");
+        });
+      if (!site.function.empty())
+        w.object([&] {
+          w.field("fullyQualifiedName", site.function);
+          w.field("kind", "function");
+        });
+      w.end_array();
+    }
     w.object("message", [&] {
       w.field("text", f.call_site_known ? "no source line for the call site: " + frame_name_text(site)
                                         : missing_call_site_text(f));
@@ -121,7 +144,10 @@ void result_object(JsonWriter& w, const Finding& f, const Report& report) {
     w.field("level", severity_name(finding_severity(f)));
     // A borrowed Python line says so where the message is read (the location is that line).
     const std::string borrowed = borrowed_line_text(f);
-    text_object(w, "message", borrowed.empty() ? finding_message(f) : finding_message(f) + " (at " + borrowed + ")");
+    const bool simulated = finding_simulated(f, report);
+    text_object(w, "message",
+                (simulated ? kSimulatedPrefix : "") +
+                    (borrowed.empty() ? finding_message(f) : finding_message(f) + " (at " + borrowed + ")"));
     w.key("locations");
     w.begin_array();
     result_location(w, f, report);
@@ -135,6 +161,7 @@ void result_object(JsonWriter& w, const Finding& f, const Report& report) {
       w.field("blocked_ns_max", f.blocked.max());
       w.field("api", f.api);
       if (!f.via.module.empty()) w.field("via", frame_name_text(f.via));
+      if (simulated) w.field("simulated", true);
     });
   });
 }
@@ -186,10 +213,19 @@ void write_report_sarif(JsonWriter& w, const Report& report) {
       w.end_array();
       w.array("results", report.findings, [&](const Finding& f) { result_object(w, f, report); });
       // Issue 18: the GPU overlap figures of the processes recorded with GPU times (docs/ci.md).
+      // A --sim run's figures are the simulator's (simulated.h): said for the whole run too.
       bool gpu_times = false;
       for (const auto& p : report.processes) gpu_times |= p.gpu_times;
-      if (gpu_times)
+      const bool simulated = report_simulated(report);
+      if (gpu_times || simulated)
         w.object("properties", [&] {
+          if (simulated) {
+            w.field("simulated", true);
+            w.field("simulated_note",
+                    "recorded on asyncwatch's simulated CUDA driver and runtime (asyncwatch run --sim): times and "
+                    "blocked durations are the simulator's model, not measurements of a GPU");
+          }
+          if (!gpu_times) return;
           w.key("gpu_overlap");
           w.begin_array();
           for (const auto& p : report.processes)

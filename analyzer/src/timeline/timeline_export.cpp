@@ -91,7 +91,7 @@ class Sink {
   virtual void stream(uint64_t pid, uint64_t track, const std::string& name, uint64_t sort) = 0;
   virtual void slice(uint64_t pid, uint64_t track, uint64_t ts, uint64_t dur, std::string_view name,
                      std::string_view cat, const Arg* args, size_t n, uint64_t flow_out, uint64_t flow_in) = 0;
-  virtual void finish() = 0;
+  virtual void finish(bool simulated) = 0;  // simulated: a trace was recorded on the simulator
   virtual uint64_t bytes() const = 0;
 };
 
@@ -132,8 +132,14 @@ class JsonSink final : public Sink {
     }
     put(FMT_COMPILE("}}}}"));
   }
-  void finish() override {
-    put(FMT_COMPILE("\n]}}\n"));
+  void finish(bool simulated) override {
+    // Chrome trace event format: "otherData" is the trace's metadata (Perfetto UI shows it).
+    if (simulated)
+      put(
+          FMT_COMPILE("\n],\"otherData\":{{\"simulated\":true,\"note\":\"recorded on asyncwatch's simulated CUDA "
+                      "driver (run --sim): times are the simulator's model, not a GPU's\"}}}}\n"));
+    else
+      put(FMT_COMPILE("\n]}}\n"));
     flush();
   }
   uint64_t bytes() const override { return written_ + buf_.size(); }
@@ -197,7 +203,7 @@ class PerfettoSink final : public Sink {
              const Arg* args, size_t n, uint64_t flow_out, uint64_t flow_in) override {
     w_.slice(uuid(pid, track), ts, dur, name, cat, args, n, flow_out, flow_in);
   }
-  void finish() override { w_.flush(); }
+  void finish(bool) override { w_.flush(); }  // the process tracks' names say "simulated"
   uint64_t bytes() const override { return w_.bytes_written(); }
 
  private:
@@ -293,6 +299,7 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
     sink = std::make_unique<PerfettoSink>(file);
 
   uint64_t trace_index = 0;
+  bool any_simulated = false;
   for (auto& in : inputs) {
     ++trace_index;
     TraceFile* t = in.trace.get();
@@ -309,7 +316,11 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
       return !opt.has_window || (ts(end) >= opt.window_start_ns && ts(start) <= opt.window_end_ns);
     };
     std::string exe = fixed_string(h.executable, sizeof h.executable);
-    sink->process(pid, clean_text(fmt::format("{} (pid {})", exe.substr(exe.rfind('/') + 1), pid), false));
+    const bool simulated = t->device().simulated;
+    any_simulated |= simulated;
+    sink->process(pid, clean_text(fmt::format("{} (pid {}{})", exe.substr(exe.rfind('/') + 1), pid,
+                                              simulated ? ", simulated" : ""),
+                                  false));
     for (const auto& th : t->threads())
       sink->thread(
           pid, th.tid,
@@ -544,7 +555,7 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
       }
     });
   }
-  sink->finish();
+  sink->finish(any_simulated);
   stats.bytes = sink->bytes();
   return stats;
 }
