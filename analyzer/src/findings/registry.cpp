@@ -166,6 +166,9 @@ void Finding::merge(const Finding& o) {
   completed_at_return += o.completed_at_return;
   drained_before_return += o.drained_before_return;
   outstanding_launches_max = std::max(outstanding_launches_max, o.outstanding_launches_max);
+  graph_memory_nodes = std::max(graph_memory_nodes, o.graph_memory_nodes);
+  if (o.pending_copy_bytes > pending_copy_bytes)
+    pending_copies = o.pending_copies, pending_copy_bytes = o.pending_copy_bytes;
   chevron_launch = chevron_launch || o.chevron_launch;
   below_threshold = below_threshold && o.below_threshold;
   at_threshold += o.at_threshold;
