@@ -489,3 +489,17 @@ TEST(CallSite, GeneratedCodeIsNotTheUsersLine) {
   // A user's directory merely named like a framework's is not generated code.
   EXPECT_EQ(classify_frame(py("f", "/home/me/inductor/model.py", 1)), FrameKind::User);
 }
+
+TEST(CallSite, FrameworkPhasesFromPythonFrames) {
+  std::vector<Frame> jax = {frame("cuMemcpyDtoHAsync_v2", "/usr/lib/x86_64-linux-gnu/libcuda.so.1"),
+                            py("backend_compile", "/v/lib/python3.12/site-packages/jax/_src/compiler.py", 300),
+                            py("step", "/home/me/train.py", 12)};
+  EXPECT_STREQ(framework_phase(jax), "JAX compilation (XLA autotuning)");
+  std::vector<Frame> triton = {py("Autotuner._bench", "/v/lib/python3.12/site-packages/triton/runtime/autotuner.py", 9),
+                               py("step", "/home/me/train.py", 12)};
+  EXPECT_STREQ(framework_phase(triton), "Triton autotuning");
+  std::vector<Frame> steady = {py("Autotuner.run", "/v/lib/python3.12/site-packages/triton/runtime/autotuner.py", 9),
+                               py("step", "/home/me/train.py", 12)};
+  EXPECT_EQ(framework_phase(steady), nullptr);  // a tuned kernel's launch is the steady state
+  EXPECT_EQ(framework_phase({frame("main", "/work/app", "app.cu", 3)}), nullptr);
+}

@@ -1017,3 +1017,36 @@ TEST(Findings, GraphUploadAndMemoryNodesAreNamedCauses) {
   EXPECT_NE(finding_message(*memory).find("the graph has 2 memory-allocation nodes"), std::string::npos)
       << finding_message(*memory);
 }
+
+// Issue 44 item 5: what a framework does inside its own compilation (JAX's backend_compile running
+// XLA's autotuner) is kept apart from the same line's steady state, and is a note.
+TEST(Findings, FrameworkCompilePhaseIsKeptApart) {
+  Fixture x;
+  x.b.module(kTid, "/v/lib/python3.12/site-packages/nvidia/cuda_runtime/lib/libcudart.so.13", 0x700000, 0x700000,
+             0x800000);
+  x.b.py_code(kTid, 1, "/v/lib/python3.12/site-packages/jax/_src/compiler.py", "backend_compile", 300);
+  x.b.py_code(kTid, 2, "/v/lib/python3.12/site-packages/jax/_src/api.py", "cache_miss", 100);
+  x.b.py_code(kTid, 3, "/home/me/train.py", "step", 12);
+  const uint32_t compiling = x.b.python_stack(kTid, {0x701000}, {{1, 0}, {2, 0}, {3, 0}});
+  const uint32_t steady = x.b.python_stack(kTid, {0x701000}, {{2, 0}, {3, 0}});
+  for (int i = 0; i < 3; ++i)
+    x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 200 * kUs, 64, 0, compiling);
+  for (int i = 0; i < 2; ++i)
+    x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 200 * kUs, 64, 0, steady);
+  Report r = x.report("compile-phase.awtrace");
+  const Finding* phase = nullptr;
+  const Finding* loop = nullptr;
+  for (const Finding& f : r.findings)
+    if (f.id == FindingId::PageableAsyncCopy) (f.framework_phase.empty() ? loop : phase) = &f;
+  ASSERT_NE(phase, nullptr);
+  ASSERT_NE(loop, nullptr);
+  EXPECT_EQ(phase->call_site.file, loop->call_site.file);  // one line, two findings
+  EXPECT_EQ(phase->call_site.line, loop->call_site.line);
+  EXPECT_EQ(phase->count, 3u);
+  EXPECT_EQ(loop->count, 2u);
+  EXPECT_EQ(phase->framework_phase, "JAX compilation (XLA autotuning)");
+  EXPECT_EQ(finding_severity(*phase), Severity::Note);
+  EXPECT_EQ(finding_severity(*loop), Severity::Warning);
+  EXPECT_NE(finding_message(*phase).find("made inside JAX compilation (XLA autotuning)"), std::string::npos)
+      << finding_message(*phase);
+}

@@ -280,7 +280,8 @@ struct Site {
   Frame frame;
   Frame via;
   bool user = true;
-  uint32_t python_lender = 0;  // the frame is a Python frame borrowed from another thread (Finding)
+  uint32_t python_lender = 0;             // the frame is a Python frame borrowed from another thread (Finding)
+  const char* framework_phase = nullptr;  // made inside a framework's compilation (framework_phase)
 };
 
 struct SiteRef {
@@ -727,6 +728,11 @@ class ProcessAnalyzer final : public RuleContext {
         f.via = sites_[site.site].via;
         f.call_site_is_user_code = sites_[site.site].user;
         f.python_lender = sites_[site.site].python_lender;
+        if (const char* phase = sites_[site.site].framework_phase) {
+          // The framework's one-time work, kept apart from the same line's steady state: a note.
+          f.framework_phase = phase;
+          f.below_threshold = true;
+        }
       }
       if (g.stack_id)
         if (const auto* stack = stack_of(g.stack_id)) f.stack = *stack;
@@ -736,7 +742,7 @@ class ProcessAnalyzer final : public RuleContext {
         if (rules::is_hidden_sync(f, policy_, driver_name)) {
           f.id = FindingId::HiddenSync;
           // Reported whatever one wait cost; a site whose waits total less than --min-blocked-us is a note.
-          f.below_threshold = f.blocked.total() < opt_.min_blocked_ns;
+          f.below_threshold = !f.framework_phase.empty() || f.blocked.total() < opt_.min_blocked_ns;
         } else {
           f.waited_for.clear();
         }
@@ -1124,8 +1130,10 @@ class ProcessAnalyzer final : public RuleContext {
         // Its neighbour in the stack is the outermost frame of the native thread (start_thread,
         // clone3), not a function the line called.
         if (site.python_lender) site.via = Frame{};
+        site.framework_phase = framework_phase(frames);
         std::string key = call_site_key(site.frame, site.via);
         if (site.python_lender) key += fmt::format("\037borrowed {:x}", site.python_lender);
+        if (site.framework_phase) key += std::string("\037phase ") + site.framework_phase;
         auto [sit, inserted] = site_ids_.emplace(key, static_cast<uint32_t>(sites_.size()));
         if (inserted) sites_.push_back(std::move(site));
         ref.site = sit->second;

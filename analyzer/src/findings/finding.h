@@ -123,6 +123,9 @@ struct Finding {
   // without Python (StackRecord.python_lender: 0 = not borrowed; python_lender_text says it).
   uint32_t python_lender = 0;
   Frame via;  // the library function the call site called (module empty: none)
+  // Made inside a framework's own compilation or autotuning (symbols/call_site.h, framework_phase):
+  // the phase's name; such a group is apart from the line's other calls, and a note. "" none.
+  std::string framework_phase;
   Stack stack;
   std::vector<PerProcess> processes;
   // The largest share of one thread's time: the blocked time of the thread that spent most in this

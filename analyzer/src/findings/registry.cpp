@@ -64,7 +64,12 @@ Severity finding_severity(const Finding& f) {
 }
 
 std::string finding_message(const Finding& f) {
-  return f.id < FindingId::Count ? rule_info(f.id).hooks.message(f) : std::string();
+  if (f.id >= FindingId::Count) return std::string();
+  std::string m = rule_info(f.id).hooks.message(f);
+  if (!f.framework_phase.empty())
+    m += " (made inside " + f.framework_phase +
+         ": the framework's one-time work at this line, apart from its steady state, so a note)";
+  return m;
 }
 
 const std::vector<const RuleInfo*>& rules_for(Trigger t) {
@@ -87,6 +92,7 @@ const GraphMemcpyNodeInfo& Finding::graph_node() const {
 std::string Finding::merge_key() const {
   std::string site = call_site_known ? call_site_key(call_site, via) : std::string("?");
   if (python_lender) site += fmt::format(FMT_COMPILE("\037borrowed {:x}"), python_lender);
+  if (!framework_phase.empty()) site += "\037phase " + framework_phase;
   return fmt::format(FMT_COMPILE("{}\x1e{}\x1e{}\x1e{}\x1e{}\x1e{}\x1e{}\x1e{}"), static_cast<int>(id),
                      static_cast<int>(cause), api, driver_api, has_direction ? static_cast<int>(direction) : -1,
                      has_host_memory ? static_cast<int>(host_memory) : -1, kernel, site);

@@ -163,6 +163,33 @@ bool same_function(const std::string& a, const std::string& b) {
 
 }  // namespace
 
+namespace {
+struct FrameworkPhase {
+  const char* file_suffix;  // the Python frame's file ends with it
+  const char* function;     // its function contains it ("" any)
+  const char* phase;
+};
+const FrameworkPhase kFrameworkPhases[] = {
+    {"/jax/_src/compiler.py", "compile", "JAX compilation (XLA autotuning)"},
+    {"/jax/_src/interpreters/pxla.py", "compile", "JAX compilation (XLA autotuning)"},
+    {"/torch/_dynamo/convert_frame.py", "compile", "torch.compile compilation"},
+    {"/torch/_inductor/compile_fx.py", "compile", "torch.compile compilation"},
+    {"/torch/_inductor/select_algorithm.py", "", "TorchInductor autotuning"},
+    {"/torch/_inductor/runtime/triton_heuristics.py", "bench", "TorchInductor autotuning"},
+    {"/torch/_inductor/runtime/triton_heuristics.py", "autotune", "TorchInductor autotuning"},
+    {"/triton/runtime/autotuner.py", "bench", "Triton autotuning"},
+};
+}  // namespace
+
+const char* framework_phase(const std::vector<Frame>& frames) {
+  for (const Frame& f : frames) {
+    if (f.origin != FrameOrigin::Python) continue;
+    for (const FrameworkPhase& p : kFrameworkPhases)
+      if (ends_with(f.file, p.file_suffix) && f.function.find(p.function) != std::string::npos) return p.phase;
+  }
+  return nullptr;
+}
+
 bool is_cuda_api_name(const std::string& name) {
   std::string plain = strip_stream_suffix(name);
   return std::binary_search(std::begin(kCudaApiNames), std::end(kCudaApiNames), plain.c_str(),
