@@ -460,3 +460,46 @@ TEST(CallSite, CtypesExtensionModulesAreLibraryCode) {
       py("copies", "lines_app.py", 17)};
   EXPECT_EQ(select_call_site(s).index, 3);
 }
+
+// Issue 44 item 2: code a framework generated at run time (torch.compile's inductor cache, Triton's
+// launchers, torch.fx's forward) is not the user's: the call site is the user's line that called
+// the compiled model.
+TEST(CallSite, GeneratedCodeIsNotTheUsersLine) {
+  const char* cache = "/tmp/torchinductor_root/sy/csy4y3jfdtxvnidkkmrpkvstvmfdrbgdqf3wk6zrj4w5h3dyqwlf.py";
+  std::vector<Frame> s = {
+      frame("cuLaunchKernel", "/usr/lib/x86_64-linux-gnu/libcuda.so.1"),
+      frame("_launch", "/root/.triton/cache/Xk3q/__triton_launcher.cpython-312-x86_64-linux-gnu.so"),
+      py("CachingAutotuner.run", "/v/lib/python3.12/site-packages/torch/_inductor/runtime/triton_heuristics.py", 900),
+      py("call", cache, 122),
+      py("Runner.call", cache, 130),
+      py("forward", "<eval_with_key>.3", 5),
+      py("OptimizedModule.__call__", "/v/lib/python3.12/site-packages/torch/_dynamo/eval_frame.py", 400),
+      py("train_step", "/home/me/train.py", 42),
+      py("main", "/home/me/train.py", 80)};
+  CallSite c = select_call_site(s);
+  EXPECT_EQ(c.index, 7);
+  EXPECT_TRUE(c.user);
+  EXPECT_EQ(classify_frame(s[1]), FrameKind::Library);  // a Triton launcher in the cache
+  EXPECT_EQ(classify_frame(s[3]), FrameKind::Library);
+  EXPECT_EQ(classify_frame(s[5]), FrameKind::Library);
+  // An override still decides (a project that wants to see the generated code as its own).
+  CallSitePolicy p;
+  p.user_code = {"/tmp/torchinductor_*"};
+  EXPECT_EQ(select_call_site(s, {}, p).index, 3);
+  // A user's directory merely named like a framework's is not generated code.
+  EXPECT_EQ(classify_frame(py("f", "/home/me/inductor/model.py", 1)), FrameKind::User);
+}
+
+TEST(CallSite, FrameworkPhasesFromPythonFrames) {
+  std::vector<Frame> jax = {frame("cuMemcpyDtoHAsync_v2", "/usr/lib/x86_64-linux-gnu/libcuda.so.1"),
+                            py("backend_compile", "/v/lib/python3.12/site-packages/jax/_src/compiler.py", 300),
+                            py("step", "/home/me/train.py", 12)};
+  EXPECT_STREQ(framework_phase(jax), "JAX compilation (XLA autotuning)");
+  std::vector<Frame> triton = {py("Autotuner._bench", "/v/lib/python3.12/site-packages/triton/runtime/autotuner.py", 9),
+                               py("step", "/home/me/train.py", 12)};
+  EXPECT_STREQ(framework_phase(triton), "Triton autotuning");
+  std::vector<Frame> steady = {py("Autotuner.run", "/v/lib/python3.12/site-packages/triton/runtime/autotuner.py", 9),
+                               py("step", "/home/me/train.py", 12)};
+  EXPECT_EQ(framework_phase(steady), nullptr);  // a tuned kernel's launch is the steady state
+  EXPECT_EQ(framework_phase({frame("main", "/work/app", "app.cu", 3)}), nullptr);
+}

@@ -310,16 +310,26 @@ TEST(Findings, ExplicitSyncPerCallSiteWithThreshold) {
   EXPECT_EQ(r.findings[0].blocked.total(), 400 * kUs);
 }
 
-TEST(Findings, ImplicitSyncOnlyWhenRepeated) {
+TEST(Findings, ImplicitSyncOnlyForChurn) {
   Fixture x;
   x.b.module(kTid, "/work/app/seed", 0, 0x400000, 0x500000);  // the program's own code: user call sites
   uint32_t site3 = x.b.stack(kTid, {0x403000, 0x409000});
+  uint32_t pool_site = x.b.stack(kTid, {0x404000, 0x409000});
+  uint32_t free_site = x.b.stack(kTid, {0x405000, 0x409000});
   auto op = [&](Api api, Api driver, uint64_t bytes, uint64_t address, uint32_t stack) {
     auto r = TraceBuilder::memory_op(api, driver, x.t, x.t + 100 * kUs, bytes, MemoryKind::Device, stack);
     r.address = address;
     x.add(RecordType::MemoryOp, r, 200 * kUs);
   };
-  for (int i = 0; i < 10; ++i) op(Api::cudaMalloc, Api::cuMemAlloc_v2, 1024, 0x7f0000000000, x.site1);  // a loop
+  // Churn: one buffer allocated, freed and allocated again, each time at another address (whether
+  // the driver hands the same address back does not matter).
+  for (uint64_t i = 0; i < 10; ++i) {
+    op(Api::cudaMalloc, Api::cuMemAlloc_v2, 1024, 0x7f0000000000 + (i << 20), x.site1);
+    op(Api::cudaFree, Api::cuMemFree_v2, 0, 0x7f0000000000 + (i << 20), free_site);
+  }
+  // A pool: ten buffers of one size allocated in a loop and all kept alive (issue 44 item 7).
+  for (uint64_t i = 0; i < 10; ++i)
+    op(Api::cudaMalloc, Api::cuMemAlloc_v2, 1024, 0x7c0000000000 + (i << 20), pool_site);
   for (int i = 0; i < 9; ++i) op(Api::cudaHostRegister, Api::cuMemHostRegister_v2, 1024, 0x7e0000000000, x.site2);
   // A caching pool growing from one line (each request larger) and released block by block.
   for (uint64_t i = 1; i <= 65; ++i)
@@ -333,8 +343,24 @@ TEST(Findings, ImplicitSyncOnlyWhenRepeated) {
   EXPECT_EQ(r.findings[0].api, "cudaMalloc");
   EXPECT_EQ(r.findings[0].count, 10u);
   EXPECT_EQ(r.findings[0].repeated_calls, 9u);
-  EXPECT_NE(finding_message(r.findings[0]).find("9 repeating an earlier call's size"), std::string::npos)
+  EXPECT_NE(finding_message(r.findings[0]).find("9 allocating again a buffer of a size freed since"), std::string::npos)
       << finding_message(r.findings[0]);
+  // Freeing one address again and again (the driver handed it back each time) repeats too.
+  Fixture y;
+  y.b.module(kTid, "/work/app/seed", 0, 0x400000, 0x500000);
+  uint32_t y_free = y.b.stack(kTid, {0x405000, 0x409000});
+  for (int i = 0; i < 10; ++i) {
+    auto a =
+        TraceBuilder::memory_op(Api::cudaMalloc, Api::cuMemAlloc_v2, y.t, y.t + kUs, 4096, MemoryKind::Device, y.site1);
+    a.address = 0x7f0000000000;
+    y.add(RecordType::MemoryOp, a, 2 * kUs);
+    auto f = TraceBuilder::memory_op(Api::cudaFree, Api::cuMemFree_v2, y.t, y.t + kUs, 0, MemoryKind::Device, y_free);
+    f.address = 0x7f0000000000;
+    y.add(RecordType::MemoryOp, f, 2 * kUs);
+  }
+  Report ry = y.report("implicit-same-address.awtrace");
+  ASSERT_EQ(ry.findings.size(), 2u);
+  for (const Finding& f : ry.findings) EXPECT_EQ(f.repeated_calls, 9u) << f.api;
 }
 
 TEST(Findings, ImplicitSyncNotInLibraryCode) {
@@ -782,4 +808,245 @@ TEST(Findings, NvtxRangesCountTheCallsInsideThem) {
       EXPECT_TRUE(f["ranges"].is_array());
     }
   EXPECT_TRUE(seen);
+}
+
+// Issue 44 item 3: a hidden sync is reported at its site however short each wait; its severity is
+// the site's total against --min-blocked-us (loss.item() every step, ~21 us each).
+TEST(HiddenSync, ShortWaitsAreReportedBySiteTotal) {
+  Fixture x;
+  x.b.module(kTid, "/work/app/seed", 0, 0x400000, 0x500000);
+  x.b.module(kTid, "/v/lib/python3.12/site-packages/nvidia/cuda_runtime/lib/libcudart.so.13", 0x700000, 0x700000,
+             0x800000);
+  x.b.module(kTid, "/v/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so", 0x900000, 0x900000, 0xa00000);
+  const uint32_t step = x.b.stack(kTid, {0x701000, 0x901000, 0x401000});  // runtime, framework, the program
+  const uint32_t once = x.b.stack(kTid, {0x701000, 0x901000, 0x402000});
+  const uint32_t own = x.b.stack(kTid, {0x701000, 0x403000});  // written by the program
+  uint32_t k = x.b.string(kTid, "_Z4stepv");
+  auto sync = [&](uint32_t stack, uint64_t waited) {
+    x.add(RecordType::Sync,
+          TraceBuilder::sync(Api::cudaStreamSynchronize, Api::cuStreamSynchronize, x.t, x.t + waited, 0x5000, stack),
+          waited + kUs);
+  };
+  for (int i = 0; i < 20; ++i) {
+    x.launch(k, 3 * kUs);
+    sync(step, 21 * kUs);
+  }
+  x.launch(k, 3 * kUs);
+  sync(once, 21 * kUs);
+  sync(own, 21 * kUs);
+  Report r = x.report("hidden-short.awtrace");
+  const Finding* loop = nullptr;
+  const Finding* single = nullptr;
+  for (const Finding& f : r.findings) {
+    EXPECT_NE(f.id, FindingId::ExplicitSync);  // the program's own 21 us wait stays under the threshold
+    if (f.id == FindingId::HiddenSync) (f.count == 20 ? loop : single) = &f;
+  }
+  ASSERT_NE(loop, nullptr);
+  ASSERT_NE(single, nullptr);
+  EXPECT_EQ(loop->blocked.total(), 420 * kUs);
+  EXPECT_EQ(finding_severity(*loop), Severity::Warning);  // 420 us in total, each wait under 50 us
+  EXPECT_EQ(loop->waited_for.at("step"), 20u);
+  EXPECT_EQ(single->count, 1u);
+  EXPECT_EQ(finding_severity(*single), Severity::Note);  // 21 us in total
+  Options o;
+  o.min_blocked_ns = 500 * kUs;  // a higher threshold makes the loop's site a note, still reported
+  Report r2 = x.report("hidden-short-2.awtrace", o);
+  size_t hidden = 0;
+  for (const Finding& f : r2.findings)
+    if (f.id == FindingId::HiddenSync) {
+      ++hidden;
+      EXPECT_EQ(finding_severity(f), Severity::Note);
+    }
+  EXPECT_EQ(hidden, 2u);
+}
+
+// Issue 44 item 9: the verdict rests on what the trace records (Python frames, the API called), so
+// a report made where the libraries' symbols can be read and one made where they cannot agree.
+TEST(HiddenSync, SameVerdictWithAndWithoutLibrarySymbols) {
+  using asyncwatch::FrameOrigin;
+  const char* cupy_rt =
+      "/v/lib/python3.12/site-packages/cupy_backends/cuda/api/runtime.cpython-312-x86_64-linux-gnu.so";
+  const char* cupy_stream = "/v/lib/python3.12/site-packages/cupy/cuda/stream.cpython-312-x86_64-linux-gnu.so";
+  const char* torch_lib = "/v/lib/python3.12/site-packages/torch/lib/libtorch_python.so";
+  auto drv = hs_frame(FrameOrigin::Native, "cuStreamSynchronize", "/usr/lib/x86_64-linux-gnu/libcuda.so.1", "", 0);
+  auto rt = hs_frame(FrameOrigin::Native, "cudaStreamSynchronize", "/x/libcudart.so.13", "", 0);
+  auto interp = hs_frame(FrameOrigin::Interpreter, "_PyEval_EvalFrameDefault", "/usr/bin/python3.12", "ceval.c", 1);
+  auto user = hs_frame(FrameOrigin::Python, "step", "", "/home/me/app.py", 12);
+  for (bool symbols : {true, false}) {
+    // CuPy's Stream.synchronize(): Cython code calls the CUDA runtime linked into CuPy, which the
+    // trace records as the driver's cuStreamSynchronize.
+    auto cudart_in_cupy =
+        hs_frame(FrameOrigin::Native, symbols ? "cudart::cudaApiStreamSynchronize" : "", cupy_rt, "", 0);
+    auto binding =
+        hs_frame(FrameOrigin::Native, symbols ? "__pyx_f_13cupy_backends_4cuda_3api_7runtime_streamSynchronize" : "",
+                 cupy_rt, "", 0);
+    auto method =
+        hs_frame(FrameOrigin::Native, symbols ? "__pyx_pw_4cupy_4cuda_6stream_10BaseStream_13synchronize" : "",
+                 cupy_stream, "", 0);
+    EXPECT_FALSE(asyncwatch::rules::is_hidden_sync(
+        sync_finding({drv, cudart_in_cupy, binding, method, interp, user}, 5), {}, /*driver_call=*/true))
+        << "symbols " << symbols;
+    // tensor.item(): the runtime's cudaStreamSynchronize inside the framework: hidden either way.
+    auto item = hs_frame(FrameOrigin::Native, symbols ? "THPVariable_item" : "", torch_lib, "", 0);
+    EXPECT_TRUE(asyncwatch::rules::is_hidden_sync(sync_finding({rt, item, interp, user}, 3), {}, false))
+        << "symbols " << symbols;
+    // A framework's Python code between: its waits are hidden unless the Python function waits.
+    auto tensor_py =
+        hs_frame(FrameOrigin::Python, "Tensor.tolist", "", "/v/lib/python3.12/site-packages/torch/_tensor.py", 9);
+    EXPECT_TRUE(asyncwatch::rules::is_hidden_sync(sync_finding({drv, item, tensor_py, user}, 3), {}, true));
+  }
+}
+
+// Issue 44 item 8: a first launch whose lazy module load waited for work still pending on the
+// device (a pinned 2 GiB upload on another stream, a kernel) names that work; one after the device
+// went idle does not.
+TEST(Findings, FirstLaunchNamesThePendingWorkItWaitedFor) {
+  Fixture x;
+  x.warm_up();
+  uint32_t busy = x.b.string(kTid, "_Z4busyv");
+  uint32_t first = x.b.string(kTid, "_Z5firstv");
+  uint32_t later = x.b.string(kTid, "_Z5laterv");
+  x.launch(busy, 3 * kUs, 0, 0x6000);
+  x.copy(Direction::HtoD, MemoryKind::Pinned, MemoryKind::Device, 30 * kUs, 2ull << 30, 0, 0, 0x7000);
+  x.launch(first, 39700 * kUs, tf::kFlagFirstLaunch, 0x5000, x.site1);
+  x.add(RecordType::Sync, TraceBuilder::sync(Api::cudaDeviceSynchronize, Api::cuCtxSynchronize, x.t, x.t + kMs, 0),
+        2 * kMs);
+  x.launch(later, 2 * kMs, tf::kFlagFirstLaunch, 0x5000, x.site2);
+  Report r = x.report("first-launch-pending.awtrace");
+  const Finding* waited = nullptr;
+  const Finding* clean = nullptr;
+  for (const Finding& f : r.findings)
+    if (f.id == FindingId::BlockingLaunch && f.cause == Cause::FirstLaunch) (f.kernel == "first" ? waited : clean) = &f;
+  ASSERT_NE(waited, nullptr);
+  ASSERT_NE(clean, nullptr);
+  EXPECT_EQ(waited->pending_copies, 1u);
+  EXPECT_EQ(waited->pending_copy_bytes, 2ull << 30);
+  EXPECT_EQ(waited->waited_for, (std::map<std::string, uint64_t>{{"busy", 1}}));
+  EXPECT_NE(
+      finding_message(*waited).find("and loading it waited for the work pending on the device: 1 asynchronous "
+                                    "copy (2.0 GiB) and kernel busy not known complete when the launch was called"),
+      std::string::npos)
+      << finding_message(*waited);
+  EXPECT_EQ(clean->pending_copies, 0u);
+  EXPECT_TRUE(clean->waited_for.empty());
+  EXPECT_EQ(finding_message(*clean).find("pending"), std::string::npos) << finding_message(*clean);
+  auto doc = nlohmann::json::parse(report_json_text(r));
+  bool seen = false;
+  for (const auto& f : doc["findings"])
+    if (f["kernel"] == "first") {
+      seen = true;
+      EXPECT_EQ(f["pending_copies"], 1);
+      EXPECT_EQ(f["pending_copy_bytes"], 2ull << 30);
+    }
+  EXPECT_TRUE(seen);
+}
+
+// Issue 44 item 6: a graph launch that blocked names the upload of a freshly instantiated graph
+// (its first launch; not again after cudaGraphExecUpdate) and the graph's memory-allocation nodes
+// (cudaMallocAsync captured into it), instead of "unknown".
+namespace {
+struct GraphTrace {
+  Fixture x;
+  GraphTrace() { x.warm_up(); }
+  void graph_op(Api api, uint64_t graph, uint64_t exec, uint64_t stream = 0) {
+    tf::GraphOpRecord g{};
+    g.api = g.driver_fn = static_cast<uint16_t>(api);
+    g.start_ns = x.t;
+    g.end_ns = x.t + kUs;
+    g.graph = graph;
+    g.exec = exec;
+    g.stream = stream;
+    x.add(RecordType::GraphOp, g, 2 * kUs);
+  }
+  void capture(uint64_t stream, uint64_t graph, int mallocs) {
+    tf::CaptureRecord c{};
+    c.api = static_cast<uint16_t>(Api::cudaStreamBeginCapture);
+    c.driver_fn = static_cast<uint16_t>(Api::cuStreamBeginCapture_v2);
+    c.start_ns = x.t;
+    c.end_ns = x.t + kUs;
+    c.stream = stream;
+    x.add(RecordType::Capture, c, 2 * kUs);
+    for (int i = 0; i < mallocs; ++i) {
+      auto m = TraceBuilder::memory_op(Api::cudaMallocAsync, Api::cuMemAllocAsync, x.t, x.t + kUs, 1 << 20,
+                                       MemoryKind::Device);
+      m.flags |= tf::kFlagCaptureActive;
+      x.add(RecordType::MemoryOp, m, 2 * kUs);
+    }
+    graph_op(Api::cuStreamEndCapture, graph, 0, stream);
+  }
+  void launch(uint64_t exec, uint64_t blocked, uint32_t stack) {
+    tf::GraphLaunchRecord l{};
+    static_cast<tf::LaunchRecord&>(l) =
+        TraceBuilder::launch(Api::cudaGraphLaunch, 0, x.t, x.t + blocked, 0, 0x5000, stack);
+    l.driver_fn = static_cast<uint16_t>(Api::cuGraphLaunch);
+    l.exec = exec;
+    x.add(RecordType::GraphLaunch, l, blocked + kUs);
+  }
+};
+}  // namespace
+
+TEST(Findings, GraphUploadAndMemoryNodesAreNamedCauses) {
+  GraphTrace g;
+  g.capture(0x9000, 0xA1, 0);  // a plain graph
+  g.graph_op(Api::cuGraphInstantiateWithFlags, 0xA1, 0xE1);
+  g.launch(0xE1, 4500 * kUs, g.x.site1);  // its upload: 4.5 ms
+  g.launch(0xE1, 10 * kUs, g.x.site1);
+  g.graph_op(Api::cuGraphExecUpdate_v2, 0xA1, 0xE1);
+  g.launch(0xE1, 10 * kUs, g.x.site1);  // updated, not uploaded again
+  g.capture(0x9000, 0xA2, 2);           // a graph with two memory-allocation nodes
+  g.graph_op(Api::cuGraphInstantiateWithFlags, 0xA2, 0xE2);
+  g.launch(0xE2, 20 * kUs, g.x.site2);    // uploaded quickly
+  g.launch(0xE2, 7400 * kUs, g.x.site2);  // the memory mapped again: 7.4 ms
+  Report r = g.x.report("graph-upload.awtrace");
+  const Finding* upload = nullptr;
+  const Finding* memory = nullptr;
+  for (const Finding& f : r.findings) {
+    EXPECT_NE(f.cause, Cause::Unknown) << finding_message(f);
+    if (f.cause == Cause::GraphUpload) upload = &f;
+    if (f.cause == Cause::GraphMemoryNodes) memory = &f;
+  }
+  ASSERT_NE(upload, nullptr);
+  ASSERT_NE(memory, nullptr);
+  EXPECT_EQ(upload->count, 1u);
+  EXPECT_EQ(upload->blocked.total(), 4500 * kUs);
+  EXPECT_NE(finding_message(*upload).find("first launch of this executable graph since it was instantiated"),
+            std::string::npos)
+      << finding_message(*upload);
+  EXPECT_EQ(memory->count, 1u);
+  EXPECT_EQ(memory->graph_memory_nodes, 2u);
+  EXPECT_NE(finding_message(*memory).find("the graph has 2 memory-allocation nodes"), std::string::npos)
+      << finding_message(*memory);
+}
+
+// Issue 44 item 5: what a framework does inside its own compilation (JAX's backend_compile running
+// XLA's autotuner) is kept apart from the same line's steady state, and is a note.
+TEST(Findings, FrameworkCompilePhaseIsKeptApart) {
+  Fixture x;
+  x.b.module(kTid, "/v/lib/python3.12/site-packages/nvidia/cuda_runtime/lib/libcudart.so.13", 0x700000, 0x700000,
+             0x800000);
+  x.b.py_code(kTid, 1, "/v/lib/python3.12/site-packages/jax/_src/compiler.py", "backend_compile", 300);
+  x.b.py_code(kTid, 2, "/v/lib/python3.12/site-packages/jax/_src/api.py", "cache_miss", 100);
+  x.b.py_code(kTid, 3, "/home/me/train.py", "step", 12);
+  const uint32_t compiling = x.b.python_stack(kTid, {0x701000}, {{1, 0}, {2, 0}, {3, 0}});
+  const uint32_t steady = x.b.python_stack(kTid, {0x701000}, {{2, 0}, {3, 0}});
+  for (int i = 0; i < 3; ++i)
+    x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 200 * kUs, 64, 0, compiling);
+  for (int i = 0; i < 2; ++i)
+    x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 200 * kUs, 64, 0, steady);
+  Report r = x.report("compile-phase.awtrace");
+  const Finding* phase = nullptr;
+  const Finding* loop = nullptr;
+  for (const Finding& f : r.findings)
+    if (f.id == FindingId::PageableAsyncCopy) (f.framework_phase.empty() ? loop : phase) = &f;
+  ASSERT_NE(phase, nullptr);
+  ASSERT_NE(loop, nullptr);
+  EXPECT_EQ(phase->call_site.file, loop->call_site.file);  // one line, two findings
+  EXPECT_EQ(phase->call_site.line, loop->call_site.line);
+  EXPECT_EQ(phase->count, 3u);
+  EXPECT_EQ(loop->count, 2u);
+  EXPECT_EQ(phase->framework_phase, "JAX compilation (XLA autotuning)");
+  EXPECT_EQ(finding_severity(*phase), Severity::Note);
+  EXPECT_EQ(finding_severity(*loop), Severity::Warning);
+  EXPECT_NE(finding_message(*phase).find("made inside JAX compilation (XLA autotuning)"), std::string::npos)
+      << finding_message(*phase);
 }

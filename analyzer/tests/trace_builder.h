@@ -84,6 +84,36 @@ class TraceBuilder {
     raw(tid, tf::RecordType::Stack, &r, sizeof r, frames.data(), frames.size() * 8);
     return r.stack_id;
   }
+  // A stack with Python frames: native return addresses, then (code id, instruction) of each
+  // Python frame, innermost first (the code objects are py_code's).
+  uint32_t python_stack(uint32_t tid, const std::vector<uint64_t>& native,
+                        const std::vector<std::pair<uint32_t, int32_t>>& python) {
+    tf::StackRecord r{};
+    r.stack_id = ++last_stack_;
+    r.depth = static_cast<uint16_t>(native.size());
+    r.python_depth = static_cast<uint16_t>(python.size());
+    r.python_end = static_cast<uint8_t>(tf::PythonWalkEnd::Complete);
+    std::vector<uint64_t> payload(native);
+    for (const auto& [code, instr] : python) {
+      tf::PythonFrameRef ref{code, instr};
+      uint64_t word;
+      std::memcpy(&word, &ref, sizeof word);
+      payload.push_back(word);
+    }
+    raw(tid, tf::RecordType::Stack, &r, sizeof r, payload.data(), payload.size() * 8);
+    return r.stack_id;
+  }
+  // A code object (PyCodeRecord) without a line table: its frames are at `first_line`.
+  void py_code(uint32_t tid, uint32_t code_id, const std::string& file, const std::string& qualname,
+               int32_t first_line) {
+    tf::PyCodeRecord c{};
+    c.code_id = code_id;
+    c.first_line = first_line;
+    c.filename_len = static_cast<uint16_t>(file.size());
+    c.qualname_len = static_cast<uint16_t>(qualname.size());
+    std::string payload = file + qualname;
+    raw(tid, tf::RecordType::PyCode, &c, sizeof c, payload.data(), payload.size());
+  }
   uint32_t string(uint32_t tid, const std::string& text) {
     tf::StringRecord r{};
     r.string_id = ++last_string_;

@@ -53,8 +53,20 @@ void forget_work(StreamState& st) {
   st.launches_since_sync = 0;
   st.since_idle.clear();
   st.event_waits = 0;
+  st.copies_since_idle = 0;
+  st.copy_bytes_since_idle = 0;
 }
 }  // namespace
+
+void StreamTable::pending(PendingWork& out) const {
+  out.kernels.clear();
+  out.copies = out.copy_bytes = 0;
+  for (const auto& [k, st] : streams_) {
+    out.kernels.add_all(st.since_idle);
+    out.copies += st.copies_since_idle;
+    out.copy_bytes += st.copy_bytes_since_idle;
+  }
+}
 
 void StreamTable::idle(uint64_t key, StreamState& state) {
   forget_work(state);

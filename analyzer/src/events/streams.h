@@ -95,7 +95,13 @@ class StreamTable {
     const bool completed = (c.flags & trace::kFlagEvidenceChecked) && (c.flags & trace::kFlagCompletedAtReturn);
     const bool waits = copy_direction(c) == trace::Direction::DtoH &&
                        (sync_api || c.dst_memory == static_cast<uint8_t>(trace::MemoryKind::Pageable));
-    if (completed || waits) idle(key, st);
+    const auto pageable = static_cast<uint8_t>(trace::MemoryKind::Pageable);
+    if (completed || waits) {
+      idle(key, st);
+    } else if (c.src_memory != pageable && c.dst_memory != pageable) {  // a staged copy is mostly done at return
+      ++st.copies_since_idle;
+      st.copy_bytes_since_idle += c.bytes;
+    }
   }
   __attribute__((always_inline)) void launch_returned(uint64_t key, StreamState& st, const trace::LaunchRecord& l,
                                                       bool launch_blocking) {
@@ -106,6 +112,8 @@ class StreamTable {
     if (launch_blocking) idle(key, st);
   }
   void sync_returned(const trace::SyncRecord& s, uint32_t tid);
+  // The work enqueued on every stream and not known complete, into `out` (cleared first).
+  void pending(PendingWork& out) const;
   void memory_op_returned(const trace::MemoryOpRecord& m);
 
   static constexpr uint32_t kGraphKernel = UINT32_MAX;  // tally id for a graph launch

@@ -1,6 +1,7 @@
 #include "findings/analysis.h"
 
 #include "symbols/call_site.h"
+#include "events/allocations.h"
 #include "events/host_functions.h"
 #include "events/streams.h"
 #include "findings/rules.h"
@@ -256,6 +257,7 @@ struct Group {
   uint64_t completed_at_return = 0;
   uint64_t drained = 0;
   uint64_t outstanding_max = 0;
+  uint64_t pending_copies = 0, pending_copy_bytes = 0;  // the most of one call (first-launch)
   WaitedKernels waited;
   uint64_t waited_others = 0;
   uint32_t stack_id = 0;  // a stack that shows the call site
@@ -268,8 +270,8 @@ struct Group {
   std::vector<std::pair<uint32_t, uint64_t>> thread_blocked;
   uint32_t last_tid = 0;          // the thread of the last call, and the index of its entry
   size_t last_thread = SIZE_MAX;  // SIZE_MAX: none
-  // NVTX range name id -> calls made inside it (bounded); implicit-sync: the sizes (allocations) or
-  // addresses (frees) seen, and how many calls repeated one. Made on first use: most groups have
+  // NVTX range name id -> calls made inside it (bounded); implicit-sync: the addresses freed
+  // (frees) seen, and how many calls repeated one (a free of one of them, an allocation made again). Made on first use: most groups have
   // neither (two empty hash maps in every group were 112 bytes).
   std::unique_ptr<std::unordered_map<uint32_t, uint64_t>> ranges;
   std::unique_ptr<std::unordered_map<uint64_t, uint32_t>> repeat_keys;
@@ -277,6 +279,7 @@ struct Group {
   // The first call's graph memcpy node (blocking-launch of a graph), for building the finding; the
   // other fields of that call are in the key (not the whole Observation: groups can be 100 k+).
   uint64_t graph_pageable_nodes = 0;
+  uint64_t graph_memory_nodes = 0;
   GraphMemcpyNode graph_node;
   uint32_t serial = 0;  // order of creation (CallMark::finding before finish maps it)
 };
@@ -286,7 +289,8 @@ struct Site {
   Frame frame;
   Frame via;
   bool user = true;
-  uint32_t python_lender = 0;  // the frame is a Python frame borrowed from another thread (Finding)
+  uint32_t python_lender = 0;             // the frame is a Python frame borrowed from another thread (Finding)
+  const char* framework_phase = nullptr;  // made inside a framework's compilation (framework_phase)
 };
 
 struct SiteRef {
@@ -496,6 +500,7 @@ class ProcessAnalyzer final : public RuleContext {
     Group& g = group(key);
     if (g.count == 0) {
       g.graph_pageable_nodes = o.graph_pageable_nodes;
+      g.graph_memory_nodes = o.graph_memory_nodes;
       g.graph_node = o.graph_node;
       g.serial = next_serial_++;
     }
@@ -510,6 +515,8 @@ class ProcessAnalyzer final : public RuleContext {
     g.completed_at_return += o.completed_at_return;
     g.drained += o.drained_before_return;
     g.outstanding_max = std::max(g.outstanding_max, o.outstanding_launches);
+    if (o.pending_copy_bytes > g.pending_copy_bytes)
+      g.pending_copies = o.pending_copies, g.pending_copy_bytes = o.pending_copy_bytes;
     g.at_threshold += o.at_threshold;
     g.event_waits += o.event_waits;
     g.context_creation_visible = g.context_creation_visible || o.context_creation_visible;
@@ -529,6 +536,7 @@ class ProcessAnalyzer final : public RuleContext {
         t = threads.end();
       if (t != threads.end()) g.last_tid = current_tid_, g.last_thread = static_cast<size_t>(t - threads.begin());
     }
+    g.repeated += o.repeated;
     if (o.repeat_key) {
       if (!g.repeat_keys) g.repeat_keys = std::make_unique<std::unordered_map<uint64_t, uint32_t>>();
       auto& keys = *g.repeat_keys;
@@ -696,6 +704,8 @@ class ProcessAnalyzer final : public RuleContext {
       f.completed_at_return = g.completed_at_return;
       f.drained_before_return = g.drained;
       f.outstanding_launches_max = g.outstanding_max;
+      f.pending_copies = g.pending_copies;
+      f.pending_copy_bytes = g.pending_copy_bytes;
       if (g.graph_pageable_nodes) {
         const GraphMemcpyNode& n = g.graph_node;
         f.graph_pageable_nodes = g.graph_pageable_nodes;
@@ -711,6 +721,7 @@ class ProcessAnalyzer final : public RuleContext {
         }
         f.graph_node_info = std::move(node);
       }
+      f.graph_memory_nodes = g.graph_memory_nodes;
       f.at_threshold = g.at_threshold;
       f.below_threshold = rule.ranked_by_threshold && g.at_threshold == 0;
       f.event_waits = g.event_waits;
@@ -738,16 +749,24 @@ class ProcessAnalyzer final : public RuleContext {
         f.via = sites_[site.site].via;
         f.call_site_is_user_code = sites_[site.site].user;
         f.python_lender = sites_[site.site].python_lender;
+        if (const char* phase = sites_[site.site].framework_phase) {
+          // The framework's one-time work, kept apart from the same line's steady state: a note.
+          f.framework_phase = phase;
+          f.below_threshold = true;
+        }
       }
       if (g.stack_id)
         if (const auto* stack = stack_of(g.stack_id)) f.stack = *stack;
       // A synchronization reached from inside a library is hidden-sync (its call site says so); an
       // explicit one does not say what it waited for (the code that wrote it knows).
       if (f.id == FindingId::ExplicitSync) {
-        if (rules::is_hidden_sync(f, policy_))
+        if (rules::is_hidden_sync(f, policy_, driver_name)) {
           f.id = FindingId::HiddenSync;
-        else
+          // Reported whatever one wait cost; a site whose waits total less than --min-blocked-us is a note.
+          f.below_threshold = !f.framework_phase.empty() || f.blocked.total() < opt_.min_blocked_ns;
+        } else {
           f.waited_for.clear();
+        }
       }
       f.processes.push_back(PerProcess{p.pid, f.count, f.blocked.total(), p.rank});
       f.set_key();
@@ -841,6 +860,11 @@ class ProcessAnalyzer final : public RuleContext {
       e.stream = &st;
       e.graph = graph;
       e.first_call = first_call_;
+      e.pending = nullptr;
+      if ((l.flags & kFlagFirstLaunch) && blocked >= opt_.min_blocked_ns) {  // rare: a first launch that blocked
+        streams_.pending(pending_);
+        e.pending = &pending_;
+      }
       detect_rules(Trigger::Launch, e, blocked);
     }
     count_async(flagged_blocking_, blocked);
@@ -896,9 +920,10 @@ class ProcessAnalyzer final : public RuleContext {
   }
 
   void on_memory_op(const MemoryOpRecord& m) {
-    if (m.flags & kFlagCaptureActive) return;
+    if (m.flags & kFlagCaptureActive) return captured_memory_op(m);
     RuleEvent e;
     e.memory_op = &m;
+    e.made_again = allocations_.returned(m);
     detect(Trigger::MemoryOp, e);
     streams_.memory_op_returned(m);
   }
@@ -929,6 +954,8 @@ class ProcessAnalyzer final : public RuleContext {
     std::vector<GraphMemcpyNode> nodes;  // pageable ones
     uint64_t more = 0;                   // pageable nodes beyond kMaxGraphNodes
     uint32_t kernel = 0;                 // first kernel captured into it
+    uint64_t memory_nodes = 0;           // memory-allocation nodes (cudaMallocAsync captured)
+    uint64_t launches = 0;               // an executable graph: launches since instantiated
   };
   static void add_node(GraphNodes& g, const GraphMemcpyNode& n) {
     for (auto& o : g.nodes)
@@ -970,7 +997,19 @@ class ProcessAnalyzer final : public RuleContext {
         c.api == static_cast<uint16_t>(Api::cudaStreamBeginCapture)) {
       capturing_.erase(c.stream);
       capture_kernel_.erase(c.stream);
+      if (c.result == 0) capture_of_thread_[current_tid_] = c.stream;
     }
+  }
+
+  // A stream-ordered allocation made while its thread captured (MemoryOp records have no stream:
+  // the stream the thread began capturing on): a memory-allocation node of that graph.
+  void captured_memory_op(const MemoryOpRecord& m) {
+    const auto api = static_cast<Api>(m.api), driver = static_cast<Api>(m.driver_fn);
+    const bool alloc = api == Api::cudaMallocAsync || api == Api::cuMemAllocAsync || driver == Api::cuMemAllocAsync;
+    if (!alloc) return;
+    auto t = capture_of_thread_.find(current_tid_);
+    if (t == capture_of_thread_.end()) return;
+    if (GraphNodes* g = slot(capturing_, t->second)) ++g->memory_nodes;
   }
 
   void on_graph_op(const GraphOpRecord& g) {
@@ -1004,18 +1043,24 @@ class ProcessAnalyzer final : public RuleContext {
       case Api::cuGraphExecUpdate_v2:
         if (GraphNodes* s = slot(execs_, g.exec)) {
           auto it = graphs_.find(g.graph);
+          // An update gives the executable graph new parameters; it was uploaded before (launches kept).
+          const uint64_t launches = static_cast<Api>(g.driver_fn) == Api::cuGraphExecUpdate_v2 ? s->launches : 0;
           *s = it != graphs_.end() ? it->second : GraphNodes{};
+          s->launches = launches;
         }
         break;
       default: break;
     }
   }
 
-  GraphLaunchInfo graph_launch_info(uint64_t exec) const {
+  // What the trace shows of the graph a launch runs; counts the launch (GraphLaunchInfo::first_launch).
+  GraphLaunchInfo graph_launch_info(uint64_t exec) {
     GraphLaunchInfo info;
     auto it = execs_.find(exec);
     if (it == execs_.end()) return info;
     info.known = true;
+    info.first_launch = it->second.launches++ == 0;
+    info.memory_nodes = it->second.memory_nodes;
     info.kernel_name_id = it->second.kernel;
     info.pageable_nodes = it->second.nodes.size() + it->second.more;
     if (!it->second.nodes.empty()) info.first_pageable = it->second.nodes.front();
@@ -1106,8 +1151,10 @@ class ProcessAnalyzer final : public RuleContext {
         // Its neighbour in the stack is the outermost frame of the native thread (start_thread,
         // clone3), not a function the line called.
         if (site.python_lender) site.via = Frame{};
+        site.framework_phase = framework_phase(frames);
         std::string key = call_site_key(site.frame, site.via);
         if (site.python_lender) key += fmt::format("\037borrowed {:x}", site.python_lender);
+        if (site.framework_phase) key += std::string("\037phase ") + site.framework_phase;
         auto [sit, inserted] = site_ids_.emplace(key, static_cast<uint32_t>(sites_.size()));
         if (inserted) sites_.push_back(std::move(site));
         ref.site = sit->second;
@@ -1167,10 +1214,14 @@ class ProcessAnalyzer final : public RuleContext {
   std::string module_loading_;
   events::StreamTable streams_;
   HostFunctions host_functions_;
-  std::unordered_map<uint64_t, GraphNodes> capturing_;     // stream handle -> pageable copies captured so far
-  std::unordered_map<uint64_t, uint32_t> capture_kernel_;  // stream handle -> first kernel captured
-  std::unordered_map<uint64_t, GraphNodes> graphs_;        // CUgraph -> its pageable memcpy nodes
-  std::unordered_map<uint64_t, GraphNodes> execs_;         // CUgraphExec -> the same, as instantiated/updated
+  events::Allocations allocations_;
+  PendingWork
+      pending_;  // RuleEvent::pending of the launch being looked at  // live allocations: implicit-sync's churn (RuleEvent::made_again)
+  std::unordered_map<uint64_t, GraphNodes> capturing_;        // stream handle -> pageable copies captured so far
+  std::unordered_map<uint32_t, uint64_t> capture_of_thread_;  // tid -> the stream it last began capturing
+  std::unordered_map<uint64_t, uint32_t> capture_kernel_;     // stream handle -> first kernel captured
+  std::unordered_map<uint64_t, GraphNodes> graphs_;           // CUgraph -> its pageable memcpy nodes
+  std::unordered_map<uint64_t, GraphNodes> execs_;            // CUgraphExec -> the same, as instantiated/updated
   std::unordered_map<GroupKey, Group, GroupKeyHash> groups_;
   struct GroupCacheEntry {
     GroupKey key{};

@@ -13,6 +13,7 @@
 #include "read/trace_reader.h"  // is_driver_api
 #include "findings/rules.h"
 
+#include <algorithm>
 #include <fmt/compile.h>
 #include <fmt/format.h>
 
@@ -46,6 +47,10 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
     o.cause = Cause::LaunchBlockingEnv;
   else if (e.graph && e.graph->pageable_nodes)
     o.cause = Cause::GraphHostMemcpy;
+  else if (e.graph && e.graph->first_launch)
+    o.cause = Cause::GraphUpload;
+  else if (e.graph && e.graph->memory_nodes)
+    o.cause = Cause::GraphMemoryNodes;
   else if (l.flags & kFlagFirstLaunch)
     o.cause = Cause::FirstLaunch;
   else if (stream.launches_since_sync >= opt.launch_queue_depth)
@@ -58,10 +63,44 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
     o.kernel_name_id = e.graph->kernel_name_id ? e.graph->kernel_name_id : kGraphKernelId;
     o.graph_pageable_nodes = e.graph->pageable_nodes;
     o.graph_node = e.graph->first_pageable;
+    o.graph_memory_nodes = e.graph->memory_nodes;
   }
   o.outstanding_launches = stream.launches_since_sync;
+  // Loading the module lazily waits for the work pending on the device (a pinned upload still
+  // running): the first launch names it.
+  if (o.cause == Cause::FirstLaunch && e.pending && !e.pending->empty()) {
+    o.waited_for = &e.pending->kernels;
+    o.pending_copies = e.pending->copies;
+    o.pending_copy_bytes = e.pending->copy_bytes;
+  }
   ctx.observe(o);
   return true;
+}
+
+// ", and loading it waited for the work pending on the device: 1 copy (2.0 GiB) and kernel k x3
+// not known complete when the launch was called", "" when none was pending.
+std::string pending_words(const Finding& f) {
+  if (!f.pending_copies && f.waited_for.empty()) return {};
+  std::vector<std::string> parts;
+  if (f.pending_copies)
+    parts.push_back(fmt::format(FMT_COMPILE("{} ({})"),
+                                plural(f.pending_copies, "asynchronous copy", "asynchronous copies"),
+                                format_bytes(f.pending_copy_bytes)));
+  if (!f.waited_for.empty()) {
+    std::vector<std::pair<std::string, uint64_t>> k(f.waited_for.begin(), f.waited_for.end());
+    std::stable_sort(k.begin(), k.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    std::string ks = k.size() == 1 ? "kernel " : "kernels ";
+    for (size_t i = 0; i < k.size() && i < 4; ++i) {
+      if (i) ks += ", ";
+      ks += shorten_middle(k[i].first, kDisplayNameMax);
+      if (k[i].second > 1) ks += fmt::format(FMT_COMPILE(" x{}"), k[i].second);
+    }
+    if (k.size() > 4) ks += fmt::format(FMT_COMPILE(" and {} more"), k.size() - 4);
+    parts.push_back(ks);
+  }
+  return fmt::format(FMT_COMPILE(", and loading it waited for the work pending on the device: {} not known complete "
+                                 "when the launch was called"),
+                     parts.size() == 2 ? parts[0] + " and " + parts[1] : parts[0]);
 }
 
 // "graph" or "graph of kernel K" (never "kernel (unnamed kernel)" for a graph).
@@ -100,6 +139,19 @@ std::string message(const Finding& f) {
                       "runs synchronously, as with cudaMemcpyAsync; allocate that buffer with cudaMallocHost or "
                       "register it with cudaHostRegister"),
           what, blocked, graph_node_words(f));
+    case Cause::GraphUpload:
+      return fmt::format(
+          FMT_COMPILE("{} blocked {}: the first launch of this executable graph since it was instantiated, so the "
+                      "driver uploaded the graph to the device in it (its cost grows with the graph's nodes); "
+                      "instantiate once outside the loop and upload it ahead with cudaGraphUpload, or launch it once "
+                      "before the timed part"),
+          what, blocked);
+    case Cause::GraphMemoryNodes:
+      return fmt::format(
+          FMT_COMPILE("{} blocked {}: the graph has {} (cudaMallocAsync captured into it), whose memory the launch "
+                      "allocates or maps again when the graph's pool cannot hold it; keep the allocation outside "
+                      "the graph, or trim less (cudaDeviceGraphMemTrim) and launch it while its memory is reserved"),
+          what, blocked, plural(f.graph_memory_nodes, "memory-allocation node", "memory-allocation nodes"));
     case Cause::LaunchBlockingEnv:
       return fmt::format(
           FMT_COMPILE("{} blocked {}: CUDA_LAUNCH_BLOCKING=1 is set, so every launch waits until its kernel has "
@@ -108,11 +160,12 @@ std::string message(const Finding& f) {
     case Cause::FirstLaunch:
       return fmt::format(
           FMT_COMPILE(
-              "{} blocked {}: first launch of this kernel in the process: its module was loaded lazily ({}); warm the "
-              "kernel up before the timed part, or set CUDA_MODULE_LOADING=EAGER to load modules at start-up"),
+              "{} blocked {}: first launch of this kernel in the process: its module was loaded lazily ({}){}; warm "
+              "the kernel up before the timed part, or set CUDA_MODULE_LOADING=EAGER to load modules at start-up"),
           what, blocked,
           f.module_loading.empty() ? "CUDA_MODULE_LOADING is not set: lazy loading is the default"
-                                   : "CUDA_MODULE_LOADING=" + f.module_loading);
+                                   : "CUDA_MODULE_LOADING=" + f.module_loading,
+          pending_words(f));
     case Cause::ContextInit:
       if (f.context_creation_visible)
         return fmt::format(
@@ -165,6 +218,11 @@ void json_fields(JsonWriter& out, const Finding& f) {
     out.end_object();
   }
   if (f.cause == Cause::ContextInit) out.field("context_creation_in_call", f.context_creation_visible);
+  if (f.graph_memory_nodes) out.field("graph_memory_nodes", f.graph_memory_nodes);
+  if (f.pending_copies) {
+    out.field("pending_copies", f.pending_copies);
+    out.field("pending_copy_bytes", f.pending_copy_bytes);
+  }
 }
 
 }  // namespace

@@ -103,10 +103,16 @@ struct Finding {
   uint64_t drained_before_return = 0;          // long-host-callback: the callback started before the enqueue returned
   uint64_t outstanding_launches_max = 0;       // blocking-launch: launches outstanding on the stream
   std::map<std::string, uint64_t> waited_for;  // kernel name -> launches the copy waited for
-  std::map<std::string, uint64_t> ranges;      // NVTX range name -> calls made inside it
+  // blocking-launch first-launch: the asynchronous copies pending on the process's streams when
+  // the launch was called (the call with the most bytes), which loading the module waited for;
+  // the kernels then pending are in waited_for.
+  uint64_t pending_copies = 0;
+  uint64_t pending_copy_bytes = 0;
+  std::map<std::string, uint64_t> ranges;  // NVTX range name -> calls made inside it
   // blocking-launch of a graph (cause graph-host-memcpy): its memcpy nodes with pageable host memory,
   // and the first of them, out of line (most findings have none: 16 bytes, not 184, per finding).
   uint64_t graph_pageable_nodes = 0;
+  uint64_t graph_memory_nodes = 0;  // blocking-launch graph-memory-nodes: its memory-allocation nodes
   std::shared_ptr<const GraphMemcpyNodeInfo> graph_node_info;  // null: none (graph_node() is empty)
   const GraphMemcpyNodeInfo& graph_node() const;
   std::string module_loading;  // CUDA_MODULE_LOADING of the process ("" = unset)
@@ -117,6 +123,9 @@ struct Finding {
   // without Python (StackRecord.python_lender: 0 = not borrowed; python_lender_text says it).
   uint32_t python_lender = 0;
   Frame via;  // the library function the call site called (module empty: none)
+  // Made inside a framework's own compilation or autotuning (symbols/call_site.h, framework_phase):
+  // the phase's name; such a group is apart from the line's other calls, and a note. "" none.
+  std::string framework_phase;
   Stack stack;
   std::vector<PerProcess> processes;
   // The largest share of one thread's time: the blocked time of the thread that spent most in this
@@ -143,8 +152,9 @@ struct Finding {
   // shows only a driver call, the creation happened before it in calls asyncwatch does not see).
   bool context_creation_visible = false;
   bool process_ended_cleanly = true;  // in-flight-call: the trace was closed (else killed or crashed)
-  // implicit-sync: calls that repeated an earlier call of the group (same size allocated, same
-  // address freed): what an allocation in a loop looks like, and a growing pool does not.
+  // implicit-sync: calls that repeated an earlier call of the group: an allocation of a buffer
+  // of a size the group allocated and freed since (churn), a free of an address it freed before.
+  // A pool (buffers allocated and kept) repeats nothing.
   uint64_t repeated_calls = 0;
   // Set by the report (fingerprint.h): the identity across runs; in_baseline: --baseline has it.
   std::string fingerprint;

@@ -72,8 +72,6 @@ std::string message(const Finding& f) {
       waited_words(f));
 }
 
-bool reported(const Finding& f, const Options& o) { return f.blocked.total() >= o.min_blocked_ns; }
-
 }  // namespace
 
 // A library function whose job is to wait (torch.cuda.synchronize, Stream.synchronize,
@@ -85,19 +83,32 @@ bool is_waiting_function(const std::string& name) {
   return n.find("synchronize") != std::string::npos || n.find("block_until_ready") != std::string::npos;
 }
 
-bool is_hidden_sync(const Finding& f, const CallSitePolicy& policy) {
+bool is_hidden_sync(const Finding& f, const CallSitePolicy& policy, bool driver_call) {
   if (!f.call_site_known || !f.call_site_is_user_code || f.stack.empty()) return false;
   // The synchronization ran on a thread without Python (a framework's own), for the line of the
   // thread it was borrowed from: that line never wrote it.
   if (f.python_lender) return true;
   const Frame* called = nullptr;  // the library frame nearest the user's: what the user called
+  bool python_library = false;    // a library Python frame lies between the runtime and the call site
   for (const Frame& fr : f.stack) {
-    if (same_frame(fr, f.call_site)) return called && !is_waiting_function(called->function);
-    if (classify_frame(fr, policy) == FrameKind::Library && !is_forwarding_frame(fr)) called = &fr;
+    if (same_frame(fr, f.call_site)) {
+      if (!called) return false;
+      // A waiting function named in the trace (a Python frame); a native frame's name is the
+      // analyzing machine's reading of a module, which another machine may not have.
+      if (called->origin == FrameOrigin::Python && is_waiting_function(called->function)) return false;
+      if (driver_call && f.call_site.origin == FrameOrigin::Python && !python_library) return false;
+      return true;
+    }
+    if (classify_frame(fr, policy) == FrameKind::Library && !is_forwarding_frame(fr)) {
+      called = &fr;
+      python_library = python_library || fr.origin == FrameOrigin::Python;
+    }
   }
   return false;  // the call site is not in the stack (cannot happen): not hidden
 }
 
-const Rule hidden_sync = Rule(Trigger::Sync, detect, message).time_is("waited").reported_when(reported);
+// Every site is reported, however short its waits (a synchronization by contract: a loop pays it
+// each step); analysis.cpp makes a site whose waits total less than --min-blocked-us a note.
+const Rule hidden_sync = Rule(Trigger::Sync, detect, message).time_is("waited");
 
 }  // namespace asyncwatch::rules

@@ -12,9 +12,15 @@ namespace asyncwatch::rules {
 // framework or vendor library that the user's frame called: a library frame lies between the CUDA
 // runtime's frames and the call site. Library frames that only forward a call the user spelled
 // out (ctypes, libffi, the Python interpreter) do not count; a library Python frame does
-// (e.g. torch/_tensor.py), unless the function the user called is one whose job is to wait
-// (its name has "synchronize" or "block_until_ready": torch.cuda.synchronize() is explicit).
+// (e.g. torch/_tensor.py), unless it is a function whose job is to wait (its name has
+// "synchronize" or "block_until_ready": torch.cuda.synchronize() is explicit). The verdict rests on
+// what the trace records, never on the analyzing machine's files: Python frames (named in the
+// trace) and the API the record names, not the names of native library frames (read from the
+// modules where the report is made). `driver_call`: the record's API is a driver entry point; a
+// driver synchronize called by native code directly under the user's Python line, with no library
+// Python frame between (a binding's Stream.synchronize(): CuPy's, which reaches cuStreamSynchronize
+// through the CUDA runtime linked into it), is the user's explicit wait.
 // Without a stack or without a user call site: false.
-bool is_hidden_sync(const Finding& f, const CallSitePolicy& policy);
+bool is_hidden_sync(const Finding& f, const CallSitePolicy& policy, bool driver_call = false);
 
 }  // namespace asyncwatch::rules

@@ -2,10 +2,13 @@
 // cudaFree, cudaMallocHost, cudaFreeHost, cudaHostAlloc, cudaHostRegister,
 // cudaHostUnregister, cudaMallocManaged and their driver forms), reported when one known call
 // site in the user's code repeats such a call at least options.implicit_sync_min_count times:
-// an allocation in a loop allocates the same size again (a free frees the same address again).
-// Calls without a call site are not reported (all calls of an API would look like one site), nor
-// sites in library code (a framework's caching allocator), nor a pool growing from one line
-// (each allocation a new size, each free a different address: no call repeats).
+// churn, the same buffer freed and allocated again (an allocation of a size that an earlier
+// allocation of the same stack had, freed since: events/allocations.h), a free of an address the
+// site freed before. Calls without a call site are not reported (all calls of an API would look
+// like one site), nor sites in library code (a framework's caching allocator), nor a pool (ten
+// buffers of one size allocated in a loop and kept alive, or a pool growing from one line: no
+// buffer is freed and made again).
+#include "events/allocations.h"
 #include "report/format.h"
 #include "report/json_writer.h"
 #include "findings/rules.h"
@@ -18,18 +21,6 @@ namespace asyncwatch::rules {
 using namespace trace;
 
 namespace {
-
-bool is_free_api(Api api) {
-  switch (api) {
-    case Api::cudaFree:
-    case Api::cudaFreeHost:
-    case Api::cudaHostUnregister:
-    case Api::cuMemFree_v2:
-    case Api::cuMemFreeHost:
-    case Api::cuMemHostUnregister: return true;
-    default: return false;
-  }
-}
 
 bool is_implicit_sync_api(Api api) {
   switch (api) {
@@ -58,8 +49,11 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
   if (!is_implicit_sync_api(static_cast<Api>(m.api))) return false;
   Observation o = observation_of(FindingId::ImplicitSync, m);
   o.bytes = m.bytes;
-  // Sizes and addresses may be 0 (cudaFree(0)): +1 keeps them apart from "no key".
-  o.repeat_key = (is_free_api(static_cast<Api>(m.api)) ? m.address : m.bytes) + 1;
+  // Addresses may be 0 (cudaFree(0)): +1 keeps them apart from "no key".
+  if (events::is_release_api(static_cast<Api>(m.api)))
+    o.repeat_key = m.address + 1;
+  else
+    o.repeated = e.made_again;
   if (m.memory != 0) o.set_host_memory(static_cast<MemoryKind>(m.memory));
   ctx.observe(o);
   return true;
@@ -68,10 +62,11 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
 std::string message(const Finding& f) {
   const bool frees = f.api.find("Free") != std::string::npos || f.api.find("Unregister") != std::string::npos;
   return fmt::format(
-      FMT_COMPILE("{} called {} here ({} repeating an earlier call's {}), {}: it may synchronize the device each time; "
+      FMT_COMPILE("{} called {} here ({} {}), {}: it may synchronize the device each time; "
                   "allocate once outside the loop and reuse the memory, or use cudaMallocAsync/cudaFreeAsync with a "
                   "memory pool"),
-      f.api, plural(f.count, "time", "times"), f.repeated_calls, frees ? "address" : "size",
+      f.api, plural(f.count, "time", "times"), f.repeated_calls,
+      frees ? "repeating an earlier call's address" : "allocating again a buffer of a size freed since",
       format_duration(f.blocked.total()) + " in total");
 }
 

@@ -64,7 +64,12 @@ Severity finding_severity(const Finding& f) {
 }
 
 std::string finding_message(const Finding& f) {
-  return f.id < FindingId::Count ? rule_info(f.id).hooks.message(f) : std::string();
+  if (f.id >= FindingId::Count) return std::string();
+  std::string m = rule_info(f.id).hooks.message(f);
+  if (!f.framework_phase.empty())
+    m += " (made inside " + f.framework_phase +
+         ": the framework's one-time work at this line, apart from its steady state, so a note)";
+  return m;
 }
 
 const std::vector<const RuleInfo*>& rules_for(Trigger t) {
@@ -87,6 +92,7 @@ const GraphMemcpyNodeInfo& Finding::graph_node() const {
 std::string Finding::merge_key() const {
   std::string site = call_site_known ? call_site_key(call_site, via) : std::string("?");
   if (python_lender) site += fmt::format(FMT_COMPILE("\037borrowed {:x}"), python_lender);
+  if (!framework_phase.empty()) site += "\037phase " + framework_phase;
   return fmt::format(FMT_COMPILE("{}\x1e{}\x1e{}\x1e{}\x1e{}\x1e{}\x1e{}\x1e{}"), static_cast<int>(id),
                      static_cast<int>(cause), api, driver_api, has_direction ? static_cast<int>(direction) : -1,
                      has_host_memory ? static_cast<int>(host_memory) : -1, kernel, site);
@@ -166,6 +172,9 @@ void Finding::merge(const Finding& o) {
   completed_at_return += o.completed_at_return;
   drained_before_return += o.drained_before_return;
   outstanding_launches_max = std::max(outstanding_launches_max, o.outstanding_launches_max);
+  graph_memory_nodes = std::max(graph_memory_nodes, o.graph_memory_nodes);
+  if (o.pending_copy_bytes > pending_copy_bytes)
+    pending_copies = o.pending_copies, pending_copy_bytes = o.pending_copy_bytes;
   chevron_launch = chevron_launch || o.chevron_launch;
   below_threshold = below_threshold && o.below_threshold;
   at_threshold += o.at_threshold;

@@ -78,6 +78,20 @@ struct StreamState {
   // stream: they are what it may have waited for).
   KernelTally since_idle;
   uint64_t event_waits = 0;  // cudaStreamWaitEvent calls on it since it was last known idle
+  // Asynchronous copies enqueued on it since it was last known idle that no evidence says had
+  // completed when they returned (a pinned upload still running; not a pageable one, which the
+  // driver staged before returning), and their bytes.
+  uint64_t copies_since_idle = 0;
+  uint64_t copy_bytes_since_idle = 0;
+};
+
+// The work enqueued on all of a process's streams and not known complete (StreamTable::pending):
+// what a call that waits for the device (a lazy module load) waited for.
+struct PendingWork {
+  KernelTally kernels;
+  uint64_t copies = 0;
+  uint64_t copy_bytes = 0;
+  bool empty() const { return kernels.total == 0 && copies == 0; }
 };
 
 // A memcpy node of a graph whose host side is pageable: captured (cudaMemcpyAsync during stream
@@ -98,6 +112,8 @@ struct GraphLaunchInfo {
   uint32_t kernel_name_id = 0;     // the first kernel captured into it, 0 unknown
   uint64_t pageable_nodes = 0;     // memcpy nodes with a pageable host side
   GraphMemcpyNode first_pageable;  // the first of them
+  bool first_launch = false;       // its first launch since it was instantiated: the driver uploads it
+  uint64_t memory_nodes = 0;       // memory-allocation nodes (cudaMallocAsync captured into it)
 };
 
 // One flagged call.
@@ -118,18 +134,21 @@ struct Observation {
   bool completed_at_return = false;
   bool drained_before_return = false;
   const KernelTally* waited_for = nullptr;
+  uint64_t pending_copies = 0;  // blocking-launch first-launch: copies pending when it was called (PendingWork)
+  uint64_t pending_copy_bytes = 0;
   uint64_t event_waits = 0;
   uint64_t outstanding_launches = 0;
   uint64_t graph_pageable_nodes = 0;  // blocking-launch of a graph: its pageable memcpy nodes ...
   GraphMemcpyNode graph_node;         // ... and the first of them
+  uint64_t graph_memory_nodes = 0;    // ... its memory-allocation nodes
   // At or above the rule's threshold (--min-blocked-us; --min-callback-us for host functions): a
   // rule that reports every call of its kind (Rule::ranked_by_threshold) makes groups without
   // such a call notes.
   bool at_threshold = true;
   bool context_creation_visible = false;  // blocking-launch context-init
-  // implicit-sync: what makes two calls the same one repeated (an allocation's size, a free's
-  // address); 0 = none.
+  // implicit-sync: what makes two calls the same one repeated (a free's address); 0 = none.
   uint64_t repeat_key = 0;
+  bool repeated = false;              // implicit-sync: an allocation made again (RuleEvent::made_again)
   bool process_ended_cleanly = true;  // in-flight-call
 
   void set_direction(trace::Direction d) {
@@ -201,8 +220,14 @@ struct RuleEvent {
   const trace::HostFuncRunRecord* run = nullptr;          // HostFuncRun
   const trace::SyncRecord* sync = nullptr;                // Sync
   const trace::MemoryOpRecord* memory_op = nullptr;       // MemoryOp
-  const StreamState* stream = nullptr;                    // Copy, Memset, Launch: the call's stream before the call
-  const GraphLaunchInfo* graph = nullptr;                 // Launch of an executable graph
+  // MemoryOp: an allocation (or registration) whose call stack had freed one of the same size since
+  // (events/allocations.h): the same buffer allocated again, not a pool growing.
+  bool made_again = false;
+  const StreamState* stream = nullptr;     // Copy, Memset, Launch: the call's stream before the call
+  const GraphLaunchInfo* graph = nullptr;  // Launch of an executable graph
+  // Launch flagged as a first launch (kFlagFirstLaunch) that blocked at least --min-blocked-us: the
+  // work pending on the process's streams when it was called (else null).
+  const PendingWork* pending = nullptr;
   bool first_call = false;                     // Launch: the first call record of the process (in time order)
   const trace::CallHead* in_flight = nullptr;  // InFlight: its head (the body was never written)
   uint64_t trace_end_ns = 0;                   // InFlight: when the trace ended

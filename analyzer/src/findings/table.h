@@ -56,4 +56,6 @@
   X(PinnedHostMemory, "host-memory") /* blocking-memset */                 \
   X(ManagedMemory, "managed-memory")                                       \
   X(GraphHostMemcpy, "graph-host-memcpy") /* blocking-launch of a graph */ \
+  X(GraphUpload, "graph-upload")                                           \
+  X(GraphMemoryNodes, "graph-memory-nodes")                                \
   X(Unknown, "unknown")

@@ -36,6 +36,18 @@ const char* const kSystemDirs[] = {"/lib/",       "/lib32/",     "/lib64/",     
 
 bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
+// Code that frameworks generate at run time, by where they put it (docs/findings.md, "Generated
+// code"): TorchInductor's cache (/tmp/torchinductor_<user>/: the compiled model's Python wrapper
+// and its C++ .so), Triton's (~/.triton/cache/: kernel launchers), torch.fx's generated forward
+// (file name "<eval_with_key>.N"). Never the user's line: the call site is the user's frame that
+// called into it.
+const char* const kGeneratedCode[] = {"/torchinductor_", "/.triton/", "<eval_with_key>"};
+bool is_generated_code(const std::string& path) {
+  for (const char* g : kGeneratedCode)
+    if (path.find(g) != std::string::npos) return true;
+  return false;
+}
+
 bool ends_with(const std::string& s, const char* suffix) {
   size_t n = std::strlen(suffix);
   return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
@@ -100,6 +112,7 @@ bool is_runtime_module(const std::string& base) {
 }
 
 bool is_library_module(const std::string& path) {
+  if (is_generated_code(path)) return true;
   std::string base = basename_of(path);
   for (const char* lib : kVendorLibraries)
     if (starts_with(base, lib)) return true;
@@ -149,6 +162,33 @@ bool same_function(const std::string& a, const std::string& b) {
 }
 
 }  // namespace
+
+namespace {
+struct FrameworkPhase {
+  const char* file_suffix;  // the Python frame's file ends with it
+  const char* function;     // its function contains it ("" any)
+  const char* phase;
+};
+const FrameworkPhase kFrameworkPhases[] = {
+    {"/jax/_src/compiler.py", "compile", "JAX compilation (XLA autotuning)"},
+    {"/jax/_src/interpreters/pxla.py", "compile", "JAX compilation (XLA autotuning)"},
+    {"/torch/_dynamo/convert_frame.py", "compile", "torch.compile compilation"},
+    {"/torch/_inductor/compile_fx.py", "compile", "torch.compile compilation"},
+    {"/torch/_inductor/select_algorithm.py", "", "TorchInductor autotuning"},
+    {"/torch/_inductor/runtime/triton_heuristics.py", "bench", "TorchInductor autotuning"},
+    {"/torch/_inductor/runtime/triton_heuristics.py", "autotune", "TorchInductor autotuning"},
+    {"/triton/runtime/autotuner.py", "bench", "Triton autotuning"},
+};
+}  // namespace
+
+const char* framework_phase(const std::vector<Frame>& frames) {
+  for (const Frame& f : frames) {
+    if (f.origin != FrameOrigin::Python) continue;
+    for (const FrameworkPhase& p : kFrameworkPhases)
+      if (ends_with(f.file, p.file_suffix) && f.function.find(p.function) != std::string::npos) return p.phase;
+  }
+  return nullptr;
+}
 
 bool is_cuda_api_name(const std::string& name) {
   std::string plain = strip_stream_suffix(name);
@@ -206,7 +246,7 @@ const char* frame_kind_name(FrameKind k) {
 // cupy, numba, jax... under site-packages) rather than the user's: installed packages, the standard
 // library (lib/pythonX.Y/), frozen modules, and the frameworks' package directories wherever they are.
 bool is_python_library_file(const std::string& file) {
-  if (file.empty() || starts_with(file, "<frozen ")) return true;
+  if (file.empty() || starts_with(file, "<frozen ") || is_generated_code(file)) return true;
   if (file.find("/site-packages/") != std::string::npos || file.find("/dist-packages/") != std::string::npos)
     return true;
   static const char* const kFrameworkDirs[] = {"/torch/",      "/cupy/", "/cupy_backends/", "/cupyx/", "/numba/",

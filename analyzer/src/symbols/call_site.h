@@ -106,6 +106,14 @@ std::string frame_name_text(const Frame& f);
 // (`via`, module empty when none) by name and module, or by module and offset when it has no name.
 std::string call_site_key(const Frame& site, const Frame& via);
 
+// The framework phase a stack was made in, from its Python frames (recorded in the trace): a
+// framework's own compilation or autotuning (JAX's backend_compile, which runs XLA's autotuner;
+// torch.compile's Dynamo/Inductor compilation and Inductor's and Triton's autotuning benchmarks),
+// whose copies, allocations and syncs are the framework's one-time work, not the user's steady
+// state. The name of the phase ("JAX compilation"), or nullptr. The list: kFrameworkPhases in
+// call_site.cpp (docs/findings.md, "Framework phases").
+const char* framework_phase(const std::vector<Frame>& frames);
+
 // `frames` innermost first, inline frames expanded. `kernel_function`: for a launch, the launched
 // kernel's demangled name ("dummy(long long)"); the host wrapper nvcc generates under that name
 // (its line is the __global__ declaration) is skipped, so the call site is the line of the <<<...>>>.

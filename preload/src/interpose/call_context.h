@@ -25,6 +25,7 @@
 #include "common.h"
 #include "config.h"
 #include "cuda_abi.h"
+#include "stacks/stack_capture.h"
 #include "trace/thread_buffer.h"
 #include "trace/trace_writer.h"
 
@@ -334,6 +335,19 @@ inline __attribute__((always_inline)) bool copy_stack_before(const Config& cfg, 
   if (AW_LIKELY(!(sides & kDoubtfulSides) && d != trace::Direction::HtoH) && p != StackPolicy::All) return false;
   return p != StackPolicy::None && !tl_locals.call.reentrant;
 }
+// A synchronize (stream, event, device or context): the host waits for the GPU. Not a query, nor a
+// stream's wait on an event.
+inline bool is_wait_api(trace::Api a) noexcept {
+  switch (a) {
+    case trace::Api::cudaStreamSynchronize:
+    case trace::Api::cudaEventSynchronize:
+    case trace::Api::cudaDeviceSynchronize:
+    case trace::Api::cuStreamSynchronize:
+    case trace::Api::cuEventSynchronize:
+    case trace::Api::cuCtxSynchronize: return true;
+    default: return false;
+  }
+}
 // Default policy (docs/configuration.md): copies and memsets get a stack when a side is not known
 // to be pinned or device memory (pageable, unknown, managed; every host-to-host copy) or when the
 // call blocked longer than the launch threshold; host-function enqueues always; launches and
@@ -357,8 +371,14 @@ inline __attribute__((always_inline)) bool wants_stack(const AnyRecord& r, Categ
       case Category::ManagedOp:
       case Category::GraphOp: return true;
       case Category::Launch: return blocked_ns >= cfg.launch_stack_threshold_ns;
-      // A sync that waited: where it was made (a hidden sync inside a framework, issue 15).
-      case Category::Sync: return blocked_ns >= cfg.launch_stack_threshold_ns;
+      // A sync that waited: where it was made (a hidden sync inside a framework, issue 15). A
+      // synchronize made from outside the program's own code (a framework's `loss.item()`, a
+      // library, ctypes) whatever it waited: a hidden sync is one by contract, and a loop's short
+      // waits add up (docs/findings.md, hidden-sync). The program's own syncs (a polling loop of
+      // them among them) keep the threshold.
+      case Category::Sync:
+        return blocked_ns >= cfg.launch_stack_threshold_ns || (is_wait_api(static_cast<trace::Api>(r.head.api)) &&
+                                                               !stacks::called_from_program(tl_locals.call.caller.ra));
       default: return false;
     }
   }

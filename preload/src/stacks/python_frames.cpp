@@ -338,15 +338,23 @@ template <size_t kLayout>
 uint32_t borrow_as(PythonFrame* out, uint32_t max, WalkEnd& e, Lender& lender) {
   constexpr const Layout& L = python_layout::kLayouts[kLayout];
   using V = Views<kLayout>;
-  // Only for a thread without any thread state (one with a state of a subinterpreter, or that the
-  // finalizing runtime no longer lets walk, is not lent another's).
-  if (thread_state<kLayout>(e) != 0 || e != WalkEnd::kNoThreadState) return 0;
+  // Only for a thread without any thread state, or with one of the main interpreter and no frames (a
+  // native thread that attached a state once and runs no Python: PyTorch's autograd workers); one
+  // with a state of a subinterpreter, or that the finalizing runtime no longer lets walk, is not
+  // lent another's.
+  const uint64_t own = thread_state<kLayout>(e);
+  if (e != WalkEnd::kNoThreadState) return 0;
   auto* runtime = reinterpret_cast<const uint8_t*>(g_interpreter.runtime);
   const uint64_t finalizing = __atomic_load_n(finalizing_field(L), __ATOMIC_ACQUIRE);
   if (finalizing != 0) return 0;  // it frees thread states
   const uint64_t main_interp = field<uint64_t>(runtime, L.runtime_interpreters_main);
   if (!plausible(main_interp)) return 0;
   CheckedReader rd;
+  if (own != 0) {
+    uint64_t own_interp = 0;
+    if (!plausible(own) || !rd.copy(own + L.tstate_interp, &own_interp, sizeof own_interp) || own_interp != main_interp)
+      return 0;
+  }
   // The GIL's holder: locked, and its last holder (which stays set after a release).
   uint64_t gil = 0, holder = 0;
   if constexpr (L.runtime_gil != kAbsent) {

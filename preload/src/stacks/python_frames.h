@@ -69,7 +69,8 @@ struct Lender {
 //   1. the main thread, if it is not holding the GIL (it waits in a C call: for this work, usually);
 //   2. else the one other thread not holding the GIL (none if several: ambiguous);
 //   3. else, when no thread with frames waits, the thread holding the GIL (running bytecode).
-// Every read goes through process_vm_readv (other threads free their states and frames under us);
+// Also for a thread whose own state has no frames (a native thread that attached one and runs no
+// Python; the caller's own walk found none). Every read goes through process_vm_readv (other threads free their states and frames under us);
 // at most 64 thread states are looked at; nothing while the runtime finalizes. Returns 0 (and
 // `end` kNoThreadState) when no thread qualifies, the calling thread has a state of its own, or
 // there is no interpreter. Costs 1-2 reads a thread and about one read a frame (~2 us each).

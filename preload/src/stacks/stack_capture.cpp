@@ -398,6 +398,16 @@ uint64_t site_key(uint64_t ra, uint64_t frame, uint64_t top) noexcept {
 
 }  // namespace
 
+bool called_from_program(const void* ra) noexcept {
+  if (AW_UNLIKELY(!g_exe_high.load(std::memory_order_relaxed))) {
+    TextRange r = text_of(0, true);
+    g_exe_low.store(r.low);
+    g_exe_high.store(r.high ? r.high : 1);
+  }
+  const uint64_t a = reinterpret_cast<uint64_t>(ra);
+  return a >= g_exe_low.load(std::memory_order_relaxed) && a < g_exe_high.load(std::memory_order_relaxed);
+}
+
 namespace {
 
 // A hit needs the cached return addresses at the same places on the stack: the key alone can
@@ -634,7 +644,10 @@ uint32_t with_python_frames(uint32_t native_id) noexcept {
   uint32_t lender = 0;
   uint32_t n = python_frames::capture(py, kMaxPythonDepth, &walk_end);
   if (AW_LIKELY(n == 0)) {
-    if (AW_LIKELY(walk_end != python_frames::WalkEnd::kNoThreadState)) return native_id;
+    // No thread state, or one without frames (a native thread that attached a state once: PyTorch's
+    // autograd engine threads while loss.backward() waits): another thread's line is borrowed.
+    if (AW_LIKELY(walk_end != python_frames::WalkEnd::kNoThreadState && walk_end != python_frames::WalkEnd::kComplete))
+      return native_id;
     n = borrow_frames(py, &walk_end, &lender);
     if (n == 0) return native_id;
   }

@@ -20,6 +20,11 @@ namespace asyncwatch::stacks {
 // With caller_ra == nullptr the stack is always unwound.
 uint32_t capture_call_site(const void* caller_ra, const void* caller_frame) noexcept;
 
+// Whether `ra` (a call's return address) lies in the traced program's own executable code: a
+// synchronization made from anywhere else (a framework, a library, ctypes) gets a stack whatever
+// it waited (call_context.h, wants_stack). A few loads once the program's range is known.
+bool called_from_program(const void* ra) noexcept;
+
 // With Python frames (ASYNCWATCH_PYTHON, on by default): when the calling thread runs Python, the
 // stack is the native one plus its Python frames (python_frames.h: no GIL, no interpreter call, no
 // allocation on a hit), interned as one StackRecord with python_depth > 0; each code object is

@@ -2,8 +2,10 @@
 (native_worker.c, a stand-in for XLA's threads) while the Python line that asked waits in ctypes
 (GIL released), as jax.device_put / np.asarray(jax_array) do. Each marked line must be the call
 site of its own finding, borrowed from this (the main) thread, while a second Python thread runs
-bytecode throughout. `python borrowed_app.py WORKER.so ITERATIONS KERNEL_MS [exit-busy]`; with
-exit-busy, a daemon thread keeps the worker copying while the interpreter finalizes."""
+bytecode throughout. `python borrowed_app.py WORKER.so ITERATIONS KERNEL_MS [exit-busy|attached]`;
+with exit-busy, a daemon thread keeps the worker copying while the interpreter finalizes; with
+attached, the worker first takes a Python thread state of its own and releases the GIL, as PyTorch's
+autograd engine threads do (a thread with a state and no frames: its calls borrow the line too)."""
 import ctypes
 import os
 import sys
@@ -28,6 +30,7 @@ def main():
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 3
     ms = float(sys.argv[3]) if len(sys.argv) > 3 else 5.0
     exit_busy = len(sys.argv) > 4 and sys.argv[4] == "exit-busy"
+    attached = len(sys.argv) > 4 and sys.argv[4] == "attached"
     worker.aw_worker_call.argtypes = [ctypes.c_void_p, u64, u64, u64, u64, u64]
     cuda = fakeframework.Cuda()
     dev = cuda.malloc(NBYTES)
@@ -37,6 +40,8 @@ def main():
     free = ctypes.cast(cuda.rt.cudaFree, ctypes.c_void_p)
     h, d = ctypes.addressof(host), dev.value
     fakeframework.check("worker", worker.aw_worker_start())
+    if attached:
+        fakeframework.check("attach", worker.aw_worker_attach_python())
     fakeframework.check("cudaFree", worker.aw_worker_call(free, 0, 0, 0, 0, 0))  # the worker's context
     print(f"borrowed_app: main native id {threading.get_native_id()}", flush=True)
     if exit_busy:

@@ -5,7 +5,9 @@ marked line must be the call site of exactly one finding (pageable-async-copy at
 lines, hidden-sync at the sync line), marked borrowed from the main thread (waiting) with the
 worker as the thread the calls ran on, in JSON, text and SARIF. With ASYNCWATCH_PYTHON=off no
 call site is a .py file. A run that exits while the worker copies (the interpreter finalizes
-under the borrowing thread) exits 0 and its trace reads.
+under the borrowing thread) exits 0 and its trace reads. A worker with a Python thread state of its
+own and no frames (PyTorch's autograd engine threads while `loss.backward()` waits) borrows the
+main thread's lines the same way.
 
     python borrowed_test.py ASYNCWATCH_BINARY WORKER.so
 Exit status 0 when every check passed, 1 otherwise."""
@@ -94,6 +96,16 @@ def main():
         check(r.returncode == 0, f"run with ASYNCWATCH_PYTHON=off exits 0 (got {r.returncode})")
         py = [at(f) for f in json.loads(report(aw, off, "json"))["findings"] if at(f)[0].endswith(".py")]
         check(not py, f"ASYNCWATCH_PYTHON=off: no .py call site ({py})")
+
+        attached = os.path.join(tmp, "attached")
+        r = run_app(aw, worker, attached, {}, "attached")
+        check(r.returncode == 0, f"run with the worker attached to Python exits 0 (got {r.returncode}: {r.stderr[-400:]})")
+        if r.returncode == 0:
+            fs = json.loads(report(aw, attached, "json"))["findings"]
+            for mark, rule in (("copy_a", "pageable-async-copy"), ("copy_b", "pageable-async-copy"), ("sync", "hidden-sync")):
+                got = [f for f in fs if at(f) == ("borrowed_app.py", lines[mark]) and f["id"] == rule]
+                check(len(got) == 1 and got[0]["count"] == ITERATIONS and isinstance(got[0]["call_site"].get("borrowed"), dict),
+                      f"attached worker: {mark}: one borrowed {rule} finding of {ITERATIONS} calls at borrowed_app.py:{lines[mark]}")
 
         r = run_app(aw, worker, busy, {}, "exit-busy")
         check(r.returncode == 0 and "exiting while the worker copies" in r.stdout,

@@ -4,6 +4,7 @@
  * aw_worker_call waits), as jax.device_put / np.asarray(jax_array) wait for XLA's threads. Built
  * into a site-packages directory so that its frames are library code to the analyzer, as
  * jaxlib's are. */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 
@@ -57,6 +58,23 @@ AW_EXPORT int aw_worker_call(void* fn, uint64_t a0, uint64_t a1, uint64_t a2, ui
   pthread_mutex_unlock(&mutex);
   return r;
 }
+
+/* PyTorch's autograd engine threads: each takes a Python thread state once and releases the GIL
+ * (python_engine.cpp's thread_init, pybind11 gil_scoped_acquire + gil_scoped_release), then runs
+ * C++ only: a thread with a state of its own and no frames. */
+static int attach_python(uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4) {
+  (void)a0, (void)a1, (void)a2, (void)a3, (void)a4;
+  int (*ensure)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "PyGILState_Ensure");
+  void* (*save)(void) = (void* (*)(void))dlsym(RTLD_DEFAULT, "PyEval_SaveThread");
+  if (!ensure || !save) return -1;
+  ensure();
+  save();
+  return 0;
+}
+
+/* Gives the worker thread a Python thread state of its own, GIL released (the caller waits with
+ * the GIL released: ctypes). */
+AW_EXPORT int aw_worker_attach_python(void) { return aw_worker_call((void*)attach_python, 0, 0, 0, 0, 0); }
 
 /* Ends the worker thread (before the interpreter exits). */
 AW_EXPORT void aw_worker_stop(void) {
