@@ -1,11 +1,13 @@
 // Issue 42, capture ranges: the same pageable device-to-host copy after a kernel before, inside and
-// after a cudaProfilerStart/cudaProfilerStop range. Run with ASYNCWATCH_CAPTURE_RANGE=cudaProfilerApi
-// (asyncwatch run --capture-range cudaProfilerApi) only the copies inside the range are recorded.
+// after a cudaProfilerStart/cudaProfilerStop range, which an NVTX range "profiled steps" also
+// marks. With ASYNCWATCH_CAPTURE_RANGE=cudaProfilerApi (asyncwatch run --capture-range
+// cudaProfilerApi), or nvtx:profiled steps, only the copies inside the range are recorded.
 //   profiler_range [iterations=5] [cycles=2e5 (~100 us)] [range=1: 0 never opens the range]
 //   @BEFORE_RANGE  outside: not in the trace
 //   @IN_RANGE      inside: pageable-async-copy, waited-for-stream, count = iterations
 //   @AFTER_RANGE   outside: not in the trace
 #include <cuda_profiler_api.h>
+#include <nvtx3/nvToolsExt.h>
 
 #include "aw_common.h"
 
@@ -32,9 +34,15 @@ int main(int argc, char** argv) {
   AW_CHECK(cudaMalloc(&dev, sizeof(int)));
   AW_CHECK(cudaMemset(dev, 7, sizeof(int)));
   copies(iterations, cycles, s, dev, 0);
-  if (open_range) AW_CHECK(cudaProfilerStart());
+  if (open_range) {
+    AW_CHECK(cudaProfilerStart());
+    nvtxRangePushA("profiled steps");
+  }
   copies(iterations, cycles, s, dev, 1);
-  if (open_range) AW_CHECK(cudaProfilerStop());
+  if (open_range) {
+    nvtxRangePop();
+    AW_CHECK(cudaProfilerStop());
+  }
   copies(iterations, cycles, s, dev, 2);
   std::printf("%d copies before, inside and after the profiler range (%s): ok\n", iterations,
               open_range ? "opened" : "never opened");
