@@ -4,26 +4,28 @@
 # peak resident memory (VmHWM) of both, the growth traced over bare, and the trace's size. Nothing is
 # asserted (the ctest only checks that it ran).
 #
-# usage: long_run.sh BUILD_DIR [--calls N] [--threads N]
+# usage: long_run.sh BUILD_DIR [--calls N] [--threads N] [--lib LIB]
 #   --calls    calls of the 4-thread loop (launches, pinned and pageable 64-byte copies, syncs); 5000000
 #   --threads  short-lived threads, one 64-byte copy each; 5000
+#   --lib      another build of the library (the figures before a change)
 set -euo pipefail
 die() { echo "long_run: $*" >&2; exit 2; }
-build=""; calls=5000000; threads=5000
+build=""; calls=5000000; threads=5000; lib=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --calls) calls=${2:?}; shift ;;
     --threads) threads=${2:?}; shift ;;
+    --lib) lib=${2:?}; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     -*) die "unknown option $1" ;;
     *) build=$1 ;;
   esac
   shift
 done
-[[ -n $build ]] || die "usage: long_run.sh BUILD_DIR [--calls N] [--threads N]"
+[[ -n $build ]] || die "usage: long_run.sh BUILD_DIR [--calls N] [--threads N] [--lib LIB]"
 build=$(cd "$build" && pwd)
 app=$build/test_apps/long_run
-lib=$build/lib/libasyncwatch.so
+lib=${lib:-$build/lib/libasyncwatch.so}
 sim=$build/lib/asyncwatch/sim
 [[ -x $app && -f $lib && -d $sim ]] || die "need $app, $lib and $sim"
 work=$(mktemp -d "${TMPDIR:-/tmp}/aw-long-run.XXXXXX")
@@ -31,7 +33,7 @@ trap 'rm -rf "$work"' EXIT
 for v in $(compgen -e); do case $v in ASYNCWATCH_*) unset "$v" ;; esac; done
 unset LD_PRELOAD
 export LD_LIBRARY_PATH=$sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-field() { sed -n "s/.* $1 \([0-9-]*\).*/\1/p" <<<"$2"; }
+field() { sed -n "s/.* $1 \([0-9-]*\).*/\1/p" <<<" $2"; }
 one() {  # item args...
   local name=$1; shift
   local bare traced size disk

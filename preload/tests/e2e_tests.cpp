@@ -458,8 +458,8 @@ TEST(EndToEnd, PauseAndResumeRecording) {
   }
 }
 
-// Issue 42: what the process keeps of its trace does not grow with it. 600,000 copies from 2 threads
-// (a ~40 MiB trace): at the end only the segments in use and those mapped ahead are still mapped;
+// Issue 42: what the process keeps of its trace does not grow with it. 500,000 copies from 2 threads
+// (a ~31 MiB trace): at the end only the segments in use and those mapped ahead are still mapped;
 // 300 short-lived threads: their blocks go back when they exit. The trace reads whole.
 long field_of(const std::string& out, const std::string& name) {
   size_t p = out.find(name + "=");
@@ -467,18 +467,18 @@ long field_of(const std::string& out, const std::string& name) {
 }
 
 TEST(EndToEnd, LongRunKeepsLittleOfItsTraceMapped) {
-  AppRun r = run({"long", "600000", "2"});
+  AppRun r = run({"long", "500000", "2"});
   ASSERT_TRUE(exited_ok(r)) << r.err;
   Trace t = only_trace(r);
-  ASSERT_EQ(copies(t).size(), 600000u);
+  ASSERT_EQ(copies(t).size(), 500000u);
   EXPECT_EQ(t.header.records_lost, 0u);
   struct stat st {};
   ASSERT_EQ(stat(r.traces[0].c_str(), &st), 0);
-  EXPECT_GT(st.st_size, 32l << 20);
+  EXPECT_GT(st.st_size, 24l << 20);
   const long mapped = field_of(r.out, "mapped_kib"), rss = field_of(r.out, "rss_kib");
   ASSERT_GE(mapped, 0) << r.out;
-  EXPECT_LE(mapped, 24l << 10) << r.out;  // current segment + 2 ahead (4 MiB each) + segment 0 + header
-  EXPECT_LE(rss, 24l << 10) << r.out;
+  EXPECT_LE(mapped, 16l << 10) << r.out;  // current segment + 2 ahead (4 MiB each) + segment 0 + header
+  EXPECT_LE(rss, 16l << 10) << r.out;
 
   AppRun threads = run({"short_threads", "300", "maps"});
   ASSERT_TRUE(exited_ok(threads)) << threads.err;
@@ -542,7 +542,9 @@ TEST(EndToEnd, CaptureRangeNeverOpened) {
 }
 
 // ASYNCWATCH_DELAY / ASYNCWATCH_DURATION: the window begins at the delay's end and lasts exactly the
-// duration (the file thread ends it while the program sleeps too); no call outside it is recorded.
+// duration (the file thread ends it while the program sleeps too); no call before it is recorded,
+// and none after it but those made before the file thread woke at the deadline (a loaded machine:
+// up to a few milliseconds; 50 allowed).
 TEST(EndToEnd, CaptureRangeDelayAndDuration) {
   AppRun r = run({"timed", "300"}, {"ASYNCWATCH_DELAY=0.05", "ASYNCWATCH_DURATION=0.1"});
   ASSERT_TRUE(exited_ok(r)) << r.err;
@@ -556,7 +558,7 @@ TEST(EndToEnd, CaptureRangeDelayAndDuration) {
   EXPECT_EQ(t.header.capture_last_end_ns - t.header.capture_first_start_ns, 100'000'000u);
   for (auto& x : c) {
     EXPECT_GE(x.start_ns, t.header.capture_first_start_ns);
-    EXPECT_LE(x.start_ns, t.header.capture_last_end_ns);
+    EXPECT_LE(x.start_ns, t.header.capture_last_end_ns + 50'000'000u);
   }
   EXPECT_EQ(t.header.records_lost, 0u);
 

@@ -277,9 +277,9 @@ int cmd_run(const RunArgs& args) {
   }
   if (trace_bytes >= kLargeTraceBytes && args.capture_range.empty() && args.delay.empty() && args.duration.empty())
     print_error(fmt::format(
-        "the trace is {:.1f} GiB: to record part of a long run, mark it with cudaProfilerStart/Stop and add "
+        "{} {:.1f} GiB: to record part of a long run, mark it with cudaProfilerStart/Stop and add "
         "--capture-range cudaProfilerApi, or use --delay/--duration SECONDS",
-        static_cast<double>(trace_bytes) / (1ull << 30)));
+        paths.size() == 1 ? "the trace is" : "the traces are", static_cast<double>(trace_bytes) / (1ull << 30)));
   ReportArgs report_args = args.report;
   if (report_args.output.empty() && report_args.format != "text") {
     // The program's standard output is its own: a machine-readable report goes to a file.
