@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   int* dev = nullptr;
   AW_CHECK(cudaMalloc(&dev, sizeof(int)));
   AW_CHECK(cudaMemset(dev, 7, sizeof(int)));
+  AW_CHECK(cudaDeviceSynchronize());  // the memset is on the legacy stream, the copies on a non-blocking one
   copies(iterations, cycles, s, dev, 0);
   if (open_range) {
     AW_CHECK(cudaProfilerStart());

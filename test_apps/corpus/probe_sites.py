@@ -32,7 +32,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-TRACE_FORMAT = os.path.join(ROOT, "preload", "include", "asyncwatch", "trace_format.h")
+TRACE_FORMAT = os.path.join(ROOT, "format", "include", "asyncwatch", "trace_format.h")
 API_TABLE = os.path.join(ROOT, "analyzer", "src", "symbols", "cuda_api_names.inc")
 FAKE_DRIVER = ("/nonexistent/probe/libcuda.so.1", 0x7f0000000000)
 FAKE_RUNTIME = ("/nonexistent/probe/libcudart.so.13", 0x7f1000000000)
