@@ -1,5 +1,6 @@
 #include "config.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -33,7 +34,31 @@ bool parse_u64(const char* s, uint64_t* out, int base) {
   return true;
 }
 
+// Seconds as a user writes them ("30", "2.5"): a non-negative decimal below 10^7 s.
+bool parse_seconds(const char* s, uint64_t* ns) {
+  if (!s || !*s || s[0] == '-' || s[0] == '+' || s[0] == ' ') return false;
+  char* end = nullptr;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || *end || !(v >= 0) || v >= 1e7) return false;
+  *ns = static_cast<uint64_t>(v * 1e9);
+  return true;
+}
+
 }  // namespace
+
+bool parse_capture_range(const char* v, trace::CaptureMode* mode, std::string* nvtx_name) {
+  if (!strcmp(v, "cudaProfilerApi")) {
+    *mode = trace::CaptureMode::ProfilerApi;
+    return true;
+  }
+  if (!strncmp(v, "nvtx:", 5) && v[5]) {
+    *mode = trace::CaptureMode::Nvtx;
+    *nvtx_name = v + 5;
+    return true;
+  }
+  return false;
+}
 
 Config parse_config(GetEnvFn getenv_fn, WarnFn warn) {
   Config c;
@@ -116,6 +141,18 @@ Config parse_config(GetEnvFn getenv_fn, WarnFn warn) {
     else if (strcmp(v, "tsc") != 0)
       bad("ASYNCWATCH_CLOCK", v, "tsc or monotonic");
   }
+  if (const char* v = getenv_fn("ASYNCWATCH_CAPTURE_RANGE"); v && *v) {
+    if (strcmp(v, "none") != 0 && !parse_capture_range(v, &c.capture, &c.capture_nvtx_name))
+      bad("ASYNCWATCH_CAPTURE_RANGE", v, "cudaProfilerApi, nvtx:NAME or none");
+  }
+  if (const char* v = getenv_fn("ASYNCWATCH_DELAY"); v && *v) {
+    if (!parse_seconds(v, &c.delay_ns)) bad("ASYNCWATCH_DELAY", v, "seconds, e.g. 30 or 2.5");
+  }
+  if (const char* v = getenv_fn("ASYNCWATCH_DURATION"); v && *v) {
+    if (!parse_seconds(v, &c.duration_ns) || c.duration_ns == 0)
+      bad("ASYNCWATCH_DURATION", v, "seconds above 0, e.g. 60 or 2.5");
+  }
+  if (c.capture == trace::CaptureMode::None && (c.delay_ns || c.duration_ns)) c.capture = trace::CaptureMode::Time;
   if (const char* v = getenv_fn("ASYNCWATCH_DISABLE"); v && *v) {
     if (!strcmp(v, "1"))
       c.disabled = true;

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "asyncwatch/trace_format.h"
+
 namespace asyncwatch {
 
 enum class StackPolicy : uint8_t { None, Default, All };
@@ -24,6 +26,11 @@ struct Config {
   bool python_frames = true;  // ASYNCWATCH_PYTHON: stacks carry the thread's Python frames
   bool gpu_times = false;     // ASYNCWATCH_GPU_TIMES=1: GpuSpan records (gpu_times/gpu_times.h)
   bool tsc_clock = true;      // ASYNCWATCH_CLOCK=monotonic: times from clock_gettime only (tsc_clock.h)
+  // ASYNCWATCH_CAPTURE_RANGE, ASYNCWATCH_DELAY, ASYNCWATCH_DURATION (interpose/capture_range.h).
+  trace::CaptureMode capture = trace::CaptureMode::None;
+  std::string capture_nvtx_name;  // CaptureMode::Nvtx: the range's message
+  uint64_t delay_ns = 0;
+  uint64_t duration_ns = 0;
 };
 
 // Reads the variables through `getenv_fn` (tests pass their own); every invalid value gives one
@@ -54,5 +61,9 @@ bool expand_output_pattern_to(char* out, size_t cap, const char* pattern, const 
                               const char* host, long unix_seconds) noexcept;
 
 uint32_t config_flags(const Config& c);
+
+// ASYNCWATCH_CAPTURE_RANGE's value: "cudaProfilerApi" or "nvtx:NAME" (NAME not empty). False
+// for anything else.
+bool parse_capture_range(const char* value, trace::CaptureMode* mode, std::string* nvtx_name);
 
 }  // namespace asyncwatch

@@ -24,6 +24,7 @@
 #include "common.h"
 #include "config.h"
 #include "interpose/call_context.h"
+#include "interpose/capture_range.h"
 #include "interpose/signal_hooks.h"
 #include "interpose/real_functions.h"
 #include "loaded_object.h"
@@ -33,6 +34,7 @@
 #include "thread_exit.h"
 #include "gpu_times/gpu_times.h"
 #include "nvtx/nvtx_injection.h"
+#include "trace/thread_buffer.h"
 #include "trace/trace_file.h"
 #include "trace/trace_writer.h"
 
@@ -119,6 +121,7 @@ void release_thread() noexcept {
   stacks::release_thread();
   calls::release_thread();
   gpu_times::release_thread();
+  thread_buffer::release_thread();  // last: the others may still write a record
 }
 
 // The personality routine of our static libstdc++ reads the register sizes of our static copy of
@@ -211,10 +214,12 @@ __attribute__((constructor(101))) void on_load(int argc, char** argv, char**) {
   log::set_level(c.log_level.c_str());
   capture_environment();
   trace_writer::set_opened_callback(&on_trace_opened);
-  if (c.disabled)
+  if (c.disabled) {
     trace_writer::disable();
-  else
+  } else {
     nvtx::set_injection_path();
+    capture::init(c);
+  }
   pthread_atfork(&atfork_prepare, &atfork_parent, &atfork_child);
   thread_exit::add_hook(&release_thread);
 }

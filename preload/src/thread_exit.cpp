@@ -32,6 +32,9 @@ void make_key() { g_key_ok = pthread_key_create(&g_key, &on_thread_exit) == 0; }
 }  // namespace
 
 void add_hook(Hook h) noexcept {
+  // The key now, at load: watch_this_thread may then run in a signal handler (a thread's first
+  // record), where it only sets the thread's value.
+  pthread_once(&g_once, &make_key);
   int i = g_nhooks.load();
   if (i >= kMaxHooks) return;
   g_hooks[i].store(h, std::memory_order_release);

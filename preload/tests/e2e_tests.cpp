@@ -458,6 +458,118 @@ TEST(EndToEnd, PauseAndResumeRecording) {
   }
 }
 
+// Issue 42: what the process keeps of its trace does not grow with it. 500,000 copies from 2 threads
+// (a ~31 MiB trace): at the end only the segments in use and those mapped ahead are still mapped;
+// 300 short-lived threads: their blocks go back when they exit. The trace reads whole.
+long field_of(const std::string& out, const std::string& name) {
+  size_t p = out.find(name + "=");
+  return p == std::string::npos ? -1 : atol(out.c_str() + p + name.size() + 1);
+}
+
+TEST(EndToEnd, LongRunKeepsLittleOfItsTraceMapped) {
+  AppRun r = run({"long", "500000", "2"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  Trace t = only_trace(r);
+  ASSERT_EQ(copies(t).size(), 500000u);
+  EXPECT_EQ(t.header.records_lost, 0u);
+  struct stat st {};
+  ASSERT_EQ(stat(r.traces[0].c_str(), &st), 0);
+  EXPECT_GT(st.st_size, 24l << 20);
+  const long mapped = field_of(r.out, "mapped_kib"), rss = field_of(r.out, "rss_kib");
+  ASSERT_GE(mapped, 0) << r.out;
+  EXPECT_LE(mapped, 16l << 10) << r.out;  // current segment + 2 ahead (4 MiB each) + segment 0 + header
+  EXPECT_LE(rss, 16l << 10) << r.out;
+
+  AppRun threads = run({"short_threads", "300", "maps"});
+  ASSERT_TRUE(exited_ok(threads)) << threads.err;
+  Trace tt = only_trace(threads);
+  EXPECT_EQ(copies(tt).size(), 300u);
+  EXPECT_LE(field_of(threads.out, "rss_kib"), 16l << 10) << threads.out;
+  struct stat st2 {};
+  ASSERT_EQ(stat(threads.traces[0].c_str(), &st2), 0);
+  // Each thread's block keeps its length in the file, but its unused rest is a hole.
+  EXPECT_LT(static_cast<long>(st2.st_blocks) * 512, st2.st_size / 4);
+}
+
+// ASYNCWATCH_CAPTURE_RANGE=cudaProfilerApi: only the calls between cuProfilerStart and
+// cuProfilerStop are recorded, none counted lost; the header says what was captured.
+TEST(EndToEnd, CaptureRangeProfilerApi) {
+  AppRun r = run({"profiler"}, {"ASYNCWATCH_CAPTURE_RANGE=cudaProfilerApi"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  Trace t = only_trace(r);
+  auto c = copies(t);
+  ASSERT_EQ(c.size(), 20u);
+  for (auto& x : c) EXPECT_EQ(x.bytes, 2u);
+  EXPECT_EQ(t.header.records_lost, 0u);
+  EXPECT_EQ(t.header.capture_mode, static_cast<uint8_t>(CaptureMode::ProfilerApi));
+  EXPECT_EQ(t.header.capture_ranges, 1u);
+  EXPECT_LE(t.header.capture_first_start_ns, c.front().start_ns);
+  EXPECT_GE(t.header.capture_last_end_ns, c.back().end_ns + 20'000'000u);  // after the 20 ms sleep
+  EXPECT_EQ(t.header.capture_last_start_ns, t.header.capture_first_start_ns);
+  EXPECT_EQ(t.header.pause_count, 2u);  // before the range (from the trace's start) and after it
+  EXPECT_EQ(t.header.paused_since_ns, 0u);
+
+  // Without the setting the marks change nothing.
+  AppRun all = run({"profiler"});
+  ASSERT_TRUE(exited_ok(all)) << all.err;
+  Trace ta = only_trace(all);
+  EXPECT_EQ(copies(ta).size(), 35u);
+  EXPECT_EQ(ta.header.capture_mode, 0u);
+  EXPECT_EQ(ta.header.pause_count, 0u);
+
+  if (*AW_ASYNCWATCH_BIN && !r.traces.empty()) {
+    AppRun rep = run_program(AW_ASYNCWATCH_BIN, {"report", r.traces[0]}, {"ASYNCWATCH_NO_SYMBOLS=1"}, "", false);
+    EXPECT_TRUE(exited_ok(rep)) << rep.err;
+    EXPECT_NE(rep.out.find("capture range cudaProfilerApi: 1 range recorded"), std::string::npos) << rep.out;
+  }
+}
+
+// A range that never opens: a trace all the same (opened by the first call, outside the range),
+// with no call in it, and a report that says so with the ordinary exit status (not 4).
+TEST(EndToEnd, CaptureRangeNeverOpened) {
+  AppRun r = run({"profiler", "never"}, {"ASYNCWATCH_CAPTURE_RANGE=cudaProfilerApi"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  Trace t = only_trace(r);
+  EXPECT_EQ(copies(t).size(), 0u);
+  EXPECT_EQ(t.header.records_lost, 0u);
+  EXPECT_EQ(t.header.capture_ranges, 0u);
+  EXPECT_EQ(t.header.pause_count, 1u);
+  if (*AW_ASYNCWATCH_BIN && !r.traces.empty()) {
+    AppRun rep = run_program(AW_ASYNCWATCH_BIN, {"report", r.traces[0]}, {"ASYNCWATCH_NO_SYMBOLS=1"}, "", false);
+    EXPECT_TRUE(exited_ok(rep)) << rep.err;
+    EXPECT_NE(rep.out.find("capture range cudaProfilerApi: no range opened"), std::string::npos) << rep.out;
+  }
+}
+
+// ASYNCWATCH_DELAY / ASYNCWATCH_DURATION: the window begins at the delay's end and lasts exactly the
+// duration (the file thread ends it while the program sleeps too); no call before it is recorded,
+// and none after it but those made before the file thread woke at the deadline (a loaded machine:
+// up to a few milliseconds; 50 allowed).
+TEST(EndToEnd, CaptureRangeDelayAndDuration) {
+  AppRun r = run({"timed", "300"}, {"ASYNCWATCH_DELAY=0.05", "ASYNCWATCH_DURATION=0.1"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  Trace t = only_trace(r);
+  auto c = copies(t);
+  EXPECT_GT(c.size(), 0u);
+  EXPECT_LT(c.size(), 300u);
+  EXPECT_EQ(t.header.capture_mode, static_cast<uint8_t>(CaptureMode::Time));
+  EXPECT_EQ(t.header.capture_ranges, 1u);
+  EXPECT_EQ(t.header.capture_delay_ns, 50'000'000u);
+  EXPECT_EQ(t.header.capture_last_end_ns - t.header.capture_first_start_ns, 100'000'000u);
+  for (auto& x : c) {
+    EXPECT_GE(x.start_ns, t.header.capture_first_start_ns);
+    EXPECT_LE(x.start_ns, t.header.capture_last_end_ns + 50'000'000u);
+  }
+  EXPECT_EQ(t.header.records_lost, 0u);
+
+  // A duration that ends while the program makes no call: ended by the file thread at its time.
+  AppRun idle = run({"timed", "20"}, {"ASYNCWATCH_DURATION=0.05"});
+  ASSERT_TRUE(exited_ok(idle)) << idle.err;
+  Trace ti = only_trace(idle);
+  EXPECT_EQ(ti.header.capture_ranges, 1u);
+  EXPECT_EQ(ti.header.capture_last_end_ns - ti.header.capture_first_start_ns, 50'000'000u);
+}
+
 // Per-thread state is released at thread exit (thread_exit.cpp): 500 short threads, each one
 // pageable copy (an evidence event, a stack, the caches), leave no driver events behind.
 TEST(EndToEnd, ShortThreadsLeaveNoEventsBehind) {

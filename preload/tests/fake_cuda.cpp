@@ -252,6 +252,9 @@ EXPORT CUresult cuStreamSynchronize(CUstream) {
   if (const char* s = getenv("FAKE_CUDA_SYNC_SLEEP_US")) usleep(static_cast<useconds_t>(atoi(s)));
   return 0;
 }
+EXPORT CUresult cuProfilerStart() { return 0; }
+EXPORT CUresult cuProfilerStop() { return 0; }
+
 EXPORT CUresult cuCtxSynchronize() {
   g_worker.drain();
   return 0;

@@ -38,6 +38,8 @@ using CUstream = void*;
 
 extern "C" {
 CUresult cuInit(unsigned);
+CUresult cuProfilerStart();
+CUresult cuProfilerStop();
 CUresult cuStreamBeginCaptureToGraph(CUstream, void*, const void*, const void*, size_t, unsigned);
 CUresult cuMemAlloc_v2(CUdeviceptr*, size_t);
 CUresult cuMemHostAlloc(void**, size_t, unsigned);
@@ -366,6 +368,31 @@ static void on_alarm_exit(int) { _exit(42); }
 static void on_alarm_libc_exit(int) { exit(43); }  // not async-signal-safe; it must not hang either
 // An exit handler's CUDA call, after the trace was closed or (the process ending inside its first
 // call) before it was ever published: recorded or not, it must not wait for a file.
+// The trace file's mappings in this process (/proc/self/smaps): their size and resident memory.
+static void print_trace_mapping() {
+  const char* dir = getenv("ASYNCWATCH_OUTPUT_DIR");
+  FILE* f = fopen("/proc/self/smaps", "r");
+  if (!f) return;
+  char line[4096];
+  bool trace = false;
+  long size_kib = 0, rss_kib = 0, v;
+  while (fgets(line, sizeof line, f)) {
+    size_t len = strlen(line);
+    if (len && line[len - 1] == '\n') line[--len] = 0;
+    if (strchr(line, '-') && strchr(line, '-') < strchr(line, ' ') && line[0] != ' ') {  // a mapping's first line
+      // In the trace directory (an unnamed file's mapping keeps the name it had: "/dir/#123 (deleted)").
+      const char* path = strchr(line, '/');
+      trace = path && dir && *dir && !strncmp(path, dir, strlen(dir));
+    } else if (trace && sscanf(line, "Size: %ld kB", &v) == 1) {
+      size_kib += v;
+    } else if (trace && sscanf(line, "Rss: %ld kB", &v) == 1) {
+      rss_kib += v;
+    }
+  }
+  fclose(f);
+  printf("trace mapped_kib=%ld rss_kib=%ld\n", size_kib, rss_kib);
+}
+
 static void copy_at_exit() { cuMemcpyHtoDAsync_v2(reinterpret_cast<CUdeviceptr>(g_sig_host), g_sig_host, 64, nullptr); }
 static void on_alarm_copy(int) {
   int saved = errno;
@@ -1154,7 +1181,52 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 5; ++i) CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 3, nullptr));
     return 0;
   }
-  if (mode == "short_threads") {  // short_threads N: N threads one after another, each one pageable copy
+  if (mode ==
+      "profiler") {  // profiler [never]: 10 copies, cuProfilerStart, 20 copies, cuProfilerStop, 5 copies (sizes 1/2/3)
+    const bool open_range = argc <= 2;
+    CHECK(cuInit(0));
+    CUdeviceptr d;
+    CHECK(cuMemAlloc_v2(&d, 4096));
+    std::vector<char> host(4096, 1);
+    for (int i = 0; i < 10; ++i) CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 1, nullptr));
+    if (open_range) CHECK(cuProfilerStart());
+    for (int i = 0; i < 20; ++i) CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 2, nullptr));
+    usleep(20000);
+    if (open_range) CHECK(cuProfilerStop());
+    for (int i = 0; i < 5; ++i) CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 3, nullptr));
+    return 0;
+  }
+  if (mode == "timed") {  // timed MS: one 1-byte copy every millisecond for MS ms, then 100 ms idle
+    const int ms = argc > 2 ? atoi(argv[2]) : 300;
+    CHECK(cuInit(0));
+    CUdeviceptr d;
+    CHECK(cuMemAlloc_v2(&d, 4096));
+    std::vector<char> host(64, 1);
+    for (int i = 0; i < ms; ++i) {
+      CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 1, nullptr));
+      usleep(1000);
+    }
+    usleep(100000);
+    return 0;
+  }
+  if (mode == "long") {  // long N [THREADS=2]: N 64-byte copies in all, then what of the trace is still mapped
+    const long n = argc > 2 ? atol(argv[2]) : 1000000;
+    const int threads = argc > 3 ? atoi(argv[3]) : 2;
+    CHECK(cuInit(0));
+    CUdeviceptr d;
+    CHECK(cuMemAlloc_v2(&d, 4096));
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([d, n, threads] {
+        std::vector<char> host(64, 1);
+        for (long i = 0; i < n / threads; ++i) CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 64, nullptr));
+      });
+    for (auto& t : pool) t.join();
+    usleep(100000);  // the file thread's release is asynchronous
+    print_trace_mapping();
+    return 0;
+  }
+  if (mode == "short_threads") {  // short_threads N [maps]: N threads one after another, each one pageable copy
     int n = argc > 2 ? atoi(argv[2]) : 1000;
     CHECK(cuInit(0));
     CUdeviceptr d;
@@ -1167,6 +1239,10 @@ int main(int argc, char** argv) {
       t.join();
     }
     printf("threads=%d\n", n);
+    if (argc > 3) {
+      usleep(100000);
+      print_trace_mapping();
+    }
     return 0;
   }
   if (mode == "mapper") {  // mapper N: N 64-byte copies, then the names of this process's threads

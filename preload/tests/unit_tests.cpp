@@ -115,6 +115,26 @@ TEST(Config, InvalidValuesWarnOnceEachAndKeepDefaults) {
   EXPECT_EQ(g_warnings.size(), 6u);
 }
 
+// Issue 42: ASYNCWATCH_CAPTURE_RANGE, ASYNCWATCH_DELAY, ASYNCWATCH_DURATION.
+TEST(Config, CaptureRange) {
+  EXPECT_EQ(parse({}).capture, trace::CaptureMode::None);
+  Config p = parse({{"ASYNCWATCH_CAPTURE_RANGE", "cudaProfilerApi"}});
+  EXPECT_EQ(p.capture, trace::CaptureMode::ProfilerApi);
+  Config n = parse({{"ASYNCWATCH_CAPTURE_RANGE", "nvtx:train step"}});
+  EXPECT_EQ(n.capture, trace::CaptureMode::Nvtx);
+  EXPECT_EQ(n.capture_nvtx_name, "train step");
+  Config t = parse({{"ASYNCWATCH_DELAY", "2.5"}, {"ASYNCWATCH_DURATION", "60"}});
+  EXPECT_EQ(t.capture, trace::CaptureMode::Time);
+  EXPECT_EQ(t.delay_ns, 2'500'000'000u);
+  EXPECT_EQ(t.duration_ns, 60'000'000'000u);
+  EXPECT_TRUE(g_warnings.empty());
+  Config bad = parse({{"ASYNCWATCH_CAPTURE_RANGE", "nvtx:"}, {"ASYNCWATCH_DELAY", "-1"}, {"ASYNCWATCH_DURATION", "0"}});
+  EXPECT_EQ(bad.capture, trace::CaptureMode::None);
+  EXPECT_EQ(bad.delay_ns, 0u);
+  EXPECT_EQ(bad.duration_ns, 0u);
+  EXPECT_EQ(g_warnings.size(), 3u);
+}
+
 // Issue 18: ASYNCWATCH_GPU_TIMES, and its config flag in the trace header.
 TEST(Config, GpuTimes) {
   EXPECT_FALSE(parse({}).gpu_times);

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <map>
 
+#include <cudaProfiler.h>
+
 #include "driver_state.h"
 #include "exports.h"
 #include "mem_pool.h"
@@ -247,6 +249,17 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx) {
 }
 
 AW_DRIVER_EXPORT CUresult CUDAAPI cuCtxSynchronize() { return cuCtxSynchronize_v2(nullptr); }
+
+// ---- profiler marks: nothing to profile here; answered as the driver does (a current context) ----
+AW_DRIVER_EXPORT CUresult CUDAAPI cuProfilerStart() {
+  SimContext* c = nullptr;
+  return context_argument(nullptr, &c);
+}
+
+AW_DRIVER_EXPORT CUresult CUDAAPI cuProfilerStop() {
+  SimContext* c = nullptr;
+  return context_argument(nullptr, &c);
+}
 
 // ---- peer access (every pair of simulated devices can; NVLink H200s) ----
 AW_DRIVER_EXPORT CUresult CUDAAPI cuDeviceCanAccessPeer(int* can, CUdevice dev, CUdevice peer) {

@@ -13,6 +13,8 @@
 #include <cstring>
 #include <utility>
 
+#include <cudaProfiler.h>
+
 #include "driver_state.h"
 #include "exports.h"
 
@@ -64,6 +66,8 @@ const ProcEntry kEntries[] = {
     E("cuCtxSynchronize", 2000, cuCtxSynchronize),
     E("cuCtxSynchronize", 13000, cuCtxSynchronize_v2),
     E("cuCtxGetStreamPriorityRange", 5050, cuCtxGetStreamPriorityRange),
+    E("cuProfilerStart", 4000, cuProfilerStart),
+    E("cuProfilerStop", 4000, cuProfilerStop),
     E("cuDeviceCanAccessPeer", 4000, cuDeviceCanAccessPeer),
     E("cuCtxEnablePeerAccess", 4000, cuCtxEnablePeerAccess),
     E("cuCtxDisablePeerAccess", 4000, cuCtxDisablePeerAccess),

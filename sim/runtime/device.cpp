@@ -2,6 +2,8 @@
 // peer access. Calls that only describe devices need no context and create none.
 #include <cstring>
 
+#include <cuda_profiler_api.h>
+
 #include "driver_table.h"
 #include "runtime_errors.h"
 
@@ -109,6 +111,18 @@ AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaGetDeviceProperties(struct cudaDevic
 AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaDeviceSynchronize(void) {
   AW_RT_INIT();
   return record(drv().ctx_synchronize(nullptr));
+}
+
+// The profiler marks go to the driver's (where asyncwatch's capture range sees them), as the
+// real runtime's do.
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaProfilerStart(void) {
+  AW_RT_INIT();
+  return record(drv().profiler_start());
+}
+
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaProfilerStop(void) {
+  AW_RT_INIT();
+  return record(drv().profiler_stop());
 }
 
 AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaDeviceReset(void) {

@@ -50,6 +50,8 @@ DriverEntryPoints* load_driver() {
   resolve(d->ctx_set_current, "cuCtxSetCurrent", 0);
   resolve(d->ctx_synchronize, "cuCtxSynchronize", 0);
   resolve(d->mem_get_info, "cuMemGetInfo", 0);
+  resolve(d->profiler_start, "cuProfilerStart", 0);
+  resolve(d->profiler_stop, "cuProfilerStop", 0);
   resolve(d->mem_alloc, "cuMemAlloc", 0);
   resolve(d->mem_free, "cuMemFree", 0);
   resolve(d->mem_alloc_pitch, "cuMemAllocPitch", 0);

@@ -3,6 +3,7 @@
 // flags CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM for the per-thread-default-stream set.
 #pragma once
 #include <cuda.h>
+#include <cudaProfiler.h>
 #include <cuda_runtime_api.h>
 
 namespace aw_rt {
@@ -73,6 +74,8 @@ struct DriverEntryPoints {
   decltype(&cuCtxSetCurrent) ctx_set_current;
   decltype(&cuCtxSynchronize_v2) ctx_synchronize;  // "cuCtxSynchronize" at 13000: the _v2 (context argument)
   decltype(&cuMemGetInfo_v2) mem_get_info;
+  decltype(&cuProfilerStart) profiler_start;
+  decltype(&cuProfilerStop) profiler_stop;
   decltype(&cuMemAlloc_v2) mem_alloc;
   decltype(&cuMemFree_v2) mem_free;
   decltype(&cuMemAllocPitch_v2) mem_alloc_pitch;

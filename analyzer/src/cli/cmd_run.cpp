@@ -124,12 +124,42 @@ int no_driver_status(const RunArgs& args) {
   return kExitNoDevice;
 }
 
+// --capture-range's values: what the library accepts (preload/src/config.cpp reads the variable).
+bool valid_capture_range(const std::string& v) {
+  return v == "cudaProfilerApi" || (v.rfind("nvtx:", 0) == 0 && v.size() > 5);
+}
+
+// --delay / --duration: seconds, a non-negative decimal below 10^7 (as the library reads them).
+bool valid_seconds(const std::string& v, bool zero_ok) {
+  if (v.empty() || v[0] == '-' || v[0] == '+' || std::isspace(static_cast<unsigned char>(v[0]))) return false;
+  char* end = nullptr;
+  errno = 0;
+  double d = std::strtod(v.c_str(), &end);
+  return !errno && *end == 0 && d >= 0 && d < 1e7 && (zero_ok || d > 0);
+}
+
+// A full trace this large is worth a line saying how to bound it.
+constexpr uint64_t kLargeTraceBytes = 1ull << 30;
+
 }  // namespace
 
 int cmd_run(const RunArgs& args) {
   // Everything the report needs is checked before the program runs (a typo in --fail-on must not
   // cost a whole run).
   if (!validate_report_args(args.report)) return kExitInvalid;
+  if (!args.capture_range.empty() && !valid_capture_range(args.capture_range)) {
+    print_error(
+        fmt::format("run: unknown --capture-range '{}' (expected cudaProfilerApi or nvtx:NAME)", args.capture_range));
+    return kExitInvalid;
+  }
+  if (!args.delay.empty() && !valid_seconds(args.delay, true)) {
+    print_error(fmt::format("run: invalid --delay '{}' (expected seconds, e.g. 30 or 2.5)", args.delay));
+    return kExitInvalid;
+  }
+  if (!args.duration.empty() && !valid_seconds(args.duration, false)) {
+    print_error(fmt::format("run: invalid --duration '{}' (expected seconds above 0, e.g. 60 or 2.5)", args.duration));
+    return kExitInvalid;
+  }
   const std::string dir = exe_dir();
   std::string preload =
       std::getenv("ASYNCWATCH_PRELOAD_LIB") ? std::getenv("ASYNCWATCH_PRELOAD_LIB") : dir + "/../lib/libasyncwatch.so";
@@ -224,6 +254,9 @@ int cmd_run(const RunArgs& args) {
     setenv("ASYNCWATCH_OUTPUT_DIR", program_out_dir.c_str(), 1);
     if (args.sim) setenv("LD_LIBRARY_PATH", prepend_path(sim_dir, std::getenv("LD_LIBRARY_PATH"), ':').c_str(), 1);
     if (args.gpu_times) setenv("ASYNCWATCH_GPU_TIMES", "1", 1);
+    if (!args.capture_range.empty()) setenv("ASYNCWATCH_CAPTURE_RANGE", args.capture_range.c_str(), 1);
+    if (!args.delay.empty()) setenv("ASYNCWATCH_DELAY", args.delay.c_str(), 1);
+    if (!args.duration.empty()) setenv("ASYNCWATCH_DURATION", args.duration.c_str(), 1);
     std::vector<char*> argv;
     for (const auto& a : args.command) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -280,6 +313,16 @@ int cmd_run(const RunArgs& args) {
     return program_status;
   }
   print_error(fmt::format("{} in {}", paths.size() == 1 ? "1 trace" : fmt::format("{} traces", paths.size()), out_dir));
+  uint64_t trace_bytes = 0;
+  for (const auto& p : paths) {
+    struct stat st {};
+    if (stat(p.c_str(), &st) == 0) trace_bytes += static_cast<uint64_t>(st.st_size);
+  }
+  if (trace_bytes >= kLargeTraceBytes && args.capture_range.empty() && args.delay.empty() && args.duration.empty())
+    print_error(fmt::format(
+        "{} {:.1f} GiB: to record part of a long run, mark it with cudaProfilerStart/Stop and add "
+        "--capture-range cudaProfilerApi, or use --delay/--duration SECONDS",
+        paths.size() == 1 ? "the trace is" : "the traces are", static_cast<double>(trace_bytes) / (1ull << 30)));
   ReportArgs report_args = args.report;
   if (report_args.output.empty() && report_args.format != "text") {
     // The program's standard output is its own: a machine-readable report goes to a file.

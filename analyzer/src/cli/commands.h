@@ -91,6 +91,10 @@ int cmd_timeline(const TimelineArgs& args);
 struct RunArgs {
   bool sim = false;
   bool gpu_times = false;  // ASYNCWATCH_GPU_TIMES=1 for the program
+  // ASYNCWATCH_CAPTURE_RANGE, ASYNCWATCH_DELAY, ASYNCWATCH_DURATION for the program ("": not set).
+  std::string capture_range;
+  std::string delay;
+  std::string duration;
   std::string output_dir;
   ReportArgs report;
   std::vector<std::string> command;

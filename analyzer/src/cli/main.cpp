@@ -68,6 +68,15 @@ int main(int argc, char** argv) {
       "Record when each copy, kernel and host function ran on the device (ASYNCWATCH_GPU_TIMES=1; costs a few "
       "microseconds per operation: docs/timeline.md)");
   run->add_flag("--sim", run_args.sim, "Run on asyncwatch's simulated CUDA driver and runtime (no GPU needed)");
+  run->add_option("--capture-range", run_args.capture_range,
+                  "Record only inside these ranges: cudaProfilerApi (between cudaProfilerStart and cudaProfilerStop, "
+                  "or their driver forms; torch.cuda.profiler.start/stop) or nvtx:NAME (inside every NVTX range of "
+                  "that message) (ASYNCWATCH_CAPTURE_RANGE)");
+  run->add_option("--delay", run_args.delay,
+                  "Record nothing for the first SECONDS of the program (ASYNCWATCH_DELAY; with --capture-range, "
+                  "ranges opened before are ignored until then)");
+  run->add_option("--duration", run_args.duration,
+                  "Stop recording SECONDS after recording began (ASYNCWATCH_DURATION)");
   run->add_option("-o,--output-dir", run_args.output_dir,
                   "Directory for the traces (default: a new asyncwatch-PROGRAM-TIME-XXXXXX directory here, mode 0700)");
   add_report_options(run, run_args.report, false);

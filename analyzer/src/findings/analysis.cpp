@@ -118,6 +118,36 @@ std::string lost_reason_text(const std::string& reason) {
   return "reason unknown";
 }
 
+// What a capture range (FileHeader::capture_*) let into the trace, in one line. The header is
+// untrusted: times outside the trace's span are clamped to it.
+std::string capture_note(const FileHeader& h, uint64_t end, const ProcessSummary& p) {
+  const uint64_t start = h.start_monotonic_ns;
+  auto at = [&](uint64_t t) { return format_duration(t > start ? std::min(t, end) - start : 0); };
+  std::string mode = trace::capture_mode_text(h.capture_mode);
+  std::string settings;
+  if (h.capture_delay_ns) settings += fmt::format(", delay {}", format_duration(h.capture_delay_ns));
+  if (h.capture_duration_ns) settings += fmt::format(", duration {}", format_duration(h.capture_duration_ns));
+  if (h.capture_ranges == 0) {
+    const char* why = h.capture_mode == static_cast<uint8_t>(trace::CaptureMode::ProfilerApi)
+                          ? "cudaProfilerStart (or cuProfilerStart) was never called"
+                      : h.capture_mode == static_cast<uint8_t>(trace::CaptureMode::Nvtx)
+                          ? "no NVTX range of that name was opened"
+                          : "the run ended before the delay did";
+    return fmt::format(
+        "capture range {}{}: no range opened ({}), so no CUDA call was recorded: this trace says "
+        "nothing about the run's calls",
+        mode, settings, why);
+  }
+  const bool open_at_end = h.capture_last_end_ns < h.capture_last_start_ns;
+  return fmt::format(
+      "capture range {}{}: {} range{} recorded, {} of the run's {} (from {} to {}); calls outside the "
+      "range{} are not in this trace, and shares of wall time count the recorded time only",
+      mode, settings, h.capture_ranges, h.capture_ranges == 1 ? "" : "s",
+      format_duration(p.wall_ns > p.paused_ns ? p.wall_ns - p.paused_ns : 0), format_duration(p.wall_ns),
+      "+" + at(h.capture_first_start_ns), open_at_end ? "the end" : "+" + at(h.capture_last_end_ns),
+      h.capture_ranges == 1 ? "" : "s");
+}
+
 constexpr uint32_t kGraphKernel = events::StreamTable::kGraphKernel;
 // Bit t: record type t is a call record (record_info(t).call), one test per record.
 constexpr uint64_t kCallTypes = [] {
@@ -633,7 +663,9 @@ class ProcessAnalyzer final : public RuleContext {
     p.paused_ns = h.paused_ns;
     if (h.paused_since_ns && end > h.paused_since_ns) p.paused_ns += end - h.paused_since_ns;  // ended paused
     p.paused_ns = std::min(p.paused_ns, p.wall_ns);
-    if (p.pauses)
+    if (h.capture_mode != 0)
+      p.notes.push_back(capture_note(h, end, p));
+    else if (p.pauses)
       p.notes.push_back(
           fmt::format("recording was paused {} time{} for {} in all (asyncwatch_set_recording): calls "
                       "made while paused are not in this trace, and shares of wall time count the "

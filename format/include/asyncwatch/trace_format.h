@@ -374,6 +374,25 @@ inline constexpr uint32_t record_size_aligned(uint32_t bytes) { return (bytes + 
 enum class RankSource : uint8_t { None = 0, Rank = 1, OmpiCommWorldRank = 2, PmiRank = 3, SlurmProcid = 4 };
 inline constexpr const char* kRankVariables[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"};
 
+// What limited the recording to part of the run (FileHeader::capture_mode; ASYNCWATCH_CAPTURE_RANGE,
+// ASYNCWATCH_DELAY, ASYNCWATCH_DURATION, docs/configuration.md). X(enumerator, value, name as the
+// user writes it).
+#define ASYNCWATCH_CAPTURE_MODES(X)                                                       \
+  X(None, 0, "none")                   /* the whole run */                                \
+  X(ProfilerApi, 1, "cudaProfilerApi") /* cudaProfilerStart/Stop, cuProfilerStart/Stop */ \
+  X(Nvtx, 2, "nvtx")                   /* the calls inside an NVTX range of a name */     \
+  X(Time, 3, "time")                   /* --delay / --duration alone */
+#define ASYNCWATCH_CAPTURE_ROW(e, v, n) e = v,
+enum class CaptureMode : uint8_t { ASYNCWATCH_CAPTURE_MODES(ASYNCWATCH_CAPTURE_ROW) };
+#undef ASYNCWATCH_CAPTURE_ROW
+inline constexpr const char* capture_mode_text(uint8_t m) {
+#define ASYNCWATCH_CAPTURE_ROW(e, v, n) \
+  if (m == v) return n;
+  ASYNCWATCH_CAPTURE_MODES(ASYNCWATCH_CAPTURE_ROW)
+#undef ASYNCWATCH_CAPTURE_ROW
+  return "unknown";
+}
+
 struct FileHeader {
   char magic[8];         // kMagic
   uint32_t version;      // kFormatVersion of the writer
@@ -407,7 +426,18 @@ struct FileHeader {
   uint32_t rank;
   uint8_t rank_source;  // RankSource
   uint8_t rank_padding[3];
-  uint8_t reserved[kHeaderSize - 8 - 4 * 4 - 8 * 8 - 4 - 4 - 8 - 64 - 512 - 1024 - 256 - 3 * 8 - 8];
+  // Capture range (CaptureMode; zero in traces written without one, and before it existed: same
+  // version). Recording happened only inside the ranges; the time outside them is in the pause
+  // fields above. Updated atomically in the mapping (valid in an unclean trace).
+  uint8_t capture_mode;
+  uint8_t capture_padding[7];
+  uint64_t capture_ranges;          // ranges that opened
+  uint64_t capture_first_start_ns;  // CLOCK_MONOTONIC when the first opened, 0 none
+  uint64_t capture_last_start_ns;   // when the last opened
+  uint64_t capture_last_end_ns;     // when the last one that closed closed (< last_start: open at the end)
+  uint64_t capture_delay_ns;        // ASYNCWATCH_DELAY, 0 none
+  uint64_t capture_duration_ns;     // ASYNCWATCH_DURATION, 0 none
+  uint8_t reserved[kHeaderSize - 8 - 4 * 4 - 8 * 8 - 4 - 4 - 8 - 64 - 512 - 1024 - 256 - 3 * 8 - 8 - 8 - 6 * 8];
 };
 static_assert(sizeof(FileHeader) == kHeaderSize);
 

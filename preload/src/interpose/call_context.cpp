@@ -7,6 +7,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "capture_range.h"
 #include "config.h"
 #include "thread_exit.h"
 #include "real_functions.h"
@@ -103,29 +104,20 @@ NameTable& names() {
 
 }  // namespace
 
-namespace {
-std::atomic<bool> g_paused{false};
-std::mutex& pause_mutex() {
-  static std::mutex* m = new std::mutex;  // leaked: may be used during exit
-  return *m;
-}
-}  // namespace
-
-int set_recording(bool on) noexcept {
-  LibraryScope scope;  // a handler's CUDA call meanwhile must not wait for the lock held here
-  std::lock_guard<std::mutex> lock(pause_mutex());
-  bool was_paused = g_paused.load();
-  if (was_paused != !on) {
-    g_paused.store(!on, std::memory_order_release);
-    trace_writer::set_paused_bit(!on);
-    trace_writer::note_pause(!on, now_ns());
-  }
-  return was_paused ? 0 : 1;
-}
+int set_recording(bool on) noexcept { return capture::set_recording(on); }
 
 bool recording() noexcept {
-  // Paused by the application: not recorded, and not lost either.
-  if (AW_UNLIKELY(g_paused.load(std::memory_order_relaxed))) return false;
+  // Paused (by the application, or outside the capture range): not recorded, and not lost either.
+  if (AW_UNLIKELY(capture::paused())) {
+    // A capture range's trace is opened by the first call all the same (after the call would be
+    // better, as for a recorded first call, but no record is written here to open it then).
+    if (AW_UNLIKELY(capture::configured() && trace_writer::not_open_yet()) && !tracing_disabled() &&
+        !thread_state().reentrant) {
+      LibraryScope scope;
+      if (trace_writer::accepts_calls_slow(true)) trace_writer::ensure_open();
+    }
+    return false;
+  }
   if (AW_UNLIKELY(tracing_disabled())) return false;
   if (AW_LIKELY(trace_writer::is_active())) return true;
   // The first call (the file thread is started here), or the trace stopped: as the library's own
@@ -159,7 +151,7 @@ uint32_t begin_lost(ThreadCallState& st) noexcept {
   uint32_t saved = st.phase;
   st.phase = saved | kPhaseQuiet;
   signal_fence();
-  if (!g_paused.load(std::memory_order_relaxed) && !tracing_disabled() && trace_writer::lost_calls_counted()) {
+  if (!capture::paused_quiet() && !tracing_disabled() && trace_writer::lost_calls_counted()) {
     thread_buffer::note_lost(LostReason::SignalHandler);  // a handler interrupted the library's own code
     trace_writer::count_lost(1);
   }
@@ -176,7 +168,7 @@ void write(AnyRecord& r) noexcept {
 AnyRecord* begin_in_place_lost(uint64_t* start) noexcept {
   *start = now_ns();
   // Not written: counted like any call that passes unrecorded (not when disabled, not while paused).
-  if (!g_paused.load(std::memory_order_relaxed) && trace_writer::lost_calls_counted()) {
+  if (!capture::paused_quiet() && trace_writer::lost_calls_counted()) {
     thread_buffer::note_lost(thread_buffer::failure_reason());
     trace_writer::count_lost(1);
   }
@@ -415,7 +407,7 @@ namespace {
 // Not a call of the application: written when recording (also while the trace is still being
 // created for the call that enqueued the function: the write waits for it), never counted as lost.
 void write_run(uint64_t id, uint64_t start, uint64_t end) noexcept {
-  if (g_paused.load(std::memory_order_relaxed) || !trace_writer::is_active_or_opening()) return;
+  if (capture::paused_quiet() || !trace_writer::is_active_or_opening()) return;
   HostFuncRunRecord r{};
   r.h.type = static_cast<uint16_t>(RecordType::HostFuncRun);
   r.h.size = sizeof r;

@@ -14,6 +14,9 @@
 #define AW_DRIVER_HOOKS(X)                                                           \
   X(cuGetProcAddress, None, 0)                                                       \
   X(cuGetProcAddress_v2, None, 0)                                                    \
+  /* capture ranges (profiler_hooks.cpp), not recorded */                            \
+  X(cuProfilerStart, None, 0)                                                        \
+  X(cuProfilerStop, None, 0)                                                         \
   /* copies */                                                                       \
   AW_LEGACY_AND_PER_THREAD(X, cuMemcpy, _ptds)                                       \
   AW_LEGACY_AND_PER_THREAD(X, cuMemcpyAsync, _ptsz)                                  \

@@ -28,7 +28,9 @@
 #include "asyncwatch/trace_format.h"
 #include "common.h"
 #include "loaded_object.h"
+#include "config.h"
 #include "interpose/call_context.h"
+#include "interpose/capture_range.h"
 #include "log.h"
 #include "trace/thread_buffer.h"
 #include "trace/trace_writer.h"
@@ -207,8 +209,25 @@ const void* ex_message(const EventAttributes* a, bool* wide) noexcept {
   return nullptr;
 }
 
+// ASYNCWATCH_CAPTURE_RANGE=nvtx:NAME: the core domain's ranges whose (narrow or registered) message
+// is NAME open and close the capture range (capture_range.h), from the application's own NVTX calls.
+AW_TLS uint64_t tl_capture_depths;  // bit d: this thread's push at depth d (< 64) opened one
+constexpr int kCaptureIds = 64;
+std::atomic<uint64_t> g_capture_ids[kCaptureIds];  // start/end ids that opened one (0: free)
+
+bool opens_capture(const void* msg, bool wide) noexcept {
+  const Config& c = config_fast();
+  if (c.capture != trace::CaptureMode::Nvtx || !msg || wide) return false;
+  const calls::ThreadCallState& st = calls::thread_state();
+  return st.phase == 0 && !st.reentrant && !strcmp(static_cast<const char*>(msg), c.capture_nvtx_name.c_str());
+}
+
 int push(const void* msg, bool wide) noexcept {
   int depth = tl_depth++;
+  if (depth < 64 && opens_capture(msg, wide)) {  // before its record: the range's push is in the trace
+    tl_capture_depths |= 1ull << depth;
+    capture::nvtx_range(true);
+  }
   record(NvtxKind::Push, static_cast<uint64_t>(depth), msg, wide);
   return depth;
 }
@@ -223,10 +242,23 @@ int range_pop() noexcept {
   if (tl_depth <= 0) return -1;  // unmatched pop: NVTX's documented error value, nothing recorded
   int depth = --tl_depth;
   record(NvtxKind::Pop, static_cast<uint64_t>(depth), nullptr, false);
+  if (depth < 64 && (tl_capture_depths >> depth & 1)) {
+    tl_capture_depths &= ~(1ull << depth);
+    capture::nvtx_range(false);
+  }
   return depth;
 }
 uint64_t start(const void* msg, bool wide) noexcept {
   uint64_t id = g_next_range_id.fetch_add(1, std::memory_order_relaxed);
+  if (opens_capture(msg, wide)) {
+    for (auto& slot : g_capture_ids) {
+      uint64_t none = 0;
+      if (slot.compare_exchange_strong(none, id)) {
+        capture::nvtx_range(true);
+        break;
+      }
+    }
+  }
   record(NvtxKind::Start, id, msg, wide);
   return id;
 }
@@ -237,7 +269,16 @@ uint64_t range_start_ex(const EventAttributes* a) noexcept {
   const void* m = ex_message(a, &wide);
   return start(m, wide);
 }
-void range_end(uint64_t id) noexcept { record(NvtxKind::End, id, nullptr, false); }
+void range_end(uint64_t id) noexcept {
+  record(NvtxKind::End, id, nullptr, false);
+  for (auto& slot : g_capture_ids) {
+    uint64_t mine = id;
+    if (id && slot.compare_exchange_strong(mine, 0)) {
+      capture::nvtx_range(false);
+      break;
+    }
+  }
+}
 void mark_a(const char* m) noexcept { record(NvtxKind::Mark, 0, m, false); }
 void mark_ex(const EventAttributes* a) noexcept {
   bool wide;

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "common.h"
+#include "thread_exit.h"
 #include "trace_writer.h"
 
 namespace asyncwatch::thread_buffer {
@@ -25,7 +26,15 @@ inline void compiler_fence() noexcept { std::atomic_signal_fence(std::memory_ord
 
 }  // namespace
 
+namespace {
+// Blocks start with their BlockHeader, which says where they are in the file.
+inline void retire(const char* block) noexcept {
+  trace_writer::retire_block(reinterpret_cast<const BlockHeader*>(block)->block_index);
+}
+}  // namespace
+
 char* detail::reserve_in_new_block(Cursor& c, uint32_t size) noexcept {
+  if (c.block) retire(c.block);  // full: the thread never writes into it again
   uint64_t index = 0;
   char* b = trace_writer::claim_block(&index);
   if (!b) {
@@ -78,6 +87,7 @@ char* detail::reserve_slow(uint32_t size, uint32_t gen) noexcept {
   s.tid = 0;
   s.lost_count = 0;
   s.generation = gen;
+  thread_exit::watch_this_thread();  // its blocks are retired when it exits (release_thread)
   if (!write_thread_info()) return nullptr;
   return reserve(size);
 }
@@ -142,6 +152,19 @@ void note_lost(LostReason why) noexcept {
   s.lost_last_ns = now;
   compiler_fence();
   __atomic_fetch_add(&s.lost_count, 1, __ATOMIC_RELAXED);
+}
+
+void release_thread() noexcept {
+  State& s = tl_state;
+  // Only this trace's blocks, and none while a reservation is open (not from a thread's exit).
+  if (s.key != trace_writer::generation()) return;
+  for (Cursor& c : s.level) {
+    char* b = c.block;
+    if (!b) continue;
+    c.block = nullptr;  // before the block is given back: a signal handler's write from here on takes a new one
+    compiler_fence();
+    retire(b);
+  }
 }
 
 LostReason failure_reason() noexcept { return tl_state.open ? LostReason::SignalHandler : LostReason::NoBlock; }

@@ -60,6 +60,10 @@ const char* next_position() noexcept;
 // Kernel thread id of the calling thread (cached).
 uint32_t tid() noexcept;
 
+// The calling thread exits (thread_exit.h): its blocks are retired (trace_writer::retire_block), so
+// that their memory goes back; a record it writes later in its exit takes a new block.
+void release_thread() noexcept;
+
 // ---- the hot path, inline (reserve_active and commit are called on every recorded call) -----
 namespace detail {
 struct Cursor {

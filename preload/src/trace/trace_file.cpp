@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/falloc.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
@@ -54,6 +55,13 @@ std::atomic<bool> g_open_req{false};
 std::atomic<bool> g_close_req{false};
 std::atomic<uint64_t> g_close_bytes{0};
 AW_LARGE_ZEROED std::atomic<char*> g_segments[kMaxSegments];
+// Bit b of g_retired[seg]: block b of segment `seg` is retired (retire_block). g_released: the
+// file thread's own, the retired blocks it has dropped from the mapping. Segments below
+// g_release_from are all unmapped. Cleared up to g_mapped when a trace starts or after a fork.
+static_assert(kBlocksPerSegment <= 64 && kFirstSegmentBlocks <= 64, "one 64-bit word of retired blocks per segment");
+AW_LARGE_ZEROED std::atomic<uint64_t> g_retired[kMaxSegments];
+AW_LARGE_ZEROED uint64_t g_released[kMaxSegments];
+uint64_t g_release_from = 0;
 std::atomic<FileHeader*> g_header{nullptr};
 std::atomic<pid_t> g_thread_pid{0};  // the process the thread belongs to
 
@@ -74,6 +82,15 @@ using trace_sync::futex;
 // The thread's sleep: until a request, or until the clock's calibration is due (tsc_clock.h).
 void wait_for_request(uint32_t req) noexcept {
   uint64_t ns = tsc_clock::tick();
+  // The capture range's end by duration (trace_writer::set_recording_deadline) wakes it too.
+  if (uint64_t deadline = trace_writer::recording_deadline()) {
+    const uint64_t now = now_ns();
+    if (now >= deadline) {
+      trace_writer::deadline_passed();
+    } else if (ns == 0 || deadline - now < ns) {
+      ns = deadline - now;
+    }
+  }
   if (ns == 0) {
     futex(&g_req, FUTEX_WAIT, req);
     return;
@@ -448,6 +465,89 @@ void populate_first_pages() noexcept {
     madvise(p + b * kBlockSize, 4096, MADV_POPULATE_WRITE);
 }
 
+constexpr uint64_t all_blocks(uint64_t seg) {
+  return segment_blocks(seg) >= 64 ? ~0ull : (1ull << segment_blocks(seg)) - 1;
+}
+
+// The unused rest of each block of a segment whose blocks are all retired (a thread that exited
+// after a few records leaves most of its 64 KiB unused) goes back to the file system: a hole
+// (FALLOC_FL_PUNCH_HOLE, the file's length kept) reads as the zeros it held, so readers see the
+// same trace, and nothing is ever written there again. Where the file system cannot punch holes
+// the zeros stay.
+void punch_unused(uint64_t seg, const char* p) noexcept {
+  const off_t seg_off = static_cast<off_t>(kHeaderSize + segment_first_block(seg) * kBlockSize);
+  for (uint64_t b = 0; b < segment_blocks(seg); ++b) {
+    const char* block = p + b * kBlockSize;
+    uint32_t off = sizeof(BlockHeader);
+    if (__atomic_load_n(reinterpret_cast<const uint32_t*>(block), __ATOMIC_ACQUIRE) == kBlockMagic) {
+      for (;;) {  // the records' sizes, to the first empty header (the writer's own framing)
+        if (off + sizeof(RecordHeader) > kBlockSize) break;
+        RecordHeader rh;
+        memcpy(&rh, block + off, sizeof rh);
+        if (rh.type == 0 || rh.size < sizeof(RecordHeader) || rh.size % 8 || off + rh.size > kBlockSize) break;
+        off += rh.size;
+      }
+    } else {
+      off = 0;  // claimed but never written
+    }
+    const uint64_t from = (off + 4095ull) & ~4095ull;
+    if (from >= kBlockSize) continue;
+    if (fallocate(g_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, seg_off + static_cast<off_t>(b * kBlockSize + from),
+                  static_cast<off_t>(kBlockSize - from)) != 0 &&
+        errno == EOPNOTSUPP)
+      return;
+  }
+}
+
+// Retired blocks out of the process's memory (retire_block). A segment whose blocks are all
+// retired is unmapped (no thread holds or can claim a block in it any more: claims only go
+// forward) and its dirty pages are handed to write-back, so that they become reclaimable page
+// cache rather than memory charged to the application until the kernel's timer writes them. The
+// retired blocks of a segment still in use are dropped with MADV_DONTNEED, which on a shared file
+// mapping only unmaps the pages: the data stays in the page cache and the file, and a late store
+// (there is none by the protocol) would fault the page in again, not lose anything. So the crash
+// contract holds whatever happens here.
+void release_retired() noexcept {
+  const uint64_t mapped = g_mapped.load(std::memory_order_acquire);
+  bool lowest = true;  // every segment below `seg` is unmapped
+  for (uint64_t seg = g_release_from; seg < mapped; ++seg) {
+    char* p = g_segments[seg].load(std::memory_order_acquire);
+    if (p) {
+      const uint64_t retired = g_retired[seg].load(std::memory_order_acquire);
+      if (retired == all_blocks(seg)) {
+        g_segments[seg].store(nullptr, std::memory_order_release);
+        const bool ours = g_fd >= 0 && descriptor_is_ours();
+        if (ours) punch_unused(seg, p);
+        munmap(p, segment_bytes(seg));
+        if (ours)
+          sync_file_range(g_fd, static_cast<off_t>(kHeaderSize + segment_first_block(seg) * kBlockSize),
+                          static_cast<off_t>(segment_bytes(seg)), SYNC_FILE_RANGE_WRITE);
+      } else {
+        for (uint64_t fresh = retired & ~g_released[seg]; fresh;) {
+          const int first = __builtin_ctzll(fresh);
+          const uint64_t from_first = fresh >> first;
+          const int run = ~from_first ? __builtin_ctzll(~from_first) : 64 - first;
+          madvise(p + static_cast<uint64_t>(first) * kBlockSize, static_cast<size_t>(run) * kBlockSize, MADV_DONTNEED);
+          fresh &= ~((run >= 64 ? ~0ull : (1ull << run) - 1) << first);
+        }
+        g_released[seg] = retired;
+        lowest = false;
+      }
+    }
+    if (lowest) g_release_from = seg + 1;
+  }
+}
+
+// The retired-block bookkeeping of a trace that is over (a new one starts, or after a fork).
+void forget_retired() noexcept {
+  const uint64_t used = std::min(std::max(g_mapped.load(), g_release_from), kMaxSegments);
+  for (uint64_t i = 0; i < used; ++i) {
+    g_retired[i].store(0, std::memory_order_relaxed);
+    g_released[i] = 0;
+  }
+  g_release_from = 0;
+}
+
 // Truncates to `bytes` (kNoTruncate: not at all) and releases the descriptor, only when it is
 // still ours.
 constexpr uint64_t kNoTruncate = UINT64_MAX;
@@ -577,6 +677,7 @@ void* file_main(void*) {
       ahead_failed_at = mapped;
       continue;
     }
+    release_retired();
     wait_for_request(req);
   }
 }
@@ -589,6 +690,7 @@ bool start(uint64_t parent_pid) noexcept {
   g_parent_pid.store(parent_pid, std::memory_order_relaxed);           // published by pthread_create
   g_error[0] = 0;
   g_path[0] = 0;
+  forget_retired();
   g_want.store(0);
   g_need.store(0);
   g_mapped.store(0);
@@ -649,6 +751,18 @@ void map_ahead(uint64_t count) noexcept {
 }
 
 uint64_t mapped_blocks() noexcept { return segment_first_block(g_mapped.load(std::memory_order_acquire)); }
+
+void wake() noexcept { bump(&g_req); }
+
+void retire_block(uint64_t block) noexcept {
+  const uint64_t seg = segment_of_block(block);
+  if (seg >= kMaxSegments) return;
+  const uint64_t bit = 1ull << (block - segment_first_block(seg));
+  const uint64_t was = g_retired[seg].fetch_or(bit, std::memory_order_acq_rel);
+  // A whole segment: the file thread unmaps it now (a futex wake once per 4 MiB of trace). Single
+  // blocks wait for its next wake-up (a segment mapped ahead, every 1 MiB of trace).
+  if ((was | bit) == all_blocks(seg) && was != all_blocks(seg)) bump(&g_req);
+}
 
 namespace {
 // Asks the thread to release the file (truncated to `bytes`); false when there is no thread.
@@ -724,6 +838,7 @@ void forget_after_fork() noexcept {
     g_segments[i].store(nullptr);
   }
   if (FileHeader* h = g_header.exchange(nullptr)) munmap(h, kHeaderSize);
+  forget_retired();
   g_thread.store(kNone);
   g_want.store(0);
   g_need.store(0);

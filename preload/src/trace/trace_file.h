@@ -59,6 +59,14 @@ char* segment(uint64_t seg) noexcept;
 void map_ahead(uint64_t count) noexcept;
 // Blocks mapped so far (segments mapped without a gap from 0, times blocks per segment).
 uint64_t mapped_blocks() noexcept;
+// Block `block` will not be written again (its thread moved on to a new block, or exited). The
+// file thread takes retired blocks out of the process's memory: a segment whose blocks are all
+// retired is unmapped (and its write-back to the file started), the retired blocks of a segment
+// still in use are dropped from the mapping (MADV_DONTNEED: the data stays in the file). So the
+// process's memory does not grow with its trace. Safe from a signal handler.
+void retire_block(uint64_t block) noexcept;
+// Wakes the thread so that it looks at its requests and the recording deadline again.
+void wake() noexcept;
 
 // Ends the file: truncated to `bytes` (UINT64_MAX: not truncated) when the thread still holds it,
 // descriptor released, thread gone. Waits, with `patience` (nullptr: for as long as it takes):

@@ -147,11 +147,49 @@ void add_config_flags(uint32_t flags) noexcept {
     __atomic_fetch_or(&h->config_flags, flags, __ATOMIC_RELAXED);
 }
 
+// Pause and capture state kept in memory as well as in the header: it may change before the
+// header exists, and file_ready copies it there.
+struct CaptureState {
+  std::atomic<uint64_t> paused_since{0};  // start of the pause in progress, else 0
+  std::atomic<uint64_t> pauses{0};        // pauses begun before the header existed
+  uint8_t mode = 0;
+  uint64_t delay_ns = 0, duration_ns = 0;
+  std::atomic<uint64_t> ranges{0}, first_start{0}, last_start{0}, last_end{0};
+};
+CaptureState g_capture;
+std::atomic<uint64_t> g_deadline{0};
+
+void copy_capture_range(FileHeader* h) noexcept {
+  __atomic_store_n(&h->capture_ranges, g_capture.ranges.load(), __ATOMIC_RELAXED);
+  __atomic_store_n(&h->capture_first_start_ns, g_capture.first_start.load(), __ATOMIC_RELAXED);
+  __atomic_store_n(&h->capture_last_start_ns, g_capture.last_start.load(), __ATOMIC_RELAXED);
+  __atomic_store_n(&h->capture_last_end_ns, g_capture.last_end.load(), __ATOMIC_RELAXED);
+}
+
+void copy_capture(FileHeader* h) noexcept {
+  h->capture_mode = g_capture.mode;
+  h->capture_delay_ns = g_capture.delay_ns;
+  h->capture_duration_ns = g_capture.duration_ns;
+  copy_capture_range(h);
+  if (uint64_t since = g_capture.paused_since.load()) {
+    // Paused since before the trace began: from its start, as far as the trace is concerned.
+    if (since < h->start_monotonic_ns) since = h->start_monotonic_ns;
+    __atomic_store_n(&h->pause_count, std::max<uint64_t>(g_capture.pauses.load(), 1), __ATOMIC_RELAXED);
+    __atomic_store_n(&h->paused_since_ns, since, __ATOMIC_RELEASE);
+  }
+}
+
 void file_ready(FileHeader* h) noexcept {
   g_claim.store(0);
+  copy_capture(h);
   __atomic_fetch_or(&h->config_flags, g_late_config_flags.load(std::memory_order_relaxed), __ATOMIC_RELAXED);
   g_header.store(h, std::memory_order_release);
   add_lost(h, g_lost_pending.exchange(0));
+  // A resumption between the copy and the publication saw no header: the pause it ended ends here.
+  if (!g_capture.paused_since.load() && __atomic_load_n(&h->paused_since_ns, __ATOMIC_ACQUIRE)) {
+    uint64_t since = __atomic_exchange_n(&h->paused_since_ns, 0, __ATOMIC_ACQ_REL), now = now_ns();
+    if (since) __atomic_fetch_add(&h->paused_ns, now > since ? now - since : 0, __ATOMIC_RELAXED);
+  }
   g_file_ready.store(1, std::memory_order_release);
 }
 
@@ -312,6 +350,10 @@ char* claim_block(uint64_t* index_out) noexcept {
   return base + in_seg * kBlockSize;
 }
 
+void retire_block(uint64_t index) noexcept {
+  if (process_is_ours()) trace_file::retire_block(index);
+}
+
 void count_lost(uint64_t n) noexcept {
   if (g_page.generation.load(std::memory_order_relaxed) == 0 && g_owner_pid.load() != 0) return;  // not ours
   if (FileHeader* h = g_header.load(std::memory_order_acquire)) {
@@ -325,9 +367,15 @@ void count_lost(uint64_t n) noexcept {
 }
 
 void note_pause(bool paused, uint64_t now) noexcept {
+  if (paused) {
+    g_capture.paused_since.store(now);
+    g_capture.pauses.fetch_add(1);
+  } else {
+    g_capture.paused_since.store(0);
+  }
   FileHeader* h = g_header.load(std::memory_order_acquire);
   uint32_t s = g_state.load();
-  if (!h || (s != kActive && s != kOff)) return;
+  if (!h || s == kClosing || s == kClosed || s == kForeign) return;
   if (paused) {
     __atomic_fetch_add(&h->pause_count, 1, __ATOMIC_RELAXED);
     __atomic_store_n(&h->paused_since_ns, now, __ATOMIC_RELEASE);
@@ -337,6 +385,45 @@ void note_pause(bool paused, uint64_t now) noexcept {
   if (!since) return;
   __atomic_fetch_add(&h->paused_ns, now > since ? now - since : 0, __ATOMIC_RELAXED);
   __atomic_store_n(&h->paused_since_ns, 0, __ATOMIC_RELEASE);
+}
+
+void set_capture(CaptureMode mode, uint64_t delay_ns, uint64_t duration_ns) noexcept {
+  g_capture.mode = static_cast<uint8_t>(mode);
+  g_capture.delay_ns = delay_ns;
+  g_capture.duration_ns = duration_ns;
+}
+
+void note_capture(bool open, uint64_t at) noexcept {
+  if (open) {
+    g_capture.ranges.fetch_add(1);
+    uint64_t none = 0;
+    g_capture.first_start.compare_exchange_strong(none, at);
+    g_capture.last_start.store(at);
+  } else {
+    g_capture.last_end.store(at);
+  }
+  FileHeader* h = g_header.load(std::memory_order_acquire);
+  uint32_t s = g_state.load();
+  if (!h || s == kClosing || s == kClosed || s == kForeign) return;
+  copy_capture_range(h);
+}
+
+bool not_open_yet() noexcept {
+  uint32_t s = g_state.load(std::memory_order_acquire);
+  return s == kNotOpen || s == kReady;
+}
+
+void set_recording_deadline(uint64_t ns) noexcept {
+  g_deadline.store(ns, std::memory_order_release);
+  trace_file::wake();
+}
+uint64_t recording_deadline() noexcept { return g_deadline.load(std::memory_order_acquire); }
+std::atomic<DeadlineCallback> g_deadline_cb{nullptr};
+void set_deadline_callback(DeadlineCallback cb) noexcept { g_deadline_cb.store(cb); }
+void deadline_passed() noexcept {
+  if (!g_deadline.exchange(0)) return;
+  g_not_recording.fetch_or(kPaused, std::memory_order_acq_rel);  // the next call takes the slow path
+  if (DeadlineCallback cb = g_deadline_cb.load()) cb();
 }
 
 void close_clean(int exit_status) noexcept {
@@ -418,6 +505,16 @@ void after_fork_child(uint64_t parent_pid) noexcept {
   g_lost_pending.store(0);
   g_parent_pid = parent_pid;
   g_warned.store(false);
+  // The child's trace tells of its own ranges and pauses: one open (or a pause in progress) now.
+  const uint64_t now = now_ns();
+  const bool range_open = g_capture.ranges.load() && g_capture.last_end.load() < g_capture.last_start.load();
+  g_capture.ranges.store(range_open ? 1 : 0);
+  g_capture.first_start.store(range_open ? now : 0);
+  g_capture.last_start.store(range_open ? now : 0);
+  g_capture.last_end.store(0);
+  const bool paused = g_capture.paused_since.load() != 0;
+  g_capture.pauses.store(paused ? 1 : 0);
+  g_capture.paused_since.store(paused ? now : 0);
   uint32_t s = g_state.load();
   // A failed or disabled trace stays off in the child; a child of a foreign process is foreign.
   // Anything else starts anew (the file thread does not exist in the child).

@@ -50,14 +50,35 @@ bool lost_calls_counted() noexcept;
 // A fresh block for the calling thread, or nullptr (tracing stopped, disk full, closed).
 // `index_out` gets the block's index in the file.
 char* claim_block(uint64_t* index_out) noexcept;
+// The calling thread will write no more into block `index` of this trace (trace_file::retire_block:
+// its memory is given back).
+void retire_block(uint64_t index) noexcept;
 
 // Counts calls whose record could not be written (FileHeader.records_lost, atomically in the
 // mapping; counted in memory until the header exists, then added to it).
 void count_lost(uint64_t n) noexcept;
 
-// The application paused (paused = true) or resumed recording (control API): kept in the
-// header's pause fields while a trace is open. Calls are serialized by the caller.
+// Recording paused (paused = true) or resumed at `now` (the control API, a capture range):
+// kept in the header's pause fields, also when the pause began before the trace was opened (a
+// capture range's trace opens paused). Calls are serialized by the caller.
 void note_pause(bool paused, uint64_t now) noexcept;
+// The capture range (interpose/capture_range.h): its settings, for the header, and each time it
+// opened (open = true) or closed, at `at`. Serialized by the caller, as note_pause.
+void set_capture(trace::CaptureMode mode, uint64_t delay_ns, uint64_t duration_ns) noexcept;
+void note_capture(bool open, uint64_t at) noexcept;
+// Whether the trace is still to be opened (no file asked for yet, no failure): a capture range
+// opens it at the first call made outside the range, so that a range that never opens still
+// leaves a trace that says so.
+bool not_open_yet() noexcept;
+// The instant (CLOCK_MONOTONIC ns, 0: none) at which the file thread forces every call onto the
+// slow path (sets kPaused), where the capture range's end by --duration is applied.
+void set_recording_deadline(uint64_t ns) noexcept;
+uint64_t recording_deadline() noexcept;
+// The file thread at the deadline: kPaused set, the deadline cleared, and `cb` (set_deadline_callback)
+// run, which must never wait for a lock (it may try one).
+void deadline_passed() noexcept;
+using DeadlineCallback = void (*)() noexcept;
+void set_deadline_callback(DeadlineCallback cb) noexcept;
 
 // Identifies the trace the thread-local blocks belong to: bumped whenever they become invalid
 // (fork child, reopen). Never 0 in a process that is ours; 0 in a child created by a raw

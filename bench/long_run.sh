@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The traced process's memory and trace size on long runs (issue 42, docs/performance.md): runs
+# test_apps/long_run on the simulator bare and traced (full mode) and prints, for each item, the
+# peak resident memory (VmHWM) of both, the growth traced over bare, and the trace's size. Nothing is
+# asserted (the ctest only checks that it ran).
+#
+# usage: long_run.sh BUILD_DIR [--calls N] [--threads N] [--lib LIB]
+#   --calls    calls of the 4-thread loop (launches, pinned and pageable 64-byte copies, syncs); 5000000
+#   --threads  short-lived threads, one 64-byte copy each; 5000
+#   --lib      another build of the library (the figures before a change)
+set -euo pipefail
+die() { echo "long_run: $*" >&2; exit 2; }
+build=""; calls=5000000; threads=5000; lib=""
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --calls) calls=${2:?}; shift ;;
+    --threads) threads=${2:?}; shift ;;
+    --lib) lib=${2:?}; shift ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    -*) die "unknown option $1" ;;
+    *) build=$1 ;;
+  esac
+  shift
+done
+[[ -n $build ]] || die "usage: long_run.sh BUILD_DIR [--calls N] [--threads N] [--lib LIB]"
+build=$(cd "$build" && pwd)
+app=$build/test_apps/long_run
+lib=${lib:-$build/lib/libasyncwatch.so}
+sim=$build/lib/asyncwatch/sim
+[[ -x $app && -f $lib && -d $sim ]] || die "need $app, $lib and $sim"
+work=$(mktemp -d "${TMPDIR:-/tmp}/aw-long-run.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+for v in $(compgen -e); do case $v in ASYNCWATCH_*) unset "$v" ;; esac; done
+unset LD_PRELOAD
+export LD_LIBRARY_PATH=$sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+field() { sed -n "s/.* $1 \([0-9-]*\).*/\1/p" <<<" $2"; }
+one() {  # item args...
+  local name=$1; shift
+  local bare traced size disk
+  bare=$("$app" "$@")
+  rm -f "$work"/*.awtrace
+  traced=$(LD_PRELOAD=$lib ASYNCWATCH_OUTPUT_DIR=$work ASYNCWATCH_QUIET=1 "$app" "$@")
+  size=$(du -cb "$work"/*.awtrace | tail -1 | cut -f1)          # the file's length
+  disk=$(du -ck "$work"/*.awtrace | tail -1 | cut -f1)          # what it holds on disk (holes left out)
+  local hb ht
+  hb=$(field hwm_kib "$bare"); ht=$(field hwm_kib "$traced")
+  printf '%-20s calls %-9s peak RSS bare %7.1f MiB traced %7.1f MiB growth %6.1f MiB  trace %8.1f MiB (on disk %8.1f MiB)  on disk+growth %8.1f MiB\n' \
+    "$name" "$(field calls "$traced")" "$(bc -l <<<"$hb/1024")" "$(bc -l <<<"$ht/1024")" \
+    "$(bc -l <<<"($ht-$hb)/1024")" "$(bc -l <<<"$size/1048576")" "$(bc -l <<<"$disk/1024")" \
+    "$(bc -l <<<"($disk+$ht-$hb)/1024")"
+}
+one "loop, 4 threads" loop "$calls" 4
+one "short-lived threads" threads "$threads"
