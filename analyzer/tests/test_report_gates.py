@@ -152,17 +152,24 @@ try:
 
     # Text: summary table first, --top, single calls without min/median/max, trimmed stacks.
     rc, out, err = aw("report", "--top", "3", g("mixed.awtrace"))
-    table = out.index("  #  rule")
+    table = out.index("#  severity  rule")
     first = re.search(r"^\S.*: (warning|note|error): ", out, re.M)
     check(first and table < first.start(), "the summary table comes before the findings", out[:1500])
     check(len(re.findall(r"^\S.*: (warning|note|error): ", out, re.M)) == 3, "--top 3: three findings", out)
     check("and 10 findings not shown (--top)" in out, "--top says how many were left out", out)
-    check("30.0 ms  32.2%" in out, "--top: shares of all findings' blocked time", out[:900])
+    check(re.search(r"1  warning   pageable-async-copy +1  30.0 ms  30.0 ms   25.6%", out),
+          "--top: the ranking's first, with its blocked time, impact and share of the run", out[:900])
     check("1 call, 64 MiB, blocked 30.0 ms, " in out and "min 30.0 ms" not in out, "one call: no min/median/max")
     check(aw("report", "--top", "1", "--fail-on", "blocked-nothing,note", g("mixed.awtrace"))[0] == 2,
           "--fail-on typo still an error with --top")
     check(aw("report", "--top", "1", "--fail-on", "implicit-sync", g("mixed.awtrace"))[0] == 1,
           "the gate sees the findings --top hides")
+    # impact>=: what fixing a finding saves end to end (the mixed trace's most: 30 ms, 25.6 % of the run).
+    for gate, want in (("impact>=20%", 1), ("impact>=30%", 0), ("impact>=29ms", 1), ("impact>=31ms", 0),
+                       ("warning,impact>=25%", 1), ("explicit-sync,impact>=1%", 0), ("impact>=abc", 2),
+                       ("impact>=101%", 2), ("impact>=", 2)):
+        rc = aw("report", "--fail-on", gate, g("mixed.awtrace"))[0]
+        check(rc == want, f"--fail-on {gate}: exit {want}", f"exit {rc}")
     rc, out, err = aw("report", g("mixed.awtrace"))
     check("library and runtime frames not shown; --stacks full" in out, "stacks trimmed by default")
     check("libasyncwatch.so+0x1234" not in out, "the tool's frame is trimmed")

@@ -267,9 +267,9 @@ def compare_report(case, report, ctx):
                 if set(got_ranges) != set(m["ranges"]) or not all(
                         range_ok(spec, got_ranges[name]) for name, spec in m["ranges"].items()):
                     problems.append(f"ranges {got_ranges}, expected {m['ranges']}")
-            if "saving_basis" in m:  # a substring of one finding's saving_basis (pageable-async-copy)
-                if not any(m["saving_basis"] in str(f.get("saving_basis")) for f in fs):
-                    problems.append(f"saving_basis {[f.get('saving_basis') for f in fs]}, expected {m['saving_basis']!r}")
+            if "impact_basis" in m:  # a substring of one finding's impact_basis (docs/findings.md, "Impact")
+                if not any(m["impact_basis"] in str(f.get("impact_basis")) for f in fs):
+                    problems.append(f"impact_basis {[f.get('impact_basis') for f in fs]}, expected {m['impact_basis']!r}")
             if "processes" in m:
                 pids = {p.get("pid") for f in fs for p in (f.get("processes") or [])}
                 if not range_ok(m["processes"], len(pids)):
@@ -310,14 +310,13 @@ def compare_report(case, report, ctx):
                           "".join(f"\n      got: {short(f)}" for f in hits))
     for m in case.get("allowed", []):
         matched.update(i for i, f in enumerate(findings) if applies(m, ctx) and categorical_match(m, f, case))
-    # Every finding, whatever the case: a share of one thread's wall time is at most 1; a saving at
-    # most the time blocked (issue 14).
+    # Every finding, whatever the case: a share of one thread's wall time is at most 1, and so is the
+    # impact's share of the run (issue 40); an impact says what it rests on.
     for f in findings:
         if float(f.get("share_of_wall") or 0) > 1.0:
             errors.append(f"share_of_wall {f.get('share_of_wall')} > 1: {short(f)}")
-        saving = f.get("estimated_saving_ns")
-        if saving is not None and saving > float((f.get("blocked_ns") or {}).get("total") or 0):
-            errors.append(f"estimated_saving_ns {saving} > blocked total: {short(f)}")
+        if "impact_ns" in f and not (0 <= float(f.get("impact_share") or 0) <= 1.0 and f.get("impact_basis")):
+            errors.append(f"impact_share {f.get('impact_share')} (basis {f.get('impact_basis')!r}): {short(f)}")
     others = [f for i, f in enumerate(findings) if i not in matched]
     if case.get("no_other_findings"):
         ignore = set(case.get("ignore_severities", ["info"]))

@@ -8,9 +8,8 @@
 //
 // Today: pageable-async-copy staged at @H2D_PAGEABLE and waited-for-stream at @D2H_PAGEABLE; nothing
 // at the pinned lines.
-// Expected once issue 14 is done: both pageable findings carry estimated_saving_ns, taken from this
-// trace's pinned copies of the same direction, printed as "pinning would save about X" (X close to the
-// pageable blocked time minus the pinned calls' time).
+// Both findings carry an impact (docs/findings.md, "Impact"): what pinning would save end to end, with
+// the fixed call's cost taken from this trace's pinned copies of the same direction.
 #include "aw_common.h"
 
 #include <vector>

@@ -84,15 +84,19 @@ struct FailOn {
   std::vector<FindingId> ids;
   uint64_t min_blocked_ns = 0;  // blocked>=TIME: the finding's total blocked time
   bool blocked_given = false;
+  uint64_t min_impact_ns = 0;   // impact>=TIME: what fixing it saves end to end
+  double min_impact_share = 0;  // impact>=N%: the same as a share of the run
+  bool impact_given = false;
   bool matches(const Finding& f) const {
     if (f.in_baseline || f.blocked.total() < min_blocked_ns) return false;
-    if (!any_severity && ids.empty()) return blocked_given;  // only blocked>=TIME: any finding
+    if (f.impact_ns < min_impact_ns || f.impact_share + 1e-12 < min_impact_share) return false;
+    if (!any_severity && ids.empty()) return blocked_given || impact_given;  // only thresholds: any finding
     if (any_severity && finding_severity(f) >= min_severity) return true;
     for (FindingId id : ids)
       if (id == f.id) return true;
     return false;
   }
-  bool empty() const { return !any_severity && ids.empty() && !blocked_given; }
+  bool empty() const { return !any_severity && ids.empty() && !blocked_given && !impact_given; }
 };
 
 FailOn parse_fail_on(const std::string& text) {
@@ -113,6 +117,28 @@ FailOn parse_fail_on(const std::string& text) {
         throw std::invalid_argument(fmt::format("--fail-on {}: {}", item, e.what()));
       }
       out.blocked_given = true;
+    } else if (item.rfind("impact>=", 0) == 0) {
+      const std::string value = item.substr(8);
+      if (!value.empty() && value.back() == '%') {
+        size_t used = 0;
+        double v = -1;
+        try {
+          v = std::stod(value.substr(0, value.size() - 1), &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used + 1 != value.size() || !std::isfinite(v) || v < 0 || v > 100)
+          throw std::invalid_argument(fmt::format(
+              "--fail-on {}: '{}' is not a share of the run (a number from 0 to 100 and %: 5%)", item, value));
+        out.min_impact_share = std::max(out.min_impact_share, v / 100.0);
+      } else {
+        try {
+          out.min_impact_ns = std::max(out.min_impact_ns, parse_duration_ns(value));
+        } catch (const std::invalid_argument& e) {
+          throw std::invalid_argument(fmt::format("--fail-on {}: {} or a share of the run (5%)", item, e.what()));
+        }
+      }
+      out.impact_given = true;
     } else if (parse_finding_id(item, &id)) {
       out.ids.push_back(id);
     } else {
@@ -121,12 +147,13 @@ FailOn parse_fail_on(const std::string& text) {
         known += std::string(i ? ", " : "") + finding_id_name(static_cast<FindingId>(i));
       throw std::invalid_argument(
           fmt::format("--fail-on: unknown finding id or severity '{}' (known: error, "
-                      "warning, note, blocked>=TIME, {})",
+                      "warning, note, blocked>=TIME, impact>=TIME, impact>=N%, {})",
                       item, known));
     }
   }
   if (out.empty())
-    throw std::invalid_argument("--fail-on: give a finding id, a severity (error, warning, note) or blocked>=TIME");
+    throw std::invalid_argument(
+        "--fail-on: give a finding id, a severity (error, warning, note), blocked>=TIME or impact>=TIME|N%");
   return out;
 }
 
@@ -159,7 +186,8 @@ void add_gate_options(CLI::App* app, ReportArgs& args) {
   app->add_option("--fail-min-blocked-us", args.fail_min_blocked_us,
                   "A finding counts for --fail-on only when it blocked this long in total (as blocked>=TIME)")
       ->check(number_check(false, false));
-  app->add_option("--top", args.top, "Show only the N findings that blocked longest (the gate sees all)")
+  app->add_option("--top", args.top,
+                  "Show only the first N findings of the ranking (most impact first; the gate sees all)")
       ->check(number_check(true, true));
   app->add_option("--stacks", args.stacks, "Stacks in text: the program's own frames (user) or every frame (full)")
       ->check(CLI::IsMember({"user", "full"}))
@@ -212,7 +240,8 @@ void add_report_options(CLI::App* app, ReportArgs& args, bool with_output) {
                   "Exit with status 1 (--error-exitcode) when a finding with one of these ids exists (comma "
                   "separated), or any finding "
                   "of at least this severity (error, warning, note); blocked>=TIME (5ms, 200us): only findings "
-                  "that blocked this long in total; findings in --baseline do not count")
+                  "that blocked this long in total; impact>=TIME or impact>=N% (5%): only findings whose fix saves "
+                  "this much of the run end to end; findings in --baseline do not count")
       ->check(CLI::Validator(
           [](std::string& text) {
             try {
@@ -223,7 +252,7 @@ void add_report_options(CLI::App* app, ReportArgs& args, bool with_output) {
               return what.rfind("--fail-on: ", 0) == 0 ? what.substr(11) : what;
             }
           },
-          "ID|SEVERITY|blocked>=TIME,..."));
+          "ID|SEVERITY|blocked>=TIME|impact>=TIME|impact>=N%,..."));
   app->add_option("--error-exitcode", args.error_exitcode,
                   "The exit status when a --fail-on finding exists (so that a gate is told from a program that "
                   "exits 1)")
@@ -446,6 +475,8 @@ int merge_reports(const ReportArgs& args) {
     Finding probe;
     if (!parse_finding_id(f.value("id", ""), &probe.id)) continue;
     probe.blocked.add(f["blocked_ns"].value("total", uint64_t{0}));
+    probe.impact_ns = f.value("impact_ns", uint64_t{0});
+    probe.impact_share = f.value("impact_share", 0.0);
     probe.in_baseline = baseline.count(f["fingerprint"].get<std::string>()) > 0;
     if (!args.baseline.empty()) f["in_baseline"] = probe.in_baseline;
     known += probe.in_baseline;

@@ -8,6 +8,7 @@
 #include "report/format.h"
 #include "symbols/names.h"
 #include "findings/hidden_sync.h"
+#include "findings/impact.h"
 #include "symbols/python_symbols.h"
 #include "symbols/symbolizer.h"
 #include "read/trace_reader.h"
@@ -165,12 +166,6 @@ constexpr size_t kMaxOpenRanges = 4096;      // start/end ranges open at once th
 constexpr size_t kMaxThreadsPerGroup = 256;  // threads a group keeps its blocked time for (shares of wall)
 constexpr size_t kMaxRepeatKeys = 4096;      // distinct sizes/addresses a group remembers (implicit-sync)
 
-// What one pinned asynchronous copy cost the host in a direction, where the trace has none: the
-// H200's measured return times (docs/findings.md, "Estimated saving"; FACTS.md: the seed program's
-// 2 GiB pinned copies returned after 31-45 us host to device and 21 us device to host).
-constexpr uint64_t kPinnedHtoDCallNs = 45'000;
-constexpr uint64_t kPinnedDtoHCallNs = 21'000;
-
 // 16 bytes without padding, in this order: the first 8 and the last 8 are each one 64-bit word
 // (compared and hashed as two words: observe builds, hashes and compares a key per grouped call).
 struct GroupKey {
@@ -312,6 +307,7 @@ struct Group {
   uint64_t graph_memory_nodes = 0;
   GraphMemcpyNode graph_node;
   uint32_t serial = 0;  // order of creation (CallMark::finding before finish maps it)
+  impact::Sink sink;    // what fixing the calls would save end to end (impact.h); its owner is `serial`
 };
 
 // A call site: the frame, and the library function it called (module empty when none).
@@ -339,6 +335,7 @@ class ProcessAnalyzer final : public RuleContext {
     launch_blocking_ = cuda_env_value(env, "CUDA_LAUNCH_BLOCKING") == "1";
     module_loading_ = cuda_env_value(env, "CUDA_MODULE_LOADING");
     marks_ = marks;
+    gpu_times_ = (t.header().config_flags & kConfigGpuTimes) != 0;
     names_.push_back("");  // interned id 0 = none
     sites_.push_back(Site{});
     policy_.executable = fixed_string(t.header().executable, sizeof t.header().executable);
@@ -456,6 +453,7 @@ class ProcessAnalyzer final : public RuleContext {
         auto g = r.as<GpuSpanRecord>();
         events::StreamRef s = events::resolve_stream(g.stream_kind, g.stream, r.tid);
         overlap_.span(s.key, events::stream_name(s), g.start_ns, g.end_ns);
+        if (g.op == static_cast<uint8_t>(GpuOp::Copy)) timed_copy(r.tid, g);
         break;
       }
       default: break;
@@ -533,7 +531,10 @@ class ProcessAnalyzer final : public RuleContext {
       g.graph_memory_nodes = o.graph_memory_nodes;
       g.graph_node = o.graph_node;
       g.serial = next_serial_++;
+      g.sink.owner = g.serial;
     }
+    last_sink_ = &g.sink;
+    model_impact(o, g.sink);
     // The host waited in this call, on this stream (GPU overlap figures).
     if (counts_blocking && current_stream_ != UINT64_MAX)
       overlap_.flagged(o.id, current_stream_, current_start_, current_end_);
@@ -582,6 +583,104 @@ class ProcessAnalyzer final : public RuleContext {
     }
   }
 
+  // The device's figures, once the trace has said which device it is (its DeviceInfo record comes
+  // before the first call).
+  const impact::Figures& figures() {
+    if (!figures_ready_) {
+      figures_ = impact::device_figures(trace_.device().name, trace_.device().simulated);
+      figures_ready_ = trace_.device().present;
+    }
+    return figures_;
+  }
+  // What a pinned asynchronous copy in direction `d` (0 host to device, 1 device to host) costs the
+  // host: the mean of this trace's own so far, else the device's figure.
+  uint64_t pinned_call_ns(size_t d) {
+    const DurationStats& s = d == 0 ? pinned_htod_ : pinned_dtoh_;
+    return s.count() ? s.total() / s.count() : figures().pinned_call_ns[d];
+  }
+  // How long `bytes` take at the pinned rate in direction `d`: this trace's own pinned copies' rate
+  // so far (GPU times), else the device's figure; `basis` says which.
+  uint64_t pinned_transfer_ns(size_t d, uint64_t bytes, uint16_t* basis) {
+    if (pinned_rate_ns_[d]) {
+      *basis = impact::kMeasuredRate;
+      return static_cast<uint64_t>(static_cast<double>(bytes) * static_cast<double>(pinned_rate_ns_[d]) /
+                                   static_cast<double>(pinned_rate_bytes_[d]));
+    }
+    *basis = figures().pinned_basis[d];
+    return impact::transfer_ns(bytes, figures().pinned_bytes_per_ns[d]);
+  }
+  // A GPU span of a copy: a waiting pageable copy's (the impact model's), or a pinned copy's, whose
+  // rate becomes the trace's measured pinned rate (copies of 1 MiB or more: smaller ones are latency).
+  void timed_copy(uint32_t tid, const GpuSpanRecord& g) {
+    tracker_.gpu_span(tid, g.host_before_ns, g.host_after_ns, g.start_ns);
+    auto it = timed_pinned_.find(tid);
+    if (it == timed_pinned_.end()) return;
+    auto& copies = it->second;
+    for (size_t i = 0; i < copies.size(); ++i) {
+      const TimedPinned& c = copies[i];
+      if (g.host_before_ns < c.start || g.host_before_ns > c.end) continue;
+      if (g.end_ns > g.start_ns) {
+        pinned_rate_bytes_[c.direction] += c.bytes;
+        pinned_rate_ns_[c.direction] += g.end_ns - g.start_ns;
+      }
+      copies.erase(copies.begin() + static_cast<std::ptrdiff_t>(i));
+      return;
+    }
+  }
+
+  // The fix's effect on the flagged call being looked at, for the impact model (impact.h;
+  // docs/findings.md, "Impact"). A blocking call is followed to the wait that settles its gain;
+  // synchronizations are followed in on_sync.
+  void model_impact(const Observation& o, impact::Sink& sink) {
+    const uint64_t stream = current_stream_;  // UINT64_MAX (impact's kAllStreams) for calls without a stream
+    switch (o.id) {
+      case FindingId::PageableAsyncCopy: {
+        if (o.direction != Direction::HtoD && o.direction != Direction::DtoH) break;
+        const size_t d = o.direction == Direction::HtoD ? 0 : 1;
+        // The fixed copy returns after a pinned copy's cost and moves the bytes at the pinned rate on
+        // the stream, after the work the call waited for (all of it: the stream was idle; else what
+        // is left once the pageable transfer's time is taken out, at the pageable rate).
+        const uint64_t cost = pinned_call_ns(d);
+        uint16_t basis = 0;
+        const uint64_t moved = pinned_transfer_ns(d, o.bytes, &basis);
+        uint64_t done = cost + moved;
+        bool measurable = false;  // a span of this copy (GPU times) says how long it waited
+        if (o.cause == Cause::WaitedForStream) {
+          const bool idle = !o.waited_for || (o.waited_for->total == 0 && o.event_waits == 0);
+          uint64_t copy = o.blocked_ns;
+          if (!idle) {
+            copy = std::min(o.blocked_ns, impact::transfer_ns(o.bytes, figures().pageable_d2h_bytes_per_ns));
+            basis |= figures().pageable_basis;
+            measurable = gpu_times_;
+          }
+          done = o.blocked_ns - copy + moved;
+        }
+        tracker_.blocking(current_tid_, stream, impact::BlockingCall{current_start_, current_end_, cost, done}, &sink,
+                          basis, measurable ? std::max<uint64_t>(moved, 1) : 0);
+        return;
+      }
+      case FindingId::ExplicitSync:
+      case FindingId::HiddenSync: return;  // on_sync
+      case FindingId::BlockingLaunch:
+        if (o.cause == Cause::FirstLaunch || o.cause == Cause::ContextInit) {
+          sink.basis |= impact::kMoved;
+          return;
+        }
+        if (o.cause == Cause::LaunchQueueFull) {
+          sink.basis |= impact::kGpuBound;
+          return;
+        }
+        break;
+      case FindingId::LongHostCallback:
+      case FindingId::InFlightCall: sink.basis |= impact::kNotModelled; return;
+      case FindingId::DeprecatedStreamCallback: sink.basis |= impact::kSameWork; return;
+      default: break;
+    }
+    // The call becomes asynchronous (or goes); the stream work it waited for stays.
+    tracker_.blocking(current_tid_, stream, impact::BlockingCall{current_start_, current_end_, 0, o.blocked_ns}, &sink,
+                      impact::kStreamWorkStays);
+  }
+
   // The group of `key`, created when new. A direct-mapped cache answers the repeated ones (the
   // groups are node-based: a Group stays where it is until finish() erases it).
   Group& group(const GroupKey& key) {
@@ -620,6 +719,7 @@ class ProcessAnalyzer final : public RuleContext {
     p.start_monotonic_ns = h.start_monotonic_ns;
     p.start_realtime_ns = h.start_realtime_ns;
     uint64_t end = p.closed_cleanly ? h.end_monotonic_ns : trace_.last_time_ns();
+    tracker_.finish(end);
     p.wall_ns = end > h.start_monotonic_ns ? end - h.start_monotonic_ns : 0;
     p.device = trace_.device().present ? trace_.device().name : "";
     p.simulated = trace_.device().simulated;
@@ -687,17 +787,6 @@ class ProcessAnalyzer final : public RuleContext {
           "creation's time is in no finding",
           api_name(static_cast<Api>(first_call_api_))));
     in_flight_calls(end, p.closed_cleanly);
-    const uint64_t pinned_cost[2] = {pinned_htod_.count() ? pinned_htod_.median() : kPinnedHtoDCallNs,
-                                     pinned_dtoh_.count() ? pinned_dtoh_.median() : kPinnedDtoHCallNs};
-    const std::string saving_basis[2] = {
-        pinned_htod_.count() ? fmt::format("this trace's {} pinned host-to-device copies (median {} each)",
-                                           pinned_htod_.count(), format_duration(pinned_htod_.median()))
-                             : fmt::format("a pinned host-to-device copy's {} on the H200 (docs/findings.md)",
-                                           format_duration(kPinnedHtoDCallNs)),
-        pinned_dtoh_.count() ? fmt::format("this trace's {} pinned device-to-host copies (median {} each)",
-                                           pinned_dtoh_.count(), format_duration(pinned_dtoh_.median()))
-                             : fmt::format("a pinned device-to-host copy's {} on the H200 (docs/findings.md)",
-                                           format_duration(kPinnedDtoHCallNs))};
     const char* no_symbols = std::getenv("ASYNCWATCH_NO_SYMBOLS");
     symbols_ = std::make_unique<Symbolizer>(trace_.modules(), !(no_symbols && *no_symbols && *no_symbols != '0'),
                                             opt_.path_map);
@@ -707,7 +796,11 @@ class ProcessAnalyzer final : public RuleContext {
     // user's code give one site) and is freed as it goes: groups and findings are never both whole.
     FindingSet findings;
     findings.reserve(groups_.size());  // at most one finding per group; pages never filled are never touched
-    std::vector<std::string> key_of_serial(marks_ ? next_serial_ : 0);  // CallMark: group -> merged finding
+    // CallMark and the impact model's causes: group -> merged finding.
+    bool causes = false;
+    for (const auto& [key, g] : groups_) causes = causes || g.sink.cause;
+    std::vector<std::string> key_of_serial(marks_ || causes ? next_serial_ : 0);
+    std::vector<std::pair<std::string, uint32_t>> caused;  // a finding's key, its cause's serial
     for (auto& e : group_cache_) e = GroupCacheEntry{};
     for (auto it = groups_.begin(); it != groups_.end(); it = groups_.erase(it)) {
       const GroupKey& key = it->first;
@@ -762,14 +855,8 @@ class ProcessAnalyzer final : public RuleContext {
       f.repeated_calls = g.repeated;
       f.thread_blocked.reserve(g.thread_blocked.size());
       for (const auto& [tid, ns] : g.thread_blocked) f.add_thread_blocked((p.pid << 32) | tid, ns);
-      if (f.id == FindingId::PageableAsyncCopy && f.has_direction &&
-          (f.direction == Direction::HtoD || f.direction == Direction::DtoH)) {
-        const size_t d = f.direction == Direction::HtoD ? 0 : 1;
-        f.has_saving = true;
-        f.saving_basis = saving_basis[d];
-        const uint64_t pinned = f.count * pinned_cost[d];
-        f.estimated_saving_ns = f.blocked.total() > pinned ? f.blocked.total() - pinned : 0;
-      }
+      f.impact_ns = g.sink.impact_ns;
+      f.impact_basis = impact::basis_text(g.sink.basis | (p.simulated ? impact::kSimulated : 0));
       g.waited.each([&](uint32_t k, uint64_t n) { f.waited_for[kernel_name(k)] += n; });
       if (g.waited_others) f.waited_for["(other kernels)"] += g.waited_others;
       if (g.ranges)
@@ -802,10 +889,19 @@ class ProcessAnalyzer final : public RuleContext {
       }
       f.processes.push_back(PerProcess{p.pid, f.count, f.blocked.total(), p.rank});
       f.set_key();
-      if (marks_) key_of_serial[g.serial] = f.key;
+      if (!key_of_serial.empty()) key_of_serial[g.serial] = f.key;
+      if (g.sink.cause) caused.emplace_back(f.key, g.sink.cause->owner);
       findings.add(std::move(f));
     }
     out.findings = findings.take();
+    if (!caused.empty()) {
+      std::unordered_map<std::string, size_t> at;
+      for (size_t i = 0; i < out.findings.size(); ++i) at.emplace(out.findings[i].key, i);
+      for (const auto& [key, cause] : caused) {
+        Finding& f = out.findings[at.at(key)];
+        if (f.caused_by.empty() && key_of_serial[cause] != key) f.caused_by = key_of_serial[cause];
+      }
+    }
     if (marks_) {
       std::unordered_map<std::string, uint32_t> index;
       for (size_t i = 0; i < out.findings.size(); ++i) index.emplace(out.findings[i].key, static_cast<uint32_t>(i));
@@ -818,6 +914,30 @@ class ProcessAnalyzer final : public RuleContext {
  private:
   __attribute__((always_inline)) static uint64_t stream_key(uint8_t kind, uint64_t handle, uint32_t tid) {
     return events::stream_key(kind, handle, tid);
+  }
+
+  // The impact model's stream of a wait: the legacy default stream waits for the others.
+  static uint64_t wait_key(uint64_t key) { return key == 0 ? impact::Tracker::kAllStreams : key; }
+  // A copy that waits for its stream before returning (streams.h, copy_returned, and host to host).
+  static bool copy_waits(const CopyRecord& c, bool sync_api) {
+    const Direction d = copy_direction(c);
+    return sync_api || d == Direction::HtoH || (c.flags & kFlagSourceStreamOrder) ||
+           (d == Direction::DtoH && c.dst_memory == static_cast<uint8_t>(MemoryKind::Pageable));
+  }
+  static bool waiting_sync(const SyncRecord& s) {
+    for (uint16_t a : {s.api, s.driver_fn}) switch (static_cast<Api>(a)) {
+        case Api::cudaStreamSynchronize:
+        case Api::cudaEventSynchronize:
+        case Api::cudaDeviceSynchronize:
+        case Api::cuStreamSynchronize:
+        case Api::cuEventSynchronize:
+        case Api::cuCtxSynchronize: return s.result == 0;
+        default: break;
+      }
+    return false;
+  }
+  static bool frees_memory(Api api) {
+    return api == Api::cudaFree || api == Api::cuMemFree_v2 || api == Api::cudaFreeHost || api == Api::cuMemFreeHost;
   }
 
   // A call's result. Every visited call has returned (the reader keeps calls still in flight
@@ -854,6 +974,8 @@ class ProcessAnalyzer final : public RuleContext {
       return;
     }
     StreamState& st = streams_.at(key);
+    tracker_.enqueue(current_tid_, key, c.start_ns);
+    if (!tracker_.empty() && copy_waits(c, sync_api)) tracker_.wait(current_tid_, wait_key(key), c.start_ns, c.end_ns);
     RuleEvent& e = copy_event_;  // its other fields stay null
     e.copy = &c;
     e.stream = &st;
@@ -885,6 +1007,7 @@ class ProcessAnalyzer final : public RuleContext {
       return;
     }
     StreamState& st = streams_.at(key);
+    tracker_.enqueue(current_tid_, key, l.start_ns);
     flagged_blocking_ = false;
     if (!skips_detect(Trigger::Launch, blocked)) {
       RuleEvent& e = launch_event_;  // its other fields stay null
@@ -911,7 +1034,7 @@ class ProcessAnalyzer final : public RuleContext {
     // No rule flags the enqueue itself for blocking (long-host-callback is about how long the
     // function ran on the driver's thread, deprecated-stream-callback about the API).
     count_async(false, 0);
-    (void)r;
+    tracker_.enqueue(r.tid, stream_key(e.stream_kind, e.stream, r.tid), e.start_ns);
     RuleEvent& ev = enqueue_event_;  // its other fields stay null
     ev.enqueue = &e;
     detect(Trigger::HostFuncEnqueue, ev);
@@ -944,7 +1067,11 @@ class ProcessAnalyzer final : public RuleContext {
     const uint64_t key = stream_sync ? stream_key(s.stream_kind, s.handle, r.tid) : 0;
     StreamState* st = stream_sync ? &streams_.at(key) : nullptr;  // what it waits for
     e.stream = st;
+    last_sink_ = nullptr;
     detect(Trigger::Sync, e);
+    if (waiting_sync(s))  // settles the flagged calls it waited for; a flagged one is followed itself
+      tracker_.wait(r.tid, stream_sync ? wait_key(key) : impact::Tracker::kAllStreams, s.start_ns, s.end_ns,
+                    last_sink_);
     if (st && s.result == 0)
       streams_.idle(key, *st);  // sync_returned's answer for a stream synchronize, the state at hand
     else
@@ -953,6 +1080,8 @@ class ProcessAnalyzer final : public RuleContext {
 
   void on_memory_op(const MemoryOpRecord& m) {
     if (m.flags & kFlagCaptureActive) return captured_memory_op(m);
+    if (m.result == 0 && frees_memory(static_cast<Api>(m.api)))  // synchronizes the device (streams.h)
+      tracker_.wait(current_tid_, impact::Tracker::kAllStreams, m.start_ns, m.end_ns);
     RuleEvent e;
     e.memory_op = &m;
     e.made_again = allocations_.returned(m);
@@ -1104,8 +1233,15 @@ class ProcessAnalyzer final : public RuleContext {
   __attribute__((always_inline)) void note_pinned_cost(const CopyRecord& c, uint64_t blocked) {
     const auto pinned = static_cast<uint8_t>(MemoryKind::Pinned), device = static_cast<uint8_t>(MemoryKind::Device);
     Direction d = copy_direction(c);
-    if (d == Direction::HtoD && c.src_memory == pinned && c.dst_memory == device) pinned_htod_.add(blocked);
-    if (d == Direction::DtoH && c.src_memory == device && c.dst_memory == pinned) pinned_dtoh_.add(blocked);
+    const bool htod = d == Direction::HtoD && c.src_memory == pinned && c.dst_memory == device;
+    const bool dtoh = d == Direction::DtoH && c.src_memory == device && c.dst_memory == pinned;
+    if (htod) pinned_htod_.add(blocked);
+    if (dtoh) pinned_dtoh_.add(blocked);
+    if ((htod || dtoh) && (c.flags & kFlagGpuTimed) && c.bytes >= (1u << 20)) {  // its span: the pinned rate
+      auto& copies = timed_pinned_[current_tid_];
+      if (copies.size() >= kMaxTimedPinned) copies.erase(copies.begin());
+      copies.push_back(TimedPinned{c.start_ns, c.end_ns, c.bytes, static_cast<uint8_t>(htod ? 0 : 1)});
+    }
   }
 
   // The calls in flight when the trace ended, each to the rules as of the trace's end.
@@ -1302,6 +1438,20 @@ class ProcessAnalyzer final : public RuleContext {
   uint64_t current_stream_ = UINT64_MAX;
   GpuOverlap overlap_;
   uint32_t next_serial_ = 0;
+  impact::Figures figures_;
+  bool figures_ready_ = false;
+  bool gpu_times_ = false;  // the trace has GPU times (ASYNCWATCH_GPU_TIMES)
+  impact::Tracker tracker_;
+  // Pinned copies of 1 MiB or more whose GPU span is still to come, per thread (the last few), and
+  // the rate of those matched so far, by direction.
+  struct TimedPinned {
+    uint64_t start, end, bytes;
+    uint8_t direction;
+  };
+  static constexpr size_t kMaxTimedPinned = 16;
+  std::unordered_map<uint32_t, std::vector<TimedPinned>> timed_pinned_;
+  uint64_t pinned_rate_bytes_[2] = {0, 0}, pinned_rate_ns_[2] = {0, 0};
+  impact::Sink* last_sink_ = nullptr;  // the group of the call last observed (on_sync: a flagged synchronization)
 };
 
 }  // namespace
@@ -1349,6 +1499,11 @@ Report build_report(std::vector<ProcessResult> results, const Options& options) 
         f.share_of_wall = std::max(f.share_of_wall, static_cast<double>(ns) / static_cast<double>(w->second));
     }
     f.share_of_wall = std::min(f.share_of_wall, 1.0);
+    // The impact's share of the run: of the recorded wall time of the processes that made the calls.
+    uint64_t wall = 0;
+    for (const auto& p : f.processes)
+      if (auto w = recorded_wall.find(p.pid); w != recorded_wall.end()) wall += w->second;
+    f.impact_share = wall ? std::min(1.0, static_cast<double>(f.impact_ns) / static_cast<double>(wall)) : 0;
     std::sort(f.processes.begin(), f.processes.end(),
               [](const PerProcess& a, const PerProcess& b) { return a.pid < b.pid; });
     if (&merged[kept] != &f) merged[kept] = std::move(f);

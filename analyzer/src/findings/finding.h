@@ -143,10 +143,15 @@ struct Finding {
   // of the group reached it (Rule::ranked_by_threshold). finding_severity() is the result.
   bool below_threshold = false;
   uint64_t at_threshold = 0;  // calls that blocked at least --min-blocked-us (or ran --min-callback-us)
-  // pageable-async-copy: what pinning would save (docs/findings.md, "Estimated saving").
-  bool has_saving = false;
-  uint64_t estimated_saving_ns = 0;
-  std::string saving_basis;  // how the pinned cost was estimated
+  // What fixing the calls would save end to end: the process's wall time that goes (findings/impact.h;
+  // docs/findings.md, "Impact"), what that rests on, and its share of the recorded wall time of the
+  // processes that made the calls (set by build_report).
+  uint64_t impact_ns = 0;
+  std::string impact_basis;
+  double impact_share = 0;
+  // A synchronization that waited for a flagged call: that call's finding (its key), "" when none.
+  // The ranking puts it right after that finding.
+  std::string caused_by;
   uint64_t event_waits = 0;  // pageable-async-copy: the stream had waited on events (cudaStreamWaitEvent)
   // blocking-launch context-init: the context's creation ran inside the call (false: the trace
   // shows only a driver call, the creation happened before it in calls asyncwatch does not see).
@@ -185,8 +190,9 @@ class FindingSet {
   std::unordered_multimap<size_t, size_t> index_;  // hash of the key -> index in findings_
 };
 
-// Ranks findings: most blocked time first; ties by id, call-site file and line, then key. The
-// sort keys are taken once from each finding (no formatting while sorting).
+// Ranks findings: most impact first (what fixing them saves end to end), then most blocked time;
+// ties by id, call-site file and line, then key; a finding caused by another (caused_by) comes
+// right after it. The sort keys are taken once from each finding (no formatting while sorting).
 void rank_findings(std::vector<Finding>& findings);
 
 struct Rule;  // the rule's hooks (rules.h)

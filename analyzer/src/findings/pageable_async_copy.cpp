@@ -7,8 +7,8 @@
 // (kFlagSourceStreamOrder) waited for the stream.
 // copies up to options.inline_htod_bytes are done inline and ignored. Both are synchronous by the
 // CUDA rules whatever their duration, so every one is reported: --min-blocked-us only ranks them
-// (a group none of whose calls blocked that long is a note). Each finding estimates what pinning
-// would save (estimated_saving_ns, computed by the analysis from the trace's pinned copies).
+// (a group none of whose calls blocked that long is a note). What pinning would save end to end is
+// the impact model's (impact.h).
 #include "report/format.h"
 #include "report/json_writer.h"
 #include "symbols/names.h"
@@ -70,14 +70,6 @@ std::string waited_for_words(const Finding& f) {
   return "the stream (" + out + ")";
 }
 
-// "; pinning would save about 1.2 ms": the host time the calls would not have blocked.
-std::string saving_words(const Finding& f) {
-  if (!f.has_saving) return {};
-  if (f.estimated_saving_ns == 0)
-    return "; pinning would save little here (the calls blocked about as long as pinned ones)";
-  return "; pinning would save about " + format_duration(f.estimated_saving_ns) + (f.count > 1 ? " in total" : "");
-}
-
 std::string message(const Finding& f) {
   std::string what = copy_call_words(f);
   if (f.cause == Cause::Staged)
@@ -85,35 +77,22 @@ std::string message(const Finding& f) {
         FMT_COMPILE(
             "{} blocked {}: the source is pageable host memory, so the driver staged it through pinned memory and the "
             "call returned only after staging, in proportion to the size; allocate it with cudaMallocHost or register "
-            "it with cudaHostRegister{}"),
-        what, total_time_words(f), saving_words(f));
+            "it with cudaHostRegister"),
+        what, total_time_words(f));
   if (f.direction == Direction::HtoD)
     return fmt::format(
         FMT_COMPILE(
             "{} blocked {}: the source is pageable host memory read in stream order, so the call waited for {} and "
-            "ran synchronously; allocate it with cudaMallocHost or register it with cudaHostRegister{}"),
-        what, total_time_words(f), waited_for_words(f), saving_words(f));
+            "ran synchronously; allocate it with cudaMallocHost or register it with cudaHostRegister"),
+        what, total_time_words(f), waited_for_words(f));
   return fmt::format(
       FMT_COMPILE(
           "{} blocked {}: the destination is pageable host memory, so the copy waited for {} and ran synchronously; "
-          "allocate it with cudaMallocHost or register it with cudaHostRegister{}"),
-      what, total_time_words(f), waited_for_words(f), saving_words(f));
+          "allocate it with cudaMallocHost or register it with cudaHostRegister"),
+      what, total_time_words(f), waited_for_words(f));
 }
 
-void json_fields(JsonWriter& out, const Finding& f) {
-  if (f.has_saving) {
-    out.field("estimated_saving_ns", f.estimated_saving_ns);
-    out.field("saving_basis", f.saving_basis);
-  } else {
-    out.null_field("estimated_saving_ns");
-    out.null_field("saving_basis");
-  }
-  out.field("event_waits", f.event_waits);
-}
-
-void text_lines(std::vector<std::string>& lines, const Finding& f) {
-  if (f.has_saving && f.estimated_saving_ns) lines.push_back("saving estimated from " + f.saving_basis);
-}
+void json_fields(JsonWriter& out, const Finding& f) { out.field("event_waits", f.event_waits); }
 
 }  // namespace
 
@@ -123,7 +102,6 @@ const Rule pageable_async_copy = Rule(Trigger::Copy, detect, message)
                                      .blocking()
                                      .ranked()
                                      .claims_copies(copy_memory(MemoryKind::Pageable))
-                                     .json(json_fields)
-                                     .text(text_lines);
+                                     .json(json_fields);
 
 }  // namespace asyncwatch::rules

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <fmt/compile.h>
 #include <fmt/format.h>
+#include <string_view>
+#include <unordered_map>
 
 namespace asyncwatch {
 
@@ -117,6 +119,7 @@ std::vector<Finding> FindingSet::take() {
 
 void rank_findings(std::vector<Finding>& findings) {
   struct SortKey {
+    uint64_t impact;
     uint64_t blocked;
     FindingId id;
     const std::string* file;
@@ -128,18 +131,43 @@ void rank_findings(std::vector<Finding>& findings) {
   keys.reserve(findings.size());
   for (size_t i = 0; i < findings.size(); ++i) {
     const Finding& f = findings[i];
-    keys.push_back({f.blocked.total(), f.id, &f.call_site.file, f.call_site.line, &f.key, i});
+    keys.push_back({f.impact_ns, f.blocked.total(), f.id, &f.call_site.file, f.call_site.line, &f.key, i});
   }
   std::sort(keys.begin(), keys.end(), [](const SortKey& a, const SortKey& b) {
+    if (a.impact != b.impact) return a.impact > b.impact;
     if (a.blocked != b.blocked) return a.blocked > b.blocked;
     if (a.id != b.id) return a.id < b.id;
     if (int c = a.file->compare(*b.file)) return c < 0;
     if (a.line != b.line) return a.line < b.line;
     return *a.key < *b.key;
   });
+  // A finding caused by another shown one follows it (in its own rank among those that do).
+  std::vector<size_t> from;
+  from.reserve(keys.size());
+  bool any_caused = false;
+  for (const Finding& f : findings) any_caused = any_caused || !f.caused_by.empty();
+  if (any_caused) {
+    std::unordered_map<std::string_view, size_t> at;  // key -> finding index
+    for (size_t i = 0; i < findings.size(); ++i) at.emplace(findings[i].key, i);
+    std::unordered_map<size_t, std::vector<size_t>> children;  // cause's index -> caused, in rank order
+    std::vector<bool> follows(findings.size(), false);
+    for (const SortKey& k : keys) {
+      const std::string& cause = findings[k.index].caused_by;
+      auto c = cause.empty() ? at.end() : at.find(cause);
+      if (c == at.end() || c->second == k.index || !findings[c->second].caused_by.empty()) continue;
+      children[c->second].push_back(k.index);
+      follows[k.index] = true;
+    }
+    for (const SortKey& k : keys) {
+      if (follows[k.index]) continue;
+      from.push_back(k.index);
+      if (auto ch = children.find(k.index); ch != children.end())
+        from.insert(from.end(), ch->second.begin(), ch->second.end());
+    }
+  } else {
+    for (const SortKey& k : keys) from.push_back(k.index);
+  }
   // Applied in place, cycle by cycle: never a second vector of findings.
-  std::vector<size_t> from(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) from[i] = keys[i].index;
   for (size_t i = 0; i < from.size(); ++i) {
     if (from[i] == i) continue;
     Finding first = std::move(findings[i]);
@@ -179,14 +207,12 @@ void Finding::merge(const Finding& o) {
   below_threshold = below_threshold && o.below_threshold;
   at_threshold += o.at_threshold;
   for (const auto& [thread, ns] : o.thread_blocked) add_thread_blocked(thread, ns);
-  if (o.has_saving) {
-    estimated_saving_ns += o.estimated_saving_ns;
-    if (!has_saving)
-      saving_basis = o.saving_basis;
-    else if (saving_basis != o.saving_basis)
-      saving_basis = "several processes' own estimates";
-    has_saving = true;
-  }
+  impact_ns += o.impact_ns;
+  if (impact_basis.empty())
+    impact_basis = o.impact_basis;
+  else if (!o.impact_basis.empty() && impact_basis != o.impact_basis)
+    impact_basis = "several processes' own figures";
+  if (caused_by.empty()) caused_by = o.caused_by;
   event_waits += o.event_waits;
   repeated_calls += o.repeated_calls;
   context_creation_visible = context_creation_visible || o.context_creation_visible;

@@ -247,7 +247,7 @@ void write_overlap(std::ostream& out, const ProcessSummary& p) {
   out << "</pre>\n";
 }
 
-void write_finding(std::ostream& out, const Finding& f, const Report& report, size_t n) {
+void write_finding(std::ostream& out, const Finding& f, const Report& report, size_t n, const CauseIndex& causes) {
   const RuleInfo& rule = rule_info(f.id);
   const Severity sev = finding_severity(f);
   out << fmt::format("<article class=\"finding {}\" id=\"finding-{}\">\n", severity_class(sev), n);
@@ -258,6 +258,7 @@ void write_finding(std::ostream& out, const Finding& f, const Report& report, si
                      severity_class(sev), severity_name(sev), html_text(finding_message(f)),
                      missing.empty() ? "" : " (" + html_text(missing) + ")", rule.name);
   out << "<p class=\"stats\">" << html_text(finding_stats_text(f)) << "</p>\n";
+  out << "<p class=\"impact\">impact: " << html_text(impact_text(f, causes)) << "</p>\n";
   if (std::string e = evidence_text(f); !e.empty()) out << "<p class=\"evidence\">" << html_text(e) << "</p>\n";
   if (rule.hooks.text_lines) {
     std::vector<std::string> lines;
@@ -337,23 +338,25 @@ void write_report_html(std::ostream& out, const Report& report, const std::vecto
     out << "<p class=\"unreadable\">"
         << html_text(fmt::format("{} could not be read: {}", display_path(u.trace), u.error)) << "</p>\n";
   if (!report.findings.empty()) {
-    uint64_t total = report.blocked_ns_not_shown;
-    for (const auto& f : report.findings) total += f.blocked.total();
-    out << "<table class=\"findings-table\"><thead><tr><th class=\"num\">#</th><th>rule</th><th class=\"num\">calls"
-           "</th><th class=\"num\">blocked</th><th class=\"num\">share</th><th>site</th></tr></thead><tbody>\n";
+    const CauseIndex causes(report);
+    out << "<table class=\"findings-table\"><thead><tr><th class=\"num\">#</th><th>severity</th><th>rule</th>"
+           "<th class=\"num\">calls</th><th class=\"num\">blocked</th><th class=\"num\">impact</th>"
+           "<th class=\"num\">of run</th><th>site</th></tr></thead><tbody>\n";
     size_t n = 0;
     for (const auto& f : report.findings) {
       ++n;
       std::string site = location_text(f);
       if (site.empty()) site = "(unknown)";
       if (f.in_baseline) site += " (in baseline)";
+      size_t cause_rank = 0;
+      if (causes.cause(f, &cause_rank)) site += fmt::format(" (waited for #{})", cause_rank);
       out << fmt::format(
-          "<tr class=\"{}\"><td class=\"num\"><a href=\"#finding-{}\">{}</a></td><td>{}</td><td class=\"num\">{}</td>"
-          "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"mono\">{}</td></tr>\n",
-          severity_class(finding_severity(f)), n, n, rule_info(f.id).name, f.count, format_duration(f.blocked.total()),
-          total ? fmt::format("{:.1f}%", 100.0 * static_cast<double>(f.blocked.total()) / static_cast<double>(total))
-                : std::string("-"),
-          html_text(shorten_middle(site, 100)));
+          "<tr class=\"{}\"><td class=\"num\"><a href=\"#finding-{}\">{}{}</a></td><td>{}</td><td>{}</td>"
+          "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+          "<td class=\"mono\">{}</td></tr>\n",
+          severity_class(finding_severity(f)), n, cause_rank ? "^" : "", n, severity_name(finding_severity(f)),
+          rule_info(f.id).name, f.count, format_duration(f.blocked.total()), format_duration(f.impact_ns),
+          fmt::format("{:.1f}%", 100.0 * f.impact_share), html_text(shorten_middle(site, 100)));
     }
     out << "</tbody></table>\n";
   }
@@ -384,7 +387,8 @@ void write_report_html(std::ostream& out, const Report& report, const std::vecto
 
   out << "<section id=\"findings\">\n<h2>" << plural(report.findings.size(), "finding", "findings") << "</h2>\n";
   size_t n = 0;
-  for (const auto& f : report.findings) write_finding(out, f, report, ++n);
+  const CauseIndex causes(report);
+  for (const auto& f : report.findings) write_finding(out, f, report, ++n, causes);
   out << "</section>\n";
   out << "<footer class=\"note\"><p>asyncwatch " ASYNCWATCH_VERSION
          " &middot; docs/findings.md describes the rules, docs/timeline.md this page</p></footer>\n</body>\n</html>\n";

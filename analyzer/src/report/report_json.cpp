@@ -114,7 +114,7 @@ void process_object(JsonWriter& w, const ProcessSummary& p) {
   w.end_object();
 }
 
-void finding_object(JsonWriter& w, const Finding& f) {
+void finding_object(JsonWriter& w, const Finding& f, const CauseIndex& causes) {
   const RuleInfo& rule = rule_info(f.id);
   w.begin_object();
   w.field("id", rule.name);
@@ -147,6 +147,14 @@ void finding_object(JsonWriter& w, const Finding& f) {
   });
   w.field("share_of_wall", f.share_of_wall);
   w.field("threads", f.threads);
+  w.field("impact_ns", f.impact_ns);
+  w.field("impact_share", f.impact_share);
+  w.field("impact_basis", f.impact_basis);
+  size_t cause_rank = 0;
+  if (const Finding* cause = causes.cause(f, &cause_rank))
+    w.field("caused_by", cause->fingerprint);
+  else
+    w.null_field("caused_by");
   w.object("evidence", [&] {
     w.field("checked", f.evidence_checked);
     w.field("completed_at_return", f.completed_at_return);
@@ -251,7 +259,8 @@ void write_report_json(JsonWriter& w, const Report& report) {
     w.field("min_callback_ns", o.min_callback_ns);
     w.field("implicit_sync_min_count", o.implicit_sync_min_count);
   });
-  w.array("findings", report.findings, [&](const Finding& f) { finding_object(w, f); });
+  const CauseIndex causes(report);
+  w.array("findings", report.findings, [&](const Finding& f) { finding_object(w, f, causes); });
   w.end_object();
 }
 

@@ -97,6 +97,7 @@ nlohmann::ordered_json merge_json_reports(const std::vector<std::string>& paths)
       }
       add_u64(g, f, "count");
       add_u64(g, f, "bytes");
+      if (g.contains("impact_ns") && f.contains("impact_ns")) add_u64(g, f, "impact_ns");
       add_u64(g["blocked_ns"], f["blocked_ns"], "total");
       g["blocked_ns"]["min"] = std::min(u64(g["blocked_ns"], "min"), u64(f["blocked_ns"], "min"));
       g["blocked_ns"]["max"] = std::max(u64(g["blocked_ns"], "max"), u64(f["blocked_ns"], "max"));
@@ -111,9 +112,16 @@ nlohmann::ordered_json merge_json_reports(const std::vector<std::string>& paths)
   }
   uint64_t wall = 0;
   for (const auto& p : out["processes"]) wall += u64(p, "wall_ns");
-  for (auto& f : findings)
+  for (auto& f : findings) {
     f["share_of_wall"] = wall ? static_cast<double>(u64(f["blocked_ns"], "total")) / static_cast<double>(wall) : 0.0;
+    if (f.contains("impact_ns"))
+      f["impact_share"] = wall ? static_cast<double>(u64(f, "impact_ns")) / static_cast<double>(wall) : 0.0;
+  }
+  // Most impact first, as the analysis ranks (reports without impacts: by blocked time).
   std::stable_sort(findings.begin(), findings.end(), [](const json& a, const json& b) {
+    uint64_t ia = a.contains("impact_ns") ? u64(a, "impact_ns") : 0,
+             ib = b.contains("impact_ns") ? u64(b, "impact_ns") : 0;
+    if (ia != ib) return ia > ib;
     uint64_t ta = u64(a["blocked_ns"], "total"), tb = u64(b["blocked_ns"], "total");
     if (ta != tb) return ta > tb;
     return a["fingerprint"].get<std::string>() < b["fingerprint"].get<std::string>();

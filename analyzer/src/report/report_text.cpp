@@ -58,35 +58,40 @@ std::string pid_text(uint64_t pid, int64_t rank) {
   return rank >= 0 ? fmt::format(FMT_COMPILE("pid {} (rank {})"), pid, rank) : fmt::format(FMT_COMPILE("pid {}"), pid);
 }
 
-// The overview first, as `nsys stats` prints it: one row per finding group, costliest first.
+// The overview first, as `nsys stats` prints it: one row per finding group, in the ranking's order
+// (most impact first; a finding caused by another right after it, its rank marked "^").
 void summary_table(std::ostream& out, const Report& report, const Colours& c) {
   if (report.findings.empty()) return;
-  uint64_t total = report.blocked_ns_not_shown;  // a share of all findings, --top or not
-  for (const auto& f : report.findings) total += f.blocked.total();
+  const CauseIndex causes(report);
   // The rows are made twice, for the column widths and then to be written, not kept: a report can
   // have hundreds of thousands (docs/performance.md, "Report memory"). The site column is last: no width.
   struct Row {
-    std::string rank, rule, calls, blocked, share;
+    std::string rank, severity, rule, calls, blocked, impact, share;
   };
   auto row = [&](size_t n, const Finding& f) {
-    return Row{std::to_string(n), rule_info(f.id).name, std::to_string(f.count), format_duration(f.blocked.total()),
-               total ? percent(static_cast<double>(f.blocked.total()) / static_cast<double>(total)) : "-"};
+    size_t cause_rank = 0;
+    causes.cause(f, &cause_rank);
+    return Row{cause_rank ? fmt::format(FMT_COMPILE("^{}"), n) : std::to_string(n),
+               severity_name(finding_severity(f)),
+               rule_info(f.id).name,
+               std::to_string(f.count),
+               format_duration(f.blocked.total()),
+               format_duration(f.impact_ns),
+               percent(f.impact_share)};
   };
-  const Row head{"#", "rule", "calls", "blocked", "share"};
-  size_t w[5] = {};
+  const Row head{"#", "severity", "rule", "calls", "blocked", "impact", "of run"};
+  size_t w[7] = {};
   auto widen = [&](const Row& r) {
-    w[0] = std::max(w[0], r.rank.size());
-    w[1] = std::max(w[1], r.rule.size());
-    w[2] = std::max(w[2], r.calls.size());
-    w[3] = std::max(w[3], r.blocked.size());
-    w[4] = std::max(w[4], r.share.size());
+    const std::string* cells[] = {&r.rank, &r.severity, &r.rule, &r.calls, &r.blocked, &r.impact, &r.share};
+    for (size_t i = 0; i < 7; ++i) w[i] = std::max(w[i], cells[i]->size());
   };
   widen(head);
   size_t n = 0;
   for (const auto& f : report.findings) widen(row(++n, f));
   auto line = [&](const Row& r, const std::string& site, bool is_head) {
-    out << fmt::format(FMT_COMPILE("{}  {:>{}}  {:<{}}  {:>{}}  {:>{}}  {:>{}}  {}{}\n"), is_head ? c.bold : "", r.rank,
-                       w[0], r.rule, w[1], r.calls, w[2], r.blocked, w[3], r.share, w[4], site, is_head ? c.reset : "");
+    out << fmt::format(FMT_COMPILE("{}  {:>{}}  {:<{}}  {:<{}}  {:>{}}  {:>{}}  {:>{}}  {:>{}}  {}{}\n"),
+                       is_head ? c.bold : "", r.rank, w[0], r.severity, w[1], r.rule, w[2], r.calls, w[3], r.blocked,
+                       w[4], r.impact, w[5], r.share, w[6], site, is_head ? c.reset : "");
   };
   line(head, "site", true);
   n = 0;
@@ -94,6 +99,8 @@ void summary_table(std::ostream& out, const Report& report, const Colours& c) {
     std::string site = location_text(f);
     if (site.empty()) site = "(unknown)";
     if (f.in_baseline) site += " (in baseline)";
+    size_t cause_rank = 0;
+    if (causes.cause(f, &cause_rank)) site += fmt::format(FMT_COMPILE(" (waited for #{})"), cause_rank);
     line(row(++n, f), printable(shorten_middle(site, 100)), false);
   }
   if (report.findings_not_shown)
@@ -234,6 +241,39 @@ std::string frame_text(const Frame& f) {
   return s;
 }
 
+CauseIndex::CauseIndex(const Report& report) : report_(report) {
+  bool any = false;
+  for (const auto& f : report.findings) any = any || !f.caused_by.empty();
+  if (!any) return;
+  for (size_t i = 0; i < report.findings.size(); ++i) at_.emplace(report.findings[i].key, i);
+}
+
+const Finding* CauseIndex::cause(const Finding& f, size_t* rank) const {
+  *rank = 0;
+  if (f.caused_by.empty()) return nullptr;
+  auto it = at_.find(f.caused_by);
+  if (it == at_.end()) return nullptr;
+  *rank = it->second + 1;
+  return &report_.findings[it->second];
+}
+
+std::string impact_text(const Finding& f, const CauseIndex& causes) {
+  size_t rank = 0;
+  std::string out;
+  if (const Finding* cause = causes.cause(f, &rank)) {
+    std::string where = location_text(*cause);
+    out = fmt::format(FMT_COMPILE("waited for finding #{} ({}{}), whose fix removes what it waited for; "), rank,
+                      rule_info(cause->id).name, where.empty() ? "" : " at " + where);
+  }
+  if (f.impact_ns == 0)
+    out += "fixing this saves little end to end";
+  else
+    out += fmt::format(FMT_COMPILE("fixing this saves about {} ({} of the run)"), format_duration(f.impact_ns),
+                       percent(f.impact_share));
+  if (!f.impact_basis.empty()) out += " (" + f.impact_basis + ")";
+  return out;
+}
+
 std::string finding_stats_text(const Finding& f) {
   const RuleInfo& rule = rule_info(f.id);
   std::string stats = plural(f.count, "call", "calls");
@@ -333,6 +373,7 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
                        c.reset, printable(display_path(u.trace)), printable(u.error));
   if (!report.processes.empty() || !report.unreadable.empty()) out << '\n';
   summary_table(out, report, c);
+  const CauseIndex causes(report);
   FrameKindMemo kinds;
   for (const auto& f : report.findings) {
     const RuleInfo& rule = rule_info(f.id);
@@ -346,6 +387,7 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
                        severity_name(finding_severity(f)), c.reset, printable(finding_message(f)),
                        missing.empty() ? "" : " (" + missing + ")", c.dim, rule.name, c.reset);
     out << "    " << finding_stats_text(f) << '\n';
+    out << "    impact: " << printable(impact_text(f, causes)) << '\n';
     if (std::string e = evidence_text(f); !e.empty()) out << "    " << e << '\n';
     if (rule.hooks.text_lines) {
       std::vector<std::string> lines;

@@ -6,6 +6,8 @@
 
 #include <ostream>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace asyncwatch {
@@ -54,6 +56,20 @@ std::string display_path(const std::string& path);
 // of its thread's wall time", "evidence: ...", "in range `step` (3 of 3 calls)" ("" when none), and
 // the summary ("12 asynchronous calls: 9 really asynchronous, 3 flagged as blocking (...); 4 findings").
 std::string finding_stats_text(const Finding& f);
+// The findings others name as their cause (Finding::caused_by), found by key.
+class CauseIndex {
+ public:
+  explicit CauseIndex(const Report& report);
+  // The finding `f` waited for, and its rank in the report (1-based); null (rank 0) when none is shown.
+  const Finding* cause(const Finding& f, size_t* rank) const;
+
+ private:
+  const Report& report_;
+  std::unordered_map<std::string_view, size_t> at_;
+};
+// "fixing this saves about 2.17 s (88.1% of the run) (basis)", preceded for a finding caused by
+// another by "waited for finding #1 (pageable-async-copy at app.cu:42), ...".
+std::string impact_text(const Finding& f, const CauseIndex& causes);
 std::string evidence_text(const Finding& f);
 std::string ranges_text(const Finding& f);
 std::string summary_text(const Report& report);

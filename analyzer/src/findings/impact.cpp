@@ -1,0 +1,211 @@
+#include "findings/impact.h"
+
+#include <algorithm>
+
+namespace asyncwatch::impact {
+
+namespace {
+
+// The H200's figures (CUDA 13.0, driver 580): its 2 GiB pinned copies ran 38.9 ms on the device
+// each way (analyzer/tests/golden/h200/seed_gpu_times.pinned.awtrace, GPU times: 55.2 GB/s) and
+// returned after 45 us (host to device) and 21 us (device to host); a 2 GiB pageable
+// device-to-host copy took 1.74 s (1.23 GB/s; docs/findings.md).
+constexpr double kH200PinnedBytesPerNs = 55.2;
+constexpr uint64_t kH200PinnedCallNs[2] = {45'000, 21'000};
+constexpr double kH200PageableD2hBytesPerNs = 1.23;
+// The simulator's defaults (docs/simulator.md): queued copies at 50 GB/s, pageable device-to-host
+// copies at 1.23 GB/s; a queued copy returns in microseconds.
+constexpr double kSimPinnedBytesPerNs = 50.0;
+constexpr uint64_t kSimPinnedCallNs = 10'000;
+constexpr double kSimPageableD2hBytesPerNs = 1.23;
+// Any other device: a PCIe 4.0 x16 link's usual pinned rate, and the H200's host-side figures.
+constexpr double kAssumedPinnedBytesPerNs = 25.0;
+
+}  // namespace
+
+std::string basis_text(uint16_t b) {
+  std::string out;
+  auto add = [&](uint16_t bit, const char* text) {
+    if (!(b & bit)) return;
+    if (!out.empty()) out += "; ";
+    out += text;
+  };
+  add(kSimulated, "simulated: the simulator's model figures, not a real device's");
+  add(kMeasuredRate, "pinned transfer rate measured in this trace (GPU times)");
+  add(kDeviceFigure, "pinned transfer rate: the device's measured figure (docs/findings.md)");
+  add(kAssumedRate, "pinned transfer rate assumed (25 GB/s, PCIe 4.0 x16): no figure for this device");
+  add(kBounded, "bounded: no GPU times recorded, the transfer's share of the wait is estimated");
+  add(kMeasuredCopy, "the pageable transfer's time measured in this trace (GPU times)");
+  add(kStreamWorkStays, "the stream work the calls waited for stays; only the host time that overlaps it is gained");
+  add(kQueueStall, "the time the GPU queue stood empty after each wait, until the thread gave it work again");
+  add(kMoved, "the fix moves this time (to start-up), it does not remove it");
+  add(kGpuBound, "the launch queue was full: the GPU set the pace, not the host");
+  add(kSameWork, "the fix changes the API, not what runs");
+  add(kNotModelled, "not modelled");
+  return out;
+}
+
+Figures device_figures(const std::string& device_name, bool simulated) {
+  Figures f;
+  for (int d = 0; d < 2; ++d) {
+    if (simulated) {
+      f.pinned_bytes_per_ns[d] = kSimPinnedBytesPerNs;
+      f.pinned_basis[d] = kSimulated;
+      f.pinned_call_ns[d] = kSimPinnedCallNs;
+      f.call_basis[d] = kSimulated;
+    } else if (device_name.find("H200") != std::string::npos) {
+      f.pinned_bytes_per_ns[d] = kH200PinnedBytesPerNs;
+      f.pinned_basis[d] = kDeviceFigure;
+      f.pinned_call_ns[d] = kH200PinnedCallNs[d];
+      f.call_basis[d] = kDeviceFigure;
+    } else {
+      f.pinned_bytes_per_ns[d] = kAssumedPinnedBytesPerNs;
+      f.pinned_basis[d] = kAssumedRate;
+      f.pinned_call_ns[d] = kH200PinnedCallNs[d];
+      f.call_basis[d] = kAssumedRate;
+    }
+  }
+  f.pageable_d2h_bytes_per_ns = simulated ? kSimPageableD2hBytesPerNs : kH200PageableD2hBytesPerNs;
+  f.pageable_basis = simulated ? kSimulated : kBounded;
+  return f;
+}
+
+uint64_t transfer_ns(uint64_t bytes, double bytes_per_ns) {
+  if (bytes_per_ns <= 0) return 0;
+  return static_cast<uint64_t>(static_cast<double>(bytes) / bytes_per_ns);
+}
+
+// In the fixed program the thread runs `saved` = blocked - fixed cost earlier from the call on;
+// the stream has the call's work done at start + fixed_done; work the thread put on the stream
+// afterwards starts when both allow and takes as long as it took (from when it could start to the
+// wait's end). The thread gets past the wait when it arrives there and that work is done.
+uint64_t blocking_call_gain(const BlockingCall& c, const NextWait& next, uint64_t* fixed_wait) {
+  if (fixed_wait) *fixed_wait = next.end >= next.start ? next.end - next.start : 0;
+  if (c.end <= c.start || next.end < next.start || next.start < c.end) return 0;
+  const uint64_t blocked = c.end - c.start;
+  if (blocked <= c.fixed_cost) return 0;
+  const uint64_t saved = blocked - c.fixed_cost;
+  const uint64_t done = c.start + std::max(c.fixed_done, c.fixed_cost);
+  uint64_t fixed_end = std::max(next.start - saved, done);
+  if (next.end > next.start && next.last_enqueue) {
+    const uint64_t x_start = std::max(next.last_enqueue, c.end);
+    const uint64_t x_ran = next.end > x_start ? next.end - x_start : 0;
+    const uint64_t fixed_x_start = std::max(next.last_enqueue >= saved ? next.last_enqueue - saved : 0, done);
+    fixed_end = std::max(fixed_end, fixed_x_start + x_ran);
+  }
+  if (fixed_wait) *fixed_wait = fixed_end - (next.start - saved);
+  const uint64_t gain = next.end > fixed_end ? next.end - fixed_end : 0;
+  return std::min(gain, blocked);
+}
+
+uint64_t sync_gain(uint64_t waited, uint64_t gap) { return std::min(waited, gap); }
+
+Tracker::Thread* Tracker::find(uint32_t tid) {
+  CacheEntry& e = cache_[tid % kSlots];
+  if (e.thread && e.tid == tid) return e.thread;
+  auto it = threads_.find(tid);
+  if (it == threads_.end()) return nullptr;
+  e = CacheEntry{tid, &it->second};
+  return e.thread;
+}
+
+Tracker::Thread& Tracker::at(uint32_t tid) {
+  if (Thread* t = find(tid)) return *t;
+  Thread* t = &threads_[tid];
+  cache_[tid % kSlots] = CacheEntry{tid, t};
+  return *t;
+}
+
+uint64_t Tracker::settle(Call& c, const NextWait& next, Sink* waiter) {
+  uint64_t fixed_wait = 0;
+  const uint64_t gain = blocking_call_gain(c.call, next, &fixed_wait);
+  c.sink->impact_ns += gain;
+  c.sink->basis |= c.basis;
+  // The wait was for this call's work: fixed, the synchronization would have waited clearly less.
+  const uint64_t waited = next.end - next.start;
+  if (waiter && !waiter->cause && waiter != c.sink && waited > 0 && fixed_wait < waited - waited / 10)
+    waiter->cause = c.sink;
+  const uint64_t blocked = c.call.end - c.call.start;
+  return blocked > gain ? blocked - gain : 0;
+}
+
+void Tracker::blocking(uint32_t tid, uint64_t stream, const BlockingCall& call, Sink* sink, uint16_t basis,
+                       uint64_t moved) {
+  Thread& t = at(tid);
+  if (t.calls.size() >= kMaxPending) {  // the oldest settled as at a wait that did not wait
+    settle(t.calls.front(), NextWait{call.start, call.start, 0}, nullptr);
+    t.calls.erase(t.calls.begin());
+    count(tid, -1);
+  }
+  t.calls.push_back(Call{call, stream, 0, sink, moved, basis});
+  count(tid, 1);
+}
+
+void Tracker::gpu_span(uint32_t tid, uint64_t host_before, uint64_t host_after, uint64_t device_start) {
+  Thread* t = find(tid);
+  if (!t) return;
+  for (Call& c : t->calls) {
+    if (!c.moved || host_before < c.call.start || host_after > c.call.end) continue;
+    // The stream reached the copy at device_start: before it, the call waited for earlier work.
+    const uint64_t waited = device_start > c.call.start ? std::min(device_start, c.call.end) - c.call.start : 0;
+    c.call.fixed_done = std::max(c.call.fixed_cost, waited + c.moved);
+    c.basis = static_cast<uint16_t>((c.basis & ~kBounded) | kMeasuredCopy);
+    c.moved = 0;
+    return;
+  }
+}
+
+void Tracker::wait(uint32_t tid, uint64_t stream, uint64_t start, uint64_t end, Sink* sync_sink) {
+  if (pending_by_slot_[tid % kSlots] == 0 && !sync_sink) return;
+  Thread* t = sync_sink ? &at(tid) : find(tid);
+  if (!t) return;
+  // What the settled calls waited for that their fix does not remove: a synchronization that
+  // follows them (`.item()`: a small pageable copy that waits for the step's kernels, then a
+  // synchronize) stalls the GPU queue for that wait too.
+  uint64_t kept_waiting = 0;
+  if (!t->calls.empty()) {
+    size_t kept = 0;
+    for (size_t i = 0; i < t->calls.size(); ++i) {
+      Call& c = t->calls[i];
+      if (stream == kAllStreams || c.stream == stream || c.stream == 0) {
+        kept_waiting += settle(c, NextWait{start, end, c.last_enqueue}, sync_sink);
+        count(tid, -1);
+      } else {
+        t->calls[kept++] = c;
+      }
+    }
+    t->calls.resize(kept);
+  }
+  if (sync_sink) {
+    sync_sink->basis |= kQueueStall;
+    if (t->syncs.size() >= kMaxPending) {
+      t->syncs.erase(t->syncs.begin());
+      count(tid, -1);
+    }
+    t->syncs.push_back(Sync{end, (end > start ? end - start : 0) + kept_waiting, sync_sink});
+    count(tid, 1);
+  }
+}
+
+void Tracker::enqueue_slow(uint32_t tid, uint64_t stream, uint64_t start) {
+  Thread* t = find(tid);
+  if (!t) return;
+  for (Call& c : t->calls)
+    if (c.stream == stream || stream == 0) c.last_enqueue = start;
+  for (const Sync& s : t->syncs) s.sink->impact_ns += sync_gain(s.waited, start > s.end ? start - s.end : 0);
+  count(tid, -static_cast<int64_t>(t->syncs.size()));
+  t->syncs.clear();
+}
+
+void Tracker::finish(uint64_t trace_end) {
+  for (auto& [tid, t] : threads_) {
+    for (Call& c : t.calls)
+      settle(c, NextWait{std::max(trace_end, c.call.end), std::max(trace_end, c.call.end), 0}, nullptr);
+    t.calls.clear();
+    t.syncs.clear();  // nothing was given to the GPU after them: they cost the run nothing that a fix saves
+  }
+  pending_ = 0;
+  for (auto& n : pending_by_slot_) n = 0;
+}
+
+}  // namespace asyncwatch::impact

@@ -1,0 +1,265 @@
+// The impact model (findings/impact.h): its arithmetic on the examples of docs/findings.md
+// ("Impact"), and on crafted traces through the analysis (each example of the issue, the ranking,
+// the basis said for real, unknown and simulated devices).
+#include "findings/analysis.h"
+#include "findings/impact.h"
+#include "report/reports.h"
+#include "test_util.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <sstream>
+
+using namespace asyncwatch;
+using namespace asyncwatch::testing;
+using tf::Api;
+using tf::Direction;
+using tf::MemoryKind;
+using tf::RecordType;
+
+namespace {
+
+constexpr uint32_t kTid = 7;
+constexpr uint64_t kStream = 0x5000;
+
+// A staged upload of 570 ms, its fixed form a 45 us call and a 38.9 ms transfer on the stream; a
+// kernel launched 10 us after it returned, waited for 100 ms by a synchronize 20 us after it.
+TEST(ImpactModel, StagedUploadThenKernelGainsStagingLessThePinnedTransfer) {
+  impact::BlockingCall call{0, 570 * kMs, 45 * kUs, 45 * kUs + 38'900 * kUs};
+  impact::NextWait next{call.end + 20 * kUs, call.end + 20 * kUs + 100 * kMs, call.end + 10 * kUs};
+  EXPECT_EQ(impact::blocking_call_gain(call, next), 570 * kMs - 45 * kUs - 38'900 * kUs + 10 * kUs);
+}
+
+// A pageable download that waited 100 ms for a kernel and copied for 14 ms; 2 ms of host work
+// before a synchronize that did not wait. Fixed: the kernel still runs 100 ms, then a 1 ms pinned
+// transfer: the gain is the host work that overlaps the kernel plus the transfer's speed-up.
+TEST(ImpactModel, DownloadAfterAKernelGainsTheOverlappedHostWorkAndTheSpeedUp) {
+  const uint64_t blocked = 114 * kMs;
+  impact::BlockingCall call{0, blocked, 20 * kUs, 100 * kMs + 1 * kMs};
+  impact::NextWait next{blocked + 2 * kMs, blocked + 2 * kMs, 0};
+  EXPECT_EQ(impact::blocking_call_gain(call, next), 2 * kMs + 14 * kMs - 1 * kMs);
+  // More host work than the kernel's time: the whole wait goes, less the fixed call's cost.
+  next = impact::NextWait{blocked + 200 * kMs, blocked + 200 * kMs, 0};
+  EXPECT_EQ(impact::blocking_call_gain(call, next), blocked - 20 * kUs);
+  // A synchronize at once that waited for a later 50 ms kernel: only the transfer's speed-up.
+  next = impact::NextWait{blocked + 5 * kUs, blocked + 5 * kUs + 50 * kMs, blocked + 2 * kUs};
+  EXPECT_EQ(impact::blocking_call_gain(call, next), 14 * kMs - 1 * kMs + 2 * kUs);
+}
+
+// The call's own wait stays when the fix only makes it asynchronous (fixed_done = blocked): a
+// synchronize right after gains nothing, host work in between gains its overlap.
+TEST(ImpactModel, AsynchronousFixOfAWaitGainsOnlyTheOverlap) {
+  impact::BlockingCall call{0, 10 * kMs, 0, 10 * kMs};
+  // (a wait with nothing the thread queued after the call: taken to be for the call's own work,
+  // done at 10 ms in the fixed program too: the host arrives 1 us after, the wait goes)
+  EXPECT_EQ(impact::blocking_call_gain(call, {10 * kMs + 1 * kUs, 10 * kMs + 2 * kUs, 0}), 2 * kUs);
+  EXPECT_EQ(impact::blocking_call_gain(call, {13 * kMs, 13 * kMs, 0}), 3 * kMs);
+  EXPECT_EQ(impact::blocking_call_gain(call, {50 * kMs, 50 * kMs, 0}), 10 * kMs);
+  // Never more than the call blocked, never negative, nothing from nonsense times.
+  EXPECT_EQ(impact::blocking_call_gain(call, {5 * kMs, 6 * kMs, 0}), 0u);
+  EXPECT_EQ(impact::blocking_call_gain({10, 5, 0, 0}, {20, 30, 0}), 0u);
+}
+
+TEST(ImpactModel, SyncGainIsTheQueueStall) {
+  EXPECT_EQ(impact::sync_gain(5 * kMs, 2 * kMs), 2 * kMs);  // GPU-bound: the gap the queue stood empty
+  EXPECT_EQ(impact::sync_gain(1 * kMs, 4 * kMs), 1 * kMs);  // host-bound: the whole wait
+}
+
+TEST(ImpactModel, FiguresSayTheirBasis) {
+  impact::Figures h200 = impact::device_figures("NVIDIA H200", false);
+  EXPECT_EQ(h200.pinned_basis[0], impact::kDeviceFigure);
+  EXPECT_NEAR(h200.pinned_bytes_per_ns[1], 55.2, 0.1);
+  impact::Figures other = impact::device_figures("NVIDIA A100-SXM4-40GB", false);
+  EXPECT_EQ(other.pinned_basis[0], impact::kAssumedRate);
+  impact::Figures sim = impact::device_figures("asyncwatch simulated GPU", true);
+  EXPECT_EQ(sim.pinned_basis[1], impact::kSimulated);
+  EXPECT_EQ(sim.pageable_basis, impact::kSimulated);
+  EXPECT_NE(impact::basis_text(impact::kSimulated).find("simulated"), std::string::npos);
+  EXPECT_NE(impact::basis_text(impact::kBounded).find("no GPU times"), std::string::npos);
+}
+
+// ---- through the analysis ----
+
+struct Trace {
+  TraceBuilder b{100};
+  uint64_t t;
+  uint32_t copy_site, sync_site, launch_site, kernel;
+  explicit Trace(const char* device = "NVIDIA H200", bool simulated = false) {
+    b.thread_info(kTid, "main");
+    b.device(kTid, device, simulated);
+    t = b.header().start_monotonic_ns + kMs;
+    copy_site = b.stack(kTid, {0x401000, 0x409000});
+    sync_site = b.stack(kTid, {0x402000, 0x409000});
+    launch_site = b.stack(kTid, {0x403000, 0x409000});
+    kernel = b.string(kTid, "_Z6kernelv");
+    // A first call, so that no launch is the process's first (context-init).
+    b.event(kTid, RecordType::MemoryOp,
+            TraceBuilder::memory_op(Api::cudaMalloc, Api::cuMemAlloc_v2, t, t + kMs, 1 << 20, MemoryKind::Device));
+    t += 2 * kMs;
+  }
+  void copy(Direction d, MemoryKind src, MemoryKind dst, uint64_t blocked, uint64_t bytes, uint64_t then) {
+    b.event(kTid, RecordType::Copy,
+            TraceBuilder::copy(Api::cudaMemcpyAsync, Api::cuMemcpyAsync, d, src, dst, t, t + blocked, bytes, 0, kStream,
+                               copy_site));
+    t += blocked + then;
+  }
+  void launch(uint64_t then) {
+    b.event(kTid, RecordType::Launch,
+            TraceBuilder::launch(Api::cudaLaunchKernel, kernel, t, t + 5 * kUs, 0, kStream, launch_site));
+    t += 5 * kUs + then;
+  }
+  void sync(uint64_t waited, uint64_t then, uint32_t site = 0) {
+    b.event(kTid, RecordType::Sync,
+            TraceBuilder::sync(Api::cudaStreamSynchronize, Api::cuStreamSynchronize, t, t + waited, kStream,
+                               site ? site : sync_site));
+    t += waited + then;
+  }
+  Report report(const std::string& name) {
+    b.end_at(t + kMs);
+    return analyze_traces({write_trace(b, name)}, Options{});
+  }
+};
+
+const Finding* find(const Report& r, FindingId id, Direction d = Direction::Unknown) {
+  for (const auto& f : r.findings)
+    if (f.id == id && (d == Direction::Unknown || f.direction == d)) return &f;
+  return nullptr;
+}
+
+uint64_t pinned_ns(uint64_t bytes, double bytes_per_ns) { return impact::transfer_ns(bytes, bytes_per_ns); }
+
+// Issue example 1, on the H200: 1 GiB staged for 300 ms, a kernel, a synchronize that waits 50 ms.
+TEST(Impact, PageableUploadThenKernel) {
+  Trace x;
+  const uint64_t bytes = 1ull << 30;
+  x.copy(Direction::HtoD, MemoryKind::Pageable, MemoryKind::Device, 300 * kMs, bytes, 10 * kUs);
+  x.launch(10 * kUs);
+  x.sync(50 * kMs, kMs);
+  Report r = x.report("upload.awtrace");
+  const Finding* f = find(r, FindingId::PageableAsyncCopy);
+  ASSERT_TRUE(f);
+  // (+10 us: the kernel was launched 10 us after the upload returned; fixed, it starts once the
+  // transfer is done, and runs as long)
+  const uint64_t expected = 300 * kMs - 45 * kUs - pinned_ns(bytes, 55.2) + 10 * kUs;
+  EXPECT_NEAR(static_cast<double>(f->impact_ns), static_cast<double>(expected), 1.0 * kUs);
+  EXPECT_NE(f->impact_basis.find("device's measured figure"), std::string::npos) << f->impact_basis;
+  EXPECT_GT(f->impact_share, 0.5);
+  EXPECT_LT(f->impact_share, 1.0);
+  EXPECT_EQ(&r.findings[0], f);  // ranked first: the synchronize's 50 ms gains nothing (nothing after it)
+}
+
+// Issue example 2 on a device without a figure: a 16 MiB download behind a 100 ms kernel, 3 ms of
+// host work, a synchronize that does not wait.
+TEST(Impact, PageableDownloadAfterALongKernelThenSync) {
+  Trace x("NVIDIA A100-SXM4-40GB");
+  const uint64_t bytes = 16ull << 20;
+  const uint64_t copy_ns = pinned_ns(bytes, 1.23);  // the pageable transfer, at the H200's rate
+  x.launch(10 * kUs);
+  x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 100 * kMs + copy_ns, bytes, 3 * kMs);
+  x.sync(5 * kUs, kMs);
+  Report r = x.report("download.awtrace");
+  const Finding* f = find(r, FindingId::PageableAsyncCopy);
+  ASSERT_TRUE(f);
+  const uint64_t expected = 3 * kMs + copy_ns - pinned_ns(bytes, 25.0);
+  EXPECT_NEAR(static_cast<double>(f->impact_ns), static_cast<double>(expected), 10.0 * kUs);
+  EXPECT_LT(f->impact_ns, f->blocked.total() / 5);  // not the kernel's 100 ms
+  EXPECT_NE(f->impact_basis.find("assumed"), std::string::npos) << f->impact_basis;
+  EXPECT_NE(f->impact_basis.find("bounded: no GPU times"), std::string::npos) << f->impact_basis;
+}
+
+// Issue example 3: a loop of download-then-host-work; the next iteration's download waits for the
+// next kernel, so each download's fix gains its own transfer's speed-up and the host work's overlap.
+TEST(Impact, LoopHostWorkOverlapsTheNextIterationsCopies) {
+  Trace x("asyncwatch simulated GPU", true);
+  const uint64_t bytes = 4ull << 20;
+  const uint64_t copy_ns = pinned_ns(bytes, 1.23);
+  for (int i = 0; i < 4; ++i) {
+    x.launch(10 * kUs);
+    x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 20 * kMs + copy_ns, bytes, 8 * kMs);
+  }
+  x.sync(5 * kUs, kMs);
+  Report r = x.report("loop.awtrace");
+  const Finding* f = find(r, FindingId::PageableAsyncCopy);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->count, 4u);
+  // Each: 8 ms of host work that overlaps the next kernel (20 ms, longer), plus the speed-up.
+  const uint64_t each = copy_ns - pinned_ns(bytes, 50.0);
+  EXPECT_GT(f->impact_ns, 4 * each);
+  EXPECT_LE(f->impact_ns, 4 * (each + 8 * kMs + 20 * kUs));
+  EXPECT_NE(f->impact_basis.find("simulated"), std::string::npos) << f->impact_basis;
+  EXPECT_EQ(f->impact_basis.find("measured figure"), std::string::npos) << f->impact_basis;
+}
+
+// Issue example 4: a hidden or explicit synchronization each step: the GPU stood idle from each
+// wait's end to the next launch (2 ms); the last wait, with nothing after it, gains nothing.
+TEST(Impact, SyncEachStepGainsTheQueueStall) {
+  Trace x;
+  for (int i = 0; i < 5; ++i) {
+    x.launch(100 * kUs);
+    x.sync(6 * kMs, 2 * kMs);
+  }
+  Report r = x.report("steps.awtrace");
+  const Finding* f = find(r, FindingId::ExplicitSync);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->impact_ns, 4 * 2 * kMs);
+  EXPECT_NE(f->impact_basis.find("GPU queue stood empty"), std::string::npos) << f->impact_basis;
+}
+
+// A synchronization that waited for a flagged call's work (the staged copy's tail: with pinned
+// memory it would have waited far less) names it and follows it in the ranking, although it blocked
+// longer.
+TEST(Impact, SyncCausedByAFlaggedCallIsRankedWithIt) {
+  Trace x;
+  const uint64_t bytes = 64ull << 20;
+  for (int i = 0; i < 3; ++i) {
+    x.copy(Direction::HtoD, MemoryKind::Pageable, MemoryKind::Device, 20 * kMs, bytes, 10 * kUs);
+    x.sync(40 * kMs, 50 * kUs);
+  }
+  // Synchronizations elsewhere that gain more than the caused one (about 1 ms each but the last):
+  // without the rule they would come between the copy and the synchronization it caused.
+  const uint32_t other = x.b.stack(kTid, {0x404000, 0x409000});
+  for (int i = 0; i < 3; ++i) {
+    x.launch(10 * kUs);
+    x.sync(5 * kMs, kMs, other);
+  }
+  Report r = x.report("caused.awtrace");
+  ASSERT_EQ(r.findings.size(), 3u);
+  EXPECT_EQ(r.findings[0].id, FindingId::PageableAsyncCopy);
+  EXPECT_EQ(r.findings[1].id, FindingId::ExplicitSync);
+  EXPECT_EQ(r.findings[1].blocked.total(), 120 * kMs);
+  EXPECT_GT(r.findings[1].blocked.total(), r.findings[0].blocked.total());
+  EXPECT_EQ(r.findings[1].caused_by, r.findings[0].key);
+  EXPECT_LT(r.findings[1].impact_ns, r.findings[2].impact_ns);
+  EXPECT_TRUE(r.findings[2].caused_by.empty());
+  std::string text;
+  {
+    std::ostringstream out;
+    write_report_text(out, r, TextStyle{});
+    text = out.str();
+  }
+  EXPECT_NE(text.find("waited for finding #1 (pageable-async-copy"), std::string::npos) << text;
+  EXPECT_NE(text.find("(waited for #1)"), std::string::npos) << text;
+  EXPECT_NE(text.find("severity"), std::string::npos) << text;
+  nlohmann::json j = nlohmann::json::parse(report_json_text(r));
+  EXPECT_EQ(j["findings"][0]["caused_by"], nullptr);
+  EXPECT_TRUE(j["findings"][1]["caused_by"].is_string());
+  EXPECT_EQ(j["findings"][0]["impact_ns"].get<uint64_t>(), r.findings[0].impact_ns);
+  EXPECT_TRUE(j["findings"][0]["impact_basis"].is_string());
+}
+
+// Fixes that move time (a first launch's module loading) or change no timing gain nothing, and say why.
+TEST(Impact, FirstLaunchMovesItsTime) {
+  Trace x;
+  x.b.event(kTid, RecordType::Launch,
+            TraceBuilder::launch(Api::cudaLaunchKernel, x.kernel, x.t, x.t + 2 * kMs, tf::kFlagFirstLaunch, kStream,
+                                 x.launch_site));
+  x.t += 3 * kMs;
+  Report r = x.report("first.awtrace");
+  const Finding* f = find(r, FindingId::BlockingLaunch);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->impact_ns, 0u);
+  EXPECT_NE(f->impact_basis.find("moves this time"), std::string::npos) << f->impact_basis;
+}
+
+}  // namespace
