@@ -539,6 +539,21 @@ TEST(EndToEnd, CaptureRangeNeverOpened) {
     EXPECT_TRUE(exited_ok(rep)) << rep.err;
     EXPECT_NE(rep.out.find("capture range cudaProfilerApi: no range opened"), std::string::npos) << rep.out;
   }
+
+  // A delay longer than the run: the same, said of the delay.
+  AppRun late = run({"timed", "20"}, {"ASYNCWATCH_DELAY=30"});
+  ASSERT_TRUE(exited_ok(late)) << late.err;
+  Trace tl = only_trace(late);
+  EXPECT_EQ(copies(tl).size(), 0u);
+  EXPECT_EQ(tl.header.capture_mode, static_cast<uint8_t>(CaptureMode::Time));
+  EXPECT_EQ(tl.header.capture_ranges, 0u);
+  if (*AW_ASYNCWATCH_BIN && !late.traces.empty()) {
+    AppRun rep = run_program(AW_ASYNCWATCH_BIN, {"report", late.traces[0]}, {"ASYNCWATCH_NO_SYMBOLS=1"}, "", false);
+    EXPECT_TRUE(exited_ok(rep)) << rep.err;
+    EXPECT_NE(rep.out.find("capture range time, delay 30.0 s: no range opened (the run ended before the delay did)"),
+              std::string::npos)
+        << rep.out;
+  }
 }
 
 // ASYNCWATCH_DELAY / ASYNCWATCH_DURATION: the window begins at the delay's end and lasts exactly the

@@ -235,6 +235,11 @@ int cmd_dump(const std::string& path) {
   if (h.pause_count || h.paused_ns || h.paused_since_ns)
     out += fmt::format("header pauses={} paused_ns={} paused_since_ns={}\n", h.pause_count, h.paused_ns,
                        h.paused_since_ns);
+  if (h.capture_mode || h.capture_ranges)
+    out += fmt::format(
+        "header capture={} ranges={} first_start_ns={} last_start_ns={} last_end_ns={} delay_ns={} duration_ns={}\n",
+        trace::capture_mode_text(h.capture_mode), h.capture_ranges, h.capture_first_start_ns, h.capture_last_start_ns,
+        h.capture_last_end_ns, h.capture_delay_ns, h.capture_duration_ns);
   out += fmt::format("header start_monotonic_ns={} start_realtime_ns={} end_monotonic_ns={} wall={}\n",
                      h.start_monotonic_ns, h.start_realtime_ns, h.end_monotonic_ns,
                      h.end_monotonic_ns >= h.start_monotonic_ns
