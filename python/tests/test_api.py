@@ -148,3 +148,11 @@ def test_load_calls_gives_one_row_per_call() -> None:
     assert len(flagged) == 2 and all(r["bytes"] == 2147483648 and r["blocked_ns"] > 0 for r in flagged)
     with pytest.raises(asyncwatch.ReportError):
         asyncwatch.load_calls(GOLDEN / "not-a-trace.awtrace")
+
+
+def test_a_report_displays_in_a_notebook() -> None:
+    """_repr_html_: a table row per finding, its texts escaped."""
+    report = asyncwatch.load_report(GOLDEN / "seed-pageable.json")
+    page = report._repr_html_()
+    assert page.count("<tr><td>") == len(report.findings) > 0
+    assert "<code>pageable-async-copy</code>" in page and "asyncwatch report" in page
