@@ -166,9 +166,9 @@ CallTableStats write_call_table_csv(std::FILE* out, const std::vector<std::strin
                  since_start(c.end_ns), duration, c.result,
                  has_stream ? stream_kind_text(static_cast<StreamKind>(c.stream_kind)) : "",
                  has_stream ? fmt::format("0x{:x}", row.stream) : std::string(), row.direction, row.src, row.dst,
-                 row.has_bytes ? std::to_string(row.bytes) : std::string(), row.kernel, csv_field(record_flags_text(c.flags)),
-                 c.stack_id, fc ? fc->id : std::string(), fc ? fc->rank : std::string(), fc ? duration : 0,
-                 fc ? fc->call_site : std::string(), simulated);
+                 row.has_bytes ? std::to_string(row.bytes) : std::string(), row.kernel,
+                 csv_field(record_flags_text(c.flags)), c.stack_id, fc ? fc->id : std::string(),
+                 fc ? fc->rank : std::string(), fc ? duration : 0, fc ? fc->call_site : std::string(), simulated);
       ++stats.rows;
     });
   }
