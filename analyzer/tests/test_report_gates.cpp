@@ -114,10 +114,14 @@ TEST(Sarif, EveryResultHasALocationBaseIdsAndFingerprints) {
   const auto& a1 = results[1]["locations"][0]["physicalLocation"]["artifactLocation"];
   EXPECT_EQ(a1["uri"], "file:///usr/include/x.h");
   EXPECT_FALSE(a1.contains("uriBaseId"));
-  // Without a source line: the module, and the function as a logical location.
+  // Without a source line: the module with line 1 as its region (GitHub shows no result without
+  // one), module+offset and the function as logical locations.
   const auto& l2 = results[2]["locations"][0];
   EXPECT_EQ(l2["physicalLocation"]["artifactLocation"]["uri"], "file:///opt/app/bin/app");
-  EXPECT_EQ(l2["logicalLocations"][0]["fullyQualifiedName"], "cusparseSpMV");
+  EXPECT_EQ(l2["physicalLocation"]["region"]["startLine"], 1);
+  ASSERT_EQ(l2["logicalLocations"].size(), 2u) << l2.dump();
+  EXPECT_EQ(l2["logicalLocations"][0]["kind"], "module");
+  EXPECT_EQ(l2["logicalLocations"][1]["fullyQualifiedName"], "cusparseSpMV");
   // No call site at all: the traced program.
   EXPECT_EQ(results[3]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"], "file:///opt/app/bin/app");
   // Rules: help.markdown, and a full description that is not the short one.

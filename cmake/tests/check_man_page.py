@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 SECTIONS = {"": ["GENERAL OPTIONS"], "run": ["run", "REPORT OPTIONS"], "report": ["report", "REPORT OPTIONS"],
-            "timeline": ["timeline"], "dump": ["dump"], "version": ["version"]}
+            "timeline": ["timeline"], "dump": ["dump"], "export": ["export"], "version": ["version"]}
 
 
 def help_text(exe, sub):

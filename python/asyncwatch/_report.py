@@ -7,6 +7,7 @@ added by later compatible versions are ignored; a different schema or schema_ver
 from __future__ import annotations
 
 import dataclasses
+import html
 import json
 import os
 import subprocess
@@ -170,6 +171,24 @@ class Report:
     def with_id(self, *ids: str) -> List[Finding]:
         """The findings with one of these ids."""
         return [f for f in self.findings if f.id in ids]
+
+    def _repr_html_(self) -> str:
+        """A notebook's display: the processes and a table of the findings, ranked."""
+        esc = html.escape
+        simulated = any(p.simulated for p in self.processes)
+        head = (f"<p><b>asyncwatch report</b>{' (simulated, no GPU)' if simulated else ''}: "
+                f"{len(self.processes)} process(es) (pid {esc(', '.join(str(p.pid) for p in self.processes))}), "
+                f"{self.summary.async_calls} asynchronous calls, {self.summary.async_calls_blocking} of them "
+                f"blocked; {len(self.findings)} finding(s)</p>")
+        if not self.findings:
+            return head
+        rows = "".join(
+            f"<tr><td>{i}</td><td>{esc(f.severity)}</td><td><code>{esc(f.id)}</code></td>"
+            f"<td>{esc(f.location)}</td><td>{f.count}</td><td>{f.blocked_ns.total / 1e6:.1f}</td>"
+            f"<td>{esc(f.message)}</td></tr>"
+            for i, f in enumerate(self.findings, 1))
+        return (head + "<table><thead><tr><th>#</th><th>severity</th><th>id</th><th>call site</th><th>calls</th>"
+                "<th>blocked ms</th><th>message</th></tr></thead><tbody>" + rows + "</tbody></table>")
 
 
 _T = TypeVar("_T")

@@ -188,7 +188,9 @@ class _Session:
         grown = self._new_named_calls()
         if not grown:
             return
-        text = "\n".join(f"asyncwatch: {n} new call(s) with a --asyncwatch-fail-on finding: {f}" for n, f in grown)
+        # The per-test check reads no symbols (fast): no file:line to show; the session summary has it.
+        text = "\n".join(f"asyncwatch: {n} new call(s) with a --asyncwatch-fail-on finding: "
+                         f"{f if f.location != '??' else f'{f.severity}: {f.message} [{f.id}]'}" for n, f in grown)
         if report.failed:
             report.sections.append(("asyncwatch", text))
         else:

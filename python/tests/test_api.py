@@ -2,6 +2,7 @@
 and the report dataclasses."""
 import dataclasses
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -133,3 +134,25 @@ def test_control_api_under_asyncwatch_pauses_recording(scratch: Path, clean_env:
     report = asyncwatch.load_report(scratch / "report.json")
     assert [p.pauses for p in report.processes] == [1]
     assert report.with_id("pageable-async-copy") == []  # the copy was made while paused
+
+
+def test_load_calls_gives_one_row_per_call() -> None:
+    """load_calls (asyncwatch export): as many rows as the report counts calls, typed numbers."""
+    trace = GOLDEN / "seed-pageable.awtrace"
+    calls = asyncwatch.load_calls(trace)
+    report = json.loads(subprocess.run([os.fspath(asyncwatch.executable()), "report", "--format", "json", str(trace)],
+                                       capture_output=True, text=True).stdout)
+    assert len(calls) == sum(p["cuda_calls"] for p in report["processes"])
+    rows = calls.to_dict("records") if hasattr(calls, "to_dict") else calls
+    flagged = [r for r in rows if r["finding"] == "pageable-async-copy"]
+    assert len(flagged) == 2 and all(r["bytes"] == 2147483648 and r["blocked_ns"] > 0 for r in flagged)
+    with pytest.raises(asyncwatch.ReportError):
+        asyncwatch.load_calls(GOLDEN / "not-a-trace.awtrace")
+
+
+def test_a_report_displays_in_a_notebook() -> None:
+    """_repr_html_: a table row per finding, its texts escaped."""
+    report = asyncwatch.load_report(GOLDEN / "seed-pageable.json")
+    page = report._repr_html_()
+    assert page.count("<tr><td>") == len(report.findings) > 0
+    assert "<code>pageable-async-copy</code>" in page and "asyncwatch report" in page

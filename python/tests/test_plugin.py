@@ -56,6 +56,7 @@ def test_per_test_fails_the_test_that_made_the_finding(scratch: Path, clean_env:
     assert "FAILED " in out and "session_mixed.py::test_pageable_copy" in out
     assert "PASSED " in out and "test_first_pinned_copy" in out and "test_second_pinned_copy" in out
     assert "1 new call(s) with a --asyncwatch-fail-on finding" in out and "[pageable-async-copy]" in out
+    assert "finding: ??" not in out  # no unresolved location in the per-test message
     usage = run_pytest(scratch, clean_env, "--asyncwatch-sim", "--asyncwatch-per-test", str(SESSIONS / "session_mixed.py"))
     assert usage.returncode == 4 and "--asyncwatch-per-test needs --asyncwatch-fail-on" in usage.stderr
 

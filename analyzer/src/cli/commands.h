@@ -88,6 +88,12 @@ struct TimelineArgs {
   double max_size_mib = 1024;  // refuse (and say the expected size) above this; 0 = no limit
 };
 int cmd_timeline(const TimelineArgs& args);
+struct ExportArgs {
+  std::string format = "csv";
+  std::string output;  // "" or "-" = stdout
+  std::vector<std::string> inputs;
+};
+int cmd_export(const ExportArgs& args);
 struct RunArgs {
   bool sim = false;
   bool gpu_times = false;  // ASYNCWATCH_GPU_TIMES=1 for the program

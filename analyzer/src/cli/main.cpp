@@ -59,6 +59,20 @@ int main(int argc, char** argv) {
       "than --max-size-mib, or the output could not be written; 3 written, but some traces could not be read "
       "(each is named).");
 
+  ExportArgs export_args;
+  CLI::App* export_cmd = app.add_subcommand(
+      "export", "Write every call record of traces as a table for your own queries (CSV; docs/export.md)");
+  export_cmd->add_option("--format", export_args.format, "Table format")
+      ->check(CLI::IsMember({"csv"}))
+      ->capture_default_str();
+  export_cmd->add_option("-o,--output", export_args.output,
+                         "Output file (\"-\": standard output, the default; a regular file is replaced atomically)");
+  export_cmd->add_option("TRACE_OR_DIR", export_args.inputs, "Trace files, or directories of *.awtrace files")
+      ->required();
+  export_cmd->footer(
+      "Exit status: 0 fine; 2 invalid input or usage, no trace could be read, or the output could not be "
+      "written; 3 written, but some traces could not be read (each is named).");
+
   RunArgs run_args;
   CLI::App* run = app.add_subcommand(
       "run",
@@ -125,6 +139,7 @@ int main(int argc, char** argv) {
     if (*report) return cmd_report(report_args);
     if (*dump) return cmd_dump(dump_trace);
     if (*timeline) return cmd_timeline(timeline_args);
+    if (*export_cmd) return cmd_export(export_args);
     if (*run) {
       run_args.command = run->remaining();
       if (!run_args.command.empty() && run_args.command.front() == "--")

@@ -1,0 +1,43 @@
+// asyncwatch export --format csv -o FILE TRACE_OR_DIR...
+// Every call record as a table for one's own queries (export/call_table.h; docs/export.md).
+#include "cli/commands.h"
+#include "export/call_table.h"
+#include "read/trace_reader.h"
+#include "report/output_file.h"
+
+#include <fmt/format.h>
+#include <memory>
+
+namespace asyncwatch {
+
+int cmd_export(const ExportArgs& args) {
+  if (args.format != "csv") {
+    print_error(fmt::format("export --format {}: only csv is available", args.format));
+    return kExitInvalid;
+  }
+  TraceInputs inputs = expand_trace_inputs(args.inputs);
+  std::unique_ptr<OutputFile> out = open_output(args.output);
+  if (!out) return kExitInvalid;
+  std::vector<UnreadableTrace> unreadable = inputs.unreadable;
+  CallTableStats stats;
+  try {
+    stats = write_call_table_csv(out->stream(), inputs.paths, Options{}, &unreadable);
+  } catch (const std::exception& e) {
+    print_error(e.what());
+    return kExitInvalid;
+  }
+  for (const auto& u : unreadable) print_error(fmt::format("{}: {}", u.trace, u.error));
+  if (stats.traces == 0) {
+    if (unreadable.size() != 1) print_error("no trace could be read");
+    return kExitInvalid;  // `out` is discarded: nothing replaces a regular file
+  }
+  try {
+    out->commit();
+  } catch (const OutputError& e) {
+    print_error(fmt::format("cannot write the export: {}", e.what()));
+    return kExitInvalid;
+  }
+  return unreadable.empty() ? kExitOk : kExitPartial;
+}
+
+}  // namespace asyncwatch

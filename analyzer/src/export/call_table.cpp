@@ -1,0 +1,178 @@
+#include "export/call_table.h"
+
+#include "findings/rules.h"
+#include "read/trace_reader.h"
+#include "report/reports.h"
+#include "symbols/call_site.h"
+#include "timeline/flagged_calls.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace asyncwatch {
+
+using namespace trace;
+
+namespace {
+
+// The columns of version 1, in order (docs/export.md).
+constexpr const char* kHeader =
+    "trace,pid,tid,record,api,driver_api,start_ns,end_ns,duration_ns,result,stream_kind,stream,direction,"
+    "src_memory,dst_memory,bytes,kernel,flags,stack_id,finding,finding_rank,blocked_ns,call_site,simulated";
+
+struct Row {
+  const char* record = "";
+  const CallHead* head = nullptr;
+  uint64_t stream = UINT64_MAX;
+  const char* direction = "";
+  const char* src = "";
+  const char* dst = "";
+  uint64_t bytes = 0;
+  bool has_bytes = false;
+  std::string kernel;
+};
+
+}  // namespace
+
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+CallTableStats write_call_table_csv(std::FILE* out, const std::vector<std::string>& paths, const Options& options,
+                                    std::vector<UnreadableTrace>* unreadable) {
+  CallTableStats stats;
+  std::fputs(kHeader, out);
+  std::fputc('\n', out);
+  for (const auto& path : paths) {
+    std::unique_ptr<TraceFile> t;
+    ProcessResult analysis;
+    FlaggedCalls<uint32_t> marks;
+    try {
+      t = TraceFile::open(path, options.limits);
+      t->index();
+      std::vector<CallMark> calls;
+      analysis = analyze_trace(path, options, &calls);
+      for (const auto& m : calls) marks.add(m.tid, m.start_ns, m.finding);
+    } catch (const std::exception& e) {
+      if (!unreadable) throw;
+      unreadable->push_back(unreadable_trace(path, e));
+      continue;
+    }
+    ++stats.traces;
+    // A finding's texts once: its rule id, its rank in this trace (1 = blocked longest) and its call site.
+    struct FindingCells {
+      std::string id, rank, call_site;
+    };
+    std::vector<FindingCells> findings;
+    // Groups below their rule's group-level threshold (implicit-sync's call count) are no finding
+    // in the report (build_report): their calls get none here either.
+    std::vector<size_t> order;
+    for (size_t i = 0; i < analysis.findings.size(); ++i) {
+      const Finding& f = analysis.findings[i];
+      const auto reported = rule_info(f.id).hooks.reported;
+      const bool is_finding = !reported || reported(f, options);
+      findings.push_back(FindingCells{is_finding ? rule_info(f.id).name : "", "",
+                                      is_finding && f.call_site_known ? csv_field(frame_text(f.call_site)) : ""});
+      if (is_finding) order.push_back(i);
+    }
+    // Ranks: by blocked time, as the report orders a single trace's findings.
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return analysis.findings[a].blocked.total() > analysis.findings[b].blocked.total();
+    });
+    for (size_t r = 0; r < order.size(); ++r) findings[order[r]].rank = std::to_string(r + 1);
+    const FileHeader& h = t->header();
+    const std::string trace_cell = csv_field(path);
+    const uint64_t pid = h.pid;
+    const uint64_t t0 = h.start_monotonic_ns;
+    const char* simulated = t->device().simulated ? "1" : "0";
+    std::unordered_map<uint32_t, std::string> kernels;
+    auto kernel_of = [&](uint32_t id) -> const std::string& {
+      auto it = kernels.find(id);
+      if (it != kernels.end()) return it->second;
+      auto k = id ? t->string(id) : std::nullopt;
+      return kernels.emplace(id, k ? csv_field(kernel_display_name(*k)) : std::string()).first->second;
+    };
+    // Signed: a call recorded before the header's start time (its clock read first) is negative.
+    auto since_start = [&](uint64_t ns) { return static_cast<int64_t>(ns - t0); };
+    t->for_each_merged([&](const RecordView& r) {
+      if (!record_info(static_cast<uint16_t>(r.type)).call) return;
+      Row row;
+      row.record = record_type_name(r.type);
+      switch (r.type) {
+        case RecordType::Copy:
+        case RecordType::Memset: {
+          const auto& c = r.ref<CopyRecord>();
+          row.head = &c;
+          row.stream = c.stream;
+          if (r.type == RecordType::Copy) row.direction = direction_name(static_cast<Direction>(c.direction));
+          row.src = memory_kind_name(static_cast<MemoryKind>(c.src_memory));
+          row.dst = memory_kind_name(static_cast<MemoryKind>(c.dst_memory));
+          row.bytes = c.bytes;
+          row.has_bytes = true;
+          break;
+        }
+        case RecordType::Launch: {
+          const auto& l = r.ref<LaunchRecord>();
+          row.head = &l;
+          row.stream = l.stream;
+          row.kernel = kernel_of(l.kernel_name_id);
+          break;
+        }
+        case RecordType::HostFuncEnqueue: {
+          const auto& e = r.ref<HostFuncEnqueueRecord>();
+          row.head = &e;
+          row.stream = e.stream;
+          break;
+        }
+        case RecordType::MemoryOp: {
+          const auto& m = r.ref<MemoryOpRecord>();
+          row.head = &m;
+          row.src = memory_kind_name(static_cast<MemoryKind>(m.memory));
+          row.bytes = m.bytes;
+          row.has_bytes = true;
+          break;
+        }
+        case RecordType::StreamCreate:
+        case RecordType::StreamDestroy: {
+          const auto& s = r.ref<StreamCreateRecord>();
+          row.head = &s;
+          row.stream = s.stream;
+          break;
+        }
+        case RecordType::Capture: {
+          const auto& c = r.ref<CaptureRecord>();
+          row.head = &c;
+          row.stream = c.stream;
+          break;
+        }
+        default: row.head = &r.ref<CallHead>(); break;  // Sync and any other call record: the head alone
+      }
+      const CallHead& c = *row.head;
+      const uint32_t* f = marks.empty() ? nullptr : marks.find(r.tid, c.start_ns);
+      const FindingCells* fc = f && *f < findings.size() && !findings[*f].id.empty() ? &findings[*f] : nullptr;
+      const uint64_t duration = c.end_ns > c.start_ns ? c.end_ns - c.start_ns : 0;
+      const bool has_stream = row.stream != UINT64_MAX && c.stream_kind != 0;
+      fmt::print(out, "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", trace_cell, pid,
+                 r.tid, row.record, api_name(static_cast<Api>(c.api)),
+                 c.driver_fn ? api_name(static_cast<Api>(c.driver_fn)) : "", since_start(c.start_ns),
+                 since_start(c.end_ns), duration, c.result,
+                 has_stream ? stream_kind_text(static_cast<StreamKind>(c.stream_kind)) : "",
+                 has_stream ? fmt::format("0x{:x}", row.stream) : std::string(), row.direction, row.src, row.dst,
+                 row.has_bytes ? std::to_string(row.bytes) : std::string(), row.kernel,
+                 csv_field(record_flags_text(c.flags)), c.stack_id, fc ? fc->id : std::string(),
+                 fc ? fc->rank : std::string(), fc ? duration : 0, fc ? fc->call_site : std::string(), simulated);
+      ++stats.rows;
+    });
+  }
+  return stats;
+}
+
+}  // namespace asyncwatch
