@@ -220,8 +220,16 @@ def cmd_check(opts, mode):
         pairs = [pair_by_name(n) for n in opts.pairs]
     else:
         pairs = [p for p in PAIRS if mode == "gpu" or "sim_args" in p]
-    lines = [HEADER]
-    print(HEADER, flush=True)
+    # The table is written as it grows: a run cut short (a time limit) leaves the pairs done so far.
+    out = open(opts.out, "w") if opts.out else None
+
+    def emit(line):
+        print(line, flush=True)
+        if out:
+            out.write(line + "\n")
+            out.flush()
+
+    emit(HEADER)
     failed = False
     with tempfile.TemporaryDirectory(prefix="aw-fixpair-") as tmp:
         for pair in pairs:
@@ -233,12 +241,10 @@ def cmd_check(opts, mode):
                 except (RuntimeError, subprocess.TimeoutExpired) as e:
                     text = str(e).strip()
                     line, ok = f"{pair['name']:<20} ERROR {text.splitlines()[0] if text else repr(e)}", False
-            print(line, flush=True)
-            lines.append(line)
+            emit(line)
             failed = failed or not ok
-    if opts.out:
-        with open(opts.out, "w") as f:
-            f.write("\n".join(lines) + "\n")
+    if out:
+        out.close()
     # On the simulator a miss fails (CTest); on a GPU the table is the result.
     return 1 if failed and mode == "sim" else 0
 
