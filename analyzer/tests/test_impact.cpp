@@ -191,6 +191,27 @@ TEST(Impact, LoopHostWorkOverlapsTheNextIterationsCopies) {
   EXPECT_EQ(f->impact_basis.find("measured figure"), std::string::npos) << f->impact_basis;
 }
 
+// Double buffering: each result is waited for with an event synchronize of the previous one, which
+// has long completed (it returns at once): that wait settles nothing, so each download's fix gains
+// the 8 ms of host work that follows it (overlapping the next kernel), not only its transfer's speed-up.
+TEST(Impact, EventSyncThatDidNotWaitSettlesNothing) {
+  Trace x;
+  const uint64_t bytes = 16ull << 20;
+  const uint64_t copy_ns = pinned_ns(bytes, 1.23);
+  for (int i = 0; i < 3; ++i) {
+    x.launch(10 * kUs);
+    x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 20 * kMs + copy_ns, bytes, 10 * kUs);
+    x.b.event(
+        kTid, RecordType::Sync,
+        TraceBuilder::sync(Api::cudaEventSynchronize, Api::cuEventSynchronize, x.t, x.t + 5 * kUs, 0x77, x.sync_site));
+    x.t += 5 * kUs + 8 * kMs;
+  }
+  Report r = x.report("events.awtrace");
+  const Finding* f = find(r, FindingId::PageableAsyncCopy);
+  ASSERT_TRUE(f);
+  EXPECT_GE(f->impact_ns, 3 * (8 * kMs + copy_ns - pinned_ns(bytes, 55.2) - 45 * kUs));
+}
+
 // Issue example 4: a hidden or explicit synchronization each step: the GPU stood idle from each
 // wait's end to the next launch (2 ms); the last wait, with nothing after it, gains nothing.
 TEST(Impact, SyncEachStepGainsTheQueueStall) {

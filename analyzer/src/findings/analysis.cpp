@@ -670,6 +670,10 @@ class ProcessAnalyzer final : public RuleContext {
           sink.basis |= impact::kGpuBound;
           return;
         }
+        if (o.cause == Cause::Unknown) {  // no known cause, no known fix
+          sink.basis |= impact::kNotModelled;
+          return;
+        }
         break;
       case FindingId::LongHostCallback:
       case FindingId::InFlightCall: sink.basis |= impact::kNotModelled; return;
@@ -916,6 +920,8 @@ class ProcessAnalyzer final : public RuleContext {
     return events::stream_key(kind, handle, tid);
   }
 
+  // An event synchronize that returned faster than this did not wait (a completed event's answer).
+  static constexpr uint64_t kEventWaitedNs = 20'000;
   // The impact model's stream of a wait: the legacy default stream waits for the others.
   static uint64_t wait_key(uint64_t key) { return key == 0 ? impact::Tracker::kAllStreams : key; }
   // A copy that waits for its stream before returning (streams.h, copy_returned, and host to host).
@@ -1069,9 +1075,18 @@ class ProcessAnalyzer final : public RuleContext {
     e.stream = st;
     last_sink_ = nullptr;
     detect(Trigger::Sync, e);
-    if (waiting_sync(s))  // settles the flagged calls it waited for; a flagged one is followed itself
-      tracker_.wait(r.tid, stream_sync ? wait_key(key) : impact::Tracker::kAllStreams, s.start_ns, s.end_ns,
-                    last_sink_);
+    // Settles the flagged calls it waited for; a flagged one is followed itself. An event's stream and
+    // record are not in the trace: an event synchronize that did not wait may be for earlier work
+    // (double buffering), so only one that waited settles the thread's calls.
+    if (waiting_sync(s)) {
+      const bool event = api == Api::cudaEventSynchronize || api == Api::cuEventSynchronize ||
+                         static_cast<Api>(s.driver_fn) == Api::cuEventSynchronize;
+      if (!event || s.end_ns - s.start_ns >= kEventWaitedNs)
+        tracker_.wait(r.tid, stream_sync ? wait_key(key) : impact::Tracker::kAllStreams, s.start_ns, s.end_ns,
+                      last_sink_);
+      else if (last_sink_)  // followed as a synchronization only
+        tracker_.wait(r.tid, impact::Tracker::kNoStream, s.start_ns, s.end_ns, last_sink_);
+    }
     if (st && s.result == 0)
       streams_.idle(key, *st);  // sync_returned's answer for a stream synchronize, the state at hand
     else

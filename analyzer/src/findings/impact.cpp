@@ -167,7 +167,7 @@ void Tracker::wait(uint32_t tid, uint64_t stream, uint64_t start, uint64_t end, 
     size_t kept = 0;
     for (size_t i = 0; i < t->calls.size(); ++i) {
       Call& c = t->calls[i];
-      if (stream == kAllStreams || c.stream == stream || c.stream == 0) {
+      if (stream != kNoStream && (stream == kAllStreams || c.stream == stream || c.stream == 0)) {
         kept_waiting += settle(c, NextWait{start, end, c.last_enqueue}, sync_sink);
         count(tid, -1);
       } else {

@@ -83,6 +83,7 @@ struct Sink {
 class Tracker {
  public:
   static constexpr uint64_t kAllStreams = UINT64_MAX;
+  static constexpr uint64_t kNoStream = UINT64_MAX - 1;  // a wait that settles no call
   static constexpr size_t kMaxPending = 64;
   bool empty() const { return pending_ == 0; }
   // A flagged blocking call of `tid` on `stream`. `moved`: a pageable copy that waited for its

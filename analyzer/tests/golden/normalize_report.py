@@ -5,8 +5,9 @@ or GPU) can pin down on any machine, and prints it as canonical JSON:
 * kept exactly: the GPU overlap figures' streams, operation counts, rules and calls (times as
   magnitudes); finding ids, severities, APIs, driver APIs, directions, memory kinds, causes,
   kernels, counts, bytes, evidence counts, waited-for kernels, launch/callback counters, the
-  processes' headers and record counts, the summary's call counts;
-* times become orders of magnitude ("1e8" for 100-999 ms), durations inside messages become
+  processes' headers and record counts, the summary's call counts; each finding's rank in the
+  report and its impact's basis;
+* times (impact_ns too) become orders of magnitude ("1e8" for 100-999 ms), durations inside messages become
   "<t>", share_of_wall is dropped;
 * call sites and stacks are dropped (the binaries a trace names are seldom on the test machine,
   or are other builds): only whether the finding has a call site and the module it lies in stay.
@@ -82,7 +83,7 @@ def normalize(report):
     }
     out["thresholds"] = report.get("thresholds")
     findings = []
-    for f in report.get("findings", []):
+    for rank, f in enumerate(report.get("findings", []), 1):
         b = f.get("blocked_ns") or {}
         cs = f.get("call_site")
         n = {
@@ -103,6 +104,10 @@ def normalize(report):
             "stack_depth": len(f.get("stack") or []),
             "processes": len(f.get("processes") or []),
             "message": DURATION.sub("<t>", f.get("message") or ""),
+            # The ranking (most impact first) and the impact, as an order of magnitude, with its basis.
+            "rank": rank,
+            "impact_ns": magnitude(f.get("impact_ns")),
+            "impact_basis": f.get("impact_basis"),
         }
         for k in ("outstanding_launches_max", "stream_drained_before_return"):
             if k in f:

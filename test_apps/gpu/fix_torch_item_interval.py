@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""Fix pair (test_apps/apps/fix_pairs.py): a training loop that reads the loss with .item() every
+step (flagged: hidden-sync, the host waits for the step and the GPU then stands idle while Python
+prepares the next one) vs one that accumulates the loss on the GPU and reads it every `every` steps,
+as PyTorch's performance tuning guide advises ("avoid unnecessary CPU-GPU synchronization").
+
+  fix_torch_item_interval.py [--fixed] [steps=200] [every=20]
+"""
+import sys
+
+import torch
+
+fixed = len(sys.argv) > 1 and sys.argv[1] == "--fixed"
+args = sys.argv[2:] if fixed else sys.argv[1:]
+steps = int(args[0]) if len(args) > 0 else 200
+every = int(args[1]) if len(args) > 1 else 20
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(2048, 2048), torch.nn.ReLU(), torch.nn.Linear(2048, 2048)).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=1e-4)
+data = torch.randn(512, 2048, device="cuda")
+target = torch.randn(512, 2048, device="cuda")
+loss_fn = torch.nn.MSELoss()
+running = 0.0
+running_gpu = torch.zeros((), device="cuda")
+for step in range(steps):
+    opt.zero_grad(set_to_none=True)
+    loss = loss_fn(model(data), target)
+    loss.backward()
+    opt.step()
+    if fixed:
+        running_gpu += loss.detach()
+        if (step + 1) % every == 0:
+            running += running_gpu.item()
+            running_gpu.zero_()
+    else:
+        running += loss.item()
+running += running_gpu.item()
+print(f"{steps} steps: finite loss: {running == running}")
