@@ -298,7 +298,9 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** pf
 // NVIDIA's own runtime (the static one nvcc links by default, or a libcudart.so a program brings
 // along) asks for the driver's private, undocumented interfaces here before anything else and
 // cannot start without them; the simulator has its own runtime instead (libcudart.so.13, which
-// `asyncwatch run --sim` puts first on the library path).
+// `asyncwatch run --sim` puts first on the library path). The answer is CUDA_ERROR_NO_DEVICE: the
+// runtime then fails every call with cudaErrorNoDevice, which the analyzer counts as "no usable
+// device" (exit 4: a gate does not pass on an empty report), as it is for that runtime.
 AW_DRIVER_EXPORT CUresult CUDAAPI cuGetExportTable(const void** table, const CUuuid* id) {
   static std::atomic<bool> said{false};
   if (table) *table = nullptr;
@@ -308,5 +310,5 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuGetExportTable(const void** table, const CUu
         "libcudart the program brings), which needs the driver's private interfaces: the simulator runs "
         "programs built with -cudart shared (CMake: CUDA_RUNTIME_LIBRARY Shared)\n",
         stderr);
-  return id ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_VALUE;
+  return id ? CUDA_ERROR_NO_DEVICE : CUDA_ERROR_INVALID_VALUE;
 }
