@@ -361,7 +361,7 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
       note_count.erase(it);
     }
     for (const auto& l : gpu_overlap_lines(p.gpu_overlap, p.gpu_times))
-      out << "  " << printable(l) << '\n';  // issue 18
+      out << "  " << printable(l) << '\n';
   }
   if (quiet_notes)
     out << fmt::format(
