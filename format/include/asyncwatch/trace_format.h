@@ -167,7 +167,7 @@ inline constexpr uint32_t kMaxStackDepth = 64;
   /* appended later (append-only: ids above are stable) */                                 \
   X(cuCtxSynchronize_v2)                                                                   \
   X(cuStreamBeginCaptureToGraph)                                                           \
-  /* version 3: prefetch, batch, 3D peer copies, explicit graph construction */ \
+  /* trace version 3 APIs: prefetch, batch, 3D peer copies, explicit graph construction */ \
   X(cudaMemPrefetchAsync)                                                                  \
   X(cudaStreamAttachMemAsync)                                                              \
   X(cudaMemcpyBatchAsync)                                                                  \
