@@ -107,7 +107,7 @@ int run_hostile(const std::string& asyncwatch, const std::string& generator, con
       {"modules", 16'500, 0, {}, {}, 2},
   };
   if (!short_run) {
-    // The shapes of issue 11 as found: 240 MB of unused one-frame stacks (10 M), 1 M call sites.
+    // The shapes once found in the field: 240 MB of unused one-frame stacks (10 M), 1 M call sites.
     cases.push_back({"unused-stacks", 455'000, 0, {"--stack-depth", "64"}, {}, 0});
     cases.push_back({"unused-stacks", 10'000'000, 0, {"--stack-depth", "1"}, {}, 2});
     cases.push_back({"unused-stacks", 10'000'000, 0, {"--stack-depth", "1"}, {"--max-stacks", "11000000"}, 0});
@@ -152,7 +152,7 @@ int run_hostile(const std::string& asyncwatch, const std::string& generator, con
   return failures ? 1 : 0;
 }
 
-// The report's memory with many call sites (issue 13: JSON at 10 M records with 100 k call sites
+// The report's memory with many call sites (JSON at 10 M records with 100 k call sites
 // <= 600 MiB peak RSS): a normal-mix trace whose stacks are spread over `sites` call sites, so
 // that most of them have findings; `report` in each format to /dev/null, peak RSS printed.
 int run_report_memory(const std::string& asyncwatch, const std::string& generator, const std::string& dir,
@@ -266,7 +266,7 @@ int main(int argc, char** argv) {
   }
   std::printf("trace %s: %llu records, %.1f MiB; load average %.2f %.2f %.2f\n", trace.c_str(), n,
               static_cast<double>(st.st_size) / (1 << 20), load[0], load[1], load[2]);
-  const double target = 30e6;  // records per second of one core (issue 13)
+  const double target = 30e6;  // records per second of one core
   int failures = 0;
   struct Job {
     const char* name;

@@ -1,4 +1,4 @@
-// The traced process's memory on a long run (issue 42): prints its resident memory, so that
+// The traced process's memory on a long run: prints its resident memory, so that
 // long_run.sh can compare a traced run with a bare one.
 //   long_run loop CALLS [THREADS=4]   THREADS threads, CALLS calls in all: in turn a launch, a 64-byte
 //                                     pinned and a 64-byte pageable cudaMemcpyAsync, a stream sync

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The traced process's memory and trace size on long runs (issue 42, docs/performance.md): runs
+# The traced process's memory and trace size on long runs (docs/performance.md): runs
 # test_apps/long_run on the simulator bare and traced (full mode) and prints, for each item, the
 # peak resident memory (VmHWM) of both, the growth traced over bare, and the trace's size. Nothing is
 # asserted (the ctest only checks that it ran).

@@ -1,4 +1,4 @@
-// asyncwatch overhead microbenchmark (issue 6).
+// asyncwatch overhead microbenchmark.
 //
 // Measures the host cost, in nanoseconds per call, of the CUDA calls asyncwatch intercepts. Each item
 // is timed with clock_gettime(CLOCK_MONOTONIC) around batches of calls after a warm-up; work that

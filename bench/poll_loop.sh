@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A polling loop bare and traced (issue 44 item 1): test_apps/apps/event_query_poll spins on
+# A polling loop bare and traced: test_apps/apps/event_query_poll spins on
 # cudaEventQuery, then on cudaStreamQuery, until a sleep kernel of fixed length finishes, and prints
 # how many not-ready queries it made. With the kernel's length fixed, the iterations traced over the
 # iterations bare is what asyncwatch leaves of the loop's speed (the target: at least 0.90). Runs the

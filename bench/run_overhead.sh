@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs overhead_bench side by side with and without asyncwatch and prints the overhead table
-# (issue 6, docs/performance.md).
+# (docs/performance.md).
 #
 # usage: run_overhead.sh BUILD_DIR [--sim] [--quick] [options]
 #   BUILD_DIR        build tree holding lib/libasyncwatch.so, test_apps/overhead_bench[.static] and,
@@ -313,7 +313,7 @@ if [[ -n $sim ]]; then
       h200["launch"] = 3300; h200["copy_pinned_64"] = 1400
       t["launch"] = 0.05; t["copy_pinned_64"] = 0.10
       print ""
-      print "== simulator: default-mode added ns (median) projected on the H200 bare cost (FACTS.md)"
+      print "== simulator: default-mode added ns (median) projected on the H200 bare cost"
       printf "%-20s %10s %10s %9s %8s %s\n", "item", "added_ns", "h200_ns", "ratio", "target", "met?"
       for (it in h200) {
         if (!(("default " it) in val) || !(("bare " it) in val)) continue

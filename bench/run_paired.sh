@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# In-process A/B of asyncwatch's recording cost (issue 6, docs/performance.md): overhead_bench
+# In-process A/B of asyncwatch's recording cost (docs/performance.md): overhead_bench
 # --paired under LD_PRELOAD in several processes; each repetition times an item with recording
 # paused and on (the control API), so the process-to-process spread of the bare cost cancels out.
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# PyTorch step time bare, under asyncwatch and under torch.profiler (issue 6, docs/performance.md).
+# PyTorch step time bare, under asyncwatch and under torch.profiler (docs/performance.md).
 # Runs on a machine with a GPU and PyTorch (the H200), not on the simulator.
 #
 # usage: run_torch.sh BUILD_DIR [options] [-- torch_mlp_loop.py options]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch training loop made of many small kernels (issue 6; docs/performance.md).
+"""PyTorch training loop made of many small kernels (docs/performance.md).
 
 A 16-layer, 64-wide MLP (Linear + ReLU), batch 64, MSE loss, SGD; torch.cuda.synchronize() after
 every step. Prints the median (and min) step time in microseconds over the timed steps, which follow

@@ -7,7 +7,7 @@
 // control character (check_text_is_printable), and the JSON and SARIF documents must be built.
 //
 // tests/fuzz_corpus/ (40 files, 520 KB): the golden traces, also with their trailing zeros cut
-// (the padding below restores them), fuzzed for 32 minutes (docs/reliability.md), the result
+// (the padding below restores them), fuzzed for 32 minutes, the result
 // minimised with -merge=1, then cut to 40 inputs by a greedy cover of its coverage edges that
 // prefers small files: 91 % of the 4,137 edges of the whole merged corpus. To refresh it: fuzz into a
 // new directory seeded with it and the golden traces, -merge=1 the result and keep a few dozen.
@@ -55,7 +55,7 @@ void write_file(const std::string& path, const uint8_t* data, size_t size, size_
 }
 
 // The text report (colour off) must hold nothing a terminal would act on, whatever bytes the
-// trace's strings hold (issue 11, item 8): no control byte but the line end, no DEL, no C1
+// trace's strings hold: no control byte but the line end, no DEL, no C1
 // control in UTF-8 (U+0080-U+009F), no bidirectional override or isolate (U+202A-U+202E,
 // U+2066-U+2069). Checked byte by byte here, not with printable(), so that a fault in the
 // sanitizer is caught as well as a string printed without it.

@@ -181,7 +181,7 @@ void crashed(const std::string& path) {
   b.write(path);
 }
 
-// Issue 14 item 8: a process SIGKILLed while two of its threads were in calls. The main thread was
+// A process SIGKILLed while two of its threads were in calls. The main thread was
 // in a pageable D2H copy behind a kernel, whose stack the preload took before the call
 // (kFlagStackCaptured, the stack's first frame also the caller in end_ns); the other in a
 // cudaStreamSynchronize, which has only its caller's return address (end_ns while in flight): a
@@ -288,7 +288,7 @@ void ranks(const std::string& dir) {
   }
 }
 
-// Issue 17: NVTX ranges. The main thread pushes `train_step` around 3 of 4 pageable D2H copies at
+// NVTX ranges. The main thread pushes `train_step` around 3 of 4 pageable D2H copies at
 // one site (nested `forward` around one of them); a loader thread starts the process-wide range
 // `epoch` before them and ends it before a last copy at another site, in no range.
 void nvtx(const std::string& path) {

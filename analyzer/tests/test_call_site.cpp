@@ -137,7 +137,7 @@ TEST(CallSite, PublicApiNames) {
   EXPECT_EQ(kernel_wrapper_of_stub(frame("main", "")), "");
 }
 
-// ---- issue 12: call sites on programs nobody here wrote -----------------------------------------
+// ---- Call sites on programs nobody here wrote -----------------------------------------
 
 namespace {
 Frame inl(const char* function, const char* module, const char* file, int line) {
@@ -408,7 +408,7 @@ TEST(CallSite, ViaKeepsTheFrameWhenTheCalledFunctionIsNotLibraryCode) {
   EXPECT_EQ(via_function(site, inlined, frame("cudaMemcpyAsync", "")).function, "thrust::copy<...>");
 }
 
-// ---- Python frames (issue 15) ----------------------------------------------------------------
+// ---- Python frames ----------------------------------------------------------------
 namespace {
 Frame py(const char* function, const char* file, int line) {
   Frame f;
@@ -461,7 +461,7 @@ TEST(CallSite, CtypesExtensionModulesAreLibraryCode) {
   EXPECT_EQ(select_call_site(s).index, 3);
 }
 
-// Issue 44 item 2: code a framework generated at run time (torch.compile's inductor cache, Triton's
+// Code a framework generated at run time (torch.compile's inductor cache, Triton's
 // launchers, torch.fx's forward) is not the user's: the call site is the user's line that called
 // the compiled model.
 TEST(CallSite, GeneratedCodeIsNotTheUsersLine) {

@@ -133,7 +133,7 @@ TEST(Findings, PinnedCopiesAndShortBlocksAreNotFlagged) {
 }
 
 TEST(Findings, SynchronousCopiesBelowTheThresholdAreNotes) {
-  // Issue 14 item 1: a 4-byte pageable D2H is synchronous by the CUDA rules whatever its duration:
+  // A 4-byte pageable D2H is synchronous by the CUDA rules whatever its duration:
   // reported, a note below --min-blocked-us, a warning when one call reaches it.
   Fixture x;
   for (int i = 0; i < 20; ++i) x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 30 * kUs, 4);
@@ -327,7 +327,7 @@ TEST(Findings, ImplicitSyncOnlyForChurn) {
     op(Api::cudaMalloc, Api::cuMemAlloc_v2, 1024, 0x7f0000000000 + (i << 20), x.site1);
     op(Api::cudaFree, Api::cuMemFree_v2, 0, 0x7f0000000000 + (i << 20), free_site);
   }
-  // A pool: ten buffers of one size allocated in a loop and all kept alive (issue 44 item 7).
+  // A pool: ten buffers of one size allocated in a loop and all kept alive.
   for (uint64_t i = 0; i < 10; ++i)
     op(Api::cudaMalloc, Api::cuMemAlloc_v2, 1024, 0x7c0000000000 + (i << 20), pool_site);
   for (int i = 0; i < 9; ++i) op(Api::cudaHostRegister, Api::cuMemHostRegister_v2, 1024, 0x7e0000000000, x.site2);
@@ -377,7 +377,7 @@ TEST(Findings, ImplicitSyncNotInLibraryCode) {
 }
 
 TEST(Findings, InFlightCallsAreReported) {
-  // Issue 14 item 8: killed inside a copy, which the trace holds as published before the call.
+  // Killed inside a copy, which the trace holds as published before the call.
   Fixture x;
   x.launch(0, 3 * kUs);
   tf::CopyRecord c{};
@@ -405,7 +405,7 @@ TEST(Findings, InFlightCallsAreReported) {
 }
 
 TEST(Findings, InFlightCallsHaveTheirCallSite) {
-  // Issue 14 item 8: a call in flight names its call site: the stack the preload took before the
+  // A call in flight names its call site: the stack the preload took before the
   // call, or else the caller's return address the record holds in end_ns (a one-frame stack).
   Fixture x;
   x.launch(0, 3 * kUs);
@@ -455,7 +455,7 @@ TEST(Findings, InFlightCallsHaveTheirCallSite) {
 }
 
 TEST(Findings, FirstCallLaunchIsContextInit) {
-  // Issue 14 item 5: the process's first CUDA call is a launch: the runtime created the context in it.
+  // The process's first CUDA call is a launch: the runtime created the context in it.
   Fixture x;
   uint32_t k = x.b.string(kTid, "_Z4stepv");
   x.launch(k, 100 * kMs, tf::kFlagFirstLaunch, 0x5000, x.site1);
@@ -495,7 +495,7 @@ TEST(Findings, FirstCallAtTheDriverSaysTheCreationIsNotInTheTrace) {
 }
 
 TEST(Findings, SharesOfWallTimeArePerThread) {
-  // Issue 14 item 5: four threads block 200 ms each at once in a 300 ms process: 67 %, not 267 %.
+  // Four threads block 200 ms each at once in a 300 ms process: 67 %, not 267 %.
   TraceBuilder b(300);
   uint64_t t0 = b.header().start_monotonic_ns;
   b.end_at(t0 + 300 * kMs);
@@ -518,7 +518,7 @@ TEST(Findings, SharesOfWallTimeArePerThread) {
 }
 
 TEST(Findings, WaitedForFollowsStreamWaitEvent) {
-  // Issue 14 item 5: a pageable D2H on stream B waits, through cudaStreamWaitEvent, for a kernel on A.
+  // A pageable D2H on stream B waits, through cudaStreamWaitEvent, for a kernel on A.
   Fixture x;
   uint32_t k = x.b.string(kTid, "_Z12sleep_kernelx");
   x.launch(k, 3 * kUs, 0, 0xA000);
@@ -542,7 +542,7 @@ TEST(Findings, WaitedForFollowsStreamWaitEvent) {
 }
 
 TEST(Findings, HostCallbackSitesWithRunTimes) {
-  // Issue 14 item 6: every callback site, with min/median/max; a warning only above the threshold.
+  // Every callback site, with min/median/max; a warning only above the threshold.
   Fixture x;
   const uint64_t runs[] = {24 * kUs, 45 * kUs, 85 * kUs};
   for (uint64_t i = 0; i < 3; ++i) {
@@ -595,7 +595,7 @@ TEST(Findings, PageableCopiesHaveAnImpactWithItsBasis) {
 }
 
 TEST(Findings, SynchronousDeviceMemsetIsNotAFinding) {
-  // Issue 14 item 4: cudaMemset of device memory may block; the caller chose a synchronous API and
+  // cudaMemset of device memory may block; the caller chose a synchronous API and
   // the trace shows no cause: no finding. Host targets and the Async form stay findings.
   Fixture x;
   auto memset = [&](Api api, MemoryKind target, uint32_t flags, uint32_t stack) {
@@ -693,7 +693,7 @@ TEST(FindingSet, MergesByKeyAndRanksByBlockedTimeThenIdFileLine) {
   for (const auto& x : f) EXPECT_EQ(x.key, x.merge_key());
 }
 
-// ---- hidden-sync (issue 15): which explicit syncs the user did not write ---------------------
+// ---- hidden-sync: which explicit syncs the user did not write ---------------------
 
 namespace {
 asyncwatch::Frame hs_frame(asyncwatch::FrameOrigin o, const char* function, const char* module, const char* file,
@@ -752,7 +752,7 @@ tf::NvtxRangeRecord nvtx(tf::NvtxKind kind, uint64_t range_id, uint32_t name_id,
 }
 }  // namespace
 
-// Issue 17: each finding counts its calls per NVTX range: nested push ranges of the calling thread
+// Each finding counts its calls per NVTX range: nested push ranges of the calling thread
 // (each once), start/end ranges open in the process (started on another thread), none after a pop.
 TEST(Findings, NvtxRangesCountTheCallsInsideThem) {
   Fixture x;
@@ -810,7 +810,7 @@ TEST(Findings, NvtxRangesCountTheCallsInsideThem) {
   EXPECT_TRUE(seen);
 }
 
-// Issue 44 item 3: a hidden sync is reported at its site however short each wait; its severity is
+// A hidden sync is reported at its site however short each wait; its severity is
 // the site's total against --min-blocked-us (loss.item() every step, ~21 us each).
 TEST(HiddenSync, ShortWaitsAreReportedBySiteTotal) {
   Fixture x;
@@ -860,7 +860,7 @@ TEST(HiddenSync, ShortWaitsAreReportedBySiteTotal) {
   EXPECT_EQ(hidden, 2u);
 }
 
-// Issue 44 item 9: the verdict rests on what the trace records (Python frames, the API called), so
+// The verdict rests on what the trace records (Python frames, the API called), so
 // a report made where the libraries' symbols can be read and one made where they cannot agree.
 TEST(HiddenSync, SameVerdictWithAndWithoutLibrarySymbols) {
   using asyncwatch::FrameOrigin;
@@ -897,7 +897,7 @@ TEST(HiddenSync, SameVerdictWithAndWithoutLibrarySymbols) {
   }
 }
 
-// Issue 44 item 8: a first launch whose lazy module load waited for work still pending on the
+// A first launch whose lazy module load waited for work still pending on the
 // device (a pinned 2 GiB upload on another stream, a kernel) names that work; one after the device
 // went idle does not.
 TEST(Findings, FirstLaunchNamesThePendingWorkItWaitedFor) {
@@ -941,7 +941,7 @@ TEST(Findings, FirstLaunchNamesThePendingWorkItWaitedFor) {
   EXPECT_TRUE(seen);
 }
 
-// Issue 44 item 6: a graph launch that blocked names the upload of a freshly instantiated graph
+// A graph launch that blocked names the upload of a freshly instantiated graph
 // (its first launch; not again after cudaGraphExecUpdate) and the graph's memory-allocation nodes
 // (cudaMallocAsync captured into it), instead of "unknown".
 namespace {
@@ -1018,7 +1018,7 @@ TEST(Findings, GraphUploadAndMemoryNodesAreNamedCauses) {
       << finding_message(*memory);
 }
 
-// Issue 44 item 5: what a framework does inside its own compilation (JAX's backend_compile running
+// What a framework does inside its own compilation (JAX's backend_compile running
 // XLA's autotuner) is kept apart from the same line's steady state, and is a note.
 TEST(Findings, FrameworkCompilePhaseIsKeptApart) {
   Fixture x;

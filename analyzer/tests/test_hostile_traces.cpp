@@ -1,4 +1,4 @@
-// Hostile and broken traces (issue 11, items 8 and 10): names holding terminal escapes are shown
+// Hostile and broken traces: names holding terminal escapes are shown
 // escaped in text and exact in JSON/SARIF; an unreadable trace among others is named and the
 // others reported (exit status 3); each memory bound (options.h, Limits) gives its error.
 #include "findings/analysis.h"

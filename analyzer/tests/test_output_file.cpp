@@ -1,4 +1,4 @@
-// Output files (issue 19, issue 11 item 7): OutputFile (output_file.h) and the commands that use
+// Output files: OutputFile (output_file.h) and the commands that use
 // it (`timeline -o`, `report -o`, `run --report-output`, run's trace directory). Each target is
 // checked with stat afterwards: a device, FIFO, socket or symlink is never replaced; a regular
 // file is replaced atomically with its mode kept; a symlink planted by another user is refused.
@@ -175,7 +175,7 @@ TEST(OutputFile, TemporaryNamesAreUnpredictable) {
   EXPECT_EQ(seen.size(), 20u);
 }
 
-// Issue 19: `timeline -o /dev/null` renamed a regular file over the system's /dev/null. On a
+// `timeline -o /dev/null` once renamed a regular file over the system's /dev/null. On a
 // character device made for the test (the same major/minor as /dev/null), stat must show the
 // very same node afterwards.
 TEST(OutputFile, TimelineOntoACharacterDeviceLeavesTheDevice) {
@@ -383,7 +383,7 @@ TEST(OutputFile, DanglingSymlinkDirectoryAndMissingDirectoryAreRefused) {
   EXPECT_EQ(entries(d), std::set<std::string>{"dangling"});
 }
 
-// Issue 11 item 7: root writes its output into a world-writable directory where another user
+// Root writes its output into a world-writable directory where another user
 // (uid 65534) planted symlinks: at the output's name (refused: the victim is untouched) and at
 // the old predictable temporary name FILE.tmp (ignored: the output is written, the link and its
 // victim are untouched). The directory is 0777 without the sticky bit, so the kernel's
@@ -465,7 +465,7 @@ TEST(RunDirectory, DefaultDirectoryIsNewPrivateAndUnpredictable) {
   }
 }
 
-// Issue 11 item 7: in a world-writable directory another user planted, at every name the old
+// In a world-writable directory another user planted, at every name the old
 // `run` would have chosen (asyncwatch-sh-TIME and -2 ... -9 for the next seconds), symlinks to
 // a directory of its own holding a harmless trace (seed-pinned: no finding), and dangling ones.
 // The old `run` adopted such a link: the swapped trace made --fail-on exit 0 instead of 1.

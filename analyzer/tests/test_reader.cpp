@@ -464,7 +464,7 @@ TEST(Reader, DirectoryInputs) {
 }
 
 // A trace is input: a Module record naming a FIFO made the analysis wait for ever for a writer
-// (libdwfl opened it to read symbols; found beside the long fuzz run of issue 7). Such a module is
+// (libdwfl opened it to read symbols; found by a long fuzz run). Such a module is
 // now skipped with a note, and the report is made.
 TEST(Reader, ModulePathNamingAFifoDoesNotBlockTheReport) {
   std::string fifo = tmp_path("module.fifo");

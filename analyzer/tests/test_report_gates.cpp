@@ -1,4 +1,4 @@
-// Issue 17: SARIF for GitHub code scanning (locations, base ids, fingerprints) and the finding
+// SARIF for GitHub code scanning (locations, base ids, fingerprints) and the finding
 // fingerprint itself (stable across runs, processes, checkouts and moved lines).
 #include "findings/analysis.h"
 #include "command_runner.h"

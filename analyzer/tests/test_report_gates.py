@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 17: the command line as a CI pipeline uses it (docs/ci.md, docs/contracts.md).
+"""The command line as a CI pipeline uses it (docs/ci.md, docs/contracts.md).
 
   test_report_gates.py ASYNCWATCH GOLDEN_DIR
 
@@ -223,7 +223,7 @@ try:
     check({f["id"] for f in json.loads(out)["findings"]} == {"explicit-sync"}, "--rule explicit-sync")
     rc, out, err = aw("report", "--rule", "no-such-rule", g("mixed.awtrace"))
     check(rc == 2 and "unknown finding id 'no-such-rule'" in err, "--rule typo", err)
-    # NVTX ranges (issue 17): --range keeps the findings with calls inside a range of that name.
+    # NVTX ranges: --range keeps the findings with calls inside a range of that name.
     nvtx = g("nvtx.awtrace")
     rc, out, err = aw("report", "--format", "json", "--range", "forward", nvtx)
     rep = json.loads(out)

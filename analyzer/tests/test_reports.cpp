@@ -86,7 +86,7 @@ TEST(Reports, SarifHasRulesAndResults) {
   auto res = run["results"][0];
   EXPECT_EQ(res["ruleId"], "pageable-async-copy");
   EXPECT_EQ(res["level"], "warning");
-  // Outside the source root (none set here): an absolute file: URI (issue 17: no schemeless paths).
+  // Outside the source root (none set here): an absolute file: URI (no schemeless paths).
   EXPECT_EQ(res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"], "file:///src/seed.cu");
   EXPECT_EQ(res["locations"][0]["physicalLocation"]["region"]["startLine"], 52);
 }
@@ -129,7 +129,7 @@ TEST(Reports, SyncsWithoutAStackHaveNoLocation) {
   auto j = nlohmann::ordered_json::parse(report_json_text(r));
   EXPECT_TRUE(j["findings"][0]["call_site"].is_null());
   auto s = nlohmann::ordered_json::parse(report_sarif_text(r));
-  // Issue 17: GitHub code scanning shows no result without a location: the traced program, and
+  // GitHub code scanning shows no result without a location: the traced program, and
   // the message saying why there is no call site.
   auto loc = s["runs"][0]["results"][0]["locations"];
   ASSERT_EQ(loc.size(), 1u);

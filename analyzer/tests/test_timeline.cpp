@@ -1,4 +1,4 @@
-// Issue 18: the GPU overlap figures' interval arithmetic and the protobuf encoding of the Perfetto
+// The GPU overlap figures' interval arithmetic and the protobuf encoding of the Perfetto
 // writer (the whole files are decoded by analyzer/tests/timeline/decode_perfetto.py in apps.gpu_timeline).
 #include "timeline/gpu_overlap.h"
 #include "timeline/perfetto_writer.h"

@@ -90,7 +90,7 @@ struct CUlaunchConfig {
   unsigned numAttrs;
 };
 
-// Version 3 hooks (issue 14): prefetch, batch and 3D peer copies, graph construction.
+// Version 3 hooks: prefetch, batch and 3D peer copies, graph construction.
 using CUgraphNode = void*;
 struct CUmemLocation {
   int type;  // CUmemLocationType

@@ -1,6 +1,6 @@
 // CLOCK_MONOTONIC nanoseconds computed from the TSC (docs/interception.md, "Times"): every
 // recorded call reads the clock twice, and on the H200 host clock_gettime costs 36.5 ns against
-// rdtsc's 20.2 ns (docs/performance.md, issue 13). The values keep CLOCK_MONOTONIC's meaning: the
+// rdtsc's 20.2 ns (docs/performance.md). The values keep CLOCK_MONOTONIC's meaning: the
 // trace's file thread calibrates the conversion against clock_gettime in the background and
 // re-calibrates it every second (NTP slews CLOCK_MONOTONIC's rate), the way the kernel's vDSO
 // converts, without its seqlock spin and clock-mode checks. Until the first calibration, and where

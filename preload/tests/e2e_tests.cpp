@@ -389,7 +389,7 @@ TEST(EndToEnd, CallSiteCacheTellsSitesBehindOneCallerApart) {
   ASSERT_TRUE(exited_ok(r)) << r.err;
   // The cache must really answer (a cache that always misses is correct but costs a full unwind,
   // ~3 us, per pageable copy): 20 copies from 2 sites = 2 unwinds and 18 verified hits, plus the
-  // cuMemAlloc's own unwind (memory-management calls have stacks by default since issue 14).
+  // cuMemAlloc's own unwind (memory-management calls have stacks by default).
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.err, m, std::regex("call-site cache: (\\d+) hits, (\\d+) full unwinds"))) << r.err;
   EXPECT_EQ(std::stoul(m[1]), 18u) << r.err;
@@ -458,7 +458,7 @@ TEST(EndToEnd, PauseAndResumeRecording) {
   }
 }
 
-// Issue 42: what the process keeps of its trace does not grow with it. 500,000 copies from 2 threads
+// What the process keeps of its trace does not grow with it. 500,000 copies from 2 threads
 // (a ~31 MiB trace): at the end only the segments in use and those mapped ahead are still mapped;
 // 300 short-lived threads: their blocks go back when they exit. The trace reads whole.
 long field_of(const std::string& out, const std::string& name) {
@@ -870,7 +870,7 @@ CopyCounts count_copies(const std::string& path) {
   return c;
 }
 
-// Issue 7, stress: 32 threads x 100,000 intercepted calls (pinned and pageable 64-byte
+// Stress: 32 threads x 100,000 intercepted calls (pinned and pageable 64-byte
 // cuMemcpyHtoDAsync_v2 alternating) through the fake driver, default settings. Every call is in the
 // trace, once, under its own thread; nothing lost; closed cleanly. A deadlock ends the app with
 // SIGALRM (its own 120 s alarm) and fails the status check. Sanitizer builds run 1/10 of the calls.
@@ -904,7 +904,7 @@ TEST(EndToEnd, StressThirtyTwoThreadsExactCounts) {
   printf("[ stress ] %d threads x %d calls: app ran %.2f s\n", threads, calls, secs);
 }
 
-// Issue 7, output trouble: RLIMIT_FSIZE, set by the app before its first CUDA call, stops the
+// Output trouble: RLIMIT_FSIZE, set by the app before its first CUDA call, stops the
 // trace after its first 4 MiB segment (limit 6 MiB; 200,000 copies need ~11 MiB). The app must
 // see nothing: no SIGXFSZ, exit 0, the same stdout as without asyncwatch. asyncwatch warns once,
 // the trace stays readable, and the header counts what it could not write.
@@ -962,7 +962,7 @@ TEST(EndToEnd, TinyFileSizeLimitStopsTracingNotTheApp) {
   EXPECT_EQ(c.header.closed, kClosedCleanly);
 }
 
-// Issue 7, bad configuration: every ASYNCWATCH_* variable that is validated set to garbage at
+// Bad configuration: every ASYNCWATCH_* variable that is validated set to garbage at
 // once (ASYNCWATCH_OUTPUT_DIR is not validated: a bad directory is the unwritable-directory case
 // above). One warning per variable, the defaults are used, and the trace is still written.
 TEST(EndToEnd, AllVariablesGarbageAtOnceWarnEachAndUseDefaults) {
@@ -1034,7 +1034,7 @@ void check_child_trace(const CopyCounts& c, uint64_t parent_pid, int kids, int c
   EXPECT_EQ(c.total, uint64_t(calls));
 }
 
-// Issue 7, Python multiprocessing-style fork: the parent makes calls, forks 4 children that make
+// Python multiprocessing-style fork: the parent makes calls, forks 4 children that make
 // calls while the parent makes its own, and each child leaves through _exit (the clean close path
 // of the _exit interposer). Every process's trace holds exactly its own calls: the copies' sizes
 // tell the processes apart (parent 64 before the fork and 65 after, child k 100+k).
@@ -1076,7 +1076,7 @@ TEST(EndToEnd, RtldNextResolvedRelativeToTheCaller) {
   EXPECT_TRUE(r.traces.empty());
 }
 
-// ---- Issue 7: a segfault, programs without CUDA, a full disk, fork with threads --------------------
+// ---- A segfault, programs without CUDA, a full disk, fork with threads --------------------
 
 namespace {
 
@@ -1298,7 +1298,7 @@ TmpfsRun run_on_tmpfs(const std::vector<std::string>& args, const std::string& s
 
 }  // namespace
 
-// Issue 7, full disk: the trace directory is a 6 MiB tmpfs. The header and the first 4 MiB segment
+// Full disk: the trace directory is a 6 MiB tmpfs. The header and the first 4 MiB segment
 // fit; posix_fallocate of the second fails with ENOSPC (200,000 copies need ~11 MiB). The app must
 // not notice: exit 0, the same stdout as without the library, no signal (no SIGBUS from a hole).
 // asyncwatch warns once, stops recording, closes the trace cleanly and counts every call it could
@@ -1370,7 +1370,7 @@ TEST(EndToEnd, FullDiskBeforeTheHeaderLeavesNoFile) {
   EXPECT_EQ(t.in_tmpfs, (std::vector<std::string>{"filler"}));
 }
 
-// Issue 7, fork from a multithreaded parent: 4 threads make copies continuously (pageable and
+// Fork from a multithreaded parent: 4 threads make copies continuously (pageable and
 // pinned, with a pinned allocation and free every 2 copies) while the main thread forks 32
 // children one after the other, so a fork can happen while another thread holds a trace block,
 // the trace writer's lock, the stack-interning lock or the classifier's lock. Each child makes
@@ -1421,7 +1421,7 @@ TEST(EndToEnd, ForkFromMultithreadedParentEachTraceHasExactlyItsOwnRecords) {
   for (auto& [bytes, n] : f.seen_bytes) EXPECT_EQ(n, 1) << bytes << "-byte copies in " << n << " traces";
 }
 
-// ---- Issue 11 (preload library): the application's files, descriptors, signals, cancellation,
+// ---- Preload library: the application's files, descriptors, signals, cancellation,
 // runtime instances, loss accounting, clone -------------------------------------------------------
 namespace {
 
@@ -1471,7 +1471,7 @@ std::string copy_file_to(const std::string& from, const std::string& to) {
 
 // Item 1: the program closes or replaces every descriptor from 3 up after its first CUDA calls,
 // then writes a file of its own (8 MiB, 80,000 more calls in between: new trace segments).
-TEST(Issue11, ProgramClosingOrReplacingDescriptorsLeavesItsFileAndTheTraceIntact) {
+TEST(HostileApp, ProgramClosingOrReplacingDescriptorsLeavesItsFileAndTheTraceIntact) {
   for (const char* how : {"closefrom", "close_range", "dup2"}) {
     for (const FdMode& m : kFdModes) {
       SCOPED_TRACE(std::string(how) + ", " + m.name);
@@ -1506,7 +1506,7 @@ TEST(Issue11, ProgramClosingOrReplacingDescriptorsLeavesItsFileAndTheTraceIntact
 // Item 1, after fork(): the child closes its inherited copy of the parent's file, then closes or
 // replaces every descriptor from 3 up and writes a file of its own; the parent writes its file
 // before and after the fork. Both files intact, each process's trace exactly its own calls.
-TEST(Issue11, ForkChildClosingDescriptorsLeavesBothFilesAndTracesIntact) {
+TEST(HostileApp, ForkChildClosingDescriptorsLeavesBothFilesAndTracesIntact) {
   // The parent has the trace's file thread; the child starts its own, which TSan refuses after a
   // multithreaded fork (die_after_fork), as for the other fork tests.
   if (under_tsan()) GTEST_SKIP() << "TSan does not support starting threads after a multithreaded fork";
@@ -1545,7 +1545,7 @@ TEST(Issue11, ForkChildClosingDescriptorsLeavesBothFilesAndTracesIntact) {
 // Item 2: a closed stdin/stdout/stderr never becomes the trace: read(0)/write(1|2) still fail with
 // EBADF after the first CUDA call, the program's own file (which gets the lowest number) is
 // untouched, and the trace header is intact. With stderr closed the library writes nothing.
-TEST(Issue11, ClosedStandardDescriptorsNeverBecomeTheTrace) {
+TEST(HostileApp, ClosedStandardDescriptorsNeverBecomeTheTrace) {
   for (const char* closed : {"0", "1", "2", "012"}) {
     for (const FdMode& m : kFdModes) {
       SCOPED_TRACE(std::string("closed ") + closed + ", " + m.name);
@@ -1568,7 +1568,7 @@ TEST(Issue11, ClosedStandardDescriptorsNeverBecomeTheTrace) {
 
 // Item 3: a signal handler that calls _exit or exit at any moment of the process's first CUDA call
 // (the trace's open, its first segment) ends the process: 40 children (10 under a sanitizer), the timer at 0-2 ms.
-TEST(Issue11, HandlerExitingDuringTheFirstCallNeverHangs) {
+TEST(HostileApp, HandlerExitingDuringTheFirstCallNeverHangs) {
   for (const char* kind : {"_exit", "exit"}) {
     SCOPED_TRACE(kind);
     // exit() is not async-signal-safe: it runs atexit handlers, which allocate. Through our
@@ -1601,7 +1601,7 @@ TEST(Issue11, HandlerExitingDuringTheFirstCallNeverHangs) {
 
 // Item 3 and 10: a handler that makes a CUDA call at any moment of the first call: the handler's
 // call is recorded or counted in records_lost, never dropped; the program's own calls all recorded.
-TEST(Issue11, HandlerCopyDuringTheFirstCallIsWrittenOrCounted) {
+TEST(HostileApp, HandlerCopyDuringTheFirstCallIsWrittenOrCounted) {
   const std::string n = under_sanitizer() ? "10" : "40";  // a sanitized child takes ~1 s
   AppRun bare = run({"sig_copy", n, "50", "200"}, {}, "", false);
   AppRun r = run({"sig_copy", n, "50", "200"}, handler_env());
@@ -1622,7 +1622,7 @@ TEST(Issue11, HandlerCopyDuringTheFirstCallIsWrittenOrCounted) {
 // Installed with sigaction, the handler never runs inside the library (held back until it returns):
 // every call is written. Installed with the raw system call (unseen by the library), a handler that
 // interrupted the library's own code passes through and is counted.
-TEST(Issue11, SignalStormEveryCallWrittenOrCounted) {
+TEST(HostileApp, SignalStormEveryCallWrittenOrCounted) {
   for (bool raw : {false, true}) {
     SCOPED_TRACE(raw ? "raw rt_sigaction" : "sigaction");
     // Under TSan the handler's pinned copy takes longer than the stack threshold, and unwinding its
@@ -1663,7 +1663,7 @@ TEST(Issue11, SignalStormEveryCallWrittenOrCounted) {
 // fake driver inside the library's pointer query) is held back and delivered, with its siginfo,
 // when the wrapper returns: the handler runs once per signal, its copy is recorded (not lost), and
 // after the call that was interrupted.
-TEST(Issue11, SignalInTheLibrarysCodeDeliveredAfterItWithItsSiginfo) {
+TEST(HostileApp, SignalInTheLibrarysCodeDeliveredAfterItWithItsSiginfo) {
   if (under_sanitizer())
     GTEST_SKIP() << "the sanitizer runtime installs the program's handlers itself: no trampoline of ours";
   AppRun r = run({"sig_deferred", "50"}, {"FAKE_CUDA_QUERY_SIGNAL=" + std::to_string(SIGUSR2)});
@@ -1682,7 +1682,7 @@ TEST(Issue11, SignalInTheLibrarysCodeDeliveredAfterItWithItsSiginfo) {
 // stack): its copy is recorded as a handler's (no call site, no driver query), and the thread's
 // later calls as usual (pageable, with their call site), as the library tells from the stack that
 // the handler is gone.
-TEST(Issue11, HandlerLeftWithSiglongjmpLaterCallsRecordedAsUsual) {
+TEST(HostileApp, HandlerLeftWithSiglongjmpLaterCallsRecordedAsUsual) {
   for (bool alt : {false, true}) {
     SCOPED_TRACE(alt ? "alternate signal stack" : "thread's stack");
     std::vector<std::string> args = {"sig_longjmp"};
@@ -1711,7 +1711,7 @@ TEST(Issue11, HandlerLeftWithSiglongjmpLaterCallsRecordedAsUsual) {
 // Item 3: the program sees exactly the handlers it installed (sigaction, signal, sysv_signal, sigset
 // report the program's own functions; System V semantics still reset the handler), although the
 // kernel holds the library's trampoline.
-TEST(Issue11, SignalApiReportsTheProgramsOwnHandlers) {
+TEST(HostileApp, SignalApiReportsTheProgramsOwnHandlers) {
   if (under_sanitizer()) GTEST_SKIP() << "the sanitizer runtime implements signal() itself (other flags than glibc's)";
   AppRun bare = run({"sig_api"}, {}, "", false);
   AppRun r = run({"sig_api"});
@@ -1728,7 +1728,7 @@ TEST(Issue11, SignalApiReportsTheProgramsOwnHandlers) {
 // Item 4: a thread with a pending pthread_cancel makes the process's first CUDA call: no SIGABRT;
 // it is cancelled where it would be without the library (at its next cancellation point, or inside
 // the driver call when that is one: FAKE_CUDA_CANCEL_POINT=1).
-TEST(Issue11, PendingCancellationAtTheFirstCall) {
+TEST(HostileApp, PendingCancellationAtTheFirstCall) {
   for (bool inside : {false, true}) {
     SCOPED_TRACE(inside ? "cancellation point inside the driver call" : "after the call");
     std::vector<std::string> env;
@@ -1746,7 +1746,7 @@ TEST(Issue11, PendingCancellationAtTheFirstCall) {
 // Item 5: five copies of a runtime loaded RTLD_LOCAL from different paths: each copy's calls reach
 // its own functions; the first three are traced at the runtime level (instance slots), the others
 // are handed out unwrapped (their driver calls are still recorded).
-TEST(Issue11, EveryRuntimeCopyCallsItsOwnFunctions) {
+TEST(HostileApp, EveryRuntimeCopyCallsItsOwnFunctions) {
   std::string dir = make_dir();
   std::vector<std::string> args = {"runtimes"};
   for (int i = 0; i < 5; ++i) {
@@ -1786,7 +1786,7 @@ TEST(Issue11, EveryRuntimeCopyCallsItsOwnFunctions) {
 // kernel: hook_entry.h, prefilled wrappers), after it otherwise; the records are the same either
 // way. With FAKE_CUDA_LAUNCH_NESTED the driver's launch makes a copy through its own exported entry
 // point, inside the real function that the prefilled wrapper jumped to: not an application call.
-TEST(Issue13, RuntimeLaunchRecordsFilledBeforeAndAfterTheCall) {
+TEST(RuntimeRecords, RuntimeLaunchRecordsFilledBeforeAndAfterTheCall) {
   std::string dir = make_dir();
   std::string lib = copy_file_to(AW_FAKE_CUDART, dir + "/libcudart.so.13");
   for (bool nested : {false, true}) {
@@ -1851,7 +1851,7 @@ TEST(Issue13, RuntimeLaunchRecordsFilledBeforeAndAfterTheCall) {
 // (the second and later copies: hook_entry.h, prefilled wrappers), after it otherwise (the first;
 // one the runtime makes by a tail call, whose return address is our runtime wrapper's; a pageable
 // source, which also gets its stack and evidence); the records are the same every way.
-TEST(Issue13, RuntimeCopyRecordsFilledBeforeAndAfterTheCall) {
+TEST(RuntimeRecords, RuntimeCopyRecordsFilledBeforeAndAfterTheCall) {
   std::string dir = make_dir();
   std::string lib = copy_file_to(AW_FAKE_CUDART, dir + "/libcudart.so.13");
   // No stack for a copy that blocked (a slow first call, a sanitizer's): only the policy's.
@@ -1887,7 +1887,7 @@ TEST(Issue13, RuntimeCopyRecordsFilledBeforeAndAfterTheCall) {
 
 // Item 5: a runtime unloaded and loaded again at another address: the new copy's function is
 // called, not the unloaded one's (before: SIGSEGV).
-TEST(Issue11, RuntimeUnloadedAndLoadedElsewhere) {
+TEST(HostileApp, RuntimeUnloadedAndLoadedElsewhere) {
   std::string dir = make_dir();
   std::string lib = copy_file_to(AW_FAKE_CUDART, dir + "/libcudart.so.13");
   AppRun bare = run({"reload", lib}, {}, "", false);
@@ -1904,7 +1904,7 @@ TEST(Issue11, RuntimeUnloadedAndLoadedElsewhere) {
 // Item 6: RLIMIT_NOFILE with one descriptor free when the first CUDA call starts, which the driver
 // needs: the call succeeds as without the library. The trace is traced from the file thread's own
 // table; where unshare is denied there is no room for it: one warning, no trace, the program as bare.
-TEST(Issue11, LastFreeDescriptorLeftToTheDriver) {
+TEST(HostileApp, LastFreeDescriptorLeftToTheDriver) {
   if (under_sanitizer()) GTEST_SKIP() << "LeakSanitizer needs descriptors at exit: the program fails bare";
   for (const FdMode& m : kFdModes) {
     SCOPED_TRACE(m.name);
@@ -1927,7 +1927,7 @@ TEST(Issue11, LastFreeDescriptorLeftToTheDriver) {
 
 // Item 9: with the trace stopped (RLIMIT_FSIZE), each call through the shared runtime counts once
 // (before: twice, once in the runtime wrapper and once in the driver wrapper under it).
-TEST(Issue11, RuntimeCallsAfterTheTraceStoppedCountOnce) {
+TEST(HostileApp, RuntimeCallsAfterTheTraceStoppedCountOnce) {
   AppRun r = run({"runtime_fsize", std::to_string(6 << 20), "200000", AW_FAKE_CUDART});
   ASSERT_TRUE(exited_ok(r)) << r.err;
   Trace t = only_trace(r);
@@ -1941,7 +1941,7 @@ TEST(Issue11, RuntimeCallsAfterTheTraceStoppedCountOnce) {
 // beside the first call) or its truncation (ftruncate, at the end of a trace longer than the first
 // segment) never returns. The program runs to its end with its own output and status, at most
 // trace_sync::kFileWaitNs (5 s) late, and stderr says why; before the bound both hung for ever.
-TEST(Issue11, FileSystemThatStopsAnsweringNeverHangsTheProgram) {
+TEST(HostileApp, FileSystemThatStopsAnsweringNeverHangsTheProgram) {
   struct Case {
     const char* call;
     const char* copies;
@@ -1973,7 +1973,7 @@ TEST(Issue11, FileSystemThatStopsAnsweringNeverHangsTheProgram) {
 // it, while its first call's record waits for a file whose linkat is held for 2 s: stopped time is
 // not counted (trace_sync::Patience), so the resumed process keeps its trace. A deadline on the
 // clock gave up at once on resuming.
-TEST(Issue11, ProcessStoppedWhileItsFileIsMadeKeepsItsTrace) {
+TEST(HostileApp, ProcessStoppedWhileItsFileIsMadeKeepsItsTrace) {
   const std::string dir = make_dir();
   pid_t pid = fork();
   if (pid == 0)
@@ -2000,7 +2000,7 @@ TEST(Issue11, ProcessStoppedWhileItsFileIsMadeKeepsItsTrace) {
 }
 
 // Item 9: every exec form closes the trace as execve does.
-TEST(Issue11, EveryExecFormClosesTheTrace) {
+TEST(HostileApp, EveryExecFormClosesTheTrace) {
   for (const char* form : {"execv", "execvp", "execl", "execlp", "execle", "fexecve", "execveat"}) {
     SCOPED_TRACE(form);
     AppRun r = run({"exec_form", form}, {"ASYNCWATCH_OUTPUT_PATTERN=exec-%p.awtrace"});
@@ -2017,7 +2017,7 @@ TEST(Issue11, EveryExecFormClosesTheTrace) {
 }
 
 // Item 9: a vfork()ed child's _exit(7) shares the parent's memory; it is not the parent's status.
-TEST(Issue11, VforkChildExitStatusIsNotTheParents) {
+TEST(HostileApp, VforkChildExitStatusIsNotTheParents) {
   AppRun r = run({"vfork_exit"});
   ASSERT_TRUE(exited_ok(r)) << r.err;
   EXPECT_EQ(r.out, "child status 7\n");
@@ -2030,7 +2030,7 @@ TEST(Issue11, VforkChildExitStatusIsNotTheParents) {
 // Item 10: a child made by a raw clone()/clone3() system call runs no fork handlers; its copy of the
 // mapping still shares the parent's blocks. It records nothing (no trace of its own), and the
 // parent's trace holds exactly the parent's calls.
-TEST(Issue11, RawCloneChildNeverWritesIntoTheParentsTrace) {
+TEST(HostileApp, RawCloneChildNeverWritesIntoTheParentsTrace) {
   for (const char* how : {"clone", "clone3"}) {
     SCOPED_TRACE(how);
     AppRun r = run({"clone_child", how});
@@ -2044,9 +2044,9 @@ TEST(Issue11, RawCloneChildNeverWritesIntoTheParentsTrace) {
   }
 }
 
-// Issue 17: a program that returns from main reaches libc's internal exit, not exit(): the status
+// A program that returns from main reaches libc's internal exit, not exit(): the status
 // comes from the on_exit handler.
-TEST(Issue17, ReturnFromMainStatusIsRecorded) {
+TEST(ProcessIdentity, ReturnFromMainStatusIsRecorded) {
   AppRun r = run({"return_status", "42"});
   ASSERT_TRUE(WIFEXITED(r.status)) << describe_status(r.status) << r.err;
   EXPECT_EQ(WEXITSTATUS(r.status), 42);
@@ -2056,9 +2056,9 @@ TEST(Issue17, ReturnFromMainStatusIsRecorded) {
   EXPECT_EQ(t.header.exit_status, 42);
 }
 
-// Issue 17: the rank of an MPI/torchrun/Slurm process: %q{VAR} in the output pattern, and the first
+// The rank of an MPI/torchrun/Slurm process: %q{VAR} in the output pattern, and the first
 // of RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID holding a number in the header.
-TEST(Issue17, RankInPatternAndHeader) {
+TEST(ProcessIdentity, RankInPatternAndHeader) {
   AppRun r =
       run({"copies", "1"}, {"OMPI_COMM_WORLD_RANK=5", "RANK=not-a-number",
                             "ASYNCWATCH_OUTPUT_PATTERN=job-%q{OMPI_COMM_WORLD_RANK}-%q{UNSET_VAR_X}-%p.awtrace"});

@@ -210,7 +210,7 @@ static int mt_forks(int nthreads, int kids, int calls, int alloc_every) {
   return bad ? 12 : 0;
 }
 
-// ---- issue 11: hostile but correct programs ------------------------------------------------------
+// ---- Hostile but correct programs ------------------------------------------------------
 
 // The application's own file: written in chunks of a known pattern, with CUDA calls in between.
 static bool write_own_file(int fd, int chunks, CUdeviceptr d, const std::vector<char>& host, int copies_per_chunk) {

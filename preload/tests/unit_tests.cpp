@@ -115,7 +115,7 @@ TEST(Config, InvalidValuesWarnOnceEachAndKeepDefaults) {
   EXPECT_EQ(g_warnings.size(), 6u);
 }
 
-// Issue 42: ASYNCWATCH_CAPTURE_RANGE, ASYNCWATCH_DELAY, ASYNCWATCH_DURATION.
+// ASYNCWATCH_CAPTURE_RANGE, ASYNCWATCH_DELAY, ASYNCWATCH_DURATION.
 TEST(Config, CaptureRange) {
   EXPECT_EQ(parse({}).capture, trace::CaptureMode::None);
   Config p = parse({{"ASYNCWATCH_CAPTURE_RANGE", "cudaProfilerApi"}});
@@ -135,7 +135,7 @@ TEST(Config, CaptureRange) {
   EXPECT_EQ(g_warnings.size(), 3u);
 }
 
-// Issue 18: ASYNCWATCH_GPU_TIMES, and its config flag in the trace header.
+// ASYNCWATCH_GPU_TIMES, and its config flag in the trace header.
 TEST(Config, GpuTimes) {
   EXPECT_FALSE(parse({}).gpu_times);
   EXPECT_EQ(config_flags(parse({})) & trace::kConfigGpuTimes, 0u);

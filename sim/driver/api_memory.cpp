@@ -124,7 +124,7 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuMemGetAddressRange_v2(CUdeviceptr* base, siz
   return CUDA_SUCCESS;
 }
 
-// ---- pointer attributes (FACTS.md table) ----
+// ---- pointer attributes (docs/simulator.md, "Pointer attributes") ----
 
 namespace {
 

@@ -3,7 +3,7 @@
 // launched into a stream. A launch runs the nodes one after another in a topological order on the
 // launch stream, each with the host-visible behaviour of the equivalent stream operation: a memcpy
 // node with pageable host memory makes cuGraphLaunch itself wait as a pageable cuMemcpy*Async would
-// (measured on the H200: FACTS.md), everything else is only queued.
+// (measured on the H200), everything else is only queued.
 #pragma once
 #include <cuda.h>
 

@@ -22,7 +22,7 @@ struct SimConfig {
   std::size_t queue_depth = 1024;           // pending operations per stream
   bool launch_blocking = false;             // CUDA_LAUNCH_BLOCKING=1
   uint64_t host_fn_latency_ns = 20 * 1000;  // stream reaches a callback -> callback starts
-  // Creating a context (the first call that needs one). FACTS.md measured ~100 ms on the H200; the
+  // Creating a context (the first call that needs one). ~100 ms measured on the H200; the
   // default is 20 ms because every simulated CUDA process of the test suite pays it (docs/simulator.md).
   uint64_t context_init_ns = 20 * 1000 * 1000;
   int device_count = 1;                   // simulated devices (ASYNCWATCH_SIM_DEVICES, 1..kMaxDevices)

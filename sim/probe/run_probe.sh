@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine, from the repository root, with a directory staged by stage.sh: the
 # measurements the simulator's model rests on (docs/simulator.md, "Checked on a GPU"), then the
-# issue 14/20 test apps validated against their expectation files (test_apps/gpu/validate.py).
+# test apps validated against their expectation files (test_apps/gpu/validate.py).
 #  1. gpu_rules_probe (shared and static runtime) bare, and under libaw_proc_probe.so (which driver
 #     entry points the real runtime asks for and calls); five apps under the call log as well;
 #     all in $OUT/probe.tar.gz.
@@ -28,7 +28,7 @@ for linkage in shared static; do
   AW_PROBE_LOG="$work/probe/calls.$linkage.log" LD_PRELOAD="$apps/libaw_proc_probe.so" timeout 60 "$exe" \
     > "$work/probe/probed.$linkage.txt" 2>&1; echo "rc=$?" >> "$work/probe/probed.$linkage.txt"
 done
-# The issue 14/20 apps once more under the call log: which entry points their new APIs reach.
+# The test apps once more under the call log: which entry points their new APIs reach.
 for app in graph_explicit_nodes batch_copies prefetch_attach peer_3d_arrays two_devices; do
   [ -x "$apps/$app" ] || continue
   AW_PROBE_LOG="$work/probe/calls.app.$app.log" LD_PRELOAD="$apps/libaw_proc_probe.so" timeout 30 "$apps/$app" \

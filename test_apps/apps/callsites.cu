@@ -1,4 +1,4 @@
-// Call sites where compilers and real programs make them hard (issue 12). Every launch and copy
+// Call sites where compilers and real programs make them hard. Every launch and copy
 // below must be reported at its own line, in every build:
 //  - nvcc -g -O2 inlines each kernel's host wrapper into the launching function (the innermost
 //    inline frame is the kernel's __global__ line, the launch is the scope's call line);

@@ -4,10 +4,10 @@ file (test_apps/apps/expected/<case>.json; the format is in test_apps/apps/READM
 
   check_app.py check       [--sim|--gpu] [--static] --build DIR CASE.json...
   check_app.py check       [--sim|--gpu] [--static] --from-run RUN_DIR CASE.json   (offline: a run
-                           directory written by test_apps/gpu/validate.sh: stdout, stderr, rc,
+                           directory written by validate_on_gpu.sh apps: stdout, stderr, rc,
                            traces/, report.json)
   check_app.py same-output [--sim|--gpu] [--static] --build DIR CASE.json...
-  check_app.py seed-ratio  --build DIR                (issue 2's ratio test, on the simulator)
+  check_app.py seed-ratio  --build DIR                (the seed's ratio test, on the simulator)
   check_app.py show        [--sim|--gpu] CASE.json    (the expectations with markers resolved)
   check_app.py probe       [--static] --build DIR CASE.json...   (call sites checked offline on the
                            binary's real return addresses; cases with "probe_sites": true)
@@ -255,11 +255,11 @@ def compare_report(case, report, ctx):
                 got_bytes = [f.get("bytes") for f in fs]
                 if not any(range_ok(m["bytes"], b) for b in got_bytes if b is not None):
                     problems.append(f"bytes {got_bytes}, expected {m['bytes']}")
-            if "threads" in m:  # issue 14: distinct threads that made the calls (JSON `threads`)
+            if "threads" in m:  # distinct threads that made the calls (JSON `threads`)
                 threads = sum(int(f.get("threads") or 0) for f in fs)
                 if not range_ok(m["threads"], threads):
                     problems.append(f"{threads} threads, expected {m['threads']}")
-            if "ranges" in m:  # issue 17: NVTX range name -> calls inside it (exactly these names)
+            if "ranges" in m:  # NVTX range name -> calls inside it (exactly these names)
                 got_ranges = {}
                 for f in fs:
                     for r in f.get("ranges") or []:
@@ -311,7 +311,7 @@ def compare_report(case, report, ctx):
     for m in case.get("allowed", []):
         matched.update(i for i, f in enumerate(findings) if applies(m, ctx) and categorical_match(m, f, case))
     # Every finding, whatever the case: a share of one thread's wall time is at most 1, and so is the
-    # impact's share of the run (issue 40); an impact says what it rests on.
+    # impact's share of the run; an impact says what it rests on.
     for f in findings:
         if float(f.get("share_of_wall") or 0) > 1.0:
             errors.append(f"share_of_wall {f.get('share_of_wall')} > 1: {short(f)}")
@@ -601,7 +601,7 @@ def udiff(a, b):
 
 
 # ---------------------------------------------------------------------------------------------
-# Issue 2's ratio test, on the simulator without asyncwatch
+# The seed's ratio test, on the simulator without asyncwatch
 # ---------------------------------------------------------------------------------------------
 def parse_floats(out, label):
     return [float(m.group(1)) for m in re.finditer(rf"^{re.escape(label)}\s*([-0-9.eE+]+)\s*$", out, re.M)]
@@ -806,7 +806,7 @@ def main():
     g.add_argument("--gpu", action="store_const", dest="mode", const="gpu", help="real GPU: no --sim")
     ap.add_argument("--static", action="store_true", help="the .static build (nvcc's default runtime)")
     ap.add_argument("--build", help="build directory (bin/, lib/, test_apps/)")
-    ap.add_argument("--from-run", help="offline: compare a run directory of validate.sh")
+    ap.add_argument("--from-run", help="offline: compare a run directory of validate_on_gpu.sh apps")
     ap.add_argument("--reanalyze", action="store_true", help="with --from-run: ignore report.json, analyze traces/ here")
     ap.add_argument("--keep", help="copy traces, stdout, stderr and report.json of each run here")
     ap.add_argument("--via", choices=["run", "preload"], default=os.environ.get("ASYNCWATCH_CHECK_VIA", "run"),

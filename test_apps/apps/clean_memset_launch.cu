@@ -1,4 +1,4 @@
-// Issue 14 item 4 (noise in clean programs): a synchronous cudaMemset of device memory, which returns
+// Noise in clean programs: a synchronous cudaMemset of device memory, which returns
 // before completion by the CUDA rules (the H200 measured 50-68 us for some, reported as
 // "blocking-memset ... the trace does not show why"), and a launch that blocks about 50 us, right at
 // the --min-blocked-us threshold (50 us), where the preload's launch-stack threshold (> 50 us) and the
@@ -10,7 +10,7 @@
 //
 // Today (simulator): nothing at @SYNC_MEMSET_DEVICE (the simulator's device memsets return at once);
 // @LAUNCH_50US: a blocking-launch first-launch finding or none, with or without a call site.
-// Expected once issue 14 is done: no blocking-memset finding at @SYNC_MEMSET_DEVICE on the GPU either
+// Expected: no blocking-memset finding at @SYNC_MEMSET_DEVICE on the GPU either
 // (a device memset is not synchronous by the CUDA rules: a note at most); a launch that blocked
 // >= --min-blocked-us always has its call site (@LAUNCH_50US).
 #include "aw_common.h"

@@ -1,4 +1,4 @@
-// Issue 14 item 5 (cross-stream dependencies): a pageable device-to-host copy on stream B that waits,
+// Cross-stream dependencies: a pageable device-to-host copy on stream B that waits,
 // through cudaStreamWaitEvent, for a sleep kernel on stream A. Stream B itself runs no kernel.
 //   cross_stream_wait [cycles=2e8 (~101 ms)] [bytes=1M]
 //   @KERNEL_ON_A      the kernel (stream A)
@@ -7,7 +7,7 @@
 //
 // Today: pageable-async-copy waited-for-stream at @COPY_ON_B; its message says it "waited for all
 // earlier work in the stream" and waited_for lists no kernel (stream B ran none).
-// Expected once issue 14 is done: waited_for names sleep_kernel on stream A through the event wait at
+// Expected: waited_for names sleep_kernel on stream A through the event wait at
 // @WAIT_EVENT.
 #include "aw_common.h"
 

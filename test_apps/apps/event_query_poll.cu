@@ -1,15 +1,15 @@
-// Issue 14 item 9 (polling): a loop of cudaEventQuery until an event behind a sleep kernel completes,
+// Polling: a loop of cudaEventQuery until an event behind a sleep kernel completes,
 // then a loop of cudaStreamQuery behind another. The number of queries is printed to stderr with the
 // time per query: traced, the loop must run nearly as fast as bare (H200: 0.24 us per query bare,
-// 0.5-0.9 us traced before issue 14).
+// 0.5-0.9 us traced without folding).
 //   event_query_poll [cycles=2e8 (~101 ms)]
 //   @EVENT_QUERY   the polled cudaEventQuery
 //   @STREAM_QUERY  the polled cudaStreamQuery
 //
 // Today: every query is a record; no finding (queries are not waits).
-// Expected once issue 14 is done: runs of identical results folded into one record with a count; still
+// Expected: runs of identical results folded into one record with a count; still
 // no finding; the traced loop within 20 % of bare iterations per second (measured on the H200:
-// test_apps/gpu/validate.sh runs it bare and traced).
+// test_apps/gpu/validate_on_gpu.sh apps runs it bare and traced).
 #include "aw_common.h"
 
 int main(int argc, char** argv) {

@@ -1,12 +1,12 @@
-// Issue 14 item 5 (context creation): a kernel launch that is the process's first CUDA call pays for
-// creating the context (~100 ms with the shared runtime on the H200, FACTS.md) as well as lazy module
+// Context creation: a kernel launch that is the process's first CUDA call pays for
+// creating the context (~100 ms with the shared runtime on the H200) as well as lazy module
 // loading; after a cudaFree(0) a first launch costs only the loading (0.2-0.25 ms).
 //   first_call_launch [warm]   (any argument: cudaFree(0) first, the control)
 //   @FIRST_CALL_LAUNCH  the launch (first CUDA call unless warm)
 //   @WARM_UP            cudaFree(0) (warm runs only)
 //
 // Today: blocking-launch cause first-launch at @FIRST_CALL_LAUNCH, ~100 ms (static runtime: 73 us, .json).
-// Expected once issue 14 is done: cause context-init at @FIRST_CALL_LAUNCH (cold run); in the warm run
+// Expected: cause context-init at @FIRST_CALL_LAUNCH (cold run); in the warm run
 // cause first-launch (about the loading time only) and the ~100 ms in the cudaFree at @WARM_UP.
 #include "aw_common.h"
 

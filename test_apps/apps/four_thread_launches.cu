@@ -1,4 +1,4 @@
-// Issue 14 item 5 (share of wall time): four host threads make the first launch of the same kernel at
+// Share of wall time: four host threads make the first launch of the same kernel at
 // the same time; lazy module loading blocks the first, and the other three wait for that load. The
 // four blocked intervals overlap in time, so their sum exceeds the process's wall time spent in them.
 //   four_thread_launches [launches=4]
@@ -8,7 +8,7 @@
 // Today: blocking-launch at @THREAD_FIRST_LAUNCH, 4 calls (one cause first-launch, the three waiters
 // "the trace does not show why"), whose share of the wall time sums the threads' blocked times: above
 // 100 % (the simulator's expectation sets a 200 ms lazy load: ~800 ms blocked in a ~0.35 s process).
-// Expected once issue 14 is done: shares per thread, never above 100 %; the finding itself stays.
+// Expected: shares per thread, never above 100 %; the finding itself stays.
 #include "aw_common.h"
 
 #include <atomic>

@@ -1,4 +1,4 @@
-// Issue 14 item 2 (graphs built explicitly): kernel -> memcpy graphs built with the node API, where
+// Graphs built explicitly: kernel -> memcpy graphs built with the node API, where
 // the memcpy node's host memory is pageable (cudaGraphAddMemcpyNode1D, cudaGraphAddMemcpyNode with
 // cudaMemcpy3DParms), or pinned and then swapped for a pageable buffer in the executable graph
 // (cudaGraphExecMemcpyNodeSetParams1D), then restored by cudaGraphExecUpdate. Every launch whose graph
@@ -8,7 +8,7 @@
 // Today: the node calls are not intercepted; blocking-launch (cudaGraphLaunch, cause unknown) at
 // @LAUNCH_1D_PAGEABLE, @LAUNCH_3D_PAGEABLE and @LAUNCH_SET_PAGEABLE; nothing at @LAUNCH_PINNED or
 // @LAUNCH_UPDATED.
-// Expected once issue 14 is done: those three findings name the pageable memcpy node (DtoH, pageable)
+// Expected: those three findings name the pageable memcpy node (DtoH, pageable)
 // and its origin: the cudaGraphAddMemcpyNode1D call at @ADD_NODE_1D_PAGEABLE, the cudaGraphAddMemcpyNode
 // call at @ADD_NODE_3D_PAGEABLE, the cudaGraphExecMemcpyNodeSetParams1D call at @SET_PARAMS_PAGEABLE;
 // kernel names sleep_kernel. Nothing at @LAUNCH_PINNED, @LAUNCH_UPDATED (after cudaGraphExecUpdate at

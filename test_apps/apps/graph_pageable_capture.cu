@@ -1,13 +1,13 @@
-// Issue 14 item 2 (captured graphs): a graph captured from a 2 ms kernel and an 8-byte device-to-host
+// Captured graphs: a graph captured from a 2 ms kernel and an 8-byte device-to-host
 // copy, once into pageable memory and once into pinned memory (the case measured on the H200:
 // cudaGraphLaunch returned after 2.03-2.05 ms with the pageable node, 4-20 us with the pinned one,
-// FACTS.md). A memcpy node with pageable host memory makes the launch itself wait for the graph's
+// measured on the H200). A memcpy node with pageable host memory makes the launch itself wait for the graph's
 // earlier work, like a pageable cudaMemcpyAsync.
 //   graph_pageable_capture [launches=5] [cycles=4e6 (~2 ms)]
 //
 // Today: blocking-launch (cudaGraphLaunch) cause unknown at @LAUNCH_PAGEABLE, kernel "(unnamed
 // kernel)"; nothing at @LAUNCH_PINNED or at the captured calls.
-// Expected once issue 14 is done: the finding at @LAUNCH_PAGEABLE names the graph's pageable memcpy
+// Expected: the finding at @LAUNCH_PAGEABLE names the graph's pageable memcpy
 // node (DtoH, pageable, 8 bytes) with its origin, the captured call at @CAPTURED_D2H_PAGEABLE, and the
 // graph's kernel (sleep_kernel); nothing at @LAUNCH_PINNED, @CAPTURED_D2H_PINNED, @CAPTURED_KERNEL.
 #include "aw_common.h"

@@ -1,11 +1,11 @@
-// Issue 14 item 6 (callback timing): host functions that run 24-85 us each hold their stream that
+// Callback timing: host functions that run 24-85 us each hold their stream that
 // long; only those over --min-callback-us (1 ms) are reported today.
 //   host_fn_times [count=40]
 //   @HOST_FN_SHORT   cudaLaunchHostFunc of a function that busy-waits 24, 45, 65 or 85 us in turn
 //   @HOST_FN_LONG    cudaLaunchHostFunc of a function that busy-waits 2 ms, once
 //
 // Today: long-host-callback at @HOST_FN_LONG only.
-// Expected once issue 14 is done: the report shows each callback site with its run times (min about
+// Expected: the report shows each callback site with its run times (min about
 // 24 us, median 45-65 us, max about 85 us for @HOST_FN_SHORT; 2 ms for @HOST_FN_LONG), a warning only
 // above the threshold (@HOST_FN_LONG).
 #include "aw_common.h"

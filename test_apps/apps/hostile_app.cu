@@ -1,4 +1,4 @@
-// Hostile but correct programs (issue 11), run bare and under asyncwatch by
+// Hostile but correct programs, run bare and under asyncwatch by
 // test_apps/gpu/run_hostile.sh (the H200, static and shared runtime) and on the simulator in CI:
 // what they print and their exit status must not depend on asyncwatch.
 //

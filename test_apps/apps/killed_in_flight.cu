@@ -1,4 +1,4 @@
-// Issue 14 item 8 (a call in flight when the process dies): a long sleep kernel, then a large pageable
+// A call in flight when the process dies: a long sleep kernel, then a large pageable
 // device-to-host copy behind it (or, with `sync`, a cudaStreamSynchronize of its stream), which blocks
 // the main thread; another thread kills the process with SIGKILL (no handler, no exit path runs) while
 // the call is still waiting.

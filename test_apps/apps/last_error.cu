@@ -1,4 +1,4 @@
-// The runtime's pending error (cudaGetLastError) must survive asyncwatch (issue 7). The CUDA runtime
+// The runtime's pending error (cudaGetLastError) must survive asyncwatch. The CUDA runtime
 // keeps one last error per host thread: every failing runtime call sets it, successful calls leave
 // it as it is, cudaPeekAtLastError returns it, cudaGetLastError returns it and resets it to
 // cudaSuccess. asyncwatch's wrappers sit between the program and the runtime and make driver calls

@@ -1,4 +1,4 @@
-// Issue 14 item 3: memory management calls at many distinct lines, and a caching allocator's pool
+// Memory management calls at many distinct lines, and a caching allocator's pool
 // growing from one line. Neither is "an allocation in a loop".
 //   malloc_sites [growths=65] [step=64K]   (each growth asks for `step` bytes more than the last)
 //   - cudaMalloc and cudaFree at 14 distinct lines each (@MALLOC_1 ... @MALLOC_14, @FREE_1 ... @FREE_14),
@@ -10,7 +10,7 @@
 // Today: memory-management calls carry no stack by default, so they are grouped per API under an
 // unknown call site: implicit-sync "cudaMalloc called 79 times here ... allocate once outside the
 // loop" (14 + 65) and cudaFree 79 times, both without a location.
-// Expected once issue 14 is done: stacks for memory-management calls; no implicit-sync for the 14
+// Expected: stacks for memory-management calls; no implicit-sync for the 14
 // distinct lines (one call each); @POOL_GROW not reported as a loop to hoist (a pool growing 65 times
 // to 65 different sizes, each block kept), i.e. no implicit-sync finding in this program.
 #include "aw_common.h"

@@ -1,4 +1,4 @@
-// Issue 17: NVTX ranges name where a finding's calls were made. The nvtx3 headers of the toolkit
+// NVTX ranges name where a finding's calls were made. The nvtx3 headers of the toolkit
 // (header-only) load the library NVTX_INJECTION64_PATH names on the first NVTX call: asyncwatch
 // sets it to itself.
 //   nvtx_ranges [iterations=20] [cycles=2e5 (~100 us)]

@@ -1,4 +1,4 @@
-// Issue 14 item 7 (3D, peer and CUDA-array copies): each follows the rules of a 1D copy between the
+// 3D, peer and CUDA-array copies: each follows the rules of a 1D copy between the
 // same kinds of memory.
 //   peer_3d_arrays [cycles=2e8 (~101 ms)]
 //   @PEER_3D_ASYNC         cudaMemcpy3DPeerAsync, device -> device (device 0 -> the last device): queued
@@ -10,7 +10,7 @@
 //
 // Today: the 3D and the 2D array copies reach cuMemcpy3DAsync_v2 (H200 and simulator) and are
 // classified from its descriptor (findings at the three pageable lines); cuMemcpy3DPeer* are not intercepted.
-// Expected once issue 14 is done: pageable-async-copy waited-for-stream at @COPY_3D_D2H_PAGEABLE and
+// Expected: pageable-async-copy waited-for-stream at @COPY_3D_D2H_PAGEABLE and
 // @ARRAY_D2H_PAGEABLE, staged at @ARRAY_H2D_PAGEABLE (1 MiB, above --inline-htod-bytes); nothing at
 // @PEER_3D_ASYNC, @PEER_3D_SYNC, @ARRAY_D2H_PINNED.
 #include "aw_common.h"

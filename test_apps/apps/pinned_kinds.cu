@@ -4,7 +4,7 @@
 //   cudaHostRegister'ed malloc buffer, through an interior pointer   @PIN_REGISTERED_INTERIOR
 //   the same buffer after cudaHostUnregister: pageable again, blocks  @UNREGISTERED_D2H
 //   pinned_kinds [cycles=1e8 (~50 ms)] [bytes=16M]
-// The app also checks what cudaPointerGetAttributes says about each buffer (FACTS.md table).
+// The app also checks what cudaPointerGetAttributes says about each buffer (docs/simulator.md, "Pointer attributes").
 #include "aw_common.h"
 
 static void expect_type(const void* p, cudaMemoryType want, const char* what) {

@@ -1,4 +1,4 @@
-// Issue 14 item 10 (what pinning would save): the same copies from pageable and from pinned memory in
+// What pinning would save: the same copies from pageable and from pinned memory in
 // one trace: host-to-device of `bytes`, and device-to-host of `bytes` after a short kernel.
 //   pinned_vs_pageable [bytes=256M] [repeats=3] [kernel_cycles=100000]
 //   (kernel_cycles: the kernel before each device-to-host copy; a test on a loaded machine makes it

@@ -1,6 +1,6 @@
-// Issue 14 item 7 (managed memory): cudaMemPrefetchAsync to the device and to the host, and
+// Managed memory: cudaMemPrefetchAsync to the device and to the host, and
 // cudaStreamAttachMemAsync, each behind a sleep kernel on the same stream. Prefetch is documented as
-// asynchronous to the host; on the H200 (2026-12-01, 64 MiB behind the 101 ms kernel) neither
+// asynchronous to the host; on the H200 (64 MiB behind the 101 ms kernel) neither
 // prefetch waited for the stream (0.27-0.56 ms to the device, 0.005-0.016 ms to the host) nor did
 // the attach (0.034-0.042 ms); the simulator queues all three (docs/simulator.md).
 //   prefetch_attach [cycles=2e8 (~101 ms)] [bytes=64M]
@@ -9,7 +9,7 @@
 //   @ATTACH           cudaStreamAttachMemAsync(..., cudaMemAttachSingle)
 //
 // Today: none of the three is intercepted: no finding at those lines.
-// Expected once issue 14 is done: the prefetches and the attach are recorded; a prefetch that blocked
+// Expected: the prefetches and the attach are recorded; a prefetch that blocked
 // would be reported by the blocking rules with its call site and managed memory; here none blocks:
 // nothing at @PREFETCH_DEVICE, @PREFETCH_HOST and @ATTACH.
 #include "aw_common.h"

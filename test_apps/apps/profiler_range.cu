@@ -1,4 +1,4 @@
-// Issue 42, capture ranges: the same pageable device-to-host copy after a kernel before, inside and
+// Capture ranges: the same pageable device-to-host copy after a kernel before, inside and
 // after a cudaProfilerStart/cudaProfilerStop range, which an NVTX range "profiled steps" also
 // marks. With ASYNCWATCH_CAPTURE_RANGE=cudaProfilerApi (asyncwatch run --capture-range
 // cudaProfilerApi), or nvtx:profiled steps, only the copies inside the range are recorded.

@@ -1,5 +1,5 @@
 // The seed answer's program with its buffer size and kernel length as arguments, for the ratio test
-// of issue 2 (check_app.py seed-ratio). The seed's own 1e6 cycles (0.5 ms) is too short to assert
+// of check_app.py seed-ratio. The seed's own 1e6 cycles (0.5 ms) is too short to assert
 // "pinned copies return within 1% of the kernel time" robustly (1% = 5 us, about the cost of one
 // simulated or real API call), so this variant defaults to 2e8 cycles (about 101 ms); the ratio test
 // (check_app.py seed-ratio) passes 1e9 (505 ms), robust against a loaded 2-core CI machine.

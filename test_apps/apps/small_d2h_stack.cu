@@ -1,10 +1,10 @@
-// Issue 14 item 1: a 4-byte device-to-host cudaMemcpyAsync into a stack variable right after a short
+// A 4-byte device-to-host cudaMemcpyAsync into a stack variable right after a short
 // kernel. The destination is pageable, so by the CUDA rules the call is synchronous (it returns after
 // the copy, having waited for the kernel), however short the wait: 18-40 us on the H200, below the
 // analyzer's --min-blocked-us (50 us).
 //   small_d2h_stack [iterations=20] [cycles=4e4 (~20 us)]
 //
-// Expected once issue 14 is done (today the calls are silent: below the threshold):
+// Expected:
 //   pageable-async-copy, cause waited-for-stream, DtoH, pageable, at @SMALL_D2H, count = iterations,
 //   severity note (below --min-blocked-us) and caught by --fail-on pageable-async-copy; waited_for
 //   sleep_kernel. Nothing at @PINNED_CONTROL (the same copy into pinned memory).

@@ -1,4 +1,4 @@
-// Issue 20 (two GPUs): peer copies with and without peer access, device-to-device copies across the
+// Two GPUs: peer copies with and without peer access, device-to-device copies across the
 // devices, and pageable copies on each device. Runs on the 2-device simulator (ASYNCWATCH_SIM_DEVICES=2)
 // and on a 2-GPU machine; with fewer devices it says so and exits 0.
 //   two_devices [cycles=2e8 (~101 ms)] [bytes=16M]
@@ -14,7 +14,7 @@
 //
 // Today: pageable-async-copy waited-for-stream at @PAGEABLE_D2H_DEV0 and @PAGEABLE_D2H_DEV1, staged at
 // @PAGEABLE_H2D_DEV1; cudaMemcpyPeerAsync is not intercepted; nothing at the device-to-device lines.
-// Expected (issue 20): copies classified per device (the device ordinal in each finding), no pageable
+// Expected: copies classified per device (the device ordinal in each finding), no pageable
 // finding for the peer and cross-device copies, the pageable ones at their lines with their device.
 #include "aw_common.h"
 

@@ -8,14 +8,14 @@ library function called.
       offline, here: the binaries' real call instructions made into synthetic traced calls
       (probe_sites.py), reported with --min-blocked-us 0 --inline-htod-bytes 0; every expected
       site the probe can see must be reported, nothing elsewhere.
-  check_corpus.py results --results DIR --bin-dir DIR --build BUILD [--markdown] [--fill-table DOC]
+  check_corpus.py results --results DIR --bin-dir DIR --build BUILD [--markdown] [--h200-table]
                           [PROGRAM...]
-      the traces of test_apps/gpu/run_corpus.sh (unpacked corpus-results.tar.gz), analysed here;
+      the traces of test_apps/gpu/validate_on_gpu.sh corpus (unpacked corpus-results.tar.gz), analysed here;
       the modules are read from --bin-dir through --path-map (the binaries' directory on the GPU
       machine is in DIR/info.txt). Twice: with the default thresholds (what a user sees: every finding
       at an expected site) and with --min-blocked-us 0 --inline-htod-bytes 0 (every required site).
-      --fill-table docs/validation.md writes each row's two H200 cells (sites reported, verdict)
-      into that page's corpus table, the row found by program and build.
+      --h200-table then prints each program and build's two H200 cells (sites reported, verdict)
+      as markdown rows on standard output.
 
 Expectation files: test_apps/corpus/expected/<program>.json, one site per statement:
   {"file", "line", "kind": launch|graph|copy|memset|lib, "ids": [finding ids allowed there],
@@ -226,35 +226,25 @@ def cmd_results(opts, exps):
                 for e in errors:
                     rows.append(f"    - {e}")
     print("\n".join(rows))
-    if opts.fill_table:
-        fill_table(opts.fill_table, cells, info)
+    if opts.h200_table:
+        print(h200_table(cells, info))
     return ok
 
 
 def gpu_cells(exp, seen, errors):
-    """The two H200 cells of docs/validation.md's corpus table."""
+    """The two H200 cells of a program and build: sites reported, verdict."""
     req = [(s["file"], s["line"]) for s in exp["sites"] if s["required"] and s.get("run", True) and not s.get("captured")]
     got = sum(1 for k in req if k in seen)
     return (f"{len(seen)} sites, {got} of {len(req)} required",
             "pass" if not errors else f"FAIL ({len(errors)} error{'' if len(errors) == 1 else 's'})")
 
 
-def fill_table(doc, cells, info):
-    """Replaces the last two cells of each corpus-table row `| program | source | build | ...`."""
-    with open(doc) as f:
-        lines = f.read().split("\n")
-    done = set()
-    for i, line in enumerate(lines):
-        parts = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("| ") else []
-        if len(parts) == 7 and (parts[0], parts[2]) in cells:
-            parts[5:7] = cells[(parts[0], parts[2])]
-            lines[i] = "| " + " | ".join(parts) + " |"
-            done.add((parts[0], parts[2]))
-    with open(doc, "w") as f:
-        f.write("\n".join(lines))
-    missing = sorted(set(cells) - done)
-    print(f"check_corpus: {len(done)} rows of {doc} filled (run of {info.get('date', '?')}, {info.get('gpu', '?')})"
-          + (f"; no row for {', '.join(f'{p} {b}' for p, b in missing)}" if missing else ""))
+def h200_table(cells, info):
+    """The H200 results as markdown rows, one per program and build, for a doc page's table."""
+    lines = [f"<!-- check_corpus results: run of {info.get('date', '?')}, {info.get('gpu', '?')} -->",
+             "| program | build | H200 sites reported | H200 verdict |", "|---|---|---|---|"]
+    lines += [f"| {p} | {b} | {c[0]} | {c[1]} |" for (p, b), c in sorted(cells.items())]
+    return "\n".join(lines)
 
 
 def main():
@@ -264,8 +254,8 @@ def main():
     ap.add_argument("--bin-dir", required=True, help="the corpus binaries here (/work/corpus/bin)")
     ap.add_argument("--build", required=True, help="asyncwatch build directory (bin/asyncwatch)")
     ap.add_argument("--results", help="results: the unpacked corpus-results directory")
-    ap.add_argument("--markdown", action="store_true", help="table rows for docs/validation.md")
-    ap.add_argument("--fill-table", metavar="DOC", help="results: write the H200 cells of DOC's corpus table")
+    ap.add_argument("--markdown", action="store_true", help="table rows in markdown")
+    ap.add_argument("--h200-table", action="store_true", help="results: then print the H200 cells as markdown rows")
     opts = ap.parse_intermixed_args()
     exps = load(opts.programs)
     if opts.command == "results" and not opts.results:

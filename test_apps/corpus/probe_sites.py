@@ -43,7 +43,7 @@ COPY_APIS = {  # asynchronous copies: runtime name -> (direction, driver entry p
     "cudaMemcpyAsync": "cuMemcpyHtoDAsync_v2", "cudaMemcpy2DAsync": "cuMemcpy2DAsync_v2",
     "cudaMemcpy3DAsync": "cuMemcpy3DAsync_v2", "cudaMemcpyPeerAsync": "cuMemcpyPeerAsync",
     "cudaMemcpyToSymbolAsync": "cuMemcpyHtoDAsync_v2", "cudaMemcpyFromSymbolAsync": "cuMemcpyDtoHAsync_v2",
-    # the H200's runtime (probe call log, 2026-12-01) and the simulated one
+    # the H200's runtime (measured on an H200 with sim/probe) and the simulated one
     "cudaMemcpy2DToArrayAsync": "cuMemcpy3DAsync_v2", "cudaMemcpy2DFromArrayAsync": "cuMemcpy3DAsync_v2",
     "cudaMemcpyToArrayAsync": "cuMemcpyHtoAAsync_v2", "cudaMemcpyFromArrayAsync": "cuMemcpyAtoHAsync_v2",
     "cuMemcpyAsync": "cuMemcpyAsync", "cuMemcpyHtoDAsync_v2": "cuMemcpyHtoDAsync_v2",

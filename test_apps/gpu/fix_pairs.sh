@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The fix pairs on a GPU (issue 40): for each pair of test_apps/apps/fix_pairs.py (CUDA programs of
+# The fix pairs on a GPU: for each pair of test_apps/apps/fix_pairs.py (CUDA programs of
 # the build, PyTorch scripts of this directory), 5 alternating bare runs of each variant (median wall
 # time) and one traced run of the flagged variant (its predicted gain: `asyncwatch report --format
 # json`, the pair's findings' impact_ns). Prints the table pair / predicted / measured / ratio and

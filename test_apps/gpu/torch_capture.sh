@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 42 on the GPU (not run here: the lead's device batch): a PyTorch training loop of SECONDS
+# Capture ranges on the GPU (not run by the tests): a PyTorch training loop of SECONDS
 # (default 300) with torch.cuda.profiler.start()/stop() around steps 100-200, bare and under
 # `asyncwatch run --capture-range cudaProfilerApi`, and a full trace of a short run (20 s) of the same
 # loop for reference. Writes to $OUT: each run's output, the reports (text and JSON), and

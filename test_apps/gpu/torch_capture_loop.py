@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A PyTorch training loop for issue 42's GPU check (test_apps/gpu/torch_capture.sh): random data
+"""A PyTorch training loop for the capture-range GPU check (test_apps/gpu/torch_capture.sh): random data
 through a DataLoader (pin_memory=False: pageable batches), a small MLP, SGD, loss.item() every step,
 for at least --seconds; torch.cuda.profiler.start()/stop() around steps --range A:B.
 

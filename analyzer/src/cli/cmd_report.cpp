@@ -177,7 +177,7 @@ CLI::Validator number_check(bool positive, bool integer) {
       positive ? (integer ? "N>0" : "X>0") : (integer ? "N>=0" : "X>=0"));
 }
 
-// The options of issue 17: gate (--baseline, --fail-min-blocked-us), selection (--pid, --rank,
+// The CI options: gate (--baseline, --fail-min-blocked-us), selection (--pid, --rank,
 // --rule, --range), presentation (--top, --stacks, --source-root) and --jobs.
 void add_gate_options(CLI::App* app, ReportArgs& args) {
   app->add_option("--baseline", args.baseline,

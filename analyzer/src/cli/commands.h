@@ -35,7 +35,7 @@ struct ReportArgs {
   std::vector<std::string> user_code;  // --user-code PATTERN (repeatable)
   std::vector<std::string> path_map;   // --path-map FROM=TO (repeatable, validated by the CLI)
   std::vector<std::string> inputs;
-  // Gates, filters and presentation (issue 17; docs/ci.md, docs/configuration.md).
+  // Gates, filters and presentation (docs/ci.md, docs/configuration.md).
   std::string baseline;             // --baseline OLD.json: only findings not in it count for --fail-on
   double fail_min_blocked_us = 0;   // --fail-min-blocked-us: a --fail-on finding must block this long in total
   uint64_t top = 0;                 // --top N: the N costliest findings (0: all)

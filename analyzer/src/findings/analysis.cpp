@@ -355,7 +355,7 @@ class ProcessAnalyzer final : public RuleContext {
 
   void run() {
     // Inline into the merge loop: a call per record cost its prologue, epilogue and the view's
-    // fields through memory (docs/performance.md, eleventh session).
+    // fields through memory (docs/performance.md).
     trace_.stream_merged([this](const RecordView& r) __attribute__((always_inline)) { record(r); });
   }
 
@@ -1104,7 +1104,7 @@ class ProcessAnalyzer final : public RuleContext {
     streams_.memory_op_returned(m);
   }
 
-  // ---- batch copies and graphs (issue 14) ----
+  // ---- batch copies and graphs ----
   // A batch is judged by the copy rules through the elements that can make it wait (trace_format.h,
   // BatchCopyRecord): pageable sources read in stream order (the call waits for the stream: on the
   // H200 and by the simulator's rules), or other pageable sources (staged). A pageable destination

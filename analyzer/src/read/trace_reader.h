@@ -297,8 +297,8 @@ class TraceFile {
 
   // The merged walks give back the pages of the blocks they have read a window at a time, not one
   // madvise per 64 KiB block (each call flushes the TLB: on the development VM ~2.5 us a call, 0.06
-  // s of sys time for the 22 k blocks of the 20 M-record trace; docs/performance.md, fifteenth
-  // session). A block is consumed when its cursor leaves it (block_done); the consumed prefix of
+  // s of sys time for the 22 k blocks of the 20 M-record trace).
+  // A block is consumed when its cursor leaves it (block_done); the consumed prefix of
   // the file is released once it is kReleaseBlocks blocks past what was released. A thread whose
   // block lags behind (its records' times come later) holds the prefix back: once the others have
   // consumed release_lag_ blocks past the released part, the runs of consumed blocks there are
@@ -451,8 +451,7 @@ __attribute__((always_inline)) inline bool TraceFile::fast_event(const uint8_t* 
 // A call of a row `by_table`: the same checks, references, counts and times as fast_event<T>'s,
 // from the row. No jump on the type: the analysis' switch when the record is visited is then the
 // one dispatch on its type (the reader's and the analysis' indirect jumps on a random mix of types
-// mispredicted about once a record between them in cachegrind's simulation; docs/performance.md,
-// sixteenth session).
+// mispredicted about once a record between them in cachegrind's simulation).
 __attribute__((always_inline)) inline bool TraceFile::fast_call(const FastRow& row, const uint8_t* p, uint64_t offset,
                                                                 uint64_t* start) {
   using reader_checks::FieldChecks;

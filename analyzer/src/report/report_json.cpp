@@ -106,7 +106,7 @@ void process_object(JsonWriter& w, const ProcessSummary& p) {
   w.field("async_calls_async", p.async_calls_async);
   w.field("async_calls_blocking", p.async_calls_blocking);
   w.array("notes", p.notes, [&](const std::string& n) { w.value(n); });
-  // Issue 18: the overlap figures (null without GPU times), as the text report prints them.
+  // The overlap figures (null without GPU times), as the text report prints them.
   if (p.gpu_times)
     w.array("gpu_overlap", p.gpu_overlap, [&](const StreamOverlap& s) { gpu_overlap_object(w, s); });
   else

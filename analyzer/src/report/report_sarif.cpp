@@ -212,7 +212,7 @@ void write_report_sarif(JsonWriter& w, const Report& report) {
       });
       w.end_array();
       w.array("results", report.findings, [&](const Finding& f) { result_object(w, f, report); });
-      // Issue 18: the GPU overlap figures of the processes recorded with GPU times (docs/ci.md).
+      // The GPU overlap figures of the processes recorded with GPU times (docs/ci.md).
       // A --sim run's figures are the simulator's (simulated.h): said for the whole run too.
       bool gpu_times = false;
       for (const auto& p : report.processes) gpu_times |= p.gpu_times;

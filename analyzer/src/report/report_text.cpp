@@ -360,8 +360,7 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
       out << fmt::format(FMT_COMPILE("  {}note:{} {}{}\n"), c.note, c.reset, printable(n), others);
       note_count.erase(it);
     }
-    for (const auto& l : gpu_overlap_lines(p.gpu_overlap, p.gpu_times))
-      out << "  " << printable(l) << '\n';  // issue 18
+    for (const auto& l : gpu_overlap_lines(p.gpu_overlap, p.gpu_times)) out << "  " << printable(l) << '\n';
   }
   if (quiet_notes)
     out << fmt::format(

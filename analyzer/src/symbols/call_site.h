@@ -49,7 +49,7 @@ FrameKind classify_frame(const Frame& f, const CallSitePolicy& policy = {});
 const char* frame_kind_name(FrameKind k);
 // classify_frame's answers kept, by what it reads of the frame and the policy's executable: a
 // report classifies the same frames in many findings' stacks, and one answer costs thousands of
-// instructions (the text report of a 20 M-record trace: docs/performance.md, eleventh session).
+// instructions (the text report of a 20 M-record trace: docs/performance.md).
 // Every call must pass a policy with the same user_code.
 class FrameKindMemo {
  public:

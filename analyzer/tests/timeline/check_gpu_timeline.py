@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 18 on the simulator: GPU times, the timeline's GPU tracks, flows, finding marks, its bounds,
+"""On the simulator: GPU times, the timeline's GPU tracks, flows, finding marks, its bounds,
 and the report's overlap figures, on pinned_vs_pageable (the seed's pageable and pinned copies, a
 kernel before each device-to-host copy, one trace) and threads_streams (4 threads, 4 streams).
   check_gpu_timeline.py ASYNCWATCH BUILD_DIR

@@ -167,7 +167,7 @@ inline constexpr uint32_t kMaxStackDepth = 64;
   /* appended later (append-only: ids above are stable) */                                 \
   X(cuCtxSynchronize_v2)                                                                   \
   X(cuStreamBeginCaptureToGraph)                                                           \
-  /* version 3 (issue 14): prefetch, batch, 3D peer copies, explicit graph construction */ \
+  /* trace version 3 APIs: prefetch, batch, 3D peer copies, explicit graph construction */ \
   X(cudaMemPrefetchAsync)                                                                  \
   X(cudaStreamAttachMemAsync)                                                              \
   X(cudaMemcpyBatchAsync)                                                                  \
@@ -420,7 +420,7 @@ struct FileHeader {
   uint64_t paused_ns;        // total of the pauses that ended
   uint64_t pause_count;      // pauses begun
   uint64_t paused_since_ns;  // CLOCK_MONOTONIC start of the pause in progress, else 0
-  // v3 (issue 17): the process's rank in a parallel job, from the first of RANK,
+  // v3: the process's rank in a parallel job, from the first of RANK,
   // OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID set to a number at open (RankSource says which;
   // None, as in older traces: no rank).
   uint32_t rank;
@@ -465,7 +465,7 @@ struct CallHead {
   // CLOCK_MONOTONIC once the call returned. While in flight (kFlagInFlight): the return address of
   // the application's call into the outermost wrapper (its caller: the application's call
   // instruction, or the statically linked runtime's), the call site of a call that never returned
-  // when the record has no stack; 0 when not stored (every in-flight record before 2026-12-01).
+  // when the record has no stack; 0 when not stored (in-flight records of older writers).
   uint64_t end_ns;
 };
 static_assert(sizeof(CallHead) == 40);
@@ -570,7 +570,7 @@ struct StackRecord {  // variable: followed by depth uint64_t return addresses, 
   uint8_t python_end;     // how the Python walk ended (PythonWalkEnd), 0 when none ran
   // 0: the Python frames are the calling thread's own. Else they were borrowed from another thread
   // of the interpreter (the caller had no Python thread state: a framework's native thread):
-  // python_lender_* below read it. Was reserved (zero) before 2026-12-02: same version.
+  // python_lender_* below read it. Older writers left it zero: same version.
   uint8_t python_lender[3];
   // uint64_t frames[depth];
   // PythonFrameRef python_frames[python_depth];
@@ -685,7 +685,7 @@ struct DeviceInfoRecord {  // written once, on the first intercepted call after 
 };
 static_assert(sizeof(DeviceInfoRecord) == 116);
 
-// ---- version 3 (issue 14) ----
+// ---- version 3 ----
 // A batch of copies (cuMemcpyBatchAsync, cuMemcpy3DBatchAsync and their runtime forms), each element
 // classified. The CopyRecord part describes the elements that decide whether the call may wait: the
 // pageable ones when there are any (direction and memory kinds of the first of them; kFlagSourceStreamOrder
@@ -810,7 +810,7 @@ inline constexpr const char* nvtx_kind_text(NvtxKind k) {
   return static_cast<uint8_t>(k) < kNvtxKindCount ? kNvtxKindNames[static_cast<uint8_t>(k)] : "unknown";
 }
 
-// v3 (issue 17, preload/src/nvtx/): an NVTX range event of the core domain, written by the thread
+// v3 (preload/src/nvtx/): an NVTX range event of the core domain, written by the thread
 // that called NVTX (the block's tid). Push/Pop nest per thread and domain; Start/End pair by
 // range_id and may be on different threads. name_id: StringRecord id of the message (kernel names'
 // id space; a range of a domain other than the core one is named "DOMAIN::MESSAGE"), 0 for Pop/End

@@ -371,7 +371,7 @@ inline __attribute__((always_inline)) bool wants_stack(const AnyRecord& r, Categ
       case Category::ManagedOp:
       case Category::GraphOp: return true;
       case Category::Launch: return blocked_ns >= cfg.launch_stack_threshold_ns;
-      // A sync that waited: where it was made (a hidden sync inside a framework, issue 15). A
+      // A sync that waited: where it was made (a hidden sync inside a framework). A
       // synchronize made from outside the program's own code (a framework's `loss.item()`, a
       // library, ctypes) whatever it waited: a hidden sync is one by contract, and a loop's short
       // waits add up (docs/findings.md, hidden-sync). The program's own syncs (a polling loop of

@@ -82,7 +82,7 @@
   AW_LEGACY_AND_PER_THREAD(X, cuStreamBeginCapture_v2, _ptsz)                        \
   AW_LEGACY_AND_PER_THREAD(X, cuStreamEndCapture, _ptsz)                             \
   AW_LEGACY_AND_PER_THREAD(X, cuStreamBeginCaptureToGraph, _ptsz)                    \
-  /* version 3 (issue 14, driver_hooks_managed_batch.cpp, driver_hooks_graph.cpp) */ \
+  /* version 3 (hooked in driver_hooks_managed_batch.cpp, driver_hooks_graph.cpp) */ \
   AW_LEGACY_AND_PER_THREAD(X, cuMemPrefetchAsync, _ptsz)                             \
   AW_LEGACY_AND_PER_THREAD(X, cuMemPrefetchAsync_v2, _ptsz)                          \
   AW_LEGACY_AND_PER_THREAD(X, cuStreamAttachMemAsync, _ptsz)                         \

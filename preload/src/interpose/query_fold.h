@@ -1,4 +1,4 @@
-// Queries recorded cheaply (issue 14 item 9): a polling loop calls cudaEventQuery/cudaStreamQuery
+// Queries recorded cheaply: a polling loop calls cudaEventQuery/cudaStreamQuery
 // millions of times. A query whose handle, API and result are those of this thread's previous
 // record, a query record written with nothing after it, is folded into that record (its `repeat`
 // counts the calls, its end_ns becomes this call's), so a polling loop leaves one Sync record per

@@ -126,7 +126,7 @@
   X(cudaStreamDestroy, cudaStreamDestroy, Stream, 0, (cudaStream_t st), (st), nullptr)                                 \
   AW_RT_BOTH(X, cudaStreamBeginCapture, _ptsz, Capture, (cudaStream_t st, int mode), (st, mode), nullptr)              \
   AW_RT_BOTH(X, cudaStreamEndCapture, _ptsz, Capture, (cudaStream_t st, void** g), (st, g), nullptr)                   \
-  /* version 3 (issue 14): named here, recorded by the driver wrappers they reach (the runtime 13.0 */                 \
+  /* trace version 3 APIs: named here, recorded by the driver wrappers they reach (the runtime 13.0 */                 \
   /* signatures; every argument is forwarded as passed). */                                                            \
   AW_RT_BOTH(X, cudaMemPrefetchAsync, _ptsz, ManagedOp,                                                                \
              (const void* p, size_t n, uint64_t loc, unsigned fl, cudaStream_t st), (p, n, loc, fl, st), nullptr)      \

@@ -1,4 +1,4 @@
-// NVTX ranges (issue 17): asyncwatch as the NVTX v3 injection library (nvtx_injection.cpp).
+// NVTX ranges: asyncwatch as the NVTX v3 injection library (nvtx_injection.cpp).
 #pragma once
 
 #include <cstdint>

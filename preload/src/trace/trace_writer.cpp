@@ -68,7 +68,7 @@ std::atomic<uint64_t> g_lost_pending{0};  // counted before the header existed
 // for: the state is then still kReady (or kOpening) until a writer takes it. A 32-bit word, not a
 // bool: with std::atomic<bool> the TSan job (GCC 12, Debug) reported the file's path, written
 // before the release store, as racing with its read after the acquire load that saw the store
-// (every run of TraceWriterTest, 2026-12-03); with this word it reports nothing (12 of 12 runs).
+// (every run of TraceWriterTest); with this word it reports nothing (12 of 12 runs).
 std::atomic<uint32_t> g_file_ready{0};
 uint64_t g_parent_pid = 0;
 std::atomic<bool> g_warned{false};

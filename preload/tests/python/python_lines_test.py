@@ -1,4 +1,4 @@
-"""CI test of issue 15's Python line: runs lines_app.py traced on the simulator with this
+"""CI test of the Python line: runs lines_app.py traced on the simulator with this
 interpreter and checks that every finding of a marked line is at that line (file, line, function),
 that distinct lines give distinct findings (a thread's too), that the synchronization inside the
 site-packages stand-in is a hidden-sync at the user's line with what it waited for, that SARIF

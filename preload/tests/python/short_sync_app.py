@@ -1,4 +1,4 @@
-"""Target of short_sync_test.py (issue 44 item 3): `loss.item()` every step of a small loop, each
+"""Target of short_sync_test.py: `loss.item()` every step of a small loop, each
 wait far below --min-blocked-us. `python short_sync_app.py STEPS KERNEL_MS`."""
 import os
 import sys

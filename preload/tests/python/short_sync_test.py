@@ -1,4 +1,4 @@
-"""CI test of issue 44 item 3: a hidden sync whose every wait is far below --min-blocked-us (a
+"""CI test: a hidden sync whose every wait is far below --min-blocked-us (a
 `value()` inside the site-packages stand-in after a 10 us kernel, 40 steps) is still found at the
 user's line, every call of it: the preload library takes a stack for each synchronize made from
 outside the program's own code whatever it waited, and the analyzer reports the site with its
