@@ -15,7 +15,8 @@ int main(int argc, char** argv) {
       "Exit status: 0 fine; 1 a --fail-on finding exists; 2 invalid input or usage, no trace could be read, "
       "or the output could not be written; 3 the report was written but some traces could not be read (each "
       "is named); 4 no CUDA call of a traced process succeeded: no usable CUDA driver or device (use --sim "
-      "without a GPU); run passes on the program's own non-zero status.");
+      "without a GPU); 5 the analysis failed (out of memory reading a module's debug information); run passes on "
+      "the program's own non-zero status.");
   CLI::App* version = app.add_subcommand("version", "Print the version");
 
   ReportArgs report_args;
