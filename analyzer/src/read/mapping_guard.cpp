@@ -32,8 +32,8 @@ void on_sigbus(int sig, siginfo_t* info, void* context) {
     if (!base || at < base || at - base >= len) continue;
     const uintptr_t page = at & ~(g_page - 1);
     // Zero pages from the faulting one to the end: the access is retried and reads zeros.
-    if (mmap(reinterpret_cast<void*>(page), base + len - page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
-             -1, 0) != MAP_FAILED) {
+    if (mmap(reinterpret_cast<void*>(page), base + len - page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
+             0) != MAP_FAILED) {
       s.truncated.store(true, std::memory_order_release);
       return;
     }
