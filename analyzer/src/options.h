@@ -4,10 +4,17 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace asyncwatch {
+
+struct DebugInfoBudget;
+
+// The exit status of "the analysis failed" (out of memory, inside libdw too), never a --fail-on
+// finding's 1 (the others: cli/commands.h, docs/contracts.md). Here: the symbolizer exits with it.
+inline constexpr int kExitAnalysisFailed = 5;
 
 // Per trace. A trace that goes beyond one is not read: its error names the limit (and the
 // option that raises it), and the other traces are reported (docs/contracts.md, exit status 3).
@@ -21,6 +28,10 @@ struct Limits {
   uint64_t module_path_bytes = 16u << 20;  // their paths, in all
   uint64_t streams = 100'000;              // streams in use at once
   uint64_t pending_callbacks = 100'000;    // host functions enqueued and not yet seen running (or the reverse)
+  // Per report (all its traces together), not per trace: the memory libdw may spend on modules'
+  // debug information and symbol tables, as estimated before it reads them (symbols/debuginfo.h).
+  uint64_t debug_info_module_bytes = 2ull << 30;  // --max-debug-info-mib: one module
+  uint64_t debug_info_total_bytes = 4ull << 30;   // --max-debug-info-total-mib: all of them
 };
 
 // A module path prefix as traced (FROM) and where the same files are here (TO): traces from another
@@ -39,6 +50,9 @@ struct Options {
   Limits limits;
   std::vector<std::string> user_code;  // --user-code PATTERN: frames that count as the user's code
   std::vector<PathMapping> path_map;   // --path-map FROM=TO: where the traced modules are here
+  // The report's debug information budget (limits.debug_info_*), shared by its traces; made by
+  // analyze_job when not given.
+  std::shared_ptr<DebugInfoBudget> debug_budget;
 };
 
 }  // namespace asyncwatch

@@ -10,6 +10,8 @@
 #include "report/report_job.h"
 #include "report/report_merge.h"
 #include "report/reports.h"
+#include "report/source_lines.h"
+#include "symbols/debuginfo.h"
 #include "symbols/symbolizer.h"
 #include "read/trace_reader.h"
 
@@ -39,6 +41,8 @@ Options ReportArgs::options() const {
   o.implicit_sync_min_count = implicit_sync_min_count;
   o.limits.stacks = max_stacks;
   o.limits.call_sites = max_call_sites;
+  o.limits.debug_info_module_bytes = max_debug_info_mib << 20;
+  o.limits.debug_info_total_bytes = max_debug_info_total_mib << 20;
   o.user_code = user_code;
   for (const auto& text : path_map) {
     PathMapping m;
@@ -193,8 +197,10 @@ void add_gate_options(CLI::App* app, ReportArgs& args) {
       ->check(CLI::IsMember({"user", "full"}))
       ->capture_default_str();
   app->add_option("--source-root", args.source_root,
-                  "SARIF: source paths are relative to this directory (uriBaseId SRCROOT); default: the git top "
-                  "level of the current directory");
+                  "Source text is read only below this directory (the fingerprint's source line), and SARIF "
+                  "paths are relative to it (uriBaseId SRCROOT); default: the git top level of the current "
+                  "directory (SARIF paths then absolute outside a git checkout; source read below the current "
+                  "directory)");
   app->add_option("--pid", args.pids, "Report only the processes with this pid (repeatable)")
       ->expected(1)
       ->allow_extra_args(false)
@@ -312,6 +318,20 @@ void add_report_options(CLI::App* app, ReportArgs& args, bool with_output) {
                   "merging by source line) is not read (bounds the analyzer's memory)")
       ->check(number_check(true, true))
       ->capture_default_str();
+  app->add_option("--max-debug-info-mib", args.max_debug_info_mib,
+                  "A module whose debug information and symbols would take libdw more memory than this (estimated "
+                  "before reading) is not used for symbols (bounds the analyzer's memory)")
+      ->check(number_check(true, true))
+      ->capture_default_str();
+  app->add_option("--max-debug-info-total-mib", args.max_debug_info_total_mib,
+                  "The same for all the modules of a report together, whatever the number of traces")
+      ->check(number_check(true, true))
+      ->capture_default_str();
+  app->add_flag("--debuginfod", args.debuginfod,
+                "Ask the debuginfod servers of DEBUGINFOD_URLS for debug information not found locally (off by "
+                "default: a trace names the modules)");
+  app->add_flag("--allow-foreign-traces", args.allow_foreign_traces,
+                "Read the traces of a directory that another user owns (skipped by default, each named)");
   add_gate_options(app, args);
 }
 
@@ -353,6 +373,7 @@ int produce_report(const ReportArgs& args, const std::vector<std::string>& paths
   if (args.fail_min_blocked_us > 0)
     fail_on.min_blocked_ns =
         std::max(fail_on.min_blocked_ns, static_cast<uint64_t>(std::llround(args.fail_min_blocked_us * 1000.0)));
+  set_use_debuginfod(args.debuginfod);
   // Opened first: a path that cannot be written is said before minutes of analysis. Until
   // commit(), a regular file is untouched (output_file.h).
   std::unique_ptr<OutputFile> out = open_output(args.output);
@@ -381,8 +402,12 @@ int produce_report(const ReportArgs& args, const std::vector<std::string>& paths
   report.source_root = source_root(args.source_root);
   report.baseline = args.baseline;
   report.full_stacks = args.stacks == "full";
+  // Each source file is read once, for all of its lines, and only below the root.
+  SourceLines lines(source_read_root(report.source_root));
+  for (const auto& f : report.findings)
+    if (f.call_site_known) lines.want(f.call_site.file, f.call_site.line);
   for (auto& f : report.findings) {
-    f.fingerprint = finding_fingerprint(f, report.source_root);
+    f.fingerprint = finding_fingerprint(f, report.source_root, &lines);
     f.in_baseline = baseline.count(f.fingerprint) > 0;
   }
   // The gate sees every finding; --top only shortens what is written.
@@ -393,7 +418,7 @@ int produce_report(const ReportArgs& args, const std::vector<std::string>& paths
   if (args.top && report.findings.size() > args.top) {
     report.findings_not_shown = report.findings.size() - args.top;
     for (size_t i = args.top; i < report.findings.size(); ++i)
-      report.blocked_ns_not_shown += report.findings[i].blocked.total();
+      report.blocked_ns_not_shown = saturating_add(report.blocked_ns_not_shown, report.findings[i].blocked.total());
     report.findings.resize(args.top);
   }
 
@@ -509,7 +534,8 @@ int cmd_report(const ReportArgs& args) {
     print_error("give either traces or JSON reports (*.json) to merge, not both");
     return kExitInvalid;
   }
-  TraceInputs inputs = expand_trace_inputs(args.inputs);
+  TraceInputs inputs = expand_trace_inputs(args.inputs, args.allow_foreign_traces);
+  say_foreign_traces(inputs.foreign);
   return produce_report(args, inputs.paths, inputs.unreadable);
 }
 

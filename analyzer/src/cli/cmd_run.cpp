@@ -301,10 +301,23 @@ int cmd_run(const RunArgs& args) {
     close(dir_fd);
     return program_status != 0 ? program_status : kExitInvalid;
   }
-  std::vector<std::string> paths;
-  for (const auto& name : traces_in(dir_fd))
-    if (!before.count(name)) paths.push_back(out_dir + "/" + name);
+  std::vector<std::string> paths, foreign;
+  for (const auto& name : traces_in(dir_fd)) {
+    if (before.count(name)) continue;
+    // Another user's trace in a directory others may write to: not the program's to report.
+    struct stat st {};
+    if (!args.report.allow_foreign_traces && fstatat(dir_fd, name.c_str(), &st, 0) == 0 && foreign_trace(st)) {
+      foreign.push_back(fmt::format("{}/{} (uid {})", out_dir, name, st.st_uid));
+      continue;
+    }
+    paths.push_back(out_dir + "/" + name);
+  }
   close(dir_fd);
+  say_foreign_traces(foreign);
+  if (paths.empty() && !foreign.empty()) {
+    print_error("run: no trace of yours to report");
+    return program_status != 0 ? program_status : kExitInvalid;
+  }
   if (paths.empty()) {
     if (created_dir && args.output_dir.empty()) rmdir(out_dir.c_str());  // our default directory, still empty
     if (exec_failed) return program_status;                              // the child said why

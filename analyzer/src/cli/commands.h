@@ -18,6 +18,7 @@ inline constexpr int kExitFindings = 1;  // a --fail-on finding exists (wins ove
 inline constexpr int kExitInvalid = 2;   // invalid input or usage; no trace could be read; the output failed
 inline constexpr int kExitPartial = 3;   // written, but some traces could not be read (each named)
 inline constexpr int kExitNoDevice = 4;  // a traced process had no usable CUDA driver or device (its calls all failed)
+// kExitAnalysisFailed = 5 (options.h): the analysis failed (out of memory)
 
 struct ReportArgs {
   std::string format = "text";
@@ -46,6 +47,11 @@ struct ReportArgs {
   std::vector<std::string> rules;   // --rule
   std::vector<std::string> ranges;  // --range
   unsigned jobs = 0;                // --jobs N: traces read at once (0: one per core)
+  // What a trace may make the analyzer do (docs/contracts.md, "Security").
+  uint64_t max_debug_info_mib = Limits{}.debug_info_module_bytes >> 20;  // --max-debug-info-mib
+  uint64_t max_debug_info_total_mib = Limits{}.debug_info_total_bytes >> 20;
+  bool debuginfod = false;            // --debuginfod: ask DEBUGINFOD_URLS' servers
+  bool allow_foreign_traces = false;  // --allow-foreign-traces: read other users' traces in a directory
 
   Options options() const;
 };

@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
       "0 fine; 1 a --fail-on finding exists (or --error-exitcode N); 2 invalid input or usage, no trace could be "
       "read, or the output could not be written; 3 the report was written but some traces could not be read "
       "(each is named); 4 no CUDA call of a traced process succeeded: no usable CUDA driver or device (use "
-      "run --sim without a GPU)";
+      "run --sim without a GPU); 5 the analysis failed (out of memory reading a module's debug information)";
   app.footer("Exit status: " + report_statuses + "; run passes on the program's own non-zero status.");
   CLI::App* version = app.add_subcommand("version", "Print the version");
   version->footer("Exit status: 0.");

@@ -15,6 +15,12 @@
 
 namespace asyncwatch {
 
+// a + b, or UINT64_MAX where that would wrap (totals of times a trace claims).
+inline uint64_t saturating_add(uint64_t a, uint64_t b) {
+  uint64_t r;
+  return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
 class LogHistogram {
  public:
   static constexpr int kSubBits = 4;
@@ -83,7 +89,7 @@ class DurationStats {
   // samples, that is a histogram counter.
   __attribute__((always_inline)) void add(uint64_t v) {
     ++count_;
-    total_ += v;
+    total_ = saturating_add(total_, v);  // absurd times from a trace: the largest, never a wrap
     min_ = std::min(min_, v);
     max_ = std::max(max_, v);
     if (__builtin_expect(count_ > kExactSamples + 1, 1))
@@ -103,7 +109,7 @@ class DurationStats {
         hist_.merge(o.hist_);
     }
     count_ += o.count_;
-    total_ += o.total_;
+    total_ = saturating_add(total_, o.total_);
     min_ = std::min(min_, o.min_);
     max_ = std::max(max_, o.max_);
   }

@@ -2,10 +2,12 @@
 
 #include "symbols/call_site.h"
 #include "events/allocations.h"
+#include "symbols/debuginfo.h"
 #include "events/host_functions.h"
 #include "events/streams.h"
 #include "findings/rules.h"
 #include "report/format.h"
+#include "report/printable.h"
 #include "symbols/names.h"
 #include "findings/hidden_sync.h"
 #include "findings/impact.h"
@@ -14,11 +16,13 @@
 #include "read/trace_reader.h"
 
 #include <dirent.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -46,7 +50,20 @@ std::string cuda_env_value(const std::string& env, const std::string& name) {
   return {};
 }
 
-TraceInputs expand_trace_inputs(const std::vector<std::string>& inputs) {
+bool foreign_trace(const struct stat& st) { return st.st_uid != geteuid(); }
+
+void say_foreign_traces(const std::vector<std::string>& foreign) {
+  if (foreign.empty()) return;
+  std::string list;
+  for (const auto& f : foreign) list += (list.empty() ? "" : ", ") + f;
+  std::fprintf(stderr, "%s\n",
+               printable(fmt::format("asyncwatch: skipped {} owned by another user: {} (--allow-foreign-traces "
+                                     "reads them)",
+                                     foreign.size() == 1 ? "1 trace" : fmt::format("{} traces", foreign.size()), list))
+                   .c_str());
+}
+
+TraceInputs expand_trace_inputs(const std::vector<std::string>& inputs, bool allow_foreign) {
   TraceInputs out;
   for (const auto& in : inputs) {
     struct stat st {};
@@ -66,12 +83,21 @@ TraceInputs expand_trace_inputs(const std::vector<std::string>& inputs) {
     std::vector<std::string> found;
     while (dirent* e = readdir(d)) {
       std::string name = e->d_name;
-      if (name.size() > 8 && name.compare(name.size() - 8, 8, ".awtrace") == 0)
-        found.push_back(in + (in.back() == '/' ? "" : "/") + name);
+      if (name.size() > 8 && name.compare(name.size() - 8, 8, ".awtrace") == 0) {
+        std::string path = in + (in.back() == '/' ? "" : "/") + name;
+        struct stat fst {};
+        if (!allow_foreign && stat(path.c_str(), &fst) == 0 && foreign_trace(fst)) {
+          out.foreign.push_back(fmt::format("{} (uid {})", path, fst.st_uid));
+          continue;
+        }
+        found.push_back(std::move(path));
+      }
     }
     closedir(d);
     if (found.empty()) {
-      out.unreadable.push_back({in, "the directory holds no .awtrace files"});
+      bool skipped = !out.foreign.empty();
+      out.unreadable.push_back(
+          {in, skipped ? "the directory holds no .awtrace files of yours" : "the directory holds no .awtrace files"});
       continue;
     }
     std::sort(found.begin(), found.end());
@@ -780,6 +806,11 @@ class ProcessAnalyzer final : public RuleContext {
     if (overlap_.partial())
       p.notes.push_back(fmt::format("the GPU overlap figures count the first {} GPU intervals and flagged calls only",
                                     GpuOverlap::kMaxIntervals));
+    if (trace_.truncated_while_reading())
+      p.notes.push_back(fmt::format(
+          "the trace was truncated while being read (it had {} bytes when opened): the records up to that point "
+          "are included",
+          trace_.file_size()));
     if (p.parent_pid_if_forked) p.notes.push_back(fmt::format("forked from pid {}", p.parent_pid_if_forked));
     if (trace_.in_flight_records() > trace_.in_flight_calls().size())
       p.notes.push_back(fmt::format("{} calls were in flight when the process ended; the first {} are reported",
@@ -792,8 +823,13 @@ class ProcessAnalyzer final : public RuleContext {
           api_name(static_cast<Api>(first_call_api_))));
     in_flight_calls(end, p.closed_cleanly);
     const char* no_symbols = std::getenv("ASYNCWATCH_NO_SYMBOLS");
+    // The report's budget; a trace analyzed alone has one of its own.
+    std::shared_ptr<DebugInfoBudget> budget =
+        opt_.debug_budget
+            ? opt_.debug_budget
+            : make_debug_info_budget(opt_.limits.debug_info_module_bytes, opt_.limits.debug_info_total_bytes);
     symbols_ = std::make_unique<Symbolizer>(trace_.modules(), !(no_symbols && *no_symbols && *no_symbols != '0'),
-                                            opt_.path_map);
+                                            opt_.path_map, budget.get());
     python_ = std::make_unique<PythonSymbols>(trace_, policy_.executable);
 
     // Each group becomes a finding (merged by call site, as stacks that differ only outside the
@@ -965,7 +1001,7 @@ class ProcessAnalyzer final : public RuleContext {
     ++async_calls_;
     if (flagged) {
       ++async_blocking_;
-      blocked_total_ += blocked;
+      blocked_total_ = saturating_add(blocked_total_, blocked);
     }
   }
 
@@ -1497,7 +1533,7 @@ Report build_report(std::vector<ProcessResult> results, const Options& options) 
     s.async_calls += r.process.async_calls;
     s.async_calls_async += r.process.async_calls_async;
     s.async_calls_blocking += r.process.async_calls_blocking;
-    s.blocked_ns_total += r.process.blocked_ns_total;
+    s.blocked_ns_total = saturating_add(s.blocked_ns_total, r.process.blocked_ns_total);
     report.processes.push_back(std::move(r.process));
   }
   if (results.size() > 1) merged = set.take();

@@ -7,6 +7,8 @@
 #include "timeline/gpu_overlap.h"
 #include "options.h"
 
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -97,12 +99,20 @@ struct Report {
 };
 
 // Files named on the command line, and the *.awtrace files of directories (sorted). An input
-// that names no trace (missing, unreadable, a directory without traces) is in `unreadable`.
+// that names no trace (missing, unreadable, a directory without traces) is in `unreadable`. A
+// trace in a directory that another user owns (not the effective uid) is left out unless
+// `allow_foreign` (anyone who may write to a shared directory could have put it there), and
+// named in `foreign` ("PATH (uid N)"); a file named on the command line is read whoever owns it.
 struct TraceInputs {
   std::vector<std::string> paths;
   std::vector<UnreadableTrace> unreadable;
+  std::vector<std::string> foreign;
 };
-TraceInputs expand_trace_inputs(const std::vector<std::string>& inputs);
+TraceInputs expand_trace_inputs(const std::vector<std::string>& inputs, bool allow_foreign = true);
+// True when the file `st` describes belongs to another user than the effective one.
+bool foreign_trace(const struct stat& st);
+// Says on stderr which traces were skipped as another user's (nothing when none).
+void say_foreign_traces(const std::vector<std::string>& foreign);
 
 // The error of a TraceError (or any exception) about `path`, without the "path: " prefix.
 UnreadableTrace unreadable_trace(const std::string& path, const std::exception& e);

@@ -1,5 +1,7 @@
 #include "read/trace_reader.h"
 
+#include "read/mapping_guard.h"
+
 #include "read/trace_reader_checks.h"
 #include "read/trace_v1.h"
 
@@ -12,6 +14,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <fmt/format.h>
 
 #define AW_READER_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -72,10 +75,22 @@ constexpr RecordTimeOffsets make_time_offsets() {
 
 const RecordTimeOffsets kRecordTimeOffsets = make_time_offsets();
 
-void TraceFile::fail(const std::string& what) const { throw TraceError(fmt::format("{}: {}", path_, what)); }
+namespace {
+// An error that the file's shrinking caused is said as such.
+std::string shrink_cause(const TraceFile& t) {
+  return t.truncated_while_reading()
+             ? fmt::format("the trace was truncated while being read (it had {} bytes when opened): ", t.file_size())
+             : std::string();
+}
+}  // namespace
+
+void TraceFile::fail(const std::string& what) const {
+  throw TraceError(fmt::format("{}: {}{}", path_, shrink_cause(*this), what));
+}
 
 void TraceFile::fail_at(uint64_t block, uint64_t offset, const std::string& what) const {
-  throw TraceError(fmt::format("{}: block {} (file offset 0x{:x}): {}", path_, block, offset, what));
+  throw TraceError(
+      fmt::format("{}: {}block {} (file offset 0x{:x}): {}", path_, shrink_cause(*this), block, offset, what));
 }
 
 std::unique_ptr<TraceFile> TraceFile::open(const std::string& path, const Limits& limits) {
@@ -95,6 +110,11 @@ std::unique_ptr<TraceFile> TraceFile::open(const std::string& path, const Limits
   void* m = mmap(nullptr, t->size_, PROT_READ, MAP_PRIVATE, t->fd_, 0);
   if (m == MAP_FAILED) t->fail(fmt::format("cannot map: {}", std::strerror(errno)));
   t->map_ = static_cast<const uint8_t*>(m);
+  t->guard_ = mapping_guard::add(m, t->size_);
+  // Tests: the file shrinks to this many bytes once it is mapped, as another process may do it.
+  if (const char* shrink = std::getenv("ASYNCWATCH_TEST_SHRINK_TRACE_TO"); shrink && *shrink)
+    if (truncate(path.c_str(), static_cast<off_t>(std::strtoull(shrink, nullptr, 10))) != 0)
+      t->fail(fmt::format("ASYNCWATCH_TEST_SHRINK_TRACE_TO: {}", std::strerror(errno)));
 
   if (t->size_ < sizeof(kMagic) || std::memcmp(t->map_, kMagic, sizeof(kMagic)) != 0)
     t->fail("not an asyncwatch trace (wrong magic: the file does not start with \"ASYNCWTR\")");
@@ -156,9 +176,12 @@ std::unique_ptr<TraceFile> TraceFile::open(const std::string& path, const Limits
 }
 
 TraceFile::~TraceFile() {
+  mapping_guard::remove(guard_);
   if (map_) munmap(const_cast<uint8_t*>(map_), size_);
   if (fd_ >= 0) ::close(fd_);
 }
+
+bool TraceFile::truncated_while_reading() const { return shrunk_ || mapping_guard::truncated(guard_); }
 
 void TraceFile::release(uint64_t offset, uint64_t len) const {
   long page = sysconf(_SC_PAGESIZE);
@@ -233,8 +256,14 @@ void TraceFile::validate_record(const RecordView& r) const {
 bool TraceFile::check_block(uint64_t b, uint32_t* tid) const {
   const uint64_t base = kHeaderSize + b * kBlockSize;
   uint8_t head[sizeof(BlockHeader) + sizeof(RecordHeader)];
-  if (pread(fd_, head, sizeof head, static_cast<off_t>(base)) != static_cast<ssize_t>(sizeof head))
+  if (pread(fd_, head, sizeof head, static_cast<off_t>(base)) != static_cast<ssize_t>(sizeof head)) {
+    struct stat st {};
+    if (fstat(fd_, &st) == 0 && static_cast<uint64_t>(st.st_size) < size_) {
+      shrunk_ = true;  // truncated since open: an unused block, as the mapping reads it
+      return false;
+    }
     fail_at(b, base, fmt::format("cannot read the block header: {}", std::strerror(errno)));
+  }
   BlockHeader bh;
   std::memcpy(&bh, head, sizeof bh);
   if (bh.magic == 0) {

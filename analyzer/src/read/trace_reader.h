@@ -222,6 +222,10 @@ class TraceFile {
   TraceFile& operator=(const TraceFile&) = delete;
 
   const std::string& path() const { return path_; }
+  // The file shrank while it was read (a live or rotated file truncated by someone else): the
+  // blocks past its new end read as unused, so the records up to that point are what was read
+  // (read/mapping_guard.h). Never a SIGBUS.
+  bool truncated_while_reading() const;
   const trace::FileHeader& header() const { return header_; }
   bool closed_cleanly() const { return header_.closed == trace::kClosedCleanly; }
   uint64_t block_count() const { return block_count_; }
@@ -373,6 +377,8 @@ class TraceFile {
   int fd_ = -1;
   const uint8_t* map_ = nullptr;
   uint64_t size_ = 0;
+  int guard_ = -1;               // the mapping's mapping_guard slot
+  mutable bool shrunk_ = false;  // a block header could not be read: the file is shorter now
   uint64_t block_count_ = 0;
   trace::FileHeader header_{};
 

@@ -1,13 +1,13 @@
 #include "report/fingerprint.h"
 
+#include "report/source_lines.h"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <climits>
 #include <cstdint>
 #include <fmt/format.h>
-#include <fstream>
 
 namespace asyncwatch {
 
@@ -53,31 +53,22 @@ std::string path_below(const std::string& path, const std::string& root) {
   return {};
 }
 
-std::string normalized_source_line(const std::string& file, int line) {
-  struct stat st {};
-  if (line <= 0 || stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (64 << 20)) return {};
-  std::ifstream in(file);
-  std::string text;
-  for (int i = 1; i <= line && std::getline(in, text); ++i) {
-    if (i == line) {
-      if (text.size() > 4096) return {};
-      std::string out;
-      for (unsigned char c : text)
-        if (!std::isspace(c)) out += static_cast<char>(c);
-      return out;
-    }
-  }
-  return {};
-}
+std::string source_read_root(const std::string& root) { return root.empty() ? absolute(".") : root; }
 
-std::string finding_fingerprint(const Finding& f, const std::string& root) {
+std::string finding_fingerprint(const Finding& f, const std::string& root, SourceLines* lines) {
   std::string key =
       fmt::format("{}\x1f{}\x1f{}\x1f{}", rule_info(f.id).name, static_cast<int>(f.cause), f.api, f.kernel);
   if (f.call_site_known) {
     const Frame& s = f.call_site;
     if (!s.file.empty()) {
       std::string rel = path_below(s.file, root);
-      std::string context = normalized_source_line(s.file, s.line);
+      std::string context;
+      if (lines) {
+        context = lines->line(s.file, s.line);
+      } else {
+        SourceLines own(root);
+        context = own.line(s.file, s.line);
+      }
       key += fmt::format("\x1f{}\x1f{}\x1f{}", rel.empty() ? base_name(s.file) : rel, s.function,
                          context.empty() ? fmt::format("line {}", s.line) : context);
     } else {

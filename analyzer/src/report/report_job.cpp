@@ -1,6 +1,7 @@
 #include "report/report_job.h"
 
 #include "read/trace_reader.h"
+#include "symbols/debuginfo.h"
 
 #include <sys/stat.h>
 
@@ -60,9 +61,13 @@ void analyze_into(Slot& slot, const std::string& path, const Options& options, b
 }
 }  // namespace
 
-Report analyze_job(const std::vector<std::string>& paths, const Options& options,
-                   std::vector<UnreadableTrace> unreadable, const ReportSelection& selection, unsigned jobs,
-                   std::vector<TraceMarks>* marks) {
+Report analyze_job(const std::vector<std::string>& paths, const Options& given, std::vector<UnreadableTrace> unreadable,
+                   const ReportSelection& selection, unsigned jobs, std::vector<TraceMarks>* marks) {
+  // One debug information budget for the whole report, whatever the number of traces.
+  Options options = given;
+  if (!options.debug_budget)
+    options.debug_budget =
+        make_debug_info_budget(options.limits.debug_info_module_bytes, options.limits.debug_info_total_bytes);
   std::vector<Slot> slots(paths.size());
   unsigned n = jobs ? jobs : std::max(1u, std::thread::hardware_concurrency());
   n = static_cast<unsigned>(std::min<size_t>(n, paths.size()));

@@ -1,5 +1,6 @@
 #include "symbols/symbolizer.h"
 
+#include "symbols/debuginfo.h"
 #include "symbols/elf_calls.h"
 
 #include <cxxabi.h>
@@ -7,7 +8,7 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <fmt/format.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -17,13 +18,18 @@
 namespace asyncwatch {
 
 namespace {
-char* debuginfo_path = nullptr;
-const Dwfl_Callbacks kOfflineCallbacks = {
-    dwfl_build_id_find_elf,
-    dwfl_standard_find_debuginfo,
-    dwfl_offline_section_address,
-    &debuginfo_path,
-};
+// The module whose DWARF this thread is reading, for libdw's out-of-memory handler.
+thread_local const std::string* t_reading_module = nullptr;
+
+// libdw's own handler exits with status 1, the status of a --fail-on finding.
+[[noreturn]] void debug_info_out_of_memory() {
+  const std::string what =
+      fmt::format("asyncwatch: out of memory reading the debug information of {}: the analysis failed\n",
+                  t_reading_module ? *t_reading_module : std::string("a module"));
+  ssize_t ignored = write(STDERR_FILENO, what.data(), what.size());
+  (void)ignored;
+  _exit(kExitAnalysisFailed);
+}
 
 std::string hex_build_id(const uint8_t* p, size_t n) {
   std::string s;
@@ -215,15 +221,16 @@ bool is_pseudo_module(const std::string& path) {
 }
 
 Symbolizer::Symbolizer(const std::vector<ModuleInfo>& modules, bool read_symbols,
-                       const std::vector<PathMapping>& path_map)
+                       const std::vector<PathMapping>& path_map, DebugInfoBudget* budget)
     : modules_(modules) {
   usable_.assign(modules_.size(), false);
   module_problem_.assign(modules_.size(), std::string());
   dwfl_modules_.assign(modules_.size(), nullptr);
   calls_.resize(modules_.size());
   units_.resize(modules_.size());
+  searches_.resize(modules_.size());
   if (!read_symbols) return;
-  dwfl_ = dwfl_begin(&kOfflineCallbacks);
+  dwfl_ = begin_dwfl();
   if (!dwfl_) return;
   dwfl_report_begin(dwfl_);
   for (size_t i = 0; i < modules_.size(); ++i) {
@@ -232,19 +239,28 @@ Symbolizer::Symbolizer(const std::vector<ModuleInfo>& modules, bool read_symbols
     if (is_pseudo_module(m.path)) continue;
     std::string path = map_module_path(m.path, path_map);
     std::string shown = path == m.path ? path : fmt::format("{} (mapped from {})", path, m.path);
-    // Only regular files: a trace is input, and a module path naming a FIFO (or a terminal) would
-    // block the open below for ever. A path that does not exist goes on to libdwfl, which says so.
-    struct stat st {};
-    if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-      module_problem_[i] = fmt::format("{}: cannot read it for symbols (not a regular file)", shown);
+    // Only regular files, opened without blocking: a trace is input, and a module path naming a
+    // FIFO (or a terminal) would block the open for ever.
+    int fd = open_regular_file(path.c_str());
+    if (fd < 0) {
+      module_problem_[i] = fmt::format("{}: cannot read it for symbols ({})", shown,
+                                       errno == EINVAL ? "not a regular file" : std::strerror(errno));
       continue;
     }
     std::string name = m.path.substr(m.path.rfind('/') + 1);
-    Dwfl_Module* mod = dwfl_report_elf(dwfl_, name.c_str(), path.c_str(), -1, m.load_bias, false);
+    Dwfl_Module* mod = dwfl_report_elf(dwfl_, name.c_str(), path.c_str(), fd, m.load_bias, false);
     if (!mod) {
+      close(fd);  // consumed only on success
       module_problem_[i] = fmt::format("{}: cannot read it for symbols ({})", shown, dwfl_errmsg(-1));
       continue;
     }
+    auto search = std::make_unique<ModuleSearch>();
+    search->budget = budget;
+    search->shown = shown;
+    void** userdata = nullptr;
+    dwfl_module_info(mod, &userdata, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
+    if (userdata) *userdata = search.get();
+    searches_[i] = std::move(search);
     if (!m.build_id.empty()) {
       const unsigned char* bits = nullptr;
       GElf_Addr vaddr = 0;
@@ -256,6 +272,14 @@ Symbolizer::Symbolizer(const std::vector<ModuleInfo>& modules, bool read_symbols
                                          hex_build_id(m.build_id.data(), m.build_id.size()));
         continue;
       }
+    }
+    // The module's own debug information and symbol table, before libdw reads them (a separate
+    // debug file is charged when find_debuginfo finds it).
+    Dwarf_Addr elf_bias = 0;
+    std::string over;
+    if (budget && !budget->charge(debug_info_cost(dwfl_module_getelf(mod, &elf_bias)), shown, &over)) {
+      module_problem_[i] = std::move(over);
+      continue;
     }
     usable_[i] = true;
     dwfl_modules_[i] = mod;
@@ -294,7 +318,10 @@ const std::vector<Frame>& Symbolizer::resolve(uint64_t address) {
   std::vector<Frame> frames;
   if (dwfl_ && usable && address > 0) {
     Dwarf_Addr pc = address - 1;
+    t_reading_module = &info->path;
     if (Dwfl_Module* mod = dwfl_addrmodule(dwfl_, pc)) {
+      Dwarf_Addr dw_bias = 0;
+      if (Dwarf* dw = dwfl_module_getdwarf(mod, &dw_bias)) dwarf_new_oom_handler(dw, debug_info_out_of_memory);
       if (const char* sym = dwfl_module_addrname(mod, pc)) base.function = symbol_function_name(sym);
       Dwarf_Addr bias = 0;
       Dwarf_Die* cu = mod == dwfl_modules_[index] ? static_cast<Dwarf_Die*>(unit_of(index, pc, &bias))
@@ -313,6 +340,12 @@ const std::vector<Frame>& Symbolizer::resolve(uint64_t address) {
       // The outermost frame is the symbol's: its demangled name has the argument list (DWARF
       // has it only through a linkage name, which functions of internal linkage lack).
       if (!frames.empty() && !base.function.empty()) frames.back().function = base.function;
+    }
+    t_reading_module = nullptr;
+    // A separate debug file found but not used (its budget): said once, like a module's problem.
+    if (ModuleSearch* search = searches_[index].get(); search && !search->problem.empty()) {
+      problems_.push_back(std::move(search->problem));
+      search->problem.clear();
     }
   }
   if (frames.empty()) frames.push_back(std::move(base));

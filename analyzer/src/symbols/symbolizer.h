@@ -21,6 +21,8 @@ struct Dwfl_Module;
 namespace asyncwatch {
 
 class ElfCalls;
+struct DebugInfoBudget;
+struct ModuleSearch;
 
 // Where a frame comes from: native code, a Python frame (function = qualified name, file = the .py
 // file, no address or module), or native code of the Python interpreter itself (libpython or the
@@ -48,9 +50,12 @@ std::string map_module_path(const std::string& path, const std::vector<PathMappi
 class Symbolizer {
  public:
   // `read_symbols` false: modules are only used to name the module of an address; no file is
-  // opened (ASYNCWATCH_NO_SYMBOLS=1, for golden tests of traces from other machines).
+  // opened (ASYNCWATCH_NO_SYMBOLS=1, for golden tests of traces from other machines). Files are
+  // found and opened as symbols/debuginfo.h says (regular files only, never blocking); `budget`
+  // (shared by a report's traces): a module whose debug information does not fit is not used
+  // for symbols, and problems() names it.
   explicit Symbolizer(const std::vector<ModuleInfo>& modules, bool read_symbols = true,
-                      const std::vector<PathMapping>& path_map = {});
+                      const std::vector<PathMapping>& path_map = {}, DebugInfoBudget* budget = nullptr);
   ~Symbolizer();
   Symbolizer(const Symbolizer&) = delete;
   Symbolizer& operator=(const Symbolizer&) = delete;
@@ -101,6 +106,7 @@ class Symbolizer {
   void* unit_of(size_t module, uint64_t pc, uint64_t* bias);  // a Dwarf_Die*, null if none
   std::map<std::pair<uint64_t, std::string>, Frame> called_cache_;
   std::vector<ModuleInfo> modules_;
+  std::vector<std::unique_ptr<ModuleSearch>> searches_;  // per module: its find_debuginfo userdata
   std::vector<bool> usable_;
   std::vector<std::string> module_problem_;
   std::unordered_map<uint64_t, std::vector<Frame>> cache_;

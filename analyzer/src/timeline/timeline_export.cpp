@@ -557,6 +557,12 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
   }
   sink->finish(any_simulated);
   stats.bytes = sink->bytes();
+  for (const auto& in : inputs)
+    if (in.trace->truncated_while_reading() && unreadable)
+      unreadable->push_back(
+          {in.trace->path(), fmt::format("the trace was truncated while being read (it had {} bytes when opened): "
+                                         "the timeline holds its records up to that point",
+                                         in.trace->file_size())});
   return stats;
 }
 
