@@ -1213,11 +1213,11 @@ int main(int argc, char** argv) {
     const long n = argc > 2 ? atol(argv[2]) : 1000000;
     const int threads = argc > 3 ? atoi(argv[3]) : 2;
     CHECK(cuInit(0));
-    CUdeviceptr d;
-    CHECK(cuMemAlloc_v2(&d, 4096));
     std::vector<std::thread> pool;
     for (int t = 0; t < threads; ++t)
-      pool.emplace_back([d, n, threads] {
+      pool.emplace_back([n, threads] {
+        CUdeviceptr d;  // a buffer per thread: the fake driver's copy is a plain memcpy
+        CHECK(cuMemAlloc_v2(&d, 4096));
         std::vector<char> host(64, 1);
         for (long i = 0; i < n / threads; ++i) CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 64, nullptr));
       });

@@ -464,9 +464,10 @@ void close_clean(int exit_status) noexcept {
   __atomic_store_n(&h->blocks_claimed, used, __ATOMIC_RELAXED);
   h->end_monotonic_ns = now_ns();
   h->exit_status = exit_status;
-  if (uint64_t since = h->paused_since_ns) {  // closed while paused: the pause ends here
-    h->paused_ns += h->end_monotonic_ns > since ? h->end_monotonic_ns - since : 0;
-    h->paused_since_ns = 0;
+  // Atomic like note_pause's stores: the file thread may end a capture range (its deadline) now.
+  if (uint64_t since = __atomic_load_n(&h->paused_since_ns, __ATOMIC_ACQUIRE)) {  // closed while paused
+    __atomic_fetch_add(&h->paused_ns, h->end_monotonic_ns > since ? h->end_monotonic_ns - since : 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->paused_since_ns, 0, __ATOMIC_RELEASE);
   }
   // Threads still running keep writing into their claimed blocks, all below `used`; nothing
   // can be claimed past it any more, so the truncation cannot SIGBUS anyone.
