@@ -156,6 +156,10 @@ def judge(pair, predicted, measured, top, noise=0):
     # table prints it: on a quiet machine it is below both).
     tolerance = max(TOLERANCE_SHARE * abs(measured), TOLERANCE_NS, noise)
     close = abs(predicted - measured) <= tolerance
+    if not pair["gains"] and predicted <= tolerance and measured < 0:
+        # A fix that gains nothing may cost a little (a warm-up done apart from the work it would
+        # have overlapped: on the simulator, 8 module loads one after another): "no gain" holds.
+        close = True
     if pair["gains"]:
         ranked = top is not None and top["id"] == pair["rule"]
     else:

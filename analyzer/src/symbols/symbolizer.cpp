@@ -22,7 +22,7 @@ namespace {
 thread_local const std::string* t_reading_module = nullptr;
 
 // libdw's own handler exits with status 1, the status of a --fail-on finding.
-[[noreturn]] void debug_info_out_of_memory() {
+__attribute__((noreturn)) void debug_info_out_of_memory() {  // GNU form: part of the type, as Dwarf_OOM wants (clang)
   const std::string what =
       fmt::format("asyncwatch: out of memory reading the debug information of {}: the analysis failed\n",
                   t_reading_module ? *t_reading_module : std::string("a module"));

@@ -26,6 +26,27 @@ bool eligible() noexcept {
   return st.phase == 0 && trace_writer::recording_now() && config_fast().stacks != StackPolicy::All;
 }
 
+bool may_fold(trace::Api api, uint64_t handle, bool per_thread) noexcept {
+  const Last& l = tl_last;
+  return l.rec && l.handle == handle && l.api == static_cast<uint16_t>(api) && l.per_thread == per_thread;
+}
+
+// Folds between two refreshes of the folded record's end time: at ~0.15 us a query, its end lags the
+// last query by a few microseconds at most, and the next record of the thread bounds it exactly.
+constexpr uint32_t kEndRefresh = 32;
+
+bool fold(int32_t result) noexcept {
+  Last& l = tl_last;
+  if (!l.rec || l.result != result || l.generation != trace_writer::generation() || l.rec->repeat == UINT32_MAX ||
+      thread_buffer::next_position() != l.end)
+    return false;
+  const uint32_t repeat = l.rec->repeat + 1;
+  if (repeat % kEndRefresh == 0) __atomic_store_n(&l.rec->end_ns, now_ns(), __ATOMIC_RELAXED);
+  // Relaxed stores: a reader of the live mapping sees either count (each field is one store).
+  __atomic_store_n(&l.rec->repeat, repeat, __ATOMIC_RELAXED);
+  return true;
+}
+
 void record(trace::Api api, trace::Api driver_fn, uint64_t handle, trace::StreamKind kind, bool per_thread,
             int32_t result, uint64_t start, uint64_t end) noexcept {
   Last& l = tl_last;
@@ -37,6 +58,11 @@ void record(trace::Api api, trace::Api driver_fn, uint64_t handle, trace::Stream
     __atomic_store_n(&l.rec->repeat, l.rec->repeat + 1, __ATOMIC_RELAXED);
     return;
   }
+  // The run of folded results ends here: its record ends where this query began (its end time was
+  // refreshed only every kEndRefresh folds).
+  if (l.rec && l.generation == gen && l.rec->repeat > 1 && thread_buffer::next_position() == l.end &&
+      start > l.rec->end_ns)
+    __atomic_store_n(&l.rec->end_ns, start, __ATOMIC_RELAXED);
   l.rec = nullptr;
   constexpr uint32_t kSize = trace::record_size_aligned(sizeof(trace::SyncRecord));
   uint32_t reserved_gen;
