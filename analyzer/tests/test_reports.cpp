@@ -89,6 +89,10 @@ TEST(Reports, SarifHasRulesAndResults) {
   // Outside the source root (none set here): an absolute file: URI (no schemeless paths).
   EXPECT_EQ(res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"], "file:///src/seed.cu");
   EXPECT_EQ(res["locations"][0]["physicalLocation"]["region"]["startLine"], 52);
+  // The impact travels to code scanning too (what fixing it saves, and on what figures).
+  EXPECT_EQ(res["properties"]["impact_ns"], r.findings[0].impact_ns);
+  EXPECT_GT(res["properties"]["impact_ns"].get<uint64_t>(), 0u);
+  EXPECT_TRUE(res["properties"].contains("impact_basis"));
 }
 
 TEST(Reports, InvalidUtf8InTraceStringsDoesNotBreakJson) {

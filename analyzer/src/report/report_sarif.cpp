@@ -159,6 +159,10 @@ void result_object(JsonWriter& w, const Finding& f, const Report& report) {
       w.field("bytes", f.bytes);
       w.field("blocked_ns_total", f.blocked.total());
       w.field("blocked_ns_max", f.blocked.max());
+      // What fixing it saves end to end, and on what figures (findings/impact.h; docs/findings.md).
+      w.field("impact_ns", f.impact_ns);
+      w.field("impact_share", f.impact_share);
+      if (!f.impact_basis.empty()) w.field("impact_basis", f.impact_basis);
       w.field("api", f.api);
       if (!f.via.module.empty()) w.field("via", frame_name_text(f.via));
       if (simulated) w.field("simulated", true);
