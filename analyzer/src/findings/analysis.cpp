@@ -332,8 +332,9 @@ struct Group {
   uint64_t graph_pageable_nodes = 0;
   uint64_t graph_memory_nodes = 0;
   GraphMemcpyNode graph_node;
-  uint32_t serial = 0;  // order of creation (CallMark::finding before finish maps it)
-  impact::Sink sink;    // what fixing the calls would save end to end (impact.h); its owner is `serial`
+  uint32_t serial = 0;                 // order of creation (CallMark::finding before finish maps it)
+  impact::Sink sink;                   // what fixing the calls would save end to end (impact.h); its owner is `serial`
+  uint32_t cause_serial = UINT32_MAX;  // sink.cause's owner, read before the groups are freed (finish)
 };
 
 // A call site: the frame, and the library function it called (module empty when none).
@@ -838,7 +839,12 @@ class ProcessAnalyzer final : public RuleContext {
     findings.reserve(groups_.size());  // at most one finding per group; pages never filled are never touched
     // CallMark and the impact model's causes: group -> merged finding.
     bool causes = false;
-    for (const auto& [key, g] : groups_) causes = causes || g.sink.cause;
+    // The causes' owners, read now: the loop below frees the groups (and their sinks) as it goes.
+    for (auto& [key, g] : groups_)
+      if (g.sink.cause) {
+        causes = true;
+        g.cause_serial = g.sink.cause->owner;
+      }
     std::vector<std::string> key_of_serial(marks_ || causes ? next_serial_ : 0);
     std::vector<std::pair<std::string, uint32_t>> caused;  // a finding's key, its cause's serial
     for (auto& e : group_cache_) e = GroupCacheEntry{};
@@ -930,7 +936,7 @@ class ProcessAnalyzer final : public RuleContext {
       f.processes.push_back(PerProcess{p.pid, f.count, f.blocked.total(), p.rank});
       f.set_key();
       if (!key_of_serial.empty()) key_of_serial[g.serial] = f.key;
-      if (g.sink.cause) caused.emplace_back(f.key, g.sink.cause->owner);
+      if (g.cause_serial != UINT32_MAX) caused.emplace_back(f.key, g.cause_serial);
       findings.add(std::move(f));
     }
     out.findings = findings.take();
