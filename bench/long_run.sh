@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
 # The traced process's memory and trace size on long runs (docs/performance.md): runs
-# test_apps/long_run on the simulator bare and traced (full mode) and prints, for each item, the
-# peak resident memory (VmHWM) of both, the growth traced over bare, and the trace's size. Nothing is
-# asserted (the ctest only checks that it ran).
+# test_apps/long_run on the simulator bare and traced, in full mode and in summary mode
+# (ASYNCWATCH_SUMMARY=1), and prints, for each item, the peak resident memory (VmHWM) of both, the
+# growth traced over bare, and the trace's size; then, unless --no-findings, whether the loop's
+# findings in summary mode are those of full mode (bench/summary_compare.py on a loop of --calls /
+# 10 calls, the stack threshold out of reach: a loaded machine makes the simulator's launches block
+# at random, which changes the findings of two runs whatever the mode). Nothing is asserted (the
+# ctest only checks that it ran).
 #
-# usage: long_run.sh BUILD_DIR [--calls N] [--threads N] [--lib LIB]
+# usage: long_run.sh BUILD_DIR [--calls N] [--threads N] [--lib LIB] [--no-findings]
 #   --calls    calls of the 4-thread loop (launches, pinned and pageable 64-byte copies, syncs); 5000000
 #   --threads  short-lived threads, one 64-byte copy each; 5000
 #   --lib      another build of the library (the figures before a change)
 set -euo pipefail
 die() { echo "long_run: $*" >&2; exit 2; }
-build=""; calls=5000000; threads=5000; lib=""
+build=""; calls=5000000; threads=5000; lib=""; findings=1
 while [[ $# -gt 0 ]]; do
   case $1 in
     --calls) calls=${2:?}; shift ;;
     --threads) threads=${2:?}; shift ;;
     --lib) lib=${2:?}; shift ;;
+    --no-findings) findings="" ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     -*) die "unknown option $1" ;;
     *) build=$1 ;;
@@ -34,12 +39,12 @@ for v in $(compgen -e); do case $v in ASYNCWATCH_*) unset "$v" ;; esac; done
 unset LD_PRELOAD
 export LD_LIBRARY_PATH=$sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 field() { sed -n "s/.* $1 \([0-9-]*\).*/\1/p" <<<" $2"; }
-one() {  # item args...
-  local name=$1; shift
+one() {  # item summary(0/1) args...
+  local name=$1 summary=$2; shift 2
   local bare traced size disk
   bare=$("$app" "$@")
   rm -f "$work"/*.awtrace
-  traced=$(LD_PRELOAD=$lib ASYNCWATCH_OUTPUT_DIR=$work ASYNCWATCH_QUIET=1 "$app" "$@")
+  traced=$(LD_PRELOAD=$lib ASYNCWATCH_OUTPUT_DIR=$work ASYNCWATCH_QUIET=1 ASYNCWATCH_SUMMARY=$summary "$app" "$@")
   size=$(du -cb "$work"/*.awtrace | tail -1 | cut -f1)          # the file's length
   disk=$(du -ck "$work"/*.awtrace | tail -1 | cut -f1)          # what it holds on disk (holes left out)
   local hb ht
@@ -49,5 +54,11 @@ one() {  # item args...
     "$(bc -l <<<"($ht-$hb)/1024")" "$(bc -l <<<"$size/1048576")" "$(bc -l <<<"$disk/1024")" \
     "$(bc -l <<<"($disk+$ht-$hb)/1024")"
 }
-one "loop, 4 threads" loop "$calls" 4
-one "short-lived threads" threads "$threads"
+one "loop, 4 threads" 0 loop "$calls" 4
+one "summary: loop" 1 loop "$calls" 4
+one "short-lived threads" 0 threads "$threads"
+one "summary: threads" 1 threads "$threads"
+if [[ -n $findings ]]; then
+  echo "findings, summary vs full (loop of $(( calls / 10 )) calls):"
+  python3 "$(dirname "$0")/summary_compare.py" "$build" --min-blocked-us 50 -- "$app" loop $(( calls / 10 )) 4 | sed 's/^/  /' || true
+fi

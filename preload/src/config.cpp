@@ -135,6 +135,12 @@ Config parse_config(GetEnvFn getenv_fn, WarnFn warn) {
     else if (strcmp(v, "0") != 0)
       bad("ASYNCWATCH_GPU_TIMES", v, "0 or 1");
   }
+  if (const char* v = getenv_fn("ASYNCWATCH_SUMMARY"); v && *v) {
+    if (!strcmp(v, "1"))
+      c.summary = true;
+    else if (strcmp(v, "0") != 0)
+      bad("ASYNCWATCH_SUMMARY", v, "0 or 1");
+  }
   if (const char* v = getenv_fn("ASYNCWATCH_CLOCK"); v && *v) {
     if (!strcmp(v, "monotonic"))
       c.tsc_clock = false;
@@ -235,6 +241,7 @@ uint32_t config_flags(const Config& c) {
   if (c.stacks == StackPolicy::All) f |= trace::kConfigStacksLaunches | trace::kConfigStacksSync;
   if (c.stacks != StackPolicy::None && c.python_frames) f |= trace::kConfigPythonFrames;
   if (c.gpu_times) f |= trace::kConfigGpuTimes;
+  if (c.summary) f |= trace::kConfigSummary;
   return f;
 }
 

@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <random>
 #include <regex>
 #include <string>
 #include <vector>
@@ -630,6 +631,67 @@ TEST(EndToEnd, SigkillKeepsEveryReturnedCall) {
   Trace t = only_trace(r);
   EXPECT_EQ(t.header.closed, 0u);  // the reader can tell it was not closed cleanly
   EXPECT_EQ(copies(t).size(), 5000u);
+}
+
+// Summary mode (ASYNCWATCH_SUMMARY=1): the copies of one call site are folded into a summary in the
+// mapping, updated after each call returned, so a SIGKILL leaves every returned call counted; only
+// the exemplars stay records of their own.
+TEST(EndToEnd, SummarySigkillKeepsEveryReturnedCall) {
+  AppRun r = run({"kill", "5000"}, {"ASYNCWATCH_SUMMARY=1"});
+  ASSERT_TRUE(WIFSIGNALED(r.status));
+  Trace t = only_trace(r);
+  EXPECT_EQ(t.header.closed, 0u);
+  EXPECT_NE(t.header.config_flags & kConfigSummary, 0u);
+  EXPECT_EQ(t.calls(RecordType::Copy), 5000u);
+  EXPECT_GE(t.count(RecordType::SiteSummary), 1u);
+  EXPECT_LE(copies(t).size(), kSummaryFirstExemplars + kSummaryWorstExemplars);
+}
+
+// SIGKILL at random moments of a loop of copies, in full and in summary mode: every call that
+// returned (the program counts them in a shared file after each) is in the trace, as a record or in
+// a summary, and at most one more (the call it was inside, in flight or folded before it returned).
+TEST(EndToEnd, SigkillAtRandomMomentsKeepsEveryReturnedCall) {
+  std::mt19937 rng(static_cast<unsigned>(time(nullptr)));
+  for (const char* mode : {"full", "summary"}) {
+    for (int round = 0; round < 4; ++round) {
+      std::string dir = make_dir();
+      const std::string counter = dir + "/.counter";
+      {
+        int fd = open(counter.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
+        ASSERT_GE(fd, 0);
+        ASSERT_EQ(ftruncate(fd, sizeof(uint64_t)), 0);
+        close(fd);
+      }
+      std::vector<std::string> env;
+      if (!strcmp(mode, "summary")) env.push_back("ASYNCWATCH_SUMMARY=1");
+      pid_t pid = fork();
+      if (pid == 0)
+        exec_program({AW_TEST_APP, "counted", counter, "100000000"}, app_environment(env, dir, true),
+                     dir + "/.stdout", dir + "/.stderr");
+      const unsigned wait_ms = 30 + rng() % 300;
+      usleep(wait_ms * 1000);
+      kill(pid, SIGKILL);
+      int status = 0;
+      waitpid(pid, &status, 0);
+      ASSERT_TRUE(WIFSIGNALED(status)) << mode << " " << slurp(dir + "/.stderr");
+      uint64_t returned = 0;
+      {
+        int fd = open(counter.c_str(), O_RDONLY);
+        ASSERT_EQ(pread(fd, &returned, sizeof returned, 0), static_cast<ssize_t>(sizeof returned));
+        close(fd);
+      }
+      unlink(counter.c_str());
+      auto traces = list_traces(dir);
+      if (returned == 0 && traces.empty()) continue;  // killed before the first copy opened the trace
+      ASSERT_EQ(traces.size(), 1u) << mode;
+      Trace t = aw_test::read_trace(traces[0]);
+      ASSERT_TRUE(t.ok) << t.error;
+      const uint64_t in_trace = t.calls(RecordType::Copy);
+      EXPECT_GE(in_trace, returned) << mode << ", killed after " << wait_ms << " ms";
+      EXPECT_LE(in_trace, returned + 1) << mode << ", killed after " << wait_ms << " ms";
+      if (!strcmp(mode, "summary") && returned > 100) EXPECT_LE(copies(t).size(), 8u) << "copies were not folded";
+    }
+  }
 }
 
 // The write protocol (docs/trace-format.md): a call record is published in flight before the real

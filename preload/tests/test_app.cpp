@@ -1051,6 +1051,23 @@ int main(int argc, char** argv) {
     kill(getpid(), SIGKILL);
     return 0;
   }
+  if (mode == "counted" && argc > 3) {  // counted FILE N: N copies, the count of returned ones kept in FILE (mapped)
+    int fd = open(argv[2], O_RDWR);
+    auto* returned = fd >= 0 ? static_cast<volatile uint64_t*>(
+                                   mmap(nullptr, sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0))
+                             : nullptr;
+    if (!returned || returned == MAP_FAILED) return 9;
+    CHECK(cuInit(0));
+    CUdeviceptr d;
+    CHECK(cuMemAlloc_v2(&d, 4096));
+    std::vector<char> host(4096, 1);
+    const int n = atoi(argv[3]);
+    for (int i = 0; i < n; ++i) {
+      CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 64, nullptr));
+      *returned = static_cast<uint64_t>(i) + 1;
+    }
+    return 0;
+  }
   if (mode == "abort") {
     copies(argc > 2 ? atoi(argv[2]) : 10);
     abort();

@@ -49,6 +49,20 @@ struct Trace {
     for (const Record& r : records) n += r.type() == t;
     return n;
   }
+  // The calls of record type `t`: their records, and those folded into SiteSummary records (summary
+  // mode, ASYNCWATCH_SUMMARY=1).
+  uint64_t calls(asyncwatch::trace::RecordType t) const {
+    uint64_t n = 0;
+    for (const Record& r : records) {
+      if (r.type() == t) ++n;
+      if (r.type() != asyncwatch::trace::RecordType::SiteSummary) continue;
+      const auto s = r.as<asyncwatch::trace::SiteSummaryRecord>();
+      asyncwatch::trace::RecordHeader h;
+      memcpy(&h, s.call, sizeof h);
+      if (h.type == static_cast<uint16_t>(t)) n += s.count;
+    }
+    return n;
+  }
 };
 
 // Calls fn(tid, record bytes, size) for each record (the framing walk of trace_io.h). Returns false

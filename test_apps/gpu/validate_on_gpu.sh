@@ -15,6 +15,7 @@
 #   python    the Python line of PyTorch, CuPy, Numba and JAX ops, and the Python frames' cost (python_line.sh)
 #   nvtx      NVTX ranges from PyTorch and the nvtx_ranges app (nvtx_torch.sh)
 #   timeline  --gpu-times, the Perfetto timeline and the HTML report (timeline.sh)
+#   summary   summary mode on a 5-min PyTorch training loop vs a short full trace and bare run (torch_summary.sh; ~6.5 min)
 #   shipping  the wheel and the tarball of `bash .ci/package` (build-dist/ carried; run_shipping.sh)
 #   overhead  recording on vs paused in one process (bench/run_paired.sh): launch, 64 B pinned copy,
 #             cudaEventRecord + cudaEventQuery; static runtime, then shared
@@ -60,7 +61,7 @@ while [[ $# -gt 0 ]]; do
     --no-pack) pack="" ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     all) checks+=(apps hostile corpus overhead startup) ;;
-    apps|hostile|corpus|python|nvtx|timeline|shipping|overhead|startup|clock|analyzer) checks+=("$1") ;;
+    apps|hostile|corpus|python|nvtx|timeline|summary|shipping|overhead|startup|clock|analyzer) checks+=("$1") ;;
     *) die "unknown argument $1 (--help lists the checks)" ;;
   esac
   shift
@@ -84,7 +85,7 @@ left() { echo $(( budget - ($(date +%s) - t0) )); }
 limit() {  # the seconds a check may take: its own limit, or what is left of the budget if less
   local l; l=$(left); [[ $l -lt $1 ]] && echo "$l" || echo "$1"
 }
-judged_here=" apps hostile nvtx shipping "  # the others are judged back home, or are measurements
+judged_here=" apps hostile nvtx summary shipping "  # the others are judged back home, or are measurements
 result() {  # check rc: PASS / FAIL (RAN for a check judged elsewhere) into the summary
   if [[ $2 -ne 0 ]]; then note "FAIL $1 (exit status $2)"; failed=1
   elif [[ $judged_here == *" $1 "* ]]; then note "PASS $1"
@@ -122,6 +123,10 @@ check_nvtx() {
   ! grep -q FAIL "$1/summary.txt"
 }
 check_timeline() { OUT=$1 timeout -k 10 "$(limit 300)" bash "$gpu/timeline.sh" "$B" > "$1/timeline.log" 2>&1; }
+check_summary() {
+  OUT=$1 timeout -k 10 "$(limit 430)" bash "$gpu/torch_summary.sh" "$B" > "$1/torch_summary.log" 2>&1 || return
+  grep -q "same findings and .py call sites: True" "$1/result.txt"
+}
 check_shipping() { OUT=$1 timeout -k 10 "$(limit 300)" bash "$gpu/run_shipping.sh" "$dist" > "$1/shipping.log" 2>&1; }
 
 paired() {  # dir name run_paired.sh-args...: one run, its summary printed; fails when the run did

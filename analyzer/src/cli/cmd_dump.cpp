@@ -8,6 +8,7 @@
 #include "read/trace_reader.h"
 
 #include <cstdio>
+#include <cstring>
 #include <fmt/format.h>
 
 namespace asyncwatch {
@@ -129,6 +130,14 @@ std::string describe(const RecordView& r) {
       return fmt::format("{} kind={} range_id={} name={}{} time={}", head,
                          nvtx_kind_text(static_cast<NvtxKind>(n.kind)), n.range_id, n.name_id,
                          n.domain ? fmt::format(" domain={}", n.domain) : std::string(), n.start_ns);
+    }
+    case RecordType::SiteSummary: {  // the folded calls' record, described as a record of its own
+      const auto& site = r.ref<SiteSummaryRecord>();
+      RecordHeader ch;
+      std::memcpy(&ch, site.call, sizeof ch);
+      RecordView call{static_cast<RecordType>(ch.type), ch.size, site.call, r.file_offset, r.tid, r.block_index, ch.size};
+      return fmt::format("{} count={} total={}ns max={}ns first_start={} last_start={} call=[{}]", head, site.count,
+                         site.total_ns, site.max_ns, site.first_start_ns, site.last_start_ns, describe(call));
     }
     case RecordType::GpuClock: {
       auto c = r.as<GpuClockRecord>();

@@ -254,6 +254,7 @@ int cmd_run(const RunArgs& args) {
     setenv("ASYNCWATCH_OUTPUT_DIR", program_out_dir.c_str(), 1);
     if (args.sim) setenv("LD_LIBRARY_PATH", prepend_path(sim_dir, std::getenv("LD_LIBRARY_PATH"), ':').c_str(), 1);
     if (args.gpu_times) setenv("ASYNCWATCH_GPU_TIMES", "1", 1);
+    if (args.summary) setenv("ASYNCWATCH_SUMMARY", "1", 1);
     if (!args.capture_range.empty()) setenv("ASYNCWATCH_CAPTURE_RANGE", args.capture_range.c_str(), 1);
     if (!args.delay.empty()) setenv("ASYNCWATCH_DELAY", args.delay.c_str(), 1);
     if (!args.duration.empty()) setenv("ASYNCWATCH_DURATION", args.duration.c_str(), 1);
@@ -331,10 +332,12 @@ int cmd_run(const RunArgs& args) {
     struct stat st {};
     if (stat(p.c_str(), &st) == 0) trace_bytes += static_cast<uint64_t>(st.st_size);
   }
-  if (trace_bytes >= kLargeTraceBytes && args.capture_range.empty() && args.delay.empty() && args.duration.empty())
+  if (trace_bytes >= kLargeTraceBytes && !args.summary && args.capture_range.empty() && args.delay.empty() &&
+      args.duration.empty())
     print_error(fmt::format(
-        "{} {:.1f} GiB: to record part of a long run, mark it with cudaProfilerStart/Stop and add "
-        "--capture-range cudaProfilerApi, or use --delay/--duration SECONDS",
+        "{} {:.1f} GiB: for a trace that grows with the call sites, not the run, add --summary; to record part "
+        "of a long run, mark it with cudaProfilerStart/Stop and add --capture-range cudaProfilerApi, or use "
+        "--delay/--duration SECONDS",
         paths.size() == 1 ? "the trace is" : "the traces are", static_cast<double>(trace_bytes) / (1ull << 30)));
   ReportArgs report_args = args.report;
   if (report_args.output.empty() && report_args.format != "text") {

@@ -103,6 +103,7 @@ int cmd_export(const ExportArgs& args);
 struct RunArgs {
   bool sim = false;
   bool gpu_times = false;  // ASYNCWATCH_GPU_TIMES=1 for the program
+  bool summary = false;    // ASYNCWATCH_SUMMARY=1 for the program
   // ASYNCWATCH_CAPTURE_RANGE, ASYNCWATCH_DELAY, ASYNCWATCH_DURATION for the program ("": not set).
   std::string capture_range;
   std::string delay;

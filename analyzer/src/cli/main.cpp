@@ -81,6 +81,10 @@ int main(int argc, char** argv) {
       "--gpu-times", run_args.gpu_times,
       "Record when each copy, kernel and host function ran on the device (ASYNCWATCH_GPU_TIMES=1; costs a few "
       "microseconds per operation: docs/timeline.md)");
+  run->add_flag("--summary", run_args.summary,
+                "Summary mode (ASYNCWATCH_SUMMARY=1): calls repeated at one call site are folded into per-site "
+                "counts, totals and a latency histogram in the process, with the first and slowest calls kept as "
+                "records: the trace grows with the distinct call sites, not with the run's length; same findings");
   run->add_flag("--sim", run_args.sim, "Run on asyncwatch's simulated CUDA driver and runtime (no GPU needed)");
   run->add_option("--capture-range", run_args.capture_range,
                   "Record only inside these ranges: cudaProfilerApi (between cudaProfilerStart and cudaProfilerStop, "

@@ -802,6 +802,7 @@ class ProcessAnalyzer final : public RuleContext {
                       "made while paused are not in this trace, and shares of wall time count the "
                       "recorded time only",
                       p.pauses, p.pauses == 1 ? "" : "s", format_duration(p.paused_ns)));
+    if (trace_.summary()) p.notes.push_back(trace_.summary_note());
     p.gpu_times = (h.config_flags & kConfigGpuTimes) != 0;
     p.gpu_overlap = overlap_.figures();
     if (overlap_.partial())

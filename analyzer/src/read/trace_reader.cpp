@@ -385,6 +385,7 @@ bool TraceFile::absorb(const RecordView& r) {
     case RecordType::String:
     case RecordType::Lost:
     case RecordType::DeviceInfo:
+    case RecordType::SiteSummary:
     case RecordType::Padding: return absorb_metadata(r);
     default: {
       uint64_t start;
@@ -455,6 +456,15 @@ bool TraceFile::absorb_metadata(const RecordView& r) {
       device_.name = fixed_string(d.name, sizeof d.name);
       return false;
     }
+    case RecordType::SiteSummary: {  // the calls' references; the calls are the merged walk's (add_summary)
+      const auto& site = r.ref<SiteSummaryRecord>();
+      const auto& call = *reinterpret_cast<const CallHead*>(site.call);
+      use_stack(call.stack_id, r.file_offset);
+      if (const uint8_t at = kStringRefAt.at[call.h.type]) use_string_at(site.call, at, r.file_offset);
+      ++summary_records_;
+      summary_calls_ += site.count;
+      return false;
+    }
     case RecordType::Padding: --record_count_; return false;  // not a record of the application's
     default: return false;
   }
@@ -508,6 +518,7 @@ bool TraceFile::next_validated(CursorState& c) {
       }
       if (!read_record(b, c.off, c.tid, &c.current, c.scratch)) break;
       c.off += c.current.stored_size;
+      if (AW_READER_UNLIKELY(c.current.type == RecordType::SiteSummary)) add_summary(c, c.current);
       if (!absorb(c.current)) continue;
       const uint64_t t = record_time(c.current);
       c.time = t > c.time ? t : c.time;
@@ -520,6 +531,21 @@ bool TraceFile::next_validated(CursorState& c) {
     c.fast_end = 0;
   }
   return false;
+}
+
+void TraceFile::add_summary(CursorState& c, const RecordView& r) {
+  if (!c.replay) c.replay = std::make_unique<SummaryReplay>();
+  c.replay->add(r.ref<SiteSummaryRecord>(), r.file_offset);
+}
+
+std::string TraceFile::summary_note() const {
+  if (!summary()) return {};
+  return fmt::format(
+      "summary trace (asyncwatch run --summary): {} calls were folded into {} summaries by call site and "
+      "signature (the first and the slowest calls of each are records of their own); counts, totals, maxima and "
+      "call sites are exact, percentiles within the histogram's resolution (a quarter of the value), and the "
+      "folded calls' times in the timeline are spread evenly between the first and the last of each summary",
+      summary_calls_, summary_records_);
 }
 
 void TraceFile::check_references() {
@@ -546,6 +572,7 @@ void TraceFile::reset_index() {
   module_path_bytes_ = 0;
   device_ = DeviceInfo{};
   record_count_ = event_record_count_ = lost_in_records_ = last_time_ns_ = in_flight_records_ = 0;
+  summary_records_ = summary_calls_ = 0;
   in_flight_calls_.clear();
   caller_sites_.clear();
   lost_reports_.clear();

@@ -8,6 +8,7 @@
 
 #include "options.h"
 #include "read/trace_reader_checks.h"
+#include "read/summary_replay.h"
 #include "read/trace_v1.h"
 
 #include <asyncwatch/python_lines.h>
@@ -285,6 +286,13 @@ class TraceFile {
   // Call records still marked in flight (the process ended inside the call): not handed to the
   // merged visitors (their result and end time were never written), counted here.
   uint64_t in_flight_records() const { return in_flight_records_; }
+  // A summary trace (ASYNCWATCH_SUMMARY=1, header kConfigSummary): its SiteSummary records and the
+  // calls they folded (the merged walks hand those out as records: SummaryReplay), after the walk.
+  bool summary() const { return (header_.config_flags & trace::kConfigSummary) != 0; }
+  uint64_t summary_records() const { return summary_records_; }
+  uint64_t summary_calls() const { return summary_calls_; }
+  // The report's note on a summary trace ("" for a full trace).
+  std::string summary_note() const;
   // Their heads, the first kMaxInFlightKept of them (one per thread that died in a call, in practice).
   static constexpr size_t kMaxInFlightKept = 4096;
   const std::vector<InFlightCall>& in_flight_calls() const { return in_flight_calls_; }
@@ -333,6 +341,8 @@ class TraceFile {
   // validated, the metadata before it absorbed; false at the end of the chain.
   bool next_validated(CursorState& c);
   bool absorb_metadata(const RecordView& r);
+  // A SiteSummary record the walk of `c`'s chain reached (validated): its calls join the chain's.
+  void add_summary(CursorState& c, const RecordView& r);
   bool absorb_event(const RecordView& r, uint64_t* start);  // *start: record_time(r)
   // The validating walk's fast path for the record at `p` (inside the block, below fast_end_):
   // its field checks and absorb_event in one; false (nothing absorbed) for a call in flight, a
@@ -395,6 +405,7 @@ class TraceFile {
   uint64_t event_record_count_ = 0;
   uint64_t lost_in_records_ = 0;
   uint64_t in_flight_records_ = 0;
+  uint64_t summary_records_ = 0, summary_calls_ = 0;
   std::vector<InFlightCall> in_flight_calls_;
   std::vector<uint64_t> caller_sites_;  // the one-frame stacks, by id - kCallerSiteStackBase
   std::vector<LostReport> lost_reports_;
@@ -517,6 +528,13 @@ struct TraceFile::CursorState {
   // while it is read: the fast path sets only the fields that change per record.
   uint32_t fast_end = 0;
   alignas(8) uint8_t scratch[trace_v1::kScratchBytes];  // `current` of a version-1 trace, converted
+  // A summary trace (trace_format.h, SiteSummaryRecord): the calls of the summaries the walk has
+  // passed, merged by time with the chain's own records (`held`: the next of those, read ahead).
+  std::unique_ptr<SummaryReplay> replay;
+  RecordView held{};
+  uint64_t held_time = 0;
+  bool held_valid = false;
+  bool raw_done = false;
 };
 
 // Walks one thread's chain of blocks. kValidate: checks each record as it reaches it and
@@ -536,6 +554,44 @@ struct TraceFile::Cursor : CursorState {
   // Moves to the next event record; false at the end of the chain. Inline into the merge loop
   // (LTO made it a call).
   __attribute__((always_inline)) bool next() {
+    if (__builtin_expect(replay != nullptr, 0)) return next_replayed();
+    return next_raw();
+  }
+
+  // A chain with summaries: the earlier of its next own record and the summaries' next call.
+  __attribute__((noinline)) bool next_replayed() {
+    if (!held_valid && !raw_done) {
+      const uint64_t t0 = time;  // the own record's time is the cursor's only once it is handed out
+      if (next_raw()) {
+        held = current;
+        held_time = time;
+        held_valid = true;
+      } else {
+        raw_done = true;
+      }
+      time = t0;
+    }
+    if (!replay->empty() && (!held_valid || replay->next_time() < held_time)) {
+      uint64_t t, offset;
+      const uint8_t* p = replay->pop(&t, &offset);
+      trace::RecordHeader rh;
+      std::memcpy(&rh, p, sizeof rh);
+      // (tid and block_index stay the block's: the fast path sets only the fields below)
+      current.type = static_cast<trace::RecordType>(rh.type);
+      current.size = current.stored_size = rh.size;
+      current.data = p;
+      current.file_offset = offset;
+      time = t > time ? t : time;
+      return true;
+    }
+    if (!held_valid) return false;
+    current = held;
+    held_valid = false;
+    time = held_time > time ? held_time : time;
+    return true;
+  }
+
+  __attribute__((always_inline)) bool next_raw() {
     if constexpr (kValidate) {
       // The common record inline: a fixed-size event record of its table size, inside the block
       // being read, whose fields pass; the rest (metadata, in-flight calls, the next block, any
@@ -573,6 +629,7 @@ struct TraceFile::Cursor : CursorState {
                                b,
                                rh.size};
           off += rh.size;
+          if (__builtin_expect(current.type == trace::RecordType::SiteSummary, 0)) file->add_summary(*this, current);
           if (is_metadata(current.type)) continue;
           if (__builtin_expect(file->version_ == 1, 0)) {  // validated by index(): converts
             std::string why;

@@ -7,6 +7,7 @@
 #include <asyncwatch/trace_format.h>
 
 #include <cstdint>
+#include <cstring>
 #include <fmt/format.h>
 #include <string>
 #include <type_traits>
@@ -108,6 +109,7 @@ struct FieldChecks {
     if (s.string_id == 0) return bad("string id 0 (ids start at 1)");
     return s.len <= kBlockSize || bad(fmt::format("string length {} exceeds a block", s.len));
   }
+  bool body(const SiteSummaryRecord& s);  // below fields_valid (its call is checked as a record)
   bool body(const LostRecord& l) {
     return l.reason < kLostReasonCount || bad(fmt::format("unknown loss reason {}", l.reason));
   }
@@ -158,6 +160,29 @@ __attribute__((always_inline)) inline bool fields_valid(FieldChecks& c, RecordTy
 #undef ASYNCWATCH_CHECK_ROW
     default: return c.bad("unexpected record type");
   }
+}
+
+// A summary's call record: a fixed-size call type of its table size, completed, times zero, its fields
+// valid; its counts consistent (the histogram may hold one call more than `count`: a kill inside an
+// update, trace_format.h).
+inline bool FieldChecks::body(const SiteSummaryRecord& s) {
+  RecordHeader ch;
+  std::memcpy(&ch, s.call, sizeof ch);
+  const RecordInfo& info = record_info(ch.type);
+  if (!info.call || info.size_rule != SizeRule::Fixed || ch.size != info.fixed || ch.size > kSummaryCallBytes)
+    return bad(fmt::format("its call record has type {} and size {} (a call record of its fixed size expected)",
+                           ch.type, ch.size));
+  const auto& h = *reinterpret_cast<const CallHead*>(s.call);
+  if (h.flags & kFlagInFlight) return bad("its call record is marked in flight");
+  if (h.start_ns || h.end_ns) return bad("its call record has times (zero expected)");
+  if (!fields_valid(*this, static_cast<RecordType>(ch.type), s.call)) return false;
+  uint64_t in_histogram = 0;
+  for (uint32_t n : s.histogram) in_histogram += n;
+  if (in_histogram != s.count && in_histogram != s.count + 1)
+    return bad(fmt::format("its histogram holds {} calls, its count is {}", in_histogram, s.count));
+  if (s.count && (s.first_start_ns == 0 || s.last_start_ns < s.first_start_ns || s.max_ns > s.total_ns))
+    return bad("its times are inconsistent (first start after last start, or maximum above total)");
+  return true;
 }
 
 }  // namespace asyncwatch::reader_checks

@@ -27,7 +27,7 @@
 namespace asyncwatch::trace {
 
 inline constexpr char kMagic[8] = {'A', 'S', 'Y', 'N', 'C', 'W', 'T', 'R'};
-inline constexpr uint32_t kFormatVersion = 3;
+inline constexpr uint32_t kFormatVersion = 4;
 inline constexpr uint32_t kOldestReadableVersion = 1;  // version 1 is read through an adapter (analyzer)
 inline constexpr uint32_t kHeaderSize = 4096;
 inline constexpr uint32_t kBlockSize = 64 * 1024;
@@ -218,7 +218,9 @@ inline const char* api_name(Api api) {
 // Ids of the APIs present in each version (the table above is append-only): an id at or beyond
 // kApiCountInVersion[v] in a version-v trace is an error. Append the new count with a new version.
 inline constexpr uint16_t kApiCountV2 = static_cast<uint16_t>(Api::cuStreamBeginCaptureToGraph) + 1;
-inline constexpr uint16_t kApiCountInVersion[] = {0, kApiCountV2, kApiCountV2, static_cast<uint16_t>(Api::Count)};
+inline constexpr uint16_t kApiCountV3 = static_cast<uint16_t>(Api::cuGraphExecUpdate_v2) + 1;
+inline constexpr uint16_t kApiCountInVersion[] = {0, kApiCountV2, kApiCountV2, kApiCountV3,
+                                                  static_cast<uint16_t>(Api::Count)};
 static_assert(sizeof(kApiCountInVersion) / sizeof(kApiCountInVersion[0]) == kFormatVersion + 1);
 
 // ---- the small enums: X(Name, value, "text printed by dump/report/JSON") ---------------------
@@ -345,7 +347,8 @@ enum RecordFlags : uint32_t { ASYNCWATCH_RECORD_FLAGS(ASYNCWATCH_FLAG_ROW) };
   X(StacksMemory, 4)   /* v3: stacks for memory-management, prefetch and graph-construction calls */ \
   X(PythonFrames, 5)   /* v3: stacks carry the calling thread's Python frames */                     \
   X(Nvtx, 6)           /* v3: NVTX was injected (InitializeInjectionNvtx2 ran): NvtxRange records */ \
-  X(GpuTimes, 7)       /* ASYNCWATCH_GPU_TIMES=1: GpuSpan / GpuClock records */
+  X(GpuTimes, 7)       /* ASYNCWATCH_GPU_TIMES=1: GpuSpan / GpuClock records */                      \
+  X(Summary, 8)        /* v4, ASYNCWATCH_SUMMARY=1: repeated calls folded into SiteSummary records */
 
 #define ASYNCWATCH_CONFIG_ROW(name, bit) kConfig##name = 1u << bit,
 enum ConfigFlags : uint32_t { ASYNCWATCH_CONFIG_FLAGS(ASYNCWATCH_CONFIG_ROW) };
@@ -829,6 +832,56 @@ struct NvtxRangeRecord {
 };
 static_assert(sizeof(NvtxRangeRecord) == 40);
 
+// v4, summary mode (ASYNCWATCH_SUMMARY=1, header kConfigSummary): calls whose records are identical
+// but for their times (same type, API, flags, result, stack, stream, sizes, memory kinds, kernel...)
+// are folded into one of these, written by the calling thread into its own block when such a call is
+// first seen and updated in place as later ones return (the mapping is MAP_SHARED: a SIGKILL leaves
+// the counts of every call that returned). The first kSummaryFirstExemplars calls of a signature are
+// written as ordinary records (exemplars: their own times) and are not counted here; the slowest
+// kSummaryWorstExemplars of the folded ones keep their times here (worst exemplars: folded like the
+// others, so that the folded calls of the sites of a loop stay in step). A thread that moves to a new block starts
+// new SiteSummary records there; a reader adds up those of one signature. `call` is the folded calls'
+// record with start_ns and end_ns zero; readers hand out `count` copies of it, their start times
+// spread evenly over [first_start_ns, last_start_ns] and their blocked times drawn from the histogram
+// so that their sum is total_ns and their maximum max_ns.
+inline constexpr uint32_t kSummaryFirstExemplars = 2;
+inline constexpr uint32_t kSummaryWorstExemplars = 2;
+inline constexpr uint32_t kSummarySubBuckets = 4;  // per power of two: a bucket spans at most 1/4 of its start
+inline constexpr uint32_t kSummaryBuckets = 144;   // up to 2^36 ns (68 s); longer calls count in the last
+inline constexpr uint32_t kSummaryCallBytes = 96;  // the largest call record (BatchCopyRecord)
+// The histogram bucket of a blocked time: exact below 8 ns, then 4 buckets per power of two.
+inline constexpr uint32_t summary_bucket(uint64_t ns) {
+  if (ns < 8) return static_cast<uint32_t>(ns);
+  const uint32_t e = 63u - static_cast<uint32_t>(__builtin_clzll(ns));  // >= 3
+  const uint32_t b = 4u * (e - 1u) + static_cast<uint32_t>((ns >> (e - 2u)) & 3u);
+  return b < kSummaryBuckets ? b : kSummaryBuckets - 1;
+}
+// The smallest blocked time of bucket `b` (summary_bucket(summary_bucket_low(b)) == b).
+inline constexpr uint64_t summary_bucket_low(uint32_t b) {
+  if (b < 8) return b;
+  const uint32_t e = b / 4u + 1u;
+  return (uint64_t{4} + (b & 3u)) << (e - 2u);
+}
+static_assert(summary_bucket(7) == 7 && summary_bucket(8) == 8 && summary_bucket(15) == 11 && summary_bucket(16) == 12);
+static_assert(summary_bucket_low(12) == 16 && summary_bucket_low(11) == 14 && summary_bucket(summary_bucket_low(143)) == 143);
+
+struct SiteSummaryRecord {
+  RecordHeader h;
+  uint32_t reserved;
+  uint64_t count;           // calls folded in (exemplars excluded)
+  uint64_t total_ns;        // their blocked times added up
+  uint64_t max_ns;          // the longest of them
+  uint64_t first_start_ns;  // start of the first of them (0: none yet)
+  uint64_t last_start_ns;   // start of the last of them
+  // The slowest of them (worst exemplars: the record is `call` with these times), slowest first; a
+  // start of 0: none.
+  uint64_t worst_start_ns[kSummaryWorstExemplars];
+  uint64_t worst_ns[kSummaryWorstExemplars];
+  uint32_t histogram[kSummaryBuckets];  // calls by summary_bucket(blocked time)
+  alignas(8) uint8_t call[kSummaryCallBytes];  // the calls' record (RecordHeader: type and size), times zero
+};
+static_assert(sizeof(SiteSummaryRecord) == 752);
+
 // ---- THE record table: X(id, Name, Struct, since_version) ---------------------------------
 #define ASYNCWATCH_RECORD_TYPES(X)                                                           \
   X(1, ThreadInfo, ThreadInfoRecord, 1)                                                      \
@@ -856,7 +909,8 @@ static_assert(sizeof(NvtxRangeRecord) == 40);
   X(23, PythonInfo, PythonInfoRecord, 3)                                                     \
   X(24, NvtxRange, NvtxRangeRecord, 3)                                                       \
   X(26, GpuSpan, GpuSpanRecord, 3)                                                           \
-  X(27, GpuClock, GpuClockRecord, 3)
+  X(27, GpuClock, GpuClockRecord, 3)                                                         \
+  X(28, SiteSummary, SiteSummaryRecord, 4)
 
 #define ASYNCWATCH_RECORD_ENUM(id, name, type, since) name = id,
 enum class RecordType : uint16_t {
@@ -868,7 +922,7 @@ enum class RecordType : uint16_t {
 #define ASYNCWATCH_RECORD_ONE(id, name, type, since) +1
 inline constexpr size_t kRecordCount = 0 ASYNCWATCH_RECORD_TYPES(ASYNCWATCH_RECORD_ONE);
 #undef ASYNCWATCH_RECORD_ONE
-static_assert(kRecordCount == 26, "a row was added or removed: update this count, the docs and kFormatVersion");
+static_assert(kRecordCount == 27, "a row was added or removed: update this count, the docs and kFormatVersion");
 
 namespace detail {
 inline constexpr uint16_t max_record_id() {

@@ -26,6 +26,7 @@
 #include "config.h"
 #include "cuda_abi.h"
 #include "stacks/stack_capture.h"
+#include "trace/site_summary.h"
 #include "trace/thread_buffer.h"
 #include "trace/trace_writer.h"
 
@@ -405,6 +406,7 @@ inline __attribute__((always_inline)) void finish_in_place(AnyRecord* r, Categor
   if (takes_stacks(c) && wants_stack(*r, c, end - h.start_ns) && !(h.flags & trace::kFlagStackCaptured))
     capture_stack(h);
   __atomic_store_n(&h.flags, h.flags & ~uint32_t{trace::kFlagInFlight}, __ATOMIC_RELEASE);
+  site_summary::after_call(&h);  // summary mode: folded into its signature's summary
 }
 
 // The call site of the thread's current call (the outermost wrapper's caller), captured now: its

@@ -28,6 +28,7 @@
 #include "common.h"
 #include "config.h"
 #include "futex.h"
+#include "site_summary.h"
 #include "trace_writer.h"
 
 #ifndef SYS_close_range
@@ -237,6 +238,7 @@ void fill_header(FileHeader* h, const char* exe, const char* host) noexcept {
   fill_rank(h);
   const Config& c = config();
   h->config_flags = config_flags(c);
+  site_summary::g_enabled.store(c.summary, std::memory_order_relaxed);
   h->launch_stack_threshold_ns = c.launch_stack_threshold_ns;
   copy_str(h->hostname, sizeof h->hostname, host);
   copy_str(h->executable, sizeof h->executable, exe);

@@ -1,0 +1,155 @@
+#include "site_summary.h"
+
+#include <atomic>
+#include <cstring>
+
+#include "thread_buffer.h"
+
+namespace asyncwatch::site_summary {
+
+std::atomic<bool> g_enabled{false};
+
+namespace {
+
+using namespace asyncwatch::trace;
+using thread_buffer::detail::tl_state;
+
+inline void compiler_fence() noexcept { std::atomic_signal_fence(std::memory_order_seq_cst); }
+
+// A thread's signatures: open addressing on the record's hash. The summaries it points at are in the
+// block `block`; when the thread moves to another block they are left as they are (a reader adds up
+// the summaries of one signature) and the index starts again.
+constexpr uint32_t kSlots = 256;
+constexpr uint32_t kProbes = 16;
+// A summary takes no more calls than its 32-bit histogram counts can hold; the next goes to a new one.
+constexpr uint64_t kMaxCount = uint64_t{1} << 31;
+
+struct Slot {
+  SiteSummaryRecord* rec;  // nullptr: free
+  uint32_t hash;
+  uint32_t first;  // exemplars kept as the signature's first calls
+};
+struct Index {
+  const char* block;
+  uint32_t generation;
+  Slot slots[kSlots];
+};
+AW_TLS_SHARED Index tl_index;
+
+inline uint32_t hash_of(const uint64_t* words, uint32_t n) noexcept {
+  uint64_t h = 0x9e3779b97f4a7c15ull;
+  for (uint32_t i = 0; i < n; ++i) h = (h ^ words[i]) * 0xff51afd7ed558ccdull;
+  return static_cast<uint32_t>(h ^ (h >> 29));
+}
+
+// A new summary of the signature `key` (`size` bytes) in the thread's block; nullptr when there is no
+// room. The reservation may move the thread to a new block: the index then starts again there.
+SiteSummaryRecord* create(const uint64_t* key, uint32_t size) noexcept {
+  uint32_t gen;
+  char* p = thread_buffer::reserve_active(sizeof(SiteSummaryRecord), &gen);
+  if (!p) return nullptr;
+  auto* r = reinterpret_cast<SiteSummaryRecord*>(p);
+  memcpy(r->call, key, size);  // the rest of the reservation is zero (fresh file space)
+  thread_buffer::commit(p, RecordType::SiteSummary, sizeof(SiteSummaryRecord));
+  return r;
+}
+
+// The record at `p` (`size` bytes, completed) out of the block: the bytes handed back when nothing
+// was written after it, else Padding. The header goes first, so a kill leaves either the record or
+// nothing of it; the bytes are zero again before they can be handed out (the write protocol's
+// fresh-space rule, thread_buffer.h).
+void erase(char* p, uint32_t size) noexcept {
+  auto& s = tl_state;
+  auto& c = s.level[0];
+  s.open = 1;  // a signal handler's writes meanwhile go to level 1
+  compiler_fence();
+  const bool last = p + size == c.block + c.used;
+  RecordHeader h{static_cast<uint16_t>(last ? RecordType::None : RecordType::Padding), static_cast<uint16_t>(last ? 0 : size)};
+  uint32_t word;
+  memcpy(&word, &h, sizeof word);
+  __atomic_store_n(reinterpret_cast<uint32_t*>(p), word, __ATOMIC_RELEASE);
+  compiler_fence();
+  memset(p + sizeof(RecordHeader), 0, size - sizeof(RecordHeader));
+  compiler_fence();
+  if (last) c.used -= size;
+  compiler_fence();
+  s.open = 0;
+}
+
+}  // namespace
+
+void fold(CallHead* rec) noexcept {
+  auto& s = tl_state;
+  char* const p = reinterpret_cast<char*>(rec);
+  const uint32_t size = rec->h.size;
+  char* const block = s.level[0].block;
+  // Only a record of the thread's current block, outside any reservation (not a signal handler's
+  // call nested in another), of a size the summary holds.
+  if (s.open || !block || p < block || p + size > block + s.level[0].used || size > kSummaryCallBytes || size % 8)
+    return;
+  Index& ix = tl_index;
+  if (ix.block != block || ix.generation != s.generation) {
+    memset(ix.slots, 0, sizeof ix.slots);
+    ix.block = block;
+    ix.generation = s.generation;
+  }
+  const uint64_t start = rec->start_ns, end = rec->end_ns;
+  const uint64_t d = end >= start ? end - start : 0;
+  uint64_t key[kSummaryCallBytes / 8];
+  memcpy(key, p, size);
+  reinterpret_cast<CallHead*>(key)->start_ns = 0;
+  reinterpret_cast<CallHead*>(key)->end_ns = 0;
+  const uint32_t h = hash_of(key, size / 8);
+  Slot* slot = nullptr;
+  for (uint32_t i = 0, at = h; i < kProbes; ++i, ++at) {
+    Slot& c = ix.slots[at % kSlots];
+    if (!c.rec || (c.hash == h && memcmp(c.rec->call, key, size) == 0)) {
+      slot = &c;
+      break;
+    }
+  }
+  if (!slot) return;  // the index is full here: the call keeps its record
+  if (!slot->rec || slot->rec->count >= kMaxCount) {
+    const bool fresh = !slot->rec;
+    SiteSummaryRecord* r = create(key, size);
+    if (!r) return;
+    if (s.level[0].block != ix.block) {
+      // The thread moved to a new block (the summary is there): the index starts again with it. The
+      // call keeps its record, in the block left behind.
+      memset(ix.slots, 0, sizeof ix.slots);
+      ix.block = s.level[0].block;
+      ix.slots[h % kSlots] = Slot{r, h, kSummaryFirstExemplars};
+      return;
+    }
+    if (fresh) {
+      *slot = Slot{r, h, 1};
+      return;  // this call is the signature's first exemplar
+    }
+    slot->rec = r;
+  } else if (slot->first < kSummaryFirstExemplars) {
+    ++slot->first;
+    return;
+  }
+  erase(p, size);
+  // The counts, the count last: a kill in between leaves a histogram that holds one call more than
+  // `count` (readers accept it), never a call counted that the histogram lacks.
+  SiteSummaryRecord* r = slot->rec;
+  ++r->histogram[summary_bucket(d)];
+  r->total_ns += d;
+  if (d > r->max_ns) r->max_ns = d;
+  if (d > r->worst_ns[kSummaryWorstExemplars - 1] || !r->worst_start_ns[kSummaryWorstExemplars - 1]) {
+    uint32_t i = kSummaryWorstExemplars - 1;  // slowest first: the call takes its place among them
+    for (; i > 0 && (d > r->worst_ns[i - 1] || !r->worst_start_ns[i - 1]); --i) {
+      r->worst_ns[i] = r->worst_ns[i - 1];
+      r->worst_start_ns[i] = r->worst_start_ns[i - 1];
+    }
+    r->worst_ns[i] = d;
+    r->worst_start_ns[i] = start;
+  }
+  if (!r->first_start_ns) r->first_start_ns = start;
+  r->last_start_ns = start;
+  compiler_fence();
+  ++r->count;
+}
+
+}  // namespace asyncwatch::site_summary
