@@ -102,21 +102,22 @@ inline bool called_by(const void* own_ra, const void* wrapper) noexcept {
 // The x86-64 stubs make it in assembly (entry_stubs.cpp): the same fields, the same order.
 inline bool called_in_runtime(const void* ra) noexcept {
   const ThreadCallState& st = tl_locals.call;
-  return st.phase == 2 && st.outer == kOuterRuntime && runtime_hooks::text_contains(st.rt_instance, ra);
+  return st.phase == kPhaseInReal && st.outer == kOuterRuntime && runtime_hooks::text_contains(st.rt_instance, ra);
 }
 }  // namespace asyncwatch::calls
 
-// Defines the exported driver wrapper `sym` (parameters `params`, forwarded as `args`): its entry
-// and its body, `aw_traced_<sym>` (hidden, out of line), whose statements follow `args`; in them
-// `aw_caller` (the call site), `real` (the driver's function, its own type) and `call` (it, called
-// with `args`) are in scope.
+// Defines the exported driver wrapper `sym` (its parameters named `args`, typed by its row of the
+// hook table: AW_PARAMS_<sym>, driver_hook_table.inc): its entry and its body, `aw_traced_<sym>`
+// (hidden, out of line), whose statements follow `args`; in them `aw_caller` (the call site),
+// `real` (the driver's function, its own type) and `call` (it, called with `args`) are in scope.
 // The two bodies: `aw_traced_<sym>` (every way in) and `aw_inrt_<sym>` (called by the runtime inside
 // a traced runtime call: `aw_caller` an InRuntimeCaller, so that the short path is all it holds).
-#define AW_DRIVER_BODY(caller_type, sym, args, ...)                                                                 \
-  AW_STUB_CALLER_AS(caller_type, &::AW_ENTRY_NAME(sym));                                                            \
-  const auto real = reinterpret_cast<decltype(&::sym)>(::asyncwatch::real::driver(::asyncwatch::hooks::Hook::sym)); \
-  if (!real) return ::asyncwatch::cuda::CUDA_ERROR_NOT_INITIALIZED;                                                 \
-  [[maybe_unused]] auto call = [&] { return real args; };                                                           \
+#define AW_DRIVER_BODY(caller_type, sym, args, ...)                                                                \
+  AW_STUB_CALLER_AS(caller_type, &::AW_ENTRY_NAME(sym));                                                           \
+  const auto real =                                                                                                \
+      reinterpret_cast<::asyncwatch::hooks::fn::sym*>(::asyncwatch::real::driver(::asyncwatch::hooks::Hook::sym)); \
+  if (!real) return ::asyncwatch::cuda::CUDA_ERROR_NOT_INITIALIZED;                                                \
+  [[maybe_unused]] auto call = [&] { return real args; };                                                          \
   __VA_ARGS__
 // (`inrt`: the in-runtime body's name, aw_inrt_<sym> but for a prefilled wrapper's, below.)
 #define AW_DRIVER_BODIES_AS(sym, inrt, params, args, ...)                                                          \
@@ -128,18 +129,19 @@ inline bool called_in_runtime(const void* ra) noexcept {
     AW_DRIVER_BODY(::asyncwatch::calls::InRuntimeCaller, sym, args, __VA_ARGS__)                                   \
   }
 #define AW_DRIVER_BODIES(sym, params, args, ...) AW_DRIVER_BODIES_AS(sym, aw_inrt_##sym, params, args, __VA_ARGS__)
+#define AW_DRIVER_HOOK(sym, args, ...)           AW_DRIVER_HOOK_WITH(sym, AW_PARAMS_##sym args, args, __VA_ARGS__)
 #if AW_ENTRY_STUBS
-#define AW_DRIVER_HOOK(sym, params, args, ...) AW_DRIVER_BODIES(sym, params, args, __VA_ARGS__)
+#define AW_DRIVER_HOOK_WITH(sym, params, args, ...) AW_DRIVER_BODIES(sym, params, args, __VA_ARGS__)
 // A prefilled wrapper (AW_PREFILLED_DRIVER_HOOKS, below): its in-runtime body is aw_inrt_full_<sym>,
 // which the shim aw_inrt_<sym> jumps to when its prefill step did nothing.
-#define AW_DRIVER_HOOK_PREFILLED(sym, params, args, ...) \
-  AW_DRIVER_BODIES_AS(sym, aw_inrt_full_##sym, params, args, __VA_ARGS__)
+#define AW_DRIVER_HOOK_PREFILLED(sym, args, ...) \
+  AW_DRIVER_BODIES_AS(sym, aw_inrt_full_##sym, AW_PARAMS_##sym args, args, __VA_ARGS__)
 #else
-#define AW_DRIVER_HOOK(sym, params, args, ...)                                                                      \
+#define AW_DRIVER_HOOK_WITH(sym, params, args, ...)                                                                 \
   extern "C" AW_ENTRY_VISIBILITY ::asyncwatch::cuda::CUresult AW_ENTRY_NAME(sym) params;                            \
   AW_DRIVER_BODIES(sym, params, args, __VA_ARGS__)                                                                  \
   extern "C" AW_ENTRY_VISIBILITY AW_ENTRY_ATTRS ::asyncwatch::cuda::CUresult AW_ENTRY_NAME(sym) params {            \
-    AW_ENTRY_PASS_IF_DISABLED(decltype(&::sym),                                                                     \
+    AW_ENTRY_PASS_IF_DISABLED(::asyncwatch::hooks::fn::sym*,                                                        \
                               ::asyncwatch::real::g_real[static_cast<size_t>(::asyncwatch::hooks::Hook::sym)].load( \
                                   std::memory_order_acquire),                                                       \
                               args)                                                                                 \
@@ -147,7 +149,7 @@ inline bool called_in_runtime(const void* ra) noexcept {
     if (AW_LIKELY(::asyncwatch::calls::called_in_runtime(__builtin_return_address(0)))) return aw_inrt_##sym args;  \
     return aw_traced_##sym args;                                                                                    \
   }
-#define AW_DRIVER_HOOK_PREFILLED(sym, params, args, ...) AW_DRIVER_HOOK(sym, params, args, __VA_ARGS__)
+#define AW_DRIVER_HOOK_PREFILLED(sym, args, ...) AW_DRIVER_HOOK(sym, args, __VA_ARGS__)
 #endif
 
 // Prefilled driver wrappers (x86-64; docs/performance.md, "The launch's record filled before its
@@ -180,7 +182,7 @@ inline bool prefill_possible(const ThreadCallState& st, const void* real, const 
 // real function for the shim to jump to.
 template <class Fill>
 inline void* prefill_record(ThreadCallState& st, ::asyncwatch::hooks::Hook h, Fill&& fill) noexcept {
-  st.phase = 3;
+  st.phase = kPhaseLibraryInRuntime;
   signal_fence();
   st.driver_reached = true;  // adopt_target's
   st.pending_valid = true;
@@ -188,7 +190,7 @@ inline void* prefill_record(ThreadCallState& st, ::asyncwatch::hooks::Hook h, Fi
   const ::asyncwatch::hooks::HookInfo& hi = ::asyncwatch::hooks::info(h);
   rec.head.driver_fn = static_cast<uint16_t>(hi.api);
   fill(rec, hi);
-  set_phase(st, 2);
+  set_phase(st, kPhaseInReal);
   // The real function again: set once (tested by prefill_possible), reloaded rather than kept
   // across set_phase's call.
   return ::asyncwatch::real::g_real[static_cast<size_t>(h)].load(std::memory_order_relaxed);
