@@ -1,6 +1,5 @@
 // How an exported wrapper hands over to its traced body, out of line (docs/interception.md, "Every
-// path to the driver"; the cost: docs/performance.md, "The disabled path as a stub" and "The
-// dispatch in the stub"). On x86-64 the exported symbol is a stub in assembly (entry_stubs.cpp,
+// path to the driver"). On x86-64 the exported symbol is a stub in assembly (entry_stubs.cpp,
 // made from the hook tables) that makes the entry's tests itself and jumps to the body they pick:
 // with the ASYNCWATCH_DISABLE bit set, to the real function; a driver stub to `aw_inrt_<sym>` when
 // `called_in_runtime` (below) holds, else to `aw_traced_<sym>`; a runtime stub to `aw_app_<sym>`
@@ -9,6 +8,23 @@
 // application's return address and frame as its own (AW_STUB_CALLER_AS), in every build (-O0 and
 // the sanitizer builds included), and no C++ frame moves the arguments (GCC's tail call with
 // stack arguments reloads and stores each of them).
+//
+// The four ways into a driver wrapper, each kept for the GPU figure it buys (docs/performance.md's
+// table; the instructions per call are bench/callgrind_per_call.sh's on the simulator when each
+// was added):
+//   - the stub (entry_stubs.cpp): the static runtime's way (the driver wrapper is the outer one):
+//     launch 398 -> 317, 64 B pinned copy 359 -> 316 over a C++ entry. The static runtime's pinned
+//     copy is at its target (+3.8 to +5.1 % of <= +5 %): kept.
+//   - the in-runtime body (aw_inrt_<sym>, InRuntimeCaller): the shared runtime's every copy and
+//     launch, launch 558 -> 418, pinned copy 580 -> 380: a larger saving than the stub's, on the
+//     path whose copy is at +2.5 to +3.4 % of <= +5 %: kept.
+//   - the prefill shim (AW_PREFILLED_DRIVER_HOOKS, below): the shared runtime's launch 317 -> 275
+//     and pinned copy 316 -> 271. The one with margin (shared runtime: launch +0.9 to +1.3 % of
+//     <= +3 %, copy +2.5 to +3.4 % of <= +5 %, measured with it); what those figures are without
+//     it is not measured on a GPU (bench/run_paired.sh with a library built with an empty prefill
+//     list would say): kept until that A/B shows the merge leaves both within target.
+//   - the full in-runtime body (aw_inrt_full_<sym>): no trick of its own, the prefill's fallback
+//     (the in-runtime body under another name): goes with the prefill shim.
 //
 // Elsewhere the exported function is a C++ entry (AW_ENTRY_NAME, the exported name itself) that
 // makes the same tests and calls the body with the same arguments, which an optimizing compiler
@@ -152,8 +168,7 @@ inline bool called_in_runtime(const void* ra) noexcept {
 #define AW_DRIVER_HOOK_PREFILLED(sym, args, ...) AW_DRIVER_HOOK(sym, args, __VA_ARGS__)
 #endif
 
-// Prefilled driver wrappers (x86-64; docs/performance.md, "The launch's record filled before its
-// call"): the driver stub's in-runtime target aw_inrt_<sym> is a shim in assembly (entry_stubs.cpp)
+// Prefilled driver wrappers (x86-64; what it buys: the top of this file): the driver stub's in-runtime target aw_inrt_<sym> is a shim in assembly (entry_stubs.cpp)
 // that saves the six argument registers, calls `aw_prefill_<sym>(const StubArgs*)` and, with the
 // registers restored, jumps to the address it returned: the real function, once the prefill step
 // filled the runtime call's record and left the thread as it is inside the runtime (phase 2), so

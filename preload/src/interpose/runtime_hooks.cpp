@@ -294,7 +294,9 @@ cudaError_t run(uint8_t inst, calls::Caller c, Api api, Category cat, Call&& cal
 
 // Called by the application with the trace recording in place (the exported wrapper tested it:
 // AppCaller): the record reserved in place and published in flight before the call, the same steps
-// as `run` above for that case, in a body that holds nothing else.
+// as `run` above for that case, in a body that holds nothing else. What it buys: the shared
+// runtime's launch 424 -> 403 and 64 B pinned copy 381 -> 360 instructions (callgrind on the
+// simulator when it was added), on the path whose copy is at +2.5 to +3.4 % of its <= +5 % target.
 template <class Call, class Fallback>
 cudaError_t run(uint8_t inst, calls::AppCaller c, Api api, Category cat, Call&& call, Fallback&& fallback) {
   constexpr bool kHasFallback = !std::is_same_v<std::decay_t<Fallback>, std::nullptr_t>;
