@@ -666,8 +666,8 @@ TEST(EndToEnd, SigkillAtRandomMomentsKeepsEveryReturnedCall) {
       if (!strcmp(mode, "summary")) env.push_back("ASYNCWATCH_SUMMARY=1");
       pid_t pid = fork();
       if (pid == 0)
-        exec_program({AW_TEST_APP, "counted", counter, "100000000"}, app_environment(env, dir, true),
-                     dir + "/.stdout", dir + "/.stderr");
+        exec_program({AW_TEST_APP, "counted", counter, "100000000"}, app_environment(env, dir, true), dir + "/.stdout",
+                     dir + "/.stderr");
       const unsigned wait_ms = 30 + rng() % 300;
       usleep(wait_ms * 1000);
       kill(pid, SIGKILL);

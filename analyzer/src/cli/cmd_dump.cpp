@@ -135,7 +135,8 @@ std::string describe(const RecordView& r) {
       const auto& site = r.ref<SiteSummaryRecord>();
       RecordHeader ch;
       std::memcpy(&ch, site.call, sizeof ch);
-      RecordView call{static_cast<RecordType>(ch.type), ch.size, site.call, r.file_offset, r.tid, r.block_index, ch.size};
+      RecordView call{
+          static_cast<RecordType>(ch.type), ch.size, site.call, r.file_offset, r.tid, r.block_index, ch.size};
       return fmt::format("{} count={} total={}ns max={}ns first_start={} last_start={} call=[{}]", head, site.count,
                          site.total_ns, site.max_ns, site.first_start_ns, site.last_start_ns, describe(call));
     }

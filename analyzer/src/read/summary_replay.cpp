@@ -77,7 +77,8 @@ void SummaryReplay::add(const SiteSummaryRecord& s, uint64_t file_offset) {
 
 uint64_t SummaryReplay::Site::time_of(uint64_t i) const {
   if (count <= 1) return first_start;
-  return first_start + static_cast<uint64_t>(static_cast<unsigned __int128>(last_start - first_start) * i / (count - 1));
+  return first_start +
+         static_cast<uint64_t>(static_cast<unsigned __int128>(last_start - first_start) * i / (count - 1));
 }
 
 uint64_t SummaryReplay::Site::next_duration() {
@@ -88,7 +89,9 @@ uint64_t SummaryReplay::Site::next_duration() {
   }
   // The bucket's sum spread evenly: consecutive differences of floor(sum * k / calls).
   const Share& s = shares[share];
-  const auto at = [&](uint64_t k) { return static_cast<uint64_t>(static_cast<unsigned __int128>(s.sum) * k / s.calls); };
+  const auto at = [&](uint64_t k) {
+    return static_cast<uint64_t>(static_cast<unsigned __int128>(s.sum) * k / s.calls);
+  };
   const uint64_t d = at(in_share + 1) - at(in_share);
   ++in_share;
   return d;

@@ -41,7 +41,7 @@ class SummaryReplay {
       uint64_t sum;
     };
     std::vector<Share> shares;
-    size_t share = 0;      // the bucket being handed out
+    size_t share = 0;       // the bucket being handed out
     uint64_t in_share = 0;  // its calls handed out
     uint64_t time_of(uint64_t i) const;
     uint64_t next_duration();

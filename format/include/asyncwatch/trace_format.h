@@ -863,7 +863,8 @@ inline constexpr uint64_t summary_bucket_low(uint32_t b) {
   return (uint64_t{4} + (b & 3u)) << (e - 2u);
 }
 static_assert(summary_bucket(7) == 7 && summary_bucket(8) == 8 && summary_bucket(15) == 11 && summary_bucket(16) == 12);
-static_assert(summary_bucket_low(12) == 16 && summary_bucket_low(11) == 14 && summary_bucket(summary_bucket_low(143)) == 143);
+static_assert(summary_bucket_low(12) == 16 && summary_bucket_low(11) == 14 &&
+              summary_bucket(summary_bucket_low(143)) == 143);
 
 struct SiteSummaryRecord {
   RecordHeader h;
@@ -877,7 +878,7 @@ struct SiteSummaryRecord {
   // start of 0: none.
   uint64_t worst_start_ns[kSummaryWorstExemplars];
   uint64_t worst_ns[kSummaryWorstExemplars];
-  uint32_t histogram[kSummaryBuckets];  // calls by summary_bucket(blocked time)
+  uint32_t histogram[kSummaryBuckets];         // calls by summary_bucket(blocked time)
   alignas(8) uint8_t call[kSummaryCallBytes];  // the calls' record (RecordHeader: type and size), times zero
 };
 static_assert(sizeof(SiteSummaryRecord) == 752);

@@ -78,7 +78,8 @@ void erase(char* p, uint32_t size) noexcept {
   s.open = 1;  // a signal handler's writes meanwhile go to level 1
   compiler_fence();
   const bool last = p + size == c.block + c.used;
-  RecordHeader h{static_cast<uint16_t>(last ? RecordType::None : RecordType::Padding), static_cast<uint16_t>(last ? 0 : size)};
+  RecordHeader h{static_cast<uint16_t>(last ? RecordType::None : RecordType::Padding),
+                 static_cast<uint16_t>(last ? 0 : size)};
   uint32_t word;
   memcpy(&word, &h, sizeof word);
   __atomic_store_n(reinterpret_cast<uint32_t*>(p), word, __ATOMIC_RELEASE);
