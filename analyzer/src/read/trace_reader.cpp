@@ -542,7 +542,7 @@ std::string TraceFile::summary_note() const {
   if (!summary()) return {};
   return fmt::format(
       "summary trace (asyncwatch run --summary): {} calls were folded into {} summaries by call site and "
-      "signature (the first and the slowest calls of each are records of their own); counts, totals, maxima and "
+      "signature (the first 2 calls of each are records of their own); counts, totals, maxima and "
       "call sites are exact, percentiles within the histogram's resolution (a quarter of the value), and the "
       "folded calls' times in the timeline are spread evenly between the first and the last of each summary",
       summary_calls_, summary_records_);

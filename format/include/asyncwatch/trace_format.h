@@ -834,8 +834,8 @@ static_assert(sizeof(NvtxRangeRecord) == 40);
 
 // v4, summary mode (ASYNCWATCH_SUMMARY=1, header kConfigSummary): calls whose records are identical
 // but for their times (same type, API, flags, result, stack, stream, sizes, memory kinds, kernel...)
-// are folded into one of these, written by the calling thread into its own block when such a call is
-// first seen and updated in place as later ones return (the mapping is MAP_SHARED: a SIGKILL leaves
+// are folded into one of these, written by the calling thread into its own block after the
+// signature's second call and updated in place as later ones return (the mapping is MAP_SHARED: a SIGKILL leaves
 // the counts of every call that returned). The first kSummaryFirstExemplars calls of a signature are
 // written as ordinary records (exemplars: their own times) and are not counted here; the slowest
 // kSummaryWorstExemplars of the folded ones keep their times here (worst exemplars: folded like the

@@ -25,10 +25,13 @@ constexpr uint32_t kProbes = 16;
 // A summary takes no more calls than its 32-bit histogram counts can hold; the next goes to a new one.
 constexpr uint64_t kMaxCount = uint64_t{1} << 31;
 
+// A signature's summary is made by its kSummaryFirstExemplars-th call (the first calls are exemplars):
+// a call made once (an allocation, whose address is in its record) costs no summary.
 struct Slot {
-  SiteSummaryRecord* rec;  // nullptr: free
+  SiteSummaryRecord* rec;  // the summary, nullptr while its calls are exemplars
+  const char* first;       // the first exemplar's record, in the index's block (free slot: both null)
   uint32_t hash;
-  uint32_t first;  // exemplars kept as the signature's first calls
+  uint32_t seen;  // exemplars kept
 };
 struct Index {
   const char* block;
@@ -44,9 +47,10 @@ inline uint64_t word_at(const void* p, uint32_t i) noexcept {
   __builtin_memcpy(&w, static_cast<const char*>(p) + 8 * i, 8);
   return w;
 }
-inline bool same_words(const void* a, const uint64_t* b, uint32_t n) noexcept {
-  uint64_t diff = 0;
-  for (uint32_t i = 0; i < n; ++i) diff |= word_at(a, i) ^ b[i];
+// Whether the record at `a` is `b` but for its times (words 3 and 4).
+inline bool same_untimed(const void* a, const uint64_t* b, uint32_t n) noexcept {
+  uint64_t diff = (word_at(a, 0) ^ b[0]) | (word_at(a, 1) ^ b[1]) | (word_at(a, 2) ^ b[2]);
+  for (uint32_t i = 5; i < n; ++i) diff |= word_at(a, i) ^ b[i];
   return diff == 0;
 }
 
@@ -124,31 +128,30 @@ void fold(CallHead* rec) noexcept {
   Slot* slot = nullptr;
   for (uint32_t i = 0, at = h; i < kProbes; ++i, ++at) {
     Slot& c = ix.slots[at % kSlots];
-    if (!c.rec || (c.hash == h && same_words(c.rec->call, key, words))) {
+    if (!c.rec && !c.first) {
+      c = Slot{nullptr, p, h, 1};  // the signature's first call: an exemplar
+      return;
+    }
+    if (c.hash == h && same_untimed(c.rec ? reinterpret_cast<const char*>(c.rec->call) : c.first, key, words)) {
       slot = &c;
       break;
     }
   }
   if (!slot) return;  // the index is full here: the call keeps its record
   if (!slot->rec || slot->rec->count >= kMaxCount) {
-    const bool fresh = !slot->rec;
+    // An exemplar (and the summary made after the last of them), or a full summary's successor
+    // (this call keeps its record: the new summary comes after it).
+    if (!slot->rec && ++slot->seen < kSummaryFirstExemplars) return;
     SiteSummaryRecord* r = create(key, size);
     if (!r) return;
     if (s.level[0].block != ix.block) {
-      // The thread moved to a new block (the summary is there): the index starts again with it. The
-      // call keeps its record, in the block left behind.
+      // The thread moved to a new block (the summary is there): the index starts again with it.
       memset(ix.slots, 0, sizeof ix.slots);
       ix.block = s.level[0].block;
-      ix.slots[h % kSlots] = Slot{r, h, kSummaryFirstExemplars};
+      ix.slots[h % kSlots] = Slot{r, nullptr, h, kSummaryFirstExemplars};
       return;
     }
-    if (fresh) {
-      *slot = Slot{r, h, 1};
-      return;  // this call is the signature's first exemplar
-    }
     slot->rec = r;
-  } else if (slot->first < kSummaryFirstExemplars) {
-    ++slot->first;
     return;
   }
   erase(p, size);
