@@ -675,9 +675,15 @@ class ProcessAnalyzer final : public RuleContext {
         if (o.cause == Cause::WaitedForStream) {
           const bool idle = !o.waited_for || (o.waited_for->total == 0 && o.event_waits == 0);
           uint64_t copy = o.blocked_ns;
+          if (idle && d == 1 && o.bytes >= (1u << 20)) {  // the call was the transfer: this trace's pageable rate
+            pageable_idle_.bytes += o.bytes;
+            pageable_idle_.ns += o.blocked_ns;
+          }
           if (!idle) {
-            copy = std::min(o.blocked_ns, impact::transfer_ns(o.bytes, figures().pageable_d2h_bytes_per_ns));
-            basis |= figures().pageable_basis;
+            const bool own = pageable_idle_.ns != 0;
+            copy = std::min(o.blocked_ns, impact::transfer_ns(o.bytes, own ? pageable_idle_.rate()
+                                                                           : figures().pageable_d2h_bytes_per_ns));
+            basis |= own ? uint16_t{impact::kMeasuredPageable} : figures().pageable_basis;
             measurable = gpu_times_;
           }
           done = o.blocked_ns - copy + moved;
@@ -1497,6 +1503,7 @@ class ProcessAnalyzer final : public RuleContext {
   uint32_t next_serial_ = 0;
   impact::Figures figures_;
   bool figures_ready_ = false;
+  impact::Rate pageable_idle_;  // this trace's pageable device-to-host copies of 1 MiB or more on an idle stream
   bool gpu_times_ = false;  // the trace has GPU times (ASYNCWATCH_GPU_TIMES)
   impact::Tracker tracker_;
   // Pinned copies of 1 MiB or more whose GPU span is still to come, per thread (the last few), and

@@ -29,6 +29,7 @@ enum Basis : uint16_t {
   kNotModelled = 1u << 9,      // no model for this finding's fix
   kQueueStall = 1u << 10,      // a synchronization: the time the emptied GPU queue stood idle after it
   kMeasuredCopy = 1u << 11,    // the pageable transfer's own time measured (GPU times)
+  kMeasuredPageable = 1u << 12,  // the pageable device-to-host rate of this trace's copies on an idle stream
 };
 std::string basis_text(uint16_t basis);
 
@@ -43,10 +44,15 @@ struct Figures {
   double pageable_d2h_bytes_per_ns = 0;
   uint16_t pageable_basis = 0;
 };
-// The figures of the device the trace names (the H200's measured ones, the simulator's model, else
-// an assumed PCIe 4.0 x16 rate).
+// The figures of the device the trace names (the H100's or H200's measured ones, the simulator's
+// model, else assumed rates for a PCIe 4.0 x16 link, said so).
 Figures device_figures(const std::string& device_name, bool simulated);
 uint64_t transfer_ns(uint64_t bytes, double bytes_per_ns);
+// A rate measured in the trace: bytes over the time they took.
+struct Rate {
+  uint64_t bytes = 0, ns = 0;
+  double rate() const { return ns ? static_cast<double>(bytes) / static_cast<double>(ns) : 0; }
+};
 
 // One blocking call as traced, and as the fix would make it.
 struct BlockingCall {
