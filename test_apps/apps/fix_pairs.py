@@ -58,7 +58,7 @@ PAIRS = [
          sim_args=["10", "2e6"], gpu_args=["10", "2e6"]),
     # NVIDIA's CUDA sample asyncAPI as the sample writes it (cudaMallocHost), and with malloc.
     dict(name="async_api", program="fix_async_api", rule="pageable-async-copy", gains=True, public=True,
-         sim_args=["4M", "4"], sim_env={"ASYNCWATCH_SIM_STAGING_GBPS": "0.2"}, gpu_args=["16M", "4"]),
+         sim_args=["1M", "4"], sim_env={"ASYNCWATCH_SIM_STAGING_GBPS": "0.05"}, gpu_args=["16M", "4"]),
     # Frameworks, written as their documentation writes them (GPU only: the simulator runs no
     # framework). Each prints its loop's time ("# loop: X ms").
     dict(name="torch_pin_memory", script="test_apps/gpu/fix_torch_pin_memory.py", rule="pageable-async-copy",
