@@ -1504,7 +1504,7 @@ class ProcessAnalyzer final : public RuleContext {
   impact::Figures figures_;
   bool figures_ready_ = false;
   impact::Rate pageable_idle_;  // this trace's pageable device-to-host copies of 1 MiB or more on an idle stream
-  bool gpu_times_ = false;  // the trace has GPU times (ASYNCWATCH_GPU_TIMES)
+  bool gpu_times_ = false;      // the trace has GPU times (ASYNCWATCH_GPU_TIMES)
   impact::Tracker tracker_;
   // Pinned copies of 1 MiB or more whose GPU span is still to come, per thread (the last few), and
   // the rate of those matched so far, by direction.

@@ -51,7 +51,8 @@ std::string basis_text(uint16_t b) {
   add(kMeasuredRate, "pinned transfer rate measured in this trace (GPU times)");
   add(kDeviceFigure, "pinned transfer rate: the device's measured figure (docs/findings.md)");
   add(kAssumedRate,
-      "transfer rates assumed (pinned 25 GB/s, PCIe 4.0 x16; pageable device to host 7.2 GB/s): no figure for this device");
+      "transfer rates assumed (pinned 25 GB/s, PCIe 4.0 x16; pageable device to host 7.2 GB/s): no figure for this "
+      "device");
   add(kBounded,
       "bounded: no GPU times recorded, the transfer's share of the wait is taken at the pageable rate into a buffer "
       "already written (a lower bound: into a freshly allocated one the transfer is slower and the gain larger)");
