@@ -14,6 +14,7 @@
 #   asyncwatch_libdw        INTERFACE target: libdw with everything it needs
 #   asyncwatch_fmt          INTERFACE target: fmt (header-only when static)
 #   asyncwatch_static_rt    INTERFACE target: link options for a self-contained executable
+#   asyncwatch_sqlite3      INTERFACE target: SQLite (`export --format sqlite`), libsqlite3.a when static
 option(ASYNCWATCH_STATIC_DEPS "Link elfutils, fmt and libstdc++ into the asyncwatch command statically" ON)
 
 find_package(Threads REQUIRED)
@@ -24,11 +25,15 @@ pkg_check_modules(LIBDW REQUIRED libdw)
 add_library(asyncwatch_libdw INTERFACE)
 add_library(asyncwatch_fmt INTERFACE)
 add_library(asyncwatch_static_rt INTERFACE)
+add_library(asyncwatch_sqlite3 INTERFACE)
+pkg_check_modules(SQLITE3 REQUIRED sqlite3)
 
 if(NOT ASYNCWATCH_STATIC_DEPS)
   pkg_check_modules(LIBDW_SHARED REQUIRED IMPORTED_TARGET libdw)
   target_link_libraries(asyncwatch_libdw INTERFACE PkgConfig::LIBDW_SHARED)
   target_link_libraries(asyncwatch_fmt INTERFACE fmt::fmt)
+  pkg_check_modules(SQLITE3_SHARED REQUIRED IMPORTED_TARGET sqlite3)
+  target_link_libraries(asyncwatch_sqlite3 INTERFACE PkgConfig::SQLITE3_SHARED)
   return()
 endif()
 
@@ -58,6 +63,18 @@ target_link_libraries(asyncwatch_libdw INTERFACE ${_aw_static_paths} Threads::Th
 message(STATUS "asyncwatch: libdw linked statically: ${_aw_static_paths}")
 
 target_link_libraries(asyncwatch_fmt INTERFACE fmt::fmt-header-only)
+
+# SQLite (public domain) from libsqlite3.a, with what `pkg-config --static sqlite3` lists (Debian 12:
+# m z; z is libdw's libz.a above).
+find_library(ASYNCWATCH_STATIC_sqlite3 NAMES libsqlite3.a HINTS ${SQLITE3_STATIC_LIBRARY_DIRS})
+if(NOT ASYNCWATCH_STATIC_sqlite3)
+  message(FATAL_ERROR "asyncwatch: libsqlite3.a was not found: install libsqlite3-dev (.ci/setup lists it), or "
+                      "configure with -DASYNCWATCH_STATIC_DEPS=OFF to link the shared libraries instead")
+endif()
+find_library(ASYNCWATCH_STATIC_z_for_sqlite NAMES libz.a HINTS ${SQLITE3_STATIC_LIBRARY_DIRS})
+target_include_directories(asyncwatch_sqlite3 SYSTEM INTERFACE ${SQLITE3_STATIC_INCLUDE_DIRS})
+target_link_libraries(asyncwatch_sqlite3 INTERFACE ${ASYNCWATCH_STATIC_sqlite3} ${ASYNCWATCH_STATIC_z_for_sqlite} m
+                      Threads::Threads ${CMAKE_DL_LIBS})
 
 # libgcc stays shared (libgcc_s.so.1 is on every glibc system): the static libgcc_eh of GCC 12 calls
 # _dl_find_object, GLIBC_2.35; the system's own libgcc_s matches its glibc. Not with sanitizers:
