@@ -26,7 +26,10 @@ std::string insert_sql() {
 }  // namespace
 
 SqliteCallSink::SqliteCallSink() {
-  if (sqlite3_open_v2(":memory:", &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK) {
+  // The memdb VFS keeps the database as one buffer that finish() writes as it is (":memory:" would
+  // be copied into one first: twice the memory).
+  if (sqlite3_open_v2("file:asyncwatch-export?vfs=memdb", &db_,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI, nullptr) != SQLITE_OK) {
     const std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
     sqlite3_close(db_);
     db_ = nullptr;
@@ -88,10 +91,9 @@ void SqliteCallSink::row(const CallRow& cells) {
 void SqliteCallSink::finish(std::FILE* out) {
   exec("COMMIT");
   sqlite3_int64 size = 0;
-  unsigned char* image = sqlite3_serialize(db_, "main", &size, 0);
-  if (!image) throw SqliteExportError("SQLite: out of memory writing the database");
-  const size_t n = std::fwrite(image, 1, static_cast<size_t>(size), out);
-  sqlite3_free(image);
+  unsigned char* image = sqlite3_serialize(db_, "main", &size, SQLITE_SERIALIZE_NOCOPY);
+  if (!image) throw SqliteExportError("SQLite: the database has no image to write");
+  const size_t n = std::fwrite(image, 1, static_cast<size_t>(size), out);  // owned by the database
   if (n != static_cast<size_t>(size)) throw SqliteExportError("cannot write the database");
 }
 
