@@ -1,10 +1,11 @@
 // What lets the asyncwatch command load on glibc 2.28 (RHEL 8) although it is built on a newer
 // glibc (docs/contracts.md, "What the binaries need"). Linked into the command only, with the
-// -Wl,--wrap options of cmake/AsyncwatchGlibcFloor.cmake.
+// -Wl,--wrap options of cmake/AsyncwatchStaticDeps.cmake.
 #include <stddef.h>
 
 // Each AW_PIN of glibc_2_28_pins.h: __wrap_NAME jumps to NAME@VERSION (.symver binds the local
 // name aw_pinned_NAME to that version of the library's symbol).
+// clang-format off
 #define AW_PIN(name, version)                            \
   __asm__(".text\n"                                      \
           ".globl __wrap_" #name "\n"                    \
@@ -13,7 +14,8 @@
           "__wrap_" #name ":\n"                          \
           "  jmp aw_pinned_" #name "@PLT\n"              \
           ".size __wrap_" #name ", .-__wrap_" #name "\n" \
-          ".symver aw_pinned_" #name ", " #name "@" #version "\n");
+          ".symver aw_pinned_" #name ", " #name "@" version "\n");
+// clang-format on
 #include "glibc_2_28_pins.h"
 #undef AW_PIN
 
@@ -81,8 +83,8 @@ int aw_libc_start_main(aw_main_fn main_fn, int argc, char** argv, aw_init_fn ini
 __asm__(".symver aw_libc_start_main, __libc_start_main@GLIBC_2.2.5");
 
 __attribute__((visibility("hidden"))) int __wrap___libc_start_main(aw_main_fn main_fn, int argc, char** argv,
-                                                                  aw_init_fn init, void (*fini)(void),
-                                                                  void (*rtld_fini)(void), void* stack_end) {
+                                                                   aw_init_fn init, void (*fini)(void),
+                                                                   void (*rtld_fini)(void), void* stack_end) {
   (void)init;  // NULL from a glibc 2.34 crt1.o, as fini
   (void)fini;
   return aw_libc_start_main(main_fn, argc, argv, aw_run_constructors, NULL, rtld_fini, stack_end);

@@ -22,14 +22,14 @@ struct CallColumn {
 };
 // The columns of version 1, in order (docs/export.md).
 inline constexpr CallColumn kCallColumns[] = {
-    {"trace", CellType::Text},         {"pid", CellType::Integer},          {"tid", CellType::Integer},
-    {"record", CellType::Text},        {"api", CellType::Text},             {"driver_api", CellType::Text},
-    {"start_ns", CellType::Integer},   {"end_ns", CellType::Integer},       {"duration_ns", CellType::Integer},
-    {"result", CellType::Integer},     {"stream_kind", CellType::Text},     {"stream", CellType::Text},
-    {"direction", CellType::Text},     {"src_memory", CellType::Text},      {"dst_memory", CellType::Text},
-    {"bytes", CellType::Integer},      {"kernel", CellType::Text},          {"flags", CellType::Text},
-    {"stack_id", CellType::Integer},   {"finding", CellType::Text},         {"finding_rank", CellType::Integer},
-    {"blocked_ns", CellType::Integer}, {"call_site", CellType::Text},       {"simulated", CellType::Integer},
+    {"trace", CellType::Text},         {"pid", CellType::Integer},      {"tid", CellType::Integer},
+    {"record", CellType::Text},        {"api", CellType::Text},         {"driver_api", CellType::Text},
+    {"start_ns", CellType::Integer},   {"end_ns", CellType::Integer},   {"duration_ns", CellType::Integer},
+    {"result", CellType::Integer},     {"stream_kind", CellType::Text}, {"stream", CellType::Text},
+    {"direction", CellType::Text},     {"src_memory", CellType::Text},  {"dst_memory", CellType::Text},
+    {"bytes", CellType::Integer},      {"kernel", CellType::Text},      {"flags", CellType::Text},
+    {"stack_id", CellType::Integer},   {"finding", CellType::Text},     {"finding_rank", CellType::Integer},
+    {"blocked_ns", CellType::Integer}, {"call_site", CellType::Text},   {"simulated", CellType::Integer},
 };
 inline constexpr size_t kCallColumnCount = sizeof(kCallColumns) / sizeof(kCallColumns[0]);
 
