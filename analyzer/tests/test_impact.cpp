@@ -239,6 +239,31 @@ TEST(Impact, LoopHostWorkOverlapsTheNextIterationsCopies) {
   EXPECT_EQ(f->impact_basis.find("measured figure"), std::string::npos) << f->impact_basis;
 }
 
+// The overlap loop on the H100 (test_apps/apps/fix_overlap_loop.cu's shape): each iteration a 20 ms
+// kernel, a 16 MiB download that waits for it, then host work. Fixed, the host work overlaps the next
+// kernel, so each download gains the host work plus its transfer's speed-up while the host work is
+// shorter than the stream's work per iteration, and at most that work (the kernel and the transfer)
+// when it is longer: the GPU then sets the pace.
+TEST(Impact, OverlapLoopIsBoundedByTheStreamsWork) {
+  const uint64_t bytes = 16ull << 20;
+  const uint64_t copy_ns = pinned_ns(bytes, 15.8), pinned = pinned_ns(bytes, 55.0);
+  for (const uint64_t host : {10 * kMs, 30 * kMs}) {
+    Trace x("NVIDIA H100 80GB HBM3");
+    for (int i = 0; i < 5; ++i) {
+      x.launch(10 * kUs);
+      x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 20 * kMs + copy_ns, bytes, host);
+    }
+    Report r = x.report(host == 10 * kMs ? "overlap_short.awtrace" : "overlap_long.awtrace");
+    const Finding* f = find(r, FindingId::PageableAsyncCopy);
+    ASSERT_TRUE(f);
+    // The first four are settled by the next download's wait, the last by the end of the trace (1 ms
+    // after its host work), which the fixed program reaches once the stream's work is done too.
+    const uint64_t last = std::min(20 * kMs + copy_ns - 17 * kUs, host + kMs + copy_ns - pinned);
+    const uint64_t each = host == 10 * kMs ? host + copy_ns - pinned : 20 * kMs + copy_ns - 17 * kUs;
+    EXPECT_NEAR(static_cast<double>(f->impact_ns), static_cast<double>(4 * each + last), 4 * 30.0 * kUs) << host;
+  }
+}
+
 // Double buffering: each result is waited for with an event synchronize of the previous one, which
 // has long completed (it returns at once): that wait settles nothing, so each download's fix gains
 // the 8 ms of host work that follows it (overlapping the next kernel), not only its transfer's speed-up.
