@@ -207,8 +207,9 @@ TEST(DebugInfoSearch, DebuglinkNamingAFifoDoesNotBlock) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
 }
 
-// Item 9: totals of absurd durations (a crafted trace: three syncs of 2^63 ns each, two processes)
-// add with saturation in JSON as in text: 2^64-1, never a wrapped small number.
+// Item 9: totals of absurd durations (crafted traces: three pageable asynchronous copies that
+// blocked 2^63 ns each, two processes) add with saturation in JSON as in text: 2^64-1, never a
+// wrapped small number.
 TEST(AbsurdDurations, JsonTotalsSaturate) {
   std::vector<std::string> traces;
   for (uint64_t pid : {4301u, 4302u}) {
@@ -216,8 +217,10 @@ TEST(AbsurdDurations, JsonTotalsSaturate) {
     b.thread_info(1, "absurd");
     uint64_t t = b.header().start_monotonic_ns + kMs;
     for (int i = 0; i < 3; ++i)
-      b.event(1, tf::RecordType::Sync,
-              TraceBuilder::sync(tf::Api::cudaStreamSynchronize, tf::Api::cuStreamSynchronize, t, t + (1ull << 63)));
+      b.event(1, tf::RecordType::Copy,
+              TraceBuilder::copy(tf::Api::cudaMemcpyAsync, tf::Api::cuMemcpyDtoHAsync_v2, tf::Direction::DtoH,
+                                 tf::MemoryKind::Device, tf::MemoryKind::Pageable, t, t + (1ull << 63), 64ull << 20,
+                                 tf::kFlagEvidenceChecked | tf::kFlagCompletedAtReturn));
     traces.push_back(write_trace(b, "absurd-" + std::to_string(pid) + ".awtrace"));
   }
   CommandOptions o;

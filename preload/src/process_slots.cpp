@@ -31,9 +31,11 @@ bool give_back() noexcept {
   ErrnoKeeper keep;
   if (!trace_file::give_back_thread()) return false;
   trace_writer::add_config_flags(trace::kConfigFileThreadYielded);
-  log::warn(
-      "the program could not start a thread or process (EAGAIN: RLIMIT_NPROC?): asyncwatch's file thread ended to "
-      "leave it its slot; the trace ends where its file was mapped");
+  static std::atomic<pid_t> warned{0};  // once per process (threads that failed together all retry)
+  if (warned.exchange(getpid()) != getpid())
+    log::warn(
+        "the program could not start a thread or process (EAGAIN: RLIMIT_NPROC?): asyncwatch's file thread ended to "
+        "leave it its slot; the trace ends where its file was mapped");
   return true;
 }
 

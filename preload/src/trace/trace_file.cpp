@@ -838,6 +838,7 @@ bool give_back_thread() noexcept {
   // A thread still making the file (with a table of its own, a few system calls) gets there first.
   trace_sync::Patience first{1}, patience;
   for (int st; (st = g_thread.load(std::memory_order_acquire)) != kServing;) {
+    if (st == kGone && g_leave_req.load(std::memory_order_acquire)) break;  // left for another caller
     if (st != kStarting && st != kIdle) return false;
     const uint32_t d = g_done.load(std::memory_order_acquire);
     if (g_thread.load(std::memory_order_acquire) != st) continue;
