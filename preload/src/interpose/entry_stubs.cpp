@@ -51,6 +51,8 @@ static_assert(offsetof(asyncwatch::calls::ThreadLocals, call) == 0 && offsetof(T
               "the driver stubs' called_in_runtime: phase at 0, outer at 4, rt_instance at 5");
 #pragma GCC diagnostic pop
 static_assert(asyncwatch::calls::kOuterRuntime == 2, "the driver stubs compare outer with $2");
+static_assert(asyncwatch::calls::kPhaseInReal == 2 && asyncwatch::calls::kPhaseApplication == 0,
+              "the driver stubs compare phase with $2 (kPhaseInReal), the runtime stubs with $0");
 static_assert(sizeof(TextRange) == 16 && offsetof(TextRange, lo) == 0 && offsetof(TextRange, len) == 8 &&
                   asyncwatch::runtime_hooks::kRtInstances == 4,
               "the driver stubs index aw_rt_text by (rt_instance & 3) * 16");
@@ -85,7 +87,7 @@ static_assert(sizeof(TextRange) == 16 && offsetof(TextRange, lo) == 0 && offseto
   ".set aw_stub_row, aw_stub_row + 1\n"
 // called_in_runtime (hook_entry.h): phase == 2, outer == kOuterRuntime, and the return address
 // within [lo, lo + len) of aw_rt_text[rt_instance & 3].
-#define AW_DRIVER_STUB(sym, api, pt)                        \
+#define AW_DRIVER_STUB(sym, ...)                            \
   AW_STUB_BEGIN(sym)                                        \
   ".hidden aw_inrt_" #sym "\n"                              \
   "  movq aw_tl_call_state@gottpoff(%rip), %rax\n"          \
