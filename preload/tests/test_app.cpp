@@ -1092,7 +1092,7 @@ int main(int argc, char** argv) {
     execv(argv[0], args);
     return 9;
   }
-  if (mode == "nproc_threads") {  // nproc_threads N: a copy, then N threads alive at once (a copy each)
+  if (mode == "nproc_threads") {  // nproc_threads N: a copy, then N threads alive at once (a copy each); tasks=
     int n = argc > 2 ? atoi(argv[2]) : 8;
     copies(1);
     static std::atomic<int> go{0};
@@ -1106,6 +1106,11 @@ int main(int argc, char** argv) {
       };
       if (pthread_create(&t, nullptr, body, nullptr) == 0) ts.push_back(t);
     }
+    int tasks = 0;  // this process's threads while all of them live
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);)
+      if (line.rfind("Threads:", 0) == 0) tasks = atoi(line.c_str() + 8);
+    printf("tasks=%d\n", tasks);
     go = 1;
     for (pthread_t t : ts) pthread_join(t, nullptr);
     printf("started %zu of %d threads\n", ts.size(), n);
