@@ -902,11 +902,17 @@ TEST(EndToEnd, EachSystemCallTheLibraryAddsDeniedDegradesCleanly) {
   for (const NamedSyscall& c : kLibrarySyscalls) names.emplace_back(c.name);
   names.emplace_back("close_range,getdents64");  // the fallback of the fallback
   names.emplace_back("all");
+  size_t compared = 0;
   for (const std::string& name : names) {
     SCOPED_TRACE(name);
     const std::string deny = "AW_TEST_DENY_SYSCALLS=" + name;
     AppRun bare = run({"linked"}, {deny}, "", false);
-    ASSERT_TRUE(exited_ok(bare)) << bare.err;
+    if (!exited_ok(bare)) {  // a sanitizer runtime that needs the call itself: nothing to compare with
+      std::printf("[ %s denied ] the bare program fails too: not compared\n", name.c_str());
+      std::fflush(stdout);
+      continue;
+    }
+    ++compared;
     AppRun r = run({"linked"}, {deny});
     ASSERT_TRUE(WIFEXITED(r.status)) << r.err;
     EXPECT_EQ(WEXITSTATUS(r.status), WEXITSTATUS(bare.status)) << r.err;
@@ -923,6 +929,7 @@ TEST(EndToEnd, EachSystemCallTheLibraryAddsDeniedDegradesCleanly) {
     std::printf("[ %s denied ] %s\n", name.c_str(), r.traces.empty() ? "no trace, one warning" : "whole trace");
     std::fflush(stdout);  // before the next fork: the children would print it again
   }
+  EXPECT_GE(compared, 12u);  // at least the calls only the library makes
 }
 
 TEST(EndToEnd, UnwritableDirectoryLeavesAppUnaffectedWithOneWarning) {
