@@ -17,6 +17,7 @@
 
 #include "driver_state.h"
 #include "exports.h"
+#include "toolkit_entry_points.h"
 
 namespace {
 
@@ -229,17 +230,9 @@ const ProcEntry kEntries[] = {
     EP("cuLaunchCooperativeKernel", 9000, cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz),
 };
 
-// The toolkit's entry points, and one stub per name (so that the stub can say which was called).
-struct ToolkitEntry {
-  const char* name;
-  int since;
-};
-constexpr ToolkitEntry kToolkitEntries[] = {
-#define AW_ENTRY_POINT(name, since) {name, since},
-#include "driver_entry_points.inc"
-#undef AW_ENTRY_POINT
-};
-constexpr size_t kToolkitCount = sizeof kToolkitEntries / sizeof kToolkitEntries[0];
+// One stub per toolkit entry point (so that the stub can say which was called).
+using aw_sim::kToolkitCount;
+using aw_sim::kToolkitEntries;
 std::atomic<bool> g_stub_called[kToolkitCount];
 
 template <size_t I>

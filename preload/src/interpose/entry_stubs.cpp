@@ -87,7 +87,7 @@ static_assert(sizeof(TextRange) == 16 && offsetof(TextRange, lo) == 0 && offseto
   ".set aw_stub_row, aw_stub_row + 1\n"
 // called_in_runtime (hook_entry.h): phase == 2, outer == kOuterRuntime, and the return address
 // within [lo, lo + len) of aw_rt_text[rt_instance & 3].
-#define AW_DRIVER_STUB(sym, ...)                            \
+#define AW_DRIVER_STUB(sym, api, ...)                       \
   AW_STUB_BEGIN(sym)                                        \
   ".hidden aw_inrt_" #sym "\n"                              \
   "  movq aw_tl_call_state@gottpoff(%rip), %rax\n"          \
