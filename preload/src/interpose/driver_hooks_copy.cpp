@@ -137,7 +137,7 @@ inline void* prefill_copy(const calls::StubArgs& a, void* full) noexcept {
                                        : Sides{D, MemoryKind::Device, MemoryKind::Pinned, a.reg[2]};
   // (The host side first: what a pageable copy fails, soon.)
   if (AW_UNLIKELY(!classify::last_pinned_hit(host) ||
-                  !calls::prefill_possible(st, real, cfg, calls::Category::Copy, gen) ||
+                  !calls::prefill_possible(st, real, cfg, hooks::row(H).record, gen) ||
                   wants_evidence(*cfg, s, false) || calls::copy_stack_before(*cfg, s.direction, s.src, s.dst, false)))
     return full;
   return calls::prefill_record(st, H, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi) {

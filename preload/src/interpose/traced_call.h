@@ -212,5 +212,12 @@ template <class C, class Call, class Fill>
 cuda::CUresult traced(C c, hooks::Hook h, Category cat, Call&& call, Fill&& fill) {
   return traced_with(c, h, cat, NoPrepare{}, call, fill);
 }
+// The same for hook `H`, whose record is its row's in the hook table (driver_hooks.txt): the
+// category a constant, as if written at the call.
+template <hooks::Hook H, class C, class Call, class Fill>
+cuda::CUresult traced(C c, Call&& call, Fill&& fill) {
+  static_assert(hooks::row(H).record != Category::None, "a hook that writes a record");
+  return traced_with(c, H, hooks::row(H).record, NoPrepare{}, call, fill);
+}
 
 }  // namespace asyncwatch::calls
