@@ -94,7 +94,7 @@ CUresult traced(C caller, CUstream stream, Call&& call, Describe&& describe) {
   uint32_t gpu = 0;  // ASYNCWATCH_GPU_TIMES: the token of the start event recorded before the call
   Sides s{};
   // Before the call: the sides, classified, decide whether the stack is taken now (the call site
-  // of a copy still in flight when the process dies, call_context.h copy_stack_before).
+  // of a copy still in flight when the process dies, stack_policy.h copy_stack_before).
   // (One configuration load for its tests and the fill's.)
   const Config* cfg = nullptr;
   auto prepare = [&]() noexcept {

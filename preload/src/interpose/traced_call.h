@@ -104,7 +104,7 @@ cuda::CUresult traced_with(InRuntimeCaller, hooks::Hook h, Category cat, Prepare
 // record's body (and flags, by |=; the head's api, result and times are set here). `prepare()` runs
 // before the call, as the library's own code (host functions set up their context there; copies
 // classify their sides there and return whether the call gets its stack before the call,
-// call_context.h `copy_stack_before`; a prepare returning void leaves that to `stack_before(cat)`).
+// stack_policy.h `copy_stack_before`; a prepare returning void leaves that to `stack_before(cat)`).
 // `call` appears once (so that it is inlined), whatever the way in.
 //
 // When the trace is active (the hot path's one load, trace_writer::recording_now), the record is
