@@ -830,6 +830,8 @@ struct NvtxRangeRecord {
 static_assert(sizeof(NvtxRangeRecord) == 40);
 
 // ---- THE record table: X(id, Name, Struct, since_version) ---------------------------------
+// Id 25 was never assigned (GpuSpan was numbered from 26): readers reject a record of type 25 as an
+// unknown type, as any id without a row; a new record type may take it.
 #define ASYNCWATCH_RECORD_TYPES(X)                                                           \
   X(1, ThreadInfo, ThreadInfoRecord, 1)                                                      \
   X(2, Module, ModuleRecord, 1)                                                              \
