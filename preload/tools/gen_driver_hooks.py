@@ -14,7 +14,9 @@ older forms declared literally in its `__CUDA_API_VERSION_INTERNAL` part (cuGetP
 parameters, cuMemPrefetchAsync with a device). A per-thread form has its base's parameters. Types
 are written as preload/src/cuda_abi.h has them: a type it defines stays, an enumeration passed by
 value becomes `unsigned`, a pointer to a type it does not define becomes `void*` (constness kept):
-the same calling convention, without the toolkit's headers. Python 3 standard library only.
+the same calling convention, without the toolkit's headers. A name an older toolkit does not
+declare keeps the types the table has (the table is the union over the toolkits it was generated
+from). Python 3 standard library only.
 """
 import argparse
 import os
@@ -108,16 +110,29 @@ def param_types(params, known, enums, name):
     return out
 
 
+def previous_types():
+    """The parameter types of each row of the table as it is (for names this toolkit lacks)."""
+    if not os.path.exists(TABLE):
+        return {}
+    with open(TABLE) as f:
+        rows = re.findall(r"^  X\((\w+), \w+, \d, \w+, \w+, \(([^)]*)\)\)", f.read(), re.M)
+    return {sym: [t.strip() for t in types.split(",") if t.strip()] for sym, types in rows}
+
+
 def make(cuda):
     decls, enums = declarations(cuda)
     if decls is None:
         return None
     known = abi_types()
     rows = []
+    previous = previous_types()
     for name, pt, record, blocking in read_spec():
-        if name not in decls:
+        if name in decls:
+            types = param_types(decls[name], known, enums, name)
+        elif name in previous:  # an older toolkit than the table's: the row as it was generated
+            types = previous[name]
+        else:
             sys.exit(f"gen_driver_hooks: {name} is not declared in {cuda}/include/cuda.h (nor cudaProfiler.h)")
-        types = param_types(decls[name], known, enums, name)
         api = name if record != "None" else "None"  # not recorded: no Api id of its own
         rows.append((name, api, 0, record, blocking, types))
         if pt != "-":

@@ -17,6 +17,7 @@
 
 #include "driver_state.h"
 #include "exports.h"
+#include "toolkit_entry_points.h"
 
 namespace {
 
@@ -32,6 +33,14 @@ struct ProcEntry {
   { name, since, FN(legacy), nullptr }
 #define EP(name, since, legacy, per_thread) \
   { name, since, FN(legacy), FN(per_thread) }
+
+// The four memsets of one element size (1D and 2D, synchronous and asynchronous), as api_copy.cpp
+// defines them (AW_MEMSETS).
+#define EP_MEMSETS(bits)                                                                        \
+  EP("cuMemsetD" #bits, 3020, cuMemsetD##bits##_v2, cuMemsetD##bits##_v2_ptds),                 \
+      EP("cuMemsetD" #bits "Async", 3020, cuMemsetD##bits##Async, cuMemsetD##bits##Async_ptsz), \
+      EP("cuMemsetD2D" #bits, 3020, cuMemsetD2D##bits##_v2, cuMemsetD2D##bits##_v2_ptds),       \
+      EP("cuMemsetD2D" #bits "Async", 3020, cuMemsetD2D##bits##Async, cuMemsetD2D##bits##Async_ptsz)
 
 // Declared in api_*.cpp; only their addresses are needed here.
 extern "C" CUresult CUDAAPI cuCtxCreate_v2(CUcontext*, unsigned int, CUdevice);
@@ -137,18 +146,9 @@ const ProcEntry kEntries[] = {
     E("cuArrayGetDescriptor", 3020, cuArrayGetDescriptor_v2),
     E("cuArray3DGetDescriptor", 3020, cuArray3DGetDescriptor_v2),
     E("cuArrayDestroy", 2000, cuArrayDestroy),
-    EP("cuMemsetD8", 3020, cuMemsetD8_v2, cuMemsetD8_v2_ptds),
-    EP("cuMemsetD16", 3020, cuMemsetD16_v2, cuMemsetD16_v2_ptds),
-    EP("cuMemsetD32", 3020, cuMemsetD32_v2, cuMemsetD32_v2_ptds),
-    EP("cuMemsetD8Async", 3020, cuMemsetD8Async, cuMemsetD8Async_ptsz),
-    EP("cuMemsetD16Async", 3020, cuMemsetD16Async, cuMemsetD16Async_ptsz),
-    EP("cuMemsetD32Async", 3020, cuMemsetD32Async, cuMemsetD32Async_ptsz),
-    EP("cuMemsetD2D8", 3020, cuMemsetD2D8_v2, cuMemsetD2D8_v2_ptds),
-    EP("cuMemsetD2D16", 3020, cuMemsetD2D16_v2, cuMemsetD2D16_v2_ptds),
-    EP("cuMemsetD2D32", 3020, cuMemsetD2D32_v2, cuMemsetD2D32_v2_ptds),
-    EP("cuMemsetD2D8Async", 3020, cuMemsetD2D8Async, cuMemsetD2D8Async_ptsz),
-    EP("cuMemsetD2D16Async", 3020, cuMemsetD2D16Async, cuMemsetD2D16Async_ptsz),
-    EP("cuMemsetD2D32Async", 3020, cuMemsetD2D32Async, cuMemsetD2D32Async_ptsz),
+    EP_MEMSETS(8),
+    EP_MEMSETS(16),
+    EP_MEMSETS(32),
     E("cuStreamCreate", 2000, cuStreamCreate),
     E("cuStreamCreateWithPriority", 5050, cuStreamCreateWithPriority),
     E("cuStreamDestroy", 4000, cuStreamDestroy_v2),
@@ -229,17 +229,9 @@ const ProcEntry kEntries[] = {
     EP("cuLaunchCooperativeKernel", 9000, cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz),
 };
 
-// The toolkit's entry points, and one stub per name (so that the stub can say which was called).
-struct ToolkitEntry {
-  const char* name;
-  int since;
-};
-constexpr ToolkitEntry kToolkitEntries[] = {
-#define AW_ENTRY_POINT(name, since) {name, since},
-#include "driver_entry_points.inc"
-#undef AW_ENTRY_POINT
-};
-constexpr size_t kToolkitCount = sizeof kToolkitEntries / sizeof kToolkitEntries[0];
+// One stub per toolkit entry point (so that the stub can say which was called).
+using aw_sim::kToolkitCount;
+using aw_sim::kToolkitEntries;
 std::atomic<bool> g_stub_called[kToolkitCount];
 
 template <size_t I>

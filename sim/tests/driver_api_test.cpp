@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "../driver/toolkit_entry_points.h"
 #include "sim_test_support.h"
 
 using namespace aw_sim_test;
@@ -228,18 +229,10 @@ TEST_F(DriverApi, CtxSynchronizeV2TakesTheContext) {
 // initialisation. The ones the simulator does not model return CUDA_ERROR_NOT_SUPPORTED when
 // called, and say so once; a lookup says nothing.
 TEST_F(DriverApi, EveryToolkitEntryPointAnswers) {
-  struct Entry {
-    const char* name;
-    int since;
-  };
-  const Entry entries[] = {
-#define AW_ENTRY_POINT(name, since) {name, since},
-#include "../driver/driver_entry_points.inc"
-#undef AW_ENTRY_POINT
-  };
+  const auto& entries = aw_sim::kToolkitEntries;
   ASSERT_GT(sizeof entries / sizeof entries[0], 400u);
   testing::internal::CaptureStderr();
-  for (const Entry& e : entries) {
+  for (const aw_sim::ToolkitEntry& e : entries) {
     for (cuuint64_t flags : {cuuint64_t{0}, cuuint64_t{CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM}}) {
       void* fn = nullptr;
       CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;

@@ -63,7 +63,7 @@ inline bool last_pinned_hit(uint64_t addr) noexcept {
 trace::MemoryKind classify_pointer(uint64_t addr) noexcept;
 
 // Set while the calling thread records a call that interrupted a driver function (a signal
-// handler's, call_context.h): the driver is not asked (the interrupted function may hold the very
+// handler's, interpose/thread_state.h): the driver is not asked (the interrupted function may hold the very
 // locks the query needs); pointers not in the registry are Unknown.
 class RegistryOnlyScope {
  public:

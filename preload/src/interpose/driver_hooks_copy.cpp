@@ -2,6 +2,8 @@
 // hook_table.h). Each records one Copy/Memset record: direction, the memory kind of each side,
 // bytes, stream, time blocked, and (per ASYNCWATCH_EVIDENCE) whether the stream had already
 // completed the work when the call returned.
+#include <type_traits>
+
 #include "call_context.h"
 #include "traced_call.h"
 #include "gpu_times/gpu_times.h"
@@ -92,7 +94,7 @@ CUresult traced(C caller, CUstream stream, Call&& call, Describe&& describe) {
   uint32_t gpu = 0;  // ASYNCWATCH_GPU_TIMES: the token of the start event recorded before the call
   Sides s{};
   // Before the call: the sides, classified, decide whether the stack is taken now (the call site
-  // of a copy still in flight when the process dies, call_context.h copy_stack_before).
+  // of a copy still in flight when the process dies, stack_policy.h copy_stack_before).
   // (One configuration load for its tests and the fill's.)
   const Config* cfg = nullptr;
   auto prepare = [&]() noexcept {
@@ -135,7 +137,7 @@ inline void* prefill_copy(const calls::StubArgs& a, void* full) noexcept {
                                        : Sides{D, MemoryKind::Device, MemoryKind::Pinned, a.reg[2]};
   // (The host side first: what a pageable copy fails, soon.)
   if (AW_UNLIKELY(!classify::last_pinned_hit(host) ||
-                  !calls::prefill_possible(st, real, cfg, calls::Category::Copy, gen) ||
+                  !calls::prefill_possible(st, real, cfg, hooks::row(H).record, gen) ||
                   wants_evidence(*cfg, s, false) || calls::copy_stack_before(*cfg, s.direction, s.src, s.dst, false)))
     return full;
   return calls::prefill_record(st, H, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi) {
@@ -211,36 +213,38 @@ AW_BOTH(DEF_DTOD_ASYNC, cuMemcpyDtoDAsync_v2, _ptsz)
 
 // ---- 2D / 3D: each side's kind from the descriptor's memory type -------------------------
 namespace {
-Sides sides_2d(const CUDA_MEMCPY2D* p) noexcept {
+// A 2D, 3D or 3D-peer descriptor's sides; a 3D copy between contexts is Peer when both sides are
+// device memory of different contexts.
+template <class Desc>
+Sides sides_of(const Desc* p) noexcept {
   if (!p) return Sides{Direction::Unknown, MemoryKind::Unknown, MemoryKind::Unknown, 0};
   MemoryKind s = side_kind(p->srcMemoryType, p->srcHost, p->srcDevice);
   MemoryKind d = side_kind(p->dstMemoryType, p->dstHost, p->dstDevice);
-  return Sides{infer_direction(s, d), s, d, static_cast<uint64_t>(p->WidthInBytes) * p->Height};
-}
-Sides sides_3d(const CUDA_MEMCPY3D* p) noexcept {
-  if (!p) return Sides{Direction::Unknown, MemoryKind::Unknown, MemoryKind::Unknown, 0};
-  MemoryKind s = side_kind(p->srcMemoryType, p->srcHost, p->srcDevice);
-  MemoryKind d = side_kind(p->dstMemoryType, p->dstHost, p->dstDevice);
-  return Sides{infer_direction(s, d), s, d,
-               static_cast<uint64_t>(p->WidthInBytes) * p->Height * (p->Depth ? p->Depth : 1)};
+  Direction dir = infer_direction(s, d);
+  uint64_t bytes = static_cast<uint64_t>(p->WidthInBytes) * p->Height;
+  if constexpr (!std::is_same_v<Desc, CUDA_MEMCPY2D>) bytes *= p->Depth ? p->Depth : 1;
+  if constexpr (std::is_same_v<Desc, CUDA_MEMCPY3D_PEER>) {
+    if (dir == Direction::DtoD && p->srcContext != p->dstContext) dir = Direction::Peer;
+  }
+  return Sides{dir, s, d, bytes};
 }
 }  // namespace
 
 #define DEF_2D(sym) \
-  AW_DRIVER_HOOK(sym, (p), return traced<Hook::sym>(aw_caller, nullptr, call, [&] { return sides_2d(p); });)
+  AW_DRIVER_HOOK(sym, (p), return traced<Hook::sym>(aw_caller, nullptr, call, [&] { return sides_of(p); });)
 AW_BOTH(DEF_2D, cuMemcpy2D_v2, _ptds)
 AW_BOTH(DEF_2D, cuMemcpy2DUnaligned_v2, _ptds)
 
 #define DEF_2D_ASYNC(sym) \
-  AW_DRIVER_HOOK(sym, (p, st), return traced<Hook::sym>(aw_caller, st, call, [&] { return sides_2d(p); });)
+  AW_DRIVER_HOOK(sym, (p, st), return traced<Hook::sym>(aw_caller, st, call, [&] { return sides_of(p); });)
 AW_BOTH(DEF_2D_ASYNC, cuMemcpy2DAsync_v2, _ptsz)
 
 #define DEF_3D(sym) \
-  AW_DRIVER_HOOK(sym, (p), return traced<Hook::sym>(aw_caller, nullptr, call, [&] { return sides_3d(p); });)
+  AW_DRIVER_HOOK(sym, (p), return traced<Hook::sym>(aw_caller, nullptr, call, [&] { return sides_of(p); });)
 AW_BOTH(DEF_3D, cuMemcpy3D_v2, _ptds)
 
 #define DEF_3D_ASYNC(sym) \
-  AW_DRIVER_HOOK(sym, (p, st), return traced<Hook::sym>(aw_caller, st, call, [&] { return sides_3d(p); });)
+  AW_DRIVER_HOOK(sym, (p, st), return traced<Hook::sym>(aw_caller, st, call, [&] { return sides_of(p); });)
 AW_BOTH(DEF_3D_ASYNC, cuMemcpy3DAsync_v2, _ptsz)
 
 // ---- peer and array copies ---------------------------------------------------------------
@@ -256,24 +260,12 @@ AW_BOTH(DEF_PEER, cuMemcpyPeer, _ptds)
                  });)
 AW_BOTH(DEF_PEER_ASYNC, cuMemcpyPeerAsync, _ptsz)
 
-// 3D copies between contexts: Peer when both sides are device memory of different contexts.
-namespace {
-Sides sides_3d_peer(const CUDA_MEMCPY3D_PEER* p) noexcept {
-  if (!p) return Sides{Direction::Unknown, MemoryKind::Unknown, MemoryKind::Unknown, 0};
-  MemoryKind s = side_kind(p->srcMemoryType, p->srcHost, p->srcDevice);
-  MemoryKind d = side_kind(p->dstMemoryType, p->dstHost, p->dstDevice);
-  Direction dir = infer_direction(s, d);
-  if (dir == Direction::DtoD && p->srcContext != p->dstContext) dir = Direction::Peer;
-  return Sides{dir, s, d, static_cast<uint64_t>(p->WidthInBytes) * p->Height * (p->Depth ? p->Depth : 1)};
-}
-}  // namespace
-
 #define DEF_3D_PEER(sym) \
-  AW_DRIVER_HOOK(sym, (p), return traced<Hook::sym>(aw_caller, nullptr, call, [&] { return sides_3d_peer(p); });)
+  AW_DRIVER_HOOK(sym, (p), return traced<Hook::sym>(aw_caller, nullptr, call, [&] { return sides_of(p); });)
 AW_BOTH(DEF_3D_PEER, cuMemcpy3DPeer, _ptds)
 
 #define DEF_3D_PEER_ASYNC(sym) \
-  AW_DRIVER_HOOK(sym, (p, st), return traced<Hook::sym>(aw_caller, st, call, [&] { return sides_3d_peer(p); });)
+  AW_DRIVER_HOOK(sym, (p, st), return traced<Hook::sym>(aw_caller, st, call, [&] { return sides_of(p); });)
 AW_BOTH(DEF_3D_PEER_ASYNC, cuMemcpy3DPeerAsync, _ptsz)
 
 #define DEF_HTOA_ASYNC(sym)                                                                       \

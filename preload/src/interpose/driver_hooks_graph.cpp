@@ -42,7 +42,7 @@ void fill_node_copy(trace::GraphOpRecord& g, const CUDA_MEMCPY3D* p) noexcept {
 
 template <class C, class Call, class Fill>
 CUresult traced_graph(C caller, Hook h, Call&& call, Fill&& fill) {
-  return calls::traced(caller, h, calls::Category::GraphOp, call,
+  return calls::traced(caller, h, hooks::row(h).record, call,
                        [&](calls::AnyRecord& rec, const hooks::HookInfo&, CUresult r) { fill(rec.GraphOp, r); });
 }
 

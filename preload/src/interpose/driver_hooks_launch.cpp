@@ -60,9 +60,10 @@ inline __attribute__((always_inline)) void fill_shape(calls::AnyRecord& rec, boo
     rec.GraphLaunch.exec = reinterpret_cast<uint64_t>(exec);
 }
 
-template <class C, class Call>
-CUresult traced_launch(C caller, Hook h, const LaunchShape& shape, Call&& call, CUgraphExec exec = nullptr,
-                       calls::Category cat = calls::Category::Launch) {
+template <Hook H, class C, class Call>
+CUresult traced_launch(C caller, const LaunchShape& shape, Call&& call, CUgraphExec exec = nullptr) {
+  constexpr Hook h = H;
+  constexpr calls::Category cat = hooks::row(H).record;  // Launch, GraphLaunch
   uint32_t gpu = 0;  // ASYNCWATCH_GPU_TIMES: the token of the start event recorded before the call
   GpuTimesBefore timed{h, shape.stream, &gpu};
   return calls::traced_with(
@@ -93,7 +94,7 @@ inline void* prefill_launch(const calls::StubArgs& a, void* full) noexcept {
   const auto f = a.get<CUfunction>(0);
   const uint32_t gen = trace_writer::generation();
   uint32_t name_id;
-  if (AW_UNLIKELY(!calls::prefill_possible(st, real, cfg, calls::Category::Launch, gen) ||
+  if (AW_UNLIKELY(!calls::prefill_possible(st, real, cfg, hooks::row(H).record, gen) ||
                   !calls::kernel_name_cached(f, gen, &name_id)))
     return full;
   // (f, gx, gy, gz, bx, by, bz, shared, st, params, extra)
@@ -110,7 +111,7 @@ inline void* prefill_launch(const calls::StubArgs& a, void* full) noexcept {
 #define DEF_LAUNCH_PREFILLED(sym)                                  \
   AW_DRIVER_HOOK_PREFILLED(                                        \
       sym, (f, gx, gy, gz, bx, by, bz, shared, st, params, extra), \
-      return traced_launch(aw_caller, Hook::sym, LaunchShape{f, {gx, gy, gz}, {bx, by, bz}, shared, st, true}, call);)
+      return traced_launch<Hook::sym>(aw_caller, LaunchShape{f, {gx, gy, gz}, {bx, by, bz}, shared, st, true}, call);)
 #if AW_ENTRY_STUBS
 #define DEF_PREFILL(sym)                                                                                       \
   extern "C" __attribute__((visibility("hidden"))) void* aw_prefill_##sym(const calls::StubArgs* a) noexcept { \
@@ -127,7 +128,7 @@ DEF_PREFILL(cuLaunchKernel_ptsz)
 #define DEF_LAUNCH_COOP(sym)                                \
   AW_DRIVER_HOOK(                                           \
       sym, (f, gx, gy, gz, bx, by, bz, shared, st, params), \
-      return traced_launch(aw_caller, Hook::sym, LaunchShape{f, {gx, gy, gz}, {bx, by, bz}, shared, st, true}, call);)
+      return traced_launch<Hook::sym>(aw_caller, LaunchShape{f, {gx, gy, gz}, {bx, by, bz}, shared, st, true}, call);)
 DEF_LAUNCH_COOP(cuLaunchCooperativeKernel)
 DEF_LAUNCH_COOP(cuLaunchCooperativeKernel_ptsz)
 
@@ -140,14 +141,14 @@ DEF_LAUNCH_COOP(cuLaunchCooperativeKernel_ptsz)
                             cfg->sharedMemBytes,                                                             \
                             cfg->hStream,                                                                    \
                             true};                                                                           \
-      } return traced_launch(aw_caller, Hook::sym, shape, call);)
+      } return traced_launch<Hook::sym>(aw_caller, shape, call);)
 DEF_LAUNCH_EX(cuLaunchKernelEx)
 DEF_LAUNCH_EX(cuLaunchKernelEx_ptsz)
 
-#define DEF_GRAPH_LAUNCH(sym)                                                                                         \
-  AW_DRIVER_HOOK(sym, (g, st),                                                                                        \
-                 return traced_launch(aw_caller, Hook::sym, LaunchShape{nullptr, {0, 0, 0}, {0, 0, 0}, 0, st, false}, \
-                                      call, g, calls::Category::GraphLaunch);)
+#define DEF_GRAPH_LAUNCH(sym) \
+  AW_DRIVER_HOOK(             \
+      sym, (g, st),           \
+      return traced_launch<Hook::sym>(aw_caller, LaunchShape{nullptr, {0, 0, 0}, {0, 0, 0}, 0, st, false}, call, g);)
 DEF_GRAPH_LAUNCH(cuGraphLaunch)
 DEF_GRAPH_LAUNCH(cuGraphLaunch_ptsz)
 
@@ -156,15 +157,15 @@ namespace {
 
 // `enqueue(ctx)` calls the real entry point with our trampoline and `ctx`, or with the user's
 // function and data when `ctx` is null.
-template <class C, class Enqueue>
-CUresult traced_host_func(C caller, Hook h, CUstream st, CUhostFn user_fn, CUstreamCallback user_cb, void* user_data,
+template <Hook H, class C, class Enqueue>
+CUresult traced_host_func(C caller, CUstream st, CUhostFn user_fn, CUstreamCallback user_cb, void* user_data,
                           Enqueue&& enqueue) {
   calls::HostFuncContext* ctx = nullptr;
   bool capturing = false;
   uint64_t id = 0;
   uint32_t gpu = 0;  // ASYNCWATCH_GPU_TIMES: the token of the start event recorded before the call
   return calls::traced_with(
-      caller, h, calls::Category::HostFuncEnqueue,
+      caller, H, hooks::row(H).record,
       [&]() noexcept {
         // A reentrant call (a signal handler's) allocates nothing: the user's function passes through.
         if (calls::thread_state().reentrant) return;
@@ -178,7 +179,7 @@ CUresult traced_host_func(C caller, Hook h, CUstream st, CUhostFn user_fn, CUstr
         // Read before the enqueue: once the driver has the context, its thread may run the host
         // function and free the context (host_fn_trampoline) before the enqueue even returns here.
         id = ctx ? ctx->callback_id : 0;
-        if (!capturing && gpu_times::enabled()) gpu = gpu_times::before(st, hooks::info(h).per_thread);
+        if (!capturing && gpu_times::enabled()) gpu = gpu_times::before(st, hooks::info(H).per_thread);
       },
       [&] { return enqueue(ctx); },
       [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) AW_FILL {
@@ -199,7 +200,7 @@ CUresult traced_host_func(C caller, Hook h, CUstream st, CUhostFn user_fn, CUstr
 #define DEF_LAUNCH_HOST_FUNC(sym)                                                                             \
   AW_DRIVER_HOOK(                                                                                             \
       sym, (st, fn, data),                                                                                    \
-      return traced_host_func(aw_caller, Hook::sym, st, fn, nullptr, data, [&](calls::HostFuncContext* ctx) { \
+      return traced_host_func<Hook::sym>(aw_caller, st, fn, nullptr, data, [&](calls::HostFuncContext* ctx) { \
         return ctx ? real(st, &calls::host_fn_trampoline, ctx) : call();                                      \
       });)
 DEF_LAUNCH_HOST_FUNC(cuLaunchHostFunc)
@@ -208,7 +209,7 @@ DEF_LAUNCH_HOST_FUNC(cuLaunchHostFunc_ptsz)
 #define DEF_ADD_CALLBACK(sym)                                                                                 \
   AW_DRIVER_HOOK(                                                                                             \
       sym, (st, cb, data, flags),                                                                             \
-      return traced_host_func(aw_caller, Hook::sym, st, nullptr, cb, data, [&](calls::HostFuncContext* ctx) { \
+      return traced_host_func<Hook::sym>(aw_caller, st, nullptr, cb, data, [&](calls::HostFuncContext* ctx) { \
         return ctx ? real(st, &calls::stream_callback_trampoline, ctx, flags) : call();                       \
       });)
 DEF_ADD_CALLBACK(cuStreamAddCallback)

@@ -22,23 +22,22 @@ namespace {
 inline MemoryKind kind_of(CUdeviceptr p) noexcept { return classify::classify_pointer(p); }
 
 // ---- managed-memory operations --------------------------------------------------------------
-template <class C, class Call>
-CUresult traced_managed(C caller, Hook h, CUstream st, CUdeviceptr p, size_t n, int loc_type, int loc_id,
-                        unsigned flags, Call&& call) {
-  return calls::traced(caller, h, calls::Category::ManagedOp, call,
-                       [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult) {
-                         auto& m = rec.ManagedOp;
-                         m.stream_kind = static_cast<uint8_t>(calls::stream_kind(st, hi.per_thread));
-                         m.flags |= hi.per_thread ? trace::kFlagPerThreadEntry : 0u;
-                         if (calls::stream_is_capturing(st)) m.flags |= trace::kFlagCaptureActive;
-                         m.stream = reinterpret_cast<uint64_t>(st);
-                         m.address = p;
-                         m.bytes = n;
-                         m.memory = static_cast<uint8_t>(kind_of(p));
-                         m.location_type = static_cast<uint8_t>(loc_type);
-                         m.location_id = loc_id;
-                         m.op_flags = flags;
-                       });
+template <Hook H, class C, class Call>
+CUresult traced_managed(C caller, CUstream st, CUdeviceptr p, size_t n, int loc_type, int loc_id, unsigned flags,
+                        Call&& call) {
+  return calls::traced<H>(caller, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult) {
+    auto& m = rec.ManagedOp;
+    m.stream_kind = static_cast<uint8_t>(calls::stream_kind(st, hi.per_thread));
+    m.flags |= hi.per_thread ? trace::kFlagPerThreadEntry : 0u;
+    if (calls::stream_is_capturing(st)) m.flags |= trace::kFlagCaptureActive;
+    m.stream = reinterpret_cast<uint64_t>(st);
+    m.address = p;
+    m.bytes = n;
+    m.memory = static_cast<uint8_t>(kind_of(p));
+    m.location_type = static_cast<uint8_t>(loc_type);
+    m.location_id = loc_id;
+    m.op_flags = flags;
+  });
 }
 
 // ---- batch copies ---------------------------------------------------------------------------
@@ -76,32 +75,31 @@ bool batch_wants_evidence(const BatchTally& t) noexcept {
   return t.pageable > 0 || t.classified == 0;
 }
 
-template <class C, class Call, class Classify>
-CUresult traced_batch(C caller, Hook h, CUstream st, size_t count, Call&& call, Classify&& classify) {
-  return calls::traced(caller, h, calls::Category::BatchCopy, call,
-                       [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
-                         auto& b = rec.BatchCopy;
-                         BatchTally t;
-                         classify(t);
-                         b.stream_kind = static_cast<uint8_t>(calls::stream_kind(st, hi.per_thread));
-                         b.flags |= hi.per_thread ? trace::kFlagPerThreadEntry : 0u;
-                         if (t.stream_order_sources) b.flags |= trace::kFlagSourceStreamOrder;
-                         b.stream = reinterpret_cast<uint64_t>(st);
-                         b.bytes = t.bytes;
-                         b.direction = static_cast<uint8_t>(t.dir);
-                         b.src_memory = static_cast<uint8_t>(t.src);
-                         b.dst_memory = static_cast<uint8_t>(t.dst);
-                         b.elements = static_cast<uint32_t>(count > UINT32_MAX ? UINT32_MAX : count);
-                         b.classified = t.classified;
-                         b.pageable_elements = t.pageable;
-                         b.pageable_bytes = t.pageable_bytes;
-                         b.stream_order_pageable_sources = t.stream_order_sources;
-                         b.stream_order_pageable_bytes = t.stream_order_bytes;
-                         bool capturing = calls::stream_is_capturing(st);
-                         if (capturing) b.flags |= trace::kFlagCaptureActive;
-                         if (r == CUDA_SUCCESS && !capturing && batch_wants_evidence(t))
-                           calls::completion_evidence(st, hi.per_thread, &b.flags);
-                       });
+template <Hook H, class C, class Call, class Classify>
+CUresult traced_batch(C caller, CUstream st, size_t count, Call&& call, Classify&& classify) {
+  return calls::traced<H>(caller, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+    auto& b = rec.BatchCopy;
+    BatchTally t;
+    classify(t);
+    b.stream_kind = static_cast<uint8_t>(calls::stream_kind(st, hi.per_thread));
+    b.flags |= hi.per_thread ? trace::kFlagPerThreadEntry : 0u;
+    if (t.stream_order_sources) b.flags |= trace::kFlagSourceStreamOrder;
+    b.stream = reinterpret_cast<uint64_t>(st);
+    b.bytes = t.bytes;
+    b.direction = static_cast<uint8_t>(t.dir);
+    b.src_memory = static_cast<uint8_t>(t.src);
+    b.dst_memory = static_cast<uint8_t>(t.dst);
+    b.elements = static_cast<uint32_t>(count > UINT32_MAX ? UINT32_MAX : count);
+    b.classified = t.classified;
+    b.pageable_elements = t.pageable;
+    b.pageable_bytes = t.pageable_bytes;
+    b.stream_order_pageable_sources = t.stream_order_sources;
+    b.stream_order_pageable_bytes = t.stream_order_bytes;
+    bool capturing = calls::stream_is_capturing(st);
+    if (capturing) b.flags |= trace::kFlagCaptureActive;
+    if (r == CUDA_SUCCESS && !capturing && batch_wants_evidence(t))
+      calls::completion_evidence(st, hi.per_thread, &b.flags);
+  });
 }
 
 // 1D batch: attribute k applies to the copies from attrs_idx[k] up to attrs_idx[k + 1].
@@ -138,27 +136,27 @@ void classify_3d(BatchTally& t, const CUDA_MEMCPY3D_BATCH_OP* ops, size_t n) noe
 #define AW_BOTH(DEF, base, suffix) DEF(base) DEF(base##suffix)
 
 // CUDA 8 form: a device ordinal or CU_DEVICE_CPU.
-#define DEF_PREFETCH_V1(sym)                                                                                           \
-  AW_DRIVER_HOOK(sym, (p, n, dev, st),                                                                                 \
-                 return traced_managed(aw_caller, Hook::sym, st, p, n,                                                 \
-                                       dev == CU_DEVICE_CPU ? CU_MEM_LOCATION_TYPE_HOST : CU_MEM_LOCATION_TYPE_DEVICE, \
-                                       dev, 0, call);)
+#define DEF_PREFETCH_V1(sym)                       \
+  AW_DRIVER_HOOK(sym, (p, n, dev, st),             \
+                 return traced_managed<Hook::sym>( \
+                     aw_caller, st, p, n,          \
+                     dev == CU_DEVICE_CPU ? CU_MEM_LOCATION_TYPE_HOST : CU_MEM_LOCATION_TYPE_DEVICE, dev, 0, call);)
 AW_BOTH(DEF_PREFETCH_V1, cuMemPrefetchAsync, _ptsz)
 
 // CUDA 12.2 form (what cuda.h 13.0 calls cuMemPrefetchAsync).
 #define DEF_PREFETCH_V2(sym)                  \
   AW_DRIVER_HOOK(sym, (p, n, loc, flags, st), \
-                 return traced_managed(aw_caller, Hook::sym, st, p, n, loc.type, loc.id, flags, call);)
+                 return traced_managed<Hook::sym>(aw_caller, st, p, n, loc.type, loc.id, flags, call);)
 AW_BOTH(DEF_PREFETCH_V2, cuMemPrefetchAsync_v2, _ptsz)
 
 #define DEF_ATTACH(sym) \
-  AW_DRIVER_HOOK(sym, (st, p, n, flags), return traced_managed(aw_caller, Hook::sym, st, p, n, 0, 0, flags, call);)
+  AW_DRIVER_HOOK(sym, (st, p, n, flags), return traced_managed<Hook::sym>(aw_caller, st, p, n, 0, 0, flags, call);)
 AW_BOTH(DEF_ATTACH, cuStreamAttachMemAsync, _ptsz)
 
 // CUDA 12.8 form, with failIdx (PFN_cuMemcpyBatchAsync_v12080).
 #define DEF_BATCH_V1(sym)                                                                        \
   AW_DRIVER_HOOK(sym, (dsts, srcs, sizes, count, attrs, idx, num_attrs, fail, st),               \
-                 return traced_batch(aw_caller, Hook::sym, st, count, call, [&](BatchTally& t) { \
+                 return traced_batch<Hook::sym>(aw_caller, st, count, call, [&](BatchTally& t) { \
                    classify_1d(t, dsts, srcs, sizes, count, attrs, idx, num_attrs);              \
                  });)
 AW_BOTH(DEF_BATCH_V1, cuMemcpyBatchAsync, _ptsz)
@@ -166,7 +164,7 @@ AW_BOTH(DEF_BATCH_V1, cuMemcpyBatchAsync, _ptsz)
 // CUDA 13.0 form (PFN_cuMemcpyBatchAsync_v13000).
 #define DEF_BATCH_V2(sym)                                                                        \
   AW_DRIVER_HOOK(sym, (dsts, srcs, sizes, count, attrs, idx, num_attrs, st),                     \
-                 return traced_batch(aw_caller, Hook::sym, st, count, call, [&](BatchTally& t) { \
+                 return traced_batch<Hook::sym>(aw_caller, st, count, call, [&](BatchTally& t) { \
                    classify_1d(t, dsts, srcs, sizes, count, attrs, idx, num_attrs);              \
                  });)
 AW_BOTH(DEF_BATCH_V2, cuMemcpyBatchAsync_v2, _ptsz)
@@ -174,11 +172,11 @@ AW_BOTH(DEF_BATCH_V2, cuMemcpyBatchAsync_v2, _ptsz)
 #define DEF_BATCH3D_V1(sym)           \
   AW_DRIVER_HOOK(                     \
       sym, (n, ops, fail, flags, st), \
-      return traced_batch(aw_caller, Hook::sym, st, n, call, [&](BatchTally& t) { classify_3d(t, ops, n); });)
+      return traced_batch<Hook::sym>(aw_caller, st, n, call, [&](BatchTally& t) { classify_3d(t, ops, n); });)
 AW_BOTH(DEF_BATCH3D_V1, cuMemcpy3DBatchAsync, _ptsz)
 
 #define DEF_BATCH3D_V2(sym)                                                                                            \
-  AW_DRIVER_HOOK(sym, (n, ops, flags, st), return traced_batch(aw_caller, Hook::sym, st, n, call, [&](BatchTally& t) { \
+  AW_DRIVER_HOOK(sym, (n, ops, flags, st), return traced_batch<Hook::sym>(aw_caller, st, n, call, [&](BatchTally& t) { \
                    classify_3d(t, ops, n);                                                                             \
                  });)
 AW_BOTH(DEF_BATCH3D_V2, cuMemcpy3DBatchAsync_v2, _ptsz)

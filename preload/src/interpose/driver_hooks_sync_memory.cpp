@@ -68,13 +68,12 @@ void fill_capture(calls::AnyRecord& rec, const hooks::HookInfo&, CUresult, uint6
 }  // namespace
 
 // ---- synchronization ------------------------------------------------------------------------
-#define DEF_STREAM_SYNC(sym)                                                                               \
-  AW_DRIVER_HOOK(sym, (st),                                                                                \
-                 return traced(aw_caller, Hook::sym, calls::Category::Sync, call,                          \
-                               [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) AW_FILL { \
-                                 fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(st),                     \
-                                           calls::stream_kind(st, hi.per_thread));                         \
-                               });)
+#define DEF_STREAM_SYNC(sym)                                                                                         \
+  AW_DRIVER_HOOK(sym, (st),                                                                                          \
+                 return traced<Hook::sym>(                                                                           \
+                     aw_caller, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) AW_FILL {    \
+                       fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(st), calls::stream_kind(st, hi.per_thread)); \
+                     });)
 DEF_STREAM_SYNC(cuStreamSynchronize)
 DEF_STREAM_SYNC(cuStreamSynchronize_ptsz)
 
@@ -84,19 +83,19 @@ DEF_STREAM_SYNC(cuStreamSynchronize_ptsz)
       sym, (st), const hooks::HookInfo& hq = hooks::info(Hook::sym);                                                   \
       if (query_fold::eligible()) return query_fold::run(0, aw_caller, hq.api, hq.api, reinterpret_cast<uint64_t>(st), \
                                                          calls::stream_kind(st, hq.per_thread), hq.per_thread, call);  \
-      return traced(aw_caller, Hook::sym, calls::Category::Sync, call,                                                 \
-                    [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) AW_FILL {                        \
-                      fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(st), calls::stream_kind(st, hi.per_thread));    \
-                    });)
+      return traced<Hook::sym>(                                                                                        \
+          aw_caller, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) AW_FILL {                 \
+            fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(st), calls::stream_kind(st, hi.per_thread));              \
+          });)
 DEF_STREAM_QUERY(cuStreamQuery)
 DEF_STREAM_QUERY(cuStreamQuery_ptsz)
 
-#define DEF_EVENT_SYNC(sym)                                                                                         \
-  AW_DRIVER_HOOK(sym, (ev),                                                                                         \
-                 return traced(aw_caller, Hook::sym, calls::Category::Sync, call,                                   \
-                               [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) AW_FILL {          \
-                                 fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(ev), trace::StreamKind::Unknown); \
-                               });)
+#define DEF_EVENT_SYNC(sym)                                                                                       \
+  AW_DRIVER_HOOK(sym, (ev),                                                                                       \
+                 return traced<Hook::sym>(                                                                        \
+                     aw_caller, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) AW_FILL { \
+                       fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(ev), trace::StreamKind::Unknown);         \
+                     });)
 DEF_EVENT_SYNC(cuEventSynchronize)
 
 AW_DRIVER_HOOK(cuEventQuery, (ev),
@@ -104,57 +103,59 @@ AW_DRIVER_HOOK(cuEventQuery, (ev),
                                                                   trace::Api::cuEventQuery,
                                                                   reinterpret_cast<uint64_t>(ev),
                                                                   trace::StreamKind::Unknown, false, call);
-               return traced(aw_caller, Hook::cuEventQuery, calls::Category::Sync, call,
-                             [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) AW_FILL {
-                               fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(ev), trace::StreamKind::Unknown);
-                             });)
+               return traced<Hook::cuEventQuery>(
+                   aw_caller, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) AW_FILL {
+                     fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(ev), trace::StreamKind::Unknown);
+                   });)
 
 AW_DRIVER_HOOK(cuCtxSynchronize, (),
-               return traced(aw_caller, Hook::cuCtxSynchronize, calls::Category::Sync, call,
-                             [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r)
-                                 AW_FILL { fill_sync(rec, hi, r, 0, trace::StreamKind::Unknown); });)
+               return traced<Hook::cuCtxSynchronize>(aw_caller, call,
+                                                     [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r)
+                                                         AW_FILL {
+                                                           fill_sync(rec, hi, r, 0, trace::StreamKind::Unknown);
+                                                         });)
 
 // CUDA 13: cuGetProcAddress("cuCtxSynchronize", 13000) hands out cuCtxSynchronize_v2(CUcontext),
 // which synchronizes the given context (NULL: the current one). Recorded as the same Sync as
 // cuCtxSynchronize (api cuCtxSynchronize, so every rule about it applies) with driver_fn naming
 // the entry point the application actually reached, and the context as the handle.
 AW_DRIVER_HOOK(cuCtxSynchronize_v2, (ctx),
-               return traced(aw_caller, Hook::cuCtxSynchronize_v2, calls::Category::Sync, call,
-                             [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) AW_FILL {
-                               fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(ctx), trace::StreamKind::Unknown);
-                               rec.Sync.api = static_cast<uint16_t>(trace::Api::cuCtxSynchronize);
-                             });)
+               return traced<Hook::cuCtxSynchronize_v2>(
+                   aw_caller, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) AW_FILL {
+                     fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(ctx), trace::StreamKind::Unknown);
+                     rec.Sync.api = static_cast<uint16_t>(trace::Api::cuCtxSynchronize);
+                   });)
 
-#define DEF_STREAM_WAIT_EVENT(sym)                                                                            \
-  AW_DRIVER_HOOK(sym, (st, ev, flags),                                                                        \
-                 return traced(aw_caller, Hook::sym, calls::Category::Sync, call,                             \
-                               [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) AW_FILL {    \
-                                 /* handle: the stream that waits; the event is not kept (no field for it) */ \
-                                 fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(st),                        \
-                                           calls::stream_kind(st, hi.per_thread));                            \
-                               });)
+#define DEF_STREAM_WAIT_EVENT(sym)                                                                                   \
+  AW_DRIVER_HOOK(sym, (st, ev, flags),                                                                               \
+                 return traced<Hook::sym>(                                                                           \
+                     aw_caller, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) AW_FILL {    \
+                       /* handle: the stream that waits; the event is not kept (no field for it) */                  \
+                       fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(st), calls::stream_kind(st, hi.per_thread)); \
+                     });)
 DEF_STREAM_WAIT_EVENT(cuStreamWaitEvent)
 DEF_STREAM_WAIT_EVENT(cuStreamWaitEvent_ptsz)
 
 // ---- memory management ----------------------------------------------------------------------
 AW_DRIVER_HOOK(cuMemAlloc_v2, (p, n),
-               return traced(aw_caller, Hook::cuMemAlloc_v2, calls::Category::MemoryOp, call,
-                             [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
-                               fill_memory(rec, hi, r, MemoryKind::Device, (r == 0 && p) ? *p : 0, n, 0);
-                             });)
+               return traced<Hook::cuMemAlloc_v2>(aw_caller, call,
+                                                  [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+                                                    fill_memory(rec, hi, r, MemoryKind::Device, (r == 0 && p) ? *p : 0,
+                                                                n, 0);
+                                                  });)
 
 AW_DRIVER_HOOK(cuMemFree_v2, (p),
-               return traced(aw_caller, Hook::cuMemFree_v2, calls::Category::MemoryOp, call,
-                             [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
-                               fill_memory(rec, hi, r, MemoryKind::Device, p, 0, 0);
-                             });)
+               return traced<Hook::cuMemFree_v2>(aw_caller, call,
+                                                 [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+                                                   fill_memory(rec, hi, r, MemoryKind::Device, p, 0, 0);
+                                                 });)
 
 // The pinned allocations feed the classifier's registry whether or not we record (a disabled or
 // failed trace must not change classification of later calls... which are not recorded either,
 // but the registry is cheap and keeps the two states simple).
 AW_DRIVER_HOOK(cuMemAllocHost_v2, (pp, n),
-               return traced(
-                   aw_caller, Hook::cuMemAllocHost_v2, calls::Category::MemoryOp,
+               return traced<Hook::cuMemAllocHost_v2>(
+                   aw_caller,
                    [&] {
                      CUresult r = real(pp, n);
                      if (r == CUDA_SUCCESS && pp && *pp)
@@ -167,8 +168,8 @@ AW_DRIVER_HOOK(cuMemAllocHost_v2, (pp, n),
                    });)
 
 AW_DRIVER_HOOK(cuMemHostAlloc, (pp, n, flags),
-               return traced(
-                   aw_caller, Hook::cuMemHostAlloc, calls::Category::MemoryOp,
+               return traced<Hook::cuMemHostAlloc>(
+                   aw_caller,
                    [&] {
                      CUresult r = real(pp, n, flags);
                      if (r == CUDA_SUCCESS && pp && *pp)
@@ -181,8 +182,8 @@ AW_DRIVER_HOOK(cuMemHostAlloc, (pp, n, flags),
                    });)
 
 AW_DRIVER_HOOK(cuMemFreeHost, (p),
-               return traced(
-                   aw_caller, Hook::cuMemFreeHost, calls::Category::MemoryOp,
+               return traced<Hook::cuMemFreeHost>(
+                   aw_caller,
                    [&] {
                      // Removed before the free: once the driver released it, malloc may reuse the
                      // address for pageable memory.
@@ -194,8 +195,8 @@ AW_DRIVER_HOOK(cuMemFreeHost, (p),
                    });)
 
 AW_DRIVER_HOOK(cuMemHostRegister_v2, (p, n, flags),
-               return traced(
-                   aw_caller, Hook::cuMemHostRegister_v2, calls::Category::MemoryOp,
+               return traced<Hook::cuMemHostRegister_v2>(
+                   aw_caller,
                    [&] {
                      CUresult r = real(p, n, flags);
                      if (r == CUDA_SUCCESS && p)
@@ -207,8 +208,8 @@ AW_DRIVER_HOOK(cuMemHostRegister_v2, (p, n, flags),
                    });)
 
 AW_DRIVER_HOOK(cuMemHostUnregister, (p),
-               return traced(
-                   aw_caller, Hook::cuMemHostUnregister, calls::Category::MemoryOp,
+               return traced<Hook::cuMemHostUnregister>(
+                   aw_caller,
                    [&] {
                      CUresult r = real(p);
                      if (r == CUDA_SUCCESS)
@@ -220,57 +221,57 @@ AW_DRIVER_HOOK(cuMemHostUnregister, (p),
                    });)
 
 AW_DRIVER_HOOK(cuMemAllocManaged, (p, n, flags),
-               return traced(aw_caller, Hook::cuMemAllocManaged, calls::Category::MemoryOp, call,
-                             [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
-                               fill_memory(rec, hi, r, MemoryKind::Managed, (r == 0 && p) ? *p : 0, n, flags);
-                             });)
+               return traced<Hook::cuMemAllocManaged>(
+                   aw_caller, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+                     fill_memory(rec, hi, r, MemoryKind::Managed, (r == 0 && p) ? *p : 0, n, flags);
+                   });)
 
-#define DEF_ALLOC_ASYNC(sym)                                                                                \
-  AW_DRIVER_HOOK(sym, (p, n, st),                                                                           \
-                 return traced(aw_caller, Hook::sym, calls::Category::MemoryOp, call,                       \
-                               [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {          \
-                                 fill_memory(rec, hi, r, MemoryKind::Device, (r == 0 && p) ? *p : 0, n, 0); \
-                               });)
+#define DEF_ALLOC_ASYNC(sym)                                                                                        \
+  AW_DRIVER_HOOK(                                                                                                   \
+      sym, (p, n, st),                                                                                              \
+      return traced<Hook::sym>(aw_caller, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) { \
+        fill_memory(rec, hi, r, MemoryKind::Device, (r == 0 && p) ? *p : 0, n, 0);                                  \
+      });)
 DEF_ALLOC_ASYNC(cuMemAllocAsync)
 DEF_ALLOC_ASYNC(cuMemAllocAsync_ptsz)
 
-#define DEF_FREE_ASYNC(sym)                                                                        \
-  AW_DRIVER_HOOK(sym, (p, st),                                                                     \
-                 return traced(aw_caller, Hook::sym, calls::Category::MemoryOp, call,              \
-                               [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) { \
-                                 fill_memory(rec, hi, r, MemoryKind::Device, p, 0, 0);             \
-                               });)
+#define DEF_FREE_ASYNC(sym)                                                                                         \
+  AW_DRIVER_HOOK(                                                                                                   \
+      sym, (p, st),                                                                                                 \
+      return traced<Hook::sym>(aw_caller, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) { \
+        fill_memory(rec, hi, r, MemoryKind::Device, p, 0, 0);                                                       \
+      });)
 DEF_FREE_ASYNC(cuMemFreeAsync)
 DEF_FREE_ASYNC(cuMemFreeAsync_ptsz)
 
 // ---- streams and capture --------------------------------------------------------------------
 AW_DRIVER_HOOK(cuStreamCreate, (ph, flags),
-               return traced(aw_caller, Hook::cuStreamCreate, calls::Category::StreamCreate, call,
-                             [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
-                               fill_stream(rec, hi, r, trace::RecordType::StreamCreate,
-                                           (r == 0 && ph) ? reinterpret_cast<uint64_t>(*ph) : 0, flags, 0);
-                             });)
+               return traced<Hook::cuStreamCreate>(aw_caller, call,
+                                                   [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+                                                     fill_stream(rec, hi, r, trace::RecordType::StreamCreate,
+                                                                 (r == 0 && ph) ? reinterpret_cast<uint64_t>(*ph) : 0,
+                                                                 flags, 0);
+                                                   });)
 
 AW_DRIVER_HOOK(cuStreamCreateWithPriority, (ph, flags, priority),
-               return traced(aw_caller, Hook::cuStreamCreateWithPriority, calls::Category::StreamCreate, call,
-                             [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
-                               fill_stream(rec, hi, r, trace::RecordType::StreamCreate,
-                                           (r == 0 && ph) ? reinterpret_cast<uint64_t>(*ph) : 0, flags, priority);
-                             });)
+               return traced<Hook::cuStreamCreateWithPriority>(
+                   aw_caller, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+                     fill_stream(rec, hi, r, trace::RecordType::StreamCreate,
+                                 (r == 0 && ph) ? reinterpret_cast<uint64_t>(*ph) : 0, flags, priority);
+                   });)
 
 AW_DRIVER_HOOK(cuStreamDestroy_v2, (st),
-               return traced(aw_caller, Hook::cuStreamDestroy_v2, calls::Category::StreamDestroy, call,
-                             [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
-                               fill_stream(rec, hi, r, trace::RecordType::StreamDestroy, reinterpret_cast<uint64_t>(st),
-                                           0, 0);
-                             });)
+               return traced<Hook::cuStreamDestroy_v2>(
+                   aw_caller, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
+                     fill_stream(rec, hi, r, trace::RecordType::StreamDestroy, reinterpret_cast<uint64_t>(st), 0, 0);
+                   });)
 
 #define DEF_BEGIN_CAPTURE(sym)                                                                                     \
   AW_DRIVER_HOOK(                                                                                                  \
       sym, (st, mode),                                                                                             \
       /* Counted even when not recording: evidence must never run during a capture. */ CUresult r0 = CUDA_SUCCESS; \
-      CUresult res = traced(                                                                                       \
-          aw_caller, Hook::sym, calls::Category::Capture, [&] { return r0 = real(st, mode); },                     \
+      CUresult res = traced<Hook::sym>(                                                                            \
+          aw_caller, [&] { return r0 = real(st, mode); },                                                          \
           [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {                                      \
             fill_capture(rec, hi, r, reinterpret_cast<uint64_t>(st), mode);                                        \
           });                                                                                                      \
@@ -282,9 +283,8 @@ DEF_BEGIN_CAPTURE(cuStreamBeginCapture_v2_ptsz)
 // must be counted too, or completion evidence could invalidate a global-mode capture.
 #define DEF_BEGIN_CAPTURE_TO_GRAPH(sym)                                                                             \
   AW_DRIVER_HOOK(sym, (st, g, deps, edge_data, ndeps, mode), CUresult r0 = CUDA_SUCCESS;                            \
-                 CUresult res = traced(                                                                             \
-                     aw_caller, Hook::sym, calls::Category::Capture,                                                \
-                     [&] { return r0 = real(st, g, deps, edge_data, ndeps, mode); },                                \
+                 CUresult res = traced<Hook::sym>(                                                                  \
+                     aw_caller, [&] { return r0 = real(st, g, deps, edge_data, ndeps, mode); },                     \
                      [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {                            \
                        fill_capture(rec, hi, r, reinterpret_cast<uint64_t>(st),                                     \
                                     mode); /* a begin of capture for every rule; driver_fn names the entry point */ \
@@ -294,16 +294,16 @@ DEF_BEGIN_CAPTURE(cuStreamBeginCapture_v2_ptsz)
 DEF_BEGIN_CAPTURE_TO_GRAPH(cuStreamBeginCaptureToGraph)
 DEF_BEGIN_CAPTURE_TO_GRAPH(cuStreamBeginCaptureToGraph_ptsz)
 
-#define DEF_END_CAPTURE(sym)                                                                                          \
-  AW_DRIVER_HOOK(sym, (st, g),                                                                                        \
-                 CUresult res = traced(aw_caller, Hook::sym, calls::Category::Capture, call,                          \
-                                       [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {            \
-                                         fill_capture(                                                                \
-                                             rec, hi, r, reinterpret_cast<uint64_t>(st),                              \
-                                             0); /* the graph it made, for the analyzer's graph launches (GraphOp) */ \
-                                         if (r == CUDA_SUCCESS && g && !calls::thread_state().reentrant)              \
-                                           graph_hooks::write_end_of_capture(st, *g);                                 \
-                                       });                                                                            \
+#define DEF_END_CAPTURE(sym)                                                                                 \
+  AW_DRIVER_HOOK(sym, (st, g),                                                                               \
+                 CUresult res = traced<Hook::sym>(                                                           \
+                     aw_caller, call,                                                                        \
+                     [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {                     \
+                       fill_capture(rec, hi, r, reinterpret_cast<uint64_t>(st),                              \
+                                    0); /* the graph it made, for the analyzer's graph launches (GraphOp) */ \
+                       if (r == CUDA_SUCCESS && g && !calls::thread_state().reentrant)                       \
+                         graph_hooks::write_end_of_capture(st, *g);                                          \
+                     });                                                                                     \
                  /* A failed EndCapture (invalidated capture) still ends it. */ calls::capture_ended(); return res;)
 DEF_END_CAPTURE(cuStreamEndCapture)
 DEF_END_CAPTURE(cuStreamEndCapture_ptsz)

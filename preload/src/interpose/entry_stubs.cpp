@@ -87,7 +87,7 @@ static_assert(sizeof(TextRange) == 16 && offsetof(TextRange, lo) == 0 && offseto
   ".set aw_stub_row, aw_stub_row + 1\n"
 // called_in_runtime (hook_entry.h): phase == 2, outer == kOuterRuntime, and the return address
 // within [lo, lo + len) of aw_rt_text[rt_instance & 3].
-#define AW_DRIVER_STUB(sym, ...)                            \
+#define AW_DRIVER_STUB(sym, api, ...)                       \
   AW_STUB_BEGIN(sym)                                        \
   ".hidden aw_inrt_" #sym "\n"                              \
   "  movq aw_tl_call_state@gottpoff(%rip), %rax\n"          \
@@ -169,7 +169,7 @@ static_assert(sizeof(asyncwatch::calls::StubArgs::reg) == 48 && offsetof(asyncwa
 
 // aw_driver_real: real::g_real (real_functions.h); aw_runtime_instances: runtime instance 0's
 // functions (runtime_hooks.cpp); aw_not_recording: trace_writer::g_not_recording; aw_tl_call_state:
-// calls::tl_locals (call_context.h); aw_rt_text: runtime_hooks::g_rt_text (runtime_hooks.h).
+// calls::tl_locals (thread_state.h); aw_rt_text: runtime_hooks::g_rt_text (runtime_hooks.h).
 __asm__(
     ".pushsection .text.asyncwatch_stubs, \"ax\", @progbits\n"
     ".hidden aw_not_recording\n"

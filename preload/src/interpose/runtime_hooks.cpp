@@ -169,7 +169,7 @@ inline __attribute__((always_inline)) void enter_recorded(calls::ThreadCallState
 
 // The record reserved in place and published in flight before the call, as the driver wrappers'
 // target. A call whose category always gets a stack takes it before the call (and before its start
-// time): the call site of a call in flight when the process dies (call_context.h).
+// time): the call site of a call in flight when the process dies (stack_policy.h).
 inline __attribute__((always_inline)) calls::AnyRecord* begin_recorded_in_place(calls::ThreadCallState& st,
                                                                                 calls::Caller c, Api api, Category cat,
                                                                                 uint64_t* start,
@@ -245,7 +245,7 @@ cudaError_t run(uint8_t inst, calls::Caller c, Api api, Category cat, Call&& cal
       st.pending.h = trace::RecordHeader{static_cast<uint16_t>(type),
                                          static_cast<uint16_t>(trace::record_info(static_cast<uint16_t>(type)).fixed)};
       st.target = &st.pending;
-      st.target_generation = 0;  // (call_context.h)
+      st.target_generation = 0;  // (thread_state.h)
       start = now_ns();
     }
     calls::set_phase(st, calls::kPhaseInReal);

@@ -1,11 +1,11 @@
 // sigaction, signal, bsd_signal, sysv_signal, __sysv_signal and sigset: the application's handler
 // is kept in a table and the kernel gets our trampoline in its place, with the application's mask
 // and flags unchanged; every query returns the application's own handler, so the program sees
-// exactly what it installed. The trampoline marks the thread (call_context.h, kPhaseHandler) for
+// exactly what it installed. The trampoline marks the thread (thread_state.h, kPhaseHandler) for
 // the handler's duration when it interrupted the application, then calls the handler with the
 // arguments the kernel passed. Handlers installed before the library loaded, through the raw system
 // call, or by a sanitizer runtime (which answers the program's sigaction itself) are not wrapped;
-// their CUDA calls are classified as before (call_context.h).
+// their CUDA calls are classified as before (thread_state.h).
 #include "signal_hooks.h"
 
 #include <dlfcn.h>

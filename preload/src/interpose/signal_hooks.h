@@ -1,11 +1,11 @@
 // The application's signal handlers, run through the library's trampoline (signal_hooks.cpp):
 //  - a handler never runs inside the library's own code: an asynchronous signal that arrives there
 //    is deferred and sent again to the thread, with its siginfo, the moment the thread leaves it
-//    (call_context.h, set_phase). So no lock or allocation of ours is ever held under a handler,
+//    (thread_state.h, set_phase). So no lock or allocation of ours is ever held under a handler,
 //    and no handler's CUDA call has to be counted lost;
 //  - a CUDA call made from a handler that interrupted the application itself (phase 0) is known to
 //    be one: the handler may have interrupted malloc or a lock of libc, so the call is recorded the
-//    reentrant way (call_context.h: no allocation, no lock, no driver query of ours).
+//    reentrant way (thread_state.h: no allocation, no lock, no driver query of ours).
 // Synchronous signals (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS raised by an instruction)
 // and handlers with SA_RESETHAND run at once, as before. docs/interception.md, "Signals".
 #pragma once

@@ -104,7 +104,7 @@ cuda::CUresult traced_with(InRuntimeCaller, hooks::Hook h, Category cat, Prepare
 // record's body (and flags, by |=; the head's api, result and times are set here). `prepare()` runs
 // before the call, as the library's own code (host functions set up their context there; copies
 // classify their sides there and return whether the call gets its stack before the call,
-// call_context.h `copy_stack_before`; a prepare returning void leaves that to `stack_before(cat)`).
+// stack_policy.h `copy_stack_before`; a prepare returning void leaves that to `stack_before(cat)`).
 // `call` appears once (so that it is inlined), whatever the way in.
 //
 // When the trace is active (the hot path's one load, trace_writer::recording_now), the record is
@@ -211,6 +211,13 @@ cuda::CUresult traced_with(Caller c, hooks::Hook h, Category cat, Prepare&& prep
 template <class C, class Call, class Fill>
 cuda::CUresult traced(C c, hooks::Hook h, Category cat, Call&& call, Fill&& fill) {
   return traced_with(c, h, cat, NoPrepare{}, call, fill);
+}
+// The same for hook `H`, whose record is its row's in the hook table (driver_hooks.txt): the
+// category a constant, as if written at the call.
+template <hooks::Hook H, class C, class Call, class Fill>
+cuda::CUresult traced(C c, Call&& call, Fill&& fill) {
+  static_assert(hooks::row(H).record != Category::None, "a hook that writes a record");
+  return traced_with(c, H, hooks::row(H).record, NoPrepare{}, call, fill);
 }
 
 }  // namespace asyncwatch::calls

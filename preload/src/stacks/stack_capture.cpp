@@ -180,7 +180,7 @@ _Unwind_Reason_Code collect_cb(_Unwind_Context* ctx, void* arg) {
 }
 
 // Frames of the CUDA library between our innermost frame and the application's call (a driver
-// wrapper that captures before its real call, inside a runtime call: call_context.h) are looked
+// wrapper that captures before its real call, inside a runtime call: interpose/stack_policy.h) are looked
 // through up to this many.
 constexpr std::size_t kMaxFramesToCaller = 24;
 

@@ -22,7 +22,7 @@ uint32_t capture_call_site(const void* caller_ra, const void* caller_frame) noex
 
 // Whether `ra` (a call's return address) lies in the traced program's own executable code: a
 // synchronization made from anywhere else (a framework, a library, ctypes) gets a stack whatever
-// it waited (call_context.h, wants_stack). A few loads once the program's range is known.
+// it waited (interpose/stack_policy.h, wants_stack). A few loads once the program's range is known.
 bool called_from_program(const void* ra) noexcept;
 
 // With Python frames (ASYNCWATCH_PYTHON, on by default): when the calling thread runs Python, the

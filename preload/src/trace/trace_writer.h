@@ -43,7 +43,7 @@ bool is_active_or_opening() noexcept;
 // counted in records_lost here and false is returned, so that every call of the application is
 // either in the trace or counted.
 bool accepts_calls_slow(bool may_start) noexcept;
-// Whether a call that passes through unrecorded now (a signal handler's, see call_context.h) is
+// Whether a call that passes through unrecorded now (a signal handler's, see interpose/thread_state.h) is
 // to be counted in records_lost. No side effect.
 bool lost_calls_counted() noexcept;
 
