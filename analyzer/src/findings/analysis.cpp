@@ -2,6 +2,7 @@
 
 #include "symbols/call_site.h"
 #include "events/allocations.h"
+#include "events/concurrent_calls.h"
 #include "symbols/debuginfo.h"
 #include "events/host_functions.h"
 #include "events/streams.h"
@@ -332,6 +333,7 @@ struct Group {
   uint64_t graph_pageable_nodes = 0;
   uint64_t graph_memory_nodes = 0;
   GraphMemcpyNode graph_node;
+  ConcurrentCall concurrent;           // the first call's (blocking-launch other-thread-call)
   uint32_t serial = 0;                 // order of creation (CallMark::finding before finish maps it)
   impact::Sink sink;                   // what fixing the calls would save end to end (impact.h); its owner is `serial`
   uint32_t cause_serial = UINT32_MAX;  // sink.cause's owner, read before the groups are freed (finish)
@@ -428,6 +430,7 @@ class ProcessAnalyzer final : public RuleContext {
         current_start_ = run.start_ns;
         current_end_ = run.end_ns;
         current_stream_ = UINT64_MAX;
+        concurrent_.host_function_run(r.tid, run.start_ns, run.end_ns);
         on_run(run);
         break;
       }
@@ -448,6 +451,7 @@ class ProcessAnalyzer final : public RuleContext {
     count_result(h);
     current_start_ = h.start_ns;
     current_end_ = h.end_ns;
+    concurrent_.call(current_tid_, h.api, h.stack_id, h.start_ns, h.end_ns);
   }
 
   // The other records.
@@ -557,6 +561,7 @@ class ProcessAnalyzer final : public RuleContext {
       g.graph_pageable_nodes = o.graph_pageable_nodes;
       g.graph_memory_nodes = o.graph_memory_nodes;
       g.graph_node = o.graph_node;
+      g.concurrent = o.concurrent;
       g.serial = next_serial_++;
       g.sink.owner = g.serial;
     }
@@ -893,6 +898,20 @@ class ProcessAnalyzer final : public RuleContext {
         f.graph_node_info = std::move(node);
       }
       f.graph_memory_nodes = g.graph_memory_nodes;
+      if (g.concurrent.duration_ns) {
+        auto c = std::make_shared<ConcurrentCallInfo>();
+        const ConcurrentCall& k = g.concurrent;
+        if (!k.host_function) c->api = public_api_name(api_name(static_cast<Api>(k.api)));
+        c->tid = k.tid;
+        c->duration_ns = k.duration_ns;
+        c->overlap_ns = k.overlap_ns;
+        SiteRef origin = site_of(k.stack_id);
+        if (origin.site) {
+          c->site_known = true;
+          c->site = sites_[origin.site].frame;
+        }
+        f.concurrent = std::move(c);
+      }
       f.at_threshold = g.at_threshold;
       f.below_threshold = rule.ranked_by_threshold && g.at_threshold == 0;
       f.event_waits = g.event_waits;
@@ -1068,10 +1087,20 @@ class ProcessAnalyzer final : public RuleContext {
         streams_.pending(pending_);
         e.pending = &pending_;
       }
+      e.concurrent = blocked >= opt_.min_blocked_ns ? concurrent_with(l) : nullptr;
       detect_rules(Trigger::Launch, e, blocked);
     }
     count_async(flagged_blocking_, blocked);
     streams_.launch_returned(key, st, l, launch_blocking_);
+  }
+
+  // Another thread's call (or a host function's run) that covered at least half of the launch's wait.
+  const ConcurrentCall* concurrent_with(const LaunchRecord& l) {
+    uint64_t overlap = 0;
+    const events::ThreadCall* t = concurrent_.covering(current_tid_, l.start_ns, l.end_ns, 0.5, &overlap);
+    if (!t) return nullptr;
+    concurrent_call_ = ConcurrentCall{t->api, t->host_function, t->tid, t->stack_id, t->end_ns - t->start_ns, overlap};
+    return &concurrent_call_;
   }
 
   void on_enqueue(const RecordView& r, const HostFuncEnqueueRecord& e) {
@@ -1256,6 +1285,10 @@ class ProcessAnalyzer final : public RuleContext {
           drop_node(*s, g.node);  // set to pinned or device memory: no longer a pageable node
         break;
       }
+      case Api::cuGraphClone:  // the clone has the original's nodes (copies, under new node handles)
+        if (graphs_.count(g.graph))
+          if (GraphNodes* s = slot(graphs_, g.clone)) *s = GraphNodes(graphs_.at(g.graph));
+        break;
       case Api::cuGraphInstantiateWithFlags:
       case Api::cuGraphInstantiateWithParams:
       case Api::cuGraphExecUpdate_v2:
@@ -1440,6 +1473,8 @@ class ProcessAnalyzer final : public RuleContext {
   events::StreamTable streams_;
   HostFunctions host_functions_;
   events::Allocations allocations_;
+  events::ConcurrentCalls concurrent_;  // each thread's latest call (RuleEvent::concurrent)
+  ConcurrentCall concurrent_call_;
   PendingWork
       pending_;  // RuleEvent::pending of the launch being looked at  // live allocations: implicit-sync's churn (RuleEvent::made_again)
   std::unordered_map<uint64_t, GraphNodes> capturing_;        // stream handle -> pageable copies captured so far

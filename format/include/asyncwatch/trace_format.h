@@ -1,4 +1,4 @@
-// asyncwatch trace format, version 2: the one definition shared by the writer (preload/) and
+// asyncwatch trace format, version 4: the one definition shared by the writer (preload/) and
 // the reader (analyzer/). docs/trace-format.md describes it in prose; change both together.
 // Everything a reader needs to know about a record type comes from ONE table
 // (ASYNCWATCH_RECORD_TYPES): its id, name, struct, fixed size, whether it is a call record
@@ -27,7 +27,7 @@
 namespace asyncwatch::trace {
 
 inline constexpr char kMagic[8] = {'A', 'S', 'Y', 'N', 'C', 'W', 'T', 'R'};
-inline constexpr uint32_t kFormatVersion = 3;
+inline constexpr uint32_t kFormatVersion = 4;
 inline constexpr uint32_t kOldestReadableVersion = 1;  // version 1 is read through an adapter (analyzer)
 inline constexpr uint32_t kHeaderSize = 4096;
 inline constexpr uint32_t kBlockSize = 64 * 1024;
@@ -194,7 +194,9 @@ inline constexpr uint32_t kMaxStackDepth = 64;
   X(cuGraphExecMemcpyNodeSetParams)                                                        \
   X(cuGraphInstantiateWithFlags)                                                           \
   X(cuGraphInstantiateWithParams)                                                          \
-  X(cuGraphExecUpdate_v2)
+  X(cuGraphExecUpdate_v2)                                                                   \
+  /* trace version 4 */                                                                    \
+  X(cuGraphClone)
 
 enum class Api : uint16_t {
 #define ASYNCWATCH_API_ENUM(name) name,
@@ -218,7 +220,9 @@ inline const char* api_name(Api api) {
 // Ids of the APIs present in each version (the table above is append-only): an id at or beyond
 // kApiCountInVersion[v] in a version-v trace is an error. Append the new count with a new version.
 inline constexpr uint16_t kApiCountV2 = static_cast<uint16_t>(Api::cuStreamBeginCaptureToGraph) + 1;
-inline constexpr uint16_t kApiCountInVersion[] = {0, kApiCountV2, kApiCountV2, static_cast<uint16_t>(Api::Count)};
+inline constexpr uint16_t kApiCountV3 = static_cast<uint16_t>(Api::cuGraphExecUpdate_v2) + 1;
+inline constexpr uint16_t kApiCountInVersion[] = {0, kApiCountV2, kApiCountV2, kApiCountV3,
+                                                  static_cast<uint16_t>(Api::Count)};
 static_assert(sizeof(kApiCountInVersion) / sizeof(kApiCountInVersion[0]) == kFormatVersion + 1);
 
 // ---- the small enums: X(Name, value, "text printed by dump/report/JSON") ---------------------
@@ -720,11 +724,15 @@ static_assert(sizeof(ManagedOpRecord) == 80);
 // of an executable graph given new parameters (cuGraphExecMemcpyNodeSetParams: exec, node), each with the
 // copy's memory classified; a graph instantiated (graph -> exec), an executable graph updated from a
 // graph (exec <- graph), a capture ended (stream -> graph; written after the Capture record of
-// cuStreamEndCapture). `api` tells which. Call sites: always a stack (the origin the report names).
+// cuStreamEndCapture), a graph cloned (version 4, cuGraphClone: graph -> clone; the clone has the
+// original's nodes). `api` tells which. Call sites: always a stack (the origin the report names).
 struct GraphOpRecord : CallHead {
   uint64_t graph;
   uint64_t exec;
-  uint64_t node;
+  union {
+    uint64_t node;   // memcpy node: the CUgraphNode
+    uint64_t clone;  // cuGraphClone: the clone (CUgraph); `graph` is the original
+  };
   uint64_t stream;     // end of capture: the captured stream
   uint64_t bytes;      // memcpy node: bytes copied
   uint8_t direction;   // memcpy node: Direction

@@ -96,7 +96,9 @@
   X(cuGraphExecMemcpyNodeSetParams, cuGraphExecMemcpyNodeSetParams, 0)               \
   X(cuGraphInstantiateWithFlags, cuGraphInstantiateWithFlags, 0)                     \
   AW_LEGACY_AND_PER_THREAD(X, cuGraphInstantiateWithParams, _ptsz)                   \
-  X(cuGraphExecUpdate_v2, cuGraphExecUpdate_v2, 0)
+  X(cuGraphExecUpdate_v2, cuGraphExecUpdate_v2, 0)                                   \
+  /* version 4 */                                                                    \
+  X(cuGraphClone, cuGraphClone, 0)
 
 // The exported wrapper as the library's own pointers name it (HookInfo::wrapper, the runtime
 // wrappers dlsym hands out): on x86-64 the exported stub's hidden alias (interpose/entry_stubs.cpp),
