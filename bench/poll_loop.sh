@@ -6,7 +6,7 @@
 # shared-runtime build and, on a GPU, the static one (nvcc's default), rounds interleaved, and prints
 # the medians. Asserts nothing.
 #
-# usage: poll_loop.sh BUILD_DIR [--sim] [--callgrind] [--rounds N] [--cycles C] [--env VAR=VALUE]...
+# usage: poll_loop.sh BUILD_DIR [--sim] [--callgrind] [--lib LIB] [--rounds N] [--cycles C] [--env VAR=VALUE]...
 #   BUILD_DIR    build tree with lib/libasyncwatch.so and test_apps/event_query_poll[.static]
 #   --sim        the shared build on the simulator only (LD_LIBRARY_PATH=BUILD_DIR/lib/asyncwatch/sim)
 #   --callgrind  instead of timing: the instructions asyncwatch adds per polled query on the simulator,
@@ -16,6 +16,7 @@
 #                the real functions excluded: --toggle-collect on both names) and the static runtime's
 #                (test_apps/driver_bench event_query: cuEventQuery called directly, through our driver
 #                wrapper as the outer one; 2,000 and 12,000 calls, the difference per call)
+#   --lib LIB    another build of the library for the traced runs (A/B of a change)
 #   --rounds N   bare/traced pairs per build                                 [7; --sim 3]
 #   --cycles C   sleep kernel cycles (C / 1.98e9 s)                           [2e8, ~101 ms; --sim 2e7]
 #   --env V=X    an extra variable for the traced runs (repeatable), e.g. ASYNCWATCH_STACKS=none
@@ -27,12 +28,13 @@ die() { echo "poll_loop: $*" >&2; exit 2; }
 [ $# -ge 1 ] || die "usage: poll_loop.sh BUILD_DIR [--sim] [--rounds N] [--cycles C] [--env VAR=VALUE]..."
 build=$(cd "$1" && pwd)
 shift
-sim="" rounds="" cycles="" callgrind=""
+sim="" rounds="" cycles="" callgrind="" lib_arg=""
 extra_env=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --sim) sim=1 ;;
     --callgrind) callgrind=1 ;;
+    --lib) lib_arg=$2; shift ;;
     --rounds) rounds=$2; shift ;;
     --cycles) cycles=$2; shift ;;
     --env) extra_env+=("$2"); shift ;;
@@ -42,7 +44,7 @@ while [ $# -gt 0 ]; do
 done
 rounds=${rounds:-$([ -n "$sim" ] && echo 3 || echo 7)}
 cycles=${cycles:-$([ -n "$sim" ] && echo 20000000 || echo 200000000)}
-lib=$build/lib/libasyncwatch.so
+lib=${lib_arg:-$build/lib/libasyncwatch.so}
 [ -f "$lib" ] || die "no $lib"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/aw-poll.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
