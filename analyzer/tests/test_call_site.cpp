@@ -456,10 +456,10 @@ TEST(CallSite, PythonLineOutsideTheFrameworksIsTheSite) {
     std::vector<Frame> u = {frame("cudaStreamSynchronize", "/sim/libcudart.so.13"),
                             py("_unique_impl", "torch/functional.py", 991), py("fn", "torch/_jit_internal.py", 627),
                             py("Tensor.unique", "torch/_tensor.py", 1000), py("step", "train.py", 12)};
-    CallSite c = select_call_site(u);
-    EXPECT_EQ(c.index, 4);  // torch.unique's sync at the user's line, via torch's wrapper
-    EXPECT_TRUE(c.user);
-    EXPECT_EQ(c.via, 3);
+    CallSite cu = select_call_site(u);
+    EXPECT_EQ(cu.index, 4);  // torch.unique's sync at the user's line, via torch's wrapper
+    EXPECT_TRUE(cu.user);
+    EXPECT_EQ(cu.via, 3);
   }
   CallSitePolicy p;
   p.user_code = {"*/site-packages/torch/nn/*"};

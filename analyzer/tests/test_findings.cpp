@@ -1101,7 +1101,7 @@ TEST(Findings, GraphCloneKeepsTheOriginalsPageableNode) {
 TEST(Findings, BlockedLaunchNamesTheOtherThreadsCallThatRanThrough) {
   Fixture x;
   x.warm_up();
-  constexpr uint32_t kOther = 7, kDriver = 8;
+  constexpr uint32_t kOther = kTid + 100, kDriver = kTid + 101;
   x.b.thread_info(kOther, "worker");
   x.b.thread_info(kDriver, "cuda-callback");
   uint32_t other_site = x.b.stack(kOther, {0x403000, 0x409000});
@@ -1128,9 +1128,9 @@ TEST(Findings, BlockedLaunchNamesTheOtherThreadsCallThatRanThrough) {
   EXPECT_EQ(other->concurrent->api, "cudaFreeHost");
   EXPECT_EQ(other->concurrent->tid, kOther);
   EXPECT_EQ(other->concurrent->overlap_ns, 2200 * kUs);
-  EXPECT_NE(finding_message(*other).find("thread 7's cudaFreeHost"), std::string::npos) << finding_message(*other);
+  EXPECT_NE(finding_message(*other).find("thread " + std::to_string(kOther) + "'s cudaFreeHost"), std::string::npos) << finding_message(*other);
   ASSERT_NE(host, nullptr);
-  EXPECT_NE(finding_message(*host).find("a host function ran on the driver's thread (thread 8)"), std::string::npos)
+  EXPECT_NE(finding_message(*host).find("a host function ran on the driver's thread (thread " + std::to_string(kDriver) + ")"), std::string::npos)
       << finding_message(*host);
   ASSERT_NE(unknown, nullptr);
   EXPECT_NE(finding_message(*unknown).find("no other thread's CUDA call or host function"), std::string::npos)

@@ -32,14 +32,15 @@ class ConcurrentCalls {
     if (ThreadCall* t = slot(tid)) *t = ThreadCall{tid, 0, true, 0, start, end};
   }
 
-  // The call of another thread than `tid` that overlapped [start, end] the longest, if it covered at
-  // least `min_share` of it (0..1); *overlap_ns its overlap.
+  // The call of another thread than `tid`, begun before `start`, that overlapped [start, end] the
+  // longest, if it covered at least `min_share` of it (0..1); *overlap_ns its overlap. (Calls begun
+  // at the same instant are not taken for each other's cause: four threads blocked together.)
   const ThreadCall* covering(uint32_t tid, uint64_t start, uint64_t end, double min_share,
                              uint64_t* overlap_ns) const {
     const ThreadCall* best = nullptr;
     uint64_t most = 0;
     for (const ThreadCall& t : calls_) {
-      if (t.tid == tid || t.end_ns <= start || t.start_ns >= end) continue;
+      if (t.tid == tid || t.end_ns <= start || t.start_ns >= start) continue;
       const uint64_t o = (t.end_ns < end ? t.end_ns : end) - (t.start_ns > start ? t.start_ns : start);
       if (o > most) most = o, best = &t;
     }
