@@ -750,8 +750,8 @@ TEST(HiddenSync, BorrowedFramesOfAWaitingFunctionAreTheUsersWait) {
   auto xla = hs_frame(FrameOrigin::Native, "", "/v/lib/python3.12/site-packages/jaxlib/xla_extension.so", "", 0);
   auto bur = hs_frame(FrameOrigin::Python, "ArrayImpl.block_until_ready", "",
                       "/v/lib/python3.12/site-packages/jax/_src/array.py", 640);
-  auto backward = hs_frame(FrameOrigin::Python, "backward", "",
-                           "/v/lib/python3.12/site-packages/torch/autograd/__init__.py", 347);
+  auto backward =
+      hs_frame(FrameOrigin::Python, "backward", "", "/v/lib/python3.12/site-packages/torch/autograd/__init__.py", 347);
   auto user = hs_frame(FrameOrigin::Python, "main", "", "/home/me/loop.py", 21);
   auto waited = sync_finding({drv, xla, bur, user}, 3);
   waited.python_lender = tf::python_lender_encode(4242, false);
@@ -1067,8 +1067,8 @@ TEST(Findings, GraphCloneKeepsTheOriginalsPageableNode) {
   clone.clone = 0xA2;
   g.x.add(RecordType::GraphOp, clone, 2 * kUs);
   g.graph_op(Api::cuGraphInstantiateWithFlags, 0xA2, 0xE2);
-  g.launch(0xE2, 10 * kUs, g.x.site1);   // uploaded
-  g.launch(0xE2, 2 * kMs, g.x.site1);    // waited for the pageable node
+  g.launch(0xE2, 10 * kUs, g.x.site1);                       // uploaded
+  g.launch(0xE2, 2 * kMs, g.x.site1);                        // waited for the pageable node
   g.graph_op(Api::cuGraphInstantiateWithFlags, 0xA3, 0xE3);  // a graph the trace knows nothing of
   tf::GraphOpRecord failed{};
   failed.api = failed.driver_fn = static_cast<uint16_t>(Api::cuGraphExecUpdate_v2);
@@ -1128,9 +1128,12 @@ TEST(Findings, BlockedLaunchNamesTheOtherThreadsCallThatRanThrough) {
   EXPECT_EQ(other->concurrent->api, "cudaFreeHost");
   EXPECT_EQ(other->concurrent->tid, kOther);
   EXPECT_EQ(other->concurrent->overlap_ns, 2200 * kUs);
-  EXPECT_NE(finding_message(*other).find("thread " + std::to_string(kOther) + "'s cudaFreeHost"), std::string::npos) << finding_message(*other);
+  EXPECT_NE(finding_message(*other).find("thread " + std::to_string(kOther) + "'s cudaFreeHost"), std::string::npos)
+      << finding_message(*other);
   ASSERT_NE(host, nullptr);
-  EXPECT_NE(finding_message(*host).find("a host function ran on the driver's thread (thread " + std::to_string(kDriver) + ")"), std::string::npos)
+  EXPECT_NE(finding_message(*host).find("a host function ran on the driver's thread (thread " +
+                                        std::to_string(kDriver) + ")"),
+            std::string::npos)
       << finding_message(*host);
   ASSERT_NE(unknown, nullptr);
   EXPECT_NE(finding_message(*unknown).find("no other thread's CUDA call or host function"), std::string::npos)

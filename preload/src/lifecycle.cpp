@@ -91,7 +91,7 @@ AW_TLS uint32_t tl_phase_before_fork;
 void atfork_prepare() {
   calls::ThreadCallState& st = calls::thread_state();
   tl_phase_before_fork = st.phase;
-  st.phase |= 1u;
+  st.phase |= calls::kPhaseLibrary;
   calls::signal_fence();
   stacks::lock_for_fork();
   classify::lock_for_fork();

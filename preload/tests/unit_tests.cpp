@@ -18,6 +18,7 @@
 
 #include "classify/host_memory_classifier.h"
 #include "config.h"
+#include "cuda_abi.h"
 #include "interpose/hook_table.h"
 #include "stacks/stack_capture.h"
 #include "trace/thread_buffer.h"
@@ -25,11 +26,13 @@
 #include "trace/trace_writer.h"
 #include "trace_reader.h"
 
-// The hook table points at exported wrappers (AW_EXPORTED_NAME); here they are empty functions.
-#define AW_STUB(sym, api, pt) \
-  extern "C" void AW_EXPORTED_NAME(sym)() {}
+// The hook table points at exported wrappers (AW_EXPORTED_NAME); here they do nothing.
+namespace asyncwatch::cuda {
+#define AW_STUB(sym, api, pt, record, blocking, types) \
+  extern "C" CUresult AW_EXPORTED_NAME(sym) types { return 0; }
 AW_DRIVER_HOOKS(AW_STUB)
 #undef AW_STUB
+}  // namespace asyncwatch::cuda
 
 using namespace asyncwatch;
 using namespace asyncwatch::trace;

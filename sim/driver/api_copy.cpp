@@ -474,27 +474,17 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuMemcpy3DBatchAsync_ptsz(size_t n, CUDA_MEMCP
   AW_DRIVER_EXPORT CUresult CUDAAPI NAME(CUdeviceptr dst, size_t pitch, T v, size_t w, size_t h, CUstream s) { \
     return memset_2d<T>(dst, pitch, v, w, h, s, MODE, CopyCall::Async);                                        \
   }
-AW_MEMSET(cuMemsetD8_v2, unsigned char, Sync, L)
-AW_MEMSET(cuMemsetD8_v2_ptds, unsigned char, Sync, PT)
-AW_MEMSET(cuMemsetD16_v2, unsigned short, Sync, L)
-AW_MEMSET(cuMemsetD16_v2_ptds, unsigned short, Sync, PT)
-AW_MEMSET(cuMemsetD32_v2, unsigned int, Sync, L)
-AW_MEMSET(cuMemsetD32_v2_ptds, unsigned int, Sync, PT)
-AW_MEMSET_ASYNC(cuMemsetD8Async, unsigned char, L)
-AW_MEMSET_ASYNC(cuMemsetD8Async_ptsz, unsigned char, PT)
-AW_MEMSET_ASYNC(cuMemsetD16Async, unsigned short, L)
-AW_MEMSET_ASYNC(cuMemsetD16Async_ptsz, unsigned short, PT)
-AW_MEMSET_ASYNC(cuMemsetD32Async, unsigned int, L)
-AW_MEMSET_ASYNC(cuMemsetD32Async_ptsz, unsigned int, PT)
-AW_MEMSET_2D(cuMemsetD2D8_v2, unsigned char, Sync, L)
-AW_MEMSET_2D(cuMemsetD2D8_v2_ptds, unsigned char, Sync, PT)
-AW_MEMSET_2D(cuMemsetD2D16_v2, unsigned short, Sync, L)
-AW_MEMSET_2D(cuMemsetD2D16_v2_ptds, unsigned short, Sync, PT)
-AW_MEMSET_2D(cuMemsetD2D32_v2, unsigned int, Sync, L)
-AW_MEMSET_2D(cuMemsetD2D32_v2_ptds, unsigned int, Sync, PT)
-AW_MEMSET_2D_ASYNC(cuMemsetD2D8Async, unsigned char, L)
-AW_MEMSET_2D_ASYNC(cuMemsetD2D8Async_ptsz, unsigned char, PT)
-AW_MEMSET_2D_ASYNC(cuMemsetD2D16Async, unsigned short, L)
-AW_MEMSET_2D_ASYNC(cuMemsetD2D16Async_ptsz, unsigned short, PT)
-AW_MEMSET_2D_ASYNC(cuMemsetD2D32Async, unsigned int, L)
-AW_MEMSET_2D_ASYNC(cuMemsetD2D32Async_ptsz, unsigned int, PT)
+// The eight entry points of one element size: 1D and 2D, synchronous and asynchronous, each with
+// the legacy and the per-thread default stream.
+#define AW_MEMSETS(BITS, T)                              \
+  AW_MEMSET(cuMemsetD##BITS##_v2, T, Sync, L)            \
+  AW_MEMSET(cuMemsetD##BITS##_v2_ptds, T, Sync, PT)      \
+  AW_MEMSET_ASYNC(cuMemsetD##BITS##Async, T, L)          \
+  AW_MEMSET_ASYNC(cuMemsetD##BITS##Async_ptsz, T, PT)    \
+  AW_MEMSET_2D(cuMemsetD2D##BITS##_v2, T, Sync, L)       \
+  AW_MEMSET_2D(cuMemsetD2D##BITS##_v2_ptds, T, Sync, PT) \
+  AW_MEMSET_2D_ASYNC(cuMemsetD2D##BITS##Async, T, L)     \
+  AW_MEMSET_2D_ASYNC(cuMemsetD2D##BITS##Async_ptsz, T, PT)
+AW_MEMSETS(8, unsigned char)
+AW_MEMSETS(16, unsigned short)
+AW_MEMSETS(32, unsigned int)

@@ -48,7 +48,7 @@ struct NodeParams {
 struct SimGraphNode {
   SimGraph* graph = nullptr;
   NodeParams params;
-  std::vector<SimGraphNode*> deps;      // incoming edges
+  std::vector<SimGraphNode*> deps;            // incoming edges
   const SimGraphNode* cloned_from = nullptr;  // cuGraphClone: the original's node (cuGraphNodeFindInClone)
 };
 

@@ -31,6 +31,41 @@ size_t array_element_size(cudaArray_const_t a) {
   return channel * d.NumChannels;
 }
 
+namespace {
+// One side of a driver copy descriptor: the source's or the destination's fields of CUDA_MEMCPY3D.
+template <class Host>
+struct DriverSide {
+  CUmemorytype& type;
+  CUarray& array;
+  Host& host;
+  CUdeviceptr& device;
+  size_t& pitch;
+  size_t& height;
+  size_t& x_bytes;
+  size_t& y;
+  size_t& z;
+};
+// Fills `d` from one side of the runtime's parameters (`elem`: an array's element size).
+template <class Host>
+void fill_side(DriverSide<Host> d, cudaArray_t array, const cudaPitchedPtr& ptr, const cudaPos& pos, size_t elem,
+               CUmemorytype host_or_device) {
+  if (array) {
+    d.type = CU_MEMORYTYPE_ARRAY;
+    d.array = reinterpret_cast<CUarray>(array);
+    d.x_bytes = pos.x * elem;
+  } else {
+    d.type = host_or_device;
+    d.host = ptr.ptr;
+    d.device = reinterpret_cast<CUdeviceptr>(ptr.ptr);
+    d.pitch = ptr.pitch;
+    d.height = ptr.ysize;
+    d.x_bytes = pos.x;
+  }
+  d.y = pos.y;
+  d.z = pos.z;
+}
+}  // namespace
+
 cudaError_t to_driver(const cudaMemcpy3DParms& p, CUDA_MEMCPY3D* out) {
   if (!valid_kind(p.kind)) return cudaErrorInvalidMemcpyDirection;
   if ((p.srcArray && p.srcPtr.ptr) || (p.dstArray && p.dstPtr.ptr)) return cudaErrorInvalidValue;
@@ -41,34 +76,12 @@ cudaError_t to_driver(const cudaMemcpy3DParms& p, CUDA_MEMCPY3D* out) {
   }
   CUDA_MEMCPY3D d;
   std::memset(&d, 0, sizeof d);
-  if (p.srcArray) {
-    d.srcMemoryType = CU_MEMORYTYPE_ARRAY;
-    d.srcArray = reinterpret_cast<CUarray>(p.srcArray);
-    d.srcXInBytes = p.srcPos.x * elem;
-  } else {
-    d.srcMemoryType = memory_type(p.kind, true);
-    d.srcHost = p.srcPtr.ptr;
-    d.srcDevice = reinterpret_cast<CUdeviceptr>(p.srcPtr.ptr);
-    d.srcPitch = p.srcPtr.pitch;
-    d.srcHeight = p.srcPtr.ysize;
-    d.srcXInBytes = p.srcPos.x;
-  }
-  d.srcY = p.srcPos.y;
-  d.srcZ = p.srcPos.z;
-  if (p.dstArray) {
-    d.dstMemoryType = CU_MEMORYTYPE_ARRAY;
-    d.dstArray = reinterpret_cast<CUarray>(p.dstArray);
-    d.dstXInBytes = p.dstPos.x * elem;
-  } else {
-    d.dstMemoryType = memory_type(p.kind, false);
-    d.dstHost = p.dstPtr.ptr;
-    d.dstDevice = reinterpret_cast<CUdeviceptr>(p.dstPtr.ptr);
-    d.dstPitch = p.dstPtr.pitch;
-    d.dstHeight = p.dstPtr.ysize;
-    d.dstXInBytes = p.dstPos.x;
-  }
-  d.dstY = p.dstPos.y;
-  d.dstZ = p.dstPos.z;
+  fill_side(DriverSide<const void*>{d.srcMemoryType, d.srcArray, d.srcHost, d.srcDevice, d.srcPitch, d.srcHeight,
+                                    d.srcXInBytes, d.srcY, d.srcZ},
+            p.srcArray, p.srcPtr, p.srcPos, elem, memory_type(p.kind, true));
+  fill_side(DriverSide<void*>{d.dstMemoryType, d.dstArray, d.dstHost, d.dstDevice, d.dstPitch, d.dstHeight,
+                              d.dstXInBytes, d.dstY, d.dstZ},
+            p.dstArray, p.dstPtr, p.dstPos, elem, memory_type(p.kind, false));
   d.WidthInBytes = p.extent.width * elem;
   d.Height = p.extent.height;
   d.Depth = p.extent.depth;

@@ -46,6 +46,18 @@ class Graphs : public ::testing::Test {
     cudaFree(dev);
     cudaStreamDestroy(s);
   }
+  // A kernel node of kKernel seconds added to `g` as a root, into `*kernel`.
+  void add_kernel_root(cudaGraph_t g, cudaGraphNode_t* kernel) {
+    long long cycles = cycles_for(kKernel);
+    void* args[] = {&cycles};
+    cudaKernelNodeParams k{};
+    k.func = const_cast<void*>(dummy_kernel());
+    k.gridDim = dim3(1);
+    k.blockDim = dim3(1);
+    k.kernelParams = args;
+    ASSERT_EQ(cudaGraphAddKernelNode(kernel, g, nullptr, 0, &k), cudaSuccess);
+    cycles = 0;  // parameters were copied when the node was added
+  }
   // A graph of a kernel of kKernel seconds followed by an 8-byte device-to-host copy into `dst`
   // (the case measured on the H200), captured from `s`.
   cudaGraphExec_t captured_kernel_then_d2h(void* dst) {
@@ -135,16 +147,8 @@ TEST_F(Graphs, ExplicitPageableMemcpyNodesBlockTheLaunch) {
   std::vector<char> pageable(n, 0);
   cudaGraph_t g;
   ASSERT_EQ(cudaGraphCreate(&g, 0), cudaSuccess);
-  long long cycles = cycles_for(kKernel);
-  void* args[] = {&cycles};
-  cudaKernelNodeParams k{};
-  k.func = const_cast<void*>(dummy_kernel());
-  k.gridDim = dim3(1);
-  k.blockDim = dim3(1);
-  k.kernelParams = args;
   cudaGraphNode_t kernel, copy3d, copy1d;
-  ASSERT_EQ(cudaGraphAddKernelNode(&kernel, g, nullptr, 0, &k), cudaSuccess);
-  cycles = 0;  // parameters were copied when the node was added
+  ASSERT_NO_FATAL_FAILURE(add_kernel_root(g, &kernel));
   // cudaGraphAddMemcpyNode with a pageable destination (cudaMemcpy3DParms), after the kernel.
   cudaMemcpy3DParms p{};
   p.srcPtr = make_cudaPitchedPtr(dev, n, n, 1);
@@ -215,15 +219,8 @@ TEST_F(Graphs, ExecMemcpyNodeSetParamsSwapsInAPageableBuffer) {
   std::vector<char> pageable(n, 0);
   cudaGraph_t g;
   ASSERT_EQ(cudaGraphCreate(&g, 0), cudaSuccess);
-  long long cycles = cycles_for(kKernel);
-  void* args[] = {&cycles};
-  cudaKernelNodeParams k{};
-  k.func = const_cast<void*>(dummy_kernel());
-  k.gridDim = dim3(1);
-  k.blockDim = dim3(1);
-  k.kernelParams = args;
   cudaGraphNode_t kernel, copy;
-  ASSERT_EQ(cudaGraphAddKernelNode(&kernel, g, nullptr, 0, &k), cudaSuccess);
+  ASSERT_NO_FATAL_FAILURE(add_kernel_root(g, &kernel));
   ASSERT_EQ(cudaGraphAddMemcpyNode1D(&copy, g, &kernel, 1, pinned, dev, n, cudaMemcpyDeviceToHost), cudaSuccess);
   cudaGraphExec_t e;
   ASSERT_EQ(cudaGraphInstantiate(&e, g, 0), cudaSuccess);

@@ -13,7 +13,7 @@ namespace asyncwatch::events {
 
 struct ThreadCall {
   uint32_t tid = 0;
-  uint16_t api = 0;      // trace::Api; host function runs: 0
+  uint16_t api = 0;  // trace::Api; host function runs: 0
   bool host_function = false;
   uint32_t stack_id = 0;
   uint64_t start_ns = 0, end_ns = 0;
@@ -35,8 +35,7 @@ class ConcurrentCalls {
   // The call of another thread than `tid`, begun before `start`, that overlapped [start, end] the
   // longest, if it covered at least `min_share` of it (0..1); *overlap_ns its overlap. (Calls begun
   // at the same instant are not taken for each other's cause: four threads blocked together.)
-  const ThreadCall* covering(uint32_t tid, uint64_t start, uint64_t end, double min_share,
-                             uint64_t* overlap_ns) const {
+  const ThreadCall* covering(uint32_t tid, uint64_t start, uint64_t end, double min_share, uint64_t* overlap_ns) const {
     const ThreadCall* best = nullptr;
     uint64_t most = 0;
     for (const ThreadCall& t : calls_) {

@@ -123,7 +123,7 @@ struct Finding {
   uint64_t graph_pageable_nodes = 0;
   uint64_t graph_memory_nodes = 0;  // blocking-launch graph-memory-nodes: its memory-allocation nodes
   std::shared_ptr<const GraphMemcpyNodeInfo> graph_node_info;  // null: none (graph_node() is empty)
-  std::shared_ptr<const ConcurrentCallInfo> concurrent;        // blocking-launch other-thread-call, host-function-running
+  std::shared_ptr<const ConcurrentCallInfo> concurrent;  // blocking-launch other-thread-call, host-function-running
   const GraphMemcpyNodeInfo& graph_node() const;
   std::string module_loading;  // CUDA_MODULE_LOADING of the process ("" = unset)
   bool call_site_known = false;

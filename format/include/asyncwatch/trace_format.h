@@ -194,7 +194,7 @@ inline constexpr uint32_t kMaxStackDepth = 64;
   X(cuGraphExecMemcpyNodeSetParams)                                                        \
   X(cuGraphInstantiateWithFlags)                                                           \
   X(cuGraphInstantiateWithParams)                                                          \
-  X(cuGraphExecUpdate_v2)                                                                   \
+  X(cuGraphExecUpdate_v2)                                                                  \
   /* trace version 4 */                                                                    \
   X(cuGraphClone)
 

@@ -69,7 +69,7 @@ inline __attribute__((always_inline)) bool wants_evidence(const Config& cfg, con
 // GPU-times parts).
 inline __attribute__((always_inline)) void fill_sides(calls::AnyRecord& rec, const Sides& s, CUstream stream,
                                                       bool per_thread, bool sync_api) noexcept {
-  auto& c = rec.copy;
+  auto& c = rec.Copy;
   c.direction = static_cast<uint8_t>(s.direction);
   c.src_memory = static_cast<uint8_t>(s.src);
   c.dst_memory = static_cast<uint8_t>(s.dst);
@@ -79,10 +79,16 @@ inline __attribute__((always_inline)) void fill_sides(calls::AnyRecord& rec, con
   c.bytes = s.bytes;
 }
 
-template <class C, class Call, class Describe>
-CUresult traced(C caller, Hook h, trace::RecordType type, CUstream stream, bool has_stream, bool sync_api, Call&& call,
-                Describe&& describe) {
-  auto cat = type == trace::RecordType::Copy ? calls::Category::Copy : calls::Category::Memset;
+// A copy or memset through hook `H`: its record (Copy or Memset) and whether it waits by the API's
+// contract (kFlagSynchronousApi; such a call takes no stream) come from the hook table.
+template <Hook H, class C, class Call, class Describe>
+CUresult traced(C caller, CUstream stream, Call&& call, Describe&& describe) {
+  constexpr Hook h = H;
+  constexpr calls::Category cat = hooks::row(H).record;
+  constexpr trace::RecordType type = cat;
+  constexpr bool sync_api = hooks::row(H).blocking;
+  constexpr bool has_stream = !sync_api;
+  static_assert(cat == trace::RecordType::Copy || cat == trace::RecordType::Memset, "a copy or memset hook");
   uint32_t gpu = 0;  // ASYNCWATCH_GPU_TIMES: the token of the start event recorded before the call
   Sides s{};
   // Before the call: the sides, classified, decide whether the stack is taken now (the call site
@@ -98,7 +104,7 @@ CUresult traced(C caller, Hook h, trace::RecordType type, CUstream stream, bool 
   return calls::traced_with(
       caller, h, cat, prepare, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) AW_FILL {
         fill_sides(rec, s, stream, hi.per_thread, sync_api);
-        auto& c = rec.copy;
+        auto& c = rec.Copy;
         bool capturing = has_stream && calls::stream_is_capturing(stream);
         if (capturing) c.flags |= trace::kFlagCaptureActive;
         if (r == CUDA_SUCCESS && !capturing && wants_evidence(*cfg, s, type == trace::RecordType::Memset))
@@ -144,73 +150,62 @@ inline void* prefill_copy(const calls::StubArgs& a, void* full) noexcept {
 #define DEF_PREFILL(sym, dir)
 #endif
 
-constexpr auto kCopy = trace::RecordType::Copy;
-constexpr auto kMemset = trace::RecordType::Memset;
-
 }  // namespace
 
 #define AW_BOTH(DEF, base, suffix) DEF(base) DEF(base##suffix)
 
 // ---- linear copies -----------------------------------------------------------------------
 #define DEF_MEMCPY(sym)                                                                       \
-  AW_DRIVER_HOOK(sym, (CUdeviceptr dst, CUdeviceptr src, size_t n), (dst, src, n),            \
-                 return traced(aw_caller, Hook::sym, kCopy, nullptr, false, true, call, [&] { \
+  AW_DRIVER_HOOK(sym, (dst, src, n), return traced<Hook::sym>(aw_caller, nullptr, call, [&] { \
                    MemoryKind s = unified_kind(src), d = unified_kind(dst);                   \
                    return Sides{infer_direction(s, d), s, d, n};                              \
                  });)
 AW_BOTH(DEF_MEMCPY, cuMemcpy, _ptds)
 
-#define DEF_MEMCPY_ASYNC(sym)                                                                       \
-  AW_DRIVER_HOOK(sym, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream st), (dst, src, n, st), \
-                 return traced(aw_caller, Hook::sym, kCopy, st, true, false, call, [&] {            \
-                   MemoryKind s = unified_kind(src), d = unified_kind(dst);                         \
-                   return Sides{infer_direction(s, d), s, d, n};                                    \
+#define DEF_MEMCPY_ASYNC(sym)                                                                \
+  AW_DRIVER_HOOK(sym, (dst, src, n, st), return traced<Hook::sym>(aw_caller, st, call, [&] { \
+                   MemoryKind s = unified_kind(src), d = unified_kind(dst);                  \
+                   return Sides{infer_direction(s, d), s, d, n};                             \
                  });)
 AW_BOTH(DEF_MEMCPY_ASYNC, cuMemcpyAsync, _ptsz)
 
 #define DEF_HTOD(sym)                                                                         \
-  AW_DRIVER_HOOK(sym, (CUdeviceptr dst, const void* src, size_t n), (dst, src, n),            \
-                 return traced(aw_caller, Hook::sym, kCopy, nullptr, false, true, call, [&] { \
+  AW_DRIVER_HOOK(sym, (dst, src, n), return traced<Hook::sym>(aw_caller, nullptr, call, [&] { \
                    return Sides{Direction::HtoD, host_kind(src), MemoryKind::Device, n};      \
                  });)
 AW_BOTH(DEF_HTOD, cuMemcpyHtoD_v2, _ptds)
 
 #define DEF_DTOH(sym)                                                                         \
-  AW_DRIVER_HOOK(sym, (void* dst, CUdeviceptr src, size_t n), (dst, src, n),                  \
-                 return traced(aw_caller, Hook::sym, kCopy, nullptr, false, true, call, [&] { \
+  AW_DRIVER_HOOK(sym, (dst, src, n), return traced<Hook::sym>(aw_caller, nullptr, call, [&] { \
                    return Sides{Direction::DtoH, MemoryKind::Device, host_kind(dst), n};      \
                  });)
 AW_BOTH(DEF_DTOH, cuMemcpyDtoH_v2, _ptds)
 
 #define DEF_DTOD(sym)                                                                         \
-  AW_DRIVER_HOOK(sym, (CUdeviceptr dst, CUdeviceptr src, size_t n), (dst, src, n),            \
-                 return traced(aw_caller, Hook::sym, kCopy, nullptr, false, true, call, [&] { \
+  AW_DRIVER_HOOK(sym, (dst, src, n), return traced<Hook::sym>(aw_caller, nullptr, call, [&] { \
                    return Sides{Direction::DtoD, MemoryKind::Device, MemoryKind::Device, n};  \
                  });)
 AW_BOTH(DEF_DTOD, cuMemcpyDtoD_v2, _ptds)
 
-#define DEF_HTOD_ASYNC(sym)                                                                                   \
-  AW_DRIVER_HOOK_PREFILLED(sym, (CUdeviceptr dst, const void* src, size_t n, CUstream st), (dst, src, n, st), \
-                           return traced(aw_caller, Hook::sym, kCopy, st, true, false, call, [&] {            \
-                             return Sides{Direction::HtoD, host_kind(src), MemoryKind::Device, n};            \
+#define DEF_HTOD_ASYNC(sym)                                                                            \
+  AW_DRIVER_HOOK_PREFILLED(sym, (dst, src, n, st), return traced<Hook::sym>(aw_caller, st, call, [&] { \
+                             return Sides{Direction::HtoD, host_kind(src), MemoryKind::Device, n};     \
                            });)
 AW_BOTH(DEF_HTOD_ASYNC, cuMemcpyHtoDAsync_v2, _ptsz)
 DEF_PREFILL(cuMemcpyHtoDAsync_v2, HtoD)
 DEF_PREFILL(cuMemcpyHtoDAsync_v2_ptsz, HtoD)
 
-#define DEF_DTOH_ASYNC(sym)                                                                             \
-  AW_DRIVER_HOOK_PREFILLED(sym, (void* dst, CUdeviceptr src, size_t n, CUstream st), (dst, src, n, st), \
-                           return traced(aw_caller, Hook::sym, kCopy, st, true, false, call, [&] {      \
-                             return Sides{Direction::DtoH, MemoryKind::Device, host_kind(dst), n};      \
+#define DEF_DTOH_ASYNC(sym)                                                                            \
+  AW_DRIVER_HOOK_PREFILLED(sym, (dst, src, n, st), return traced<Hook::sym>(aw_caller, st, call, [&] { \
+                             return Sides{Direction::DtoH, MemoryKind::Device, host_kind(dst), n};     \
                            });)
 AW_BOTH(DEF_DTOH_ASYNC, cuMemcpyDtoHAsync_v2, _ptsz)
 DEF_PREFILL(cuMemcpyDtoHAsync_v2, DtoH)
 DEF_PREFILL(cuMemcpyDtoHAsync_v2_ptsz, DtoH)
 
-#define DEF_DTOD_ASYNC(sym)                                                                         \
-  AW_DRIVER_HOOK(sym, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream st), (dst, src, n, st), \
-                 return traced(aw_caller, Hook::sym, kCopy, st, true, false, call, [&] {            \
-                   return Sides{Direction::DtoD, MemoryKind::Device, MemoryKind::Device, n};        \
+#define DEF_DTOD_ASYNC(sym)                                                                  \
+  AW_DRIVER_HOOK(sym, (dst, src, n, st), return traced<Hook::sym>(aw_caller, st, call, [&] { \
+                   return Sides{Direction::DtoD, MemoryKind::Device, MemoryKind::Device, n}; \
                  });)
 AW_BOTH(DEF_DTOD_ASYNC, cuMemcpyDtoDAsync_v2, _ptsz)
 
@@ -231,39 +226,33 @@ Sides sides_3d(const CUDA_MEMCPY3D* p) noexcept {
 }
 }  // namespace
 
-#define DEF_2D(sym)                                  \
-  AW_DRIVER_HOOK(sym, (const CUDA_MEMCPY2D* p), (p), \
-                 return traced(aw_caller, Hook::sym, kCopy, nullptr, false, true, call, [&] { return sides_2d(p); });)
+#define DEF_2D(sym) \
+  AW_DRIVER_HOOK(sym, (p), return traced<Hook::sym>(aw_caller, nullptr, call, [&] { return sides_2d(p); });)
 AW_BOTH(DEF_2D, cuMemcpy2D_v2, _ptds)
 AW_BOTH(DEF_2D, cuMemcpy2DUnaligned_v2, _ptds)
 
-#define DEF_2D_ASYNC(sym)                                             \
-  AW_DRIVER_HOOK(sym, (const CUDA_MEMCPY2D* p, CUstream st), (p, st), \
-                 return traced(aw_caller, Hook::sym, kCopy, st, true, false, call, [&] { return sides_2d(p); });)
+#define DEF_2D_ASYNC(sym) \
+  AW_DRIVER_HOOK(sym, (p, st), return traced<Hook::sym>(aw_caller, st, call, [&] { return sides_2d(p); });)
 AW_BOTH(DEF_2D_ASYNC, cuMemcpy2DAsync_v2, _ptsz)
 
-#define DEF_3D(sym)                                  \
-  AW_DRIVER_HOOK(sym, (const CUDA_MEMCPY3D* p), (p), \
-                 return traced(aw_caller, Hook::sym, kCopy, nullptr, false, true, call, [&] { return sides_3d(p); });)
+#define DEF_3D(sym) \
+  AW_DRIVER_HOOK(sym, (p), return traced<Hook::sym>(aw_caller, nullptr, call, [&] { return sides_3d(p); });)
 AW_BOTH(DEF_3D, cuMemcpy3D_v2, _ptds)
 
-#define DEF_3D_ASYNC(sym)                                             \
-  AW_DRIVER_HOOK(sym, (const CUDA_MEMCPY3D* p, CUstream st), (p, st), \
-                 return traced(aw_caller, Hook::sym, kCopy, st, true, false, call, [&] { return sides_3d(p); });)
+#define DEF_3D_ASYNC(sym) \
+  AW_DRIVER_HOOK(sym, (p, st), return traced<Hook::sym>(aw_caller, st, call, [&] { return sides_3d(p); });)
 AW_BOTH(DEF_3D_ASYNC, cuMemcpy3DAsync_v2, _ptsz)
 
 // ---- peer and array copies ---------------------------------------------------------------
-#define DEF_PEER(sym)                                                                                                  \
-  AW_DRIVER_HOOK(sym, (CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n), (dst, dc, src, sc, n), \
-                 return traced(aw_caller, Hook::sym, kCopy, nullptr, false, true, call, [&] {                          \
-                   return Sides{Direction::Peer, MemoryKind::Device, MemoryKind::Device, n};                           \
+#define DEF_PEER(sym)                                                                                 \
+  AW_DRIVER_HOOK(sym, (dst, dc, src, sc, n), return traced<Hook::sym>(aw_caller, nullptr, call, [&] { \
+                   return Sides{Direction::Peer, MemoryKind::Device, MemoryKind::Device, n};          \
                  });)
 AW_BOTH(DEF_PEER, cuMemcpyPeer, _ptds)
 
-#define DEF_PEER_ASYNC(sym)                                                                                         \
-  AW_DRIVER_HOOK(sym, (CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n, CUstream st),        \
-                 (dst, dc, src, sc, n, st), return traced(aw_caller, Hook::sym, kCopy, st, true, false, call, [&] { \
-                   return Sides{Direction::Peer, MemoryKind::Device, MemoryKind::Device, n};                        \
+#define DEF_PEER_ASYNC(sym)                                                                          \
+  AW_DRIVER_HOOK(sym, (dst, dc, src, sc, n, st), return traced<Hook::sym>(aw_caller, st, call, [&] { \
+                   return Sides{Direction::Peer, MemoryKind::Device, MemoryKind::Device, n};         \
                  });)
 AW_BOTH(DEF_PEER_ASYNC, cuMemcpyPeerAsync, _ptsz)
 
@@ -279,74 +268,50 @@ Sides sides_3d_peer(const CUDA_MEMCPY3D_PEER* p) noexcept {
 }
 }  // namespace
 
-#define DEF_3D_PEER(sym)                       \
-  AW_DRIVER_HOOK(                              \
-      sym, (const CUDA_MEMCPY3D_PEER* p), (p), \
-      return traced(aw_caller, Hook::sym, kCopy, nullptr, false, true, call, [&] { return sides_3d_peer(p); });)
+#define DEF_3D_PEER(sym) \
+  AW_DRIVER_HOOK(sym, (p), return traced<Hook::sym>(aw_caller, nullptr, call, [&] { return sides_3d_peer(p); });)
 AW_BOTH(DEF_3D_PEER, cuMemcpy3DPeer, _ptds)
 
-#define DEF_3D_PEER_ASYNC(sym)                                             \
-  AW_DRIVER_HOOK(sym, (const CUDA_MEMCPY3D_PEER* p, CUstream st), (p, st), \
-                 return traced(aw_caller, Hook::sym, kCopy, st, true, false, call, [&] { return sides_3d_peer(p); });)
+#define DEF_3D_PEER_ASYNC(sym) \
+  AW_DRIVER_HOOK(sym, (p, st), return traced<Hook::sym>(aw_caller, st, call, [&] { return sides_3d_peer(p); });)
 AW_BOTH(DEF_3D_PEER_ASYNC, cuMemcpy3DPeerAsync, _ptsz)
 
-#define DEF_HTOA_ASYNC(sym)                                                                                      \
-  AW_DRIVER_HOOK(sym, (CUarray dst, size_t off, const void* src, size_t n, CUstream st), (dst, off, src, n, st), \
-                 return traced(aw_caller, Hook::sym, kCopy, st, true, false, call, [&] {                         \
-                   return Sides{Direction::HtoD, host_kind(src), MemoryKind::Array, n};                          \
+#define DEF_HTOA_ASYNC(sym)                                                                       \
+  AW_DRIVER_HOOK(sym, (dst, off, src, n, st), return traced<Hook::sym>(aw_caller, st, call, [&] { \
+                   return Sides{Direction::HtoD, host_kind(src), MemoryKind::Array, n};           \
                  });)
 AW_BOTH(DEF_HTOA_ASYNC, cuMemcpyHtoAAsync_v2, _ptsz)
 
-#define DEF_ATOH_ASYNC(sym)                                                                                \
-  AW_DRIVER_HOOK(sym, (void* dst, CUarray src, size_t off, size_t n, CUstream st), (dst, src, off, n, st), \
-                 return traced(aw_caller, Hook::sym, kCopy, st, true, false, call, [&] {                   \
-                   return Sides{Direction::DtoH, MemoryKind::Array, host_kind(dst), n};                    \
+#define DEF_ATOH_ASYNC(sym)                                                                       \
+  AW_DRIVER_HOOK(sym, (dst, src, off, n, st), return traced<Hook::sym>(aw_caller, st, call, [&] { \
+                   return Sides{Direction::DtoH, MemoryKind::Array, host_kind(dst), n};           \
                  });)
 AW_BOTH(DEF_ATOH_ASYNC, cuMemcpyAtoHAsync_v2, _ptsz)
 
 // ---- memsets: dst kind classified (pinned/managed targets change the sync behaviour) -------
-#define DEF_MEMSET(sym, T, elem)                                                                         \
-  AW_DRIVER_HOOK(sym, (CUdeviceptr dst, T v, size_t n), (dst, v, n),                                     \
-                 return traced(aw_caller, Hook::sym, kMemset, nullptr, false, true, call, [&] {          \
-                   return Sides{Direction::Unknown, MemoryKind::Unknown, unified_kind(dst), n * (elem)}; \
+// (The element's size is the value's: its type is the table's.)
+#define DEF_MEMSET(sym)                                                                                    \
+  AW_DRIVER_HOOK(sym, (dst, v, n), return traced<Hook::sym>(aw_caller, nullptr, call, [&] {                \
+                   return Sides{Direction::Unknown, MemoryKind::Unknown, unified_kind(dst), n * sizeof v}; \
                  });)
-#define DEF_MEMSET_ASYNC(sym, T, elem)                                                                   \
-  AW_DRIVER_HOOK(sym, (CUdeviceptr dst, T v, size_t n, CUstream st), (dst, v, n, st),                    \
-                 return traced(aw_caller, Hook::sym, kMemset, st, true, false, call, [&] {               \
-                   return Sides{Direction::Unknown, MemoryKind::Unknown, unified_kind(dst), n * (elem)}; \
+#define DEF_MEMSET_ASYNC(sym)                                                                              \
+  AW_DRIVER_HOOK(sym, (dst, v, n, st), return traced<Hook::sym>(aw_caller, st, call, [&] {                 \
+                   return Sides{Direction::Unknown, MemoryKind::Unknown, unified_kind(dst), n * sizeof v}; \
                  });)
-#define DEF_MEMSET2D(sym, T, elem)                                                                           \
-  AW_DRIVER_HOOK(sym, (CUdeviceptr dst, size_t pitch, T v, size_t w, size_t h), (dst, pitch, v, w, h),       \
-                 return traced(aw_caller, Hook::sym, kMemset, nullptr, false, true, call, [&] {              \
-                   return Sides{Direction::Unknown, MemoryKind::Unknown, unified_kind(dst), w * h * (elem)}; \
+#define DEF_MEMSET2D(sym)                                                                                      \
+  AW_DRIVER_HOOK(sym, (dst, pitch, v, w, h), return traced<Hook::sym>(aw_caller, nullptr, call, [&] {          \
+                   return Sides{Direction::Unknown, MemoryKind::Unknown, unified_kind(dst), w * h * sizeof v}; \
                  });)
-#define DEF_MEMSET2D_ASYNC(sym, T, elem)                                                                              \
-  AW_DRIVER_HOOK(sym, (CUdeviceptr dst, size_t pitch, T v, size_t w, size_t h, CUstream st),                          \
-                 (dst, pitch, v, w, h, st), return traced(aw_caller, Hook::sym, kMemset, st, true, false, call, [&] { \
-                   return Sides{Direction::Unknown, MemoryKind::Unknown, unified_kind(dst), w * h * (elem)};          \
+#define DEF_MEMSET2D_ASYNC(sym)                                                                                \
+  AW_DRIVER_HOOK(sym, (dst, pitch, v, w, h, st), return traced<Hook::sym>(aw_caller, st, call, [&] {           \
+                   return Sides{Direction::Unknown, MemoryKind::Unknown, unified_kind(dst), w * h * sizeof v}; \
                  });)
-
-DEF_MEMSET(cuMemsetD8_v2, unsigned char, 1)
-DEF_MEMSET(cuMemsetD8_v2_ptds, unsigned char, 1)
-DEF_MEMSET(cuMemsetD16_v2, unsigned short, 2)
-DEF_MEMSET(cuMemsetD16_v2_ptds, unsigned short, 2)
-DEF_MEMSET(cuMemsetD32_v2, unsigned int, 4)
-DEF_MEMSET(cuMemsetD32_v2_ptds, unsigned int, 4)
-DEF_MEMSET_ASYNC(cuMemsetD8Async, unsigned char, 1)
-DEF_MEMSET_ASYNC(cuMemsetD8Async_ptsz, unsigned char, 1)
-DEF_MEMSET_ASYNC(cuMemsetD16Async, unsigned short, 2)
-DEF_MEMSET_ASYNC(cuMemsetD16Async_ptsz, unsigned short, 2)
-DEF_MEMSET_ASYNC(cuMemsetD32Async, unsigned int, 4)
-DEF_MEMSET_ASYNC(cuMemsetD32Async_ptsz, unsigned int, 4)
-DEF_MEMSET2D(cuMemsetD2D8_v2, unsigned char, 1)
-DEF_MEMSET2D(cuMemsetD2D8_v2_ptds, unsigned char, 1)
-DEF_MEMSET2D(cuMemsetD2D16_v2, unsigned short, 2)
-DEF_MEMSET2D(cuMemsetD2D16_v2_ptds, unsigned short, 2)
-DEF_MEMSET2D(cuMemsetD2D32_v2, unsigned int, 4)
-DEF_MEMSET2D(cuMemsetD2D32_v2_ptds, unsigned int, 4)
-DEF_MEMSET2D_ASYNC(cuMemsetD2D8Async, unsigned char, 1)
-DEF_MEMSET2D_ASYNC(cuMemsetD2D8Async_ptsz, unsigned char, 1)
-DEF_MEMSET2D_ASYNC(cuMemsetD2D16Async, unsigned short, 2)
-DEF_MEMSET2D_ASYNC(cuMemsetD2D16Async_ptsz, unsigned short, 2)
-DEF_MEMSET2D_ASYNC(cuMemsetD2D32Async, unsigned int, 4)
-DEF_MEMSET2D_ASYNC(cuMemsetD2D32Async_ptsz, unsigned int, 4)
+// The eight entry points of one element size.
+#define DEF_MEMSETS(bits)                                  \
+  AW_BOTH(DEF_MEMSET, cuMemsetD##bits##_v2, _ptds)         \
+  AW_BOTH(DEF_MEMSET_ASYNC, cuMemsetD##bits##Async, _ptsz) \
+  AW_BOTH(DEF_MEMSET2D, cuMemsetD2D##bits##_v2, _ptds)     \
+  AW_BOTH(DEF_MEMSET2D_ASYNC, cuMemsetD2D##bits##Async, _ptsz)
+DEF_MEMSETS(8)
+DEF_MEMSETS(16)
+DEF_MEMSETS(32)

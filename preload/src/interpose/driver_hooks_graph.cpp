@@ -44,7 +44,7 @@ void fill_node_copy(trace::GraphOpRecord& g, const CUDA_MEMCPY3D* p) noexcept {
 template <class C, class Call, class Fill>
 CUresult traced_graph(C caller, Hook h, Call&& call, Fill&& fill) {
   return calls::traced(caller, h, calls::Category::GraphOp, call,
-                       [&](calls::AnyRecord& rec, const hooks::HookInfo&, CUresult r) { fill(rec.graph, r); });
+                       [&](calls::AnyRecord& rec, const hooks::HookInfo&, CUresult r) { fill(rec.GraphOp, r); });
 }
 
 inline uint64_t handle(const void* p) noexcept { return reinterpret_cast<uint64_t>(p); }
@@ -63,17 +63,14 @@ void write_end_of_capture(CUstream st, CUgraph g) noexcept {
       static_cast<uint16_t>(trace::record_info(static_cast<uint16_t>(trace::RecordType::GraphOp)).fixed)};
   rec.head.api = rec.head.driver_fn = static_cast<uint16_t>(trace::Api::cuStreamEndCapture);
   rec.head.start_ns = rec.head.end_ns = now_ns();
-  rec.graph.stream = handle(st);
-  rec.graph.graph = handle(g);
+  rec.GraphOp.stream = handle(st);
+  rec.GraphOp.graph = handle(g);
   calls::write(rec);
 }
 
 }  // namespace asyncwatch::graph_hooks
 
-AW_DRIVER_HOOK(cuGraphAddMemcpyNode,
-               (CUgraphNode * node, CUgraph graph, const CUgraphNode* deps, size_t ndeps, const CUDA_MEMCPY3D* p,
-                CUcontext ctx),
-               (node, graph, deps, ndeps, p, ctx),
+AW_DRIVER_HOOK(cuGraphAddMemcpyNode, (node, graph, deps, ndeps, p, ctx),
                return traced_graph(aw_caller, Hook::cuGraphAddMemcpyNode, call,
                                    [&](trace::GraphOpRecord& g, CUresult r) {
                                      g.graph = handle(graph);
@@ -81,8 +78,7 @@ AW_DRIVER_HOOK(cuGraphAddMemcpyNode,
                                      fill_node_copy(g, p);
                                    });)
 
-AW_DRIVER_HOOK(cuGraphExecMemcpyNodeSetParams,
-               (CUgraphExec exec, CUgraphNode node, const CUDA_MEMCPY3D* p, CUcontext ctx), (exec, node, p, ctx),
+AW_DRIVER_HOOK(cuGraphExecMemcpyNodeSetParams, (exec, node, p, ctx),
                return traced_graph(aw_caller, Hook::cuGraphExecMemcpyNodeSetParams, call,
                                    [&](trace::GraphOpRecord& g, CUresult) {
                                      g.exec = handle(exec);
@@ -90,8 +86,7 @@ AW_DRIVER_HOOK(cuGraphExecMemcpyNodeSetParams,
                                      fill_node_copy(g, p);
                                    });)
 
-AW_DRIVER_HOOK(cuGraphInstantiateWithFlags, (CUgraphExec * exec, CUgraph graph, unsigned long long flags),
-               (exec, graph, flags),
+AW_DRIVER_HOOK(cuGraphInstantiateWithFlags, (exec, graph, flags),
                return traced_graph(aw_caller, Hook::cuGraphInstantiateWithFlags, call,
                                    [&](trace::GraphOpRecord& g, CUresult r) {
                                      g.graph = handle(graph);
@@ -99,7 +94,7 @@ AW_DRIVER_HOOK(cuGraphInstantiateWithFlags, (CUgraphExec * exec, CUgraph graph, 
                                    });)
 
 #define DEF_INSTANTIATE_WITH_PARAMS(sym)                                                                    \
-  AW_DRIVER_HOOK(sym, (CUgraphExec * exec, CUgraph graph, void* params), (exec, graph, params),             \
+  AW_DRIVER_HOOK(sym, (exec, graph, params),                                                                \
                  return traced_graph(aw_caller, Hook::sym, call, [&](trace::GraphOpRecord& g, CUresult r) { \
                    g.graph = handle(graph);                                                                 \
                    g.exec = r == CUDA_SUCCESS && exec ? handle(*exec) : 0;                                  \
@@ -108,14 +103,14 @@ DEF_INSTANTIATE_WITH_PARAMS(cuGraphInstantiateWithParams)
 DEF_INSTANTIATE_WITH_PARAMS(cuGraphInstantiateWithParams_ptsz)
 
 // A successful update makes `exec` run the nodes of `graph` (same topology, new parameters).
-AW_DRIVER_HOOK(cuGraphExecUpdate_v2, (CUgraphExec exec, CUgraph graph, void* info), (exec, graph, info),
+AW_DRIVER_HOOK(cuGraphExecUpdate_v2, (exec, graph, info),
                return traced_graph(aw_caller, Hook::cuGraphExecUpdate_v2, call, [&](trace::GraphOpRecord& g, CUresult) {
                  g.exec = handle(exec);
                  g.graph = handle(graph);
                });)
 
 // The clone has copies of the original's nodes (new handles): the analyzer gives it the original's.
-AW_DRIVER_HOOK(cuGraphClone, (CUgraph * clone, CUgraph original), (clone, original),
+AW_DRIVER_HOOK(cuGraphClone, (clone, original),
                return traced_graph(aw_caller, Hook::cuGraphClone, call, [&](trace::GraphOpRecord& g, CUresult r) {
                  g.graph = handle(original);
                  g.clone = r == CUDA_SUCCESS && clone ? handle(*clone) : 0;

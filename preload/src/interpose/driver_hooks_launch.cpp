@@ -44,7 +44,7 @@ template <class Dims>
 inline __attribute__((always_inline)) void fill_shape(calls::AnyRecord& rec, bool per_thread, CUstream stream,
                                                       unsigned shared, bool has_function, uint32_t name_id, bool first,
                                                       CUgraphExec exec, const Dims& dims) noexcept {
-  auto& l = rec.launch;
+  auto& l = rec.Launch;
   l.stream_kind = static_cast<uint8_t>(calls::stream_kind(stream, per_thread));
   l.flags |= (per_thread ? trace::kFlagPerThreadEntry : 0u) | (first ? trace::kFlagFirstLaunch : 0u);
   if (has_function) l.kernel_name_id = name_id;
@@ -57,21 +57,21 @@ inline __attribute__((always_inline)) void fill_shape(calls::AnyRecord& rec, boo
   // A graph launch's record (cudaGraphLaunch's too, adopted) names the executable graph, which the
   // analyzer joins with the graph's memcpy nodes (GraphOp records).
   if (rec.h.type == static_cast<uint16_t>(trace::RecordType::GraphLaunch))
-    rec.graph_launch.exec = reinterpret_cast<uint64_t>(exec);
+    rec.GraphLaunch.exec = reinterpret_cast<uint64_t>(exec);
 }
 
 template <class C, class Call>
-CUresult traced_launch(C caller, Hook h, const LaunchShape& shape, Call&& call, CUgraphExec exec = nullptr) {
+CUresult traced_launch(C caller, Hook h, const LaunchShape& shape, Call&& call, CUgraphExec exec = nullptr,
+                       calls::Category cat = calls::Category::Launch) {
   uint32_t gpu = 0;  // ASYNCWATCH_GPU_TIMES: the token of the start event recorded before the call
   GpuTimesBefore timed{h, shape.stream, &gpu};
   return calls::traced_with(
-      caller, h, calls::Category::Launch, timed, call,
-      [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) AW_FILL {
+      caller, h, cat, timed, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) AW_FILL {
         bool first = false;
         const uint32_t name_id = shape.has_function ? calls::kernel_name_id(shape.f, &first) : 0;
         fill_shape(rec, hi.per_thread, shape.stream, shape.shared, shape.has_function, name_id, first, exec,
                    [&](int i) { return i < 3 ? shape.grid[i] : shape.block[i - 3]; });
-        auto& l = rec.launch;
+        auto& l = rec.Launch;
         if (calls::stream_is_capturing(shape.stream)) l.flags |= trace::kFlagCaptureActive;
         if (gpu && gpu_times::after(gpu, r, shape.stream, hi.per_thread, trace::GpuOp::Kernel, l.stream_kind))
           l.flags |= trace::kFlagGpuTimed;
@@ -107,12 +107,9 @@ inline void* prefill_launch(const calls::StubArgs& a, void* full) noexcept {
 }  // namespace
 
 // (The prefilled wrappers, AW_PREFILLED_DRIVER_HOOKS.)
-#define DEF_LAUNCH_PREFILLED(sym)                                                                                   \
-  AW_DRIVER_HOOK_PREFILLED(                                                                                         \
-      sym,                                                                                                          \
-      (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shared, \
-       CUstream st, void** params, void** extra),                                                                   \
-      (f, gx, gy, gz, bx, by, bz, shared, st, params, extra),                                                       \
+#define DEF_LAUNCH_PREFILLED(sym)                                  \
+  AW_DRIVER_HOOK_PREFILLED(                                        \
+      sym, (f, gx, gy, gz, bx, by, bz, shared, st, params, extra), \
       return traced_launch(aw_caller, Hook::sym, LaunchShape{f, {gx, gy, gz}, {bx, by, bz}, shared, st, true}, call);)
 #if AW_ENTRY_STUBS
 #define DEF_PREFILL(sym)                                                                                       \
@@ -127,35 +124,30 @@ DEF_PREFILL(cuLaunchKernel)
 DEF_LAUNCH_PREFILLED(cuLaunchKernel_ptsz)
 DEF_PREFILL(cuLaunchKernel_ptsz)
 
-#define DEF_LAUNCH_COOP(sym)                                                                                        \
-  AW_DRIVER_HOOK(                                                                                                   \
-      sym,                                                                                                          \
-      (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shared, \
-       CUstream st, void** params),                                                                                 \
-      (f, gx, gy, gz, bx, by, bz, shared, st, params),                                                              \
+#define DEF_LAUNCH_COOP(sym)                                \
+  AW_DRIVER_HOOK(                                           \
+      sym, (f, gx, gy, gz, bx, by, bz, shared, st, params), \
       return traced_launch(aw_caller, Hook::sym, LaunchShape{f, {gx, gy, gz}, {bx, by, bz}, shared, st, true}, call);)
 DEF_LAUNCH_COOP(cuLaunchCooperativeKernel)
 DEF_LAUNCH_COOP(cuLaunchCooperativeKernel_ptsz)
 
-#define DEF_LAUNCH_EX(sym)                                                                                  \
-  AW_DRIVER_HOOK(                                                                                           \
-      sym, (const CUlaunchConfig* cfg, CUfunction f, void** params, void** extra), (cfg, f, params, extra), \
-      LaunchShape shape{f, {0, 0, 0}, {0, 0, 0}, 0, nullptr, true};                                         \
-      if (cfg) {                                                                                            \
-        shape = LaunchShape{f,                                                                              \
-                            {cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ},                                  \
-                            {cfg->blockDimX, cfg->blockDimY, cfg->blockDimZ},                               \
-                            cfg->sharedMemBytes,                                                            \
-                            cfg->hStream,                                                                   \
-                            true};                                                                          \
+#define DEF_LAUNCH_EX(sym)                                                                                   \
+  AW_DRIVER_HOOK(                                                                                            \
+      sym, (cfg, f, params, extra), LaunchShape shape{f, {0, 0, 0}, {0, 0, 0}, 0, nullptr, true}; if (cfg) { \
+        shape = LaunchShape{f,                                                                               \
+                            {cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ},                                   \
+                            {cfg->blockDimX, cfg->blockDimY, cfg->blockDimZ},                                \
+                            cfg->sharedMemBytes,                                                             \
+                            cfg->hStream,                                                                    \
+                            true};                                                                           \
       } return traced_launch(aw_caller, Hook::sym, shape, call);)
 DEF_LAUNCH_EX(cuLaunchKernelEx)
 DEF_LAUNCH_EX(cuLaunchKernelEx_ptsz)
 
-#define DEF_GRAPH_LAUNCH(sym)                     \
-  AW_DRIVER_HOOK(                                 \
-      sym, (CUgraphExec g, CUstream st), (g, st), \
-      return traced_launch(aw_caller, Hook::sym, LaunchShape{nullptr, {0, 0, 0}, {0, 0, 0}, 0, st, false}, call, g);)
+#define DEF_GRAPH_LAUNCH(sym)                                                                                         \
+  AW_DRIVER_HOOK(sym, (g, st),                                                                                        \
+                 return traced_launch(aw_caller, Hook::sym, LaunchShape{nullptr, {0, 0, 0}, {0, 0, 0}, 0, st, false}, \
+                                      call, g, calls::Category::GraphLaunch);)
 DEF_GRAPH_LAUNCH(cuGraphLaunch)
 DEF_GRAPH_LAUNCH(cuGraphLaunch_ptsz)
 
@@ -172,7 +164,7 @@ CUresult traced_host_func(C caller, Hook h, CUstream st, CUhostFn user_fn, CUstr
   uint64_t id = 0;
   uint32_t gpu = 0;  // ASYNCWATCH_GPU_TIMES: the token of the start event recorded before the call
   return calls::traced_with(
-      caller, h, calls::Category::HostFunc,
+      caller, h, calls::Category::HostFuncEnqueue,
       [&]() noexcept {
         // A reentrant call (a signal handler's) allocates nothing: the user's function passes through.
         if (calls::thread_state().reentrant) return;
@@ -191,7 +183,7 @@ CUresult traced_host_func(C caller, Hook h, CUstream st, CUhostFn user_fn, CUstr
       [&] { return enqueue(ctx); },
       [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) AW_FILL {
         if (r != CUDA_SUCCESS && ctx) free(ctx);  // the driver will never call it
-        auto& e = rec.host_func;
+        auto& e = rec.HostFuncEnqueue;
         e.stream_kind = static_cast<uint8_t>(calls::stream_kind(st, hi.per_thread));
         e.flags |= (hi.per_thread ? trace::kFlagPerThreadEntry : 0u) | (capturing ? trace::kFlagCaptureActive : 0u);
         e.callback_id = id;
@@ -206,7 +198,7 @@ CUresult traced_host_func(C caller, Hook h, CUstream st, CUhostFn user_fn, CUstr
 
 #define DEF_LAUNCH_HOST_FUNC(sym)                                                                             \
   AW_DRIVER_HOOK(                                                                                             \
-      sym, (CUstream st, CUhostFn fn, void* data), (st, fn, data),                                            \
+      sym, (st, fn, data),                                                                                    \
       return traced_host_func(aw_caller, Hook::sym, st, fn, nullptr, data, [&](calls::HostFuncContext* ctx) { \
         return ctx ? real(st, &calls::host_fn_trampoline, ctx) : call();                                      \
       });)
@@ -215,7 +207,7 @@ DEF_LAUNCH_HOST_FUNC(cuLaunchHostFunc_ptsz)
 
 #define DEF_ADD_CALLBACK(sym)                                                                                 \
   AW_DRIVER_HOOK(                                                                                             \
-      sym, (CUstream st, CUstreamCallback cb, void* data, unsigned flags), (st, cb, data, flags),             \
+      sym, (st, cb, data, flags),                                                                             \
       return traced_host_func(aw_caller, Hook::sym, st, nullptr, cb, data, [&](calls::HostFuncContext* ctx) { \
         return ctx ? real(st, &calls::stream_callback_trampoline, ctx, flags) : call();                       \
       });)

@@ -27,7 +27,7 @@ CUresult traced_managed(C caller, Hook h, CUstream st, CUdeviceptr p, size_t n, 
                         unsigned flags, Call&& call) {
   return calls::traced(caller, h, calls::Category::ManagedOp, call,
                        [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult) {
-                         auto& m = rec.managed;
+                         auto& m = rec.ManagedOp;
                          m.stream_kind = static_cast<uint8_t>(calls::stream_kind(st, hi.per_thread));
                          m.flags |= hi.per_thread ? trace::kFlagPerThreadEntry : 0u;
                          if (calls::stream_is_capturing(st)) m.flags |= trace::kFlagCaptureActive;
@@ -80,7 +80,7 @@ template <class C, class Call, class Classify>
 CUresult traced_batch(C caller, Hook h, CUstream st, size_t count, Call&& call, Classify&& classify) {
   return calls::traced(caller, h, calls::Category::BatchCopy, call,
                        [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
-                         auto& b = rec.batch;
+                         auto& b = rec.BatchCopy;
                          BatchTally t;
                          classify(t);
                          b.stream_kind = static_cast<uint8_t>(calls::stream_kind(st, hi.per_thread));
@@ -139,55 +139,46 @@ void classify_3d(BatchTally& t, const CUDA_MEMCPY3D_BATCH_OP* ops, size_t n) noe
 
 // CUDA 8 form: a device ordinal or CU_DEVICE_CPU.
 #define DEF_PREFETCH_V1(sym)                                                                                           \
-  AW_DRIVER_HOOK(sym, (CUdeviceptr p, size_t n, CUdevice dev, CUstream st), (p, n, dev, st),                           \
+  AW_DRIVER_HOOK(sym, (p, n, dev, st),                                                                                 \
                  return traced_managed(aw_caller, Hook::sym, st, p, n,                                                 \
                                        dev == CU_DEVICE_CPU ? CU_MEM_LOCATION_TYPE_HOST : CU_MEM_LOCATION_TYPE_DEVICE, \
                                        dev, 0, call);)
 AW_BOTH(DEF_PREFETCH_V1, cuMemPrefetchAsync, _ptsz)
 
 // CUDA 12.2 form (what cuda.h 13.0 calls cuMemPrefetchAsync).
-#define DEF_PREFETCH_V2(sym)                                                                     \
-  AW_DRIVER_HOOK(sym, (CUdeviceptr p, size_t n, CUmemLocation loc, unsigned flags, CUstream st), \
-                 (p, n, loc, flags, st),                                                         \
+#define DEF_PREFETCH_V2(sym)                  \
+  AW_DRIVER_HOOK(sym, (p, n, loc, flags, st), \
                  return traced_managed(aw_caller, Hook::sym, st, p, n, loc.type, loc.id, flags, call);)
 AW_BOTH(DEF_PREFETCH_V2, cuMemPrefetchAsync_v2, _ptsz)
 
-#define DEF_ATTACH(sym)                                                                          \
-  AW_DRIVER_HOOK(sym, (CUstream st, CUdeviceptr p, size_t n, unsigned flags), (st, p, n, flags), \
-                 return traced_managed(aw_caller, Hook::sym, st, p, n, 0, 0, flags, call);)
+#define DEF_ATTACH(sym) \
+  AW_DRIVER_HOOK(sym, (st, p, n, flags), return traced_managed(aw_caller, Hook::sym, st, p, n, 0, 0, flags, call);)
 AW_BOTH(DEF_ATTACH, cuStreamAttachMemAsync, _ptsz)
 
 // CUDA 12.8 form, with failIdx (PFN_cuMemcpyBatchAsync_v12080).
-#define DEF_BATCH_V1(sym)                                                                                           \
-  AW_DRIVER_HOOK(sym,                                                                                               \
-                 (CUdeviceptr * dsts, CUdeviceptr * srcs, size_t * sizes, size_t count, CUmemcpyAttributes * attrs, \
-                  size_t * idx, size_t num_attrs, size_t * fail, CUstream st),                                      \
-                 (dsts, srcs, sizes, count, attrs, idx, num_attrs, fail, st),                                       \
-                 return traced_batch(aw_caller, Hook::sym, st, count, call, [&](BatchTally& t) {                    \
-                   classify_1d(t, dsts, srcs, sizes, count, attrs, idx, num_attrs);                                 \
+#define DEF_BATCH_V1(sym)                                                                        \
+  AW_DRIVER_HOOK(sym, (dsts, srcs, sizes, count, attrs, idx, num_attrs, fail, st),               \
+                 return traced_batch(aw_caller, Hook::sym, st, count, call, [&](BatchTally& t) { \
+                   classify_1d(t, dsts, srcs, sizes, count, attrs, idx, num_attrs);              \
                  });)
 AW_BOTH(DEF_BATCH_V1, cuMemcpyBatchAsync, _ptsz)
 
 // CUDA 13.0 form (PFN_cuMemcpyBatchAsync_v13000).
-#define DEF_BATCH_V2(sym)                                                                                           \
-  AW_DRIVER_HOOK(sym,                                                                                               \
-                 (CUdeviceptr * dsts, CUdeviceptr * srcs, size_t * sizes, size_t count, CUmemcpyAttributes * attrs, \
-                  size_t * idx, size_t num_attrs, CUstream st),                                                     \
-                 (dsts, srcs, sizes, count, attrs, idx, num_attrs, st),                                             \
-                 return traced_batch(aw_caller, Hook::sym, st, count, call, [&](BatchTally& t) {                    \
-                   classify_1d(t, dsts, srcs, sizes, count, attrs, idx, num_attrs);                                 \
+#define DEF_BATCH_V2(sym)                                                                        \
+  AW_DRIVER_HOOK(sym, (dsts, srcs, sizes, count, attrs, idx, num_attrs, st),                     \
+                 return traced_batch(aw_caller, Hook::sym, st, count, call, [&](BatchTally& t) { \
+                   classify_1d(t, dsts, srcs, sizes, count, attrs, idx, num_attrs);              \
                  });)
 AW_BOTH(DEF_BATCH_V2, cuMemcpyBatchAsync_v2, _ptsz)
 
-#define DEF_BATCH3D_V1(sym)                                                                                \
-  AW_DRIVER_HOOK(                                                                                          \
-      sym, (size_t n, CUDA_MEMCPY3D_BATCH_OP * ops, size_t * fail, unsigned long long flags, CUstream st), \
-      (n, ops, fail, flags, st),                                                                           \
+#define DEF_BATCH3D_V1(sym)           \
+  AW_DRIVER_HOOK(                     \
+      sym, (n, ops, fail, flags, st), \
       return traced_batch(aw_caller, Hook::sym, st, n, call, [&](BatchTally& t) { classify_3d(t, ops, n); });)
 AW_BOTH(DEF_BATCH3D_V1, cuMemcpy3DBatchAsync, _ptsz)
 
-#define DEF_BATCH3D_V2(sym)                                                                                      \
-  AW_DRIVER_HOOK(                                                                                                \
-      sym, (size_t n, CUDA_MEMCPY3D_BATCH_OP * ops, unsigned long long flags, CUstream st), (n, ops, flags, st), \
-      return traced_batch(aw_caller, Hook::sym, st, n, call, [&](BatchTally& t) { classify_3d(t, ops, n); });)
+#define DEF_BATCH3D_V2(sym)                                                                                            \
+  AW_DRIVER_HOOK(sym, (n, ops, flags, st), return traced_batch(aw_caller, Hook::sym, st, n, call, [&](BatchTally& t) { \
+                   classify_3d(t, ops, n);                                                                             \
+                 });)
 AW_BOTH(DEF_BATCH3D_V2, cuMemcpy3DBatchAsync_v2, _ptsz)

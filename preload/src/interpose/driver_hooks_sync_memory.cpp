@@ -33,7 +33,7 @@ void with_registry(Fn&& fn) noexcept {
 // The fill functions write the body and the flags (|=: kFlagInFlight stays until the wrapper
 // completes the record); the head's api, driver_fn, result and times are the wrapper's.
 void fill_sync(calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult, uint64_t handle, trace::StreamKind kind) {
-  auto& s = rec.sync;
+  auto& s = rec.Sync;
   s.stream_kind = static_cast<uint8_t>(kind);
   s.flags |= hi.per_thread ? trace::kFlagPerThreadEntry : 0u;
   s.handle = handle;
@@ -42,7 +42,7 @@ void fill_sync(calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult, uint6
 
 void fill_memory(calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult, MemoryKind kind, uint64_t address,
                  uint64_t bytes, unsigned alloc_flags) {
-  auto& m = rec.memory;
+  auto& m = rec.MemoryOp;
   m.memory = static_cast<uint8_t>(kind);
   m.flags |= hi.per_thread ? trace::kFlagPerThreadEntry : 0u;
   m.alloc_flags = alloc_flags;
@@ -53,14 +53,14 @@ void fill_memory(calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult, Mem
 // `type` (StreamCreate or StreamDestroy) is the one calls::record_type gives for the hook.
 void fill_stream(calls::AnyRecord& rec, const hooks::HookInfo&, CUresult, trace::RecordType, uint64_t stream,
                  unsigned flags, int priority) {
-  auto& s = rec.stream;
+  auto& s = rec.StreamCreate;
   s.stream_flags = flags;
   s.priority = priority;
   s.stream = stream;
 }
 
 void fill_capture(calls::AnyRecord& rec, const hooks::HookInfo&, CUresult, uint64_t stream, unsigned mode) {
-  auto& c = rec.capture;
+  auto& c = rec.Capture;
   c.mode = mode;
   c.stream = stream;
 }
@@ -69,7 +69,7 @@ void fill_capture(calls::AnyRecord& rec, const hooks::HookInfo&, CUresult, uint6
 
 // ---- synchronization ------------------------------------------------------------------------
 #define DEF_STREAM_SYNC(sym)                                                                               \
-  AW_DRIVER_HOOK(sym, (CUstream st), (st),                                                                 \
+  AW_DRIVER_HOOK(sym, (st),                                                                                \
                  return traced(aw_caller, Hook::sym, calls::Category::Sync, call,                          \
                                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) AW_FILL { \
                                  fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(st),                     \
@@ -81,7 +81,7 @@ DEF_STREAM_SYNC(cuStreamSynchronize_ptsz)
 // Queries: folded while their result repeats (query_fold.h), else recorded as above.
 #define DEF_STREAM_QUERY(sym)                                                                                          \
   AW_DRIVER_HOOK(                                                                                                      \
-      sym, (CUstream st), (st), const hooks::HookInfo& hq = hooks::info(Hook::sym);                                    \
+      sym, (st), const hooks::HookInfo& hq = hooks::info(Hook::sym);                                                   \
       if (query_fold::eligible()) return query_fold::run(0, aw_caller, hq.api, hq.api, reinterpret_cast<uint64_t>(st), \
                                                          calls::stream_kind(st, hq.per_thread), hq.per_thread, call);  \
       return traced(aw_caller, Hook::sym, calls::Category::Sync, call,                                                 \
@@ -92,14 +92,14 @@ DEF_STREAM_QUERY(cuStreamQuery)
 DEF_STREAM_QUERY(cuStreamQuery_ptsz)
 
 #define DEF_EVENT_SYNC(sym)                                                                                         \
-  AW_DRIVER_HOOK(sym, (CUevent ev), (ev),                                                                           \
+  AW_DRIVER_HOOK(sym, (ev),                                                                                         \
                  return traced(aw_caller, Hook::sym, calls::Category::Sync, call,                                   \
                                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) AW_FILL {          \
                                  fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(ev), trace::StreamKind::Unknown); \
                                });)
 DEF_EVENT_SYNC(cuEventSynchronize)
 
-AW_DRIVER_HOOK(cuEventQuery, (CUevent ev), (ev),
+AW_DRIVER_HOOK(cuEventQuery, (ev),
                if (query_fold::eligible()) return query_fold::run(0, aw_caller, trace::Api::cuEventQuery,
                                                                   trace::Api::cuEventQuery,
                                                                   reinterpret_cast<uint64_t>(ev),
@@ -109,7 +109,7 @@ AW_DRIVER_HOOK(cuEventQuery, (CUevent ev), (ev),
                                fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(ev), trace::StreamKind::Unknown);
                              });)
 
-AW_DRIVER_HOOK(cuCtxSynchronize, (), (),
+AW_DRIVER_HOOK(cuCtxSynchronize, (),
                return traced(aw_caller, Hook::cuCtxSynchronize, calls::Category::Sync, call,
                              [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r)
                                  AW_FILL { fill_sync(rec, hi, r, 0, trace::StreamKind::Unknown); });)
@@ -118,15 +118,15 @@ AW_DRIVER_HOOK(cuCtxSynchronize, (), (),
 // which synchronizes the given context (NULL: the current one). Recorded as the same Sync as
 // cuCtxSynchronize (api cuCtxSynchronize, so every rule about it applies) with driver_fn naming
 // the entry point the application actually reached, and the context as the handle.
-AW_DRIVER_HOOK(cuCtxSynchronize_v2, (CUcontext ctx), (ctx),
+AW_DRIVER_HOOK(cuCtxSynchronize_v2, (ctx),
                return traced(aw_caller, Hook::cuCtxSynchronize_v2, calls::Category::Sync, call,
                              [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) AW_FILL {
                                fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(ctx), trace::StreamKind::Unknown);
-                               rec.sync.api = static_cast<uint16_t>(trace::Api::cuCtxSynchronize);
+                               rec.Sync.api = static_cast<uint16_t>(trace::Api::cuCtxSynchronize);
                              });)
 
 #define DEF_STREAM_WAIT_EVENT(sym)                                                                            \
-  AW_DRIVER_HOOK(sym, (CUstream st, CUevent ev, unsigned flags), (st, ev, flags),                             \
+  AW_DRIVER_HOOK(sym, (st, ev, flags),                                                                        \
                  return traced(aw_caller, Hook::sym, calls::Category::Sync, call,                             \
                                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) AW_FILL {    \
                                  /* handle: the stream that waits; the event is not kept (no field for it) */ \
@@ -137,13 +137,13 @@ DEF_STREAM_WAIT_EVENT(cuStreamWaitEvent)
 DEF_STREAM_WAIT_EVENT(cuStreamWaitEvent_ptsz)
 
 // ---- memory management ----------------------------------------------------------------------
-AW_DRIVER_HOOK(cuMemAlloc_v2, (CUdeviceptr * p, size_t n), (p, n),
+AW_DRIVER_HOOK(cuMemAlloc_v2, (p, n),
                return traced(aw_caller, Hook::cuMemAlloc_v2, calls::Category::MemoryOp, call,
                              [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
                                fill_memory(rec, hi, r, MemoryKind::Device, (r == 0 && p) ? *p : 0, n, 0);
                              });)
 
-AW_DRIVER_HOOK(cuMemFree_v2, (CUdeviceptr p), (p),
+AW_DRIVER_HOOK(cuMemFree_v2, (p),
                return traced(aw_caller, Hook::cuMemFree_v2, calls::Category::MemoryOp, call,
                              [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
                                fill_memory(rec, hi, r, MemoryKind::Device, p, 0, 0);
@@ -152,7 +152,7 @@ AW_DRIVER_HOOK(cuMemFree_v2, (CUdeviceptr p), (p),
 // The pinned allocations feed the classifier's registry whether or not we record (a disabled or
 // failed trace must not change classification of later calls... which are not recorded either,
 // but the registry is cheap and keeps the two states simple).
-AW_DRIVER_HOOK(cuMemAllocHost_v2, (void** pp, size_t n), (pp, n),
+AW_DRIVER_HOOK(cuMemAllocHost_v2, (pp, n),
                return traced(
                    aw_caller, Hook::cuMemAllocHost_v2, calls::Category::MemoryOp,
                    [&] {
@@ -166,7 +166,7 @@ AW_DRIVER_HOOK(cuMemAllocHost_v2, (void** pp, size_t n), (pp, n),
                                  n, 0);
                    });)
 
-AW_DRIVER_HOOK(cuMemHostAlloc, (void** pp, size_t n, unsigned flags), (pp, n, flags),
+AW_DRIVER_HOOK(cuMemHostAlloc, (pp, n, flags),
                return traced(
                    aw_caller, Hook::cuMemHostAlloc, calls::Category::MemoryOp,
                    [&] {
@@ -180,7 +180,7 @@ AW_DRIVER_HOOK(cuMemHostAlloc, (void** pp, size_t n, unsigned flags), (pp, n, fl
                                  n, flags);
                    });)
 
-AW_DRIVER_HOOK(cuMemFreeHost, (void* p), (p),
+AW_DRIVER_HOOK(cuMemFreeHost, (p),
                return traced(
                    aw_caller, Hook::cuMemFreeHost, calls::Category::MemoryOp,
                    [&] {
@@ -193,7 +193,7 @@ AW_DRIVER_HOOK(cuMemFreeHost, (void* p), (p),
                      fill_memory(rec, hi, r, MemoryKind::Pinned, reinterpret_cast<uint64_t>(p), 0, 0);
                    });)
 
-AW_DRIVER_HOOK(cuMemHostRegister_v2, (void* p, size_t n, unsigned flags), (p, n, flags),
+AW_DRIVER_HOOK(cuMemHostRegister_v2, (p, n, flags),
                return traced(
                    aw_caller, Hook::cuMemHostRegister_v2, calls::Category::MemoryOp,
                    [&] {
@@ -206,7 +206,7 @@ AW_DRIVER_HOOK(cuMemHostRegister_v2, (void* p, size_t n, unsigned flags), (p, n,
                      fill_memory(rec, hi, r, MemoryKind::Pinned, reinterpret_cast<uint64_t>(p), n, flags);
                    });)
 
-AW_DRIVER_HOOK(cuMemHostUnregister, (void* p), (p),
+AW_DRIVER_HOOK(cuMemHostUnregister, (p),
                return traced(
                    aw_caller, Hook::cuMemHostUnregister, calls::Category::MemoryOp,
                    [&] {
@@ -219,14 +219,14 @@ AW_DRIVER_HOOK(cuMemHostUnregister, (void* p), (p),
                      fill_memory(rec, hi, r, MemoryKind::Pageable, reinterpret_cast<uint64_t>(p), 0, 0);
                    });)
 
-AW_DRIVER_HOOK(cuMemAllocManaged, (CUdeviceptr * p, size_t n, unsigned flags), (p, n, flags),
+AW_DRIVER_HOOK(cuMemAllocManaged, (p, n, flags),
                return traced(aw_caller, Hook::cuMemAllocManaged, calls::Category::MemoryOp, call,
                              [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
                                fill_memory(rec, hi, r, MemoryKind::Managed, (r == 0 && p) ? *p : 0, n, flags);
                              });)
 
 #define DEF_ALLOC_ASYNC(sym)                                                                                \
-  AW_DRIVER_HOOK(sym, (CUdeviceptr * p, size_t n, CUstream st), (p, n, st),                                 \
+  AW_DRIVER_HOOK(sym, (p, n, st),                                                                           \
                  return traced(aw_caller, Hook::sym, calls::Category::MemoryOp, call,                       \
                                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {          \
                                  fill_memory(rec, hi, r, MemoryKind::Device, (r == 0 && p) ? *p : 0, n, 0); \
@@ -235,7 +235,7 @@ DEF_ALLOC_ASYNC(cuMemAllocAsync)
 DEF_ALLOC_ASYNC(cuMemAllocAsync_ptsz)
 
 #define DEF_FREE_ASYNC(sym)                                                                        \
-  AW_DRIVER_HOOK(sym, (CUdeviceptr p, CUstream st), (p, st),                                       \
+  AW_DRIVER_HOOK(sym, (p, st),                                                                     \
                  return traced(aw_caller, Hook::sym, calls::Category::MemoryOp, call,              \
                                [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) { \
                                  fill_memory(rec, hi, r, MemoryKind::Device, p, 0, 0);             \
@@ -244,22 +244,22 @@ DEF_FREE_ASYNC(cuMemFreeAsync)
 DEF_FREE_ASYNC(cuMemFreeAsync_ptsz)
 
 // ---- streams and capture --------------------------------------------------------------------
-AW_DRIVER_HOOK(cuStreamCreate, (CUstream * ph, unsigned flags), (ph, flags),
-               return traced(aw_caller, Hook::cuStreamCreate, calls::Category::Stream, call,
+AW_DRIVER_HOOK(cuStreamCreate, (ph, flags),
+               return traced(aw_caller, Hook::cuStreamCreate, calls::Category::StreamCreate, call,
                              [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
                                fill_stream(rec, hi, r, trace::RecordType::StreamCreate,
                                            (r == 0 && ph) ? reinterpret_cast<uint64_t>(*ph) : 0, flags, 0);
                              });)
 
-AW_DRIVER_HOOK(cuStreamCreateWithPriority, (CUstream * ph, unsigned flags, int priority), (ph, flags, priority),
-               return traced(aw_caller, Hook::cuStreamCreateWithPriority, calls::Category::Stream, call,
+AW_DRIVER_HOOK(cuStreamCreateWithPriority, (ph, flags, priority),
+               return traced(aw_caller, Hook::cuStreamCreateWithPriority, calls::Category::StreamCreate, call,
                              [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
                                fill_stream(rec, hi, r, trace::RecordType::StreamCreate,
                                            (r == 0 && ph) ? reinterpret_cast<uint64_t>(*ph) : 0, flags, priority);
                              });)
 
-AW_DRIVER_HOOK(cuStreamDestroy_v2, (CUstream st), (st),
-               return traced(aw_caller, Hook::cuStreamDestroy_v2, calls::Category::Stream, call,
+AW_DRIVER_HOOK(cuStreamDestroy_v2, (st),
+               return traced(aw_caller, Hook::cuStreamDestroy_v2, calls::Category::StreamDestroy, call,
                              [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {
                                fill_stream(rec, hi, r, trace::RecordType::StreamDestroy, reinterpret_cast<uint64_t>(st),
                                            0, 0);
@@ -267,7 +267,7 @@ AW_DRIVER_HOOK(cuStreamDestroy_v2, (CUstream st), (st),
 
 #define DEF_BEGIN_CAPTURE(sym)                                                                                     \
   AW_DRIVER_HOOK(                                                                                                  \
-      sym, (CUstream st, unsigned mode), (st, mode),                                                               \
+      sym, (st, mode),                                                                                             \
       /* Counted even when not recording: evidence must never run during a capture. */ CUresult r0 = CUDA_SUCCESS; \
       CUresult res = traced(                                                                                       \
           aw_caller, Hook::sym, calls::Category::Capture, [&] { return r0 = real(st, mode); },                     \
@@ -280,23 +280,22 @@ DEF_BEGIN_CAPTURE(cuStreamBeginCapture_v2_ptsz)
 
 // CUDA 12.3+: capture into an existing graph. Ended by cuStreamEndCapture like any capture; it
 // must be counted too, or completion evidence could invalidate a global-mode capture.
-#define DEF_BEGIN_CAPTURE_TO_GRAPH(sym)                                                                               \
-  AW_DRIVER_HOOK(sym, (CUstream st, CUgraph g, const void* deps, const void* edge_data, size_t ndeps, unsigned mode), \
-                 (st, g, deps, edge_data, ndeps, mode), CUresult r0 = CUDA_SUCCESS;                                   \
-                 CUresult res = traced(                                                                               \
-                     aw_caller, Hook::sym, calls::Category::Capture,                                                  \
-                     [&] { return r0 = real(st, g, deps, edge_data, ndeps, mode); },                                  \
-                     [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {                              \
-                       fill_capture(rec, hi, r, reinterpret_cast<uint64_t>(st),                                       \
-                                    mode); /* a begin of capture for every rule; driver_fn names the entry point */   \
-                       rec.capture.api = static_cast<uint16_t>(trace::Api::cuStreamBeginCapture_v2);                  \
-                     });                                                                                              \
+#define DEF_BEGIN_CAPTURE_TO_GRAPH(sym)                                                                             \
+  AW_DRIVER_HOOK(sym, (st, g, deps, edge_data, ndeps, mode), CUresult r0 = CUDA_SUCCESS;                            \
+                 CUresult res = traced(                                                                             \
+                     aw_caller, Hook::sym, calls::Category::Capture,                                                \
+                     [&] { return r0 = real(st, g, deps, edge_data, ndeps, mode); },                                \
+                     [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {                            \
+                       fill_capture(rec, hi, r, reinterpret_cast<uint64_t>(st),                                     \
+                                    mode); /* a begin of capture for every rule; driver_fn names the entry point */ \
+                       rec.Capture.api = static_cast<uint16_t>(trace::Api::cuStreamBeginCapture_v2);                \
+                     });                                                                                            \
                  if (r0 == CUDA_SUCCESS && res == CUDA_SUCCESS) calls::capture_begun(); return res;)
 DEF_BEGIN_CAPTURE_TO_GRAPH(cuStreamBeginCaptureToGraph)
 DEF_BEGIN_CAPTURE_TO_GRAPH(cuStreamBeginCaptureToGraph_ptsz)
 
 #define DEF_END_CAPTURE(sym)                                                                                          \
-  AW_DRIVER_HOOK(sym, (CUstream st, CUgraph * g), (st, g),                                                            \
+  AW_DRIVER_HOOK(sym, (st, g),                                                                                        \
                  CUresult res = traced(aw_caller, Hook::sym, calls::Category::Capture, call,                          \
                                        [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) {            \
                                          fill_capture(                                                                \

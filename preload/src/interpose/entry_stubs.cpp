@@ -53,6 +53,8 @@ static_assert(offsetof(asyncwatch::calls::ThreadLocals, call) == 0 && offsetof(T
 #pragma GCC diagnostic pop
 static_assert(asyncwatch::calls::kOuterRuntime == 2 && asyncwatch::calls::kOuterRuntimePassive == 3,
               "the driver stubs compare outer with $2 (and the query stubs with $3)");
+static_assert(asyncwatch::calls::kPhaseInReal == 2 && asyncwatch::calls::kPhaseApplication == 0,
+              "the driver stubs compare phase with $2 (kPhaseInReal), the runtime stubs with $0");
 static_assert(sizeof(TextRange) == 16 && offsetof(TextRange, lo) == 0 && offsetof(TextRange, len) == 8 &&
                   asyncwatch::runtime_hooks::kRtInstances == 4,
               "the driver stubs index aw_rt_text by (rt_instance & 3) * 16");
@@ -102,7 +104,7 @@ static_assert(sizeof(TextRange) == 16 && offsetof(TextRange, lo) == 0 && offseto
 // instance's object, straight to the real function: what the full body does then (the call passes
 // through, classify_nested), without it. A polling loop through the shared runtime pays this stub
 // instead of a second body per query.
-#define AW_DRIVER_STUB(sym, api, pt)                        \
+#define AW_DRIVER_STUB(sym, api, ...)                       \
   AW_STUB_BEGIN(sym)                                        \
   ".hidden aw_inrt_" #sym "\n"                              \
   ".set aw_q, 0\n"                                          \

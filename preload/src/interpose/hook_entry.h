@@ -1,6 +1,5 @@
 // How an exported wrapper hands over to its traced body, out of line (docs/interception.md, "Every
-// path to the driver"; the cost: docs/performance.md, "The disabled path as a stub" and "The
-// dispatch in the stub"). On x86-64 the exported symbol is a stub in assembly (entry_stubs.cpp,
+// path to the driver"). On x86-64 the exported symbol is a stub in assembly (entry_stubs.cpp,
 // made from the hook tables) that makes the entry's tests itself and jumps to the body they pick:
 // with the ASYNCWATCH_DISABLE bit set, to the real function; a driver stub to `aw_inrt_<sym>` when
 // `called_in_runtime` (below) holds, else to `aw_traced_<sym>`; a runtime stub to `aw_app_<sym>`
@@ -9,6 +8,23 @@
 // application's return address and frame as its own (AW_STUB_CALLER_AS), in every build (-O0 and
 // the sanitizer builds included), and no C++ frame moves the arguments (GCC's tail call with
 // stack arguments reloads and stores each of them).
+//
+// The four ways into a driver wrapper, each kept for the GPU figure it buys (docs/performance.md's
+// table; the instructions per call are bench/callgrind_per_call.sh's on the simulator when each
+// was added):
+//   - the stub (entry_stubs.cpp): the static runtime's way (the driver wrapper is the outer one):
+//     launch 398 -> 317, 64 B pinned copy 359 -> 316 over a C++ entry. The static runtime's pinned
+//     copy is at its target (+3.8 to +5.1 % of <= +5 %): kept.
+//   - the in-runtime body (aw_inrt_<sym>, InRuntimeCaller): the shared runtime's every copy and
+//     launch, launch 558 -> 418, pinned copy 580 -> 380: a larger saving than the stub's, on the
+//     path whose copy is at +2.5 to +3.4 % of <= +5 %: kept.
+//   - the prefill shim (AW_PREFILLED_DRIVER_HOOKS, below): the shared runtime's launch 317 -> 275
+//     and pinned copy 316 -> 271. The one with margin (shared runtime: launch +0.9 to +1.3 % of
+//     <= +3 %, copy +2.5 to +3.4 % of <= +5 %, measured with it); what those figures are without
+//     it is not measured on a GPU (bench/run_paired.sh with a library built with an empty prefill
+//     list would say): kept until that A/B shows the merge leaves both within target.
+//   - the full in-runtime body (aw_inrt_full_<sym>): no trick of its own, the prefill's fallback
+//     (the in-runtime body under another name): goes with the prefill shim.
 //
 // Elsewhere the exported function is a C++ entry (AW_ENTRY_NAME, the exported name itself) that
 // makes the same tests and calls the body with the same arguments, which an optimizing compiler
@@ -102,21 +118,22 @@ inline bool called_by(const void* own_ra, const void* wrapper) noexcept {
 // The x86-64 stubs make it in assembly (entry_stubs.cpp): the same fields, the same order.
 inline bool called_in_runtime(const void* ra) noexcept {
   const ThreadCallState& st = tl_locals.call;
-  return st.phase == 2 && st.outer == kOuterRuntime && runtime_hooks::text_contains(st.rt_instance, ra);
+  return st.phase == kPhaseInReal && st.outer == kOuterRuntime && runtime_hooks::text_contains(st.rt_instance, ra);
 }
 }  // namespace asyncwatch::calls
 
-// Defines the exported driver wrapper `sym` (parameters `params`, forwarded as `args`): its entry
-// and its body, `aw_traced_<sym>` (hidden, out of line), whose statements follow `args`; in them
-// `aw_caller` (the call site), `real` (the driver's function, its own type) and `call` (it, called
-// with `args`) are in scope.
+// Defines the exported driver wrapper `sym` (its parameters named `args`, typed by its row of the
+// hook table: AW_PARAMS_<sym>, driver_hook_table.inc): its entry and its body, `aw_traced_<sym>`
+// (hidden, out of line), whose statements follow `args`; in them `aw_caller` (the call site),
+// `real` (the driver's function, its own type) and `call` (it, called with `args`) are in scope.
 // The two bodies: `aw_traced_<sym>` (every way in) and `aw_inrt_<sym>` (called by the runtime inside
 // a traced runtime call: `aw_caller` an InRuntimeCaller, so that the short path is all it holds).
-#define AW_DRIVER_BODY(caller_type, sym, args, ...)                                                                 \
-  AW_STUB_CALLER_AS(caller_type, &::AW_ENTRY_NAME(sym));                                                            \
-  const auto real = reinterpret_cast<decltype(&::sym)>(::asyncwatch::real::driver(::asyncwatch::hooks::Hook::sym)); \
-  if (!real) return ::asyncwatch::cuda::CUDA_ERROR_NOT_INITIALIZED;                                                 \
-  [[maybe_unused]] auto call = [&] { return real args; };                                                           \
+#define AW_DRIVER_BODY(caller_type, sym, args, ...)                                                                \
+  AW_STUB_CALLER_AS(caller_type, &::AW_ENTRY_NAME(sym));                                                           \
+  const auto real =                                                                                                \
+      reinterpret_cast<::asyncwatch::hooks::fn::sym*>(::asyncwatch::real::driver(::asyncwatch::hooks::Hook::sym)); \
+  if (!real) return ::asyncwatch::cuda::CUDA_ERROR_NOT_INITIALIZED;                                                \
+  [[maybe_unused]] auto call = [&] { return real args; };                                                          \
   __VA_ARGS__
 // (`inrt`: the in-runtime body's name, aw_inrt_<sym> but for a prefilled wrapper's, below.)
 #define AW_DRIVER_BODIES_AS(sym, inrt, params, args, ...)                                                          \
@@ -128,18 +145,19 @@ inline bool called_in_runtime(const void* ra) noexcept {
     AW_DRIVER_BODY(::asyncwatch::calls::InRuntimeCaller, sym, args, __VA_ARGS__)                                   \
   }
 #define AW_DRIVER_BODIES(sym, params, args, ...) AW_DRIVER_BODIES_AS(sym, aw_inrt_##sym, params, args, __VA_ARGS__)
+#define AW_DRIVER_HOOK(sym, args, ...)           AW_DRIVER_HOOK_WITH(sym, AW_PARAMS_##sym args, args, __VA_ARGS__)
 #if AW_ENTRY_STUBS
-#define AW_DRIVER_HOOK(sym, params, args, ...) AW_DRIVER_BODIES(sym, params, args, __VA_ARGS__)
+#define AW_DRIVER_HOOK_WITH(sym, params, args, ...) AW_DRIVER_BODIES(sym, params, args, __VA_ARGS__)
 // A prefilled wrapper (AW_PREFILLED_DRIVER_HOOKS, below): its in-runtime body is aw_inrt_full_<sym>,
 // which the shim aw_inrt_<sym> jumps to when its prefill step did nothing.
-#define AW_DRIVER_HOOK_PREFILLED(sym, params, args, ...) \
-  AW_DRIVER_BODIES_AS(sym, aw_inrt_full_##sym, params, args, __VA_ARGS__)
+#define AW_DRIVER_HOOK_PREFILLED(sym, args, ...) \
+  AW_DRIVER_BODIES_AS(sym, aw_inrt_full_##sym, AW_PARAMS_##sym args, args, __VA_ARGS__)
 #else
-#define AW_DRIVER_HOOK(sym, params, args, ...)                                                                      \
+#define AW_DRIVER_HOOK_WITH(sym, params, args, ...)                                                                 \
   extern "C" AW_ENTRY_VISIBILITY ::asyncwatch::cuda::CUresult AW_ENTRY_NAME(sym) params;                            \
   AW_DRIVER_BODIES(sym, params, args, __VA_ARGS__)                                                                  \
   extern "C" AW_ENTRY_VISIBILITY AW_ENTRY_ATTRS ::asyncwatch::cuda::CUresult AW_ENTRY_NAME(sym) params {            \
-    AW_ENTRY_PASS_IF_DISABLED(decltype(&::sym),                                                                     \
+    AW_ENTRY_PASS_IF_DISABLED(::asyncwatch::hooks::fn::sym*,                                                        \
                               ::asyncwatch::real::g_real[static_cast<size_t>(::asyncwatch::hooks::Hook::sym)].load( \
                                   std::memory_order_acquire),                                                       \
                               args)                                                                                 \
@@ -147,11 +165,10 @@ inline bool called_in_runtime(const void* ra) noexcept {
     if (AW_LIKELY(::asyncwatch::calls::called_in_runtime(__builtin_return_address(0)))) return aw_inrt_##sym args;  \
     return aw_traced_##sym args;                                                                                    \
   }
-#define AW_DRIVER_HOOK_PREFILLED(sym, params, args, ...) AW_DRIVER_HOOK(sym, params, args, __VA_ARGS__)
+#define AW_DRIVER_HOOK_PREFILLED(sym, args, ...) AW_DRIVER_HOOK(sym, args, __VA_ARGS__)
 #endif
 
-// Prefilled driver wrappers (x86-64; docs/performance.md, "The launch's record filled before its
-// call"): the driver stub's in-runtime target aw_inrt_<sym> is a shim in assembly (entry_stubs.cpp)
+// Prefilled driver wrappers (x86-64; what it buys: the top of this file): the driver stub's in-runtime target aw_inrt_<sym> is a shim in assembly (entry_stubs.cpp)
 // that saves the six argument registers, calls `aw_prefill_<sym>(const StubArgs*)` and, with the
 // registers restored, jumps to the address it returned: the real function, once the prefill step
 // filled the runtime call's record and left the thread as it is inside the runtime (phase 2), so
@@ -180,7 +197,7 @@ inline bool prefill_possible(const ThreadCallState& st, const void* real, const 
 // real function for the shim to jump to.
 template <class Fill>
 inline void* prefill_record(ThreadCallState& st, ::asyncwatch::hooks::Hook h, Fill&& fill) noexcept {
-  st.phase = 3;
+  st.phase = kPhaseLibraryInRuntime;
   signal_fence();
   st.driver_reached = true;  // adopt_target's
   st.pending_valid = true;
@@ -188,7 +205,7 @@ inline void* prefill_record(ThreadCallState& st, ::asyncwatch::hooks::Hook h, Fi
   const ::asyncwatch::hooks::HookInfo& hi = ::asyncwatch::hooks::info(h);
   rec.head.driver_fn = static_cast<uint16_t>(hi.api);
   fill(rec, hi);
-  set_phase(st, 2);
+  set_phase(st, kPhaseInReal);
   // The real function again: set once (tested by prefill_possible), reloaded rather than kept
   // across set_phase's call.
   return ::asyncwatch::real::g_real[static_cast<size_t>(h)].load(std::memory_order_relaxed);

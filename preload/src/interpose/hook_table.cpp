@@ -1,14 +1,18 @@
-// Builds the table from AW_DRIVER_HOOKS. The wrappers are declared here as plain functions only
-// to take their addresses; their real prototypes live in the driver_hooks_*.cpp files.
+// Builds the table from AW_DRIVER_HOOKS. The wrappers are declared here with the parameters the
+// table gives them (driver_hook_table.inc), only to take their addresses; their definitions are in
+// the driver_hooks_*.cpp files (AW_DRIVER_HOOK) and, on x86-64, their exported stubs in
+// entry_stubs.cpp.
 #include "hook_table.h"
 
 #include <cstring>
 
 #include "hook_entry.h"
 
-#define AW_HOOK_DECL(sym, api, pt) extern "C" AW_EXPORTED_VISIBILITY void AW_EXPORTED_NAME(sym)();
+namespace asyncwatch::cuda {
+#define AW_HOOK_DECL(sym, ...) extern "C" AW_EXPORTED_VISIBILITY hooks::fn::sym AW_EXPORTED_NAME(sym);
 AW_DRIVER_HOOKS(AW_HOOK_DECL)
 #undef AW_HOOK_DECL
+}  // namespace asyncwatch::cuda
 
 namespace asyncwatch::calls {
 AW_TLS_SHARED const void* tl_entry_ra;  // hook_entry.h
@@ -18,7 +22,8 @@ namespace asyncwatch::hooks {
 namespace {
 
 const HookInfo kTable[] = {
-#define AW_HOOK_ROW(sym, api, pt) {#sym, trace::Api::api, pt != 0, reinterpret_cast<void*>(&::AW_EXPORTED_NAME(sym))},
+#define AW_HOOK_ROW(sym, api, pt, ...) \
+  {#sym, trace::Api::api, pt != 0, reinterpret_cast<void*>(&cuda::AW_EXPORTED_NAME(sym))},
     AW_DRIVER_HOOKS(AW_HOOK_ROW)
 #undef AW_HOOK_ROW
 };
@@ -27,7 +32,7 @@ static_assert(sizeof(kTable) / sizeof(kTable[0]) == kHookCount);
 // The rows in the order of their names (strcmp), for a binary search: cuGetProcAddress asks for
 // every entry point of the driver (about 440 at start-up), most of them not hooked.
 constexpr const char* kNames[] = {
-#define AW_HOOK_NAME(sym, api, pt) #sym,
+#define AW_HOOK_NAME(sym, ...) #sym,
     AW_DRIVER_HOOKS(AW_HOOK_NAME)
 #undef AW_HOOK_NAME
 };

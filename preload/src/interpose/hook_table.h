@@ -8,98 +8,14 @@
 #include <cstdint>
 
 #include "asyncwatch/trace_format.h"
+#include "cuda_abi.h"
 
-// X(symbol, api, per_thread)
-#define AW_LEGACY_AND_PER_THREAD(X, base, suffix) X(base, base, 0) X(base##suffix, base, 1)
-#define AW_DRIVER_HOOKS(X)                                                           \
-  X(cuGetProcAddress, None, 0)                                                       \
-  X(cuGetProcAddress_v2, None, 0)                                                    \
-  /* capture ranges (profiler_hooks.cpp), not recorded */                            \
-  X(cuProfilerStart, None, 0)                                                        \
-  X(cuProfilerStop, None, 0)                                                         \
-  /* copies */                                                                       \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemcpy, _ptds)                                       \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemcpyAsync, _ptsz)                                  \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemcpyHtoD_v2, _ptds)                                \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemcpyDtoH_v2, _ptds)                                \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemcpyDtoD_v2, _ptds)                                \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemcpyHtoDAsync_v2, _ptsz)                           \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemcpyDtoHAsync_v2, _ptsz)                           \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemcpyDtoDAsync_v2, _ptsz)                           \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemcpy2D_v2, _ptds)                                  \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemcpy2DUnaligned_v2, _ptds)                         \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemcpy2DAsync_v2, _ptsz)                             \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemcpy3D_v2, _ptds)                                  \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemcpy3DAsync_v2, _ptsz)                             \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemcpyPeer, _ptds)                                   \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemcpyPeerAsync, _ptsz)                              \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemcpyHtoAAsync_v2, _ptsz)                           \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemcpyAtoHAsync_v2, _ptsz)                           \
-  /* memsets */                                                                      \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemsetD8_v2, _ptds)                                  \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemsetD16_v2, _ptds)                                 \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemsetD32_v2, _ptds)                                 \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemsetD8Async, _ptsz)                                \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemsetD16Async, _ptsz)                               \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemsetD32Async, _ptsz)                               \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemsetD2D8_v2, _ptds)                                \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemsetD2D16_v2, _ptds)                               \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemsetD2D32_v2, _ptds)                               \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemsetD2D8Async, _ptsz)                              \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemsetD2D16Async, _ptsz)                             \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemsetD2D32Async, _ptsz)                             \
-  /* launches */                                                                     \
-  AW_LEGACY_AND_PER_THREAD(X, cuLaunchKernel, _ptsz)                                 \
-  AW_LEGACY_AND_PER_THREAD(X, cuLaunchKernelEx, _ptsz)                               \
-  AW_LEGACY_AND_PER_THREAD(X, cuLaunchCooperativeKernel, _ptsz)                      \
-  AW_LEGACY_AND_PER_THREAD(X, cuGraphLaunch, _ptsz)                                  \
-  /* host functions */                                                               \
-  AW_LEGACY_AND_PER_THREAD(X, cuStreamAddCallback, _ptsz)                            \
-  AW_LEGACY_AND_PER_THREAD(X, cuLaunchHostFunc, _ptsz)                               \
-  /* synchronization */                                                              \
-  AW_LEGACY_AND_PER_THREAD(X, cuStreamSynchronize, _ptsz)                            \
-  X(cuEventSynchronize, cuEventSynchronize, 0)                                       \
-  X(cuCtxSynchronize, cuCtxSynchronize, 0)                                           \
-  X(cuCtxSynchronize_v2, cuCtxSynchronize_v2, 0)                                     \
-  AW_LEGACY_AND_PER_THREAD(X, cuStreamWaitEvent, _ptsz)                              \
-  AW_LEGACY_AND_PER_THREAD(X, cuStreamQuery, _ptsz)                                  \
-  X(cuEventQuery, cuEventQuery, 0)                                                   \
-  /* memory management */                                                            \
-  X(cuMemAlloc_v2, cuMemAlloc_v2, 0)                                                 \
-  X(cuMemFree_v2, cuMemFree_v2, 0)                                                   \
-  X(cuMemAllocHost_v2, cuMemAllocHost_v2, 0)                                         \
-  X(cuMemHostAlloc, cuMemHostAlloc, 0)                                               \
-  X(cuMemFreeHost, cuMemFreeHost, 0)                                                 \
-  X(cuMemHostRegister_v2, cuMemHostRegister_v2, 0)                                   \
-  X(cuMemHostUnregister, cuMemHostUnregister, 0)                                     \
-  X(cuMemAllocManaged, cuMemAllocManaged, 0)                                         \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemAllocAsync, _ptsz)                                \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemFreeAsync, _ptsz)                                 \
-  /* streams and capture */                                                          \
-  X(cuStreamCreate, cuStreamCreate, 0)                                               \
-  X(cuStreamCreateWithPriority, cuStreamCreateWithPriority, 0)                       \
-  X(cuStreamDestroy_v2, cuStreamDestroy_v2, 0)                                       \
-  AW_LEGACY_AND_PER_THREAD(X, cuStreamBeginCapture_v2, _ptsz)                        \
-  AW_LEGACY_AND_PER_THREAD(X, cuStreamEndCapture, _ptsz)                             \
-  AW_LEGACY_AND_PER_THREAD(X, cuStreamBeginCaptureToGraph, _ptsz)                    \
-  /* version 3 (hooked in driver_hooks_managed_batch.cpp, driver_hooks_graph.cpp) */ \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemPrefetchAsync, _ptsz)                             \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemPrefetchAsync_v2, _ptsz)                          \
-  AW_LEGACY_AND_PER_THREAD(X, cuStreamAttachMemAsync, _ptsz)                         \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemcpyBatchAsync, _ptsz)                             \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemcpyBatchAsync_v2, _ptsz)                          \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemcpy3DBatchAsync, _ptsz)                           \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemcpy3DBatchAsync_v2, _ptsz)                        \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemcpy3DPeer, _ptds)                                 \
-  AW_LEGACY_AND_PER_THREAD(X, cuMemcpy3DPeerAsync, _ptsz)                            \
-  X(cuGraphAddMemcpyNode, cuGraphAddMemcpyNode, 0)                                   \
-  X(cuGraphExecMemcpyNodeSetParams, cuGraphExecMemcpyNodeSetParams, 0)               \
-  X(cuGraphInstantiateWithFlags, cuGraphInstantiateWithFlags, 0)                     \
-  AW_LEGACY_AND_PER_THREAD(X, cuGraphInstantiateWithParams, _ptsz)                   \
-  X(cuGraphExecUpdate_v2, cuGraphExecUpdate_v2, 0)                                   \
-  /* version 4 */                                                                    \
-  X(cuGraphClone, cuGraphClone, 0)
+// The rows (symbol, api, per_thread, record, blocking, (parameter types)) and each row's
+// AW_PARAMS_<symbol>: generated from driver_hooks.txt and the toolkit's cuda.h
+// (preload/tools/gen_driver_hooks.py), which also writes the driver part of exports.map.
+#include "driver_hook_table.inc"
 
+#define AW_DRIVER_HOOKS(X) AW_DRIVER_HOOK_ROWS(X)
 // The exported wrapper as the library's own pointers name it (HookInfo::wrapper, the runtime
 // wrappers dlsym hands out): on x86-64 the exported stub's hidden alias (interpose/entry_stubs.cpp),
 // bound at link time, so that the loader needs no symbol lookup for them (R_X86_64_RELATIVE).
@@ -111,15 +27,40 @@
 #define AW_EXPORTED_VISIBILITY __attribute__((visibility("default")))
 #endif
 
+// The function type of each hooked entry point (its wrapper's and its real function's), as the
+// table gives it: hooks::fn::cuMemcpyHtoD_v2.
+namespace asyncwatch::hooks::fn {
+using namespace asyncwatch::cuda;
+#define AW_HOOK_FN_TYPE(sym, api, pt, record, blocking, types) using sym = CUresult types;
+AW_DRIVER_HOOKS(AW_HOOK_FN_TYPE)
+#undef AW_HOOK_FN_TYPE
+}  // namespace asyncwatch::hooks::fn
+
 namespace asyncwatch::hooks {
 
 enum class Hook : uint16_t {
-#define AW_HOOK_ENUM(sym, api, pt) sym,
+#define AW_HOOK_ENUM(sym, ...) sym,
   AW_DRIVER_HOOKS(AW_HOOK_ENUM)
 #undef AW_HOOK_ENUM
       Count
 };
 inline constexpr size_t kHookCount = static_cast<size_t>(Hook::Count);
+
+// The record a hook's wrapper writes and whether the host waits for the work by the API's contract
+// (kFlagSynchronousApi), as constants: a wrapper passes its Hook as a template argument.
+struct HookRow {
+  trace::RecordType record;
+  bool blocking;
+};
+namespace detail {
+inline constexpr bool Sync = true, Async = false;  // the table's blocking column
+inline constexpr HookRow kHookRows[] = {
+#define AW_HOOK_ROW_CONSTANTS(sym, api, pt, record, blocking, types) {trace::RecordType::record, blocking},
+    AW_DRIVER_HOOK_ROWS(AW_HOOK_ROW_CONSTANTS)
+#undef AW_HOOK_ROW_CONSTANTS
+};
+}  // namespace detail
+constexpr const HookRow& row(Hook h) { return detail::kHookRows[static_cast<size_t>(h)]; }
 
 struct HookInfo {
   const char* name;

@@ -60,35 +60,31 @@ void substitute(const char* requested, void** pfn) noexcept {
 #if AW_ENTRY_STUBS
 #define AW_PROC_ADDRESS_NAME(sym)  aw_traced_##sym
 #define AW_PROC_ADDRESS_VISIBILITY __attribute__((visibility("hidden")))
-#define AW_PROC_ADDRESS_INRT(sym, params) \
-  extern "C" __attribute__((visibility("hidden"), alias("aw_traced_" #sym))) CUresult aw_inrt_##sym params;
+#define AW_PROC_ADDRESS_INRT(sym) \
+  extern "C" __attribute__((visibility("hidden"), alias("aw_traced_" #sym))) hooks::fn::sym aw_inrt_##sym;
 #else
 #define AW_PROC_ADDRESS_NAME(sym)  AW_ENTRY_NAME(sym)
 #define AW_PROC_ADDRESS_VISIBILITY AW_ENTRY_VISIBILITY
-#define AW_PROC_ADDRESS_INRT(sym, params)
+#define AW_PROC_ADDRESS_INRT(sym)
 #endif
 
-extern "C" AW_PROC_ADDRESS_VISIBILITY CUresult AW_PROC_ADDRESS_NAME(cuGetProcAddress_v2)(const char* symbol, void** pfn,
-                                                                                         int version, cuuint64_t flags,
-                                                                                         int* symbol_status) {
-  using Fn = CUresult (*)(const char*, void**, int, cuuint64_t, int*);
-  auto real = reinterpret_cast<Fn>(real::driver(Hook::cuGetProcAddress_v2));
+extern "C" AW_PROC_ADDRESS_VISIBILITY CUresult AW_PROC_ADDRESS_NAME(cuGetProcAddress_v2)
+    AW_PARAMS_cuGetProcAddress_v2(symbol, pfn, version, flags, symbol_status) {
+  auto real = reinterpret_cast<hooks::fn::cuGetProcAddress_v2*>(real::driver(Hook::cuGetProcAddress_v2));
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   CUresult r = real(symbol, pfn, version, flags, symbol_status);
   if (r == CUDA_SUCCESS) proc_address::substitute(symbol, pfn);
   return r;
 }
-AW_PROC_ADDRESS_INRT(cuGetProcAddress_v2,
-                     (const char* symbol, void** pfn, int version, cuuint64_t flags, int* symbol_status))
+AW_PROC_ADDRESS_INRT(cuGetProcAddress_v2)
 
 // The CUDA 11.3 form (four arguments), still returned for version 11030.
-extern "C" AW_PROC_ADDRESS_VISIBILITY CUresult AW_PROC_ADDRESS_NAME(cuGetProcAddress)(const char* symbol, void** pfn,
-                                                                                      int version, cuuint64_t flags) {
-  using Fn = CUresult (*)(const char*, void**, int, cuuint64_t);
-  auto real = reinterpret_cast<Fn>(real::driver(Hook::cuGetProcAddress));
+extern "C" AW_PROC_ADDRESS_VISIBILITY CUresult AW_PROC_ADDRESS_NAME(cuGetProcAddress)
+    AW_PARAMS_cuGetProcAddress(symbol, pfn, version, flags) {
+  auto real = reinterpret_cast<hooks::fn::cuGetProcAddress*>(real::driver(Hook::cuGetProcAddress));
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   CUresult r = real(symbol, pfn, version, flags);
   if (r == CUDA_SUCCESS) proc_address::substitute(symbol, pfn);
   return r;
 }
-AW_PROC_ADDRESS_INRT(cuGetProcAddress, (const char* symbol, void** pfn, int version, cuuint64_t flags))
+AW_PROC_ADDRESS_INRT(cuGetProcAddress)

@@ -23,7 +23,8 @@ AW_TLS Last tl_last;
 
 bool eligible() noexcept {
   const calls::ThreadCallState& st = calls::thread_state();
-  return st.phase == 0 && trace_writer::recording_now() && config_fast().stacks != StackPolicy::All;
+  return st.phase == calls::kPhaseApplication && trace_writer::recording_now() &&
+         config_fast().stacks != StackPolicy::All;
 }
 
 bool may_fold(trace::Api api, uint64_t handle, bool per_thread) noexcept {

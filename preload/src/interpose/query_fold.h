@@ -38,7 +38,7 @@ template <class Call>
 auto run(uint8_t rt_instance, calls::Caller c, trace::Api api, trace::Api driver_fn, uint64_t handle,
          trace::StreamKind kind, bool per_thread, Call&& call) {
   calls::ThreadCallState& st = calls::thread_state();
-  st.phase = 1;
+  st.phase = calls::kPhaseLibrary;
   calls::signal_fence();
   st.caller = c;
   st.outer = calls::kOuterRuntimePassive;
@@ -48,9 +48,9 @@ auto run(uint8_t rt_instance, calls::Caller c, trace::Api api, trace::Api driver
   // not fold takes its start from the clock after the call: queries do not block.
   const bool foldable = may_fold(api, handle, per_thread);
   const uint64_t start = foldable ? 0 : now_ns();
-  calls::set_phase(st, 2);
+  calls::set_phase(st, calls::kPhaseInReal);
   auto r = call();
-  st.phase = 1;
+  st.phase = calls::kPhaseLibrary;
   calls::signal_fence();
   {
     ErrnoKeeper keep;
@@ -59,7 +59,7 @@ auto run(uint8_t rt_instance, calls::Caller c, trace::Api api, trace::Api driver
       record(api, driver_fn, handle, kind, per_thread, static_cast<int32_t>(r), foldable ? end : start, end);
     }
   }
-  calls::set_phase(st, 0);
+  calls::set_phase(st, calls::kPhaseApplication);
   return r;
 }
 

@@ -122,7 +122,7 @@ std::atomic<bool> g_all_resolved{false};
 // this runs as the library's own code (a signal meanwhile is held back), and a later first call of
 // another entry point, perhaps from a signal handler, finds its function without a lookup.
 void* resolve(hooks::Hook want) noexcept {
-  bool interrupted = calls::thread_state().phase & 1;
+  bool interrupted = calls::in_library(calls::thread_state().phase);
   calls::LibraryScope scope;
   ErrnoKeeper keep;
   if (interrupted) {

@@ -3,7 +3,7 @@
 // runtime_hooks.cpp, where their names are in scope.
 #pragma once
 
-// X(symbol, Api, Category, per_thread, (parameters), (arguments), fallback-or-nullptr). A fallback
+// X(symbol, Api, Category (the record type it writes), per_thread, (parameters), (arguments), fallback-or-nullptr). A fallback
 // (and a Query) is evaluated in the wrapper's body, where `aw_per_thread` is the row's per_thread.
 // AW_RT_BOTH(X, base, suffix, ...): the legacy entry point `base` and its per-thread-default-stream
 // form `base##suffix` (_ptds, _ptsz), recorded as the same Api.
@@ -87,10 +87,10 @@
   AW_RT_BOTH(X, __cudaLaunchKernel, _ptsz, Launch,                                                                     \
              (void* k, dim3 g, dim3 b, void** args, size_t shared, cudaStream_t st), (k, g, b, args, shared, st),      \
              [&](calls::AnyRecord& rec) { return fill_launch(rec, g, b, shared, st, aw_per_thread); })                 \
-  AW_RT_BOTH(X, cudaGraphLaunch, _ptsz, Launch, (void* g, cudaStream_t st), (g, st), nullptr)                          \
-  AW_RT_BOTH(X, cudaStreamAddCallback, _ptsz, HostFunc,                                                                \
+  AW_RT_BOTH(X, cudaGraphLaunch, _ptsz, GraphLaunch, (void* g, cudaStream_t st), (g, st), nullptr)                     \
+  AW_RT_BOTH(X, cudaStreamAddCallback, _ptsz, HostFuncEnqueue,                                                         \
              (cudaStream_t st, cudaStreamCallback_t cb, void* d, unsigned fl), (st, cb, d, fl), nullptr)               \
-  AW_RT_BOTH(X, cudaLaunchHostFunc, _ptsz, HostFunc, (cudaStream_t st, cudaHostFn_t fn, void* d), (st, fn, d),         \
+  AW_RT_BOTH(X, cudaLaunchHostFunc, _ptsz, HostFuncEnqueue, (cudaStream_t st, cudaHostFn_t fn, void* d), (st, fn, d),  \
              nullptr)                                                                                                  \
   AW_RT_BOTH(X, cudaStreamSynchronize, _ptsz, Sync, (cudaStream_t st), (st), nullptr)                                  \
   X(cudaEventSynchronize, cudaEventSynchronize, Sync, 0, (cudaEvent_t e), (e), nullptr)                                \
@@ -118,12 +118,12 @@
     [&](calls::AnyRecord& rec) { return fill_memory(rec, MemoryKind::Managed, p ? *p : nullptr, n, fl); })             \
   AW_RT_BOTH(X, cudaMallocAsync, _ptsz, MemoryOp, (void** p, size_t n, cudaStream_t st), (p, n, st), nullptr)          \
   AW_RT_BOTH(X, cudaFreeAsync, _ptsz, MemoryOp, (void* p, cudaStream_t st), (p, st), nullptr)                          \
-  X(cudaStreamCreate, cudaStreamCreate, Stream, 0, (cudaStream_t * p), (p), nullptr)                                   \
-  X(cudaStreamCreateWithFlags, cudaStreamCreateWithFlags, Stream, 0, (cudaStream_t * p, unsigned fl), (p, fl),         \
+  X(cudaStreamCreate, cudaStreamCreate, StreamCreate, 0, (cudaStream_t * p), (p), nullptr)                             \
+  X(cudaStreamCreateWithFlags, cudaStreamCreateWithFlags, StreamCreate, 0, (cudaStream_t * p, unsigned fl), (p, fl),   \
     nullptr)                                                                                                           \
-  X(cudaStreamCreateWithPriority, cudaStreamCreateWithPriority, Stream, 0, (cudaStream_t * p, unsigned fl, int prio),  \
-    (p, fl, prio), nullptr)                                                                                            \
-  X(cudaStreamDestroy, cudaStreamDestroy, Stream, 0, (cudaStream_t st), (st), nullptr)                                 \
+  X(cudaStreamCreateWithPriority, cudaStreamCreateWithPriority, StreamCreate, 0,                                       \
+    (cudaStream_t * p, unsigned fl, int prio), (p, fl, prio), nullptr)                                                 \
+  X(cudaStreamDestroy, cudaStreamDestroy, StreamDestroy, 0, (cudaStream_t st), (st), nullptr)                          \
   AW_RT_BOTH(X, cudaStreamBeginCapture, _ptsz, Capture, (cudaStream_t st, int mode), (st, mode), nullptr)              \
   AW_RT_BOTH(X, cudaStreamEndCapture, _ptsz, Capture, (cudaStream_t st, void** g), (st, g), nullptr)                   \
   /* trace version 3 APIs: named here, recorded by the driver wrappers they reach (the runtime 13.0 */                 \

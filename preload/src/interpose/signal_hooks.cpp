@@ -72,8 +72,8 @@ class HandlerMark {
  public:
   HandlerMark(void* ucv, uintptr_t frame, uintptr_t ret) noexcept : st_(calls::thread_state()) {
     phase_ = st_.phase;
-    marked_ = phase_ == 0 || phase_ == calls::kPhaseHandler;
-    if (!marked_) return;  // the library's own code or a real function was interrupted: call_context.h decides
+    marked_ = phase_ == calls::kPhaseApplication || phase_ == calls::kPhaseHandler;
+    if (!marked_) return;  // the library's own code or a real function was interrupted: thread_state.h decides
     frame_ = st_.handler_frame;
     ret_ = st_.handler_return;
     lo_ = st_.handler_alt_lo;
@@ -134,7 +134,7 @@ bool synchronous(int sig, const siginfo_t* si, bool has_info) noexcept {
 // faults, a handler the kernel already reset (SA_RESETHAND: the signal sent again would take the
 // default action), a signal that cannot be queued again (RLIMIT_SIGPENDING).
 bool defer(int sig, const siginfo_t* si, bool has_info, void* ucv) noexcept {
-  if (!(calls::thread_state().phase & 1) || synchronous(sig, si, has_info)) return false;
+  if (!calls::in_library(calls::thread_state().phase) || synchronous(sig, si, has_info)) return false;
   int saved_errno = errno;
   auto fn = reinterpret_cast<SigactionFn>(g_real[kSigaction].load(std::memory_order_acquire));
   struct sigaction cur;
@@ -227,7 +227,7 @@ bool handler_running(const calls::ThreadCallState& st, const void* frame) noexce
 }
 
 void handler_left(calls::ThreadCallState& st) noexcept {
-  st.phase = 0;
+  st.phase = calls::kPhaseApplication;
   calls::signal_fence();
   st.handler_frame = st.handler_return = st.handler_alt_lo = st.handler_alt_hi = 0;
 }

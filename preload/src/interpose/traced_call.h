@@ -59,7 +59,7 @@ cuda::CUresult traced_with(InRuntimeCaller, hooks::Hook h, Category cat, Prepare
   if (AW_UNLIKELY(trace_writer::disabled_now())) return call();
   ThreadCallState& st = thread_state();
   if (kPrepares && (prepare_wanted(prepare) || stack_before(cat))) {
-    st.phase = 3;
+    st.phase = kPhaseLibraryInRuntime;
     signal_fence();
     bool early;
     if constexpr (kPrepareDecidesStack) {
@@ -69,17 +69,17 @@ cuda::CUresult traced_with(InRuntimeCaller, hooks::Hook h, Category cat, Prepare
       early = stack_before(cat);
     }
     if (early) stack_into_target(st, cat);  // into the runtime call's record, before the call
-    set_phase(st, 4);
+    set_phase(st, kPhaseInRealInRuntime);
   } else if (!kPrepares && AW_UNLIKELY(stack_before(cat))) {
-    st.phase = 3;
+    st.phase = kPhaseLibraryInRuntime;
     signal_fence();
     stack_into_target(st, cat);
-    set_phase(st, 4);
+    set_phase(st, kPhaseInRealInRuntime);
   } else {
-    st.phase = 4;
+    st.phase = kPhaseInRealInRuntime;
   }
   cuda::CUresult r = call();
-  st.phase = 3;
+  st.phase = kPhaseLibraryInRuntime;
   signal_fence();
   {
     ThreadErrnoKeeper keep(st);
@@ -96,7 +96,7 @@ cuda::CUresult traced_with(InRuntimeCaller, hooks::Hook h, Category cat, Prepare
     if (r == cuda::CUDA_SUCCESS) note_driver_ready();
     if (cat == Category::Sync) gpu_times::drain();  // ASYNCWATCH_GPU_TIMES: the work waited for is done
   }
-  set_phase(st, 2);
+  set_phase(st, kPhaseInReal);
   return r;
 }
 
@@ -124,9 +124,9 @@ cuda::CUresult traced_with(Caller c, hooks::Hook h, Category cat, Prepare&& prep
   SavedCallState* reentrant = nullptr;  // set when this call interrupted a real function
   alignas(SavedCallState) unsigned char saved_storage[sizeof(SavedCallState)];
   auto outer_way = []() noexcept { return trace_writer::recording_now() ? kInPlace : recording() ? kOuter : kPass; };
-  if (AW_LIKELY(ph == 0)) {  // called by the application
+  if (AW_LIKELY(ph == kPhaseApplication)) {  // called by the application
     way = outer_way();
-  } else if (ph == 2 && st.outer == kOuterRuntime && nested_in_runtime(st, c.ra)) {
+  } else if (ph == kPhaseInReal && st.outer == kOuterRuntime && nested_in_runtime(st, c.ra)) {
     // Called by the runtime inside a traced runtime call (by a tail call from our runtime wrapper,
     // or from a caller the exported wrapper did not test): the record is the runtime call's.
     return traced_with(InRuntimeCaller{c}, h, cat, prepare, call, fill);
@@ -156,7 +156,7 @@ cuda::CUresult traced_with(Caller c, hooks::Hook h, Category cat, Prepare&& prep
     }
   };
   if (way <= kOuter) {
-    st.phase = 1;
+    st.phase = kPhaseLibrary;
     signal_fence();
     st.caller = c;
     st.outer = kOuterDriver;
@@ -164,10 +164,10 @@ cuda::CUresult traced_with(Caller c, hooks::Hook h, Category cat, Prepare&& prep
     // In place only: a record written after the call (the process's first call: no trace yet)
     // takes its stack after it. Before the start time is read: not in the blocked time.
     if (way == kInPlace)
-      rec = begin_in_place(record_type(cat, hi.api), hi.api, c.ra, early ? stack_now() : 0, &start, &gen);
+      rec = begin_in_place(cat, hi.api, c.ra, early ? stack_now() : 0, &start, &gen);
     else
       start = now_ns();
-    set_phase(st, 2);
+    set_phase(st, kPhaseInReal);
   } else if (way == kLost) {
     lost_phase = begin_lost(st);
   }
@@ -177,7 +177,7 @@ cuda::CUresult traced_with(Caller c, hooks::Hook h, Category cat, Prepare&& prep
     if (AW_UNLIKELY(reentrant)) reentrant->~SavedCallState();
     return r;
   }
-  st.phase = 1;
+  st.phase = kPhaseLibrary;
   signal_fence();
   uint64_t end = now_ns();
   [&]() noexcept {
@@ -190,9 +190,8 @@ cuda::CUresult traced_with(Caller c, hooks::Hook h, Category cat, Prepare&& prep
       }
     } else {  // kOuter
       AnyRecord tmp{};
-      tmp.h = trace::RecordHeader{
-          static_cast<uint16_t>(record_type(cat, hi.api)),
-          static_cast<uint16_t>(trace::record_info(static_cast<uint16_t>(record_type(cat, hi.api))).fixed)};
+      tmp.h = trace::RecordHeader{static_cast<uint16_t>(cat),
+                                  static_cast<uint16_t>(trace::record_info(static_cast<uint16_t>(cat)).fixed)};
       tmp.head.api = tmp.head.driver_fn = static_cast<uint16_t>(hi.api);
       fill(tmp, hi, r);
       tmp.head.result = r;
@@ -204,7 +203,7 @@ cuda::CUresult traced_with(Caller c, hooks::Hook h, Category cat, Prepare&& prep
     if (r == cuda::CUDA_SUCCESS) note_driver_ready();
     if (cat == Category::Sync) gpu_times::drain();  // ASYNCWATCH_GPU_TIMES: the work waited for is done
   }();
-  set_phase(st, 0);
+  set_phase(st, kPhaseApplication);
   if (AW_UNLIKELY(reentrant)) reentrant->~SavedCallState();
   return r;
 }

@@ -1,0 +1,192 @@
+// What the analysis keeps per group of flagged calls during the pass (a group: one rule, cause,
+// API, kernel and call stack), and the call sites the groups are merged by in finish().
+#pragma once
+
+#include "events/duration_stats.h"
+#include "events/streams.h"
+#include "findings/impact.h"
+#include "findings/rules.h"
+#include "symbols/call_site.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace asyncwatch::analysis {
+
+constexpr uint32_t kGraphKernel = events::StreamTable::kGraphKernel;
+constexpr size_t kMaxWaitedKernels = 64;     // distinct kernels a finding names as waited for
+constexpr size_t kMaxRangesPerGroup = 64;    // distinct NVTX ranges a finding names
+constexpr uint32_t kMaxRangeDomains = 64;    // NVTX domains followed (the library makes at most 32)
+constexpr size_t kMaxRangeDepth = 256;       // push ranges open on one thread that are followed
+constexpr size_t kMaxOpenRanges = 4096;      // start/end ranges open at once that are followed
+constexpr size_t kMaxThreadsPerGroup = 256;  // threads a group keeps its blocked time for (shares of wall)
+constexpr size_t kMaxRepeatKeys = 4096;      // distinct sizes/addresses a group remembers (implicit-sync)
+
+// 16 bytes without padding, in this order: the first 8 and the last 8 are each one 64-bit word
+// (compared and hashed as two words: observe builds, hashes and compares a key per grouped call).
+struct GroupKey {
+  uint8_t id;
+  uint8_t cause;
+  int8_t direction;  // -1 = none
+  int8_t memory;     // -1 = none
+  uint16_t api;      // Api id as recorded
+  uint16_t driver_fn;
+  uint32_t kernel;
+  uint32_t site;  // stack id during the pass
+  uint64_t word(size_t i) const {
+    uint64_t w;
+    std::memcpy(&w, reinterpret_cast<const char*>(this) + 8 * i, sizeof w);
+    return w;
+  }
+  bool operator==(const GroupKey& o) const { return word(0) == o.word(0) && word(1) == o.word(1); }
+};
+static_assert(sizeof(GroupKey) == 16 && offsetof(GroupKey, kernel) == 8);
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "GroupKey's words");
+struct GroupKeyHash {
+  // (id << 56) ^ (cause << 48) ^ (direction << 40) ^ (memory << 32) ^ api ^ (driver_fn << 16), mixed with
+  // the kernel and the site, from the two words: those four bytes are word 0's low half, byte-swapped.
+  size_t operator()(const GroupKey& k) const {
+    const uint64_t w0 = k.word(0), w1 = k.word(1);
+    uint64_t h = __builtin_bswap64(w0 & 0xffffffffu) ^ ((w0 >> 32) & 0xffffu) ^ ((w0 >> 48) << 16);
+    h ^= ((w1 & 0xffffffffu) * 0x9e3779b97f4a7c15ull) ^ ((w1 >> 32) * 0xc2b2ae3d27d4eb4full);
+    return static_cast<size_t>(h ^ (h >> 29));
+  }
+};
+
+// Launches waited for, by kernel name id: at most kMaxWaitedKernels ids (add() refuses more).
+// Open addressing in a table grown at 3/4 load (an explicit synchronization adds each kernel
+// its stream ran since it was last idle: a hash-map look-up each was most of its cost; at half
+// load these tables were the largest part of a pass with 100 k call sites: docs/performance.md).
+class WaitedKernels {
+ public:
+  bool add(uint32_t id, uint64_t n) {
+    if (__builtin_expect(size_ >= limit_, 0)) {  // full: refuse new ids at kMaxWaitedKernels, else grow
+      if (size_ >= kMaxWaitedKernels) return find_add(id, n, false);
+      grow();
+    }
+    return find_add(id, n, true);
+  }
+  // Adds each kernel of `t` (add() for each, in its order; the rest, refused, go to *others). Ids
+  // already held, the common case, are found at their home slot without add()'s tests.
+  void add_all(const KernelTally& t, uint64_t* others) {
+    if (__builtin_expect(slots_.empty(), 0)) {
+      t.each([&](uint32_t id, uint64_t n) {
+        if (!add(id, n)) *others += n;
+      });
+      return;
+    }
+    Slot* slots = slots_.data();
+    size_t mask = slots_.size() - 1;
+    t.each([&](uint32_t id, uint64_t n) {
+      Slot& s = slots[(id * 2654435761u) & mask];
+      if (__builtin_expect(s.tag == tag_of(id), 1)) {
+        s.n += n;
+        return;
+      }
+      if (!add(id, n)) *others += n;
+      slots = slots_.data();  // add() may have grown the table
+      mask = slots_.size() - 1;
+    });
+  }
+  size_t size() const { return size_; }
+  template <class F>
+  void each(F&& f) const {
+    for (const Slot& s : slots_)
+      if (s.tag) f(static_cast<uint32_t>(s.tag), s.n);
+  }
+
+ private:
+  struct Slot {
+    uint64_t tag = 0;  // tag_of(id) when used, 0 when free: one comparison finds an id at its slot
+    uint64_t n = 0;
+  };
+  static uint64_t tag_of(uint32_t id) { return uint64_t{1} << 32 | id; }
+  bool find_add(uint32_t id, uint64_t n, bool may_insert) {
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = (id * 2654435761u) & mask;; i = (i + 1) & mask) {
+      Slot& s = slots_[i];
+      if (s.tag == tag_of(id)) {
+        s.n += n;
+        return true;
+      }
+      if (!s.tag) {
+        if (!may_insert) return false;
+        s = Slot{tag_of(id), n};
+        ++size_;
+        return true;
+      }
+    }
+  }
+  void grow() {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(old.empty() ? 16 : old.size() * 2, Slot{});
+    size_ = 0;
+    limit_ = static_cast<uint32_t>(std::min(kMaxWaitedKernels, slots_.size() * 3 / 4));
+    for (const Slot& s : old)
+      if (s.tag) find_add(static_cast<uint32_t>(s.tag), s.n, true);
+  }
+  std::vector<Slot> slots_;  // power of two, never full (grown at 3/4 load, kMaxWaitedKernels * 2 at most)
+  uint32_t size_ = 0;
+  uint32_t limit_ = 0;  // add() grows the table (or refuses new ids) at this size: one test per call
+};
+
+struct Group {
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+  DurationStats blocked;
+  uint64_t evidence_checked = 0;
+  uint64_t completed_at_return = 0;
+  uint64_t drained = 0;
+  uint64_t outstanding_max = 0;
+  uint64_t pending_copies = 0, pending_copy_bytes = 0;  // the most of one call (first-launch)
+  WaitedKernels waited;
+  uint64_t waited_others = 0;
+  uint32_t stack_id = 0;  // a stack that shows the call site
+  uint64_t at_threshold = 0;
+  uint64_t event_waits = 0;
+  bool context_creation_visible = false;
+  bool ended_cleanly = true;
+  // tid -> blocked ns, by tid (bounded): a sorted vector, as most groups have one thread (a hash
+  // map was ~150 bytes more per group).
+  std::vector<std::pair<uint32_t, uint64_t>> thread_blocked;
+  uint32_t last_tid = 0;          // the thread of the last call, and the index of its entry
+  size_t last_thread = SIZE_MAX;  // SIZE_MAX: none
+  // NVTX range name id -> calls made inside it (bounded); implicit-sync: the addresses freed
+  // (frees) seen, and how many calls repeated one (a free of one of them, an allocation made again). Made on first use: most groups have
+  // neither (two empty hash maps in every group were 112 bytes).
+  std::unique_ptr<std::unordered_map<uint32_t, uint64_t>> ranges;
+  std::unique_ptr<std::unordered_map<uint64_t, uint32_t>> repeat_keys;
+  uint64_t repeated = 0;
+  // The first call's graph memcpy node (blocking-launch of a graph), for building the finding; the
+  // other fields of that call are in the key (not the whole Observation: groups can be 100 k+).
+  uint64_t graph_pageable_nodes = 0;
+  uint64_t graph_memory_nodes = 0;
+  GraphMemcpyNode graph_node;
+  ConcurrentCall concurrent;           // the first call's (blocking-launch other-thread-call)
+  uint32_t serial = 0;                 // order of creation (CallMark::finding before finish maps it)
+  impact::Sink sink;                   // what fixing the calls would save end to end (impact.h); its owner is `serial`
+  uint32_t cause_serial = UINT32_MAX;  // sink.cause's owner, read before the groups are freed (finish)
+};
+
+// A call site: the frame, and the library function it called (module empty when none).
+struct Site {
+  Frame frame;
+  Frame via;
+  bool user = true;
+  uint32_t python_lender = 0;             // the frame is a Python frame borrowed from another thread (Finding)
+  const char* framework_phase = nullptr;  // made inside a framework's compilation (framework_phase)
+};
+
+struct SiteRef {
+  uint32_t site = 0;            // 0 = unknown
+  uint32_t api_override = 0;    // interned runtime API name, 0 = none
+  bool chevron_launch = false;  // the stack shows nvcc's launch stub: kernel<<<...>>>
+};
+
+}  // namespace asyncwatch::analysis
