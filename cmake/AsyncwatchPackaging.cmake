@@ -26,6 +26,13 @@ install(FILES ${CMAKE_BINARY_DIR}/cmake/asyncwatchConfig.cmake ${CMAKE_BINARY_DI
 # The man page is written by hand (docs/man/asyncwatch.1); the test package.man-page keeps it in
 # step with --help.
 install(FILES ${PROJECT_SOURCE_DIR}/docs/man/asyncwatch.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+# In the wheel also in its data scheme: pip installs that as PREFIX/share/man/man1 (the venv, ~/.local
+# or /usr/local), where `man` looks beside a bin directory on PATH. Its own component, left out of
+# `cmake --install` and CPack (an absolute destination); pyproject.toml's install.components names it.
+if(SKBUILD)
+  install(FILES ${PROJECT_SOURCE_DIR}/docs/man/asyncwatch.1 DESTINATION ${SKBUILD_DATA_DIR}/share/man/man1
+          COMPONENT asyncwatch_wheel_data EXCLUDE_FROM_ALL)
+endif()
 
 # The licence and the third-party notices (elfutils' LGPL and how its relink requirement is met),
 # in the tarball and the wheel alike (package.install-tree checks they are installed).

@@ -14,6 +14,7 @@
 #   asyncwatch_libdw        INTERFACE target: libdw with everything it needs
 #   asyncwatch_fmt          INTERFACE target: fmt (header-only when static)
 #   asyncwatch_static_rt    INTERFACE target: link options for a self-contained executable
+#   asyncwatch_sqlite3      INTERFACE target: SQLite (`export --format sqlite`), libsqlite3.a when static
 option(ASYNCWATCH_STATIC_DEPS "Link elfutils, fmt and libstdc++ into the asyncwatch command statically" ON)
 
 find_package(Threads REQUIRED)
@@ -24,11 +25,15 @@ pkg_check_modules(LIBDW REQUIRED libdw)
 add_library(asyncwatch_libdw INTERFACE)
 add_library(asyncwatch_fmt INTERFACE)
 add_library(asyncwatch_static_rt INTERFACE)
+add_library(asyncwatch_sqlite3 INTERFACE)
+pkg_check_modules(SQLITE3 REQUIRED sqlite3)
 
 if(NOT ASYNCWATCH_STATIC_DEPS)
   pkg_check_modules(LIBDW_SHARED REQUIRED IMPORTED_TARGET libdw)
   target_link_libraries(asyncwatch_libdw INTERFACE PkgConfig::LIBDW_SHARED)
   target_link_libraries(asyncwatch_fmt INTERFACE fmt::fmt)
+  pkg_check_modules(SQLITE3_SHARED REQUIRED IMPORTED_TARGET sqlite3)
+  target_link_libraries(asyncwatch_sqlite3 INTERFACE PkgConfig::SQLITE3_SHARED)
   return()
 endif()
 
@@ -59,9 +64,44 @@ message(STATUS "asyncwatch: libdw linked statically: ${_aw_static_paths}")
 
 target_link_libraries(asyncwatch_fmt INTERFACE fmt::fmt-header-only)
 
+# SQLite (public domain) from libsqlite3.a, with what `pkg-config --static sqlite3` lists (Debian 12:
+# m z; z is libdw's libz.a above).
+find_library(ASYNCWATCH_STATIC_sqlite3 NAMES libsqlite3.a HINTS ${SQLITE3_STATIC_LIBRARY_DIRS})
+if(NOT ASYNCWATCH_STATIC_sqlite3)
+  message(FATAL_ERROR "asyncwatch: libsqlite3.a was not found: install libsqlite3-dev (.ci/setup lists it), or "
+                      "configure with -DASYNCWATCH_STATIC_DEPS=OFF to link the shared libraries instead")
+endif()
+find_library(ASYNCWATCH_STATIC_z_for_sqlite NAMES libz.a HINTS ${SQLITE3_STATIC_LIBRARY_DIRS})
+target_include_directories(asyncwatch_sqlite3 SYSTEM INTERFACE ${SQLITE3_STATIC_INCLUDE_DIRS})
+target_link_libraries(asyncwatch_sqlite3 INTERFACE ${ASYNCWATCH_STATIC_sqlite3} ${ASYNCWATCH_STATIC_z_for_sqlite} m
+                      Threads::Threads ${CMAKE_DL_LIBS})
+
 # libgcc stays shared (libgcc_s.so.1 is on every glibc system): the static libgcc_eh of GCC 12 calls
 # _dl_find_object, GLIBC_2.35; the system's own libgcc_s matches its glibc. Not with sanitizers:
 # their runtimes are shared libraries that expect the shared libstdc++.
 if(NOT ASYNCWATCH_SANITIZE)
   target_link_options(asyncwatch_static_rt INTERFACE -static-libstdc++)
+endif()
+
+# glibc 2.28 for the command (docs/contracts.md, "What the binaries need"): every glibc function
+# whose default version is newer is wrapped to its old version (compat/glibc_2_28_pins.h, the one
+# list; compat/glibc_2_28.c). Not with sanitizers: their runtimes interpose these functions by
+# their default versions. libpthread.so.0 and libdl.so.2 are NEEDED: before glibc 2.34 the old
+# versions live there.
+if(NOT ASYNCWATCH_SANITIZE AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
+  add_library(asyncwatch_glibc_2_28 OBJECT ${PROJECT_SOURCE_DIR}/compat/glibc_2_28.c)
+  target_link_libraries(asyncwatch_glibc_2_28 PRIVATE asyncwatch_warnings)
+  set_target_properties(asyncwatch_glibc_2_28 PROPERTIES INTERPROCEDURAL_OPTIMIZATION OFF)  # .symver in asm
+  file(STRINGS ${PROJECT_SOURCE_DIR}/compat/glibc_2_28_pins.h _aw_pin_lines REGEX "^AW_PIN\\(")
+  set(_aw_wrapped stat stat64 lstat lstat64 fstat fstat64 fstatat fstatat64 __libc_start_main)
+  foreach(_aw_line IN LISTS _aw_pin_lines)
+    string(REGEX REPLACE "^AW_PIN\\(([A-Za-z0-9_]+),.*" "\\1" _aw_name "${_aw_line}")
+    list(APPEND _aw_wrapped ${_aw_name})
+  endforeach()
+  list(TRANSFORM _aw_wrapped PREPEND "LINKER:--wrap=")
+  target_sources(asyncwatch_static_rt INTERFACE $<TARGET_OBJECTS:asyncwatch_glibc_2_28>)
+  target_link_options(asyncwatch_static_rt INTERFACE ${_aw_wrapped})
+  target_link_libraries(asyncwatch_static_rt INTERFACE
+    "-Wl,--push-state,--no-as-needed" -l:libpthread.so.0 -l:libdl.so.2 "-Wl,--pop-state")
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/compat/glibc_2_28_pins.h)
 endif()

@@ -1,19 +1,57 @@
 #!/usr/bin/env python3
-"""Test cli.export-rows: `asyncwatch export --format csv` writes one row per call of each trace (the
-JSON report's processes[].cuda_calls), under the documented header (docs/export.md, version 1), as
-CSV that parses; the rows of flagged calls name a finding the report has.
+"""Test cli.export-rows: `asyncwatch export` writes one row per call of each trace (the JSON report's
+processes[].cuda_calls), under the documented header (docs/export.md, version 1), as CSV that
+parses; the rows of flagged calls name a finding the report has. `--format sqlite` writes a database
+whose `calls` table holds the same rows (NULL where the CSV cell is empty), schema version 1.
 
 usage: check_export.py ASYNCWATCH GOLDEN_DIR
 """
 import csv
 import io
 import json
+import os
+import sqlite3
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 HEADER = ("trace,pid,tid,record,api,driver_api,start_ns,end_ns,duration_ns,result,stream_kind,stream,direction,"
           "src_memory,dst_memory,bytes,kernel,flags,stack_id,finding,finding_rank,blocked_ns,call_site,simulated")
+
+
+def check_sqlite(aw, trace, csv_rows):
+    """The SQLite export of `trace` against its CSV rows: same count, same cells, typed columns."""
+    with tempfile.TemporaryDirectory() as tmp:
+        db = os.path.join(tmp, "calls.db")
+        done = subprocess.run([aw, "export", "--format", "sqlite", "-o", db, str(trace)], capture_output=True,
+                              text=True)
+        if done.returncode != 0:
+            return [f"{trace}: sqlite export exited {done.returncode}: {done.stderr.strip()}"]
+        con = sqlite3.connect(db)
+        try:
+            version = con.execute("PRAGMA user_version").fetchone()[0]
+            meta = dict(con.execute("SELECT key, value FROM asyncwatch_export"))
+            columns = [r[1] for r in con.execute("PRAGMA table_info(calls)")]
+            rows = con.execute("SELECT * FROM calls ORDER BY rowid").fetchall()
+        finally:
+            con.close()
+    problems = []
+    if version != 1 or meta.get("schema_version") != "1":
+        problems.append(f"{trace}: sqlite schema version {version} / {meta.get('schema_version')}, expected 1")
+    if ",".join(columns) != HEADER:
+        problems.append(f"{trace}: sqlite columns {columns}")
+    if len(rows) != len(csv_rows):
+        problems.append(f"{trace}: sqlite has {len(rows)} rows, the CSV {len(csv_rows)}")
+    for db_row, c in zip(rows, csv_rows):
+        as_csv = ["" if v is None else str(v) for v in db_row]
+        if as_csv != [c[k] for k in columns]:
+            problems.append(f"{trace}: sqlite row {as_csv} differs from the CSV's {list(c.values())}")
+            break
+        if not isinstance(db_row[columns.index("start_ns")], int):
+            problems.append(f"{trace}: start_ns stored as {type(db_row[columns.index('start_ns')]).__name__}")
+            break
+    return problems
 
 
 def main():
@@ -42,15 +80,17 @@ def main():
             if int(r["end_ns"]) < int(r["start_ns"]) or int(r["duration_ns"]) != int(r["end_ns"]) - int(r["start_ns"]):
                 problems.append(f"{trace}: times {r['start_ns']}..{r['end_ns']} duration {r['duration_ns']}")
                 break
+        problems += check_sqlite(aw, trace, rows)
         checked += 1
-    bad = subprocess.run([aw, "export", str(golden / "not-a-trace.awtrace")], capture_output=True, text=True)
-    if bad.returncode != 2:
-        problems.append(f"a file that is not a trace: exit {bad.returncode}, expected 2")
+    for fmt in ("csv", "sqlite"):
+        bad = subprocess.run([aw, "export", "--format", fmt, str(golden / "not-a-trace.awtrace")], capture_output=True)
+        if bad.returncode != 2 or (fmt == "sqlite" and bad.stdout):
+            problems.append(f"{fmt}: a file that is not a trace: exit {bad.returncode}, expected 2 (sqlite: no output)")
     for p in problems:
         print("FAILED:", p)
     if checked < 10:
         problems.append(f"only {checked} traces checked")
-    print(f"{checked} traces: rows = calls" if not problems else "")
+    print(f"{checked} traces: rows = calls, CSV and SQLite" if not problems else "")
     return 1 if problems else 0
 
 

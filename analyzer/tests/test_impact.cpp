@@ -70,8 +70,14 @@ TEST(ImpactModel, FiguresSayTheirBasis) {
   impact::Figures h200 = impact::device_figures("NVIDIA H200", false);
   EXPECT_EQ(h200.pinned_basis[0], impact::kDeviceFigure);
   EXPECT_NEAR(h200.pinned_bytes_per_ns[1], 55.2, 0.1);
+  impact::Figures h100 = impact::device_figures("NVIDIA H100 80GB HBM3", false);
+  EXPECT_EQ(h100.pinned_basis[1], impact::kDeviceFigure);
+  EXPECT_NEAR(h100.pinned_bytes_per_ns[0], 55.0, 0.1);
+  EXPECT_NEAR(h100.pageable_d2h_bytes_per_ns, 15.8, 0.1);
+  EXPECT_EQ(h100.pageable_basis, impact::kBounded);
   impact::Figures other = impact::device_figures("NVIDIA A100-SXM4-40GB", false);
   EXPECT_EQ(other.pinned_basis[0], impact::kAssumedRate);
+  EXPECT_EQ(other.pageable_basis, impact::kBounded | impact::kAssumedRate);
   impact::Figures sim = impact::device_figures("asyncwatch simulated GPU", true);
   EXPECT_EQ(sim.pinned_basis[1], impact::kSimulated);
   EXPECT_EQ(sim.pageable_basis, impact::kSimulated);
@@ -154,7 +160,7 @@ TEST(Impact, PageableUploadThenKernel) {
 TEST(Impact, PageableDownloadAfterALongKernelThenSync) {
   Trace x("NVIDIA A100-SXM4-40GB");
   const uint64_t bytes = 16ull << 20;
-  const uint64_t copy_ns = pinned_ns(bytes, 1.23);  // the pageable transfer, at the H200's rate
+  const uint64_t copy_ns = pinned_ns(bytes, 25.0 * 15.8 / 55.0);  // the pageable transfer, at the assumed rate
   x.launch(10 * kUs);
   x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 100 * kMs + copy_ns, bytes, 3 * kMs);
   x.sync(5 * kUs, kMs);
@@ -166,6 +172,48 @@ TEST(Impact, PageableDownloadAfterALongKernelThenSync) {
   EXPECT_LT(f->impact_ns, f->blocked.total() / 5);  // not the kernel's 100 ms
   EXPECT_NE(f->impact_basis.find("assumed"), std::string::npos) << f->impact_basis;
   EXPECT_NE(f->impact_basis.find("bounded: no GPU times"), std::string::npos) << f->impact_basis;
+}
+
+// The H100 (its own figures): a 64 MiB download behind a 50 ms kernel, 5 ms of host work, a
+// synchronize; fixed, the host work overlaps the kernel and the transfer runs at the pinned rate
+// (test_apps/apps/fix_pinned_download.cu, measured there 8.0 ms an iteration).
+TEST(Impact, PageableDownloadOnTheH100) {
+  Trace x("NVIDIA H100 80GB HBM3");
+  const uint64_t bytes = 64ull << 20;
+  const uint64_t copy_ns = pinned_ns(bytes, 15.8);
+  x.launch(10 * kUs);
+  x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 50 * kMs + copy_ns, bytes, 5 * kMs);
+  x.sync(5 * kUs, kMs);
+  Report r = x.report("download_h100.awtrace");
+  const Finding* f = find(r, FindingId::PageableAsyncCopy);
+  ASSERT_TRUE(f);
+  const uint64_t expected = 5 * kMs + copy_ns - pinned_ns(bytes, 55.0);
+  EXPECT_NEAR(static_cast<double>(f->impact_ns), static_cast<double>(expected), 30.0 * kUs);
+  EXPECT_NE(f->impact_basis.find("device's measured figure"), std::string::npos) << f->impact_basis;
+  EXPECT_EQ(f->impact_basis.find("assumed"), std::string::npos) << f->impact_basis;
+}
+
+// A pageable download on an idle stream measures this trace's pageable rate: a later one that
+// waited for a kernel is split into the kernel and its transfer at that rate, not the device's.
+TEST(Impact, PageableRateMeasuredOnAnIdleStream) {
+  Trace x("NVIDIA A100-SXM4-40GB");
+  const uint64_t bytes = 32ull << 20;
+  const uint64_t copy_ns = pinned_ns(bytes, 12.0);  // this machine's pageable rate
+  x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, copy_ns, bytes, kMs);  // idle stream
+  x.launch(10 * kUs);
+  x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 40 * kMs + copy_ns, bytes, 4 * kMs);
+  x.sync(5 * kUs, kMs);
+  Report r = x.report("download_measured.awtrace");
+  const Finding* f = find(r, FindingId::PageableAsyncCopy);
+  ASSERT_TRUE(f);
+  EXPECT_NE(f->impact_basis.find("pageable device-to-host rate measured in this trace"), std::string::npos)
+      << f->impact_basis;
+  // The waiting one: the 4 ms of host work plus its transfer's speed-up (at the device's 7.2 GB/s
+  // it would have been taken for 4.7 ms of transfer, more than the speed-up's 2.8 ms); the idle one:
+  // at most its own time.
+  const uint64_t speedup = copy_ns - pinned_ns(bytes, 25.0);
+  EXPECT_GT(f->impact_ns, 4 * kMs + speedup - 100 * kUs);
+  EXPECT_LT(f->impact_ns, 4 * kMs + speedup + copy_ns + 100 * kUs);
 }
 
 // Issue example 3: a loop of download-then-host-work; the next iteration's download waits for the
@@ -191,13 +239,38 @@ TEST(Impact, LoopHostWorkOverlapsTheNextIterationsCopies) {
   EXPECT_EQ(f->impact_basis.find("measured figure"), std::string::npos) << f->impact_basis;
 }
 
+// The overlap loop on the H100 (test_apps/apps/fix_overlap_loop.cu's shape): each iteration a 20 ms
+// kernel, a 16 MiB download that waits for it, then host work. Fixed, the host work overlaps the next
+// kernel, so each download gains the host work plus its transfer's speed-up while the host work is
+// shorter than the stream's work per iteration, and at most that work (the kernel and the transfer)
+// when it is longer: the GPU then sets the pace.
+TEST(Impact, OverlapLoopIsBoundedByTheStreamsWork) {
+  const uint64_t bytes = 16ull << 20;
+  const uint64_t copy_ns = pinned_ns(bytes, 15.8), pinned = pinned_ns(bytes, 55.0);
+  for (const uint64_t host : {10 * kMs, 30 * kMs}) {
+    Trace x("NVIDIA H100 80GB HBM3");
+    for (int i = 0; i < 5; ++i) {
+      x.launch(10 * kUs);
+      x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 20 * kMs + copy_ns, bytes, host);
+    }
+    Report r = x.report(host == 10 * kMs ? "overlap_short.awtrace" : "overlap_long.awtrace");
+    const Finding* f = find(r, FindingId::PageableAsyncCopy);
+    ASSERT_TRUE(f);
+    // The first four are settled by the next download's wait, the last by the end of the trace (1 ms
+    // after its host work), which the fixed program reaches once the stream's work is done too.
+    const uint64_t last = std::min(20 * kMs + copy_ns - 17 * kUs, host + kMs + copy_ns - pinned);
+    const uint64_t each = host == 10 * kMs ? host + copy_ns - pinned : 20 * kMs + copy_ns - 17 * kUs;
+    EXPECT_NEAR(static_cast<double>(f->impact_ns), static_cast<double>(4 * each + last), 4 * 30.0 * kUs) << host;
+  }
+}
+
 // Double buffering: each result is waited for with an event synchronize of the previous one, which
 // has long completed (it returns at once): that wait settles nothing, so each download's fix gains
 // the 8 ms of host work that follows it (overlapping the next kernel), not only its transfer's speed-up.
 TEST(Impact, EventSyncThatDidNotWaitSettlesNothing) {
   Trace x;
   const uint64_t bytes = 16ull << 20;
-  const uint64_t copy_ns = pinned_ns(bytes, 1.23);
+  const uint64_t copy_ns = pinned_ns(bytes, 10.1);
   for (int i = 0; i < 3; ++i) {
     x.launch(10 * kUs);
     x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 20 * kMs + copy_ns, bytes, 10 * kUs);

@@ -25,10 +25,12 @@ def main():
     limit = tuple(int(x) for x in args.max_glibc.split("."))
 
     needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", tool("readelf", "-dW", args.file))
-    # Versions the file references (undefined, versioned symbols), not the ones it defines.
+    # Every GLIBC_x.y version in the dynamic symbol table: the functions the file imports (*UND*) and
+    # the variables an executable copies from libc (`__libc_single_threaded`, defined in .bss under
+    # glibc's version): both need that version of the machine's glibc. No file of ours defines one.
     refs = {}
     for line in tool("objdump", "-T", args.file).splitlines():
-        m = re.search(r"\*UND\*\s+\S+\s+(?:\(?)(GLIBC_(\d+)\.(\d+)(?:\.\d+)?)\)?\s+(\S+)", line)
+        m = re.search(r"\s(?:\(?)(GLIBC_(\d+)\.(\d+)(?:\.\d+)?)\)?\s+(\S+)$", line)
         if m:
             version = (int(m.group(2)), int(m.group(3)))
             refs.setdefault(version, []).append(m.group(4))

@@ -5,14 +5,15 @@ runtime (`asyncwatch run -- python train.py`, `python -m asyncwatch ...`), and o
 
 - recording(False/True), paused(), active(): the control API, for the process under asyncwatch;
 - load_report(path), parse_report(text), report(*traces): the JSON report as dataclasses;
-- load_calls(*traces): every call as a table (a pandas DataFrame when pandas is installed);
+- load_trace(*traces) (also named load_calls): every call as a table (a pandas DataFrame when
+  pandas is installed);
 - executable(), preload_library(), sim_dir(), prefix(): the bundled files;
 - a pytest plugin: `pytest --asyncwatch [--asyncwatch-fail-on IDS] [--asyncwatch-sim]`.
 
 docs/python.md in the source repository describes all of it.
 """
 from ._binaries import executable, preload_library, prefix, sim_dir
-from ._calls import load_calls
+from ._calls import load_calls, load_trace
 from ._control import NotActiveWarning, active, paused, recording
 from ._report import (BlockedTime, Evidence, Finding, FindingProcess, Frame, Process, Report, ReportError,
                       Summary, Thresholds, WaitedFor, load_report, parse_report, report)
@@ -27,6 +28,6 @@ except Exception:  # not installed as a distribution (a source checkout on sys.p
 __all__ = [
     "BlockedTime", "Evidence", "Finding", "FindingProcess", "Frame", "NotActiveWarning", "Process", "Report",
     "ReportError", "Summary", "Thresholds", "WaitedFor", "active", "executable", "load_calls", "load_report",
-    "parse_report",
+    "load_trace", "parse_report",
     "paused", "preload_library", "prefix", "recording", "report", "sim_dir",
 ]

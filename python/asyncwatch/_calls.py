@@ -1,4 +1,5 @@
-"""Every call of traces as a table: `asyncwatch export --format csv` (docs/export.md, schema version 1)."""
+"""Every call of traces as a table: `asyncwatch export --format csv` (docs/export.md, schema version 1).
+load_trace is the same function under the name the export's docs use."""
 from __future__ import annotations
 
 import csv
@@ -37,3 +38,6 @@ def load_calls(*traces: PathLike) -> Union["Any", List[Dict[str, Any]]]:
     # Whole numbers stay whole where a column can be empty (pandas' nullable Int64).
     return pandas.read_csv(io.StringIO(done.stdout), dtype={"stream": str, "call_site": str, "kernel": str,
                                                              "bytes": "Int64", "finding_rank": "Int64"})
+
+
+load_trace = load_calls

@@ -148,6 +148,7 @@ def test_load_calls_gives_one_row_per_call() -> None:
     assert len(flagged) == 2 and all(r["bytes"] == 2147483648 and r["blocked_ns"] > 0 for r in flagged)
     with pytest.raises(asyncwatch.ReportError):
         asyncwatch.load_calls(GOLDEN / "not-a-trace.awtrace")
+    assert asyncwatch.load_trace is asyncwatch.load_calls
 
 
 def test_a_report_displays_in_a_notebook() -> None:

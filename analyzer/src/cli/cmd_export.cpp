@@ -1,18 +1,26 @@
-// asyncwatch export --format csv -o FILE TRACE_OR_DIR...
+// asyncwatch export --format csv|sqlite -o FILE TRACE_OR_DIR...
 // Every call record as a table for one's own queries (export/call_table.h; docs/export.md).
 #include "cli/commands.h"
 #include "export/call_table.h"
+#include "export/call_table_sqlite.h"
 #include "read/trace_reader.h"
 #include "report/output_file.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
+
 #include <memory>
 
 namespace asyncwatch {
 
 int cmd_export(const ExportArgs& args) {
-  if (args.format != "csv") {
-    print_error(fmt::format("export --format {}: only csv is available", args.format));
+  const bool sqlite = args.format == "sqlite";
+  if (!sqlite && args.format != "csv") {
+    print_error(fmt::format("export --format {}: csv or sqlite", args.format));
+    return kExitInvalid;
+  }
+  if (sqlite && (args.output.empty() || args.output == "-") && isatty(STDOUT_FILENO)) {
+    print_error("export --format sqlite writes a database file: give -o FILE (or redirect standard output)");
     return kExitInvalid;
   }
   TraceInputs inputs = expand_trace_inputs(args.inputs);
@@ -21,7 +29,14 @@ int cmd_export(const ExportArgs& args) {
   std::vector<UnreadableTrace> unreadable = inputs.unreadable;
   CallTableStats stats;
   try {
-    stats = write_call_table_csv(out->stream(), inputs.paths, Options{}, &unreadable);
+    if (sqlite) {
+      SqliteCallSink sink;
+      stats = write_call_table(sink, inputs.paths, Options{}, &unreadable);
+      if (stats.traces) sink.finish(out->stream());
+    } else {
+      CsvCallSink sink(out->stream());
+      stats = write_call_table(sink, inputs.paths, Options{}, &unreadable);
+    }
   } catch (const std::exception& e) {
     print_error(e.what());
     return kExitInvalid;

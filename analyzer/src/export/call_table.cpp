@@ -17,11 +17,6 @@ using namespace trace;
 
 namespace {
 
-// The columns of version 1, in order (docs/export.md).
-constexpr const char* kHeader =
-    "trace,pid,tid,record,api,driver_api,start_ns,end_ns,duration_ns,result,stream_kind,stream,direction,"
-    "src_memory,dst_memory,bytes,kernel,flags,stack_id,finding,finding_rank,blocked_ns,call_site,simulated";
-
 struct Row {
   const char* record = "";
   const CallHead* head = nullptr;
@@ -31,13 +26,16 @@ struct Row {
   const char* dst = "";
   uint64_t bytes = 0;
   bool has_bytes = false;
-  std::string kernel;
+  const std::string* kernel = nullptr;
 };
+
+// Text that is empty is "not applicable" (an empty CSV cell, NULL in SQL).
+Cell text_or_null(std::string_view t) { return t.empty() ? Cell{} : Cell::of(t); }
 
 }  // namespace
 
-std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+std::string csv_field(std::string_view text) {
+  if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
   std::string out = "\"";
   for (char c : text) {
     if (c == '"') out += '"';
@@ -46,11 +44,31 @@ std::string csv_field(const std::string& text) {
   return out + "\"";
 }
 
-CallTableStats write_call_table_csv(std::FILE* out, const std::vector<std::string>& paths, const Options& options,
-                                    std::vector<UnreadableTrace>* unreadable) {
+CsvCallSink::CsvCallSink(std::FILE* out) : out_(out) {
+  for (size_t i = 0; i < kCallColumnCount; ++i) {
+    if (i) std::fputc(',', out_);
+    std::fputs(kCallColumns[i].name, out_);
+  }
+  std::fputc('\n', out_);
+}
+
+void CsvCallSink::row(const CallRow& cells) {
+  line_.clear();
+  for (size_t i = 0; i < kCallColumnCount; ++i) {
+    if (i) line_ += ',';
+    const Cell& c = cells[i];
+    if (c.kind == Cell::Kind::Integer)
+      fmt::format_to(std::back_inserter(line_), "{}", c.integer);
+    else if (c.kind == Cell::Kind::Text)
+      line_ += csv_field(c.text);
+  }
+  line_ += '\n';
+  std::fwrite(line_.data(), 1, line_.size(), out_);
+}
+
+CallTableStats write_call_table(CallTableSink& sink, const std::vector<std::string>& paths, const Options& options,
+                                std::vector<UnreadableTrace>* unreadable) {
   CallTableStats stats;
-  std::fputs(kHeader, out);
-  std::fputc('\n', out);
   for (const auto& path : paths) {
     std::unique_ptr<TraceFile> t;
     ProcessResult analysis;
@@ -67,9 +85,10 @@ CallTableStats write_call_table_csv(std::FILE* out, const std::vector<std::strin
       continue;
     }
     ++stats.traces;
-    // A finding's texts once: its rule id, its rank in this trace (1 = blocked longest) and its call site.
+    // A finding's cells once: its rule id, its rank in this trace (1 = blocked longest) and its call site.
     struct FindingCells {
-      std::string id, rank, call_site;
+      std::string id, call_site;
+      int64_t rank = 0;
     };
     std::vector<FindingCells> findings;
     // Groups below their rule's group-level threshold (implicit-sync's call count) are no finding
@@ -79,29 +98,31 @@ CallTableStats write_call_table_csv(std::FILE* out, const std::vector<std::strin
       const Finding& f = analysis.findings[i];
       const auto reported = rule_info(f.id).hooks.reported;
       const bool is_finding = !reported || reported(f, options);
-      findings.push_back(FindingCells{is_finding ? rule_info(f.id).name : "", "",
-                                      is_finding && f.call_site_known ? csv_field(frame_text(f.call_site)) : ""});
+      findings.push_back(FindingCells{is_finding ? rule_info(f.id).name : "",
+                                      is_finding && f.call_site_known ? frame_text(f.call_site) : "", 0});
       if (is_finding) order.push_back(i);
     }
     // Ranks: by blocked time, as the report orders a single trace's findings.
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
       return analysis.findings[a].blocked.total() > analysis.findings[b].blocked.total();
     });
-    for (size_t r = 0; r < order.size(); ++r) findings[order[r]].rank = std::to_string(r + 1);
+    for (size_t r = 0; r < order.size(); ++r) findings[order[r]].rank = static_cast<int64_t>(r + 1);
     const FileHeader& h = t->header();
-    const std::string trace_cell = csv_field(path);
-    const uint64_t pid = h.pid;
+    const auto pid = static_cast<int64_t>(h.pid);
     const uint64_t t0 = h.start_monotonic_ns;
-    const char* simulated = t->device().simulated ? "1" : "0";
+    const int64_t simulated = t->device().simulated ? 1 : 0;
     std::unordered_map<uint32_t, std::string> kernels;
-    auto kernel_of = [&](uint32_t id) -> const std::string& {
+    auto kernel_of = [&](uint32_t id) -> const std::string* {
       auto it = kernels.find(id);
-      if (it != kernels.end()) return it->second;
-      auto k = id ? t->string(id) : std::nullopt;
-      return kernels.emplace(id, k ? csv_field(kernel_display_name(*k)) : std::string()).first->second;
+      if (it == kernels.end()) {
+        auto k = id ? t->string(id) : std::nullopt;
+        it = kernels.emplace(id, k ? kernel_display_name(*k) : std::string()).first;
+      }
+      return &it->second;
     };
     // Signed: a call recorded before the header's start time (its clock read first) is negative.
     auto since_start = [&](uint64_t ns) { return static_cast<int64_t>(ns - t0); };
+    std::string stream_text, flags_text;
     t->for_each_merged([&](const RecordView& r) {
       if (!record_info(static_cast<uint16_t>(r.type)).call) return;
       Row row;
@@ -160,15 +181,35 @@ CallTableStats write_call_table_csv(std::FILE* out, const std::vector<std::strin
       const FindingCells* fc = f && *f < findings.size() && !findings[*f].id.empty() ? &findings[*f] : nullptr;
       const uint64_t duration = c.end_ns > c.start_ns ? c.end_ns - c.start_ns : 0;
       const bool has_stream = row.stream != UINT64_MAX && c.stream_kind != 0;
-      fmt::print(out, "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", trace_cell, pid,
-                 r.tid, row.record, api_name(static_cast<Api>(c.api)),
-                 c.driver_fn ? api_name(static_cast<Api>(c.driver_fn)) : "", since_start(c.start_ns),
-                 since_start(c.end_ns), duration, c.result,
-                 has_stream ? stream_kind_text(static_cast<StreamKind>(c.stream_kind)) : "",
-                 has_stream ? fmt::format("0x{:x}", row.stream) : std::string(), row.direction, row.src, row.dst,
-                 row.has_bytes ? std::to_string(row.bytes) : std::string(), row.kernel,
-                 csv_field(record_flags_text(c.flags)), c.stack_id, fc ? fc->id : std::string(),
-                 fc ? fc->rank : std::string(), fc ? duration : 0, fc ? fc->call_site : std::string(), simulated);
+      stream_text = has_stream ? fmt::format("0x{:x}", row.stream) : std::string();
+      flags_text = record_flags_text(c.flags);
+      CallRow cells = {
+          Cell::of(path),
+          Cell::of(pid),
+          Cell::of(static_cast<int64_t>(r.tid)),
+          Cell::of(row.record),
+          Cell::of(api_name(static_cast<Api>(c.api))),
+          c.driver_fn ? Cell::of(api_name(static_cast<Api>(c.driver_fn))) : Cell{},
+          Cell::of(since_start(c.start_ns)),
+          Cell::of(since_start(c.end_ns)),
+          Cell::of(static_cast<int64_t>(duration)),
+          Cell::of(static_cast<int64_t>(c.result)),
+          has_stream ? Cell::of(stream_kind_text(static_cast<StreamKind>(c.stream_kind))) : Cell{},
+          text_or_null(stream_text),
+          text_or_null(row.direction),
+          text_or_null(row.src),
+          text_or_null(row.dst),
+          row.has_bytes ? Cell::of(static_cast<int64_t>(row.bytes)) : Cell{},
+          row.kernel ? text_or_null(*row.kernel) : Cell{},
+          text_or_null(flags_text),
+          Cell::of(static_cast<int64_t>(c.stack_id)),
+          fc ? Cell::of(fc->id) : Cell{},
+          fc ? Cell::of(fc->rank) : Cell{},
+          Cell::of(fc ? static_cast<int64_t>(duration) : 0),
+          fc ? text_or_null(fc->call_site) : Cell{},
+          Cell::of(simulated),
+      };
+      sink.row(cells);
       ++stats.rows;
     });
   }

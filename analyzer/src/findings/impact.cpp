@@ -6,20 +6,37 @@ namespace asyncwatch::impact {
 
 namespace {
 
+// The pageable device-to-host rate is a buffer's whose pages are already mapped (written before):
+// the fastest a pageable transfer goes, so that without GPU times a waiting copy's transfer is the
+// shortest it can have been and its gain a lower bound. Into a buffer written for the first time
+// (a fresh malloc) the same copy is several times slower: 1.23 GB/s for 2 GiB on the H200.
+//
 // The H200's figures (CUDA 13.0, driver 580): its 2 GiB pinned copies ran 38.9 ms on the device
 // each way (analyzer/tests/golden/h200/seed_gpu_times.pinned.awtrace, GPU times: 55.2 GB/s) and
-// returned after 45 us (host to device) and 21 us (device to host); a 2 GiB pageable
-// device-to-host copy took 1.74 s (1.23 GB/s; docs/findings.md).
+// returned after 45 us (host to device) and 21 us (device to host); a 256 MiB pageable
+// device-to-host copy ran 26.6 ms on the device (pinned_vs_pageable_gpu_times.awtrace: 10.1 GB/s).
 constexpr double kH200PinnedBytesPerNs = 55.2;
 constexpr uint64_t kH200PinnedCallNs[2] = {45'000, 21'000};
-constexpr double kH200PageableD2hBytesPerNs = 1.23;
+constexpr double kH200PageableD2hBytesPerNs = 10.1;
+// The H100's figures (H100 80GB HBM3, PCIe 5.0 x16, driver 580; test_apps/apps/pinned_vs_pageable
+// 256M 3, each copy on an idle stream, timed from its call to its synchronize's return): pinned
+// 4.86-4.92 ms each way (55.0 GB/s), calls returning after 18-22 us (host to device) and 12-27 us
+// (device to host); a pageable device-to-host copy of a buffer already written 16.98-17.05 ms
+// (15.8 GB/s).
+constexpr double kH100PinnedBytesPerNs = 55.0;
+constexpr uint64_t kH100PinnedCallNs[2] = {20'000, 17'000};
+constexpr double kH100PageableD2hBytesPerNs = 15.8;
 // The simulator's defaults (docs/simulator.md): queued copies at 50 GB/s, pageable device-to-host
 // copies at 1.23 GB/s; a queued copy returns in microseconds.
 constexpr double kSimPinnedBytesPerNs = 50.0;
 constexpr uint64_t kSimPinnedCallNs = 10'000;
 constexpr double kSimPageableD2hBytesPerNs = 1.23;
-// Any other device: a PCIe 4.0 x16 link's usual pinned rate, and the H200's host-side figures.
+// Any other device: a PCIe 4.0 x16 link's usual pinned rate, the pinned call cost of the measured
+// devices, and a pageable device-to-host rate in the H100 host's proportion to its pinned rate.
 constexpr double kAssumedPinnedBytesPerNs = 25.0;
+constexpr uint64_t kAssumedPinnedCallNs[2] = {20'000, 17'000};
+constexpr double kAssumedPageableD2hBytesPerNs =
+    kAssumedPinnedBytesPerNs * kH100PageableD2hBytesPerNs / kH100PinnedBytesPerNs;
 
 }  // namespace
 
@@ -33,8 +50,13 @@ std::string basis_text(uint16_t b) {
   add(kSimulated, "simulated: the simulator's model figures, not a real device's");
   add(kMeasuredRate, "pinned transfer rate measured in this trace (GPU times)");
   add(kDeviceFigure, "pinned transfer rate: the device's measured figure (docs/findings.md)");
-  add(kAssumedRate, "pinned transfer rate assumed (25 GB/s, PCIe 4.0 x16): no figure for this device");
-  add(kBounded, "bounded: no GPU times recorded, the transfer's share of the wait is estimated");
+  add(kAssumedRate,
+      "transfer rates assumed (pinned 25 GB/s, PCIe 4.0 x16; pageable device to host 7.2 GB/s): no figure for this "
+      "device");
+  add(kBounded,
+      "bounded: no GPU times recorded, the transfer's share of the wait is taken at the pageable rate into a buffer "
+      "already written (a lower bound: into a freshly allocated one the transfer is slower and the gain larger)");
+  add(kMeasuredPageable, "pageable device-to-host rate measured in this trace (its copies on an idle stream)");
   add(kMeasuredCopy, "the pageable transfer's time measured in this trace (GPU times)");
   add(kStreamWorkStays, "the stream work the calls waited for stays; only the host time that overlaps it is gained");
   add(kQueueStall, "the time the GPU queue stood empty after each wait, until the thread gave it work again");
@@ -47,26 +69,31 @@ std::string basis_text(uint16_t b) {
 
 Figures device_figures(const std::string& device_name, bool simulated) {
   Figures f;
+  const bool h200 = !simulated && device_name.find("H200") != std::string::npos;
+  const bool h100 = !simulated && !h200 && device_name.find("H100") != std::string::npos;
   for (int d = 0; d < 2; ++d) {
     if (simulated) {
       f.pinned_bytes_per_ns[d] = kSimPinnedBytesPerNs;
-      f.pinned_basis[d] = kSimulated;
       f.pinned_call_ns[d] = kSimPinnedCallNs;
-      f.call_basis[d] = kSimulated;
-    } else if (device_name.find("H200") != std::string::npos) {
+    } else if (h200) {
       f.pinned_bytes_per_ns[d] = kH200PinnedBytesPerNs;
-      f.pinned_basis[d] = kDeviceFigure;
       f.pinned_call_ns[d] = kH200PinnedCallNs[d];
-      f.call_basis[d] = kDeviceFigure;
+    } else if (h100) {
+      f.pinned_bytes_per_ns[d] = kH100PinnedBytesPerNs;
+      f.pinned_call_ns[d] = kH100PinnedCallNs[d];
     } else {
       f.pinned_bytes_per_ns[d] = kAssumedPinnedBytesPerNs;
-      f.pinned_basis[d] = kAssumedRate;
-      f.pinned_call_ns[d] = kH200PinnedCallNs[d];
-      f.call_basis[d] = kAssumedRate;
+      f.pinned_call_ns[d] = kAssumedPinnedCallNs[d];
     }
+    f.pinned_basis[d] = f.call_basis[d] = simulated ? kSimulated : (h200 || h100) ? kDeviceFigure : kAssumedRate;
   }
-  f.pageable_d2h_bytes_per_ns = simulated ? kSimPageableD2hBytesPerNs : kH200PageableD2hBytesPerNs;
-  f.pageable_basis = simulated ? kSimulated : kBounded;
+  f.pageable_d2h_bytes_per_ns = simulated ? kSimPageableD2hBytesPerNs
+                                : h200    ? kH200PageableD2hBytesPerNs
+                                : h100    ? kH100PageableD2hBytesPerNs
+                                          : kAssumedPageableD2hBytesPerNs;
+  // Without GPU times the share of a waiting copy's time that was its transfer rests on this rate.
+  f.pageable_basis = simulated ? uint16_t{kSimulated}
+                               : static_cast<uint16_t>(kBounded | ((h200 || h100) ? 0u : unsigned{kAssumedRate}));
   return f;
 }
 

@@ -17,18 +17,19 @@ namespace asyncwatch::impact {
 // What a finding's figures rest on: one bit per basis, as its calls may use several
 // (basis_text says them).
 enum Basis : uint16_t {
-  kMeasuredRate = 1u << 0,     // the pinned transfer rate of this trace's own pinned copies (GPU times)
-  kDeviceFigure = 1u << 1,     // the device's measured figure (docs/findings.md)
-  kAssumedRate = 1u << 2,      // no figure for this device: an assumed PCIe rate
-  kSimulated = 1u << 3,        // the simulator's model figures
-  kBounded = 1u << 4,          // no GPU times: how much of the wait was the transfer is estimated
-  kStreamWorkStays = 1u << 5,  // the fix makes the call asynchronous; the stream work it waited for stays
-  kMoved = 1u << 6,            // the fix moves the time (module loading, context creation), not removes it
-  kGpuBound = 1u << 7,         // the launch queue was full: the GPU, not the host, set the pace
-  kSameWork = 1u << 8,         // the fix changes the API, not what runs
-  kNotModelled = 1u << 9,      // no model for this finding's fix
-  kQueueStall = 1u << 10,      // a synchronization: the time the emptied GPU queue stood idle after it
-  kMeasuredCopy = 1u << 11,    // the pageable transfer's own time measured (GPU times)
+  kMeasuredRate = 1u << 0,       // the pinned transfer rate of this trace's own pinned copies (GPU times)
+  kDeviceFigure = 1u << 1,       // the device's measured figure (docs/findings.md)
+  kAssumedRate = 1u << 2,        // no figure for this device: an assumed PCIe rate
+  kSimulated = 1u << 3,          // the simulator's model figures
+  kBounded = 1u << 4,            // no GPU times: how much of the wait was the transfer is estimated
+  kStreamWorkStays = 1u << 5,    // the fix makes the call asynchronous; the stream work it waited for stays
+  kMoved = 1u << 6,              // the fix moves the time (module loading, context creation), not removes it
+  kGpuBound = 1u << 7,           // the launch queue was full: the GPU, not the host, set the pace
+  kSameWork = 1u << 8,           // the fix changes the API, not what runs
+  kNotModelled = 1u << 9,        // no model for this finding's fix
+  kQueueStall = 1u << 10,        // a synchronization: the time the emptied GPU queue stood idle after it
+  kMeasuredCopy = 1u << 11,      // the pageable transfer's own time measured (GPU times)
+  kMeasuredPageable = 1u << 12,  // the pageable device-to-host rate of this trace's copies on an idle stream
 };
 std::string basis_text(uint16_t basis);
 
@@ -43,10 +44,15 @@ struct Figures {
   double pageable_d2h_bytes_per_ns = 0;
   uint16_t pageable_basis = 0;
 };
-// The figures of the device the trace names (the H200's measured ones, the simulator's model, else
-// an assumed PCIe 4.0 x16 rate).
+// The figures of the device the trace names (the H100's or H200's measured ones, the simulator's
+// model, else assumed rates for a PCIe 4.0 x16 link, said so).
 Figures device_figures(const std::string& device_name, bool simulated);
 uint64_t transfer_ns(uint64_t bytes, double bytes_per_ns);
+// A rate measured in the trace: bytes over the time they took.
+struct Rate {
+  uint64_t bytes = 0, ns = 0;
+  double rate() const { return ns ? static_cast<double>(bytes) / static_cast<double>(ns) : 0; }
+};
 
 // One blocking call as traced, and as the fix would make it.
 struct BlockingCall {

@@ -60,9 +60,15 @@ void ProcessAnalyzer::model_impact(const Observation& o, impact::Sink& sink) {
       if (o.cause == Cause::WaitedForStream) {
         const bool idle = !o.waited_for || (o.waited_for->total == 0 && o.event_waits == 0);
         uint64_t copy = o.blocked_ns;
+        if (idle && d == 1 && o.bytes >= (1u << 20)) {  // the call was the transfer: this trace's pageable rate
+          pageable_idle_.bytes += o.bytes;
+          pageable_idle_.ns += o.blocked_ns;
+        }
         if (!idle) {
-          copy = std::min(o.blocked_ns, impact::transfer_ns(o.bytes, figures().pageable_d2h_bytes_per_ns));
-          basis |= figures().pageable_basis;
+          const bool own = pageable_idle_.ns != 0;
+          copy = std::min(o.blocked_ns, impact::transfer_ns(o.bytes, own ? pageable_idle_.rate()
+                                                                         : figures().pageable_d2h_bytes_per_ns));
+          basis |= own ? uint16_t{impact::kMeasuredPageable} : figures().pageable_basis;
           measurable = gpu_times_;
         }
         done = o.blocked_ns - copy + moved;

@@ -592,7 +592,8 @@ class ProcessAnalyzer final : public RuleContext {
   uint32_t next_serial_ = 0;
   impact::Figures figures_;
   bool figures_ready_ = false;
-  bool gpu_times_ = false;  // the trace has GPU times (ASYNCWATCH_GPU_TIMES)
+  impact::Rate pageable_idle_;  // this trace's pageable device-to-host copies of 1 MiB or more on an idle stream
+  bool gpu_times_ = false;      // the trace has GPU times (ASYNCWATCH_GPU_TIMES)
   impact::Tracker tracker_;
   // Pinned copies of 1 MiB or more whose GPU span is still to come, per thread (the last few), and
   // the rate of those matched so far, by direction.

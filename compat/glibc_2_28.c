@@ -1,0 +1,91 @@
+// What lets the asyncwatch command load on glibc 2.28 (RHEL 8) although it is built on a newer
+// glibc (docs/contracts.md, "What the binaries need"). Linked into the command only, with the
+// -Wl,--wrap options of cmake/AsyncwatchStaticDeps.cmake.
+#include <stddef.h>
+
+// Each AW_PIN of glibc_2_28_pins.h: __wrap_NAME jumps to NAME@VERSION (.symver binds the local
+// name aw_pinned_NAME to that version of the library's symbol).
+// clang-format off
+#define AW_PIN(name, version)                            \
+  __asm__(".text\n"                                      \
+          ".globl __wrap_" #name "\n"                    \
+          ".hidden __wrap_" #name "\n"                   \
+          ".type __wrap_" #name ", @function\n"          \
+          "__wrap_" #name ":\n"                          \
+          "  jmp aw_pinned_" #name "@PLT\n"              \
+          ".size __wrap_" #name ", .-__wrap_" #name "\n" \
+          ".symver aw_pinned_" #name ", " #name "@" version "\n");
+// clang-format on
+#include "glibc_2_28_pins.h"
+#undef AW_PIN
+
+// stat, fstat, lstat and fstatat became functions in glibc 2.33; before, <sys/stat.h> made them
+// inline calls of __xstat & co. with the structure's version (1 on x86-64), which glibc still has.
+struct stat;
+#define AW_STAT_VER 1
+int aw_xstat(int, const char*, struct stat*);
+int aw_lxstat(int, const char*, struct stat*);
+int aw_fxstat(int, int, struct stat*);
+int aw_fxstatat(int, int, const char*, struct stat*, int);
+__asm__(".symver aw_xstat, __xstat@GLIBC_2.2.5");
+__asm__(".symver aw_lxstat, __lxstat@GLIBC_2.2.5");
+__asm__(".symver aw_fxstat, __fxstat@GLIBC_2.2.5");
+__asm__(".symver aw_fxstatat, __fxstatat@GLIBC_2.4");
+// On x86-64 struct stat and struct stat64 are the same, as are the functions of both names.
+__attribute__((visibility("hidden"))) int __wrap_stat(const char* path, struct stat* buf) {
+  return aw_xstat(AW_STAT_VER, path, buf);
+}
+__attribute__((visibility("hidden"))) int __wrap_stat64(const char* path, struct stat* buf) {
+  return aw_xstat(AW_STAT_VER, path, buf);
+}
+__attribute__((visibility("hidden"))) int __wrap_lstat(const char* path, struct stat* buf) {
+  return aw_lxstat(AW_STAT_VER, path, buf);
+}
+__attribute__((visibility("hidden"))) int __wrap_lstat64(const char* path, struct stat* buf) {
+  return aw_lxstat(AW_STAT_VER, path, buf);
+}
+__attribute__((visibility("hidden"))) int __wrap_fstat(int fd, struct stat* buf) {
+  return aw_fxstat(AW_STAT_VER, fd, buf);
+}
+__attribute__((visibility("hidden"))) int __wrap_fstat64(int fd, struct stat* buf) {
+  return aw_fxstat(AW_STAT_VER, fd, buf);
+}
+__attribute__((visibility("hidden"))) int __wrap_fstatat(int dirfd, const char* path, struct stat* buf, int flags) {
+  return aw_fxstatat(AW_STAT_VER, dirfd, path, buf, flags);
+}
+__attribute__((visibility("hidden"))) int __wrap_fstatat64(int dirfd, const char* path, struct stat* buf, int flags) {
+  return aw_fxstatat(AW_STAT_VER, dirfd, path, buf, flags);
+}
+
+// GCC 12's libstdc++ reads glibc 2.32's __libc_single_threaded to skip atomic operations in a
+// process without threads. This hidden definition answers "there may be threads": always correct,
+// and the command's few shared_ptr copies do not notice the atomics.
+__attribute__((visibility("hidden"))) char __libc_single_threaded = 0;
+
+// The crt1.o of glibc 2.34 calls __libc_start_main@GLIBC_2.34, which runs the executable's
+// constructors itself. The old entry point (still in glibc) runs them only through the `init`
+// argument, which the old crt1.o filled with __libc_csu_init: this is that function (the dynamic
+// loader runs the preinit array itself, in every version).
+typedef void (*aw_init_fn)(int, char**, char**);
+extern aw_init_fn __init_array_start[] __attribute__((visibility("hidden")));
+extern aw_init_fn __init_array_end[] __attribute__((visibility("hidden")));
+extern void _init(void);
+
+static void aw_run_constructors(int argc, char** argv, char** envp) {
+  _init();
+  const size_t n = (size_t)(__init_array_end - __init_array_start);
+  for (size_t i = 0; i < n; ++i) __init_array_start[i](argc, argv, envp);
+}
+
+typedef int (*aw_main_fn)(int, char**, char**);
+int aw_libc_start_main(aw_main_fn main_fn, int argc, char** argv, aw_init_fn init, void (*fini)(void),
+                       void (*rtld_fini)(void), void* stack_end);
+__asm__(".symver aw_libc_start_main, __libc_start_main@GLIBC_2.2.5");
+
+__attribute__((visibility("hidden"))) int __wrap___libc_start_main(aw_main_fn main_fn, int argc, char** argv,
+                                                                   aw_init_fn init, void (*fini)(void),
+                                                                   void (*rtld_fini)(void), void* stack_end) {
+  (void)init;  // NULL from a glibc 2.34 crt1.o, as fini
+  (void)fini;
+  return aw_libc_start_main(main_fn, argc, argv, aw_run_constructors, NULL, rtld_fini, stack_end);
+}
