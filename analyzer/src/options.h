@@ -41,12 +41,23 @@ struct PathMapping {
   std::string to;
 };
 
-struct Options {
-  uint64_t min_blocked_ns = 50'000;        // --min-blocked-us: a call blocked less is not flagged
+// The thresholds of the finding rules, each with its one default: the command line's options
+// (cli/commands.h, in their own units) and the timeline start from these.
+struct Thresholds {
+  // --min-blocked-us: how long a call must block to count as having blocked. The rules flag (or,
+  // for the copies they report whatever their time, rank as warnings) only calls at or above it; a
+  // synchronization site is reported when its waits total at least it; the timeline puts calls at
+  // or above it in the category "blocked" (its own --min-blocked-us, which leaves the findings it
+  // marks at this default).
+  uint64_t min_blocked_ns = 50'000;
   uint64_t inline_htod_bytes = 64 * 1024;  // --inline-htod-bytes: pageable HtoD copies this small are done inline
   uint64_t launch_queue_depth = 512;       // --launch-queue-depth: outstanding launches that count as a full queue
   uint64_t min_callback_ns = 1'000'000;    // --min-callback-us: a host function running longer is flagged
   uint64_t implicit_sync_min_count = 10;   // --implicit-sync-min-count: same call site this often = a loop
+};
+inline constexpr Thresholds kDefaultThresholds{};
+
+struct Options : Thresholds {
   Limits limits;
   std::vector<std::string> user_code;  // --user-code PATTERN: frames that count as the user's code
   std::vector<PathMapping> path_map;   // --path-map FROM=TO: where the traced modules are here

@@ -14,7 +14,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <link.h>
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <set>
 
@@ -201,4 +205,92 @@ TEST(DebugInfoSearch, DebuglinkNamingAFifoDoesNotBlock) {
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+}
+
+// Item 9: totals of absurd durations (crafted traces: three pageable asynchronous copies that
+// blocked 2^63 ns each, two processes) add with saturation in JSON as in text: 2^64-1, never a
+// wrapped small number.
+TEST(AbsurdDurations, JsonTotalsSaturate) {
+  std::vector<std::string> traces;
+  for (uint64_t pid : {4301u, 4302u}) {
+    TraceBuilder b(pid, "/work/app/absurd");
+    b.thread_info(1, "absurd");
+    uint64_t t = b.header().start_monotonic_ns + kMs;
+    for (int i = 0; i < 3; ++i)
+      b.event(1, tf::RecordType::Copy,
+              TraceBuilder::copy(tf::Api::cudaMemcpyAsync, tf::Api::cuMemcpyDtoHAsync_v2, tf::Direction::DtoH,
+                                 tf::MemoryKind::Device, tf::MemoryKind::Pageable, t, t + (1ull << 63), 64ull << 20,
+                                 tf::kFlagEvidenceChecked | tf::kFlagCompletedAtReturn));
+    traces.push_back(write_trace(b, "absurd-" + std::to_string(pid) + ".awtrace"));
+  }
+  CommandOptions o;
+  o.env = {"ASYNCWATCH_NO_SYMBOLS=1"};
+  std::vector<std::string> args = {"report", "--format", "json"};
+  args.insert(args.end(), traces.begin(), traces.end());
+  CommandResult r = asyncwatch_command(args, o);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  size_t seen = 0;
+  std::function<void(const nlohmann::json&)> walk = [&](const nlohmann::json& j) {
+    if (j.is_object()) {
+      for (auto it = j.begin(); it != j.end(); ++it) {
+        if (it.key() == "blocked_ns_total") {
+          ++seen;
+          EXPECT_TRUE(it.value().is_number_unsigned()) << it.value();
+          EXPECT_EQ(it.value().get<uint64_t>(), UINT64_MAX) << it.value();
+        }
+        walk(it.value());
+      }
+    } else if (j.is_array()) {
+      for (const auto& e : j) walk(e);
+    }
+  };
+  walk(doc);
+  EXPECT_GE(seen, 3u);  // each process, the summary, the finding
+  r = asyncwatch_command({"report", traces[0], traces[1]}, o);
+  EXPECT_EQ(r.status, 0) << r.err;
+}
+
+namespace {
+int debug_info_probe(int x) { return x * 3 + 1; }  // an address with a line table (this file is built with -g)
+}  // namespace
+
+// Item 3: libdw runs out of memory reading a module's debug information. The command exits 5
+// ("the analysis failed"), never 1 (a --fail-on finding), and names the module. Out of memory is
+// made by a preloaded malloc that fails libdw's memory blocks only (fail_libdw_alloc.c).
+TEST(DebugInfoOutOfMemory, ExitFiveNamingTheModule) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "a malloc shim cannot be preloaded ahead of a sanitizer runtime";
+#else
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  ASSERT_GT(n, 0);
+  exe[n] = 0;
+  uint64_t bias = 0;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* out) {
+        *static_cast<uint64_t*>(out) = info->dlpi_addr;  // the first is the executable
+        return 1;
+      },
+      &bias);
+  const auto probe = reinterpret_cast<uint64_t>(&debug_info_probe);
+  TraceBuilder b(4310, exe);
+  b.thread_info(1, "oom");
+  b.module(1, exe, bias, probe & ~0xfffffull, (probe | 0xfffffull) + 1);
+  uint32_t s = b.stack(1, {probe + 4});
+  uint64_t t = b.header().start_monotonic_ns + kMs;
+  b.event(1, tf::RecordType::Copy,
+          TraceBuilder::copy(tf::Api::cudaMemcpyAsync, tf::Api::cuMemcpyDtoHAsync_v2, tf::Direction::DtoH,
+                             tf::MemoryKind::Device, tf::MemoryKind::Pageable, t, t + 200 * kMs, 64ull << 20,
+                             tf::kFlagEvidenceChecked | tf::kFlagCompletedAtReturn, 0x5000, s));
+  const std::string trace = write_trace(b, "debug-info-oom.awtrace");
+  CommandResult ok = asyncwatch_command({"report", "--fail-on", "error", trace});
+  ASSERT_NE(ok.out.find("test_untrusted_input.cpp"), std::string::npos) << "symbolized without the shim:\n" << ok.out;
+  CommandOptions o;
+  o.env = {std::string("LD_PRELOAD=") + ASYNCWATCH_FAIL_LIBDW_ALLOC};
+  CommandResult r = asyncwatch_command({"report", "--fail-on", "error", trace}, o);
+  EXPECT_EQ(r.status, 5) << r.err;
+  EXPECT_NE(r.err.find(std::string("out of memory reading the debug information of ") + exe), std::string::npos)
+      << r.err;
+#endif
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <unwind.h>
 
+#include <cerrno>
 #include <cstdarg>
 
 #include <atomic>
@@ -34,6 +35,7 @@
 #include "thread_exit.h"
 #include "gpu_times/gpu_times.h"
 #include "nvtx/nvtx_injection.h"
+#include "process_slots.h"
 #include "trace/thread_buffer.h"
 #include "trace/trace_file.h"
 #include "trace/trace_writer.h"
@@ -365,7 +367,9 @@ extern "C" AW_EXPORT int posix_spawn(pid_t* pid, const char* path, const posix_s
   std::vector<std::string> storage;
   std::vector<char*> env;
   char** e = lifecycle::environment_for_child(envp, storage, env);
-  return real(pid, path, fa, attr, argv, e);
+  int rc = real(pid, path, fa, attr, argv, e);
+  if (rc == EAGAIN && process_slots::give_back()) rc = real(pid, path, fa, attr, argv, e);
+  return rc;
 }
 
 extern "C" AW_EXPORT int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_actions_t* fa,
@@ -375,5 +379,7 @@ extern "C" AW_EXPORT int posix_spawnp(pid_t* pid, const char* file, const posix_
   std::vector<std::string> storage;
   std::vector<char*> env;
   char** e = lifecycle::environment_for_child(envp, storage, env);
-  return real(pid, file, fa, attr, argv, e);
+  int rc = real(pid, file, fa, attr, argv, e);
+  if (rc == EAGAIN && process_slots::give_back()) rc = real(pid, file, fa, attr, argv, e);
+  return rc;
 }

@@ -61,6 +61,65 @@ inline void deny_tmpfile_if(const char* env) {
   install_filter(f, sizeof f / sizeof f[0]);
 }
 
+// The system calls the preload library makes that a CUDA program itself need not (docs/reliability.md,
+// "System calls the library adds"), by name. deny_syscalls_if: when the environment variable `env`
+// names some of them ("unshare,linkat" or "all"), each fails with EPERM from then on (SECCOMP_RET_ERRNO),
+// as under a container's or a sandbox's allowlist that lacks them. Exits 21 on an unknown name.
+struct NamedSyscall {
+  const char* name;
+  long nr;
+};
+inline constexpr NamedSyscall kLibrarySyscalls[] = {
+    {"clone3", 435},
+    {"unshare", SYS_unshare},
+    {"close_range", 436},
+    {"getdents64", SYS_getdents64},
+    {"linkat", SYS_linkat},
+    {"fallocate", SYS_fallocate},
+    {"fchmod", SYS_fchmod},
+    {"pwritev", SYS_pwritev},
+    {"ftruncate", SYS_ftruncate},
+    {"sync_file_range", SYS_sync_file_range},
+    {"madvise", SYS_madvise},
+    {"prctl", SYS_prctl},
+    {"tgkill", SYS_tgkill},
+    {"process_vm_readv", SYS_process_vm_readv},
+    {"uname", SYS_uname},
+#ifdef SYS_readlink
+    {"readlink", SYS_readlink},
+#endif
+    {"readlinkat", SYS_readlinkat},
+    {"getppid", SYS_getppid},
+    {"sched_getaffinity", SYS_sched_getaffinity},
+};
+
+inline void deny_syscalls_if(const char* env) {
+  const char* v = getenv(env);
+  if (!v || !*v) return;
+  long nrs[sizeof kLibrarySyscalls / sizeof kLibrarySyscalls[0]];
+  size_t n = 0;
+  for (const NamedSyscall& c : kLibrarySyscalls) {
+    const size_t len = strlen(c.name);
+    bool listed = strcmp(v, "all") == 0;
+    for (const char* p = v; !listed && p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : nullptr)
+      listed = strncmp(p, c.name, len) == 0 && (p[len] == ',' || p[len] == 0);
+    if (listed) nrs[n++] = c.nr;
+  }
+  if (n == 0) {
+    fprintf(stderr, "%s: no known system call in '%s'\n", env, v);
+    exit(21);
+  }
+  // Load nr; one test per call jumping to the EPERM return; else allow.
+  sock_filter f[2 + sizeof kLibrarySyscalls / sizeof kLibrarySyscalls[0] + 1];
+  size_t k = 0;
+  f[k++] = BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr));
+  for (size_t i = 0; i < n; ++i)
+    f[k++] = BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<__u32>(nrs[i]), static_cast<__u8>(n - i), 0);
+  f[k++] = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+  f[k++] = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA));
+  install_filter(f, k);
+}
+
 // How many held calls the listener has received.
 inline std::atomic<int> g_held_calls{0};
 

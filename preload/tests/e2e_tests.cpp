@@ -1,6 +1,8 @@
 // End-to-end: LD_PRELOAD libasyncwatch.so into tests/test_app.cpp running on the fake libcuda,
 // then read the trace back and assert on its records.
 #include <dirent.h>
+#include <grp.h>
+#include <sys/resource.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -25,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "deny_unshare.h"
 #include "trace_reader.h"
 
 using namespace asyncwatch::trace;
@@ -776,6 +779,157 @@ TEST(EndToEnd, ExecChildTracedEvenWithItsOwnEnvironment) {
     total += copies(t).size();
   }
   EXPECT_EQ(total, 1u + 5u);
+}
+
+// One name for every process (ASYNCWATCH_OUTPUT_PATTERN without %p): each still gets a trace of its
+// own. 100 names ran out before (".1" .. ".99"), and tracing stopped silently for the rest.
+TEST(EndToEnd, ManyProcessesWithOneFixedNameAreAllTraced) {
+  AppRun r = run({"forks", "120", "10"}, {"ASYNCWATCH_OUTPUT_PATTERN=fixed.awtrace"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+  ASSERT_EQ(r.traces.size(), 121u) << r.err;
+  std::set<uint64_t> pids;
+  size_t total = 0;
+  for (auto& p : r.traces) {
+    Trace t = aw_test::read_trace(p);
+    EXPECT_TRUE(t.ok) << p << ": " << t.error;
+    EXPECT_EQ(t.header.closed, kClosedCleanly) << p;
+    pids.insert(t.header.pid);
+    total += copies(t).size();
+  }
+  EXPECT_EQ(pids.size(), 121u);
+  EXPECT_EQ(total, 1000u + 120u * 10u + 10u);
+  // `run` reports every process.
+  if (*AW_ASYNCWATCH_BIN) {
+    std::string dir = make_dir();
+    AppRun rep = run_program(AW_ASYNCWATCH_BIN,
+                             {"run", "-o", dir + "/traces", "--format", "json", "--report-output", dir + "/report.json",
+                              "--", AW_TEST_APP, "forks", "120", "10"},
+                             {"ASYNCWATCH_OUTPUT_PATTERN=fixed.awtrace", "ASYNCWATCH_NO_SYMBOLS=1",
+                              "ASYNCWATCH_PRELOAD_LIB=" AW_PRELOAD_PREFIX AW_PRELOAD_LIB},
+                             dir, false);
+    EXPECT_TRUE(exited_ok(rep)) << rep.err;
+    EXPECT_EQ(list_traces(dir + "/traces").size(), 121u);
+    const std::string json = slurp(dir + "/report.json");
+    EXPECT_EQ(count_of(json, "\"parent_pid_if_forked\""), 121) << rep.err;
+  }
+}
+
+// A program that execs itself 110 times (one pid): every image has its trace.
+TEST(EndToEnd, ProgramExecingItselfManyTimesIsTracedEachTime) {
+  AppRun r = run({"exec_chain", "110"}, {"ASYNCWATCH_OUTPUT_PATTERN=fixed.awtrace"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  EXPECT_EQ(r.out, "chain done\n");
+  EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+  ASSERT_EQ(r.traces.size(), 111u);
+  std::set<uint64_t> pids;
+  for (auto& p : r.traces) {
+    Trace t = aw_test::read_trace(p);
+    EXPECT_EQ(t.header.closed, kClosedCleanly) << p;
+    EXPECT_EQ(copies(t).size(), 1u) << p;
+    pids.insert(t.header.pid);
+  }
+  EXPECT_EQ(pids.size(), 1u);
+  // The first 16 names are the pattern's with ".N"; the rest carry the pid.
+  struct stat st;
+  EXPECT_EQ(stat((r.dir + "/fixed.awtrace").c_str(), &st), 0);
+  EXPECT_EQ(stat((r.dir + "/fixed.15.awtrace").c_str(), &st), 0);
+  EXPECT_NE(stat((r.dir + "/fixed.16.awtrace").c_str(), &st), 0);
+}
+
+// RLIMIT_NPROC counts the real user's tasks, and root is exempt from it: the program runs as a
+// user id of its own (no other task of it exists), under the limit, bare and traced.
+AppRun run_under_nproc(rlim_t limit, const std::vector<std::string>& args, bool preload) {
+  AppRun r;
+  r.dir = make_dir();
+  const uid_t uid = static_cast<uid_t>(1500000000u + static_cast<unsigned>(getpid()) % 1000000u);
+  if (chown(r.dir.c_str(), uid, uid) != 0) ADD_FAILURE() << "chown " << r.dir;
+  std::string out = r.dir + "/.stdout", err = r.dir + "/.stderr";
+  pid_t pid = fork();
+  if (pid == 0) {
+    rlimit rl{limit, limit};
+    if (setrlimit(RLIMIT_NPROC, &rl) != 0 || setgroups(0, nullptr) != 0 || setgid(uid) != 0 || setuid(uid) != 0)
+      _exit(126);
+    std::vector<std::string> a = {AW_TEST_APP};
+    for (auto& x : args) a.push_back(x);
+    exec_program(a, app_environment({}, r.dir, preload), out, err);
+  }
+  waitpid(pid, &r.status, 0);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  r.traces = list_traces(r.dir);
+  return r;
+}
+
+// The library's file thread never takes a process slot the program needed: at the limit, the
+// program's pthread_create fails (EAGAIN), the file thread ends and the call is made again.
+TEST(EndToEnd, ProcessLimitLeavesTheProgramItsThreads) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root: RLIMIT_NPROC is tested as a user id with no other task";
+  for (const char* threads : {"8", "1"}) {
+    SCOPED_TRACE(threads);
+    // The limit the bare program fills exactly: its tasks with every thread alive (the main thread
+    // and 8 or 1; a sanitizer runtime's own thread too).
+    AppRun roomy = run_under_nproc(100, {"nproc_threads", threads}, false);
+    ASSERT_TRUE(exited_ok(roomy)) << roomy.out << roomy.err;
+    const long limit = field_of(roomy.out, "tasks");
+    ASSERT_GE(limit, atol(threads) + 1) << roomy.out;
+    AppRun bare = run_under_nproc(static_cast<rlim_t>(limit), {"nproc_threads", threads}, false);
+    ASSERT_TRUE(exited_ok(bare)) << bare.out << bare.err;
+    AppRun r = run_under_nproc(static_cast<rlim_t>(limit), {"nproc_threads", threads}, true);
+    ASSERT_TRUE(exited_ok(r)) << r.out << r.err;
+    EXPECT_EQ(r.out, bare.out);
+    EXPECT_EQ(count_of(r.err, "asyncwatch's file thread ended to leave it its slot"), 1) << r.err;
+    Trace t = only_trace(r);
+    EXPECT_EQ(t.header.closed, kClosedCleanly);
+    EXPECT_TRUE(t.header.config_flags & kConfigFileThreadYielded);
+    // The segments mapped when the thread left (at least 256 KiB + 4 MiB) hold every thread's block.
+    EXPECT_EQ(copies(t).size(), 1u + static_cast<size_t>(atoi(threads)));
+    EXPECT_EQ(t.header.records_lost, 0u);
+    if (*AW_ASYNCWATCH_BIN && !r.traces.empty()) {
+      AppRun rep = run_program(AW_ASYNCWATCH_BIN, {"report", r.traces[0]}, {"ASYNCWATCH_NO_SYMBOLS=1"}, "", false);
+      EXPECT_TRUE(exited_ok(rep)) << rep.err;
+      EXPECT_NE(rep.out.find("asyncwatch's file thread ended to leave it its slot"), std::string::npos) << rep.out;
+    }
+  }
+}
+
+// A seccomp filter that denies (EPERM) one of the system calls the library adds, or all of them
+// (docs/reliability.md, "System calls the library adds"): the program's output and status are
+// as bare under the same filter; the trace is either whole (a fallback took over: the process's
+// descriptor table without unshare, no pre-faulting without madvise) or absent with one warning.
+TEST(EndToEnd, EachSystemCallTheLibraryAddsDeniedDegradesCleanly) {
+  std::vector<std::string> names;
+  for (const NamedSyscall& c : kLibrarySyscalls) names.emplace_back(c.name);
+  names.emplace_back("close_range,getdents64");  // the fallback of the fallback
+  names.emplace_back("all");
+  size_t compared = 0;
+  for (const std::string& name : names) {
+    SCOPED_TRACE(name);
+    const std::string deny = "AW_TEST_DENY_SYSCALLS=" + name;
+    AppRun bare = run({"linked"}, {deny}, "", false);
+    if (!exited_ok(bare)) {  // a sanitizer runtime that needs the call itself: nothing to compare with
+      std::printf("[ %s denied ] the bare program fails too: not compared\n", name.c_str());
+      std::fflush(stdout);
+      continue;
+    }
+    ++compared;
+    AppRun r = run({"linked"}, {deny});
+    ASSERT_TRUE(WIFEXITED(r.status)) << r.err;
+    EXPECT_EQ(WEXITSTATUS(r.status), WEXITSTATUS(bare.status)) << r.err;
+    EXPECT_EQ(r.out, bare.out);
+    ASSERT_LE(r.traces.size(), 1u);
+    if (r.traces.empty()) {
+      EXPECT_EQ(count_of(r.err, "warning"), 1) << r.err;
+    } else {
+      EXPECT_EQ(count_of(r.err, "warning"), 0) << r.err;
+      Trace t = only_trace(r);
+      EXPECT_EQ(t.header.closed, kClosedCleanly);
+      EXPECT_EQ(copies(t).size(), 5u);
+    }
+    std::printf("[ %s denied ] %s\n", name.c_str(), r.traces.empty() ? "no trace, one warning" : "whole trace");
+    std::fflush(stdout);  // before the next fork: the children would print it again
+  }
+  EXPECT_GE(compared, 12u);  // at least the calls only the library makes
 }
 
 TEST(EndToEnd, UnwritableDirectoryLeavesAppUnaffectedWithOneWarning) {

@@ -878,6 +878,7 @@ __thread char g_big_tls[AW_BIG_TLS];
 int main(int argc, char** argv) {
   deny_unshare_if("AW_TEST_DENY_UNSHARE");
   deny_tmpfile_if("AW_TEST_DENY_TMPFILE");
+  deny_syscalls_if("AW_TEST_DENY_SYSCALLS");
 #ifdef AW_BIG_TLS
   g_big_tls[0] = 1;
 #endif
@@ -1078,6 +1079,42 @@ int main(int argc, char** argv) {
     char* env[] = {const_cast<char*>("PATH=/usr/bin:/bin"), nullptr};
     execve(argv[0], args, env);
     return 9;
+  }
+  if (mode == "exec_chain") {  // exec_chain N: one copy, then exec itself with N-1 (one pid for all N+1 images)
+    int n = argc > 2 ? atoi(argv[2]) : 0;
+    copies(1);
+    if (n <= 0) {
+      printf("chain done\n");
+      return 0;
+    }
+    std::string next = std::to_string(n - 1);
+    char* args[] = {argv[0], const_cast<char*>("exec_chain"), next.data(), nullptr};
+    execv(argv[0], args);
+    return 9;
+  }
+  if (mode == "nproc_threads") {  // nproc_threads N: a copy, then N threads alive at once (a copy each); tasks=
+    int n = argc > 2 ? atoi(argv[2]) : 8;
+    copies(1);
+    static std::atomic<int> go{0};
+    std::vector<pthread_t> ts;
+    for (int i = 0; i < n; ++i) {
+      pthread_t t;
+      auto body = [](void*) -> void* {
+        while (!go.load()) usleep(100);
+        copies(1);
+        return nullptr;
+      };
+      if (pthread_create(&t, nullptr, body, nullptr) == 0) ts.push_back(t);
+    }
+    int tasks = 0;  // this process's threads while all of them live
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);)
+      if (line.rfind("Threads:", 0) == 0) tasks = atoi(line.c_str() + 8);
+    printf("tasks=%d\n", tasks);
+    go = 1;
+    for (pthread_t t : ts) pthread_join(t, nullptr);
+    printf("started %zu of %d threads\n", ts.size(), n);
+    return static_cast<int>(ts.size()) == n ? 0 : 4;
   }
   if (mode == "threads") {  // threads [N [CALLS_PER_THREAD]]: 64-byte copies, pinned and pageable alternating
     int n = argc > 2 ? atoi(argv[2]) : 8;

@@ -25,11 +25,12 @@ struct ReportArgs {
   std::string output;                  // "" or "-" = stdout (output_file.h)
   std::string fail_on;                 // ids or a severity, comma separated
   int error_exitcode = kExitFindings;  // --error-exitcode N: the status of a --fail-on hit
-  double min_blocked_us = 50;
-  uint64_t inline_htod_bytes = 64 * 1024;
-  uint64_t launch_queue_depth = 512;
-  double min_callback_us = 1000;
-  uint64_t implicit_sync_min_count = 10;
+  // The thresholds (options.h, Thresholds: the defaults), times in microseconds.
+  double min_blocked_us = static_cast<double>(kDefaultThresholds.min_blocked_ns) / 1e3;
+  uint64_t inline_htod_bytes = kDefaultThresholds.inline_htod_bytes;
+  uint64_t launch_queue_depth = kDefaultThresholds.launch_queue_depth;
+  double min_callback_us = static_cast<double>(kDefaultThresholds.min_callback_ns) / 1e3;
+  uint64_t implicit_sync_min_count = kDefaultThresholds.implicit_sync_min_count;
   std::string colour = "auto";
   uint64_t max_stacks = Limits{}.stacks;
   uint64_t max_call_sites = Limits{}.call_sites;
@@ -87,7 +88,7 @@ int cmd_dump(const std::string& trace);
 struct TimelineArgs {
   std::string output;  // "" or "-" = stdout
   std::vector<std::string> inputs;
-  double min_blocked_us = 50;
+  double min_blocked_us = static_cast<double>(kDefaultThresholds.min_blocked_ns) / 1e3;  // the category "blocked"
   std::string format;  // json, perfetto; "" = from the output's name (.pftrace, .perfetto-trace), else json
   std::string window;  // "T0:T1" in seconds since the earliest process start; "" = all
   bool findings_only = false;

@@ -4,7 +4,8 @@
 // idle and which kernels, forgotten when destroyed so that a reused handle starts afresh).
 #pragma once
 
-#include "findings/rules.h"  // StreamState, KernelTally
+#include "events/copies.h"
+#include "events/stream_state.h"
 
 #include <asyncwatch/trace_format.h>
 

@@ -92,8 +92,7 @@ std::string pending_words(const Finding& f) {
                                 plural(f.pending_copies, "asynchronous copy", "asynchronous copies"),
                                 format_bytes(f.pending_copy_bytes)));
   if (!f.waited_for.empty()) {
-    std::vector<std::pair<std::string, uint64_t>> k(f.waited_for.begin(), f.waited_for.end());
-    std::stable_sort(k.begin(), k.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    std::vector<std::pair<std::string, uint64_t>> k = most_first(f.waited_for);
     std::string ks = k.size() == 1 ? "kernel " : "kernels ";
     for (size_t i = 0; i < k.size() && i < 4; ++i) {
       if (i) ks += ", ";

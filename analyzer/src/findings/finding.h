@@ -11,11 +11,13 @@
 
 #include <asyncwatch/trace_format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <unordered_map>
 #include <vector>
 
@@ -93,6 +95,14 @@ struct ConcurrentCallInfo {
 
 // One group of calls: same rule, cause, API, direction, memory, kernel and call site.
 // Everything is text here, so groups of different processes merge by their key.
+// The entries of a name -> count map (Finding::waited_for, Finding::ranges), the largest count
+// first, equal counts in name order.
+inline std::vector<std::pair<std::string, uint64_t>> most_first(const std::map<std::string, uint64_t>& counts) {
+  std::vector<std::pair<std::string, uint64_t>> v(counts.begin(), counts.end());
+  std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  return v;
+}
+
 struct Finding {
   FindingId id = FindingId::Count;
   Cause cause = Cause::None;

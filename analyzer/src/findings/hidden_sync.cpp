@@ -37,8 +37,7 @@ bool same_frame(const Frame& a, const Frame& b) {
 
 std::string waited_words(const Finding& f) {
   if (f.waited_for.empty()) return "the work queued before it";
-  std::vector<std::pair<std::string, uint64_t>> k(f.waited_for.begin(), f.waited_for.end());
-  std::stable_sort(k.begin(), k.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::vector<std::pair<std::string, uint64_t>> k = most_first(f.waited_for);
   std::string out = k.size() == 1 ? "kernel " : "kernels ";
   for (size_t i = 0; i < k.size() && i < 4; ++i) {
     if (i) out += ", ";

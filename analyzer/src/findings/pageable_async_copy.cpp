@@ -55,8 +55,7 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
 
 std::string waited_for_words(const Finding& f) {
   if (f.waited_for.empty()) return "all earlier work in the stream";
-  std::vector<std::pair<std::string, uint64_t>> k(f.waited_for.begin(), f.waited_for.end());
-  std::stable_sort(k.begin(), k.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::vector<std::pair<std::string, uint64_t>> k = most_first(f.waited_for);
   std::string out = k.size() == 1 ? "kernel " : "kernels ";
   for (size_t i = 0; i < k.size() && i < 4; ++i) {
     if (i) out += ", ";

@@ -133,6 +133,10 @@ uint64_t ProcessAnalyzer::summarize(ProcessSummary& p) {
     if (p.lost.size() > kShown) where += fmt::format("; {} more stretches", p.lost.size() - kShown);
     p.notes.push_back(fmt::format("{} records were lost{}; findings may be incomplete", p.records_lost, where));
   }
+  if (h.config_flags & kConfigFileThreadYielded)
+    p.notes.push_back(
+        "the program could not start a thread or process (RLIMIT_NPROC?): asyncwatch's file thread ended to leave it "
+        "its slot, and the trace ends where its file was mapped then (later calls are counted as lost)");
   p.pauses = h.pause_count;
   p.paused_ns = h.paused_ns;
   if (h.paused_since_ns && end > h.paused_since_ns) p.paused_ns += end - h.paused_since_ns;  // ended paused

@@ -523,7 +523,6 @@ bool TraceFile::next_validated(CursorState& c) {
 }
 
 void TraceFile::check_references() {
-  if (first_time_ns_ == UINT64_MAX) first_time_ns_ = 0;
   auto check = [&](const IdOffsets& uses, const IdOffsets& defined, const char* what) {
     uses.each([&](uint32_t id, uint64_t offset) {
       if (defined.find(id) == UINT64_MAX)
@@ -549,7 +548,6 @@ void TraceFile::reset_index() {
   in_flight_calls_.clear();
   caller_sites_.clear();
   lost_reports_.clear();
-  first_time_ns_ = UINT64_MAX;
   first_stack_use_ = IdOffsets{};
   first_string_use_ = IdOffsets{};
 }

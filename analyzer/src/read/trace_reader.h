@@ -276,7 +276,6 @@ class TraceFile {
   std::optional<PyCodeInfo> py_code(uint32_t id) const;
   const PythonInfo& python() const { return python_; }
   size_t stack_count() const { return stacks_.size(); }
-  size_t string_count() const { return strings_.size(); }
   uint64_t record_count() const { return record_count_; }
   uint64_t event_record_count() const { return event_record_count_; }
   uint64_t lost_in_records() const { return lost_in_records_; }
@@ -293,7 +292,6 @@ class TraceFile {
   static constexpr uint32_t kCallerSiteStackBase = 0xFFFF0000u;
   uint32_t version() const { return version_; }
   uint64_t last_time_ns() const { return last_time_ns_; }
-  uint64_t first_time_ns() const { return first_time_ns_ == UINT64_MAX ? 0 : first_time_ns_; }
   const std::string* thread_name(uint32_t tid) const;
 
   // Releases the mapped pages of [offset, offset+len) (they stay in the page cache).
@@ -363,10 +361,9 @@ class TraceFile {
     std::memcpy(&id, rec + at, sizeof id);
     use_string(id, file_offset);
   }
-  // An event record counted, with its start and end times (the trace's first and last).
+  // An event record counted, with its start and end times (the trace's last).
   __attribute__((always_inline)) bool count_event(uint64_t start_ns, uint64_t end_ns, uint64_t* start) {
     ++event_record_count_;
-    if (start_ns && start_ns < first_time_ns_) first_time_ns_ = start_ns;
     if (end_ns > last_time_ns_) last_time_ns_ = end_ns;
     *start = start_ns;
     return true;
@@ -405,7 +402,6 @@ class TraceFile {
   // end inside the block whatever their type (CursorState::fast_end).
   uint32_t fast_end_ = 0;
   uint64_t last_time_ns_ = 0;
-  uint64_t first_time_ns_ = UINT64_MAX;
   IdOffsets first_stack_use_;  // id -> the first record that refers to it
   IdOffsets first_string_use_;
   bool blocks_indexed_ = false;

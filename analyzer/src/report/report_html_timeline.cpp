@@ -38,8 +38,7 @@ void PixelLane::close(PictureBar& open, bool flagged) {
   open = PictureBar{};
 }
 
-void PixelLane::add(uint64_t start_ns, uint64_t end_ns, std::string_view label, uint8_t kind, int32_t finding,
-                    uint8_t severity) {
+PictureBar* PixelLane::place(uint64_t start_ns, uint64_t end_ns, uint8_t kind, int32_t finding, uint8_t severity) {
   if (end_ns < start_ns) end_ns = start_ns;
   ++calls_;
   const double x0 = x_of(start_ns), x1 = x_of(end_ns);
@@ -79,9 +78,10 @@ void PixelLane::add(uint64_t start_ns, uint64_t end_ns, std::string_view label, 
   ++open.calls;
   open.busy_ns += dur;
   if (open.calls == 1 || dur > open.label_ns) {
-    open.label.assign(label);
     open.label_ns = dur;
+    return &open;
   }
+  return nullptr;
 }
 
 std::vector<PictureBar> PixelLane::finish() {
@@ -144,12 +144,23 @@ ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* 
     };
     std::unordered_map<uint32_t, std::string> thread_names;
     for (const auto& th : t->threads()) thread_names[th.tid] = th.name;
+    // The lanes of the last few threads drawn, by tid (the walk switches threads at nearly every
+    // record: a hash look-up each was a good part of the picture's time).
+    constexpr size_t kRecentLanes = 8;
+    std::pair<uint32_t, size_t> recent_lanes[kRecentLanes];
+    std::fill(std::begin(recent_lanes), std::end(recent_lanes), std::pair<uint32_t, size_t>{0, SIZE_MAX});
+    size_t recent_next = 0;
     auto thread_lane = [&](uint32_t tid) -> PixelLane& {
-      return lane(tid, false, [&] {
+      for (const auto& [id, index] : recent_lanes)
+        if (id == tid && index != SIZE_MAX) return lanes[index].pixels;
+      PixelLane& l = lane(tid, false, [&] {
         auto it = thread_names.find(tid);
         std::string n = it == thread_names.end() || it->second.empty() ? std::string("thread") : it->second;
         return fmt::format("{} (tid {})", n, tid);
       });
+      recent_lanes[recent_next] = {tid, lane_of.at(tid)};
+      recent_next = (recent_next + 1) % kRecentLanes;
+      return l;
     };
     std::unordered_map<uint32_t, std::string> kernel_names;
     auto kernel_of = [&](uint32_t id) -> const std::string& {
@@ -163,27 +174,30 @@ ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* 
     };
     // Host-function enqueues by callback id, to name their runs (bounded as the analysis is).
     std::unordered_map<uint64_t, std::string> callback_names;
-    std::string name;
     t->for_each_merged([&](const RecordView& r) {
       const RecordInfo& info = record_info(static_cast<uint16_t>(r.type));
       if (info.call) {
         auto c = r.as<CallHead>();
         if ((c.flags & kFlagInFlight) || c.end_ns < c.start_ns) return;
-        name = public_api_name(api_name(static_cast<Api>(c.api)));
-        if (r.type == RecordType::Copy || r.type == RecordType::Memset) {
-          auto cp = r.as<CopyRecord>();
-          name += fmt::format("{}{} {}", r.type == RecordType::Copy ? " " : "",
-                              r.type == RecordType::Copy ? direction_name(static_cast<Direction>(cp.direction)) : "",
-                              format_bytes(cp.bytes));
-        } else if (r.type == RecordType::Launch) {
-          name += " " + kernel_of(r.as<LaunchRecord>().kernel_name_id);
-        } else if (r.type == RecordType::HostFuncEnqueue) {
+        if (r.type == RecordType::HostFuncEnqueue) {
           auto e = r.as<HostFuncEnqueueRecord>();
           if (callback_names.size() < report.options.limits.pending_callbacks)
             callback_names[e.callback_id] = fmt::format("host function 0x{:x}", e.user_function);
         }
+        auto label = [&] {
+          std::string name = public_api_name(api_name(static_cast<Api>(c.api)));
+          if (r.type == RecordType::Copy || r.type == RecordType::Memset) {
+            auto cp = r.as<CopyRecord>();
+            name += fmt::format("{}{} {}", r.type == RecordType::Copy ? " " : "",
+                                r.type == RecordType::Copy ? direction_name(static_cast<Direction>(cp.direction)) : "",
+                                format_bytes(cp.bytes));
+          } else if (r.type == RecordType::Launch) {
+            name += " " + kernel_of(r.as<LaunchRecord>().kernel_name_id);
+          }
+          return name;
+        };
         int32_t f = finding_of(r.tid, c.start_ns);
-        thread_lane(r.tid).add(rel(c.start_ns), rel(c.end_ns), name, 0, f, severity_of(f));
+        thread_lane(r.tid).add_labelled(rel(c.start_ns), rel(c.end_ns), label, 0, f, severity_of(f));
       } else if (r.type == RecordType::HostFuncRun) {
         auto run = r.as<HostFuncRunRecord>();
         auto it = callback_names.find(run.callback_id);

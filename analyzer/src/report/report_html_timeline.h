@@ -42,12 +42,23 @@ class PixelLane {
   PixelLane(uint64_t t0, uint64_t t1, double width);
   // A call (kind < kKinds) or, with finding >= 0, a flagged call of that finding and severity.
   void add(uint64_t start_ns, uint64_t end_ns, std::string_view label, uint8_t kind = 0, int32_t finding = -1,
-           uint8_t severity = 0);
+           uint8_t severity = 0) {
+    if (PictureBar* bar = place(start_ns, end_ns, kind, finding, severity)) bar->label.assign(label);
+  }
+  // The same, `label()` (a std::string) called only when the bar keeps the call's label (its longest
+  // call so far): the labels of most calls are never made (making each was most of the picture's time).
+  template <class Label>
+  void add_labelled(uint64_t start_ns, uint64_t end_ns, Label&& label, uint8_t kind, int32_t finding,
+                    uint8_t severity) {
+    if (PictureBar* bar = place(start_ns, end_ns, kind, finding, severity)) bar->label = label();
+  }
   // The bars, unflagged first (drawn beneath), each group in time order; ends the lane.
   std::vector<PictureBar> finish();
   uint64_t calls() const { return calls_; }
 
  private:
+  // Adds the call to its bar; returns the bar when the call's label becomes the bar's, else null.
+  PictureBar* place(uint64_t start_ns, uint64_t end_ns, uint8_t kind, int32_t finding, uint8_t severity);
   double x_of(uint64_t ns) const;
   int64_t column(double x) const;
   void close(PictureBar& open, bool flagged);

@@ -160,8 +160,7 @@ void finding_object(JsonWriter& w, const Finding& f, const CauseIndex& causes) {
     w.field("completed_at_return", f.completed_at_return);
   });
   // Only pageable-async-copy (waited-for-stream) observations carry the kernels waited for.
-  std::vector<std::pair<std::string, uint64_t>> waited(f.waited_for.begin(), f.waited_for.end());
-  std::stable_sort(waited.begin(), waited.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::vector<std::pair<std::string, uint64_t>> waited = most_first(f.waited_for);
   w.array("waited_for", waited, [&](const std::pair<std::string, uint64_t>& k) {
     w.object([&] {
       w.field("kernel", k.first);
@@ -169,8 +168,7 @@ void finding_object(JsonWriter& w, const Finding& f, const CauseIndex& causes) {
     });
   });
   // NVTX ranges the calls were made in, most calls first.
-  std::vector<std::pair<std::string, uint64_t>> ranges(f.ranges.begin(), f.ranges.end());
-  std::stable_sort(ranges.begin(), ranges.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::vector<std::pair<std::string, uint64_t>> ranges = most_first(f.ranges);
   w.array("ranges", ranges, [&](const std::pair<std::string, uint64_t>& k) {
     w.object([&] {
       w.field("name", k.first);

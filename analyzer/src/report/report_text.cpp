@@ -310,8 +310,7 @@ std::string evidence_text(const Finding& f) {
 
 std::string ranges_text(const Finding& f) {
   if (f.ranges.empty()) return {};  // NVTX ranges, most calls first (at most 4 named)
-  std::vector<std::pair<std::string, uint64_t>> r(f.ranges.begin(), f.ranges.end());
-  std::stable_sort(r.begin(), r.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::vector<std::pair<std::string, uint64_t>> r = most_first(f.ranges);
   std::string text;
   for (size_t i = 0; i < r.size() && i < 4; ++i)
     text += fmt::format(FMT_COMPILE("{}`{}` ({} of {})"), i ? ", " : "", r[i].first, r[i].second,

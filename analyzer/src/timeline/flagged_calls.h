@@ -1,10 +1,12 @@
 // The flagged calls of one trace by thread and start time (the analysis' CallMarks), for the
 // timeline and the HTML report's picture: a sorted vector per thread, looked up by binary search.
 // (A hash of (thread, start) took a third of the timeline's time on the synthetic benchmark
-// trace, docs/performance.md.) Lookups of one thread in a row reuse its vector.
+// trace, docs/performance.md.)
 #pragma once
 
 #include <algorithm>
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <unordered_map>
 #include <utility>
@@ -16,41 +18,72 @@ template <class V>
 class FlaggedCalls {
  public:
   FlaggedCalls() = default;
-  FlaggedCalls(const FlaggedCalls&) = delete;  // last_ points into by_thread_ (a move keeps its nodes)
+  FlaggedCalls(const FlaggedCalls&) = delete;  // recent_ points into by_thread_ (a move keeps its nodes)
   FlaggedCalls& operator=(const FlaggedCalls&) = delete;
   FlaggedCalls(FlaggedCalls&&) = default;
   FlaggedCalls& operator=(FlaggedCalls&&) = default;
   void add(uint32_t tid, uint64_t start_ns, V value) {
-    by_thread_[tid].emplace_back(start_ns, value);
+    by_thread_[tid].calls.emplace_back(start_ns, value);
     ++size_;
     sorted_ = false;
   }
-  // The value of the call of `tid` that started at `start_ns`, null when it is not flagged.
+  // The value of the call of `tid` that started at `start_ns`, null when it is not flagged. A
+  // thread's calls asked for in time order (a walk of the trace) each cost a step from the last
+  // answer, not a search; an earlier one is searched for.
   const V* find(uint32_t tid, uint64_t start_ns) {
     if (!sorted_) sort();
-    if (!last_ || last_tid_ != tid) {
-      auto it = by_thread_.find(tid);
-      if (it == by_thread_.end()) return nullptr;
-      last_ = &it->second;
-      last_tid_ = tid;
-    }
-    auto it = std::lower_bound(last_->begin(), last_->end(), start_ns,
-                               [](const std::pair<uint64_t, V>& e, uint64_t t) { return e.first < t; });
-    return it != last_->end() && it->first == start_ns ? &it->second : nullptr;
+    Thread* t = thread(tid);
+    if (!t) return nullptr;
+    const auto& v = t->calls;
+    size_t i = t->next;
+    if (i > v.size() || (i > 0 && v[i - 1].first >= start_ns)) i = 0;  // earlier than the last answer
+    for (size_t steps = 0; i < v.size() && v[i].first < start_ns; ++i)
+      if (++steps == 8) {
+        i = static_cast<size_t>(
+            std::lower_bound(v.begin() + static_cast<std::ptrdiff_t>(i), v.end(), start_ns,
+                             [](const std::pair<uint64_t, V>& e, uint64_t s) { return e.first < s; }) -
+            v.begin());
+        break;
+      }
+    t->next = i;
+    return i < v.size() && v[i].first == start_ns ? &v[i].second : nullptr;
   }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
 
  private:
-  void sort() {
-    for (auto& [tid, v] : by_thread_)
-      std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    sorted_ = true;
-    last_ = nullptr;
+  struct Thread {
+    std::vector<std::pair<uint64_t, V>> calls;  // by start
+    size_t next = 0;                            // the index of the last answer (a walk goes on from it)
+  };
+  // The thread's calls; the last few threads asked for are kept in a small array (a walk of the
+  // trace switches threads at nearly every record: a hash look-up each was most of find's cost).
+  Thread* thread(uint32_t tid) {
+    for (const Recent& r : recent_)
+      if (r.used && r.tid == tid) return r.thread;
+    auto it = by_thread_.find(tid);
+    Thread* t = it == by_thread_.end() ? nullptr : &it->second;
+    recent_[recent_next_] = Recent{tid, true, t};
+    recent_next_ = (recent_next_ + 1) % kRecent;
+    return t;
   }
-  std::unordered_map<uint32_t, std::vector<std::pair<uint64_t, V>>> by_thread_;
-  std::vector<std::pair<uint64_t, V>>* last_ = nullptr;
-  uint32_t last_tid_ = 0;
+  void sort() {
+    for (auto& [tid, t] : by_thread_) {
+      std::stable_sort(t.calls.begin(), t.calls.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      t.next = 0;
+    }
+    sorted_ = true;
+    recent_ = {};
+  }
+  static constexpr size_t kRecent = 8;
+  std::unordered_map<uint32_t, Thread> by_thread_;
+  struct Recent {
+    uint32_t tid = 0;
+    bool used = false;
+    Thread* thread = nullptr;  // null: the thread has no flagged call
+  };
+  std::array<Recent, kRecent> recent_{};
+  size_t recent_next_ = 0;
   size_t size_ = 0;
   bool sorted_ = true;
 };

@@ -22,10 +22,11 @@ enum class TimelineFormat : uint8_t { Json, Perfetto };
 
 struct TimelineOptions {
   TimelineFormat format = TimelineFormat::Json;
-  uint64_t min_blocked_ns = 50'000;  // calls blocked this long also get the category "blocked"
-  bool findings_only = false;        // only the flagged calls and their GPU work
-  bool has_window = false;           // only what overlaps [window_start_ns, window_end_ns], in ns since
-  uint64_t window_start_ns = 0;      // the earliest process start of the traces
+  uint64_t min_blocked_ns =
+      kDefaultThresholds.min_blocked_ns;  // calls blocked this long also get the category "blocked"
+  bool findings_only = false;             // only the flagged calls and their GPU work
+  bool has_window = false;                // only what overlaps [window_start_ns, window_end_ns], in ns since
+  uint64_t window_start_ns = 0;           // the earliest process start of the traces
   uint64_t window_end_ns = 0;
   uint64_t max_bytes = 0;     // 0: no limit; else nothing is written when the estimate exceeds it
   bool mark_findings = true;  // analyze each trace first (one more pass) to mark the flagged calls

@@ -341,15 +341,16 @@ static_assert(infer_direction(MemoryKind::Unknown, MemoryKind::Device) == Direct
 enum RecordFlags : uint32_t { ASYNCWATCH_RECORD_FLAGS(ASYNCWATCH_FLAG_ROW) };
 #undef ASYNCWATCH_FLAG_ROW
 
-#define ASYNCWATCH_CONFIG_FLAGS(X)                                                                   \
-  X(Evidence, 0)       /* completion evidence enabled */                                             \
-  X(StacksCopies, 1)   /* stacks for copies, memsets, host functions */                              \
-  X(StacksLaunches, 2) /* stacks for every launch (else only blocked ones) */                        \
-  X(StacksSync, 3)     /* stacks for sync and memory-management calls */                             \
-  X(StacksMemory, 4)   /* v3: stacks for memory-management, prefetch and graph-construction calls */ \
-  X(PythonFrames, 5)   /* v3: stacks carry the calling thread's Python frames */                     \
-  X(Nvtx, 6)           /* v3: NVTX was injected (InitializeInjectionNvtx2 ran): NvtxRange records */ \
-  X(GpuTimes, 7)       /* ASYNCWATCH_GPU_TIMES=1: GpuSpan / GpuClock records */
+#define ASYNCWATCH_CONFIG_FLAGS(X)                                                                      \
+  X(Evidence, 0)          /* completion evidence enabled */                                             \
+  X(StacksCopies, 1)      /* stacks for copies, memsets, host functions */                              \
+  X(StacksLaunches, 2)    /* stacks for every launch (else only blocked ones) */                        \
+  X(StacksSync, 3)        /* stacks for sync and memory-management calls */                             \
+  X(StacksMemory, 4)      /* v3: stacks for memory-management, prefetch and graph-construction calls */ \
+  X(PythonFrames, 5)      /* v3: stacks carry the calling thread's Python frames */                     \
+  X(Nvtx, 6)              /* v3: NVTX was injected (InitializeInjectionNvtx2 ran): NvtxRange records */ \
+  X(GpuTimes, 7)          /* ASYNCWATCH_GPU_TIMES=1: GpuSpan / GpuClock records */                      \
+  X(FileThreadYielded, 8) /* the file thread ended to leave its process slot to the program (RLIMIT_NPROC) */
 
 #define ASYNCWATCH_CONFIG_ROW(name, bit) kConfig##name = 1u << bit,
 enum ConfigFlags : uint32_t { ASYNCWATCH_CONFIG_FLAGS(ASYNCWATCH_CONFIG_ROW) };
@@ -838,6 +839,8 @@ struct NvtxRangeRecord {
 static_assert(sizeof(NvtxRangeRecord) == 40);
 
 // ---- THE record table: X(id, Name, Struct, since_version) ---------------------------------
+// Id 25 was never assigned (GpuSpan was numbered from 26): readers reject a record of type 25 as an
+// unknown type, as any id without a row; a new record type may take it.
 #define ASYNCWATCH_RECORD_TYPES(X)                                                           \
   X(1, ThreadInfo, ThreadInfoRecord, 1)                                                      \
   X(2, Module, ModuleRecord, 1)                                                              \

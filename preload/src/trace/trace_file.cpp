@@ -28,6 +28,7 @@
 #include "common.h"
 #include "config.h"
 #include "futex.h"
+#include "trace_name.h"
 #include "trace_writer.h"
 
 #ifndef SYS_close_range
@@ -63,7 +64,11 @@ AW_LARGE_ZEROED std::atomic<uint64_t> g_retired[kMaxSegments];
 AW_LARGE_ZEROED uint64_t g_released[kMaxSegments];
 uint64_t g_release_from = 0;
 std::atomic<FileHeader*> g_header{nullptr};
-std::atomic<pid_t> g_thread_pid{0};  // the process the thread belongs to
+std::atomic<pid_t> g_thread_pid{0};    // the process the thread belongs to
+std::atomic<pid_t> g_thread_tid{0};    // its kernel task (give_back_thread waits for it to be gone)
+std::atomic<bool> g_leave_req{false};  // give_back_thread: end now, leaving the file as it is
+constexpr uint64_t kSegmentsKeptOnLeave = 2;
+AW_TLS bool tl_starting = false;  // this thread is in start()'s pthread_create (interposed too)
 
 // Owned by the thread while it runs (read by others only after it published kServing or kGone).
 int g_fd = -1;
@@ -130,7 +135,11 @@ bool close_inherited() noexcept {
   char buf[4096];
   for (;;) {
     long n = syscall(SYS_getdents64, d, buf, sizeof buf);
-    if (n <= 0) break;
+    if (n < 0) {  // the copies cannot be listed (seccomp): they would stay open
+      syscall(SYS_close, d);
+      return false;
+    }
+    if (n == 0) break;
     for (long off = 0; off < n;) {
       auto* e = reinterpret_cast<Dirent64*>(buf + off);
       off += e->reclen;
@@ -178,15 +187,20 @@ bool fits_rlimit(uint64_t new_size) noexcept {
   return new_size <= rl.rlim_cur;  // exceeding it would raise SIGXFSZ
 }
 
-// Inserts ".N" before the extension: asyncwatch-app-12.awtrace -> asyncwatch-app-12.1.awtrace.
-void with_suffix(char* out, size_t cap, const char* dir, const char* name, int n) noexcept {
-  const char* dot = strrchr(name, '.');
-  if (!n)
-    snprintf(out, cap, "%s/%s", dir, name);
-  else if (!dot || dot == name)
-    snprintf(out, cap, "%s/%s.%d", dir, name, n);
+// Attempt `attempt` of the trace's name (trace_name.h).
+void with_suffix(char* out, size_t cap, const char* dir, const char* name, int attempt) noexcept {
+  timespec ts{};
+  if (attempt >= trace_name::kNumbered) clock_gettime(CLOCK_MONOTONIC, &ts);
+  trace_name::candidate(out, cap, dir, name, attempt, getpid(),
+                        static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec));
+}
+
+// Every name the pattern allows is taken (EEXIST on each): said so, not as "File exists".
+void set_name_error(const char* dir, const char* name) noexcept {
+  if (errno == EEXIST)
+    set_error("cannot create trace file %s/%s: all %d names tried exist", dir, name, trace_name::kAttempts);
   else
-    snprintf(out, cap, "%s/%.*s.%d%s", dir, static_cast<int>(dot - name), name, n, dot);
+    set_error("cannot create trace file %s: %s", g_path, strerror(errno));
 }
 
 void copy_str(char* dst, size_t cap, const char* s) noexcept {
@@ -275,12 +289,12 @@ int open_unnamed(const char* dir, mode_t mode) noexcept {
 bool link_unnamed(int fd, const char* dir, const char* name) noexcept {
   char self[64];
   snprintf(self, sizeof self, "/proc/thread-self/fd/%d", fd);
-  for (int attempt = 0; attempt < 100; ++attempt) {
+  for (int attempt = 0; attempt < trace_name::kAttempts; ++attempt) {
     with_suffix(g_path, sizeof g_path, dir, name, attempt);
     if (linkat(AT_FDCWD, self, AT_FDCWD, g_path, AT_SYMLINK_FOLLOW) == 0) return true;
     if (errno != EEXIST) break;
   }
-  set_error("cannot create trace file %s: %s", g_path, strerror(errno));
+  set_name_error(dir, name);
   g_path[0] = 0;
   return false;
 }
@@ -325,7 +339,7 @@ bool create_file(int unnamed_fd) noexcept {
   if (unnamed) {
     with_suffix(g_path, sizeof g_path, dir, name, 0);  // for the messages until it has its name
   } else {
-    for (int attempt = 0; attempt < 100; ++attempt) {
+    for (int attempt = 0; attempt < trace_name::kAttempts; ++attempt) {
       with_suffix(g_path, sizeof g_path, dir, name, attempt);
       fd = ::open(g_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, c.file_mode);
       if (fd >= 0 || errno != EEXIST) break;
@@ -335,7 +349,7 @@ bool create_file(int unnamed_fd) noexcept {
     if (errno == EMFILE || errno == ENFILE)
       set_error("no free file descriptor for trace file %s", g_path);
     else
-      set_error("cannot create trace file %s: %s", g_path, strerror(errno));
+      set_name_error(dir, name);
     g_path[0] = 0;
     return false;
   }
@@ -578,6 +592,7 @@ void finish() noexcept {
 
 void* file_main(void*) {
   prctl(PR_SET_NAME, "asyncwatch-file");  // not pthread_setname_np: that opens a file in the caller's table
+  g_thread_tid.store(static_cast<pid_t>(syscall(SYS_gettid)), std::memory_order_release);
   // Its own descriptor table: nothing the application does to its descriptors reaches the trace's.
   g_private = false;
   if (unshare(CLONE_FILES) == 0) {
@@ -655,6 +670,18 @@ void* file_main(void*) {
       finish();
       return nullptr;
     }
+    if (g_leave_req.load(std::memory_order_acquire)) {  // its process slot is the application's now
+      // One 4 MiB segment past the first stays mapped at least: the threads the program can now
+      // start each claim a block of their own.
+      for (uint64_t m = g_mapped.load(std::memory_order_relaxed); m < kSegmentsKeptOnLeave && map_one(m); ++m)
+        g_mapped.store(m + 1, std::memory_order_release);
+      set_error(
+          "asyncwatch's file thread ended to leave its process slot to the application (RLIMIT_NPROC): the "
+          "trace ends where the file was mapped");
+      release(kNoTruncate);
+      finish();
+      return nullptr;
+    }
     if (!opened && g_open_req.load(std::memory_order_acquire)) {  // asked for after it was made
       opened = true;
       trace_writer::file_opened(h);
@@ -699,6 +726,8 @@ bool start(uint64_t parent_pid) noexcept {
   g_header.store(nullptr);
   g_name_state.store(kNameOpen);
   g_fd = -1;
+  g_leave_req.store(false);
+  g_thread_tid.store(0);
   g_thread_pid.store(getpid());
   g_thread.store(kStarting, std::memory_order_release);
   // The thread inherits the mask: no signal of the application's is ever delivered to it.
@@ -712,7 +741,9 @@ bool start(uint64_t parent_pid) noexcept {
   // static TLS out of a thread's stack, and a program that loads cuBLAS has more of it than a
   // small fixed stack holds (pthread_create fails with EINVAL, or the thread overflows at once).
   pthread_t t;
+  tl_starting = true;
   int rc = pthread_create(&t, &attr, &file_main, nullptr);
+  tl_starting = false;
   pthread_attr_destroy(&attr);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (rc != 0) {
@@ -799,6 +830,36 @@ bool close(uint64_t bytes, trace_sync::Patience* patience) noexcept {
     if (g_thread.load(std::memory_order_acquire) == kGone) return true;
     if (!trace_sync::wait_patiently(&g_done, d, patience)) return false;
   }
+}
+
+bool give_back_thread() noexcept {
+  // A fork child has no file thread; start() failing to make one has none to give.
+  if (g_thread_pid.load() != getpid() || tl_starting) return false;
+  // A thread still making the file (with a table of its own, a few system calls) gets there first.
+  trace_sync::Patience first{1}, patience;
+  for (int st; (st = g_thread.load(std::memory_order_acquire)) != kServing;) {
+    if (st == kGone && g_leave_req.load(std::memory_order_acquire)) break;  // left for another caller
+    if (st != kStarting && st != kIdle) return false;
+    const uint32_t d = g_done.load(std::memory_order_acquire);
+    if (g_thread.load(std::memory_order_acquire) != st) continue;
+    // Not serving within 100 ms: waiting for the first record (the process's table), not given back.
+    if (!trace_sync::wait_patiently(&g_done, d, &first)) return false;
+  }
+  g_leave_req.store(true, std::memory_order_release);
+  bump(&g_req);
+  for (;;) {
+    const uint32_t d = g_done.load(std::memory_order_acquire);
+    if (g_thread.load(std::memory_order_acquire) == kGone) break;
+    if (!trace_sync::wait_patiently(&g_done, d, &patience)) return false;
+  }
+  // The slot is free once the kernel released the task (after the thread function returned and
+  // glibc's exit path ran): tgkill's ESRCH says so.
+  const pid_t tid = g_thread_tid.load(std::memory_order_acquire);
+  for (int i = 0; tid > 0 && i < 20000 && syscall(SYS_tgkill, getpid(), tid, 0) == 0; ++i) {
+    timespec t{0, 50000};
+    nanosleep(&t, nullptr);
+  }
+  return true;
 }
 
 const char* error_text() noexcept { return g_error; }

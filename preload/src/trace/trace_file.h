@@ -87,6 +87,14 @@ bool close_at_exit(uint64_t bytes) noexcept;
 // the file thread may still name the file, unclosed, as if the process had crashed.
 bool settle_unnamed(trace_sync::Patience* patience) noexcept;
 
+// The program could not start a thread or process (EAGAIN: RLIMIT_NPROC, or the system's thread
+// limit): the file thread ends to leave its slot to it. Waits (at most kFileWaitNs) until the
+// kernel has released the thread; the file stays as it is, mapped: writers go on in the segments
+// mapped so far, a claim past them stops the trace (error_text() says why), the end closes it
+// without truncating. True when the thread is gone (the program may try again); false when
+// there was none of this process's serving the trace.
+bool give_back_thread() noexcept;
+
 // Why the last open or mapping failed (one line), "" if none.
 const char* error_text() noexcept;
 // The trace's path ("" before a successful open).
