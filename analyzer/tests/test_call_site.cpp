@@ -447,6 +447,20 @@ TEST(CallSite, PythonLineOutsideTheFrameworksIsTheSite) {
   // override makes an installed package of one's own user code.
   EXPECT_EQ(classify_frame(py("f", "/src/pytorch/torch/_tensor.py", 1)), FrameKind::Library);
   EXPECT_EQ(classify_frame(py("f", "<frozen importlib._bootstrap>", 1)), FrameKind::Library);
+  // A framework's module with a relative path (imported through a relative sys.path entry, or
+  // compiled without its source): library code; a user's module that only starts like one is not.
+  EXPECT_EQ(classify_frame(py("_unique_impl", "torch/functional.py", 1)), FrameKind::Library);
+  EXPECT_EQ(classify_frame(py("Tensor.unique", "torch/_tensor.py", 1)), FrameKind::Library);
+  EXPECT_EQ(classify_frame(py("f", "torch_helpers.py", 1)), FrameKind::User);
+  {
+    std::vector<Frame> u = {frame("cudaStreamSynchronize", "/sim/libcudart.so.13"),
+                            py("_unique_impl", "torch/functional.py", 991), py("fn", "torch/_jit_internal.py", 627),
+                            py("Tensor.unique", "torch/_tensor.py", 1000), py("step", "train.py", 12)};
+    CallSite cu = select_call_site(u);
+    EXPECT_EQ(cu.index, 4);  // torch.unique's sync at the user's line, via torch's wrapper
+    EXPECT_TRUE(cu.user);
+    EXPECT_EQ(cu.via, 3);
+  }
   CallSitePolicy p;
   p.user_code = {"*/site-packages/torch/nn/*"};
   EXPECT_EQ(select_call_site(s, {}, p).index, 3);

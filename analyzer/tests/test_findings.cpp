@@ -741,6 +741,29 @@ TEST(HiddenSync, LibraryBetweenRuntimeAndUserLine) {
   EXPECT_FALSE(asyncwatch::rules::is_hidden_sync(f, {}));  // no user line to report it at
 }
 
+// A synchronization by a thread without Python, on frames borrowed from a Python thread: hidden when
+// the lender was in a framework call that does not wait by contract (autograd's backward), the
+// user's explicit wait when the lender waited in block_until_ready (JAX: XLA's threads wait for it).
+TEST(HiddenSync, BorrowedFramesOfAWaitingFunctionAreTheUsersWait) {
+  using asyncwatch::FrameOrigin;
+  auto drv = hs_frame(FrameOrigin::Native, "cuEventSynchronize", "/usr/lib/x86_64-linux-gnu/libcuda.so.1", "", 0);
+  auto xla = hs_frame(FrameOrigin::Native, "", "/v/lib/python3.12/site-packages/jaxlib/xla_extension.so", "", 0);
+  auto bur = hs_frame(FrameOrigin::Python, "ArrayImpl.block_until_ready", "",
+                      "/v/lib/python3.12/site-packages/jax/_src/array.py", 640);
+  auto backward =
+      hs_frame(FrameOrigin::Python, "backward", "", "/v/lib/python3.12/site-packages/torch/autograd/__init__.py", 347);
+  auto user = hs_frame(FrameOrigin::Python, "main", "", "/home/me/loop.py", 21);
+  auto waited = sync_finding({drv, xla, bur, user}, 3);
+  waited.python_lender = tf::python_lender_encode(4242, false);
+  EXPECT_FALSE(asyncwatch::rules::is_hidden_sync(waited, {}, true));
+  auto in_backward = sync_finding({drv, xla, backward, user}, 3);
+  in_backward.python_lender = tf::python_lender_encode(4242, false);
+  EXPECT_TRUE(asyncwatch::rules::is_hidden_sync(in_backward, {}, true));
+  auto bare = sync_finding({drv, xla, user}, 2);  // borrowed, no library Python frame between
+  bare.python_lender = tf::python_lender_encode(4242, true);
+  EXPECT_TRUE(asyncwatch::rules::is_hidden_sync(bare, {}, true));
+}
+
 namespace {
 tf::NvtxRangeRecord nvtx(tf::NvtxKind kind, uint64_t range_id, uint32_t name_id, uint64_t t) {
   tf::NvtxRangeRecord r{};
@@ -1016,6 +1039,114 @@ TEST(Findings, GraphUploadAndMemoryNodesAreNamedCauses) {
   EXPECT_EQ(memory->graph_memory_nodes, 2u);
   EXPECT_NE(finding_message(*memory).find("the graph has 2 memory-allocation nodes"), std::string::npos)
       << finding_message(*memory);
+}
+
+// A clone of a graph has the original's nodes: a launch of the clone's executable graph (and of
+// one updated from the clone) names the original's pageable memcpy node and its origin; a failed
+// update changes nothing.
+TEST(Findings, GraphCloneKeepsTheOriginalsPageableNode) {
+  GraphTrace g;
+  tf::GraphOpRecord node{};
+  node.api = static_cast<uint16_t>(Api::cudaGraphAddMemcpyNode1D);
+  node.driver_fn = static_cast<uint16_t>(Api::cuGraphAddMemcpyNode);
+  node.start_ns = g.x.t;
+  node.end_ns = g.x.t + kUs;
+  node.graph = 0xA1;
+  node.node = 0xB1;
+  node.bytes = 4096;
+  node.direction = static_cast<uint8_t>(Direction::DtoH);
+  node.src_memory = static_cast<uint8_t>(MemoryKind::Device);
+  node.dst_memory = static_cast<uint8_t>(MemoryKind::Pageable);
+  node.stack_id = g.x.site2;
+  g.x.add(RecordType::GraphOp, node, 2 * kUs);
+  tf::GraphOpRecord clone{};
+  clone.api = clone.driver_fn = static_cast<uint16_t>(Api::cuGraphClone);
+  clone.start_ns = g.x.t;
+  clone.end_ns = g.x.t + kUs;
+  clone.graph = 0xA1;
+  clone.clone = 0xA2;
+  g.x.add(RecordType::GraphOp, clone, 2 * kUs);
+  g.graph_op(Api::cuGraphInstantiateWithFlags, 0xA2, 0xE2);
+  g.launch(0xE2, 10 * kUs, g.x.site1);                       // uploaded
+  g.launch(0xE2, 2 * kMs, g.x.site1);                        // waited for the pageable node
+  g.graph_op(Api::cuGraphInstantiateWithFlags, 0xA3, 0xE3);  // a graph the trace knows nothing of
+  tf::GraphOpRecord failed{};
+  failed.api = failed.driver_fn = static_cast<uint16_t>(Api::cuGraphExecUpdate_v2);
+  failed.start_ns = g.x.t;
+  failed.end_ns = g.x.t + kUs;
+  failed.exec = 0xE3;
+  failed.graph = 0xA2;
+  failed.result = 910;  // CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE: the exec keeps its own nodes
+  g.x.add(RecordType::GraphOp, failed, 2 * kUs);
+  g.launch(0xE3, 10 * kUs, g.x.site2);
+  g.launch(0xE3, 3 * kMs, g.x.site2);
+  Report r = g.x.report("graph-clone.awtrace");
+  const Finding* cloned = nullptr;
+  const Finding* other = nullptr;
+  for (const Finding& f : r.findings) {
+    if (f.id != FindingId::BlockingLaunch || f.blocked.max() < kMs) continue;
+    (f.cause == Cause::GraphHostMemcpy ? cloned : other) = &f;
+  }
+  ASSERT_NE(cloned, nullptr);
+  EXPECT_EQ(cloned->graph_pageable_nodes, 1u);
+  EXPECT_EQ(cloned->graph_node().bytes, 4096u);
+  EXPECT_EQ(cloned->graph_node().api, "cudaGraphAddMemcpyNode1D");
+  ASSERT_NE(other, nullptr);  // the failed update did not give 0xE3 the clone's nodes
+  EXPECT_EQ(other->cause, Cause::Unknown);
+}
+
+// A launch that blocked while another thread's call ran through its wait names that call (a
+// driver lock it held), or the host function running on the driver's thread; else unknown, saying
+// what the trace cannot tell.
+TEST(Findings, BlockedLaunchNamesTheOtherThreadsCallThatRanThrough) {
+  Fixture x;
+  x.warm_up();
+  constexpr uint32_t kOther = kTid + 100, kDriver = kTid + 101;
+  x.b.thread_info(kOther, "worker");
+  x.b.thread_info(kDriver, "cuda-callback");
+  uint32_t other_site = x.b.stack(kOther, {0x403000, 0x409000});
+  uint32_t k = x.b.string(kTid, "_Z4stepv");
+  // The worker's cudaFreeHost runs 3 ms; the launch begins inside it and waits 2.2 ms.
+  x.b.event(kOther, RecordType::MemoryOp,
+            TraceBuilder::memory_op(Api::cudaFreeHost, Api::cuMemFreeHost, x.t, x.t + 3 * kMs, 0, MemoryKind::Pinned,
+                                    other_site));
+  x.t += 500 * kUs;
+  x.launch(k, 2200 * kUs, 0, 0x5000, x.site1);
+  x.t += 5 * kMs;
+  // A host function runs 4 ms on the driver's thread; a launch waits 1.5 ms inside it.
+  x.b.event(kDriver, RecordType::HostFuncRun, TraceBuilder::run(77, x.t, x.t + 4 * kMs));
+  x.t += 1 * kMs;
+  x.launch(k, 1500 * kUs, 0, 0x5000, x.site2);
+  x.t += 5 * kMs;
+  x.launch(k, 1800 * kUs, 0, 0x6000, x.site1);  // alone: unknown
+  Report r = x.report("concurrent-launch.awtrace");
+  const Finding* other = find(r, FindingId::BlockingLaunch, Cause::OtherThreadCall, false);
+  const Finding* host = find(r, FindingId::BlockingLaunch, Cause::HostFunctionRunning, false);
+  const Finding* unknown = find(r, FindingId::BlockingLaunch, Cause::Unknown, false);
+  ASSERT_NE(other, nullptr);
+  ASSERT_NE(other->concurrent, nullptr);
+  EXPECT_EQ(other->concurrent->api, "cudaFreeHost");
+  EXPECT_EQ(other->concurrent->tid, kOther);
+  EXPECT_EQ(other->concurrent->overlap_ns, 2200 * kUs);
+  EXPECT_NE(finding_message(*other).find("thread " + std::to_string(kOther) + "'s cudaFreeHost"), std::string::npos)
+      << finding_message(*other);
+  ASSERT_NE(host, nullptr);
+  EXPECT_NE(finding_message(*host).find("a host function ran on the driver's thread (thread " +
+                                        std::to_string(kDriver) + ")"),
+            std::string::npos)
+      << finding_message(*host);
+  ASSERT_NE(unknown, nullptr);
+  EXPECT_NE(finding_message(*unknown).find("no other thread's CUDA call or host function"), std::string::npos)
+      << finding_message(*unknown);
+  auto doc = nlohmann::json::parse(report_json_text(r));
+  bool seen = false;
+  for (const auto& f : doc["findings"])
+    if (f["cause"] == "other-thread-call") {
+      seen = true;
+      EXPECT_EQ(f["concurrent_call"]["api"], "cudaFreeHost");
+      EXPECT_EQ(f["concurrent_call"]["overlap_ns"], 2200 * kUs);
+    }
+  EXPECT_TRUE(seen);
 }
 
 // What a framework does inside its own compilation (JAX's backend_compile running

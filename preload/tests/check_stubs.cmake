@@ -2,7 +2,8 @@
 # every exported driver and runtime entry point is a stub, a function with a size, that tests the
 # ASYNCWATCH_DISABLE bit first, jumps to the real function it loads from its table's slot (the
 # slots in the tables' order, 8 bytes apart), and otherwise to one of its bodies: a driver stub to
-# aw_inrt_<name> or aw_traced_<name> (21 instructions, at most 16 on the way to either), a runtime
+# aw_inrt_<name> or aw_traced_<name> (21 instructions, at most 16 on the way to either; a query stub
+# 32, the passive runtime outer's test and its jump to the real function added), a runtime
 # stub to aw_app_<name> or aw_traced_<name> (13, at most 8 on the way to either); no call, no stack access but the driver stub's load of its return address. The disabled
 # path is the first two and the last four instructions: what the disabled target of
 # docs/performance.md counts (callgrind_per_call.sh measures it). And no relocation of the library
@@ -64,7 +65,10 @@ macro(check_block)
     if(NOT first MATCHES "testb +\\$0x4,.*<aw_not_recording>")
       message(FATAL_ERROR "${cur}: does not start with the disabled test:\n${text}")
     endif()
-    if(text MATCHES "<aw_driver_real")
+    if(text MATCHES "<aw_driver_real" AND cur MATCHES "^cu(EventQuery|StreamQuery(_ptsz)?)$")
+      set(body aw_inrt)  # a query stub: also the passive runtime outer's way to the real function
+      set(want_n 32)
+    elseif(text MATCHES "<aw_driver_real")
       set(body aw_inrt)
       set(want_n 21)
     else()

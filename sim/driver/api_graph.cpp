@@ -129,6 +129,26 @@ AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphCreate(CUgraph* g, unsigned int flags) 
   return CUDA_SUCCESS;
 }
 
+AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphClone(CUgraph* clone, CUgraph original) {
+  if (CUresult r = check_context()) return r;
+  SimGraph* graph = graph_of(original);
+  if (!clone || !graph) return CUDA_ERROR_INVALID_VALUE;
+  *clone = reinterpret_cast<CUgraph>(clone_graph(graph));
+  return CUDA_SUCCESS;
+}
+
+AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphNodeFindInClone(CUgraphNode* found, CUgraphNode original, CUgraph clone) {
+  SimGraph* graph = graph_of(clone);
+  if (!found || !graph || !is_node(original)) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(graph->mutex);
+  for (const auto& n : graph->nodes)
+    if (n->cloned_from == reinterpret_cast<const SimGraphNode*>(original)) {
+      *found = reinterpret_cast<CUgraphNode>(n.get());
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
 AW_DRIVER_EXPORT CUresult CUDAAPI cuGraphDestroy(CUgraph g) {
   return destroy_graph(reinterpret_cast<SimGraph*>(g)) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }

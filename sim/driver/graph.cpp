@@ -132,6 +132,21 @@ SimGraph* create_graph() {
   return g;
 }
 
+SimGraph* clone_graph(SimGraph* g) {
+  SimGraph* out = create_graph();
+  std::lock_guard<std::mutex> lock(g->mutex);
+  std::map<const SimGraphNode*, SimGraphNode*> copy_of;
+  for (const auto& n : g->nodes) {
+    SimGraphNode* c = add_node_locked(out, {}, n->params);
+    c->cloned_from = n.get();
+    copy_of[n.get()] = c;
+  }
+  // Edges once every node has its copy (cuGraphAddDependencies may point a node at a later one).
+  for (const auto& n : g->nodes)
+    for (const SimGraphNode* d : n->deps) copy_of.at(n.get())->deps.push_back(copy_of.at(d));
+  return out;
+}
+
 bool destroy_graph(SimGraph* g) {
   {
     std::lock_guard<std::mutex> lock(handles_mutex());

@@ -48,7 +48,8 @@ struct NodeParams {
 struct SimGraphNode {
   SimGraph* graph = nullptr;
   NodeParams params;
-  std::vector<SimGraphNode*> deps;  // incoming edges
+  std::vector<SimGraphNode*> deps;            // incoming edges
+  const SimGraphNode* cloned_from = nullptr;  // cuGraphClone: the original's node (cuGraphNodeFindInClone)
 };
 
 struct SimGraph {
@@ -76,6 +77,8 @@ bool is_node(const void* h);
 CUresult add_node(SimGraph* g, const CUgraphNode* deps, size_t n, NodeParams p, SimGraphNode** out);
 CUresult add_edges(SimGraph* g, const CUgraphNode* from, const CUgraphNode* to, size_t n);
 CUresult destroy_node(SimGraphNode* node);
+// cuGraphClone: a new graph with a copy of each node (same parameters, same edges).
+SimGraph* clone_graph(SimGraph* g);
 CUresult instantiate(SimGraph* g, SimGraphExec** out);
 bool destroy_exec(SimGraphExec* e);
 bool is_exec(const void* h);

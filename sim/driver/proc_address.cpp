@@ -181,6 +181,8 @@ const ProcEntry kEntries[] = {
     // name means cuGraphInstantiateWithFlags (cuda.h), which cuGetProcAddress hands out.
     E("cuGraphCreate", 10000, cuGraphCreate),
     E("cuGraphDestroy", 10000, cuGraphDestroy),
+    E("cuGraphClone", 10000, cuGraphClone),
+    E("cuGraphNodeFindInClone", 10000, cuGraphNodeFindInClone),
     E("cuGraphAddKernelNode", 10000, cuGraphAddKernelNode),
     E("cuGraphAddKernelNode", 12000, cuGraphAddKernelNode_v2),
     E("cuGraphAddMemcpyNode", 10000, cuGraphAddMemcpyNode),

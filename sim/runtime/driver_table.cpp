@@ -79,6 +79,8 @@ DriverEntryPoints* load_driver() {
   resolve(d->graph_exec_destroy, "cuGraphExecDestroy", 0);
   resolve(d->graph_destroy, "cuGraphDestroy", 0);
   resolve(d->graph_create, "cuGraphCreate", 0);
+  resolve(d->graph_clone, "cuGraphClone", 0);
+  resolve(d->graph_node_find_in_clone, "cuGraphNodeFindInClone", 0);
   resolve(d->graph_add_kernel_node, "cuGraphAddKernelNode", 0);
   resolve(d->graph_add_memcpy_node, "cuGraphAddMemcpyNode", 0);
   resolve(d->graph_add_memset_node, "cuGraphAddMemsetNode", 0);

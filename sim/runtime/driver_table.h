@@ -102,6 +102,8 @@ struct DriverEntryPoints {
   decltype(&cuGraphExecDestroy) graph_exec_destroy;
   decltype(&cuGraphDestroy) graph_destroy;
   decltype(&cuGraphCreate) graph_create;
+  decltype(&cuGraphClone) graph_clone;
+  decltype(&cuGraphNodeFindInClone) graph_node_find_in_clone;
   decltype(&cuGraphAddKernelNode_v2) graph_add_kernel_node;
   decltype(&cuGraphAddMemcpyNode) graph_add_memcpy_node;
   decltype(&cuGraphAddMemsetNode) graph_add_memset_node;

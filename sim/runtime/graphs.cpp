@@ -57,6 +57,15 @@ AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaGraphCreate(cudaGraph_t* g, unsigned
   AW_RT_INIT();
   return record(drv().graph_create(reinterpret_cast<CUgraph*>(g), flags));
 }
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaGraphClone(cudaGraph_t* clone, cudaGraph_t original) {
+  AW_RT_INIT();
+  return record(drv().graph_clone(reinterpret_cast<CUgraph*>(clone), cu(original)));
+}
+AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaGraphNodeFindInClone(cudaGraphNode_t* found, cudaGraphNode_t original,
+                                                                 cudaGraph_t clone) {
+  AW_RT_INIT();
+  return record(drv().graph_node_find_in_clone(reinterpret_cast<CUgraphNode*>(found), cu(original), cu(clone)));
+}
 AW_RUNTIME_EXPORT cudaError_t CUDARTAPI cudaGraphDestroy(cudaGraph_t graph) {
   AW_RT_INIT();
   return record(drv().graph_destroy(cu(graph)));

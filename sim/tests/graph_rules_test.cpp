@@ -172,6 +172,49 @@ TEST_F(Graphs, ExplicitPageableMemcpyNodesBlockTheLaunch) {
   cudaGraphDestroy(g);
 }
 
+// cudaGraphClone copies every node and edge: the clone's launch waits for its pageable memcpy node
+// as the original's would; cudaGraphNodeFindInClone maps an original node to its copy; the clone
+// is a graph of its own (destroying the original leaves it whole).
+TEST_F(Graphs, CloneHasTheOriginalsNodesAndEdges) {
+  std::vector<char> pageable(n, 0);
+  cudaGraph_t g;
+  ASSERT_EQ(cudaGraphCreate(&g, 0), cudaSuccess);
+  long long cycles = cycles_for(kKernel);
+  void* args[] = {&cycles};
+  cudaKernelNodeParams k{};
+  k.func = const_cast<void*>(dummy_kernel());
+  k.gridDim = dim3(1);
+  k.blockDim = dim3(1);
+  k.kernelParams = args;
+  cudaGraphNode_t kernel, copy;
+  ASSERT_EQ(cudaGraphAddKernelNode(&kernel, g, nullptr, 0, &k), cudaSuccess);
+  ASSERT_EQ(cudaGraphAddMemcpyNode1D(&copy, g, &kernel, 1, pageable.data(), dev, n, cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  cudaGraph_t clone;
+  ASSERT_EQ(cudaGraphClone(&clone, g), cudaSuccess);
+  EXPECT_NE(clone, g);
+  cudaGraphNode_t copy_in_clone = nullptr, kernel_in_clone = nullptr;
+  ASSERT_EQ(cudaGraphNodeFindInClone(&copy_in_clone, copy, clone), cudaSuccess);
+  ASSERT_EQ(cudaGraphNodeFindInClone(&kernel_in_clone, kernel, clone), cudaSuccess);
+  EXPECT_NE(copy_in_clone, copy);
+  cudaGraphNode_t roots[2];
+  size_t count = 2;
+  ASSERT_EQ(cudaGraphGetRootNodes(clone, roots, &count), cudaSuccess);
+  ASSERT_EQ(count, 1u);  // the copy still depends on the kernel
+  EXPECT_EQ(roots[0], kernel_in_clone);
+  cudaGraphNode_t none;
+  EXPECT_EQ(cudaGraphNodeFindInClone(&none, copy, g), cudaErrorInvalidValue);  // g is not a clone of g
+  ASSERT_EQ(cudaGraphDestroy(g), cudaSuccess);
+  cudaGraphExec_t e;
+  ASSERT_EQ(cudaGraphInstantiate(&e, clone, 0), cudaSuccess);
+  EXPECT_GE(time_call([&] { ASSERT_EQ(cudaGraphLaunch(e, s), cudaSuccess); }), 0.9 * kKernel);
+  EXPECT_EQ(pageable[n - 1], 7);
+  cudaGraph_t bad = nullptr;
+  EXPECT_EQ(cudaGraphClone(&bad, g), cudaErrorInvalidValue);  // destroyed
+  cudaGraphExecDestroy(e);
+  cudaGraphDestroy(clone);
+}
+
 TEST_F(Graphs, ExecMemcpyNodeSetParamsSwapsInAPageableBuffer) {
   std::vector<char> pageable(n, 0);
   cudaGraph_t g;

@@ -15,7 +15,7 @@ nvcc's default static runtime and with -cudart shared, into BIN_DIR/<program>.<O
 "libraries" (libcublas.so.13: -lcublas); other per-program flags are in PROGRAM_FLAGS below.
 BIN_DIR/build-info.json records each binary's command, origin and nvcc version.
 
-Packing copies the 84 binaries of BIN_DIR (all must be there) with their debug sections compressed
+Packing copies the 88 binaries of BIN_DIR (all must be there) with their debug sections compressed
 (objcopy --compress-debug-sections: the build ids, which the checker matches, do not change) into
 corpus/bin/ of .corpus/corpus.tar.xz in the repository this script is in (git-ignored), which
 test_apps/gpu/run_corpus.py unpacks on the GPU machine. BIN_DIR itself is left as built: it is what

@@ -21,7 +21,8 @@ Expectation files: test_apps/corpus/expected/<program>.json, one site per statem
   {"file", "line", "kind": launch|graph|copy|memset|lib, "ids": [finding ids allowed there],
    "required": the GPU run must report it, "what", "via": library function (lib sites),
    "captured": recorded inside stream capture (must never be reported on the GPU),
-   "run": false (not executed with the program's arguments)}.
+   "run": false (not executed with the program's arguments),
+   "causes": [the finding's cause must be one of these on the GPU (JSON `cause`); absent: any]}.
 Findings of other ids (explicit-sync, implicit-sync, callbacks) are not checked. Exit 0 when every
 row passes, 1 otherwise, 2 on usage errors. Python 3 standard library; binutils for `probe`.
 """
@@ -102,6 +103,9 @@ def evaluate(exp, findings, mode, strict_required):
         seen.setdefault(key, []).append(f)
         if mode == "gpu" and f.get("id") not in s["ids"]:
             errors.append(f"{f.get('id')} at {key[0]}:{key[1]}: expected one of {', '.join(s['ids'])} there")
+        if mode == "gpu" and s.get("causes") and f.get("cause") not in s["causes"]:
+            errors.append(f"{f.get('id')} at {key[0]}:{key[1]}: cause {f.get('cause')}, expected one of "
+                          f"{', '.join(s['causes'])}")
         if mode == "gpu" and s.get("captured"):
             errors.append(f"{f.get('id')} at {key[0]}:{key[1]}: the call was captured into a graph, never executed")
         if s.get("via") and not via_ok(s["via"], cs):

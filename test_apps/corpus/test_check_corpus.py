@@ -74,6 +74,15 @@ class Evaluate(unittest.TestCase):
         unnamed = [finding(10), finding(30, via={"module": "/x/libcublas.so.13", "offset": "0x1234"})]
         self.assertEqual(cc.evaluate(EXP, unnamed, "gpu", True)[0], [])
 
+    def test_expected_causes_are_checked_on_the_gpu(self):
+        exp = {"program": "p", "sites": [dict(EXP["sites"][0], causes=["graph-host-memcpy"])]}
+        good = dict(finding(10), cause="graph-host-memcpy")
+        bad = dict(finding(10), cause="unknown")
+        self.assertEqual(cc.evaluate(exp, [good], "gpu", True)[0], [])
+        errors = cc.evaluate(exp, [bad], "gpu", True)[0]
+        self.assertEqual(errors, ["blocking-launch at a.cu:10: cause unknown, expected one of graph-host-memcpy"])
+        self.assertEqual(cc.evaluate(exp, [bad], "probe", True)[0], [])  # the probe's synthetic calls have none
+
     def test_probe_mode_requires_what_the_probe_sees(self):
         exp = {"program": "p", "sites": [dict(EXP["sites"][0]), dict(EXP["sites"][1], probe=False)]}
         self.assertEqual(cc.evaluate(exp, [finding(10)], "probe", True)[0], [])

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The Python line of other frameworks than PyTorch, each op at its own line (marked `# OP:name`), ITERATIONS times after a
 ~2 ms kernel of the same framework where one is at hand: CuPy (cupy.asnumpy, cupy.asarray), Numba
-(cuda.to_device on a stream), JAX (jax.device_put, np.asarray of a jax array). Run under asyncwatch.
+(cuda.to_device on a stream), JAX (jax.device_put, np.asarray of a jax array, and a jitted step's
+result waited for with block_until_ready, as JAX's docs write a timed loop). Run under asyncwatch.
 
     python python_line_others.py cupy|numba|jax [ITERATIONS]"""
 import sys
@@ -40,11 +41,15 @@ def run_jax(n):
     y = jnp.ones((2048, 2048), dtype=jnp.float32)
     g = jax.jit(lambda m: m @ m)
     g(y).block_until_ready()
+    w = jnp.ones((8192, 8192), dtype=jnp.float32)
+    step = jax.jit(lambda m: (m @ m) * 1e-4)  # ~1 ms or more on an H100
+    step(w).block_until_ready()  # compiled here, outside the loop
     for _ in range(n):
         d = jax.device_put(x)  # OP:jax_device_put
         z = g(y)
         np.asarray(z)  # OP:jax_asarray
         f(d).block_until_ready()
+        step(w).block_until_ready()  # OP:jax_block_until_ready
 
 
 def main():

@@ -30,6 +30,10 @@ TORCH_EXPECT = {
     "mask_index": ({"hidden-sync"}, True),
     "print": ({"hidden-sync", "pageable-async-copy"}, True),
     "if_sum": ({"hidden-sync"}, True),
+    # torch.unique's synchronize is made under torch's Python wrappers (torch/functional.py,
+    # torch/_tensor.py): reported at this line, the wrapper as `via`.
+    "unique": ({"hidden-sync", "pageable-async-copy"}, True),
+    "tensor_unique": ({"hidden-sync", "pageable-async-copy"}, True),
     "synchronize": ({"explicit-sync"}, False),
     "pinned_non_blocking": (set(), False),
     "side_stream_d2h_pinned": (set(), False),
@@ -40,6 +44,9 @@ OTHER_EXPECT = {
     "numba_to_device": {"pageable-async-copy", "hidden-sync"},
     "jax_device_put": {"pageable-async-copy", "hidden-sync"},
     "jax_asarray": {"pageable-async-copy", "hidden-sync", "long-host-callback"},
+    # The user's own wait, made by XLA's threads for this line (JAX's docs' loop: step, then
+    # block_until_ready): an explicit wait at this line, never hidden-sync.
+    "jax_block_until_ready": {"explicit-sync"},
 }
 
 
@@ -145,7 +152,7 @@ def main():
     print("| framework op | line | asyncwatch | |")
     print("|---|---|---|---|")
     for part, ops in (("cupy-aw", ["cupy_asnumpy", "cupy_asarray"]), ("numba-aw", ["numba_to_device"]),
-                      ("jax-aw", ["jax_device_put", "jax_asarray"])):
+                      ("jax-aw", ["jax_device_put", "jax_asarray", "jax_block_until_ready"])):
         rep, where = load_report(res, part, a.asyncwatch)
         rc = read(res, f"{part}.rc").strip()
         for op in ops:

@@ -84,6 +84,12 @@ def main():
                 pass
             timed("if_sum", t0)
             sleep(cycles); t0 = time.perf_counter()
+            torch.unique(t)  # OP:unique
+            timed("unique", t0)
+            sleep(cycles); t0 = time.perf_counter()
+            t.unique()  # OP:tensor_unique
+            timed("tensor_unique", t0)
+            sleep(cycles); t0 = time.perf_counter()
             torch.cuda.synchronize()  # OP:synchronize
             timed("synchronize", t0)
             sleep(cycles); t0 = time.perf_counter()

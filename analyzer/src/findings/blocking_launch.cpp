@@ -5,7 +5,9 @@
 // launch waits as the same copy made with cudaMemcpyAsync would; the node and its origin are named),
 // first-launch (kFlagFirstLaunch: the module was loaded lazily at the first launch),
 // launch-queue-full (at least options.launch_queue_depth launches outstanding on the stream
-// since it was last known idle), unknown.
+// since it was last known idle), host-function-running / other-thread-call (a host function's run
+// on the driver's thread, or another thread's CUDA call, covered at least half of the wait:
+// events/concurrent_calls.h; the trace shows the calls, not the driver's locks), unknown.
 #include "events/streams.h"
 #include "report/format.h"
 #include "report/json_writer.h"
@@ -55,7 +57,10 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
     o.cause = Cause::FirstLaunch;
   else if (stream.launches_since_sync >= opt.launch_queue_depth)
     o.cause = Cause::LaunchQueueFull;
-  else
+  else if (e.concurrent) {
+    o.cause = e.concurrent->host_function ? Cause::HostFunctionRunning : Cause::OtherThreadCall;
+    o.concurrent = *e.concurrent;
+  } else
     o.cause = Cause::Unknown;
   o.kernel_name_id = l.kernel_name_id;
   if (e.graph) {
@@ -186,10 +191,30 @@ std::string message(const Finding& f) {
               "them (no synchronization, query or waiting copy), at least --launch-queue-depth, so the launch queue "
               "was probably full and the call waited for room; launch fewer, larger kernels, or use CUDA graphs"),
           what, blocked, f.outstanding_launches_max);
+    case Cause::OtherThreadCall:
+    case Cause::HostFunctionRunning: {
+      static const ConcurrentCallInfo kNone;
+      const ConcurrentCallInfo& c = f.concurrent ? *f.concurrent : kNone;
+      const std::string span = fmt::format(FMT_COMPILE("{} of the wait ({} in all)"), format_duration(c.overlap_ns),
+                                           format_duration(c.duration_ns));
+      if (f.cause == Cause::HostFunctionRunning)
+        return fmt::format(
+            FMT_COMPILE("{} blocked {}: a host function ran on the driver's thread (thread {}) through {}: the launch "
+                        "probably waited for the driver while it ran (the trace shows the function's run, not the "
+                        "driver's queue or locks); keep host functions short, or have them only signal a thread of "
+                        "your own"),
+            what, blocked, c.tid, span);
+      return fmt::format(
+          FMT_COMPILE("{} blocked {}: thread {}'s {}{} ran through {}: the launch probably waited for a lock of the "
+                      "CUDA runtime or driver that call held (the trace shows the calls, not the locks); move that "
+                      "call out of the other thread's loop, or make the launches from one thread"),
+          what, blocked, c.tid, c.api.empty() ? "CUDA call" : c.api, c.site_known ? " at " + site_words(c.site) : "",
+          span);
+    }
     default:
       return fmt::format(
           FMT_COMPILE("{} blocked {}: the trace does not show why (not a first launch, launch queue not known to "
-                      "be full)"),
+                      "be full, no other thread's CUDA call or host function ran through most of the wait)"),
           what, blocked);
   }
 }
@@ -218,6 +243,24 @@ void json_fields(JsonWriter& out, const Finding& f) {
   }
   if (f.cause == Cause::ContextInit) out.field("context_creation_in_call", f.context_creation_visible);
   if (f.graph_memory_nodes) out.field("graph_memory_nodes", f.graph_memory_nodes);
+  if (f.concurrent) {
+    const ConcurrentCallInfo& c = *f.concurrent;
+    out.key("concurrent_call");
+    out.begin_object();
+    out.field("api", c.api.empty() ? std::string("host-function") : c.api);
+    out.field("tid", uint64_t{c.tid});
+    out.field("duration_ns", c.duration_ns);
+    out.field("overlap_ns", c.overlap_ns);
+    if (c.site_known) {
+      out.key("site");
+      out.begin_object();
+      out.field("file", c.site.file);
+      out.field("line", c.site.line);
+      out.field("function", c.site.function);
+      out.end_object();
+    }
+    out.end_object();
+  }
   if (f.pending_copies) {
     out.field("pending_copies", f.pending_copies);
     out.field("pending_copy_bytes", f.pending_copy_bytes);

@@ -22,6 +22,7 @@ void ProcessAnalyzer::observe(const Observation& o) {
     g.graph_pageable_nodes = o.graph_pageable_nodes;
     g.graph_memory_nodes = o.graph_memory_nodes;
     g.graph_node = o.graph_node;
+    g.concurrent = o.concurrent;
     g.serial = next_serial_++;
     g.sink.owner = g.serial;
   }

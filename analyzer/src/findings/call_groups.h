@@ -168,6 +168,7 @@ struct Group {
   uint64_t graph_pageable_nodes = 0;
   uint64_t graph_memory_nodes = 0;
   GraphMemcpyNode graph_node;
+  ConcurrentCall concurrent;           // the first call's (blocking-launch other-thread-call)
   uint32_t serial = 0;                 // order of creation (CallMark::finding before finish maps it)
   impact::Sink sink;                   // what fixing the calls would save end to end (impact.h); its owner is `serial`
   uint32_t cause_serial = UINT32_MAX;  // sink.cause's owner, read before the groups are freed (finish)

@@ -84,6 +84,15 @@ struct GraphMemcpyNodeInfo {
   Frame site;  // that call's site
 };
 
+// Another thread's call that ran through a blocked launch's wait (Finding::concurrent).
+struct ConcurrentCallInfo {
+  std::string api;  // "" for a host function's run
+  uint32_t tid = 0;
+  uint64_t duration_ns = 0, overlap_ns = 0;
+  bool site_known = false;
+  Frame site;  // that call's site
+};
+
 // One group of calls: same rule, cause, API, direction, memory, kernel and call site.
 // Everything is text here, so groups of different processes merge by their key.
 // The entries of a name -> count map (Finding::waited_for, Finding::ranges), the largest count
@@ -124,6 +133,7 @@ struct Finding {
   uint64_t graph_pageable_nodes = 0;
   uint64_t graph_memory_nodes = 0;  // blocking-launch graph-memory-nodes: its memory-allocation nodes
   std::shared_ptr<const GraphMemcpyNodeInfo> graph_node_info;  // null: none (graph_node() is empty)
+  std::shared_ptr<const ConcurrentCallInfo> concurrent;  // blocking-launch other-thread-call, host-function-running
   const GraphMemcpyNodeInfo& graph_node() const;
   std::string module_loading;  // CUDA_MODULE_LOADING of the process ("" = unset)
   bool call_site_known = false;

@@ -97,6 +97,10 @@ void ProcessAnalyzer::on_graph_op(const GraphOpRecord& g) {
         drop_node(*s, g.node);  // set to pinned or device memory: no longer a pageable node
       break;
     }
+    case Api::cuGraphClone:  // the clone has the original's nodes (copies, under new node handles)
+      if (graphs_.count(g.graph))
+        if (GraphNodes* s = slot(graphs_, g.clone)) *s = GraphNodes(graphs_.at(g.graph));
+      break;
     case Api::cuGraphInstantiateWithFlags:
     case Api::cuGraphInstantiateWithParams:
     case Api::cuGraphExecUpdate_v2:

@@ -85,8 +85,17 @@ bool is_waiting_function(const std::string& name) {
 bool is_hidden_sync(const Finding& f, const CallSitePolicy& policy, bool driver_call) {
   if (!f.call_site_known || !f.call_site_is_user_code || f.stack.empty()) return false;
   // The synchronization ran on a thread without Python (a framework's own), for the line of the
-  // thread it was borrowed from: that line never wrote it.
-  if (f.python_lender) return true;
+  // thread it was borrowed from: that line never wrote it, unless that thread was waiting in a
+  // function whose job is to wait (JAX's block_until_ready, whose wait XLA's own threads make):
+  // then it is the user's explicit wait, at the user's line.
+  if (f.python_lender) {
+    const Frame* waiting_in = nullptr;  // the library Python frame nearest the call site
+    for (const Frame& fr : f.stack) {
+      if (same_frame(fr, f.call_site)) break;
+      if (fr.origin == FrameOrigin::Python && classify_frame(fr, policy) == FrameKind::Library) waiting_in = &fr;
+    }
+    return !(waiting_in && is_waiting_function(waiting_in->function));
+  }
   const Frame* called = nullptr;  // the library frame nearest the user's: what the user called
   bool python_library = false;    // a library Python frame lies between the runtime and the call site
   for (const Frame& fr : f.stack) {

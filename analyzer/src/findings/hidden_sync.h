@@ -20,6 +20,9 @@ namespace asyncwatch::rules {
 // driver synchronize called by native code directly under the user's Python line, with no library
 // Python frame between (a binding's Stream.synchronize(): CuPy's, which reaches cuStreamSynchronize
 // through the CUDA runtime linked into it), is the user's explicit wait.
+// A synchronization made by a thread without Python for the line of another thread (borrowed frames,
+// Finding::python_lender) is hidden, unless the lender was inside a waiting function (JAX's
+// block_until_ready, whose wait XLA's threads make): that is the user's explicit wait.
 // Without a stack or without a user call site: false.
 bool is_hidden_sync(const Finding& f, const CallSitePolicy& policy, bool driver_call = false);
 

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "events/allocations.h"
+#include "events/concurrent_calls.h"
 #include "events/host_functions.h"
 #include "events/streams.h"
 #include "findings/analysis.h"
@@ -124,6 +125,7 @@ class ProcessAnalyzer final : public RuleContext {
         current_start_ = run.start_ns;
         current_end_ = run.end_ns;
         current_stream_ = UINT64_MAX;
+        concurrent_.host_function_run(r.tid, run.start_ns, run.end_ns);
         on_run(run);
         break;
       }
@@ -144,6 +146,7 @@ class ProcessAnalyzer final : public RuleContext {
     count_result(h);
     current_start_ = h.start_ns;
     current_end_ = h.end_ns;
+    concurrent_.call(current_tid_, h.api, h.stack_id, h.start_ns, h.end_ns);
   }
 
   // The other records.
@@ -335,10 +338,20 @@ class ProcessAnalyzer final : public RuleContext {
         streams_.pending(pending_);
         e.pending = &pending_;
       }
+      e.concurrent = blocked >= opt_.min_blocked_ns ? concurrent_with(l) : nullptr;
       detect_rules(Trigger::Launch, e, blocked);
     }
     count_async(flagged_blocking_, blocked);
     streams_.launch_returned(key, st, l, launch_blocking_);
+  }
+
+  // Another thread's call (or a host function's run) that covered at least half of the launch's wait.
+  const ConcurrentCall* concurrent_with(const LaunchRecord& l) {
+    uint64_t overlap = 0;
+    const events::ThreadCall* t = concurrent_.covering(current_tid_, l.start_ns, l.end_ns, 0.5, &overlap);
+    if (!t) return nullptr;
+    concurrent_call_ = ConcurrentCall{t->api, t->host_function, t->tid, t->stack_id, t->end_ns - t->start_ns, overlap};
+    return &concurrent_call_;
   }
 
   void on_enqueue(const RecordView& r, const HostFuncEnqueueRecord& e) {
@@ -520,6 +533,8 @@ class ProcessAnalyzer final : public RuleContext {
   events::StreamTable streams_;
   HostFunctions host_functions_;
   events::Allocations allocations_;
+  events::ConcurrentCalls concurrent_;  // each thread's latest call (RuleEvent::concurrent)
+  ConcurrentCall concurrent_call_;
   PendingWork
       pending_;  // RuleEvent::pending of the launch being looked at  // live allocations: implicit-sync's churn (RuleEvent::made_again)
   std::unordered_map<uint64_t, GraphNodes> capturing_;        // stream handle -> pageable copies captured so far

@@ -248,6 +248,20 @@ std::vector<Finding> ProcessAnalyzer::findings_of_groups(const ProcessSummary& p
       f.graph_node_info = std::move(node);
     }
     f.graph_memory_nodes = g.graph_memory_nodes;
+    if (g.concurrent.duration_ns) {
+      auto c = std::make_shared<ConcurrentCallInfo>();
+      const ConcurrentCall& k = g.concurrent;
+      if (!k.host_function) c->api = public_api_name(api_name(static_cast<Api>(k.api)));
+      c->tid = k.tid;
+      c->duration_ns = k.duration_ns;
+      c->overlap_ns = k.overlap_ns;
+      SiteRef origin = site_of(k.stack_id);
+      if (origin.site) {
+        c->site_known = true;
+        c->site = sites_[origin.site].frame;
+      }
+      f.concurrent = std::move(c);
+    }
     f.at_threshold = g.at_threshold;
     f.below_threshold = rule.ranked_by_threshold && g.at_threshold == 0;
     f.event_waits = g.event_waits;

@@ -201,6 +201,7 @@ void Finding::merge(const Finding& o) {
   drained_before_return += o.drained_before_return;
   outstanding_launches_max = std::max(outstanding_launches_max, o.outstanding_launches_max);
   graph_memory_nodes = std::max(graph_memory_nodes, o.graph_memory_nodes);
+  if (!concurrent) concurrent = o.concurrent;
   if (o.pending_copy_bytes > pending_copy_bytes)
     pending_copies = o.pending_copies, pending_copy_bytes = o.pending_copy_bytes;
   chevron_launch = chevron_launch || o.chevron_launch;

@@ -26,6 +26,17 @@ struct GraphMemcpyNode {
   bool captured = false;
 };
 
+// Another thread's call (or a host function's run) that ran through most of a blocked launch
+// (events/concurrent_calls.h): blocking-launch other-thread-call / host-function-running.
+struct ConcurrentCall {
+  uint16_t api = 0;  // trace::Api (0: a host function's run)
+  bool host_function = false;
+  uint32_t tid = 0;
+  uint32_t stack_id = 0;
+  uint64_t duration_ns = 0;  // the whole call's
+  uint64_t overlap_ns = 0;   // the part of the launch's wait it covered
+};
+
 // What the trace shows of the executable graph a graph launch ran.
 struct GraphLaunchInfo {
   bool known = false;              // its instantiation (or update) is in the trace
@@ -61,6 +72,7 @@ struct Observation {
   uint64_t graph_pageable_nodes = 0;  // blocking-launch of a graph: its pageable memcpy nodes ...
   GraphMemcpyNode graph_node;         // ... and the first of them
   uint64_t graph_memory_nodes = 0;    // ... its memory-allocation nodes
+  ConcurrentCall concurrent;          // blocking-launch other-thread-call, host-function-running
   // At or above the rule's threshold (--min-blocked-us; --min-callback-us for host functions): a
   // rule that reports every call of its kind (Rule::ranked_by_threshold) makes groups without
   // such a call notes.
@@ -132,6 +144,9 @@ struct RuleEvent {
   bool made_again = false;
   const StreamState* stream = nullptr;     // Copy, Memset, Launch: the call's stream before the call
   const GraphLaunchInfo* graph = nullptr;  // Launch of an executable graph
+  // Launch that blocked at least --min-blocked-us: another thread's call (or a host function's run)
+  // that covered most of its wait, else null.
+  const ConcurrentCall* concurrent = nullptr;
   // Launch flagged as a first launch (kFlagFirstLaunch) that blocked at least --min-blocked-us: the
   // work pending on the process's streams when it was called (else null).
   const PendingWork* pending = nullptr;

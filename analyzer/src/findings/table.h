@@ -58,4 +58,6 @@
   X(GraphHostMemcpy, "graph-host-memcpy") /* blocking-launch of a graph */ \
   X(GraphUpload, "graph-upload")                                           \
   X(GraphMemoryNodes, "graph-memory-nodes")                                \
+  X(OtherThreadCall, "other-thread-call")                                  \
+  X(HostFunctionRunning, "host-function-running")                          \
   X(Unknown, "unknown")

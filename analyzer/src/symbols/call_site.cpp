@@ -251,8 +251,11 @@ bool is_python_library_file(const std::string& file) {
     return true;
   static const char* const kFrameworkDirs[] = {"/torch/",      "/cupy/", "/cupy_backends/", "/cupyx/", "/numba/",
                                                "/numba_cuda/", "/jax/",  "/jaxlib/",        "/triton/"};
+  // A package's directory anywhere in the path, or first in a relative one: "torch/_tensor.py" (a
+  // module imported through a relative sys.path entry, or compiled without its source beside it,
+  // keeps the path it was compiled with).
   for (const char* d : kFrameworkDirs)
-    if (file.find(d) != std::string::npos) return true;
+    if (file.find(d) != std::string::npos || (file[0] != '/' && starts_with(file, d + 1))) return true;
   size_t lib = file.find("/lib/python3.");
   return lib != std::string::npos && file.find('/', lib + 13) != std::string::npos;
 }

@@ -1,4 +1,4 @@
-// asyncwatch trace format, version 2: the one definition shared by the writer (preload/) and
+// asyncwatch trace format, version 4: the one definition shared by the writer (preload/) and
 // the reader (analyzer/). docs/trace-format.md describes it in prose; change both together.
 // Everything a reader needs to know about a record type comes from ONE table
 // (ASYNCWATCH_RECORD_TYPES): its id, name, struct, fixed size, whether it is a call record
@@ -194,7 +194,9 @@ inline constexpr uint32_t kMaxStackDepth = 64;
   X(cuGraphExecMemcpyNodeSetParams)                                                        \
   X(cuGraphInstantiateWithFlags)                                                           \
   X(cuGraphInstantiateWithParams)                                                          \
-  X(cuGraphExecUpdate_v2)
+  X(cuGraphExecUpdate_v2)                                                                  \
+  /* trace version 4 */                                                                    \
+  X(cuGraphClone)
 
 enum class Api : uint16_t {
 #define ASYNCWATCH_API_ENUM(name) name,
@@ -724,11 +726,15 @@ static_assert(sizeof(ManagedOpRecord) == 80);
 // of an executable graph given new parameters (cuGraphExecMemcpyNodeSetParams: exec, node), each with the
 // copy's memory classified; a graph instantiated (graph -> exec), an executable graph updated from a
 // graph (exec <- graph), a capture ended (stream -> graph; written after the Capture record of
-// cuStreamEndCapture). `api` tells which. Call sites: always a stack (the origin the report names).
+// cuStreamEndCapture), a graph cloned (version 4, cuGraphClone: graph -> clone; the clone has the
+// original's nodes). `api` tells which. Call sites: always a stack (the origin the report names).
 struct GraphOpRecord : CallHead {
   uint64_t graph;
   uint64_t exec;
-  uint64_t node;
+  union {
+    uint64_t node;   // memcpy node: the CUgraphNode
+    uint64_t clone;  // cuGraphClone: the clone (CUgraph); `graph` is the original
+  };
   uint64_t stream;     // end of capture: the captured stream
   uint64_t bytes;      // memcpy node: bytes copied
   uint8_t direction;   // memcpy node: Direction

@@ -1,7 +1,8 @@
 // Wrappers of explicit graph construction: memcpy nodes added to a graph (cuGraphAddMemcpyNode, which
 // the runtime's cudaGraphAddMemcpyNode / cudaGraphAddMemcpyNode1D reach) or set on an executable graph
 // (cuGraphExecMemcpyNodeSetParams), each with its host memory classified, and the joins the analyzer
-// needs from a graph launch to those nodes: instantiation (graph -> exec) and update (exec <- graph).
+// needs from a graph launch to those nodes: instantiation (graph -> exec), update (exec <- graph) and
+// cloning (graph -> clone, which has the original's nodes).
 // One GraphOp record each (trace_format.h), always with a stack: the node's origin in the report.
 // The end of a capture (stream -> graph) is written by cuStreamEndCapture's wrapper
 // (driver_hooks_sync_memory.cpp) through write_end_of_capture below.
@@ -106,4 +107,11 @@ AW_DRIVER_HOOK(cuGraphExecUpdate_v2, (exec, graph, info),
                return traced_graph(aw_caller, Hook::cuGraphExecUpdate_v2, call, [&](trace::GraphOpRecord& g, CUresult) {
                  g.exec = handle(exec);
                  g.graph = handle(graph);
+               });)
+
+// The clone has copies of the original's nodes (new handles): the analyzer gives it the original's.
+AW_DRIVER_HOOK(cuGraphClone, (clone, original),
+               return traced_graph(aw_caller, Hook::cuGraphClone, call, [&](trace::GraphOpRecord& g, CUresult r) {
+                 g.graph = handle(original);
+                 g.clone = r == CUDA_SUCCESS && clone ? handle(*clone) : 0;
                });)

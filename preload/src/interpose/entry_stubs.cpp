@@ -15,7 +15,8 @@
 //
 // and a runtime stub the same with `phase == 0 && the trace recording in place` (AW_RT_EXPORTED_ENTRY,
 // runtime_hooks.cpp) choosing `aw_app_<sym>`. Six instructions on the disabled path; 8 (runtime)
-// and 16 (driver) before the common case's body. Only jumps: the real function and the bodies see
+// and 16 (driver) before the common case's body. The query stubs (cuEventQuery, cuStreamQuery[_ptsz])
+// also jump to the real function under a passive runtime outer (AW_DRIVER_STUB below). Only jumps: the real function and the bodies see
 // the application's registers, stack arguments and return address as the application left them.
 // Scratch: %rax (nothing on entry to a function without variable arguments: none here), %r10 and
 // %r11 (no argument of a C function). Compiled without LTO (preload/CMakeLists.txt): the link then
@@ -50,7 +51,8 @@ static_assert(offsetof(asyncwatch::calls::ThreadLocals, call) == 0 && offsetof(T
                   offsetof(ThreadCallState, rt_instance) == 5,
               "the driver stubs' called_in_runtime: phase at 0, outer at 4, rt_instance at 5");
 #pragma GCC diagnostic pop
-static_assert(asyncwatch::calls::kOuterRuntime == 2, "the driver stubs compare outer with $2");
+static_assert(asyncwatch::calls::kOuterRuntime == 2 && asyncwatch::calls::kOuterRuntimePassive == 3,
+              "the driver stubs compare outer with $2 (and the query stubs with $3)");
 static_assert(asyncwatch::calls::kPhaseInReal == 2 && asyncwatch::calls::kPhaseApplication == 0,
               "the driver stubs compare phase with $2 (kPhaseInReal), the runtime stubs with $0");
 static_assert(sizeof(TextRange) == 16 && offsetof(TextRange, lo) == 0 && offsetof(TextRange, len) == 8 &&
@@ -87,14 +89,7 @@ static_assert(sizeof(TextRange) == 16 && offsetof(TextRange, lo) == 0 && offseto
   ".set aw_stub_row, aw_stub_row + 1\n"
 // called_in_runtime (hook_entry.h): phase == 2, outer == kOuterRuntime, and the return address
 // within [lo, lo + len) of aw_rt_text[rt_instance & 3].
-#define AW_DRIVER_STUB(sym, api, ...)                       \
-  AW_STUB_BEGIN(sym)                                        \
-  ".hidden aw_inrt_" #sym "\n"                              \
-  "  movq aw_tl_call_state@gottpoff(%rip), %rax\n"          \
-  "  cmpl $2, %fs:(%rax)\n"                                 \
-  "  jne 1f\n"                                              \
-  "  cmpb $2, %fs:4(%rax)\n"                                \
-  "  jne 1f\n"                                              \
+#define AW_IN_RUNTIME_TEXT                                  \
   "  movzbl %fs:5(%rax), %eax\n"                            \
   "  andl $3, %eax\n"                                       \
   "  shll $4, %eax\n"                                       \
@@ -102,8 +97,39 @@ static_assert(sizeof(TextRange) == 16 && offsetof(TextRange, lo) == 0 && offseto
   "  movq (%rsp), %r10\n"                                   \
   "  subq (%r11,%rax), %r10\n"                              \
   "  cmpq 8(%r11,%rax), %r10\n"                             \
-  "  jae 1f\n"                                              \
+  "  jae 1f\n"
+// A query's stub (the rows whose Api is cuEventQuery or cuStreamQuery: aw_q, set by the assembler
+// from the row) also takes the passive runtime outer (phase 2, outer kOuterRuntimePassive: a runtime
+// query on the folding path, query_fold.h, or a runtime call while not recording), from that runtime
+// instance's object, straight to the real function: what the full body does then (the call passes
+// through, classify_nested), without it. A polling loop through the shared runtime pays this stub
+// instead of a second body per query.
+#define AW_DRIVER_STUB(sym, api, ...)                       \
+  AW_STUB_BEGIN(sym)                                        \
+  ".hidden aw_inrt_" #sym "\n"                              \
+  ".set aw_q, 0\n"                                          \
+  ".ifc " #api ",cuEventQuery\n"                            \
+  ".set aw_q, 1\n"                                          \
+  ".endif\n"                                                \
+  ".ifc " #api ",cuStreamQuery\n"                           \
+  ".set aw_q, 1\n"                                          \
+  ".endif\n"                                                \
+  "  movq aw_tl_call_state@gottpoff(%rip), %rax\n"          \
+  "  cmpl $2, %fs:(%rax)\n"                                 \
+  "  jne 1f\n"                                              \
+  ".if aw_q\n"                                              \
+  "  cmpb $3, %fs:4(%rax)\n"                                \
+  "  je 5f\n"                                               \
+  ".endif\n"                                                \
+  "  cmpb $2, %fs:4(%rax)\n"                                \
+  "  jne 1f\n"                                              \
+  AW_IN_RUNTIME_TEXT                                        \
   "  jmp aw_inrt_" #sym "\n"                                \
+  ".if aw_q\n"                                              \
+  "5:\n"                                                    \
+  AW_IN_RUNTIME_TEXT                                        \
+  "  jmp 3f\n"                                              \
+  ".endif\n"                                                \
   AW_STUB_END(sym, "aw_driver_real")
 // AW_RT_EXPORTED_ENTRY's test (runtime_hooks.cpp): phase == 0 and aw_not_recording == 0.
 #define AW_RUNTIME_STUB(sym, api, cat, pt, params, args, fb) \
