@@ -32,7 +32,8 @@ struct fmt::formatter<asyncwatch::Us> {
   constexpr auto parse(format_parse_context& ctx) { return ctx.begin(); }
   template <class Ctx>
   auto format(asyncwatch::Us u, Ctx& ctx) const {
-    uint64_t a = u.ns < 0 ? static_cast<uint64_t>(-u.ns) : static_cast<uint64_t>(u.ns);
+    // 0 - x in unsigned: INT64_MIN (a crafted trace) has no int64_t negation.
+    uint64_t a = u.ns < 0 ? 0 - static_cast<uint64_t>(u.ns) : static_cast<uint64_t>(u.ns);
     return fmt::format_to(ctx.out(), "{}{}.{:03}", u.ns < 0 ? "-" : "", a / 1000, a % 1000);
   }
 };
