@@ -854,10 +854,16 @@ TEST(EndToEnd, ManyProcessesWithOneFixedNameAreAllTraced) {
   ASSERT_EQ(r.traces.size(), 121u) << r.err;
   std::set<uint64_t> pids;
   size_t total = 0;
+  // The children end with _exit. ASan's _exit interceptor calls glibc's, past the library's: their
+  // traces are left as after a kill (every returned call kept, not marked closed).
+  const bool exit_interposed = strncmp(AW_SANITIZER_ENV, "LSAN_OPTIONS=", 13) != 0;
   for (auto& p : r.traces) {
     Trace t = aw_test::read_trace(p);
     EXPECT_TRUE(t.ok) << p << ": " << t.error;
-    EXPECT_EQ(t.header.closed, kClosedCleanly) << p;
+    const std::string parent_name = "/fixed.awtrace";
+    const bool parent = p.size() >= parent_name.size() &&
+                        p.compare(p.size() - parent_name.size(), parent_name.size(), parent_name) == 0;
+    if (exit_interposed || parent) EXPECT_EQ(t.header.closed, kClosedCleanly) << p;
     pids.insert(t.header.pid);
     total += copies(t).size();
   }
@@ -975,15 +981,24 @@ TEST(EndToEnd, EachSystemCallTheLibraryAddsDeniedDegradesCleanly) {
   size_t compared = 0;
   for (const std::string& name : names) {
     SCOPED_TRACE(name);
-    const std::string deny = "AW_TEST_DENY_SYSCALLS=" + name;
-    AppRun bare = run({"linked"}, {deny}, "", false);
+    // A sanitizer runtime starts every thread (the library's file thread too) with
+    // pthread_getattr_np, which needs sched_getaffinity: denied, its CHECK ends the process.
+    if (*AW_SANITIZER_ENV && (name == "sched_getaffinity" || name == "all")) {
+      std::printf("[ %s denied ] the sanitizer runtime needs it: not compared\n", name.c_str());
+      std::fflush(stdout);
+      continue;
+    }
+    std::vector<std::string> env = {"AW_TEST_DENY_SYSCALLS=" + name};
+    // LSan's check at exit stops the world from a tracer that polls getppid: denied, it waits forever.
+    if (!strncmp(AW_SANITIZER_ENV, "LSAN_OPTIONS=", 13)) env.emplace_back("ASAN_OPTIONS=detect_leaks=0");
+    AppRun bare = run({"linked"}, env, "", false);
     if (!exited_ok(bare)) {  // a sanitizer runtime that needs the call itself: nothing to compare with
       std::printf("[ %s denied ] the bare program fails too: not compared\n", name.c_str());
       std::fflush(stdout);
       continue;
     }
     ++compared;
-    AppRun r = run({"linked"}, {deny});
+    AppRun r = run({"linked"}, env);
     ASSERT_TRUE(WIFEXITED(r.status)) << r.err;
     EXPECT_EQ(WEXITSTATUS(r.status), WEXITSTATUS(bare.status)) << r.err;
     EXPECT_EQ(r.out, bare.out);
