@@ -5,11 +5,13 @@
 #include "cli/commands.h"
 #include "report/format.h"
 #include "report/printable.h"
+#include "events/event.h"
 #include "read/trace_reader.h"
 
 #include <cstdio>
 #include <cstring>
 #include <fmt/format.h>
+#include <type_traits>
 
 namespace asyncwatch {
 
@@ -22,32 +24,34 @@ std::string api_text(uint16_t api) { return api_name(static_cast<Api>(api)); }
 std::string describe(const RecordView& r) {
   std::string head =
       fmt::format("@0x{:x} blk {} tid {} {}", r.file_offset, r.block_index, r.tid, record_type_name(r.type));
-  // A call still in flight has no end: end_ns holds its caller's return address (trace_format.h).
-  const bool in_flight =
-      record_info(static_cast<uint16_t>(r.type)).call && (r.as<CallHead>().flags & kFlagInFlight) != 0;
-  auto times = [in_flight](uint64_t s, uint64_t e) {
-    if (in_flight) return fmt::format("start={} in-flight caller=0x{:x}", s, e);
-    return fmt::format("start={} end={} blocked={}ns", s, e, e - s);
-  };
-  switch (r.type) {
-    case RecordType::ThreadInfo: {
-      auto t = r.as<ThreadInfoRecord>();
+  return events::visit(r, [&](const auto& ev) -> std::string {
+    using E = std::decay_t<decltype(ev)>;
+    using events::is_one_of;
+    // A call still in flight has no end: end_ns holds its caller's return address (trace_format.h).
+    bool in_flight = false;
+    if constexpr (E::kCall) in_flight = (ev.rec.flags & kFlagInFlight) != 0;
+    [[maybe_unused]] auto times = [in_flight](uint64_t start, uint64_t end) {
+      if (in_flight) return fmt::format("start={} in-flight caller=0x{:x}", start, end);
+      return fmt::format("start={} end={} blocked={}ns", start, end, end - start);
+    };
+    if constexpr (E::kind == RecordType::ThreadInfo) {
+      const auto& t = ev.rec;
       return fmt::format("{} tid={} name=\"{}\"", head, t.tid, printable(fixed_string(t.name, sizeof t.name), true));
     }
-    case RecordType::Module: {
-      auto m = r.as<ModuleRecord>();
-      std::string path(reinterpret_cast<const char*>(r.payload(sizeof(ModuleRecord))), m.path_len);
+    if constexpr (E::kind == RecordType::Module) {
+      const auto& m = ev.rec;
+      std::string path(reinterpret_cast<const char*>(ev.payload()), m.path_len);
       std::string id;
       for (int i = 0; i < m.build_id_len; ++i) id += fmt::format("{:02x}", m.build_id[i]);
       return fmt::format("{} path=\"{}\" load_bias=0x{:x} low=0x{:x} high=0x{:x} build_id={}", head,
                          printable(path, true), m.load_bias, m.low, m.high, id.empty() ? "-" : id);
     }
-    case RecordType::Stack: {
-      auto s = r.as<StackRecord>();
+    if constexpr (E::kind == RecordType::Stack) {
+      const auto& s = ev.rec;
       std::string frames;
       for (uint32_t i = 0; i < s.depth; ++i) {
         uint64_t a;
-        std::memcpy(&a, r.payload(sizeof(StackRecord)) + 8 * i, 8);
+        std::memcpy(&a, ev.payload() + 8 * i, 8);
         frames += fmt::format(" 0x{:x}", a);
       }
       std::string text = fmt::format("{} stack_id={} depth={} frames:{}", head, s.stack_id, s.depth, frames);
@@ -56,15 +60,15 @@ std::string describe(const RecordView& r) {
                             python_walk_end_text(static_cast<PythonWalkEnd>(s.python_end)));
         for (uint32_t i = 0; i < s.python_depth; ++i) {
           PythonFrameRef f;
-          std::memcpy(&f, r.payload(sizeof(StackRecord)) + 8 * (s.depth + i), sizeof f);
+          std::memcpy(&f, ev.payload() + 8 * (s.depth + i), sizeof f);
           text += fmt::format(" {}@{}", f.code_id, f.instr);
         }
       }
       return text;
     }
-    case RecordType::PyCode: {
-      auto c = r.as<PyCodeRecord>();
-      const char* p = reinterpret_cast<const char*>(r.payload(sizeof(PyCodeRecord)));
+    if constexpr (E::kind == RecordType::PyCode) {
+      const auto& c = ev.rec;
+      const char* p = reinterpret_cast<const char*>(ev.payload());
       return fmt::format(
           "{} code_id={} file=\"{}\" name=\"{}\" first_line={} instructions={} line_table={} bytes "
           "(format {}) flags={}",
@@ -72,20 +76,19 @@ std::string describe(const RecordView& r) {
           printable(std::string(p + c.filename_len, c.qualname_len), true), c.first_line, c.instructions,
           c.line_table_len, c.line_table_format, c.flags);
     }
-    case RecordType::PythonInfo: {
-      auto i = r.as<PythonInfoRecord>();
+    if constexpr (E::kind == RecordType::PythonInfo) {
+      const auto& i = ev.rec;
       return fmt::format("{} version=0x{:08x} availability={} detail=\"{}\"", head, i.version_hex,
                          i.availability == 1 ? "ready" : "unsupported",
                          printable(fixed_string(i.detail, sizeof i.detail), true));
     }
-    case RecordType::String: {
-      auto s = r.as<StringRecord>();
-      std::string text(reinterpret_cast<const char*>(r.payload(sizeof(StringRecord))), s.len);
+    if constexpr (E::kind == RecordType::String) {
+      const auto& s = ev.rec;
+      std::string text(reinterpret_cast<const char*>(ev.payload()), s.len);
       return fmt::format("{} string_id={} \"{}\"", head, s.string_id, printable(text, true));
     }
-    case RecordType::Copy:
-    case RecordType::Memset: {
-      auto c = r.as<CopyRecord>();
+    if constexpr (is_one_of<E, RecordType::Copy, RecordType::Memset>) {
+      const auto& c = ev.rec;
       return fmt::format(
           "{} api={} driver={} dir={} src={} dst={} stream_kind={} stream=0x{:x} bytes={} flags={} "
           "result={} stack={} {}",
@@ -95,8 +98,8 @@ std::string describe(const RecordView& r) {
           stream_kind_name(static_cast<StreamKind>(c.stream_kind)), c.stream, c.bytes, record_flags_text(c.flags),
           c.result, c.stack_id, times(c.start_ns, c.end_ns));
     }
-    case RecordType::Launch: {
-      auto l = r.as<LaunchRecord>();
+    if constexpr (E::kind == RecordType::Launch) {
+      const auto& l = ev.rec;
       return fmt::format(
           "{} api={} driver={} kernel_name_id={} grid={}x{}x{} block={}x{}x{} shared={} stream_kind={} "
           "stream=0x{:x} flags={} result={} stack={} {}",
@@ -104,8 +107,8 @@ std::string describe(const RecordView& r) {
           l.block[1], l.block[2], l.shared_mem_bytes, stream_kind_name(static_cast<StreamKind>(l.stream_kind)),
           l.stream, record_flags_text(l.flags), l.result, l.stack_id, times(l.start_ns, l.end_ns));
     }
-    case RecordType::HostFuncEnqueue: {
-      auto e = r.as<HostFuncEnqueueRecord>();
+    if constexpr (E::kind == RecordType::HostFuncEnqueue) {
+      const auto& e = ev.rec;
       return fmt::format(
           "{} api={} driver={} callback_id={} function=0x{:x} stream_kind={} stream=0x{:x} flags={} "
           "result={} stack={} {}",
@@ -113,26 +116,26 @@ std::string describe(const RecordView& r) {
           stream_kind_name(static_cast<StreamKind>(e.stream_kind)), e.stream, record_flags_text(e.flags), e.result,
           e.stack_id, times(e.start_ns, e.end_ns));
     }
-    case RecordType::HostFuncRun: {
-      auto e = r.as<HostFuncRunRecord>();
+    if constexpr (E::kind == RecordType::HostFuncRun) {
+      const auto& e = ev.rec;
       return fmt::format("{} callback_id={} start={} end={} ran={}ns", head, e.callback_id, e.start_ns, e.end_ns,
                          e.end_ns - e.start_ns);
     }
-    case RecordType::GpuSpan: {
-      auto g = r.as<GpuSpanRecord>();
+    if constexpr (E::kind == RecordType::GpuSpan) {
+      const auto& g = ev.rec;
       return fmt::format(
           "{} op={} stream_kind={} stream=0x{:x} host_before={} host_after={} gpu_start={} gpu_end={} ran={}ns", head,
           gpu_op_text(static_cast<GpuOp>(g.op)), stream_kind_name(static_cast<StreamKind>(g.stream_kind)), g.stream,
           g.host_before_ns, g.host_after_ns, g.start_ns, g.end_ns, g.end_ns - g.start_ns);
     }
-    case RecordType::NvtxRange: {
-      auto n = r.as<NvtxRangeRecord>();
+    if constexpr (E::kind == RecordType::NvtxRange) {
+      const auto& n = ev.rec;
       return fmt::format("{} kind={} range_id={} name={}{} time={}", head,
                          nvtx_kind_text(static_cast<NvtxKind>(n.kind)), n.range_id, n.name_id,
                          n.domain ? fmt::format(" domain={}", n.domain) : std::string(), n.start_ns);
     }
-    case RecordType::SiteSummary: {  // the folded calls' record, described as a record of its own
-      const auto& site = r.ref<SiteSummaryRecord>();
+    if constexpr (E::kind == RecordType::SiteSummary) {  // the folded calls' record, described as a record of its own
+      const auto& site = ev.rec;
       RecordHeader ch;
       std::memcpy(&ch, site.call, sizeof ch);
       RecordView call{
@@ -140,41 +143,40 @@ std::string describe(const RecordView& r) {
       return fmt::format("{} count={} total={}ns max={}ns first_start={} last_start={} call=[{}]", head, site.count,
                          site.total_ns, site.max_ns, site.first_start_ns, site.last_start_ns, describe(call));
     }
-    case RecordType::GpuClock: {
-      auto c = r.as<GpuClockRecord>();
+    if constexpr (E::kind == RecordType::GpuClock) {
+      const auto& c = ev.rec;
       return fmt::format("{} host={} uncertainty={}ns spans_dropped={}", head, c.host_ns, c.uncertainty_ns,
                          c.spans_dropped);
     }
-    case RecordType::Sync: {
-      auto s = r.as<SyncRecord>();
+    if constexpr (E::kind == RecordType::Sync) {
+      const auto& s = ev.rec;
       return fmt::format("{} api={} driver={} stream_kind={} handle=0x{:x} flags={} result={} stack={} {}{}", head,
                          api_text(s.api), api_text(s.driver_fn),
                          stream_kind_name(static_cast<StreamKind>(s.stream_kind)), s.handle, record_flags_text(s.flags),
                          s.result, s.stack_id, times(s.start_ns, s.end_ns),
                          s.repeat > 1 ? fmt::format(" repeat={}", s.repeat) : std::string());
     }
-    case RecordType::MemoryOp: {
-      auto m = r.as<MemoryOpRecord>();
+    if constexpr (E::kind == RecordType::MemoryOp) {
+      const auto& m = ev.rec;
       return fmt::format(
           "{} api={} driver={} memory={} address=0x{:x} bytes={} alloc_flags=0x{:x} flags={} result={} "
           "stack={} {}",
           head, api_text(m.api), api_text(m.driver_fn), memory_kind_name(static_cast<MemoryKind>(m.memory)), m.address,
           m.bytes, m.alloc_flags, record_flags_text(m.flags), m.result, m.stack_id, times(m.start_ns, m.end_ns));
     }
-    case RecordType::StreamCreate:
-    case RecordType::StreamDestroy: {
-      auto s = r.as<StreamCreateRecord>();
+    if constexpr (is_one_of<E, RecordType::StreamCreate, RecordType::StreamDestroy>) {
+      const auto& s = ev.rec;
       return fmt::format("{} api={} driver={} stream=0x{:x} stream_flags=0x{:x} priority={} result={} {}", head,
                          api_text(s.api), api_text(s.driver_fn), s.stream, s.stream_flags, s.priority, s.result,
                          times(s.start_ns, s.end_ns));
     }
-    case RecordType::Capture: {
-      auto c = r.as<CaptureRecord>();
+    if constexpr (E::kind == RecordType::Capture) {
+      const auto& c = ev.rec;
       return fmt::format("{} api={} driver={} stream=0x{:x} mode={} result={} {}", head, api_text(c.api),
                          api_text(c.driver_fn), c.stream, c.mode, c.result, times(c.start_ns, c.end_ns));
     }
-    case RecordType::BatchCopy: {
-      auto b = r.as<BatchCopyRecord>();
+    if constexpr (E::kind == RecordType::BatchCopy) {
+      const auto& b = ev.rec;
       return fmt::format(
           "{} api={} driver={} elements={} classified={} pageable_elements={} pageable_bytes={} "
           "stream_order_pageable_sources={} stream_order_pageable_bytes={} dir={} src={} dst={} "
@@ -186,8 +188,8 @@ std::string describe(const RecordView& r) {
           stream_kind_name(static_cast<StreamKind>(b.stream_kind)), b.stream, b.bytes, record_flags_text(b.flags),
           b.result, b.stack_id, times(b.start_ns, b.end_ns));
     }
-    case RecordType::ManagedOp: {
-      auto m = r.as<ManagedOpRecord>();
+    if constexpr (E::kind == RecordType::ManagedOp) {
+      const auto& m = ev.rec;
       return fmt::format(
           "{} api={} driver={} memory={} address=0x{:x} bytes={} location_type={} location_id={} "
           "op_flags=0x{:x} stream_kind={} stream=0x{:x} flags={} result={} stack={} {}",
@@ -195,8 +197,8 @@ std::string describe(const RecordView& r) {
           m.bytes, m.location_type, m.location_id, m.op_flags, stream_kind_name(static_cast<StreamKind>(m.stream_kind)),
           m.stream, record_flags_text(m.flags), m.result, m.stack_id, times(m.start_ns, m.end_ns));
     }
-    case RecordType::GraphOp: {
-      auto g = r.as<GraphOpRecord>();
+    if constexpr (E::kind == RecordType::GraphOp) {
+      const auto& g = ev.rec;
       return fmt::format(
           "{} api={} driver={} graph=0x{:x} exec=0x{:x} node=0x{:x} stream=0x{:x} dir={} src={} dst={} "
           "bytes={} flags={} result={} stack={} {}",
@@ -205,22 +207,22 @@ std::string describe(const RecordView& r) {
           memory_kind_name(static_cast<MemoryKind>(g.dst_memory)), g.bytes, record_flags_text(g.flags), g.result,
           g.stack_id, times(g.start_ns, g.end_ns));
     }
-    case RecordType::GraphLaunch: {
-      auto l = r.as<GraphLaunchRecord>();
+    if constexpr (E::kind == RecordType::GraphLaunch) {
+      const auto& l = ev.rec;
       return fmt::format("{} api={} driver={} exec=0x{:x} stream_kind={} stream=0x{:x} flags={} result={} stack={} {}",
                          head, api_text(l.api), api_text(l.driver_fn), l.exec,
                          stream_kind_name(static_cast<StreamKind>(l.stream_kind)), l.stream, record_flags_text(l.flags),
                          l.result, l.stack_id, times(l.start_ns, l.end_ns));
     }
-    case RecordType::Lost: return fmt::format("{} count={}", head, r.as<LostRecord>().count);
-    case RecordType::DeviceInfo: {
-      auto d = r.as<DeviceInfoRecord>();
+    if constexpr (E::kind == RecordType::Lost) return fmt::format("{} count={}", head, ev.rec.count);
+    if constexpr (E::kind == RecordType::DeviceInfo) {
+      const auto& d = ev.rec;
       return fmt::format("{} name=\"{}\" ordinal={} driver_version={} simulated={}", head,
                          printable(fixed_string(d.name, sizeof d.name), true), d.device_ordinal, d.driver_version,
                          d.simulated);
     }
-    default: return head;
-  }
+    return head;
+  });
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "export/call_table.h"
 
+#include "events/event.h"
 #include "findings/rules.h"
 #include "read/trace_reader.h"
 #include "report/reports.h"
@@ -9,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <type_traits>
 #include <unordered_map>
 
 namespace asyncwatch {
@@ -124,58 +126,39 @@ CallTableStats write_call_table(CallTableSink& sink, const std::vector<std::stri
     auto since_start = [&](uint64_t ns) { return static_cast<int64_t>(ns - t0); };
     std::string stream_text, flags_text;
     t->for_each_merged([&](const RecordView& r) {
-      if (!record_info(static_cast<uint16_t>(r.type)).call) return;
       Row row;
+      // Call records only: the head, and the fields of the kinds that have them.
+      const bool call = events::visit(r, [&](const auto& ev) {
+        using E = std::decay_t<decltype(ev)>;
+        using events::is_one_of;
+        if constexpr (!E::kCall) {
+          return false;
+        } else {
+          row.head = &ev.rec;  // Sync and the other call records: the head alone
+          if constexpr (is_one_of<E, RecordType::Copy, RecordType::Memset>) {
+            if constexpr (E::kind == RecordType::Copy)
+              row.direction = direction_name(static_cast<Direction>(ev.rec.direction));
+            row.src = memory_kind_name(static_cast<MemoryKind>(ev.rec.src_memory));
+            row.dst = memory_kind_name(static_cast<MemoryKind>(ev.rec.dst_memory));
+            row.bytes = ev.rec.bytes;
+            row.has_bytes = true;
+          } else if constexpr (E::kind == RecordType::Launch) {
+            row.kernel = kernel_of(ev.rec.kernel_name_id);
+          } else if constexpr (E::kind == RecordType::MemoryOp) {
+            row.src = memory_kind_name(static_cast<MemoryKind>(ev.rec.memory));
+            row.bytes = ev.rec.bytes;
+            row.has_bytes = true;
+          }
+          // The stream of the kinds that show it (not a batch's, a graph's or a managed operation's).
+          if constexpr (is_one_of<E, RecordType::Copy, RecordType::Memset, RecordType::Launch,
+                                  RecordType::HostFuncEnqueue, RecordType::StreamCreate, RecordType::StreamDestroy,
+                                  RecordType::Capture>)
+            row.stream = ev.rec.stream;
+          return true;
+        }
+      });
+      if (!call) return;
       row.record = record_type_name(r.type);
-      switch (r.type) {
-        case RecordType::Copy:
-        case RecordType::Memset: {
-          const auto& c = r.ref<CopyRecord>();
-          row.head = &c;
-          row.stream = c.stream;
-          if (r.type == RecordType::Copy) row.direction = direction_name(static_cast<Direction>(c.direction));
-          row.src = memory_kind_name(static_cast<MemoryKind>(c.src_memory));
-          row.dst = memory_kind_name(static_cast<MemoryKind>(c.dst_memory));
-          row.bytes = c.bytes;
-          row.has_bytes = true;
-          break;
-        }
-        case RecordType::Launch: {
-          const auto& l = r.ref<LaunchRecord>();
-          row.head = &l;
-          row.stream = l.stream;
-          row.kernel = kernel_of(l.kernel_name_id);
-          break;
-        }
-        case RecordType::HostFuncEnqueue: {
-          const auto& e = r.ref<HostFuncEnqueueRecord>();
-          row.head = &e;
-          row.stream = e.stream;
-          break;
-        }
-        case RecordType::MemoryOp: {
-          const auto& m = r.ref<MemoryOpRecord>();
-          row.head = &m;
-          row.src = memory_kind_name(static_cast<MemoryKind>(m.memory));
-          row.bytes = m.bytes;
-          row.has_bytes = true;
-          break;
-        }
-        case RecordType::StreamCreate:
-        case RecordType::StreamDestroy: {
-          const auto& s = r.ref<StreamCreateRecord>();
-          row.head = &s;
-          row.stream = s.stream;
-          break;
-        }
-        case RecordType::Capture: {
-          const auto& c = r.ref<CaptureRecord>();
-          row.head = &c;
-          row.stream = c.stream;
-          break;
-        }
-        default: row.head = &r.ref<CallHead>(); break;  // Sync and any other call record: the head alone
-      }
       const CallHead& c = *row.head;
       const uint32_t* f = marks.empty() ? nullptr : marks.find(r.tid, c.start_ns);
       const FindingCells* fc = f && *f < findings.size() && !findings[*f].id.empty() ? &findings[*f] : nullptr;

@@ -127,8 +127,12 @@ using analysis::ProcessAnalyzer;
 
 ProcessResult analyze_trace(const std::string& path, const Options& options, std::vector<CallMark>* marks) {
   auto trace = TraceFile::open(path, options.limits);
-  trace->index_blocks();
-  ProcessAnalyzer analyzer(*trace, options, marks);
+  return analyze_trace(*trace, options, marks);
+}
+
+ProcessResult analyze_trace(TraceFile& trace, const Options& options, std::vector<CallMark>* marks) {
+  trace.index_blocks();
+  ProcessAnalyzer analyzer(trace, options, marks);
   analyzer.run();
   return analyzer.finish();
 }

@@ -131,6 +131,10 @@ struct CallMark {
 };
 inline constexpr size_t kMaxCallMarks = 16u << 20;
 ProcessResult analyze_trace(const std::string& path, const Options& options, std::vector<CallMark>* marks = nullptr);
+// The same on a trace already open and not yet walked: its one validating pass (stream_merged) indexes
+// it too, so that a caller that walks it again (the timeline) does not read it once more to index it.
+class TraceFile;
+ProcessResult analyze_trace(TraceFile& trace, const Options& options, std::vector<CallMark>* marks = nullptr);
 
 // Merges processes into one ranked report, applying the group-level thresholds.
 Report build_report(std::vector<ProcessResult> results, const Options& options);

@@ -12,6 +12,7 @@
 
 #include "events/allocations.h"
 #include "events/concurrent_calls.h"
+#include "events/event.h"
 #include "events/host_functions.h"
 #include "events/streams.h"
 #include "findings/analysis.h"
@@ -39,15 +40,6 @@
 namespace asyncwatch::analysis {
 
 using namespace trace;
-
-// Bit t: record type t is a call record (record_info(t).call), one test per record.
-constexpr uint64_t kCallTypes = [] {
-  static_assert(kRecordTypeLimit <= 64);
-  uint64_t m = 0;
-  for (uint16_t t = 0; t < kRecordTypeLimit; ++t)
-    if (record_info(t).call) m |= uint64_t{1} << t;
-  return m;
-}();
 
 class ProcessAnalyzer final : public RuleContext {
   using HostFunctions = events::HostFunctionJoin<HostFuncEnqueueRecord>;
@@ -85,51 +77,42 @@ class ProcessAnalyzer final : public RuleContext {
 
   __attribute__((always_inline)) void record(const RecordView& r) {
     current_tid_ = r.tid;
-    // (current_stream_: the stream of a copy, memset or launch, UINT64_MAX for the other records)
-    // The records of the hot path are read in place (8-aligned in the mapping: RecordView::ref).
-    // The common records (copies, memsets, launches, syncs, host functions) in their own case:
-    // a call's head bookkeeping (on_call) without the call-type test the others take (other_record).
-    switch (r.type) {
-      case RecordType::Copy:
-      case RecordType::Memset: {
-        const CopyRecord& c = r.ref<CopyRecord>();
-        on_call(c);
-        current_stream_ = stream_key(c.stream_kind, c.stream, r.tid);
-        on_copy(r, c, current_stream_);
-        break;
-      }
-      case RecordType::Launch: {
-        const LaunchRecord& l = r.ref<LaunchRecord>();
-        on_call(l);
-        current_stream_ = stream_key(l.stream_kind, l.stream, r.tid);
-        on_launch(l, current_stream_);
-        break;
-      }
-      case RecordType::Sync: {
-        const SyncRecord& sync = r.ref<SyncRecord>();
-        on_call(sync);
-        current_stream_ = UINT64_MAX;
-        on_sync(r, sync);
-        break;
-      }
-      case RecordType::HostFuncEnqueue: {
-        const HostFuncEnqueueRecord& e = r.ref<HostFuncEnqueueRecord>();
-        on_call(e);
-        current_stream_ = UINT64_MAX;
-        on_enqueue(r, e);
-        break;
-      }
-      case RecordType::HostFuncRun: {
-        const HostFuncRunRecord& run = r.ref<HostFuncRunRecord>();
-        first_call_ = false;  // not a call; its times are its own (trace_format.h, RecordInfo)
-        current_start_ = run.start_ns;
-        current_end_ = run.end_ns;
-        current_stream_ = UINT64_MAX;
-        concurrent_.host_function_run(r.tid, run.start_ns, run.end_ns);
-        on_run(run);
-        break;
-      }
-      default: other_record(r); break;
+    // The one dispatch on the record's type (events/event.h); each kind's handling below is made
+    // for its type (the records of the hot path read in place: 8-aligned in the mapping).
+    events::visit(
+        r, [ this, &r ](const auto& ev) __attribute__((always_inline)) { on_event(r, ev); });
+  }
+
+  // (current_stream_: the stream of a copy, memset or launch, UINT64_MAX for the other records)
+  template <class E>
+  __attribute__((always_inline)) void on_event(const RecordView& r, const E& ev) {
+    using events::is_one_of;
+    if constexpr (is_one_of<E, RecordType::Copy, RecordType::Memset>) {
+      on_call(ev.rec);
+      current_stream_ = ev.stream_key();
+      on_copy(r, ev.rec, current_stream_);
+    } else if constexpr (E::kind == RecordType::Launch) {
+      on_call(ev.rec);
+      current_stream_ = ev.stream_key();
+      on_launch(ev.rec, current_stream_);
+    } else if constexpr (E::kind == RecordType::Sync) {
+      on_call(ev.rec);
+      current_stream_ = UINT64_MAX;
+      on_sync(r, ev.rec);
+    } else if constexpr (E::kind == RecordType::HostFuncEnqueue) {
+      on_call(ev.rec);
+      current_stream_ = UINT64_MAX;
+      on_enqueue(r, ev.rec);
+    } else if constexpr (E::kind == RecordType::HostFuncRun) {
+      const HostFuncRunRecord& run = ev.rec;
+      first_call_ = false;  // not a call; its times are its own (trace_format.h, RecordInfo)
+      current_start_ = run.start_ns;
+      current_end_ = run.end_ns;
+      current_stream_ = UINT64_MAX;
+      concurrent_.host_function_run(r.tid, run.start_ns, run.end_ns);
+      on_run(run);
+    } else {
+      other_event(r, ev);
     }
   }
 
@@ -150,39 +133,41 @@ class ProcessAnalyzer final : public RuleContext {
   }
 
   // The other records.
-  __attribute__((always_inline)) void other_record(const RecordView& r) {
-    if ((kCallTypes >> (static_cast<uint16_t>(r.type) & 63)) & 1) {  // record_info(type).call
-      on_call(r.ref<CallHead>());
+  template <class E>
+  __attribute__((always_inline)) void other_event(const RecordView& r, const E& ev) {
+    using events::is_one_of;
+    if constexpr (E::kCall) {
+      on_call(ev.rec);
     } else {
       first_call_ = false;
       // (record_time / record_end_time, from the row)
-      const RecordInfo& info = record_info(static_cast<uint16_t>(r.type));
+      constexpr RecordInfo info = record_info(static_cast<uint16_t>(E::kind));
       current_start_ = time_at(r, info.start_offset);
       current_end_ = time_at(r, info.end_offset);
     }
     current_stream_ = UINT64_MAX;
-    switch (r.type) {
-      case RecordType::GraphLaunch: {
-        auto g = r.as<GraphLaunchRecord>();
-        GraphLaunchInfo graph = graph_launch_info(g.exec);
-        on_launch(g, stream_key(g.stream_kind, g.stream, r.tid), &graph);
-        break;
-      }
-      case RecordType::BatchCopy: on_batch(r, r.as<BatchCopyRecord>()); break;
-      case RecordType::GraphOp: on_graph_op(r.as<GraphOpRecord>()); break;
-      case RecordType::Capture: on_capture(r.as<CaptureRecord>()); break;
-      case RecordType::MemoryOp: on_memory_op(r.as<MemoryOpRecord>()); break;
-      case RecordType::StreamCreate: streams_.created(r.as<StreamCreateRecord>()); break;
-      case RecordType::StreamDestroy: streams_.destroyed(r.as<StreamCreateRecord>().stream); break;
-      case RecordType::NvtxRange: on_nvtx(r.tid, r.as<NvtxRangeRecord>()); break;
-      case RecordType::GpuSpan: {
-        auto g = r.as<GpuSpanRecord>();
-        events::StreamRef s = events::resolve_stream(g.stream_kind, g.stream, r.tid);
-        overlap_.span(s.key, events::stream_name(s), g.start_ns, g.end_ns);
-        if (g.op == static_cast<uint8_t>(GpuOp::Copy)) timed_copy(r.tid, g);
-        break;
-      }
-      default: break;
+    if constexpr (E::kind == RecordType::GraphLaunch) {
+      GraphLaunchInfo graph = graph_launch_info(ev.rec.exec);
+      on_launch(ev.rec, ev.stream_key(), &graph);
+    } else if constexpr (E::kind == RecordType::BatchCopy) {
+      on_batch(r, ev.rec);
+    } else if constexpr (E::kind == RecordType::GraphOp) {
+      on_graph_op(ev.rec);
+    } else if constexpr (E::kind == RecordType::Capture) {
+      on_capture(ev.rec);
+    } else if constexpr (E::kind == RecordType::MemoryOp) {
+      on_memory_op(ev.rec);
+    } else if constexpr (E::kind == RecordType::StreamCreate) {
+      streams_.created(ev.rec);
+    } else if constexpr (E::kind == RecordType::StreamDestroy) {
+      streams_.destroyed(ev.rec.stream);
+    } else if constexpr (E::kind == RecordType::NvtxRange) {
+      on_nvtx(r.tid, ev.rec);
+    } else if constexpr (E::kind == RecordType::GpuSpan) {
+      const GpuSpanRecord& g = ev.rec;
+      events::StreamRef s = events::resolve_stream(g.stream_kind, g.stream, r.tid);
+      overlap_.span(s.key, events::stream_name(s), g.start_ns, g.end_ns);
+      if (g.op == static_cast<uint8_t>(GpuOp::Copy)) timed_copy(r.tid, g);
     }
   }
 

@@ -1,6 +1,7 @@
 #include "report/report_html_timeline.h"
 
 #include "symbols/call_site.h"
+#include "events/event.h"
 #include "events/streams.h"
 #include "findings/rules.h"
 #include "report/format.h"
@@ -11,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <unordered_map>
 
 namespace asyncwatch {
@@ -175,42 +177,44 @@ ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* 
     // Host-function enqueues by callback id, to name their runs (bounded as the analysis is).
     std::unordered_map<uint64_t, std::string> callback_names;
     t->for_each_merged([&](const RecordView& r) {
-      const RecordInfo& info = record_info(static_cast<uint16_t>(r.type));
-      if (info.call) {
-        auto c = r.as<CallHead>();
-        if ((c.flags & kFlagInFlight) || c.end_ns < c.start_ns) return;
-        if (r.type == RecordType::HostFuncEnqueue) {
-          auto e = r.as<HostFuncEnqueueRecord>();
-          if (callback_names.size() < report.options.limits.pending_callbacks)
-            callback_names[e.callback_id] = fmt::format("host function 0x{:x}", e.user_function);
-        }
-        auto label = [&] {
-          std::string name = public_api_name(api_name(static_cast<Api>(c.api)));
-          if (r.type == RecordType::Copy || r.type == RecordType::Memset) {
-            auto cp = r.as<CopyRecord>();
-            name += fmt::format("{}{} {}", r.type == RecordType::Copy ? " " : "",
-                                r.type == RecordType::Copy ? direction_name(static_cast<Direction>(cp.direction)) : "",
-                                format_bytes(cp.bytes));
-          } else if (r.type == RecordType::Launch) {
-            name += " " + kernel_of(r.as<LaunchRecord>().kernel_name_id);
+      events::visit(r, [&](const auto& ev) {
+        using E = std::decay_t<decltype(ev)>;
+        using events::is_one_of;
+        if constexpr (E::kCall) {
+          const CallHead& c = ev.rec;
+          if ((c.flags & kFlagInFlight) || c.end_ns < c.start_ns) return;
+          if constexpr (E::kind == RecordType::HostFuncEnqueue) {
+            if (callback_names.size() < report.options.limits.pending_callbacks)
+              callback_names[ev.rec.callback_id] = fmt::format("host function 0x{:x}", ev.rec.user_function);
           }
-          return name;
-        };
-        int32_t f = finding_of(r.tid, c.start_ns);
-        thread_lane(r.tid).add_labelled(rel(c.start_ns), rel(c.end_ns), label, 0, f, severity_of(f));
-      } else if (r.type == RecordType::HostFuncRun) {
-        auto run = r.as<HostFuncRunRecord>();
-        auto it = callback_names.find(run.callback_id);
-        std::string label = it == callback_names.end() ? std::string("host function") : it->second;
-        if (it != callback_names.end()) callback_names.erase(it);
-        int32_t f = finding_of(r.tid, run.start_ns);
-        thread_lane(r.tid).add(rel(run.start_ns), rel(run.end_ns), label + " (ran)", 0, f, severity_of(f));
-      } else if (r.type == RecordType::GpuSpan) {
-        auto g = r.as<GpuSpanRecord>();
-        events::StreamRef s = events::resolve_stream(g.stream_kind, g.stream, r.tid);
-        PixelLane& l = lane(s.key | (uint64_t{1} << 63), true, [&] { return events::stream_name(s); });
-        l.add(rel(g.start_ns), rel(g.end_ns), gpu_op_text(static_cast<GpuOp>(g.op)), g.op);
-      }
+          auto label = [&] {
+            std::string name = public_api_name(api_name(static_cast<Api>(c.api)));
+            if constexpr (is_one_of<E, RecordType::Copy, RecordType::Memset>) {
+              constexpr bool copy = E::kind == RecordType::Copy;
+              name += fmt::format("{}{} {}", copy ? " " : "",
+                                  copy ? direction_name(static_cast<Direction>(ev.rec.direction)) : "",
+                                  format_bytes(ev.rec.bytes));
+            } else if constexpr (E::kind == RecordType::Launch) {
+              name += " " + kernel_of(ev.rec.kernel_name_id);
+            }
+            return name;
+          };
+          int32_t f = finding_of(r.tid, c.start_ns);
+          thread_lane(r.tid).add_labelled(rel(c.start_ns), rel(c.end_ns), label, 0, f, severity_of(f));
+        } else if constexpr (E::kind == RecordType::HostFuncRun) {
+          const HostFuncRunRecord& run = ev.rec;
+          auto it = callback_names.find(run.callback_id);
+          std::string label = it == callback_names.end() ? std::string("host function") : it->second;
+          if (it != callback_names.end()) callback_names.erase(it);
+          int32_t f = finding_of(r.tid, run.start_ns);
+          thread_lane(r.tid).add(rel(run.start_ns), rel(run.end_ns), label + " (ran)", 0, f, severity_of(f));
+        } else if constexpr (E::kind == RecordType::GpuSpan) {
+          const GpuSpanRecord& g = ev.rec;
+          events::StreamRef s = events::resolve_stream(g.stream_kind, g.stream, r.tid);
+          PixelLane& l = lane(s.key | (uint64_t{1} << 63), true, [&] { return events::stream_name(s); });
+          l.add(rel(g.start_ns), rel(g.end_ns), gpu_op_text(static_cast<GpuOp>(g.op)), g.op);
+        }
+      });
     });
 
     // The lanes with the most calls (host threads, then streams), each group in first-seen order.

@@ -2,6 +2,7 @@
 
 #include "findings/analysis.h"
 #include "symbols/call_site.h"
+#include "events/event.h"
 #include "events/host_functions.h"
 #include "events/streams.h"
 #include "report/format.h"
@@ -16,6 +17,7 @@
 #include <algorithm>
 #include <deque>
 #include <memory>
+#include <type_traits>
 #include <unordered_map>
 
 namespace asyncwatch {
@@ -244,13 +246,16 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
     try {
       Input in;
       in.trace = TraceFile::open(p, limits);
-      in.trace->index();
       if (opt.mark_findings || opt.findings_only) {
+        // The analysis' validating pass indexes the trace too: the slices are then its second
+        // walk (the trace is not read a third time to be indexed).
         Options ao;
         ao.limits = limits;
         std::vector<CallMark> marks;
-        in.analysis = analyze_trace(p, ao, &marks);
+        in.analysis = analyze_trace(*in.trace, ao, &marks);
         for (const auto& m : marks) in.marks.add(m.tid, m.start_ns, m.finding);
+      } else {
+        in.trace->index();
       }
       inputs.push_back(std::move(in));
     } catch (const TraceError& e) {
@@ -474,12 +479,13 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
     };
     t->for_each_merged([&](const RecordView& r) {
       ++stats.records;
-      Arg a[16];
-      switch (r.type) {
-        case RecordType::Copy:
-        case RecordType::Memset: {
-          auto c = r.as<CopyRecord>();
-          bool copy = r.type == RecordType::Copy;
+      events::visit(r, [&](const auto& ev) {
+        using E = std::decay_t<decltype(ev)>;
+        using events::is_one_of;
+        Arg a[16];
+        if constexpr (is_one_of<E, RecordType::Copy, RecordType::Memset>) {
+          const CopyRecord& c = ev.rec;
+          constexpr bool copy = E::kind == RecordType::Copy;
           std::string bytes = format_bytes(c.bytes);
           const char* dir = copy ? direction_name(static_cast<Direction>(c.direction)) : "";
           const char* src = memory_kind_name(static_cast<MemoryKind>(c.src_memory));
@@ -493,10 +499,8 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
           a[2] = Arg{"dst", dst};
           a[3] = Arg{"driver", api_name(static_cast<Api>(c.driver_fn))};
           call(r, copy ? "copy" : "memset", c, name, a, 4, c.stream, label);
-          break;
-        }
-        case RecordType::Launch: {
-          auto l = r.as<LaunchRecord>();
+        } else if constexpr (E::kind == RecordType::Launch) {
+          const LaunchRecord& l = ev.rec;
           const std::string& kernel = kernel_of(l.kernel_name_id);
           name = fmt::format("{} {}", public_api_name(api_name(static_cast<Api>(l.api))), kernel);
           std::string grid = fmt::format("[{},{},{}]", l.grid[0], l.grid[1], l.grid[2]);
@@ -505,10 +509,8 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
           a[1] = Arg{"grid", grid};
           a[2] = Arg{"block", block};
           call(r, "launch", l, name, a, 3, l.stream, kernel);
-          break;
-        }
-        case RecordType::HostFuncEnqueue: {
-          auto e = r.as<HostFuncEnqueueRecord>();
+        } else if constexpr (E::kind == RecordType::HostFuncEnqueue) {
+          const HostFuncEnqueueRecord& e = ev.rec;
           std::string fn = fmt::format("host function (0x{:x})", e.user_function);
           a[0] = Arg{"callback_id", {}, e.callback_id, false};
           call(r, "host-function", e, api_name(static_cast<Api>(e.api)), a, 1, e.stream, fn);
@@ -517,43 +519,26 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
           run_tid = 0;
           auto outcome = host_functions.enqueue(e.callback_id, p, &run);
           joined(outcome, p, run);
-          break;
-        }
-        case RecordType::HostFuncRun: {
-          auto run = r.as<HostFuncRunRecord>();
+        } else if constexpr (E::kind == RecordType::HostFuncRun) {
           Pending p{};
           run_tid = r.tid;
-          joined(host_functions.run(run, &p), p, run);
-          break;
-        }
-        case RecordType::Sync: {
-          auto s = r.as<SyncRecord>();
+          joined(host_functions.run(ev.rec, &p), p, ev.rec);
+        } else if constexpr (E::kind == RecordType::Sync) {
+          const SyncRecord& s = ev.rec;
           std::string handle = fmt::format("0x{:x}", s.handle);
           a[0] = Arg{"handle", handle};
           call(r, "sync", s, api_name(static_cast<Api>(s.api)), a, 1, UINT64_MAX, {});
-          break;
-        }
-        case RecordType::MemoryOp: {
-          auto m = r.as<MemoryOpRecord>();
+        } else if constexpr (E::kind == RecordType::MemoryOp) {
+          const MemoryOpRecord& m = ev.rec;
           a[0] = Arg{"bytes", {}, m.bytes, false};
           a[1] = Arg{"memory", memory_kind_name(static_cast<MemoryKind>(m.memory))};
           call(r, "memory", m, api_name(static_cast<Api>(m.api)), a, 2, UINT64_MAX, {});
-          break;
+        } else if constexpr (is_one_of<E, RecordType::StreamCreate, RecordType::StreamDestroy, RecordType::Capture>) {
+          call(r, "stream", ev.rec, api_name(static_cast<Api>(ev.rec.api)), a, 0, ev.rec.stream, {});
+        } else if constexpr (E::kind == RecordType::GpuSpan) {
+          gpu_span(r, ev.rec);
         }
-        case RecordType::StreamCreate:
-        case RecordType::StreamDestroy: {
-          auto s = r.as<StreamCreateRecord>();
-          call(r, "stream", s, api_name(static_cast<Api>(s.api)), a, 0, s.stream, {});
-          break;
-        }
-        case RecordType::Capture: {
-          auto c = r.as<CaptureRecord>();
-          call(r, "stream", c, api_name(static_cast<Api>(c.api)), a, 0, c.stream, {});
-          break;
-        }
-        case RecordType::GpuSpan: gpu_span(r, r.as<GpuSpanRecord>()); break;
-        default: break;
-      }
+      });
     });
   }
   sink->finish(any_simulated);
