@@ -435,7 +435,7 @@ int produce_report(const ReportArgs& args, const std::vector<std::string>& paths
       w.flush();
       std::fputc('\n', out->stream());
     } else if (html) {
-      // The timeline picture reads each trace once more (report_html_timeline.h).
+      // The timeline picture walks each trace once more (report_html_timeline.h).
       std::vector<ProcessPicture> pictures;
       for (const auto& p : report.processes) {
         const TraceMarks* m = nullptr;

@@ -105,8 +105,13 @@ ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* 
   pic.pid = process.pid;
   pic.width = width;
   try {
-    std::unique_ptr<TraceFile> t = TraceFile::open(process.trace, report.options.limits);
-    t->index();
+    // The analysis' trace, indexed by its pass, when it was kept; else read once more to index it.
+    std::shared_ptr<const TraceFile> t = marks ? marks->file : nullptr;
+    if (!t) {
+      std::unique_ptr<TraceFile> opened = TraceFile::open(process.trace, report.options.limits);
+      opened->index();
+      t = std::move(opened);
+    }
     const FileHeader& h = t->header();
     const uint64_t t0 = h.start_monotonic_ns;
     pic.length_ns = std::max<uint64_t>(t->last_time_ns() > t0 ? t->last_time_ns() - t0 : 0, 1);

@@ -91,7 +91,8 @@ inline constexpr size_t kMaxHostLanes = 32;
 inline constexpr size_t kMaxStreamLanes = 16;
 inline constexpr double kPictureWidth = 960;
 
-// The picture of `process` (its trace read once more), its flagged calls from `marks` (the report's
+// The picture of `process` (its trace walked once more: the analysis' TraceFile in `marks` when kept,
+// indexed by the analysis' pass, else opened and indexed again), its flagged calls from `marks` (the report's
 // analysis of that trace, report_job.h) coloured as their finding in `report` (by Finding::key;
 // calls of a finding the report does not show are drawn as plain calls).
 ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* marks, const Report& report,

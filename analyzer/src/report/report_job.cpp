@@ -40,12 +40,14 @@ struct Slot {
   std::optional<TraceMarks> marks;  // when asked for
 };
 
-void analyze_into(Slot& slot, const std::string& path, const Options& options, bool with_marks) noexcept {
+void analyze_into(Slot& slot, const std::string& path, const Options& options, bool with_marks, bool keep) noexcept {
   try {
     if (with_marks) {
       TraceMarks m;
       m.trace = path;
-      slot.result = analyze_trace(path, options, &m.marks);
+      std::shared_ptr<TraceFile> file = TraceFile::open(path, options.limits);
+      slot.result = analyze_trace(*file, options, &m.marks);
+      if (keep) m.file = std::move(file);
       for (const auto& f : slot.result->findings) m.keys.push_back(f.key);
       slot.marks = std::move(m);
     } else {
@@ -71,15 +73,16 @@ Report analyze_job(const std::vector<std::string>& paths, const Options& given, 
   std::vector<Slot> slots(paths.size());
   unsigned n = jobs ? jobs : std::max(1u, std::thread::hardware_concurrency());
   n = static_cast<unsigned>(std::min<size_t>(n, paths.size()));
+  const bool keep = paths.size() <= kKeptTraces;
   if (n <= 1) {
-    for (size_t i = 0; i < paths.size(); ++i) analyze_into(slots[i], paths[i], options, marks != nullptr);
+    for (size_t i = 0; i < paths.size(); ++i) analyze_into(slots[i], paths[i], options, marks != nullptr, keep);
   } else {
     std::atomic<size_t> next{0};
     std::vector<std::thread> workers;
     for (unsigned t = 0; t < n; ++t)
       workers.emplace_back([&] {
         for (size_t i; (i = next.fetch_add(1)) < paths.size();)
-          analyze_into(slots[i], paths[i], options, marks != nullptr);
+          analyze_into(slots[i], paths[i], options, marks != nullptr, keep);
       });
     for (auto& w : workers) w.join();
   }
