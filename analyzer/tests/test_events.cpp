@@ -1,16 +1,69 @@
-// The per-process event layer (analyzer/src/events/): stream resolution, stream bookkeeping and
-// the host-function join, which the rules and the timeline share.
+// The per-process event layer (analyzer/src/events/): the typed events and their dispatch, stream
+// resolution, stream bookkeeping and the host-function join, which the rules and the timeline share.
+#include "events/event.h"
 #include "events/host_functions.h"
 #include "events/streams.h"
 #include "read/trace_reader.h"
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <type_traits>
 #include <unordered_map>
 
 using namespace asyncwatch;
 using namespace asyncwatch::events;
 namespace tf = asyncwatch::trace;
+
+// visit() hands each record type of the table to the event of that type, whose struct is the
+// table's (read in place: the same bytes), and a type outside the table to OtherEvent.
+TEST(Events, VisitDispatchesEveryRowOfTheRecordTable) {
+  alignas(8) uint8_t bytes[sizeof(tf::SiteSummaryRecord)] = {};
+  size_t rows = 0;
+  for (uint16_t type = 0; type < tf::kRecordTypeLimit + 2; ++type) {
+    const tf::RecordInfo& info = tf::record_info(type);
+    RecordView r{static_cast<tf::RecordType>(type), info.fixed, bytes, 4096, 7, 0, info.fixed};
+    struct Seen {
+      tf::RecordType kind;
+      size_t size;
+      bool call, in_place;
+    };
+    Seen seen = visit(r, [&](const auto& e) {
+      using E = std::decay_t<decltype(e)>;
+      if constexpr (std::is_same_v<E, OtherEvent>) {
+        return Seen{E::kind, 0, false, true};
+      } else {
+        return Seen{E::kind, sizeof(typename E::Record), E::kCall,
+                    static_cast<const void*>(&e.rec) == static_cast<const void*>(bytes)};
+      }
+    });
+    if (info.since == 0) {  // not a row: id 0, the unassigned 25, beyond the table
+      EXPECT_EQ(seen.kind, tf::RecordType::None) << type;
+      continue;
+    }
+    ++rows;
+    EXPECT_EQ(static_cast<uint16_t>(seen.kind), type);
+    EXPECT_EQ(seen.size, info.struct_size) << info.name;
+    EXPECT_EQ(seen.call, info.call) << info.name;
+    EXPECT_TRUE(seen.in_place) << info.name;
+  }
+  EXPECT_EQ(rows, tf::kRecordCount);
+}
+
+// What an event derives: the stream a call is on (streams.h's key) and a copy's direction (copies.h).
+TEST(Events, EventsDeriveTheStreamAndTheCopyDirection) {
+  tf::CopyRecord c{};
+  c.stream_kind = static_cast<uint8_t>(tf::StreamKind::PerThreadDefault);
+  c.src_memory = static_cast<uint8_t>(tf::MemoryKind::Pageable);
+  c.dst_memory = static_cast<uint8_t>(tf::MemoryKind::Device);
+  RecordView r{tf::RecordType::Copy, sizeof c, reinterpret_cast<const uint8_t*>(&c), 4096, 9, 0, sizeof c};
+  Event<tf::RecordType::Copy> e{r, c};
+  EXPECT_EQ(e.stream_key(), (uint64_t{1} << 63) | 9);
+  EXPECT_EQ(e.direction(), tf::Direction::HtoD);
+  static_assert(Event<tf::RecordType::BatchCopy>::kCopy && Event<tf::RecordType::GraphLaunch>::kOnStream);
+  static_assert(!Event<tf::RecordType::GpuSpan>::kCall && !Event<tf::RecordType::Sync>::kOnStream);
+  static_assert(is_one_of<Event<tf::RecordType::Memset>, tf::RecordType::Copy, tf::RecordType::Memset>);
+}
 
 TEST(Events, StreamsResolveByKindThenByHandle) {
   auto k = [](tf::StreamKind kind) { return static_cast<uint8_t>(kind); };

@@ -5,6 +5,7 @@
 #include "events/streams.h"
 #include "findings/rules.h"
 #include "report/format.h"
+#include "timeline/call_label.h"
 #include "timeline/flagged_calls.h"
 #include "read/trace_reader.h"
 
@@ -193,16 +194,12 @@ ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* 
               callback_names[ev.rec.callback_id] = fmt::format("host function 0x{:x}", ev.rec.user_function);
           }
           auto label = [&] {
-            std::string name = public_api_name(api_name(static_cast<Api>(c.api)));
-            if constexpr (is_one_of<E, RecordType::Copy, RecordType::Memset>) {
-              constexpr bool copy = E::kind == RecordType::Copy;
-              name += fmt::format("{}{} {}", copy ? " " : "",
-                                  copy ? direction_name(static_cast<Direction>(ev.rec.direction)) : "",
-                                  format_bytes(ev.rec.bytes));
-            } else if constexpr (E::kind == RecordType::Launch) {
-              name += " " + kernel_of(ev.rec.kernel_name_id);
-            }
-            return name;
+            if constexpr (is_one_of<E, RecordType::Copy, RecordType::Memset>)
+              return call_label(ev);
+            else if constexpr (E::kind == RecordType::Launch)
+              return call_label(ev, kernel_of(ev.rec.kernel_name_id));
+            else
+              return public_api_name(api_name(static_cast<Api>(c.api)));
           };
           int32_t f = finding_of(r.tid, c.start_ns);
           thread_lane(r.tid).add_labelled(rel(c.start_ns), rel(c.end_ns), label, 0, f, severity_of(f));

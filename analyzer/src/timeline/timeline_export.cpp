@@ -7,6 +7,7 @@
 #include "events/streams.h"
 #include "report/format.h"
 #include "report/reports.h"
+#include "timeline/call_label.h"
 #include "timeline/flagged_calls.h"
 #include "timeline/perfetto_writer.h"
 #include "read/trace_reader.h"
@@ -490,8 +491,7 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
           const char* dir = copy ? direction_name(static_cast<Direction>(c.direction)) : "";
           const char* src = memory_kind_name(static_cast<MemoryKind>(c.src_memory));
           const char* dst = memory_kind_name(static_cast<MemoryKind>(c.dst_memory));
-          name =
-              fmt::format("{}{}{} {}", public_api_name(api_name(static_cast<Api>(c.api))), copy ? " " : "", dir, bytes);
+          name = call_label(ev);
           std::string label =
               copy ? fmt::format("{} {} ({} to {})", dir, bytes, src, dst) : fmt::format("memset {}", bytes);
           a[0] = Arg{"bytes", {}, c.bytes, false};
@@ -502,7 +502,7 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
         } else if constexpr (E::kind == RecordType::Launch) {
           const LaunchRecord& l = ev.rec;
           const std::string& kernel = kernel_of(l.kernel_name_id);
-          name = fmt::format("{} {}", public_api_name(api_name(static_cast<Api>(l.api))), kernel);
+          name = call_label(ev, kernel);
           std::string grid = fmt::format("[{},{},{}]", l.grid[0], l.grid[1], l.grid[2]);
           std::string block = fmt::format("[{},{},{}]", l.block[0], l.block[1], l.block[2]);
           a[0] = Arg{"kernel", kernel};

@@ -1,0 +1,33 @@
+// The name both timelines give a copy, memset or launch (the Perfetto/JSON timeline's slice, the HTML
+// report picture's bar): the API as the user calls it with the copy's direction and size or the
+// kernel: "cudaMemcpyAsync HtoD 2.0 MiB", "cudaMemsetAsync 4.0 KiB", "cudaLaunchKernel saxpy".
+#pragma once
+
+#include "events/event.h"
+#include "report/format.h"
+#include "symbols/call_site.h"
+
+#include <asyncwatch/trace_format.h>
+#include <fmt/format.h>
+
+#include <string>
+#include <string_view>
+
+namespace asyncwatch {
+
+// `kernel`: a launch's kernel as the caller shows it (ignored for copies and memsets).
+template <class E>
+std::string call_label(const E& ev, std::string_view kernel = {}) {
+  static_assert(events::is_one_of<E, trace::RecordType::Copy, trace::RecordType::Memset, trace::RecordType::Launch>);
+  const std::string api = public_api_name(trace::api_name(static_cast<trace::Api>(ev.rec.api)));
+  if constexpr (E::kind == trace::RecordType::Launch) {
+    return fmt::format("{} {}", api, kernel);
+  } else {
+    constexpr bool copy = E::kind == trace::RecordType::Copy;
+    return fmt::format("{}{}{} {}", api, copy ? " " : "",
+                       copy ? direction_name(static_cast<trace::Direction>(ev.rec.direction)) : "",
+                       format_bytes(ev.rec.bytes));
+  }
+}
+
+}  // namespace asyncwatch
