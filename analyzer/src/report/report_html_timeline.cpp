@@ -195,7 +195,7 @@ ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* 
           }
           auto label = [&] {
             if constexpr (is_one_of<E, RecordType::Copy, RecordType::Memset>)
-              return call_label(ev);
+              return call_label(ev, format_bytes(ev.rec.bytes));
             else if constexpr (E::kind == RecordType::Launch)
               return call_label(ev, kernel_of(ev.rec.kernel_name_id));
             else

@@ -31,11 +31,12 @@ struct TraceMarks {
   std::string trace;
   std::vector<CallMark> marks;
   std::vector<std::string> keys;
-  // The trace as the analysis left it, indexed by its pass (null beyond kKeptTraces traces: each
-  // keeps its file open): the picture walks it without reading it once more to index it.
+  // The trace as the analysis left it, indexed by its pass (null in a report of more than kKeptTraces
+  // traces: each kept one holds its file, its mapping and one of the reader's 256 SIGBUS-guard slots,
+  // read/mapping_guard.h): the picture walks it without reading it once more to index it.
   std::shared_ptr<TraceFile> file;
 };
-inline constexpr size_t kKeptTraces = 64;
+inline constexpr size_t kKeptTraces = 16;
 
 // analyze_traces with `jobs` traces read at once (0: one per core, at most one per trace); the
 // processes not selected are left out before the findings are merged. The result does not depend

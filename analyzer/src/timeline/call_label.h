@@ -4,7 +4,6 @@
 #pragma once
 
 #include "events/event.h"
-#include "report/format.h"
 #include "symbols/call_site.h"
 
 #include <asyncwatch/trace_format.h>
@@ -15,19 +14,16 @@
 
 namespace asyncwatch {
 
-// `kernel`: a launch's kernel as the caller shows it (ignored for copies and memsets).
+// `detail`: a launch's kernel as the caller shows it, or a copy's or memset's size (format_bytes: the
+// caller may show it elsewhere too, made once).
 template <class E>
-std::string call_label(const E& ev, std::string_view kernel = {}) {
+std::string call_label(const E& ev, std::string_view detail) {
   static_assert(events::is_one_of<E, trace::RecordType::Copy, trace::RecordType::Memset, trace::RecordType::Launch>);
   const std::string api = public_api_name(trace::api_name(static_cast<trace::Api>(ev.rec.api)));
-  if constexpr (E::kind == trace::RecordType::Launch) {
-    return fmt::format("{} {}", api, kernel);
-  } else {
-    constexpr bool copy = E::kind == trace::RecordType::Copy;
-    return fmt::format("{}{}{} {}", api, copy ? " " : "",
-                       copy ? direction_name(static_cast<trace::Direction>(ev.rec.direction)) : "",
-                       format_bytes(ev.rec.bytes));
-  }
+  if constexpr (E::kind == trace::RecordType::Copy)
+    return fmt::format("{} {} {}", api, direction_name(static_cast<trace::Direction>(ev.rec.direction)), detail);
+  else
+    return fmt::format("{} {}", api, detail);
 }
 
 }  // namespace asyncwatch

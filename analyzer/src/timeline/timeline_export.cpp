@@ -491,7 +491,7 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
           const char* dir = copy ? direction_name(static_cast<Direction>(c.direction)) : "";
           const char* src = memory_kind_name(static_cast<MemoryKind>(c.src_memory));
           const char* dst = memory_kind_name(static_cast<MemoryKind>(c.dst_memory));
-          name = call_label(ev);
+          name = call_label(ev, bytes);
           std::string label =
               copy ? fmt::format("{} {} ({} to {})", dir, bytes, src, dst) : fmt::format("memset {}", bytes);
           a[0] = Arg{"bytes", {}, c.bytes, false};
