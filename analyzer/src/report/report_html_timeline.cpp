@@ -2,6 +2,7 @@
 
 #include "symbols/call_site.h"
 #include "events/event.h"
+#include "events/host_functions.h"
 #include "events/streams.h"
 #include "findings/rules.h"
 #include "report/format.h"
@@ -180,8 +181,10 @@ ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* 
     auto severity_of = [&](int32_t f) {
       return f >= 0 ? static_cast<uint8_t>(finding_severity(report.findings[static_cast<size_t>(f)])) : uint8_t{0};
     };
-    // Host-function enqueues by callback id, to name their runs (bounded as the analysis is).
-    std::unordered_map<uint64_t, std::string> callback_names;
+    // Host-function enqueues joined with their runs by callback id, to name a run after its enqueue's
+    // function (events/host_functions.h: the analysis' and the timeline's join, bounded as theirs).
+    using HostFunctions = events::HostFunctionJoin<uint64_t>;  // the enqueue's user function
+    HostFunctions host_functions(report.options.limits.pending_callbacks);
     t->for_each_merged([&](const RecordView& r) {
       events::visit(r, [&](const auto& ev) {
         using E = std::decay_t<decltype(ev)>;
@@ -190,8 +193,8 @@ ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* 
           const CallHead& c = ev.rec;
           if ((c.flags & kFlagInFlight) || c.end_ns < c.start_ns) return;
           if constexpr (E::kind == RecordType::HostFuncEnqueue) {
-            if (callback_names.size() < report.options.limits.pending_callbacks)
-              callback_names[ev.rec.callback_id] = fmt::format("host function 0x{:x}", ev.rec.user_function);
+            HostFuncRunRecord ran;  // a run that came first was drawn when it came
+            host_functions.enqueue(ev.rec.callback_id, ev.rec.user_function, &ran);
           }
           auto label = [&] {
             if constexpr (is_one_of<E, RecordType::Copy, RecordType::Memset>)
@@ -205,11 +208,13 @@ ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* 
           thread_lane(r.tid).add_labelled(rel(c.start_ns), rel(c.end_ns), label, 0, f, severity_of(f));
         } else if constexpr (E::kind == RecordType::HostFuncRun) {
           const HostFuncRunRecord& run = ev.rec;
-          auto it = callback_names.find(run.callback_id);
-          std::string label = it == callback_names.end() ? std::string("host function") : it->second;
-          if (it != callback_names.end()) callback_names.erase(it);
+          uint64_t function = 0;
+          const bool named = host_functions.run(run, &function) == HostFunctions::Outcome::Joined;
+          auto label = [&] {
+            return named ? fmt::format("host function 0x{:x} (ran)", function) : std::string("host function (ran)");
+          };
           int32_t f = finding_of(r.tid, run.start_ns);
-          thread_lane(r.tid).add(rel(run.start_ns), rel(run.end_ns), label + " (ran)", 0, f, severity_of(f));
+          thread_lane(r.tid).add_labelled(rel(run.start_ns), rel(run.end_ns), label, 0, f, severity_of(f));
         } else if constexpr (E::kind == RecordType::GpuSpan) {
           const GpuSpanRecord& g = ev.rec;
           events::StreamRef s = events::resolve_stream(g.stream_kind, g.stream, r.tid);
