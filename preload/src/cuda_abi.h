@@ -172,9 +172,9 @@ struct cudaPitchedPtr {
 struct cudaExtent {
   size_t width, height, depth;
 };
-struct cudaMemLocation {  // passed by value (cudaMemPrefetchAsync): one register
-  int type, id;
-};
+// struct cudaMemLocation {int type, id;}, passed by value (cudaMemPrefetchAsync): forwarded as the
+// one register it travels in.
+using cudaMemLocation = uint64_t;
 using cudaStreamCallback_t = void (*)(cudaStream_t, cudaError_t, void*);
 using cudaHostFn_t = void (*)(void*);
 // cudaMemcpyKind
