@@ -23,8 +23,10 @@ import os
 import re
 import sys
 
+sys.dont_write_bytecode = True  # run by ctest: no __pycache__ left in the tree
+from hook_gen import ROOT, abi_types, splice_exports, strip_comments, update
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.join(HERE, "..", "..")
 SRC = os.path.join(HERE, "..", "src")
 SPEC = os.path.join(SRC, "interpose", "runtime_hooks.txt")
 TABLE = os.path.join(SRC, "interpose", "runtime_hook_table.inc")
@@ -38,11 +40,6 @@ BUILTIN = {"void", "char", "int", "unsigned", "size_t", "float", "double", "long
            "unsigned char", "unsigned short", "unsigned long", "unsigned long long", "long long"}
 NAME = r"_{0,2}cuda\w*"
 DECL = re.compile(r"\bcudaError_t\s+CUDARTAPI\s+(" + NAME + r")\s*\(([^;{]*?)\)\s*;", re.S)
-
-
-def strip_comments(text):
-    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
-    return re.sub(r"//[^\n]*", " ", text)
 
 
 def split_top(text):
@@ -86,12 +83,6 @@ def read_spec():
                 sys.exit(f"{SPEC}:{n}: {want}")
             rows.append((head[0], head[1], head[2], params, fallback))
     return rows
-
-
-def abi_types():
-    with open(ABI) as f:
-        text = f.read()
-    return set(re.findall(r"\busing\s+(\w+)\s*=", text)) | set(re.findall(r"\bstruct\s+(\w+)\s*\{", text))
 
 
 def declarations(cuda):
@@ -166,7 +157,7 @@ def make(cuda):
     decls, handles, enums = declarations(cuda)
     if decls is None:
         return None
-    known = abi_types()
+    known = abi_types(ABI)
     previous = previous_types()
     rows = []
     for name, pt, record, params, fallback in read_spec():
@@ -211,16 +202,9 @@ def make(cuda):
     table = "\n".join(lines) + "\n"
     with open(EXPORTS) as f:
         current = f.read()
-    if BEGIN not in current or END not in current:
+    exports = splice_exports(current, BEGIN, END, [r[0] for r in rows])
+    if exports is None:
         sys.exit(f"gen_runtime_hooks: {EXPORTS} lacks the generated block's markers")
-    names, line = [], "   "
-    for sym, *_ in rows:
-        if len(line) + len(sym) + 2 > 104:
-            names.append(line)
-            line = "   "
-        line += f" {sym};"
-    names.append(line)
-    exports = current[:current.index(BEGIN) + len(BEGIN)] + "\n".join(names) + "\n" + current[current.index(END):]
     return {TABLE: table, EXPORTS: exports}, sorted({r[0] for r in read_spec()})
 
 
@@ -241,25 +225,13 @@ def main():
         print(f"gen_runtime_hooks: no cuda_runtime_api.h under {a.cuda}/include: skipped")
         return 77
     files, bases = made
-    stale = []
-    for path, text in files.items():
-        if os.path.exists(path):
-            with open(path) as f:
-                if f.read() == text:
-                    continue
-        if a.mode == "write":
-            with open(path, "w") as f:
-                f.write(text)
-        stale.append(os.path.relpath(path, ROOT))
+    rc = update(files, a.mode, "gen_runtime_hooks")
     missing = missing_api_names(bases)
     if missing:
         print("gen_runtime_hooks: not in analyzer/src/symbols/cuda_api_names.inc: " + ", ".join(missing) +
               " (run analyzer/tools/gen_cuda_api_names.py write)")
         return 1
-    if a.mode == "check" and stale:
-        print("gen_runtime_hooks: stale: " + ", ".join(stale) + " (run preload/tools/gen_runtime_hooks.py write)")
-        return 1
-    return 0
+    return rc
 
 
 if __name__ == "__main__":
