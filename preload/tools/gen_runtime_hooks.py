@@ -15,8 +15,9 @@ written as preload/src/cuda_abi.h has them: a type it defines stays, an enumerat
 becomes `int`, a handle (`typedef struct X *cudaY_t`) or a pointer to a type it does not define
 becomes `void*` (constness kept): the same calling convention, without the toolkit's headers. A
 row whose parameter list carries its types (`(void** exec, void* g, ...)`) keeps them: a form the
-header no longer declares, whose every register is forwarded. A name the toolkit does not declare
-keeps the types the table has. Python 3 standard library only.
+header no longer declares, whose every register is forwarded. A name the toolkit does not declare,
+or declares with another number of parameters than the row names (an older form), keeps the types
+the table has. Python 3 standard library only.
 """
 import argparse
 import os
@@ -171,6 +172,8 @@ def make(cuda):
             if name in decls:
                 header = [p for p in split_top(" ".join(decls[name].split())) if p != "void"]
                 types = [param_type(p, known, handles, enums, name) for p in header]
+                if len(types) != len(names) and len(previous.get(name, [])) == len(names):
+                    types = previous[name]  # another toolkit's form (CUDA 12's cudaMemPrefetchAsync): the table's
             elif name in previous:
                 types = previous[name]
             else:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Unit tests of gen_runtime_hooks.py's reading of the toolkit's declarations and of the hook list
 (ctest preload_runtime_hooks_gen): the parameter forms of cuda_runtime_api.h written as cuda_abi.h
-has them, and rows the list must refuse. Python 3 standard library only."""
+has them, rows the list must refuse, and an older toolkit's forms. Python 3 standard library only."""
 import os
 import sys
 import tempfile
@@ -82,6 +82,20 @@ class Rows(unittest.TestCase):
         self.assertEqual(gen.fallback_code("fill_memory(rec, p, 0)"),
                          "([&](calls::AnyRecord& rec) { return fill_memory(rec, p, 0); })")
         self.assertEqual(gen.fallback_code("event_query(e)"), "(event_query(e))")
+
+
+class OtherToolkits(unittest.TestCase):
+    def test_older_forms_keep_the_table(self):
+        # A toolkit that declares none of the names but cudaMemPrefetchAsync, in CUDA 12's 4-parameter
+        # form: the table stays as it is (the union over the toolkits it was generated from).
+        with tempfile.TemporaryDirectory() as d:
+            os.makedirs(os.path.join(d, "include"))
+            with open(os.path.join(d, "include", "cuda_runtime_api.h"), "w") as f:
+                f.write("extern __host__ cudaError_t CUDARTAPI cudaMemPrefetchAsync(const void *devPtr, size_t count, "
+                        "int dstDevice, cudaStream_t stream __dv(0));\n")
+            files, _ = gen.make(d)
+        with open(gen.TABLE) as f:
+            self.assertEqual(files[gen.TABLE], f.read())
 
 
 if __name__ == "__main__":
