@@ -1,8 +1,10 @@
 #include "report/report_job.h"
 
 #include "read/trace_reader.h"
+#include "diagnostics.h"
 #include "symbols/debuginfo.h"
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -41,6 +43,7 @@ struct Slot {
 };
 
 void analyze_into(Slot& slot, const std::string& path, const Options& options, bool with_marks, bool keep) noexcept {
+  const diagnostics::Timer timer;
   try {
     if (with_marks) {
       TraceMarks m;
@@ -53,6 +56,10 @@ void analyze_into(Slot& slot, const std::string& path, const Options& options, b
     } else {
       slot.result = analyze_trace(path, options);
     }
+    if (diagnostics::verbose())
+      diagnostics::step(fmt::format("{}: pid {}, {} records, {} findings, analysed in {:.0f} ms", path,
+                                    slot.result->process.pid, slot.result->process.records,
+                                    slot.result->findings.size(), timer.ms()));
   } catch (const TraceError& e) {
     slot.error = unreadable_trace(path, e);
   } catch (const std::bad_alloc& e) {
@@ -74,6 +81,10 @@ Report analyze_job(const std::vector<std::string>& paths, const Options& given, 
   unsigned n = jobs ? jobs : std::max(1u, std::thread::hardware_concurrency());
   n = static_cast<unsigned>(std::min<size_t>(n, paths.size()));
   const bool keep = paths.size() <= kKeptTraces;
+  const diagnostics::Timer timer;
+  if (diagnostics::verbose())
+    diagnostics::step(
+        fmt::format("{} trace{} on {} thread{}", paths.size(), paths.size() == 1 ? "" : "s", n, n == 1 ? "" : "s"));
   if (n <= 1) {
     for (size_t i = 0; i < paths.size(); ++i) analyze_into(slots[i], paths[i], options, marks != nullptr, keep);
   } else {
@@ -117,6 +128,9 @@ Report analyze_job(const std::vector<std::string>& paths, const Options& given, 
   });
   Report report = build_report(std::move(results), options);
   report.unreadable = std::move(unreadable);
+  if (diagnostics::verbose())
+    diagnostics::step(fmt::format("{} process{} reported, {} unreadable, {:.0f} ms in all", report.processes.size(),
+                                  report.processes.size() == 1 ? "" : "es", report.unreadable.size(), timer.ms()));
   return report;
 }
 
