@@ -1052,7 +1052,9 @@ int main(int argc, char** argv) {
     kill(getpid(), SIGKILL);
     return 0;
   }
-  if (mode == "counted" && argc > 3) {  // counted FILE N: N copies, the count of returned ones kept in FILE (mapped)
+  // counted FILE N [threads]: N copies (with `threads`, each by a thread of its own, one after another),
+  // the count of returned ones kept in FILE (mapped)
+  if (mode == "counted" && argc > 3) {
     int fd = open(argv[2], O_RDWR);
     auto* returned = fd >= 0 ? static_cast<volatile uint64_t*>(
                                    mmap(nullptr, sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0))
@@ -1063,8 +1065,13 @@ int main(int argc, char** argv) {
     CHECK(cuMemAlloc_v2(&d, 4096));
     std::vector<char> host(4096, 1);
     const int n = atoi(argv[3]);
+    const bool threads = argc > 4 && !strcmp(argv[4], "threads");
     for (int i = 0; i < n; ++i) {
-      CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 64, nullptr));
+      if (!threads) {
+        CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 64, nullptr));
+      } else {
+        std::thread([&] { CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 64, nullptr)); }).join();
+      }
       *returned = static_cast<uint64_t>(i) + 1;
     }
     return 0;
@@ -1280,20 +1287,24 @@ int main(int argc, char** argv) {
     print_trace_mapping();
     return 0;
   }
-  if (mode == "short_threads") {  // short_threads N [maps]: N threads one after another, each one pageable copy
+  // short_threads N [maps|tids]: N threads one after another, each one pageable copy (tids: each
+  // prints its kernel thread id after it)
+  if (mode == "short_threads") {
     int n = argc > 2 ? atoi(argv[2]) : 1000;
+    const bool tids = argc > 3 && !strcmp(argv[3], "tids");
     CHECK(cuInit(0));
     CUdeviceptr d;
     CHECK(cuMemAlloc_v2(&d, 4096));
     for (int i = 0; i < n; ++i) {
-      std::thread t([d] {
+      std::thread t([d, tids] {
         std::vector<char> host(64, 1);
         CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 64, nullptr));
+        if (tids) printf("tid=%ld\n", static_cast<long>(syscall(SYS_gettid)));
       });
       t.join();
     }
     printf("threads=%d\n", n);
-    if (argc > 3) {
+    if (argc > 3 && !tids) {
       usleep(100000);
       print_trace_mapping();
     }
