@@ -464,7 +464,7 @@ TEST(EndToEnd, PauseAndResumeRecording) {
 
 // What the process keeps of its trace does not grow with it. 500,000 copies from 2 threads
 // (a ~31 MiB trace): at the end only the segments in use and those mapped ahead are still mapped;
-// 300 short-lived threads: their blocks go back when they exit. The trace reads whole.
+// 300 short-lived threads: their blocks go on with the next threads' records. The trace reads whole.
 long field_of(const std::string& out, const std::string& name) {
   size_t p = out.find(name + "=");
   return p == std::string::npos ? -1 : atol(out.c_str() + p + name.size() + 1);
@@ -491,8 +491,9 @@ TEST(EndToEnd, LongRunKeepsLittleOfItsTraceMapped) {
   EXPECT_LE(field_of(threads.out, "rss_kib"), 16l << 10) << threads.out;
   struct stat st2 {};
   ASSERT_EQ(stat(threads.traces[0].c_str(), &st2), 0);
-  // Each thread's block keeps its length in the file, but its unused rest is a hole.
-  EXPECT_LT(static_cast<long>(st2.st_blocks) * 512, st2.st_size / 4);
+  // The threads one after another fill the blocks of those that exited (Handoff records): a few
+  // blocks in all, not 300 (19 MiB).
+  EXPECT_LE(st2.st_size, 1l << 20);
 }
 
 // ASYNCWATCH_CAPTURE_RANGE=cudaProfilerApi: only the calls between cuProfilerStart and
