@@ -704,6 +704,9 @@ TEST(Reader, BlockHandedOnIsReadAsEachThreadsPart) {
   auto to_zero = bytes;
   poke<uint32_t>(to_zero, handoff_at + offsetof(tf::HandoffRecord, tid), 0);
   EXPECT_NE(error_of(to_zero, "handoff0.awtrace").find("thread id 0"), std::string::npos);
+  auto unmarked = bytes;
+  poke<uint32_t>(unmarked, kBlock0, tf::kBlockMagic);
+  EXPECT_NE(error_of(unmarked, "handoff_blk1.awtrace").find("not marked handed on"), std::string::npos);
   auto older = bytes;
   poke<uint32_t>(older, offsetof(tf::FileHeader, version), 4);
   EXPECT_NE(error_of(older, "blk2_v4.awtrace").find("bad block magic"), std::string::npos);

@@ -324,6 +324,13 @@ bool TraceFile::read_record(uint64_t b, uint32_t off, uint32_t tid, RecordView* 
     out->data = v2;
   }
   validate_record(*out);
+  if (AW_READER_UNLIKELY(rh.type == static_cast<uint16_t>(RecordType::Handoff))) {
+    uint32_t magic;
+    std::memcpy(&magic, block, sizeof magic);
+    if (magic != kBlockMagicShared)
+      fail_at(b, base + off,
+              fmt::format("record at block offset 0x{:x}: a Handoff in a block not marked handed on (BLK2)", off));
+  }
   return true;
 }
 
