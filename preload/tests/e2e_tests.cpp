@@ -606,12 +606,13 @@ TEST(EndToEnd, ShortThreadsLeaveNoEventsBehind) {
 // full and in summary mode, give a trace that reads whole, each copy with the thread that made it
 // (the tids the threads printed; each thread's ThreadInfo in its own part), in a few blocks, not one a
 // thread. The analyzer's merged walk attributes them the same (the timeline's tracks).
+// "ended": the threads end in turn by returning, by pthread_exit and by cancellation.
 TEST(EndToEnd, ShortLivedThreadsShareBlocks) {
   constexpr int kThreads = 2000;
-  for (const char* mode : {"full", "summary"}) {
+  for (const char* mode : {"full", "summary", "full ended", "summary ended"}) {
     std::vector<std::string> env;
-    if (!strcmp(mode, "summary")) env.push_back("ASYNCWATCH_SUMMARY=1");
-    AppRun r = run({"short_threads", std::to_string(kThreads), "tids"}, env);
+    if (!strncmp(mode, "summary", 7)) env.push_back("ASYNCWATCH_SUMMARY=1");
+    AppRun r = run({"short_threads", std::to_string(kThreads), "tids", strstr(mode, "ended") ? "mixed" : "return"}, env);
     ASSERT_TRUE(exited_ok(r)) << mode << r.err;
     std::vector<uint32_t> printed;
     for (size_t p = r.out.find("tid="); p != std::string::npos; p = r.out.find("tid=", p + 1))
