@@ -645,8 +645,10 @@ TEST(Reader, BlockHandedOnIsReadAsEachThreadsPart) {
   b.thread_info(7, "first");
   b.event(7, RecordType::Launch, TraceBuilder::launch(Api::cudaLaunchKernel, 0, t0, t0 + kUs));  // block 0
   b.thread_info(8, "other");
-  b.event(8, RecordType::Launch, TraceBuilder::launch(Api::cudaLaunchKernel, 0, t0 + 5 * kUs, t0 + 6 * kUs));  // block 1
-  b.event(9, RecordType::Launch, TraceBuilder::launch(Api::cudaLaunchKernel, 0, t0 + 9 * kUs, t0 + 10 * kUs));  // block 2
+  b.event(8, RecordType::Launch,
+          TraceBuilder::launch(Api::cudaLaunchKernel, 0, t0 + 5 * kUs, t0 + 6 * kUs));  // block 1
+  b.event(9, RecordType::Launch,
+          TraceBuilder::launch(Api::cudaLaunchKernel, 0, t0 + 9 * kUs, t0 + 10 * kUs));  // block 2
   auto bytes = b.bytes();
   // Thread 9 starts in the rest of block 0 (its later block, 2, comes after it in the file).
   size_t off = kFirstRecord;
@@ -674,7 +676,8 @@ TEST(Reader, BlockHandedOnIsReadAsEachThreadsPart) {
   const std::string p = tmp_path("handed_on.awtrace");
   TraceBuilder::write_bytes(p, bytes);
 
-  const std::vector<std::pair<uint32_t, uint64_t>> want = {{7, t0}, {9, t0 + 2 * kUs}, {8, t0 + 5 * kUs}, {9, t0 + 9 * kUs}};
+  const std::vector<std::pair<uint32_t, uint64_t>> want = {
+      {7, t0}, {9, t0 + 2 * kUs}, {8, t0 + 5 * kUs}, {9, t0 + 9 * kUs}};
   for (bool single_pass : {true, false}) {
     auto t = TraceFile::open(p);
     std::vector<std::pair<uint32_t, uint64_t>> got;
@@ -696,8 +699,8 @@ TEST(Reader, BlockHandedOnIsReadAsEachThreadsPart) {
   std::vector<std::pair<uint32_t, RecordType>> scanned;  // file order (dump)
   TraceFile::open(p)->scan([&](const RecordView& r) { scanned.emplace_back(r.tid, r.type); });
   const std::vector<std::pair<uint32_t, RecordType>> in_file = {
-      {7, RecordType::ThreadInfo}, {7, RecordType::Launch}, {9, RecordType::Handoff}, {9, RecordType::ThreadInfo},
-      {9, RecordType::Launch},     {8, RecordType::ThreadInfo}, {8, RecordType::Launch}, {9, RecordType::Launch}};
+      {7, RecordType::ThreadInfo}, {7, RecordType::Launch},     {9, RecordType::Handoff}, {9, RecordType::ThreadInfo},
+      {9, RecordType::Launch},     {8, RecordType::ThreadInfo}, {8, RecordType::Launch},  {9, RecordType::Launch}};
   EXPECT_EQ(scanned, in_file);
   EXPECT_EQ(error_of(bytes, "handed_on_ok.awtrace"), "");
 

@@ -612,7 +612,8 @@ TEST(EndToEnd, ShortLivedThreadsShareBlocks) {
   for (const char* mode : {"full", "summary", "full ended", "summary ended"}) {
     std::vector<std::string> env;
     if (!strncmp(mode, "summary", 7)) env.push_back("ASYNCWATCH_SUMMARY=1");
-    AppRun r = run({"short_threads", std::to_string(kThreads), "tids", strstr(mode, "ended") ? "mixed" : "return"}, env);
+    AppRun r =
+        run({"short_threads", std::to_string(kThreads), "tids", strstr(mode, "ended") ? "mixed" : "return"}, env);
     ASSERT_TRUE(exited_ok(r)) << mode << r.err;
     std::vector<uint32_t> printed;
     for (size_t p = r.out.find("tid="); p != std::string::npos; p = r.out.find("tid=", p + 1))
@@ -642,8 +643,8 @@ TEST(EndToEnd, ShortLivedThreadsShareBlocks) {
     EXPECT_LE(st.st_size, 4l << 20) << mode;
     if (*AW_ASYNCWATCH_BIN) {
       const std::string json = r.dir + "/.timeline.json";
-      AppRun tl = run_program(AW_ASYNCWATCH_BIN, {"timeline", "-o", json, r.traces[0]}, {"ASYNCWATCH_NO_SYMBOLS=1"},
-                              "", false);
+      AppRun tl =
+          run_program(AW_ASYNCWATCH_BIN, {"timeline", "-o", json, r.traces[0]}, {"ASYNCWATCH_NO_SYMBOLS=1"}, "", false);
       ASSERT_TRUE(exited_ok(tl)) << tl.err;
       const std::string events = slurp(json);
       std::set<uint32_t> tracks;

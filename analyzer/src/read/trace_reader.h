@@ -623,7 +623,8 @@ struct TraceFile::Cursor : CursorState {
         while (off + sizeof(trace::RecordHeader) <= trace::kBlockSize) {
           trace::RecordHeader rh;
           std::memcpy(&rh, at + off, sizeof rh);
-          if (rh.type == 0 || rh.type == static_cast<uint16_t>(trace::RecordType::Handoff)) break;  // the thread's part ends
+          if (rh.type == 0 || rh.type == static_cast<uint16_t>(trace::RecordType::Handoff))
+            break;  // the thread's part ends
           current = RecordView{static_cast<trace::RecordType>(rh.type),
                                rh.size,
                                at + off,

@@ -33,7 +33,7 @@ inline constexpr uint32_t kFormatVersion = 5;
 inline constexpr uint32_t kOldestReadableVersion = 1;  // version 1 is read through an adapter (analyzer)
 inline constexpr uint32_t kHeaderSize = 4096;
 inline constexpr uint32_t kBlockSize = 64 * 1024;
-inline constexpr uint32_t kBlockMagic = 0x314b4c42;     // "BLK1" (the block framing is unchanged since v1)
+inline constexpr uint32_t kBlockMagic = 0x314b4c42;  // "BLK1" (the block framing is unchanged since v1)
 // "BLK2" (version 5): the block holds Handoff records (HandoffRecord), found by readers from the magic alone.
 inline constexpr uint32_t kBlockMagicShared = 0x324b4c42;
 inline constexpr uint32_t kClosedCleanly = 0x45534f4c;  // "LOSE": written by a clean close
@@ -226,8 +226,8 @@ inline const char* api_name(Api api) {
 inline constexpr uint16_t kApiCountV2 = static_cast<uint16_t>(Api::cuStreamBeginCaptureToGraph) + 1;
 inline constexpr uint16_t kApiCountV3 = static_cast<uint16_t>(Api::cuGraphExecUpdate_v2) + 1;
 inline constexpr uint16_t kApiCountV4 = static_cast<uint16_t>(Api::cuGraphClone) + 1;
-inline constexpr uint16_t kApiCountInVersion[] = {0, kApiCountV2, kApiCountV2, kApiCountV3, kApiCountV4,
-                                                  static_cast<uint16_t>(Api::Count)};
+inline constexpr uint16_t kApiCountInVersion[] = {0,           kApiCountV2, kApiCountV2,
+                                                  kApiCountV3, kApiCountV4, static_cast<uint16_t>(Api::Count)};
 static_assert(sizeof(kApiCountInVersion) / sizeof(kApiCountInVersion[0]) == kFormatVersion + 1);
 
 // ---- the small enums: X(Name, value, "text printed by dump/report/JSON") ---------------------

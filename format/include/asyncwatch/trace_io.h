@@ -109,7 +109,8 @@ bool for_each_record(const uint8_t* data, size_t size, trace::FileHeader* header
         if (on_error) on_error(b, r, f);
         break;
       }
-      if (r.type == static_cast<uint16_t>(RecordType::Handoff) && r.size >= sizeof(HandoffRecord)) bh.tid = handoff_tid(r);
+      if (r.type == static_cast<uint16_t>(RecordType::Handoff) && r.size >= sizeof(HandoffRecord))
+        bh.tid = handoff_tid(r);
       fn(b, bh, r);
     }
   }
