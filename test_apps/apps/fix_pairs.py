@@ -86,6 +86,7 @@ def pair_by_name(name):
 class Tools:
     def __init__(self, build):
         self.build = os.path.abspath(build)
+        self.keep = None
         self.asyncwatch = os.environ.get("ASYNCWATCH_BIN") or os.path.join(self.build, "bin", "asyncwatch")
         self.env = dict(os.environ)
         self.env.setdefault("ASYNCWATCH_PRELOAD_LIB", os.path.join(self.build, "lib", "libasyncwatch.so"))
@@ -126,7 +127,14 @@ def traced_report(tools, pair, fixed, mode, tmp):
                        stderr=subprocess.PIPE, text=True, timeout=240)
     if r.returncode not in (0, 1):
         raise RuntimeError(f"asyncwatch report {out}: exit {r.returncode}\n{r.stderr[-2000:]}")
-    shutil.rmtree(out, ignore_errors=True)
+    if tools.keep:  # for a look at the model's inputs where a prediction misses
+        kept = os.path.join(tools.keep, pair["name"])
+        shutil.rmtree(kept, ignore_errors=True)
+        shutil.move(out, kept)
+        with open(os.path.join(kept, "report.json"), "w") as f:
+            f.write(r.stdout)
+    else:
+        shutil.rmtree(out, ignore_errors=True)
     report = json.loads(r.stdout)
     report["_wall_ns"] = loop if loop is not None else wall
     return report
@@ -231,6 +239,7 @@ def check_pair(tools, pair, mode, runs, traced_runs, tmp):
 
 def cmd_check(opts, mode):
     tools = Tools(opts.build)
+    tools.keep = os.path.abspath(opts.keep) if opts.keep else None
     if opts.pairs:
         pairs = [pair_by_name(n) for n in opts.pairs]
     else:
@@ -255,8 +264,10 @@ def cmd_check(opts, mode):
             try:
                 line, (close, ranked) = check_pair(tools, pair, mode, opts.runs, 3 if mode == "sim" else 1, tmp)
             except (RuntimeError, subprocess.TimeoutExpired) as e:
-                text = str(e).strip()
-                line, close, ranked = f"{pair['name']:<20} ERROR {text.splitlines()[0] if text else repr(e)}", False, False
+                lines = str(e).strip().splitlines()
+                # the command and its status, and the program's last line (an exception's message)
+                why = (lines[0] + (f" | {lines[-1][:300]}" if len(lines) > 1 else "")) if lines else repr(e)
+                line, close, ranked = f"{pair['name']:<20} ERROR {why}", False, False
             emit(line)
             done += 1
             within += close
@@ -279,6 +290,7 @@ def main():
         p.add_argument("--build", required=True)
         p.add_argument("--runs", type=int, default=runs)
         p.add_argument("--out")
+        p.add_argument("--keep", help="keep each flagged run's traces and JSON report in KEEP/PAIR")
         p.add_argument("pairs", nargs="*")
     sub.add_parser("list")
     opts = ap.parse_args()

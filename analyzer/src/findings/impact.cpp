@@ -102,27 +102,88 @@ uint64_t transfer_ns(uint64_t bytes, double bytes_per_ns) {
   return static_cast<uint64_t>(static_cast<double>(bytes) / bytes_per_ns);
 }
 
-// In the fixed program the thread runs `saved` = blocked - fixed cost earlier from the call on;
-// the stream has the call's work done at start + fixed_done; work the thread put on the stream
-// afterwards starts when both allow and takes as long as it took (from when it could start to the
-// wait's end). The thread gets past the wait when it arrives there and that work is done.
-uint64_t blocking_call_gain(const BlockingCall& c, const NextWait& next, uint64_t* fixed_wait) {
+// In the fixed program the thread runs `saved` = blocked - fixed cost earlier from each fixed call
+// on; the stream has a fixed call's work done after the earlier work it waited for and, when that
+// work was itself behind an earlier call of the chain, after that call's fixed work plus the time
+// the work between them ran (as traced: from the earlier call's end to when this call's wait ended,
+// the stream busy throughout, which makes the gain a lower bound). A call left as traced blocks as
+// long as traced, or, behind a fixed call on its stream, returns when the stream reaches it plus its
+// own time. Work the thread put on the stream after the last
+// call starts when both allow and takes as long as it took (from when it could start to the wait's
+// end). The thread gets past the wait when it arrives there and each stream is done.
+uint64_t chain_gain(const ChainCall* calls, size_t n, const NextWait& next, uint64_t* fixed_wait) {
   if (fixed_wait) *fixed_wait = next.end >= next.start ? next.end - next.start : 0;
-  if (c.end <= c.start || next.end < next.start || next.start < c.end) return 0;
-  const uint64_t blocked = c.end - c.start;
-  if (blocked <= c.fixed_cost) return 0;
-  const uint64_t saved = blocked - c.fixed_cost;
-  const uint64_t done = c.start + std::max(c.fixed_done, c.fixed_cost);
-  uint64_t fixed_end = std::max(next.start - saved, done);
-  if (next.end > next.start && next.last_enqueue) {
-    const uint64_t x_start = std::max(next.last_enqueue, c.end);
-    const uint64_t x_ran = next.end > x_start ? next.end - x_start : 0;
-    const uint64_t fixed_x_start = std::max(next.last_enqueue >= saved ? next.last_enqueue - saved : 0, done);
-    fixed_end = std::max(fixed_end, fixed_x_start + x_ran);
+  if (next.end < next.start) return 0;
+  struct StreamState {
+    uint64_t stream = 0;
+    uint64_t done = 0;      // fixed program: when the stream has the chain's work so far done
+    uint64_t prev_end = 0;  // traced: the end of the chain's last call on it
+    uint64_t prev_ret = 0;  // fixed program: when that call returned
+    uint64_t last_enqueue = 0;
+  };
+  StreamState streams[8];
+  size_t n_streams = 0;
+  uint64_t shift = 0, gain_cap = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const BlockingCall& c = calls[i].call;
+    if (c.end <= c.start || next.start < c.end) return 0;
+    const uint64_t blocked = c.end - c.start;
+    const uint64_t work = std::min(c.fixed_work, c.fixed_done);
+    const uint64_t prior = c.fixed_done - work;  // the traced wait for earlier stream work
+    StreamState* s = nullptr;
+    for (size_t k = 0; k < n_streams; ++k)
+      if (streams[k].stream == calls[i].stream) s = &streams[k];
+    const bool first = s == nullptr;
+    if (first) {
+      s = &streams[n_streams < 8 ? n_streams++ : 7];  // past 8 streams the last slot is shared
+      *s = StreamState{calls[i].stream, 0, 0, 0, 0};
+    }
+    const uint64_t host = c.start - std::min(shift, c.start);
+    uint64_t prior_done = c.start + prior;
+    if (!first && prior > 0) {
+      const uint64_t between = c.start + prior > s->prev_end ? c.start + prior - s->prev_end : 0;
+      prior_done = std::min(prior_done, std::max(s->done, s->prev_ret) + between);
+    } else if (!first) {
+      prior_done = std::min(prior_done, std::max(s->done, host));
+    }
+    uint64_t ret;
+    if (calls[i].fixed && blocked > c.fixed_cost) {
+      ret = host + c.fixed_cost;
+      s->done = std::max(prior_done + work, ret);
+      gain_cap += blocked;
+    } else if (first) {  // what it waited for is not the chain's: it blocks as long as traced
+      ret = host + blocked;
+      s->done = ret;
+    } else {
+      ret = std::min(std::max(host, prior_done) + (blocked - prior), c.end);
+      s->done = ret;
+    }
+    shift = c.end - ret;
+    s->prev_end = c.end;
+    s->prev_ret = ret;
+    s->last_enqueue = calls[i].last_enqueue;
   }
-  if (fixed_wait) *fixed_wait = fixed_end - (next.start - saved);
+  if (gain_cap == 0) return 0;
+  const uint64_t arrive = next.start - std::min(shift, next.start);
+  uint64_t fixed_end = arrive;
+  for (size_t k = 0; k < n_streams; ++k) {
+    const StreamState& s = streams[k];
+    fixed_end = std::max(fixed_end, s.done);
+    if (next.end > next.start && s.last_enqueue) {
+      const uint64_t x_start = std::max(s.last_enqueue, s.prev_end);
+      const uint64_t x_ran = next.end > x_start ? next.end - x_start : 0;
+      const uint64_t fixed_x_start = std::max(s.last_enqueue >= shift ? s.last_enqueue - shift : 0, s.done);
+      fixed_end = std::max(fixed_end, fixed_x_start + x_ran);
+    }
+  }
+  if (fixed_wait) *fixed_wait = fixed_end - arrive;
   const uint64_t gain = next.end > fixed_end ? next.end - fixed_end : 0;
-  return std::min(gain, blocked);
+  return std::min(gain, gain_cap);
+}
+
+uint64_t blocking_call_gain(const BlockingCall& c, const NextWait& next, uint64_t* fixed_wait) {
+  const ChainCall one{c, 0, next.last_enqueue, true};
+  return chain_gain(&one, 1, next, fixed_wait);
 }
 
 uint64_t sync_gain(uint64_t waited, uint64_t gap) { return std::min(waited, gap); }
@@ -143,24 +204,42 @@ Tracker::Thread& Tracker::at(uint32_t tid) {
   return *t;
 }
 
-uint64_t Tracker::settle(Call& c, const NextWait& next, Sink* waiter) {
-  uint64_t fixed_wait = 0;
-  const uint64_t gain = blocking_call_gain(c.call, next, &fixed_wait);
-  c.sink->impact_ns += gain;
-  c.sink->basis |= c.basis;
-  // The wait was for this call's work: fixed, the synchronization would have waited clearly less.
-  const uint64_t waited = next.end - next.start;
-  if (waiter && !waiter->cause && waiter != c.sink && waited > 0 && fixed_wait < waited - waited / 10)
-    waiter->cause = c.sink;
-  const uint64_t blocked = c.call.end - c.call.start;
-  return blocked > gain ? blocked - gain : 0;
+uint64_t Tracker::settle(const Call* calls, size_t n, const NextWait& next, Sink* waiter) {
+  if (n == 0) return 0;
+  ChainCall chain[kMaxPending];
+  n = std::min(n, kMaxPending);
+  for (size_t i = 0; i < n; ++i) chain[i] = ChainCall{calls[i].call, calls[i].stream, calls[i].last_enqueue, false};
+  uint64_t kept = 0;
+  const uint64_t waited = next.end > next.start ? next.end - next.start : 0;
+  for (size_t i = 0; i < n; ++i) {
+    Sink* sink = calls[i].sink;
+    bool seen = false;  // each group once, at its first call
+    for (size_t k = 0; k < i && !seen; ++k) seen = calls[k].sink == sink;
+    if (seen) continue;
+    uint64_t blocked = 0;
+    for (size_t k = i; k < n; ++k) {
+      chain[k].fixed = calls[k].sink == sink;
+      if (!chain[k].fixed) continue;
+      sink->basis |= calls[k].basis;
+      if (calls[k].call.end > calls[k].call.start) blocked += calls[k].call.end - calls[k].call.start;
+    }
+    for (size_t k = 0; k < i; ++k) chain[k].fixed = false;
+    uint64_t fixed_wait = 0;
+    const uint64_t gain = chain_gain(chain, n, next, &fixed_wait);
+    sink->impact_ns += gain;
+    // The wait was for these calls' work: fixed, the synchronization would have waited clearly less.
+    if (waiter && !waiter->cause && waiter != sink && waited > 0 && fixed_wait < waited - waited / 10)
+      waiter->cause = sink;
+    kept += blocked > gain ? blocked - gain : 0;
+  }
+  return kept;
 }
 
 void Tracker::blocking(uint32_t tid, uint64_t stream, const BlockingCall& call, Sink* sink, uint16_t basis,
                        uint64_t moved) {
   Thread& t = at(tid);
   if (t.calls.size() >= kMaxPending) {  // the oldest settled as at a wait that did not wait
-    settle(t.calls.front(), NextWait{call.start, call.start, 0}, nullptr);
+    settle(&t.calls.front(), 1, NextWait{call.start, call.start, 0}, nullptr);
     t.calls.erase(t.calls.begin());
     count(tid, -1);
   }
@@ -190,18 +269,19 @@ void Tracker::wait(uint32_t tid, uint64_t stream, uint64_t start, uint64_t end, 
   // follows them (`.item()`: a small pageable copy that waits for the step's kernels, then a
   // synchronize) stalls the GPU queue for that wait too.
   uint64_t kept_waiting = 0;
-  if (!t->calls.empty()) {
-    size_t kept = 0;
+  if (!t->calls.empty() && stream != kNoStream) {
+    Call settled[kMaxPending];
+    size_t n = 0, kept = 0;
     for (size_t i = 0; i < t->calls.size(); ++i) {
       Call& c = t->calls[i];
-      if (stream != kNoStream && (stream == kAllStreams || c.stream == stream || c.stream == 0)) {
-        kept_waiting += settle(c, NextWait{start, end, c.last_enqueue}, sync_sink);
-        count(tid, -1);
-      } else {
+      if (stream == kAllStreams || c.stream == stream || c.stream == 0)
+        settled[n++] = c;
+      else
         t->calls[kept++] = c;
-      }
     }
     t->calls.resize(kept);
+    count(tid, -static_cast<int64_t>(n));
+    kept_waiting = settle(settled, n, NextWait{start, end, 0}, sync_sink);
   }
   if (sync_sink) {
     sync_sink->basis |= kQueueStall;
@@ -226,8 +306,9 @@ void Tracker::enqueue_slow(uint32_t tid, uint64_t stream, uint64_t start) {
 
 void Tracker::finish(uint64_t trace_end) {
   for (auto& [tid, t] : threads_) {
-    for (Call& c : t.calls)
-      settle(c, NextWait{std::max(trace_end, c.call.end), std::max(trace_end, c.call.end), 0}, nullptr);
+    uint64_t end = trace_end;
+    for (const Call& c : t.calls) end = std::max(end, c.call.end);
+    settle(t.calls.data(), t.calls.size(), NextWait{end, end, 0}, nullptr);
     t.calls.clear();
     t.syncs.clear();  // nothing was given to the GPU after them: they cost the run nothing that a fix saves
   }

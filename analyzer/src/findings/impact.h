@@ -59,6 +59,9 @@ struct BlockingCall {
   uint64_t start = 0, end = 0;  // the call
   uint64_t fixed_cost = 0;      // what the fixed call costs the host
   uint64_t fixed_done = 0;      // from `start`: when the stream would have done the call's work in the fixed program
+  // The part of fixed_done after the earlier stream work the call waited for was done (its own
+  // transfer, fixed); the rest, fixed_done - fixed_work, is that wait as traced.
+  uint64_t fixed_work = 0;
 };
 // The thread's next call that waits for that stream (a synchronize, a waiting copy), or the end of
 // the trace (start == end == its end).
@@ -69,6 +72,18 @@ struct NextWait {
 // How much earlier the thread would have got past `next` with the call fixed: at most the call's
 // blocked time, at least 0. `fixed_wait`: how long `next` would have waited in the fixed program.
 uint64_t blocking_call_gain(const BlockingCall& call, const NextWait& next, uint64_t* fixed_wait = nullptr);
+// The same for several calls of the thread settled by one wait, in call order, `fixed` saying
+// which of them the fix changes (one finding's calls; the others stay as traced): the fixed calls
+// return early, and each stream then does their work and the work between them back to back, so
+// a chain of fixed calls on one stream gains at most what the stream's work leaves.
+// `last_enqueue`: per call, the thread's last enqueue on the call's stream before the wait.
+struct ChainCall {
+  BlockingCall call;
+  uint64_t stream = 0;
+  uint64_t last_enqueue = 0;
+  bool fixed = false;
+};
+uint64_t chain_gain(const ChainCall* calls, size_t n, const NextWait& next, uint64_t* fixed_wait = nullptr);
 // A synchronization that waited `waited` and after which the thread gave the GPU nothing for
 // `gap`: the time the GPU queue stood empty that work queued ahead would have covered.
 uint64_t sync_gain(uint64_t waited, uint64_t gap);
@@ -131,8 +146,9 @@ class Tracker {
   void enqueue_slow(uint32_t tid, uint64_t stream, uint64_t start);
   Thread* find(uint32_t tid);
   Thread& at(uint32_t tid);  // created when new
-  // Adds the call's gain to its group; returns the part of its blocked time the fix does not remove.
-  uint64_t settle(Call& c, const NextWait& next, Sink* waiter);
+  // Adds each group's gain for `n` calls settled by `next`: the calls of one group fixed together,
+  // the others as traced (chain_gain). Returns the part of their blocked time the fixes do not remove.
+  uint64_t settle(const Call* calls, size_t n, const NextWait& next, Sink* waiter);
   // Pending calls and synchronizations are counted in all and per slot of tids (tid % kSlots): a
   // launch or copy of a thread whose slot has none returns at once (enqueue), and a direct-mapped
   // cache by slot finds the thread (the map is node-based: the pointers stay valid).
