@@ -2,10 +2,12 @@
 // long_run.sh can compare a traced run with a bare one.
 //   long_run loop CALLS [THREADS=4]   THREADS threads, CALLS calls in all: in turn a launch, a 64-byte
 //                                     pinned and a 64-byte pageable cudaMemcpyAsync, a stream sync
-//   long_run threads N                N short-lived threads one after another, one 64-byte copy each
+//   long_run threads N [AT_ONCE=1]    N short-lived threads, AT_ONCE at a time (started together,
+//                                     then joined), one 64-byte copy each
 // Output: "calls N rss_kib R hwm_kib H" (VmRSS and VmHWM of /proc/self/status at the end).
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -62,7 +64,7 @@ void loop_thread(long calls) {
 
 int main(int argc, char** argv) {
   if (argc < 3 || (std::strcmp(argv[1], "loop") != 0 && std::strcmp(argv[1], "threads") != 0)) {
-    std::fprintf(stderr, "usage: long_run loop CALLS [THREADS=4] | long_run threads N\n");
+    std::fprintf(stderr, "usage: long_run loop CALLS [THREADS=4] | long_run threads N [AT_ONCE=1]\n");
     return 2;
   }
   const long n = std::strtol(argv[2], nullptr, 10);
@@ -77,11 +79,15 @@ int main(int argc, char** argv) {
   } else {
     void* dev = nullptr;
     CK(cudaMalloc(&dev, 64));
-    for (long i = 0; i < n; ++i) {
-      std::thread([dev] {
-        char host[64] = {};
-        CK(cudaMemcpy(dev, host, sizeof host, cudaMemcpyHostToDevice));
-      }).join();
+    const long at_once = argc > 3 ? std::max(1l, std::strtol(argv[3], nullptr, 10)) : 1;
+    for (long i = 0; i < n; i += at_once) {
+      std::vector<std::thread> batch;
+      for (long j = i; j < n && j < i + at_once; ++j)
+        batch.emplace_back([dev] {
+          char host[64] = {};
+          CK(cudaMemcpy(dev, host, sizeof host, cudaMemcpyHostToDevice));
+        });
+      for (auto& t : batch) t.join();
     }
     CK(cudaFree(dev));
     calls = n;

@@ -10,7 +10,7 @@
 #
 # usage: long_run.sh BUILD_DIR [--calls N] [--threads N] [--lib LIB] [--no-findings]
 #   --calls    calls of the 4-thread loop (launches, pinned and pageable 64-byte copies, syncs); 5000000
-#   --threads  short-lived threads, one 64-byte copy each; 5000
+#   --threads  short-lived threads, one 64-byte copy each (one after another, and 16 at a time); 5000
 #   --lib      another build of the library (the figures before a change)
 set -euo pipefail
 die() { echo "long_run: $*" >&2; exit 2; }
@@ -58,6 +58,8 @@ one "loop, 4 threads" 0 loop "$calls" 4
 one "summary: loop" 1 loop "$calls" 4
 one "short-lived threads" 0 threads "$threads"
 one "summary: threads" 1 threads "$threads"
+one "threads, 16 at a time" 0 threads "$threads" 16
+one "summary: 16 at a time" 1 threads "$threads" 16
 if [[ -n $findings ]]; then
   echo "findings, summary vs full (loop of $(( calls / 10 )) calls):"
   python3 "$(dirname "$0")/summary_compare.py" "$build" --min-blocked-us 50 -- "$app" loop $(( calls / 10 )) 4 | sed 's/^/  /' || true

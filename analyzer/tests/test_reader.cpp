@@ -635,3 +635,82 @@ TEST(Reader, Version1RecordsAreConverted) {
   EXPECT_NE(error_of(newer.bytes(), "v1p.awtrace").find("unknown record type 17 in a version-1 trace"),
             std::string::npos);
 }
+
+// Version 5: a block handed on (magic BLK2) holds the parts of several threads, each after a
+// Handoff naming it. Every walk (file order, merged and validating, merged after index) gives each
+// record its part's thread; a Handoff to thread 0 is an error; BLK2 in an older trace is a bad magic.
+TEST(Reader, BlockHandedOnIsReadAsEachThreadsPart) {
+  TraceBuilder b(42);
+  const uint64_t t0 = b.header().start_monotonic_ns + kMs;
+  b.thread_info(7, "first");
+  b.event(7, RecordType::Launch, TraceBuilder::launch(Api::cudaLaunchKernel, 0, t0, t0 + kUs));  // block 0
+  b.thread_info(8, "other");
+  b.event(8, RecordType::Launch,
+          TraceBuilder::launch(Api::cudaLaunchKernel, 0, t0 + 5 * kUs, t0 + 6 * kUs));  // block 1
+  b.event(9, RecordType::Launch,
+          TraceBuilder::launch(Api::cudaLaunchKernel, 0, t0 + 9 * kUs, t0 + 10 * kUs));  // block 2
+  auto bytes = b.bytes();
+  // Thread 9 starts in the rest of block 0 (its later block, 2, comes after it in the file).
+  size_t off = kFirstRecord;
+  for (;;) {
+    tf::RecordHeader h;
+    std::memcpy(&h, bytes.data() + off, sizeof h);
+    if (h.type == 0) break;
+    off += h.size;
+  }
+  auto put = [&](auto rec, RecordType type) {
+    rec.h = tf::RecordHeader{static_cast<uint16_t>(type), static_cast<uint16_t>(tf::record_size_aligned(sizeof rec))};
+    std::memcpy(bytes.data() + off, &rec, sizeof rec);
+    off += rec.h.size;
+  };
+  poke<uint32_t>(bytes, kBlock0, tf::kBlockMagicShared);
+  const size_t handoff_at = off;
+  tf::HandoffRecord ho{};
+  ho.tid = 9;
+  put(ho, RecordType::Handoff);
+  tf::ThreadInfoRecord ti{};
+  ti.tid = 9;
+  std::strcpy(ti.name, "late");
+  put(ti, RecordType::ThreadInfo);
+  put(TraceBuilder::launch(Api::cudaLaunchKernel, 0, t0 + 2 * kUs, t0 + 3 * kUs), RecordType::Launch);
+  const std::string p = tmp_path("handed_on.awtrace");
+  TraceBuilder::write_bytes(p, bytes);
+
+  const std::vector<std::pair<uint32_t, uint64_t>> want = {
+      {7, t0}, {9, t0 + 2 * kUs}, {8, t0 + 5 * kUs}, {9, t0 + 9 * kUs}};
+  for (bool single_pass : {true, false}) {
+    auto t = TraceFile::open(p);
+    std::vector<std::pair<uint32_t, uint64_t>> got;
+    auto visit = [&](const RecordView& r) {
+      if (r.type == RecordType::Launch) got.emplace_back(r.tid, record_time(r));
+    };
+    if (single_pass) {
+      t->stream_merged(visit);
+    } else {
+      t->index();
+      t->for_each_merged(visit);
+    }
+    EXPECT_EQ(got, want) << single_pass;
+    ASSERT_EQ(t->threads().size(), 3u);
+    ASSERT_NE(t->thread_name(9), nullptr);
+    EXPECT_EQ(*t->thread_name(9), "late");
+    EXPECT_EQ(*t->thread_name(7), "first");
+  }
+  std::vector<std::pair<uint32_t, RecordType>> scanned;  // file order (dump)
+  TraceFile::open(p)->scan([&](const RecordView& r) { scanned.emplace_back(r.tid, r.type); });
+  const std::vector<std::pair<uint32_t, RecordType>> in_file = {
+      {7, RecordType::ThreadInfo}, {7, RecordType::Launch},     {9, RecordType::Handoff}, {9, RecordType::ThreadInfo},
+      {9, RecordType::Launch},     {8, RecordType::ThreadInfo}, {8, RecordType::Launch},  {9, RecordType::Launch}};
+  EXPECT_EQ(scanned, in_file);
+  EXPECT_EQ(error_of(bytes, "handed_on_ok.awtrace"), "");
+
+  auto to_zero = bytes;
+  poke<uint32_t>(to_zero, handoff_at + offsetof(tf::HandoffRecord, tid), 0);
+  EXPECT_NE(error_of(to_zero, "handoff0.awtrace").find("thread id 0"), std::string::npos);
+  auto unmarked = bytes;
+  poke<uint32_t>(unmarked, kBlock0, tf::kBlockMagic);
+  EXPECT_NE(error_of(unmarked, "handoff_blk1.awtrace").find("not marked handed on"), std::string::npos);
+  auto older = bytes;
+  poke<uint32_t>(older, offsetof(tf::FileHeader, version), 4);
+  EXPECT_NE(error_of(older, "blk2_v4.awtrace").find("bad block magic"), std::string::npos);
+}

@@ -393,6 +393,26 @@ static void print_trace_mapping() {
   printf("trace mapped_kib=%ld rss_kib=%ld\n", size_kib, rss_kib);
 }
 
+// A short_threads thread that ends by returning (how 0), by pthread_exit (1) or, blocked in pause()
+// after its copy, by pthread_cancel (2).
+struct ShortThread {
+  CUdeviceptr d;
+  int how;
+  std::atomic<int> copied;
+};
+static void* short_thread(void* p) {
+  auto* st = static_cast<ShortThread*>(p);
+  char host[64] = {1};
+  CHECK(cuMemcpyHtoDAsync_v2(st->d, host, 64, nullptr));
+  printf("tid=%ld\n", static_cast<long>(syscall(SYS_gettid)));
+  fflush(stdout);
+  st->copied.store(1);
+  if (st->how == 1) pthread_exit(nullptr);
+  if (st->how == 2)
+    for (;;) pause();
+  return nullptr;
+}
+
 static void copy_at_exit() { cuMemcpyHtoDAsync_v2(reinterpret_cast<CUdeviceptr>(g_sig_host), g_sig_host, 64, nullptr); }
 static void on_alarm_copy(int) {
   int saved = errno;
@@ -1052,7 +1072,9 @@ int main(int argc, char** argv) {
     kill(getpid(), SIGKILL);
     return 0;
   }
-  if (mode == "counted" && argc > 3) {  // counted FILE N: N copies, the count of returned ones kept in FILE (mapped)
+  // counted FILE N [threads]: N copies (with `threads`, each by a thread of its own, one after another),
+  // the count of returned ones kept in FILE (mapped)
+  if (mode == "counted" && argc > 3) {
     int fd = open(argv[2], O_RDWR);
     auto* returned = fd >= 0 ? static_cast<volatile uint64_t*>(
                                    mmap(nullptr, sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0))
@@ -1063,8 +1085,13 @@ int main(int argc, char** argv) {
     CHECK(cuMemAlloc_v2(&d, 4096));
     std::vector<char> host(4096, 1);
     const int n = atoi(argv[3]);
+    const bool threads = argc > 4 && !strcmp(argv[4], "threads");
     for (int i = 0; i < n; ++i) {
-      CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 64, nullptr));
+      if (!threads) {
+        CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 64, nullptr));
+      } else {
+        std::thread([&] { CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 64, nullptr)); }).join();
+      }
       *returned = static_cast<uint64_t>(i) + 1;
     }
     return 0;
@@ -1280,20 +1307,39 @@ int main(int argc, char** argv) {
     print_trace_mapping();
     return 0;
   }
-  if (mode == "short_threads") {  // short_threads N [maps]: N threads one after another, each one pageable copy
+  // short_threads N [maps|tids [mixed]]: N threads one after another, each one pageable copy (tids:
+  // each prints its kernel thread id after it; mixed: they end in turn by returning, by pthread_exit
+  // and by cancellation)
+  if (mode == "short_threads") {
     int n = argc > 2 ? atoi(argv[2]) : 1000;
+    const bool tids = argc > 3 && !strcmp(argv[3], "tids");
     CHECK(cuInit(0));
     CUdeviceptr d;
     CHECK(cuMemAlloc_v2(&d, 4096));
+    if (tids && argc > 4 && !strcmp(argv[4], "mixed")) {
+      for (int i = 0; i < n; ++i) {
+        ShortThread st{d, i % 3, {0}};
+        pthread_t t;
+        if (pthread_create(&t, nullptr, short_thread, &st) != 0) return 8;
+        if (st.how == 2) {
+          while (!st.copied.load()) usleep(50);
+          pthread_cancel(t);
+        }
+        pthread_join(t, nullptr);
+      }
+      printf("threads=%d\n", n);
+      return 0;
+    }
     for (int i = 0; i < n; ++i) {
-      std::thread t([d] {
+      std::thread t([d, tids] {
         std::vector<char> host(64, 1);
         CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 64, nullptr));
+        if (tids) printf("tid=%ld\n", static_cast<long>(syscall(SYS_gettid)));
       });
       t.join();
     }
     printf("threads=%d\n", n);
-    if (argc > 3) {
+    if (argc > 3 && !tids) {
       usleep(100000);
       print_trace_mapping();
     }

@@ -194,7 +194,7 @@ void TraceFile::release(uint64_t offset, uint64_t len) const {
 void TraceFile::begin_release() {
   consumed_.assign(block_count_, 1);
   for (const auto& t : threads_)
-    for (uint64_t b : t.blocks) consumed_[b] = 0;
+    for (uint64_t e : t.blocks) consumed_[piece_block(e)] = 0;
   released_blocks_ = consumed_to_ = furthest_done_ = 0;
   while (consumed_to_ < block_count_ && consumed_[consumed_to_]) ++consumed_to_;
   release_lag_ = kReleaseLag + 2 * threads_.size();  // many threads read many blocks at once
@@ -253,7 +253,7 @@ void TraceFile::validate_record(const RecordView& r) const {
 // Checks a block header; false for an unused (all-zero) block.
 // Reads with pread, not through the mapping: a pass over the block headers alone would map
 // (fault-around) most of the file and count it as resident.
-bool TraceFile::check_block(uint64_t b, uint32_t* tid) const {
+bool TraceFile::check_block(uint64_t b, uint32_t* tid, bool* shared) const {
   const uint64_t base = kHeaderSize + b * kBlockSize;
   uint8_t head[sizeof(BlockHeader) + sizeof(RecordHeader)];
   if (pread(fd_, head, sizeof head, static_cast<off_t>(base)) != static_cast<ssize_t>(sizeof head)) {
@@ -275,8 +275,10 @@ bool TraceFile::check_block(uint64_t b, uint32_t* tid) const {
       fail_at(b, base, "the block has no magic (unused) but holds records (corrupt block header)");
     return false;
   }
-  if (bh.magic != kBlockMagic)
+  const bool handed_on = bh.magic == kBlockMagicShared && version_ >= 5;  // holds Handoff records
+  if (bh.magic != kBlockMagic && !handed_on)
     fail_at(b, base, fmt::format("bad block magic 0x{:08x} (expected 0x{:08x} \"BLK1\")", bh.magic, kBlockMagic));
+  if (shared) *shared = handed_on;
   if (bh.block_index != b)
     fail_at(b, base, fmt::format("the block says it is block {} (corrupt or reordered file)", bh.block_index));
   if (bh.tid == 0) fail_at(b, base, "owning thread id 0");
@@ -322,6 +324,13 @@ bool TraceFile::read_record(uint64_t b, uint32_t off, uint32_t tid, RecordView* 
     out->data = v2;
   }
   validate_record(*out);
+  if (AW_READER_UNLIKELY(rh.type == static_cast<uint16_t>(RecordType::Handoff))) {
+    uint32_t magic;
+    std::memcpy(&magic, block, sizeof magic);
+    if (magic != kBlockMagicShared)
+      fail_at(b, base + off,
+              fmt::format("record at block offset 0x{:x}: a Handoff in a block not marked handed on (BLK2)", off));
+  }
   return true;
 }
 
@@ -334,8 +343,10 @@ void TraceFile::scan(const std::function<void(const RecordView&)>& visit,
     if (on_block) on_block(b, tid, used);
     if (!used) continue;
     RecordView r;
-    for (uint32_t off = sizeof(BlockHeader); read_record(b, off, tid, &r, scratch); off += r.stored_size)
+    for (uint32_t off = sizeof(BlockHeader); read_record(b, off, tid, &r, scratch); off += r.stored_size) {
+      if (r.type == RecordType::Handoff) tid = r.tid = r.as<HandoffRecord>().tid;  // the rest is its thread's
       if (r.type != RecordType::Padding) visit(r);
+    }
   }
 }
 
@@ -487,10 +498,10 @@ void TraceFile::absorb_in_flight(const RecordView& r, const CallHead& h) {
 
 bool TraceFile::next_validated(CursorState& c) {
   while (c.block_pos < c.blocks->size()) {
-    const uint64_t b = (*c.blocks)[c.block_pos];
+    const uint64_t b = piece_block((*c.blocks)[c.block_pos]);
     const uint64_t base = kHeaderSize + b * kBlockSize;
     const uint8_t* block = map_ + base;
-    if (c.off == 0) c.off = sizeof(BlockHeader);
+    if (c.off == 0) c.off = piece_start((*c.blocks)[c.block_pos]);
     c.block = block;  // Cursor::next's inline fast path reads on in it
     c.base = base;
     c.block_index = b;
@@ -517,6 +528,7 @@ bool TraceFile::next_validated(CursorState& c) {
         }
       }
       if (!read_record(b, c.off, c.tid, &c.current, c.scratch)) break;
+      if (c.current.type == RecordType::Handoff) break;  // the rest of the block is another thread's
       c.off += c.current.stored_size;
       if (AW_READER_UNLIKELY(c.current.type == RecordType::SiteSummary)) add_summary(c, c.current);
       if (!absorb(c.current)) continue;
@@ -581,12 +593,28 @@ void TraceFile::reset_index() {
 
 void TraceFile::index_blocks() {
   reset_index();
-  for (uint64_t b = 0; b < block_count_; ++b) {
-    uint32_t tid = 0;
-    if (!check_block(b, &tid)) continue;
+  const auto add_piece = [&](uint32_t tid, uint64_t entry) {
     auto [it, inserted] = thread_by_tid_.emplace(tid, threads_.size());
     if (inserted) threads_.push_back(ThreadInfo{tid, {}, {}});
-    threads_[it->second].blocks.push_back(b);
+    threads_[it->second].blocks.push_back(entry);
+  };
+  for (uint64_t b = 0; b < block_count_; ++b) {
+    uint32_t tid = 0;
+    bool shared = false;
+    if (!check_block(b, &tid, &shared)) continue;
+    add_piece(tid, b);
+    if (!shared) continue;
+    // A block handed on (version 5): each Handoff starts a part of its thread's chain. The framing
+    // only (a bad record ends the walk here; the chain's validating walk names it).
+    const uint8_t* block = map_ + kHeaderSize + b * kBlockSize;
+    trace_io::RawRecord r;
+    for (uint32_t off = sizeof(BlockHeader); trace_io::frame_at(block, off, version_, &r) == trace_io::Frame::Ok;
+         off += r.size) {
+      if (r.type != static_cast<uint16_t>(RecordType::Handoff) || r.size != sizeof(HandoffRecord)) continue;
+      const uint32_t next = trace_io::handoff_tid(r);
+      if (next == 0) fail_at(b, kHeaderSize + b * kBlockSize + off, "a Handoff record to thread id 0");
+      if (off + r.size < kBlockSize) add_piece(next, b | (static_cast<uint64_t>(off + r.size) << 48));
+    }
   }
   blocks_indexed_ = true;
 }

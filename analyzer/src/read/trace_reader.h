@@ -80,8 +80,15 @@ struct InFlightCall {
 struct ThreadInfo {
   uint32_t tid = 0;
   std::string name;
-  std::vector<uint64_t> blocks;  // block indices in file order: the thread's chain
+  // The thread's chain in file order: block indices, each with the block offset where the thread's
+  // part starts in bits 48 and up (0: after the block header; in a block handed on, version 5: after
+  // the thread's Handoff record, its part ending at the next Handoff). piece_block / piece_start.
+  std::vector<uint64_t> blocks;
 };
+inline constexpr uint64_t piece_block(uint64_t entry) { return entry & ((uint64_t{1} << 48) - 1); }
+inline constexpr uint32_t piece_start(uint64_t entry) {
+  return entry >> 48 ? static_cast<uint32_t>(entry >> 48) : static_cast<uint32_t>(sizeof(trace::BlockHeader));
+}
 
 // An in-band LostRecord: `count` records of thread `tid` that could not be written (version 2).
 struct LostReport {
@@ -323,7 +330,7 @@ class TraceFile {
   [[noreturn]] void fail(const std::string& what) const;
   [[noreturn]] void fail_at(uint64_t block, uint64_t offset, const std::string& what) const;
   void validate_record(const RecordView& r) const;
-  bool check_block(uint64_t b, uint32_t* tid) const;
+  bool check_block(uint64_t b, uint32_t* tid, bool* shared = nullptr) const;
   bool read_record(uint64_t b, uint32_t off, uint32_t tid, RecordView* out, uint8_t* scratch) const;
   bool absorb(const RecordView& r);  // true for event records
   [[noreturn]] void over_limit(const char* what, uint64_t limit, const char* option) const;
@@ -610,13 +617,14 @@ struct TraceFile::Cursor : CursorState {
       return file->next_validated(*this);
     } else {
       while (block_pos < blocks->size()) {
-        uint64_t b = (*blocks)[block_pos];
-        if (off == 0) off = sizeof(trace::BlockHeader);
+        const uint64_t b = piece_block((*blocks)[block_pos]);
+        if (off == 0) off = piece_start((*blocks)[block_pos]);
         const uint8_t* at = file->map_ + trace::kHeaderSize + b * trace::kBlockSize;
         while (off + sizeof(trace::RecordHeader) <= trace::kBlockSize) {
           trace::RecordHeader rh;
           std::memcpy(&rh, at + off, sizeof rh);
-          if (rh.type == 0) break;
+          if (rh.type == 0 || rh.type == static_cast<uint16_t>(trace::RecordType::Handoff))
+            break;  // the thread's part ends
           current = RecordView{static_cast<trace::RecordType>(rh.type),
                                rh.size,
                                at + off,

@@ -110,6 +110,7 @@ struct FieldChecks {
     return s.len <= kBlockSize || bad(fmt::format("string length {} exceeds a block", s.len));
   }
   bool body(const SiteSummaryRecord& s);  // below fields_valid (its call is checked as a record)
+  bool body(const HandoffRecord& h) { return h.tid != 0 || bad("hands the block to thread id 0"); }
   bool body(const LostRecord& l) {
     return l.reason < kLostReasonCount || bad(fmt::format("unknown loss reason {}", l.reason));
   }

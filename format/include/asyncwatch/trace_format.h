@@ -1,4 +1,4 @@
-// asyncwatch trace format, version 4: the one definition shared by the writer (preload/) and
+// asyncwatch trace format, version 5: the one definition shared by the writer (preload/) and
 // the reader (analyzer/). docs/trace-format.md describes it in prose; change both together.
 // Everything a reader needs to know about a record type comes from ONE table
 // (ASYNCWATCH_RECORD_TYPES): its id, name, struct, fixed size, whether it is a call record
@@ -9,8 +9,10 @@
 //
 // Layout of a trace file (little-endian, x86-64):
 //   [FileHeader, kHeaderSize bytes][Block 0][Block 1]...
-// Each block is kBlockSize bytes, owned by exactly one thread (BlockHeader::tid), and holds
-// records packed back to back, each 8-byte aligned, each starting with a RecordHeader.
+// Each block is kBlockSize bytes, started by one thread (BlockHeader::tid), and holds records
+// packed back to back, each 8-byte aligned, each starting with a RecordHeader. From version 5 a
+// block whose magic is kBlockMagicShared was handed on: each Handoff record in it says that the
+// records after it (to the next Handoff) are another thread's (an exited thread's unused rest).
 // A record becomes visible when its RecordHeader is stored (release order) after the fields
 // known at that point, so a reader that finds `type == kNone` (the zero fill of an unwritten
 // file) has reached the end of the valid part of that block. A call record is published
@@ -27,11 +29,13 @@
 namespace asyncwatch::trace {
 
 inline constexpr char kMagic[8] = {'A', 'S', 'Y', 'N', 'C', 'W', 'T', 'R'};
-inline constexpr uint32_t kFormatVersion = 4;
+inline constexpr uint32_t kFormatVersion = 5;
 inline constexpr uint32_t kOldestReadableVersion = 1;  // version 1 is read through an adapter (analyzer)
 inline constexpr uint32_t kHeaderSize = 4096;
 inline constexpr uint32_t kBlockSize = 64 * 1024;
-inline constexpr uint32_t kBlockMagic = 0x314b4c42;     // "BLK1" (the block framing is unchanged since v1)
+inline constexpr uint32_t kBlockMagic = 0x314b4c42;  // "BLK1" (the block framing is unchanged since v1)
+// "BLK2" (version 5): the block holds Handoff records (HandoffRecord), found by readers from the magic alone.
+inline constexpr uint32_t kBlockMagicShared = 0x324b4c42;
 inline constexpr uint32_t kClosedCleanly = 0x45534f4c;  // "LOSE": written by a clean close
 inline constexpr uint32_t kMaxStackDepth = 64;
 
@@ -221,8 +225,9 @@ inline const char* api_name(Api api) {
 // kApiCountInVersion[v] in a version-v trace is an error. Append the new count with a new version.
 inline constexpr uint16_t kApiCountV2 = static_cast<uint16_t>(Api::cuStreamBeginCaptureToGraph) + 1;
 inline constexpr uint16_t kApiCountV3 = static_cast<uint16_t>(Api::cuGraphExecUpdate_v2) + 1;
-inline constexpr uint16_t kApiCountInVersion[] = {0, kApiCountV2, kApiCountV2, kApiCountV3,
-                                                  static_cast<uint16_t>(Api::Count)};
+inline constexpr uint16_t kApiCountV4 = static_cast<uint16_t>(Api::cuGraphClone) + 1;
+inline constexpr uint16_t kApiCountInVersion[] = {0,           kApiCountV2, kApiCountV2,
+                                                  kApiCountV3, kApiCountV4, static_cast<uint16_t>(Api::Count)};
 static_assert(sizeof(kApiCountInVersion) / sizeof(kApiCountInVersion[0]) == kFormatVersion + 1);
 
 // ---- the small enums: X(Name, value, "text printed by dump/report/JSON") ---------------------
@@ -759,6 +764,16 @@ struct PaddingRecord {
 };
 static_assert(sizeof(PaddingRecord) == 8);
 
+// Version 5: the rest of the block, after this record, is thread `tid`'s (to the next Handoff or
+// the block's end). A thread that exited leaves the unused rest of its block to the next thread
+// that starts writing into the trace, so that threads that make a few calls each do not take a
+// block each; the block's magic is kBlockMagicShared from the first Handoff on.
+struct HandoffRecord {
+  RecordHeader h;
+  uint32_t tid;  // the kernel thread id the records after it belong to (never 0)
+};
+static_assert(sizeof(HandoffRecord) == 8);
+
 // What a GpuSpan timed (GpuSpanRecord.op).
 #define ASYNCWATCH_GPU_OPS(X) \
   X(Unknown, 0, "unknown")    \
@@ -891,8 +906,7 @@ struct SiteSummaryRecord {
 static_assert(sizeof(SiteSummaryRecord) == 752);
 
 // ---- THE record table: X(id, Name, Struct, since_version) ---------------------------------
-// Id 25 was never assigned (GpuSpan was numbered from 26): readers reject a record of type 25 as an
-// unknown type, as any id without a row; a new record type may take it.
+// Id 25 was not assigned before version 5 (GpuSpan was numbered from 26); Handoff took it.
 #define ASYNCWATCH_RECORD_TYPES(X)                                                           \
   X(1, ThreadInfo, ThreadInfoRecord, 1)                                                      \
   X(2, Module, ModuleRecord, 1)                                                              \
@@ -918,6 +932,7 @@ static_assert(sizeof(SiteSummaryRecord) == 752);
   X(22, PyCode, PyCodeRecord, 3)                                                             \
   X(23, PythonInfo, PythonInfoRecord, 3)                                                     \
   X(24, NvtxRange, NvtxRangeRecord, 3)                                                       \
+  X(25, Handoff, HandoffRecord, 5)                                                           \
   X(26, GpuSpan, GpuSpanRecord, 3)                                                           \
   X(27, GpuClock, GpuClockRecord, 3)                                                         \
   X(28, SiteSummary, SiteSummaryRecord, 4)
@@ -932,7 +947,7 @@ enum class RecordType : uint16_t {
 #define ASYNCWATCH_RECORD_ONE(id, name, type, since) +1
 inline constexpr size_t kRecordCount = 0 ASYNCWATCH_RECORD_TYPES(ASYNCWATCH_RECORD_ONE);
 #undef ASYNCWATCH_RECORD_ONE
-static_assert(kRecordCount == 27, "a row was added or removed: update this count, the docs and kFormatVersion");
+static_assert(kRecordCount == 28, "a row was added or removed: update this count, the docs and kFormatVersion");
 
 namespace detail {
 inline constexpr uint16_t max_record_id() {

@@ -73,12 +73,20 @@ inline bool size_matches(uint16_t type, uint32_t size, const uint8_t* p) {
 // The block header at `block`; false when the block is unused (no magic).
 inline bool block_used(const uint8_t* block, trace::BlockHeader* out) {
   std::memcpy(out, block, sizeof *out);
-  return out->magic == trace::kBlockMagic;
+  return out->magic == trace::kBlockMagic || out->magic == trace::kBlockMagicShared;
+}
+
+// The thread a Handoff record at `r` hands the rest of its block to.
+inline uint32_t handoff_tid(const RawRecord& r) {
+  trace::HandoffRecord h;
+  std::memcpy(&h, r.data, sizeof h);
+  return h.tid;
 }
 
 // Calls fn(block_index, block_header, record) for every well-framed record of every used block of
 // the file image [data, data + size), in file order; a block's walk stops at its end or at the first
 // record whose framing is wrong (reported through on_error(block_index, record, frame) when given).
+// The header's tid is the record's thread: from a Handoff record on (itself included), its tid.
 // Returns false when the image is not a trace (magic, version, header size); fills *header.
 template <class Fn>
 bool for_each_record(const uint8_t* data, size_t size, trace::FileHeader* header, Fn&& fn,
@@ -101,6 +109,8 @@ bool for_each_record(const uint8_t* data, size_t size, trace::FileHeader* header
         if (on_error) on_error(b, r, f);
         break;
       }
+      if (r.type == static_cast<uint16_t>(RecordType::Handoff) && r.size >= sizeof(HandoffRecord))
+        bh.tid = handoff_tid(r);
       fn(b, bh, r);
     }
   }

@@ -47,22 +47,36 @@ inline uint64_t word_at(const void* p, uint32_t i) noexcept {
   __builtin_memcpy(&w, static_cast<const char*>(p) + 8 * i, 8);
   return w;
 }
-// Whether the record at `a` is `b` but for its times (words 3 and 4).
-inline bool same_untimed(const void* a, const uint64_t* b, uint32_t n) noexcept {
-  uint64_t diff = (word_at(a, 0) ^ b[0]) | (word_at(a, 1) ^ b[1]) | (word_at(a, 2) ^ b[2]);
-  for (uint32_t i = 5; i < n; ++i) diff |= word_at(a, i) ^ b[i];
+// Whether the records at `a` and `b` (`n` words) are the same but for their times (words 3 and 4).
+inline bool same_untimed(const void* a, const void* b, uint32_t n) noexcept {
+  uint64_t diff = (word_at(a, 0) ^ word_at(b, 0)) | (word_at(a, 1) ^ word_at(b, 1)) | (word_at(a, 2) ^ word_at(b, 2));
+  for (uint32_t i = 5; i < n; ++i) diff |= word_at(a, i) ^ word_at(b, i);
   return diff == 0;
 }
 
-inline uint32_t hash_of(const uint64_t* words, uint32_t n) noexcept {
-  uint64_t h = 0x9e3779b97f4a7c15ull;
-  for (uint32_t i = 0; i < n; ++i) h = (h ^ words[i]) * 0xff51afd7ed558ccdull;
-  return static_cast<uint32_t>(h ^ (h >> 29));
+// The index's hash of a call record: its head's words but the times (type, size, api, driver
+// function, flags, result, stack, stream kind) and the first two of its body (stream or handle, and
+// bytes, kernel or repeat), read in place: every call record has them (56 bytes at least), and
+// records alike in those but not in the rest only probe further (same_untimed decides). Five fixed
+// words instead of a loop over all of them and a copy of the record: part of the cut from 599 to
+// the figure in docs/performance.md (a launch's fold, callgrind).
+inline uint32_t hash_of(const void* p) noexcept {
+  static_assert(sizeof(SyncRecord) >= 7 * 8 && sizeof(StreamCreateRecord) >= 7 * 8 && sizeof(CaptureRecord) >= 7 * 8);
+  uint64_t h = (word_at(p, 0) ^ 0x9e3779b97f4a7c15ull) * 0xff51afd7ed558ccdull;
+  h = (h ^ word_at(p, 1) ^ (word_at(p, 2) << 7)) * 0xc4ceb9fe1a85ec53ull;
+  h = (h ^ word_at(p, 5) ^ (word_at(p, 6) << 13)) * 0xff51afd7ed558ccdull;
+  return static_cast<uint32_t>(h >> 32);
 }
 
-// A new summary of the signature `key` (`size` bytes) in the thread's block; nullptr when there is no
-// room. The reservation may move the thread to a new block: the index then starts again there.
-SiteSummaryRecord* create(const uint64_t* key, uint32_t size) noexcept {
+// A new summary of the signature of the record at `call` (`size` bytes) in the thread's block;
+// nullptr when there is no room. The reservation may move the thread to a new block: the index then
+// starts again there.
+SiteSummaryRecord* create(const char* call, uint32_t size) noexcept {
+  // Copied first: the reservation may retire the block `call` is in, and its segment may then go.
+  alignas(8) char key[kSummaryCallBytes];
+  memcpy(key, call, size);
+  auto* head = reinterpret_cast<CallHead*>(key);
+  head->start_ns = head->end_ns = 0;  // the signature has no times
   uint32_t gen;
   char* p = thread_buffer::reserve_active(sizeof(SiteSummaryRecord), &gen);
   if (!p) return nullptr;
@@ -118,13 +132,11 @@ void fold(CallHead* rec) noexcept {
   }
   const uint64_t start = rec->start_ns, end = rec->end_ns;
   const uint64_t d = end >= start ? end - start : 0;
-  // The record without its times (CallHead's words 3 and 4).
+  // The record is compared without its times (CallHead's words 3 and 4).
   static_assert(offsetof(CallHead, start_ns) == 24 && offsetof(CallHead, end_ns) == 32);
   const uint32_t words = size / 8;
-  uint64_t key[kSummaryCallBytes / 8];
-  for (uint32_t i = 0; i < words; ++i) key[i] = word_at(p, i);
-  key[3] = key[4] = 0;
-  const uint32_t h = hash_of(key, words);
+  if (words < 7) return;  // not a call record of the table (hash_of reads 7 words)
+  const uint32_t h = hash_of(p);
   Slot* slot = nullptr;
   for (uint32_t i = 0, at = h; i < kProbes; ++i, ++at) {
     Slot& c = ix.slots[at % kSlots];
@@ -132,7 +144,7 @@ void fold(CallHead* rec) noexcept {
       c = Slot{nullptr, p, h, 1};  // the signature's first call: an exemplar
       return;
     }
-    if (c.hash == h && same_untimed(c.rec ? reinterpret_cast<const char*>(c.rec->call) : c.first, key, words)) {
+    if (c.hash == h && same_untimed(c.rec ? reinterpret_cast<const char*>(c.rec->call) : c.first, p, words)) {
       slot = &c;
       break;
     }
@@ -142,7 +154,7 @@ void fold(CallHead* rec) noexcept {
     // An exemplar (and the summary made after the last of them), or a full summary's successor
     // (this call keeps its record: the new summary comes after it).
     if (!slot->rec && ++slot->seen < kSummaryFirstExemplars) return;
-    SiteSummaryRecord* r = create(key, size);
+    SiteSummaryRecord* r = create(p, size);
     if (!r) return;
     if (s.level[0].block != ix.block) {
       // The thread moved to a new block (the summary is there): the index starts again with it.

@@ -24,6 +24,10 @@ using detail::tl_state;
 
 inline void compiler_fence() noexcept { std::atomic_signal_fence(std::memory_order_seq_cst); }
 
+// An exiting thread offers its block to the next thread when at least this much of it is unused:
+// a new thread's first records (ThreadInfo, a stack, a call) are a few hundred bytes.
+constexpr uint32_t kOfferMinRoom = 4096;
+
 }  // namespace
 
 namespace {
@@ -33,8 +37,41 @@ inline void retire(const char* block) noexcept {
 }
 }  // namespace
 
+namespace {
+// The rest of a block an exited thread offered (trace_writer::offer_block), for a thread's first
+// block in the trace: its records go after a Handoff record naming it, and the block is marked
+// handed on (kBlockMagicShared) before that, so that a reader looks for Handoffs in it. Only a
+// first block: a thread's later blocks are claimed afresh, after it in the file, so that the
+// thread's parts stay in file order (docs/trace-format.md). nullptr when none fits.
+char* take_offered(Cursor& c, uint32_t size) noexcept {
+  uint64_t index = 0;
+  uint32_t used = 0;
+  char* b = trace_writer::claim_offered_block(&index, &used);
+  if (!b) return nullptr;
+  if (uint64_t{used} + sizeof(HandoffRecord) + size > kBlockSize) {  // not for this record (a large first one)
+    retire(b);
+    return nullptr;
+  }
+  auto* bh = reinterpret_cast<BlockHeader*>(b);
+  __atomic_store_n(&bh->magic, kBlockMagicShared, __ATOMIC_RELEASE);
+  auto* h = reinterpret_cast<HandoffRecord*>(b + used);
+  h->tid = tid();
+  RecordHeader rh{static_cast<uint16_t>(RecordType::Handoff), static_cast<uint16_t>(sizeof(HandoffRecord))};
+  uint32_t word;
+  memcpy(&word, &rh, sizeof word);
+  __atomic_store_n(reinterpret_cast<uint32_t*>(h), word, __ATOMIC_RELEASE);  // the header last, as commit's
+  c.block = b;
+  constexpr uint32_t kHandoff = sizeof(HandoffRecord);
+  c.used = used + kHandoff + size;
+  return b + used + kHandoff;
+}
+}  // namespace
+
 char* detail::reserve_in_new_block(Cursor& c, uint32_t size) noexcept {
   if (c.block) retire(c.block);  // full: the thread never writes into it again
+  // used == 0: the thread has had no block of this trace yet (after one, `used` stays past the header).
+  if (!c.block && c.used == 0 && &c == &tl_state.level[0])
+    if (char* p = take_offered(c, size)) return p;
   uint64_t index = 0;
   char* b = trace_writer::claim_block(&index);
   if (!b) {
@@ -163,6 +200,11 @@ void release_thread() noexcept {
     if (!b) continue;
     c.block = nullptr;  // before the block is given back: a signal handler's write from here on takes a new one
     compiler_fence();
+    // The thread's block with room left goes on with another thread's records (offer_block); every
+    // record of this one is committed (no reservation open), so they end exactly at `used`.
+    if (&c == &s.level[0] && kBlockSize - c.used >= kOfferMinRoom &&
+        trace_writer::offer_block(reinterpret_cast<const BlockHeader*>(b)->block_index, c.used))
+      continue;
     retire(b);
   }
 }

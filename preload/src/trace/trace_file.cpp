@@ -495,7 +495,8 @@ void punch_unused(uint64_t seg, const char* p) noexcept {
   for (uint64_t b = 0; b < segment_blocks(seg); ++b) {
     const char* block = p + b * kBlockSize;
     uint32_t off = sizeof(BlockHeader);
-    if (__atomic_load_n(reinterpret_cast<const uint32_t*>(block), __ATOMIC_ACQUIRE) == kBlockMagic) {
+    const uint32_t magic = __atomic_load_n(reinterpret_cast<const uint32_t*>(block), __ATOMIC_ACQUIRE);
+    if (magic == kBlockMagic || magic == kBlockMagicShared) {
       for (;;) {  // the records' sizes, to the first empty header (the writer's own framing)
         if (off + sizeof(RecordHeader) > kBlockSize) break;
         RecordHeader rh;
@@ -774,6 +775,10 @@ char* segment(uint64_t seg) noexcept {
     if (g_thread.load(std::memory_order_acquire) != kServing) return nullptr;
     futex(&g_done, FUTEX_WAIT, d);
   }
+}
+
+char* mapped_segment(uint64_t seg) noexcept {
+  return seg < kMaxSegments ? g_segments[seg].load(std::memory_order_acquire) : nullptr;
 }
 
 void map_ahead(uint64_t count) noexcept {

@@ -55,6 +55,8 @@ void request_open() noexcept;
 // Segment `seg`, mapped: waits for the thread when it is not mapped yet. nullptr when it cannot be
 // mapped; that is final (error_text() says why) and the thread has released the file.
 char* segment(uint64_t seg) noexcept;
+// Segment `seg` if it is mapped now, else nullptr (never waits).
+char* mapped_segment(uint64_t seg) noexcept;
 // Asks the thread to map (and populate) segments below `count` ahead of need; does not wait.
 void map_ahead(uint64_t count) noexcept;
 // Blocks mapped so far (segments mapped without a gap from 0, times blocks per segment).

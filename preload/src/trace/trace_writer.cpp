@@ -350,6 +350,51 @@ char* claim_block(uint64_t* index_out) noexcept {
   return base + in_seg * kBlockSize;
 }
 
+namespace {
+// An offered block: (trace generation << 34) | (used / 8) << 21 | (index + 1); 0: none. The
+// generation tells a block of this trace from one of a trace before (a fork child's copy of the
+// parent's, or a trace reopened).
+std::atomic<uint64_t> g_offered[kReusableBlocks];
+constexpr uint64_t kIndexBits = 21, kUsedBits = 13;
+static_assert(uint64_t{1} << kIndexBits > trace_file::segment_first_block(trace_file::kMaxSegments) &&
+              (uint64_t{1} << kUsedBits) * 8 >= kBlockSize);
+inline uint64_t offered_generation(uint64_t v) noexcept { return v >> (kIndexBits + kUsedBits); }
+inline uint64_t this_generation() noexcept {
+  return static_cast<uint64_t>(generation()) & ((uint64_t{1} << (64 - kIndexBits - kUsedBits)) - 1);
+}
+}  // namespace
+
+bool offer_block(uint64_t index, uint32_t used) noexcept {
+  if (!is_active() || !process_is_ours() || used >= kBlockSize || used % 8) return false;
+  const uint64_t gen = this_generation();
+  const uint64_t v = gen << (kIndexBits + kUsedBits) | static_cast<uint64_t>(used / 8) << kIndexBits | (index + 1);
+  for (auto& slot : g_offered) {
+    uint64_t cur = slot.load(std::memory_order_relaxed);
+    // A free slot, or one holding a block of an earlier trace (never to be handed out).
+    if ((cur == 0 || offered_generation(cur) != gen) && slot.compare_exchange_strong(cur, v, std::memory_order_acq_rel))
+      return true;
+  }
+  return false;
+}
+
+char* claim_offered_block(uint64_t* index_out, uint32_t* used_out) noexcept {
+  if (!is_active() || !process_is_ours() || (g_claim.load(std::memory_order_acquire) & kClosedBit)) return nullptr;
+  const uint64_t gen = this_generation();
+  for (auto& slot : g_offered) {
+    if (slot.load(std::memory_order_relaxed) == 0) continue;
+    const uint64_t v = slot.exchange(0, std::memory_order_acq_rel);  // the block is this thread's now
+    if (v == 0 || offered_generation(v) != gen) continue;
+    const uint64_t index = (v & ((uint64_t{1} << kIndexBits) - 1)) - 1;
+    // Its segment is mapped: no block of it was retired (an offered block is not), so it was not unmapped.
+    char* base = trace_file::mapped_segment(trace_file::segment_of_block(index));
+    if (!base) continue;
+    *index_out = index;
+    *used_out = static_cast<uint32_t>((v >> kIndexBits) & ((uint64_t{1} << kUsedBits) - 1)) * 8;
+    return base + (index - trace_file::segment_first_block(trace_file::segment_of_block(index))) * kBlockSize;
+  }
+  return nullptr;
+}
+
 void retire_block(uint64_t index) noexcept {
   if (process_is_ours()) trace_file::retire_block(index);
 }

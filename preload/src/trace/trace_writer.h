@@ -54,6 +54,19 @@ char* claim_block(uint64_t* index_out) noexcept;
 // its memory is given back).
 void retire_block(uint64_t index) noexcept;
 
+// The unused rest of blocks of threads that exited, for threads that start writing (thread_buffer.cpp:
+// a new thread's first block is the rest of an exited thread's, after a Handoff record, so that
+// short-lived threads do not take a 64 KiB block each). Up to kReusableBlocks are held, each taken
+// by one thread (an exchange: no lock, safe from a signal handler); one of an earlier trace or
+// process (fork) is never handed out.
+inline constexpr int kReusableBlocks = 64;
+// Block `index` of this trace, its records ending at byte `used`, will not be written by its thread
+// again and may be continued by another. False when not kept (no room among the held ones, or the
+// trace is not active): the caller retires it.
+bool offer_block(uint64_t index, uint32_t used) noexcept;
+// A block offered by an exited thread, or nullptr: *index_out gets its index, *used_out the end of its records.
+char* claim_offered_block(uint64_t* index_out, uint32_t* used_out) noexcept;
+
 // Counts calls whose record could not be written (FileHeader.records_lost, atomically in the
 // mapping; counted in memory until the header exists, then added to it).
 void count_lost(uint64_t n) noexcept;
