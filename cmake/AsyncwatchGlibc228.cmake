@@ -16,6 +16,7 @@ endif()
 add_library(asyncwatch_glibc_2_28 OBJECT ${PROJECT_SOURCE_DIR}/compat/glibc_2_28.c)
 add_library(asyncwatch_glibc_2_28_preload OBJECT ${PROJECT_SOURCE_DIR}/compat/glibc_2_28.c)
 target_compile_definitions(asyncwatch_glibc_2_28_preload PRIVATE AW_GLIBC_2_28_PRELOAD)
+target_compile_options(asyncwatch_glibc_2_28_preload PRIVATE -fno-plt)  # as the library's own calls
 foreach(t asyncwatch_glibc_2_28 asyncwatch_glibc_2_28_preload)
   target_link_libraries(${t} PRIVATE asyncwatch_warnings)
   set_target_properties(${t} PROPERTIES INTERPROCEDURAL_OPTIMIZATION OFF POSITION_INDEPENDENT_CODE ON)  # .symver in asm

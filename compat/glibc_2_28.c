@@ -5,7 +5,14 @@
 #include <stddef.h>
 
 // Each AW_PIN of glibc_2_28_pins.h: __wrap_NAME jumps to NAME@VERSION (.symver binds the local
-// name aw_pinned_NAME to that version of the library's symbol), for the lines of this binary.
+// name aw_pinned_NAME to that version of the library's symbol), for the lines of this binary. The
+// preload library jumps through the GOT entry, bound when it loads like all its calls (-fno-plt):
+// no lazy binding at a first call from a signal handler.
+#ifdef AW_GLIBC_2_28_PRELOAD
+#define AW_PIN_JUMP(name) "  jmp *aw_pinned_" #name "@GOTPCREL(%rip)\n"
+#else
+#define AW_PIN_JUMP(name) "  jmp aw_pinned_" #name "@PLT\n"
+#endif
 // clang-format off
 #define AW_PIN_TRAMPOLINE(name, version)                 \
   __asm__(".text\n"                                      \
@@ -13,7 +20,7 @@
           ".hidden __wrap_" #name "\n"                   \
           ".type __wrap_" #name ", @function\n"          \
           "__wrap_" #name ":\n"                          \
-          "  jmp aw_pinned_" #name "@PLT\n"              \
+          AW_PIN_JUMP(name)                              \
           ".size __wrap_" #name ", .-__wrap_" #name "\n" \
           ".symver aw_pinned_" #name ", " #name "@" version "\n");
 // clang-format on

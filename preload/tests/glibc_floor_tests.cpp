@@ -32,7 +32,8 @@ TEST(LoadedObject, WalkAgreesWithDlFindObject) {
   const void* in_loader = dlsym(RTLD_DEFAULT, "_dl_find_object");
   ASSERT_NE(in_libc, nullptr);
   ASSERT_NE(in_loader, nullptr);
-  const void* addrs[] = {reinterpret_cast<const void*>(&function_here), &in_this_program, in_libc, in_loader, &on_stack};
+  const void* addrs[] = {reinterpret_cast<const void*>(&function_here), &in_this_program, in_libc, in_loader,
+                         &on_stack};
   int found = 0;
   for (const void* a : addrs) {
     SCOPED_TRACE(a);
