@@ -1,8 +1,9 @@
 # Asserts that libasyncwatch.so has no DT_NEEDED beyond libc (no libcuda, libcudart, libstdc++,
 # fmt, boost; nor libm or ld-linux, which would enter the global scope ahead of the application's
-# own libraries: docs/performance.md) and exports only the interposed symbols. libpthread.so.0 and
-# libdl.so.2 are glibc's own: where glibc 2.28 keeps the pinned versions of its pthread_* and dl*
-# (cmake/AsyncwatchGlibc228.cmake), empty stubs since 2.34.
+# own libraries: docs/performance.md) and exports exactly the interposed symbols of exports.map.
+# libpthread.so.0 and libdl.so.2 are glibc's own: where glibc 2.28 keeps the pinned versions of its
+# pthread_* and dl* (cmake/AsyncwatchGlibc228.cmake), empty stubs since 2.34.
+cmake_policy(SET CMP0057 NEW)  # if(IN_LIST)
 execute_process(COMMAND readelf -d ${LIB} OUTPUT_VARIABLE dyn RESULT_VARIABLE rc)
 if(rc)
   message(FATAL_ERROR "readelf failed")
@@ -13,15 +14,38 @@ foreach(n IN LISTS needed)
     message(FATAL_ERROR "unexpected DT_NEEDED: ${n}")
   endif()
 endforeach()
+# The exported names are exactly the version script's (preload/src/exports.map: the hooks' parts are
+# generated from the hook lists), which has no wildcard.
+file(READ ${MAP} map)
+string(REGEX REPLACE "/\\*([^*]|\\*[^/])*\\*/" "" map "${map}")
+string(REGEX REPLACE ".*global:(.*)local:.*" "\\1" map "${map}")
+string(REGEX REPLACE "[ \t\n]+" "" map "${map}")
+string(REPLACE ";;" ";" map "${map}")
+set(expected "")
+foreach(name IN LISTS map)
+  if(name MATCHES "[*?]")
+    message(FATAL_ERROR "exports.map has a wildcard (${name}): name each export")
+  endif()
+  if(NOT name STREQUAL "")
+    list(APPEND expected ${name})
+  endif()
+endforeach()
 execute_process(COMMAND nm -D --defined-only ${LIB} OUTPUT_VARIABLE syms)
 string(REPLACE "\n" ";" lines "${syms}")
+set(exported "")
 foreach(l IN LISTS lines)
   if(l STREQUAL "")
     continue()
   endif()
   string(REGEX REPLACE "^[0-9a-f]+ [A-Za-z] " "" name "${l}")
-  if(NOT name MATCHES "^(cu[A-Z].*|cuda[A-Z].*|__cudaLaunchKernel(_ptsz)?|dlsym|dlclose|exit|_exit|_Exit|execve|execvpe|execv|execvp|execl|execlp|execle|fexecve|execveat|posix_spawnp?|pthread_create|fork|sigaction|signal|bsd_signal|sysv_signal|__sysv_signal|sigset|asyncwatch_set_recording|InitializeInjectionNvtx2)$")
+  list(APPEND exported ${name})
+  if(NOT name IN_LIST expected)
     message(FATAL_ERROR "unexpected exported symbol: ${name}")
+  endif()
+endforeach()
+foreach(name IN LISTS expected)
+  if(NOT name IN_LIST exported)
+    message(FATAL_ERROR "exports.map names ${name}, the library does not export it")
   endif()
 endforeach()
 execute_process(COMMAND objdump -T ${LIB} OUTPUT_VARIABLE vers)

@@ -23,7 +23,8 @@ mkdir -p "$out"
   python3 -c 'import torch; print("# torch", torch.__version__, "CUDA", torch.version.cuda)' 2>/dev/null || echo "# torch: not importable"
 } | tee "$out/fix_pairs.head.txt"
 status=0
-keep=$(mktemp -d)
+keep="$out/fix_pairs_traces"  # under $out: a run cut short still brings back the pairs done
+mkdir -p "$keep"
 timeout 355 python3 "$here/../apps/fix_pairs.py" gpu --build "$build" --runs 5 --out "$out/fix_pairs.body.txt" \
   --keep "$keep" "$@" || status=$?
 # The flagged runs' traces and reports, for a look at a missed prediction: one archive.
