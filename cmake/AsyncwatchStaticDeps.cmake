@@ -83,25 +83,9 @@ if(NOT ASYNCWATCH_SANITIZE)
   target_link_options(asyncwatch_static_rt INTERFACE -static-libstdc++)
 endif()
 
-# glibc 2.28 for the command (docs/contracts.md, "What the binaries need"): every glibc function
-# whose default version is newer is wrapped to its old version (compat/glibc_2_28_pins.h, the one
-# list; compat/glibc_2_28.c). Not with sanitizers: their runtimes interpose these functions by
-# their default versions. libpthread.so.0 and libdl.so.2 are NEEDED: before glibc 2.34 the old
-# versions live there.
-if(NOT ASYNCWATCH_SANITIZE AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
-  add_library(asyncwatch_glibc_2_28 OBJECT ${PROJECT_SOURCE_DIR}/compat/glibc_2_28.c)
-  target_link_libraries(asyncwatch_glibc_2_28 PRIVATE asyncwatch_warnings)
-  set_target_properties(asyncwatch_glibc_2_28 PROPERTIES INTERPROCEDURAL_OPTIMIZATION OFF)  # .symver in asm
-  file(STRINGS ${PROJECT_SOURCE_DIR}/compat/glibc_2_28_pins.h _aw_pin_lines REGEX "^AW_PIN\\(")
-  set(_aw_wrapped stat stat64 lstat lstat64 fstat fstat64 fstatat fstatat64 __libc_start_main)
-  foreach(_aw_line IN LISTS _aw_pin_lines)
-    string(REGEX REPLACE "^AW_PIN\\(([A-Za-z0-9_]+),.*" "\\1" _aw_name "${_aw_line}")
-    list(APPEND _aw_wrapped ${_aw_name})
-  endforeach()
-  list(TRANSFORM _aw_wrapped PREPEND "LINKER:--wrap=")
-  target_sources(asyncwatch_static_rt INTERFACE $<TARGET_OBJECTS:asyncwatch_glibc_2_28>)
-  target_link_options(asyncwatch_static_rt INTERFACE ${_aw_wrapped})
-  target_link_libraries(asyncwatch_static_rt INTERFACE
-    "-Wl,--push-state,--no-as-needed" -l:libpthread.so.0 -l:libdl.so.2 "-Wl,--pop-state")
-  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/compat/glibc_2_28_pins.h)
+# glibc 2.28 for the command (cmake/AsyncwatchGlibc228.cmake): stat & co. and __libc_start_main are
+# replaced by compat/glibc_2_28.c, the rest wrapped to their pinned versions.
+if(TARGET asyncwatch_glibc_2_28)
+  asyncwatch_glibc_2_28_link(asyncwatch_static_rt COMMAND INTERFACE
+    stat stat64 lstat lstat64 fstat fstat64 fstatat fstatat64 __libc_start_main)
 endif()

@@ -5,11 +5,9 @@
 #include <unistd.h>
 
 #include <cstring>
-#if defined(__x86_64__)
-#include <sys/platform/x86.h>
-#endif
 
 #include "config.h"
+#include "cpu_features.h"
 
 namespace asyncwatch::tsc_clock {
 
@@ -35,9 +33,8 @@ uint64_t ticks_for(uint64_t ns, uint64_t mult) noexcept {
 
 bool trustworthy() noexcept {
 #if defined(__x86_64__)
-  // Invariant TSC: constant rate, runs in every C-/P-state. From glibc's record of the CPU (leaf
-  // 0x80000007, read once by the loader), not cpuid: a hypervisor exit each in a VM.
-  if (!CPU_FEATURE_PRESENT(INVARIANT_TSC)) return false;
+  // Invariant TSC: constant rate, runs in every C-/P-state.
+  if (!cpu_features::get().invariant_tsc) return false;
   // The system calls, not open()/read(): no cancellation point, nothing the application interposes.
   int fd = static_cast<int>(syscall(
       SYS_openat, AT_FDCWD, "/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY | O_CLOEXEC));

@@ -408,6 +408,37 @@ TEST(EndToEnd, CallSiteCacheTellsSitesBehindOneCallerApart) {
   EXPECT_NE(c[0].stack_id, c[1].stack_id);
 }
 
+// On a glibc older than 2.35 (2.33) the library finds loaded objects with a dl_iterate_phdr walk
+// and reads the CPU with cpuid (src/loaded_object.cpp, src/cpu_features.cpp): tests/hide_new_glibc.c
+// makes this glibc look so. The unwinder (through the walk) gives the same stacks.
+TEST(EndToEnd, OlderGlibcPathsGiveTheSameStacks) {
+  if (*AW_SANITIZER_ENV) GTEST_SKIP() << "the hiding library is not built for sanitizers";
+  std::vector<std::string> env = {"ASYNCWATCH_STACKS=all", "ASYNCWATCH_LOG=info"};
+  AppRun now = run({"two_sites"}, env);
+  env.push_back("LD_PRELOAD=" AW_HIDE_NEW_GLIBC ":" AW_PRELOAD_LIB);
+  AppRun older = run_program(AW_TEST_APP, {"two_sites"}, env, "", false);
+  ASSERT_TRUE(exited_ok(now)) << now.err;
+  ASSERT_TRUE(exited_ok(older)) << older.err;
+  EXPECT_EQ(count_of(older.err, "hide_new_glibc: not found: _dl_find_object"), 1) << older.err;
+  EXPECT_EQ(count_of(older.err, "hide_new_glibc: not found: __x86_get_cpuid_feature_leaf"), 1) << older.err;
+  std::smatch m;
+  const std::regex cache("call-site cache: \\d+ hits, \\d+ full unwinds");
+  ASSERT_TRUE(std::regex_search(now.err, m, cache)) << now.err;
+  const std::string cache_now = m[0];
+  ASSERT_TRUE(std::regex_search(older.err, m, cache)) << older.err;
+  EXPECT_EQ(m[0], cache_now);
+  const Trace a = only_trace(now), b = only_trace(older);
+  auto depths = [](const Trace& t) {
+    std::vector<uint32_t> d;
+    for (const auto& s : t.all<StackRecord>(RecordType::Stack)) d.push_back(s.depth);
+    return d;
+  };
+  const std::vector<uint32_t> da = depths(a);
+  ASSERT_FALSE(da.empty());
+  for (uint32_t d : da) EXPECT_GE(d, 3u);  // the wrapper, the test program's frames, libc's
+  EXPECT_EQ(depths(b), da);
+}
+
 // The trace's file thread (trace/trace_file.cpp): one per traced process, also for a short run; it
 // maps segments ahead of the writers, so every record is there and nothing is lost.
 TEST(EndToEnd, FileThreadMapsAheadAndNothingLost) {

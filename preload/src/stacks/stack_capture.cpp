@@ -7,7 +7,6 @@
 #include <pthread.h>
 #include <sys/resource.h>
 #include <sys/mman.h>
-#include <sys/platform/x86.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <unwind.h>
@@ -23,6 +22,7 @@
 #include "asyncwatch/trace_format.h"
 #include "common.h"
 #include "config.h"
+#include "cpu_features.h"
 #include "module_map.h"
 #include "python_frames.h"
 #include "thread_exit.h"
@@ -369,12 +369,9 @@ __attribute__((target("avx2"))) AW_NO_SANITIZE_ADDRESS uint64_t scan_avx2(const 
   }
   return scan_scalar(w, end, elo, elen, clo, clen, h, found);
 }
-// glibc's own record of the CPU (sys/platform/x86.h, glibc 2.33; this library needs 2.35), not
-// cpuid: each cpuid is a hypervisor exit in a VM (5.9 us each on the development VM, where the
-// four leaves this read took were 42 us of every traced process's start-up). "Active" means usable:
-// the CPU has AVX2 and the OS saves its registers. Not __builtin_cpu_supports: that links libgcc's
-// CPU model detection, whose constructor runs a dozen cpuid leaves at every start.
-bool detect_avx2() noexcept { return CPU_FEATURE_ACTIVE(AVX2); }
+// Not __builtin_cpu_supports: that links libgcc's CPU model detection, whose constructor runs a
+// dozen cpuid leaves at every start (cpu_features.h says what one costs in a VM).
+bool detect_avx2() noexcept { return cpu_features::get().avx2; }
 const bool g_have_avx2 = detect_avx2();
 
 // The key of a call site: the immediate caller, the stack depth, and the first four words within
