@@ -165,6 +165,18 @@ inline constexpr cudaError_t cudaErrorInitializationError = 3;
 struct dim3 {
   unsigned x, y, z;
 };
+struct cudaPitchedPtr {
+  void* ptr;
+  size_t pitch, xsize, ysize;
+};
+struct cudaExtent {
+  size_t width, height, depth;
+};
+// struct cudaMemLocation {int type, id;}, passed by value (cudaMemPrefetchAsync): forwarded as the
+// one register it travels in.
+using cudaMemLocation = uint64_t;
+using cudaStreamCallback_t = void (*)(cudaStream_t, cudaError_t, void*);
+using cudaHostFn_t = void (*)(void*);
 // cudaMemcpyKind
 inline constexpr int cudaMemcpyHostToHost = 0;
 inline constexpr int cudaMemcpyHostToDevice = 1;

@@ -8,50 +8,27 @@
 // @LAUNCH_UPDATED_TO_CLONE, each naming the node's origin, the cudaGraphAddMemcpyNode1D call at
 // @ADD_NODE_PAGEABLE (a clone's nodes are copies of the original's). Nothing at @LAUNCH_PINNED_CLONE,
 // and nothing at the clone or update calls themselves.
-#include "aw_common.h"
-
 #include <vector>
 
-namespace {
-long long g_cycles;
-void* g_args[] = {&g_cycles};
+#include "graph_nodes.h"
 
+using aw::launch_and_check;
+
+namespace {
 // kernel -> memcpy (device to `host`).
 cudaGraph_t kernel_then_copy(char* host, char* dev, size_t bytes, int marker) {
   cudaGraph_t g;
   AW_CHECK(cudaGraphCreate(&g, 0));
-  cudaKernelNodeParams k{};
-  k.func = reinterpret_cast<void*>(&sleep_kernel);
-  k.gridDim = dim3(1);
-  k.blockDim = dim3(1);
-  k.kernelParams = g_args;
-  cudaGraphNode_t kn, cn;
-  AW_CHECK(cudaGraphAddKernelNode(&kn, g, nullptr, 0, &k));
+  cudaGraphNode_t kn = aw::add_sleep_kernel(g), cn;
   if (marker == 1) AW_CHECK(cudaGraphAddMemcpyNode1D(&cn, g, &kn, 1, host, dev, bytes, cudaMemcpyDeviceToHost));  // @ADD_NODE_PAGEABLE
   if (marker == 2) AW_CHECK(cudaGraphAddMemcpyNode1D(&cn, g, &kn, 1, host, dev, bytes, cudaMemcpyDeviceToHost));  // @ADD_NODE_PINNED
   return g;
-}
-
-void launch_and_check(cudaGraphExec_t exec, cudaStream_t s, char* dev, char* host, size_t bytes, int launches,
-                      unsigned seed, bool pageable, const char* what, int marker) {
-  for (int i = 0; i < launches; ++i) {
-    AW_CHECK(cudaMemsetAsync(dev, int(seed + i), bytes, s));
-    std::memset(host, 0, bytes);
-    long long t0 = aw::now_ns();
-    if (marker == 1) AW_CHECK(cudaGraphLaunch(exec, s));  // @LAUNCH_CLONE
-    if (marker == 2) AW_CHECK(cudaGraphLaunch(exec, s));  // @LAUNCH_PINNED_CLONE
-    if (marker == 3) AW_CHECK(cudaGraphLaunch(exec, s));  // @LAUNCH_UPDATED_TO_CLONE
-    aw::timing(what, aw::now_ns() - t0);
-    if (pageable) AW_EXPECT(host[bytes - 1] == char(seed + i), "%s %d: data not there on return", what, i);
-    AW_CHECK(cudaStreamSynchronize(s));
-    AW_EXPECT(host[0] == char(seed + i) && host[bytes - 1] == char(seed + i), "%s %d: wrong data", what, i);
-  }
 }
 }  // namespace
 
 int main(int argc, char** argv) {
   const int launches = int(aw::arg_num(argc, argv, 1, 3));
-  g_cycles = aw::arg_num(argc, argv, 2, 4000000);
+  aw::g_graph_cycles = aw::arg_num(argc, argv, 2, 4000000);
   const size_t bytes = size_t(aw::arg_num(argc, argv, 3, 4096));
   cudaStream_t s;
   AW_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -69,7 +46,8 @@ int main(int argc, char** argv) {
   AW_CHECK(cudaGraphClone(&clone, original));  // @CLONE_PAGEABLE
   cudaGraphExec_t e1;
   AW_CHECK(cudaGraphInstantiate(&e1, clone, 0));
-  launch_and_check(e1, s, dev, pageable.data(), bytes, launches, 30, true, "clone of a pageable graph: launch", 1);
+  auto launch1 = [&] { AW_CHECK(cudaGraphLaunch(e1, s)); };  // @LAUNCH_CLONE
+  launch_and_check(launch1, s, dev, pageable.data(), bytes, launches, 30, true, "clone of a pageable graph: launch");
 
   // 2. A pinned graph's clone: its launches only queue.
   cudaGraph_t pinned_graph = kernel_then_copy(pinned, dev, bytes, 2);
@@ -77,14 +55,16 @@ int main(int argc, char** argv) {
   AW_CHECK(cudaGraphClone(&pinned_clone, pinned_graph));  // @CLONE_PINNED
   cudaGraphExec_t e2;
   AW_CHECK(cudaGraphInstantiate(&e2, pinned_clone, 0));
-  launch_and_check(e2, s, dev, pinned, bytes, launches, 40, false, "clone of a pinned graph: launch", 2);
+  auto launch2 = [&] { AW_CHECK(cudaGraphLaunch(e2, s)); };  // @LAUNCH_PINNED_CLONE
+  launch_and_check(launch2, s, dev, pinned, bytes, launches, 40, false, "clone of a pinned graph: launch");
 
   // 3. The pinned executable graph updated from the pageable clone (same topology): it now copies to
   // the pageable buffer, and its launches wait.
   cudaGraphExecUpdateResultInfo info{};
   AW_CHECK(cudaGraphExecUpdate(e2, clone, &info));  // @EXEC_UPDATE
   AW_EXPECT(info.result == cudaGraphExecUpdateSuccess, "cudaGraphExecUpdate result %d", int(info.result));
-  launch_and_check(e2, s, dev, pageable.data(), bytes, launches, 50, true, "updated from the clone: launch", 3);
+  auto launch3 = [&] { AW_CHECK(cudaGraphLaunch(e2, s)); };  // @LAUNCH_UPDATED_TO_CLONE
+  launch_and_check(launch3, s, dev, pageable.data(), bytes, launches, 50, true, "updated from the clone: launch");
   std::printf("cloned graphs: pageable clone, pinned clone, updated from the clone: ok\n");
 
   for (cudaGraphExec_t e : {e1, e2}) AW_CHECK(cudaGraphExecDestroy(e));

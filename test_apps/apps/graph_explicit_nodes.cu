@@ -13,50 +13,16 @@
 // call at @ADD_NODE_3D_PAGEABLE, the cudaGraphExecMemcpyNodeSetParams1D call at @SET_PARAMS_PAGEABLE;
 // kernel names sleep_kernel. Nothing at @LAUNCH_PINNED, @LAUNCH_UPDATED (after cudaGraphExecUpdate at
 // @EXEC_UPDATE restored the pinned node) or at the node calls themselves.
-#include "aw_common.h"
-
 #include <vector>
 
-namespace {
-long long g_cycles;
-void* g_args[] = {&g_cycles};
+#include "graph_nodes.h"
 
-// A graph whose root is the sleep kernel; returns the kernel node.
-cudaGraphNode_t add_kernel(cudaGraph_t g) {
-  cudaKernelNodeParams k{};
-  k.func = reinterpret_cast<void*>(&sleep_kernel);
-  k.gridDim = dim3(1);
-  k.blockDim = dim3(1);
-  k.kernelParams = g_args;
-  cudaGraphNode_t node;
-  AW_CHECK(cudaGraphAddKernelNode(&node, g, nullptr, 0, &k));
-  return node;
-}
-
-// Launches `exec` `launches` times; before each, the device buffer gets a new value, and after each
-// the host buffer must hold it (checked at return when `pageable`: the launch waited for the copy).
-void launch_and_check(cudaGraphExec_t exec, cudaStream_t s, char* dev, char* host, size_t bytes, int launches,
-                      unsigned seed, bool pageable, const char* what, int line_marker) {
-  for (int i = 0; i < launches; ++i) {
-    AW_CHECK(cudaMemsetAsync(dev, int(seed + i), bytes, s));
-    std::memset(host, 0, bytes);
-    long long t0 = aw::now_ns();
-    if (line_marker == 1) AW_CHECK(cudaGraphLaunch(exec, s));  // @LAUNCH_1D_PAGEABLE
-    if (line_marker == 2) AW_CHECK(cudaGraphLaunch(exec, s));  // @LAUNCH_3D_PAGEABLE
-    if (line_marker == 3) AW_CHECK(cudaGraphLaunch(exec, s));  // @LAUNCH_PINNED
-    if (line_marker == 4) AW_CHECK(cudaGraphLaunch(exec, s));  // @LAUNCH_SET_PAGEABLE
-    if (line_marker == 5) AW_CHECK(cudaGraphLaunch(exec, s));  // @LAUNCH_UPDATED
-    aw::timing(what, aw::now_ns() - t0);
-    if (pageable) AW_EXPECT(host[bytes - 1] == char(seed + i), "%s %d: data not there on return", what, i);
-    AW_CHECK(cudaStreamSynchronize(s));
-    AW_EXPECT(host[0] == char(seed + i) && host[bytes - 1] == char(seed + i), "%s %d: wrong data", what, i);
-  }
-}
-}  // namespace
+using aw::add_sleep_kernel;
+using aw::launch_and_check;
 
 int main(int argc, char** argv) {
   const int launches = int(aw::arg_num(argc, argv, 1, 3));
-  g_cycles = aw::arg_num(argc, argv, 2, 4000000);
+  aw::g_graph_cycles = aw::arg_num(argc, argv, 2, 4000000);
   const size_t bytes = size_t(aw::arg_num(argc, argv, 3, 4096));
   cudaStream_t s;
   AW_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -71,16 +37,17 @@ int main(int argc, char** argv) {
   // 1. cudaGraphAddMemcpyNode1D with a pageable destination.
   cudaGraph_t g1;
   AW_CHECK(cudaGraphCreate(&g1, 0));
-  cudaGraphNode_t k1 = add_kernel(g1), c1;
+  cudaGraphNode_t k1 = add_sleep_kernel(g1), c1;
   AW_CHECK(cudaGraphAddMemcpyNode1D(&c1, g1, &k1, 1, pageable.data(), dev, bytes, cudaMemcpyDeviceToHost));  // @ADD_NODE_1D_PAGEABLE
   cudaGraphExec_t e1;
   AW_CHECK(cudaGraphInstantiate(&e1, g1, 0));
-  launch_and_check(e1, s, dev, pageable.data(), bytes, launches, 30, true, "1D pageable node: launch", 1);
+  auto launch1 = [&] { AW_CHECK(cudaGraphLaunch(e1, s)); };  // @LAUNCH_1D_PAGEABLE
+  launch_and_check(launch1, s, dev, pageable.data(), bytes, launches, 30, true, "1D pageable node: launch");
 
   // 2. cudaGraphAddMemcpyNode (cudaMemcpy3DParms) with a pageable destination.
   cudaGraph_t g2;
   AW_CHECK(cudaGraphCreate(&g2, 0));
-  cudaGraphNode_t k2 = add_kernel(g2), c2;
+  cudaGraphNode_t k2 = add_sleep_kernel(g2), c2;
   cudaMemcpy3DParms p{};
   p.srcPtr = make_cudaPitchedPtr(dev, bytes, bytes, 1);
   p.dstPtr = make_cudaPitchedPtr(pageable.data(), bytes, bytes, 1);
@@ -89,22 +56,26 @@ int main(int argc, char** argv) {
   AW_CHECK(cudaGraphAddMemcpyNode(&c2, g2, &k2, 1, &p));  // @ADD_NODE_3D_PAGEABLE
   cudaGraphExec_t e2;
   AW_CHECK(cudaGraphInstantiate(&e2, g2, 0));
-  launch_and_check(e2, s, dev, pageable.data(), bytes, launches, 40, true, "3D pageable node: launch", 2);
+  auto launch2 = [&] { AW_CHECK(cudaGraphLaunch(e2, s)); };  // @LAUNCH_3D_PAGEABLE
+  launch_and_check(launch2, s, dev, pageable.data(), bytes, launches, 40, true, "3D pageable node: launch");
 
   // 3. A pinned node, swapped for a pageable buffer in the executable graph, then restored.
   cudaGraph_t g3;
   AW_CHECK(cudaGraphCreate(&g3, 0));
-  cudaGraphNode_t k3 = add_kernel(g3), c3;
+  cudaGraphNode_t k3 = add_sleep_kernel(g3), c3;
   AW_CHECK(cudaGraphAddMemcpyNode1D(&c3, g3, &k3, 1, pinned, dev, bytes, cudaMemcpyDeviceToHost));  // @ADD_NODE_1D_PINNED
   cudaGraphExec_t e3;
   AW_CHECK(cudaGraphInstantiate(&e3, g3, 0));
-  launch_and_check(e3, s, dev, pinned, bytes, launches, 50, false, "pinned node: launch", 3);
+  auto launch3 = [&] { AW_CHECK(cudaGraphLaunch(e3, s)); };  // @LAUNCH_PINNED
+  launch_and_check(launch3, s, dev, pinned, bytes, launches, 50, false, "pinned node: launch");
   AW_CHECK(cudaGraphExecMemcpyNodeSetParams1D(e3, c3, pageable.data(), dev, bytes, cudaMemcpyDeviceToHost));  // @SET_PARAMS_PAGEABLE
-  launch_and_check(e3, s, dev, pageable.data(), bytes, launches, 60, true, "node set to pageable: launch", 4);
+  auto launch4 = [&] { AW_CHECK(cudaGraphLaunch(e3, s)); };  // @LAUNCH_SET_PAGEABLE
+  launch_and_check(launch4, s, dev, pageable.data(), bytes, launches, 60, true, "node set to pageable: launch");
   cudaGraphExecUpdateResultInfo info{};
   AW_CHECK(cudaGraphExecUpdate(e3, g3, &info));  // @EXEC_UPDATE
   AW_EXPECT(info.result == cudaGraphExecUpdateSuccess, "cudaGraphExecUpdate result %d", int(info.result));
-  launch_and_check(e3, s, dev, pinned, bytes, launches, 70, false, "updated (pinned) node: launch", 5);
+  auto launch5 = [&] { AW_CHECK(cudaGraphLaunch(e3, s)); };  // @LAUNCH_UPDATED
+  launch_and_check(launch5, s, dev, pinned, bytes, launches, 70, false, "updated (pinned) node: launch");
   std::printf("explicit graphs: 1D pageable, 3D pageable, pinned, set to pageable, updated: ok\n");
 
   for (cudaGraphExec_t e : {e1, e2, e3}) AW_CHECK(cudaGraphExecDestroy(e));

@@ -17,16 +17,12 @@ import time
 
 import torch
 
-fixed = len(sys.argv) > 1 and sys.argv[1] == "--fixed"
-args = sys.argv[2:] if fixed else sys.argv[1:]
+from fix_torch_setup import print_loop_time, training, variant
+
+fixed, args = variant(sys.argv)
 steps = int(args[0]) if len(args) > 0 else 200
 
-torch.manual_seed(0)
-model = torch.nn.Sequential(torch.nn.Linear(2048, 2048), torch.nn.ReLU(), torch.nn.Linear(2048, 2048)).cuda()
-opt = torch.optim.SGD(model.parameters(), lr=1e-4)
-data = torch.randn(512, 2048, device="cuda")
-target = torch.randn(512, 2048, device="cuda")
-loss_fn = torch.nn.MSELoss()
+model, opt, data, target, loss_fn = training()
 
 
 def step():
@@ -56,7 +52,7 @@ for i in range(steps):
     else:
         log.append((i, loss.item()))
 torch.cuda.synchronize()
-print(f"# loop: {(time.perf_counter() - t0) * 1e3:.3f} ms", file=sys.stderr)
+print_loop_time(t0)
 log.extend((j, losses[j].item()) for j, _ in pending)
 ok = len(log) == steps and all(v == v for _, v in log)
 print(f"{steps} steps, {len(log)} losses logged ({'events' if fixed else '.item()'}): {'ok' if ok else 'WRONG'}")

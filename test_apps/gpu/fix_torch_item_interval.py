@@ -13,17 +13,13 @@ import time
 
 import torch
 
-fixed = len(sys.argv) > 1 and sys.argv[1] == "--fixed"
-args = sys.argv[2:] if fixed else sys.argv[1:]
+from fix_torch_setup import print_loop_time, training, variant
+
+fixed, args = variant(sys.argv)
 steps = int(args[0]) if len(args) > 0 else 200
 every = int(args[1]) if len(args) > 1 else 20
 
-torch.manual_seed(0)
-model = torch.nn.Sequential(torch.nn.Linear(2048, 2048), torch.nn.ReLU(), torch.nn.Linear(2048, 2048)).cuda()
-opt = torch.optim.SGD(model.parameters(), lr=1e-4)
-data = torch.randn(512, 2048, device="cuda")
-target = torch.randn(512, 2048, device="cuda")
-loss_fn = torch.nn.MSELoss()
+model, opt, data, target, loss_fn = training()
 running = 0.0
 running_gpu = torch.zeros((), device="cuda")
 loss_fn(model(data), target).backward()  # warm-up: kernels loaded, cuBLAS handle made
@@ -44,5 +40,5 @@ for step in range(steps):
         running += loss.item()
 running += running_gpu.item()
 torch.cuda.synchronize()
-print(f"# loop: {(time.perf_counter() - t0) * 1e3:.3f} ms", file=sys.stderr)
+print_loop_time(t0)
 print(f"{steps} steps: finite loss: {running == running}")

@@ -197,19 +197,25 @@ std::string message(const Finding& f) {
       const ConcurrentCallInfo& c = f.concurrent ? *f.concurrent : kNone;
       const std::string span = fmt::format(FMT_COMPILE("{} of the wait ({} in all)"), format_duration(c.overlap_ns),
                                            format_duration(c.duration_ns));
-      if (f.cause == Cause::HostFunctionRunning)
-        return fmt::format(
-            FMT_COMPILE("{} blocked {}: a host function ran on the driver's thread (thread {}) through {}: the launch "
-                        "probably waited for the driver while it ran (the trace shows the function's run, not the "
-                        "driver's queue or locks); keep host functions short, or have them only signal a thread of "
-                        "your own"),
-            what, blocked, c.tid, span);
-      return fmt::format(
-          FMT_COMPILE("{} blocked {}: thread {}'s {}{} ran through {}: the launch probably waited for a lock of the "
-                      "CUDA runtime or driver that call held (the trace shows the calls, not the locks); move that "
-                      "call out of the other thread's loop, or make the launches from one thread"),
-          what, blocked, c.tid, c.api.empty() ? "CUDA call" : c.api, c.site_known ? " at " + site_words(c.site) : "",
-          span);
+      // The two causes differ in who ran through the wait, what the launch waited for and the advice.
+      struct Words {
+        const char* waited_for;
+        const char* advice;
+      };
+      const bool host_function = f.cause == Cause::HostFunctionRunning;
+      const Words w = host_function
+                          ? Words{"the driver while it ran (the trace shows the function's run, not the driver's "
+                                  "queue or locks)",
+                                  "keep host functions short, or have them only signal a thread of your own"}
+                          : Words{"a lock of the CUDA runtime or driver that call held (the trace shows the calls, "
+                                  "not the locks)",
+                                  "move that call out of the other thread's loop, or make the launches from one thread"};
+      const std::string who =
+          host_function ? fmt::format(FMT_COMPILE("a host function ran on the driver's thread (thread {})"), c.tid)
+                        : fmt::format(FMT_COMPILE("thread {}'s {}{} ran"), c.tid, c.api.empty() ? "CUDA call" : c.api,
+                                      c.site_known ? " at " + site_words(c.site) : "");
+      return fmt::format(FMT_COMPILE("{} blocked {}: {} through {}: the launch probably waited for {}; {}"), what,
+                         blocked, who, span, w.waited_for, w.advice);
     }
     default:
       return fmt::format(
@@ -217,6 +223,16 @@ std::string message(const Finding& f) {
                       "be full, no other thread's CUDA call or host function ran through most of the wait)"),
           what, blocked);
   }
+}
+
+// `key`: {"file", "line", "function"} of a call site the finding names besides its own.
+void site_object(JsonWriter& out, const char* key, const Frame& site) {
+  out.key(key);
+  out.begin_object();
+  out.field("file", site.file);
+  out.field("line", site.line);
+  out.field("function", site.function);
+  out.end_object();
 }
 
 void json_fields(JsonWriter& out, const Finding& f) {
@@ -231,14 +247,7 @@ void json_fields(JsonWriter& out, const Finding& f) {
     out.field("direction", std::string(direction_text(node.direction)));
     out.field("host_memory", std::string("pageable"));
     out.field("bytes", node.bytes);
-    if (node.site_known) {
-      out.key("origin");
-      out.begin_object();
-      out.field("file", node.site.file);
-      out.field("line", node.site.line);
-      out.field("function", node.site.function);
-      out.end_object();
-    }
+    if (node.site_known) site_object(out, "origin", node.site);
     out.end_object();
   }
   if (f.cause == Cause::ContextInit) out.field("context_creation_in_call", f.context_creation_visible);
@@ -251,14 +260,7 @@ void json_fields(JsonWriter& out, const Finding& f) {
     out.field("tid", uint64_t{c.tid});
     out.field("duration_ns", c.duration_ns);
     out.field("overlap_ns", c.overlap_ns);
-    if (c.site_known) {
-      out.key("site");
-      out.begin_object();
-      out.field("file", c.site.file);
-      out.field("line", c.site.line);
-      out.field("function", c.site.function);
-      out.end_object();
-    }
+    if (c.site_known) site_object(out, "site", c.site);
     out.end_object();
   }
   if (f.pending_copies) {

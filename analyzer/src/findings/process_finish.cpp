@@ -203,6 +203,14 @@ std::vector<Finding> ProcessAnalyzer::findings_of_groups(const ProcessSummary& p
   std::vector<std::string> key_of_serial(marks_ || causes ? next_serial_ : 0);
   std::vector<std::pair<std::string, uint32_t>> caused;  // a finding's key, its cause's serial
   for (auto& e : group_cache_) e = GroupCacheEntry{};
+  // The call site of a stack a finding names besides its own (a graph node's origin, a concurrent call).
+  auto resolve_origin = [this](uint32_t stack_id, auto& info) {
+    SiteRef origin = site_of(stack_id);
+    if (origin.site) {
+      info.site_known = true;
+      info.site = sites_[origin.site].frame;
+    }
+  };
   for (auto it = groups_.begin(); it != groups_.end(); it = groups_.erase(it)) {
     const GroupKey& key = it->first;
     Group& g = it->second;
@@ -240,11 +248,7 @@ std::vector<Finding> ProcessAnalyzer::findings_of_groups(const ProcessSummary& p
       node->direction = n.direction;
       node->bytes = n.bytes;
       node->captured = n.captured;
-      SiteRef origin = site_of(n.stack_id);
-      if (origin.site) {
-        node->site_known = true;
-        node->site = sites_[origin.site].frame;
-      }
+      resolve_origin(n.stack_id, *node);
       f.graph_node_info = std::move(node);
     }
     f.graph_memory_nodes = g.graph_memory_nodes;
@@ -255,11 +259,7 @@ std::vector<Finding> ProcessAnalyzer::findings_of_groups(const ProcessSummary& p
       c->tid = k.tid;
       c->duration_ns = k.duration_ns;
       c->overlap_ns = k.overlap_ns;
-      SiteRef origin = site_of(k.stack_id);
-      if (origin.site) {
-        c->site_known = true;
-        c->site = sites_[origin.site].frame;
-      }
+      resolve_origin(k.stack_id, *c);
       f.concurrent = std::move(c);
     }
     f.at_threshold = g.at_threshold;

@@ -38,8 +38,10 @@ constexpr uint32_t kEndRefresh = 32;
 
 bool fold(int32_t result) noexcept {
   Last& l = tl_last;
-  if (!l.rec || l.result != result || l.generation != trace_writer::generation() || l.rec->repeat == UINT32_MAX ||
-      thread_buffer::next_position() != l.end)
+  // The position test before any read of the record: a record the thread's writing has moved past
+  // may lie in a block that is no longer mapped.
+  if (!l.rec || l.result != result || l.generation != trace_writer::generation() ||
+      thread_buffer::next_position() != l.end || l.rec->repeat == UINT32_MAX)
     return false;
   const uint32_t repeat = l.rec->repeat + 1;
   if (repeat % kEndRefresh == 0) __atomic_store_n(&l.rec->end_ns, now_ns(), __ATOMIC_RELAXED);
@@ -53,7 +55,7 @@ void record(trace::Api api, trace::Api driver_fn, uint64_t handle, trace::Stream
   Last& l = tl_last;
   const uint32_t gen = trace_writer::generation();
   if (l.rec && l.generation == gen && l.handle == handle && l.api == static_cast<uint16_t>(api) && l.result == result &&
-      l.per_thread == per_thread && l.rec->repeat < UINT32_MAX && thread_buffer::next_position() == l.end) {
+      l.per_thread == per_thread && thread_buffer::next_position() == l.end && l.rec->repeat < UINT32_MAX) {
     // Relaxed stores: a reader of the live mapping sees either count (each field is one store).
     __atomic_store_n(&l.rec->end_ns, end, __ATOMIC_RELAXED);
     __atomic_store_n(&l.rec->repeat, l.rec->repeat + 1, __ATOMIC_RELAXED);
@@ -61,7 +63,7 @@ void record(trace::Api api, trace::Api driver_fn, uint64_t handle, trace::Stream
   }
   // The run of folded results ends here: its record ends where this query began (its end time was
   // refreshed only every kEndRefresh folds).
-  if (l.rec && l.generation == gen && l.rec->repeat > 1 && thread_buffer::next_position() == l.end &&
+  if (l.rec && l.generation == gen && thread_buffer::next_position() == l.end && l.rec->repeat > 1 &&
       start > l.rec->end_ns)
     __atomic_store_n(&l.rec->end_ns, start, __ATOMIC_RELAXED);
   l.rec = nullptr;

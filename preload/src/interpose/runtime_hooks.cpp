@@ -41,16 +41,6 @@ using asyncwatch::trace::MemoryKind;
 
 namespace {
 
-struct cudaPitchedPtr {
-  void* ptr;
-  size_t pitch, xsize, ysize;
-};
-struct cudaExtent {
-  size_t width, height, depth;
-};
-using cudaStreamCallback_t = void (*)(cudaStream_t, cudaError_t, void*);
-using cudaHostFn_t = void (*)(void*);
-
 // ---- fallback records (the runtime call reached no hooked driver entry point) -------------
 MemoryKind kind_of(const void* p) { return classify::classify_pointer(reinterpret_cast<uint64_t>(p)); }
 
@@ -326,6 +316,13 @@ struct Query {
   bool per_thread;
   Api driver_fn;
 };
+// The rows' query fallbacks (runtime_hooks.txt).
+inline Query stream_query(cudaStream_t st, bool per_thread) {
+  return Query{reinterpret_cast<uint64_t>(st), calls::stream_kind(st, per_thread), per_thread, Api::cuStreamQuery};
+}
+inline Query event_query(cudaEvent_t e) {
+  return Query{reinterpret_cast<uint64_t>(e), trace::StreamKind::Unknown, false, Api::cuEventQuery};
+}
 template <class Call>
 cudaError_t run(uint8_t inst, calls::Caller c, Api api, Category cat, Call&& call, Query q) {
   if (query_fold::eligible()) return query_fold::run(inst, c, api, q.driver_fn, q.handle, q.kind, q.per_thread, call);
