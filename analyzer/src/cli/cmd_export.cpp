@@ -1,6 +1,7 @@
 // asyncwatch export --format csv|sqlite -o FILE TRACE_OR_DIR...
 // Every call record as a table for one's own queries (export/call_table.h; docs/export.md).
 #include "cli/commands.h"
+#include "diagnostics.h"
 #include "export/call_table.h"
 #include "export/call_table_sqlite.h"
 #include "read/trace_reader.h"
@@ -28,6 +29,7 @@ int cmd_export(const ExportArgs& args) {
   if (!out) return kExitInvalid;
   std::vector<UnreadableTrace> unreadable = inputs.unreadable;
   CallTableStats stats;
+  const diagnostics::Timer timer;
   try {
     if (sqlite) {
       SqliteCallSink sink;
@@ -42,6 +44,9 @@ int cmd_export(const ExportArgs& args) {
     return kExitInvalid;
   }
   for (const auto& u : unreadable) print_error(fmt::format("{}: {}", u.trace, u.error));
+  if (diagnostics::verbose())
+    diagnostics::step(fmt::format("{} rows of {} trace{} in {:.0f} ms", stats.rows, stats.traces,
+                                  stats.traces == 1 ? "" : "s", timer.ms()));
   if (stats.traces == 0) {
     if (unreadable.size() != 1) print_error("no trace could be read");
     return kExitInvalid;  // `out` is discarded: nothing replaces a regular file

@@ -2,6 +2,7 @@
 #include "findings/analysis.h"
 #include "report/baseline.h"
 #include "cli/commands.h"
+#include "diagnostics.h"
 #include "report/fingerprint.h"
 #include "report/json_writer.h"
 #include "report/output_file.h"
@@ -422,6 +423,7 @@ int produce_report(const ReportArgs& args, const std::vector<std::string>& paths
     report.findings.resize(args.top);
   }
 
+  const diagnostics::Timer write_timer;
   try {
     if (args.format == "json" || args.format == "sarif" || args.format == "codequality") {
       // Written as it goes; names from the trace may be any bytes: invalid UTF-8 becomes U+FFFD.
@@ -456,6 +458,11 @@ int produce_report(const ReportArgs& args, const std::vector<std::string>& paths
     print_error(fmt::format("cannot write the report: {}", e.what()));
     return kExitInvalid;
   }
+  if (diagnostics::verbose())
+    diagnostics::step(fmt::format("{} report of {} finding{} written to {} in {:.0f} ms", args.format,
+                                  report.findings.size(), report.findings.size() == 1 ? "" : "s",
+                                  args.output.empty() || args.output == "-" ? "standard output" : args.output,
+                                  write_timer.ms()));
   bool no_device = false;
   for (const auto& p : report.processes)
     if (p.no_usable_device()) {

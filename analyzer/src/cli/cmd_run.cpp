@@ -10,6 +10,7 @@
 // the same one when the program ends (an attacker who swapped it would choose the report).
 #include "findings/analysis.h"
 #include "cli/commands.h"
+#include "diagnostics.h"
 #include "report/output_file.h"
 #include "read/trace_reader.h"
 #include "symbols/cuda_linkage.h"
@@ -241,6 +242,7 @@ int cmd_run(const RunArgs& args) {
   // no CUDA calls.
   int exec_pipe[2] = {-1, -1};
   if (pipe2(exec_pipe, O_CLOEXEC) != 0) exec_pipe[0] = exec_pipe[1] = -1;
+  const diagnostics::Timer program_timer;
   pid_t child = fork();
   if (child < 0) {
     std::cerr << fmt::format("asyncwatch run: fork failed: {}\n", std::strerror(errno));
@@ -289,6 +291,9 @@ int cmd_run(const RunArgs& args) {
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGQUIT, &old_quit, nullptr);
   int program_status = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+  if (diagnostics::verbose())
+    diagnostics::step(fmt::format("{} ended with status {} after {:.0f} ms; traces in {}", program, program_status,
+                                  program_timer.ms(), out_dir));
   if (WIFSIGNALED(status))
     print_error(fmt::format("{} was killed by signal {} ({})", program, WTERMSIG(status), strsignal(WTERMSIG(status))));
 

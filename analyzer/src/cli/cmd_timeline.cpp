@@ -2,6 +2,7 @@
 //                     [--max-size-mib N] TRACE_OR_DIR...
 #include "findings/analysis.h"
 #include "cli/commands.h"
+#include "diagnostics.h"
 #include "report/format.h"
 #include "report/output_file.h"
 #include "timeline/timeline_export.h"
@@ -69,7 +70,13 @@ int cmd_timeline(const TimelineArgs& args) {
   std::unique_ptr<OutputFile> out = open_output(args.output);
   if (!out) return kExitInvalid;
   std::vector<UnreadableTrace> unreadable = inputs.unreadable;
+  const diagnostics::Timer timer;
   TimelineStats stats = write_timeline(out->stream(), inputs.paths, opt, Limits{}, &unreadable);
+  if (diagnostics::verbose())
+    diagnostics::step(
+        fmt::format("{} trace{}, {} records: {} events ({} GPU spans, {} flagged calls), {} bytes in {:.0f} ms",
+                    stats.traces, stats.traces == 1 ? "" : "s", stats.records, stats.events, stats.gpu_spans,
+                    stats.flagged, stats.bytes, timer.ms()));
   for (const auto& u : unreadable) print_error(fmt::format("{}: {}", u.trace, u.error));
   if (stats.host_functions_dropped)
     print_error(

@@ -1,5 +1,6 @@
 // asyncwatch: which "async" CUDA calls were really synchronous, why, and where.
 #include "cli/commands.h"
+#include "diagnostics.h"
 
 #include <fmt/format.h>
 #include <iostream>
@@ -73,6 +74,11 @@ int main(int argc, char** argv) {
       "Exit status: 0 fine; 2 invalid input or usage, no trace could be read, or the output could not be "
       "written; 3 written, but some traces could not be read (each is named).");
 
+  // -v on each command that reads traces: the analyzer's own steps and their times (diagnostics.h).
+  bool verbose = false;
+  for (CLI::App* sub : {report, timeline, export_cmd})
+    sub->add_flag("-v,--verbose", verbose, "Say what asyncwatch does and how long each step takes, on standard error");
+
   RunArgs run_args;
   CLI::App* run = app.add_subcommand(
       "run",
@@ -107,6 +113,7 @@ int main(int argc, char** argv) {
   run->footer("Exit status: the program's own when it is not 0; else " + report_statuses +
               " (also when the program's CUDA runtime, linked into it, found no driver or cannot run on the "
               "simulator).");
+  run->add_flag("-v,--verbose", verbose, "Say what asyncwatch does and how long each step takes, on standard error");
   run->prefix_command();
   run->allow_extras();
 
@@ -135,6 +142,7 @@ int main(int argc, char** argv) {
     return kExitInvalid;
   }
 
+  diagnostics::init(verbose);
   try {
     if (*version) {
       std::cout << ASYNCWATCH_VERSION << '\n';

@@ -1,8 +1,10 @@
 #include "report/report_job.h"
 
 #include "read/trace_reader.h"
+#include "diagnostics.h"
 #include "symbols/debuginfo.h"
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -41,6 +43,7 @@ struct Slot {
 };
 
 void analyze_into(Slot& slot, const std::string& path, const Options& options, bool with_marks) noexcept {
+  const diagnostics::Timer timer;
   try {
     if (with_marks) {
       TraceMarks m;
@@ -51,6 +54,10 @@ void analyze_into(Slot& slot, const std::string& path, const Options& options, b
     } else {
       slot.result = analyze_trace(path, options);
     }
+    if (diagnostics::verbose())
+      diagnostics::step(fmt::format("{}: pid {}, {} records, {} findings, analysed in {:.0f} ms", path,
+                                    slot.result->process.pid, slot.result->process.records,
+                                    slot.result->findings.size(), timer.ms()));
   } catch (const TraceError& e) {
     slot.error = unreadable_trace(path, e);
   } catch (const std::bad_alloc& e) {
@@ -71,6 +78,10 @@ Report analyze_job(const std::vector<std::string>& paths, const Options& given, 
   std::vector<Slot> slots(paths.size());
   unsigned n = jobs ? jobs : std::max(1u, std::thread::hardware_concurrency());
   n = static_cast<unsigned>(std::min<size_t>(n, paths.size()));
+  const diagnostics::Timer timer;
+  if (diagnostics::verbose())
+    diagnostics::step(
+        fmt::format("{} trace{} on {} thread{}", paths.size(), paths.size() == 1 ? "" : "s", n, n == 1 ? "" : "s"));
   if (n <= 1) {
     for (size_t i = 0; i < paths.size(); ++i) analyze_into(slots[i], paths[i], options, marks != nullptr);
   } else {
@@ -114,6 +125,9 @@ Report analyze_job(const std::vector<std::string>& paths, const Options& given, 
   });
   Report report = build_report(std::move(results), options);
   report.unreadable = std::move(unreadable);
+  if (diagnostics::verbose())
+    diagnostics::step(fmt::format("{} process{} reported, {} unreadable, {:.0f} ms in all", report.processes.size(),
+                                  report.processes.size() == 1 ? "" : "es", report.unreadable.size(), timer.ms()));
   return report;
 }
 
