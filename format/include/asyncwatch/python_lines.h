@@ -10,7 +10,7 @@
 //  * kCpython310 (3.10, Objects/lnotab_notes.txt of 3.10): pairs (bytes delta: u8, line delta:
 //    s8), a line delta of -128 meaning "no line"; an entry covers the bytes from the end of the
 //    previous entry; entries of zero bytes only move the line.
-//  * kCpython311 (3.11, 3.12, 3.13: Objects/locations.md): entries of 1-8 code units, each a first
+//  * kCpython311 (3.11-3.14: Objects/locations.md): entries of 1-8 code units, each a first
 //    byte 1cccclll (c: the form, l: units - 1) and the form's data in 6-bit varints (bit 6: more
 //    follows): 15 no location, 14 long (svarint line delta, varint end-line delta, varint column+1,
 //    varint end-column+1), 13 no columns (svarint line delta), 10-12 one line (line delta 0-2, a
@@ -28,7 +28,7 @@ namespace asyncwatch::python_lines {
 enum class LineTableFormat : uint8_t {
   kUnknown = 0,
   kCpython310 = 1,  // CPython 3.10
-  kCpython311 = 2,  // CPython 3.11, 3.12, 3.13
+  kCpython311 = 2,  // CPython 3.11, 3.12, 3.13, 3.14 (unchanged in 3.14)
 };
 
 // Lines and columns are those of CPython: lines from 1, columns 0-based in UTF-8 bytes; -1 when

@@ -13,6 +13,7 @@
 
 #include "common.h"
 #include "dynamic_symbols.h"
+#include "python_debug_offsets.h"
 #include "python_layout.h"
 
 namespace asyncwatch::python_frames {
@@ -107,7 +108,7 @@ struct Interpreter {
   uint64_t frame_type = 0;    // &PyFrame_Type (3.10 frames are objects)
   uint64_t unicode_type = 0;  // &PyUnicode_Type
   uint64_t bytes_type = 0;    // &PyBytes_Type
-  uint64_t none = 0;          // &_Py_NoneStruct (3.13: f_executable of a frame without code)
+  uint64_t none = 0;          // &_Py_NoneStruct (3.13+: f_executable of a frame without code)
   uint32_t version_hex = 0;
   size_t layout_index = 0;  // in python_layout::kLayouts
 };
@@ -188,7 +189,10 @@ uint32_t walk_frames(Reader& rd, uint64_t frame, uint64_t finalizing, PythonFram
     if (!plausible(frame) || __atomic_load_n(fin, __ATOMIC_ACQUIRE) != finalizing) return end = WalkEnd::kInvalid, n;
     const uint8_t* f = rd.view(frame, V::kFrame);
     if (!f) return end = WalkEnd::kInvalid, n;
-    const uint64_t code = field<uint64_t>(f, L.frame_code);
+    uint64_t code = field<uint64_t>(f, L.frame_code);
+    // 3.14's f_executable is a _PyStackRef: the object's address, its low bit set for a deferred
+    // reference (Py_TAG_BITS of the default build, cleared as PyStackRef_AsPyObjectBorrow does).
+    if constexpr (L.minor >= 14) code &= ~uint64_t{1};
     const uint64_t back = field<uint64_t>(f, L.frame_back);
     int32_t instr = 0;
     [[maybe_unused]] uint64_t instr_ptr = 0;
@@ -200,7 +204,7 @@ uint32_t walk_frames(Reader& rd, uint64_t frame, uint64_t finalizing, PythonFram
     } else {
       const auto owner = static_cast<uint8_t>(field<char>(f, L.frame_owner));
       bool no_code = false;
-      if constexpr (L.owned_by_cstack != kAbsent) no_code = owner == L.owned_by_cstack;  // an entry shim
+      if constexpr (L.owned_by_cstack != kAbsent) no_code = owner >= L.owned_by_cstack;  // an entry shim
       if constexpr (L.minor >= 13) no_code = no_code || code == in.none;                 // f_executable is None
       if (no_code) {
         if (++skipped > kMaxSkipped) return end = WalkEnd::kInvalid, n;
@@ -462,61 +466,15 @@ bool check_type(CheckedReader& rd, const Layout& L, uint64_t type, uint64_t type
   return rd.copy(field<uint64_t>(t, L.type_name), text, len) && std::memcmp(text, name, len) == 0;
 }
 
-// 3.13's _PyRuntime starts with _Py_DebugOffsets (for debuggers): the offsets it states must be
-// those of python_layout.h, or this is a build the table does not describe. The prefix of it we
-// compare, as in CPython 3.13's Include/internal/pycore_runtime.h:
-struct DebugOffsets313 {
-  char cookie[8];
-  uint64_t version, free_threaded;
-  struct {
-    uint64_t size, finalizing, interpreters_head;
-  } runtime_state;
-  struct {
-    uint64_t size, id, next, threads_head, gc, imports_modules, sysdict, builtins, ceval_gil, gil_runtime_state,
-        gil_runtime_state_enabled, gil_runtime_state_locked, gil_runtime_state_holder;
-  } interpreter_state;
-  struct {
-    uint64_t size, prev, next, interp, current_frame, thread_id, native_thread_id, datastack_chunk, status;
-  } thread_state;
-  struct {
-    uint64_t size, previous, executable, instr_ptr, localsplus, owner;
-  } interpreter_frame;
-  struct {
-    uint64_t size, filename, name, qualname, linetable, firstlineno, argcount, localsplusnames, localspluskinds,
-        co_code_adaptive;
-  } code_object;
-  struct {
-    uint64_t size, ob_type;
-  } pyobject;
-  struct {
-    uint64_t size, tp_name, tp_repr, tp_flags;
-  } type_object;
-  struct {
-    uint64_t size, ob_item, ob_size;
-  } tuple_object, list_object;
-  struct {
-    uint64_t size, ma_keys, ma_values;
-  } dict_object;
-  struct {
-    uint64_t size, ob_fval;
-  } float_object;
-  struct {
-    uint64_t size, lv_tag, ob_digit;
-  } long_object;
-  struct {
-    uint64_t size, ob_size, ob_sval;
-  } bytes_object;
-  struct {
-    uint64_t size, state, length, asciiobject_size;
-  } unicode_object;
-};
-
+// 3.13+'s _PyRuntime starts with _Py_DebugOffsets (for debuggers): the offsets it states must be
+// those of python_layout.h, or this is a build the table does not describe.
+template <class DebugOffsets>
 const char* check_debug_offsets(CheckedReader& rd, const Layout& L, uint64_t runtime, uint32_t version) {
-  DebugOffsets313 d;
+  DebugOffsets d;
   if (!rd.copy(runtime, &d, sizeof d)) return "_PyRuntime.debug_offsets is unreadable";
   if (std::memcmp(d.cookie, "xdebugpy", 8) != 0) return "_PyRuntime.debug_offsets has no cookie";
   if (d.version != version) return "_PyRuntime.debug_offsets names another version than Py_Version";
-  if (d.free_threaded != 0) return "free-threaded CPython (3.13t) is not supported";
+  if (d.free_threaded != 0) return "free-threaded CPython (3.13t, 3.14t) is not supported";
   const bool same =
       d.runtime_state.finalizing == L.runtime_finalizing && d.thread_state.interp == L.tstate_interp &&
       d.thread_state.current_frame == L.tstate_frame && d.thread_state.thread_id == L.tstate_thread_id &&
@@ -534,7 +492,7 @@ const char* check_debug_offsets(CheckedReader& rd, const Layout& L, uint64_t run
       d.thread_state.next == L.tstate_next && d.thread_state.native_thread_id == L.tstate_native_thread_id &&
       d.interpreter_state.gil_runtime_state_holder - d.interpreter_state.gil_runtime_state == L.gil_last_holder &&
       d.interpreter_state.gil_runtime_state_locked - d.interpreter_state.gil_runtime_state == L.gil_locked;
-  return same ? nullptr : "_PyRuntime.debug_offsets differ from the known 3.13 layout";
+  return same ? nullptr : "_PyRuntime.debug_offsets differ from the known layout of this version";
 }
 
 // Fills g_interpreter; returns the resulting availability and sets g_detail.
@@ -564,7 +522,7 @@ Availability search() {
   }
   if ((version >> 24) != 3) return fail("not CPython 3");
   const Layout* L = python_layout::find((version >> 16) & 0xff);
-  if (!L) return fail("this CPython version is not supported (3.10 to 3.13 are)");
+  if (!L) return fail("this CPython version is not supported (3.10 to 3.14 are)");
   if (found.has_version && ((version >> 4) & 0xf) < 0xc) {
     return fail("an alpha or beta release of CPython: its layout may differ from the final one");
   }
@@ -581,9 +539,12 @@ Availability search() {
       return fail("_PyRuntime is unreadable");
     }
   }
-  // 3.13 states its own offsets (and whether it is a free-threaded build): compare first.
-  if (L->minor == 13) {
-    if (const char* why = check_debug_offsets(rd, *L, found.runtime.address, version)) return fail(why);
+  // 3.13+ states its own offsets (and whether it is a free-threaded build): compare first.
+  if (L->minor >= 13) {
+    const char* why = L->minor == 13
+                          ? check_debug_offsets<python_layout::DebugOffsets313>(rd, *L, found.runtime.address, version)
+                          : check_debug_offsets<python_layout::DebugOffsets314>(rd, *L, found.runtime.address, version);
+    if (why) return fail(why);
     if (!found.has_none) return fail("_Py_NoneStruct is not exported");
   }
   const uint64_t type_type = found.type_type.address;
@@ -606,7 +567,7 @@ Availability search() {
   in.frame_type = found.has_frame_type ? found.frame_type.address : 0;
   in.unicode_type = found.unicode_type.address;
   in.bytes_type = found.bytes_type.address;
-  in.none = L->minor == 13 ? found.none.address : 0;
+  in.none = L->minor >= 13 ? found.none.address : 0;
   in.version_hex = version;
   in.layout_index = static_cast<size_t>(L - python_layout::kLayouts);
   g_detail.store(g_object_path, std::memory_order_relaxed);

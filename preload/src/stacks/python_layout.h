@@ -2,7 +2,7 @@
 // offsets, taken from each version's headers (include/python3.X/internal/, x86-64, release build,
 // default GIL build). The test python.layout-3.X compiles tests/python/layout_probe.c against the
 // installed headers and compares every field here with offsetof() (python_layout_check.cpp);
-// docs/python-frames.md says which field is read for what.
+// docs/python-frames.md says which field is read for what, and where the 3.14 row was checked.
 #pragma once
 
 #include <cstdint>
@@ -39,12 +39,15 @@ struct Layout {
 
   // The frame: PyFrameObject (3.10) or _PyInterpreterFrame (3.11+)
   uint16_t frame_back;          // f_back / previous
-  uint16_t frame_code;          // f_code / f_code / f_executable (PyCodeObject*, 3.13: PyObject*)
+  uint16_t frame_code;          // f_code / f_code / f_executable (3.13: PyObject*, 3.14: _PyStackRef,
+                                //   a tagged pointer: python_frames.cpp clears its low bits)
   uint16_t frame_lasti;         // 3.10: int f_lasti (code units), else kAbsent
   uint16_t frame_instr;         // 3.11/3.12 prev_instr, 3.13 instr_ptr (_Py_CODEUNIT*), else kAbsent
   uint16_t frame_owner;         // char owner (3.11+), else kAbsent
   uint16_t owned_by_generator;  // FRAME_OWNED_BY_GENERATOR (3.11+)
-  uint16_t owned_by_cstack;     // FRAME_OWNED_BY_CSTACK (3.12+): entry shims, not Python code
+  uint16_t owned_by_cstack;     // the first owner value of frames that are not Python code (entry
+                                //   shims): FRAME_OWNED_BY_CSTACK (3.12, 3.13), FRAME_OWNED_BY_INTERPRETER
+                                //   (3.14, then FRAME_OWNED_BY_CSTACK = 4); 3.12+, else kAbsent
 
   // PyCodeObject (PyCode_Type's tp_basicsize is code_size in 3.10, code_adaptive in 3.11+: checked
   // at start-up)
@@ -115,6 +118,13 @@ inline constexpr Layout kLayouts[] = {
    208, 68, 112, 120, 128, 136, kAbsent, 184, 200,
    8, 16, 24, 32, 40, 32, 16, 32, 40, 56, 2, 5, 6,
    656, 7344, 8, 160, kAbsent, 16, 8, 16},
+  {14, FrameKind::kInterpreterFrame, python_lines::LineTableFormat::kCpython311,
+   776, 784, 816, 2336, 0, 4,
+   16, 152, 72, kAbsent,
+   8, 0, kAbsent, 56, 74, 1, 3,
+   216, 68, 112, 120, 128, 136, kAbsent, 192, 208,
+   8, 16, 24, 32, 40, 32, 16, 32, 40, 56, 2, 5, 6,
+   832, 7344, 8, 160, kAbsent, 16, 8, 16},
 };
 // clang-format on
 

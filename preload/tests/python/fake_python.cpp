@@ -1,7 +1,8 @@
 // A fake CPython for python_frames_tests: exports the symbols python_frames looks for, filled at
 // dlopen time according to $AW_FAKE_PYTHON, from garbage to a consistent 3.12 interpreter whose
-// calling thread runs three Python frames. Built twice: with AW_FAKE_VERSIONLESS it exports neither
-// Py_Version nor Py_Is (a CPython before 3.10).
+// calling thread runs three Python frames. Built three times: with AW_FAKE_VERSIONLESS it exports
+// neither Py_Version nor Py_Is (a CPython before 3.10); with AW_FAKE_MINOR=14 its consistent
+// interpreter is a 3.14 (debug offsets, tagged f_executable, both kinds of entry frames).
 #include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "stacks/python_debug_offsets.h"
 #include "stacks/python_layout.h"
 
 #define AW_FAKE_EXPORT __attribute__((visibility("default")))
@@ -31,7 +33,11 @@ AW_FAKE_EXPORT int Py_Is(void* a, void* b) { return a == b; }
 namespace {
 
 using asyncwatch::python_layout::Layout;
-const Layout& L = *asyncwatch::python_layout::find(12);
+#ifndef AW_FAKE_MINOR
+#define AW_FAKE_MINOR 12
+#endif
+const Layout& L = *asyncwatch::python_layout::find(AW_FAKE_MINOR);
+static_assert(AW_FAKE_MINOR == 12 || AW_FAKE_MINOR == 14, "make_runtime states debug offsets of 3.14 only");
 
 template <class T>
 void put(void* base, size_t offset, T value) {
@@ -118,7 +124,8 @@ void* make_code(void* filename, void* qualname, int32_t first, int64_t units) {
 
 void* make_frame(void* code, void* back, int32_t instr, uint8_t owner) {
   auto* f = static_cast<unsigned char*>(object(80));
-  put(f, L.frame_code, addr(code));
+  // 3.14: a _PyStackRef, here with its "deferred" tag bit set.
+  put(f, L.frame_code, addr(code) | (L.minor >= 14 ? 1u : 0u));
   put(f, L.frame_back, addr(back));
   put(f, L.frame_instr, addr(code) + L.code_adaptive + 2 * static_cast<int64_t>(instr));
   put(f, L.frame_owner, owner);
@@ -137,11 +144,15 @@ pthread_key_t g_key;
 
 // The calling thread's state: this thread, the main interpreter, a cframe pointing at `frame`.
 void* make_tstate(void* frame, uint64_t thread_id, uint64_t interp) {
-  auto* cframe = static_cast<unsigned char*>(object(16));
-  put(cframe, L.cframe_current_frame, addr(frame));
   auto* ts = static_cast<unsigned char*>(object(256));
   put(ts, L.tstate_interp, interp);
   put(ts, L.tstate_thread_id, thread_id);
+  if (L.cframe_current_frame == asyncwatch::python_layout::kAbsent) {  // 3.13+: no _PyCFrame
+    put(ts, L.tstate_frame, addr(frame));
+    return ts;
+  }
+  auto* cframe = static_cast<unsigned char*>(object(16));
+  put(cframe, L.cframe_current_frame, addr(frame));
   put(ts, L.tstate_frame, addr(cframe));
   return ts;
 }
@@ -153,6 +164,40 @@ void make_runtime(bool initialized) {
   pthread_key_create(&g_key, nullptr);
   put(_PyRuntime, L.runtime_tss + L.tss_initialized, 1);
   put(_PyRuntime, L.runtime_tss + L.tss_key, static_cast<unsigned>(g_key));
+  if (L.minor >= 14) {  // the debug offsets python_frames compares with the table
+    asyncwatch::python_layout::DebugOffsets314 d{};
+    std::memcpy(d.cookie, "xdebugpy", 8);
+    d.version = 0x030e07f0;  // as set_version below
+    d.runtime_state.finalizing = L.runtime_finalizing;
+    d.interpreter_state.threads_head = L.interp_threads_head;
+    d.interpreter_state.ceval_gil = L.interp_gil;
+    d.interpreter_state.gil_runtime_state = 512;
+    d.interpreter_state.gil_runtime_state_holder = 512 + L.gil_last_holder;
+    d.interpreter_state.gil_runtime_state_locked = 512 + L.gil_locked;
+    d.thread_state.next = L.tstate_next;
+    d.thread_state.interp = L.tstate_interp;
+    d.thread_state.current_frame = L.tstate_frame;
+    d.thread_state.thread_id = L.tstate_thread_id;
+    d.thread_state.native_thread_id = L.tstate_native_thread_id;
+    d.interpreter_frame.previous = L.frame_back;
+    d.interpreter_frame.executable = L.frame_code;
+    d.interpreter_frame.instr_ptr = L.frame_instr;
+    d.interpreter_frame.owner = L.frame_owner;
+    d.code_object.size = L.code_size;
+    d.code_object.filename = L.code_filename;
+    d.code_object.name = L.code_name;
+    d.code_object.qualname = L.code_qualname;
+    d.code_object.linetable = L.code_linetable;
+    d.code_object.firstlineno = L.code_firstlineno;
+    d.code_object.co_code_adaptive = L.code_adaptive;
+    d.pyobject.ob_type = L.object_type;
+    d.type_object.tp_name = L.type_name;
+    d.bytes_object.ob_sval = L.bytes_data;
+    d.unicode_object.state = L.unicode_state;
+    d.unicode_object.length = L.unicode_length;
+    d.unicode_object.asciiobject_size = L.unicode_ascii_data;
+    std::memcpy(_PyRuntime, &d, sizeof d);
+  }
 }
 
 void make_types() {
@@ -171,6 +216,12 @@ void* three_frames(void* filename) {
   void* f_outer = make_frame(outer, nullptr, 2, 0);
   void* f_middle = make_frame(middle, f_outer, 1, 0);
   void* shim = make_frame(outer, f_middle, 0, static_cast<uint8_t>(L.owned_by_cstack));
+  if (L.minor >= 14) {
+    // 3.14 has two owners of frames without code (INTERPRETER, then CSTACK), and 3.13+ frames
+    // whose f_executable is None.
+    shim = make_frame(outer, shim, 0, static_cast<uint8_t>(L.owned_by_cstack + 1));
+    shim = make_frame(_Py_NoneStruct, shim, 0, 0);
+  }
   return make_frame(inner, shim, 3, 0);
 }
 
@@ -178,7 +229,7 @@ __attribute__((constructor)) void fake_python_init() {
   const char* v = std::getenv("AW_FAKE_PYTHON");
   std::string_view variant = v ? v : "";
   const uint64_t self = static_cast<uint64_t>(pthread_self());
-  set_version(0x030c01f0);  // 3.12.1 final
+  set_version(AW_FAKE_MINOR == 14 ? 0x030e07f0 : 0x030c01f0);  // 3.14.7 or 3.12.1 final
   if (variant == "zero") return;
   if (variant == "garbage") {
     for (unsigned char* a : {_PyRuntime, PyCode_Type, PyType_Type, PyUnicode_Type, PyBytes_Type, PyFrame_Type}) {
@@ -187,14 +238,15 @@ __attribute__((constructor)) void fake_python_init() {
     return;
   }
   if (variant == "py39") return set_version(0x030912f0);
-  if (variant == "py314") return set_version(0x030e00f0);
+  if (variant == "py315") return set_version(0x030f00f0);
   if (variant == "alpha") return set_version(0x030c00a1);
-  if (variant == "py313t" || variant == "py313-offsets") {
-    // 3.13's _PyRuntime starts with _Py_DebugOffsets: cookie, version, free_threaded, offsets.
-    set_version(0x030d00f0);
+  if (variant == "py313t" || variant == "py313-offsets" || variant == "py314t" || variant == "py314-offsets") {
+    // 3.13+'s _PyRuntime starts with _Py_DebugOffsets: cookie, version, free_threaded, offsets.
+    const uint32_t version = variant.substr(0, 5) == "py313" ? 0x030d00f0 : 0x030e00f0;
+    set_version(version);
     std::memcpy(_PyRuntime, "xdebugpy", 8);
-    put(_PyRuntime, 8, uint64_t{0x030d00f0});
-    put(_PyRuntime, 16, uint64_t{variant == "py313t" ? 1u : 0u});
+    put(_PyRuntime, 8, uint64_t{version});
+    put(_PyRuntime, 16, uint64_t{variant.back() == 't' ? 1u : 0u});
     return;
   }
   make_types();

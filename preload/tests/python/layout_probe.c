@@ -75,7 +75,11 @@ int main(void) {
   P("frame.back", offsetof(_PyInterpreterFrame, previous));
   P("frame.owner", offsetof(_PyInterpreterFrame, owner));
   P("frame.owned_by_generator", FRAME_OWNED_BY_GENERATOR);
-#if PY_VERSION_HEX >= 0x030C0000
+#if PY_VERSION_HEX >= 0x030E0000
+  /* The first owner of frames without Python code: 3.14 added FRAME_OWNED_BY_INTERPRETER (3)
+   * before FRAME_OWNED_BY_CSTACK (4); _PyFrame_IsIncomplete tests owner >= it. */
+  P("frame.owned_by_cstack", FRAME_OWNED_BY_INTERPRETER);
+#elif PY_VERSION_HEX >= 0x030C0000
   P("frame.owned_by_cstack", FRAME_OWNED_BY_CSTACK);
 #endif
   P("code.qualname", offsetof(PyCodeObject, co_qualname));

@@ -49,14 +49,18 @@ std::string in_child(const std::function<std::string()>& body) {
 
 std::string fake_path(bool versionless) { return versionless ? AW_FAKE_PYTHON_OLD : AW_FAKE_PYTHON; }
 
-// In a child: loads the fake CPython in `variant`, tells python_frames, runs `check`.
-std::string with_fake(const char* variant, const std::function<std::string()>& check, bool versionless = false) {
+// In a child: loads the fake CPython `path` in `variant`, tells python_frames, runs `check`.
+std::string with_fake_at(const std::string& path, const char* variant, const std::function<std::string()>& check) {
   return in_child([&]() -> std::string {
     setenv("AW_FAKE_PYTHON", variant, 1);
-    if (!dlopen(fake_path(versionless).c_str(), RTLD_NOW | RTLD_LOCAL)) return std::string("dlopen: ") + dlerror();
+    if (!dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) return std::string("dlopen: ") + dlerror();
     note_objects_loaded();
     return check();
   });
+}
+
+std::string with_fake(const char* variant, const std::function<std::string()>& check, bool versionless = false) {
+  return with_fake_at(fake_path(versionless), variant, check);
 }
 
 const char* end_name(WalkEnd e) {
@@ -113,10 +117,12 @@ TEST(PythonFrames, RefusesWhatIsNotASupportedCPython) {
   EXPECT_EQ(with_fake("zero", expect_walk(0, WalkEnd::kNoPython, Availability::kUnsupported, "PyCode_Type")), "");
   EXPECT_EQ(with_fake("garbage", expect_walk(0, WalkEnd::kNoPython, Availability::kUnsupported)), "");
   EXPECT_EQ(with_fake("py39", expect_walk(0, WalkEnd::kNoPython, Availability::kUnsupported, "not supported")), "");
-  EXPECT_EQ(with_fake("py314", expect_walk(0, WalkEnd::kNoPython, Availability::kUnsupported, "not supported")), "");
+  EXPECT_EQ(with_fake("py315", expect_walk(0, WalkEnd::kNoPython, Availability::kUnsupported, "not supported")), "");
   EXPECT_EQ(with_fake("alpha", expect_walk(0, WalkEnd::kNoPython, Availability::kUnsupported, "alpha")), "");
   EXPECT_EQ(with_fake("py313t", expect_walk(0, WalkEnd::kNoPython, Availability::kUnsupported, "free-threaded")), "");
   EXPECT_EQ(with_fake("py313-offsets", expect_walk(0, WalkEnd::kNoPython, Availability::kUnsupported, "differ")), "");
+  EXPECT_EQ(with_fake("py314t", expect_walk(0, WalkEnd::kNoPython, Availability::kUnsupported, "free-threaded")), "");
+  EXPECT_EQ(with_fake("py314-offsets", expect_walk(0, WalkEnd::kNoPython, Availability::kUnsupported, "differ")), "");
   EXPECT_EQ(with_fake("wrong-code-size", expect_walk(0, WalkEnd::kNoPython, Availability::kUnsupported, "PyCode_Type")),
             "");
 }
@@ -227,6 +233,41 @@ TEST(PythonFrames, WalksAndDescribesAConsistentInterpreter) {
                   }
                   return "";
                 }),
+      "");
+}
+
+// 3.14: f_executable is a tagged _PyStackRef, frames owned by the interpreter (3) or the C stack (4)
+// and a frame whose f_executable is None are no Python code, and _Py_DebugOffsets is 3.14's.
+TEST(PythonFrames, WalksACpython314) {
+  EXPECT_EQ(
+      with_fake_at(AW_FAKE_PYTHON_314, "valid",
+                   []() -> std::string {
+                     PythonFrame checked[8], plain[8];
+                     WalkEnd e1, e2;
+                     uint32_t n1 = capture(checked, 8, &e1), n2 = capture(plain, 8, &e2);
+                     Status s = status();
+                     if (n1 != 3 || n2 != 3 || e1 != WalkEnd::kComplete || e2 != WalkEnd::kComplete ||
+                         s.version_hex != 0x030e07f0) {
+                       return "walks found " + std::to_string(n1) + "/" + std::to_string(n2) + " (" + s.detail + ")";
+                     }
+                     const char* names[] = {"inner", "Outer.middle", "<module>"};
+                     const int lines[] = {33, 21, 12};
+                     for (int i = 0; i < 3; ++i) {
+                       if ((checked[i].code & 1) != 0) return "the tag bit was kept";
+                       char file[64], qual[64], table[64];
+                       CodeDescription d;
+                       d.filename = {file, sizeof file};
+                       d.qualname = {qual, sizeof qual};
+                       d.line_table = {table, sizeof table};
+                       if (!describe_code(plain[i], d)) return "frame " + std::to_string(i) + " not described";
+                       int line = python_lines::line_of(d.line_table_format, reinterpret_cast<uint8_t*>(table),
+                                                        d.line_table.size, d.first_line, plain[i].instr);
+                       if (text(d.qualname) != names[i] || line != lines[i]) {
+                         return "frame " + std::to_string(i) + ": " + text(d.qualname) + " " + std::to_string(line);
+                       }
+                     }
+                     return "";
+                   }),
       "");
 }
 
