@@ -3,8 +3,11 @@
 processes[].cuda_calls), under the documented header (docs/export.md, version 1), as CSV that
 parses; the rows of flagged calls name a finding the report has. `--format sqlite` writes a database
 whose `calls` table holds the same rows (NULL where the CSV cell is empty), schema version 1.
+`--format parquet` writes a file that pyarrow reads as the same rows (null where the CSV cell is
+empty), typed columns, schema version 1 in its metadata: checked when PYARROW_PYTHON, a Python with
+pyarrow (.ci/setup makes one when the network allows), is given; else only its framing.
 
-usage: check_export.py ASYNCWATCH GOLDEN_DIR
+usage: check_export.py ASYNCWATCH GOLDEN_DIR [PYARROW_PYTHON]
 """
 import csv
 import io
@@ -54,8 +57,58 @@ def check_sqlite(aw, trace, csv_rows):
     return problems
 
 
+# Run by PYARROW_PYTHON: the file's schema, metadata and rows as JSON.
+READ_PARQUET = """
+import json, sys
+import pyarrow.parquet as pq
+f = pq.ParquetFile(sys.argv[1])
+t = f.read()
+print(json.dumps({"columns": [(x.name, str(x.type)) for x in t.schema],
+                  "metadata": {k.decode(): v.decode() for k, v in (f.metadata.metadata or {}).items()},
+                  "groups": f.metadata.num_row_groups, "rows": [list(r.values()) for r in t.to_pylist()]}))
+"""
+
+
+def check_parquet(aw, trace, csv_rows, pyarrow_python):
+    """The Parquet export of `trace` against its CSV rows (read by pyarrow), or its framing only."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "calls.parquet")
+        done = subprocess.run([aw, "export", "--format", "parquet", "-o", out, str(trace)], capture_output=True,
+                              text=True)
+        if done.returncode != 0:
+            return [f"{trace}: parquet export exited {done.returncode}: {done.stderr.strip()}"]
+        data = Path(out).read_bytes()
+        footer = int.from_bytes(data[-8:-4], "little") if len(data) >= 12 else -1
+        if data[:4] != b"PAR1" or data[-4:] != b"PAR1" or not 0 < footer < len(data) - 12:
+            return [f"{trace}: not a Parquet file's framing (magic, footer length {footer})"]
+        if not pyarrow_python:
+            return []
+        read = subprocess.run([pyarrow_python, "-c", READ_PARQUET, out], capture_output=True, text=True)
+        if read.returncode != 0:
+            return [f"{trace}: pyarrow cannot read the Parquet export: {read.stderr.strip().splitlines()[-1:]}"]
+    doc = json.loads(read.stdout)
+    problems = []
+    names = [c[0] for c in doc["columns"]]
+    if ",".join(names) != HEADER:
+        problems.append(f"{trace}: parquet columns {names}")
+    types = dict(doc["columns"])
+    if types.get("start_ns") != "int64" or types.get("api") != "string":
+        problems.append(f"{trace}: parquet column types {types}")
+    if doc["metadata"].get("asyncwatch.schema_version") != "1":
+        problems.append(f"{trace}: parquet metadata {doc['metadata']}")
+    if len(doc["rows"]) != len(csv_rows):
+        problems.append(f"{trace}: parquet has {len(doc['rows'])} rows, the CSV {len(csv_rows)}")
+    for row, c in zip(doc["rows"], csv_rows):
+        as_csv = ["" if v is None else str(v) for v in row]
+        if as_csv != [c[k] for k in names]:
+            problems.append(f"{trace}: parquet row {as_csv} differs from the CSV's {list(c.values())}")
+            break
+    return problems
+
+
 def main():
     aw, golden = sys.argv[1], Path(sys.argv[2])
+    pyarrow_python = sys.argv[3] if len(sys.argv) > 3 else ""
     problems, checked = [], 0
     for trace in sorted(golden.rglob("*.awtrace")):
         report = subprocess.run([aw, "report", "--format", "json", str(trace)], capture_output=True, text=True)
@@ -81,16 +134,19 @@ def main():
                 problems.append(f"{trace}: times {r['start_ns']}..{r['end_ns']} duration {r['duration_ns']}")
                 break
         problems += check_sqlite(aw, trace, rows)
+        problems += check_parquet(aw, trace, rows, pyarrow_python)
         checked += 1
-    for fmt in ("csv", "sqlite"):
+    for fmt in ("csv", "sqlite", "parquet"):
         bad = subprocess.run([aw, "export", "--format", fmt, str(golden / "not-a-trace.awtrace")], capture_output=True)
-        if bad.returncode != 2 or (fmt == "sqlite" and bad.stdout):
-            problems.append(f"{fmt}: a file that is not a trace: exit {bad.returncode}, expected 2 (sqlite: no output)")
+        if bad.returncode != 2 or (fmt != "csv" and bad.stdout):
+            problems.append(f"{fmt}: a file that is not a trace: exit {bad.returncode}, expected 2 (no output)")
     for p in problems:
         print("FAILED:", p)
     if checked < 10:
         problems.append(f"only {checked} traces checked")
-    print(f"{checked} traces: rows = calls, CSV and SQLite" if not problems else "")
+    if not problems:
+        print(f"{checked} traces: rows = calls, CSV, SQLite and Parquet"
+              + ("" if pyarrow_python else " (Parquet's framing only: no Python with pyarrow given)"))
     return 1 if problems else 0
 
 

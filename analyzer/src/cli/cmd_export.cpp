@@ -1,8 +1,9 @@
-// asyncwatch export --format csv|sqlite -o FILE TRACE_OR_DIR...
+// asyncwatch export --format csv|sqlite|parquet -o FILE TRACE_OR_DIR...
 // Every call record as a table for one's own queries (export/call_table.h; docs/export.md).
 #include "cli/commands.h"
 #include "diagnostics.h"
 #include "export/call_table.h"
+#include "export/call_table_parquet.h"
 #include "export/call_table_sqlite.h"
 #include "read/trace_reader.h"
 #include "report/output_file.h"
@@ -15,13 +16,14 @@
 namespace asyncwatch {
 
 int cmd_export(const ExportArgs& args) {
-  const bool sqlite = args.format == "sqlite";
-  if (!sqlite && args.format != "csv") {
-    print_error(fmt::format("export --format {}: csv or sqlite", args.format));
+  const bool sqlite = args.format == "sqlite", parquet = args.format == "parquet";
+  if (!sqlite && !parquet && args.format != "csv") {
+    print_error(fmt::format("export --format {}: csv, sqlite or parquet", args.format));
     return kExitInvalid;
   }
-  if (sqlite && (args.output.empty() || args.output == "-") && isatty(STDOUT_FILENO)) {
-    print_error("export --format sqlite writes a database file: give -o FILE (or redirect standard output)");
+  if ((sqlite || parquet) && (args.output.empty() || args.output == "-") && isatty(STDOUT_FILENO)) {
+    print_error(fmt::format("export --format {} writes a binary file: give -o FILE (or redirect standard output)",
+                            args.format));
     return kExitInvalid;
   }
   TraceInputs inputs = expand_trace_inputs(args.inputs);
@@ -35,6 +37,10 @@ int cmd_export(const ExportArgs& args) {
       SqliteCallSink sink;
       stats = write_call_table(sink, inputs.paths, Options{}, &unreadable);
       if (stats.traces) sink.finish(out->stream());
+    } else if (parquet) {
+      ParquetCallSink sink(out->stream());
+      stats = write_call_table(sink, inputs.paths, Options{}, &unreadable);
+      if (stats.traces) sink.finish();
     } else {
       CsvCallSink sink(out->stream());
       stats = write_call_table(sink, inputs.paths, Options{}, &unreadable);

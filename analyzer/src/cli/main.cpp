@@ -62,9 +62,10 @@ int main(int argc, char** argv) {
 
   ExportArgs export_args;
   CLI::App* export_cmd = app.add_subcommand(
-      "export", "Write every call record of traces as a table for your own queries (CSV or SQLite; docs/export.md)");
+      "export",
+      "Write every call record of traces as a table for your own queries (CSV, SQLite or Parquet; docs/export.md)");
   export_cmd->add_option("--format", export_args.format, "Table format")
-      ->check(CLI::IsMember({"csv", "sqlite"}))
+      ->check(CLI::IsMember({"csv", "sqlite", "parquet"}))
       ->capture_default_str();
   export_cmd->add_option("-o,--output", export_args.output,
                          "Output file (\"-\": standard output, the default; a regular file is replaced atomically)");
