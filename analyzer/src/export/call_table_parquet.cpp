@@ -250,9 +250,9 @@ void ParquetCallSink::finish() {
     meta.end();
   }
   meta.list(5, kStruct, 2);  // key_value_metadata
-  for (const auto& [key, value] : {std::pair<const char*, std::string>{"asyncwatch.schema_version",
-                                                                       std::to_string(kCallTableVersion)},
-                                   std::pair<const char*, std::string>{"asyncwatch.version", ASYNCWATCH_VERSION}}) {
+  for (const auto& [key, value] :
+       {std::pair<const char*, std::string>{"asyncwatch.schema_version", std::to_string(kCallTableVersion)},
+        std::pair<const char*, std::string>{"asyncwatch.version", ASYNCWATCH_VERSION}}) {
     meta.begin_element();
     meta.str(1, key);
     meta.str(2, value);
