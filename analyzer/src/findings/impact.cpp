@@ -121,8 +121,7 @@ uint64_t chain_gain(const ChainCall* calls, size_t n, const NextWait& next, uint
     uint64_t prev_ret = 0;  // fixed program: when that call returned
     uint64_t last_enqueue = 0;
   };
-  StreamState streams[8];
-  size_t n_streams = 0;
+  std::vector<StreamState> streams;  // a handful: the streams of one thread's calls settled by one wait
   uint64_t shift = 0, gain_cap = 0;
   for (size_t i = 0; i < n; ++i) {
     const BlockingCall& c = calls[i].call;
@@ -130,14 +129,10 @@ uint64_t chain_gain(const ChainCall* calls, size_t n, const NextWait& next, uint
     const uint64_t blocked = c.end - c.start;
     const uint64_t work = std::min(c.fixed_work, c.fixed_done);
     const uint64_t prior = c.fixed_done - work;  // the traced wait for earlier stream work
-    StreamState* s = nullptr;
-    for (size_t k = 0; k < n_streams; ++k)
-      if (streams[k].stream == calls[i].stream) s = &streams[k];
-    const bool first = s == nullptr;
-    if (first) {
-      s = &streams[n_streams < 8 ? n_streams++ : 7];  // past 8 streams the last slot is shared
-      *s = StreamState{calls[i].stream, 0, 0, 0, 0};
-    }
+    auto found =
+        std::find_if(streams.begin(), streams.end(), [&](const StreamState& x) { return x.stream == calls[i].stream; });
+    const bool first = found == streams.end();
+    StreamState* s = first ? &streams.emplace_back(StreamState{calls[i].stream, 0, 0, 0, 0}) : &*found;
     const uint64_t host = c.start - std::min(shift, c.start);
     uint64_t prior_done = c.start + prior;
     if (!first && prior > 0) {
@@ -166,8 +161,7 @@ uint64_t chain_gain(const ChainCall* calls, size_t n, const NextWait& next, uint
   if (gain_cap == 0) return 0;
   const uint64_t arrive = next.start - std::min(shift, next.start);
   uint64_t fixed_end = arrive;
-  for (size_t k = 0; k < n_streams; ++k) {
-    const StreamState& s = streams[k];
+  for (const StreamState& s : streams) {
     fixed_end = std::max(fixed_end, s.done);
     if (next.end > next.start && s.last_enqueue) {
       const uint64_t x_start = std::max(s.last_enqueue, s.prev_end);
