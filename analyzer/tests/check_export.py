@@ -23,6 +23,17 @@ HEADER = ("trace,pid,tid,record,api,driver_api,start_ns,end_ns,duration_ns,resul
           "src_memory,dst_memory,bytes,kernel,flags,stack_id,finding,finding_rank,blocked_ns,call_site,simulated")
 
 
+def same_rows(what, columns, rows, csv_rows):
+    """Rows of a typed export (None where not applicable) against the CSV's: count and every cell."""
+    if len(rows) != len(csv_rows):
+        return [f"{what} has {len(rows)} rows, the CSV {len(csv_rows)}"]
+    for row, c in zip(rows, csv_rows):
+        as_csv = ["" if v is None else str(v) for v in row]
+        if as_csv != [c[k] for k in columns]:
+            return [f"{what} row {as_csv} differs from the CSV's {list(c.values())}"]
+    return []
+
+
 def check_sqlite(aw, trace, csv_rows):
     """The SQLite export of `trace` against its CSV rows: same count, same cells, typed columns."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -44,13 +55,8 @@ def check_sqlite(aw, trace, csv_rows):
         problems.append(f"{trace}: sqlite schema version {version} / {meta.get('schema_version')}, expected 1")
     if ",".join(columns) != HEADER:
         problems.append(f"{trace}: sqlite columns {columns}")
-    if len(rows) != len(csv_rows):
-        problems.append(f"{trace}: sqlite has {len(rows)} rows, the CSV {len(csv_rows)}")
-    for db_row, c in zip(rows, csv_rows):
-        as_csv = ["" if v is None else str(v) for v in db_row]
-        if as_csv != [c[k] for k in columns]:
-            problems.append(f"{trace}: sqlite row {as_csv} differs from the CSV's {list(c.values())}")
-            break
+    problems += same_rows(f"{trace}: sqlite", columns, rows, csv_rows)
+    for db_row in rows:
         if not isinstance(db_row[columns.index("start_ns")], int):
             problems.append(f"{trace}: start_ns stored as {type(db_row[columns.index('start_ns')]).__name__}")
             break
@@ -96,14 +102,7 @@ def check_parquet(aw, trace, csv_rows, pyarrow_python):
         problems.append(f"{trace}: parquet column types {types}")
     if doc["metadata"].get("asyncwatch.schema_version") != "1":
         problems.append(f"{trace}: parquet metadata {doc['metadata']}")
-    if len(doc["rows"]) != len(csv_rows):
-        problems.append(f"{trace}: parquet has {len(doc['rows'])} rows, the CSV {len(csv_rows)}")
-    for row, c in zip(doc["rows"], csv_rows):
-        as_csv = ["" if v is None else str(v) for v in row]
-        if as_csv != [c[k] for k in names]:
-            problems.append(f"{trace}: parquet row {as_csv} differs from the CSV's {list(c.values())}")
-            break
-    return problems
+    return problems + same_rows(f"{trace}: parquet", names, doc["rows"], csv_rows)
 
 
 def main():
