@@ -24,14 +24,10 @@ import re
 import sys
 
 sys.dont_write_bytecode = True  # run by ctest: no __pycache__ left in the tree
-from hook_gen import abi_types, splice_exports, strip_comments, update
+from hook_gen import ABI, EXPORTS, SRC, abi_types, splice_exports, strip_comments, update
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SRC = os.path.join(HERE, "..", "src")
 SPEC = os.path.join(SRC, "interpose", "driver_hooks.txt")
 TABLE = os.path.join(SRC, "interpose", "driver_hook_table.inc")
-EXPORTS = os.path.join(SRC, "exports.map")
-ABI = os.path.join(SRC, "cuda_abi.h")
 
 BUILTIN = {"void", "char", "int", "unsigned", "size_t", "float", "double", "long", "short"}
 NAME = r"cu[A-Z]\w*"

@@ -5,6 +5,10 @@ import os
 import re
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+# The files both generators read or write.
+SRC = os.path.join(ROOT, "preload", "src")
+EXPORTS = os.path.join(SRC, "exports.map")
+ABI = os.path.join(SRC, "cuda_abi.h")
 
 
 def strip_comments(text):
