@@ -50,7 +50,8 @@ struct Event {
   uint32_t tid() const { return view.tid; }
   // The bytes after the fixed part (variable-size records: a path, frames, text).
   const uint8_t* payload() const { return view.payload(sizeof(Record)); }
-  // The stream a call is on (streams.h, the one definition of the stream key).
+  // The stream a call is on (streams.h, the one definition of the stream key). Inline: once per
+  // call record (the JSON report's records per second).
   __attribute__((always_inline)) uint64_t stream_key() const {
     static_assert(kOnStream, "a call record with a stream");
     return events::stream_key(rec.stream_kind, rec.stream, view.tid);
@@ -82,7 +83,8 @@ inline constexpr bool is_one_of = ((std::decay_t<E>::kind == Ks) || ...);
 
 // The one dispatch: `f` called with the record's typed event (a generic callable: `if constexpr` on
 // E::kind picks what it does), or with OtherEvent for a type outside the table; returns what f returns.
-// Inline: the analysis calls it for every record of the trace.
+// Inline: the analysis calls it for every record of the trace (the JSON report's records per
+// second, docs/performance.md).
 template <class F>
 __attribute__((always_inline)) inline decltype(auto) visit(const RecordView& r, F&& f) {
   switch (r.type) {

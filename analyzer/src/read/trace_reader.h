@@ -594,6 +594,7 @@ struct TraceFile::Cursor : CursorState {
     return true;
   }
 
+  // Inline: once per record of every pass (the JSON report's records per second).
   __attribute__((always_inline)) bool next_raw() {
     if constexpr (kValidate) {
       // The common record inline: a fixed-size event record of its table size, inside the block

@@ -25,6 +25,8 @@ extern std::atomic<bool> g_enabled;
 // Called from the wrapper after the real call returned (no reservation of this thread open).
 void fold(trace::CallHead* rec) noexcept;
 
+// Inline in every wrapper: one test when summary mode is off (full mode's per-call instructions,
+// docs/performance.md, stay as they were).
 inline __attribute__((always_inline)) void after_call(trace::CallHead* rec) noexcept {
   if (AW_UNLIKELY(g_enabled.load(std::memory_order_relaxed))) fold(rec);
 }
