@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <type_traits>
 #include <unordered_map>
 
@@ -25,11 +26,18 @@ PixelLane::PixelLane(uint64_t t0, uint64_t t1, double width)
     : t0_(t0), t1_(std::max(t1, t0 + 1)), width_(width), scale_(width / static_cast<double>(t1_ - t0_)) {}
 
 double PixelLane::x_of(uint64_t ns) const {
-  ns = std::clamp(ns, t0_, t1_);
-  return static_cast<double>(ns - t0_) * scale_;
+  const uint64_t d = std::clamp(ns, t0_, t1_) - t0_;
+  // Through int64_t below 2^63 (one instruction; the same double: both convert the same integer).
+  return (d >> 63 ? static_cast<double>(d) : static_cast<double>(static_cast<int64_t>(d))) * scale_;
 }
 
-int64_t PixelLane::column(double x) const { return static_cast<int64_t>(std::floor(x)); }
+// x is in [0, width] (x_of clamps): floor and ceil by conversion (exact there; std::floor and
+// std::ceil were calls, once per bar placement: the HTML report's time over the JSON one's).
+int64_t PixelLane::column(double x) const { return static_cast<int64_t>(x); }
+static int64_t ceil_of(double x) {
+  const auto t = static_cast<int64_t>(x);
+  return t + (x > static_cast<double>(t));
+}
 
 void PixelLane::close(PictureBar& open, bool flagged) {
   if (!open.calls) return;
@@ -46,7 +54,7 @@ PictureBar* PixelLane::place(uint64_t start_ns, uint64_t end_ns, uint8_t kind, i
   if (end_ns < start_ns) end_ns = start_ns;
   ++calls_;
   const double x0 = x_of(start_ns), x1 = x_of(end_ns);
-  const int64_t c0 = column(x0), c1 = std::max(c0, static_cast<int64_t>(std::ceil(x1)) - 1);
+  const int64_t c0 = column(x0), c1 = std::max(c0, ceil_of(x1) - 1);
   const bool flagged = finding >= 0;
   if (kind >= kKinds) kind = kKinds - 1;
   const size_t slot = flagged ? kKinds : kind;
@@ -132,10 +140,6 @@ ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* 
       for (const auto& m : marks->marks)
         if (m.finding < of_key.size() && of_key[m.finding] >= 0) flagged.add(m.tid, m.start_ns, of_key[m.finding]);
     }
-    auto finding_of = [&](uint32_t tid, uint64_t start) -> int32_t {
-      const int32_t* f = flagged.find(tid, start);
-      return f ? *f : -1;
-    };
 
     // The time axis starts at the process start; times before it (none expected) clamp to 0.
     auto rel = [&](uint64_t mono) { return mono > t0 ? mono - t0 : 0; };
@@ -144,7 +148,7 @@ ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* 
       bool stream;
       PixelLane pixels;
     };
-    std::vector<Lane> lanes;
+    std::deque<Lane> lanes;                         // (a deque: the threads' states point into it)
     std::unordered_map<uint64_t, size_t> lane_of;  // tid, or stream key | 1 << 63
     auto lane = [&](uint64_t key, bool stream, const std::function<std::string()>& name) -> PixelLane& {
       auto [it, inserted] = lane_of.emplace(key, lanes.size());
@@ -153,23 +157,30 @@ ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* 
     };
     std::unordered_map<uint32_t, std::string> thread_names;
     for (const auto& th : t->threads()) thread_names[th.tid] = th.name;
-    // The lanes of the last few threads drawn, by tid (the walk switches threads at nearly every
-    // record: a hash look-up each was a good part of the picture's time).
-    constexpr size_t kRecentLanes = 8;
-    std::pair<uint32_t, size_t> recent_lanes[kRecentLanes];
-    std::fill(std::begin(recent_lanes), std::end(recent_lanes), std::pair<uint32_t, size_t>{0, SIZE_MAX});
-    size_t recent_next = 0;
-    auto thread_lane = [&](uint32_t tid) -> PixelLane& {
-      for (const auto& [id, index] : recent_lanes)
-        if (id == tid && index != SIZE_MAX) return lanes[index].pixels;
-      PixelLane& l = lane(tid, false, [&] {
-        auto it = thread_names.find(tid);
-        std::string n = it == thread_names.end() || it->second.empty() ? std::string("thread") : it->second;
-        return fmt::format("{} (tid {})", n, tid);
-      });
-      recent_lanes[recent_next] = {tid, lane_of.at(tid)};
-      recent_next = (recent_next + 1) % kRecentLanes;
-      return l;
+    // A thread's lane and flagged calls, found through a small direct-mapped cache by tid (the walk
+    // switches threads at nearly every record: a hash look-up or two each, lane and flagged calls,
+    // were a good part of the picture's time: the HTML report's time over the JSON one's).
+    struct ThreadState {
+      PixelLane* lane;
+      FlaggedCalls<int32_t>::Thread* flagged;
+    };
+    std::unordered_map<uint32_t, ThreadState> thread_states;  // nodes stay put: the cache points into it
+    constexpr unsigned kCacheBits = 6;
+    std::pair<uint32_t, ThreadState*> cache[1u << kCacheBits] = {};
+    auto thread_state = [&](uint32_t tid) -> ThreadState& {
+      auto& slot = cache[(tid * 0x9e3779b1u) >> (32 - kCacheBits)];
+      if (slot.second && slot.first == tid) return *slot.second;
+      auto it = thread_states.find(tid);
+      if (it == thread_states.end()) {
+        PixelLane& l = lane(tid, false, [&] {
+          auto n = thread_names.find(tid);
+          std::string name = n == thread_names.end() || n->second.empty() ? std::string("thread") : n->second;
+          return fmt::format("{} (tid {})", name, tid);
+        });
+        it = thread_states.emplace(tid, ThreadState{&l, flagged.calls_of(tid)}).first;
+      }
+      slot = {tid, &it->second};
+      return it->second;
     };
     std::unordered_map<uint32_t, std::string> kernel_names;
     auto kernel_of = [&](uint32_t id) -> const std::string& {
@@ -204,8 +215,10 @@ ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* 
             else
               return public_api_name(api_name(static_cast<Api>(c.api)));
           };
-          int32_t f = finding_of(r.tid, c.start_ns);
-          thread_lane(r.tid).add_labelled(rel(c.start_ns), rel(c.end_ns), label, 0, f, severity_of(f));
+          ThreadState& th = thread_state(r.tid);
+          const int32_t* flag = FlaggedCalls<int32_t>::find(th.flagged, c.start_ns);
+          const int32_t f = flag ? *flag : -1;
+          th.lane->add_labelled(rel(c.start_ns), rel(c.end_ns), label, 0, f, severity_of(f));
         } else if constexpr (E::kind == RecordType::HostFuncRun) {
           const HostFuncRunRecord& run = ev.rec;
           uint64_t function = 0;
@@ -213,8 +226,10 @@ ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* 
           auto label = [&] {
             return named ? fmt::format("host function 0x{:x} (ran)", function) : std::string("host function (ran)");
           };
-          int32_t f = finding_of(r.tid, run.start_ns);
-          thread_lane(r.tid).add_labelled(rel(run.start_ns), rel(run.end_ns), label, 0, f, severity_of(f));
+          ThreadState& th = thread_state(r.tid);
+          const int32_t* flag = FlaggedCalls<int32_t>::find(th.flagged, run.start_ns);
+          const int32_t f = flag ? *flag : -1;
+          th.lane->add_labelled(rel(run.start_ns), rel(run.end_ns), label, 0, f, severity_of(f));
         } else if constexpr (E::kind == RecordType::GpuSpan) {
           const GpuSpanRecord& g = ev.rec;
           events::StreamRef s = events::resolve_stream(g.stream_kind, g.stream, r.tid);
