@@ -279,9 +279,11 @@ int main(int argc, char** argv) {
   // The timelines are written to files (their sizes are printed, then they are removed).
   const std::string timeline_json = dir + "/bench-timeline.json", timeline_perfetto = dir + "/bench-timeline.pftrace";
   if (timeline) {
-    jobs.push_back({"timeline (JSON)", {asyncwatch, "timeline", "--format", "json", "-o", timeline_json, trace}});
-    jobs.push_back(
-        {"timeline (Perfetto)", {asyncwatch, "timeline", "--format", "perfetto", "-o", timeline_perfetto, trace}});
+    // (--max-size-mib 0: no limit; the default refuses a timeline of this size)
+    jobs.push_back({"timeline (JSON)",
+                    {asyncwatch, "timeline", "--format", "json", "--max-size-mib", "0", "-o", timeline_json, trace}});
+    jobs.push_back({"timeline (Perfetto)", {asyncwatch, "timeline", "--format", "perfetto", "--max-size-mib", "0", "-o",
+                                            timeline_perfetto, trace}});
   }
   double json_cpu = 0, html_cpu = 0;  // the last run's (page cache): HTML's target is 1.5x JSON's
   for (const auto& job : jobs) {

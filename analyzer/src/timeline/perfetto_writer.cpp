@@ -1,5 +1,7 @@
 #include "timeline/perfetto_writer.h"
 
+#include <algorithm>
+
 namespace asyncwatch::perfetto {
 
 namespace {
@@ -25,30 +27,32 @@ constexpr uint64_t kIncrementalStateCleared = 1, kNeedsIncrementalState = 2;
 constexpr uint64_t kSequence = 1;
 }  // namespace
 
-void Message::varint(uint64_t v) {
-  while (v >= 0x80) {
-    bytes_.push_back(static_cast<char>(v | 0x80));
-    v >>= 7;
-  }
-  bytes_.push_back(static_cast<char>(v));
-}
-
 void Message::fixed64(uint32_t field, uint64_t v) {
   tag(field, 1);
-  for (int i = 0; i < 8; ++i) bytes_.push_back(static_cast<char>(v >> (8 * i)));
+  reserve(8);
+  for (int i = 0; i < 8; ++i) data_[size_++] = static_cast<char>(v >> (8 * i));
 }
 
-uint64_t Writer::Interned::iid(std::string_view s, Message& data) {
+void Message::grow(size_t n) {
+  const size_t capacity = std::max(capacity_ * 2, size_ + n + 256);
+  std::unique_ptr<char[]> data(new char[capacity]);
+  if (size_) std::memcpy(data.get(), data_.get(), size_);
+  data_ = std::move(data);
+  capacity_ = capacity;
+}
+
+uint64_t Writer::Interned::lookup(std::string_view s, Message& data, std::string_view* text) {
   auto it = ids_.find(s);
-  if (it != ids_.end()) return it->second;
-  if (ids_.size() >= kMaxInterned) return 0;
-  const uint64_t id = ids_.size() + 1;
-  ids_.emplace(texts_.emplace_back(s), id);
-  Message entry;
-  entry.u64(kIdIid, id);
-  entry.str(kIdName, s);  // InternedString's `str` (bytes) has the same number and wire type
-  data.sub(field_, entry);
-  return id;
+  if (it == ids_.end()) {
+    if (ids_.size() >= kMaxInterned) return 0;
+    it = ids_.emplace(texts_.emplace_back(s), ids_.size() + 1).first;
+    Message entry;
+    entry.u64(kIdIid, it->second);
+    entry.str(kIdName, s);  // InternedString's `str` (bytes) has the same number and wire type
+    data.sub(field_, entry);
+  }
+  *text = it->first;
+  return it->second;
 }
 
 void Writer::packet(uint64_t ts, bool has_ts, uint32_t field, const Message& body, uint64_t flags,
@@ -63,9 +67,11 @@ void Writer::packet(uint64_t ts, bool has_ts, uint32_t field, const Message& bod
   if (flags) packet_.u64(kSequenceFlags, flags);
   if (interned && !interned->bytes().empty()) packet_.sub(kInternedData, *interned);
   packet_.sub(field, body);
-  Message framed;  // Trace.packet: tag, length, packet
-  framed.str(kTracePacket, packet_.bytes());
-  buf_ += framed.bytes();
+  framing_.clear();  // Trace.packet: tag, length, then the packet
+  framing_.tag(kTracePacket, 2);
+  framing_.varint(packet_.bytes().size());
+  buf_.append(framing_.bytes());
+  buf_.append(packet_.bytes());
   if (buf_.size() > (1u << 20)) flush();
 }
 

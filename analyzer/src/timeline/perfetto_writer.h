@@ -11,17 +11,27 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <deque>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 
 namespace asyncwatch::perfetto {
 
-// Protobuf wire encoding into a growing byte string.
+// Protobuf wire encoding into a growing byte buffer (its own, not a std::string: an append to
+// one was a call, made for every field: a good part of the Perfetto timeline's time).
 class Message {
  public:
-  void varint(uint64_t v);
+  void varint(uint64_t v) {
+    reserve(10);
+    while (v >= 0x80) {
+      data_[size_++] = static_cast<char>(v | 0x80);
+      v >>= 7;
+    }
+    data_[size_++] = static_cast<char>(v);
+  }
   void tag(uint32_t field, uint32_t wire) { varint(static_cast<uint64_t>(field) << 3 | wire); }
   void u64(uint32_t field, uint64_t v) {
     tag(field, 0);
@@ -32,14 +42,21 @@ class Message {
   void str(uint32_t field, std::string_view s) {
     tag(field, 2);
     varint(s.size());
-    bytes_.append(s.data(), s.size());
+    reserve(s.size());
+    if (!s.empty()) std::memcpy(data_.get() + size_, s.data(), s.size());
+    size_ += s.size();
   }
-  void sub(uint32_t field, const Message& m) { str(field, m.bytes_); }
-  const std::string& bytes() const { return bytes_; }
-  void clear() { bytes_.clear(); }
+  void sub(uint32_t field, const Message& m) { str(field, m.bytes()); }
+  std::string_view bytes() const { return {data_.get(), size_}; }
+  void clear() { size_ = 0; }
 
  private:
-  std::string bytes_;
+  void reserve(size_t n) {
+    if (size_ + n > capacity_) grow(n);
+  }
+  void grow(size_t n);
+  std::unique_ptr<char[]> data_;
+  size_t size_ = 0, capacity_ = 0;
 };
 
 // One debug annotation of an event: a string or an unsigned value.
@@ -75,18 +92,39 @@ class Writer {
    public:
     explicit Interned(uint32_t field) : field_(field) {}
     // The iid of `s`, adding it (and its entry to `data`, InternedData) when new; 0 when full.
-    uint64_t iid(std::string_view s, Message& data);
+    uint64_t iid(std::string_view s, Message& data) {
+      // Most texts were asked for recently: a cache indexed by the text's length and first and
+      // last 8 bytes, checked by content, before the hash table (hashing every text was most of
+      // the interning's cost, itself most of the Perfetto timeline's).
+      uint64_t head = 0, tail = 0;
+      std::memcpy(&head, s.data(), s.size() < 8 ? s.size() : 8);
+      if (s.size() > 8) std::memcpy(&tail, s.data() + s.size() - 8, 8);
+      Recent& r = recent_[((head ^ (tail << 1) ^ s.size()) * 0x9e3779b97f4a7c15ull) >> (64 - kRecentBits)];
+      if (r.text.size() == s.size() && r.id && std::memcmp(r.text.data(), s.data(), s.size()) == 0) return r.id;
+      std::string_view text;
+      const uint64_t id = lookup(s, data, &text);
+      if (id) r = Recent{text, id};
+      return id;
+    }
 
    private:
-    uint32_t field_;                                  // InternedData's field of this kind
-    std::deque<std::string> texts_;                   // the keys' storage (stable addresses)
+    // iid() through the hash table; `*text`: the interned copy.
+    uint64_t lookup(std::string_view s, Message& data, std::string_view* text);
+    struct Recent {
+      std::string_view text;  // the interned copy
+      uint64_t id = 0;
+    };
+    static constexpr unsigned kRecentBits = 8;
+    uint32_t field_;                 // InternedData's field of this kind
+    std::deque<std::string> texts_;  // the keys' storage (stable addresses)
     std::unordered_map<std::string_view, uint64_t> ids_;
+    Recent recent_[1u << kRecentBits];
   };
   void packet(uint64_t ts, bool has_ts, uint32_t field, const Message& body, uint64_t flags = 0,
               const Message* interned = nullptr);
   std::FILE* f_;
   std::string buf_;
-  Message packet_, event_, annotation_, interned_;
+  Message packet_, event_, annotation_, interned_, framing_;
   Interned names_{2}, categories_{1}, annotation_names_{3}, annotation_values_{29};  // InternedData fields
   bool first_ = true;
   uint64_t written_ = 0;

@@ -22,7 +22,7 @@ CASES = {
 
 
 def main():
-    aw, golden = sys.argv[1], sys.argv[2]
+    aw, golden = os.path.abspath(sys.argv[1]), sys.argv[2]
     failures = []
     decoder = [sys.executable, os.path.join(HERE, "decode_perfetto.py")]
     with tempfile.TemporaryDirectory(prefix="aw-timeline-decoded-") as d:
