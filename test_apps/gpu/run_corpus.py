@@ -6,14 +6,16 @@ $OUT/corpus-results.tar.gz (plus $OUT/summary.txt). It only runs binaries; it bu
 
   python3 test_apps/gpu/run_corpus.py [--archive .corpus/corpus.tar.xz] [--preload LIB] [--out DIR]
   python3 test_apps/gpu/run_corpus.py --python [--archive .corpus/pycorpus.tar.xz] [--asyncwatch BIN]
-                                      [--interpreter PY] [--out DIR]
+                                      [--preload LIB] [--interpreter PY] [--out DIR]
 
 (`validate_on_gpu.sh corpus` runs the first with the staged build's library, `validate_on_gpu.sh
 pycorpus` the second.) --python runs the public Python programs of build_corpus.py --python: each
 under `asyncwatch run` (ASYNCWATCH_STACKS=all), then bare, in the program's directory (through
 test_apps/corpus/pyshim.py where its expectation names a shim), makes its reports here
 (report.{default,all,nosym}.json: default thresholds, every call flagged, no module symbols), judges
-them with check_corpus.py and packs $OUT/pycorpus-results.tar.gz (reports, output, the traces of the
+them with check_corpus.py (where the asyncwatch command cannot run here: traced with
+LD_PRELOAD=--preload, no reports, every trace packed, judged back home with `check_corpus.py
+pyresults --build BUILD`) and packs $OUT/pycorpus-results.tar.gz (reports, output, the traces of the
 programs whose traces are small) and $OUT/pysummary.txt (the table). A program whose modules
 ("needs") the interpreter cannot import is SKIP, not run. About 4-6 minutes on an H100 (nanoGPT's
 torch.compile most of it); new runs stop after --budget-s.
@@ -109,8 +111,16 @@ def main_python(opts):
     archive = opts.archive or os.path.join(ROOT, ".corpus", "pycorpus.tar.xz")
     aw = opts.asyncwatch or next((p for p in (os.path.join(ROOT, "build-gpu", "bin", "asyncwatch"),
                                               os.path.join(ROOT, "build", "bin", "asyncwatch")) if os.path.exists(p)), None)
-    if not aw or not os.path.exists(aw):
-        print("run_corpus: no asyncwatch command (give --asyncwatch)", file=sys.stderr)
+    preload = opts.preload or (aw and os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(aw))), "lib",
+                                                   "libasyncwatch.so"))
+    try:  # the analyzer runs here only if its shared libraries do (test_apps/gpu/stage_build.sh)
+        aw_ok = bool(aw) and subprocess.run([aw, "--version"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                            timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        aw_ok = False
+    if not aw_ok and not (preload and os.path.exists(preload)):
+        print("run_corpus: neither a working asyncwatch command nor libasyncwatch.so (give --asyncwatch or --preload)",
+              file=sys.stderr)
         return 2
     if not os.path.exists(archive):
         print(f"run_corpus: no archive {archive} (test_apps/corpus/build_corpus.py --python makes it)", file=sys.stderr)
@@ -130,15 +140,20 @@ def main_python(opts):
     src = os.path.join(work, "pycorpus")
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASYNCWATCH_") and k != "LD_PRELOAD"}
     env["PYTHONUNBUFFERED"] = "1"
-    versions = subprocess.run([py, "-c", "import sys, importlib\nprint('python', sys.version.split()[0])\n"
-                               "for m in ('torch', 'triton', 'cupy', 'jax', 'jaxlib', 'numpy', 'torchvision'):\n"
-                               "    try: print(m, importlib.import_module(m).__version__)\n"
-                               "    except Exception as e: print(m, 'not importable:', type(e).__name__)"],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, env=env,
-                              timeout=180).stdout.strip().splitlines()
+    try:
+        versions = subprocess.run([py, "-c", "import sys, importlib\nprint('python', sys.version.split()[0])\n"
+                                   "for m in ('torch', 'triton', 'cupy', 'jax', 'jaxlib', 'numpy', 'torchvision'):\n"
+                                   "    try: print(m, importlib.import_module(m).__version__)\n"
+                                   "    except Exception as e: print(m, 'not importable:', type(e).__name__)"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, env=env,
+                                  timeout=180).stdout.strip().splitlines()
+    except (OSError, subprocess.TimeoutExpired) as e:
+        versions = [f"python ? ({e})"]
     importable = {l.split()[0] for l in versions if "not importable" not in l}
     info = [f"date={time.strftime('%Y-%m-%d %H:%M:%S %Z')}", f"host={platform.node()} {platform.platform()}",
-            f"interpreter={py}", f"asyncwatch={os.path.abspath(aw)}", f"archive={os.path.abspath(archive)}"]
+            f"interpreter={py}", f"asyncwatch={os.path.abspath(aw) if aw_ok else 'not usable here: ' + str(aw)}",
+            f"traced with={'asyncwatch run' if aw_ok else 'LD_PRELOAD=' + os.path.abspath(preload)}",
+            f"archive={os.path.abspath(archive)}"]
     info += [f"module: {l}" for l in versions]
     try:
         info.append("gpu=" + subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
@@ -153,7 +168,8 @@ def main_python(opts):
     exps = check_corpus.load(opts.programs.split(",") if opts.programs else [], "python")
     order = ["cupy_event", "cupy_memcpy", "cupy_map_reduce", "pt_mnist", "triton_vector_add", "jax_mnist", "nanogpt_bench"]
     exps.sort(key=lambda e: order.index(e["program"]) if e["program"] in order else -1)
-    rows, trace_budget = [], 10 * 2**20  # traces packed while the archive stays small
+    # Traces are packed while the archive stays small; all of them where no report is made here.
+    rows, trace_budget = [], (10 if aw_ok else 15) * 2**20
     for e in exps:
         d = os.path.join(results, "runs", e["program"])
         traces = os.path.join(d, "traces")
@@ -171,12 +187,17 @@ def main_python(opts):
         penv = dict(env, **e.get("env", {}))
         # Nothing runs past --budget-s + 120 s: the archive is written before the caller's limit.
         left = lambda: max(5.0, opts.budget_s + 120 - (time.monotonic() - start))  # noqa: E731
-        rc, secs = run([aw, "run", "-o", traces, "--report-output", os.path.join(d, "report.txt"), "--"] + cmd, cwd,
-                       dict(penv, ASYNCWATCH_STACKS="all"), min(e.get("timeout_s", 120), left()), d + os.sep)
+        if aw_ok:
+            traced = [aw, "run", "-o", traces, "--report-output", os.path.join(d, "report.txt"), "--"] + cmd
+            tenv = dict(penv, ASYNCWATCH_STACKS="all")
+        else:
+            traced = cmd
+            tenv = dict(penv, ASYNCWATCH_STACKS="all", LD_PRELOAD=os.path.abspath(preload), ASYNCWATCH_OUTPUT_DIR=traces)
+        rc, secs = run(traced, cwd, tenv, min(e.get("timeout_s", 120), left()), d + os.sep)
         rc0, secs0 = run(cmd, cwd, penv, min(e.get("timeout_s", 120), left()), os.path.join(d, "bare."))
         t0 = time.monotonic()
         for name, extra, renv in (("default", [], env), ("all", check_corpus.ALL_SITES, env),
-                                  ("nosym", [], dict(env, ASYNCWATCH_NO_SYMBOLS="1"))):
+                                  ("nosym", [], dict(env, ASYNCWATCH_NO_SYMBOLS="1"))) if aw_ok else ():
             try:
                 p = subprocess.run([aw, "report", "--format", "json", "-o", os.path.join(d, f"report.{name}.json")]
                                    + extra + [traces], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -188,14 +209,20 @@ def main_python(opts):
                 with open(os.path.join(d, f"report.{name}.error"), "w") as f:
                     f.write(failure)
         size = dir_bytes(traces)
-        if size > trace_budget:
+        dropped = size > trace_budget
+        if dropped:
             shutil.rmtree(traces)
             os.makedirs(traces)
             with open(os.path.join(d, "traces.dropped"), "w") as f:
                 f.write(f"{size} bytes of traces not packed\n")
         else:
             trace_budget -= size
-        verdict, errors, _ = check_corpus.check_py_run(e, d, None)
+        if aw_ok:
+            verdict, errors, _ = check_corpus.check_py_run(e, d, None)
+        else:
+            verdict = "RAN" if rc == rc0 == 0 else "FAIL"
+            errors = [f"exit status {rc} traced, {rc0} bare; judged back home (pyresults --build)"
+                                      + ("; its traces were too large to pack: no verdict possible" if dropped else "")]
         rows.append(f"{e['program']:20} {verdict:5} traced rc={rc} {secs:6.1f} s, bare rc={rc0} {secs0:6.1f} s, "
                     f"reports {time.monotonic() - t0:5.1f} s, traces {size / 2**20:.1f} MiB")
         rows += [f"    - {x}" for x in errors[:40]]
@@ -209,7 +236,7 @@ def main_python(opts):
         t.add(results, arcname="pycorpus-results")
     shutil.rmtree(work, ignore_errors=True)
     print(f"run_corpus: {tar}, {os.path.getsize(tar) / 2**20:.1f} MiB ({time.monotonic() - start:.0f} s)")
-    passed = sum(1 for r in rows if r[21:26] == "pass ")
+    passed = sum(1 for r in rows if r[21:26] in ("pass ", "RAN  "))
     return 0 if passed and not any(r[21:26] == "FAIL " for r in rows) else 1  # nothing run is no pass
 
 

@@ -13,7 +13,9 @@
 #   hostile   the programs that misbehave on purpose, bare vs traced (run_hostile.sh --quick)
 #   corpus    the public programs of test_apps/corpus/ (.corpus/corpus.tar.xz carried; run_corpus.py)
 #   pycorpus  the public Python programs of test_apps/corpus/ (.corpus/pycorpus.tar.xz carried;
-#             run_corpus.py --python: bare and under `asyncwatch run`, judged here; ~4-6 min)
+#             run_corpus.py --python: bare and under `asyncwatch run`; ~4-6 min): FAIL when a program
+#             failed, else RAN; pycorpus/pysummary.txt has each program's verdict (judged on this
+#             machine when bin/asyncwatch runs here, else back home)
 #   python    the Python line of PyTorch, CuPy, Numba and JAX ops, and the Python frames' cost (python_line.sh)
 #   nvtx      NVTX ranges from PyTorch and the nvtx_ranges app (nvtx_torch.sh)
 #   timeline  --gpu-times, the Perfetto timeline and the HTML report (timeline.sh)
@@ -44,7 +46,7 @@
 #   python3 test_apps/apps/check_app.py results apps/validate --build build     (apps, when the analyzer
 #       did not run on the GPU machine: the traces are analysed here, the post-mortem way)
 #   python3 test_apps/corpus/check_corpus.py results --results DIR/corpus-results --bin-dir BIN_DIR --build build
-#   python3 test_apps/corpus/check_corpus.py pyresults --results DIR/pycorpus-results   (judged there already)
+#   python3 test_apps/corpus/check_corpus.py pyresults --results DIR/pycorpus-results [--build build]
 #   python3 test_apps/gpu/python_line_table.py python/python_line.tar.gz
 set -uo pipefail
 die() { echo "validate_on_gpu: $*" >&2; exit 2; }
@@ -88,7 +90,7 @@ left() { echo $(( budget - ($(date +%s) - t0) )); }
 limit() {  # the seconds a check may take: its own limit, or what is left of the budget if less
   local l; l=$(left); [[ $l -lt $1 ]] && echo "$l" || echo "$1"
 }
-judged_here=" apps hostile pycorpus nvtx summary shipping "  # the others are judged back home, or are measurements
+judged_here=" apps hostile nvtx summary shipping "  # the others are judged back home, or are measurements
 result() {  # check rc: PASS / FAIL (RAN for a check judged elsewhere) into the summary
   if [[ $2 -ne 0 ]]; then note "FAIL $1 (exit status $2)"; failed=1
   elif [[ $judged_here == *" $1 "* ]]; then note "PASS $1"
@@ -123,7 +125,7 @@ check_corpus() {
 check_pycorpus() {
   [[ -f $root/.corpus/pycorpus.tar.xz ]] || { echo "no .corpus/pycorpus.tar.xz (test_apps/corpus/build_corpus.py --python makes it)"; return 2; }
   PYTHONUNBUFFERED=1 timeout -k 10 "$(limit 470)" python3 "$gpu/run_corpus.py" --python --asyncwatch "$B/bin/asyncwatch" \
-    --out "$1" --budget-s $(( $(limit 470) - 150 )) > "$1/pycorpus.log" 2>&1
+    --preload "$B/lib/libasyncwatch.so" --out "$1" --budget-s $(( $(limit 470) - 150 )) > "$1/pycorpus.log" 2>&1
   local rc=$?; tail -12 "$1/pycorpus.log"; return $rc
 }
 check_python() { OUT=$1 timeout -k 10 "$(limit 300)" bash "$gpu/python_line.sh" "$B" > "$1/python_line.log" 2>&1; }
