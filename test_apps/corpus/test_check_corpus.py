@@ -169,10 +169,18 @@ class Python(unittest.TestCase):
         self.assertEqual(cc.evaluate_py(PY, PY_GOOD + bad[1:2], "all")[0], [])
 
     def test_a_finding_without_call_site_fails(self):
-        f = {"id": "explicit-sync", "api": "cudaStreamSynchronize", "count": 1, "severity": "note", "call_site": None}
+        f = {"id": "hidden-sync", "api": "cudaStreamSynchronize", "count": 1, "severity": "note", "call_site": None}
         errors = cc.evaluate_py(PY, PY_GOOD + [f], "default")[0]
         self.assertEqual(len(errors), 1)
         self.assertIn("(no call site): no expected statement there", errors[0])
+
+    def test_a_frameworks_own_waits_without_user_line_pass(self):
+        own = [dict(pyf("explicit-sync", None, "/x/site-packages/jaxlib/xla.py", user_code=False)),
+               {"id": "explicit-sync", "api": "cuStreamSynchronize", "count": 1, "severity": "note", "call_site": None},
+               pyf("in-flight-call", 0, "/x/site-packages/torch/x.py", user_code=False)]
+        self.assertEqual(cc.evaluate_py(PY, PY_GOOD + own, "all")[0], [])
+        # At a user's line they are checked as any other finding.
+        self.assertEqual(len(cc.evaluate_py(PY, PY_GOOD + [pyf("in-flight-call", 48)], "all")[0]), 1)
 
     def test_reports_without_symbols_must_agree(self):
         self.assertEqual(cc.compare_nosym(PY_GOOD, list(reversed(PY_GOOD))), [])
