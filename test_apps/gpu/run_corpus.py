@@ -111,6 +111,7 @@ def main_python(opts):
     archive = opts.archive or os.path.join(ROOT, ".corpus", "pycorpus.tar.xz")
     aw = opts.asyncwatch or next((p for p in (os.path.join(ROOT, "build-gpu", "bin", "asyncwatch"),
                                               os.path.join(ROOT, "build", "bin", "asyncwatch")) if os.path.exists(p)), None)
+    aw = aw and os.path.abspath(aw)  # the programs run in their own directories
     preload = opts.preload or (aw and os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(aw))), "lib",
                                                    "libasyncwatch.so"))
     try:  # the analyzer runs here only if its shared libraries do (test_apps/gpu/stage_build.sh)
@@ -126,6 +127,7 @@ def main_python(opts):
         print(f"run_corpus: no archive {archive} (test_apps/corpus/build_corpus.py --python makes it)", file=sys.stderr)
         return 2
     py = python_interpreter(opts.interpreter)
+    py = os.path.abspath(py) if os.sep in py else py
     shim = os.path.join(ROOT, "test_apps", "corpus", "pyshim.py")
     out_dir = os.path.abspath(opts.out)
     os.makedirs(out_dir, exist_ok=True)
