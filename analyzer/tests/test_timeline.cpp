@@ -88,3 +88,24 @@ TEST(PerfettoWriter, NamesInternedOncePerSequence) {
   // The first packet clears the sequence's incremental state: sequence_flags (field 13) = 1.
   EXPECT_NE(out.find(std::string("\x68\x01", 2)), std::string::npos);
 }
+
+TEST(PerfettoWriter, TextsBeyondTheBoundWrittenInFull) {
+  char* data = nullptr;
+  size_t size = 0;
+  std::FILE* f = open_memstream(&data, &size);
+  ASSERT_NE(f, nullptr);
+  {
+    perfetto::Writer w(f, 2);  // two texts of each kind interned at most
+    w.thread_track(2, 1, 1, "main (tid 1)");
+    for (const char* name : {"first_slice_name", "second_slice_name", "third_slice_name", "third_slice_name",
+                             "first_slice_name"})
+      w.slice(2, 0, 10, name, "", nullptr, 0);
+    w.flush();
+  }
+  std::fclose(f);
+  const std::string out(data, size);
+  std::free(data);
+  EXPECT_EQ(occurrences(out, "first_slice_name"), 1u);  // interned: once
+  EXPECT_EQ(occurrences(out, "second_slice_name"), 1u);
+  EXPECT_EQ(occurrences(out, "third_slice_name"), 2u);  // the table was full: in full, each time
+}

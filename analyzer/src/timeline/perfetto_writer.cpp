@@ -44,7 +44,7 @@ void Message::grow(size_t n) {
 uint64_t Writer::Interned::lookup(std::string_view s, Message& data, std::string_view* text) {
   auto it = ids_.find(s);
   if (it == ids_.end()) {
-    if (ids_.size() >= kMaxInterned) return 0;
+    if (ids_.size() >= max_) return 0;
     it = ids_.emplace(texts_.emplace_back(s), ids_.size() + 1).first;
     Message entry;
     entry.u64(kIdIid, it->second);

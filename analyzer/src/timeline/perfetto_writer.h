@@ -69,7 +69,13 @@ struct Arg {
 
 class Writer {
  public:
-  explicit Writer(std::FILE* f) : f_(f) {}
+  // `max_interned`: texts interned per kind at most (kMaxInterned; smaller in tests).
+  explicit Writer(std::FILE* f, size_t max_interned = kMaxInterned)
+      : f_(f),
+        names_(2, max_interned),
+        categories_(1, max_interned),
+        annotation_names_(3, max_interned),
+        annotation_values_(29, max_interned) {}
   ~Writer() { flush(); }
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
@@ -90,7 +96,7 @@ class Writer {
   // One kind of interned text: text -> iid (from 1), the new ones collected for the packet.
   class Interned {
    public:
-    explicit Interned(uint32_t field) : field_(field) {}
+    Interned(uint32_t field, size_t max) : field_(field), max_(max) {}
     // The iid of `s`, adding it (and its entry to `data`, InternedData) when new; 0 when full.
     uint64_t iid(std::string_view s, Message& data) {
       // Most texts were asked for recently: a cache indexed by the text's length and first and
@@ -116,6 +122,7 @@ class Writer {
     };
     static constexpr unsigned kRecentBits = 8;
     uint32_t field_;                 // InternedData's field of this kind
+    size_t max_;                     // texts at most
     std::deque<std::string> texts_;  // the keys' storage (stable addresses)
     std::unordered_map<std::string_view, uint64_t> ids_;
     Recent recent_[1u << kRecentBits];
@@ -125,7 +132,7 @@ class Writer {
   std::FILE* f_;
   std::string buf_;
   Message packet_, event_, annotation_, interned_, framing_;
-  Interned names_{2}, categories_{1}, annotation_names_{3}, annotation_values_{29};  // InternedData fields
+  Interned names_, categories_, annotation_names_, annotation_values_;  // (their InternedData fields)
   bool first_ = true;
   uint64_t written_ = 0;
 };
