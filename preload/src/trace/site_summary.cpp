@@ -11,12 +11,12 @@ namespace asyncwatch::site_summary {
 
 std::atomic<bool> g_enabled{false};
 AW_TLS_SHARED detail::Slots detail::tl_slots;
+const trace::SiteSummaryRecord detail::kNoSummary{};
 
 namespace {
 
 using namespace asyncwatch::trace;
 using detail::kMaxCount;
-using detail::Site;
 using detail::Slots;
 using detail::tl_slots;
 using thread_buffer::detail::tl_state;
@@ -55,7 +55,7 @@ inline uint32_t hash_of(const void* p) noexcept {
 // The thread is in a new block (or trace): its slots, site cache and index start again there.
 void restart(Slots& t) noexcept {
   memset(t.slot, 0, sizeof t.slot);
-  memset(t.sites, 0, sizeof t.sites);
+  for (SiteSummaryRecord*& r : t.sites) r = const_cast<SiteSummaryRecord*>(&detail::kNoSummary);  // never written: no record matches it
   memset(tl_index, 0, sizeof tl_index);
   t.epoch = tl_state.block_epoch;
 }
@@ -155,7 +155,7 @@ void detail::fold_slow(char* p, uint32_t size, uint64_t ra) noexcept {
     return;
   }
   if (c->rec && c->rec->count < kMaxCount) {
-    t.sites[site_of(ra)] = Site{ra, c->rec};
+    t.sites[site_of(ra)] = c->rec;
     fold_into(c->rec, p, size, reinterpret_cast<const CallHead*>(p)->end_ns);
     return;
   }
@@ -188,7 +188,7 @@ void detail::fold_slow(char* p, uint32_t size, uint64_t ra) noexcept {
   } else {
     c->rec = r;
   }
-  t.sites[site_of(ra)] = Site{ra, r};
+  t.sites[site_of(ra)] = r;
 }
 
 }  // namespace asyncwatch::site_summary
