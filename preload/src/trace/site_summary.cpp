@@ -55,7 +55,8 @@ inline uint32_t hash_of(const void* p) noexcept {
 // The thread is in a new block (or trace): its slots, site cache and index start again there.
 void restart(Slots& t) noexcept {
   memset(t.slot, 0, sizeof t.slot);
-  for (SiteSummaryRecord*& r : t.sites) r = const_cast<SiteSummaryRecord*>(&detail::kNoSummary);  // never written: no record matches it
+  for (SiteSummaryRecord*& r : t.sites)
+    r = const_cast<SiteSummaryRecord*>(&detail::kNoSummary);  // never written: no record matches it
   memset(tl_index, 0, sizeof tl_index);
   t.epoch = tl_state.block_epoch;
 }
