@@ -42,6 +42,7 @@ struct RecordView {
   uint32_t tid;          // owner of the block
   uint64_t block_index;
   uint32_t stored_size;  // bytes it takes in the file (== size, except in a version-1 trace)
+  uint32_t thread = 0;   // the merged walks: the owner's index in TraceFile::threads() (per-thread state)
 
   // Copies the fixed part of a record (the file gives no alignment guarantee we rely on).
   template <class T>
@@ -547,9 +548,11 @@ template <bool kValidate>
 struct TraceFile::Cursor : CursorState {
   TraceFile* file;
 
-  Cursor(TraceFile* f, const std::vector<uint64_t>* b, uint32_t t) : file(f) {
+  // `thread`: the chain's index in threads().
+  Cursor(TraceFile* f, const std::vector<uint64_t>* b, uint32_t t, uint32_t thread) : file(f) {
     blocks = b;
     tid = t;
+    current.thread = thread;
   }
   Cursor(const Cursor&) = delete;  // `current` may point into `scratch`
   Cursor& operator=(const Cursor&) = delete;
@@ -557,8 +560,10 @@ struct TraceFile::Cursor : CursorState {
   // Moves to the next event record; false at the end of the chain. Inline into the merge loop
   // (LTO made it a call).
   __attribute__((always_inline)) bool next() {
-    if (__builtin_expect(replay != nullptr, 0)) return next_replayed();
-    return next_raw();
+    const uint32_t thread = current.thread;  // (the walks below may rebuild `current`)
+    const bool more = __builtin_expect(replay != nullptr, 0) ? next_replayed() : next_raw();
+    current.thread = thread;
+    return more;
   }
 
   // A chain with summaries: the earlier of its next own record and the summaries' next call.
@@ -708,7 +713,7 @@ void TraceFile::merge(F& visit) {
   std::vector<std::unique_ptr<C>> owned;  // cursors do not move: `current` may point into their scratch
   owned.reserve(threads_.size());
   for (const auto& t : threads_) {
-    auto c = std::make_unique<C>(this, &t.blocks, t.tid);
+    auto c = std::make_unique<C>(this, &t.blocks, t.tid, static_cast<uint32_t>(&t - threads_.data()));
     if (c->next()) owned.push_back(std::move(c));
   }
   // Which cursor is next: the earliest current record, the first thread on a tie. Up to kScanned
