@@ -282,8 +282,9 @@ int main(int argc, char** argv) {
     // (--max-size-mib 0: no limit; the default refuses a timeline of this size)
     jobs.push_back({"timeline (JSON)",
                     {asyncwatch, "timeline", "--format", "json", "--max-size-mib", "0", "-o", timeline_json, trace}});
-    jobs.push_back({"timeline (Perfetto)", {asyncwatch, "timeline", "--format", "perfetto", "--max-size-mib", "0", "-o",
-                                            timeline_perfetto, trace}});
+    jobs.push_back(
+        {"timeline (Perfetto)",
+         {asyncwatch, "timeline", "--format", "perfetto", "--max-size-mib", "0", "-o", timeline_perfetto, trace}});
   }
   double json_cpu = 0, html_cpu = 0;  // the last run's (page cache): HTML's target is 1.5x JSON's
   for (const auto& job : jobs) {

@@ -74,7 +74,8 @@ TEST(PerfettoWriter, NamesInternedOncePerSequence) {
     perfetto::Writer w(f);
     w.thread_track(2, 1, 1, "main (tid 1)");
     const perfetto::Arg args[2] = {{"kernel", "saxpy_kernel_name"}, {"grid_size_annotation", {}, 7, false}};
-    for (uint64_t i = 0; i < 3; ++i) w.slice(2, 100 * i, 10, "cudaLaunchKernel saxpy_kernel_name", "launch,blocked", args, 2);
+    for (uint64_t i = 0; i < 3; ++i)
+      w.slice(2, 100 * i, 10, "cudaLaunchKernel saxpy_kernel_name", "launch,blocked", args, 2);
     w.flush();
   }
   std::fclose(f);
@@ -97,8 +98,8 @@ TEST(PerfettoWriter, TextsBeyondTheBoundWrittenInFull) {
   {
     perfetto::Writer w(f, 2);  // two texts of each kind interned at most
     w.thread_track(2, 1, 1, "main (tid 1)");
-    for (const char* name : {"first_slice_name", "second_slice_name", "third_slice_name", "third_slice_name",
-                             "first_slice_name"})
+    for (const char* name :
+         {"first_slice_name", "second_slice_name", "third_slice_name", "third_slice_name", "first_slice_name"})
       w.slice(2, 0, 10, name, "", nullptr, 0);
     w.flush();
   }

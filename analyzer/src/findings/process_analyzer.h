@@ -73,7 +73,7 @@ class ProcessAnalyzer final : public RuleContext {
     // Inline into the merge loop: a call per record cost its prologue, epilogue and the view's
     // fields through memory (docs/performance.md). A consumer of the same walk: its own loop.
     if (after)
-      trace_.stream_merged([this, after](const RecordView& r) __attribute__((always_inline)) {
+      trace_.stream_merged([ this, after ](const RecordView& r) __attribute__((always_inline)) {
         record(r);
         after->record(r);
       });

@@ -235,8 +235,8 @@ class PictureWalkImpl final : public PictureWalk, public RecordHook {
     Lane(uint32_t t, bool s, std::string n) : tid(t), stream(s), name(std::move(n)) {}
     uint32_t tid;
     bool stream;
-    std::string name;            // streams' (threads' are named after the walk)
-    std::vector<CallRun> runs;   // plain, in the order of their first calls
+    std::string name;           // streams' (threads' are named after the walk)
+    std::vector<CallRun> runs;  // plain, in the order of their first calls
     std::vector<FlaggedCall> flagged;
     size_t open[PixelLane::kKinds] = {};  // each kind's run still growing: its index in runs + 1, 0 none
     bool seen = false;
@@ -353,7 +353,7 @@ ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* 
       bool stream;
       PixelLane pixels;
     };
-    std::deque<Lane> lanes;                         // (a deque: the threads' states point into it)
+    std::deque<Lane> lanes;                        // (a deque: the threads' states point into it)
     std::unordered_map<uint64_t, size_t> lane_of;  // tid, or stream key | 1 << 63
     auto lane = [&](uint64_t key, bool stream, const std::function<std::string()>& name) -> PixelLane& {
       auto [it, inserted] = lane_of.emplace(key, lanes.size());
@@ -416,7 +416,8 @@ ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* 
     };
     if (walk) {
       for (const auto& l : walk->lanes_) {
-        lanes.push_back(Lane{l.stream ? l.name : thread_lane_name(l.tid), l.stream, PixelLane(0, pic.length_ns, width)});
+        lanes.push_back(
+            Lane{l.stream ? l.name : thread_lane_name(l.tid), l.stream, PixelLane(0, pic.length_ns, width)});
         PixelLane& px = lanes.back().pixels;
         // The plain calls' runs, then the flagged calls (their bars never share: placing one kind
         // does not change the other's).
@@ -428,7 +429,8 @@ ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* 
         }
         for (const FlaggedCall& c : l.flagged) {
           const int32_t f = report_finding(marks->marks[c.mark].finding);
-          px.add_labelled(c.start, c.end, [&] { return label_text(c.label); }, 0, f, severity_of(f));
+          px.add_labelled(
+              c.start, c.end, [&] { return label_text(c.label); }, 0, f, severity_of(f));
         }
       }
     }
@@ -456,7 +458,7 @@ ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* 
       return it->second;
     };
     // Inline: once per call drawn (the HTML report's time over the JSON report's).
-    auto thread_state = [&](uint32_t tid) __attribute__((always_inline)) -> ThreadState& {
+    auto thread_state = [&](uint32_t tid) __attribute__((always_inline))->ThreadState& {
       auto& slot = cache[(tid * 0x9e3779b1u) >> (32 - kCacheBits)];
       if (slot.second && slot.first == tid) return *slot.second;
       return new_thread_state(tid, slot);
@@ -465,48 +467,49 @@ ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* 
     // function (events/host_functions.h: the analysis' and the timeline's join, bounded as theirs).
     using HostFunctions = events::HostFunctionJoin<uint64_t>;  // the enqueue's user function
     HostFunctions host_functions(report.options.limits.pending_callbacks);
-    if (!walk) t->for_each_merged([&](const RecordView& r) {
-      events::visit(r, [&](const auto& ev) {
-        using E = std::decay_t<decltype(ev)>;
-        using events::is_one_of;
-        if constexpr (E::kCall) {
-          const CallHead& c = ev.rec;
-          if ((c.flags & kFlagInFlight) || c.end_ns < c.start_ns) return;
-          if constexpr (E::kind == RecordType::HostFuncEnqueue) {
-            HostFuncRunRecord ran;  // a run that came first was drawn when it came
-            host_functions.enqueue(ev.rec.callback_id, ev.rec.user_function, &ran);
+    if (!walk)
+      t->for_each_merged([&](const RecordView& r) {
+        events::visit(r, [&](const auto& ev) {
+          using E = std::decay_t<decltype(ev)>;
+          using events::is_one_of;
+          if constexpr (E::kCall) {
+            const CallHead& c = ev.rec;
+            if ((c.flags & kFlagInFlight) || c.end_ns < c.start_ns) return;
+            if constexpr (E::kind == RecordType::HostFuncEnqueue) {
+              HostFuncRunRecord ran;  // a run that came first was drawn when it came
+              host_functions.enqueue(ev.rec.callback_id, ev.rec.user_function, &ran);
+            }
+            auto label = [&] {
+              if constexpr (is_one_of<E, RecordType::Copy, RecordType::Memset>)
+                return call_label(ev, format_bytes(ev.rec.bytes));
+              else if constexpr (E::kind == RecordType::Launch)
+                return call_label(ev, kernel_of(ev.rec.kernel_name_id));
+              else
+                return public_api_name(api_name(static_cast<Api>(c.api)));
+            };
+            ThreadState& th = thread_state(r.tid);
+            const int32_t* flag = FlaggedCalls<int32_t>::find(th.flagged, c.start_ns);
+            const int32_t f = flag ? *flag : -1;
+            th.lane->add_labelled(rel(c.start_ns), rel(c.end_ns), label, 0, f, severity_of(f));
+          } else if constexpr (E::kind == RecordType::HostFuncRun) {
+            const HostFuncRunRecord& run = ev.rec;
+            uint64_t function = 0;
+            const bool named = host_functions.run(run, &function) == HostFunctions::Outcome::Joined;
+            auto label = [&] {
+              return named ? fmt::format("host function 0x{:x} (ran)", function) : std::string("host function (ran)");
+            };
+            ThreadState& th = thread_state(r.tid);
+            const int32_t* flag = FlaggedCalls<int32_t>::find(th.flagged, run.start_ns);
+            const int32_t f = flag ? *flag : -1;
+            th.lane->add_labelled(rel(run.start_ns), rel(run.end_ns), label, 0, f, severity_of(f));
+          } else if constexpr (E::kind == RecordType::GpuSpan) {
+            const GpuSpanRecord& g = ev.rec;
+            events::StreamRef s = events::resolve_stream(g.stream_kind, g.stream, r.tid);
+            PixelLane& l = lane(s.key | (uint64_t{1} << 63), true, [&] { return events::stream_name(s); });
+            l.add(rel(g.start_ns), rel(g.end_ns), gpu_op_text(static_cast<GpuOp>(g.op)), g.op);
           }
-          auto label = [&] {
-            if constexpr (is_one_of<E, RecordType::Copy, RecordType::Memset>)
-              return call_label(ev, format_bytes(ev.rec.bytes));
-            else if constexpr (E::kind == RecordType::Launch)
-              return call_label(ev, kernel_of(ev.rec.kernel_name_id));
-            else
-              return public_api_name(api_name(static_cast<Api>(c.api)));
-          };
-          ThreadState& th = thread_state(r.tid);
-          const int32_t* flag = FlaggedCalls<int32_t>::find(th.flagged, c.start_ns);
-          const int32_t f = flag ? *flag : -1;
-          th.lane->add_labelled(rel(c.start_ns), rel(c.end_ns), label, 0, f, severity_of(f));
-        } else if constexpr (E::kind == RecordType::HostFuncRun) {
-          const HostFuncRunRecord& run = ev.rec;
-          uint64_t function = 0;
-          const bool named = host_functions.run(run, &function) == HostFunctions::Outcome::Joined;
-          auto label = [&] {
-            return named ? fmt::format("host function 0x{:x} (ran)", function) : std::string("host function (ran)");
-          };
-          ThreadState& th = thread_state(r.tid);
-          const int32_t* flag = FlaggedCalls<int32_t>::find(th.flagged, run.start_ns);
-          const int32_t f = flag ? *flag : -1;
-          th.lane->add_labelled(rel(run.start_ns), rel(run.end_ns), label, 0, f, severity_of(f));
-        } else if constexpr (E::kind == RecordType::GpuSpan) {
-          const GpuSpanRecord& g = ev.rec;
-          events::StreamRef s = events::resolve_stream(g.stream_kind, g.stream, r.tid);
-          PixelLane& l = lane(s.key | (uint64_t{1} << 63), true, [&] { return events::stream_name(s); });
-          l.add(rel(g.start_ns), rel(g.end_ns), gpu_op_text(static_cast<GpuOp>(g.op)), g.op);
-        }
+        });
       });
-    });
 
     // The lanes with the most calls (host threads, then streams), each group in first-seen order.
     for (bool stream : {false, true}) {

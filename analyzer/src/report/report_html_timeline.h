@@ -118,7 +118,6 @@ class PictureWalk {
   virtual RecordHook* hook() = 0;
 };
 
-
 // The picture of `process` (its trace walked once more: the analysis' TraceFile in `marks` when kept,
 // indexed by the analysis' pass, else opened and indexed again), its flagged calls from `marks` (the report's
 // analysis of that trace, report_job.h) coloured as their finding in `report` (by Finding::key;
