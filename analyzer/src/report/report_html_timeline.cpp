@@ -170,6 +170,59 @@ struct FlaggedCall {
   LabelRecipe label;
 };
 
+using HostFunctions = events::HostFunctionJoin<uint64_t>;  // the enqueue's user function
+
+// What the picture draws of one record, the one definition for both ways of making it (the
+// analysis' walk, or the trace walked again): a host call, a host function's run (named after its
+// enqueue through the host-function join of events/host_functions.h) or a GPU operation. Calls in
+// flight or with torn times are not drawn. host_call(tid, start, end, label); gpu_span(stream,
+// start, end, label). True when something was drawn.
+template <class HostCall, class GpuSpan>
+bool draw_record(const RecordView& r, HostFunctions& host_functions, HostCall&& host_call, GpuSpan&& gpu_span) {
+  bool drawn = false;
+  events::visit(r, [&](const auto& ev) {
+    using E = std::decay_t<decltype(ev)>;
+    using events::is_one_of;
+    if constexpr (E::kCall) {
+      const CallHead& c = ev.rec;
+      if ((c.flags & kFlagInFlight) || c.end_ns < c.start_ns) return;
+      if constexpr (E::kind == RecordType::HostFuncEnqueue) {
+        HostFuncRunRecord ran;  // a run that came first was drawn when it came
+        host_functions.enqueue(ev.rec.callback_id, ev.rec.user_function, &ran);
+      }
+      LabelRecipe label;
+      label.type = E::kind;
+      label.api = c.api;
+      if constexpr (is_one_of<E, RecordType::Copy, RecordType::Memset>) {
+        label.what = LabelRecipe::Call;
+        label.value = ev.rec.bytes;
+        if constexpr (E::kind == RecordType::Copy) label.direction = ev.rec.direction;
+      } else if constexpr (E::kind == RecordType::Launch) {
+        label.what = LabelRecipe::Kernel;
+        label.value = ev.rec.kernel_name_id;
+      }
+      host_call(r.tid, c.start_ns, c.end_ns, label);
+      drawn = true;
+    } else if constexpr (E::kind == RecordType::HostFuncRun) {
+      const HostFuncRunRecord& run = ev.rec;
+      uint64_t function = 0;
+      LabelRecipe label;
+      label.what = host_functions.run(run, &function) == HostFunctions::Outcome::Joined ? LabelRecipe::RunNamed
+                                                                                        : LabelRecipe::Run;
+      label.value = function;
+      host_call(r.tid, run.start_ns, run.end_ns, label);
+      drawn = true;
+    } else if constexpr (E::kind == RecordType::GpuSpan) {
+      const GpuSpanRecord& g = ev.rec;
+      LabelRecipe label;
+      label.what = LabelRecipe::GpuOp;
+      label.value = g.op;
+      gpu_span(events::resolve_stream(g.stream_kind, g.stream, r.tid), g.start_ns, g.end_ns, label);
+    }
+  });
+  return drawn;
+}
+
 class PictureWalkImpl final : public PictureWalk, public RecordHook {
  public:
   PictureWalkImpl(const TraceFile& t, const std::vector<CallMark>* marks, uint64_t pending_callbacks, double width)
@@ -180,51 +233,16 @@ class PictureWalkImpl final : public PictureWalk, public RecordHook {
     const size_t marks_before = seen_marks_;
     seen_marks_ = marks_ ? marks_->size() : 0;
     const bool marked = seen_marks_ > marks_before;
-    bool drawn = false;
-    events::visit(r, [&](const auto& ev) {
-      using E = std::decay_t<decltype(ev)>;
-      using events::is_one_of;
-      if constexpr (E::kCall) {
-        const CallHead& c = ev.rec;
-        if ((c.flags & kFlagInFlight) || c.end_ns < c.start_ns) return;
-        if constexpr (E::kind == RecordType::HostFuncEnqueue) {
-          HostFuncRunRecord ran;  // a run that came first was drawn when it came
-          host_functions_.enqueue(ev.rec.callback_id, ev.rec.user_function, &ran);
-        }
-        LabelRecipe label;
-        label.type = E::kind;
-        label.api = c.api;
-        if constexpr (is_one_of<E, RecordType::Copy, RecordType::Memset>) {
-          label.what = LabelRecipe::Call;
-          label.value = ev.rec.bytes;
-          if constexpr (E::kind == RecordType::Copy) label.direction = ev.rec.direction;
-        } else if constexpr (E::kind == RecordType::Launch) {
-          label.what = LabelRecipe::Kernel;
-          label.value = ev.rec.kernel_name_id;
-        }
-        host_call(r.tid, c.start_ns, c.end_ns, label, marked ? marks_before : SIZE_MAX);
-        drawn = true;
-      } else if constexpr (E::kind == RecordType::HostFuncRun) {
-        const HostFuncRunRecord& run = ev.rec;
-        uint64_t function = 0;
-        LabelRecipe label;
-        label.what = host_functions_.run(run, &function) == HostFunctions::Outcome::Joined ? LabelRecipe::RunNamed
-                                                                                           : LabelRecipe::Run;
-        label.value = function;
-        host_call(r.tid, run.start_ns, run.end_ns, label, marked ? marks_before : SIZE_MAX);
-        drawn = true;
-      } else if constexpr (E::kind == RecordType::GpuSpan) {
-        const GpuSpanRecord& g = ev.rec;
-        events::StreamRef st = events::resolve_stream(g.stream_kind, g.stream, r.tid);
-        const uint64_t key = st.key | (uint64_t{1} << 63);
-        auto [it, inserted] = lane_of_.emplace(key, lanes_.size());
-        if (inserted) lanes_.emplace_back(0, true, events::stream_name(st));
-        LabelRecipe label;
-        label.what = LabelRecipe::GpuOp;
-        label.value = g.op;
-        add(lanes_[it->second], rel(g.start_ns), rel(g.end_ns), g.op, label, SIZE_MAX);
-      }
-    });
+    const bool drawn = draw_record(
+        r, host_functions_,
+        [&](uint32_t tid, uint64_t start, uint64_t end, const LabelRecipe& label) {
+          host_call(tid, start, end, label, marked ? marks_before : SIZE_MAX);
+        },
+        [&](const events::StreamRef& st, uint64_t start, uint64_t end, const LabelRecipe& label) {
+          auto [it, inserted] = lane_of_.emplace(st.key | (uint64_t{1} << 63), lanes_.size());
+          if (inserted) lanes_.emplace_back(0, true, events::stream_name(st));
+          add(lanes_[it->second], rel(start), rel(end), static_cast<uint8_t>(label.value), label, SIZE_MAX);
+        });
     // A mark the picture could not place on a call of this record (FlaggedCalls would find it by
     // thread and start time): the picture is made by walking the trace again.
     if (marked && !drawn) exact_ = false;
@@ -251,7 +269,6 @@ class PictureWalkImpl final : public PictureWalk, public RecordHook {
   double width_;
 
  private:
-  using HostFunctions = events::HostFunctionJoin<uint64_t>;
   uint64_t rel(uint64_t mono) const { return mono > t0_ ? mono - t0_ : 0; }
 
   void host_call(uint32_t tid, uint64_t start, uint64_t end, const LabelRecipe& label, size_t mark) {
@@ -465,50 +482,22 @@ ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* 
     };
     // Host-function enqueues joined with their runs by callback id, to name a run after its enqueue's
     // function (events/host_functions.h: the analysis' and the timeline's join, bounded as theirs).
-    using HostFunctions = events::HostFunctionJoin<uint64_t>;  // the enqueue's user function
     HostFunctions host_functions(report.options.limits.pending_callbacks);
     if (!walk)
       t->for_each_merged([&](const RecordView& r) {
-        events::visit(r, [&](const auto& ev) {
-          using E = std::decay_t<decltype(ev)>;
-          using events::is_one_of;
-          if constexpr (E::kCall) {
-            const CallHead& c = ev.rec;
-            if ((c.flags & kFlagInFlight) || c.end_ns < c.start_ns) return;
-            if constexpr (E::kind == RecordType::HostFuncEnqueue) {
-              HostFuncRunRecord ran;  // a run that came first was drawn when it came
-              host_functions.enqueue(ev.rec.callback_id, ev.rec.user_function, &ran);
-            }
-            auto label = [&] {
-              if constexpr (is_one_of<E, RecordType::Copy, RecordType::Memset>)
-                return call_label(ev, format_bytes(ev.rec.bytes));
-              else if constexpr (E::kind == RecordType::Launch)
-                return call_label(ev, kernel_of(ev.rec.kernel_name_id));
-              else
-                return public_api_name(api_name(static_cast<Api>(c.api)));
-            };
-            ThreadState& th = thread_state(r.tid);
-            const int32_t* flag = FlaggedCalls<int32_t>::find(th.flagged, c.start_ns);
-            const int32_t f = flag ? *flag : -1;
-            th.lane->add_labelled(rel(c.start_ns), rel(c.end_ns), label, 0, f, severity_of(f));
-          } else if constexpr (E::kind == RecordType::HostFuncRun) {
-            const HostFuncRunRecord& run = ev.rec;
-            uint64_t function = 0;
-            const bool named = host_functions.run(run, &function) == HostFunctions::Outcome::Joined;
-            auto label = [&] {
-              return named ? fmt::format("host function 0x{:x} (ran)", function) : std::string("host function (ran)");
-            };
-            ThreadState& th = thread_state(r.tid);
-            const int32_t* flag = FlaggedCalls<int32_t>::find(th.flagged, run.start_ns);
-            const int32_t f = flag ? *flag : -1;
-            th.lane->add_labelled(rel(run.start_ns), rel(run.end_ns), label, 0, f, severity_of(f));
-          } else if constexpr (E::kind == RecordType::GpuSpan) {
-            const GpuSpanRecord& g = ev.rec;
-            events::StreamRef s = events::resolve_stream(g.stream_kind, g.stream, r.tid);
-            PixelLane& l = lane(s.key | (uint64_t{1} << 63), true, [&] { return events::stream_name(s); });
-            l.add(rel(g.start_ns), rel(g.end_ns), gpu_op_text(static_cast<GpuOp>(g.op)), g.op);
-          }
-        });
+        draw_record(
+            r, host_functions,
+            [&](uint32_t tid, uint64_t start, uint64_t end, const LabelRecipe& label) {
+              ThreadState& th = thread_state(tid);
+              const int32_t* flag = FlaggedCalls<int32_t>::find(th.flagged, start);
+              const int32_t f = flag ? *flag : -1;
+              th.lane->add_labelled(
+                  rel(start), rel(end), [&] { return label_text(label); }, 0, f, severity_of(f));
+            },
+            [&](const events::StreamRef& st, uint64_t start, uint64_t end, const LabelRecipe& label) {
+              PixelLane& l = lane(st.key | (uint64_t{1} << 63), true, [&] { return events::stream_name(st); });
+              l.add(rel(start), rel(end), label_text(label), static_cast<uint8_t>(label.value));
+            });
       });
 
     // The lanes with the most calls (host threads, then streams), each group in first-seen order.
