@@ -117,6 +117,20 @@ struct PythonInfo {
   std::string detail;  // the object that defines _PyRuntime ("the executable"), or why not
 };
 
+// The flight recorder's window (TraceFile::window()): the ring blocks found and the calls in them.
+struct FlightWindow {
+  bool present = false;        // a flight-recorder trace
+  uint64_t ring_blocks = 0;    // the ring's size (FileHeader::flight_ring_blocks)
+  uint64_t blocks = 0;         // ring blocks holding a window part
+  uint64_t blocks_reused = 0;  // FileHeader::flight_blocks_reused
+  uint64_t copies_missed = 0;  // FileHeader::flight_copies_missed
+  uint64_t start_ns = 0;       // FileHeader::flight_window_start_ns: every later call is in the ring
+  uint64_t records = 0;        // call records in the ring
+  uint64_t calls = 0;          // the calls they stand for (a folded query's repeat)
+  uint64_t first_ns = 0;       // the earliest start among them, 0: none
+  uint64_t last_ns = 0;        // the latest end
+};
+
 struct DeviceInfo {
   bool present = false;
   int32_t driver_version = 0;
@@ -299,6 +313,20 @@ class TraceFile {
   uint64_t summary_calls() const { return summary_calls_; }
   // The report's note on a summary trace ("" for a full trace).
   std::string summary_note() const;
+  // A flight-recorder trace (ASYNCWATCH_TRACE_LIMIT, header kConfigFlight, version 6): a summary trace
+  // (summary() is true too: the merged walks hand out the whole run's calls) plus a ring of blocks
+  // holding raw copies of the last calls, the window (FlightWindow, read with the rest: index() or
+  // stream_merged()).
+  bool flight() const { return (header_.config_flags & trace::kConfigFlight) != 0; }
+  const FlightWindow& window() const { return window_; }
+  // The window's first instant: its first record's start, or the last reused block's release when
+  // later (records before it may be missing).
+  uint64_t window_first_ns() const { return std::max(window_.first_ns, window_.start_ns); }
+  // Whether block `b` is a ring block (after index_blocks).
+  bool in_ring(uint64_t b) const { return b < ring_flags_.size() && ring_flags_[b]; }
+  // The report's note on a flight-recorder trace ("" otherwise); `whole_run_calls`: the calls the
+  // analysis counted.
+  std::string flight_note(uint64_t whole_run_calls) const;
   // Their heads, the first kMaxInFlightKept of them (one per thread that died in a call, in practice).
   static constexpr size_t kMaxInFlightKept = 4096;
   const std::vector<InFlightCall>& in_flight_calls() const { return in_flight_calls_; }
@@ -330,7 +358,8 @@ class TraceFile {
   [[noreturn]] void fail(const std::string& what) const;
   [[noreturn]] void fail_at(uint64_t block, uint64_t offset, const std::string& what) const;
   void validate_record(const RecordView& r) const;
-  bool check_block(uint64_t b, uint32_t* tid, bool* shared = nullptr) const;
+  bool check_block(uint64_t b, uint32_t* tid, bool* shared = nullptr, bool* ring = nullptr) const;
+  void read_window();
   bool read_record(uint64_t b, uint32_t off, uint32_t tid, RecordView* out, uint8_t* scratch) const;
   bool absorb(const RecordView& r);  // true for event records
   [[noreturn]] void over_limit(const char* what, uint64_t limit, const char* option) const;
@@ -410,6 +439,13 @@ class TraceFile {
   uint64_t lost_in_records_ = 0;
   uint64_t in_flight_records_ = 0;
   uint64_t summary_records_ = 0, summary_calls_ = 0;
+  struct RingBlock {
+    uint64_t seq, block;
+    uint32_t tid;
+  };
+  std::vector<RingBlock> ring_blocks_;  // in sequence order (index_blocks)
+  std::vector<uint8_t> ring_flags_;     // by block: 1 for a ring block (empty: none)
+  FlightWindow window_;
   std::vector<InFlightCall> in_flight_calls_;
   std::vector<uint64_t> caller_sites_;  // the one-frame stacks, by id - kCallerSiteStackBase
   std::vector<LostReport> lost_reports_;
@@ -558,7 +594,14 @@ struct TraceFile::Cursor : CursorState {
   // (LTO made it a call).
   __attribute__((always_inline)) bool next() {
     if (__builtin_expect(replay != nullptr, 0)) return next_replayed();
-    return next_raw();
+    if (__builtin_expect(next_raw(), 1)) return true;
+    // The chain ended right after its first summaries (a thread whose last records are summaries):
+    // their calls are still to be handed out.
+    if (__builtin_expect(replay != nullptr, 0)) {
+      raw_done = true;
+      return next_replayed();
+    }
+    return false;
   }
 
   // A chain with summaries: the earlier of its next own record and the summaries' next call.
@@ -671,6 +714,7 @@ void TraceFile::stream_merged(F&& visit) {
   if (!blocks_indexed_) index_blocks();
   merge<true>(visit);
   release(trace::kHeaderSize, size_ - trace::kHeaderSize);
+  read_window();
   check_references();
   indexed_ = true;
 }

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "flight_ring.h"
 #include "thread_buffer.h"
 
 namespace asyncwatch::site_summary {
@@ -116,6 +117,7 @@ void erase(char* p, uint32_t size) noexcept {
 }  // namespace
 
 void fold(CallHead* rec) noexcept {
+  flight_ring::after_call(rec);  // the flight recorder's raw copy, before the record may be folded away
   auto& s = tl_state;
   char* const p = reinterpret_cast<char*>(rec);
   const uint32_t size = rec->h.size;
