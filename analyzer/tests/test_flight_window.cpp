@@ -138,6 +138,15 @@ TEST(FlightWindow, WrappedRingReadsNewRecordsInSequenceOrder) {
   EXPECT_EQ(t->window_first_ns(), kT0 + 500 * kMs);
   EXPECT_EQ(w.blocks_reused, 5u);
   EXPECT_EQ(t->summary_calls(), 1000u);
+  // The timeline's walk: the window's copies, in order, neither the exemplar nor the summary's calls.
+  std::vector<uint64_t> walked;
+  t->for_each_merged([&](const RecordView& r) {
+    EXPECT_EQ(r.type, RecordType::Copy);
+    walked.push_back(record_time(r));
+  });
+  const std::vector<uint64_t> want = {kT0 + 500 * kMs, kT0 + 501 * kMs, kT0 + 502 * kMs, kT0 + 600 * kMs,
+                                      kT0 + 700 * kMs, kT0 + 701 * kMs, kT0 + 800 * kMs};
+  EXPECT_EQ(walked, want);
 
   // The report: the whole run's 1001 copies, the window's 7, the 994 before it in the summaries only.
   ProcessResult r = analyze_trace(p, Options{});

@@ -748,7 +748,7 @@ void expect_consistent_window(const Trace& t, uint64_t returned, const std::stri
   EXPECT_EQ(t.header.flight_ring_blocks, 16u) << mode;
   uint64_t last_start = 0;
   for (size_t i = 0; i < t.window.size(); ++i) {
-    const Record& rec = t.window[i];
+    const aw_test::Record& rec = t.window[i];
     ASSERT_EQ(rec.type(), RecordType::Copy) << mode << " window record " << i;
     const auto c = rec.as<CopyRecord>();
     EXPECT_EQ(c.flags & kFlagInFlight, 0u) << mode;

@@ -206,6 +206,9 @@ void TraceFile::begin_release() {
   consumed_.assign(block_count_, 1);
   for (const auto& t : threads_)
     for (uint64_t e : t.blocks) consumed_[piece_block(e)] = 0;
+  if (window_walk_)
+    for (const auto& t : window_threads_)
+      for (uint64_t e : t.blocks) consumed_[piece_block(e)] = 0;
   released_blocks_ = consumed_to_ = furthest_done_ = 0;
   while (consumed_to_ < block_count_ && consumed_[consumed_to_]) ++consumed_to_;
   release_lag_ = kReleaseLag + 2 * threads_.size();  // many threads read many blocks at once
@@ -600,6 +603,7 @@ void TraceFile::reset_index() {
   summary_records_ = summary_calls_ = 0;
   ring_blocks_.clear();
   ring_flags_.clear();
+  window_threads_.clear();
   window_ = FlightWindow{};
   in_flight_calls_.clear();
   caller_sites_.clear();
@@ -653,6 +657,12 @@ void TraceFile::index_blocks() {
   if (flight() && ring_blocks_.size() > header_.flight_ring_blocks)
     fail(fmt::format("corrupt flight-recorder ring: {} ring blocks, more than the {} the header gives it",
                      ring_blocks_.size(), header_.flight_ring_blocks));
+  std::unordered_map<uint32_t, size_t> window_by_tid;
+  for (const RingBlock& rb : ring_blocks_) {
+    auto [it, inserted] = window_by_tid.emplace(rb.tid, window_threads_.size());
+    if (inserted) window_threads_.push_back(ThreadInfo{rb.tid, {}, {}});
+    window_threads_[it->second].blocks.push_back(rb.block);
+  }
   blocks_indexed_ = true;
 }
 

@@ -279,6 +279,9 @@ class TraceFile {
   // Pass 2 (after index()): every record except the metadata kinds (ThreadInfo, Module,
   // Stack, String, DeviceInfo, Lost, Padding) and in-flight call records, merged across threads by record_time (each thread's
   // own order is kept). Memory stays bounded: the pages of consumed blocks are released.
+  // In a flight-recorder trace (the timeline's walk) the calls are the window's, the raw copies in the
+  // ring, and not the whole run's summaries: the records that are not calls (NVTX ranges, GPU times,
+  // host-function runs) come from the threads' blocks as always.
   template <class F>
   void for_each_merged(F&& visit) const;
 
@@ -439,6 +442,8 @@ class TraceFile {
   uint64_t lost_in_records_ = 0;
   uint64_t in_flight_records_ = 0;
   uint64_t summary_records_ = 0, summary_calls_ = 0;
+  std::vector<ThreadInfo> window_threads_;  // each thread's ring blocks in sequence order (index_blocks)
+  bool window_walk_ = false;                // the merged walk reads the window (for_each_merged, flight)
   struct RingBlock {
     uint64_t seq, block;
     uint32_t tid;
@@ -566,6 +571,9 @@ struct TraceFile::CursorState {
   // between blocks: one comparison says both). `current`'s tid and block_index are the block's
   // while it is read: the fast path sets only the fields that change per record.
   uint32_t fast_end = 0;
+  // The walk hands out no call record and no summary of this chain (a flight-recorder trace's
+  // threads' blocks when the window's calls are walked instead: for_each_merged).
+  bool skip_calls = false;
   alignas(8) uint8_t scratch[trace_v1::kScratchBytes];  // `current` of a version-1 trace, converted
   // A summary trace (trace_format.h, SiteSummaryRecord): the calls of the summaries the walk has
   // passed, merged by time with the chain's own records (`held`: the next of those, read ahead).
@@ -677,7 +685,8 @@ struct TraceFile::Cursor : CursorState {
                                b,
                                rh.size};
           off += rh.size;
-          if (__builtin_expect(current.type == trace::RecordType::SiteSummary, 0)) file->add_summary(*this, current);
+          if (__builtin_expect(current.type == trace::RecordType::SiteSummary, 0) && !skip_calls)
+            file->add_summary(*this, current);
           if (is_metadata(current.type)) continue;
           if (__builtin_expect(file->version_ == 1, 0)) {  // validated by index(): converts
             std::string why;
@@ -686,7 +695,7 @@ struct TraceFile::Cursor : CursorState {
           if (trace::record_info(rh.type).call) {
             uint32_t flags;
             std::memcpy(&flags, current.data + offsetof(trace::CallHead, flags), sizeof flags);
-            if (flags & trace::kFlagInFlight) continue;
+            if ((flags & trace::kFlagInFlight) || skip_calls) continue;
           }
           uint64_t t = record_time(current);
           time = t > time ? t : time;
@@ -705,7 +714,9 @@ template <class F>
 void TraceFile::for_each_merged(F&& visit) const {
   if (!indexed_) throw std::logic_error("for_each_merged before index");
   auto* self = const_cast<TraceFile*>(this);
-  self->merge<false>(visit);                                // reads only
+  self->window_walk_ = flight();
+  self->merge<false>(visit);  // reads only
+  self->window_walk_ = false;
   release(trace::kHeaderSize, size_ - trace::kHeaderSize);  // as stream_merged: what the window left
 }
 
@@ -753,7 +764,14 @@ void TraceFile::merge(F& visit) {
   owned.reserve(threads_.size());
   for (const auto& t : threads_) {
     auto c = std::make_unique<C>(this, &t.blocks, t.tid);
+    c->skip_calls = window_walk_;
     if (c->next()) owned.push_back(std::move(c));
+  }
+  if (window_walk_) {
+    for (const auto& t : window_threads_) {
+      auto c = std::make_unique<C>(this, &t.blocks, t.tid);
+      if (c->next()) owned.push_back(std::move(c));
+    }
   }
   // Which cursor is next: the earliest current record, the first thread on a tie. Up to kScanned
   // threads, a scan of their times (scan_merge, unrolled for each count of threads), kept in thread
