@@ -8,7 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstring>
+#include <random>
 #include <vector>
 
 using namespace asyncwatch;
@@ -239,4 +241,40 @@ TEST(FlightWindow, ImpossibleRingsAreErrors) {
     std::memcpy(f.bytes.data() + at + sizeof(tf::BlockHeader), &c, sizeof c);
     EXPECT_NE(error_of(f, "ring_stack.awtrace").find("stack id 99, which the trace never defines"), std::string::npos);
   }
+}
+
+// Damage anywhere in the ring's metadata (the header's flight fields, the ring blocks' headers and
+// records) gives a report or a clear error, never a crash; the timeline's walk of the window too.
+TEST(FlightWindow, DamagedRingNeverCrashes) {
+  FlightTrace f(100);
+  f.header([](tf::FileHeader& h) {
+    h.flight_blocks_reused = 2;
+    h.flight_window_start_ns = kT0 + 300 * kMs;
+  });
+  const size_t a = f.ring_block(5, {kT0 + 500 * kMs, kT0 + 501 * kMs});
+  const size_t b = f.ring_block(4, {kT0 + 400 * kMs});
+  std::vector<size_t> interesting;
+  const size_t flight_fields = offsetof(tf::FileHeader, flight_ring_blocks);
+  for (size_t i = 0; i < 4 * 8; ++i) interesting.push_back(flight_fields + i);
+  interesting.push_back(offsetof(tf::FileHeader, config_flags) + 1);  // kConfigFlight is bit 10
+  for (size_t at : {a, b})
+    for (size_t i = 0; i < 256; ++i) interesting.push_back(at + i);
+  std::mt19937_64 rng(42);
+  int errors = 0;
+  const std::vector<uint8_t> good = f.bytes;
+  for (int iter = 0; iter < 1500; ++iter) {
+    FlightTrace d = f;
+    d.bytes = good;
+    for (int n = 1 + static_cast<int>(rng() % 3); n > 0; --n)
+      d.bytes[interesting[rng() % interesting.size()]] ^= static_cast<uint8_t>(1u << (rng() % 8));
+    const std::string p = d.write("flight_flip.awtrace");
+    try {
+      auto t = TraceFile::open(p);
+      analyze_trace(*t, Options{});
+      t->for_each_merged([](const RecordView&) {});
+    } catch (const TraceError&) {
+      ++errors;
+    }
+  }
+  EXPECT_GT(errors, 100);
 }
