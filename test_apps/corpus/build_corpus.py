@@ -4,6 +4,8 @@
   build_corpus.py --repo OWNER/NAME=GIT_DIR (each of the three) --bin-dir BIN_DIR [--src-dir SRC_DIR] [-j N]
                   [--programs P,Q] [--dry-run] [--no-pack]
   build_corpus.py --pack-only --bin-dir BIN_DIR
+  build_corpus.py --python --repo OWNER/NAME=GIT_DIR (each Python program's) --src-dir SRC_DIR [--programs P,Q]
+                  [--dry-run]
 
 The programs, their repositories, commits, directories and source files are read from
 expected/*.json (the "origin" and "sources" fields): nothing of that is repeated here. Each origin
@@ -21,6 +23,12 @@ corpus/bin/ of .corpus/corpus.tar.xz in the repository this script is in (git-ig
 test_apps/gpu/run_corpus.py unpacks on the GPU machine. BIN_DIR itself is left as built: it is what
 check_corpus.py reads the traces' symbols from. --pack-only packs BIN_DIR as it is, building nothing.
 
+--python takes the Python programs instead (expectation files with "language": "python"): each
+program's "files" at its origin commit, `git archive`d from GIT_DIR into SRC_DIR/<program>/ (their
+paths in the repository kept; every file checked against `git ls-tree` and its blob hash recorded),
+then packed with pycorpus/manifest.json (program, repository, commit, files, blob ids) into
+pycorpus/ of .corpus/pycorpus.tar.xz, which `test_apps/gpu/run_corpus.py --python` runs.
+
 The third-party sources and binaries must stay outside the repository: SRC_DIR and BIN_DIR inside
 it are refused. Python 3 standard library, git, tar, nvcc, objcopy. Exit 0 when every build (and
 the pack) succeeded, 1 otherwise, 2 on usage errors.
@@ -28,6 +36,7 @@ the pack) succeeded, 1 otherwise, 2 on usage errors.
 import argparse
 import concurrent.futures
 import glob
+import io
 import json
 import os
 import re
@@ -64,7 +73,9 @@ def load_expectations(programs):
     exps = []
     for path in sorted(glob.glob(os.path.join(EXPECTED, "*.json"))):
         with open(path) as f:
-            exps.append(json.load(f))
+            e = json.load(f)
+        if e.get("language", "cuda") == "cuda":  # the Python programs: --python
+            exps.append(e)
     names = {e["program"] for e in exps}
     unknown = set(PROGRAM_FLAGS) - names
     if unknown:  # a table entry whose program is gone would be silently unused
@@ -271,11 +282,113 @@ def pack(bin_dir, archive):
     return 0
 
 
+ARCHIVE_PY = os.path.join(ROOT, ".corpus", "pycorpus.tar.xz")
+
+
+def load_python(programs):
+    exps = []
+    for path in sorted(glob.glob(os.path.join(EXPECTED, "*.json"))):
+        with open(path) as f:
+            e = json.load(f)
+        if e.get("language") == "python":
+            exps.append(e)
+    missing = set(programs or []) - {e["program"] for e in exps}
+    if missing:
+        raise SystemExit(f"build_corpus: no Python expectation file for {', '.join(sorted(missing))}")
+    return [e for e in exps if not programs or e["program"] in programs]
+
+
+def blob_ids(git, commit, files):
+    """{path: blob id} of files at commit, from `git ls-tree`; a path absent there is left out."""
+    out = subprocess.run(git + ["ls-tree", "-r", "-z", commit, "--"] + files, stdout=subprocess.PIPE,
+                         check=True).stdout.decode().split("\0")
+    ids = {}
+    for entry in filter(None, out):
+        meta, _, path = entry.partition("\t")
+        ids[path] = meta.split()[2]
+    return ids
+
+
+def extract_python(exps, git_dirs, src_dir, dry_run):
+    """Each program's files at its commit into SRC_DIR/<program>/ (fresh); -> the manifest."""
+    manifest = []
+    for e in exps:
+        o = e["origin"]
+        if o["repo"] not in git_dirs:
+            raise SystemExit(f"build_corpus: no --repo {o['repo']}=GIT_DIR (needed at {o['commit']})")
+        git = ["git", "--git-dir", git_dirs[o["repo"]]]
+        if subprocess.run(git + ["cat-file", "-e", o["commit"] + "^{commit}"], stderr=subprocess.DEVNULL).returncode:
+            raise SystemExit(f"build_corpus: {git_dirs[o['repo']]} has no commit {o['commit']} of {o['repo']}")
+        ids = blob_ids(git, o["commit"], e["files"])
+        absent = [f for f in e["files"] if f not in ids]
+        if absent:
+            raise SystemExit(f"build_corpus: {e['program']}: {o['repo']}@{o['commit'][:12]} has no {absent}")
+        dest = os.path.join(src_dir, e["program"])
+        print(f"extract {o['repo']}@{o['commit'][:12]}: {' '.join(e['files'])} -> {dest}", flush=True)
+        manifest.append({"program": e["program"], "repo": o["repo"], "commit": o["commit"], "script": e["script"],
+                         "files": {f: ids[f] for f in e["files"]}})
+        if dry_run:
+            continue
+        shutil.rmtree(dest, ignore_errors=True)
+        os.makedirs(dest)
+        archive = subprocess.Popen(git + ["archive", "--format=tar", o["commit"], "--"] + e["files"],
+                                   stdout=subprocess.PIPE)
+        untar = subprocess.run(["tar", "-x", "-C", dest], stdin=archive.stdout)
+        archive.stdout.close()
+        if archive.wait() or untar.returncode:
+            raise SystemExit(f"build_corpus: extracting {e['program']} from {o['repo']}@{o['commit']} failed")
+        for f in e["files"]:
+            got = subprocess.run(["git", "hash-object", os.path.join(dest, f)], stdout=subprocess.PIPE,
+                                 universal_newlines=True).stdout.strip()
+            if got != ids[f]:
+                raise SystemExit(f"build_corpus: {e['program']}: {f} extracted as {got}, the commit has {ids[f]}")
+    return manifest
+
+
+def pack_python(src_dir, manifest, archive):
+    """SRC_DIR/<program>/ of every program in the manifest, and the manifest, into pycorpus/ of archive."""
+    os.makedirs(os.path.dirname(archive), exist_ok=True)
+    tmp = archive + ".tmp"
+
+    def plain(ti):  # no owner or host details in the archive
+        ti.uid = ti.gid = 0
+        ti.uname = ti.gname = ""
+        return ti
+
+    data = (json.dumps({"programs": manifest}, indent=1, sort_keys=True) + "\n").encode()
+    with tarfile.open(tmp, "w:xz", preset=9) as t:
+        info = plain(tarfile.TarInfo("pycorpus/manifest.json"))
+        info.size, info.mtime, info.mode = len(data), int(time.time()), 0o644
+        t.addfile(info, io.BytesIO(data))
+        for m in manifest:
+            for f in sorted(m["files"]):
+                t.add(os.path.join(src_dir, m["program"], f), f"pycorpus/{m['program']}/{f}", filter=plain)
+    os.replace(tmp, archive)
+    n = sum(len(m["files"]) for m in manifest)
+    print(f"packed {len(manifest)} Python programs ({n} files) of {src_dir}: {archive}: "
+          f"{os.path.getsize(archive) / 1024:.1f} KiB", flush=True)
+    return 0
+
+
+def python_corpus(opts, git_dirs):
+    if not opts.src_dir:
+        print("build_corpus: --python needs --src-dir (outside the repository)", file=sys.stderr)
+        return 2
+    if opts.programs and not opts.dry_run:
+        print("build_corpus: --python packs every program: --programs only with --dry-run", file=sys.stderr)
+        return 2
+    exps = load_python(opts.programs.split(",") if opts.programs else None)
+    manifest = extract_python(exps, git_dirs, opts.src_dir, opts.dry_run)
+    if opts.dry_run or opts.no_pack:
+        return 0
+    return pack_python(opts.src_dir, manifest, opts.archive or ARCHIVE_PY)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repo", action="append", default=[], metavar="OWNER/NAME=GIT_DIR",
                     help="a source repository's (bare) git directory; once per repository")
-    ap.add_argument("--bin-dir", required=True, help="where the binaries are built (outside the repository)")
+    ap.add_argument("--bin-dir", help="where the binaries are built (outside the repository)")
     ap.add_argument("--src-dir", help="where the sources are extracted (default: BIN_DIR/../src)")
     ap.add_argument("--nvcc", default="/usr/local/cuda/bin/nvcc")
     ap.add_argument("-j", "--jobs", type=int, default=1, help="parallel nvcc runs (default 1)")
@@ -283,15 +396,22 @@ def main():
     ap.add_argument("--dry-run", action="store_true", help="print the extractions and commands, run nothing")
     ap.add_argument("--no-pack", action="store_true", help="build only")
     ap.add_argument("--pack-only", action="store_true", help="pack what BIN_DIR holds, build nothing")
-    ap.add_argument("--archive", default=ARCHIVE, help=f"default: {os.path.relpath(ARCHIVE, ROOT)} in this repository")
+    ap.add_argument("--archive", help=f"default: {os.path.relpath(ARCHIVE, ROOT)} "
+                                      f"({os.path.relpath(ARCHIVE_PY, ROOT)} with --python) in this repository")
+    ap.add_argument("--python", action="store_true", help="the Python programs: extract and pack, nothing built")
     opts = ap.parse_args()
-    opts.bin_dir = os.path.abspath(opts.bin_dir)
-    opts.src_dir = os.path.abspath(opts.src_dir or os.path.join(os.path.dirname(opts.bin_dir), "src"))
+    if not opts.python and not opts.bin_dir:
+        ap.error("--bin-dir is required (except with --python)")
+    if opts.bin_dir:
+        opts.bin_dir = os.path.abspath(opts.bin_dir)
+    if opts.src_dir or opts.bin_dir:
+        opts.src_dir = os.path.abspath(opts.src_dir or os.path.join(os.path.dirname(opts.bin_dir), "src"))
     for what, d in (("--bin-dir", opts.bin_dir), ("--src-dir", opts.src_dir)):
-        if inside(d, ROOT):
+        if d and inside(d, ROOT):
             print(f"build_corpus: {what} {d} is inside the repository (third-party code stays outside)",
                   file=sys.stderr)
             return 2
+    opts.archive_given, opts.archive = opts.archive, opts.archive or ARCHIVE
     if opts.pack_only:
         if opts.no_pack or opts.programs or opts.dry_run:
             print("build_corpus: --pack-only builds nothing: no --programs, --no-pack, --dry-run", file=sys.stderr)
@@ -304,6 +424,9 @@ def main():
             print(f"build_corpus: --repo {r!r}: want OWNER/NAME=GIT_DIR", file=sys.stderr)
             return 2
         git_dirs[name] = os.path.abspath(path)
+    if opts.python:
+        opts.archive = opts.archive_given
+        return python_corpus(opts, git_dirs)
     if opts.jobs < 1:
         print("build_corpus: -j wants at least 1", file=sys.stderr)
         return 2

@@ -17,13 +17,26 @@ library function called.
       --h200-table then prints each program and build's two H200 cells (sites reported, verdict)
       as markdown rows on standard output.
 
+  check_corpus.py pyresults --results DIR [--build BUILD] [--markdown] [PROGRAM...]
+      the public Python programs (expectation files with "language": "python"), from the results
+      of `run_corpus.py --python` (unpacked pycorpus-results.tar.gz): each program's reports made
+      on the GPU machine (report.default.json, report.all.json, report.nosym.json), or, where one
+      is missing, made here from its traces with --build. Three checks per program: the default
+      thresholds, every call flagged, and the default report again made without reading any
+      module's symbols (ASYNCWATCH_NO_SYMBOLS=1), whose ids, severities and lines must be the same.
+
 Expectation files: test_apps/corpus/expected/<program>.json, one site per statement:
   {"file", "line", "kind": launch|graph|copy|memset|lib, "ids": [finding ids allowed there],
    "required": the GPU run must report it, "what", "via": library function (lib sites),
    "captured": recorded inside stream capture (must never be reported on the GPU),
    "run": false (not executed with the program's arguments),
    "causes": [the finding's cause must be one of these on the GPU (JSON `cause`); absent: any]}.
-Findings of other ids (explicit-sync, implicit-sync, callbacks) are not checked. Exit 0 when every
+Findings of other ids (explicit-sync, implicit-sync, callbacks) are not checked. Python programs
+("language": "python"; test_apps/corpus/README.md, "Python programs") check every finding id, with
+"line" or "lines": [first, last] (a range), "alt": [other locations of the same site], "need":
+[the ids that make a required site reported], "required_default": reported at the default thresholds
+too, "severity": {id: the severity at default thresholds}, and "forbid": [{"id"}] for the program.
+Exit 0 when every
 row passes, 1 otherwise, 2 on usage errors. Python 3 standard library; binutils for `probe`.
 """
 import argparse
@@ -44,12 +57,12 @@ ALL_SITES = ["--min-blocked-us", "0", "--inline-htod-bytes", "0"]
 LIB_DIRS = ["/usr/local/cuda/lib64"]
 
 
-def load(programs):
+def load(programs, language="cuda"):
     out = []
     for path in sorted(glob.glob(os.path.join(EXPECTED, "*.json"))):
         with open(path) as f:
             e = json.load(f)
-        if not programs or e["program"] in programs:
+        if e.get("language", "cuda") == language and (not programs or e["program"] in programs):
             out.append(e)
     missing = set(programs) - {e["program"] for e in out}
     if missing:
@@ -57,9 +70,9 @@ def load(programs):
     return out
 
 
-def report(asyncwatch, traces, extra):
+def report(asyncwatch, traces, extra, env=None):
     cmd = [asyncwatch, "report", "--format", "json"] + extra + traces
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, env=env)
     if p.returncode not in (0, 1):
         return None, f"asyncwatch report exited {p.returncode}: {p.stderr.strip()[-1500:]}"
     try:
@@ -251,16 +264,202 @@ def h200_table(cells, info):
     return "\n".join(lines)
 
 
+# --- Python programs -------------------------------------------------------------------------------
+PY_REPORTS = {"default": [], "all": ALL_SITES}  # report.<name>.json: the thresholds each is made with
+PHASE_MARK = "(made inside "  # docs/findings.md "Framework phases": the message says the phase
+# A framework's own threads wait for their own work, and may still be in a call when the process ends
+# (XLA's, PyTorch's at shutdown), with no frame of the user's code to show: such explicit waits and
+# in-flight calls are reported without a user line, as docs/findings.md says, and are no error here.
+PY_WITHOUT_USER_LINE = {"explicit-sync", "in-flight-call"}
+
+
+def py_locations(site):
+    """(file, first, last) of a site and of its alternative locations."""
+    out = []
+    for loc in [site] + list(site.get("alt", [])):
+        first, last = loc["lines"] if "lines" in loc else (loc["line"], loc["line"])
+        out.append((loc.get("file", site["file"]), first, last))
+    return out
+
+
+def py_site_of(exp, file, line):
+    """The index of the first site of exp whose location holds file:line, or None."""
+    if line is None:
+        return None
+    for i, s in enumerate(exp["sites"]):
+        for f, first, last in py_locations(s):
+            if f == file and first <= line <= last:
+                return i
+    return None
+
+
+def py_where(s):
+    return ", ".join(f"{f}:{a}" + (f"-{b}" if b != a else "") for f, a, b in py_locations(s))
+
+
+def evaluate_py(exp, findings, mode):
+    """-> (errors, {site index: ids seen}). mode: default (a user's report) | all (every call flagged).
+    Every finding must be at an expected site with an allowed id; required sites must be there."""
+    errors, seen = [], {}
+    forbidden = {x["id"]: x.get("what", "") for x in exp.get("forbid", [])}
+    for f in findings:
+        fid, cs = f.get("id"), f.get("call_site") or {}
+        file = os.path.basename(cs.get("file") or "")
+        at = f"{fid} ({f.get('api')}, {f.get('count')} calls) at {where(f) if cs else '(no call site)'}"
+        if fid in forbidden:
+            errors.append(f"{at}: no {fid} expected in this program ({forbidden[fid]})")
+            continue
+        if PHASE_MARK in (f.get("message") or "") and f.get("severity") != "note":
+            errors.append(f"{at}: made inside a framework phase but a {f.get('severity')}, not a note")
+        if fid in PY_WITHOUT_USER_LINE and (not cs or not cs.get("user_code", True)):
+            continue
+        if not cs.get("user_code", True):
+            errors.append(f"{at}: not marked as the program's own code")
+            continue
+        i = py_site_of(exp, file, cs.get("line"))
+        if i is None:
+            errors.append(f"{at}: no expected statement there")
+            continue
+        s = exp["sites"][i]
+        seen.setdefault(i, set()).add(fid)
+        if fid not in s["ids"]:
+            errors.append(f"{fid} at {file}:{cs.get('line')}: expected "
+                          f"{'one of ' + ', '.join(s['ids']) if s['ids'] else 'no finding'} there")
+        want = (s.get("severity") or {}).get(fid)
+        if mode == "default" and want and f.get("severity") != want:
+            errors.append(f"{fid} at {file}:{cs.get('line')}: a {f.get('severity')}, expected a {want} there")
+    for i, s in enumerate(exp["sites"]):
+        need = set(s.get("need") or s["ids"])
+        if (s.get("required") and mode == "all") or s.get("required_default"):
+            if not need & seen.get(i, set()):
+                errors.append(f"missing: {' or '.join(sorted(need))} at {py_where(s)} ({s['what']})")
+    return errors, seen
+
+
+def verdicts(findings):
+    """The (id, severity, file, line) set of a report: what must not depend on the symbols read."""
+    out = set()
+    for f in findings:
+        cs = f.get("call_site") or {}
+        out.add((f.get("id"), f.get("severity"), os.path.basename(cs.get("file") or "") or None, cs.get("line")))
+    return out
+
+
+def compare_nosym(default, nosym):
+    """Errors where the report made without module symbols differs (issue 44 item 9)."""
+    a, b = verdicts(default), verdicts(nosym)
+    fmt = lambda v: f"{v[0]} ({v[1]}) at {v[2]}:{v[3]}"  # noqa: E731
+    return ([f"only with symbols: {fmt(v)}" for v in sorted(a - b, key=str)] +
+            [f"only without symbols: {fmt(v)}" for v in sorted(b - a, key=str)])
+
+
+def py_reports(run_dir, asyncwatch):
+    """{name: findings or None} and errors: the run's JSON reports, made here from its traces where
+    one is missing and asyncwatch is given."""
+    out, errors = {}, []
+    traces = os.path.join(run_dir, "traces")
+    for name, extra in list(PY_REPORTS.items()) + [("nosym", [])]:
+        path = os.path.join(run_dir, f"report.{name}.json")
+        rep = None
+        if os.path.exists(path):
+            try:
+                with open(path) as f:
+                    rep = json.load(f)
+            except ValueError as e:
+                errors.append(f"report.{name}.json: {e}")
+        elif asyncwatch and os.path.isdir(traces) and os.listdir(traces):
+            env = dict(os.environ, ASYNCWATCH_NO_SYMBOLS="1") if name == "nosym" else None
+            rep, err = report(asyncwatch, [traces], extra, env)
+            if rep is None:
+                errors.append(f"report {name}: {err}")
+        else:
+            errors.append(f"no report.{name}.json" + ("" if asyncwatch else " (give --build to make it from the traces)"))
+        out[name] = None if rep is None else (rep.get("findings") or [])
+    return out, errors
+
+
+def read(path, default=None):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return default
+
+
+def check_py_run(exp, run_dir, asyncwatch):
+    """-> (verdict, errors, reported sites) of one program's run directory."""
+    if not os.path.isdir(run_dir):
+        return "FAIL", ["not run (no such run directory)"], {}
+    skipped = read(os.path.join(run_dir, "skipped"))
+    if skipped is not None:
+        return "SKIP", [skipped], {}
+    errors = []
+    rc, bare = read(os.path.join(run_dir, "rc")), read(os.path.join(run_dir, "bare.rc"))
+    if rc != "0":
+        errors.append(f"the program exited {rc} under asyncwatch")
+    if bare is None:
+        errors.append("no bare run to compare the exit status with")
+    elif bare != rc:
+        errors.append(f"exit status {rc} traced, {bare} bare")
+    reps, errs = py_reports(run_dir, asyncwatch)
+    errors += errs
+    seen = {}
+    for mode in PY_REPORTS:
+        if reps.get(mode) is not None:
+            e, s = evaluate_py(exp, reps[mode], mode)
+            errors += [f"({'default thresholds' if mode == 'default' else 'every call'}) {x}" for x in e]
+            if mode == "all":
+                seen = s
+    if reps.get("default") is not None and reps.get("nosym") is not None:
+        errors += [f"(without symbols) {x}" for x in compare_nosym(reps["default"], reps["nosym"])]
+    return ("pass" if not errors else "FAIL"), errors, seen
+
+
+def py_row(exp, verdict, seen, markdown):
+    req = [s for s in exp["sites"] if s.get("required") or s.get("required_default")]
+    got = sum(1 for i, s in enumerate(exp["sites"]) if (s.get("required") or s.get("required_default")) and i in seen)
+    o = exp["origin"]
+    reported = ", ".join(f"{py_where(exp['sites'][i])} {'/'.join(sorted(ids))}" for i, ids in sorted(seen.items()))
+    if markdown:
+        return (f"| {exp['program']} | {o['repo']} `{exp['script']}` | {len(exp['sites'])} ({len(req)} required) | "
+                f"{got} of {len(req)}: {reported} | {verdict} |")
+    return f"{exp['program']:20} {len(exp['sites']):3} sites ({len(req):2} req) {got:3} required reported  {verdict}"
+
+
+def cmd_pyresults(opts, exps):
+    asyncwatch = os.path.join(opts.build, "bin", "asyncwatch") if opts.build else None
+    if asyncwatch and not os.path.exists(asyncwatch):
+        raise SystemExit(f"check_corpus: missing {asyncwatch}")
+    root = opts.results
+    if os.path.isdir(os.path.join(root, "pycorpus-results")):
+        root = os.path.join(root, "pycorpus-results")
+    ok, rows = True, []
+    for exp in exps:
+        verdict, errors, seen = check_py_run(exp, os.path.join(root, "runs", exp["program"]), asyncwatch)
+        rows.append(py_row(exp, verdict, seen, opts.markdown))
+        rows += [f"    - {e}" for e in errors] if verdict != "pass" else []
+        ok = ok and verdict != "FAIL"
+    print("\n".join(rows))
+    return ok
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", choices=["probe", "results"])
+    ap.add_argument("command", choices=["probe", "results", "pyresults"])
     ap.add_argument("programs", nargs="*")
-    ap.add_argument("--bin-dir", required=True, help="the corpus binaries here (/work/corpus/bin)")
-    ap.add_argument("--build", required=True, help="asyncwatch build directory (bin/asyncwatch)")
+    ap.add_argument("--bin-dir", help="the corpus binaries here (/work/corpus/bin); probe and results")
+    ap.add_argument("--build", help="asyncwatch build directory (bin/asyncwatch); pyresults: only to make "
+                                    "missing reports from the traces")
     ap.add_argument("--results", help="results: the unpacked corpus-results directory")
     ap.add_argument("--markdown", action="store_true", help="table rows in markdown")
     ap.add_argument("--h200-table", action="store_true", help="results: then print the H200 cells as markdown rows")
     opts = ap.parse_intermixed_args()
+    if opts.command == "pyresults":
+        if not opts.results:
+            ap.error("pyresults needs --results DIR")
+        return 0 if cmd_pyresults(opts, load(opts.programs, "python")) else 1
+    if not opts.bin_dir or not opts.build:
+        ap.error(f"{opts.command} needs --bin-dir and --build")
     exps = load(opts.programs)
     if opts.command == "results" and not opts.results:
         ap.error("results needs --results DIR")

@@ -103,5 +103,140 @@ class Table(unittest.TestCase):
                                             "| p | O0.static | not run | FAIL |",
                                             "| p | O2.shared | 2 sites, 2 of 2 required | pass |"])
 
+
+PY = {"program": "py", "language": "python", "forbid": [{"id": "implicit-sync", "what": "a pool"}], "sites": [
+    {"file": "train.py", "line": 48, "ids": ["hidden-sync", "pageable-async-copy"], "required": True,
+     "need": ["hidden-sync"], "required_default": True, "what": "loss.item()"},
+    {"file": "train.py", "lines": [20, 33], "ids": ["blocking-launch"], "required": True, "what": "forward"},
+    {"file": "train.py", "line": 105, "ids": ["blocking-launch"], "required": True, "what": "compiled model",
+     "alt": [{"file": "model.py", "lines": [170, 193]}]},
+    {"file": "train.py", "line": 47, "ids": ["explicit-sync"], "required": True, "what": "Stream.synchronize()"},
+    {"file": "train.py", "line": 88, "ids": ["pageable-async-copy", "blocking-launch"], "required": False,
+     "severity": {"pageable-async-copy": "note"}, "what": "jitted step"},
+]}
+
+
+def pyf(fid, line, file="/w/train.py", severity="warning", message="", user_code=True):
+    return {"id": fid, "api": "cudaStreamSynchronize", "count": 3, "severity": severity, "message": message,
+            "call_site": {"file": file, "line": line, "function": "f", "user_code": user_code}}
+
+
+PY_GOOD = [pyf("hidden-sync", 48), pyf("blocking-launch", 21), pyf("blocking-launch", 180, "/w/model.py"),
+           pyf("explicit-sync", 47, severity="note")]
+
+
+class Python(unittest.TestCase):
+    def test_every_site_at_its_line_passes_in_both_modes(self):
+        self.assertEqual(cc.evaluate_py(PY, PY_GOOD, "all")[0], [])
+        self.assertEqual(cc.evaluate_py(PY, PY_GOOD[:1], "default")[0], [])  # only loss.item() required there
+
+    def test_a_wrong_line_fails(self):
+        bad = [pyf("hidden-sync", 46)] + PY_GOOD[1:]
+        errors = cc.evaluate_py(PY, bad, "default")[0]
+        self.assertEqual(len(errors), 2, errors)
+        self.assertIn("train.py:46: no expected statement there", errors[0])
+        self.assertIn("missing: hidden-sync at train.py:48 (loss.item())", errors[1])
+
+    def test_a_missing_required_finding_fails_only_every_call_mode_unless_default(self):
+        errors = cc.evaluate_py(PY, PY_GOOD[:3], "all")[0]
+        self.assertEqual(errors, ["missing: explicit-sync at train.py:47 (Stream.synchronize())"])
+        self.assertEqual(cc.evaluate_py(PY, PY_GOOD[:3], "default")[0], [])
+        # A finding of an id the site allows but not one it needs does not make it reported.
+        errors = cc.evaluate_py(PY, [pyf("pageable-async-copy", 48)], "default")[0]
+        self.assertEqual(errors, ["missing: hidden-sync at train.py:48 (loss.item())"])
+
+    def test_ranges_and_alternative_locations(self):
+        self.assertEqual(cc.py_site_of(PY, "train.py", 20), 1)
+        self.assertEqual(cc.py_site_of(PY, "train.py", 34), None)
+        self.assertEqual(cc.py_site_of(PY, "model.py", 193), 2)
+        self.assertEqual(cc.py_site_of(PY, "model.py", 48), None)
+        self.assertEqual(cc.py_site_of(PY, "train.py", None), None)
+
+    def test_wrong_id_severity_phase_forbid_and_library_code_fail(self):
+        bad = [pyf("hidden-sync", 47),  # Stream.synchronize() must be explicit-sync
+               pyf("pageable-async-copy", 88),  # a warning where only a note is expected
+               pyf("blocking-launch", 88, message="... (made inside JAX compilation (XLA autotuning): ...)"),
+               pyf("implicit-sync", 21),
+               pyf("blocking-launch", 122, "/tmp/torchinductor_u/ab/cab.py", user_code=False)]
+        errors = cc.evaluate_py(PY, PY_GOOD + bad, "default")[0]
+        self.assertEqual(len(errors), 5, errors)
+        self.assertIn("hidden-sync at train.py:47: expected one of explicit-sync there", errors[0])
+        self.assertIn("pageable-async-copy at train.py:88: a warning, expected a note there", errors[1])
+        self.assertIn("made inside a framework phase but a warning, not a note", errors[2])
+        self.assertIn("no implicit-sync expected in this program (a pool)", errors[3])
+        self.assertIn("cab.py:122: not marked as the program's own code", errors[4])
+        # Severities are a user's view: with every call flagged they are not compared.
+        self.assertEqual(cc.evaluate_py(PY, PY_GOOD + bad[1:2], "all")[0], [])
+
+    def test_a_finding_without_call_site_fails(self):
+        f = {"id": "hidden-sync", "api": "cudaStreamSynchronize", "count": 1, "severity": "note", "call_site": None}
+        errors = cc.evaluate_py(PY, PY_GOOD + [f], "default")[0]
+        self.assertEqual(len(errors), 1)
+        self.assertIn("(no call site): no expected statement there", errors[0])
+
+    def test_a_frameworks_own_waits_without_user_line_pass(self):
+        own = [dict(pyf("explicit-sync", None, "/x/site-packages/jaxlib/xla.py", user_code=False)),
+               {"id": "explicit-sync", "api": "cuStreamSynchronize", "count": 1, "severity": "note", "call_site": None},
+               pyf("in-flight-call", 0, "/x/site-packages/torch/x.py", user_code=False)]
+        self.assertEqual(cc.evaluate_py(PY, PY_GOOD + own, "all")[0], [])
+        # At a user's line they are checked as any other finding.
+        self.assertEqual(len(cc.evaluate_py(PY, PY_GOOD + [pyf("in-flight-call", 48)], "all")[0]), 1)
+
+    def test_reports_without_symbols_must_agree(self):
+        self.assertEqual(cc.compare_nosym(PY_GOOD, list(reversed(PY_GOOD))), [])
+        other = PY_GOOD[:3] + [pyf("hidden-sync", 47, severity="warning")]
+        self.assertEqual(cc.compare_nosym(PY_GOOD, other),
+                         ["only with symbols: explicit-sync (note) at train.py:47",
+                          "only without symbols: hidden-sync (warning) at train.py:47"])
+
+    def test_run_directory_verdicts(self):
+        import json
+        import shutil
+        import tempfile
+        d = tempfile.mkdtemp(prefix="aw-test-pycorpus-")
+        try:
+            def write(name, text):
+                with open(os.path.join(d, name), "w") as f:
+                    f.write(text)
+            write("rc", "0\n")
+            write("bare.rc", "0\n")
+            for name in ("default", "all", "nosym"):
+                write(f"report.{name}.json", json.dumps({"findings": PY_GOOD}))
+            verdict, errors, seen = cc.check_py_run(PY, d, None)
+            self.assertEqual((verdict, errors), ("pass", []))
+            self.assertEqual(sorted(seen), [0, 1, 2, 3])
+            write("bare.rc", "1\n")
+            write("report.nosym.json", json.dumps({"findings": PY_GOOD[:3]}))
+            verdict, errors, _ = cc.check_py_run(PY, d, None)
+            self.assertEqual(verdict, "FAIL")
+            self.assertEqual(errors, ["exit status 0 traced, 1 bare",
+                                      "(without symbols) only with symbols: explicit-sync (note) at train.py:47"])
+            os.unlink(os.path.join(d, "report.all.json"))
+            self.assertIn("no report.all.json (give --build to make it from the traces)", cc.check_py_run(PY, d, None)[1])
+            write("skipped", "no module cupy on the GPU machine\n")
+            self.assertEqual(cc.check_py_run(PY, d, None)[:2], ("SKIP", ["no module cupy on the GPU machine"]))
+        finally:
+            shutil.rmtree(d)
+
+
+class PythonExpectationFiles(unittest.TestCase):
+    def test_every_python_expectation_is_well_formed(self):
+        exps = cc.load([], "python")
+        self.assertGreaterEqual(len(exps), 7)
+        for e in exps:
+            for key in ("program", "origin", "files", "script", "args", "env", "needs", "sites", "note"):
+                self.assertIn(key, e, e["program"])
+            self.assertIn(e["script"], e["files"], e["program"])
+            self.assertEqual(len(e["origin"]["commit"]), 40, e["program"])
+            for s in e["sites"]:
+                self.assertTrue(("line" in s) != ("lines" in s), (e["program"], s))
+                self.assertTrue(set(s.get("need", [])) <= set(s["ids"]), (e["program"], s))
+                self.assertTrue(set(s.get("severity", {})) <= set(s["ids"]), (e["program"], s))
+                self.assertIn(s["file"], [os.path.basename(f) for f in e["files"]], (e["program"], s))
+                for loc in s.get("alt", []):
+                    self.assertIn(loc["file"], [os.path.basename(f) for f in e["files"]], (e["program"], loc))
+        self.assertEqual([e for e in cc.load([]) if e.get("language")], [])  # the C++ rows never see them
+
+
 if __name__ == "__main__":
     unittest.main()

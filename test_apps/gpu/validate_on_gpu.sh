@@ -12,6 +12,10 @@
 #             the PyTorch and CuPy scripts beside this file (validate.py)
 #   hostile   the programs that misbehave on purpose, bare vs traced (run_hostile.sh --quick)
 #   corpus    the public programs of test_apps/corpus/ (.corpus/corpus.tar.xz carried; run_corpus.py)
+#   pycorpus  the public Python programs of test_apps/corpus/ (.corpus/pycorpus.tar.xz carried;
+#             run_corpus.py --python: bare and under `asyncwatch run`; ~4-6 min): FAIL when a program
+#             failed, else RAN; pycorpus/pysummary.txt has each program's verdict (judged on this
+#             machine when bin/asyncwatch runs here, else back home)
 #   python    the Python line of PyTorch, CuPy, Numba and JAX ops, and the Python frames' cost (python_line.sh)
 #   nvtx      NVTX ranges from PyTorch and the nvtx_ranges app (nvtx_torch.sh)
 #   timeline  --gpu-times, the Perfetto timeline and the HTML report (timeline.sh)
@@ -42,6 +46,7 @@
 #   python3 test_apps/apps/check_app.py results apps/validate --build build     (apps, when the analyzer
 #       did not run on the GPU machine: the traces are analysed here, the post-mortem way)
 #   python3 test_apps/corpus/check_corpus.py results --results DIR/corpus-results --bin-dir BIN_DIR --build build
+#   python3 test_apps/corpus/check_corpus.py pyresults --results DIR/pycorpus-results [--build build]
 #   python3 test_apps/gpu/python_line_table.py python/python_line.tar.gz
 set -uo pipefail
 die() { echo "validate_on_gpu: $*" >&2; exit 2; }
@@ -61,7 +66,7 @@ while [[ $# -gt 0 ]]; do
     --no-pack) pack="" ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     all) checks+=(apps hostile corpus overhead startup) ;;
-    apps|hostile|corpus|python|nvtx|timeline|summary|shipping|overhead|startup|clock|analyzer) checks+=("$1") ;;
+    apps|hostile|corpus|pycorpus|python|nvtx|timeline|summary|shipping|overhead|startup|clock|analyzer) checks+=("$1") ;;
     *) die "unknown argument $1 (--help lists the checks)" ;;
   esac
   shift
@@ -116,6 +121,12 @@ check_corpus() {
   PYTHONUNBUFFERED=1 timeout -k 10 "$(limit 300)" python3 "$gpu/run_corpus.py" --preload "$B/lib/libasyncwatch.so" \
     --out "$1" --budget-s $(( $(limit 300) - 40 )) > "$1/corpus.log" 2>&1
   local rc=$?; tail -3 "$1/corpus.log"; return $rc
+}
+check_pycorpus() {
+  [[ -f $root/.corpus/pycorpus.tar.xz ]] || { echo "no .corpus/pycorpus.tar.xz (test_apps/corpus/build_corpus.py --python makes it)"; return 2; }
+  PYTHONUNBUFFERED=1 timeout -k 10 "$(limit 470)" python3 "$gpu/run_corpus.py" --python --asyncwatch "$B/bin/asyncwatch" \
+    --preload "$B/lib/libasyncwatch.so" --out "$1" --budget-s $(( $(limit 470) - 150 )) > "$1/pycorpus.log" 2>&1
+  local rc=$?; tail -12 "$1/pycorpus.log"; return $rc
 }
 check_python() { OUT=$1 timeout -k 10 "$(limit 300)" bash "$gpu/python_line.sh" "$B" > "$1/python_line.log" 2>&1; }
 check_nvtx() {

@@ -118,7 +118,8 @@ void start_file_thread() noexcept {
   uint32_t expected = kNotOpen;
   if (!g_state.compare_exchange_strong(expected, kStarting)) return;
   if (trace_file::start(g_parent_pid)) {
-    set_state(kReady);
+    // Not a plain store: the thread may already have given up (kOff), which must stay.
+    move_state(kStarting, kReady);
   } else {
     set_state(kOff);
     warn_once(trace_file::error_text());
@@ -273,7 +274,9 @@ bool ensure_open() noexcept {
         return false;
       }
       default:
-        if (opener) warn_once(trace_file::error_text());
+        // The file thread can give up before any writer asked for the file (it cannot release
+        // its copies of the application's descriptors): then the first writer to see it says why.
+        if (opener || (s == kOff && trace_file::error_text()[0])) warn_once(trace_file::error_text());
         return false;
     }
     s = g_state.load(std::memory_order_acquire);
@@ -304,7 +307,12 @@ bool accepts_calls_slow(bool may_start) noexcept {
     case kOff:
       // Stopped after an output failure: every call from then on is counted (not when there is no
       // header, i.e. the trace could not be created, and not when disabled).
-      if (!config().disabled && g_header.load(std::memory_order_acquire)) count_lost(1);
+      if (!config().disabled && g_header.load(std::memory_order_acquire)) {
+        count_lost(1);
+      } else if (trace_file::error_text()[0]) {  // the file thread gave up before any call was recorded
+        ErrnoKeeper keep;
+        warn_once(trace_file::error_text());
+      }
       return false;
     default: return false;
   }
