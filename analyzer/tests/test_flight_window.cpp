@@ -122,7 +122,7 @@ TEST(FlightWindow, WrappedRingReadsNewRecordsInSequenceOrder) {
   f.ring_block(9, {kT0 + 700 * kMs, kT0 + 701 * kMs});
   f.ring_block(7, {kT0 + 500 * kMs, kT0 + 501 * kMs, kT0 + 502 * kMs});
   f.ring_block(8, {kT0 + 600 * kMs});
-  f.ring_block(0, {}, 0, true);                   // torn reuse: magic and first header zero, old records after
+  f.ring_block(0, {}, 0, true);                     // torn reuse: magic and first header zero, old records after
   f.ring_block(10, {}, tf::kBlockMagicRing, true);  // emptied, renumbered, nothing new yet
   f.ring_block(11, {kT0 + 800 * kMs}, tf::kBlockMagicRing, true);
   const std::string p = f.write("flight_wrapped.awtrace");

@@ -29,7 +29,7 @@ struct Config {
   // ASYNCWATCH_TRACE_LIMIT: the flight recorder's ring, in bytes (trace/flight_ring.h); 0 none. Sets
   // summary too: the whole run's counts are the summaries'.
   uint64_t trace_limit = 0;
-  bool tsc_clock = true;      // ASYNCWATCH_CLOCK=monotonic: times from clock_gettime only (tsc_clock.h)
+  bool tsc_clock = true;  // ASYNCWATCH_CLOCK=monotonic: times from clock_gettime only (tsc_clock.h)
   // ASYNCWATCH_CAPTURE_RANGE, ASYNCWATCH_DELAY, ASYNCWATCH_DURATION (interpose/capture_range.h).
   trace::CaptureMode capture = trace::CaptureMode::None;
   std::string capture_nvtx_name;  // CaptureMode::Nvtx: the range's message

@@ -787,7 +787,8 @@ TEST(EndToEnd, FlightRecorderKeepsTheWholeRunsCountsAndTheLastWindow) {
   // One thread: 15 full ring blocks and the one it writes in.
   constexpr size_t kPerBlock = (kBlockSize - sizeof(BlockHeader)) / sizeof(CopyRecord);
   EXPECT_GE(t.window.size(), 15 * kPerBlock);
-  struct stat fs {}, ss {};
+  struct stat fs {
+  }, ss{};
   ASSERT_EQ(stat(flight.traces[0].c_str(), &fs), 0);
   ASSERT_EQ(summary.traces.size(), 1u);
   ASSERT_EQ(stat(summary.traces[0].c_str(), &ss), 0);
@@ -817,7 +818,8 @@ TEST(EndToEnd, FlightRecorderKeepsTheWholeRunsCountsAndTheLastWindow) {
   const size_t w = fj.find("\"flight_window\"");
   ASSERT_NE(w, std::string::npos) << fj.substr(0, 2000);
   EXPECT_EQ(number_after(fj, "calls", w), static_cast<long long>(t.window.size()));
-  EXPECT_EQ(number_after(fj, "calls_before", w), number_after(fj, "cuda_calls") - static_cast<long long>(t.window.size()));
+  EXPECT_EQ(number_after(fj, "calls_before", w),
+            number_after(fj, "cuda_calls") - static_cast<long long>(t.window.size()));
   EXPECT_EQ(number_after(fj, "ring_bytes", w), 1 << 20);
   EXPECT_EQ(static_cast<uint64_t>(number_after(fj, "last_ns", w)),
             t.window.back().as<CopyRecord>().end_ns - t.header.start_monotonic_ns);

@@ -647,13 +647,14 @@ void TraceFile::index_blocks() {
   }
   // The window in the ring's order. Sequence numbers are unique (each claim takes the next); two
   // alike are a corrupt file, not something to guess an order for.
-  std::sort(ring_blocks_.begin(), ring_blocks_.end(),
-            [](const RingBlock& a, const RingBlock& b) { return a.seq < b.seq || (a.seq == b.seq && a.block < b.block); });
+  std::sort(ring_blocks_.begin(), ring_blocks_.end(), [](const RingBlock& a, const RingBlock& b) {
+    return a.seq < b.seq || (a.seq == b.seq && a.block < b.block);
+  });
   for (size_t i = 1; i < ring_blocks_.size(); ++i)
     if (ring_blocks_[i].seq == ring_blocks_[i - 1].seq)
       fail_at(ring_blocks_[i].block, kHeaderSize + ring_blocks_[i].block * kBlockSize,
-              fmt::format("ring block with sequence {}, as block {} (corrupt flight-recorder ring)", ring_blocks_[i].seq,
-                          ring_blocks_[i - 1].block));
+              fmt::format("ring block with sequence {}, as block {} (corrupt flight-recorder ring)",
+                          ring_blocks_[i].seq, ring_blocks_[i - 1].block));
   if (flight() && ring_blocks_.size() > header_.flight_ring_blocks)
     fail(fmt::format("corrupt flight-recorder ring: {} ring blocks, more than the {} the header gives it",
                      ring_blocks_.size(), header_.flight_ring_blocks));
@@ -688,7 +689,8 @@ void TraceFile::read_window() {
                 fmt::format("{} record in a flight-recorder ring block (which holds call records only)", info.name));
       const CallHead& h = r.ref<CallHead>();
       if (h.flags & kFlagInFlight)
-        fail_at(rb.block, r.file_offset, "a call in flight in a flight-recorder ring block (which holds completed calls)");
+        fail_at(rb.block, r.file_offset,
+                "a call in flight in a flight-recorder ring block (which holds completed calls)");
       use_stack(h.stack_id, r.file_offset);
       if (const uint8_t at = kStringRefAt.at[static_cast<size_t>(r.type)]) use_string_at(r.data, at, r.file_offset);
       uint64_t calls = 1;
@@ -705,13 +707,15 @@ void TraceFile::read_window() {
 std::string TraceFile::flight_note(uint64_t whole_run_calls) const {
   if (!window_.present) return {};
   const uint64_t start = header_.start_monotonic_ns;
-  auto at = [&](uint64_t t) { return fmt::format("+{:.3f} s", t > start ? static_cast<double>(t - start) / 1e9 : 0.0); };
-  const std::string window =
-      window_.records == 0 ? std::string("the ring holds no call record")
-                           : fmt::format("its raw records cover {} to {}: {} calls in {} of the "
-                                         "ring's {} blocks",
-                                         at(window_first_ns()), at(window_.last_ns), window_.calls, window_.blocks,
-                                         window_.ring_blocks);
+  auto at = [&](uint64_t t) {
+    return fmt::format("+{:.3f} s", t > start ? static_cast<double>(t - start) / 1e9 : 0.0);
+  };
+  const std::string window = window_.records == 0 ? std::string("the ring holds no call record")
+                                                  : fmt::format(
+                                                        "its raw records cover {} to {}: {} calls in {} of the "
+                                                        "ring's {} blocks",
+                                                        at(window_first_ns()), at(window_.last_ns), window_.calls,
+                                                        window_.blocks, window_.ring_blocks);
   const uint64_t before = whole_run_calls > window_.calls ? whole_run_calls - window_.calls : 0;
   const uint64_t ring = window_.ring_blocks * kBlockSize;
   return fmt::format(
@@ -722,9 +726,9 @@ std::string TraceFile::flight_note(uint64_t whole_run_calls) const {
                                           "summaries only",
                                           window_.blocks_reused, before)
                             : std::string("; the ring never wrapped"),
-      window_.copies_missed ? fmt::format("; {} calls got no raw copy (every ring block was held by a thread)",
-                                          window_.copies_missed)
-                            : std::string());
+      window_.copies_missed
+          ? fmt::format("; {} calls got no raw copy (every ring block was held by a thread)", window_.copies_missed)
+          : std::string());
 }
 
 void TraceFile::index() {

@@ -235,8 +235,12 @@ inline const char* api_name(Api api) {
 inline constexpr uint16_t kApiCountV2 = static_cast<uint16_t>(Api::cuStreamBeginCaptureToGraph) + 1;
 inline constexpr uint16_t kApiCountV3 = static_cast<uint16_t>(Api::cuGraphExecUpdate_v2) + 1;
 inline constexpr uint16_t kApiCountV4 = static_cast<uint16_t>(Api::cuGraphClone) + 1;
-inline constexpr uint16_t kApiCountInVersion[] = {0,           kApiCountV2, kApiCountV2,
-                                                  kApiCountV3, kApiCountV4, static_cast<uint16_t>(Api::Count),
+inline constexpr uint16_t kApiCountInVersion[] = {0,
+                                                  kApiCountV2,
+                                                  kApiCountV2,
+                                                  kApiCountV3,
+                                                  kApiCountV4,
+                                                  static_cast<uint16_t>(Api::Count),
                                                   static_cast<uint16_t>(Api::Count)};
 static_assert(sizeof(kApiCountInVersion) / sizeof(kApiCountInVersion[0]) == kFormatVersion + 1);
 
@@ -467,8 +471,7 @@ struct FileHeader {
   uint64_t flight_window_start_ns;  // every call that started after this is in the ring (but
                                     // flight_copies_missed); 0 while no block was reused
   uint64_t flight_copies_missed;    // completed calls with no ring copy (every ring block held by a thread)
-  uint8_t reserved[kHeaderSize - 8 - 4 * 4 - 8 * 8 - 4 - 4 - 8 - 64 - 512 - 1024 - 256 - 3 * 8 - 8 - 8 - 6 * 8 -
-                   4 * 8];
+  uint8_t reserved[kHeaderSize - 8 - 4 * 4 - 8 * 8 - 4 - 4 - 8 - 64 - 512 - 1024 - 256 - 3 * 8 - 8 - 8 - 6 * 8 - 4 * 8];
 };
 static_assert(sizeof(FileHeader) == kHeaderSize);
 
@@ -1100,8 +1103,10 @@ inline bool parse_trace_limit(const char* s, uint64_t* bytes) {
   if (*s == 'M' || *s == 'm') shift = 20;
   if (*s == 'G' || *s == 'g') shift = 30;
   if (shift) ++s;
-  if (shift && s[0] == 'i' && s[1] == 'B') s += 2;
-  else if (*s == 'B') ++s;
+  if (shift && s[0] == 'i' && s[1] == 'B')
+    s += 2;
+  else if (*s == 'B')
+    ++s;
   if (*s || v > (kMaxTraceLimit >> shift)) return false;
   v <<= shift;
   if (v < kMinTraceLimit) return false;
