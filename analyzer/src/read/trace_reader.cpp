@@ -569,12 +569,16 @@ void TraceFile::add_summary(CursorState& c, const RecordView& r) {
 
 std::string TraceFile::summary_note() const {
   if (!summary()) return {};
+  // A flight-recorder trace's timeline draws the window's raw calls, not the summaries' (for_each_merged).
+  const char* timeline =
+      flight() ? "the timeline draws the flight recorder's window of raw calls instead of the folded calls"
+               : "the folded calls' times in the timeline are spread evenly between the first and the last of each "
+                 "summary";
   return fmt::format(
-      "summary trace (asyncwatch run --summary): {} calls were folded into {} summaries by call site and "
+      "summary trace (asyncwatch run --{}): {} calls were folded into {} summaries by call site and "
       "signature (the first 2 calls of each are records of their own); counts, totals, maxima and "
-      "call sites are exact, percentiles within the histogram's resolution (a quarter of the value), and the "
-      "folded calls' times in the timeline are spread evenly between the first and the last of each summary",
-      summary_calls_, summary_records_);
+      "call sites are exact, percentiles within the histogram's resolution (a quarter of the value), and {}",
+      flight() ? "trace-limit" : "summary", summary_calls_, summary_records_, timeline);
 }
 
 void TraceFile::check_references() {
