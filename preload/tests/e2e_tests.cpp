@@ -937,6 +937,56 @@ TEST(EndToEnd, SigkillInsideACallLeavesItInFlight) {
   EXPECT_TRUE(found) << "stack " << killed.stack_id << " not in the trace";
 }
 
+// The same in summary mode, where a call is published in flight in the thread's slot for its record
+// type (trace/site_summary.h) and the returned ones are folded: the call killed inside is in the
+// trace, in flight, with its call site; every other copy record is complete.
+TEST(EndToEnd, SummarySigkillInsideACallLeavesItInFlight) {
+  std::string dir = make_dir();
+  pid_t pid = fork();
+  if (pid == 0)
+    exec_program({AW_TEST_APP, "copies", "50"},
+                 app_environment({"FAKE_CUDA_COPY_SLEEP_US=100000", "ASYNCWATCH_SUMMARY=1"}, dir, true),
+                 dir + "/.stdout", dir + "/.stderr");
+  // Killed once a copy is seen in flight after more than the exemplars returned (so that it is one
+  // a summary would have taken).
+  bool seen = false;
+  for (int i = 0; i < 3000 && !seen; ++i) {
+    usleep(5000);
+    for (const std::string& p : list_traces(dir)) {
+      Trace t = aw_test::read_trace(p);
+      if (t.calls(RecordType::Copy) < kSummaryFirstExemplars + 3) continue;
+      for (const CopyRecord& c : copies(t)) seen = seen || (c.flags & kFlagInFlight);
+    }
+  }
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(seen) << "no copy seen in flight within 15 s";
+  auto traces = list_traces(dir);
+  ASSERT_EQ(traces.size(), 1u);
+  Trace t = aw_test::read_trace(traces[0]);
+  ASSERT_TRUE(t.ok) << t.error;
+  EXPECT_GE(t.count(RecordType::SiteSummary), 1u);
+  const std::vector<CopyRecord> all = copies(t);
+  const CopyRecord* killed = nullptr;
+  for (const CopyRecord& c : all) {
+    if (!(c.flags & kFlagInFlight)) {
+      EXPECT_GE(c.end_ns - c.start_ns, 100'000'000u);
+      continue;
+    }
+    EXPECT_EQ(killed, nullptr) << "two copies in flight";
+    killed = &c;
+  }
+  ASSERT_NE(killed, nullptr);
+  EXPECT_GT(killed->start_ns, 0u);
+  EXPECT_NE(killed->api, 0u);
+  EXPECT_EQ(killed->result, 0);
+  EXPECT_EQ(killed->bytes, 0u);  // the body is written after the call: zero in flight, as in full mode
+  ASSERT_NE(killed->flags & kFlagStackCaptured, 0u);
+  EXPECT_NE(killed->stack_id, 0u);
+  EXPECT_NE(in_flight_caller(*killed), 0u);
+}
+
 // A call in flight without a stack before the call (a synchronization: the default policy takes
 // one only when it blocked) holds its caller's return address: the test program's call
 // instruction, the same address as a completed synchronization's stack's first frame at that site.

@@ -28,6 +28,10 @@ AnyRecord* begin_in_place_lost(uint64_t* start) noexcept {
 }
 
 void cancel_in_place(AnyRecord* r) noexcept {
+  if (site_summary::is_slot(reinterpret_cast<char*>(r))) {  // the slot idle again, its bytes zero
+    site_summary::detail::release(reinterpret_cast<char*>(r), r->h.size);
+    return;
+  }
   RecordHeader ph{static_cast<uint16_t>(RecordType::Padding), r->h.size};
   uint32_t word;
   memcpy(&word, &ph, sizeof word);

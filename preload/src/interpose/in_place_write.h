@@ -32,11 +32,18 @@ inline __attribute__((always_inline)) AnyRecord* begin_in_place(trace::RecordTyp
                                                                 const void* caller_ra, uint32_t stack_id,
                                                                 uint64_t* start, uint32_t* gen) noexcept {
   const uint32_t size = trace::record_info(static_cast<uint16_t>(type)).fixed;
+  // Summary mode: the thread's in-flight slot for the type (trace/site_summary.h), not while it may
+  // hold the call a reentrant one interrupted.
+  char* p = nullptr;
+  if (site_summary::enabled() && !thread_state().reentrant) p = site_summary::slot(type, size, gen);
   // The generation the reserved bytes belong to (the one reserve_active compared with its cursors').
-  char* p = thread_buffer::reserve_active(size, gen);
-  if (AW_UNLIKELY(!p)) return begin_in_place_lost(start);
-  // The reserved bytes are zero (fresh file space, never handed out twice): only the head's known
-  // fields that are not zero are stored (a launch's stack id is a constant 0).
+  if (AW_LIKELY(!p)) {
+    p = thread_buffer::reserve_active(size, gen);
+    if (AW_UNLIKELY(!p)) return begin_in_place_lost(start);
+  }
+  // The reserved bytes (and an idle slot's after its header) are zero (fresh file space, never handed
+  // out twice): only the head's known fields that are not zero are stored (a launch's stack id is a
+  // constant 0).
   auto* h = reinterpret_cast<trace::CallHead*>(p);
   h->api = static_cast<uint16_t>(api);
   h->flags = trace::kFlagInFlight | (stack_id ? uint32_t{trace::kFlagStackCaptured} : 0u);
@@ -57,15 +64,25 @@ void cancel_in_place(AnyRecord* r) noexcept;
 // last store (release order). Inline: the policy is decided here with the category a constant, so
 // the common call (a launch that did not block, a pinned copy) takes no stack and makes no call;
 // one whose stack was taken before the call keeps it.
-inline __attribute__((always_inline)) void finish_in_place(AnyRecord* r, Category c, int32_t result,
-                                                           uint64_t end) noexcept {
+inline __attribute__((always_inline)) void complete_in_place(AnyRecord* r, Category c, int32_t result,
+                                                             uint64_t end) noexcept {
   trace::CallHead& h = r->head;
   h.result = result;
   h.end_ns = end;
   if (takes_stacks(c) && wants_stack(*r, c, end - h.start_ns) && !(h.flags & trace::kFlagStackCaptured))
     capture_stack(h);
   __atomic_store_n(&h.flags, h.flags & ~uint32_t{trace::kFlagInFlight}, __ATOMIC_RELEASE);
-  site_summary::after_call(&h);  // summary mode: folded into its signature's summary
+}
+inline __attribute__((always_inline)) void finish_in_place(AnyRecord* r, Category c, int32_t result,
+                                                           uint64_t end) noexcept {
+  if (site_summary::enabled()) {
+    const uint64_t caller = r->head.end_ns;  // in flight: the caller's return address
+    complete_in_place(r, c, result, end);
+    // Folded into its signature's summary when it is the thread's slot.
+    site_summary::after_call(reinterpret_cast<char*>(r), c, caller, end);
+    return;
+  }
+  complete_in_place(r, c, result, end);
 }
 
 // Inside a traced runtime call (a driver wrapper before its real call): stores the stack into the

@@ -69,6 +69,7 @@ char* take_offered(Cursor& c, uint32_t size) noexcept {
 }  // namespace
 
 char* detail::reserve_in_new_block(Cursor& c, uint32_t size) noexcept {
+  if (&c == &tl_state.level[0]) ++tl_state.block_epoch;
   if (c.block) retire(c.block);  // full: the thread never writes into it again
   // used == 0: the thread has had no block of this trace yet (after one, `used` stays past the header).
   if (!c.block && c.used == 0 && &c == &tl_state.level[0])
@@ -122,6 +123,7 @@ char* detail::reserve_slow(uint32_t size, uint32_t gen) noexcept {
   // A new trace for this thread: its old blocks (if any) belong to another file, and so do the
   // losses not reported yet.
   s.level[0] = s.level[1] = Cursor{nullptr, 0};
+  ++s.block_epoch;
   s.tid = 0;
   s.lost_count = 0;
   s.generation = gen;
@@ -197,6 +199,7 @@ void release_thread() noexcept {
   State& s = tl_state;
   // Only this trace's blocks, and none while a reservation is open (not from a thread's exit).
   if (s.key != trace_writer::generation()) return;
+  ++s.block_epoch;
   for (Cursor& c : s.level) {
     char* b = c.block;
     if (!b) continue;

@@ -86,6 +86,10 @@ struct State {
   uint32_t lost_reason;  // LostReason of the first loss not yet reported in band
   uint64_t lost_count;   // losses not yet reported in band (note_lost)
   uint64_t lost_first_ns, lost_last_ns;
+  // Changes whenever level[0]'s block does (a new block, a new trace, the thread's exit): what was
+  // placed in the thread's block (summary mode's in-flight slots, trace/site_summary.h) is valid
+  // while it is the same.
+  uint32_t block_epoch;
 };
 extern AW_TLS_SHARED State tl_state;
 
