@@ -65,6 +65,31 @@ TEST(Events, EventsDeriveTheStreamAndTheCopyDirection) {
   static_assert(is_one_of<Event<tf::RecordType::Memset>, tf::RecordType::Copy, tf::RecordType::Memset>);
 }
 
+// A copy's host side and class, computed with its direction once per event (copies.h).
+TEST(Events, CopyEventsCarryTheirHostSideAndClass) {
+  tf::CopyRecord c{};
+  c.src_memory = static_cast<uint8_t>(tf::MemoryKind::Device);
+  c.dst_memory = static_cast<uint8_t>(tf::MemoryKind::Pageable);
+  RecordView r{tf::RecordType::Copy, sizeof c, reinterpret_cast<const uint8_t*>(&c), 4096, 9, 0, sizeof c};
+  Event<tf::RecordType::Copy> e{r, c};
+  EXPECT_EQ(e.copy.direction, tf::Direction::DtoH);
+  EXPECT_EQ(e.copy.host, tf::MemoryKind::Pageable);
+  EXPECT_EQ(e.copy.copy_class, copy_memory(tf::MemoryKind::Device) | copy_memory(tf::MemoryKind::Pageable));
+  // Host to host: pageable when either side is, else the source; the class says host to host.
+  c.src_memory = static_cast<uint8_t>(tf::MemoryKind::Pinned);
+  c.direction = static_cast<uint8_t>(tf::Direction::HtoH);
+  CopyFacts f = copy_facts(c);
+  EXPECT_EQ(f.host, tf::MemoryKind::Pageable);
+  EXPECT_NE(f.copy_class & kCopyHostToHost, 0u);
+  c.dst_memory = static_cast<uint8_t>(tf::MemoryKind::Pinned);
+  EXPECT_EQ(copy_facts(c).host, tf::MemoryKind::Pinned);
+  // A managed side leaves the direction unknown (the managed-memory-copy rule's): no host side.
+  c.direction = static_cast<uint8_t>(tf::Direction::Unknown);
+  c.dst_memory = static_cast<uint8_t>(tf::MemoryKind::Managed);
+  EXPECT_EQ(copy_facts(c).direction, tf::Direction::Unknown);
+  EXPECT_EQ(copy_facts(c).host, tf::MemoryKind::Unknown);
+}
+
 TEST(Events, StreamsResolveByKindThenByHandle) {
   auto k = [](tf::StreamKind kind) { return static_cast<uint8_t>(kind); };
   EXPECT_EQ(resolve_stream(k(tf::StreamKind::LegacyDefault), 0x5000, 7).key, 0u);

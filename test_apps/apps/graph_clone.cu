@@ -8,8 +8,6 @@
 // @LAUNCH_UPDATED_TO_CLONE, each naming the node's origin, the cudaGraphAddMemcpyNode1D call at
 // @ADD_NODE_PAGEABLE (a clone's nodes are copies of the original's). Nothing at @LAUNCH_PINNED_CLONE,
 // and nothing at the clone or update calls themselves.
-#include <vector>
-
 #include "graph_nodes.h"
 
 using aw::launch_and_check;
@@ -27,50 +25,37 @@ cudaGraph_t kernel_then_copy(char* host, char* dev, size_t bytes, int marker) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int launches = int(aw::arg_num(argc, argv, 1, 3));
-  aw::g_graph_cycles = aw::arg_num(argc, argv, 2, 4000000);
-  const size_t bytes = size_t(aw::arg_num(argc, argv, 3, 4096));
-  cudaStream_t s;
-  AW_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  char* dev = nullptr;
-  char* pinned = nullptr;
-  AW_CHECK(cudaMalloc(&dev, bytes));
-  AW_CHECK(cudaMallocHost(&pinned, bytes));
-  std::vector<char> pageable(bytes);
-  sleep_kernel<<<1, 1, 0, s>>>(1000);  // warm-up
-  AW_CHECK(cudaStreamSynchronize(s));
+  aw::GraphSetup in = aw::graph_setup(argc, argv);
 
   // 1. The pageable graph's clone, instantiated and launched (the original is never launched).
-  cudaGraph_t original = kernel_then_copy(pageable.data(), dev, bytes, 1);
+  cudaGraph_t original = kernel_then_copy(in.pageable.data(), in.dev, in.bytes, 1);
   cudaGraph_t clone;
   AW_CHECK(cudaGraphClone(&clone, original));  // @CLONE_PAGEABLE
   cudaGraphExec_t e1;
   AW_CHECK(cudaGraphInstantiate(&e1, clone, 0));
-  auto launch1 = [&] { AW_CHECK(cudaGraphLaunch(e1, s)); };  // @LAUNCH_CLONE
-  launch_and_check(launch1, s, dev, pageable.data(), bytes, launches, 30, true, "clone of a pageable graph: launch");
+  auto launch1 = [&] { AW_CHECK(cudaGraphLaunch(e1, in.s)); };  // @LAUNCH_CLONE
+  launch_and_check(launch1, in, in.pageable.data(), 30, true, "clone of a pageable graph: launch");
 
   // 2. A pinned graph's clone: its launches only queue.
-  cudaGraph_t pinned_graph = kernel_then_copy(pinned, dev, bytes, 2);
+  cudaGraph_t pinned_graph = kernel_then_copy(in.pinned, in.dev, in.bytes, 2);
   cudaGraph_t pinned_clone;
   AW_CHECK(cudaGraphClone(&pinned_clone, pinned_graph));  // @CLONE_PINNED
   cudaGraphExec_t e2;
   AW_CHECK(cudaGraphInstantiate(&e2, pinned_clone, 0));
-  auto launch2 = [&] { AW_CHECK(cudaGraphLaunch(e2, s)); };  // @LAUNCH_PINNED_CLONE
-  launch_and_check(launch2, s, dev, pinned, bytes, launches, 40, false, "clone of a pinned graph: launch");
+  auto launch2 = [&] { AW_CHECK(cudaGraphLaunch(e2, in.s)); };  // @LAUNCH_PINNED_CLONE
+  launch_and_check(launch2, in, in.pinned, 40, false, "clone of a pinned graph: launch");
 
   // 3. The pinned executable graph updated from the pageable clone (same topology): it now copies to
   // the pageable buffer, and its launches wait.
   cudaGraphExecUpdateResultInfo info{};
   AW_CHECK(cudaGraphExecUpdate(e2, clone, &info));  // @EXEC_UPDATE
   AW_EXPECT(info.result == cudaGraphExecUpdateSuccess, "cudaGraphExecUpdate result %d", int(info.result));
-  auto launch3 = [&] { AW_CHECK(cudaGraphLaunch(e2, s)); };  // @LAUNCH_UPDATED_TO_CLONE
-  launch_and_check(launch3, s, dev, pageable.data(), bytes, launches, 50, true, "updated from the clone: launch");
+  auto launch3 = [&] { AW_CHECK(cudaGraphLaunch(e2, in.s)); };  // @LAUNCH_UPDATED_TO_CLONE
+  launch_and_check(launch3, in, in.pageable.data(), 50, true, "updated from the clone: launch");
   std::printf("cloned graphs: pageable clone, pinned clone, updated from the clone: ok\n");
 
   for (cudaGraphExec_t e : {e1, e2}) AW_CHECK(cudaGraphExecDestroy(e));
   for (cudaGraph_t g : {original, clone, pinned_graph, pinned_clone}) AW_CHECK(cudaGraphDestroy(g));
-  AW_CHECK(cudaFreeHost(pinned));
-  AW_CHECK(cudaFree(dev));
-  AW_CHECK(cudaStreamDestroy(s));
+  aw::graph_teardown(in);
   return 0;
 }

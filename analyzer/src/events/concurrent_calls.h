@@ -6,8 +6,9 @@
 // when it began is among them.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
-#include <vector>
 
 namespace asyncwatch::events {
 
@@ -21,15 +22,16 @@ struct ThreadCall {
 
 class ConcurrentCalls {
  public:
-  // Threads followed (the first seen); a process with more is rare, and its launches lose only this
-  // explanation.
+  // Threads followed: the first of the trace (TraceFile::threads()); a process with more is rare,
+  // and its launches lose only this explanation.
   static constexpr size_t kMaxThreads = 256;
 
-  void call(uint32_t tid, uint16_t api, uint32_t stack_id, uint64_t start, uint64_t end) {
-    if (ThreadCall* t = slot(tid)) *t = ThreadCall{tid, api, false, stack_id, start, end};
+  // `thread`: the record's RecordView::thread (its slot here: no look-up by tid).
+  void call(uint32_t thread, uint32_t tid, uint16_t api, uint32_t stack_id, uint64_t start, uint64_t end) {
+    if (thread < kMaxThreads) set(thread, ThreadCall{tid, api, false, stack_id, start, end});
   }
-  void host_function_run(uint32_t tid, uint64_t start, uint64_t end) {
-    if (ThreadCall* t = slot(tid)) *t = ThreadCall{tid, 0, true, 0, start, end};
+  void host_function_run(uint32_t thread, uint32_t tid, uint64_t start, uint64_t end) {
+    if (thread < kMaxThreads) set(thread, ThreadCall{tid, 0, true, 0, start, end});
   }
 
   // The call of another thread than `tid`, begun before `start`, that overlapped [start, end] the
@@ -38,8 +40,9 @@ class ConcurrentCalls {
   const ThreadCall* covering(uint32_t tid, uint64_t start, uint64_t end, double min_share, uint64_t* overlap_ns) const {
     const ThreadCall* best = nullptr;
     uint64_t most = 0;
-    for (const ThreadCall& t : calls_) {
-      if (t.tid == tid || t.end_ns <= start || t.start_ns >= start) continue;
+    for (size_t i = 0; i < used_; ++i) {
+      const ThreadCall& t = calls_[i];
+      if (t.tid == tid || t.end_ns <= start || t.start_ns >= start) continue;  // (a slot never set: end_ns 0)
       const uint64_t o = (t.end_ns < end ? t.end_ns : end) - (t.start_ns > start ? t.start_ns : start);
       if (o > most) most = o, best = &t;
     }
@@ -50,18 +53,12 @@ class ConcurrentCalls {
   }
 
  private:
-  // Every call record passes here: the thread of the last one first (a thread's calls come in runs).
-  ThreadCall* slot(uint32_t tid) {
-    if (last_ < calls_.size() && calls_[last_].tid == tid) return &calls_[last_];
-    for (size_t i = 0; i < calls_.size(); ++i)
-      if (calls_[i].tid == tid) return &calls_[last_ = i];
-    if (calls_.size() >= kMaxThreads) return nullptr;
-    calls_.push_back(ThreadCall{tid});
-    last_ = calls_.size() - 1;
-    return &calls_.back();
+  void set(uint32_t thread, const ThreadCall& c) {
+    calls_[thread] = c;
+    if (thread >= used_) used_ = thread + 1;
   }
-  std::vector<ThreadCall> calls_;
-  size_t last_ = 0;
+  std::array<ThreadCall, kMaxThreads> calls_{};  // by thread
+  size_t used_ = 0;                              // slots [0, used_) may be set
 };
 
 }  // namespace asyncwatch::events

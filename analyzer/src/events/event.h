@@ -1,9 +1,10 @@
 // The typed events: every record type of the trace format's table (ASYNCWATCH_RECORD_TYPES,
 // trace_format.h) is one event type, Event<RecordType::X>, holding the record's struct read in place
-// (the reader validated it) and what the consumers derive from it (the stream a call is on, a copy's
-// direction). visit() is the one dispatch on the record type, generated from the same table: the
-// analysis, both timelines, the call table and dump take typed events from it instead of switching
-// on raw records themselves. A new record type is a table row; its consumers see it as a new Event.
+// (the reader validated it) and what the consumers derive from it, once per event: the stream a
+// call is on, and a copy's direction, host side and class (`copy`, events/copies.h). visit() is the
+// one dispatch on the record type, generated from the same table: the analysis, both timelines,
+// the call table and dump take typed events from it instead of switching on raw records
+// themselves. A new record type is a table row; its consumers see it as a new Event.
 #pragma once
 
 #include "events/copies.h"
@@ -35,6 +36,8 @@ template <class T>
 struct has_stream<T, std::void_t<decltype(std::declval<const T&>().stream)>> : std::true_type {};
 }  // namespace detail
 
+struct NoCopyFacts {};
+
 // One record of type K. `view` is where it lies (thread, block, offset), `rec` its fixed part.
 template <trace::RecordType K>
 struct Event {
@@ -44,8 +47,14 @@ struct Event {
   static constexpr bool kCopy = std::is_base_of_v<trace::CopyRecord, Record>;  // Copy, Memset, BatchCopy
   static constexpr bool kOnStream = kCall && detail::has_stream<Record>::value;
 
+  Event(const RecordView& v, const Record& r) : view(v), rec(r) {
+    if constexpr (kCopy) copy = copy_facts(r);
+  }
+
   const RecordView& view;
   const Record& rec;
+  // A copy's direction, host side and class (copies.h), for every consumer of this event.
+  [[no_unique_address]] std::conditional_t<kCopy, CopyFacts, NoCopyFacts> copy;
 
   uint32_t tid() const { return view.tid; }
   // The bytes after the fixed part (variable-size records: a path, frames, text).
@@ -60,10 +69,9 @@ struct Event {
     static_assert(kOnStream, "a call record with a stream");
     return resolve_stream(rec.stream_kind, rec.stream, view.tid);
   }
-  // A copy's direction as the analysis takes it (copies.h: derived from the memory kinds when unknown).
   trace::Direction direction() const {
     static_assert(kCopy, "a copy record");
-    return copy_direction(rec);
+    return copy.direction;
   }
 };
 

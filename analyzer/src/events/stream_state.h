@@ -8,8 +8,9 @@
 namespace asyncwatch {
 
 // Kernels launched on a stream since it was last known idle, by kernel name id: a small
-// open-addressing table (O(1) per launch). Bounded: beyond kMaxKinds distinct kernels the
-// rest are only counted in `others`.
+// open-addressing table, O(1) per launch without allocation (every launch adds its kernel: the JSON
+// report's records per second). Bounded: beyond kMaxKinds distinct kernels the rest are only
+// counted in `others`.
 struct KernelTally {
   static constexpr size_t kSlots = 32;
   static constexpr size_t kMaxKinds = 16;

@@ -86,15 +86,17 @@ class StreamTable {
   // stream, a device or context synchronize every stream, a stream wait event is waited_on_event;
   // a successful free of device or
   // pinned memory synchronizes the device.
-  void copy_returned(uint64_t key, const trace::CopyRecord& c) { copy_returned(key, at(key), c); }
+  void copy_returned(uint64_t key, const trace::CopyRecord& c) { copy_returned(key, at(key), c, copy_facts(c)); }
   void launch_returned(uint64_t key, const trace::LaunchRecord& l, bool launch_blocking) {
     launch_returned(key, at(key), l, launch_blocking);
   }
   // The same with `st` = at(key) already looked up (the analysis' hot path).
-  __attribute__((always_inline)) void copy_returned(uint64_t key, StreamState& st, const trace::CopyRecord& c) {
+  // `facts`: c's (copies.h).
+  __attribute__((always_inline)) void copy_returned(uint64_t key, StreamState& st, const trace::CopyRecord& c,
+                                                    const CopyFacts& facts) {
     const bool sync_api = (c.flags & trace::kFlagSynchronousApi) != 0;
     const bool completed = (c.flags & trace::kFlagEvidenceChecked) && (c.flags & trace::kFlagCompletedAtReturn);
-    const bool waits = copy_direction(c) == trace::Direction::DtoH &&
+    const bool waits = facts.direction == trace::Direction::DtoH &&
                        (sync_api || c.dst_memory == static_cast<uint8_t>(trace::MemoryKind::Pageable));
     const auto pageable = static_cast<uint8_t>(trace::MemoryKind::Pageable);
     if (completed || waits) {

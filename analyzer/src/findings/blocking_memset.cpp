@@ -28,7 +28,7 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
   o.cause = target == MemoryKind::Managed                                      ? Cause::ManagedMemory
             : (target == MemoryKind::Pinned || target == MemoryKind::Pageable) ? Cause::PinnedHostMemory
                                                                                : Cause::Unknown;
-  if (target != MemoryKind::Unknown) o.set_host_memory(target);
+  if (target != MemoryKind::Unknown) o.host_memory = target;
   ctx.observe(o);
   return true;
 }

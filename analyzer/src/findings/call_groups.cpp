@@ -9,8 +9,8 @@ void ProcessAnalyzer::observe(const Observation& o) {
   const bool counts_blocking = rule_info(o.id).hooks.counts_blocking;
   if (counts_blocking) flagged_blocking_ = true;
   // The key's two words (GroupKey's layout) built in registers.
-  const uint8_t direction = o.has_direction ? static_cast<uint8_t>(o.direction) : uint8_t{0xff};
-  const uint8_t memory = o.has_host_memory ? static_cast<uint8_t>(o.host_memory) : uint8_t{0xff};
+  const uint8_t direction = o.direction ? static_cast<uint8_t>(*o.direction) : uint8_t{0xff};
+  const uint8_t memory = o.host_memory ? static_cast<uint8_t>(*o.host_memory) : uint8_t{0xff};
   const uint64_t w[2] = {uint64_t{static_cast<uint8_t>(o.id)} | uint64_t{static_cast<uint8_t>(o.cause)} << 8 |
                              uint64_t{direction} << 16 | uint64_t{memory} << 24 | uint64_t{o.api} << 32 |
                              uint64_t{o.driver_fn} << 48,

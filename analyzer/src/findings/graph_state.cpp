@@ -13,7 +13,7 @@ void ProcessAnalyzer::on_batch(const RecordView& r, const BatchCopyRecord& b) {
     c.direction = static_cast<uint8_t>(Direction::Unknown);
     c.src_memory = c.dst_memory = static_cast<uint8_t>(MemoryKind::Unknown);
   }
-  on_copy(r, c, stream_key(c.stream_kind, c.stream, r.tid));
+  on_copy(r, c, copy_facts(c), stream_key(c.stream_kind, c.stream, r.tid));
 }
 
 void ProcessAnalyzer::add_node(GraphNodes& g, const GraphMemcpyNode& n) {
@@ -45,12 +45,10 @@ ProcessAnalyzer::GraphNodes* ProcessAnalyzer::slot(Map& m, uint64_t handle) {
   return &m[handle];
 }
 
-void ProcessAnalyzer::captured_copy(const CopyRecord& c) {
-  Direction d = copy_direction(c);
-  MemoryKind host = trace::host_side(d, static_cast<MemoryKind>(c.src_memory), static_cast<MemoryKind>(c.dst_memory));
-  if (host != MemoryKind::Pageable) return;
+void ProcessAnalyzer::captured_copy(const CopyRecord& c, const CopyFacts& facts) {
+  if (facts.host != MemoryKind::Pageable) return;
   if (GraphNodes* g = slot(capturing_, c.stream))
-    add_node(*g, GraphMemcpyNode{0, c.api, d, host, c.bytes, c.stack_id, true});
+    add_node(*g, GraphMemcpyNode{0, c.api, facts.direction, facts.host, c.bytes, c.stack_id, true});
 }
 
 void ProcessAnalyzer::on_capture(const CaptureRecord& c) {

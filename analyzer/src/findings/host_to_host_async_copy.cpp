@@ -14,13 +14,12 @@ using namespace trace;
 namespace {
 
 bool detect(RuleContext& ctx, const RuleEvent& e) {
-  const CopyRecord& c = *e.copy;
-  Direction d = copy_direction(c);
-  if (d != Direction::HtoH) return false;
-  Observation o = observation_of_copy(FindingId::HostToHostAsyncCopy, c);
+  const CopyFacts& facts = *e.copy_facts;
+  if (facts.direction != Direction::HtoH) return false;
+  Observation o = observation_of_copy(FindingId::HostToHostAsyncCopy, *e.copy);
   o.at_threshold = at_threshold(ctx.options(), o.blocked_ns);
-  o.set_direction(d);
-  o.set_host_memory(host_side(c, d));
+  o.direction = facts.direction;
+  o.host_memory = facts.host;
   ctx.observe(o);
   return true;
 }

@@ -54,7 +54,7 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
     o.repeat_key = m.address + 1;
   else
     o.repeated = e.made_again;
-  if (m.memory != 0) o.set_host_memory(static_cast<MemoryKind>(m.memory));
+  if (m.memory != 0) o.host_memory = static_cast<MemoryKind>(m.memory);
   ctx.observe(o);
   return true;
 }

@@ -18,10 +18,9 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
   if (c.src_memory != managed && c.dst_memory != managed) return false;
   uint64_t blocked = c.end_ns - c.start_ns;
   if (blocked < ctx.options().min_blocked_ns) return true;
-  Direction d = copy_direction(c);
   Observation o = observation_of_copy(FindingId::ManagedMemoryCopy, c);
-  o.set_direction(d);
-  o.set_host_memory(MemoryKind::Managed);
+  o.set_direction(e.copy_facts->direction);
+  o.host_memory = MemoryKind::Managed;
   ctx.observe(o);
   return true;
 }

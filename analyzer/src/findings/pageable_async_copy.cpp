@@ -27,7 +27,7 @@ namespace {
 bool detect(RuleContext& ctx, const RuleEvent& e) {
   const CopyRecord& c = *e.copy;
   const Options& opt = ctx.options();
-  Direction d = copy_direction(c);
+  const Direction d = e.copy_facts->direction;
   uint64_t blocked = c.end_ns - c.start_ns;
   // Most copies are of pinned memory: decided before an observation is built.
   const bool pageable_src = c.src_memory == static_cast<uint8_t>(MemoryKind::Pageable);
@@ -47,8 +47,8 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
     if (d == Direction::DtoH) o.event_waits = e.stream->event_waits;
   }
   o.at_threshold = at_threshold(opt, blocked);
-  o.set_direction(d);
-  o.set_host_memory(MemoryKind::Pageable);
+  o.direction = d;  // HtoD or DtoH
+  o.host_memory = MemoryKind::Pageable;
   ctx.observe(o);
   return true;
 }

@@ -77,6 +77,7 @@ class ProcessAnalyzer final : public RuleContext {
 
   __attribute__((always_inline)) void record(const RecordView& r) {
     current_tid_ = r.tid;
+    current_thread_ = r.thread;
     // The one dispatch on the record's type (events/event.h); each kind's handling below is made
     // for its type (the records of the hot path read in place: 8-aligned in the mapping).
     events::visit(
@@ -91,7 +92,7 @@ class ProcessAnalyzer final : public RuleContext {
     if constexpr (is_one_of<E, RecordType::Copy, RecordType::Memset>) {
       on_call(ev.rec);
       current_stream_ = ev.stream_key();
-      on_copy(r, ev.rec, current_stream_);
+      on_copy(r, ev.rec, ev.copy, current_stream_);
     } else if constexpr (E::kind == RecordType::Launch) {
       on_call(ev.rec);
       current_stream_ = ev.stream_key();
@@ -110,7 +111,7 @@ class ProcessAnalyzer final : public RuleContext {
       current_start_ = run.start_ns;
       current_end_ = run.end_ns;
       current_stream_ = UINT64_MAX;
-      concurrent_.host_function_run(r.tid, run.start_ns, run.end_ns);
+      concurrent_.host_function_run(r.thread, r.tid, run.start_ns, run.end_ns);
       on_run(run);
     } else {
       other_event(r, ev);
@@ -130,7 +131,7 @@ class ProcessAnalyzer final : public RuleContext {
     count_result(h);
     current_start_ = h.start_ns;
     current_end_ = h.end_ns;
-    concurrent_.call(current_tid_, h.api, h.stack_id, h.start_ns, h.end_ns);
+    concurrent_.call(current_thread_, current_tid_, h.api, h.stack_id, h.start_ns, h.end_ns);
   }
 
   // The other records (inline for the same figure).
@@ -223,8 +224,8 @@ class ProcessAnalyzer final : public RuleContext {
   // The impact model's stream of a wait: the legacy default stream waits for the others.
   static uint64_t wait_key(uint64_t key) { return key == 0 ? impact::Tracker::kAllStreams : key; }
   // A copy that waits for its stream before returning (streams.h, copy_returned, and host to host).
-  static bool copy_waits(const CopyRecord& c, bool sync_api) {
-    const Direction d = copy_direction(c);
+  static bool copy_waits(const CopyRecord& c, const CopyFacts& facts, bool sync_api) {
+    const Direction d = facts.direction;
     return sync_api || d == Direction::HtoH || (c.flags & kFlagSourceStreamOrder) ||
            (d == Direction::DtoH && c.dst_memory == static_cast<uint8_t>(MemoryKind::Pageable));
   }
@@ -267,33 +268,36 @@ class ProcessAnalyzer final : public RuleContext {
     }
   }
 
-  // `key`: the copy's stream (stream_key). Inline: a copy between pinned and device memory, the
-  // common one, calls no rule.
-  __attribute__((always_inline)) void on_copy(const RecordView& r, const CopyRecord& c, uint64_t key) {
+  // `facts`: c's direction, host side and class (the event's); `key`: the copy's stream
+  // (stream_key). Inline: a copy between pinned and device memory, the common one, calls no rule.
+  __attribute__((always_inline)) void on_copy(const RecordView& r, const CopyRecord& c, const CopyFacts& facts,
+                                              uint64_t key) {
     const bool sync_api = (c.flags & kFlagSynchronousApi) != 0;
     const uint64_t blocked = c.end_ns - c.start_ns;
     if (c.flags & kFlagCaptureActive) {
       if (!sync_api) count_async(false, 0);
-      if (r.type != RecordType::Memset) captured_copy(c);
+      if (r.type != RecordType::Memset) captured_copy(c, facts);
       return;
     }
     StreamState& st = streams_.at(key);
     tracker_.enqueue(current_tid_, key, c.start_ns);
-    if (!tracker_.empty() && copy_waits(c, sync_api)) tracker_.wait(current_tid_, wait_key(key), c.start_ns, c.end_ns);
+    if (!tracker_.empty() && copy_waits(c, facts, sync_api))
+      tracker_.wait(current_tid_, wait_key(key), c.start_ns, c.end_ns);
     RuleEvent& e = copy_event_;  // its other fields stay null
     e.copy = &c;
+    e.copy_facts = &facts;
     e.stream = &st;
     if (r.type != RecordType::Memset) {  // Copy, BatchCopy
       if (!sync_api) {
-        note_pinned_cost(c, blocked);
+        note_pinned_cost(c, facts.direction, blocked);
         flagged_blocking_ = false;
-        detect(Trigger::Copy, e, UINT64_MAX, copy_class(c));
+        detect(Trigger::Copy, e, UINT64_MAX, facts.copy_class);
         count_async(flagged_blocking_, blocked);
       }
-      streams_.copy_returned(key, st, c);
+      streams_.copy_returned(key, st, c, facts);
     } else {
       flagged_blocking_ = false;
-      detect(Trigger::Memset, e, blocked, copy_class(c));
+      detect(Trigger::Memset, e, blocked, facts.copy_class);
       if (!sync_api) count_async(flagged_blocking_, blocked);
     }
   }
@@ -435,7 +439,7 @@ class ProcessAnalyzer final : public RuleContext {
   template <class Map>
   static GraphNodes* slot(Map& m, uint64_t handle);
 
-  void captured_copy(const CopyRecord& c);
+  void captured_copy(const CopyRecord& c, const CopyFacts& facts);
 
   void on_capture(const CaptureRecord& c);
 
@@ -450,9 +454,8 @@ class ProcessAnalyzer final : public RuleContext {
 
   // This trace's asynchronous copies between pinned host and device memory: what a copy costs the
   // host when pinned, by direction (the basis of estimated_saving_ns).
-  __attribute__((always_inline)) void note_pinned_cost(const CopyRecord& c, uint64_t blocked) {
+  __attribute__((always_inline)) void note_pinned_cost(const CopyRecord& c, Direction d, uint64_t blocked) {
     const auto pinned = static_cast<uint8_t>(MemoryKind::Pinned), device = static_cast<uint8_t>(MemoryKind::Device);
-    Direction d = copy_direction(c);
     const bool htod = d == Direction::HtoD && c.src_memory == pinned && c.dst_memory == device;
     const bool dtoh = d == Direction::DtoH && c.src_memory == device && c.dst_memory == pinned;
     if (htod) pinned_htod_.add(blocked);
@@ -561,6 +564,7 @@ class ProcessAnalyzer final : public RuleContext {
   RuleEvent launch_event_, copy_event_, enqueue_event_, run_event_, sync_event_;
   bool flagged_blocking_ = false;  // a blocking rule flagged the call being looked at
   uint32_t current_tid_ = 0;       // the thread of the record being looked at
+  uint32_t current_thread_ = 0;    // ... its index in the trace's threads (RecordView::thread)
   bool seen_call_ = false;
   bool first_call_ = false;  // the record being looked at is the process's first call
   uint16_t first_call_api_ = 0;

@@ -277,18 +277,4 @@ Observation observation_of_copy(FindingId id, const CopyRecord& c) {
   return o;
 }
 
-MemoryKind host_side(const CopyRecord& c, Direction d) {
-  switch (d) {
-    case Direction::HtoD: return static_cast<MemoryKind>(c.src_memory);
-    case Direction::DtoH: return static_cast<MemoryKind>(c.dst_memory);
-    case Direction::HtoH:
-      // Report the "worse" side: pageable over pinned.
-      return c.src_memory == static_cast<uint8_t>(MemoryKind::Pageable) ||
-                     c.dst_memory == static_cast<uint8_t>(MemoryKind::Pageable)
-                 ? MemoryKind::Pageable
-                 : static_cast<MemoryKind>(c.src_memory);
-    default: return MemoryKind::Unknown;
-  }
-}
-
 }  // namespace asyncwatch

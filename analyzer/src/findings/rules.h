@@ -9,6 +9,7 @@
 #include <asyncwatch/trace_format.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,10 +54,8 @@ struct Observation {
   Cause cause = Cause::None;
   uint16_t api = 0;
   uint16_t driver_fn = 0;
-  trace::Direction direction = trace::Direction::Unknown;
-  bool has_direction = false;
-  trace::MemoryKind host_memory = trace::MemoryKind::Unknown;
-  bool has_host_memory = false;
+  std::optional<trace::Direction> direction;  // none: unknown
+  std::optional<trace::MemoryKind> host_memory;
   uint32_t kernel_name_id = 0;
   uint32_t stack_id = 0;
   uint64_t blocked_ns = 0;
@@ -84,12 +83,7 @@ struct Observation {
   bool process_ended_cleanly = true;  // in-flight-call
 
   void set_direction(trace::Direction d) {
-    direction = d;
-    has_direction = d != trace::Direction::Unknown;
-  }
-  void set_host_memory(trace::MemoryKind k) {
-    host_memory = k;
-    has_host_memory = true;
+    if (d != trace::Direction::Unknown) direction = d;
   }
 };
 
@@ -117,7 +111,6 @@ Observation observation_of(FindingId id, const Record& r) {
 }
 // The same for a copy or memset, with its bytes and the completion evidence.
 Observation observation_of_copy(FindingId id, const trace::CopyRecord& c);
-trace::MemoryKind host_side(const trace::CopyRecord& c, trace::Direction d);
 
 // What makes the analysis call a rule's detect hook.
 enum class Trigger : uint8_t {
@@ -134,6 +127,7 @@ enum class Trigger : uint8_t {
 // The call a detect hook looks at; the record of its trigger is set, the others are null.
 struct RuleEvent {
   const trace::CopyRecord* copy = nullptr;                // Copy, Memset
+  const CopyFacts* copy_facts = nullptr;                  // Copy, Memset: its direction, host side, class
   const trace::LaunchRecord* launch = nullptr;            // Launch
   const trace::HostFuncEnqueueRecord* enqueue = nullptr;  // HostFuncEnqueue, HostFuncRun
   const trace::HostFuncRunRecord* run = nullptr;          // HostFuncRun
@@ -155,20 +149,6 @@ struct RuleEvent {
   uint64_t trace_end_ns = 0;                   // InFlight: when the trace ended
   bool ended_cleanly = true;                   // InFlight: the trace was closed cleanly
 };
-
-// Which copies a Copy (or Memset) rule can claim, as a mask of copy classes (Rule::copies): a
-// copy's class has the bit of each memory kind on either side (copy_memory), and kCopyHostToHost
-// when its direction (copy_direction) is HtoH. The analysis calls a rule only for copies whose
-// class meets its mask (most copies, between pinned and device memory, meet none).
-constexpr uint32_t copy_memory(trace::MemoryKind k) { return 1u << static_cast<uint8_t>(k); }
-inline constexpr uint32_t kCopyHostToHost = 1u << trace::kMemoryKindCount;
-inline constexpr uint32_t kAnyCopy = UINT32_MAX;
-// The class of a copy (kinds beyond the format's, of an unchecked batch record, have no bit: no
-// rule reads them as a kind it claims).
-__attribute__((always_inline)) inline uint32_t copy_class(const trace::CopyRecord& c) {
-  const auto bit = [](uint8_t k) { return k < trace::kMemoryKindCount ? 1u << k : 0u; };
-  return bit(c.src_memory) | bit(c.dst_memory) | (copy_direction(c) == trace::Direction::HtoH ? kCopyHostToHost : 0u);
-}
 
 class JsonWriter;  // json_writer.h
 
@@ -200,7 +180,7 @@ struct Rule {
   // Sees only calls that blocked at least --min-blocked-us: the analysis does not call detect for
   // the others (most launches), as if it had returned false.
   bool at_threshold_only = false;
-  // The copies it can claim (copy_class; a Copy or Memset rule that returns true only for copies
+  // The copies it can claim (CopyFacts::copy_class, events/copies.h; a Copy or Memset rule that returns true only for copies
   // of these classes says so): the analysis does not call detect for the others.
   uint32_t copies = kAnyCopy;
 

@@ -42,6 +42,7 @@ struct RecordView {
   uint32_t tid;          // owner of the block
   uint64_t block_index;
   uint32_t stored_size;  // bytes it takes in the file (== size, except in a version-1 trace)
+  uint32_t thread = 0;   // the merged walks: the owner's index in TraceFile::threads() (per-thread state)
 
   // Copies the fixed part of a record (the file gives no alignment guarantee we rely on).
   template <class T>
@@ -591,9 +592,11 @@ template <bool kValidate>
 struct TraceFile::Cursor : CursorState {
   TraceFile* file;
 
-  Cursor(TraceFile* f, const std::vector<uint64_t>* b, uint32_t t) : file(f) {
+  // `thread`: the chain's index in threads().
+  Cursor(TraceFile* f, const std::vector<uint64_t>* b, uint32_t t, uint32_t thread) : file(f) {
     blocks = b;
     tid = t;
+    current.thread = thread;
   }
   Cursor(const Cursor&) = delete;  // `current` may point into `scratch`
   Cursor& operator=(const Cursor&) = delete;
@@ -601,15 +604,21 @@ struct TraceFile::Cursor : CursorState {
   // Moves to the next event record; false at the end of the chain. Inline into the merge loop
   // (LTO made it a call).
   __attribute__((always_inline)) bool next() {
-    if (__builtin_expect(replay != nullptr, 0)) return next_replayed();
-    if (__builtin_expect(next_raw(), 1)) return true;
-    // The chain ended right after its first summaries (a thread whose last records are summaries):
-    // their calls are still to be handed out.
+    const uint32_t thread = current.thread;  // (the walks below may rebuild `current`)
+    bool more;
     if (__builtin_expect(replay != nullptr, 0)) {
-      raw_done = true;
-      return next_replayed();
+      more = next_replayed();
+    } else {
+      more = next_raw();
+      // The chain ended right after its first summaries (a thread whose last records are summaries):
+      // their calls are still to be handed out.
+      if (__builtin_expect(!more && replay != nullptr, 0)) {
+        raw_done = true;
+        more = next_replayed();
+      }
     }
-    return false;
+    current.thread = thread;
+    return more;
   }
 
   // A chain with summaries: the earlier of its next own record and the summaries' next call.
@@ -763,13 +772,17 @@ void TraceFile::merge(F& visit) {
   std::vector<std::unique_ptr<C>> owned;  // cursors do not move: `current` may point into their scratch
   owned.reserve(threads_.size());
   for (const auto& t : threads_) {
-    auto c = std::make_unique<C>(this, &t.blocks, t.tid);
+    auto c = std::make_unique<C>(this, &t.blocks, t.tid, static_cast<uint32_t>(&t - threads_.data()));
     c->skip_calls = window_walk_;
     if (c->next()) owned.push_back(std::move(c));
   }
   if (window_walk_) {
     for (const auto& t : window_threads_) {
-      auto c = std::make_unique<C>(this, &t.blocks, t.tid);
+      // A window's records are their thread's (its index in threads()); a ring block of a thread
+      // with no block of its own (nothing of it to refer to: a damaged file) is left out.
+      auto it = thread_by_tid_.find(t.tid);
+      if (it == thread_by_tid_.end()) continue;
+      auto c = std::make_unique<C>(this, &t.blocks, t.tid, static_cast<uint32_t>(it->second));
       if (c->next()) owned.push_back(std::move(c));
     }
   }

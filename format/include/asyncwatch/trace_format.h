@@ -328,13 +328,14 @@ inline constexpr Direction infer_direction(MemoryKind src, MemoryKind dst) {
   return Direction::Unknown;
 }
 // The host side of a copy of direction `d` (the side whose kind decides whether it can be
-// asynchronous): the source of HtoD, the destination of DtoH; for HtoH the side that is not pinned
-// (pageable or unknown) if any; Unknown for device-to-device copies and unknown directions.
+// asynchronous): the source of HtoD, the destination of DtoH; for HtoH pageable when either side
+// is, else the source; Unknown for device-to-device copies and unknown directions.
 inline constexpr MemoryKind host_side(Direction d, MemoryKind src, MemoryKind dst) {
   switch (d) {
     case Direction::HtoD: return src;
     case Direction::DtoH: return dst;
-    case Direction::HtoH: return src != MemoryKind::Pinned ? src : dst;
+    case Direction::HtoH:
+      return src == MemoryKind::Pageable || dst == MemoryKind::Pageable ? MemoryKind::Pageable : src;
     default: return MemoryKind::Unknown;
   }
 }
