@@ -276,7 +276,16 @@ int main(int argc, char** argv) {
   std::vector<Job> jobs = {{"report --format json", {asyncwatch, "report", "--format", "json", trace}},
                            {"report --format text", {asyncwatch, "report", "--format", "text", trace}},
                            {"report --format html", {asyncwatch, "report", "--format", "html", trace}}};
-  if (timeline) jobs.push_back({"timeline", {asyncwatch, "timeline", trace}});
+  // The timelines are written to files (their sizes are printed, then they are removed).
+  const std::string timeline_json = dir + "/bench-timeline.json", timeline_perfetto = dir + "/bench-timeline.pftrace";
+  if (timeline) {
+    // (--max-size-mib 0: no limit; the default refuses a timeline of this size)
+    jobs.push_back({"timeline (JSON)",
+                    {asyncwatch, "timeline", "--format", "json", "--max-size-mib", "0", "-o", timeline_json, trace}});
+    jobs.push_back(
+        {"timeline (Perfetto)",
+         {asyncwatch, "timeline", "--format", "perfetto", "--max-size-mib", "0", "-o", timeline_perfetto, trace}});
+  }
   double json_cpu = 0, html_cpu = 0;  // the last run's (page cache): HTML's target is 1.5x JSON's
   for (const auto& job : jobs) {
     const bool report = std::strncmp(job.name, "report", 6) == 0;
@@ -295,6 +304,15 @@ int main(int argc, char** argv) {
                   job.name, rep + 1, r.cpu_seconds, per_cpu / 1e6,
                   report ? (per_cpu >= target ? ", target 20: met" : ", target 20: not met") : "", r.seconds,
                   static_cast<double>(n) / r.seconds / 1e6, static_cast<double>(r.max_rss_kib) / 1024.0);
+      if (!report) {
+        const std::string& out = job.cmd[job.cmd.size() - 2];  // -o FILE
+        struct stat ost {};
+        if (stat(out.c_str(), &ost) == 0)
+          std::printf("%-20s file: %.1f MiB (%.1f bytes per record)\n", job.name,
+                      static_cast<double>(ost.st_size) / (1 << 20),
+                      n ? static_cast<double>(ost.st_size) / static_cast<double>(n) : 0.0);
+        std::remove(out.c_str());
+      }
       std::fflush(stdout);
     }
   }

@@ -126,3 +126,68 @@ TEST(ReportHtml, PageFromAHostileTraceIsEscapedAndLinksTheFlaggedCall) {
   EXPECT_EQ(html.find("https://"), std::string::npos);
   EXPECT_EQ(html.find(" src="), std::string::npos);
 }
+
+// PictureWalk's runs: calls spanning less than half a column, placed with place_run (the first call,
+// then the rest at once), give the bars placing each call gives, labels included.
+TEST(ReportHtml, PixelLaneRunsGiveTheBarsOfTheirCalls) {
+  const uint64_t length = 1'000'000'000;  // 1 s in 960 columns: ~1.04 ms a column
+  const double width = 960;
+  PixelLane each(0, length, width), runs(0, length, width);
+  uint64_t seed = 12345;
+  auto next = [&](uint64_t n) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return (seed >> 33) % n;
+  };
+  struct Call {
+    uint64_t start, end;
+    std::string label;
+  };
+  std::vector<Call> run;
+  auto place_run = [&] {
+    if (run.empty()) return;
+    uint64_t min_start = run[0].start, max_start = run[0].start, max_end = run[0].end, busy = 0, longest = 0;
+    size_t longest_at = 0;
+    for (size_t i = 0; i < run.size(); ++i) {
+      min_start = std::min(min_start, run[i].start);
+      max_start = std::max(max_start, run[i].start);
+      max_end = std::max(max_end, run[i].end);
+      const uint64_t d = run[i].end - run[i].start;
+      busy += d;
+      if (i == 0 || d > longest) longest = d, longest_at = i;
+    }
+    bool is_longest = false;
+    if (PictureBar* bar = runs.place_run(run[0].start, run[0].end, min_start, max_start, max_end, run.size(), busy,
+                                         longest, 0, -1, 0, &is_longest))
+      bar->label = is_longest ? run[longest_at].label : run[0].label;
+    run.clear();
+  };
+  uint64_t t = 0;
+  for (int i = 0; i < 20000; ++i) {
+    // Mostly short calls close together, now and then a gap of a few columns or a long call.
+    t += next(10) == 0 ? next(5'000'000) : next(20'000);
+    const uint64_t dur = next(50) == 0 ? next(3'000'000) : next(30'000);
+    Call c{t, t + dur, "call " + std::to_string(i)};
+    t += dur;
+    if (t > length) break;
+    each.add(c.start, c.end, c.label);
+    // A run goes on while it spans less than half a column (of the final scale: here known).
+    const uint64_t lo = run.empty() ? c.start : std::min(run[0].start, c.start);
+    if (!run.empty() && static_cast<double>(c.end - lo) * 2 * width >= static_cast<double>(length)) place_run();
+    run.push_back(c);
+  }
+  place_run();
+  EXPECT_EQ(each.calls(), runs.calls());
+  const auto a = each.finish(), b = runs.finish();
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_GT(a.size(), 100u);
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].x0, b[i].x0) << i;
+    EXPECT_EQ(a[i].x1, b[i].x1) << i;
+    EXPECT_EQ(a[i].start_ns, b[i].start_ns) << i;
+    EXPECT_EQ(a[i].end_ns, b[i].end_ns) << i;
+    EXPECT_EQ(a[i].calls, b[i].calls) << i;
+    EXPECT_EQ(a[i].busy_ns, b[i].busy_ns) << i;
+    EXPECT_EQ(a[i].label, b[i].label) << i;
+    EXPECT_EQ(a[i].label_ns, b[i].label_ns) << i;
+  }
+}

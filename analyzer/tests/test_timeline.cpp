@@ -1,9 +1,14 @@
-// The GPU overlap figures' interval arithmetic and the protobuf encoding of the Perfetto
-// writer (the whole files are decoded by analyzer/tests/timeline/decode_perfetto.py in apps.gpu_timeline).
+// The GPU overlap figures' interval arithmetic and the protobuf encoding of the Perfetto writer, its
+// interning included (the whole files are decoded by analyzer/tests/timeline/decode_perfetto.py in
+// apps.gpu_timeline and timeline.perfetto-decoded).
 #include "timeline/gpu_overlap.h"
 #include "timeline/perfetto_writer.h"
 
 #include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 
 using namespace asyncwatch;
 
@@ -50,4 +55,58 @@ TEST(PerfettoWriter, WireEncoding) {
   perfetto::Message big;
   big.u64(1, UINT64_MAX);  // 10 bytes of varint
   EXPECT_EQ(big.bytes().size(), 11u);
+}
+
+namespace {
+size_t occurrences(const std::string& hay, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = hay.find(needle); at != std::string::npos; at = hay.find(needle, at + 1)) ++n;
+  return n;
+}
+}  // namespace
+
+TEST(PerfettoWriter, NamesInternedOncePerSequence) {
+  char* data = nullptr;
+  size_t size = 0;
+  std::FILE* f = open_memstream(&data, &size);
+  ASSERT_NE(f, nullptr);
+  {
+    perfetto::Writer w(f);
+    w.thread_track(2, 1, 1, "main (tid 1)");
+    const perfetto::Arg args[2] = {{"kernel", "saxpy_kernel_name"}, {"grid_size_annotation", {}, 7, false}};
+    for (uint64_t i = 0; i < 3; ++i)
+      w.slice(2, 100 * i, 10, "cudaLaunchKernel saxpy_kernel_name", "launch,blocked", args, 2);
+    w.flush();
+  }
+  std::fclose(f);
+  const std::string out(data, size);
+  std::free(data);
+  // Three slices, each text once: the first slice's packet interns it, the others refer to its iid.
+  EXPECT_EQ(occurrences(out, "cudaLaunchKernel saxpy_kernel_name"), 1u);
+  EXPECT_EQ(occurrences(out, "launch,blocked"), 1u);
+  EXPECT_EQ(occurrences(out, "grid_size_annotation"), 1u);
+  EXPECT_EQ(occurrences(out, "saxpy_kernel_name"), 2u);  // the event name's and the annotation value's
+  // The first packet clears the sequence's incremental state: sequence_flags (field 13) = 1.
+  EXPECT_NE(out.find(std::string("\x68\x01", 2)), std::string::npos);
+}
+
+TEST(PerfettoWriter, TextsBeyondTheBoundWrittenInFull) {
+  char* data = nullptr;
+  size_t size = 0;
+  std::FILE* f = open_memstream(&data, &size);
+  ASSERT_NE(f, nullptr);
+  {
+    perfetto::Writer w(f, 2);  // two texts of each kind interned at most
+    w.thread_track(2, 1, 1, "main (tid 1)");
+    for (const char* name :
+         {"first_slice_name", "second_slice_name", "third_slice_name", "third_slice_name", "first_slice_name"})
+      w.slice(2, 0, 10, name, "", nullptr, 0);
+    w.flush();
+  }
+  std::fclose(f);
+  const std::string out(data, size);
+  std::free(data);
+  EXPECT_EQ(occurrences(out, "first_slice_name"), 1u);  // interned: once
+  EXPECT_EQ(occurrences(out, "second_slice_name"), 1u);
+  EXPECT_EQ(occurrences(out, "third_slice_name"), 2u);  // the table was full: in full, each time
 }

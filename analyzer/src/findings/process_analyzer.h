@@ -69,10 +69,16 @@ class ProcessAnalyzer final : public RuleContext {
   const Options& options() const override { return opt_; }
   bool launch_blocking_env() const override { return launch_blocking_; }
 
-  void run() {
+  void run(RecordHook* after = nullptr) {
     // Inline into the merge loop: a call per record cost its prologue, epilogue and the view's
-    // fields through memory (docs/performance.md).
-    trace_.stream_merged([this](const RecordView& r) __attribute__((always_inline)) { record(r); });
+    // fields through memory (docs/performance.md). A consumer of the same walk: its own loop.
+    if (after)
+      trace_.stream_merged([ this, after ](const RecordView& r) __attribute__((always_inline)) {
+        record(r);
+        after->record(r);
+      });
+    else
+      trace_.stream_merged([this](const RecordView& r) __attribute__((always_inline)) { record(r); });
   }
 
   __attribute__((always_inline)) void record(const RecordView& r) {

@@ -1,5 +1,7 @@
 #include "report/report_html_timeline.h"
 
+#include "diagnostics.h"
+
 #include "symbols/call_site.h"
 #include "events/event.h"
 #include "events/host_functions.h"
@@ -14,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <type_traits>
 #include <unordered_map>
 
@@ -25,11 +28,18 @@ PixelLane::PixelLane(uint64_t t0, uint64_t t1, double width)
     : t0_(t0), t1_(std::max(t1, t0 + 1)), width_(width), scale_(width / static_cast<double>(t1_ - t0_)) {}
 
 double PixelLane::x_of(uint64_t ns) const {
-  ns = std::clamp(ns, t0_, t1_);
-  return static_cast<double>(ns - t0_) * scale_;
+  const uint64_t d = std::clamp(ns, t0_, t1_) - t0_;
+  // Through int64_t below 2^63 (one instruction; the same double: both convert the same integer).
+  return (d >> 63 ? static_cast<double>(d) : static_cast<double>(static_cast<int64_t>(d))) * scale_;
 }
 
-int64_t PixelLane::column(double x) const { return static_cast<int64_t>(std::floor(x)); }
+// x is in [0, width] (x_of clamps): floor and ceil by conversion (exact there; std::floor and
+// std::ceil were calls, once per bar placement: the HTML report's time over the JSON one's).
+int64_t PixelLane::column(double x) const { return static_cast<int64_t>(x); }
+static int64_t ceil_of(double x) {
+  const auto t = static_cast<int64_t>(x);
+  return t + (x > static_cast<double>(t));
+}
 
 void PixelLane::close(PictureBar& open, bool flagged) {
   if (!open.calls) return;
@@ -46,7 +56,7 @@ PictureBar* PixelLane::place(uint64_t start_ns, uint64_t end_ns, uint8_t kind, i
   if (end_ns < start_ns) end_ns = start_ns;
   ++calls_;
   const double x0 = x_of(start_ns), x1 = x_of(end_ns);
-  const int64_t c0 = column(x0), c1 = std::max(c0, static_cast<int64_t>(std::ceil(x1)) - 1);
+  const int64_t c0 = column(x0), c1 = std::max(c0, ceil_of(x1) - 1);
   const bool flagged = finding >= 0;
   if (kind >= kKinds) kind = kKinds - 1;
   const size_t slot = flagged ? kKinds : kind;
@@ -88,6 +98,38 @@ PictureBar* PixelLane::place(uint64_t start_ns, uint64_t end_ns, uint8_t kind, i
   return nullptr;
 }
 
+PictureBar* PixelLane::place_run(uint64_t first_start, uint64_t first_end, uint64_t min_start, uint64_t max_start,
+                                 uint64_t max_end, uint64_t calls, uint64_t busy_ns, uint64_t longest_ns, uint8_t kind,
+                                 int32_t finding, uint8_t severity, bool* longest) {
+  const uint64_t first_ns = first_end - first_start;
+  PictureBar* label = place(first_start, first_end, kind, finding, severity);
+  *longest = false;
+  if (calls <= 1) return label;
+  // The others merge into the first one's bar (less than half a column from it): its extent, counts
+  // and label as placing each would leave them.
+  const bool flagged = finding >= 0;
+  if (kind >= kKinds) kind = kKinds - 1;
+  const size_t slot = flagged ? kKinds : kind;
+  PictureBar& open = flagged ? open_flagged_ : open_[kind];
+  calls_ += calls - 1;
+  const double x0 = x_of(min_start), x1 = x_of(max_end);
+  open.x0 = std::min(open.x0, x0);
+  open.x1 = std::max(open.x1, x1);
+  open.start_ns = std::min(open.start_ns, min_start);
+  open.end_ns = std::max(open.end_ns, max_end);
+  open.severity = std::max(open.severity, severity);
+  first_col_[slot] = std::min(first_col_[slot], column(x0));
+  last_col_[slot] = std::max(last_col_[slot], std::max(column(x_of(max_start)), ceil_of(x1) - 1));
+  open.calls += calls - 1;
+  open.busy_ns += busy_ns - first_ns;
+  if (longest_ns > first_ns && longest_ns > open.label_ns) {
+    open.label_ns = longest_ns;
+    *longest = true;
+    return &open;
+  }
+  return label;
+}
+
 std::vector<PictureBar> PixelLane::finish() {
   for (auto& o : open_) close(o, false);
   close(open_flagged_, true);
@@ -99,6 +141,180 @@ std::vector<PictureBar> PixelLane::finish() {
   plain_.clear();
   flagged_.clear();
   return out;
+}
+
+namespace {
+
+// What a bar's label is made of, made into text only for the bars that keep it (after the walk: the
+// kernel names may come later in the trace than their launches).
+struct LabelRecipe {
+  enum What : uint8_t { Api, Call, Kernel, Run, RunNamed, GpuOp } what = Api;
+  RecordType type = RecordType::None;
+  uint8_t direction = 0;
+  uint16_t api = 0;
+  uint64_t value = 0;  // bytes, kernel name id, host function, GPU op
+};
+
+// A run of plain calls of one lane and kind (PictureWalk).
+struct CallRun {
+  uint64_t first_start, first_end, min_start, max_start, max_end, calls, busy_ns, longest_ns;
+  LabelRecipe first_label, longest_label;
+  uint8_t kind;
+};
+
+// A flagged call: kept one by one (they are placed by finding, which is known once the report is;
+// at most kMaxCallMarks, like the marks).
+struct FlaggedCall {
+  uint64_t start, end;
+  uint32_t mark;  // its CallMark (index)
+  LabelRecipe label;
+};
+
+class PictureWalkImpl final : public PictureWalk, public RecordHook {
+ public:
+  PictureWalkImpl(const TraceFile& t, const std::vector<CallMark>* marks, uint64_t pending_callbacks, double width)
+      : marks_(marks), t0_(t.header().start_monotonic_ns), width_(width), host_functions_(pending_callbacks) {}
+  RecordHook* hook() override { return this; }
+
+  void record(const RecordView& r) override {
+    const size_t marks_before = seen_marks_;
+    seen_marks_ = marks_ ? marks_->size() : 0;
+    const bool marked = seen_marks_ > marks_before;
+    bool drawn = false;
+    events::visit(r, [&](const auto& ev) {
+      using E = std::decay_t<decltype(ev)>;
+      using events::is_one_of;
+      if constexpr (E::kCall) {
+        const CallHead& c = ev.rec;
+        if ((c.flags & kFlagInFlight) || c.end_ns < c.start_ns) return;
+        if constexpr (E::kind == RecordType::HostFuncEnqueue) {
+          HostFuncRunRecord ran;  // a run that came first was drawn when it came
+          host_functions_.enqueue(ev.rec.callback_id, ev.rec.user_function, &ran);
+        }
+        LabelRecipe label;
+        label.type = E::kind;
+        label.api = c.api;
+        if constexpr (is_one_of<E, RecordType::Copy, RecordType::Memset>) {
+          label.what = LabelRecipe::Call;
+          label.value = ev.rec.bytes;
+          if constexpr (E::kind == RecordType::Copy) label.direction = ev.rec.direction;
+        } else if constexpr (E::kind == RecordType::Launch) {
+          label.what = LabelRecipe::Kernel;
+          label.value = ev.rec.kernel_name_id;
+        }
+        host_call(r.tid, c.start_ns, c.end_ns, label, marked ? marks_before : SIZE_MAX);
+        drawn = true;
+      } else if constexpr (E::kind == RecordType::HostFuncRun) {
+        const HostFuncRunRecord& run = ev.rec;
+        uint64_t function = 0;
+        LabelRecipe label;
+        label.what = host_functions_.run(run, &function) == HostFunctions::Outcome::Joined ? LabelRecipe::RunNamed
+                                                                                           : LabelRecipe::Run;
+        label.value = function;
+        host_call(r.tid, run.start_ns, run.end_ns, label, marked ? marks_before : SIZE_MAX);
+        drawn = true;
+      } else if constexpr (E::kind == RecordType::GpuSpan) {
+        const GpuSpanRecord& g = ev.rec;
+        events::StreamRef st = events::resolve_stream(g.stream_kind, g.stream, r.tid);
+        const uint64_t key = st.key | (uint64_t{1} << 63);
+        auto [it, inserted] = lane_of_.emplace(key, lanes_.size());
+        if (inserted) lanes_.emplace_back(0, true, events::stream_name(st));
+        LabelRecipe label;
+        label.what = LabelRecipe::GpuOp;
+        label.value = g.op;
+        add(lanes_[it->second], rel(g.start_ns), rel(g.end_ns), g.op, label, SIZE_MAX);
+      }
+    });
+    // A mark the picture could not place on a call of this record (FlaggedCalls would find it by
+    // thread and start time): the picture is made by walking the trace again.
+    if (marked && !drawn) exact_ = false;
+  }
+
+  // The lanes' runs, and what process_picture needs to trust them.
+  struct Lane {
+    Lane(uint32_t t, bool s, std::string n) : tid(t), stream(s), name(std::move(n)) {}
+    uint32_t tid;
+    bool stream;
+    std::string name;           // streams' (threads' are named after the walk)
+    std::vector<CallRun> runs;  // plain, in the order of their first calls
+    std::vector<FlaggedCall> flagged;
+    size_t open[PixelLane::kKinds] = {};  // each kind's run still growing: its index in runs + 1, 0 none
+    bool seen = false;
+    uint64_t last_start = 0;  // of the thread's last call drawn
+  };
+  std::deque<Lane> lanes_;
+  const std::vector<CallMark>* marks_;
+  size_t seen_marks_ = 0;
+  bool exact_ = true;
+  uint64_t max_rel_end_ = 0;  // the latest end drawn, since the process start
+  uint64_t t0_;
+  double width_;
+
+ private:
+  using HostFunctions = events::HostFunctionJoin<uint64_t>;
+  uint64_t rel(uint64_t mono) const { return mono > t0_ ? mono - t0_ : 0; }
+
+  void host_call(uint32_t tid, uint64_t start, uint64_t end, const LabelRecipe& label, size_t mark) {
+    Lane* l = nullptr;
+    auto& slot = cache_[(tid * 0x9e3779b1u) >> (32 - kCacheBits)];
+    if (slot.second && slot.first == tid) {
+      l = slot.second;
+    } else {
+      auto [it, inserted] = lane_of_.emplace(tid, lanes_.size());
+      if (inserted) lanes_.emplace_back(tid, false, std::string());
+      l = &lanes_[it->second];
+      slot = {tid, l};
+    }
+    // Two calls of a thread at one start time, or out of order: FlaggedCalls' answer by (thread,
+    // start) is not the walk's; the picture is made by walking again.
+    if (l->seen && start <= l->last_start) exact_ = false;
+    l->seen = true;
+    l->last_start = start;
+    add(*l, rel(start), rel(end), 0, label, mark);
+  }
+
+  void add(Lane& l, uint64_t start, uint64_t end, uint8_t kind, const LabelRecipe& label, size_t mark) {
+    if (end < start) end = start;
+    if (kind >= PixelLane::kKinds) kind = PixelLane::kKinds - 1;
+    max_rel_end_ = std::max(max_rel_end_, end);
+    if (mark != SIZE_MAX) {
+      l.flagged.push_back(FlaggedCall{start, end, static_cast<uint32_t>(mark), label});
+      return;
+    }
+    const uint64_t dur = end - start;
+    if (size_t open = l.open[kind]) {
+      CallRun& run = l.runs[open - 1];
+      // Less than half a column wide at the scale known so far (the last end so far: the final one
+      // is later or the same, its columns as wide or wider).
+      const uint64_t lo = std::min(run.min_start, start), hi = std::max(run.max_end, end);
+      if (static_cast<double>(hi - lo) * 2 * width_ < static_cast<double>(max_rel_end_)) {
+        run.min_start = lo;
+        run.max_end = hi;
+        run.max_start = std::max(run.max_start, start);
+        ++run.calls;
+        run.busy_ns += dur;
+        if (dur > run.longest_ns) {
+          run.longest_ns = dur;
+          run.longest_label = label;
+        }
+        return;
+      }
+    }
+    l.runs.push_back(CallRun{start, end, start, start, end, 1, dur, dur, label, label, kind});
+    l.open[kind] = l.runs.size();
+  }
+
+  static constexpr unsigned kCacheBits = 6;
+  std::pair<uint32_t, Lane*> cache_[1u << kCacheBits] = {};
+  std::unordered_map<uint64_t, size_t> lane_of_;  // tid, or stream key | 1 << 63
+  HostFunctions host_functions_;
+};
+
+}  // namespace
+
+std::shared_ptr<PictureWalk> PictureWalk::make(const TraceFile& trace, const std::vector<CallMark>* marks,
+                                               uint64_t pending_callbacks, double width) {
+  return std::make_shared<PictureWalkImpl>(trace, marks, pending_callbacks, width);
 }
 
 ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* marks, const Report& report,
@@ -122,20 +338,13 @@ ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* 
     std::unordered_map<std::string, int32_t> report_index;
     for (size_t i = 0; i < report.findings.size(); ++i)
       report_index.emplace(report.findings[i].key, static_cast<int32_t>(i));
-    FlaggedCalls<int32_t> flagged;
-    if (marks) {
-      std::vector<int32_t> of_key;
+    std::vector<int32_t> of_key;  // the trace's finding -> the report's, -1: not shown
+    if (marks)
       for (const auto& k : marks->keys) {
         auto it = report_index.find(k);
         of_key.push_back(it == report_index.end() ? -1 : it->second);
       }
-      for (const auto& m : marks->marks)
-        if (m.finding < of_key.size() && of_key[m.finding] >= 0) flagged.add(m.tid, m.start_ns, of_key[m.finding]);
-    }
-    auto finding_of = [&](uint32_t tid, uint64_t start) -> int32_t {
-      const int32_t* f = flagged.find(tid, start);
-      return f ? *f : -1;
-    };
+    auto report_finding = [&](uint32_t f) { return f < of_key.size() ? of_key[f] : -1; };
 
     // The time axis starts at the process start; times before it (none expected) clamp to 0.
     auto rel = [&](uint64_t mono) { return mono > t0 ? mono - t0 : 0; };
@@ -144,7 +353,7 @@ ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* 
       bool stream;
       PixelLane pixels;
     };
-    std::vector<Lane> lanes;
+    std::deque<Lane> lanes;                        // (a deque: the threads' states point into it)
     std::unordered_map<uint64_t, size_t> lane_of;  // tid, or stream key | 1 << 63
     auto lane = [&](uint64_t key, bool stream, const std::function<std::string()>& name) -> PixelLane& {
       auto [it, inserted] = lane_of.emplace(key, lanes.size());
@@ -153,23 +362,10 @@ ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* 
     };
     std::unordered_map<uint32_t, std::string> thread_names;
     for (const auto& th : t->threads()) thread_names[th.tid] = th.name;
-    // The lanes of the last few threads drawn, by tid (the walk switches threads at nearly every
-    // record: a hash look-up each was a good part of the picture's time).
-    constexpr size_t kRecentLanes = 8;
-    std::pair<uint32_t, size_t> recent_lanes[kRecentLanes];
-    std::fill(std::begin(recent_lanes), std::end(recent_lanes), std::pair<uint32_t, size_t>{0, SIZE_MAX});
-    size_t recent_next = 0;
-    auto thread_lane = [&](uint32_t tid) -> PixelLane& {
-      for (const auto& [id, index] : recent_lanes)
-        if (id == tid && index != SIZE_MAX) return lanes[index].pixels;
-      PixelLane& l = lane(tid, false, [&] {
-        auto it = thread_names.find(tid);
-        std::string n = it == thread_names.end() || it->second.empty() ? std::string("thread") : it->second;
-        return fmt::format("{} (tid {})", n, tid);
-      });
-      recent_lanes[recent_next] = {tid, lane_of.at(tid)};
-      recent_next = (recent_next + 1) % kRecentLanes;
-      return l;
+    auto thread_lane_name = [&](uint32_t tid) {
+      auto n = thread_names.find(tid);
+      std::string name = n == thread_names.end() || n->second.empty() ? std::string("thread") : n->second;
+      return fmt::format("{} (tid {})", name, tid);
     };
     std::unordered_map<uint32_t, std::string> kernel_names;
     auto kernel_of = [&](uint32_t id) -> const std::string& {
@@ -181,48 +377,139 @@ ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* 
     auto severity_of = [&](int32_t f) {
       return f >= 0 ? static_cast<uint8_t>(finding_severity(report.findings[static_cast<size_t>(f)])) : uint8_t{0};
     };
+
+    // One pass: the analysis' walk kept the lanes' runs of calls (PictureWalk), trusted unless a
+    // bar could differ from placing each call (then the trace is walked again, below).
+    auto* walk = marks && marks->file == t ? static_cast<PictureWalkImpl*>(marks->picture.get()) : nullptr;
+    if (walk) {
+      bool exact = walk->exact_ && walk->max_rel_end_ <= pic.length_ns && walk->width_ == width &&
+                   walk->seen_marks_ <= marks->marks.size();
+      // The marks made after the walk (calls in flight at the end) must not fall on a call drawn.
+      std::unordered_map<uint32_t, const PictureWalkImpl::Lane*> host_lanes;
+      for (const auto& l : walk->lanes_)
+        if (!l.stream) host_lanes[l.tid] = &l;
+      for (size_t i = walk->seen_marks_; exact && i < marks->marks.size(); ++i) {
+        auto it = host_lanes.find(marks->marks[i].tid);
+        if (it != host_lanes.end() && it->second->seen && marks->marks[i].start_ns <= it->second->last_start)
+          exact = false;
+      }
+      // A flagged call of a finding the report does not show is a plain call: placed among those.
+      for (const auto& l : walk->lanes_)
+        for (const FlaggedCall& c : l.flagged)
+          if (exact && (c.mark >= marks->marks.size() || report_finding(marks->marks[c.mark].finding) < 0))
+            exact = false;
+      if (!exact) walk = nullptr;
+    }
+    if (diagnostics::verbose())
+      diagnostics::step(fmt::format("pid {}: picture {}", process.pid,
+                                    walk ? "from the analysis' walk" : "from a walk of the trace after the analysis"));
+    auto label_text = [&](const LabelRecipe& r) -> std::string {
+      switch (r.what) {
+        case LabelRecipe::Call: return call_label(r.type, r.api, r.direction, format_bytes(r.value));
+        case LabelRecipe::Kernel: return call_label(r.type, r.api, 0, kernel_of(static_cast<uint32_t>(r.value)));
+        case LabelRecipe::Run: return "host function (ran)";
+        case LabelRecipe::RunNamed: return fmt::format("host function 0x{:x} (ran)", r.value);
+        case LabelRecipe::GpuOp: return gpu_op_text(static_cast<GpuOp>(r.value));
+        case LabelRecipe::Api: break;
+      }
+      return public_api_name(api_name(static_cast<Api>(r.api)));
+    };
+    if (walk) {
+      for (const auto& l : walk->lanes_) {
+        lanes.push_back(
+            Lane{l.stream ? l.name : thread_lane_name(l.tid), l.stream, PixelLane(0, pic.length_ns, width)});
+        PixelLane& px = lanes.back().pixels;
+        // The plain calls' runs, then the flagged calls (their bars never share: placing one kind
+        // does not change the other's).
+        for (const CallRun& r : l.runs) {
+          bool longest = false;
+          if (PictureBar* bar = px.place_run(r.first_start, r.first_end, r.min_start, r.max_start, r.max_end, r.calls,
+                                             r.busy_ns, r.longest_ns, r.kind, -1, 0, &longest))
+            bar->label = label_text(longest ? r.longest_label : r.first_label);
+        }
+        for (const FlaggedCall& c : l.flagged) {
+          const int32_t f = report_finding(marks->marks[c.mark].finding);
+          px.add_labelled(
+              c.start, c.end, [&] { return label_text(c.label); }, 0, f, severity_of(f));
+        }
+      }
+    }
+    FlaggedCalls<int32_t> flagged;
+    if (marks && !walk)
+      for (const auto& m : marks->marks)
+        if (report_finding(m.finding) >= 0) flagged.add(m.tid, m.start_ns, report_finding(m.finding));
+    // A thread's lane and flagged calls, found through a small direct-mapped cache by tid (the walk
+    // switches threads at nearly every record: a hash look-up or two each, lane and flagged calls,
+    // were a good part of the picture's time: the HTML report's time over the JSON one's).
+    struct ThreadState {
+      PixelLane* lane;
+      FlaggedCalls<int32_t>::Thread* flagged;
+    };
+    std::unordered_map<uint32_t, ThreadState> thread_states;  // nodes stay put: the cache points into it
+    constexpr unsigned kCacheBits = 6;
+    std::pair<uint32_t, ThreadState*> cache[1u << kCacheBits] = {};
+    auto new_thread_state = [&](uint32_t tid, std::pair<uint32_t, ThreadState*>& slot) -> ThreadState& {
+      auto it = thread_states.find(tid);
+      if (it == thread_states.end()) {
+        PixelLane& l = lane(tid, false, [&] { return thread_lane_name(tid); });
+        it = thread_states.emplace(tid, ThreadState{&l, flagged.calls_of(tid)}).first;
+      }
+      slot = {tid, &it->second};
+      return it->second;
+    };
+    // Inline: once per call drawn (the HTML report's time over the JSON report's).
+    auto thread_state = [&](uint32_t tid) __attribute__((always_inline))->ThreadState& {
+      auto& slot = cache[(tid * 0x9e3779b1u) >> (32 - kCacheBits)];
+      if (slot.second && slot.first == tid) return *slot.second;
+      return new_thread_state(tid, slot);
+    };
     // Host-function enqueues joined with their runs by callback id, to name a run after its enqueue's
     // function (events/host_functions.h: the analysis' and the timeline's join, bounded as theirs).
     using HostFunctions = events::HostFunctionJoin<uint64_t>;  // the enqueue's user function
     HostFunctions host_functions(report.options.limits.pending_callbacks);
-    t->for_each_merged([&](const RecordView& r) {
-      events::visit(r, [&](const auto& ev) {
-        using E = std::decay_t<decltype(ev)>;
-        using events::is_one_of;
-        if constexpr (E::kCall) {
-          const CallHead& c = ev.rec;
-          if ((c.flags & kFlagInFlight) || c.end_ns < c.start_ns) return;
-          if constexpr (E::kind == RecordType::HostFuncEnqueue) {
-            HostFuncRunRecord ran;  // a run that came first was drawn when it came
-            host_functions.enqueue(ev.rec.callback_id, ev.rec.user_function, &ran);
+    if (!walk)
+      t->for_each_merged([&](const RecordView& r) {
+        events::visit(r, [&](const auto& ev) {
+          using E = std::decay_t<decltype(ev)>;
+          using events::is_one_of;
+          if constexpr (E::kCall) {
+            const CallHead& c = ev.rec;
+            if ((c.flags & kFlagInFlight) || c.end_ns < c.start_ns) return;
+            if constexpr (E::kind == RecordType::HostFuncEnqueue) {
+              HostFuncRunRecord ran;  // a run that came first was drawn when it came
+              host_functions.enqueue(ev.rec.callback_id, ev.rec.user_function, &ran);
+            }
+            auto label = [&] {
+              if constexpr (is_one_of<E, RecordType::Copy, RecordType::Memset>)
+                return call_label(ev, format_bytes(ev.rec.bytes));
+              else if constexpr (E::kind == RecordType::Launch)
+                return call_label(ev, kernel_of(ev.rec.kernel_name_id));
+              else
+                return public_api_name(api_name(static_cast<Api>(c.api)));
+            };
+            ThreadState& th = thread_state(r.tid);
+            const int32_t* flag = FlaggedCalls<int32_t>::find(th.flagged, c.start_ns);
+            const int32_t f = flag ? *flag : -1;
+            th.lane->add_labelled(rel(c.start_ns), rel(c.end_ns), label, 0, f, severity_of(f));
+          } else if constexpr (E::kind == RecordType::HostFuncRun) {
+            const HostFuncRunRecord& run = ev.rec;
+            uint64_t function = 0;
+            const bool named = host_functions.run(run, &function) == HostFunctions::Outcome::Joined;
+            auto label = [&] {
+              return named ? fmt::format("host function 0x{:x} (ran)", function) : std::string("host function (ran)");
+            };
+            ThreadState& th = thread_state(r.tid);
+            const int32_t* flag = FlaggedCalls<int32_t>::find(th.flagged, run.start_ns);
+            const int32_t f = flag ? *flag : -1;
+            th.lane->add_labelled(rel(run.start_ns), rel(run.end_ns), label, 0, f, severity_of(f));
+          } else if constexpr (E::kind == RecordType::GpuSpan) {
+            const GpuSpanRecord& g = ev.rec;
+            events::StreamRef s = events::resolve_stream(g.stream_kind, g.stream, r.tid);
+            PixelLane& l = lane(s.key | (uint64_t{1} << 63), true, [&] { return events::stream_name(s); });
+            l.add(rel(g.start_ns), rel(g.end_ns), gpu_op_text(static_cast<GpuOp>(g.op)), g.op);
           }
-          auto label = [&] {
-            if constexpr (is_one_of<E, RecordType::Copy, RecordType::Memset>)
-              return call_label(ev, format_bytes(ev.rec.bytes));
-            else if constexpr (E::kind == RecordType::Launch)
-              return call_label(ev, kernel_of(ev.rec.kernel_name_id));
-            else
-              return public_api_name(api_name(static_cast<Api>(c.api)));
-          };
-          int32_t f = finding_of(r.tid, c.start_ns);
-          thread_lane(r.tid).add_labelled(rel(c.start_ns), rel(c.end_ns), label, 0, f, severity_of(f));
-        } else if constexpr (E::kind == RecordType::HostFuncRun) {
-          const HostFuncRunRecord& run = ev.rec;
-          uint64_t function = 0;
-          const bool named = host_functions.run(run, &function) == HostFunctions::Outcome::Joined;
-          auto label = [&] {
-            return named ? fmt::format("host function 0x{:x} (ran)", function) : std::string("host function (ran)");
-          };
-          int32_t f = finding_of(r.tid, run.start_ns);
-          thread_lane(r.tid).add_labelled(rel(run.start_ns), rel(run.end_ns), label, 0, f, severity_of(f));
-        } else if constexpr (E::kind == RecordType::GpuSpan) {
-          const GpuSpanRecord& g = ev.rec;
-          events::StreamRef s = events::resolve_stream(g.stream_kind, g.stream, r.tid);
-          PixelLane& l = lane(s.key | (uint64_t{1} << 63), true, [&] { return events::stream_name(s); });
-          l.add(rel(g.start_ns), rel(g.end_ns), gpu_op_text(static_cast<GpuOp>(g.op)), g.op);
-        }
+        });
       });
-    });
 
     // The lanes with the most calls (host threads, then streams), each group in first-seen order.
     for (bool stream : {false, true}) {

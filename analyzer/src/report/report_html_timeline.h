@@ -55,6 +55,14 @@ class PixelLane {
   // The bars, unflagged first (drawn beneath), each group in time order; ends the lane.
   std::vector<PictureBar> finish();
   uint64_t calls() const { return calls_; }
+  // A run of `calls` calls of one kind and finding, spanning less than half a column (PictureWalk):
+  // its first call [first_start, first_end] placed as add() would, then the others at once (their
+  // earliest start, latest start and latest end, their summed durations). Returns the bar when a
+  // call of the run gives it its label: the first call's, or (`*longest`) the run's first longest
+  // (`longest_ns`); else null.
+  PictureBar* place_run(uint64_t first_start, uint64_t first_end, uint64_t min_start, uint64_t max_start,
+                        uint64_t max_end, uint64_t calls, uint64_t busy_ns, uint64_t longest_ns, uint8_t kind,
+                        int32_t finding, uint8_t severity, bool* longest);
 
  private:
   // Adds the call to its bar; returns the bar when the call's label becomes the bar's, else null.
@@ -90,6 +98,25 @@ struct ProcessPicture {
 inline constexpr size_t kMaxHostLanes = 32;
 inline constexpr size_t kMaxStreamLanes = 16;
 inline constexpr double kPictureWidth = 960;
+
+// The picture from the analysis' own walk (one pass): a consumer of that walk (analyze_trace's
+// RecordHook) that keeps each lane's plain calls in runs, each a run of calls of one kind spanning
+// less than half a pixel column at the scale known so far (the trace's last time so far: the
+// picture's columns can only grow wider). Such a run always lands in one bar, so placing its first
+// call and then the rest at once gives the bars placing each call would: the runs number about 2 x
+// the columns x ln(the trace's length / its first call's time), not the calls. Flagged calls are
+// kept one by one (their bars depend on the report's findings; at most kMaxCallMarks). Where the
+// bars could differ (a flagged call of a finding the report does not show, which is drawn as a plain
+// call; two calls of a thread at one start time; a mark on a record not drawn), process_picture
+// walks the trace again, as it does for a trace not kept (report_job.h).
+class PictureWalk {
+ public:
+  virtual ~PictureWalk() = default;
+  // `marks`: the analysis' CallMarks of this trace (the walk reads the ones each record adds).
+  static std::shared_ptr<PictureWalk> make(const TraceFile& trace, const std::vector<CallMark>* marks,
+                                           uint64_t pending_callbacks, double width = kPictureWidth);
+  virtual RecordHook* hook() = 0;
+};
 
 // The picture of `process` (its trace walked once more: the analysis' TraceFile in `marks` when kept,
 // indexed by the analysis' pass, else opened and indexed again), its flagged calls from `marks` (the report's

@@ -1,5 +1,7 @@
 #include "report/report_job.h"
 
+#include "report/report_html_timeline.h"
+
 #include "read/trace_reader.h"
 #include "diagnostics.h"
 #include "symbols/debuginfo.h"
@@ -49,7 +51,9 @@ void analyze_into(Slot& slot, const std::string& path, const Options& options, b
       TraceMarks m;
       m.trace = path;
       std::shared_ptr<TraceFile> file = TraceFile::open(path, options.limits);
-      slot.result = analyze_trace(*file, options, &m.marks);
+      // A kept trace's picture is drawn from this walk (the picture's groups); else it is walked again.
+      if (keep) m.picture = PictureWalk::make(*file, &m.marks, options.limits.pending_callbacks);
+      slot.result = analyze_trace(*file, options, &m.marks, m.picture ? m.picture->hook() : nullptr);
       if (keep) m.file = std::move(file);
       for (const auto& f : slot.result->findings) m.keys.push_back(f.key);
       slot.marks = std::move(m);

@@ -12,6 +12,8 @@
 
 namespace asyncwatch {
 
+class PictureWalk;  // report_html_timeline.h
+
 // `paths` without the ones that name a file already named (same device and inode: `d d/*.awtrace`,
 // a symlink), in their first position. Paths that cannot be stat()ed stay (their error comes later).
 std::vector<std::string> unique_traces(const std::vector<std::string>& paths);
@@ -35,6 +37,9 @@ struct TraceMarks {
   // traces: each kept one holds its file, its mapping and one of the reader's 256 SIGBUS-guard slots,
   // read/mapping_guard.h): the picture walks it without reading it once more to index it.
   std::shared_ptr<TraceFile> file;
+  // The picture's groups of calls, made by the analysis' own walk when the trace is kept (one pass:
+  // report_html_timeline.h), null otherwise.
+  std::shared_ptr<PictureWalk> picture;
 };
 inline constexpr size_t kKeptTraces = 16;
 
