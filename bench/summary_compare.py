@@ -10,9 +10,13 @@ trace), NVTX ranges. Two runs take the same decisions only where none depends on
 long a call took: the stack threshold (ASYNCWATCH_LAUNCH_STACK_THRESHOLD_US) is set out of reach and
 --min-blocked-us to MIN_US (default 5000): a loaded machine makes the simulator's calls block for a
 millisecond at random, a program's sleep kernels make its flagged calls block far longer.
+With --trace-limit SIZE the second run is a flight-recorder run (`--trace-limit SIZE`) instead of
+--summary: its report must say so and give its window (printed), and its findings are compared the same
+way (they are the whole run's, from the summaries, whatever the window holds).
 Exit 0 when they are equal, 1 when not (the difference is printed), 2 on a usage or run error.
 
-usage: summary_compare.py BUILD_DIR [--keep DIR] [--min-blocked-us MIN_US] [--attempts N] -- PROGRAM ARGS...
+usage: summary_compare.py BUILD_DIR [--keep DIR] [--min-blocked-us MIN_US] [--attempts N] [--trace-limit SIZE]
+                          -- PROGRAM ARGS...
   --attempts  run both ways up to N times until the findings are equal (default 1): on a loaded machine
               a call of the program may block past MIN_US in one run and not in the other
 """
@@ -47,11 +51,14 @@ def strip(v):
     return v
 
 
+TRACE_LIMIT = None  # --trace-limit: the second run is a flight-recorder run
+
+
 def run(build, out, summary, program):
     cmd = [os.path.join(build, "bin", "asyncwatch"), "run", "--sim", "--format", "json", "-o", out,
            "--report-output", os.path.join(out, "report.json"), "--min-blocked-us", str(MIN_BLOCKED_US)]
     if summary:
-        cmd.append("--summary")
+        cmd += ["--trace-limit", TRACE_LIMIT] if TRACE_LIMIT else ["--summary"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASYNCWATCH_")}
     env["ASYNCWATCH_LAUNCH_STACK_THRESHOLD_US"] = str(OUT_OF_REACH_US)
     p = subprocess.run(cmd + ["--"] + program, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -86,6 +93,9 @@ def main():
         global MIN_BLOCKED_US
         MIN_BLOCKED_US = int(opts[opts.index("--min-blocked-us") + 1])
     attempts = int(opts[opts.index("--attempts") + 1]) if "--attempts" in opts else 1
+    if "--trace-limit" in opts:
+        global TRACE_LIMIT
+        TRACE_LIMIT = opts[opts.index("--trace-limit") + 1]
     rc = 1
     for attempt in range(attempts):
         if attempt:
@@ -100,20 +110,24 @@ def compare(build, keep, program):
     work = tempfile.mkdtemp(prefix="aw-summary-compare.")
     try:
         results = {}
-        for mode in ("full", "summary"):
+        second = "flight" if TRACE_LIMIT else "summary"
+        says = "flight-recorder trace" if TRACE_LIMIT else "summary trace"
+        for mode in ("full", second):
             out = os.path.join(work, mode)
-            results[mode] = run(build, out, mode == "summary", program)
+            results[mode] = run(build, out, mode != "full", program)
         for mode, (size, report) in results.items():
-            notes = [n for p in report["processes"] for n in p.get("notes", []) if n.startswith("summary trace")]
+            notes = [n for p in report["processes"] for n in p.get("notes", []) if n.startswith(says)]
             print(f"{mode:8s} trace {size / 1048576:9.2f} MiB  findings {len(report['findings'])}  "
                   f"calls {sum(p.get('cuda_calls', 0) for p in report['processes'])}"
-                  + ("  (report says: summary trace)" if notes else ""))
+                  + (f"  (report says: {says})" if notes else ""))
+            for p in report["processes"]:
+                if "flight_window" in p:
+                    print(f"{'':8s} window {json.dumps(p['flight_window'], sort_keys=True)}")
         full = sorted((strip(f) for f in results["full"][1]["findings"]), key=key)
-        summ = sorted((strip(f) for f in results["summary"][1]["findings"]), key=key)
-        says_summary = any(n.startswith("summary trace") for p in results["summary"][1]["processes"]
-                           for n in p.get("notes", []))
+        summ = sorted((strip(f) for f in results[second][1]["findings"]), key=key)
+        says_summary = any(n.startswith(says) for p in results[second][1]["processes"] for n in p.get("notes", []))
         if not says_summary:
-            print("summary_compare: the summary trace's report does not say it is a summary")
+            print(f"summary_compare: the {second} trace's report does not say it is a {says}")
             return 1
         if not full:
             print("summary_compare: the program gave no finding: nothing was compared")
@@ -127,12 +141,12 @@ def compare(build, keep, program):
                 continue
             if a is None or b is None:
                 print("  full:    " + json.dumps(a, sort_keys=True)[:2000])
-                print("  summary: " + json.dumps(b, sort_keys=True)[:2000])
+                print(f"  {second}: " + json.dumps(b, sort_keys=True)[:2000])
             else:
                 print(f"  finding {a['id']} at {key(a)}:")
                 for k in sorted(set(a) | set(b)):
                     if a.get(k) != b.get(k):
-                        print(f"    {k}: full {json.dumps(a.get(k))[:600]}  summary {json.dumps(b.get(k))[:600]}")
+                        print(f"    {k}: full {json.dumps(a.get(k))[:600]}  {second} {json.dumps(b.get(k))[:600]}")
             break
         return 1
     finally:

@@ -15,6 +15,9 @@
 // its trailing zeros cut), whose strings hold ESC, CR/LF, DEL, C1 and U+202E: without it the
 // mutations hardly ever put such a byte into a name that is printed (a sanitizer that let ESC
 // through went unnoticed for 7,000 inputs), with it check_text_is_printable() sees them at once.
+// One more, 8dc7fe37...: a flight-recorder trace (version 6: kConfigFlight, the header's flight_*
+// fields, a summary block and a ring block "BLKR" of 20 copies; its trailing zeros cut), so that
+// mutations reach the ring's metadata (sequence numbers, magics, the header's ring size).
 //
 // Each input is read twice when its length is not a whole trace (header + whole 64 KiB blocks):
 // once as it is (the header and truncation checks), and once zero-padded to the next block

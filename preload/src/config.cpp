@@ -141,6 +141,13 @@ Config parse_config(GetEnvFn getenv_fn, WarnFn warn) {
     else if (strcmp(v, "0") != 0)
       bad("ASYNCWATCH_SUMMARY", v, "0 or 1");
   }
+  // The flight recorder keeps the whole run's summary besides its ring: summary mode is part of it.
+  if (const char* v = getenv_fn("ASYNCWATCH_TRACE_LIMIT"); v && *v) {
+    if (trace::parse_trace_limit(v, &c.trace_limit))
+      c.summary = true;
+    else
+      bad("ASYNCWATCH_TRACE_LIMIT", v, "a size from 1M to 16G such as 64M, 256M or 1G");
+  }
   if (const char* v = getenv_fn("ASYNCWATCH_CLOCK"); v && *v) {
     if (!strcmp(v, "monotonic"))
       c.tsc_clock = false;
@@ -242,6 +249,7 @@ uint32_t config_flags(const Config& c) {
   if (c.stacks != StackPolicy::None && c.python_frames) f |= trace::kConfigPythonFrames;
   if (c.gpu_times) f |= trace::kConfigGpuTimes;
   if (c.summary) f |= trace::kConfigSummary;
+  if (c.trace_limit) f |= trace::kConfigFlight;
   return f;
 }
 

@@ -26,7 +26,10 @@ struct Config {
   bool python_frames = true;  // ASYNCWATCH_PYTHON: stacks carry the thread's Python frames
   bool gpu_times = false;     // ASYNCWATCH_GPU_TIMES=1: GpuSpan records (gpu_times/gpu_times.h)
   bool summary = false;       // ASYNCWATCH_SUMMARY=1: repeated calls folded (trace/site_summary.h)
-  bool tsc_clock = true;      // ASYNCWATCH_CLOCK=monotonic: times from clock_gettime only (tsc_clock.h)
+  // ASYNCWATCH_TRACE_LIMIT: the flight recorder's ring, in bytes (trace/flight_ring.h); 0 none. Sets
+  // summary too: the whole run's counts are the summaries'.
+  uint64_t trace_limit = 0;
+  bool tsc_clock = true;  // ASYNCWATCH_CLOCK=monotonic: times from clock_gettime only (tsc_clock.h)
   // ASYNCWATCH_CAPTURE_RANGE, ASYNCWATCH_DELAY, ASYNCWATCH_DURATION (interpose/capture_range.h).
   trace::CaptureMode capture = trace::CaptureMode::None;
   std::string capture_nvtx_name;  // CaptureMode::Nvtx: the range's message

@@ -739,6 +739,93 @@ TEST(EndToEnd, SummarySigkillKeepsEveryReturnedCall) {
   EXPECT_LE(copies(t).size(), kSummaryFirstExemplars + kSummaryWorstExemplars);
 }
 
+// A flight recorder's window after any kill (the copies are made one after another, by one thread
+// or by a thread each): completed copies only, in the order they were made (strictly later starts in
+// ring order: a block reused mid-way never mixes its old records with its new ones), at most the
+// calls that returned (+1, the one being copied when the process died), within the ring's size.
+void expect_consistent_window(const Trace& t, uint64_t returned, const std::string& mode) {
+  EXPECT_NE(t.header.config_flags & kConfigFlight, 0u) << mode;
+  EXPECT_EQ(t.header.flight_ring_blocks, 16u) << mode;
+  uint64_t last_start = 0;
+  for (size_t i = 0; i < t.window.size(); ++i) {
+    const aw_test::Record& rec = t.window[i];
+    ASSERT_EQ(rec.type(), RecordType::Copy) << mode << " window record " << i;
+    const auto c = rec.as<CopyRecord>();
+    EXPECT_EQ(c.flags & kFlagInFlight, 0u) << mode;
+    EXPECT_GT(c.start_ns, last_start) << mode << ": window record " << i << " of block " << t.window_seq[i];
+    EXPECT_GE(c.end_ns, c.start_ns) << mode;
+    last_start = c.start_ns;
+  }
+  EXPECT_LE(t.window.size(), returned + 1) << mode;
+  EXPECT_LE(t.window.size(), 16u * (kBlockSize / sizeof(CopyRecord))) << mode;
+  if (t.header.flight_blocks_reused) {  // the window starts after what was dropped
+    ASSERT_FALSE(t.window.empty()) << mode;
+    EXPECT_GT(t.window.back().as<CopyRecord>().start_ns, t.header.flight_window_start_ns) << mode;
+  }
+}
+
+// The flight recorder (ASYNCWATCH_TRACE_LIMIT) on a run well past its limit: 100,000 copies (6.4 MB
+// of records) through a 1 MiB ring. The trace is the ring plus what summary mode writes for the same
+// run; every copy is in the summaries; the window is the last copies, whole and in order; and
+// asyncwatch's report counts what a full trace's report counts and says which window it has.
+TEST(EndToEnd, FlightRecorderKeepsTheWholeRunsCountsAndTheLastWindow) {
+  constexpr int kCopies = 100000;
+  const std::string n = std::to_string(kCopies);
+  AppRun flight = run({"copies", n}, {"ASYNCWATCH_TRACE_LIMIT=1M"});
+  AppRun summary = run({"copies", n}, {"ASYNCWATCH_SUMMARY=1"});
+  AppRun full = run({"copies", n});
+  for (const AppRun* r : {&flight, &summary, &full}) ASSERT_TRUE(exited_ok(*r)) << r->err;
+  Trace t = only_trace(flight);
+  ASSERT_TRUE(t.ok) << t.error;
+  EXPECT_EQ(t.header.closed, kClosedCleanly);
+  EXPECT_NE(t.header.config_flags & kConfigSummary, 0u);
+  EXPECT_EQ(t.calls(RecordType::Copy), static_cast<uint64_t>(kCopies));
+  EXPECT_LE(copies(t).size(), 8u) << "copies were not folded";
+  EXPECT_GT(t.header.flight_blocks_reused, 0u);
+  EXPECT_EQ(t.header.flight_copies_missed, 0u);
+  expect_consistent_window(t, kCopies, "flight");
+  // One thread: 15 full ring blocks and the one it writes in.
+  constexpr size_t kPerBlock = (kBlockSize - sizeof(BlockHeader)) / sizeof(CopyRecord);
+  EXPECT_GE(t.window.size(), 15 * kPerBlock);
+  struct stat fs {
+  }, ss{};
+  ASSERT_EQ(stat(flight.traces[0].c_str(), &fs), 0);
+  ASSERT_EQ(summary.traces.size(), 1u);
+  ASSERT_EQ(stat(summary.traces[0].c_str(), &ss), 0);
+  EXPECT_LE(static_cast<uint64_t>(fs.st_size), (1u << 20) + static_cast<uint64_t>(ss.st_size) + 2 * kBlockSize)
+      << "the flight trace is larger than its ring and the summary trace of the same run";
+  if (!*AW_ASYNCWATCH_BIN) return;
+  auto report = [&](const AppRun& r) {
+    const std::string out = r.dir + "/.report.json";
+    AppRun rep = run_program(AW_ASYNCWATCH_BIN, {"report", "--format", "json", "-o", out, r.traces[0]},
+                             {"ASYNCWATCH_NO_SYMBOLS=1"}, "", false);
+    EXPECT_TRUE(WIFEXITED(rep.status) && WEXITSTATUS(rep.status) <= 1) << rep.err;
+    return slurp(out);
+  };
+  auto number_after = [](const std::string& json, const std::string& key, size_t from = 0) -> long long {
+    size_t at = json.find("\"" + key + "\":", from);
+    if (at == std::string::npos) return -1;
+    at += key.size() + 3;
+    while (at < json.size() && json[at] == ' ') ++at;
+    return atoll(json.c_str() + at);
+  };
+  const std::string fj = report(flight), uj = report(full);
+  // The whole run's counts, the same as the full trace's; the same findings (by rule).
+  EXPECT_EQ(number_after(fj, "cuda_calls"), number_after(uj, "cuda_calls"));
+  EXPECT_EQ(number_after(fj, "async_calls"), number_after(uj, "async_calls"));
+  EXPECT_EQ(count_of(fj, "\"rule\":"), count_of(uj, "\"rule\":"));
+  EXPECT_EQ(count_of(uj, "flight_window"), 0);
+  const size_t w = fj.find("\"flight_window\"");
+  ASSERT_NE(w, std::string::npos) << fj.substr(0, 2000);
+  EXPECT_EQ(number_after(fj, "calls", w), static_cast<long long>(t.window.size()));
+  EXPECT_EQ(number_after(fj, "calls_before", w),
+            number_after(fj, "cuda_calls") - static_cast<long long>(t.window.size()));
+  EXPECT_EQ(number_after(fj, "ring_bytes", w), 1 << 20);
+  EXPECT_EQ(static_cast<uint64_t>(number_after(fj, "last_ns", w)),
+            t.window.back().as<CopyRecord>().end_ns - t.header.start_monotonic_ns);
+  EXPECT_NE(fj.find("flight-recorder trace"), std::string::npos);
+}
+
 // SIGKILL at random moments of a loop of copies, in full and in summary mode: every call that
 // returned (the program counts them in a shared file after each) is in the trace, as a record or in
 // a summary, and at most one more (the call it was inside, in flight or folded before it returned).
@@ -746,8 +833,9 @@ TEST(EndToEnd, SummarySigkillKeepsEveryReturnedCall) {
 // exited ones): every thread's records stay its own.
 TEST(EndToEnd, SigkillAtRandomMomentsKeepsEveryReturnedCall) {
   std::mt19937 rng(static_cast<unsigned>(time(nullptr)));
-  for (const char* mode : {"full", "summary", "full threads", "summary threads"}) {
+  for (const char* mode : {"full", "summary", "flight", "full threads", "summary threads", "flight threads"}) {
     const bool churn = strstr(mode, "threads") != nullptr;
+    const bool flight = !strncmp(mode, "flight", 6);
     for (int round = 0; round < 4; ++round) {
       std::string dir = make_dir();
       const std::string counter = dir + "/.counter";
@@ -759,6 +847,7 @@ TEST(EndToEnd, SigkillAtRandomMomentsKeepsEveryReturnedCall) {
       }
       std::vector<std::string> env;
       if (!strncmp(mode, "summary", 7)) env.push_back("ASYNCWATCH_SUMMARY=1");
+      if (flight) env.push_back("ASYNCWATCH_TRACE_LIMIT=1M");  // 16 ring blocks: wraps within the run
       pid_t pid = fork();
       if (pid == 0)
         exec_program({AW_TEST_APP, "counted", counter, "100000000", churn ? "threads" : "one"},
@@ -787,6 +876,7 @@ TEST(EndToEnd, SigkillAtRandomMomentsKeepsEveryReturnedCall) {
       if (!strcmp(mode, "summary") && returned > 100) EXPECT_LE(copies(t).size(), 8u) << "copies were not folded";
       for (const auto& rec : t.records)
         if (rec.type() == RecordType::ThreadInfo) EXPECT_EQ(rec.as<ThreadInfoRecord>().tid, rec.tid) << mode;
+      if (flight) expect_consistent_window(t, returned, mode);
     }
   }
 }

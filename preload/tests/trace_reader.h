@@ -6,8 +6,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "asyncwatch/trace_format.h"
@@ -34,6 +36,10 @@ struct Record {
 struct Trace {
   asyncwatch::trace::FileHeader header{};
   std::vector<Record> records;
+  // A flight-recorder trace's window: the records of its ring blocks, in the ring's sequence order
+  // (each block's records in order), and the sequence number of each record's block.
+  std::vector<Record> window;
+  std::vector<uint64_t> window_seq;
   bool ok = false;
   std::string error;
 
@@ -89,7 +95,41 @@ bool for_each_record(const std::string& path, asyncwatch::trace::FileHeader* hea
   return ok && header->version == kFormatVersion;
 }
 
-// Every record of a trace, kept in memory (small traces).
+// The ring blocks of the file at `path` (flight recorder), in sequence order: their records into
+// t->window (a block's walk stops at its first zero record header).
+inline void read_window(const std::string& path, Trace* t) {
+  using namespace asyncwatch::trace;
+  int fd = open(path.c_str(), O_RDONLY);
+  if (fd < 0) return;
+  std::vector<std::pair<uint64_t, std::vector<Record>>> blocks;
+  std::vector<uint8_t> block(kBlockSize);
+  for (uint64_t b = 0; pread(fd, block.data(), kBlockSize, static_cast<off_t>(kHeaderSize + b * kBlockSize)) ==
+                       static_cast<ssize_t>(kBlockSize);
+       ++b) {
+    BlockHeader bh;
+    if (!asyncwatch::trace_io::ring_block(block.data(), &bh)) continue;
+    std::vector<Record> recs;
+    asyncwatch::trace_io::RawRecord r;
+    for (uint32_t off = sizeof(BlockHeader);
+         asyncwatch::trace_io::frame_at(block.data(), off, t->header.version, &r) == asyncwatch::trace_io::Frame::Ok;
+         off += r.size) {
+      Record rec;
+      rec.tid = bh.tid;
+      rec.bytes.assign(reinterpret_cast<const char*>(r.data), reinterpret_cast<const char*>(r.data) + r.size);
+      recs.push_back(std::move(rec));
+    }
+    blocks.emplace_back(bh.block_index, std::move(recs));
+  }
+  close(fd);
+  std::sort(blocks.begin(), blocks.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& [seq, recs] : blocks)
+    for (auto& r : recs) {
+      t->window.push_back(std::move(r));
+      t->window_seq.push_back(seq);
+    }
+}
+
+// Every record of a trace, kept in memory (small traces), and its flight recorder's window.
 inline Trace read_trace(const std::string& path) {
   Trace t;
   t.ok = for_each_record(path, &t.header, [&](uint32_t tid, const char* p, size_t n) {
@@ -99,6 +139,7 @@ inline Trace read_trace(const std::string& path) {
     t.records.push_back(std::move(r));
   });
   if (!t.ok) t.error = "cannot read " + path + " as a trace";
+  if (t.ok && (t.header.config_flags & asyncwatch::trace::kConfigFlight)) read_window(path, &t);
   return t;
 }
 

@@ -152,6 +152,36 @@ TEST(Config, GpuTimes) {
   EXPECT_EQ(g_warnings.size(), 1u);
 }
 
+// ASYNCWATCH_TRACE_LIMIT (the flight recorder): a size, which turns summary mode on; a bad one is one
+// warning and a full trace. The size's one parser (trace_format.h) is `asyncwatch run`'s too.
+TEST(Config, TraceLimit) {
+  EXPECT_EQ(parse({}).trace_limit, 0u);
+  Config on = parse({{"ASYNCWATCH_TRACE_LIMIT", "64M"}});
+  EXPECT_EQ(on.trace_limit, 64ull << 20);
+  EXPECT_TRUE(on.summary);
+  EXPECT_NE(config_flags(on) & trace::kConfigFlight, 0u);
+  EXPECT_NE(config_flags(on) & trace::kConfigSummary, 0u);
+  EXPECT_TRUE(g_warnings.empty());
+  for (const char* bad : {"0", "512K", "17G", "1T", "-1M", "64 M", "M", "1.5G", "64MB2", "99999999999999999999"}) {
+    Config c = parse({{"ASYNCWATCH_TRACE_LIMIT", bad}});
+    EXPECT_EQ(c.trace_limit, 0u) << bad;
+    EXPECT_FALSE(c.summary) << bad;
+    EXPECT_EQ(config_flags(c) & trace::kConfigFlight, 0u) << bad;
+    EXPECT_EQ(g_warnings.size(), 1u) << bad;
+  }
+  uint64_t v = 0;
+  EXPECT_TRUE(trace::parse_trace_limit("1G", &v));
+  EXPECT_EQ(v, 1ull << 30);
+  EXPECT_TRUE(trace::parse_trace_limit("256MiB", &v));
+  EXPECT_EQ(v, 256ull << 20);
+  EXPECT_TRUE(trace::parse_trace_limit("1048576", &v));
+  EXPECT_EQ(v, 1ull << 20);
+  EXPECT_TRUE(trace::parse_trace_limit("16G", &v));
+  EXPECT_EQ(v, trace::kMaxTraceLimit);
+  EXPECT_TRUE(trace::parse_trace_limit("4096k", &v));
+  EXPECT_EQ(v, 4ull << 20);
+}
+
 TEST(Config, PatternExpansionIntoABuffer) {
   char buf[64];
   EXPECT_TRUE(expand_output_pattern_to(buf, sizeof buf, "asyncwatch-%n-%p.awtrace", "app", 42, "h", 9));

@@ -157,6 +157,12 @@ int cmd_run(const RunArgs& args) {
     print_error(fmt::format("run: invalid --delay '{}' (expected seconds, e.g. 30 or 2.5)", args.delay));
     return kExitInvalid;
   }
+  uint64_t trace_limit = 0;
+  if (!args.trace_limit.empty() && !trace::parse_trace_limit(args.trace_limit.c_str(), &trace_limit)) {
+    print_error(fmt::format("run: invalid --trace-limit '{}' (expected a size from 1M to 16G, e.g. 64M, 256M or 1G)",
+                            args.trace_limit));
+    return kExitInvalid;
+  }
   if (!args.duration.empty() && !valid_seconds(args.duration, false)) {
     print_error(fmt::format("run: invalid --duration '{}' (expected seconds above 0, e.g. 60 or 2.5)", args.duration));
     return kExitInvalid;
@@ -257,6 +263,7 @@ int cmd_run(const RunArgs& args) {
     if (args.sim) setenv("LD_LIBRARY_PATH", prepend_path(sim_dir, std::getenv("LD_LIBRARY_PATH"), ':').c_str(), 1);
     if (args.gpu_times) setenv("ASYNCWATCH_GPU_TIMES", "1", 1);
     if (args.summary) setenv("ASYNCWATCH_SUMMARY", "1", 1);
+    if (!args.trace_limit.empty()) setenv("ASYNCWATCH_TRACE_LIMIT", args.trace_limit.c_str(), 1);
     if (!args.capture_range.empty()) setenv("ASYNCWATCH_CAPTURE_RANGE", args.capture_range.c_str(), 1);
     if (!args.delay.empty()) setenv("ASYNCWATCH_DELAY", args.delay.c_str(), 1);
     if (!args.duration.empty()) setenv("ASYNCWATCH_DURATION", args.duration.c_str(), 1);
@@ -337,10 +344,11 @@ int cmd_run(const RunArgs& args) {
     struct stat st {};
     if (stat(p.c_str(), &st) == 0) trace_bytes += static_cast<uint64_t>(st.st_size);
   }
-  if (trace_bytes >= kLargeTraceBytes && !args.summary && args.capture_range.empty() && args.delay.empty() &&
-      args.duration.empty())
+  if (trace_bytes >= kLargeTraceBytes && !args.summary && args.trace_limit.empty() && args.capture_range.empty() &&
+      args.delay.empty() && args.duration.empty())
     print_error(fmt::format(
-        "{} {:.1f} GiB: for a trace that grows with the call sites, not the run, add --summary; to record part "
+        "{} {:.1f} GiB: for a trace that grows with the call sites, not the run, add --summary; to keep the "
+        "last part of the run in full and the whole run's summary, --trace-limit SIZE (e.g. 256M); to record part "
         "of a long run, mark it with cudaProfilerStart/Stop and add --capture-range cudaProfilerApi, or use "
         "--delay/--duration SECONDS",
         paths.size() == 1 ? "the trace is" : "the traces are", static_cast<double>(trace_bytes) / (1ull << 30)));

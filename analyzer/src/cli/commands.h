@@ -103,8 +103,9 @@ struct ExportArgs {
 int cmd_export(const ExportArgs& args);
 struct RunArgs {
   bool sim = false;
-  bool gpu_times = false;  // ASYNCWATCH_GPU_TIMES=1 for the program
-  bool summary = false;    // ASYNCWATCH_SUMMARY=1 for the program
+  bool gpu_times = false;   // ASYNCWATCH_GPU_TIMES=1 for the program
+  bool summary = false;     // ASYNCWATCH_SUMMARY=1 for the program
+  std::string trace_limit;  // ASYNCWATCH_TRACE_LIMIT for the program ("": not set): the flight recorder
   // ASYNCWATCH_CAPTURE_RANGE, ASYNCWATCH_DELAY, ASYNCWATCH_DURATION for the program ("": not set).
   std::string capture_range;
   std::string delay;

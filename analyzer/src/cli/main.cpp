@@ -92,6 +92,10 @@ int main(int argc, char** argv) {
                 "Summary mode (ASYNCWATCH_SUMMARY=1): calls repeated at one call site are folded into per-site "
                 "counts, totals and a latency histogram in the process, with the first and slowest calls kept as "
                 "records: the trace grows with the distinct call sites, not with the run's length; same findings");
+  run->add_option("--trace-limit", run_args.trace_limit,
+                  "Flight recorder (ASYNCWATCH_TRACE_LIMIT): keep the raw records of the last SIZE of the run (e.g. "
+                  "64M, 256M, 1G; a ring of trace blocks reused oldest-first) plus the whole run's summary (as "
+                  "--summary): findings and counts are the whole run's, the timeline the last window's");
   run->add_flag("--sim", run_args.sim, "Run on asyncwatch's simulated CUDA driver and runtime (no GPU needed)");
   run->add_option("--capture-range", run_args.capture_range,
                   "Record only inside these ranges: cudaProfilerApi (between cudaProfilerStart and cudaProfilerStop, "

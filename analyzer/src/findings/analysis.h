@@ -60,6 +60,18 @@ struct ProcessSummary {
   int32_t signal = 0;            // the signal that ended it, when known (run's own child), else 0
   std::vector<std::string> notes;
   bool no_usable_device() const { return cuda_calls_no_device > 0 && cuda_calls_ok == 0; }
+  // A flight-recorder trace (ASYNCWATCH_TRACE_LIMIT): the window its raw records cover (times since
+  // the process started) and the calls before it, in the summaries only.
+  struct FlightWindow {
+    bool present = false;
+    uint64_t ring_bytes = 0;
+    uint64_t first_ns = 0, last_ns = 0;
+    uint64_t calls = 0;         // calls with a raw record in the window
+    uint64_t calls_before = 0;  // the whole run's calls (cuda_calls) less those
+    uint64_t blocks_reused = 0;
+    uint64_t copies_missed = 0;
+  };
+  FlightWindow flight;
   // ASYNCWATCH_GPU_TIMES traces: the GPU overlap figures per stream (timeline/gpu_overlap.h).
   bool gpu_times = false;
   std::vector<StreamOverlap> gpu_overlap;

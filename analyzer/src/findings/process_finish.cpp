@@ -150,6 +150,19 @@ uint64_t ProcessAnalyzer::summarize(ProcessSummary& p) {
                     "recorded time only",
                     p.pauses, p.pauses == 1 ? "" : "s", format_duration(p.paused_ns)));
   if (trace_.summary()) p.notes.push_back(trace_.summary_note());
+  if (trace_.flight()) {
+    const asyncwatch::FlightWindow& w = trace_.window();
+    auto since_start = [&](uint64_t t) { return t > h.start_monotonic_ns ? t - h.start_monotonic_ns : 0; };
+    p.flight = {true,
+                w.ring_blocks * trace::kBlockSize,
+                w.records ? since_start(trace_.window_first_ns()) : 0,
+                w.records ? since_start(w.last_ns) : 0,
+                w.calls,
+                p.cuda_calls > w.calls ? p.cuda_calls - w.calls : 0,
+                w.blocks_reused,
+                w.copies_missed};
+    p.notes.push_back(trace_.flight_note(p.cuda_calls));
+  }
   p.gpu_times = (h.config_flags & kConfigGpuTimes) != 0;
   p.gpu_overlap = overlap_.figures();
   if (overlap_.partial())

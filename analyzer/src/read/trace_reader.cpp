@@ -171,6 +171,17 @@ std::unique_ptr<TraceFile> TraceFile::open(const std::string& path, const Limits
   if (h.closed == kClosedCleanly && h.end_monotonic_ns < h.start_monotonic_ns)
     t->fail(
         fmt::format("corrupt header: end time {} is before start time {}", h.end_monotonic_ns, h.start_monotonic_ns));
+  if (h.config_flags & kConfigFlight) {
+    // The ring's size steers nothing but the report's figures; it must still be one a writer makes.
+    if (h.version < 6)
+      t->fail(fmt::format("corrupt header: the flight-recorder flag in a version-{} trace (it exists since version 6)",
+                          h.version));
+    if (!(h.config_flags & kConfigSummary))
+      t->fail("corrupt header: a flight-recorder trace without summary mode (the writer sets both)");
+    if (h.flight_ring_blocks == 0 || h.flight_ring_blocks > kMaxTraceLimit / kBlockSize)
+      t->fail(fmt::format("corrupt header: flight-recorder ring of {} blocks (expected 1 to {})", h.flight_ring_blocks,
+                          kMaxTraceLimit / kBlockSize));
+  }
   madvise(const_cast<uint8_t*>(t->map_), t->size_, MADV_SEQUENTIAL);
   return t;
 }
@@ -195,6 +206,9 @@ void TraceFile::begin_release() {
   consumed_.assign(block_count_, 1);
   for (const auto& t : threads_)
     for (uint64_t e : t.blocks) consumed_[piece_block(e)] = 0;
+  if (window_walk_)
+    for (const auto& t : window_threads_)
+      for (uint64_t e : t.blocks) consumed_[piece_block(e)] = 0;
   released_blocks_ = consumed_to_ = furthest_done_ = 0;
   while (consumed_to_ < block_count_ && consumed_[consumed_to_]) ++consumed_to_;
   release_lag_ = kReleaseLag + 2 * threads_.size();  // many threads read many blocks at once
@@ -253,7 +267,7 @@ void TraceFile::validate_record(const RecordView& r) const {
 // Checks a block header; false for an unused (all-zero) block.
 // Reads with pread, not through the mapping: a pass over the block headers alone would map
 // (fault-around) most of the file and count it as resident.
-bool TraceFile::check_block(uint64_t b, uint32_t* tid, bool* shared) const {
+bool TraceFile::check_block(uint64_t b, uint32_t* tid, bool* shared, bool* ring) const {
   const uint64_t base = kHeaderSize + b * kBlockSize;
   uint8_t head[sizeof(BlockHeader) + sizeof(RecordHeader)];
   if (pread(fd_, head, sizeof head, static_cast<off_t>(base)) != static_cast<ssize_t>(sizeof head)) {
@@ -276,10 +290,13 @@ bool TraceFile::check_block(uint64_t b, uint32_t* tid, bool* shared) const {
     return false;
   }
   const bool handed_on = bh.magic == kBlockMagicShared && version_ >= 5;  // holds Handoff records
-  if (bh.magic != kBlockMagic && !handed_on)
+  // A flight recorder's ring block (version 6): its block_index is its sequence number in the ring.
+  const bool in_ring = bh.magic == kBlockMagicRing && flight();
+  if (bh.magic != kBlockMagic && !handed_on && !in_ring)
     fail_at(b, base, fmt::format("bad block magic 0x{:08x} (expected 0x{:08x} \"BLK1\")", bh.magic, kBlockMagic));
   if (shared) *shared = handed_on;
-  if (bh.block_index != b)
+  if (ring) *ring = in_ring;
+  if (!in_ring && bh.block_index != b)
     fail_at(b, base, fmt::format("the block says it is block {} (corrupt or reordered file)", bh.block_index));
   if (bh.tid == 0) fail_at(b, base, "owning thread id 0");
   *tid = bh.tid;
@@ -552,12 +569,16 @@ void TraceFile::add_summary(CursorState& c, const RecordView& r) {
 
 std::string TraceFile::summary_note() const {
   if (!summary()) return {};
+  // A flight-recorder trace's timeline draws the window's raw calls, not the summaries' (for_each_merged).
+  const char* timeline =
+      flight() ? "the timeline draws the flight recorder's window of raw calls instead of the folded calls"
+               : "the folded calls' times in the timeline are spread evenly between the first and the last of each "
+                 "summary";
   return fmt::format(
-      "summary trace (asyncwatch run --summary): {} calls were folded into {} summaries by call site and "
+      "summary trace (asyncwatch run --{}): {} calls were folded into {} summaries by call site and "
       "signature (the first 2 calls of each are records of their own); counts, totals, maxima and "
-      "call sites are exact, percentiles within the histogram's resolution (a quarter of the value), and the "
-      "folded calls' times in the timeline are spread evenly between the first and the last of each summary",
-      summary_calls_, summary_records_);
+      "call sites are exact, percentiles within the histogram's resolution (a quarter of the value), and {}",
+      flight() ? "trace-limit" : "summary", summary_calls_, summary_records_, timeline);
 }
 
 void TraceFile::check_references() {
@@ -584,6 +605,10 @@ void TraceFile::reset_index() {
   device_ = DeviceInfo{};
   record_count_ = event_record_count_ = lost_in_records_ = last_time_ns_ = in_flight_records_ = 0;
   summary_records_ = summary_calls_ = 0;
+  ring_blocks_.clear();
+  ring_flags_.clear();
+  window_threads_.clear();
+  window_ = FlightWindow{};
   in_flight_calls_.clear();
   caller_sites_.clear();
   lost_reports_.clear();
@@ -600,8 +625,16 @@ void TraceFile::index_blocks() {
   };
   for (uint64_t b = 0; b < block_count_; ++b) {
     uint32_t tid = 0;
-    bool shared = false;
-    if (!check_block(b, &tid, &shared)) continue;
+    bool shared = false, ring = false;
+    if (!check_block(b, &tid, &shared, &ring)) continue;
+    if (ring) {  // the flight recorder's window: not in the threads' chains (read_window)
+      uint64_t seq;
+      std::memcpy(&seq, map_ + kHeaderSize + b * kBlockSize + offsetof(BlockHeader, block_index), sizeof seq);
+      if (ring_flags_.empty()) ring_flags_.assign(block_count_, 0);
+      ring_flags_[b] = 1;
+      ring_blocks_.push_back({seq, b, tid});
+      continue;
+    }
     add_piece(tid, b);
     if (!shared) continue;
     // A block handed on (version 5): each Handoff starts a part of its thread's chain. The framing
@@ -616,14 +649,97 @@ void TraceFile::index_blocks() {
       if (off + r.size < kBlockSize) add_piece(next, b | (static_cast<uint64_t>(off + r.size) << 48));
     }
   }
+  // The window in the ring's order. Sequence numbers are unique (each claim takes the next); two
+  // alike are a corrupt file, not something to guess an order for.
+  std::sort(ring_blocks_.begin(), ring_blocks_.end(), [](const RingBlock& a, const RingBlock& b) {
+    return a.seq < b.seq || (a.seq == b.seq && a.block < b.block);
+  });
+  for (size_t i = 1; i < ring_blocks_.size(); ++i)
+    if (ring_blocks_[i].seq == ring_blocks_[i - 1].seq)
+      fail_at(ring_blocks_[i].block, kHeaderSize + ring_blocks_[i].block * kBlockSize,
+              fmt::format("ring block with sequence {}, as block {} (corrupt flight-recorder ring)",
+                          ring_blocks_[i].seq, ring_blocks_[i - 1].block));
+  if (flight() && ring_blocks_.size() > header_.flight_ring_blocks)
+    fail(fmt::format("corrupt flight-recorder ring: {} ring blocks, more than the {} the header gives it",
+                     ring_blocks_.size(), header_.flight_ring_blocks));
+  std::unordered_map<uint32_t, size_t> window_by_tid;
+  for (const RingBlock& rb : ring_blocks_) {
+    auto [it, inserted] = window_by_tid.emplace(rb.tid, window_threads_.size());
+    if (inserted) window_threads_.push_back(ThreadInfo{rb.tid, {}, {}});
+    window_threads_[it->second].blocks.push_back(rb.block);
+  }
   blocks_indexed_ = true;
+}
+
+// The flight recorder's window (the ring blocks, in sequence order): every record validated as any
+// other, each a completed call record (the writer copies nothing else), its references checked with
+// the rest; counted, not handed to the walks (the whole run's calls are the summaries').
+void TraceFile::read_window() {
+  window_ = FlightWindow{};
+  if (!flight()) return;
+  window_.present = true;
+  window_.ring_blocks = header_.flight_ring_blocks;
+  window_.blocks_reused = header_.flight_blocks_reused;
+  window_.copies_missed = header_.flight_copies_missed;
+  window_.start_ns = header_.flight_window_start_ns;
+  window_.blocks = ring_blocks_.size();
+  alignas(8) uint8_t scratch[trace_v1::kScratchBytes];
+  for (const RingBlock& rb : ring_blocks_) {
+    RecordView r;
+    for (uint32_t off = sizeof(BlockHeader); read_record(rb.block, off, rb.tid, &r, scratch); off += r.stored_size) {
+      const RecordInfo& info = record_info(static_cast<uint16_t>(r.type));
+      if (!info.call)
+        fail_at(rb.block, r.file_offset,
+                fmt::format("{} record in a flight-recorder ring block (which holds call records only)", info.name));
+      const CallHead& h = r.ref<CallHead>();
+      if (h.flags & kFlagInFlight)
+        fail_at(rb.block, r.file_offset,
+                "a call in flight in a flight-recorder ring block (which holds completed calls)");
+      use_stack(h.stack_id, r.file_offset);
+      if (const uint8_t at = kStringRefAt.at[static_cast<size_t>(r.type)]) use_string_at(r.data, at, r.file_offset);
+      uint64_t calls = 1;
+      if (r.type == RecordType::Sync) calls = std::max<uint64_t>(1, r.ref<SyncRecord>().repeat);
+      window_.calls += calls;
+      ++window_.records;
+      if (!window_.first_ns || h.start_ns < window_.first_ns) window_.first_ns = h.start_ns;
+      window_.last_ns = std::max(window_.last_ns, h.end_ns);
+    }
+    release(kHeaderSize + rb.block * kBlockSize, kBlockSize);
+  }
+}
+
+std::string TraceFile::flight_note(uint64_t whole_run_calls) const {
+  if (!window_.present) return {};
+  const uint64_t start = header_.start_monotonic_ns;
+  auto at = [&](uint64_t t) {
+    return fmt::format("+{:.3f} s", t > start ? static_cast<double>(t - start) / 1e9 : 0.0);
+  };
+  const std::string window = window_.records == 0 ? std::string("the ring holds no call record")
+                                                  : fmt::format(
+                                                        "its raw records cover {} to {}: {} calls in {} of the "
+                                                        "ring's {} blocks",
+                                                        at(window_first_ns()), at(window_.last_ns), window_.calls,
+                                                        window_.blocks, window_.ring_blocks);
+  const uint64_t before = whole_run_calls > window_.calls ? whole_run_calls - window_.calls : 0;
+  const uint64_t ring = window_.ring_blocks * kBlockSize;
+  return fmt::format(
+      "flight-recorder trace (asyncwatch run --trace-limit {}): findings, counts and totals are the whole run's "
+      "{} calls, from its summaries; {}{}{}",
+      ring % (1u << 20) ? fmt::format("{}K", ring >> 10) : fmt::format("{}M", ring >> 20), whole_run_calls, window,
+      window_.blocks_reused ? fmt::format("; {} ring blocks were reused: the {} calls before the window are in the "
+                                          "summaries only",
+                                          window_.blocks_reused, before)
+                            : std::string("; the ring never wrapped"),
+      window_.copies_missed
+          ? fmt::format("; {} calls got no raw copy (every ring block was held by a thread)", window_.copies_missed)
+          : std::string());
 }
 
 void TraceFile::index() {
   index_blocks();
   uint64_t last_released = kHeaderSize;
   scan([&](const RecordView& r) {
-    absorb(r);
+    if (!in_ring(r.block_index)) absorb(r);  // the ring's records: read_window's
     // Give back what we have read every 16 MiB: resident memory stays bounded.
     if (r.file_offset - last_released >= (16u << 20)) {
       release(last_released, r.file_offset - last_released);
@@ -631,6 +747,7 @@ void TraceFile::index() {
     }
   });
   release(last_released, size_ - last_released);
+  read_window();
   check_references();
   indexed_ = true;
 }

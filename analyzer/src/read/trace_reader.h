@@ -118,6 +118,20 @@ struct PythonInfo {
   std::string detail;  // the object that defines _PyRuntime ("the executable"), or why not
 };
 
+// The flight recorder's window (TraceFile::window()): the ring blocks found and the calls in them.
+struct FlightWindow {
+  bool present = false;        // a flight-recorder trace
+  uint64_t ring_blocks = 0;    // the ring's size (FileHeader::flight_ring_blocks)
+  uint64_t blocks = 0;         // ring blocks holding a window part
+  uint64_t blocks_reused = 0;  // FileHeader::flight_blocks_reused
+  uint64_t copies_missed = 0;  // FileHeader::flight_copies_missed
+  uint64_t start_ns = 0;       // FileHeader::flight_window_start_ns: every later call is in the ring
+  uint64_t records = 0;        // call records in the ring
+  uint64_t calls = 0;          // the calls they stand for (a folded query's repeat)
+  uint64_t first_ns = 0;       // the earliest start among them, 0: none
+  uint64_t last_ns = 0;        // the latest end
+};
+
 struct DeviceInfo {
   bool present = false;
   int32_t driver_version = 0;
@@ -266,6 +280,9 @@ class TraceFile {
   // Pass 2 (after index()): every record except the metadata kinds (ThreadInfo, Module,
   // Stack, String, DeviceInfo, Lost, Padding) and in-flight call records, merged across threads by record_time (each thread's
   // own order is kept). Memory stays bounded: the pages of consumed blocks are released.
+  // In a flight-recorder trace (the timeline's walk) the calls are the window's, the raw copies in the
+  // ring, and not the whole run's summaries: the records that are not calls (NVTX ranges, GPU times,
+  // host-function runs) come from the threads' blocks as always.
   template <class F>
   void for_each_merged(F&& visit) const;
 
@@ -300,6 +317,20 @@ class TraceFile {
   uint64_t summary_calls() const { return summary_calls_; }
   // The report's note on a summary trace ("" for a full trace).
   std::string summary_note() const;
+  // A flight-recorder trace (ASYNCWATCH_TRACE_LIMIT, header kConfigFlight, version 6): a summary trace
+  // (summary() is true too: the merged walks hand out the whole run's calls) plus a ring of blocks
+  // holding raw copies of the last calls, the window (FlightWindow, read with the rest: index() or
+  // stream_merged()).
+  bool flight() const { return (header_.config_flags & trace::kConfigFlight) != 0; }
+  const FlightWindow& window() const { return window_; }
+  // The window's first instant: its first record's start, or the last reused block's release when
+  // later (records before it may be missing).
+  uint64_t window_first_ns() const { return std::max(window_.first_ns, window_.start_ns); }
+  // Whether block `b` is a ring block (after index_blocks).
+  bool in_ring(uint64_t b) const { return b < ring_flags_.size() && ring_flags_[b]; }
+  // The report's note on a flight-recorder trace ("" otherwise); `whole_run_calls`: the calls the
+  // analysis counted.
+  std::string flight_note(uint64_t whole_run_calls) const;
   // Their heads, the first kMaxInFlightKept of them (one per thread that died in a call, in practice).
   static constexpr size_t kMaxInFlightKept = 4096;
   const std::vector<InFlightCall>& in_flight_calls() const { return in_flight_calls_; }
@@ -331,7 +362,8 @@ class TraceFile {
   [[noreturn]] void fail(const std::string& what) const;
   [[noreturn]] void fail_at(uint64_t block, uint64_t offset, const std::string& what) const;
   void validate_record(const RecordView& r) const;
-  bool check_block(uint64_t b, uint32_t* tid, bool* shared = nullptr) const;
+  bool check_block(uint64_t b, uint32_t* tid, bool* shared = nullptr, bool* ring = nullptr) const;
+  void read_window();
   bool read_record(uint64_t b, uint32_t off, uint32_t tid, RecordView* out, uint8_t* scratch) const;
   bool absorb(const RecordView& r);  // true for event records
   [[noreturn]] void over_limit(const char* what, uint64_t limit, const char* option) const;
@@ -411,6 +443,15 @@ class TraceFile {
   uint64_t lost_in_records_ = 0;
   uint64_t in_flight_records_ = 0;
   uint64_t summary_records_ = 0, summary_calls_ = 0;
+  std::vector<ThreadInfo> window_threads_;  // each thread's ring blocks in sequence order (index_blocks)
+  bool window_walk_ = false;                // the merged walk reads the window (for_each_merged, flight)
+  struct RingBlock {
+    uint64_t seq, block;
+    uint32_t tid;
+  };
+  std::vector<RingBlock> ring_blocks_;  // in sequence order (index_blocks)
+  std::vector<uint8_t> ring_flags_;     // by block: 1 for a ring block (empty: none)
+  FlightWindow window_;
   std::vector<InFlightCall> in_flight_calls_;
   std::vector<uint64_t> caller_sites_;  // the one-frame stacks, by id - kCallerSiteStackBase
   std::vector<LostReport> lost_reports_;
@@ -531,6 +572,9 @@ struct TraceFile::CursorState {
   // between blocks: one comparison says both). `current`'s tid and block_index are the block's
   // while it is read: the fast path sets only the fields that change per record.
   uint32_t fast_end = 0;
+  // The walk hands out no call record and no summary of this chain (a flight-recorder trace's
+  // threads' blocks when the window's calls are walked instead: for_each_merged).
+  bool skip_calls = false;
   alignas(8) uint8_t scratch[trace_v1::kScratchBytes];  // `current` of a version-1 trace, converted
   // A summary trace (trace_format.h, SiteSummaryRecord): the calls of the summaries the walk has
   // passed, merged by time with the chain's own records (`held`: the next of those, read ahead).
@@ -561,7 +605,18 @@ struct TraceFile::Cursor : CursorState {
   // (LTO made it a call).
   __attribute__((always_inline)) bool next() {
     const uint32_t thread = current.thread;  // (the walks below may rebuild `current`)
-    const bool more = __builtin_expect(replay != nullptr, 0) ? next_replayed() : next_raw();
+    bool more;
+    if (__builtin_expect(replay != nullptr, 0)) {
+      more = next_replayed();
+    } else {
+      more = next_raw();
+      // The chain ended right after its first summaries (a thread whose last records are summaries):
+      // their calls are still to be handed out.
+      if (__builtin_expect(!more && replay != nullptr, 0)) {
+        raw_done = true;
+        more = next_replayed();
+      }
+    }
     current.thread = thread;
     return more;
   }
@@ -639,7 +694,8 @@ struct TraceFile::Cursor : CursorState {
                                b,
                                rh.size};
           off += rh.size;
-          if (__builtin_expect(current.type == trace::RecordType::SiteSummary, 0)) file->add_summary(*this, current);
+          if (__builtin_expect(current.type == trace::RecordType::SiteSummary, 0) && !skip_calls)
+            file->add_summary(*this, current);
           if (is_metadata(current.type)) continue;
           if (__builtin_expect(file->version_ == 1, 0)) {  // validated by index(): converts
             std::string why;
@@ -648,7 +704,7 @@ struct TraceFile::Cursor : CursorState {
           if (trace::record_info(rh.type).call) {
             uint32_t flags;
             std::memcpy(&flags, current.data + offsetof(trace::CallHead, flags), sizeof flags);
-            if (flags & trace::kFlagInFlight) continue;
+            if ((flags & trace::kFlagInFlight) || skip_calls) continue;
           }
           uint64_t t = record_time(current);
           time = t > time ? t : time;
@@ -667,7 +723,9 @@ template <class F>
 void TraceFile::for_each_merged(F&& visit) const {
   if (!indexed_) throw std::logic_error("for_each_merged before index");
   auto* self = const_cast<TraceFile*>(this);
-  self->merge<false>(visit);                                // reads only
+  self->window_walk_ = flight();
+  self->merge<false>(visit);  // reads only
+  self->window_walk_ = false;
   release(trace::kHeaderSize, size_ - trace::kHeaderSize);  // as stream_merged: what the window left
 }
 
@@ -676,6 +734,7 @@ void TraceFile::stream_merged(F&& visit) {
   if (!blocks_indexed_) index_blocks();
   merge<true>(visit);
   release(trace::kHeaderSize, size_ - trace::kHeaderSize);
+  read_window();
   check_references();
   indexed_ = true;
 }
@@ -714,7 +773,18 @@ void TraceFile::merge(F& visit) {
   owned.reserve(threads_.size());
   for (const auto& t : threads_) {
     auto c = std::make_unique<C>(this, &t.blocks, t.tid, static_cast<uint32_t>(&t - threads_.data()));
+    c->skip_calls = window_walk_;
     if (c->next()) owned.push_back(std::move(c));
+  }
+  if (window_walk_) {
+    for (const auto& t : window_threads_) {
+      // A window's records are their thread's (its index in threads()); a ring block of a thread
+      // with no block of its own (nothing of it to refer to: a damaged file) is left out.
+      auto it = thread_by_tid_.find(t.tid);
+      if (it == thread_by_tid_.end()) continue;
+      auto c = std::make_unique<C>(this, &t.blocks, t.tid, static_cast<uint32_t>(it->second));
+      if (c->next()) owned.push_back(std::move(c));
+    }
   }
   // Which cursor is next: the earliest current record, the first thread on a tie. Up to kScanned
   // threads, a scan of their times (scan_merge, unrolled for each count of threads), kept in thread

@@ -106,6 +106,17 @@ void process_object(JsonWriter& w, const ProcessSummary& p) {
   w.field("async_calls_async", p.async_calls_async);
   w.field("async_calls_blocking", p.async_calls_blocking);
   w.array("notes", p.notes, [&](const std::string& n) { w.value(n); });
+  // Only in a flight-recorder trace's process (the reports of other traces stay as they were).
+  if (p.flight.present)
+    w.object("flight_window", [&] {
+      w.field("ring_bytes", p.flight.ring_bytes);
+      w.field("first_ns", p.flight.first_ns);
+      w.field("last_ns", p.flight.last_ns);
+      w.field("calls", p.flight.calls);
+      w.field("calls_before", p.flight.calls_before);
+      w.field("blocks_reused", p.flight.blocks_reused);
+      w.field("copies_missed", p.flight.copies_missed);
+    });
   // The overlap figures (null without GPU times), as the text report prints them.
   if (p.gpu_times)
     w.array("gpu_overlap", p.gpu_overlap, [&](const StreamOverlap& s) { gpu_overlap_object(w, s); });

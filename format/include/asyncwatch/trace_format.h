@@ -1,4 +1,4 @@
-// asyncwatch trace format, version 5: the one definition shared by the writer (preload/) and
+// asyncwatch trace format, version 6: the one definition shared by the writer (preload/) and
 // the reader (analyzer/). docs/trace-format.md describes it in prose; change both together.
 // Everything a reader needs to know about a record type comes from ONE table
 // (ASYNCWATCH_RECORD_TYPES): its id, name, struct, fixed size, whether it is a call record
@@ -13,6 +13,8 @@
 // packed back to back, each 8-byte aligned, each starting with a RecordHeader. From version 5 a
 // block whose magic is kBlockMagicShared was handed on: each Handoff record in it says that the
 // records after it (to the next Handoff) are another thread's (an exited thread's unused rest).
+// From version 6 a block whose magic is kBlockMagicRing belongs to the flight recorder's ring
+// (ASYNCWATCH_TRACE_LIMIT): copies of completed call records, the block reused oldest-first.
 // A record becomes visible when its RecordHeader is stored (release order) after the fields
 // known at that point, so a reader that finds `type == kNone` (the zero fill of an unwritten
 // file) has reached the end of the valid part of that block. A call record is published
@@ -29,13 +31,20 @@
 namespace asyncwatch::trace {
 
 inline constexpr char kMagic[8] = {'A', 'S', 'Y', 'N', 'C', 'W', 'T', 'R'};
-inline constexpr uint32_t kFormatVersion = 5;
+inline constexpr uint32_t kFormatVersion = 6;
 inline constexpr uint32_t kOldestReadableVersion = 1;  // version 1 is read through an adapter (analyzer)
 inline constexpr uint32_t kHeaderSize = 4096;
 inline constexpr uint32_t kBlockSize = 64 * 1024;
 inline constexpr uint32_t kBlockMagic = 0x314b4c42;  // "BLK1" (the block framing is unchanged since v1)
 // "BLK2" (version 5): the block holds Handoff records (HandoffRecord), found by readers from the magic alone.
 inline constexpr uint32_t kBlockMagicShared = 0x324b4c42;
+// "BLKR" (version 6): a block of the flight recorder's ring (FileHeader::flight_ring_blocks). Its
+// BlockHeader::block_index is the ring's sequence number (claims in order; a block reused gets a
+// higher one), not its position. Records in it are copies of completed call records, each followed
+// by a zero RecordHeader unless it ends the block: a reused block's old records past the new ones
+// never read as records. A block being reused is emptied first (its first record header, then its
+// magic, zeroed: it reads as unused), then gets its new tid and sequence, then this magic.
+inline constexpr uint32_t kBlockMagicRing = 0x524b4c42;
 inline constexpr uint32_t kClosedCleanly = 0x45534f4c;  // "LOSE": written by a clean close
 inline constexpr uint32_t kMaxStackDepth = 64;
 
@@ -226,8 +235,13 @@ inline const char* api_name(Api api) {
 inline constexpr uint16_t kApiCountV2 = static_cast<uint16_t>(Api::cuStreamBeginCaptureToGraph) + 1;
 inline constexpr uint16_t kApiCountV3 = static_cast<uint16_t>(Api::cuGraphExecUpdate_v2) + 1;
 inline constexpr uint16_t kApiCountV4 = static_cast<uint16_t>(Api::cuGraphClone) + 1;
-inline constexpr uint16_t kApiCountInVersion[] = {0,           kApiCountV2, kApiCountV2,
-                                                  kApiCountV3, kApiCountV4, static_cast<uint16_t>(Api::Count)};
+inline constexpr uint16_t kApiCountInVersion[] = {0,
+                                                  kApiCountV2,
+                                                  kApiCountV2,
+                                                  kApiCountV3,
+                                                  kApiCountV4,
+                                                  static_cast<uint16_t>(Api::Count),
+                                                  static_cast<uint16_t>(Api::Count)};
 static_assert(sizeof(kApiCountInVersion) / sizeof(kApiCountInVersion[0]) == kFormatVersion + 1);
 
 // ---- the small enums: X(Name, value, "text printed by dump/report/JSON") ---------------------
@@ -357,7 +371,8 @@ enum RecordFlags : uint32_t { ASYNCWATCH_RECORD_FLAGS(ASYNCWATCH_FLAG_ROW) };
   X(Nvtx, 6)              /* v3: NVTX was injected (InitializeInjectionNvtx2 ran): NvtxRange records */       \
   X(GpuTimes, 7)          /* ASYNCWATCH_GPU_TIMES=1: GpuSpan / GpuClock records */                            \
   X(FileThreadYielded, 8) /* the file thread ended to leave its process slot to the program (RLIMIT_NPROC) */ \
-  X(Summary, 9)           /* v4, ASYNCWATCH_SUMMARY=1: repeated calls folded into SiteSummary records */
+  X(Summary, 9)           /* v4, ASYNCWATCH_SUMMARY=1: repeated calls folded into SiteSummary records */      \
+  X(Flight, 10)           /* v6, ASYNCWATCH_TRACE_LIMIT: flight recorder, ring blocks (BLKR) + summaries */
 
 #define ASYNCWATCH_CONFIG_ROW(name, bit) kConfig##name = 1u << bit,
 enum ConfigFlags : uint32_t { ASYNCWATCH_CONFIG_FLAGS(ASYNCWATCH_CONFIG_ROW) };
@@ -449,14 +464,22 @@ struct FileHeader {
   uint64_t capture_last_end_ns;     // when the last one that closed closed (< last_start: open at the end)
   uint64_t capture_delay_ns;        // ASYNCWATCH_DELAY, 0 none
   uint64_t capture_duration_ns;     // ASYNCWATCH_DURATION, 0 none
-  uint8_t reserved[kHeaderSize - 8 - 4 * 4 - 8 * 8 - 4 - 4 - 8 - 64 - 512 - 1024 - 256 - 3 * 8 - 8 - 8 - 6 * 8];
+  // v6, flight recorder (kConfigFlight; zero otherwise). The ring's blocks (kBlockMagicRing) hold
+  // copies of completed call records, the most recent flight_ring_blocks blocks' worth; the rest of
+  // the file is a summary trace of the whole run. Updated atomically in the mapping.
+  uint64_t flight_ring_blocks;      // the ring's size in blocks (ASYNCWATCH_TRACE_LIMIT / kBlockSize)
+  uint64_t flight_blocks_reused;    // ring blocks reused: their older records were dropped
+  uint64_t flight_window_start_ns;  // every call that started after this is in the ring (but
+                                    // flight_copies_missed); 0 while no block was reused
+  uint64_t flight_copies_missed;    // completed calls with no ring copy (every ring block held by a thread)
+  uint8_t reserved[kHeaderSize - 8 - 4 * 4 - 8 * 8 - 4 - 4 - 8 - 64 - 512 - 1024 - 256 - 3 * 8 - 8 - 8 - 6 * 8 - 4 * 8];
 };
 static_assert(sizeof(FileHeader) == kHeaderSize);
 
 struct BlockHeader {
-  uint32_t magic;        // kBlockMagic
+  uint32_t magic;        // kBlockMagic (kBlockMagicShared, kBlockMagicRing)
   uint32_t tid;          // kernel thread id of the owning thread
-  uint64_t block_index;  // position in the file (0-based), for consistency checks
+  uint64_t block_index;  // position in the file (0-based), for consistency checks; a ring block's sequence
 };
 static_assert(sizeof(BlockHeader) == 16);
 
@@ -1059,6 +1082,37 @@ inline uint32_t record_payload_bytes(uint16_t type, const void* p) {
 #undef ASYNCWATCH_RECORD_PAYLOAD
     default: return 0;
   }
+}
+
+// ---- the flight recorder's size (ASYNCWATCH_TRACE_LIMIT, asyncwatch run --trace-limit) -----------
+// One definition for the library (which warns and records in full on a bad value) and for
+// `asyncwatch run` (which refuses it before the program starts).
+inline constexpr uint64_t kMinTraceLimit = uint64_t{1} << 20;   // 16 blocks: a ring of a few threads
+inline constexpr uint64_t kMaxTraceLimit = uint64_t{16} << 30;  // the ring's in-process table is sized for it
+// "SIZE": a positive decimal number of bytes with an optional suffix K, M, G (powers of 1024, an
+// optional trailing "B" or "iB"), e.g. 64M, 256M, 1G; between kMinTraceLimit and kMaxTraceLimit. The
+// ring keeps SIZE rounded down to whole blocks. False (nothing stored) for anything else.
+inline bool parse_trace_limit(const char* s, uint64_t* bytes) {
+  if (!s || *s < '0' || *s > '9') return false;
+  uint64_t v = 0;
+  for (; *s >= '0' && *s <= '9'; ++s) {
+    if (v > (kMaxTraceLimit << 1) / 10) return false;  // far beyond the maximum: no overflow below
+    v = v * 10 + static_cast<uint64_t>(*s - '0');
+  }
+  unsigned shift = 0;
+  if (*s == 'K' || *s == 'k') shift = 10;
+  if (*s == 'M' || *s == 'm') shift = 20;
+  if (*s == 'G' || *s == 'g') shift = 30;
+  if (shift) ++s;
+  if (shift && s[0] == 'i' && s[1] == 'B')
+    s += 2;
+  else if (*s == 'B')
+    ++s;
+  if (*s || v > (kMaxTraceLimit >> shift)) return false;
+  v <<= shift;
+  if (v < kMinTraceLimit) return false;
+  *bytes = v;
+  return true;
 }
 
 }  // namespace asyncwatch::trace

@@ -76,6 +76,13 @@ inline bool block_used(const uint8_t* block, trace::BlockHeader* out) {
   return out->magic == trace::kBlockMagic || out->magic == trace::kBlockMagicShared;
 }
 
+// A flight recorder's ring block (version 6): its records are copies of call records, the window of
+// the last calls (block_used is false for it: a walk of the threads' blocks leaves it out).
+inline bool ring_block(const uint8_t* block, trace::BlockHeader* out) {
+  std::memcpy(out, block, sizeof *out);
+  return out->magic == trace::kBlockMagicRing;
+}
+
 // The thread a Handoff record at `r` hands the rest of its block to.
 inline uint32_t handoff_tid(const RawRecord& r) {
   trace::HandoffRecord h;

@@ -22,6 +22,7 @@
 
 #include "asyncwatch/trace_format.h"
 #include "common.h"
+#include "trace/flight_ring.h"
 #include "trace/thread_buffer.h"
 #include "trace/trace_writer.h"
 
@@ -160,6 +161,8 @@ inline bool is_slot(const char* p) noexcept {
 // docs/performance.md).
 inline __attribute__((always_inline)) void after_call(char* p, trace::RecordType type, uint64_t ra,
                                                       uint64_t end) noexcept {
+  // The flight recorder's raw copy of every completed call (flight_ring.h), before the slot may be released.
+  flight_ring::after_call(reinterpret_cast<const trace::CallHead*>(p));
   const thread_buffer::detail::State& s = thread_buffer::detail::tl_state;
   detail::Slots& t = detail::tl_slots;
   // Not the slot (an appended record), or the thread left the slot's block during the call: the

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "common.h"
+#include "flight_ring.h"
 #include "thread_exit.h"
 #include "trace_writer.h"
 
@@ -194,6 +195,7 @@ void note_lost(LostReason why) noexcept {
 }
 
 void release_thread() noexcept {
+  flight_ring::release_thread();  // its ring block, if any, may be reused
   State& s = tl_state;
   // Only this trace's blocks, and none while a reservation is open (not from a thread's exit).
   if (s.key != trace_writer::generation()) return;

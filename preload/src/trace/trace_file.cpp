@@ -28,6 +28,7 @@
 #include "common.h"
 #include "config.h"
 #include "futex.h"
+#include "flight_ring.h"
 #include "site_summary.h"
 #include "trace_name.h"
 #include "trace_writer.h"
@@ -64,6 +65,11 @@ static_assert(kBlocksPerSegment <= 64 && kFirstSegmentBlocks <= 64, "one 64-bit 
 AW_LARGE_ZEROED std::atomic<uint64_t> g_retired[kMaxSegments];
 AW_LARGE_ZEROED uint64_t g_released[kMaxSegments];
 uint64_t g_release_from = 0;
+// Bit b of g_ring_dropped[seg]: ring block b of segment `seg` was let go by its thread
+// (drop_ring_block) and waits to leave the process's memory; taken by the file thread's exchange.
+AW_LARGE_ZEROED std::atomic<uint64_t> g_ring_dropped[kMaxSegments];
+std::atomic<uint64_t> g_ring_drops{0};  // drop_ring_block calls: every 16th (1 MiB of ring) wakes the thread
+std::atomic<bool> g_ring_pending{false};
 std::atomic<FileHeader*> g_header{nullptr};
 std::atomic<pid_t> g_thread_pid{0};    // the process the thread belongs to
 std::atomic<pid_t> g_thread_tid{0};    // its kernel task (give_back_thread waits for it to be gone)
@@ -253,6 +259,8 @@ void fill_header(FileHeader* h, const char* exe, const char* host) noexcept {
   const Config& c = config();
   h->config_flags = config_flags(c);
   site_summary::g_enabled.store(c.summary, std::memory_order_relaxed);
+  h->flight_ring_blocks = c.trace_limit / kBlockSize;
+  flight_ring::start(h->flight_ring_blocks);
   h->launch_stack_threshold_ns = c.launch_stack_threshold_ns;
   copy_str(h->hostname, sizeof h->hostname, host);
   copy_str(h->executable, sizeof h->executable, exe);
@@ -496,7 +504,7 @@ void punch_unused(uint64_t seg, const char* p) noexcept {
     const char* block = p + b * kBlockSize;
     uint32_t off = sizeof(BlockHeader);
     const uint32_t magic = __atomic_load_n(reinterpret_cast<const uint32_t*>(block), __ATOMIC_ACQUIRE);
-    if (magic == kBlockMagic || magic == kBlockMagicShared) {
+    if (magic == kBlockMagic || magic == kBlockMagicShared || magic == kBlockMagicRing) {
       for (;;) {  // the records' sizes, to the first empty header (the writer's own framing)
         if (off + sizeof(RecordHeader) > kBlockSize) break;
         RecordHeader rh;
@@ -524,8 +532,24 @@ void punch_unused(uint64_t seg, const char* p) noexcept {
 // mapping only unmaps the pages: the data stays in the page cache and the file, and a late store
 // (there is none by the protocol) would fault the page in again, not lose anything. So the crash
 // contract holds whatever happens here.
+// Ring blocks (flight_ring.h) let go by their threads leave the process's memory the same way
+// (MADV_DONTNEED), but their segments stay mapped: a ring block is written again when it is reused.
+// A block reused before this runs loses nothing (its stores are in the page cache; the next faults
+// the page in again).
+void release_ring_blocks(uint64_t mapped) noexcept {
+  if (!g_ring_pending.exchange(false, std::memory_order_acq_rel)) return;
+  for (uint64_t seg = 0; seg < mapped && seg < kMaxSegments; ++seg) {
+    if (!g_ring_dropped[seg].load(std::memory_order_relaxed)) continue;
+    uint64_t bits = g_ring_dropped[seg].exchange(0, std::memory_order_acq_rel);
+    char* p = g_segments[seg].load(std::memory_order_acquire);
+    for (; p && bits; bits &= bits - 1)
+      madvise(p + static_cast<uint64_t>(__builtin_ctzll(bits)) * kBlockSize, kBlockSize, MADV_DONTNEED);
+  }
+}
+
 void release_retired() noexcept {
   const uint64_t mapped = g_mapped.load(std::memory_order_acquire);
+  release_ring_blocks(mapped);
   bool lowest = true;  // every segment below `seg` is unmapped
   for (uint64_t seg = g_release_from; seg < mapped; ++seg) {
     char* p = g_segments[seg].load(std::memory_order_acquire);
@@ -560,8 +584,10 @@ void forget_retired() noexcept {
   const uint64_t used = std::min(std::max(g_mapped.load(), g_release_from), kMaxSegments);
   for (uint64_t i = 0; i < used; ++i) {
     g_retired[i].store(0, std::memory_order_relaxed);
+    g_ring_dropped[i].store(0, std::memory_order_relaxed);
     g_released[i] = 0;
   }
+  g_ring_pending.store(false);
   g_release_from = 0;
 }
 
@@ -800,6 +826,15 @@ void retire_block(uint64_t block) noexcept {
   // A whole segment: the file thread unmaps it now (a futex wake once per 4 MiB of trace). Single
   // blocks wait for its next wake-up (a segment mapped ahead, every 1 MiB of trace).
   if ((was | bit) == all_blocks(seg) && was != all_blocks(seg)) bump(&g_req);
+}
+
+void drop_ring_block(uint64_t block) noexcept {
+  const uint64_t seg = segment_of_block(block);
+  if (seg >= kMaxSegments) return;
+  g_ring_dropped[seg].fetch_or(1ull << (block - segment_first_block(seg)), std::memory_order_acq_rel);
+  g_ring_pending.store(true, std::memory_order_release);
+  // Without new segments to map (a ring that has wrapped) the thread would not wake for them.
+  if ((g_ring_drops.fetch_add(1, std::memory_order_relaxed) + 1) % 16 == 0) bump(&g_req);
 }
 
 namespace {

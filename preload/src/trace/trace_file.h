@@ -67,6 +67,11 @@ uint64_t mapped_blocks() noexcept;
 // still in use are dropped from the mapping (MADV_DONTNEED: the data stays in the file). So the
 // process's memory does not grow with its trace. Safe from a signal handler.
 void retire_block(uint64_t block) noexcept;
+// A flight-recorder ring block (flight_ring.h) that its thread let go: dropped from the process's
+// memory (MADV_DONTNEED) at the thread's next wake-up, its segment left mapped (the block is written
+// again when it is reused; so a segment holding a ring block is never unmapped: its ring blocks are
+// never retired). Safe from a signal handler.
+void drop_ring_block(uint64_t block) noexcept;
 // Wakes the thread so that it looks at its requests and the recording deadline again.
 void wake() noexcept;
 

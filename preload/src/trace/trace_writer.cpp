@@ -403,6 +403,8 @@ char* claim_offered_block(uint64_t* index_out, uint32_t* used_out) noexcept {
   return nullptr;
 }
 
+FileHeader* header() noexcept { return g_header.load(std::memory_order_acquire); }
+
 void retire_block(uint64_t index) noexcept {
   if (process_is_ours()) trace_file::retire_block(index);
 }

@@ -67,6 +67,10 @@ bool offer_block(uint64_t index, uint32_t used) noexcept;
 // A block offered by an exited thread, or nullptr: *index_out gets its index, *used_out the end of its records.
 char* claim_offered_block(uint64_t* index_out, uint32_t* used_out) noexcept;
 
+// The open trace's header in the mapping (nullptr before it exists or after a fork): for the fields
+// updated atomically in place (flight_ring.cpp's).
+trace::FileHeader* header() noexcept;
+
 // Counts calls whose record could not be written (FileHeader.records_lost, atomically in the
 // mapping; counted in memory until the header exists, then added to it).
 void count_lost(uint64_t n) noexcept;
