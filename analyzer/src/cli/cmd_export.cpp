@@ -53,17 +53,7 @@ int cmd_export(const ExportArgs& args) {
   if (diagnostics::verbose())
     diagnostics::step(fmt::format("{} rows of {} trace{} in {:.0f} ms", stats.rows, stats.traces,
                                   stats.traces == 1 ? "" : "s", timer.ms()));
-  if (stats.traces == 0) {
-    if (unreadable.size() != 1) print_error("no trace could be read");
-    return kExitInvalid;  // `out` is discarded: nothing replaces a regular file
-  }
-  try {
-    out->commit();
-  } catch (const OutputError& e) {
-    print_error(fmt::format("cannot write the export: {}", e.what()));
-    return kExitInvalid;
-  }
-  return unreadable.empty() ? kExitOk : kExitPartial;
+  return commit_from_traces(*out, stats.traces, unreadable.size(), "export");
 }
 
 }  // namespace asyncwatch

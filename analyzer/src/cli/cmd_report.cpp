@@ -64,6 +64,20 @@ std::unique_ptr<OutputFile> open_output(const std::string& path) {
   }
 }
 
+int commit_from_traces(OutputFile& out, uint64_t traces_read, size_t unreadable, const char* what) {
+  if (traces_read == 0) {
+    if (unreadable != 1) print_error("no trace could be read");
+    return kExitInvalid;
+  }
+  try {
+    out.commit();
+  } catch (const OutputError& e) {
+    print_error(fmt::format("cannot write the {}: {}", what, e.what()));
+    return kExitInvalid;
+  }
+  return unreadable == 0 ? kExitOk : kExitPartial;
+}
+
 namespace {
 
 // "5ms", "250us", "1.5s", "100000ns": nanoseconds; throws std::invalid_argument.

@@ -91,17 +91,7 @@ int cmd_timeline(const TimelineArgs& args) {
                     format_bytes(stats.estimated_bytes), stats.estimated_events, args.max_size_mib));
     return kExitInvalid;
   }
-  if (stats.traces == 0) {
-    if (unreadable.size() != 1) print_error("no trace could be read");
-    return kExitInvalid;  // `out` is discarded: nothing replaces a regular file
-  }
-  try {
-    out->commit();
-  } catch (const OutputError& e) {
-    print_error(fmt::format("cannot write the timeline: {}", e.what()));
-    return kExitInvalid;
-  }
-  return unreadable.empty() ? kExitOk : kExitPartial;
+  return commit_from_traces(*out, stats.traces, unreadable.size(), "timeline");
 }
 
 }  // namespace asyncwatch

@@ -82,6 +82,10 @@ void print_error(const std::string& message);
 // The output of a command (output_file.h), opened before any work; null (the error printed) when
 // it cannot be.
 std::unique_ptr<OutputFile> open_output(const std::string& path);
+// The end of a command that writes one file from traces (export, timeline): with no trace read the
+// output is discarded (nothing replaces a regular file) and the status is invalid; else the output
+// is committed ("cannot write the WHAT" when it cannot be), partial when some trace was unreadable.
+int commit_from_traces(OutputFile& out, uint64_t traces_read, size_t unreadable, const char* what);
 
 int cmd_report(const ReportArgs& args);
 int cmd_dump(const std::string& trace);
