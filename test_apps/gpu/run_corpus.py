@@ -48,6 +48,19 @@ LIB_DIR_GLOBS = ["/usr/local/cuda/lib64", "/usr/local/cuda/targets/*-linux/lib",
                  "/usr/local/lib/python3*/dist-packages/nvidia/*/lib", "/usr/lib/python3/dist-packages/nvidia/*/lib"]
 
 
+def write_info(results, info, gpu_fields):
+    """The run's info.txt (and the same lines printed): `info` and the GPU's `gpu_fields` from nvidia-smi."""
+    try:
+        info.append("gpu=" + subprocess.run(["nvidia-smi", f"--query-gpu={gpu_fields}", "--format=csv,noheader"],
+                                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30,
+                                            universal_newlines=True).stdout.strip().replace("\n", " / "))
+    except Exception as e:  # noqa: BLE001
+        info.append(f"gpu=? ({e})")
+    with open(os.path.join(results, "info.txt"), "w") as f:
+        f.write("\n".join(info) + "\n")
+    print("\n".join(info), flush=True)
+
+
 def library_dirs():
     """Directories to add to LD_LIBRARY_PATH for the CUDA libraries the corpus needs."""
     known = subprocess.run(["ldconfig", "-p"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -157,15 +170,7 @@ def main_python(opts):
             f"traced with={'asyncwatch run' if aw_ok else 'LD_PRELOAD=' + os.path.abspath(preload)}",
             f"archive={os.path.abspath(archive)}"]
     info += [f"module: {l}" for l in versions]
-    try:
-        info.append("gpu=" + subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30,
-                                            universal_newlines=True).stdout.strip().replace("\n", " / "))
-    except Exception as e:  # noqa: BLE001
-        info.append(f"gpu=? ({e})")
-    with open(os.path.join(results, "info.txt"), "w") as f:
-        f.write("\n".join(info) + "\n")
-    print("\n".join(info), flush=True)
+    write_info(results, info, "name,driver_version")
 
     exps = check_corpus.load(opts.programs.split(",") if opts.programs else [], "python")
     order = ["cupy_event", "cupy_memcpy", "cupy_map_reduce", "pt_mnist", "triton_vector_add", "jax_mnist", "nanogpt_bench"]
@@ -296,15 +301,7 @@ def main():
     info = [f"date={time.strftime('%Y-%m-%d %H:%M:%S %Z')}", f"host={platform.node()} {platform.platform()}",
             f"bin_dir={bin_dir}", f"preload={os.path.abspath(preload)}", f"archive={os.path.abspath(opts.archive)}",
             f"LD_LIBRARY_PATH={env.get('LD_LIBRARY_PATH', '')}"] + [f"lib: {n}" for n in lib_notes]
-    for cmd in (["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],):
-        try:
-            info.append("gpu=" + subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30,
-                                                universal_newlines=True).stdout.strip().replace("\n", " / "))
-        except Exception as e:  # noqa: BLE001
-            info.append(f"gpu=? ({e})")
-    with open(os.path.join(results, "info.txt"), "w") as f:
-        f.write("\n".join(info) + "\n")
-    print("\n".join(info), flush=True)
+    write_info(results, info, "name,driver_version,memory.total")
 
     exps = []
     for path in sorted(glob.glob(os.path.join(EXPECTED, "*.json"))):
