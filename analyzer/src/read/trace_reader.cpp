@@ -267,7 +267,7 @@ void TraceFile::validate_record(const RecordView& r) const {
 // Checks a block header; false for an unused (all-zero) block.
 // Reads with pread, not through the mapping: a pass over the block headers alone would map
 // (fault-around) most of the file and count it as resident.
-bool TraceFile::check_block(uint64_t b, uint32_t* tid, bool* shared, bool* ring) const {
+bool TraceFile::check_block(uint64_t b, uint32_t* tid, bool* shared, bool* ring, uint64_t* ring_seq) const {
   const uint64_t base = kHeaderSize + b * kBlockSize;
   uint8_t head[sizeof(BlockHeader) + sizeof(RecordHeader)];
   if (pread(fd_, head, sizeof head, static_cast<off_t>(base)) != static_cast<ssize_t>(sizeof head)) {
@@ -296,6 +296,7 @@ bool TraceFile::check_block(uint64_t b, uint32_t* tid, bool* shared, bool* ring)
     fail_at(b, base, fmt::format("bad block magic 0x{:08x} (expected 0x{:08x} \"BLK1\")", bh.magic, kBlockMagic));
   if (shared) *shared = handed_on;
   if (ring) *ring = in_ring;
+  if (ring_seq && in_ring) *ring_seq = bh.block_index;
   if (!in_ring && bh.block_index != b)
     fail_at(b, base, fmt::format("the block says it is block {} (corrupt or reordered file)", bh.block_index));
   if (bh.tid == 0) fail_at(b, base, "owning thread id 0");
@@ -626,10 +627,9 @@ void TraceFile::index_blocks() {
   for (uint64_t b = 0; b < block_count_; ++b) {
     uint32_t tid = 0;
     bool shared = false, ring = false;
-    if (!check_block(b, &tid, &shared, &ring)) continue;
+    uint64_t seq = 0;
+    if (!check_block(b, &tid, &shared, &ring, &seq)) continue;
     if (ring) {  // the flight recorder's window: not in the threads' chains (read_window)
-      uint64_t seq;
-      std::memcpy(&seq, map_ + kHeaderSize + b * kBlockSize + offsetof(BlockHeader, block_index), sizeof seq);
       if (ring_flags_.empty()) ring_flags_.assign(block_count_, 0);
       ring_flags_[b] = 1;
       ring_blocks_.push_back({seq, b, tid});

@@ -362,7 +362,9 @@ class TraceFile {
   [[noreturn]] void fail(const std::string& what) const;
   [[noreturn]] void fail_at(uint64_t block, uint64_t offset, const std::string& what) const;
   void validate_record(const RecordView& r) const;
-  bool check_block(uint64_t b, uint32_t* tid, bool* shared = nullptr, bool* ring = nullptr) const;
+  // *ring_seq: a ring block's sequence number (its block_index), else untouched.
+  bool check_block(uint64_t b, uint32_t* tid, bool* shared = nullptr, bool* ring = nullptr,
+                   uint64_t* ring_seq = nullptr) const;
   void read_window();
   bool read_record(uint64_t b, uint32_t off, uint32_t tid, RecordView* out, uint8_t* scratch) const;
   bool absorb(const RecordView& r);  // true for event records
