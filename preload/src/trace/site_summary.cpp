@@ -10,7 +10,7 @@
 namespace asyncwatch::site_summary {
 
 std::atomic<uint8_t> g_mode{kOff};
-std::atomic<uint64_t> g_stack_from_ns{0};
+std::atomic<uint64_t> g_fold_below_ns{0};
 const trace::SiteSummaryRecord detail::kNoSummary{};
 
 namespace {

@@ -36,10 +36,14 @@ namespace asyncwatch::site_summary {
 // (summary mode with the flight recorder's ring, which copies every completed call: flight_ring.h).
 enum Mode : uint8_t { kOff = 0, kOn = 1, kOnRing = 3 };
 extern std::atomic<uint8_t> g_mode;
-// The blocked time from which the stack policy gives a call a stack after it whatever its record
-// (ASYNCWATCH_LAUNCH_STACK_THRESHOLD_US; 0 under ASYNCWATCH_STACKS=all, never under none): set with
-// g_mode, for fold_in_flight.
-extern std::atomic<uint64_t> g_stack_from_ns;
+// fold_in_flight folds calls that blocked less than this: below the blocked time from which the
+// stack policy gives a call a stack after it whatever its record (ASYNCWATCH_LAUNCH_STACK_THRESHOLD_US;
+// 0 under ASYNCWATCH_STACKS=all) and below kFoldBelowMaxNs. Set with g_mode.
+extern std::atomic<uint64_t> g_fold_below_ns;
+// 2^36 ns (68 s): below it the histogram bucket needs no clamp (bucket_in_range), and an end time
+// before the start (clocks of two CPUs a few ns apart) makes a difference above it, so one test
+// covers all three.
+inline constexpr uint64_t kFoldBelowMaxNs = uint64_t{1} << 36;
 inline __attribute__((always_inline)) uint8_t mode() noexcept { return g_mode.load(std::memory_order_relaxed); }
 
 // One load and a test in every wrapper: full mode's per-call instructions (docs/performance.md) stay.
@@ -96,15 +100,19 @@ inline __attribute__((always_inline)) bool same_untimed(const void* a, const voi
   return diff == 0;
 }
 
-// trace::summary_bucket(ns) without its branches: with k = floor(log2(ns | 4)) - 2, ns >> k is ns
-// itself below 8, else its top three bits (4 to 7), and 4 k + that is the bucket (clamped as
-// summary_bucket's, by a branch never taken below 68 s). 64-bit throughout: no zero extension of
-// the index (summary per-call instructions <= full mode's, docs/performance.md).
-constexpr uint64_t bucket_of(uint64_t ns) noexcept {
-  const uint64_t k = static_cast<uint64_t>(61 - __builtin_clzll(ns | 4));
-  const uint64_t b = 4 * k + (ns >> k);
-  return AW_LIKELY(b < trace::kSummaryBuckets) ? b : trace::kSummaryBuckets - 1;
+// trace::summary_bucket(ns) for ns below kFoldBelowMaxNs, without a branch: with k = floor(log2(ns |
+// 4)) - 2, ns >> k is ns itself below 8, else its top three bits (4 to 7), and 4 k + that is the
+// bucket. Unsigned 32-bit k: no sign extension of the index (summary per-call instructions <= full
+// mode's, docs/performance.md).
+constexpr uint64_t bucket_in_range(uint64_t ns) noexcept {
+  const unsigned k = 61u - static_cast<unsigned>(__builtin_clzll(ns | 4));
+  return uint64_t{4} * k + (ns >> k);
 }
+// The same for any ns (clamped as summary_bucket's).
+constexpr uint64_t bucket_of(uint64_t ns) noexcept {
+  return ns < kFoldBelowMaxNs ? bucket_in_range(ns) : trace::summary_bucket(ns);
+}
+static_assert(bucket_in_range(kFoldBelowMaxNs - 1) < trace::kSummaryBuckets, "no clamp below kFoldBelowMaxNs");
 constexpr bool bucket_of_matches() {
   for (uint64_t ns = 0; ns < 4096; ++ns)
     if (trace::summary_bucket(ns) != bucket_of(ns)) return false;
@@ -146,9 +154,9 @@ inline __attribute__((always_inline)) void release(char* p, uint32_t size) noexc
 // application) or a histogram that holds one call more than `count` (readers accept it), never a
 // call counted twice.
 inline __attribute__((always_inline)) void count_into(trace::SiteSummaryRecord* r, char* p, uint32_t size,
-                                                      uint64_t start, uint64_t d) noexcept {
+                                                      uint64_t start, uint64_t d, uint64_t bucket) noexcept {
   release(p, size);
-  ++r->histogram[bucket_of(d)];
+  ++r->histogram[bucket];
   r->total_ns += d;
   // max_ns is the first of the slowest: a call at least as slow as the second slowest is the only
   // one that can change either, or the first start (worst_ns is 0 until two calls are among them).
@@ -161,7 +169,8 @@ inline __attribute__((always_inline)) void count_into(trace::SiteSummaryRecord* 
 // The same for the slot's completed call, which ended at `end`.
 inline void fold_into(trace::SiteSummaryRecord* r, char* p, uint32_t size, uint64_t end) noexcept {
   const uint64_t start = reinterpret_cast<const trace::CallHead*>(p)->start_ns;
-  count_into(r, p, size, start, end >= start ? end - start : 0);  // clocks of two CPUs a few ns apart
+  const uint64_t d = end >= start ? end - start : 0;  // clocks of two CPUs a few ns apart
+  count_into(r, p, size, start, d, bucket_of(d));
 }
 }  // namespace detail
 
@@ -174,9 +183,11 @@ inline __attribute__((always_inline)) char* slot(trace::RecordType type, uint32_
   const thread_buffer::detail::State& s = thread_buffer::detail::tl_state;
   detail::Slots& t = detail::slots();
   const auto i = static_cast<unsigned>(type);
-  if (AW_UNLIKELY(s.key != g || t.slot_epoch[i] != s.block_epoch || s.lost_count))
-    return detail::slot_slow(type, size, g);
-  return t.slot[i];
+  // No test of s.lost_count: note_lost invalidates the slots (slot_slow reports the losses first).
+  if (AW_UNLIKELY(s.key != g || t.slot_epoch[i] != s.block_epoch)) return detail::slot_slow(type, size, g);
+  char* p = t.slot[i];
+  if (!p) __builtin_unreachable();  // a valid slot: the caller's test for none goes (one instruction less)
+  return p;
 }
 
 // Whether the call record at `p` is the calling thread's slot for its type, in its current block.
@@ -188,12 +199,12 @@ inline bool is_slot(const char* p) noexcept {
 }
 
 // Summary mode's common call, before its record is completed: when `p` is the thread's slot of
-// `type` (in flight, its `result` field still zero), its call blocked less than g_stack_from_ns and
+// `type` (in flight), its call blocked less than g_fold_below_ns and
 // matches the summary its call site's last call went to, and that call site's calls take no stack
 // after the call unless they block (Slots::site_ra), the call is counted there and the slot released,
 // without the stack policy's test or the completion's stores, which a record released at once does
 // not need (summary per-call instructions <= full mode's, docs/performance.md). False, with nothing
-// changed, for every other call: the caller completes it and calls after_call.
+// changed but the record's result, for every other call: the caller completes it and calls after_call.
 inline __attribute__((always_inline)) bool fold_in_flight(char* p, trace::RecordType type, int32_t result,
                                                           uint64_t end) noexcept {
   const thread_buffer::detail::State& s = thread_buffer::detail::tl_state;
@@ -206,13 +217,14 @@ inline __attribute__((always_inline)) bool fold_in_flight(char* p, trace::Record
   const uint32_t site = detail::site_of(ra);
   const uint64_t start = h->start_ns;
   const uint64_t d = end - start;
-  if (t.site_ra[site] != ra || end < start || d >= g_stack_from_ns.load(std::memory_order_relaxed)) return false;
+  if (t.site_ra[site] != ra || d >= g_fold_below_ns.load(std::memory_order_relaxed)) return false;
   trace::SiteSummaryRecord* r = t.sites[site];
-  // Word 1 as completed: flags without kFlagInFlight, the result in its upper half.
-  const uint64_t w1 = trace::kFlagInFlight | (uint64_t{static_cast<uint32_t>(result)} << 32);
-  static_assert(offsetof(trace::CallHead, flags) == 8 && offsetof(trace::CallHead, result) == 12);
-  if (AW_UNLIKELY(!detail::same_untimed(r->call, p, size / 8, w1) || r->count >= detail::kMaxCount)) return false;
-  detail::count_into(r, p, size, start, d);
+  // The result stored (the slot is released or completed next), the flags compared as completed:
+  // without kFlagInFlight.
+  reinterpret_cast<trace::CallHead*>(p)->result = result;
+  if (AW_UNLIKELY(!detail::same_untimed(r->call, p, size / 8, trace::kFlagInFlight) || r->count >= detail::kMaxCount))
+    return false;
+  detail::count_into(r, p, size, start, d, detail::bucket_in_range(d));
   return true;
 }
 

@@ -260,9 +260,10 @@ void fill_header(FileHeader* h, const char* exe, const char* host) noexcept {
   h->config_flags = config_flags(c);
   h->flight_ring_blocks = c.trace_limit / kBlockSize;
   flight_ring::start(h->flight_ring_blocks);
-  site_summary::g_stack_from_ns.store(c.stacks == StackPolicy::Default ? c.launch_stack_threshold_ns
-                                      : c.stacks == StackPolicy::All   ? 0
-                                                                       : UINT64_MAX,
+  site_summary::g_fold_below_ns.store(c.stacks == StackPolicy::All ? 0
+                                      : c.stacks == StackPolicy::None
+                                          ? site_summary::kFoldBelowMaxNs
+                                          : std::min(c.launch_stack_threshold_ns, site_summary::kFoldBelowMaxNs),
                                       std::memory_order_relaxed);
   site_summary::g_mode.store(!c.summary                                               ? site_summary::kOff
                              : flight_ring::g_enabled.load(std::memory_order_relaxed) ? site_summary::kOnRing
