@@ -139,8 +139,8 @@ struct ProcessResult {
 struct CallMark {
   uint64_t start_ns;
   uint32_t tid;
-  uint32_t finding;  // (16 bytes, not 24 with the 8-byte time between the two: the HTML report of a
-                     // trace with a million flagged calls faulted in 8 MiB fewer, docs/performance.md)
+  uint32_t finding;  // (16 bytes, not 24 with the time between the two: the HTML report's peak RSS on
+                     // a trace with a million flagged calls, docs/performance.md)
 };
 inline constexpr size_t kMaxCallMarks = 16u << 20;
 ProcessResult analyze_trace(const std::string& path, const Options& options, std::vector<CallMark>* marks = nullptr);

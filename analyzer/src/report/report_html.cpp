@@ -21,8 +21,8 @@ namespace asyncwatch {
 
 std::string html_text(std::string_view text) {
   std::string s = printable(text);
-  // The runs between escaped characters appended whole (a character at a time was most of the
-  // findings' part of the page: the HTML report's time over the JSON report's, docs/performance.md).
+  // The runs between escaped characters appended whole (a character at a time cost half as much
+  // again: the HTML report's time over the JSON report's, docs/performance.md).
   std::string o;
   size_t run = 0;
   for (size_t i = 0; i < s.size(); ++i) {
@@ -258,7 +258,7 @@ void write_overlap(std::ostream& out, const ProcessSummary& p) {
 }
 
 // `kinds`: the frames' kinds, kept across findings (their stacks share frames: classifying each
-// anew was a third of the findings' part of the page, docs/performance.md).
+// anew was two fifths of the findings' part of the page, docs/performance.md).
 void write_finding(std::ostream& out, const Finding& f, const Report& report, size_t n, const CauseIndex& causes,
                    FrameKindMemo& kinds) {
   const RuleInfo& rule = rule_info(f.id);

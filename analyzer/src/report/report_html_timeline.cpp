@@ -259,9 +259,8 @@ class PictureWalkImpl final : public PictureWalk, public RecordHook {
     bool stream;
     std::string name;           // streams' (threads' are named after the walk)
     std::vector<CallRun> runs;  // plain, in the order of their first calls
-    // A deque: grown without a vector's doubling copies, whose fresh pages were most of the HTML
-    // report's extra system time on a trace with a million flagged calls (its time over the JSON
-    // report's, docs/performance.md).
+    // A deque: grown without a vector's doubling copies (the HTML report's peak RSS on a trace with
+    // a million flagged calls, docs/performance.md).
     std::deque<FlaggedCall> flagged;
     size_t open[PixelLane::kKinds] = {};  // each kind's run still growing: its index in runs + 1, 0 none
     bool seen = false;
