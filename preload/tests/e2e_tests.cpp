@@ -739,6 +739,33 @@ TEST(EndToEnd, SummarySigkillKeepsEveryReturnedCall) {
   EXPECT_LE(copies(t).size(), kSummaryFirstExemplars + kSummaryWorstExemplars);
 }
 
+// Summary mode folds a call only into a summary whose record is the call's but for its times, its
+// result included: the common call is compared with its call site's summary before its record is
+// completed (site_summary::fold_in_flight), with the result stored first. 1000 syncs from one call
+// site whose last 400 fail: two summaries (and their exemplars), 600 calls that succeeded and 400
+// that failed, none of the failed ones counted with the successful ones.
+TEST(EndToEnd, SummaryKeepsCallsOfAnotherResultApart) {
+  AppRun r = run({"sync-results", "1000"}, {"ASYNCWATCH_SUMMARY=1", "FAKE_CUDA_SYNC_FAIL_FROM=600"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  EXPECT_NE(r.out.find("failed 400"), std::string::npos) << r.out;
+  Trace t = only_trace(r);
+  uint64_t by_result[2] = {0, 0};  // succeeded, failed
+  for (const SyncRecord& s : t.all<SyncRecord>(RecordType::Sync))
+    if (s.api == static_cast<uint16_t>(Api::cuStreamSynchronize)) ++by_result[s.result != 0];
+  size_t summaries = 0;
+  for (const SiteSummaryRecord& s : t.all<SiteSummaryRecord>(RecordType::SiteSummary)) {
+    SyncRecord c;
+    memcpy(&c, s.call, sizeof c);
+    if (c.h.type != static_cast<uint16_t>(RecordType::Sync) || c.api != static_cast<uint16_t>(Api::cuStreamSynchronize))
+      continue;
+    ++summaries;
+    by_result[c.result != 0] += s.count;
+  }
+  EXPECT_EQ(by_result[0], 600u);
+  EXPECT_EQ(by_result[1], 400u);
+  EXPECT_EQ(summaries, 2u);
+}
+
 // A flight recorder's window after any kill (the copies are made one after another, by one thread
 // or by a thread each): completed copies only, in the order they were made (strictly later starts in
 // ring order: a block reused mid-way never mixes its old records with its new ones), at most the

@@ -2,7 +2,8 @@
 // for end-to-end tests of libasyncwatch without a GPU or the simulator. "Device memory" is host
 // memory from malloc; copies are memcpy; host functions run on a driver thread, as in CUDA.
 // FAKE_CUDA_COPY_SLEEP_US makes every copy block for that long (FAKE_CUDA_SYNC_SLEEP_US every
-// cuStreamSynchronize); FAKE_CUDA_INCOMPLETE=1 makes
+// cuStreamSynchronize); FAKE_CUDA_SYNC_FAIL_FROM=N makes the process's cuStreamSynchronize calls from
+// the Nth (0-based) on return CUDA_ERROR_UNKNOWN (999); FAKE_CUDA_INCOMPLETE=1 makes
 // cuEventQuery report CUDA_ERROR_NOT_READY. FAKE_CUDA_NEEDS_FD=1: the first cuMemAlloc opens a
 // descriptor and keeps it, as the real driver opens /dev/nvidia* (CUDA_ERROR_OPERATING_SYSTEM (304)
 // when none is free). FAKE_CUDA_CANCEL_POINT=1: every copy is a cancellation point (it calls
@@ -250,6 +251,9 @@ EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
 EXPORT CUresult cuStreamSynchronize(CUstream) {
   g_worker.drain();
   if (const char* s = getenv("FAKE_CUDA_SYNC_SLEEP_US")) usleep(static_cast<useconds_t>(atoi(s)));
+  static std::atomic<long> calls{0};
+  const long n = calls.fetch_add(1);
+  if (const char* s = getenv("FAKE_CUDA_SYNC_FAIL_FROM"); s && n >= atol(s)) return static_cast<CUresult>(999);
   return 0;
 }
 EXPORT CUresult cuProfilerStart() { return 0; }

@@ -1052,6 +1052,15 @@ int main(int argc, char** argv) {
     for (int i = 0; i < n; ++i) CHECK(cuStreamSynchronize(nullptr));
     return 0;
   }
+  if (mode ==
+      "sync-results") {  // sync-results N: N synchronizations of the null stream from one call site, results kept
+    int n = argc > 2 ? atoi(argv[2]) : 10;
+    CHECK(cuInit(0));
+    int failed = 0;
+    for (int i = 0; i < n; ++i) failed += cuStreamSynchronize(nullptr) != 0;
+    printf("failed %d\n", failed);
+    return 0;
+  }
   if (mode == "stuck_fs") {  // stuck_fs linkat|ftruncate N [RELEASE_MS]: that call held (hold_syscall); N copies
     const std::string call = argc > 2 ? argv[2] : "linkat";
     int n = argc > 3 ? atoi(argv[3]) : 10;

@@ -10,14 +10,17 @@
 namespace asyncwatch {
 
 // A copy's direction (derived from the memory kinds when the record says Unknown).
-inline trace::Direction copy_direction(const trace::CopyRecord& c) {
-  auto d = static_cast<trace::Direction>(c.direction);
+constexpr trace::Direction copy_direction(uint8_t direction, uint8_t src_memory, uint8_t dst_memory) {
+  auto d = static_cast<trace::Direction>(direction);
   if (d != trace::Direction::Unknown) return d;
   // The format's one definition (trace_format.h), except that a managed side leaves the direction
   // unknown here: such copies are the managed-memory-copy rule's, which reads the kinds itself.
-  auto src = static_cast<trace::MemoryKind>(c.src_memory), dst = static_cast<trace::MemoryKind>(c.dst_memory);
+  auto src = static_cast<trace::MemoryKind>(src_memory), dst = static_cast<trace::MemoryKind>(dst_memory);
   if (src == trace::MemoryKind::Managed || dst == trace::MemoryKind::Managed) return trace::Direction::Unknown;
   return trace::infer_direction(src, dst);
+}
+inline trace::Direction copy_direction(const trace::CopyRecord& c) {
+  return copy_direction(c.direction, c.src_memory, c.dst_memory);
 }
 
 // Which copies a Copy (or Memset) rule can claim, as a mask of copy classes (Rule::copies): a
@@ -35,15 +38,40 @@ struct CopyFacts {
   uint32_t copy_class = 0;                                 // copy_memory bits of both sides, kCopyHostToHost
 };
 
-inline CopyFacts copy_facts(const trace::CopyRecord& c) {
+namespace detail {
+constexpr CopyFacts compute_copy_facts(uint8_t direction, uint8_t src_memory, uint8_t dst_memory) {
   CopyFacts f;
-  f.direction = copy_direction(c);
-  const auto src = static_cast<trace::MemoryKind>(c.src_memory), dst = static_cast<trace::MemoryKind>(c.dst_memory);
+  f.direction = copy_direction(direction, src_memory, dst_memory);
+  const auto src = static_cast<trace::MemoryKind>(src_memory), dst = static_cast<trace::MemoryKind>(dst_memory);
   f.host = trace::host_side(f.direction, src, dst);
   // Kinds beyond the format's (an unchecked batch record) have no bit: no rule claims them.
   const auto bit = [](uint8_t k) { return k < trace::kMemoryKindCount ? 1u << k : 0u; };
-  f.copy_class = bit(c.src_memory) | bit(c.dst_memory) | (f.direction == trace::Direction::HtoH ? kCopyHostToHost : 0u);
+  f.copy_class = bit(src_memory) | bit(dst_memory) | (f.direction == trace::Direction::HtoH ? kCopyHostToHost : 0u);
   return f;
+}
+// The facts of every copy whose direction and kinds are the format's, by (direction, source,
+// destination): one look-up per copy event instead of ~30 instructions of derivation (the JSON
+// report's records per second, docs/performance.md).
+inline constexpr size_t kKinds = trace::kMemoryKindCount;
+struct CopyFactsTable {
+  CopyFacts at[trace::kDirectionCount * kKinds * kKinds];
+};
+inline constexpr CopyFactsTable kCopyFacts = [] {
+  CopyFactsTable t{};
+  for (uint8_t d = 0; d < trace::kDirectionCount; ++d)
+    for (uint8_t s = 0; s < kKinds; ++s)
+      for (uint8_t k = 0; k < kKinds; ++k) t.at[(d * kKinds + s) * kKinds + k] = compute_copy_facts(d, s, k);
+  return t;
+}();
+}  // namespace detail
+
+// Inline: once per copy event of every walk (a call, as GCC left it, cost the JSON report's records
+// per second; inlined, a walk that reads no fact, the HTML picture's, drops it: docs/performance.md).
+__attribute__((always_inline)) inline CopyFacts copy_facts(const trace::CopyRecord& c) {
+  if (__builtin_expect(
+          c.direction < trace::kDirectionCount && c.src_memory < detail::kKinds && c.dst_memory < detail::kKinds, 1))
+    return detail::kCopyFacts.at[(c.direction * detail::kKinds + c.src_memory) * detail::kKinds + c.dst_memory];
+  return detail::compute_copy_facts(c.direction, c.src_memory, c.dst_memory);
 }
 
 }  // namespace asyncwatch

@@ -47,7 +47,8 @@ struct Event {
   static constexpr bool kCopy = std::is_base_of_v<trace::CopyRecord, Record>;  // Copy, Memset, BatchCopy
   static constexpr bool kOnStream = kCall && detail::has_stream<Record>::value;
 
-  Event(const RecordView& v, const Record& r) : view(v), rec(r) {
+  // Inline (a call per copy event, as GCC left it): the JSON report's records per second.
+  __attribute__((always_inline)) Event(const RecordView& v, const Record& r) : view(v), rec(r) {
     if constexpr (kCopy) copy = copy_facts(r);
   }
 

@@ -31,7 +31,7 @@ void ProcessAnalyzer::observe(const Observation& o) {
   // The host waited in this call, on this stream (GPU overlap figures).
   if (counts_blocking && current_stream_ != UINT64_MAX)
     overlap_.flagged(o.id, current_stream_, current_start_, current_end_);
-  if (marks_ && marks_->size() < kMaxCallMarks) marks_->push_back(CallMark{current_tid_, current_start_, g.serial});
+  if (marks_ && marks_->size() < kMaxCallMarks) marks_->push_back(CallMark{current_start_, current_tid_, g.serial});
   ++g.count;
   g.bytes += o.bytes;
   g.blocked.add(o.blocked_ns);

@@ -265,8 +265,9 @@ class ProcessAnalyzer final : public RuleContext {
 
   // An asynchronous call; `flagged`: a blocking rule reported it (it blocked above the thresholds
   // for a reason the report names). A call that blocked without matching a rule (a pinned copy
-  // behind a busy queue, a small inline copy) is not counted as blocking.
-  void count_async(bool flagged, uint64_t blocked) {
+  // behind a busy queue, a small inline copy) is not counted as blocking. Inline: once per
+  // asynchronous call (the JSON report's records per second, docs/performance.md).
+  __attribute__((always_inline)) void count_async(bool flagged, uint64_t blocked) {
     ++async_calls_;
     if (flagged) {
       ++async_blocking_;

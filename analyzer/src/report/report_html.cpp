@@ -10,6 +10,7 @@
 #include "report/printable.h"
 #include "report/reports.h"
 #include "report/simulated.h"
+#include "symbols/call_site.h"
 
 #include <asyncwatch/trace_format.h>
 
@@ -20,18 +21,27 @@ namespace asyncwatch {
 
 std::string html_text(std::string_view text) {
   std::string s = printable(text);
+  // The runs between escaped characters appended whole (a character at a time cost half as much
+  // again: the HTML report's time over the JSON report's, docs/performance.md).
   std::string o;
-  o.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      case '\'': o += "&#39;"; break;
-      default: o += c;
+  size_t run = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char* entity;
+    switch (s[i]) {
+      case '&': entity = "&amp;"; break;
+      case '<': entity = "&lt;"; break;
+      case '>': entity = "&gt;"; break;
+      case '"': entity = "&quot;"; break;
+      case '\'': entity = "&#39;"; break;
+      default: continue;
     }
+    if (o.empty()) o.reserve(s.size() + 16);
+    o.append(s, run, i - run);
+    o += entity;
+    run = i + 1;
   }
+  if (run == 0) return s;  // nothing to escape
+  o.append(s, run, std::string::npos);
   return o;
 }
 
@@ -247,7 +257,10 @@ void write_overlap(std::ostream& out, const ProcessSummary& p) {
   out << "</pre>\n";
 }
 
-void write_finding(std::ostream& out, const Finding& f, const Report& report, size_t n, const CauseIndex& causes) {
+// `kinds`: the frames' kinds, kept across findings (their stacks share frames: classifying each
+// anew was two fifths of the findings' part of the page, docs/performance.md).
+void write_finding(std::ostream& out, const Finding& f, const Report& report, size_t n, const CauseIndex& causes,
+                   FrameKindMemo& kinds) {
   const RuleInfo& rule = rule_info(f.id);
   const Severity sev = finding_severity(f);
   out << fmt::format("<article class=\"finding {}\" id=\"finding-{}\">\n", severity_class(sev), n);
@@ -272,7 +285,7 @@ void write_finding(std::ostream& out, const Finding& f, const Report& report, si
   out << "<p class=\"fix\">fix: " << html_text(rule.help) << "</p>\n";
   if (!f.stack.empty()) {
     size_t hidden = 0;
-    std::vector<const Frame*> frames = shown_frames(f, report, &hidden);
+    std::vector<const Frame*> frames = shown_frames(f, report, &hidden, &kinds);
     out << "<details class=\"stack\" open><summary>"
         << (hidden ? fmt::format("stack ({} library and runtime frames not shown; --stacks full)", hidden)
                    : std::string("stack"))
@@ -388,7 +401,8 @@ void write_report_html(std::ostream& out, const Report& report, const std::vecto
   out << "<section id=\"findings\">\n<h2>" << plural(report.findings.size(), "finding", "findings") << "</h2>\n";
   size_t n = 0;
   const CauseIndex causes(report);
-  for (const auto& f : report.findings) write_finding(out, f, report, ++n, causes);
+  FrameKindMemo kinds;
+  for (const auto& f : report.findings) write_finding(out, f, report, ++n, causes, kinds);
   out << "</section>\n";
   out << "<footer class=\"note\"><p>asyncwatch " ASYNCWATCH_VERSION
          " &middot; docs/findings.md describes the rules, docs/timeline.md this page</p></footer>\n</body>\n</html>\n";

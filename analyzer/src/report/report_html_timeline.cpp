@@ -178,48 +178,50 @@ using HostFunctions = events::HostFunctionJoin<uint64_t>;  // the enqueue's user
 // flight or with torn times are not drawn. host_call(tid, start, end, label); gpu_span(stream,
 // start, end, label). True when something was drawn.
 template <class HostCall, class GpuSpan>
-bool draw_record(const RecordView& r, HostFunctions& host_functions, HostCall&& host_call, GpuSpan&& gpu_span) {
+__attribute__((always_inline)) inline bool draw_record(const RecordView& r, HostFunctions& host_functions,
+                                                       HostCall&& host_call, GpuSpan&& gpu_span) {
   bool drawn = false;
-  events::visit(r, [&](const auto& ev) {
-    using E = std::decay_t<decltype(ev)>;
-    using events::is_one_of;
-    if constexpr (E::kCall) {
-      const CallHead& c = ev.rec;
-      if ((c.flags & kFlagInFlight) || c.end_ns < c.start_ns) return;
-      if constexpr (E::kind == RecordType::HostFuncEnqueue) {
-        HostFuncRunRecord ran;  // a run that came first was drawn when it came
-        host_functions.enqueue(ev.rec.callback_id, ev.rec.user_function, &ran);
-      }
-      LabelRecipe label;
-      label.type = E::kind;
-      label.api = c.api;
-      if constexpr (is_one_of<E, RecordType::Copy, RecordType::Memset>) {
-        label.what = LabelRecipe::Call;
-        label.value = ev.rec.bytes;
-        if constexpr (E::kind == RecordType::Copy) label.direction = ev.rec.direction;
-      } else if constexpr (E::kind == RecordType::Launch) {
-        label.what = LabelRecipe::Kernel;
-        label.value = ev.rec.kernel_name_id;
-      }
-      host_call(r.tid, c.start_ns, c.end_ns, label);
-      drawn = true;
-    } else if constexpr (E::kind == RecordType::HostFuncRun) {
-      const HostFuncRunRecord& run = ev.rec;
-      uint64_t function = 0;
-      LabelRecipe label;
-      label.what = host_functions.run(run, &function) == HostFunctions::Outcome::Joined ? LabelRecipe::RunNamed
-                                                                                        : LabelRecipe::Run;
-      label.value = function;
-      host_call(r.tid, run.start_ns, run.end_ns, label);
-      drawn = true;
-    } else if constexpr (E::kind == RecordType::GpuSpan) {
-      const GpuSpanRecord& g = ev.rec;
-      LabelRecipe label;
-      label.what = LabelRecipe::GpuOp;
-      label.value = g.op;
-      gpu_span(events::resolve_stream(g.stream_kind, g.stream, r.tid), g.start_ns, g.end_ns, label);
-    }
-  });
+  events::visit(
+      r, [&](const auto& ev) __attribute__((always_inline)) {
+        using E = std::decay_t<decltype(ev)>;
+        using events::is_one_of;
+        if constexpr (E::kCall) {
+          const CallHead& c = ev.rec;
+          if ((c.flags & kFlagInFlight) || c.end_ns < c.start_ns) return;
+          if constexpr (E::kind == RecordType::HostFuncEnqueue) {
+            HostFuncRunRecord ran;  // a run that came first was drawn when it came
+            host_functions.enqueue(ev.rec.callback_id, ev.rec.user_function, &ran);
+          }
+          LabelRecipe label;
+          label.type = E::kind;
+          label.api = c.api;
+          if constexpr (is_one_of<E, RecordType::Copy, RecordType::Memset>) {
+            label.what = LabelRecipe::Call;
+            label.value = ev.rec.bytes;
+            if constexpr (E::kind == RecordType::Copy) label.direction = ev.rec.direction;
+          } else if constexpr (E::kind == RecordType::Launch) {
+            label.what = LabelRecipe::Kernel;
+            label.value = ev.rec.kernel_name_id;
+          }
+          host_call(r.tid, c.start_ns, c.end_ns, label);
+          drawn = true;
+        } else if constexpr (E::kind == RecordType::HostFuncRun) {
+          const HostFuncRunRecord& run = ev.rec;
+          uint64_t function = 0;
+          LabelRecipe label;
+          label.what = host_functions.run(run, &function) == HostFunctions::Outcome::Joined ? LabelRecipe::RunNamed
+                                                                                            : LabelRecipe::Run;
+          label.value = function;
+          host_call(r.tid, run.start_ns, run.end_ns, label);
+          drawn = true;
+        } else if constexpr (E::kind == RecordType::GpuSpan) {
+          const GpuSpanRecord& g = ev.rec;
+          LabelRecipe label;
+          label.what = LabelRecipe::GpuOp;
+          label.value = g.op;
+          gpu_span(events::resolve_stream(g.stream_kind, g.stream, r.tid), g.start_ns, g.end_ns, label);
+        }
+      });
   return drawn;
 }
 
@@ -229,15 +231,17 @@ class PictureWalkImpl final : public PictureWalk, public RecordHook {
       : marks_(marks), t0_(t.header().start_monotonic_ns), width_(width), host_functions_(pending_callbacks) {}
   RecordHook* hook() override { return this; }
 
+  // The draw, host_call and add inline here: one function per record (calls of each, their
+  // arguments and saved registers, were about a third of the picture's instructions: the HTML
+  // report's time over the JSON report's, docs/performance.md).
   void record(const RecordView& r) override {
     const size_t marks_before = seen_marks_;
     seen_marks_ = marks_ ? marks_->size() : 0;
     const bool marked = seen_marks_ > marks_before;
     const bool drawn = draw_record(
         r, host_functions_,
-        [&](uint32_t tid, uint64_t start, uint64_t end, const LabelRecipe& label) {
-          host_call(tid, start, end, label, marked ? marks_before : SIZE_MAX);
-        },
+        [&](uint32_t tid, uint64_t start, uint64_t end, const LabelRecipe& label)
+            __attribute__((always_inline)) { host_call(tid, start, end, label, marked ? marks_before : SIZE_MAX); },
         [&](const events::StreamRef& st, uint64_t start, uint64_t end, const LabelRecipe& label) {
           auto [it, inserted] = lane_of_.emplace(st.key | (uint64_t{1} << 63), lanes_.size());
           if (inserted) lanes_.emplace_back(0, true, events::stream_name(st));
@@ -255,7 +259,9 @@ class PictureWalkImpl final : public PictureWalk, public RecordHook {
     bool stream;
     std::string name;           // streams' (threads' are named after the walk)
     std::vector<CallRun> runs;  // plain, in the order of their first calls
-    std::vector<FlaggedCall> flagged;
+    // A deque: grown without a vector's doubling copies (the HTML report's peak RSS on a trace with
+    // a million flagged calls, docs/performance.md).
+    std::deque<FlaggedCall> flagged;
     size_t open[PixelLane::kKinds] = {};  // each kind's run still growing: its index in runs + 1, 0 none
     bool seen = false;
     uint64_t last_start = 0;  // of the thread's last call drawn
@@ -271,7 +277,8 @@ class PictureWalkImpl final : public PictureWalk, public RecordHook {
  private:
   uint64_t rel(uint64_t mono) const { return mono > t0_ ? mono - t0_ : 0; }
 
-  void host_call(uint32_t tid, uint64_t start, uint64_t end, const LabelRecipe& label, size_t mark) {
+  __attribute__((always_inline)) void host_call(uint32_t tid, uint64_t start, uint64_t end, const LabelRecipe& label,
+                                                size_t mark) {
     Lane* l = nullptr;
     auto& slot = cache_[(tid * 0x9e3779b1u) >> (32 - kCacheBits)];
     if (slot.second && slot.first == tid) {
@@ -290,7 +297,8 @@ class PictureWalkImpl final : public PictureWalk, public RecordHook {
     add(*l, rel(start), rel(end), 0, label, mark);
   }
 
-  void add(Lane& l, uint64_t start, uint64_t end, uint8_t kind, const LabelRecipe& label, size_t mark) {
+  __attribute__((always_inline)) void add(Lane& l, uint64_t start, uint64_t end, uint8_t kind, const LabelRecipe& label,
+                                          size_t mark) {
     if (end < start) end = start;
     if (kind >= PixelLane::kKinds) kind = PixelLane::kKinds - 1;
     max_rel_end_ = std::max(max_rel_end_, end);

@@ -75,11 +75,19 @@ inline __attribute__((always_inline)) void complete_in_place(AnyRecord* r, Categ
 }
 inline __attribute__((always_inline)) void finish_in_place(AnyRecord* r, Category c, int32_t result,
                                                            uint64_t end) noexcept {
-  if (site_summary::enabled()) {
+  if (const uint8_t m = site_summary::mode(); AW_UNLIKELY(m != site_summary::kOff)) {
+    // Summary mode: the common call is folded before it is completed (site_summary::fold_in_flight);
+    // not with the ring, which copies every completed call.
+    if (m == site_summary::kOn && site_summary::fold_in_flight(reinterpret_cast<char*>(r), c, result, end)) return;
     const uint64_t caller = r->head.end_ns;  // in flight: the caller's return address
+    // Whether calls of this record from this caller take a stack after the call only when they block
+    // (the stack policy's test without the blocked time, before complete_in_place may take one): the
+    // site cache keeps it for fold_in_flight.
+    const bool quiet = m == site_summary::kOn &&
+                       !(takes_stacks(c) && wants_stack(*r, c, 0) && !(r->head.flags & trace::kFlagStackCaptured));
     complete_in_place(r, c, result, end);
     // Folded into its signature's summary when it is the thread's slot.
-    site_summary::after_call(reinterpret_cast<char*>(r), c, caller, end);
+    site_summary::after_call(reinterpret_cast<char*>(r), c, caller, end, quiet);
     return;
   }
   complete_in_place(r, c, result, end);

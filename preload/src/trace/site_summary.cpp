@@ -9,8 +9,8 @@
 
 namespace asyncwatch::site_summary {
 
-std::atomic<bool> g_enabled{false};
-AW_TLS_SHARED detail::Slots detail::tl_slots;
+std::atomic<uint8_t> g_mode{kOff};
+std::atomic<uint64_t> g_fold_below_ns{0};
 const trace::SiteSummaryRecord detail::kNoSummary{};
 
 namespace {
@@ -18,11 +18,10 @@ namespace {
 using namespace asyncwatch::trace;
 using detail::kMaxCount;
 using detail::Slots;
-using detail::tl_slots;
 using thread_buffer::detail::tl_state;
 
-// A thread's signatures: open addressing on the record's hash, valid for the block of `tl_slots`
-// (its epoch). The summaries and exemplars it points at are in that block; when the thread moves to
+// A thread's signatures: open addressing on the record's hash, valid for the block of the thread's
+// Slots (their `epoch`). The summaries and exemplars it points at are in that block; when the thread moves to
 // another block they are left as they are (a reader adds up the summaries of one signature) and the
 // index starts again.
 constexpr uint32_t kSlots = 256;
@@ -57,6 +56,7 @@ void restart(Slots& t) noexcept {
   memset(t.slot, 0, sizeof t.slot);
   for (SiteSummaryRecord*& r : t.sites)
     r = const_cast<SiteSummaryRecord*>(&detail::kNoSummary);  // never written: no record matches it
+  memset(t.site_ra, 0, sizeof t.site_ra);
   memset(tl_index, 0, sizeof tl_index);
   t.epoch = tl_state.block_epoch;
 }
@@ -96,11 +96,11 @@ char* take_out(char* p, uint32_t size, char* copy) noexcept {
 
 char* detail::slot_slow(RecordType type, uint32_t size, uint32_t gen) noexcept {
   auto& s = tl_state;
-  Slots& t = tl_slots;
+  Slots& t = detail::slots();
   const auto i = static_cast<unsigned>(type);
-  if (s.key == gen && t.epoch == s.block_epoch && t.slot[i]) {  // losses to report first
+  if (s.key == gen && t.slot_epoch[i] == s.block_epoch) {  // losses to report first
     if (s.lost_count) thread_buffer::detail::write_lost(s);
-    if (t.epoch == s.block_epoch) return t.slot[i];
+    if (t.slot_epoch[i] == s.block_epoch) return t.slot[i];
   }
   // Reserved as any record (the thread's first record of the trace sets it up, losses are reported
   // first), published as Padding: fresh space, so its bytes after the header are zero.
@@ -111,6 +111,7 @@ char* detail::slot_slow(RecordType type, uint32_t size, uint32_t gen) noexcept {
   if (g != gen) return nullptr;  // another trace began meanwhile: the call's record is reserved afresh
   if (t.epoch != s.block_epoch) restart(t);
   t.slot[i] = p;
+  t.slot_epoch[i] = s.block_epoch;
   return p;
 }
 
@@ -128,9 +129,9 @@ void detail::note_worst(SiteSummaryRecord* r, uint64_t d, uint64_t start) noexce
   }
 }
 
-void detail::fold_slow(char* p, uint32_t size, uint64_t ra) noexcept {
+void detail::fold_slow(char* p, uint32_t size, uint64_t ra, bool quiet) noexcept {
   auto& s = tl_state;
-  Slots& t = tl_slots;
+  Slots& t = detail::slots();
   alignas(8) char copy[kSummaryCallBytes];
   static_assert(offsetof(CallHead, start_ns) == 24 && offsetof(CallHead, end_ns) == 32);
   if (size > kSummaryCallBytes || size % 8 || size < 7 * 8) {  // not a call record of the table (hash_of reads 7 words)
@@ -157,6 +158,7 @@ void detail::fold_slow(char* p, uint32_t size, uint64_t ra) noexcept {
   }
   if (c->rec && c->rec->count < kMaxCount) {
     t.sites[site_of(ra)] = c->rec;
+    t.site_ra[site_of(ra)] = quiet ? ra : 0;
     fold_into(c->rec, p, size, reinterpret_cast<const CallHead*>(p)->end_ns);
     return;
   }
@@ -190,6 +192,7 @@ void detail::fold_slow(char* p, uint32_t size, uint64_t ra) noexcept {
     c->rec = r;
   }
   t.sites[site_of(ra)] = r;
+  t.site_ra[site_of(ra)] = quiet ? ra : 0;
 }
 
 }  // namespace asyncwatch::site_summary

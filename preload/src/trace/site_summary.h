@@ -18,6 +18,10 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <cstdint>
 
 #include "asyncwatch/trace_format.h"
@@ -28,13 +32,22 @@
 
 namespace asyncwatch::site_summary {
 
-// Set when a trace opens in summary mode (trace_file.cpp, from the configuration).
-extern std::atomic<bool> g_enabled;
+// Set when a trace opens (trace_file.cpp, from the configuration): kOff (full mode), kOn, or kOnRing
+// (summary mode with the flight recorder's ring, which copies every completed call: flight_ring.h).
+enum Mode : uint8_t { kOff = 0, kOn = 1, kOnRing = 3 };
+extern std::atomic<uint8_t> g_mode;
+// fold_in_flight folds calls that blocked less than this: below the blocked time from which the
+// stack policy gives a call a stack after it whatever its record (ASYNCWATCH_LAUNCH_STACK_THRESHOLD_US;
+// 0 under ASYNCWATCH_STACKS=all) and below kFoldBelowMaxNs. Set with g_mode.
+extern std::atomic<uint64_t> g_fold_below_ns;
+// 2^36 ns (68 s): below it the histogram bucket needs no clamp (bucket_in_range), and an end time
+// before the start (clocks of two CPUs a few ns apart) makes a difference above it, so one test
+// covers all three.
+inline constexpr uint64_t kFoldBelowMaxNs = uint64_t{1} << 36;
+inline __attribute__((always_inline)) uint8_t mode() noexcept { return g_mode.load(std::memory_order_relaxed); }
 
 // One load and a test in every wrapper: full mode's per-call instructions (docs/performance.md) stay.
-inline __attribute__((always_inline)) bool enabled() noexcept {
-  return AW_UNLIKELY(g_enabled.load(std::memory_order_relaxed));
-}
+inline __attribute__((always_inline)) bool enabled() noexcept { return AW_UNLIKELY(mode() != kOff); }
 
 namespace detail {
 // The per-call-site cache: the summary the last folded call from a return address went to, so that
@@ -42,54 +55,64 @@ namespace detail {
 inline constexpr uint32_t kSites = 64;
 // A summary takes no more calls than its 32-bit histogram counts can hold; the next goes to a new one.
 inline constexpr uint64_t kMaxCount = uint64_t{1} << 31;
-// The thread's slots and site cache, valid while `epoch` is its thread_buffer block_epoch (the
-// thread's block unchanged: the slots and summaries they point into are in it; a thread's first
-// record of a trace changes it, so the zero state of a new thread is never valid).
-struct Slots {
-  uint32_t epoch;
-  char* slot[trace::kRecordTypeLimit];  // by record type; nullptr: none in this block yet
-  // By site_of(caller's return address): the summary its last folded call went to, else kNoSummary
-  // (a summary no call record matches: its `call` is zero). Whatever the site, a call is folded only
-  // into a summary whose record it matches.
-  trace::SiteSummaryRecord* sites[kSites];
-};
+// The thread's slots and site cache (thread_buffer::detail::SummarySlots, a member of its
+// thread_buffer state): slot[type] valid while slot_epoch[type] is the thread's block_epoch, sites
+// while `epoch` is (the thread's block unchanged: the slots and summaries they point into are in it;
+// a thread's first record of a trace changes it, so the zero state of a new thread is never valid).
+// sites, by site_of(caller's return address): the summary its last folded call went to, else
+// kNoSummary (a summary no call record matches: its `call` is zero). Whatever the site, a call is
+// folded only into a summary whose record it matches.
+using Slots = thread_buffer::detail::SummarySlots;
+static_assert(sizeof(Slots::sites) / sizeof(Slots::sites[0]) == kSites);
 extern const trace::SiteSummaryRecord kNoSummary;
-extern AW_TLS_SHARED Slots tl_slots;
+inline Slots& slots() noexcept { return thread_buffer::detail::tl_state.summary; }
 
-inline uint32_t site_of(uint64_t ra) noexcept { return static_cast<uint32_t>((ra * 0x9e3779b97f4a7c15ull) >> 58); }
+// Bits 3-8 of the return address: the sites of a loop body within 512 bytes never share an entry
+// (a multiplicative hash did not spread them better and cost two instructions more a call: summary
+// per-call instructions <= full mode's, docs/performance.md).
+inline uint32_t site_of(uint64_t ra) noexcept { return static_cast<uint32_t>(ra >> 3) & (kSites - 1); }
 
 // The slot for `type` made (reserved in the thread's block as Padding) or the losses to report
 // written first; nullptr when the call is to take an appended record instead.
 __attribute__((noinline)) char* slot_slow(trace::RecordType type, uint32_t size, uint32_t gen) noexcept;
 // The slot's completed call that the site cache did not fold: looked up in the thread's index of
 // signatures, folded, or moved out as a record of its own (and a summary made).
-__attribute__((noinline)) void fold_slow(char* p, uint32_t size, uint64_t ra) noexcept;
+// `quiet`: the stack policy gives calls of this record from `ra` no stack after the call unless they
+// block (the site cache then lets fold_in_flight skip the policy).
+__attribute__((noinline)) void fold_slow(char* p, uint32_t size, uint64_t ra, bool quiet) noexcept;
 // A folded call among the summary's slowest (also its first folded call): worst, max and first start.
 __attribute__((noinline)) void note_worst(trace::SiteSummaryRecord* r, uint64_t d, uint64_t start) noexcept;
 
-inline uint64_t word_at(const void* p, uint32_t i) noexcept {
+inline __attribute__((always_inline)) uint64_t word_at(const void* p, uint32_t i) noexcept {
   uint64_t w;
   __builtin_memcpy(&w, static_cast<const char*>(p) + 8 * i, 8);
   return w;
 }
-// Whether the records at `a` and `b` (`n` words) are the same but for their times (words 3 and 4).
-// Word loops rather than memcmp: records are a few 8-byte words, and `n` is a constant where it is
-// inlined.
-inline bool same_untimed(const void* a, const void* b, uint32_t n) noexcept {
-  uint64_t diff = (word_at(a, 0) ^ word_at(b, 0)) | (word_at(a, 1) ^ word_at(b, 1)) | (word_at(a, 2) ^ word_at(b, 2));
+// Whether the records at `a` and `b` (`n` words) are the same but for their times (words 3 and 4),
+// word 1 (flags and result) of `b` taken xor `w1`. Word loops rather than memcmp: records are a few
+// 8-byte words, and `n` is a constant where it is inlined.
+inline __attribute__((always_inline)) bool same_untimed(const void* a, const void* b, uint32_t n,
+                                                        uint64_t w1 = 0) noexcept {
+  uint64_t diff =
+      (word_at(a, 0) ^ word_at(b, 0)) | (word_at(a, 1) ^ word_at(b, 1) ^ w1) | (word_at(a, 2) ^ word_at(b, 2));
 #pragma GCC unroll 12
   for (uint32_t i = 5; i < n; ++i) diff |= word_at(a, i) ^ word_at(b, i);
   return diff == 0;
 }
 
-// trace::summary_bucket(ns) without its branch: with k = floor(log2(ns | 4)) - 2, ns >> k is ns itself
-// below 8, else its top three bits (4 to 7), and 4 k + that is the bucket (clamped as
-// summary_bucket's). 9 instructions a folded call instead of summary_bucket's 16 (callgrind).
-constexpr uint32_t bucket_of(uint64_t ns) noexcept {
-  const int k = 61 - __builtin_clzll(ns | 4);
-  const uint64_t b = 4u * static_cast<uint32_t>(k) + (ns >> k);
-  return b < trace::kSummaryBuckets ? static_cast<uint32_t>(b) : trace::kSummaryBuckets - 1;
+// trace::summary_bucket(ns) for ns below kFoldBelowMaxNs, without a branch: with k = floor(log2(ns |
+// 4)) - 2, ns >> k is ns itself below 8, else its top three bits (4 to 7), and 4 k + that is the
+// bucket. Unsigned 32-bit k: no sign extension of the index (summary per-call instructions <= full
+// mode's, docs/performance.md).
+constexpr uint64_t bucket_in_range(uint64_t ns) noexcept {
+  const unsigned k = 61u - static_cast<unsigned>(__builtin_clzll(ns | 4));
+  return uint64_t{4} * k + (ns >> k);
 }
+// The same for any ns (clamped as summary_bucket's).
+constexpr uint64_t bucket_of(uint64_t ns) noexcept {
+  return ns < kFoldBelowMaxNs ? bucket_in_range(ns) : trace::summary_bucket(ns);
+}
+static_assert(bucket_in_range(kFoldBelowMaxNs - 1) < trace::kSummaryBuckets, "no clamp below kFoldBelowMaxNs");
 constexpr bool bucket_of_matches() {
   for (uint64_t ns = 0; ns < 4096; ++ns)
     if (trace::summary_bucket(ns) != bucket_of(ns)) return false;
@@ -108,27 +131,46 @@ inline __attribute__((always_inline)) void release(char* p, uint32_t size) noexc
   const uint32_t padding = static_cast<uint32_t>(trace::RecordType::Padding) | (size << 16);
   __atomic_store_n(reinterpret_cast<uint32_t*>(p), padding, __ATOMIC_RELEASE);
   std::atomic_signal_fence(std::memory_order_seq_cst);
+#if defined(__SSE2__)
+  // 16-byte stores, `size` a constant where inlined: GCC may make a memset of this size `rep stos`,
+  // one instruction per 4 bytes (summary per-call instructions <= full mode's, docs/performance.md).
+  // No loop either: GCC makes that one a memset again.
+  static_assert(trace::kSummaryCallBytes <= 100, "every call record's slot is zeroed by the stores below");
+  const __m128i z = _mm_setzero_si128();
+  auto at = [p](uint32_t o) noexcept { return reinterpret_cast<__m128i*>(p + o); };
+  _mm_storeu_si128(at(4), z);
+  _mm_storeu_si128(at(size - 16), z);  // a call record has 40 bytes at least
+  if (size > 36) _mm_storeu_si128(at(20), z);
+  if (size > 52) _mm_storeu_si128(at(36), z);
+  if (size > 68) _mm_storeu_si128(at(52), z);
+  if (size > 84) _mm_storeu_si128(at(68), z);
+#else
   __builtin_memset(p + 4, 0, size - 4);
+#endif
 }
 
-// The slot's call (completed) counted in `r`: the slot released first, then the counts, the count
-// last: a kill in between leaves the call uncounted (it had not returned to the application) or a
-// histogram that holds one call more than `count` (readers accept it), never a call counted twice.
-inline __attribute__((always_inline)) void fold_into(trace::SiteSummaryRecord* r, char* p, uint32_t size,
-                                                     uint64_t end) noexcept {
-  const uint64_t start = reinterpret_cast<const trace::CallHead*>(p)->start_ns;
+// The slot's call (started at `start`, blocked `d` ns) counted in `r`: the slot released first, then
+// the counts, the count last: a kill in between leaves the call uncounted (it had not returned to the
+// application) or a histogram that holds one call more than `count` (readers accept it), never a
+// call counted twice.
+inline __attribute__((always_inline)) void count_into(trace::SiteSummaryRecord* r, char* p, uint32_t size,
+                                                      uint64_t start, uint64_t d, uint64_t bucket) noexcept {
   release(p, size);
-  const uint64_t d = end >= start ? end - start : 0;
-  ++r->histogram[bucket_of(d)];
+  ++r->histogram[bucket];
   r->total_ns += d;
-  // max_ns is the first of the slowest: a call slower than the second slowest (or one of the first
-  // two) is the only one that can change either, or the first start.
-  if (AW_UNLIKELY(d > r->worst_ns[trace::kSummaryWorstExemplars - 1] ||
-                  !r->worst_start_ns[trace::kSummaryWorstExemplars - 1]))
-    note_worst(r, d, start);
+  // max_ns is the first of the slowest: a call at least as slow as the second slowest is the only
+  // one that can change either, or the first start (worst_ns is 0 until two calls are among them).
+  // One test, not two (summary per-call instructions <= full mode's, docs/performance.md).
+  if (AW_UNLIKELY(d >= r->worst_ns[trace::kSummaryWorstExemplars - 1])) note_worst(r, d, start);
   r->last_start_ns = start;
   std::atomic_signal_fence(std::memory_order_seq_cst);
   ++r->count;
+}
+// The same for the slot's completed call, which ended at `end`.
+inline void fold_into(trace::SiteSummaryRecord* r, char* p, uint32_t size, uint64_t end) noexcept {
+  const uint64_t start = reinterpret_cast<const trace::CallHead*>(p)->start_ns;
+  const uint64_t d = end >= start ? end - start : 0;  // clocks of two CPUs a few ns apart
+  count_into(r, p, size, start, d, bucket_of(d));
 }
 }  // namespace detail
 
@@ -139,18 +181,51 @@ inline __attribute__((always_inline)) char* slot(trace::RecordType type, uint32_
   const uint32_t g = trace_writer::generation();
   *gen = g;
   const thread_buffer::detail::State& s = thread_buffer::detail::tl_state;
-  detail::Slots& t = detail::tl_slots;
-  char* p = t.slot[static_cast<unsigned>(type)];
-  if (AW_UNLIKELY(s.key != g || t.epoch != s.block_epoch || s.lost_count || !p))
-    return detail::slot_slow(type, size, g);
+  detail::Slots& t = detail::slots();
+  const auto i = static_cast<unsigned>(type);
+  // No test of s.lost_count: note_lost invalidates the slots (slot_slow reports the losses first).
+  if (AW_UNLIKELY(s.key != g || t.slot_epoch[i] != s.block_epoch)) return detail::slot_slow(type, size, g);
+  char* p = t.slot[i];
+  if (!p) __builtin_unreachable();  // a valid slot: the caller's test for none goes (one instruction less)
   return p;
 }
 
 // Whether the call record at `p` is the calling thread's slot for its type, in its current block.
 inline bool is_slot(const char* p) noexcept {
   const uint16_t type = reinterpret_cast<const trace::RecordHeader*>(p)->type;
-  return type < trace::kRecordTypeLimit && detail::tl_slots.slot[type] == p &&
-         detail::tl_slots.epoch == thread_buffer::detail::tl_state.block_epoch;
+  const detail::Slots& t = detail::slots();
+  return type < trace::kRecordTypeLimit && t.slot[type] == p &&
+         t.slot_epoch[type] == thread_buffer::detail::tl_state.block_epoch;
+}
+
+// Summary mode's common call, before its record is completed: when `p` is the thread's slot of
+// `type` (in flight), its call blocked less than g_fold_below_ns and
+// matches the summary its call site's last call went to, and that call site's calls take no stack
+// after the call unless they block (Slots::site_ra), the call is counted there and the slot released,
+// without the stack policy's test or the completion's stores, which a record released at once does
+// not need (summary per-call instructions <= full mode's, docs/performance.md). False, with nothing
+// changed but the record's result, for every other call: the caller completes it and calls after_call.
+inline __attribute__((always_inline)) bool fold_in_flight(char* p, trace::RecordType type, int32_t result,
+                                                          uint64_t end) noexcept {
+  const thread_buffer::detail::State& s = thread_buffer::detail::tl_state;
+  detail::Slots& t = detail::slots();
+  const auto i = static_cast<unsigned>(type);
+  if (p != t.slot[i] || t.slot_epoch[i] != s.block_epoch) return false;
+  const uint32_t size = trace::record_info(static_cast<uint16_t>(type)).fixed;
+  const auto* h = reinterpret_cast<const trace::CallHead*>(p);
+  const uint64_t ra = h->end_ns;  // in flight: the caller
+  const uint32_t site = detail::site_of(ra);
+  const uint64_t start = h->start_ns;
+  const uint64_t d = end - start;
+  if (t.site_ra[site] != ra || d >= g_fold_below_ns.load(std::memory_order_relaxed)) return false;
+  trace::SiteSummaryRecord* r = t.sites[site];
+  // The result stored (the slot is released or completed next), the flags compared as completed:
+  // without kFlagInFlight.
+  reinterpret_cast<trace::CallHead*>(p)->result = result;
+  if (AW_UNLIKELY(!detail::same_untimed(r->call, p, size / 8, trace::kFlagInFlight) || r->count >= detail::kMaxCount))
+    return false;
+  detail::count_into(r, p, size, start, d, detail::bucket_in_range(d));
+  return true;
 }
 
 // The calling thread's call record at `p` (published, completed: result, end time and stack set,
@@ -159,19 +234,20 @@ inline bool is_slot(const char* p) noexcept {
 // (no reservation of this thread open). Inline: a call from a site already seen is compared with the
 // summary the site cache names and counted without a call (summary mode's per-call instructions,
 // docs/performance.md).
-inline __attribute__((always_inline)) void after_call(char* p, trace::RecordType type, uint64_t ra,
-                                                      uint64_t end) noexcept {
+inline __attribute__((always_inline)) void after_call(char* p, trace::RecordType type, uint64_t ra, uint64_t end,
+                                                      bool quiet) noexcept {
   // The flight recorder's raw copy of every completed call (flight_ring.h), before the slot may be released.
   flight_ring::after_call(reinterpret_cast<const trace::CallHead*>(p));
   const thread_buffer::detail::State& s = thread_buffer::detail::tl_state;
-  detail::Slots& t = detail::tl_slots;
+  detail::Slots& t = detail::slots();
   // Not the slot (an appended record), or the thread left the slot's block during the call: the
   // call keeps its record where it is.
-  if (p != t.slot[static_cast<unsigned>(type)] || t.epoch != s.block_epoch) return;
+  const auto i = static_cast<unsigned>(type);
+  if (p != t.slot[i] || t.slot_epoch[i] != s.block_epoch) return;
   const uint32_t size = trace::record_info(static_cast<uint16_t>(type)).fixed;
   trace::SiteSummaryRecord* r = t.sites[detail::site_of(ra)];
   if (AW_UNLIKELY(!detail::same_untimed(r->call, p, size / 8) || r->count >= detail::kMaxCount))
-    return detail::fold_slow(p, size, ra);
+    return detail::fold_slow(p, size, ra, quiet);
   detail::fold_into(r, p, size, end);
 }
 

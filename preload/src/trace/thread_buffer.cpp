@@ -192,6 +192,8 @@ void note_lost(LostReason why) noexcept {
   s.lost_last_ns = now;
   compiler_fence();
   __atomic_fetch_add(&s.lost_count, 1, __ATOMIC_RELAXED);
+  // Summary mode's slots are taken again, the loss reported first (site_summary::slot tests no loss).
+  memset(s.summary.slot_epoch, 0, sizeof s.summary.slot_epoch);
 }
 
 void release_thread() noexcept {

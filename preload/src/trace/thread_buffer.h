@@ -71,6 +71,21 @@ struct Cursor {
   uint32_t used;  // bytes used in it
 };
 
+// Summary mode's per-thread state (trace/site_summary.h, which explains it), kept here as a member
+// of State: one thread-local object, so that the wrappers reach both from one TLS offset (summary
+// per-call instructions <= full mode's, docs/performance.md).
+struct SummarySlots {
+  // slot[type] is valid while slot_epoch[type] is State::block_epoch (a slot of the current block).
+  uint32_t slot_epoch[trace::kRecordTypeLimit];
+  // sites and the thread's index of signatures are valid while `epoch` is State::block_epoch.
+  uint32_t epoch;
+  char* slot[trace::kRecordTypeLimit];
+  trace::SiteSummaryRecord* sites[64];
+  // The return address whose call set sites[i] when the stack policy gives that summary's calls from
+  // there no stack after the call unless they block (site_summary::fold_in_flight), else 0.
+  uint64_t site_ra[64];
+};
+
 // `generation` and `open` are compared as one 64-bit word on the hot path: equal to the current
 // generation means "this trace, no reservation open".
 struct State {
@@ -90,6 +105,7 @@ struct State {
   // placed in the thread's block (summary mode's in-flight slots, trace/site_summary.h) is valid
   // while it is the same.
   uint32_t block_epoch;
+  SummarySlots summary;
 };
 extern AW_TLS_SHARED State tl_state;
 

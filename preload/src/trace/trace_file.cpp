@@ -258,9 +258,17 @@ void fill_header(FileHeader* h, const char* exe, const char* host) noexcept {
   fill_rank(h);
   const Config& c = config();
   h->config_flags = config_flags(c);
-  site_summary::g_enabled.store(c.summary, std::memory_order_relaxed);
   h->flight_ring_blocks = c.trace_limit / kBlockSize;
   flight_ring::start(h->flight_ring_blocks);
+  site_summary::g_fold_below_ns.store(c.stacks == StackPolicy::All ? 0
+                                      : c.stacks == StackPolicy::None
+                                          ? site_summary::kFoldBelowMaxNs
+                                          : std::min(c.launch_stack_threshold_ns, site_summary::kFoldBelowMaxNs),
+                                      std::memory_order_relaxed);
+  site_summary::g_mode.store(!c.summary                                               ? site_summary::kOff
+                             : flight_ring::g_enabled.load(std::memory_order_relaxed) ? site_summary::kOnRing
+                                                                                      : site_summary::kOn,
+                             std::memory_order_relaxed);
   h->launch_stack_threshold_ns = c.launch_stack_threshold_ns;
   copy_str(h->hostname, sizeof h->hostname, host);
   copy_str(h->executable, sizeof h->executable, exe);
