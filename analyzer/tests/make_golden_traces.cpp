@@ -8,10 +8,6 @@
 #include <string>
 
 using namespace asyncwatch::testing;
-using tf::Api;
-using tf::Direction;
-using tf::MemoryKind;
-using tf::RecordType;
 
 namespace {
 

@@ -13,10 +13,6 @@
 
 using namespace asyncwatch;
 using namespace asyncwatch::testing;
-using tf::Api;
-using tf::Direction;
-using tf::MemoryKind;
-using tf::RecordType;
 
 namespace {
 

@@ -12,10 +12,6 @@
 
 using namespace asyncwatch;
 using namespace asyncwatch::testing;
-using tf::Api;
-using tf::Direction;
-using tf::MemoryKind;
-using tf::RecordType;
 
 namespace {
 constexpr uint64_t kS = 1000 * kMs;

@@ -11,10 +11,6 @@
 
 using namespace asyncwatch;
 using namespace asyncwatch::testing;
-using tf::Api;
-using tf::Direction;
-using tf::MemoryKind;
-using tf::RecordType;
 
 namespace {
 Report seed_report() {

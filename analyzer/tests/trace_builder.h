@@ -18,6 +18,11 @@
 namespace asyncwatch::testing {
 
 namespace tf = asyncwatch::trace;
+// The format's enums that every trace-building test names (through `using namespace asyncwatch::testing`).
+using tf::Api;
+using tf::Direction;
+using tf::MemoryKind;
+using tf::RecordType;
 
 class TraceBuilder {
  public:
