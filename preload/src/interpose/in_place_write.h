@@ -28,22 +28,11 @@ void write(AnyRecord& r) noexcept;
 // generation the record belongs to.
 // Inline: every recorded call makes it (a launch's stack_id is a constant 0).
 AnyRecord* begin_in_place_lost(uint64_t* start) noexcept;  // no room: counted as lost
-inline __attribute__((always_inline)) AnyRecord* begin_in_place(trace::RecordType type, trace::Api api,
-                                                                const void* caller_ra, uint32_t stack_id,
-                                                                uint64_t* start, uint32_t* gen) noexcept {
-  const uint32_t size = trace::record_info(static_cast<uint16_t>(type)).fixed;
-  // Summary mode: the thread's in-flight slot for the type (trace/site_summary.h), not while it may
-  // hold the call a reentrant one interrupted.
-  char* p = nullptr;
-  if (site_summary::enabled() && !thread_state().reentrant) p = site_summary::slot(type, size, gen);
-  // The generation the reserved bytes belong to (the one reserve_active compared with its cursors').
-  if (AW_LIKELY(!p)) {
-    p = thread_buffer::reserve_active(size, gen);
-    if (AW_UNLIKELY(!p)) return begin_in_place_lost(start);
-  }
-  // The reserved bytes (and an idle slot's after its header) are zero (fresh file space, never handed
-  // out twice): only the head's known fields that are not zero are stored (a launch's stack id is a
-  // constant 0).
+// The head of the record at `p`, in flight. The reserved bytes (and an idle slot's after its header)
+// are zero (fresh file space, never handed out twice): only the head's known fields that are not
+// zero are stored (a launch's stack id is a constant 0).
+inline __attribute__((always_inline)) void in_flight_head(char* p, trace::Api api, const void* caller_ra,
+                                                          uint32_t stack_id, uint64_t* start) noexcept {
   auto* h = reinterpret_cast<trace::CallHead*>(p);
   h->api = static_cast<uint16_t>(api);
   h->flags = trace::kFlagInFlight | (stack_id ? uint32_t{trace::kFlagStackCaptured} : 0u);
@@ -51,6 +40,25 @@ inline __attribute__((always_inline)) AnyRecord* begin_in_place(trace::RecordTyp
   h->end_ns = reinterpret_cast<uintptr_t>(caller_ra);  // until completed: the caller (trace_format.h)
   *start = now_ns();
   h->start_ns = *start;
+}
+inline __attribute__((always_inline)) AnyRecord* begin_in_place(trace::RecordType type, trace::Api api,
+                                                                const void* caller_ra, uint32_t stack_id,
+                                                                uint64_t* start, uint32_t* gen) noexcept {
+  const uint32_t size = trace::record_info(static_cast<uint16_t>(type)).fixed;
+  // Summary mode: the thread's in-flight slot for the type (trace/site_summary.h), not while it may
+  // hold the call a reentrant one interrupted. Published without closing a reservation (none is
+  // open: summary per-call instructions <= full mode's, docs/performance.md).
+  if (site_summary::enabled() && !thread_state().reentrant) {
+    if (char* p = site_summary::slot(type, size, gen)) {
+      in_flight_head(p, api, caller_ra, stack_id, start);
+      site_summary::publish(p, type, size);  // visible from here on, in flight
+      return reinterpret_cast<AnyRecord*>(p);
+    }
+  }
+  // The generation the reserved bytes belong to (the one reserve_active compared with its cursors').
+  char* p = thread_buffer::reserve_active(size, gen);
+  if (AW_UNLIKELY(!p)) return begin_in_place_lost(start);
+  in_flight_head(p, api, caller_ra, stack_id, start);
   thread_buffer::commit(p, type, size);  // visible from here on, in flight
   return reinterpret_cast<AnyRecord*>(p);
 }
@@ -76,9 +84,9 @@ inline __attribute__((always_inline)) void complete_in_place(AnyRecord* r, Categ
 inline __attribute__((always_inline)) void finish_in_place(AnyRecord* r, Category c, int32_t result,
                                                            uint64_t end) noexcept {
   if (const uint8_t m = site_summary::mode(); AW_UNLIKELY(m != site_summary::kOff)) {
-    // Summary mode: the common call is folded before it is completed (site_summary::fold_in_flight);
-    // not with the ring, which copies every completed call.
-    if (m == site_summary::kOn && site_summary::fold_in_flight(reinterpret_cast<char*>(r), c, result, end)) return;
+    // Summary mode: the common call is folded before it is completed (site_summary::fold_in_flight;
+    // with the ring, which copies every completed call, it folds none).
+    if (site_summary::fold_in_flight(reinterpret_cast<char*>(r), c, result, end)) return;
     const uint64_t caller = r->head.end_ns;  // in flight: the caller's return address
     // Whether calls of this record from this caller take a stack after the call only when they block
     // (the stack policy's test without the blocked time, before complete_in_place may take one): the

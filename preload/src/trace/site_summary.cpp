@@ -10,7 +10,7 @@
 namespace asyncwatch::site_summary {
 
 std::atomic<uint8_t> g_mode{kOff};
-std::atomic<uint64_t> g_fold_below_ns{0};
+std::atomic<uint64_t> g_fold_range_ns{0};
 const trace::SiteSummaryRecord detail::kNoSummary{};
 
 namespace {
@@ -98,9 +98,9 @@ char* detail::slot_slow(RecordType type, uint32_t size, uint32_t gen) noexcept {
   auto& s = tl_state;
   Slots& t = detail::slots();
   const auto i = static_cast<unsigned>(type);
-  if (s.key == gen && t.slot_epoch[i] == s.block_epoch) {  // losses to report first
+  if (s.key == gen && t.slot[i]) {  // losses to report first
     if (s.lost_count) thread_buffer::detail::write_lost(s);
-    if (t.slot_epoch[i] == s.block_epoch) return t.slot[i];
+    if (t.slot[i]) return t.slot[i];
   }
   // Reserved as any record (the thread's first record of the trace sets it up, losses are reported
   // first), published as Padding: fresh space, so its bytes after the header are zero.
@@ -111,7 +111,6 @@ char* detail::slot_slow(RecordType type, uint32_t size, uint32_t gen) noexcept {
   if (g != gen) return nullptr;  // another trace began meanwhile: the call's record is reserved afresh
   if (t.epoch != s.block_epoch) restart(t);
   t.slot[i] = p;
-  t.slot_epoch[i] = s.block_epoch;
   return p;
 }
 
@@ -157,9 +156,12 @@ void detail::fold_slow(char* p, uint32_t size, uint64_t ra, bool quiet) noexcept
     return;
   }
   if (c->rec && c->rec->count < kMaxCount) {
-    t.sites[site_of(ra)] = c->rec;
-    t.site_ra[site_of(ra)] = quiet ? ra : 0;
-    fold_into(c->rec, p, size, reinterpret_cast<const CallHead*>(p)->end_ns);
+    SiteSummaryRecord* r = c->rec;
+    fold_into(r, p, size, reinterpret_cast<const CallHead*>(p)->end_ns);
+    if (r->count < kMaxCount) {
+      t.sites[site_of(ra)] = r;
+      t.site_ra[site_of(ra)] = quiet ? ra : 0;
+    }
     return;
   }
   // An exemplar (and the summary made by the last of them), or a full summary's successor: the call
@@ -193,6 +195,12 @@ void detail::fold_slow(char* p, uint32_t size, uint64_t ra, bool quiet) noexcept
   }
   t.sites[site_of(ra)] = r;
   t.site_ra[site_of(ra)] = quiet ? ra : 0;
+}
+
+void detail::summary_full(SiteSummaryRecord* r) noexcept {
+  Slots& t = detail::slots();
+  for (uint32_t i = 0; i < kSites; ++i)
+    if (t.sites[i] == r) t.site_ra[i] = 0;
 }
 
 }  // namespace asyncwatch::site_summary

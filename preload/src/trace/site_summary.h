@@ -36,14 +36,21 @@ namespace asyncwatch::site_summary {
 // (summary mode with the flight recorder's ring, which copies every completed call: flight_ring.h).
 enum Mode : uint8_t { kOff = 0, kOn = 1, kOnRing = 3 };
 extern std::atomic<uint8_t> g_mode;
-// fold_in_flight folds calls that blocked less than this: below the blocked time from which the
+// fold_in_flight folds calls that blocked d ns, kFoldMinNs <= d < the blocked time from which the
 // stack policy gives a call a stack after it whatever its record (ASYNCWATCH_LAUNCH_STACK_THRESHOLD_US;
-// 0 under ASYNCWATCH_STACKS=all) and below kFoldBelowMaxNs. Set with g_mode.
-extern std::atomic<uint64_t> g_fold_below_ns;
+// 0 under ASYNCWATCH_STACKS=all) and < kFoldBelowMaxNs: those with d - kFoldMinNs < g_fold_range_ns
+// (fold_range). Set with g_mode.
+extern std::atomic<uint64_t> g_fold_range_ns;
 // 2^36 ns (68 s): below it the histogram bucket needs no clamp (bucket_in_range), and an end time
-// before the start (clocks of two CPUs a few ns apart) makes a difference above it, so one test
-// covers all three.
+// before the start (clocks of two CPUs a few ns apart) makes a difference above it; from 4 ns on the
+// bucket is the blocked time's exponent and two bits after it (bucket_from_double). One test covers
+// all four.
 inline constexpr uint64_t kFoldBelowMaxNs = uint64_t{1} << 36;
+inline constexpr uint64_t kFoldMinNs = 4;
+constexpr uint64_t fold_range(uint64_t below_ns) noexcept {
+  below_ns = below_ns < kFoldBelowMaxNs ? below_ns : kFoldBelowMaxNs;
+  return below_ns > kFoldMinNs ? below_ns - kFoldMinNs : 0;
+}
 inline __attribute__((always_inline)) uint8_t mode() noexcept { return g_mode.load(std::memory_order_relaxed); }
 
 // One load and a test in every wrapper: full mode's per-call instructions (docs/performance.md) stay.
@@ -56,12 +63,12 @@ inline constexpr uint32_t kSites = 64;
 // A summary takes no more calls than its 32-bit histogram counts can hold; the next goes to a new one.
 inline constexpr uint64_t kMaxCount = uint64_t{1} << 31;
 // The thread's slots and site cache (thread_buffer::detail::SummarySlots, a member of its
-// thread_buffer state): slot[type] valid while slot_epoch[type] is the thread's block_epoch, sites
-// while `epoch` is (the thread's block unchanged: the slots and summaries they point into are in it;
-// a thread's first record of a trace changes it, so the zero state of a new thread is never valid).
-// sites, by site_of(caller's return address): the summary its last folded call went to, else
-// kNoSummary (a summary no call record matches: its `call` is zero). Whatever the site, a call is
-// folded only into a summary whose record it matches.
+// thread_buffer state): slot[type] while not nullptr (cleared when the thread's block changes), sites
+// while `epoch` is the thread's block_epoch (the thread's block unchanged: the summaries they point
+// into are in it; a thread's first record of a trace changes it, so the zero state of a new thread is
+// never valid). sites, by site_of(caller's return address): the summary its last folded call went
+// to, else kNoSummary (a summary no call record matches: its `call` is zero). Whatever the site, a
+// call is folded only into a summary whose record it matches.
 using Slots = thread_buffer::detail::SummarySlots;
 static_assert(sizeof(Slots::sites) / sizeof(Slots::sites[0]) == kSites);
 extern const trace::SiteSummaryRecord kNoSummary;
@@ -70,7 +77,16 @@ inline Slots& slots() noexcept { return thread_buffer::detail::tl_state.summary;
 // Bits 3-8 of the return address: the sites of a loop body within 512 bytes never share an entry
 // (a multiplicative hash did not spread them better and cost two instructions more a call: summary
 // per-call instructions <= full mode's, docs/performance.md).
-inline uint32_t site_of(uint64_t ra) noexcept { return static_cast<uint32_t>(ra >> 3) & (kSites - 1); }
+// Written as the bits in place, shifted after the mask: the compiler takes (ra & 0x1f8) as the byte
+// offset of the 8-byte entries, no shift (summary per-call instructions <= full mode's,
+// docs/performance.md).
+inline uint32_t site_of(uint64_t ra) noexcept {
+  static_assert(kSites == 64);
+  return (static_cast<uint32_t>(ra) & 0x1f8u) >> 3;
+}
+// A summary's count reached kMaxCount in fold_in_flight: the site entries that name it let go of it
+// (its next calls take fold_slow, which starts a new summary).
+__attribute__((noinline)) void summary_full(trace::SiteSummaryRecord* r) noexcept;
 
 // The slot for `type` made (reserved in the thread's block as Padding) or the losses to report
 // written first; nullptr when the call is to take an appended record instead.
@@ -124,6 +140,36 @@ constexpr bool bucket_of_matches() {
   return true;
 }
 static_assert(bucket_of_matches(), "bucket_of is summary_bucket");
+// The same for kFoldMinNs <= ns < kFoldBelowMaxNs from the bits of ns as a double (exact below 2^53):
+// its biased exponent and the two mantissa bits after the leading one are 4 (e + 1023) + the bucket's
+// top bits, so the bucket is the bits >> 50, less 4 * 1024. Three instructions where
+// bucket_in_range takes eight (summary per-call instructions <= full mode's, docs/performance.md).
+inline constexpr uint64_t kDoubleBucketBias = uint64_t{4} * 1024;
+constexpr uint64_t double_bucket_bits(uint64_t ns) noexcept {
+  return __builtin_bit_cast(uint64_t, static_cast<double>(static_cast<int64_t>(ns))) >> 50;
+}
+constexpr bool double_bucket_matches() {
+  for (uint64_t ns = kFoldMinNs; ns < 4096; ++ns)
+    if (trace::summary_bucket(ns) != double_bucket_bits(ns) - kDoubleBucketBias) return false;
+  for (uint32_t e = 3; e < 36; ++e)
+    for (uint64_t top = 4; top < 8; ++top) {
+      const uint64_t lo = top << (e - 2), hi = lo + (uint64_t{1} << (e - 2)) - 1;
+      if (trace::summary_bucket(lo) != double_bucket_bits(lo) - kDoubleBucketBias ||
+          trace::summary_bucket(hi) != double_bucket_bits(hi) - kDoubleBucketBias)
+        return false;
+    }
+  return trace::summary_bucket(kFoldBelowMaxNs - 1) == double_bucket_bits(kFoldBelowMaxNs - 1) - kDoubleBucketBias;
+}
+static_assert(double_bucket_matches(), "double_bucket_bits - kDoubleBucketBias is summary_bucket from kFoldMinNs on");
+// At run time, after release (whose zero register the conversion reuses: no second one).
+inline __attribute__((always_inline)) uint64_t double_bucket(uint64_t ns) noexcept {
+#if defined(__SSE2__) && defined(__x86_64__)
+  const __m128d x = _mm_cvtsi64_sd(_mm_setzero_pd(), static_cast<int64_t>(ns));
+  return (static_cast<uint64_t>(_mm_cvtsi128_si64(_mm_castpd_si128(x))) >> 50) - kDoubleBucketBias;
+#else
+  return double_bucket_bits(ns) - kDoubleBucketBias;
+#endif
+}
 
 // The slot at `p` (`size` bytes) idle again: Padding, stored first (release order: a kill leaves the
 // call or nothing of it), then its other bytes zero, as the next call publishes only its non-zero fields.
@@ -149,13 +195,13 @@ inline __attribute__((always_inline)) void release(char* p, uint32_t size) noexc
 #endif
 }
 
-// The slot's call (started at `start`, blocked `d` ns) counted in `r`: the slot released first, then
-// the counts, the count last: a kill in between leaves the call uncounted (it had not returned to the
-// application) or a histogram that holds one call more than `count` (readers accept it), never a
-// call counted twice.
-inline __attribute__((always_inline)) void count_into(trace::SiteSummaryRecord* r, char* p, uint32_t size,
-                                                      uint64_t start, uint64_t d, uint64_t bucket) noexcept {
-  release(p, size);
+// The slot's call (started at `start`, blocked `d` ns, histogram bucket `bucket`) counted in `r`,
+// which holds fewer than kMaxCount calls, after the slot was released (release), the count last:
+// a kill in between leaves the call uncounted (it had not returned to the application) or a
+// histogram that holds one call more than `count` (readers accept it), never a call counted twice.
+// True when `r` is full now (its count reached kMaxCount).
+inline __attribute__((always_inline)) bool count_into(trace::SiteSummaryRecord* r, uint64_t start, uint64_t d,
+                                                      uint64_t bucket) noexcept {
   ++r->histogram[bucket];
   r->total_ns += d;
   // max_ns is the first of the slowest: a call at least as slow as the second slowest is the only
@@ -164,13 +210,26 @@ inline __attribute__((always_inline)) void count_into(trace::SiteSummaryRecord* 
   if (AW_UNLIKELY(d >= r->worst_ns[trace::kSummaryWorstExemplars - 1])) note_worst(r, d, start);
   r->last_start_ns = start;
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  ++r->count;
+#if defined(__x86_64__)
+  // The count below kMaxCount = 2^31 is its low 32 bits (little-endian, high half zero): one add
+  // whose signed overflow says it reached kMaxCount, not a test before the call is counted (summary
+  // per-call instructions <= full mode's, docs/performance.md).
+  static_assert(kMaxCount == uint64_t{1} << 31);
+  using Low = uint32_t __attribute__((may_alias));
+  Low* const low = reinterpret_cast<Low*>(&r->count);
+  const uint32_t n = *low + 1;
+  *low = n;
+  return static_cast<int32_t>(n) < 0;
+#else
+  return ++r->count >= kMaxCount;
+#endif
 }
 // The same for the slot's completed call, which ended at `end`.
 inline void fold_into(trace::SiteSummaryRecord* r, char* p, uint32_t size, uint64_t end) noexcept {
   const uint64_t start = reinterpret_cast<const trace::CallHead*>(p)->start_ns;
   const uint64_t d = end >= start ? end - start : 0;  // clocks of two CPUs a few ns apart
-  count_into(r, p, size, start, d, bucket_of(d));
+  release(p, size);
+  if (AW_UNLIKELY(count_into(r, start, d, bucket_of(d)))) summary_full(r);
 }
 }  // namespace detail
 
@@ -181,50 +240,56 @@ inline __attribute__((always_inline)) char* slot(trace::RecordType type, uint32_
   const uint32_t g = trace_writer::generation();
   *gen = g;
   const thread_buffer::detail::State& s = thread_buffer::detail::tl_state;
-  detail::Slots& t = detail::slots();
-  const auto i = static_cast<unsigned>(type);
-  // No test of s.lost_count: note_lost invalidates the slots (slot_slow reports the losses first).
-  if (AW_UNLIKELY(s.key != g || t.slot_epoch[i] != s.block_epoch)) return detail::slot_slow(type, size, g);
-  char* p = t.slot[i];
-  if (!p) __builtin_unreachable();  // a valid slot: the caller's test for none goes (one instruction less)
+  // No test of s.lost_count nor of the block: note_lost and a new block clear the slots (slot_slow
+  // reports the losses first).
+  char* p = detail::slots().slot[static_cast<unsigned>(type)];
+  if (AW_UNLIKELY(s.key != g || !p)) return detail::slot_slow(type, size, g);
   return p;
+}
+// Publishes the call record at `p`, the thread's slot (from slot()): its header stored last, with
+// release order, as thread_buffer::commit's, with no reservation to close.
+inline __attribute__((always_inline)) void publish(char* p, trace::RecordType type, uint32_t size) noexcept {
+  trace::RecordHeader h{static_cast<uint16_t>(type), static_cast<uint16_t>(size)};
+  uint32_t word;
+  __builtin_memcpy(&word, &h, sizeof word);
+  __atomic_store_n(reinterpret_cast<uint32_t*>(p), word, __ATOMIC_RELEASE);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
 }
 
 // Whether the call record at `p` is the calling thread's slot for its type, in its current block.
 inline bool is_slot(const char* p) noexcept {
   const uint16_t type = reinterpret_cast<const trace::RecordHeader*>(p)->type;
-  const detail::Slots& t = detail::slots();
-  return type < trace::kRecordTypeLimit && t.slot[type] == p &&
-         t.slot_epoch[type] == thread_buffer::detail::tl_state.block_epoch;
+  return type < trace::kRecordTypeLimit && detail::slots().slot[type] == p;
 }
 
 // Summary mode's common call, before its record is completed: when `p` is the thread's slot of
-// `type` (in flight), its call blocked less than g_fold_below_ns and
+// `type` (in flight), its call blocked kFoldMinNs <= d < the stack threshold (g_fold_range_ns) and
 // matches the summary its call site's last call went to, and that call site's calls take no stack
-// after the call unless they block (Slots::site_ra), the call is counted there and the slot released,
-// without the stack policy's test or the completion's stores, which a record released at once does
-// not need (summary per-call instructions <= full mode's, docs/performance.md). False, with nothing
-// changed but the record's result, for every other call: the caller completes it and calls after_call.
+// after the call unless they block (SummarySite::ra), the call is counted there and the slot
+// released, without the stack policy's test or the completion's stores, which a record released at
+// once does not need (summary per-call instructions <= full mode's, docs/performance.md). False,
+// with nothing changed but the record's result, for every other call: the caller completes it and
+// calls after_call. With the flight recorder's ring no site entry has its `ra` (fold_slow): every
+// call is completed, for the ring's copy.
 inline __attribute__((always_inline)) bool fold_in_flight(char* p, trace::RecordType type, int32_t result,
                                                           uint64_t end) noexcept {
-  const thread_buffer::detail::State& s = thread_buffer::detail::tl_state;
   detail::Slots& t = detail::slots();
-  const auto i = static_cast<unsigned>(type);
-  if (p != t.slot[i] || t.slot_epoch[i] != s.block_epoch) return false;
+  // Not the slot (an appended record), or the thread left the slot's block during the call.
+  if (p != t.slot[static_cast<unsigned>(type)]) return false;
   const uint32_t size = trace::record_info(static_cast<uint16_t>(type)).fixed;
-  const auto* h = reinterpret_cast<const trace::CallHead*>(p);
+  auto* h = reinterpret_cast<trace::CallHead*>(p);
   const uint64_t ra = h->end_ns;  // in flight: the caller
   const uint32_t site = detail::site_of(ra);
   const uint64_t start = h->start_ns;
   const uint64_t d = end - start;
-  if (t.site_ra[site] != ra || d >= g_fold_below_ns.load(std::memory_order_relaxed)) return false;
+  if (t.site_ra[site] != ra || d - kFoldMinNs >= g_fold_range_ns.load(std::memory_order_relaxed)) return false;
   trace::SiteSummaryRecord* r = t.sites[site];
   // The result stored (the slot is released or completed next), the flags compared as completed:
-  // without kFlagInFlight.
-  reinterpret_cast<trace::CallHead*>(p)->result = result;
-  if (AW_UNLIKELY(!detail::same_untimed(r->call, p, size / 8, trace::kFlagInFlight) || r->count >= detail::kMaxCount))
-    return false;
-  detail::count_into(r, p, size, start, d, detail::bucket_in_range(d));
+  // without kFlagInFlight. A summary in a site entry with its `ra` holds fewer than kMaxCount calls.
+  h->result = result;
+  if (AW_UNLIKELY(!detail::same_untimed(r->call, p, size / 8, trace::kFlagInFlight))) return false;
+  detail::release(p, size);
+  if (AW_UNLIKELY(detail::count_into(r, start, d, detail::double_bucket(d)))) detail::summary_full(r);
   return true;
 }
 
@@ -238,12 +303,10 @@ inline __attribute__((always_inline)) void after_call(char* p, trace::RecordType
                                                       bool quiet) noexcept {
   // The flight recorder's raw copy of every completed call (flight_ring.h), before the slot may be released.
   flight_ring::after_call(reinterpret_cast<const trace::CallHead*>(p));
-  const thread_buffer::detail::State& s = thread_buffer::detail::tl_state;
   detail::Slots& t = detail::slots();
   // Not the slot (an appended record), or the thread left the slot's block during the call: the
   // call keeps its record where it is.
-  const auto i = static_cast<unsigned>(type);
-  if (p != t.slot[i] || t.slot_epoch[i] != s.block_epoch) return;
+  if (p != t.slot[static_cast<unsigned>(type)]) return;
   const uint32_t size = trace::record_info(static_cast<uint16_t>(type)).fixed;
   trace::SiteSummaryRecord* r = t.sites[detail::site_of(ra)];
   if (AW_UNLIKELY(!detail::same_untimed(r->call, p, size / 8) || r->count >= detail::kMaxCount))

@@ -69,7 +69,10 @@ char* take_offered(Cursor& c, uint32_t size) noexcept {
 }  // namespace
 
 char* detail::reserve_in_new_block(Cursor& c, uint32_t size) noexcept {
-  if (&c == &tl_state.level[0]) ++tl_state.block_epoch;
+  if (&c == &tl_state.level[0]) {
+    ++tl_state.block_epoch;
+    clear_slots(tl_state);
+  }
   if (c.block) retire(c.block);  // full: the thread never writes into it again
   // used == 0: the thread has had no block of this trace yet (after one, `used` stays past the header).
   if (!c.block && c.used == 0 && &c == &tl_state.level[0])
@@ -124,6 +127,7 @@ char* detail::reserve_slow(uint32_t size, uint32_t gen) noexcept {
   // losses not reported yet.
   s.level[0] = s.level[1] = Cursor{nullptr, 0};
   ++s.block_epoch;
+  clear_slots(s);
   s.tid = 0;
   s.lost_count = 0;
   s.generation = gen;
@@ -193,7 +197,7 @@ void note_lost(LostReason why) noexcept {
   compiler_fence();
   __atomic_fetch_add(&s.lost_count, 1, __ATOMIC_RELAXED);
   // Summary mode's slots are taken again, the loss reported first (site_summary::slot tests no loss).
-  memset(s.summary.slot_epoch, 0, sizeof s.summary.slot_epoch);
+  clear_slots(s);
 }
 
 void release_thread() noexcept {
@@ -202,6 +206,7 @@ void release_thread() noexcept {
   // Only this trace's blocks, and none while a reservation is open (not from a thread's exit).
   if (s.key != trace_writer::generation()) return;
   ++s.block_epoch;
+  clear_slots(s);
   for (Cursor& c : s.level) {
     char* b = c.block;
     if (!b) continue;

@@ -75,11 +75,12 @@ struct Cursor {
 // of State: one thread-local object, so that the wrappers reach both from one TLS offset (summary
 // per-call instructions <= full mode's, docs/performance.md).
 struct SummarySlots {
-  // slot[type] is valid while slot_epoch[type] is State::block_epoch (a slot of the current block).
-  uint32_t slot_epoch[trace::kRecordTypeLimit];
+  // slot[type]: the slot of the thread's current block, nullptr for none. Cleared whenever level[0]'s
+  // block changes (clear_slots), so that a slot needs no epoch test (summary per-call instructions
+  // <= full mode's, docs/performance.md).
+  char* slot[trace::kRecordTypeLimit];
   // sites and the thread's index of signatures are valid while `epoch` is State::block_epoch.
   uint32_t epoch;
-  char* slot[trace::kRecordTypeLimit];
   trace::SiteSummaryRecord* sites[64];
   // The return address whose call set sites[i] when the stack policy gives that summary's calls from
   // there no stack after the call unless they block (site_summary::fold_in_flight), else 0.
@@ -101,9 +102,9 @@ struct State {
   uint32_t lost_reason;  // LostReason of the first loss not yet reported in band
   uint64_t lost_count;   // losses not yet reported in band (note_lost)
   uint64_t lost_first_ns, lost_last_ns;
-  // Changes whenever level[0]'s block does (a new block, a new trace, the thread's exit): what was
-  // placed in the thread's block (summary mode's in-flight slots, trace/site_summary.h) is valid
-  // while it is the same.
+  // Changes whenever level[0]'s block does (a new block, a new trace, the thread's exit), as the
+  // summary slots are cleared: what was placed in the thread's block (summary mode's site cache and
+  // index, trace/site_summary.h) is valid while it is the same.
   uint32_t block_epoch;
   SummarySlots summary;
 };
@@ -112,6 +113,9 @@ extern AW_TLS_SHARED State tl_state;
 // Not the common case: a nested writer (a reservation of this thread is open), the thread's first
 // record in this trace (also after a fork), or a process that is not ours.
 __attribute__((noinline)) char* reserve_slow(uint32_t size, uint32_t gen) noexcept;
+// Level 0's block changes (or a loss is to be reported before the next record): the summary slots are
+// taken again (site_summary::slot tests neither the block nor losses).
+inline void clear_slots(State& s) noexcept { memset(s.summary.slot, 0, sizeof s.summary.slot); }
 // The in-band LostRecord of the losses noted since this thread's last record.
 __attribute__((noinline)) void write_lost(State& s) noexcept;
 // A fresh block for `c`, and `size` bytes of it.
