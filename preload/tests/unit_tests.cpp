@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "cuda_abi.h"
 #include "interpose/hook_table.h"
 #include "stacks/stack_capture.h"
+#include "trace/site_summary.h"
 #include "trace/thread_buffer.h"
 #include "trace/trace_file.h"
 #include "trace/trace_writer.h"
@@ -276,6 +278,38 @@ TEST(PinnedRegistry, RememberedRangeForgottenWhenTheRegistryChanges) {
   std::thread([&] { EXPECT_TRUE(r.remove(0x50000)); }).join();
   EXPECT_EQ(classify::classify_pointer(0x50010), MemoryKind::Unknown);
   r.clear();
+}
+
+// The fast fold's histogram bucket (from the blocked time as a double) is summary_bucket's over the
+// whole range it is used for (the constexpr check covers the same values at compile time; this one
+// runs the SSE conversion the wrappers use).
+TEST(SiteSummary, DoubleBucketIsSummaryBucketFromFourNanosecondsOn) {
+  using namespace asyncwatch;
+  for (uint64_t ns = site_summary::kFoldMinNs; ns < 100000; ++ns)
+    ASSERT_EQ(site_summary::detail::double_bucket(ns), trace::summary_bucket(ns)) << ns;
+  for (uint64_t ns = 100000; ns < site_summary::kFoldBelowMaxNs; ns += ns / 7 + 1)
+    ASSERT_EQ(site_summary::detail::double_bucket(ns), trace::summary_bucket(ns)) << ns;
+  ASSERT_EQ(site_summary::detail::double_bucket(site_summary::kFoldBelowMaxNs - 1),
+            trace::summary_bucket(site_summary::kFoldBelowMaxNs - 1));
+  EXPECT_EQ(site_summary::fold_range(0), 0u);
+  EXPECT_EQ(site_summary::fold_range(3), 0u);
+  EXPECT_EQ(site_summary::fold_range(1000), 1000u - site_summary::kFoldMinNs);
+  EXPECT_EQ(site_summary::fold_range(~uint64_t{0}), site_summary::kFoldBelowMaxNs - site_summary::kFoldMinNs);
+}
+
+// count_into says when a summary is full (its count reached kMaxCount), counts every call into the
+// 64-bit count and never more than kMaxCount into it.
+TEST(SiteSummary, CountIntoSaysWhenTheSummaryIsFull) {
+  using namespace asyncwatch;
+  auto r = std::make_unique<trace::SiteSummaryRecord>();
+  r->count = site_summary::detail::kMaxCount - 2;
+  EXPECT_FALSE(site_summary::detail::count_into(r.get(), 100, 50, trace::summary_bucket(50)));
+  EXPECT_EQ(r->count, site_summary::detail::kMaxCount - 1);
+  EXPECT_TRUE(site_summary::detail::count_into(r.get(), 200, 60, trace::summary_bucket(60)));
+  EXPECT_EQ(r->count, site_summary::detail::kMaxCount);
+  EXPECT_EQ(r->total_ns, 110u);
+  EXPECT_EQ(r->last_start_ns, 200u);
+  EXPECT_EQ(r->histogram[trace::summary_bucket(50)] + r->histogram[trace::summary_bucket(60)], 2u);
 }
 
 TEST(HookTable, ExactNames) {
