@@ -46,20 +46,18 @@ inline __attribute__((always_inline)) AnyRecord* begin_in_place(trace::RecordTyp
                                                                 uint64_t* start, uint32_t* gen) noexcept {
   const uint32_t size = trace::record_info(static_cast<uint16_t>(type)).fixed;
   // Summary mode: the thread's in-flight slot for the type (trace/site_summary.h), not while it may
-  // hold the call a reentrant one interrupted. Published without closing a reservation (none is
-  // open: summary per-call instructions <= full mode's, docs/performance.md).
-  if (site_summary::enabled() && !thread_state().reentrant) {
-    if (char* p = site_summary::slot(type, size, gen)) {
-      in_flight_head(p, api, caller_ra, stack_id, start);
-      site_summary::publish(p, type, size);  // visible from here on, in flight
-      return reinterpret_cast<AnyRecord*>(p);
-    }
-  }
+  // hold the call a reentrant one interrupted.
+  char* p = nullptr;
+  if (site_summary::enabled() && !thread_state().reentrant) p = site_summary::slot(type, size, gen);
   // The generation the reserved bytes belong to (the one reserve_active compared with its cursors').
-  char* p = thread_buffer::reserve_active(size, gen);
-  if (AW_UNLIKELY(!p)) return begin_in_place_lost(start);
+  if (AW_LIKELY(!p)) {
+    p = thread_buffer::reserve_active(size, gen);
+    if (AW_UNLIKELY(!p)) return begin_in_place_lost(start);
+  }
   in_flight_head(p, api, caller_ra, stack_id, start);
-  thread_buffer::commit(p, type, size);  // visible from here on, in flight
+  // Visible from here on, in flight (a slot's publication closes no reservation: `open` is 0, so
+  // commit's closing leaves it so).
+  thread_buffer::commit(p, type, size);
   return reinterpret_cast<AnyRecord*>(p);
 }
 // After the real call: whether the record may still be written (not if the process forked meanwhile:

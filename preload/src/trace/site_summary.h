@@ -246,16 +246,6 @@ inline __attribute__((always_inline)) char* slot(trace::RecordType type, uint32_
   if (AW_UNLIKELY(s.key != g || !p)) return detail::slot_slow(type, size, g);
   return p;
 }
-// Publishes the call record at `p`, the thread's slot (from slot()): its header stored last, with
-// release order, as thread_buffer::commit's, with no reservation to close.
-inline __attribute__((always_inline)) void publish(char* p, trace::RecordType type, uint32_t size) noexcept {
-  trace::RecordHeader h{static_cast<uint16_t>(type), static_cast<uint16_t>(size)};
-  uint32_t word;
-  __builtin_memcpy(&word, &h, sizeof word);
-  __atomic_store_n(reinterpret_cast<uint32_t*>(p), word, __ATOMIC_RELEASE);
-  std::atomic_signal_fence(std::memory_order_seq_cst);
-}
-
 // Whether the call record at `p` is the calling thread's slot for its type, in its current block.
 inline bool is_slot(const char* p) noexcept {
   const uint16_t type = reinterpret_cast<const trace::RecordHeader*>(p)->type;
