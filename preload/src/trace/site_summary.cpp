@@ -98,12 +98,9 @@ char* detail::slot_slow(RecordType type, uint32_t size, uint32_t gen) noexcept {
   auto& s = tl_state;
   Slots& t = detail::slots();
   const auto i = static_cast<unsigned>(type);
-  if (s.key == gen && t.slot[i]) {  // losses to report first
-    if (s.lost_count) thread_buffer::detail::write_lost(s);
-    if (t.slot[i]) return t.slot[i];
-  }
-  // Reserved as any record (the thread's first record of the trace sets it up, losses are reported
-  // first), published as Padding: fresh space, so its bytes after the header are zero.
+  // Reserved as any record (the thread's first record of the trace sets it up, losses noted since its
+  // last record are reported first: note_lost cleared the slots), published as Padding: fresh space,
+  // so its bytes after the header are zero.
   uint32_t g;
   char* p = thread_buffer::reserve_active(size, &g);
   if (!p) return nullptr;
