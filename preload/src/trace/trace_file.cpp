@@ -260,10 +260,11 @@ void fill_header(FileHeader* h, const char* exe, const char* host) noexcept {
   h->config_flags = config_flags(c);
   h->flight_ring_blocks = c.trace_limit / kBlockSize;
   flight_ring::start(h->flight_ring_blocks);
-  site_summary::g_fold_range_ns.store(site_summary::fold_range(c.stacks == StackPolicy::All    ? 0
-                                                              : c.stacks == StackPolicy::None ? site_summary::kFoldBelowMaxNs
-                                                                                              : c.launch_stack_threshold_ns),
-                                      std::memory_order_relaxed);
+  site_summary::g_fold_range_ns.store(
+      site_summary::fold_range(c.stacks == StackPolicy::All    ? 0
+                               : c.stacks == StackPolicy::None ? site_summary::kFoldBelowMaxNs
+                                                               : c.launch_stack_threshold_ns),
+      std::memory_order_relaxed);
   site_summary::g_mode.store(!c.summary                                               ? site_summary::kOff
                              : flight_ring::g_enabled.load(std::memory_order_relaxed) ? site_summary::kOnRing
                                                                                       : site_summary::kOn,
