@@ -77,13 +77,7 @@ inline Slots& slots() noexcept { return thread_buffer::detail::tl_state.summary;
 // Bits 3-8 of the return address: the sites of a loop body within 512 bytes never share an entry
 // (a multiplicative hash did not spread them better and cost two instructions more a call: summary
 // per-call instructions <= full mode's, docs/performance.md).
-// Written as the bits in place, shifted after the mask: the compiler takes (ra & 0x1f8) as the byte
-// offset of the 8-byte entries, no shift (summary per-call instructions <= full mode's,
-// docs/performance.md).
-inline uint32_t site_of(uint64_t ra) noexcept {
-  static_assert(kSites == 64);
-  return (static_cast<uint32_t>(ra) & 0x1f8u) >> 3;
-}
+inline uint32_t site_of(uint64_t ra) noexcept { return static_cast<uint32_t>(ra >> 3) & (kSites - 1); }
 // A summary's count reached kMaxCount in fold_in_flight: the site entries that name it let go of it
 // (its next calls take fold_slow, which starts a new summary).
 __attribute__((noinline)) void summary_full(trace::SiteSummaryRecord* r) noexcept;
@@ -142,8 +136,10 @@ constexpr bool bucket_of_matches() {
 static_assert(bucket_of_matches(), "bucket_of is summary_bucket");
 // The same for kFoldMinNs <= ns < kFoldBelowMaxNs from the bits of ns as a double (exact below 2^53):
 // its biased exponent and the two mantissa bits after the leading one are 4 (e + 1023) + the bucket's
-// top bits, so the bucket is the bits >> 50, less 4 * 1024. Three instructions where
-// bucket_in_range takes eight (summary per-call instructions <= full mode's, docs/performance.md).
+// top bits, so the bucket is the bits >> 50, less 4 * 1024. Four instructions where bucket_in_range
+// takes eight (summary mode's per-call figures, docs/performance.md: what brings the idle
+// synchronization's to full mode's, with the slot's pointer test, the count's add and fold_in_flight
+// without a mode test).
 inline constexpr uint64_t kDoubleBucketBias = uint64_t{4} * 1024;
 constexpr uint64_t double_bucket_bits(uint64_t ns) noexcept {
   return __builtin_bit_cast(uint64_t, static_cast<double>(static_cast<int64_t>(ns))) >> 50;
@@ -212,8 +208,8 @@ inline __attribute__((always_inline)) bool count_into(trace::SiteSummaryRecord* 
   std::atomic_signal_fence(std::memory_order_seq_cst);
 #if defined(__x86_64__)
   // The count below kMaxCount = 2^31 is its low 32 bits (little-endian, high half zero): one add
-  // whose signed overflow says it reached kMaxCount, not a test before the call is counted (summary
-  // per-call instructions <= full mode's, docs/performance.md).
+  // whose sign says it reached kMaxCount, not a test before the call is counted (one instruction of
+  // the idle synchronization's summary-mode figure, docs/performance.md).
   static_assert(kMaxCount == uint64_t{1} << 31);
   using Low = uint32_t __attribute__((may_alias));
   Low* const low = reinterpret_cast<Low*>(&r->count);
@@ -255,12 +251,14 @@ inline bool is_slot(const char* p) noexcept {
 // Summary mode's common call, before its record is completed: when `p` is the thread's slot of
 // `type` (in flight), its call blocked kFoldMinNs <= d < the stack threshold (g_fold_range_ns) and
 // matches the summary its call site's last call went to, and that call site's calls take no stack
-// after the call unless they block (SummarySite::ra), the call is counted there and the slot
+// after the call unless they block (Slots::site_ra), the call is counted there and the slot
 // released, without the stack policy's test or the completion's stores, which a record released at
 // once does not need (summary per-call instructions <= full mode's, docs/performance.md). False,
 // with nothing changed but the record's result, for every other call: the caller completes it and
-// calls after_call. With the flight recorder's ring no site entry has its `ra` (fold_slow): every
-// call is completed, for the ring's copy.
+// calls after_call. With the flight recorder's ring no site entry has its caller (fold_slow's
+// `quiet` is false there): every call is completed, for the ring's copy, and the wrapper needs no
+// mode test first (2 instructions of the idle synchronization's summary-mode figure,
+// docs/performance.md; the ring's calls pay 2 more).
 inline __attribute__((always_inline)) bool fold_in_flight(char* p, trace::RecordType type, int32_t result,
                                                           uint64_t end) noexcept {
   detail::Slots& t = detail::slots();

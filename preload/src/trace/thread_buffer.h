@@ -76,8 +76,8 @@ struct Cursor {
 // per-call instructions <= full mode's, docs/performance.md).
 struct SummarySlots {
   // slot[type]: the slot of the thread's current block, nullptr for none. Cleared whenever level[0]'s
-  // block changes (clear_slots), so that a slot needs no epoch test (summary per-call instructions
-  // <= full mode's, docs/performance.md).
+  // block changes (clear_slots), so that a slot needs no epoch test (4 instructions of the idle
+  // synchronization's summary-mode figure, docs/performance.md).
   char* slot[trace::kRecordTypeLimit];
   // sites and the thread's index of signatures are valid while `epoch` is State::block_epoch.
   uint32_t epoch;
