@@ -312,6 +312,23 @@ TEST(SiteSummary, CountIntoSaysWhenTheSummaryIsFull) {
   EXPECT_EQ(r->histogram[trace::summary_bucket(50)] + r->histogram[trace::summary_bucket(60)], 2u);
 }
 
+// A full summary is let go by every site entry that names it (its next calls take fold_slow, which
+// starts a new summary), and only by those.
+TEST(SiteSummary, FullSummaryIsLetGoByItsSites) {
+  using namespace asyncwatch;
+  auto full = std::make_unique<trace::SiteSummaryRecord>();
+  auto other = std::make_unique<trace::SiteSummaryRecord>();
+  site_summary::detail::Slots& t = site_summary::detail::slots();
+  const site_summary::detail::Slots saved = t;
+  for (uint32_t i = 0; i < site_summary::detail::kSites; ++i) {
+    t.sites[i] = i % 3 ? other.get() : full.get();
+    t.site_ra[i] = 0x1000 + 8 * i;
+  }
+  site_summary::detail::summary_full(full.get());
+  for (uint32_t i = 0; i < site_summary::detail::kSites; ++i) EXPECT_EQ(t.site_ra[i], i % 3 ? 0x1000 + 8 * i : 0u) << i;
+  t = saved;
+}
+
 TEST(HookTable, ExactNames) {
   using hooks::Hook;
   Hook h = hooks::find("cuMemcpyHtoDAsync_v2_ptsz");
