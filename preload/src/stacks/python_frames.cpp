@@ -48,6 +48,21 @@ struct CheckedReader {
   uint64_t ahead_addr[2] = {};
   size_t ahead_size[2] = {};
   alignas(8) uint8_t ahead[2][kMaxView];
+  // A borrowed walk that keeps what it read (BorrowMemo); `log_lost`: a region failed or did not fit.
+  BorrowMemo* log = nullptr;
+  bool log_lost = false;
+
+  void remember(uint64_t addr, const void* bytes, size_t size) {
+    if (!log) return;
+    BorrowMemo& m = *log;
+    if (m.regions == BorrowMemo::kMaxRegions || size > BorrowMemo::kMaxBytes - m.bytes) {
+      log_lost = true;
+      return;
+    }
+    m.remote[m.regions++] = {reinterpret_cast<void*>(addr), size};
+    std::memcpy(m.data + m.bytes, bytes, size);
+    m.bytes += static_cast<uint32_t>(size);
+  }
 
   const uint8_t* view(uint64_t addr, size_t size) {
     if (size > kMaxView) size = kMaxView;
@@ -68,7 +83,9 @@ struct CheckedReader {
     ErrnoKeeper keep_errno;
     iovec local{to, size};
     iovec remote{reinterpret_cast<void*>(addr), size};
-    return process_vm_readv(pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(size);
+    if (process_vm_readv(pid, &local, 1, &remote, 1, 0) != static_cast<ssize_t>(size)) return log_lost = true, false;
+    remember(addr, to, size);
+    return true;
   }
   // The walk's next two reads (a frame's code object, the frame before it) in one system call
   // instead of two. A region that cannot be read is not kept: its view reads again (and fails).
@@ -83,6 +100,9 @@ struct CheckedReader {
     ahead_addr[1] = b;
     ahead_size[0] = got >= static_cast<ssize_t>(a_size) ? a_size : 0;
     ahead_size[1] = got == static_cast<ssize_t>(a_size + b_size) ? b_size : 0;
+    if (ahead_size[0]) remember(a, ahead[0], a_size);
+    if (ahead_size[1]) remember(b, ahead[1], b_size);
+    if (!ahead_size[0] || !ahead_size[1]) log_lost = true;
   }
   bool failed() const { return unreadable; }
 };
@@ -338,22 +358,42 @@ struct Candidate {
   bool holds_gil = false;
 };
 
+// The inputs of a borrowed walk that it loads directly rather than through the reader.
+struct BorrowInputs {
+  uint64_t own = 0, finalizing = 0, main_interp = 0, main_thread = 0;
+};
 template <size_t kLayout>
-uint32_t borrow_as(PythonFrame* out, uint32_t max, WalkEnd& e, Lender& lender) {
+BorrowInputs borrow_inputs(WalkEnd& e) {
+  constexpr const Layout& L = python_layout::kLayouts[kLayout];
+  auto* runtime = reinterpret_cast<const uint8_t*>(g_interpreter.runtime);
+  BorrowInputs in;
+  in.own = thread_state<kLayout>(e);
+  if (e != WalkEnd::kNoThreadState) return in;
+  in.finalizing = __atomic_load_n(finalizing_field(L), __ATOMIC_ACQUIRE);
+  in.main_interp = field<uint64_t>(runtime, L.runtime_interpreters_main);
+  in.main_thread = field<uint64_t>(runtime, L.runtime_main_thread);
+  return in;
+}
+
+template <size_t kLayout>
+uint32_t borrow_as(PythonFrame* out, uint32_t max, WalkEnd& e, Lender& lender, BorrowMemo* memo) {
   constexpr const Layout& L = python_layout::kLayouts[kLayout];
   using V = Views<kLayout>;
   // Only for a thread without any thread state, or with one of the main interpreter and no frames (a
   // native thread that attached a state once and runs no Python: PyTorch's autograd workers); one
   // with a state of a subinterpreter, or that the finalizing runtime no longer lets walk, is not
   // lent another's.
-  const uint64_t own = thread_state<kLayout>(e);
+  const BorrowInputs inputs = borrow_inputs<kLayout>(e);
   if (e != WalkEnd::kNoThreadState) return 0;
-  auto* runtime = reinterpret_cast<const uint8_t*>(g_interpreter.runtime);
-  const uint64_t finalizing = __atomic_load_n(finalizing_field(L), __ATOMIC_ACQUIRE);
+  const uint64_t own = inputs.own, finalizing = inputs.finalizing, main_interp = inputs.main_interp;
   if (finalizing != 0) return 0;  // it frees thread states
-  const uint64_t main_interp = field<uint64_t>(runtime, L.runtime_interpreters_main);
   if (!plausible(main_interp)) return 0;
   CheckedReader rd;
+  if (memo) {
+    memo->valid = false;
+    memo->regions = memo->bytes = 0;
+    rd.log = memo;
+  }
   if (own != 0) {
     uint64_t own_interp = 0;
     if (!plausible(own) || !rd.copy(own + L.tstate_interp, &own_interp, sizeof own_interp) || own_interp != main_interp)
@@ -370,7 +410,7 @@ uint32_t borrow_as(PythonFrame* out, uint32_t max, WalkEnd& e, Lender& lender) {
     uint8_t g[view_size({L.gil_last_holder, L.gil_locked})];
     if (rd.copy(gil, g, sizeof g) && field<int>(g, L.gil_locked) > 0) holder = field<uint64_t>(g, L.gil_last_holder);
   }
-  const uint64_t main_thread = field<uint64_t>(runtime, L.runtime_main_thread);
+  const uint64_t main_thread = inputs.main_thread;
   uint64_t t = 0;
   if (!rd.copy(main_interp + L.interp_threads_head, &t, sizeof t)) return 0;
   Candidate main, other, running;
@@ -410,15 +450,35 @@ uint32_t borrow_as(PythonFrame* out, uint32_t max, WalkEnd& e, Lender& lender) {
   if (n == 0) return e = WalkEnd::kNoThreadState, 0;
   lender.native_tid = static_cast<uint32_t>(pick->native_tid);
   lender.running = pick->holds_gil;
+  if (memo && !rd.log_lost && n <= BorrowMemo::kMaxFrames) {
+    memo->max = max;
+    memo->own_state = own;
+    memo->main_interp = main_interp;
+    memo->main_thread = main_thread;
+    memo->n = n;
+    memo->end = e;
+    memo->lender = lender;
+    std::memcpy(memo->frames, out, n * sizeof *out);
+    memo->valid = true;
+  }
   return n;
 }
 
 template <size_t... I>
-uint32_t borrow_dispatch(std::index_sequence<I...>, PythonFrame* out, uint32_t max, WalkEnd& e, Lender& lender) {
+uint32_t borrow_dispatch(std::index_sequence<I...>, PythonFrame* out, uint32_t max, WalkEnd& e, Lender& lender,
+                         BorrowMemo* memo) {
   uint32_t n = 0;
   const size_t layout = g_interpreter.layout_index;
-  ((layout == I ? (n = borrow_as<I>(out, max, e, lender), true) : false) || ...);
+  ((layout == I ? (n = borrow_as<I>(out, max, e, lender, memo), true) : false) || ...);
   return n;
+}
+
+template <size_t... I>
+BorrowInputs borrow_inputs_dispatch(std::index_sequence<I...>, WalkEnd& e) {
+  BorrowInputs in;
+  const size_t layout = g_interpreter.layout_index;
+  ((layout == I ? (in = borrow_inputs<I>(e), true) : false) || ...);
+  return in;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -743,6 +803,10 @@ uint32_t capture_checked(PythonFrame* out, uint32_t max, WalkEnd* end) noexcept 
 }
 
 uint32_t capture_borrowed(PythonFrame* out, uint32_t max, Lender* lender, WalkEnd* end) noexcept {
+  return capture_borrowed(out, max, lender, end, nullptr);
+}
+
+uint32_t capture_borrowed(PythonFrame* out, uint32_t max, Lender* lender, WalkEnd* end, BorrowMemo* memo) noexcept {
   WalkEnd ignored;
   WalkEnd& e = end ? *end : ignored;
   Lender ignored_lender;
@@ -750,7 +814,29 @@ uint32_t capture_borrowed(PythonFrame* out, uint32_t max, Lender* lender, WalkEn
   l = Lender{};
   e = WalkEnd::kNoPython;
   if (!ready()) return 0;
-  return borrow_dispatch(std::make_index_sequence<std::size(python_layout::kLayouts)>(), out, max, e, l);
+  return borrow_dispatch(std::make_index_sequence<std::size(python_layout::kLayouts)>(), out, max, e, l, memo);
+}
+
+uint32_t confirm_borrowed(BorrowMemo* memo, PythonFrame* out, uint32_t max, Lender* lender, WalkEnd* end) noexcept {
+  if (!memo || !memo->valid || memo->max != max || !ready()) return 0;
+  BorrowMemo& m = *memo;
+  m.valid = false;  // until confirmed
+  WalkEnd e;
+  const BorrowInputs in = borrow_inputs_dispatch(std::make_index_sequence<std::size(python_layout::kLayouts)>(), e);
+  if (e != WalkEnd::kNoThreadState || in.finalizing != 0 || in.own != m.own_state || in.main_interp != m.main_interp ||
+      in.main_thread != m.main_thread)
+    return 0;
+  {
+    ErrnoKeeper keep_errno;
+    iovec local{m.scratch, m.bytes};
+    if (process_vm_readv(getpid(), &local, 1, m.remote, m.regions, 0) != static_cast<ssize_t>(m.bytes)) return 0;
+  }
+  if (std::memcmp(m.scratch, m.data, m.bytes) != 0) return 0;
+  m.valid = true;
+  std::memcpy(out, m.frames, m.n * sizeof *out);
+  if (lender) *lender = m.lender;
+  if (end) *end = m.end;
+  return m.n;
 }
 
 bool describe_code(const PythonFrame& frame, CodeDescription& out) noexcept {

@@ -20,6 +20,8 @@
 // process_vm_readv calls until the layout is proven): no lock, no allocation, errno kept.
 #pragma once
 
+#include <sys/uio.h>
+
 #include <cstdint>
 
 #include "asyncwatch/python_lines.h"
@@ -75,6 +77,36 @@ struct Lender {
 // `end` kNoThreadState) when no thread qualifies, the calling thread has a state of its own, or
 // there is no interpreter. Costs 1-2 reads a thread and about one read a frame (~2 us each).
 uint32_t capture_borrowed(PythonFrame* out, uint32_t max, Lender* lender, WalkEnd* end = nullptr) noexcept;
+
+// What one borrowed walk read (every region and its bytes) and what it found, kept by the thread
+// that walked. A walk is a function of the bytes it reads and of a few values it loads directly
+// (this thread's own state, the main interpreter, the main thread, _finalizing): when a later
+// read of the same regions gives the same bytes, a new walk would find the same frames. Reading
+// them again is one process_vm_readv instead of one a frame (docs/python-frames.md, "Borrowed
+// frames": what it costs), so a thread that borrows often (autograd's engine threads while
+// loss.backward() waits) confirms its last walk instead of walking again.
+struct BorrowMemo {
+  static constexpr uint32_t kMaxRegions = 128, kMaxBytes = 16 * 1024, kMaxFrames = 64;
+  bool valid = false;  // the walk found frames and every region it read is here
+  uint32_t max = 0, regions = 0, bytes = 0;
+  uint64_t own_state = 0, main_interp = 0, main_thread = 0;  // the inputs not read through regions
+  iovec remote[kMaxRegions];
+  uint32_t n = 0;
+  WalkEnd end = WalkEnd::kNoPython;
+  Lender lender;
+  PythonFrame frames[kMaxFrames];
+  alignas(8) uint8_t data[kMaxBytes];     // the bytes read, region after region
+  alignas(8) uint8_t scratch[kMaxBytes];  // where confirm_borrowed reads them again
+};
+
+// capture_borrowed that also fills `memo` (left invalid when the walk found no frames, read more
+// than the memo holds, or a read failed).
+uint32_t capture_borrowed(PythonFrame* out, uint32_t max, Lender* lender, WalkEnd* end, BorrowMemo* memo) noexcept;
+
+// The frames of `memo`'s walk when the memory it read is unchanged (one process_vm_readv and a
+// compare) and `max` is the same; else 0 and the memo is dropped (invalid). Same contract as
+// capture_borrowed otherwise: any thread, no lock, no allocation, errno kept.
+uint32_t confirm_borrowed(BorrowMemo* memo, PythonFrame* out, uint32_t max, Lender* lender, WalkEnd* end) noexcept;
 
 // A caller-provided buffer that describe_code fills. `needed` lets a caller size a trace record
 // before copying: describe once with small (or zero-capacity) buffers, then again into the record.

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <iterator>
 #include <mutex>
+#include <new>
 #include <unordered_map>
 #include <vector>
 
@@ -616,27 +617,52 @@ uint32_t intern_python_slow(uint32_t native_id, const python_frames::PythonFrame
 
 // Borrowed walks (a thread without Python: docs/python-frames.md, "Borrowed frames") cost ~2 us
 // a read; each thread may make kBorrowBurst of them at once and one per kBorrowIntervalNs on
-// average (a generic cell rate: tl_borrow_tat is when the thread's budget is whole again). A
-// stacked call beyond that gets no Python frames rather than stale ones.
+// average. Before it walks again, a thread confirms its last walk when the memory that walk read
+// is unchanged (python_frames::confirm_borrowed: one read of everything instead of one a frame),
+// under a budget of its own (kConfirmBurst, kConfirmIntervalNs: the same share of the thread's
+// time as the walks' at the confirmation's cost). A stacked call beyond both gets no Python frames
+// rather than stale ones.
 constexpr uint64_t kBorrowIntervalNs = 1000'000;
 constexpr uint64_t kBorrowBurst = 64;
-AW_TLS uint64_t tl_borrow_tat;
-std::atomic<uint64_t> g_borrowed{0}, g_borrow_limited{0};
+constexpr uint64_t kConfirmIntervalNs = 200'000;
+constexpr uint64_t kConfirmBurst = 320;
+AW_TLS uint64_t tl_borrow_tat, tl_confirm_tat;
+AW_TLS python_frames::BorrowMemo* tl_borrow_memo;  // mapped at the thread's first borrowed walk
+std::atomic<uint64_t> g_borrowed{0}, g_borrow_confirmed{0}, g_borrow_limited{0};
+
+// A generic cell rate: `tat` is when the budget is whole again; false when the call is over budget.
+bool within_rate(uint64_t& tat, uint64_t now, uint64_t burst, uint64_t interval_ns) noexcept {
+  const uint64_t t = tat > now ? tat : now;
+  if (t - now > (burst - 1) * interval_ns) return false;
+  tat = t + interval_ns;
+  return true;
+}
 
 uint32_t borrow_frames(python_frames::PythonFrame* py, python_frames::WalkEnd* walk_end, uint32_t* lender) noexcept {
   const uint64_t now = now_ns();
-  const uint64_t tat = tl_borrow_tat > now ? tl_borrow_tat : now;
-  if (tat - now > (kBorrowBurst - 1) * kBorrowIntervalNs) {
-    g_borrow_limited.fetch_add(1, std::memory_order_relaxed);
-    return 0;
-  }
-  tl_borrow_tat = tat + kBorrowIntervalNs;
   python_frames::Lender l;
-  const uint32_t n = python_frames::capture_borrowed(py, kMaxPythonDepth, &l, walk_end);
+  uint32_t n = 0;
+  if (tl_borrow_memo && tl_borrow_memo->valid && within_rate(tl_confirm_tat, now, kConfirmBurst, kConfirmIntervalNs))
+    n = python_frames::confirm_borrowed(tl_borrow_memo, py, kMaxPythonDepth, &l, walk_end);
   if (n) {
-    *lender = python_lender_encode(l.native_tid, l.running);
-    g_borrowed.fetch_add(1, std::memory_order_relaxed);
+    g_borrow_confirmed.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    if (!within_rate(tl_borrow_tat, now, kBorrowBurst, kBorrowIntervalNs)) {
+      g_borrow_limited.fetch_add(1, std::memory_order_relaxed);
+      return 0;
+    }
+    if (!tl_borrow_memo) {
+      void* p =
+          mmap(nullptr, sizeof(python_frames::BorrowMemo), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p != MAP_FAILED) {
+        tl_borrow_memo = new (p) python_frames::BorrowMemo;
+        thread_exit::watch_this_thread();
+      }
+    }
+    n = python_frames::capture_borrowed(py, kMaxPythonDepth, &l, walk_end, tl_borrow_memo);
+    if (n) g_borrowed.fetch_add(1, std::memory_order_relaxed);
   }
+  if (n) *lender = python_lender_encode(l.native_tid, l.running);
   return n;
 }
 
@@ -706,6 +732,8 @@ void python_after_fork_child() noexcept { python_frames::reset_after_fork(); }
 void release_thread() noexcept {
   free(tl_py_cache);
   tl_py_cache = nullptr;
+  if (tl_borrow_memo) munmap(tl_borrow_memo, sizeof(python_frames::BorrowMemo));
+  tl_borrow_memo = nullptr;
   if (tl_sites) munmap(tl_sites, kSitesBytes);
   tl_sites = nullptr;
   free(tl_cache);
@@ -723,7 +751,8 @@ void set_main_stack_top(const void* argv) noexcept {
 // Other threads' hits since their last flush are not counted (fewer than kHitFlush each); the
 // calling thread's are.
 CacheStats cache_stats() noexcept {
-  return {g_hits.load() + tl_hits, g_unwinds.load(), g_mismatches.load(), g_borrowed.load(), g_borrow_limited.load()};
+  return {g_hits.load() + tl_hits, g_unwinds.load(),          g_mismatches.load(),
+          g_borrowed.load(),       g_borrow_confirmed.load(), g_borrow_limited.load()};
 }
 
 }  // namespace asyncwatch::stacks

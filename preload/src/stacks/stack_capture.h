@@ -46,7 +46,9 @@ void set_main_stack_top(const void* argv) noexcept;
 // Statistics for tests and benchmarks.
 struct CacheStats {
   uint64_t hits, unwinds, mismatches;
-  uint64_t borrowed, borrow_limited;  // stacks given borrowed Python frames; borrowed walks refused by the rate
+  // Stacks given borrowed Python frames by a walk, by a confirmation of the thread's last walk
+  // (python_frames::confirm_borrowed); borrowed walks refused by the rate limit.
+  uint64_t borrowed, borrow_confirmed, borrow_limited;
 };
 CacheStats cache_stats() noexcept;
 

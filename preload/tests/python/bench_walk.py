@@ -6,8 +6,9 @@ the thread state was done by a warm-up call) and with capture_checked() (every r
 process_vm_readv), and prints ns per walk and per frame; then the cost of describing a code
 object (describe_code, as a trace writer would call it) and of locating an instruction's line;
 then, per depth, a borrowed walk (capture_borrowed on a native thread without Python, reading
-this waiting thread's frames: always through process_vm_readv), alone and with 3 more Python
-threads waiting in time.sleep (whose states it looks at too).
+this waiting thread's frames: always through process_vm_readv) and the confirmation of an
+unchanged walk (confirm_borrowed), alone and with 3 more Python threads waiting in time.sleep
+(whose states it looks at too).
 Wall-clock figures: for instructions per walk run it under callgrind (run_callgrind.sh, which
 sets AW_BENCH_NO_CHECKED=1).
 """
@@ -20,7 +21,7 @@ lib.aw_bench.restype = ctypes.c_longlong
 lib.aw_bench.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_int)]
 lib.aw_bench_describe.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_longlong)]
 lib.aw_bench_borrowed.restype = ctypes.c_longlong
-lib.aw_bench_borrowed.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_int)]
+lib.aw_bench_borrowed.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_int), ctypes.c_int]
 ITERATIONS = int(sys.argv[2]) if len(sys.argv) > 2 else 200000
 DEPTHS = [int(d) for d in sys.argv[3:]] or [10, 50]
 
@@ -39,8 +40,8 @@ def at_depth(depth, mode, iterations):
         ns = (ctypes.c_longlong * 2)()
         return ns, lib.aw_bench_describe(iterations, 64, ns)
     frames = ctypes.c_int()
-    if mode == "borrowed":
-        return lib.aw_bench_borrowed(iterations, 32, ctypes.byref(frames)), frames.value
+    if mode in ("borrowed", "confirmed"):
+        return lib.aw_bench_borrowed(iterations, 32, ctypes.byref(frames), mode == "confirmed"), frames.value
     ns = lib.aw_bench(iterations, 64, mode, ctypes.byref(frames))
     return ns, frames.value
 
@@ -84,8 +85,13 @@ def main():
                 stop.set()
                 print(f"FAIL: borrowed walk at depth {depth}: {frames} frames")
                 sys.exit(1)
-            print(f"{depth:3d} frames, {1 + extra} Python threads: capture_borrowed {ns / borrowed / 1000:7.1f} us/walk "
-                  f"({frames} frames, {borrowed} walks)", flush=True)
+            cns, cframes = at_depth(depth, "confirmed", borrowed)
+            if cframes != frames:
+                stop.set()
+                print(f"FAIL: confirmed walk at depth {depth}: {cframes} frames, the walk found {frames}")
+                sys.exit(1)
+            print(f"{depth:3d} frames, {1 + extra} Python threads: capture_borrowed {ns / borrowed / 1000:7.1f} us/walk, "
+                  f"confirm_borrowed {cns / borrowed / 1000:7.1f} us ({frames} frames, {borrowed} walks)", flush=True)
     stop.set()
     for t in sleepers:
         t.join()

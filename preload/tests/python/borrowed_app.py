@@ -2,10 +2,12 @@
 (native_worker.c, a stand-in for XLA's threads) while the Python line that asked waits in ctypes
 (GIL released), as jax.device_put / np.asarray(jax_array) do. Each marked line must be the call
 site of its own finding, borrowed from this (the main) thread, while a second Python thread runs
-bytecode throughout. `python borrowed_app.py WORKER.so ITERATIONS KERNEL_MS [exit-busy|attached]`;
+bytecode throughout. `python borrowed_app.py WORKER.so ITERATIONS KERNEL_MS [exit-busy|attached|backward]`;
 with exit-busy, a daemon thread keeps the worker copying while the interpreter finalizes; with
 attached, the worker first takes a Python thread state of its own and releases the GIL, as PyTorch's
-autograd engine threads do (a thread with a state and no frames: its calls borrow the line too)."""
+autograd engine threads do (a thread with a state and no frames: its calls borrow the line too);
+backward is attached with ITERATIONS steps of 100 copies each made by the worker while one line
+waits, as loss.backward() waits for a step's kernels (no spinning thread)."""
 import ctypes
 import os
 import sys
@@ -30,8 +32,10 @@ def main():
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 3
     ms = float(sys.argv[3]) if len(sys.argv) > 3 else 5.0
     exit_busy = len(sys.argv) > 4 and sys.argv[4] == "exit-busy"
-    attached = len(sys.argv) > 4 and sys.argv[4] == "attached"
+    backward = len(sys.argv) > 4 and sys.argv[4] == "backward"
+    attached = backward or (len(sys.argv) > 4 and sys.argv[4] == "attached")
     worker.aw_worker_call.argtypes = [ctypes.c_void_p, u64, u64, u64, u64, u64]
+    worker.aw_worker_call_repeat.argtypes = [ctypes.c_void_p, ctypes.c_int, u64, u64, u64, u64, u64]
     cuda = fakeframework.Cuda()
     dev = cuda.malloc(NBYTES)
     host = ctypes.create_string_buffer(NBYTES)
@@ -52,6 +56,12 @@ def main():
         threading.Thread(target=keep_copying, daemon=True).start()
         print("borrowed_app: exiting while the worker copies", flush=True)
         return 0  # no aw_worker_stop: the worker is inside a copy while the interpreter finalizes
+    if backward:
+        for _ in range(n):
+            fakeframework.check("copies", worker.aw_worker_call_repeat(copy, 100, h, d, NBYTES, 2, 0))  # LINE:backward
+        worker.aw_worker_stop()
+        print("borrowed_app: done", flush=True)
+        return 0
     stop = threading.Event()
     busy = threading.Thread(target=spin, args=(stop,))
     busy.start()

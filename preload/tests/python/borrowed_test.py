@@ -7,7 +7,8 @@ worker as the thread the calls ran on, in JSON, text and SARIF. With ASYNCWATCH_
 call site is a .py file. A run that exits while the worker copies (the interpreter finalizes
 under the borrowing thread) exits 0 and its trace reads. A worker with a Python thread state of its
 own and no frames (PyTorch's autograd engine threads while `loss.backward()` waits) borrows the
-main thread's lines the same way.
+main thread's lines the same way, also when it makes 300 calls while one line waits (beyond a
+thread's burst of borrowed walks: confirmed walks).
 
     python borrowed_test.py ASYNCWATCH_BINARY WORKER.so
 Exit status 0 when every check passed, 1 otherwise."""
@@ -106,6 +107,21 @@ def main():
                 got = [f for f in fs if at(f) == ("borrowed_app.py", lines[mark]) and f["id"] == rule]
                 check(len(got) == 1 and got[0]["count"] == ITERATIONS and isinstance(got[0]["call_site"].get("borrowed"), dict),
                       f"attached worker: {mark}: one borrowed {rule} finding of {ITERATIONS} calls at borrowed_app.py:{lines[mark]}")
+
+        # As autograd's engine thread in loss.backward(): 300 copies while one line waits, more
+        # than a thread's burst of borrowed walks (64): the walks after the first are confirmed by a
+        # re-read of what the last one read (python_frames::confirm_borrowed), so every copy has
+        # that line.
+        back = os.path.join(tmp, "backward")
+        r = run_app(aw, worker, back, {}, "backward")
+        check(r.returncode == 0, f"run with a worker making 100 copies a wait exits 0 (got {r.returncode}: {r.stderr[-400:]})")
+        if r.returncode == 0:
+            fs = [f for f in json.loads(report(aw, back, "json"))["findings"] if f["id"] == "pageable-async-copy"]
+            got = [f for f in fs if at(f) == ("borrowed_app.py", lines["backward"])]
+            check(len(got) == 1 and got[0]["count"] == 100 * ITERATIONS and
+                  isinstance(got[0]["call_site"].get("borrowed"), dict),
+                  f"backward: one borrowed finding of {100 * ITERATIONS} copies at borrowed_app.py:{lines['backward']} "
+                  f"(got {[(at(f), f['count']) for f in fs]})")
 
         r = run_app(aw, worker, busy, {}, "exit-busy")
         check(r.returncode == 0 and "exiting while the worker copies" in r.stdout,

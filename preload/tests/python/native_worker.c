@@ -15,7 +15,7 @@ typedef int (*call5)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t);
 static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 static pthread_t worker;
-static int started, stop, pending, done, result;
+static int started, stop, pending, done, result, repeat;
 static call5 job;
 static uint64_t args[5];
 
@@ -28,8 +28,10 @@ static void* run(void* unused) {
     pending = 0;
     call5 fn = job;
     uint64_t a[5] = {args[0], args[1], args[2], args[3], args[4]};
+    int times = repeat;
     pthread_mutex_unlock(&mutex);
-    int r = fn(a[0], a[1], a[2], a[3], a[4]);
+    int r = 0;
+    for (int i = 0; i < times && r == 0; ++i) r = fn(a[0], a[1], a[2], a[3], a[4]);
     pthread_mutex_lock(&mutex);
     result = r;
     done = 1;
@@ -45,10 +47,14 @@ AW_EXPORT int aw_worker_start(void) {
   return started ? 0 : -1;
 }
 
-/* Runs fn(a0..a4) on the worker thread and waits for it; returns what fn returned. */
-AW_EXPORT int aw_worker_call(void* fn, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4) {
+/* Runs fn(a0..a4) `times` times on the worker thread (until one fails) and waits for it, as
+ * loss.backward() waits while autograd's engine thread launches a step's kernels; returns what fn
+ * returned last. */
+AW_EXPORT int aw_worker_call_repeat(void* fn, int times, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3,
+                                    uint64_t a4) {
   pthread_mutex_lock(&mutex);
   job = (call5)fn;
+  repeat = times;
   args[0] = a0, args[1] = a1, args[2] = a2, args[3] = a3, args[4] = a4;
   done = 0;
   pending = 1;
@@ -59,6 +65,10 @@ AW_EXPORT int aw_worker_call(void* fn, uint64_t a0, uint64_t a1, uint64_t a2, ui
   return r;
 }
 
+/* Runs fn(a0..a4) on the worker thread and waits for it; returns what fn returned. */
+AW_EXPORT int aw_worker_call(void* fn, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4) {
+  return aw_worker_call_repeat(fn, 1, a0, a1, a2, a3, a4);
+}
 /* PyTorch's autograd engine threads: each takes a Python thread state once and releases the GIL
  * (python_engine.cpp's thread_init, pybind11 gil_scoped_acquire + gil_scoped_release), then runs
  * C++ only: a thread with a state of its own and no frames. */

@@ -204,12 +204,18 @@ int describe_checked(const PythonFrame* frames, uint32_t n, char* out, int cap, 
   return static_cast<int>(n);
 }
 
+// How a native thread borrows: walks, or walks once keeping what it read and then confirms that
+// walk (python_frames::confirm_borrowed), or only confirms the walk kept in g_memo.
+enum BorrowMode { kWalk = 0, kWalkThenConfirm = 1, kConfirmKept = 2, kWalkAndKeep = 3 };
+python_frames::BorrowMemo g_memo;
+
 struct Borrowed {
   char* out;
   int cap, max_frames, iterations;
   int n, end, used;
   python_frames::Lender lender;
   long long ns;
+  int mode;
 };
 
 void* borrow_on_native_thread(void* arg) {
@@ -218,9 +224,15 @@ void* borrow_on_native_thread(void* arg) {
   const uint32_t max = b->max_frames < 64 ? static_cast<uint32_t>(b->max_frames) : 64;
   WalkEnd e{};
   uint32_t n = 0;
+  if (b->mode == kWalkThenConfirm || b->mode == kWalkAndKeep)
+    n = python_frames::capture_borrowed(frames, max, &b->lender, &e, &g_memo);
   timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  for (int i = 0; i < b->iterations; ++i) n = python_frames::capture_borrowed(frames, max, &b->lender, &e);
+  if (b->mode == kWalk) {
+    for (int i = 0; i < b->iterations; ++i) n = python_frames::capture_borrowed(frames, max, &b->lender, &e);
+  } else if (b->mode != kWalkAndKeep) {
+    for (int i = 0; i < b->iterations; ++i) n = python_frames::confirm_borrowed(&g_memo, frames, max, &b->lender, &e);
+  }
   clock_gettime(CLOCK_MONOTONIC, &t1);
   b->ns = (t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec);
   b->end = static_cast<int>(e);
@@ -235,7 +247,7 @@ void* borrow_on_native_thread(void* arg) {
 // aw_walk), -100 when no thread could be started; *lender_tid / *running: python_frames::Lender.
 AW_HELPER int aw_walk_borrowed(char* out, int cap, int max_frames, int* end, int* used, unsigned* lender_tid,
                                int* running) {
-  Borrowed b{out, cap, max_frames, 1, 0, 0, 0, {}, 0};
+  Borrowed b{out, cap, max_frames, 1, 0, 0, 0, {}, 0, kWalk};
   pthread_t t;
   if (pthread_create(&t, nullptr, borrow_on_native_thread, &b) != 0) return -100;
   pthread_join(t, nullptr);
@@ -246,10 +258,26 @@ AW_HELPER int aw_walk_borrowed(char* out, int cap, int max_frames, int* end, int
   return b.n;
 }
 
-// `iterations` borrowed walks on a new native thread; returns their nanoseconds, the frames of
-// the last in *frames_out.
-AW_HELPER long long aw_bench_borrowed(int iterations, int max_frames, int* frames_out) {
-  Borrowed b{nullptr, 0, max_frames, iterations, 0, 0, 0, {}, 0};
+// As aw_walk_borrowed, with the walk kept across calls: `mode` 3 walks and keeps what it read
+// (g_memo), 2 only confirms the kept walk (0 frames when the memory it read has changed), 1 walks,
+// keeps and confirms at once (the frames are the confirmation's).
+AW_HELPER int aw_walk_borrowed_memo(int mode, char* out, int cap, int max_frames, int* end, int* used,
+                                    unsigned* lender_tid, int* running) {
+  Borrowed b{out, cap, max_frames, 1, 0, 0, 0, {}, 0, mode};
+  pthread_t t;
+  if (pthread_create(&t, nullptr, borrow_on_native_thread, &b) != 0) return -100;
+  pthread_join(t, nullptr);
+  *end = b.end;
+  *used = b.used;
+  *lender_tid = b.lender.native_tid;
+  *running = b.lender.running ? 1 : 0;
+  return b.n;
+}
+
+// `iterations` borrowed walks on a new native thread (`confirm`: one walk, then `iterations`
+// confirmations of it); returns their nanoseconds, the frames of the last in *frames_out.
+AW_HELPER long long aw_bench_borrowed(int iterations, int max_frames, int* frames_out, int confirm) {
+  Borrowed b{nullptr, 0, max_frames, iterations, 0, 0, 0, {}, 0, confirm ? kWalkThenConfirm : kWalk};
   pthread_t t;
   if (pthread_create(&t, nullptr, borrow_on_native_thread, &b) != 0) return -1;
   pthread_join(t, nullptr);
@@ -269,7 +297,7 @@ struct Async {
 // A native thread that waits `delay_ms` and then makes one borrowed walk, while the caller goes on
 // (running Python: rule 3 of capture_borrowed); aw_borrow_async_join collects it as aw_walk_borrowed.
 AW_HELPER int aw_borrow_async_start(int delay_ms, int max_frames) {
-  g_async.b = Borrowed{g_async.buf, sizeof g_async.buf, max_frames, 1, 0, 0, 0, {}, 0};
+  g_async.b = Borrowed{g_async.buf, sizeof g_async.buf, max_frames, 1, 0, 0, 0, {}, 0, kWalk};
   g_async.delay_ms = delay_ms;
   return pthread_create(
       &g_async.thread, nullptr,
@@ -300,7 +328,7 @@ AW_HELPER int aw_borrow_forever() {
       [](void*) -> void* {
         static char buf[1 << 16];
         for (;;) {
-          Borrowed b{buf, sizeof buf, 64, 1, 0, 0, 0, {}, 0};
+          Borrowed b{buf, sizeof buf, 64, 1, 0, 0, 0, {}, 0, kWalk};
           borrow_on_native_thread(&b);
         }
         return nullptr;

@@ -320,6 +320,40 @@ def case_borrowed_main():
         fail("borrowed-main-line2", "two lines gave the same line")
 
 
+WBM = lib.aw_walk_borrowed_memo
+WBM.argtypes = [ctypes.c_int] + WB.argtypes
+WALK_CONFIRM, CONFIRM_KEPT, WALK_KEEP = 1, 2, 3
+
+
+def case_borrowed_confirmed():
+    # A borrowed walk kept (what it read, what it found) is confirmed by reading the same memory
+    # again (confirm_borrowed): the same frames, lender and end as the walk.
+    tid, running = ctypes.c_uint(), ctypes.c_int()
+    n, exp = WBM(WALK_CONFIRM, B, C, N, E, U, tid, running), expected(sys._getframe())  # @confirm_same
+    check("borrowed-confirmed", n, exp, ["confirm_same"])
+    check_lender("borrowed-confirmed", tid, running, threading.get_native_id(), 0)
+    # Kept on one call and confirmed on the next from the same frame and instruction (a loop, as
+    # a training loop's loss.backward()): confirmed, with that line. (3.11 counts a code object's
+    # first executions down in the code object itself, co_warmup, which the walk reads: the loop
+    # runs past that before the walk it confirms.)
+    results = []
+    for mode in [WALK_KEEP] * 16 + [CONFIRM_KEPT]:
+        results.append((WBM(mode, B, C, N, E, U, tid, running), expected(sys._getframe())))  # @confirm_loop
+    n, exp = results[-1]
+    if n <= 0:
+        fail("borrowed-confirmed-loop", f"an unchanged walk was not confirmed ({n})")
+    check("borrowed-confirmed-loop", n, exp, ["confirm_loop"])
+    # Once the lender has moved to another line, the kept walk is not confirmed (never a stale
+    # line), and it stays dropped.
+    n = WBM(CONFIRM_KEPT, B, C, N, E, U, tid, running)  # @confirm_moved
+    if n != 0:
+        fail("borrowed-confirm-moved", f"{n} frames confirmed after the lender moved: {parse(n, B, U)}")
+    n = WBM(CONFIRM_KEPT, B, C, N, E, U, tid, running)
+    if n != 0:
+        fail("borrowed-confirm-dropped", f"{n} frames confirmed from a dropped walk")
+    print("ok borrowed-confirm-moved: not confirmed once the lender moved", flush=True)
+
+
 def spin(stop):
     x = 0
     while not stop.is_set():
@@ -433,7 +467,7 @@ def main():
     cases = [case_nested, case_distinct_lines, case_checked_reads, case_method_qualname,
              case_second_thread, case_generator, case_coroutine, case_asyncio, case_deep_recursion,
              case_through_c, case_comprehension, case_traced, case_class_body, case_native_thread,
-             case_native_thread_with_gilstate, case_borrowed_main, case_borrowed_busy_thread,
+             case_native_thread_with_gilstate, case_borrowed_main, case_borrowed_confirmed, case_borrowed_busy_thread,
              case_borrowed_other_thread, case_borrowed_running, case_fork_child]
     for case in cases:
         case()
