@@ -6,6 +6,7 @@
 #include "events/event.h"
 #include "events/host_functions.h"
 #include "events/streams.h"
+#include "findings/process_analyzer.h"
 #include "findings/rules.h"
 #include "report/format.h"
 #include "timeline/call_label.h"
@@ -176,70 +177,79 @@ using HostFunctions = events::HostFunctionJoin<uint64_t>;  // the enqueue's user
 // analysis' walk, or the trace walked again): a host call, a host function's run (named after its
 // enqueue through the host-function join of events/host_functions.h) or a GPU operation. Calls in
 // flight or with torn times are not drawn. host_call(tid, start, end, label); gpu_span(stream,
-// start, end, label). True when something was drawn.
+// start, end, label). True when something was drawn. `ev`: the record's typed event (events/event.h).
+template <class E, class HostCall, class GpuSpan>
+__attribute__((always_inline)) inline bool draw_event(const RecordView& r, const E& ev, HostFunctions& host_functions,
+                                                      HostCall&& host_call, GpuSpan&& gpu_span) {
+  using events::is_one_of;
+  if constexpr (E::kCall) {
+    const CallHead& c = ev.rec;
+    if ((c.flags & kFlagInFlight) || c.end_ns < c.start_ns) return false;
+    if constexpr (E::kind == RecordType::HostFuncEnqueue) {
+      HostFuncRunRecord ran;  // a run that came first was drawn when it came
+      host_functions.enqueue(ev.rec.callback_id, ev.rec.user_function, &ran);
+    }
+    LabelRecipe label;
+    label.type = E::kind;
+    label.api = c.api;
+    if constexpr (is_one_of<E, RecordType::Copy, RecordType::Memset>) {
+      label.what = LabelRecipe::Call;
+      label.value = ev.rec.bytes;
+      if constexpr (E::kind == RecordType::Copy) label.direction = ev.rec.direction;
+    } else if constexpr (E::kind == RecordType::Launch) {
+      label.what = LabelRecipe::Kernel;
+      label.value = ev.rec.kernel_name_id;
+    }
+    host_call(r.tid, c.start_ns, c.end_ns, label);
+    return true;
+  } else if constexpr (E::kind == RecordType::HostFuncRun) {
+    const HostFuncRunRecord& run = ev.rec;
+    uint64_t function = 0;
+    LabelRecipe label;
+    label.what = host_functions.run(run, &function) == HostFunctions::Outcome::Joined ? LabelRecipe::RunNamed
+                                                                                      : LabelRecipe::Run;
+    label.value = function;
+    host_call(r.tid, run.start_ns, run.end_ns, label);
+    return true;
+  } else if constexpr (E::kind == RecordType::GpuSpan) {
+    const GpuSpanRecord& g = ev.rec;
+    LabelRecipe label;
+    label.what = LabelRecipe::GpuOp;
+    label.value = g.op;
+    gpu_span(events::resolve_stream(g.stream_kind, g.stream, r.tid), g.start_ns, g.end_ns, label);
+    return false;
+  } else {
+    (void)r, (void)ev, (void)host_functions, (void)host_call, (void)gpu_span;
+    return false;
+  }
+}
+// The same for a record not yet typed (the trace walked again).
 template <class HostCall, class GpuSpan>
-__attribute__((always_inline)) inline bool draw_record(const RecordView& r, HostFunctions& host_functions,
-                                                       HostCall&& host_call, GpuSpan&& gpu_span) {
-  bool drawn = false;
-  events::visit(
-      r, [&](const auto& ev) __attribute__((always_inline)) {
-        using E = std::decay_t<decltype(ev)>;
-        using events::is_one_of;
-        if constexpr (E::kCall) {
-          const CallHead& c = ev.rec;
-          if ((c.flags & kFlagInFlight) || c.end_ns < c.start_ns) return;
-          if constexpr (E::kind == RecordType::HostFuncEnqueue) {
-            HostFuncRunRecord ran;  // a run that came first was drawn when it came
-            host_functions.enqueue(ev.rec.callback_id, ev.rec.user_function, &ran);
-          }
-          LabelRecipe label;
-          label.type = E::kind;
-          label.api = c.api;
-          if constexpr (is_one_of<E, RecordType::Copy, RecordType::Memset>) {
-            label.what = LabelRecipe::Call;
-            label.value = ev.rec.bytes;
-            if constexpr (E::kind == RecordType::Copy) label.direction = ev.rec.direction;
-          } else if constexpr (E::kind == RecordType::Launch) {
-            label.what = LabelRecipe::Kernel;
-            label.value = ev.rec.kernel_name_id;
-          }
-          host_call(r.tid, c.start_ns, c.end_ns, label);
-          drawn = true;
-        } else if constexpr (E::kind == RecordType::HostFuncRun) {
-          const HostFuncRunRecord& run = ev.rec;
-          uint64_t function = 0;
-          LabelRecipe label;
-          label.what = host_functions.run(run, &function) == HostFunctions::Outcome::Joined ? LabelRecipe::RunNamed
-                                                                                            : LabelRecipe::Run;
-          label.value = function;
-          host_call(r.tid, run.start_ns, run.end_ns, label);
-          drawn = true;
-        } else if constexpr (E::kind == RecordType::GpuSpan) {
-          const GpuSpanRecord& g = ev.rec;
-          LabelRecipe label;
-          label.what = LabelRecipe::GpuOp;
-          label.value = g.op;
-          gpu_span(events::resolve_stream(g.stream_kind, g.stream, r.tid), g.start_ns, g.end_ns, label);
-        }
-      });
-  return drawn;
+inline bool draw_record(const RecordView& r, HostFunctions& host_functions, HostCall&& host_call, GpuSpan&& gpu_span) {
+  return events::visit(r, [&](const auto& ev) __attribute__((always_inline)) {
+    return draw_event(r, ev, host_functions, host_call, gpu_span);
+  });
 }
 
-class PictureWalkImpl final : public PictureWalk, public RecordHook {
+class PictureWalkImpl final : public PictureWalk {
  public:
   PictureWalkImpl(const TraceFile& t, const std::vector<CallMark>* marks, uint64_t pending_callbacks, double width)
       : marks_(marks), t0_(t.header().start_monotonic_ns), width_(width), host_functions_(pending_callbacks) {}
-  RecordHook* hook() override { return this; }
+  ProcessResult analyze(TraceFile& trace, const Options& options, std::vector<CallMark>* marks) override {
+    return analysis::analyze_trace_with(trace, options, marks, *this);
+  }
 
-  // The draw, host_call and add inline here: one function per record (calls of each, their
-  // arguments and saved registers, were about a third of the picture's instructions: the HTML
-  // report's time over the JSON report's, docs/performance.md).
-  void record(const RecordView& r) override {
+  // Each event of the analysis' walk (ProcessAnalyzer::run), after the analysis took it. The draw,
+  // host_call and add inline here, and this inline into the walk: no call, no saved registers and
+  // no second dispatch on the type per record (those were about a third of the picture's
+  // instructions: the HTML report's time over the JSON report's, docs/performance.md).
+  template <class E>
+  __attribute__((always_inline)) void event(const RecordView& r, const E& ev) {
     const size_t marks_before = seen_marks_;
     seen_marks_ = marks_ ? marks_->size() : 0;
     const bool marked = seen_marks_ > marks_before;
-    const bool drawn = draw_record(
-        r, host_functions_,
+    const bool drawn = draw_event(
+        r, ev, host_functions_,
         [&](uint32_t tid, uint64_t start, uint64_t end, const LabelRecipe& label)
             __attribute__((always_inline)) { host_call(tid, start, end, label, marked ? marks_before : SIZE_MAX); },
         [&](const events::StreamRef& st, uint64_t start, uint64_t end, const LabelRecipe& label) {
