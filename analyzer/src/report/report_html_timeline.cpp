@@ -171,6 +171,31 @@ struct FlaggedCall {
   LabelRecipe label;
 };
 
+// A lane's flagged calls, appended and then read in order: in chunks of at most kMaxChunk (the
+// first ones small), so that it grows without a vector's doubling copies (the HTML report's peak
+// RSS on a trace with a million flagged calls, docs/performance.md) and without a std::deque's
+// node allocation every dozen calls (about 100 instructions a flagged call: the HTML report's time
+// over the JSON report's).
+class FlaggedCallList {
+ public:
+  void push_back(const FlaggedCall& c) {
+    if (chunks_.empty() || chunks_.back().size() == chunks_.back().capacity()) {
+      chunks_.emplace_back();
+      chunks_.back().reserve(std::min(kMaxChunk, size_t{16} << std::min<size_t>(chunks_.size() - 1, 16)));
+    }
+    chunks_.back().push_back(c);
+  }
+  template <class F>
+  void for_each(F&& f) const {
+    for (const auto& chunk : chunks_)
+      for (const FlaggedCall& c : chunk) f(c);
+  }
+
+ private:
+  static constexpr size_t kMaxChunk = 4096;
+  std::vector<std::vector<FlaggedCall>> chunks_;
+};
+
 using HostFunctions = events::HostFunctionJoin<uint64_t>;  // the enqueue's user function
 
 // What the picture draws of one record, the one definition for both ways of making it (the
@@ -269,9 +294,7 @@ class PictureWalkImpl final : public PictureWalk {
     bool stream;
     std::string name;           // streams' (threads' are named after the walk)
     std::vector<CallRun> runs;  // plain, in the order of their first calls
-    // A deque: grown without a vector's doubling copies (the HTML report's peak RSS on a trace with
-    // a million flagged calls, docs/performance.md).
-    std::deque<FlaggedCall> flagged;
+    FlaggedCallList flagged;
     size_t open[PixelLane::kKinds] = {};  // each kind's run still growing: its index in runs + 1, 0 none
     bool seen = false;
     uint64_t last_start = 0;  // of the thread's last call drawn
@@ -430,9 +453,10 @@ ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* 
       }
       // A flagged call of a finding the report does not show is a plain call: placed among those.
       for (const auto& l : walk->lanes_)
-        for (const FlaggedCall& c : l.flagged)
+        l.flagged.for_each([&](const FlaggedCall& c) {
           if (exact && (c.mark >= marks->marks.size() || report_finding(marks->marks[c.mark].finding) < 0))
             exact = false;
+        });
       if (!exact) walk = nullptr;
     }
     if (diagnostics::verbose())
@@ -462,11 +486,11 @@ ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* 
                                              r.busy_ns, r.longest_ns, r.kind, -1, 0, &longest))
             bar->label = label_text(longest ? r.longest_label : r.first_label);
         }
-        for (const FlaggedCall& c : l.flagged) {
+        l.flagged.for_each([&](const FlaggedCall& c) {
           const int32_t f = report_finding(marks->marks[c.mark].finding);
           px.add_labelled(
               c.start, c.end, [&] { return label_text(c.label); }, 0, f, severity_of(f));
-        }
+        });
       }
     }
     FlaggedCalls<int32_t> flagged;
