@@ -82,8 +82,8 @@ class ProcessAnalyzer final : public RuleContext {
     // fields through memory (docs/performance.md); the consumer's too, and a second dispatch on
     // the type (the HTML report's time over the JSON report's).
     if constexpr (std::is_same_v<Hook, NoHook>)
-      trace_.stream_merged(
-          [this](const RecordView& r) __attribute__((always_inline)) { record(r, static_cast<NoHook*>(nullptr)); });
+      trace_.stream_merged([this](const RecordView& r)
+                               __attribute__((always_inline)) { record(r, static_cast<NoHook*>(nullptr)); });
     else
       trace_.stream_merged([ this, after ](const RecordView& r) __attribute__((always_inline)) { record(r, after); });
   }
@@ -94,10 +94,11 @@ class ProcessAnalyzer final : public RuleContext {
     current_thread_ = r.thread;
     // The one dispatch on the record's type (events/event.h); each kind's handling below is made
     // for its type (the records of the hot path read in place: 8-aligned in the mapping).
-    events::visit(r, [ this, &r, after ](const auto& ev) __attribute__((always_inline)) {
-      on_event(r, ev);
-      if constexpr (!std::is_same_v<Hook, NoHook>) after->event(r, ev);
-    });
+    events::visit(
+        r, [ this, &r, after ](const auto& ev) __attribute__((always_inline)) {
+          on_event(r, ev);
+          if constexpr (!std::is_same_v<Hook, NoHook>) after->event(r, ev);
+        });
   }
 
   // (current_stream_: the stream of a copy, memset or launch, UINT64_MAX for the other records)

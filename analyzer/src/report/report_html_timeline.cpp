@@ -231,8 +231,8 @@ __attribute__((always_inline)) inline bool draw_event(const RecordView& r, const
     const HostFuncRunRecord& run = ev.rec;
     uint64_t function = 0;
     LabelRecipe label;
-    label.what = host_functions.run(run, &function) == HostFunctions::Outcome::Joined ? LabelRecipe::RunNamed
-                                                                                      : LabelRecipe::Run;
+    label.what =
+        host_functions.run(run, &function) == HostFunctions::Outcome::Joined ? LabelRecipe::RunNamed : LabelRecipe::Run;
     label.value = function;
     host_call(r.tid, run.start_ns, run.end_ns, label);
     return true;
@@ -251,9 +251,9 @@ __attribute__((always_inline)) inline bool draw_event(const RecordView& r, const
 // The same for a record not yet typed (the trace walked again).
 template <class HostCall, class GpuSpan>
 inline bool draw_record(const RecordView& r, HostFunctions& host_functions, HostCall&& host_call, GpuSpan&& gpu_span) {
-  return events::visit(r, [&](const auto& ev) __attribute__((always_inline)) {
-    return draw_event(r, ev, host_functions, host_call, gpu_span);
-  });
+  return events::visit(
+      r, [&](const auto& ev)
+             __attribute__((always_inline)) { return draw_event(r, ev, host_functions, host_call, gpu_span); });
 }
 
 class PictureWalkImpl final : public PictureWalk {
