@@ -303,7 +303,8 @@ class PictureWalkImpl final : public PictureWalk {
   const std::vector<CallMark>* marks_;
   size_t seen_marks_ = 0;
   bool exact_ = true;
-  uint64_t max_rel_end_ = 0;  // the latest end drawn, since the process start
+  uint64_t max_rel_end_ = 0;   // the latest end drawn, since the process start
+  uint64_t narrow_below_ = 0;  // the widest span of a run that passed add()'s test, + 1 (0: none)
   uint64_t t0_;
   double width_;
 
@@ -343,9 +344,17 @@ class PictureWalkImpl final : public PictureWalk {
     if (size_t open = l.open[kind]) {
       CallRun& run = l.runs[open - 1];
       // Less than half a column wide at the scale known so far (the last end so far: the final one
-      // is later or the same, its columns as wide or wider).
+      // is later or the same, its columns as wide or wider). A span below one that passed passes
+      // too (the test only grows more lenient as the last end grows; both conversions and the
+      // product are monotonic): the test in doubles only for wider ones (its conversions were a
+      // good part of a call's drawing: the HTML report's time over the JSON report's).
       const uint64_t lo = std::min(run.min_start, start), hi = std::max(run.max_end, end);
-      if (static_cast<double>(hi - lo) * 2 * width_ < static_cast<double>(max_rel_end_)) {
+      bool narrow = hi - lo < narrow_below_;
+      if (!narrow && static_cast<double>(hi - lo) * 2 * width_ < static_cast<double>(max_rel_end_)) {
+        narrow = true;
+        narrow_below_ = hi - lo + 1;  // (wrapping to 0 at the largest span: none below, still exact)
+      }
+      if (narrow) {
         run.min_start = lo;
         run.max_end = hi;
         run.max_start = std::max(run.max_start, start);
