@@ -258,7 +258,7 @@ inline bool draw_record(const RecordView& r, HostFunctions& host_functions, Host
 
 class PictureWalkImpl final : public PictureWalk {
  public:
-  PictureWalkImpl(const TraceFile& t, const std::vector<CallMark>* marks, uint64_t pending_callbacks, double width)
+  PictureWalkImpl(const TraceFile& t, const std::vector<CallMark>& marks, uint64_t pending_callbacks, double width)
       : marks_(marks), t0_(t.header().start_monotonic_ns), width_(width), host_functions_(pending_callbacks) {}
   ProcessResult analyze(TraceFile& trace, const Options& options, std::vector<CallMark>* marks) override {
     return analysis::analyze_trace_with(trace, options, marks, *this);
@@ -271,7 +271,7 @@ class PictureWalkImpl final : public PictureWalk {
   template <class E>
   __attribute__((always_inline)) void event(const RecordView& r, const E& ev) {
     const size_t marks_before = seen_marks_;
-    seen_marks_ = marks_ ? marks_->size() : 0;
+    seen_marks_ = marks_.size();
     const bool marked = seen_marks_ > marks_before;
     const bool drawn = draw_event(
         r, ev, host_functions_,
@@ -300,7 +300,7 @@ class PictureWalkImpl final : public PictureWalk {
     uint64_t last_start = 0;  // of the thread's last call drawn
   };
   std::deque<Lane> lanes_;
-  const std::vector<CallMark>* marks_;
+  const std::vector<CallMark>& marks_;
   size_t seen_marks_ = 0;
   bool exact_ = true;
   uint64_t max_rel_end_ = 0;   // the latest end drawn, since the process start
@@ -379,7 +379,7 @@ class PictureWalkImpl final : public PictureWalk {
 
 }  // namespace
 
-std::shared_ptr<PictureWalk> PictureWalk::make(const TraceFile& trace, const std::vector<CallMark>* marks,
+std::shared_ptr<PictureWalk> PictureWalk::make(const TraceFile& trace, const std::vector<CallMark>& marks,
                                                uint64_t pending_callbacks, double width) {
   return std::make_shared<PictureWalkImpl>(trace, marks, pending_callbacks, width);
 }

@@ -113,7 +113,7 @@ class PictureWalk {
  public:
   virtual ~PictureWalk() = default;
   // `marks`: the analysis' CallMarks of this trace (the walk reads the ones each record adds).
-  static std::shared_ptr<PictureWalk> make(const TraceFile& trace, const std::vector<CallMark>* marks,
+  static std::shared_ptr<PictureWalk> make(const TraceFile& trace, const std::vector<CallMark>& marks,
                                            uint64_t pending_callbacks, double width = kPictureWidth);
   // analyze_trace(trace, options, marks) with this picture drawn from the same walk (`marks` the
   // make's).
