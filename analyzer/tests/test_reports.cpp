@@ -1,5 +1,6 @@
 // Text, JSON and SARIF writers.
 #include "findings/analysis.h"
+#include "report/ascii_words.h"
 #include "report/json_writer.h"
 #include "report/reports.h"
 #include "test_util.h"
@@ -7,7 +8,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <sstream>
+#include <string>
 
 using namespace asyncwatch;
 using namespace asyncwatch::testing;
@@ -208,6 +211,34 @@ TEST(JsonWriter, WritesWhatNlohmannDumpWrites) {
       nlohmann::ordered_json::array({{{"k\x01\xff", "v"}, {"inner", {1, nlohmann::ordered_json::array()}}}});
   w.end_object();
   EXPECT_EQ(w.text(), doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+}
+
+// The word-at-a-time tests against a byte at a time: one odd byte (every value) at every place of
+// strings of every length up to three words, in plain text, so the tail's word is covered too.
+TEST(AsciiWords, WordTestsAnswerAsTheBytesDo) {
+  using namespace asyncwatch::ascii_words;
+  auto json_bad = [](uint64_t w) { return has_high(w) | has_below(w, 0x20) | has_byte(w, '"') | has_byte(w, '\\'); };
+  auto json_byte = [](uint8_t c) { return c < 0x20 || c >= 0x80 || c == '"' || c == '\\'; };
+  auto html_bad = [](uint64_t w) {
+    return has_byte(w, '&') | has_byte(w, '<') | has_byte(w, '>') | has_byte(w, '"') | has_byte(w, '\'');
+  };
+  auto html_byte = [](uint8_t c) { return c == '&' || c == '<' || c == '>' || c == '"' || c == '\''; };
+  auto printable_bad = [](uint64_t w) { return has_high(w) | has_below(w, 0x20) | has_byte(w, 0x7f); };
+  auto printable_byte = [](uint8_t c) { return c < 0x20 || c >= 0x7f; };
+  size_t checked = 0;
+  for (size_t len = 0; len <= 24; ++len)
+    for (size_t at = 0; at < std::max<size_t>(len, 1); ++at)
+      for (int v = 0; v < 256; ++v) {
+        std::string s(len, 'a');
+        if (len) s[at] = static_cast<char>(v);
+        const auto c = static_cast<uint8_t>(v);
+        const bool odd = len > 0;
+        ASSERT_EQ(no_word(s, json_bad), !(odd && json_byte(c))) << len << " " << at << " " << v;
+        ASSERT_EQ(no_word(s, html_bad), !(odd && html_byte(c))) << len << " " << at << " " << v;
+        ASSERT_EQ(no_word(s, printable_bad), !(odd && printable_byte(c))) << len << " " << at << " " << v;
+        ++checked;
+      }
+  EXPECT_GT(checked, 70000u);
 }
 
 TEST(JsonWriter, StreamsToAFile) {

@@ -130,10 +130,10 @@ ProcessResult analyze_trace(const std::string& path, const Options& options, std
   return analyze_trace(*trace, options, marks);
 }
 
-ProcessResult analyze_trace(TraceFile& trace, const Options& options, std::vector<CallMark>* marks, RecordHook* after) {
+ProcessResult analyze_trace(TraceFile& trace, const Options& options, std::vector<CallMark>* marks) {
   trace.index_blocks();
   ProcessAnalyzer analyzer(trace, options, marks);
-  analyzer.run(after);
+  analyzer.run();
   return analyzer.finish();
 }
 

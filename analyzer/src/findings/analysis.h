@@ -146,17 +146,9 @@ inline constexpr size_t kMaxCallMarks = 16u << 20;
 ProcessResult analyze_trace(const std::string& path, const Options& options, std::vector<CallMark>* marks = nullptr);
 // The same on a trace already open and not yet walked: its one validating pass (stream_merged) indexes
 // it too, so that a caller that walks it again (the timeline) does not read it once more to index it.
-// `after` (optional): a consumer of the same walk (the HTML report's picture), handed each record
-// after the analysis took it (the CallMarks of that record pushed).
+// (A consumer of the same walk, the HTML report's picture: analyze_trace_with, process_analyzer.h.)
 class TraceFile;
-struct RecordView;
-class RecordHook {
- public:
-  virtual ~RecordHook() = default;
-  virtual void record(const RecordView& r) = 0;
-};
-ProcessResult analyze_trace(TraceFile& trace, const Options& options, std::vector<CallMark>* marks = nullptr,
-                            RecordHook* after = nullptr);
+ProcessResult analyze_trace(TraceFile& trace, const Options& options, std::vector<CallMark>* marks = nullptr);
 
 // Merges processes into one ranked report, applying the group-level thresholds.
 Report build_report(std::vector<ProcessResult> results, const Options& options);

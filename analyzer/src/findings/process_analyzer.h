@@ -34,12 +34,16 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
 namespace asyncwatch::analysis {
 
 using namespace trace;
+
+// No consumer of the walk besides the analysis (ProcessAnalyzer::run).
+struct NoHook {};
 
 class ProcessAnalyzer final : public RuleContext {
   using HostFunctions = events::HostFunctionJoin<HostFuncEnqueueRecord>;
@@ -69,25 +73,32 @@ class ProcessAnalyzer final : public RuleContext {
   const Options& options() const override { return opt_; }
   bool launch_blocking_env() const override { return launch_blocking_; }
 
-  void run(RecordHook* after = nullptr) {
+  // The one walk. `after`: a consumer of the same walk (the HTML report's picture,
+  // analyze_trace_with), handed each typed event after the analysis took it (the CallMarks of
+  // that record pushed): after->event(r, ev).
+  template <class Hook = NoHook>
+  void run(Hook* after = nullptr) {  // (non-null unless Hook is NoHook)
     // Inline into the merge loop: a call per record cost its prologue, epilogue and the view's
-    // fields through memory (docs/performance.md). A consumer of the same walk: its own loop.
-    if (after)
-      trace_.stream_merged([ this, after ](const RecordView& r) __attribute__((always_inline)) {
-        record(r);
-        after->record(r);
-      });
+    // fields through memory (docs/performance.md); the consumer's too, and a second dispatch on
+    // the type (the HTML report's time over the JSON report's).
+    if constexpr (std::is_same_v<Hook, NoHook>)
+      trace_.stream_merged([this](const RecordView& r)
+                               __attribute__((always_inline)) { record(r, static_cast<NoHook*>(nullptr)); });
     else
-      trace_.stream_merged([this](const RecordView& r) __attribute__((always_inline)) { record(r); });
+      trace_.stream_merged([ this, after ](const RecordView& r) __attribute__((always_inline)) { record(r, after); });
   }
 
-  __attribute__((always_inline)) void record(const RecordView& r) {
+  template <class Hook>
+  __attribute__((always_inline)) void record(const RecordView& r, Hook* after) {
     current_tid_ = r.tid;
     current_thread_ = r.thread;
     // The one dispatch on the record's type (events/event.h); each kind's handling below is made
     // for its type (the records of the hot path read in place: 8-aligned in the mapping).
     events::visit(
-        r, [ this, &r ](const auto& ev) __attribute__((always_inline)) { on_event(r, ev); });
+        r, [ this, &r, after ](const auto& ev) __attribute__((always_inline)) {
+          on_event(r, ev);
+          if constexpr (!std::is_same_v<Hook, NoHook>) after->event(r, ev);
+        });
   }
 
   // (current_stream_: the stream of a copy, memset or launch, UINT64_MAX for the other records)
@@ -603,5 +614,14 @@ class ProcessAnalyzer final : public RuleContext {
   uint64_t pinned_rate_bytes_[2] = {0, 0}, pinned_rate_ns_[2] = {0, 0};
   impact::Sink* last_sink_ = nullptr;  // the group of the call last observed (on_sync: a flagged synchronization)
 };
+
+// analyze_trace(trace, options, marks) with `after` fed by the same walk (ProcessAnalyzer::run).
+template <class Hook>
+ProcessResult analyze_trace_with(TraceFile& trace, const Options& options, std::vector<CallMark>* marks, Hook& after) {
+  trace.index_blocks();
+  ProcessAnalyzer analyzer(trace, options, marks);
+  analyzer.run(&after);
+  return analyzer.finish();
+}
 
 }  // namespace asyncwatch::analysis

@@ -1,5 +1,7 @@
 #include "report/json_writer.h"
 
+#include "report/ascii_words.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -12,24 +14,9 @@ namespace {
 constexpr size_t kFlushAt = 1 << 16;
 
 // Printable ASCII other than '"' and '\\' is written as it is by nlohmann's serializer too.
-// Eight bytes at a time (each test below finds exactly the words holding such a byte): keys and
-// values are most of a report's JSON.
 bool plain_ascii(std::string_view s) {
-  constexpr uint64_t k01 = 0x0101010101010101ull, k80 = 0x8080808080808080ull;
-  const auto has_zero = [](uint64_t w) { return (w - k01) & ~w & k80; };
-  const char* p = s.data();
-  size_t n = s.size();
-  for (; n >= 8; p += 8, n -= 8) {
-    uint64_t w;
-    std::memcpy(&w, p, sizeof w);
-    const uint64_t below_space = (w - k01 * 0x20) & ~w & k80;  // a byte < 0x20 (bytes >= 0x80: the next test)
-    if ((w & k80) | below_space | has_zero(w ^ (k01 * '"')) | has_zero(w ^ (k01 * '\\'))) return false;
-  }
-  for (; n; ++p, --n) {
-    auto c = static_cast<unsigned char>(*p);
-    if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\') return false;
-  }
-  return true;
+  using namespace ascii_words;
+  return no_word(s, [](uint64_t w) { return has_high(w) | has_below(w, 0x20) | has_byte(w, '"') | has_byte(w, '\\'); });
 }
 // memcpy for the short strings of a report (keys, numbers, indentation) without the library
 // call: two overlapping word copies.

@@ -1,5 +1,7 @@
 #include "report/printable.h"
 
+#include "report/ascii_words.h"
+
 #include <cstdint>
 #include <fmt/compile.h>
 #include <fmt/format.h>
@@ -45,12 +47,13 @@ bool is_unsafe_code_point(uint32_t cp) {
          (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
 }
 
+// No byte below 0x20, from 0x7f up, a backslash, nor (quoted) a '"'.
 bool plain(std::string_view s, bool quoted) {
-  for (char ch : s) {
-    auto c = static_cast<unsigned char>(ch);
-    if (c < 0x20 || c >= 0x7f || c == '\\' || (quoted && c == '"')) return false;
-  }
-  return true;
+  using namespace ascii_words;
+  const uint8_t quote = quoted ? '"' : '\\';  // (unquoted: the backslash tested twice)
+  return no_word(s, [quote](uint64_t w) {
+    return has_high(w) | has_below(w, 0x20) | has_byte(w, 0x7f) | has_byte(w, '\\') | has_byte(w, quote);
+  });
 }
 
 }  // namespace

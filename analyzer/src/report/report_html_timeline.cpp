@@ -6,6 +6,7 @@
 #include "events/event.h"
 #include "events/host_functions.h"
 #include "events/streams.h"
+#include "findings/process_analyzer.h"
 #include "findings/rules.h"
 #include "report/format.h"
 #include "timeline/call_label.h"
@@ -170,76 +171,110 @@ struct FlaggedCall {
   LabelRecipe label;
 };
 
+// A lane's flagged calls, appended and then read in order: in chunks of at most kMaxChunk (the
+// first ones small), so that it grows without a vector's doubling copies (the HTML report's peak
+// RSS on a trace with a million flagged calls, docs/performance.md) and without a std::deque's
+// node allocation every dozen calls (about 100 instructions a flagged call: the HTML report's time
+// over the JSON report's).
+class FlaggedCallList {
+ public:
+  void push_back(const FlaggedCall& c) {
+    if (chunks_.empty() || chunks_.back().size() == chunks_.back().capacity()) {
+      chunks_.emplace_back();
+      chunks_.back().reserve(std::min(kMaxChunk, size_t{16} << std::min<size_t>(chunks_.size() - 1, 16)));
+    }
+    chunks_.back().push_back(c);
+  }
+  template <class F>
+  void for_each(F&& f) const {
+    for (const auto& chunk : chunks_)
+      for (const FlaggedCall& c : chunk) f(c);
+  }
+
+ private:
+  static constexpr size_t kMaxChunk = 4096;
+  std::vector<std::vector<FlaggedCall>> chunks_;
+};
+
 using HostFunctions = events::HostFunctionJoin<uint64_t>;  // the enqueue's user function
 
 // What the picture draws of one record, the one definition for both ways of making it (the
 // analysis' walk, or the trace walked again): a host call, a host function's run (named after its
 // enqueue through the host-function join of events/host_functions.h) or a GPU operation. Calls in
 // flight or with torn times are not drawn. host_call(tid, start, end, label); gpu_span(stream,
-// start, end, label). True when something was drawn.
+// start, end, label). True when something was drawn. `ev`: the record's typed event (events/event.h).
+template <class E, class HostCall, class GpuSpan>
+__attribute__((always_inline)) inline bool draw_event(const RecordView& r, const E& ev, HostFunctions& host_functions,
+                                                      HostCall&& host_call, GpuSpan&& gpu_span) {
+  using events::is_one_of;
+  if constexpr (E::kCall) {
+    const CallHead& c = ev.rec;
+    if ((c.flags & kFlagInFlight) || c.end_ns < c.start_ns) return false;
+    if constexpr (E::kind == RecordType::HostFuncEnqueue) {
+      HostFuncRunRecord ran;  // a run that came first was drawn when it came
+      host_functions.enqueue(ev.rec.callback_id, ev.rec.user_function, &ran);
+    }
+    LabelRecipe label;
+    label.type = E::kind;
+    label.api = c.api;
+    if constexpr (is_one_of<E, RecordType::Copy, RecordType::Memset>) {
+      label.what = LabelRecipe::Call;
+      label.value = ev.rec.bytes;
+      if constexpr (E::kind == RecordType::Copy) label.direction = ev.rec.direction;
+    } else if constexpr (E::kind == RecordType::Launch) {
+      label.what = LabelRecipe::Kernel;
+      label.value = ev.rec.kernel_name_id;
+    }
+    host_call(r.tid, c.start_ns, c.end_ns, label);
+    return true;
+  } else if constexpr (E::kind == RecordType::HostFuncRun) {
+    const HostFuncRunRecord& run = ev.rec;
+    uint64_t function = 0;
+    LabelRecipe label;
+    label.what =
+        host_functions.run(run, &function) == HostFunctions::Outcome::Joined ? LabelRecipe::RunNamed : LabelRecipe::Run;
+    label.value = function;
+    host_call(r.tid, run.start_ns, run.end_ns, label);
+    return true;
+  } else if constexpr (E::kind == RecordType::GpuSpan) {
+    const GpuSpanRecord& g = ev.rec;
+    LabelRecipe label;
+    label.what = LabelRecipe::GpuOp;
+    label.value = g.op;
+    gpu_span(events::resolve_stream(g.stream_kind, g.stream, r.tid), g.start_ns, g.end_ns, label);
+    return false;
+  } else {
+    (void)r, (void)ev, (void)host_functions, (void)host_call, (void)gpu_span;
+    return false;
+  }
+}
+// The same for a record not yet typed (the trace walked again).
 template <class HostCall, class GpuSpan>
-__attribute__((always_inline)) inline bool draw_record(const RecordView& r, HostFunctions& host_functions,
-                                                       HostCall&& host_call, GpuSpan&& gpu_span) {
-  bool drawn = false;
-  events::visit(
-      r, [&](const auto& ev) __attribute__((always_inline)) {
-        using E = std::decay_t<decltype(ev)>;
-        using events::is_one_of;
-        if constexpr (E::kCall) {
-          const CallHead& c = ev.rec;
-          if ((c.flags & kFlagInFlight) || c.end_ns < c.start_ns) return;
-          if constexpr (E::kind == RecordType::HostFuncEnqueue) {
-            HostFuncRunRecord ran;  // a run that came first was drawn when it came
-            host_functions.enqueue(ev.rec.callback_id, ev.rec.user_function, &ran);
-          }
-          LabelRecipe label;
-          label.type = E::kind;
-          label.api = c.api;
-          if constexpr (is_one_of<E, RecordType::Copy, RecordType::Memset>) {
-            label.what = LabelRecipe::Call;
-            label.value = ev.rec.bytes;
-            if constexpr (E::kind == RecordType::Copy) label.direction = ev.rec.direction;
-          } else if constexpr (E::kind == RecordType::Launch) {
-            label.what = LabelRecipe::Kernel;
-            label.value = ev.rec.kernel_name_id;
-          }
-          host_call(r.tid, c.start_ns, c.end_ns, label);
-          drawn = true;
-        } else if constexpr (E::kind == RecordType::HostFuncRun) {
-          const HostFuncRunRecord& run = ev.rec;
-          uint64_t function = 0;
-          LabelRecipe label;
-          label.what = host_functions.run(run, &function) == HostFunctions::Outcome::Joined ? LabelRecipe::RunNamed
-                                                                                            : LabelRecipe::Run;
-          label.value = function;
-          host_call(r.tid, run.start_ns, run.end_ns, label);
-          drawn = true;
-        } else if constexpr (E::kind == RecordType::GpuSpan) {
-          const GpuSpanRecord& g = ev.rec;
-          LabelRecipe label;
-          label.what = LabelRecipe::GpuOp;
-          label.value = g.op;
-          gpu_span(events::resolve_stream(g.stream_kind, g.stream, r.tid), g.start_ns, g.end_ns, label);
-        }
-      });
-  return drawn;
+inline bool draw_record(const RecordView& r, HostFunctions& host_functions, HostCall&& host_call, GpuSpan&& gpu_span) {
+  return events::visit(
+      r, [&](const auto& ev)
+             __attribute__((always_inline)) { return draw_event(r, ev, host_functions, host_call, gpu_span); });
 }
 
-class PictureWalkImpl final : public PictureWalk, public RecordHook {
+class PictureWalkImpl final : public PictureWalk {
  public:
-  PictureWalkImpl(const TraceFile& t, const std::vector<CallMark>* marks, uint64_t pending_callbacks, double width)
+  PictureWalkImpl(const TraceFile& t, const std::vector<CallMark>& marks, uint64_t pending_callbacks, double width)
       : marks_(marks), t0_(t.header().start_monotonic_ns), width_(width), host_functions_(pending_callbacks) {}
-  RecordHook* hook() override { return this; }
+  ProcessResult analyze(TraceFile& trace, const Options& options, std::vector<CallMark>* marks) override {
+    return analysis::analyze_trace_with(trace, options, marks, *this);
+  }
 
-  // The draw, host_call and add inline here: one function per record (calls of each, their
-  // arguments and saved registers, were about a third of the picture's instructions: the HTML
-  // report's time over the JSON report's, docs/performance.md).
-  void record(const RecordView& r) override {
+  // Each event of the analysis' walk (ProcessAnalyzer::run), after the analysis took it. The draw,
+  // host_call and add inline here, and this inline into the walk: no call, no saved registers and
+  // no second dispatch on the type per record (those were about a third of the picture's
+  // instructions: the HTML report's time over the JSON report's, docs/performance.md).
+  template <class E>
+  __attribute__((always_inline)) void event(const RecordView& r, const E& ev) {
     const size_t marks_before = seen_marks_;
-    seen_marks_ = marks_ ? marks_->size() : 0;
+    seen_marks_ = marks_.size();
     const bool marked = seen_marks_ > marks_before;
-    const bool drawn = draw_record(
-        r, host_functions_,
+    const bool drawn = draw_event(
+        r, ev, host_functions_,
         [&](uint32_t tid, uint64_t start, uint64_t end, const LabelRecipe& label)
             __attribute__((always_inline)) { host_call(tid, start, end, label, marked ? marks_before : SIZE_MAX); },
         [&](const events::StreamRef& st, uint64_t start, uint64_t end, const LabelRecipe& label) {
@@ -259,18 +294,17 @@ class PictureWalkImpl final : public PictureWalk, public RecordHook {
     bool stream;
     std::string name;           // streams' (threads' are named after the walk)
     std::vector<CallRun> runs;  // plain, in the order of their first calls
-    // A deque: grown without a vector's doubling copies (the HTML report's peak RSS on a trace with
-    // a million flagged calls, docs/performance.md).
-    std::deque<FlaggedCall> flagged;
+    FlaggedCallList flagged;
     size_t open[PixelLane::kKinds] = {};  // each kind's run still growing: its index in runs + 1, 0 none
     bool seen = false;
     uint64_t last_start = 0;  // of the thread's last call drawn
   };
   std::deque<Lane> lanes_;
-  const std::vector<CallMark>* marks_;
+  const std::vector<CallMark>& marks_;
   size_t seen_marks_ = 0;
   bool exact_ = true;
-  uint64_t max_rel_end_ = 0;  // the latest end drawn, since the process start
+  uint64_t max_rel_end_ = 0;   // the latest end drawn, since the process start
+  uint64_t narrow_below_ = 0;  // the widest span of a run that passed add()'s test, + 1 (0: none)
   uint64_t t0_;
   double width_;
 
@@ -310,9 +344,17 @@ class PictureWalkImpl final : public PictureWalk, public RecordHook {
     if (size_t open = l.open[kind]) {
       CallRun& run = l.runs[open - 1];
       // Less than half a column wide at the scale known so far (the last end so far: the final one
-      // is later or the same, its columns as wide or wider).
+      // is later or the same, its columns as wide or wider). A span below one that passed passes
+      // too (the test only grows more lenient as the last end grows; both conversions and the
+      // product are monotonic): the test in doubles only for wider ones (its conversions were a
+      // good part of a call's drawing: the HTML report's time over the JSON report's).
       const uint64_t lo = std::min(run.min_start, start), hi = std::max(run.max_end, end);
-      if (static_cast<double>(hi - lo) * 2 * width_ < static_cast<double>(max_rel_end_)) {
+      bool narrow = hi - lo < narrow_below_;
+      if (!narrow && static_cast<double>(hi - lo) * 2 * width_ < static_cast<double>(max_rel_end_)) {
+        narrow = true;
+        narrow_below_ = hi - lo + 1;  // (wrapping to 0 at the largest span: none below, still exact)
+      }
+      if (narrow) {
         run.min_start = lo;
         run.max_end = hi;
         run.max_start = std::max(run.max_start, start);
@@ -337,7 +379,7 @@ class PictureWalkImpl final : public PictureWalk, public RecordHook {
 
 }  // namespace
 
-std::shared_ptr<PictureWalk> PictureWalk::make(const TraceFile& trace, const std::vector<CallMark>* marks,
+std::shared_ptr<PictureWalk> PictureWalk::make(const TraceFile& trace, const std::vector<CallMark>& marks,
                                                uint64_t pending_callbacks, double width) {
   return std::make_shared<PictureWalkImpl>(trace, marks, pending_callbacks, width);
 }
@@ -420,9 +462,10 @@ ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* 
       }
       // A flagged call of a finding the report does not show is a plain call: placed among those.
       for (const auto& l : walk->lanes_)
-        for (const FlaggedCall& c : l.flagged)
+        l.flagged.for_each([&](const FlaggedCall& c) {
           if (exact && (c.mark >= marks->marks.size() || report_finding(marks->marks[c.mark].finding) < 0))
             exact = false;
+        });
       if (!exact) walk = nullptr;
     }
     if (diagnostics::verbose())
@@ -452,11 +495,11 @@ ProcessPicture process_picture(const ProcessSummary& process, const TraceMarks* 
                                              r.busy_ns, r.longest_ns, r.kind, -1, 0, &longest))
             bar->label = label_text(longest ? r.longest_label : r.first_label);
         }
-        for (const FlaggedCall& c : l.flagged) {
+        l.flagged.for_each([&](const FlaggedCall& c) {
           const int32_t f = report_finding(marks->marks[c.mark].finding);
           px.add_labelled(
               c.start, c.end, [&] { return label_text(c.label); }, 0, f, severity_of(f));
-        }
+        });
       }
     }
     FlaggedCalls<int32_t> flagged;

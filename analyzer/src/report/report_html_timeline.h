@@ -99,8 +99,8 @@ inline constexpr size_t kMaxHostLanes = 32;
 inline constexpr size_t kMaxStreamLanes = 16;
 inline constexpr double kPictureWidth = 960;
 
-// The picture from the analysis' own walk (one pass): a consumer of that walk (analyze_trace's
-// RecordHook) that keeps each lane's plain calls in runs, each a run of calls of one kind spanning
+// The picture from the analysis' own walk (one pass): a consumer of that walk (analyze_trace_with,
+// findings/process_analyzer.h) that keeps each lane's plain calls in runs, each a run of calls of one kind spanning
 // less than half a pixel column at the scale known so far (the trace's last time so far: the
 // picture's columns can only grow wider). Such a run always lands in one bar, so placing its first
 // call and then the rest at once gives the bars placing each call would: the runs number about 2 x
@@ -113,9 +113,11 @@ class PictureWalk {
  public:
   virtual ~PictureWalk() = default;
   // `marks`: the analysis' CallMarks of this trace (the walk reads the ones each record adds).
-  static std::shared_ptr<PictureWalk> make(const TraceFile& trace, const std::vector<CallMark>* marks,
+  static std::shared_ptr<PictureWalk> make(const TraceFile& trace, const std::vector<CallMark>& marks,
                                            uint64_t pending_callbacks, double width = kPictureWidth);
-  virtual RecordHook* hook() = 0;
+  // analyze_trace(trace, options, marks) with this picture drawn from the same walk (`marks` the
+  // make's).
+  virtual ProcessResult analyze(TraceFile& trace, const Options& options, std::vector<CallMark>* marks) = 0;
 };
 
 // The picture of `process` (its trace walked once more: the analysis' TraceFile in `marks` when kept,

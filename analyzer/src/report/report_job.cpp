@@ -52,8 +52,8 @@ void analyze_into(Slot& slot, const std::string& path, const Options& options, b
       m.trace = path;
       std::shared_ptr<TraceFile> file = TraceFile::open(path, options.limits);
       // A kept trace's picture is drawn from this walk (the picture's groups); else it is walked again.
-      if (keep) m.picture = PictureWalk::make(*file, &m.marks, options.limits.pending_callbacks);
-      slot.result = analyze_trace(*file, options, &m.marks, m.picture ? m.picture->hook() : nullptr);
+      if (keep) m.picture = PictureWalk::make(*file, m.marks, options.limits.pending_callbacks);
+      slot.result = m.picture ? m.picture->analyze(*file, options, &m.marks) : analyze_trace(*file, options, &m.marks);
       if (keep) m.file = std::move(file);
       for (const auto& f : slot.result->findings) m.keys.push_back(f.key);
       slot.marks = std::move(m);
