@@ -77,8 +77,11 @@ void ProcessAnalyzer::observe(const Observation& o) {
 }
 
 Group& ProcessAnalyzer::group(const GroupKey& key) {
-  const size_t h = GroupKeyHash{}(key);
-  GroupCacheEntry& e = group_cache_[h & (kGroupCache - 1)];
+  // The cache's slot from one multiply of the key's words, not GroupKeyHash (the map's): about 10
+  // instructions fewer an observation (callgrind, the benchmark's trace).
+  constexpr uint64_t kMix = 0x9e3779b97f4a7c15ull;
+  const size_t slot = static_cast<size_t>(((key.word(0) ^ (key.word(1) * kMix)) * kMix) >> (64 - kGroupCacheBits));
+  GroupCacheEntry& e = group_cache_[slot];
   if (e.group && e.key == key) return *e.group;
   auto found = groups_.find(key);
   if (found == groups_.end()) {

@@ -200,9 +200,11 @@ Tracker::Thread& Tracker::at(uint32_t tid) {
 
 uint64_t Tracker::settle(const Call* calls, size_t n, const NextWait& next, Sink* waiter) {
   if (n == 0) return 0;
-  ChainCall chain[kMaxPending];
   n = std::min(n, kMaxPending);
-  for (size_t i = 0; i < n; ++i) chain[i] = ChainCall{calls[i].call, calls[i].stream, calls[i].last_enqueue, false};
+  std::vector<ChainCall>& chain = chain_scratch_;
+  chain.clear();
+  for (size_t i = 0; i < n; ++i)
+    chain.push_back(ChainCall{calls[i].call, calls[i].stream, calls[i].last_enqueue, false});
   uint64_t kept = 0;
   const uint64_t waited = next.end > next.start ? next.end - next.start : 0;
   for (size_t i = 0; i < n; ++i) {
@@ -219,7 +221,7 @@ uint64_t Tracker::settle(const Call* calls, size_t n, const NextWait& next, Sink
     }
     for (size_t k = 0; k < i; ++k) chain[k].fixed = false;
     uint64_t fixed_wait = 0;
-    const uint64_t gain = chain_gain(chain, n, next, &fixed_wait);
+    const uint64_t gain = chain_gain(chain.data(), n, next, &fixed_wait);
     sink->impact_ns += gain;
     // The wait was for these calls' work: fixed, the synchronization would have waited clearly less.
     if (waiter && !waiter->cause && waiter != sink && waited > 0 && fixed_wait < waited - waited / 10)
@@ -264,18 +266,19 @@ void Tracker::wait(uint32_t tid, uint64_t stream, uint64_t start, uint64_t end, 
   // synchronize) stalls the GPU queue for that wait too.
   uint64_t kept_waiting = 0;
   if (!t->calls.empty() && stream != kNoStream) {
-    Call settled[kMaxPending];
-    size_t n = 0, kept = 0;
+    std::vector<Call>& settled = settled_scratch_;
+    settled.clear();
+    size_t kept = 0;
     for (size_t i = 0; i < t->calls.size(); ++i) {
       Call& c = t->calls[i];
       if (stream == kAllStreams || c.stream == stream || c.stream == 0)
-        settled[n++] = c;
+        settled.push_back(c);
       else
         t->calls[kept++] = c;
     }
     t->calls.resize(kept);
-    count(tid, -static_cast<int64_t>(n));
-    kept_waiting = settle(settled, n, NextWait{start, end, 0}, sync_sink);
+    count(tid, -static_cast<int64_t>(settled.size()));
+    kept_waiting = settle(settled.data(), settled.size(), NextWait{start, end, 0}, sync_sink);
   }
   if (sync_sink) {
     sync_sink->basis |= kQueueStall;

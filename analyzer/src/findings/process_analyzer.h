@@ -556,7 +556,8 @@ class ProcessAnalyzer final : public RuleContext {
   };
   // 4096 entries (128 KiB): a few hundred groups in use at once thrashed 256 (nearly every call
   // of the benchmark's trace missed it and hashed into the map).
-  static constexpr size_t kGroupCache = 4096;
+  static constexpr unsigned kGroupCacheBits = 12;
+  static constexpr size_t kGroupCache = size_t{1} << kGroupCacheBits;
   std::vector<GroupCacheEntry> group_cache_ =
       std::vector<GroupCacheEntry>(kGroupCache);  // cleared when finish() starts erasing groups
   struct DenseSite {
