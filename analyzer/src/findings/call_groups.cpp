@@ -77,8 +77,9 @@ void ProcessAnalyzer::observe(const Observation& o) {
 }
 
 Group& ProcessAnalyzer::group(const GroupKey& key) {
-  // The cache's slot from one multiply of the key's words, not GroupKeyHash (the map's): about 10
-  // instructions fewer an observation (callgrind, the benchmark's trace).
+  // The cache's slot from two multiplies of the key's words, not GroupKeyHash (the map's): about
+  // 18 instructions fewer an observation (callgrind, the benchmark's trace: observe 40.1 -> 38.3 M
+  // for 98 k observations of 1 M records).
   constexpr uint64_t kMix = 0x9e3779b97f4a7c15ull;
   const size_t slot = static_cast<size_t>(((key.word(0) ^ (key.word(1) * kMix)) * kMix) >> (64 - kGroupCacheBits));
   GroupCacheEntry& e = group_cache_[slot];
