@@ -502,6 +502,14 @@ TEST(CallSite, GeneratedCodeIsNotTheUsersLine) {
   EXPECT_EQ(select_call_site(s, {}, p).index, 3);
   // A user's directory merely named like a framework's is not generated code.
   EXPECT_EQ(classify_frame(py("f", "/home/me/inductor/model.py", 1)), FrameKind::User);
+  // A function compiled from a string (Triton 3's kernel launcher, "<string>":5 `launcher`) is
+  // generated code; the module level of such code (`python -c`) is the user's.
+  std::vector<Frame> triton = {frame("cuLaunchKernel", "/usr/lib/x86_64-linux-gnu/libcuda.so.1"),
+                               py("launcher", "<string>", 5),
+                               py("JITFunction.run", "/v/lib/python3.12/site-packages/triton/runtime/jit.py", 700),
+                               py("train_step", "/home/me/train.py", 42)};
+  EXPECT_EQ(select_call_site(triton).index, 3);
+  EXPECT_EQ(classify_frame(py("<module>", "<string>", 1)), FrameKind::User);
 }
 
 TEST(CallSite, FrameworkPhasesFromPythonFrames) {
@@ -516,4 +524,12 @@ TEST(CallSite, FrameworkPhasesFromPythonFrames) {
                                py("step", "/home/me/train.py", 12)};
   EXPECT_EQ(framework_phase(steady), nullptr);  // a tuned kernel's launch is the steady state
   EXPECT_EQ(framework_phase({frame("main", "/work/app", "app.cu", 3)}), nullptr);
+  // XLA's autotuner on its own thread pool, no Python frames (the redzone check's copies).
+  std::vector<Frame> xla = {
+      frame("stream_executor::gpu::CudaStream::Memcpy(void*, stream_executor::DeviceAddressBase const&, unsigned long)",
+            "/v/lib/python3.12/site-packages/jax_plugins/xla_cuda13/xla_cuda_plugin.so"),
+      frame("stream_executor::RedzoneAllocator::CheckRedzones() const", "/v/xla_cuda_plugin.so"),
+      frame("xla::gpu::GpuProfiler::CheckInputBuffers(xla::InputBuffers&)", "/v/xla_cuda_plugin.so"),
+      frame("xla::Autotuner::GetTunedConfig(xla::HloInstruction const*, int) const", "/v/xla_cuda_plugin.so")};
+  EXPECT_STREQ(framework_phase(xla), "XLA autotuning");
 }

@@ -179,11 +179,27 @@ const FrameworkPhase kFrameworkPhases[] = {
     {"/torch/_inductor/runtime/triton_heuristics.py", "autotune", "TorchInductor autotuning"},
     {"/triton/runtime/autotuner.py", "bench", "Triton autotuning"},
 };
+// The same from native frames, for work a framework runs on its own threads with no Python line
+// to borrow: XLA's autotuner profiles candidates on its thread pool (redzone checks copy device to
+// host, scratch buffers are set).
+struct NativeFrameworkPhase {
+  const char* function;  // the native frame's function contains it
+  const char* phase;
+};
+const NativeFrameworkPhase kNativeFrameworkPhases[] = {
+    {"xla::Autotuner::", "XLA autotuning"},
+    {"xla::ConfigRunner::", "XLA autotuning"},
+    {"xla::gpu::GpuProfiler::", "XLA autotuning"},
+};
 }  // namespace
 
 const char* framework_phase(const std::vector<Frame>& frames) {
   for (const Frame& f : frames) {
-    if (f.origin != FrameOrigin::Python) continue;
+    if (f.origin != FrameOrigin::Python) {
+      for (const NativeFrameworkPhase& p : kNativeFrameworkPhases)
+        if (f.function.find(p.function) != std::string::npos) return p.phase;
+      continue;
+    }
     for (const FrameworkPhase& p : kFrameworkPhases)
       if (ends_with(f.file, p.file_suffix) && f.function.find(p.function) != std::string::npos) return p.phase;
   }
@@ -263,6 +279,10 @@ bool is_python_library_file(const std::string& file) {
 FrameKind classify_frame(const Frame& f, const CallSitePolicy& policy) {
   if (f.origin == FrameOrigin::Python) {
     if (int o = user_code_override(f, policy)) return o > 0 ? FrameKind::User : FrameKind::Library;
+    // A function compiled from a string (exec, compile(): file "<string>") is code generated at
+    // run time, Triton's kernel launcher among it: no source to show, its caller's line is the
+    // call site. The module level of such code stays the user's: `python -c`.
+    if (f.file == "<string>" && f.function != "<module>") return FrameKind::Library;
     return is_python_library_file(f.file) ? FrameKind::Library : FrameKind::User;
   }
   if (f.origin == FrameOrigin::Interpreter) return FrameKind::Library;
