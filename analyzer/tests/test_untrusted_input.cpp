@@ -252,7 +252,9 @@ TEST(AbsurdDurations, JsonTotalsSaturate) {
 }
 
 namespace {
-int debug_info_probe(int x) { return x * 3 + 1; }  // an address with a line table (this file is built with -g)
+[[maybe_unused]] int debug_info_probe(int x) {
+  return x * 3 + 1;
+}  // an address with a line table (this file is built with -g)
 }  // namespace
 
 // Item 3: libdw runs out of memory reading a module's debug information. The command exits 5

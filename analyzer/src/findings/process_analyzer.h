@@ -95,7 +95,7 @@ class ProcessAnalyzer final : public RuleContext {
     // The one dispatch on the record's type (events/event.h); each kind's handling below is made
     // for its type (the records of the hot path read in place: 8-aligned in the mapping).
     events::visit(
-        r, [ this, &r, after ](const auto& ev) __attribute__((always_inline)) {
+        r, [&](const auto& ev) __attribute__((always_inline)) {
           on_event(r, ev);
           if constexpr (!std::is_same_v<Hook, NoHook>) after->event(r, ev);
         });
