@@ -595,6 +595,9 @@ static_assert(sizeof(PythonFrameRef) == 8);
 
 // The Python frames of a stack are at most this many (innermost first: the user's line is near).
 inline constexpr uint32_t kMaxPythonDepth = 32;
+// A deeper stack keeps this many of its outermost frames last (PythonWalkEnd::Elided): the user's
+// script is there when a framework's own frames fill the rest (torch.compile: 100+ frames).
+inline constexpr uint32_t kPythonOuterFrames = 8;
 
 struct StackRecord {  // variable: followed by depth uint64_t return addresses, innermost first,
                       // then (v3) python_depth PythonFrameRef, innermost first
@@ -635,11 +638,14 @@ inline constexpr void set_python_lender(StackRecord& r, uint32_t lender) {
 }
 
 // How a stack's Python walk ended (StackRecord.python_end).
-#define ASYNCWATCH_PYTHON_WALK_ENDS(X)                                               \
-  X(None, 0, "none")              /* no walk (no Python frames) */                   \
-  X(Complete, 1, "complete")      /* the outermost frame was reached */              \
-  X(DepthLimit, 2, "depth-limit") /* kMaxPythonDepth frames kept, more were there */ \
-  X(Invalid, 3, "invalid")        /* a frame failed validation: the walk stopped */
+#define ASYNCWATCH_PYTHON_WALK_ENDS(X)                                                \
+  X(None, 0, "none")              /* no walk (no Python frames) */                    \
+  X(Complete, 1, "complete")      /* the outermost frame was reached */               \
+  X(DepthLimit, 2, "depth-limit") /* kMaxPythonDepth frames kept, more were there */  \
+  X(Invalid, 3, "invalid")        /* a frame failed validation: the walk stopped */   \
+  X(Elided, 4, "elided")          /* deeper than kMaxPythonDepth: the innermost   */  \
+                                  /* kMaxPythonDepth - kPythonOuterFrames frames,  */ \
+                                  /* then the kPythonOuterFrames outermost         */
 
 enum class PythonWalkEnd : uint8_t { ASYNCWATCH_PYTHON_WALK_ENDS(ASYNCWATCH_ENUM_ROW) };
 inline constexpr uint8_t kPythonWalkEndCount = 0 ASYNCWATCH_PYTHON_WALK_ENDS(ASYNCWATCH_ENUM_ONE);

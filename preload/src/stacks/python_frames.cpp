@@ -194,21 +194,44 @@ const uint64_t* finalizing_field(const Layout& L) {
   return reinterpret_cast<const uint64_t*>(g_interpreter.runtime + L.runtime_finalizing);  // in the object's data
 }
 
-// The frames from `frame` outwards, while the runtime's _finalizing stays `finalizing`.
+constexpr uint32_t kMaxElidedWalk = 1024;  // frames read by a walk that keeps the outermost ones
+constexpr uint32_t kMaxOuterFrames = 16;   // outermost frames such a walk keeps
+
+// The frames from `frame` outwards, while the runtime's _finalizing stays `finalizing`. `outer`
+// (< max): past `max` frames, keep walking and keep the last `outer` frames read in the last
+// `outer` slots (a ring, put in order at the end: kElided), so that a deep stack (torch.compile's
+// 100+ frames) still has its outermost frames, where the user's script is.
 template <class Reader, size_t kLayout>
-uint32_t walk_frames(Reader& rd, uint64_t frame, uint64_t finalizing, PythonFrame* out, uint32_t max, WalkEnd& end) {
+uint32_t walk_frames(Reader& rd, uint64_t frame, uint64_t finalizing, PythonFrame* out, uint32_t max, WalkEnd& end,
+                     uint32_t outer = 0) {
   constexpr const Layout& L = python_layout::kLayouts[kLayout];
   constexpr bool kFrameObjects = L.frame_kind == FrameKind::kFrameObject;
   using V = Views<kLayout>;
   const Interpreter& in = g_interpreter;
   const uint64_t* fin = finalizing_field(L);
-  uint32_t n = 0, skipped = 0;
+  if (outer >= max) outer = 0;
+  if (outer > kMaxOuterFrames) outer = kMaxOuterFrames;
+  const uint32_t inner = max - outer;
+  uint32_t total = 0, skipped = 0;  // total: frames read (stored, or stored and overwritten)
+  // The walk's end: the ring of outer frames rotated into order when frames were left out.
+  auto done = [&](WalkEnd e) -> uint32_t {
+    if (total <= max) return end = e, total;
+    const uint32_t first = (total - inner) % outer;  // the ring's oldest slot
+    PythonFrame ring[kMaxOuterFrames];
+    for (uint32_t i = 0; i < outer; ++i) ring[i] = out[inner + (first + i) % outer];
+    for (uint32_t i = 0; i < outer; ++i) out[inner + i] = ring[i];
+    end = WalkEnd::kElided;
+    return max;
+  };
+  uint32_t n = 0;  // the slot of the next frame
   while (frame != 0) {
-    if (n == max) return end = WalkEnd::kDepthLimit, n;
+    if (total == max && outer == 0) return end = WalkEnd::kDepthLimit, total;
+    if (total == kMaxElidedWalk) return done(WalkEnd::kInvalid);
+    n = total < max ? total : inner + (total - inner) % outer;
     // A runtime that started finalizing while we walk may free what we are about to read.
-    if (!plausible(frame) || __atomic_load_n(fin, __ATOMIC_ACQUIRE) != finalizing) return end = WalkEnd::kInvalid, n;
+    if (!plausible(frame) || __atomic_load_n(fin, __ATOMIC_ACQUIRE) != finalizing) return done(WalkEnd::kInvalid);
     const uint8_t* f = rd.view(frame, V::kFrame);
-    if (!f) return end = WalkEnd::kInvalid, n;
+    if (!f) return done(WalkEnd::kInvalid);
     uint64_t code = field<uint64_t>(f, L.frame_code);
     // 3.14's f_executable is a _PyStackRef: the object's address, its low bit set for a deferred
     // reference (Py_TAG_BITS of the default build, cleared as PyStackRef_AsPyObjectBorrow does).
@@ -218,37 +241,37 @@ uint32_t walk_frames(Reader& rd, uint64_t frame, uint64_t finalizing, PythonFram
     [[maybe_unused]] uint64_t instr_ptr = 0;
     [[maybe_unused]] bool generator = false;
     if constexpr (kFrameObjects) {
-      if (field<uint64_t>(f, L.object_type) != in.frame_type) return end = WalkEnd::kInvalid, n;
+      if (field<uint64_t>(f, L.object_type) != in.frame_type) return done(WalkEnd::kInvalid);
       instr = field<int32_t>(f, L.frame_lasti);
-      if (instr < -1 || instr >= (1 << 28)) return end = WalkEnd::kInvalid, n;
+      if (instr < -1 || instr >= (1 << 28)) return done(WalkEnd::kInvalid);
     } else {
       const auto owner = static_cast<uint8_t>(field<char>(f, L.frame_owner));
       bool no_code = false;
       if constexpr (L.owned_by_cstack != kAbsent) no_code = owner >= L.owned_by_cstack;  // an entry shim
       if constexpr (L.minor >= 13) no_code = no_code || code == in.none;                 // f_executable is None
       if (no_code) {
-        if (++skipped > kMaxSkipped) return end = WalkEnd::kInvalid, n;
+        if (++skipped > kMaxSkipped) return done(WalkEnd::kInvalid);
         frame = back;
         continue;
       }
       generator = owner == L.owned_by_generator;
       instr_ptr = field<uint64_t>(f, L.frame_instr);
     }
-    if (!plausible(code)) return end = WalkEnd::kInvalid, n;
+    if (!plausible(code)) return done(WalkEnd::kInvalid);
     if (plausible(back)) rd.prefetch(code, V::kCode, back, V::kFrame);
     const uint8_t* c = rd.view(code, V::kCode);
-    if (!c || field<uint64_t>(c, L.object_type) != in.code_type) return end = WalkEnd::kInvalid, n;
+    if (!c || field<uint64_t>(c, L.object_type) != in.code_type) return done(WalkEnd::kInvalid);
     if constexpr (!kFrameObjects) {
       const int64_t units = field<int64_t>(c, L.object_size);
       const int64_t delta = static_cast<int64_t>(instr_ptr - (code + L.code_adaptive));
       // 3.11/3.12 point one unit before the bytecode in a frame that has not started.
       if (units <= 0 || units >= (int64_t(1) << 28) || (delta & 1) || delta < -2 || delta >= 2 * units) {
-        return end = WalkEnd::kInvalid, n;
+        return done(WalkEnd::kInvalid);
       }
       instr = static_cast<int32_t>(delta / 2);
       if (!generator && instr < field<int32_t>(c, L.code_firsttraceable)) {
         // Incomplete: still running its prologue (CPython leaves it out of tracebacks too).
-        if (++skipped > kMaxSkipped) return end = WalkEnd::kInvalid, n;
+        if (++skipped > kMaxSkipped) return done(WalkEnd::kInvalid);
         frame = back;
         continue;
       }
@@ -257,16 +280,15 @@ uint32_t walk_frames(Reader& rd, uint64_t frame, uint64_t finalizing, PythonFram
     out[n].instr = instr;
     out[n].code_check = fingerprint(field<uint64_t>(c, L.code_filename), field<uint64_t>(c, L.code_name),
                                     field<uint64_t>(c, L.code_linetable), field<int32_t>(c, L.code_firstlineno));
-    ++n;
+    ++total;
     frame = back;
   }
-  end = WalkEnd::kComplete;
-  return n;
+  return done(WalkEnd::kComplete);
 }
 
 // The calling thread's own frames (`tstate` is its PyGILState state).
 template <class Reader, size_t kLayout>
-uint32_t walk(Reader& rd, uint64_t tstate, PythonFrame* out, uint32_t max, WalkEnd& end) {
+uint32_t walk(Reader& rd, uint64_t tstate, PythonFrame* out, uint32_t max, WalkEnd& end, uint32_t outer) {
   constexpr const Layout& L = python_layout::kLayouts[kLayout];
   auto* runtime = reinterpret_cast<const uint8_t*>(g_interpreter.runtime);  // in the object's data: mapped
   end = WalkEnd::kNoThreadState;
@@ -282,7 +304,7 @@ uint32_t walk(Reader& rd, uint64_t tstate, PythonFrame* out, uint32_t max, WalkE
   if (field<uint64_t>(ts, L.tstate_thread_id) != static_cast<uint64_t>(pthread_self())) return 0;
   uint64_t frame = 0;
   if (!first_frame<Reader, kLayout>(rd, ts, frame)) return end = WalkEnd::kInvalid, 0;
-  return walk_frames<Reader, kLayout>(rd, frame, finalizing, out, max, end);
+  return walk_frames<Reader, kLayout>(rd, frame, finalizing, out, max, end, outer);
 }
 
 // The calling thread's state: PyGILState's thread-specific value, which CPython sets for every
@@ -314,34 +336,35 @@ void set_unavailable(Availability a, const char* why) {
 std::atomic<bool> g_layout_proven{false};
 
 template <size_t kLayout>
-uint32_t capture_as(PythonFrame* out, uint32_t max, WalkEnd& e, bool checked_only) {
+uint32_t capture_as(PythonFrame* out, uint32_t max, WalkEnd& e, bool checked_only, uint32_t outer) {
   uint64_t tstate = thread_state<kLayout>(e);
   if (tstate == 0) return 0;
   if (!plausible(tstate)) return e = WalkEnd::kInvalid, 0;
   if (AW_LIKELY(!checked_only && g_layout_proven.load(std::memory_order_relaxed))) {
     DirectReader rd;
-    return walk<DirectReader, kLayout>(rd, tstate, out, max, e);
+    return walk<DirectReader, kLayout>(rd, tstate, out, max, e, outer);
   }
   // Until a walk has shown that the layout is right, read without risking a fault. If a pointer
   // the layout leads to is unreadable, plain loads could fault: Python frames are turned off.
   CheckedReader rd;
-  uint32_t n = walk<CheckedReader, kLayout>(rd, tstate, out, max, e);
+  uint32_t n = walk<CheckedReader, kLayout>(rd, tstate, out, max, e, outer);
   if (rd.failed()) {
     set_unavailable(Availability::kUnsupported,
                     "a pointer in CPython's thread state or frames was unreadable (layout mismatch?)");
     return 0;
   }
-  if (n > 0 && (e == WalkEnd::kComplete || e == WalkEnd::kDepthLimit)) {
+  if (n > 0 && (e == WalkEnd::kComplete || e == WalkEnd::kDepthLimit || e == WalkEnd::kElided)) {
     g_layout_proven.store(true, std::memory_order_relaxed);
   }
   return n;
 }
 
 template <size_t... I>
-uint32_t capture_dispatch(std::index_sequence<I...>, PythonFrame* out, uint32_t max, WalkEnd& e, bool checked_only) {
+uint32_t capture_dispatch(std::index_sequence<I...>, PythonFrame* out, uint32_t max, WalkEnd& e, bool checked_only,
+                          uint32_t outer) {
   uint32_t n = 0;
   const size_t layout = g_interpreter.layout_index;
-  ((layout == I ? (n = capture_as<I>(out, max, e, checked_only), true) : false) || ...);
+  ((layout == I ? (n = capture_as<I>(out, max, e, checked_only, outer), true) : false) || ...);
   return n;
 }
 
@@ -786,20 +809,20 @@ bool describe(Reader& rd, const PythonFrame& frame, CodeDescription& out) {
 
 }  // namespace
 
-uint32_t capture(PythonFrame* out, uint32_t max, WalkEnd* end) noexcept {
+uint32_t capture(PythonFrame* out, uint32_t max, WalkEnd* end, uint32_t outer) noexcept {
   WalkEnd ignored;
   WalkEnd& e = end ? *end : ignored;
   e = WalkEnd::kNoPython;
   if (AW_UNLIKELY(!ready())) return 0;
-  return capture_dispatch(std::make_index_sequence<std::size(python_layout::kLayouts)>(), out, max, e, false);
+  return capture_dispatch(std::make_index_sequence<std::size(python_layout::kLayouts)>(), out, max, e, false, outer);
 }
 
-uint32_t capture_checked(PythonFrame* out, uint32_t max, WalkEnd* end) noexcept {
+uint32_t capture_checked(PythonFrame* out, uint32_t max, WalkEnd* end, uint32_t outer) noexcept {
   WalkEnd ignored;
   WalkEnd& e = end ? *end : ignored;
   e = WalkEnd::kNoPython;
   if (!ready()) return 0;
-  return capture_dispatch(std::make_index_sequence<std::size(python_layout::kLayouts)>(), out, max, e, true);
+  return capture_dispatch(std::make_index_sequence<std::size(python_layout::kLayouts)>(), out, max, e, true, outer);
 }
 
 uint32_t capture_borrowed(PythonFrame* out, uint32_t max, Lender* lender, WalkEnd* end) noexcept {

@@ -45,6 +45,9 @@ enum class WalkEnd : uint8_t {
   kComplete,       // the outermost frame was reached
   kDepthLimit,     // `max` frames were stored and more follow
   kInvalid,        // a pointer failed validation: the frames before it are stored
+  kElided,         // deeper than `max` with `outer` asked: the innermost max - outer frames and
+                   // the last `outer` read (the outermost, unless the walk stopped at an invalid
+                   // frame), the ones between left out
 };
 
 // Stores up to `max` frames of the calling thread, innermost first; returns how many.
@@ -53,10 +56,13 @@ enum class WalkEnd : uint8_t {
 // pointer still checked (range, alignment, the type of each code and frame object, the
 // instruction inside its bytecode, depth and cycle caps). If a checked read fails, the layout
 // is not this interpreter's: Python frames are turned off for the process (status() says why).
-uint32_t capture(PythonFrame* out, uint32_t max, WalkEnd* end = nullptr) noexcept;
+// `outer` (at most 16, less than `max`): a stack deeper than `max` keeps its `outer` outermost
+// frames in the last slots (kElided) instead of stopping at `max` (kDepthLimit); the walk goes on
+// for at most 1,024 frames (~10 ns a frame past the limit with plain loads).
+uint32_t capture(PythonFrame* out, uint32_t max, WalkEnd* end = nullptr, uint32_t outer = 0) noexcept;
 
 // The same walk with every read through process_vm_readv (tests and benchmarks: ~1-2 us a read).
-uint32_t capture_checked(PythonFrame* out, uint32_t max, WalkEnd* end = nullptr) noexcept;
+uint32_t capture_checked(PythonFrame* out, uint32_t max, WalkEnd* end = nullptr, uint32_t outer = 0) noexcept;
 
 // Where borrowed frames came from.
 struct Lender {

@@ -672,7 +672,7 @@ uint32_t with_python_frames(uint32_t native_id) noexcept {
   python_frames::PythonFrame py[kMaxPythonDepth];
   python_frames::WalkEnd walk_end;
   uint32_t lender = 0;
-  uint32_t n = python_frames::capture(py, kMaxPythonDepth, &walk_end);
+  uint32_t n = python_frames::capture(py, kMaxPythonDepth, &walk_end, kPythonOuterFrames);
   if (AW_LIKELY(n == 0)) {
     // No thread state, or one without frames (a native thread that attached a state once: PyTorch's
     // autograd engine threads while loss.backward() waits): another thread's line is borrowed.
@@ -683,6 +683,7 @@ uint32_t with_python_frames(uint32_t native_id) noexcept {
   }
   uint8_t end = static_cast<uint8_t>(walk_end == python_frames::WalkEnd::kComplete     ? PythonWalkEnd::Complete
                                      : walk_end == python_frames::WalkEnd::kDepthLimit ? PythonWalkEnd::DepthLimit
+                                     : walk_end == python_frames::WalkEnd::kElided     ? PythonWalkEnd::Elided
                                                                                        : PythonWalkEnd::Invalid);
   uint32_t gen = trace_writer::generation();
   uint64_t h = hash_python(native_id, py, n, end, lender);

@@ -30,6 +30,11 @@ def hidden_sync(cuda, ms):
     return cuda.value()  # LINE:hidden_sync
 
 
+def deep_sync(cuda, ms):
+    cuda.sleep_kernel(ms)
+    return cuda.value_deep(40)  # LINE:deep_sync
+
+
 def in_thread(cuda, host, dev, ms, n):
     fakeframework.check("cudaFree", cuda.rt.cudaFree(None))  # the runtime makes its context current here
     for _ in range(n):
@@ -47,6 +52,7 @@ def main():
         copies(cuda, host, dev, ms)
         explicit_sync(cuda, ms)
         hidden_sync(cuda, ms)
+        deep_sync(cuda, ms)
     t = threading.Thread(target=in_thread, args=(cuda, host, dev, ms, n))
     t.start()
     t.join()

@@ -21,8 +21,12 @@ namespace {
 
 constexpr int kMaxFrames = 4096;
 
+// mode 0: capture, 1: capture_checked, 2 and 3: the same keeping the 8 outermost frames of a
+// deeper stack (as the preload library asks).
 uint32_t walk(int mode, PythonFrame* frames, uint32_t max, WalkEnd* end) {
-  return mode == 1 ? python_frames::capture_checked(frames, max, end) : python_frames::capture(frames, max, end);
+  const uint32_t outer = mode >= 2 ? 8 : 0;
+  return mode % 2 == 1 ? python_frames::capture_checked(frames, max, end, outer)
+                       : python_frames::capture(frames, max, end, outer);
 }
 
 // Appends `s` (n bytes) to out; false when full.
@@ -49,7 +53,7 @@ bool write_frame(const PythonFrame& f, const python_frames::CodeDescription& d, 
 
 }  // namespace
 
-// Walks (mode 0: capture, 1: capture_checked) and writes one record per frame, innermost first:
+// Walks (mode: see walk()) and writes one record per frame, innermost first:
 // filename 0x1f qualname 0x1f line 0x1f column 0x1f first_line 0x1f instr 0x1e.
 // Returns the number of frames, or -1-i when frame i could not be described; *end: the WalkEnd.
 AW_HELPER int aw_walk(char* out, int cap, int max_frames, int mode, int* end, int* used) {

@@ -1,7 +1,8 @@
 """CI test of the Python line: runs lines_app.py traced on the simulator with this
 interpreter and checks that every finding of a marked line is at that line (file, line, function),
 that distinct lines give distinct findings (a thread's too), that the synchronization inside the
-site-packages stand-in is a hidden-sync at the user's line with what it waited for, that SARIF
+site-packages stand-in is a hidden-sync at the user's line with what it waited for (also under 40
+frames of the stand-in's own: the outermost frames are kept past the 32-frame limit), that SARIF
 points at the .py file, and that the report reads the same without native symbols. With
 ASYNCWATCH_PYTHON=off the same program runs the same (output, status) and its findings fall back to
 native call sites.
@@ -43,7 +44,10 @@ def check_report(rep, lines, label):
             by_line.setdefault(line, []).append(f)
     expect = [("copy_a", "pageable-async-copy", "copies"), ("copy_b", "pageable-async-copy", "copies"),
               ("thread_copy", "pageable-async-copy", "in_thread"), ("explicit_sync", "explicit-sync", "explicit_sync"),
-              ("hidden_sync", "hidden-sync", "hidden_sync")]
+              ("hidden_sync", "hidden-sync", "hidden_sync"),
+              # 40 frames of the framework's own under the user's line: past the 32 Python frames
+              # kept, the outermost ones are kept too (python_end "elided")
+              ("deep_sync", "hidden-sync", "deep_sync")]
     for mark, rule, function in expect:
         got = [f for f in by_line.get(lines[mark], []) if f["id"] == rule]
         check(len(got) == 1, f"{label}: one {rule} finding at lines_app.py:{lines[mark]} ({mark}), got {len(got)}")
@@ -52,7 +56,7 @@ def check_report(rep, lines, label):
             check(at(got[0])[2] == function, f"{label}: {mark}: function {at(got[0])[2]!r} (expected {function!r})")
             check(got[0]["call_site"].get("user_code") is True, f"{label}: {mark}: the call site is user code")
     hidden = [f for f in fs if f["id"] == "hidden-sync"]
-    check(len(hidden) == 1, f"{label}: exactly one hidden-sync finding (the explicit one is not), got {len(hidden)}")
+    check(len(hidden) == 2, f"{label}: exactly two hidden-sync findings (the explicit one is not), got {len(hidden)}")
     if hidden:
         waited = {w["kernel"] if isinstance(w, dict) and "kernel" in w else str(w) for w in hidden[0].get("waited_for", [])}
         check(any("sleep_kernel" in w for w in waited), f"{label}: hidden-sync says it waited for sleep_kernel ({waited})")

@@ -21,10 +21,10 @@ C = len(B)
 E = ctypes.c_int()
 U = ctypes.c_int()
 N = 64  # frames asked for
-M = 0   # 0: capture (plain loads after the first walk), 1: capture_checked
+M = 0   # 0: capture (plain loads after the first walk), 1: capture_checked, 2 and 3: the same keeping 8 outermost
 
-NO_PYTHON, NO_THREAD_STATE, COMPLETE, DEPTH_LIMIT, INVALID = range(5)
-END_NAMES = ["no-python", "no-thread-state", "complete", "depth-limit", "invalid"]
+NO_PYTHON, NO_THREAD_STATE, COMPLETE, DEPTH_LIMIT, INVALID, ELIDED = range(6)
+END_NAMES = ["no-python", "no-thread-state", "complete", "depth-limit", "invalid", "elided"]
 
 MARK = {}
 with open(__file__, encoding="utf-8") as source:
@@ -223,6 +223,29 @@ def case_deep_recursion():
         check("deep-recursion-within-N", n, exp, ["recurse_bottom"] + ["recurse"] * 300, max_frames=1000)
     finally:
         N = saved
+
+
+def case_deep_recursion_outer():
+    # Deeper than max with the outermost frames asked for (the preload library's 32 and 8): the
+    # innermost 24 frames, then the 8 outermost (this script's <module> last), end elided; plain
+    # and checked reads alike. Within max, nothing changes.
+    global N, M
+    saved = N, M
+    try:
+        N = 32
+        for mode in (2, 3):
+            M = mode
+            n, exp = recurse(200)
+            got = parse(n, B, U) if n > 0 else n
+            want = exp[:24] + exp[-8:]
+            if got != want or E.value != ELIDED:
+                fail(f"deep-recursion-outer (mode {mode})",
+                     f"{END_NAMES[E.value]}, {n} frames:\n  got  {got}\n  want {want}")
+            n, exp = recurse(10)
+            check(f"deep-recursion-outer-within (mode {mode})", n, exp, ["recurse_bottom"] + ["recurse"] * 10)
+        print("ok deep-recursion-outer: 24 innermost and 8 outermost frames, elided", flush=True)
+    finally:
+        N, M = saved
 
 
 def case_through_c():
@@ -465,7 +488,7 @@ def case_status():
 
 def main():
     cases = [case_nested, case_distinct_lines, case_checked_reads, case_method_qualname,
-             case_second_thread, case_generator, case_coroutine, case_asyncio, case_deep_recursion,
+             case_second_thread, case_generator, case_coroutine, case_asyncio, case_deep_recursion, case_deep_recursion_outer,
              case_through_c, case_comprehension, case_traced, case_class_body, case_native_thread,
              case_native_thread_with_gilstate, case_borrowed_main, case_borrowed_confirmed, case_borrowed_busy_thread,
              case_borrowed_other_thread, case_borrowed_running, case_fork_child]
