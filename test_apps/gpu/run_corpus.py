@@ -176,7 +176,7 @@ def main_python(opts):
     order = ["cupy_event", "cupy_memcpy", "cupy_map_reduce", "pt_mnist", "triton_vector_add", "jax_mnist", "nanogpt_bench"]
     exps.sort(key=lambda e: order.index(e["program"]) if e["program"] in order else -1)
     # Traces are packed while the archive stays small; all of them where no report is made here.
-    rows, trace_budget = [], (10 if aw_ok else 15) * 2**20
+    rows, trace_budget = [], (opts.trace_budget_mb or (10 if aw_ok else 15)) * 2**20
     for e in exps:
         d = os.path.join(results, "runs", e["program"])
         traces = os.path.join(d, "traces")
@@ -259,6 +259,8 @@ def main():
     ap.add_argument("--budget-s", type=float, default=480, help="start no run after this (--python: and end "
                                                                    "every run by this + 120 s)")
     ap.add_argument("--timeout-s", type=float, default=90)
+    ap.add_argument("--trace-budget-mb", type=float, help="--python: MiB of traces packed in all (default 10 when "
+                                                          "the reports are made here, else 15)")
     ap.add_argument("--programs", help="comma-separated (default: every expectation file)")
     ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated builds (default: all four)")
     ap.add_argument("--sim", help="a check without a GPU: asyncwatch's simulated driver and runtime from this "
