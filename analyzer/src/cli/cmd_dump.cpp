@@ -58,6 +58,7 @@ std::string describe(const RecordView& r) {
       if (s.python_depth) {
         text += fmt::format(" python_depth={} python_end={} python:", s.python_depth,
                             python_walk_end_text(static_cast<PythonWalkEnd>(s.python_end)));
+        if (s.python_own) text += fmt::format(" python_own={}", s.python_own);  // then the lender's
         for (uint32_t i = 0; i < s.python_depth; ++i) {
           PythonFrameRef f;
           std::memcpy(&f, ev.payload() + 8 * (s.depth + i), sizeof f);

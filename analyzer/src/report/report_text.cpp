@@ -402,7 +402,8 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
                      : std::string("    stack:\n"));
       for (const Frame* fr : frames)
         out << fmt::format(FMT_COMPILE("      #{:<2} {} {}\n"), static_cast<size_t>(fr - f.stack.data()),
-                           fr->origin == FrameOrigin::Python ? std::string("[py]") : hex(fr->address),
+                           fr->origin == FrameOrigin::Python ? std::string(fr->borrowed ? "[py, lent]" : "[py]")
+                                                             : hex(fr->address),
                            printable(frame_text(*fr)));
     }
     if (report.processes.size() > 1) {
