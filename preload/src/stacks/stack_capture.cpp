@@ -674,20 +674,22 @@ uint32_t borrow_frames(python_frames::PythonFrame* py, uint32_t max, python_fram
 // Whether the calling thread was created by native code, not by Python (docs/python-frames.md,
 // "Borrowed frames"): its start routine, as the interposed pthread_create saw it, lies outside the
 // interpreter's object. Decided once per thread, and only for threads that run Python (the caller
-// found own frames). The main thread is Python's; a thread whose start is not known is taken as
-// Python's and asked again next time (the table may not have had its entry yet).
+// found own frames). The main thread (tid == pid) is Python's. A thread whose start routine is not
+// in the table is taken as Python's: asked again at its next few calls (its creator stores the
+// entry just after the thread started), then for good (the main thread, threads made otherwise).
 enum : uint8_t { kOriginUnknown, kOriginPython, kOriginNative };
-AW_TLS uint8_t tl_thread_origin;
+constexpr uint8_t kOriginLookups = 8;
+AW_TLS uint8_t tl_thread_origin, tl_origin_lookups;
 
 bool created_by_native_code() noexcept {
   if (AW_LIKELY(tl_thread_origin != kOriginUnknown)) return tl_thread_origin == kOriginNative;
-  if (static_cast<pid_t>(syscall(SYS_gettid)) == getpid()) {
-    tl_thread_origin = kOriginPython;
+  const uint64_t start = thread_starts::start_routine_of_self();
+  if (!start) {
+    if (++tl_origin_lookups >= kOriginLookups) tl_thread_origin = kOriginPython;
     return false;
   }
-  const uint64_t start = thread_starts::start_routine_of_self();
-  if (!start) return false;
-  tl_thread_origin = python_frames::in_interpreter(start) ? kOriginPython : kOriginNative;
+  const bool main_thread = static_cast<pid_t>(syscall(SYS_gettid)) == getpid();  // a stale entry of its pthread_t
+  tl_thread_origin = !main_thread && !python_frames::in_interpreter(start) ? kOriginNative : kOriginPython;
   return tl_thread_origin == kOriginNative;
 }
 

@@ -74,6 +74,14 @@ def main():
             return cuda.rt.cudaMemcpyAsync(host_, dev_, nbytes, kind, stream or None)  # LINE:own_copy
 
         in_users_code = hook(users_backward)
+
+        def threads_work():
+            cuda.copy_to_host(h, d, NBYTES, 2, 0)  # LINE:thread_copy
+
+        for _ in range(n):  # a thread Python created: its own line, nothing borrowed
+            t = threading.Thread(target=threads_work)
+            t.start()
+            t.join()
         for _ in range(n):
             fakeframework.check("callback", worker.aw_worker_call(in_framework, h, d, NBYTES, 2, 0))  # LINE:callback
             fakeframework.check("callback", worker.aw_worker_call(in_users_code, h, d, NBYTES, 2, 0))  # LINE:waits

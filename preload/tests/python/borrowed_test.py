@@ -156,6 +156,11 @@ def main():
                   own[0]["call_site"].get("user_code") is True,
                   f"callback: the user's own callback's copies at its line borrowed_app.py:{lines['own_copy']}, not "
                   f"borrowed (got {where})")
+            th = [f for f in fs if at(f) == ("borrowed_app.py", lines["thread_copy"])]
+            check(len(th) == 1 and th[0]["count"] == ITERATIONS and th[0]["call_site"].get("borrowed") is None and
+                  not any(fr.get("borrowed") for fr in th[0]["stack"]),
+                  f"callback: a threading thread's copies at its own line borrowed_app.py:{lines['thread_copy']}, "
+                  f"no frame borrowed (got {where})")
             check(not [f for f in fs if at(f) == ("borrowed_app.py", lines["waits"])],
                   f"callback: nothing at the line that waited for the user's callback ({where})")
 
