@@ -1191,6 +1191,10 @@ TEST(Findings, OwnPythonFramesBeforeBorrowedOnes) {
   for (const auto& f : doc["findings"])
     for (const auto& fr : f["stack"]) borrowed_frames += fr.value("borrowed", false);
   EXPECT_EQ(borrowed_frames, 4u);  // two in each finding's stack
+  std::ostringstream text;
+  write_report_text(text, r, TextStyle{});
+  EXPECT_NE(text.str().find("[py, borrowed] step at /home/me/train.py:12"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("[py] MyFn.backward at /home/me/model.py:40"), std::string::npos) << text.str();
 }
 
 // What a framework does inside its own compilation (JAX's backend_compile running

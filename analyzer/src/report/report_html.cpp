@@ -299,7 +299,7 @@ void write_finding(std::ostream& out, const Finding& f, const Report& report, si
         << "</summary><pre>";
     for (const Frame* fr : frames)
       out << html_text(fmt::format("#{:<2} {} {}", static_cast<size_t>(fr - f.stack.data()),
-                                   fr->origin == FrameOrigin::Python ? std::string("[py]") : hex(fr->address),
+                                   frame_address_text(*fr),
                                    frame_text(*fr)))
           << '\n';
     out << "</pre></details>\n";
