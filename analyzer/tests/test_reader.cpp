@@ -318,12 +318,12 @@ TEST(Reader, OwnAndBorrowedPythonFrames) {
   EXPECT_NE(error_of(trace(tf::kFormatVersion, 2, 0).bytes(), "own-alone.awtrace")
                 .find("2 own Python frames without a lender"),
             std::string::npos);
-  EXPECT_NE(error_of(trace(tf::kFormatVersion, 3, lender).bytes(), "own-all.awtrace")
-                .find("without borrowed Python frames"),
-            std::string::npos);
-  EXPECT_NE(error_of(trace(tf::kFormatVersion, 4, lender).bytes(), "own-more.awtrace")
-                .find("without borrowed Python frames"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(trace(tf::kFormatVersion, 3, lender).bytes(), "own-all.awtrace").find("without borrowed Python frames"),
+      std::string::npos);
+  EXPECT_NE(
+      error_of(trace(tf::kFormatVersion, 4, lender).bytes(), "own-more.awtrace").find("without borrowed Python frames"),
+      std::string::npos);
 }
 
 TEST(Reader, FieldValidation) {

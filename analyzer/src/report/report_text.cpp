@@ -407,8 +407,7 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
                      : std::string("    stack:\n"));
       for (const Frame* fr : frames)
         out << fmt::format(FMT_COMPILE("      #{:<2} {} {}\n"), static_cast<size_t>(fr - f.stack.data()),
-                           frame_address_text(*fr),
-                           printable(frame_text(*fr)));
+                           frame_address_text(*fr), printable(frame_text(*fr)));
     }
     if (report.processes.size() > 1) {
       std::string per;

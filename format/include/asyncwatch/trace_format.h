@@ -603,8 +603,8 @@ inline constexpr uint32_t kPythonOuterFrames = 8;
 struct StackRecord {  // variable: followed by depth uint64_t return addresses, innermost first,
                       // then (v3) python_depth PythonFrameRef, innermost first
   RecordHeader h;
-  uint32_t stack_id;      // > 0
-  uint16_t depth;         // native frames, at most kMaxStackDepth
+  uint32_t stack_id;     // > 0
+  uint16_t depth;        // native frames, at most kMaxStackDepth
   uint8_t python_depth;  // Python frames, at most kMaxPythonDepth (0 before v3; a uint16_t before
                          // v7, whose high byte, always 0, is now python_own)
   // v7, with a lender: the first python_own Python frames are the calling thread's own (a thread

@@ -851,8 +851,7 @@ uint32_t capture_borrowed(PythonFrame* out, uint32_t max, Lender* lender, WalkEn
 uint32_t confirm_borrowed(BorrowMemo* memo, PythonFrame* out, uint32_t max, Lender* lender, WalkEnd* end) noexcept {
   // A walk that stopped at its limit tells nothing of the frames past it; else a walk with a
   // smaller limit would have read a prefix of the same regions and stored a prefix of its frames.
-  if (!memo || !memo->valid || max == 0 || (max > memo->max && memo->end == WalkEnd::kDepthLimit) || !ready())
-    return 0;
+  if (!memo || !memo->valid || max == 0 || (max > memo->max && memo->end == WalkEnd::kDepthLimit) || !ready()) return 0;
   BorrowMemo& m = *memo;
   m.valid = false;  // until confirmed
   WalkEnd e;

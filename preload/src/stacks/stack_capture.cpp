@@ -553,8 +553,8 @@ uint32_t write_code_record(const python_frames::PythonFrame& f, uint32_t id, boo
 }
 
 // `own`: with a lender, how many of the frames (the first) are the thread's own (StackRecord.python_own).
-uint64_t hash_python(uint32_t native_id, const python_frames::PythonFrame* py, uint32_t n, uint8_t end,
-                     uint32_t lender, uint32_t own) noexcept {
+uint64_t hash_python(uint32_t native_id, const python_frames::PythonFrame* py, uint32_t n, uint8_t end, uint32_t lender,
+                     uint32_t own) noexcept {
   uint64_t h = (0x84222325cbf29ce4ull ^ (uint64_t{n} << 40) ^ (uint64_t{end} << 56) ^ (uint64_t{lender} << 8) ^
                 (uint64_t{own} << 32)) +
                native_id;
