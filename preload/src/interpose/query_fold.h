@@ -58,8 +58,9 @@ inline bool fold(int32_t result) noexcept {
   detail::Last& l = detail::tl_last;
   // The position test before any read of the record: a record the thread's writing has moved past
   // may lie in a block that is no longer mapped.
-  if (!l.rec || l.result != result || l.generation != trace_writer::generation() ||
-      thread_buffer::next_position() != l.end || l.rec->repeat == UINT32_MAX)
+  const uint32_t gen = trace_writer::generation();
+  if (!l.rec || l.result != result || l.generation != gen || !thread_buffer::wrote_nothing_since(l.end, gen) ||
+      l.rec->repeat == UINT32_MAX)
     return false;
   const uint32_t repeat = l.rec->repeat + 1;
   if (repeat % detail::kEndRefresh == 0) __atomic_store_n(&l.rec->end_ns, now_ns(), __ATOMIC_RELAXED);
