@@ -200,6 +200,7 @@ class ProcessAnalyzer final : public RuleContext {
   void add_ranges(Group& g);
 
   void observe(const Observation& o) override;
+  void observe_rare(const ObservationRare& r, Group& g);  // observe's part for the few calls that carry it
 
   // The device's figures, once the trace has said which device it is (its DeviceInfo record comes
   // before the first call).
