@@ -533,3 +533,11 @@ TEST(CallSite, FrameworkPhasesFromPythonFrames) {
       frame("xla::Autotuner::GetTunedConfig(xla::HloInstruction const*, int) const", "/v/xla_cuda_plugin.so")};
   EXPECT_STREQ(framework_phase(xla), "XLA autotuning");
 }
+
+TEST(CallSite, FrameworkPhaseOfAKernelWaitedFor) {
+  EXPECT_STREQ(framework_phase_of_kernel("stream_executor::gpu::RedzoneAllocatorKernelImpl"), "XLA autotuning");
+  EXPECT_STREQ(framework_phase_of_kernel("stream_executor::gpu::xla_fp_comparison<float>"), "XLA autotuning");
+  EXPECT_EQ(framework_phase_of_kernel("stream_executor::gpu"), nullptr);
+  EXPECT_EQ(framework_phase_of_kernel("fusion_12"), nullptr);
+  EXPECT_EQ(framework_phase_of_kernel(""), nullptr);
+}

@@ -89,6 +89,34 @@ TEST(Findings, PageableDeviceToHostWaitedForTheStreamKernels) {
   EXPECT_EQ(r.summary.async_calls_async, 3u);
 }
 
+// A copy that waited for a kernel only XLA's autotuner launches was made inside that phase: a note
+// from what the trace records, with or without the framework's symbols (issue 44, item 9).
+TEST(Findings, WaitedForAnAutotunerKernelIsThatFrameworkPhase) {
+  Fixture x;
+  uint32_t redzone = x.b.string(kTid, "_ZN15stream_executor3gpu26RedzoneAllocatorKernelImplEv");
+  x.launch(redzone, 3 * kUs);
+  x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 50 * kMs, 8,
+         tf::kFlagEvidenceChecked | tf::kFlagCompletedAtReturn);
+  Report r = x.report("p-autotune.awtrace");
+  const Finding* f = find(r, FindingId::PageableAsyncCopy);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->framework_phase, "XLA autotuning");
+  EXPECT_EQ(finding_severity(*f), Severity::Note);
+  EXPECT_NE(finding_message(*f).find("(made inside XLA autotuning: the framework's one-time work, apart from"),
+            std::string::npos)
+      << finding_message(*f);
+  // The same copy after an ordinary kernel is the user's warning.
+  Fixture y;
+  y.launch(y.b.string(kTid, "_Z5dummyv"), 3 * kUs);
+  y.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 50 * kMs, 8,
+         tf::kFlagEvidenceChecked | tf::kFlagCompletedAtReturn);
+  Report r2 = y.report("p-steady.awtrace");
+  const Finding* g = find(r2, FindingId::PageableAsyncCopy);
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(g->framework_phase.empty());
+  EXPECT_EQ(finding_severity(*g), Severity::Warning);
+}
+
 TEST(Findings, StreamSyncClearsTheKernelsWaitedFor) {
   Fixture x;
   uint32_t k1 = x.b.string(kTid, "_Z5dummyv");

@@ -182,6 +182,14 @@ class Python(unittest.TestCase):
         # At a user's line they are checked as any other finding.
         self.assertEqual(len(cc.evaluate_py(PY, PY_GOOD + [pyf("in-flight-call", 48)], "all")[0]), 1)
 
+    def test_a_frameworks_phase_note_without_user_line_passes(self):
+        phase = "... (made inside XLA autotuning: the framework's one-time work, apart from its steady state, so a note)"
+        note = pyf("pageable-async-copy", None, "", severity="note", message=phase, user_code=False)
+        self.assertEqual(cc.evaluate_py(PY, PY_GOOD + [note], "default")[0], [])
+        # Not as a warning, and not without the phase.
+        self.assertEqual(len(cc.evaluate_py(PY, PY_GOOD + [dict(note, severity="warning")], "default")[0]), 2)
+        self.assertEqual(len(cc.evaluate_py(PY, PY_GOOD + [dict(note, message="")], "default")[0]), 1)
+
     def test_reports_without_symbols_must_agree(self):
         self.assertEqual(cc.compare_nosym(PY_GOOD, list(reversed(PY_GOOD))), [])
         other = PY_GOOD[:3] + [pyf("hidden-sync", 47, severity="warning")]

@@ -302,6 +302,13 @@ std::vector<Finding> ProcessAnalyzer::findings_of_groups(const ProcessSummary& p
         f.below_threshold = true;
       }
     }
+    if (f.framework_phase.empty())
+      for (const auto& [kernel, n] : f.waited_for)
+        if (const char* phase = framework_phase_of_kernel(kernel)) {
+          f.framework_phase = phase;  // the same verdict without the framework's symbols
+          f.below_threshold = true;
+          break;
+        }
     if (g.stack_id)
       if (const auto* stack = stack_of(g.stack_id)) f.stack = *stack;
     // A synchronization reached from inside a library is hidden-sync (its call site says so); an

@@ -69,8 +69,8 @@ std::string finding_message(const Finding& f) {
   if (f.id >= FindingId::Count) return std::string();
   std::string m = rule_info(f.id).hooks.message(f);
   if (!f.framework_phase.empty())
-    m += " (made inside " + f.framework_phase +
-         ": the framework's one-time work at this line, apart from its steady state, so a note)";
+    m += " (made inside " + f.framework_phase + ": the framework's one-time work" +
+         (f.call_site_is_user_code ? " at this line" : "") + ", apart from its steady state, so a note)";
   return m;
 }
 

@@ -191,7 +191,23 @@ const NativeFrameworkPhase kNativeFrameworkPhases[] = {
     {"xla::ConfigRunner::", "XLA autotuning"},
     {"xla::gpu::GpuProfiler::", "XLA autotuning"},
 };
+// Kernels only an autotuner launches: a call that waited for one was made inside its phase.
+struct KernelFrameworkPhase {
+  const char* kernel;  // the demangled kernel name starts with it
+  const char* phase;
+};
+const KernelFrameworkPhase kFrameworkPhaseKernels[] = {
+    {"stream_executor::gpu::RedzoneAllocatorKernel", "XLA autotuning"},  // redzone checks of candidates
+    {"stream_executor::gpu::xla_fp_comparison", "XLA autotuning"},       // comparing candidates' outputs
+    {"stream_executor::gpu::xla_int_comparison", "XLA autotuning"},
+};
 }  // namespace
+
+const char* framework_phase_of_kernel(std::string_view kernel) {
+  for (const KernelFrameworkPhase& p : kFrameworkPhaseKernels)
+    if (kernel.substr(0, std::strlen(p.kernel)) == p.kernel) return p.phase;
+  return nullptr;
+}
 
 const char* framework_phase(const std::vector<Frame>& frames) {
   for (const Frame& f : frames) {

@@ -113,6 +113,11 @@ std::string call_site_key(const Frame& site, const Frame& via);
 // state. The name of the phase ("JAX compilation"), or nullptr. The list: kFrameworkPhases in
 // call_site.cpp (docs/findings.md, "Framework phases").
 const char* framework_phase(const std::vector<Frame>& frames);
+// The same from a kernel the call waited for (its name recorded in the trace, so the verdict does
+// not depend on the analyzing machine having the framework's symbols): kernels that run only inside
+// such a phase (XLA's autotuner checks its candidates' redzones and compares their outputs). The list:
+// kFrameworkPhaseKernels in call_site.cpp.
+const char* framework_phase_of_kernel(std::string_view demangled_kernel);
 
 // `frames` innermost first, inline frames expanded. `kernel_function`: for a launch, the launched
 // kernel's demangled name ("dummy(long long)"); the host wrapper nvcc generates under that name

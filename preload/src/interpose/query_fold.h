@@ -11,21 +11,63 @@
 
 #include "asyncwatch/trace_format.h"
 #include "call_context.h"
+#include "config.h"
+#include "trace/thread_buffer.h"
+#include "trace/trace_writer.h"
 
 namespace asyncwatch::query_fold {
 
+// Inline, every one: a polling loop's folded query runs nothing else of ours (bench/poll_loop.sh,
+// the instructions a polled query and the loop's speed traced over bare on the GPU).
+namespace detail {
+// This thread's last query record, while it may still take more calls.
+struct Last {
+  trace::SyncRecord* rec;  // in the thread's block (published)
+  const char* end;         // where the next record would start if nothing was written since
+  uint32_t generation;
+  uint16_t api;
+  uint8_t per_thread;
+  int32_t result;
+  uint64_t handle;
+};
+extern AW_TLS_SHARED Last tl_last;
+// Folds between two refreshes of the folded record's end time: at ~0.15 us a query, its end lags the
+// last query by a few microseconds at most, and the next record of the thread bounds it exactly.
+inline constexpr uint32_t kEndRefresh = 32;
+}  // namespace detail
+
 // Whether the folding path may take this call (else the caller takes its ordinary path).
-bool eligible() noexcept;
+inline bool eligible() noexcept {
+  const calls::ThreadCallState& st = calls::thread_state();
+  return st.phase == calls::kPhaseApplication && trace_writer::recording_now() &&
+         config_fast().stacks != StackPolicy::All;
+}
 
 // Whether this query may fold into the thread's last record (same API, handle and entry form),
 // asked before the call so that a query that then folds reads no clock at all.
-bool may_fold(trace::Api api, uint64_t handle, bool per_thread) noexcept;
+inline bool may_fold(trace::Api api, uint64_t handle, bool per_thread) noexcept {
+  const detail::Last& l = detail::tl_last;
+  return l.rec && l.handle == handle && l.api == static_cast<uint16_t>(api) && l.per_thread == per_thread;
+}
 
 // Folds a query that returned `result` into the thread's last record when nothing was written since
 // and the result is the same: the repeat count goes up; the record's end time is refreshed from the
 // clock every kEndRefresh folds (and set exactly when the run of results ends: record()). Returns
 // false when it could not fold (the caller then records it).
-bool fold(int32_t result) noexcept;
+inline bool fold(int32_t result) noexcept {
+  detail::Last& l = detail::tl_last;
+  // The position test before any read of the record: a record the thread's writing has moved past
+  // may lie in a block that is no longer mapped.
+  const uint32_t gen = trace_writer::generation();
+  if (!l.rec || l.result != result || l.generation != gen || !thread_buffer::wrote_nothing_since(l.end, gen) ||
+      l.rec->repeat == UINT32_MAX)
+    return false;
+  const uint32_t repeat = l.rec->repeat + 1;
+  if (repeat % detail::kEndRefresh == 0) __atomic_store_n(&l.rec->end_ns, now_ns(), __ATOMIC_RELAXED);
+  // Relaxed stores: a reader of the live mapping sees either count (each field is one store).
+  __atomic_store_n(&l.rec->repeat, repeat, __ATOMIC_RELAXED);
+  return true;
+}
 
 // Records a query that returned `result` after [start, end]: folded into the previous record when it
 // can be, else a new Sync record (repeat 1) that later queries may fold into.
@@ -52,12 +94,11 @@ auto run(uint8_t rt_instance, calls::Caller c, trace::Api api, trace::Api driver
   auto r = call();
   st.phase = calls::kPhaseLibrary;
   calls::signal_fence();
-  {
+  // A fold calls nothing that sets errno; only recording may.
+  if (!foldable || !fold(static_cast<int32_t>(r))) {
     ErrnoKeeper keep;
-    if (!foldable || !fold(static_cast<int32_t>(r))) {
-      const uint64_t end = now_ns();
-      record(api, driver_fn, handle, kind, per_thread, static_cast<int32_t>(r), foldable ? end : start, end);
-    }
+    const uint64_t end = now_ns();
+    record(api, driver_fn, handle, kind, per_thread, static_cast<int32_t>(r), foldable ? end : start, end);
   }
   calls::set_phase(st, calls::kPhaseApplication);
   return r;

@@ -136,12 +136,6 @@ char* detail::reserve_slow(uint32_t size, uint32_t gen) noexcept {
   return reserve(size);
 }
 
-const char* next_position() noexcept {
-  const State& s = tl_state;
-  if (s.key != trace_writer::generation() || s.lost_count || !s.level[0].block) return nullptr;
-  return s.level[0].block + s.level[0].used;
-}
-
 uint32_t tid() noexcept {
   if (AW_UNLIKELY(tl_state.tid == 0)) tl_state.tid = static_cast<uint32_t>(syscall(SYS_gettid));
   return tl_state.tid;

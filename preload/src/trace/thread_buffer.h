@@ -54,8 +54,12 @@ trace::LostReason failure_reason() noexcept;
 
 // Where this thread's next record would start (its level-0 block, no reservation open, no loss to
 // report first), or nullptr. A writer that remembers where its last record ended can tell from it
-// that the thread wrote nothing since (query folding, interpose/query_fold.h).
-const char* next_position() noexcept;
+// that the thread wrote nothing since (query folding, interpose/query_fold.h). Inline, below: every
+// folded query of a polling loop asks (bench/poll_loop.sh's instructions a polled query).
+inline const char* next_position() noexcept;
+// next_position() == end for an `end` that is not nullptr, `gen` the trace's generation as the caller
+// just read it (one read of it where a folded query makes both tests).
+inline bool wrote_nothing_since(const char* end, uint32_t gen) noexcept;
 
 // Kernel thread id of the calling thread (cached).
 uint32_t tid() noexcept;
@@ -157,6 +161,18 @@ inline void commit(char* p, trace::RecordType type, uint32_t size) noexcept {
   __atomic_store_n(reinterpret_cast<uint32_t*>(p), word, __ATOMIC_RELEASE);
   std::atomic_signal_fence(std::memory_order_seq_cst);
   detail::tl_state.open >>= 1;  // closes the innermost open reservation (3 -> 1, 1 -> 0)
+}
+
+inline const char* next_position() noexcept {
+  const detail::State& s = detail::tl_state;
+  if (s.key != trace_writer::generation() || s.lost_count || !s.level[0].block) return nullptr;
+  return s.level[0].block + s.level[0].used;
+}
+inline bool wrote_nothing_since(const char* end, uint32_t gen) noexcept {
+  const detail::State& s = detail::tl_state;
+  // Integer sums: no block is address 0, never `end`.
+  return s.key == gen && !s.lost_count &&
+         reinterpret_cast<uintptr_t>(s.level[0].block) + s.level[0].used == reinterpret_cast<uintptr_t>(end);
 }
 
 }  // namespace asyncwatch::thread_buffer
