@@ -18,6 +18,9 @@
 // One more, 8dc7fe37...: a flight-recorder trace (version 6: kConfigFlight, the header's flight_*
 // fields, a summary block and a ring block "BLKR" of 20 copies; its trailing zeros cut), so that
 // mutations reach the ring's metadata (sequence numbers, magics, the header's ring size).
+// One more, ac1fef99...: a version-7 trace whose stacks hold a thread's own Python frames then a
+// lender's (StackRecord.python_own; the trace of test Findings.OwnPythonFramesBeforeBorrowedOnes,
+// its trailing zeros cut), so that mutations reach the split of own and borrowed frames.
 //
 // Each input is read twice when its length is not a whole trace (header + whole 64 KiB blocks):
 // once as it is (the header and truncation checks), and once zero-padded to the next block

@@ -1173,6 +1173,58 @@ TEST(Findings, BlockedLaunchNamesTheOtherThreadsCallThatRanThrough) {
   EXPECT_TRUE(seen);
 }
 
+// A thread Python did not create that runs Python (autograd's engine running a compiled backward)
+// has its own frames, then a lender's (StackRecord.python_own): the innermost user frame of its own
+// is the call site (a user's autograd Function.backward); without one, the lender's line, marked
+// borrowed; the stack shows both, the lender's last.
+TEST(Findings, OwnPythonFramesBeforeBorrowedOnes) {
+  Fixture x;
+  x.b.module(kTid, "/v/lib/python3.12/site-packages/nvidia/cuda_runtime/lib/libcudart.so.13", 0x700000, 0x700000,
+             0x800000);
+  x.b.py_code(kTid, 1, "/v/lib/python3.12/site-packages/torch/autograd/function.py", "BackwardCFunction.apply", 300);
+  x.b.py_code(kTid, 2, "/home/me/model.py", "MyFn.backward", 40);
+  x.b.py_code(kTid, 3, "/v/lib/python3.12/site-packages/torch/_tensor.py", "Tensor.backward", 500);
+  x.b.py_code(kTid, 4, "/home/me/train.py", "step", 12);
+  const uint32_t lender = tf::python_lender_encode(4242, false);
+  const uint32_t torch_only = x.b.python_stack(kTid, {0x701000}, {{1, 0}, {3, 0}, {4, 0}}, lender, 1);
+  const uint32_t users = x.b.python_stack(kTid, {0x701000}, {{2, 0}, {1, 0}, {3, 0}, {4, 0}}, lender, 2);
+  for (int i = 0; i < 3; ++i)
+    x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 200 * kUs, 64, 0, torch_only);
+  for (int i = 0; i < 2; ++i)
+    x.copy(Direction::DtoH, MemoryKind::Device, MemoryKind::Pageable, 200 * kUs, 64, 0, users);
+  Report r = x.report("own-then-borrowed.awtrace");
+  const Finding* at_lender = nullptr;
+  const Finding* at_own = nullptr;
+  for (const Finding& f : r.findings)
+    if (f.id == FindingId::PageableAsyncCopy) (f.call_site.file == "/home/me/train.py" ? at_lender : at_own) = &f;
+  ASSERT_NE(at_lender, nullptr);
+  ASSERT_NE(at_own, nullptr);
+  EXPECT_EQ(at_lender->count, 3u);
+  EXPECT_EQ(at_lender->call_site.line, 12);
+  EXPECT_TRUE(at_lender->call_site_is_user_code);
+  EXPECT_EQ(at_lender->python_lender, lender);
+  EXPECT_EQ(at_own->count, 2u);
+  EXPECT_EQ(at_own->call_site.file, "/home/me/model.py");
+  EXPECT_TRUE(at_own->call_site_is_user_code);
+  EXPECT_EQ(at_own->python_lender, 0u);
+  // The stack: the own Python frames (not borrowed), then the lender's (borrowed), outermost last.
+  std::vector<std::pair<std::string, bool>> py;
+  for (const Frame& f : at_own->stack)
+    if (f.origin == FrameOrigin::Python) py.emplace_back(f.function, f.borrowed);
+  const std::vector<std::pair<std::string, bool>> want{
+      {"MyFn.backward", false}, {"BackwardCFunction.apply", false}, {"Tensor.backward", true}, {"step", true}};
+  EXPECT_EQ(py, want);
+  auto doc = nlohmann::json::parse(report_json_text(r));
+  size_t borrowed_frames = 0;
+  for (const auto& f : doc["findings"])
+    for (const auto& fr : f["stack"]) borrowed_frames += fr.value("borrowed", false);
+  EXPECT_EQ(borrowed_frames, 4u);  // two in each finding's stack
+  std::ostringstream text;
+  write_report_text(text, r, TextStyle{});
+  EXPECT_NE(text.str().find("[py, borrowed] step at /home/me/train.py:12"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("[py] MyFn.backward at /home/me/model.py:40"), std::string::npos) << text.str();
+}
+
 // What a framework does inside its own compilation (JAX's backend_compile running
 // XLA's autotuner) is kept apart from the same line's steady state, and is a note.
 TEST(Findings, FrameworkCompilePhaseIsKeptApart) {

@@ -286,6 +286,46 @@ TEST(Reader, PythonFramesValidated) {
   }
 }
 
+// StackRecord.python_own (v7): a thread's own Python frames, then a lender's. Before v7 the byte
+// was python_depth's high one, so it must be 0 there.
+TEST(Reader, OwnAndBorrowedPythonFrames) {
+  const uint32_t lender = tf::python_lender_encode(4242, false);
+  auto trace = [&](uint32_t version, uint32_t own, uint32_t lender_value) {
+    TraceBuilder tb(1);
+    tb.header().version = version;
+    tb.thread_info(7, "pt_autograd_0");
+    tb.python_stack(7, {0x401000}, {{1, 0}, {2, 0}, {3, 0}}, lender_value, own);
+    return tb;
+  };
+  {
+    std::string p = write_trace(trace(tf::kFormatVersion, 2, lender), "own-borrowed.awtrace");
+    auto t = TraceFile::open(p);
+    t->index();
+    EXPECT_EQ(t->python_frames(1).size(), 3u);
+    EXPECT_EQ(t->python_own(1), 2u);
+    EXPECT_EQ(t->python_lender(1), lender);
+  }
+  {
+    // A version-6 trace with all its frames borrowed reads as before.
+    std::string p = write_trace(trace(6, 0, lender), "v6-borrowed.awtrace");
+    auto t = TraceFile::open(p);
+    t->index();
+    EXPECT_EQ(t->python_own(1), 0u);
+    EXPECT_EQ(t->python_lender(1), lender);
+  }
+  EXPECT_NE(error_of(trace(6, 2, lender).bytes(), "v6-own.awtrace").find("python depth 515 exceeds the maximum 32"),
+            std::string::npos);
+  EXPECT_NE(error_of(trace(tf::kFormatVersion, 2, 0).bytes(), "own-alone.awtrace")
+                .find("2 own Python frames without a lender"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of(trace(tf::kFormatVersion, 3, lender).bytes(), "own-all.awtrace").find("without borrowed Python frames"),
+      std::string::npos);
+  EXPECT_NE(
+      error_of(trace(tf::kFormatVersion, 4, lender).bytes(), "own-more.awtrace").find("without borrowed Python frames"),
+      std::string::npos);
+}
+
 TEST(Reader, FieldValidation) {
   {
     TraceBuilder tb(1);

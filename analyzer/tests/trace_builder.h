@@ -90,13 +90,17 @@ class TraceBuilder {
     return r.stack_id;
   }
   // A stack with Python frames: native return addresses, then (code id, instruction) of each
-  // Python frame, innermost first (the code objects are py_code's).
+  // Python frame, innermost first (the code objects are py_code's). `lender` (python_lender_encode):
+  // the frames after the first `own` are borrowed from that thread.
   uint32_t python_stack(uint32_t tid, const std::vector<uint64_t>& native,
-                        const std::vector<std::pair<uint32_t, int32_t>>& python) {
+                        const std::vector<std::pair<uint32_t, int32_t>>& python, uint32_t lender = 0,
+                        uint32_t own = 0) {
     tf::StackRecord r{};
     r.stack_id = ++last_stack_;
     r.depth = static_cast<uint16_t>(native.size());
-    r.python_depth = static_cast<uint16_t>(python.size());
+    r.python_depth = static_cast<uint8_t>(python.size());
+    r.python_own = static_cast<uint8_t>(own);
+    tf::set_python_lender(r, lender);
     r.python_end = static_cast<uint8_t>(tf::PythonWalkEnd::Complete);
     std::vector<uint64_t> payload(native);
     for (const auto& [code, instr] : python) {

@@ -14,6 +14,7 @@
 #include "interpose/real_functions.h"
 #include "log.h"
 #include "process_slots.h"
+#include "stacks/thread_starts.h"
 #include "trace/trace_file.h"
 #include "trace/trace_writer.h"
 
@@ -48,6 +49,7 @@ extern "C" AW_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t*
   static auto real = next<int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*)>("pthread_create");
   int rc = real(thread, attr, fn, arg);
   if (rc == EAGAIN && process_slots::give_back()) rc = real(thread, attr, fn, arg);
+  if (rc == 0) thread_starts::note_created(*thread, fn);  // who created it: stacks/thread_starts.h
   return rc;
 }
 

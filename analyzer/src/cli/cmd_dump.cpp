@@ -56,8 +56,10 @@ std::string describe(const RecordView& r) {
       }
       std::string text = fmt::format("{} stack_id={} depth={} frames:{}", head, s.stack_id, s.depth, frames);
       if (s.python_depth) {
-        text += fmt::format(" python_depth={} python_end={} python:", s.python_depth,
+        text += fmt::format(" python_depth={} python_end={}", s.python_depth,
                             python_walk_end_text(static_cast<PythonWalkEnd>(s.python_end)));
+        if (s.python_own) text += fmt::format(" python_own={}", s.python_own);  // then the lender's
+        text += " python:";
         for (uint32_t i = 0; i < s.python_depth; ++i) {
           PythonFrameRef f;
           std::memcpy(&f, ev.payload() + 8 * (s.depth + i), sizeof f);

@@ -39,9 +39,11 @@ SiteRef ProcessAnalyzer::site_of(uint32_t stack_id, uint32_t kernel_id) {
                 : lib;
       }
       site.user = cs.user;
-      // A Python line read from another thread (the call ran on a thread without Python): kept
-      // apart from the same line's own calls, and from other lenders' (the report names it).
-      if (site.frame.origin == FrameOrigin::Python) site.python_lender = trace_.python_lender(stack_id);
+      // A Python line read from another thread (the call ran on a thread without Python frames,
+      // or on one Python did not create whose own frames hold no user code): kept apart from the
+      // same line's own calls, and from other lenders' (the report names it).
+      if (site.frame.origin == FrameOrigin::Python && site.frame.borrowed)
+        site.python_lender = trace_.python_lender(stack_id);
       // Its neighbour in the stack is the outermost frame of the native thread (start_thread,
       // clone3), not a function the line called.
       if (site.python_lender) site.via = Frame{};

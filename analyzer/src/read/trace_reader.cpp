@@ -256,7 +256,7 @@ void TraceFile::validate_record(const RecordView& r) const {
     bad(fmt::format("size {} is too small", r.size));
   }
   std::string what;
-  FieldChecks c{api_count_, &what};
+  FieldChecks c{api_count_, &what, version_};
   if (!fields_valid(c, r.type, r.data)) bad(what);
   if (info.size_rule == SizeRule::Variable) {
     uint32_t want = record_size_aligned(info.struct_size + record_payload_bytes(static_cast<uint16_t>(r.type), r.data));
@@ -533,7 +533,7 @@ bool TraceFile::next_validated(CursorState& c) {
       if (c.off + sizeof(RecordHeader) <= kBlockSize) {
         RecordHeader rh;
         std::memcpy(&rh, block + c.off, sizeof rh);
-        FieldChecks quiet{api_count_, nullptr};
+        FieldChecks quiet{api_count_, nullptr, version_};
         if (rh.type < kRecordTypeLimit && rh.size == fast_rows_[rh.type].size && c.off + rh.size <= kBlockSize &&
             fields_valid(quiet, static_cast<RecordType>(rh.type), block + c.off)) {
           c.current =
@@ -793,6 +793,15 @@ uint32_t TraceFile::python_lender(uint32_t id) const {
   StackRecord s;
   std::memcpy(&s, map_ + off, sizeof s);
   return trace::python_lender(s);
+}
+
+uint32_t TraceFile::python_own(uint32_t id) const {
+  if (id >= kCallerSiteStackBase && id - kCallerSiteStackBase < caller_sites_.size()) return 0;
+  uint64_t off = stacks_.find(id);
+  if (off == UINT64_MAX || version_ < 7) return 0;
+  StackRecord s;
+  std::memcpy(&s, map_ + off, sizeof s);
+  return trace::python_lender(s) ? s.python_own : 0;
 }
 
 std::optional<PyCodeInfo> TraceFile::py_code(uint32_t id) const {

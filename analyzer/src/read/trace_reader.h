@@ -298,6 +298,9 @@ class TraceFile {
   // StackRecord.python_lender of the stack: 0 when its Python frames are its thread's own (or it
   // has none), else where they were borrowed from (trace_format.h, python_lender_encode).
   uint32_t python_lender(uint32_t stack_id) const;
+  // StackRecord.python_own: with a lender, how many of its Python frames (the first) are its
+  // thread's own; the rest are the lender's. 0 otherwise (and before v7).
+  uint32_t python_own(uint32_t stack_id) const;
   // A Python code object by id (nullopt: not in the trace).
   std::optional<PyCodeInfo> py_code(uint32_t id) const;
   const PythonInfo& python() const { return python_; }

@@ -22,7 +22,8 @@ using namespace trace;
 // table).
 struct FieldChecks {
   uint16_t api_count;
-  std::string* what;  // receives the problem (null: only whether there is one)
+  std::string* what;                  // receives the problem (null: only whether there is one)
+  uint32_t version = kFormatVersion;  // of the trace (StackRecord.python_own is v7's)
 
   __attribute__((cold)) bool bad(std::string w) {
     if (what) *what = std::move(w);
@@ -93,8 +94,13 @@ struct FieldChecks {
     if (s.python_depth > kMaxPythonDepth)
       return bad(fmt::format("python depth {} exceeds the maximum {}", s.python_depth, kMaxPythonDepth));
     if (s.python_end >= kPythonWalkEndCount) return bad(fmt::format("unknown python walk end {}", s.python_end));
+    // Before v7 the byte was python_depth's high one: 0 in every valid trace.
+    if (s.python_own && version < 7)
+      return bad(
+          fmt::format("python depth {} exceeds the maximum {}", s.python_depth + 256u * s.python_own, kMaxPythonDepth));
     const uint32_t lender = python_lender(s);
-    return lender == 0 || ((lender & kPythonLenderBorrowed) && s.python_depth > 0) ||
+    if (s.python_own && !lender) return bad(fmt::format("{} own Python frames without a lender", s.python_own));
+    return lender == 0 || ((lender & kPythonLenderBorrowed) && s.python_depth > s.python_own) ||
            bad(fmt::format("python lender {:#x} without borrowed Python frames", lender));
   }
   bool body(const PyCodeRecord& c) {

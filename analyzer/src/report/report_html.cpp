@@ -298,8 +298,7 @@ void write_finding(std::ostream& out, const Finding& f, const Report& report, si
                    : std::string("stack"))
         << "</summary><pre>";
     for (const Frame* fr : frames)
-      out << html_text(fmt::format("#{:<2} {} {}", static_cast<size_t>(fr - f.stack.data()),
-                                   fr->origin == FrameOrigin::Python ? std::string("[py]") : hex(fr->address),
+      out << html_text(fmt::format("#{:<2} {} {}", static_cast<size_t>(fr - f.stack.data()), frame_address_text(*fr),
                                    frame_text(*fr)))
           << '\n';
     out << "</pre></details>\n";

@@ -26,7 +26,10 @@ void frame_fields(JsonWriter& w, const Frame& f) {
 }
 
 void frame_object(JsonWriter& w, const Frame& f) {
-  w.object([&] { frame_fields(w, f); });
+  w.object([&] {
+    frame_fields(w, f);
+    if (f.borrowed) w.field("borrowed", true);  // another thread's Python frame (only then present)
+  });
 }
 
 }  // namespace

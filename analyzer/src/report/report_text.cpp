@@ -232,6 +232,11 @@ std::string call_site_line_text(const Finding& f) {
   return s;
 }
 
+std::string frame_address_text(const Frame& f) {
+  if (f.origin != FrameOrigin::Python) return hex(f.address);
+  return f.borrowed ? "[py, borrowed]" : "[py]";
+}
+
 std::string frame_text(const Frame& f) {
   if (f.function.empty() && f.file.empty()) return frame_name_text(f);  // "libcuda.so.1+0x2a3f0"
   std::string s = f.function.empty() ? "(unknown function)" : shorten_middle(f.function, kDisplayNameMax);
@@ -402,8 +407,7 @@ void write_report_text(std::ostream& out, const Report& report, const TextStyle&
                      : std::string("    stack:\n"));
       for (const Frame* fr : frames)
         out << fmt::format(FMT_COMPILE("      #{:<2} {} {}\n"), static_cast<size_t>(fr - f.stack.data()),
-                           fr->origin == FrameOrigin::Python ? std::string("[py]") : hex(fr->address),
-                           printable(frame_text(*fr)));
+                           frame_address_text(*fr), printable(frame_text(*fr)));
     }
     if (report.processes.size() > 1) {
       std::string per;

@@ -81,5 +81,8 @@ std::vector<const Frame*> shown_frames(const Finding& f, const Report& report, s
                                        FrameKindMemo* memo = nullptr);
 // "main at /src/seed.cu:52 (app)", "helper at x.cu:7 (app) [inlined]", "libcuda.so.1+0x1234"
 std::string frame_text(const Frame& f);
+// What a stack listing shows before frame_text: the return address, "[py]" for a Python frame,
+// "[py, borrowed]" for one of another thread's (docs/python-frames.md, "Borrowed frames").
+std::string frame_address_text(const Frame& f);
 
 }  // namespace asyncwatch

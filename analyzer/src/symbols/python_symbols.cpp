@@ -63,8 +63,10 @@ Frame PythonSymbols::resolve(const trace::PythonFrameRef& ref) {
   return f;
 }
 
-std::vector<Frame> PythonSymbols::merge(std::vector<Frame> native, const std::vector<trace::PythonFrameRef>& python) {
+std::vector<Frame> PythonSymbols::merge(std::vector<Frame> native, const std::vector<trace::PythonFrameRef>& python,
+                                        size_t borrowed_from) {
   if (python.empty()) return native;
+  borrowed_from = std::min(borrowed_from, python.size());
   size_t at = native.size();
   for (size_t i = 0; i < native.size(); ++i)
     if (is_interpreter_module(native[i].module)) {
@@ -77,9 +79,20 @@ std::vector<Frame> PythonSymbols::merge(std::vector<Frame> native, const std::ve
   out.reserve(native.size() + python.size());
   out.insert(out.end(), std::make_move_iterator(native.begin()),
              std::make_move_iterator(native.begin() + static_cast<std::ptrdiff_t>(at)));
-  for (const auto& ref : python) out.push_back(resolve(ref));
+  // A stack of its own frames and a lender's: the own Python frames in place, the borrowed ones
+  // last. All borrowed (a thread without Python frames): where the own ones would be, as before.
+  const bool mixed = borrowed_from > 0 && borrowed_from < python.size();
+  const size_t in_place = mixed ? borrowed_from : python.size();
+  for (size_t i = 0; i < in_place; ++i) {
+    out.push_back(resolve(python[i]));
+    out.back().borrowed = i >= borrowed_from;
+  }
   out.insert(out.end(), std::make_move_iterator(native.begin() + static_cast<std::ptrdiff_t>(at)),
              std::make_move_iterator(native.end()));
+  for (size_t i = in_place; i < python.size(); ++i) {
+    out.push_back(resolve(python[i]));
+    out.back().borrowed = true;
+  }
   return out;
 }
 
@@ -87,7 +100,9 @@ std::optional<std::vector<Frame>> stack_frames(const TraceFile& trace, Symbolize
                                                uint32_t stack_id) {
   auto addrs = trace.stack(stack_id);
   if (!addrs) return std::nullopt;
-  return python.merge(symbols.expand(*addrs), trace.python_frames(stack_id));
+  std::vector<trace::PythonFrameRef> py = trace.python_frames(stack_id);
+  const size_t borrowed_from = trace.python_lender(stack_id) ? trace.python_own(stack_id) : py.size();
+  return python.merge(symbols.expand(*addrs), py, borrowed_from);
 }
 
 }  // namespace asyncwatch

@@ -25,7 +25,11 @@ class PythonSymbols {
   // place of the interpreter's frames that ran them, i.e. before the first frame of the
   // interpreter's module (marked FrameOrigin::Interpreter, as are the later ones), or after the
   // last native frame when the interpreter has no frame in the stack. No Python frames: `native`.
-  std::vector<Frame> merge(std::vector<Frame> native, const std::vector<trace::PythonFrameRef>& python);
+  // `borrowed_from`: the index of the first of `python` borrowed from another thread (the stack's
+  // lender; python.size() when none): those are marked borrowed and go after all of the stack's own
+  // frames, native and Python (the lender waited for the whole thread's work: it is outer to it).
+  std::vector<Frame> merge(std::vector<Frame> native, const std::vector<trace::PythonFrameRef>& python,
+                           size_t borrowed_from);
 
   // True for native frames of the interpreter (by module path).
   bool is_interpreter_module(const std::string& module) const;

@@ -33,7 +33,8 @@ enum class FrameOrigin : uint8_t { Native, Python, Interpreter };
 // finding, and findings can be hundreds of thousands: docs/performance.md, "Report memory").
 struct Frame {
   FrameOrigin origin = FrameOrigin::Native;
-  bool inlined = false;  // code of `function` inlined into the next (outer) frame, which called it at ITS file:line
+  bool inlined = false;   // code of `function` inlined into the next (outer) frame, which called it at ITS file:line
+  bool borrowed = false;  // a Python frame of another thread (StackRecord.python_lender), after the stack's own
   int line = 0;
   uint64_t address = 0;  // the return address as traced (every inline frame of it has the same one)
   uint64_t offset = 0;   // address - load bias of its module: the same in every process (ASLR, fork)

@@ -1,4 +1,4 @@
-// asyncwatch trace format, version 6: the one definition shared by the writer (preload/) and
+// asyncwatch trace format, version 7: the one definition shared by the writer (preload/) and
 // the reader (analyzer/). docs/trace-format.md describes it in prose; change both together.
 // Everything a reader needs to know about a record type comes from ONE table
 // (ASYNCWATCH_RECORD_TYPES): its id, name, struct, fixed size, whether it is a call record
@@ -31,7 +31,7 @@
 namespace asyncwatch::trace {
 
 inline constexpr char kMagic[8] = {'A', 'S', 'Y', 'N', 'C', 'W', 'T', 'R'};
-inline constexpr uint32_t kFormatVersion = 6;
+inline constexpr uint32_t kFormatVersion = 7;
 inline constexpr uint32_t kOldestReadableVersion = 1;  // version 1 is read through an adapter (analyzer)
 inline constexpr uint32_t kHeaderSize = 4096;
 inline constexpr uint32_t kBlockSize = 64 * 1024;
@@ -240,6 +240,7 @@ inline constexpr uint16_t kApiCountInVersion[] = {0,
                                                   kApiCountV2,
                                                   kApiCountV3,
                                                   kApiCountV4,
+                                                  static_cast<uint16_t>(Api::Count),
                                                   static_cast<uint16_t>(Api::Count),
                                                   static_cast<uint16_t>(Api::Count)};
 static_assert(sizeof(kApiCountInVersion) / sizeof(kApiCountInVersion[0]) == kFormatVersion + 1);
@@ -602,12 +603,17 @@ inline constexpr uint32_t kPythonOuterFrames = 8;
 struct StackRecord {  // variable: followed by depth uint64_t return addresses, innermost first,
                       // then (v3) python_depth PythonFrameRef, innermost first
   RecordHeader h;
-  uint32_t stack_id;      // > 0
-  uint16_t depth;         // native frames, at most kMaxStackDepth
-  uint16_t python_depth;  // Python frames of the calling thread, at most kMaxPythonDepth (0 before v3)
-  uint8_t python_end;     // how the Python walk ended (PythonWalkEnd), 0 when none ran
-  // 0: the Python frames are the calling thread's own. Else they were borrowed from another thread
-  // of the interpreter (the caller had no Python thread state: a framework's native thread):
+  uint32_t stack_id;     // > 0
+  uint16_t depth;        // native frames, at most kMaxStackDepth
+  uint8_t python_depth;  // Python frames, at most kMaxPythonDepth (0 before v3; a uint16_t before
+                         // v7, whose high byte, always 0, is now python_own)
+  // v7, with a lender: the first python_own Python frames are the calling thread's own (a thread
+  // Python did not create that called into Python: autograd's engine running a compiled
+  // backward), the rest the lender's, outer to them. 0 (and always before v7): all borrowed.
+  uint8_t python_own;
+  uint8_t python_end;  // how the Python walk ended (PythonWalkEnd; with a lender, the lender's walk), 0 none
+  // 0: the Python frames are the calling thread's own. Else some were borrowed from another thread
+  // of the interpreter (the caller had no Python frames, or was a thread Python did not create):
   // python_lender_* below read it. Older writers left it zero: same version.
   uint8_t python_lender[3];
   // uint64_t frames[depth];

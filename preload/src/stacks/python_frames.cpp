@@ -1,5 +1,6 @@
 #include "python_frames.h"
 
+#include <link.h>
 #include <pthread.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -440,6 +441,13 @@ uint32_t borrow_as(PythonFrame* out, uint32_t max, WalkEnd& e, Lender& lender, B
   uint32_t waiting_others = 0;
   for (uint32_t k = 0; t != 0 && k < kMaxBorrowThreads; ++k) {
     if (!plausible(t)) break;
+    if (t == own) {
+      // The calling thread never lends to itself (it may have frames: a thread Python did not
+      // create, running Python). Only its link is read: the rest of its state changes as it runs,
+      // which would fail every confirmation of this walk.
+      if (!rd.copy(t + L.tstate_next, &t, sizeof t)) break;
+      continue;
+    }
     const uint8_t* ts = rd.view(t, V::kTstate);
     if (!ts || field<uint64_t>(ts, L.tstate_interp) != main_interp) break;  // freed or reused meanwhile
     const uint64_t next = field<uint64_t>(ts, L.tstate_next);
@@ -841,7 +849,9 @@ uint32_t capture_borrowed(PythonFrame* out, uint32_t max, Lender* lender, WalkEn
 }
 
 uint32_t confirm_borrowed(BorrowMemo* memo, PythonFrame* out, uint32_t max, Lender* lender, WalkEnd* end) noexcept {
-  if (!memo || !memo->valid || memo->max != max || !ready()) return 0;
+  // A walk that stopped at its limit tells nothing of the frames past it; else a walk with a
+  // smaller limit would have read a prefix of the same regions and stored a prefix of its frames.
+  if (!memo || !memo->valid || max == 0 || (max > memo->max && memo->end == WalkEnd::kDepthLimit) || !ready()) return 0;
   BorrowMemo& m = *memo;
   m.valid = false;  // until confirmed
   WalkEnd e;
@@ -856,10 +866,11 @@ uint32_t confirm_borrowed(BorrowMemo* memo, PythonFrame* out, uint32_t max, Lend
   }
   if (std::memcmp(m.scratch, m.data, m.bytes) != 0) return 0;
   m.valid = true;
-  std::memcpy(out, m.frames, m.n * sizeof *out);
+  const uint32_t n = m.n < max ? m.n : max;
+  std::memcpy(out, m.frames, n * sizeof *out);
   if (lender) *lender = m.lender;
-  if (end) *end = m.end;
-  return m.n;
+  if (end) *end = n < m.n ? WalkEnd::kDepthLimit : m.end;
+  return n;
 }
 
 bool describe_code(const PythonFrame& frame, CodeDescription& out) noexcept {
@@ -876,6 +887,32 @@ bool describe_code_checked(const PythonFrame& frame, CodeDescription& out) noexc
   if (g_state.load(std::memory_order_acquire) != static_cast<uint8_t>(Availability::kReady)) return false;
   CheckedReader rd;
   return describe(rd, frame, out);
+}
+
+bool in_interpreter(uint64_t address) noexcept {
+  if (g_state.load(std::memory_order_acquire) != static_cast<uint8_t>(Availability::kReady) || address == 0)
+    return false;
+  struct Arg {
+    uint64_t runtime, address;
+    bool found;
+  } arg{g_interpreter.runtime, address, false};
+  dl_iterate_phdr(
+      [](dl_phdr_info* i, size_t, void* p) -> int {
+        auto* a = static_cast<Arg*>(p);
+        bool has_runtime = false, has_address = false;
+        for (int k = 0; k < i->dlpi_phnum; ++k) {
+          const auto& ph = i->dlpi_phdr[k];
+          if (ph.p_type != PT_LOAD) continue;
+          const uint64_t lo = i->dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
+          has_runtime |= a->runtime >= lo && a->runtime < hi;
+          has_address |= a->address >= lo && a->address < hi;
+        }
+        if (!has_runtime) return 0;
+        a->found = has_address;
+        return 1;  // the interpreter's object: the answer either way
+      },
+      &arg);
+  return arg.found;
 }
 
 Status status() noexcept {

@@ -78,7 +78,8 @@ struct Lender {
 //   2. else the one other thread not holding the GIL (none if several: ambiguous);
 //   3. else, when no thread with frames waits, the thread holding the GIL (running bytecode).
 // Also for a thread whose own state has no frames (a native thread that attached one and runs no
-// Python; the caller's own walk found none). Every read goes through process_vm_readv (other threads free their states and frames under us);
+// Python; the caller's own walk found none), and for one Python did not create that runs Python
+// (its frames first, these after them: stack_capture.cpp); the calling thread is never its own lender. Every read goes through process_vm_readv (other threads free their states and frames under us);
 // at most 64 thread states are looked at; nothing while the runtime finalizes. Returns 0 (and
 // `end` kNoThreadState) when no thread qualifies, the calling thread has a state of its own, or
 // there is no interpreter. Costs 1-2 reads a thread and about one read a frame (~2 us each).
@@ -110,8 +111,9 @@ struct BorrowMemo {
 uint32_t capture_borrowed(PythonFrame* out, uint32_t max, Lender* lender, WalkEnd* end, BorrowMemo* memo) noexcept;
 
 // The frames of `memo`'s walk when the memory it read is unchanged (one process_vm_readv and a
-// compare) and `max` is the same; else 0 and the memo is dropped (invalid). Same contract as
-// capture_borrowed otherwise: any thread, no lock, no allocation, errno kept.
+// compare), at most `max` of them (kDepthLimit when that cut them; a larger `max` than the walk's
+// only when the walk did not stop at its own); else 0 and the memo is dropped (invalid). Same
+// contract as capture_borrowed otherwise: any thread, no lock, no allocation, errno kept.
 uint32_t confirm_borrowed(BorrowMemo* memo, PythonFrame* out, uint32_t max, Lender* lender, WalkEnd* end) noexcept;
 
 // A caller-provided buffer that describe_code fills. `needed` lets a caller size a trace record
@@ -143,6 +145,11 @@ bool describe_code(const PythonFrame& frame, CodeDescription& out) noexcept;
 // describe_code for a borrowed frame: every read through process_vm_readv (the lending thread may
 // free the code object meanwhile: the fingerprint check then fails, or a read does), any thread.
 bool describe_code_checked(const PythonFrame& frame, CodeDescription& out) noexcept;
+
+// Whether `address` (a thread's start routine) lies in the object that holds the interpreter (libpython,
+// or the executable): a thread Python created. False without a ready interpreter. Runs
+// dl_iterate_phdr (the loader's lock): once per thread, not per call.
+bool in_interpreter(uint64_t address) noexcept;
 
 enum class Availability : uint8_t {
   kNotSearched,  // no capture yet (or note_objects_loaded after a failed search)

@@ -27,6 +27,7 @@
 #include "module_map.h"
 #include "python_frames.h"
 #include "thread_exit.h"
+#include "thread_starts.h"
 #include "trace/thread_buffer.h"
 #include "trace/trace_writer.h"
 
@@ -551,10 +552,12 @@ uint32_t write_code_record(const python_frames::PythonFrame& f, uint32_t id, boo
   return id;
 }
 
-uint64_t hash_python(uint32_t native_id, const python_frames::PythonFrame* py, uint32_t n, uint8_t end,
-                     uint32_t lender) noexcept {
-  uint64_t h =
-      (0x84222325cbf29ce4ull ^ (uint64_t{n} << 40) ^ (uint64_t{end} << 56) ^ (uint64_t{lender} << 8)) + native_id;
+// `own`: with a lender, how many of the frames (the first) are the thread's own (StackRecord.python_own).
+uint64_t hash_python(uint32_t native_id, const python_frames::PythonFrame* py, uint32_t n, uint8_t end, uint32_t lender,
+                     uint32_t own) noexcept {
+  uint64_t h = (0x84222325cbf29ce4ull ^ (uint64_t{n} << 40) ^ (uint64_t{end} << 56) ^ (uint64_t{lender} << 8) ^
+                (uint64_t{own} << 32)) +
+               native_id;
   for (uint32_t i = 0; i < n; ++i) {
     h = (h ^ py[i].code) * 0x100000001b3ull;
     h = (h ^ ((uint64_t{py[i].code_check} << 32) | static_cast<uint32_t>(py[i].instr))) * 0x100000001b3ull;
@@ -564,14 +567,14 @@ uint64_t hash_python(uint32_t native_id, const python_frames::PythonFrame* py, u
 }
 
 uint32_t intern_python_slow(uint32_t native_id, const python_frames::PythonFrame* py, uint32_t n, uint8_t end,
-                            uint32_t lender, uint64_t h, uint32_t gen) {
+                            uint32_t lender, uint32_t own, uint64_t h, uint32_t gen) {
   std::lock_guard<std::mutex> lock(global().mutex);
   Global& g = global();
   reset_if_new_trace(gen);
   std::vector<uint64_t> key;
   key.reserve(2 + n);
   key.push_back(native_id);
-  key.push_back(end | (uint64_t{lender} << 8));
+  key.push_back(end | (uint64_t{lender} << 8) | (uint64_t{own} << 32));
   PythonFrameRef refs[kMaxPythonDepth];
   for (uint32_t i = 0; i < n; ++i) {
     PyCodeKey k{py[i].code, py[i].code_check};
@@ -580,7 +583,7 @@ uint32_t intern_python_slow(uint32_t native_id, const python_frames::PythonFrame
     if (it != g.code_ids.end()) {
       code_id = it->second;
     } else {
-      code_id = write_code_record(py[i], g.next_code_id, lender != 0);
+      code_id = write_code_record(py[i], g.next_code_id, lender != 0 && i >= own);
       if (code_id) {
         ++g.next_code_id;
         g.code_ids.emplace(k, code_id);
@@ -607,7 +610,8 @@ uint32_t intern_python_slow(uint32_t native_id, const python_frames::PythonFrame
   r.h.type = static_cast<uint16_t>(RecordType::Stack);
   r.stack_id = id;
   r.depth = static_cast<uint16_t>(depth);
-  r.python_depth = static_cast<uint16_t>(n);
+  r.python_depth = static_cast<uint8_t>(n);
+  r.python_own = static_cast<uint8_t>(own);
   r.python_end = end;
   set_python_lender(r, lender);
   thread_buffer::write2(&r, sizeof r, buf, (depth + n) * 8);
@@ -638,12 +642,13 @@ bool within_rate(uint64_t& tat, uint64_t now, uint64_t burst, uint64_t interval_
   return true;
 }
 
-uint32_t borrow_frames(python_frames::PythonFrame* py, python_frames::WalkEnd* walk_end, uint32_t* lender) noexcept {
+uint32_t borrow_frames(python_frames::PythonFrame* py, uint32_t max, python_frames::WalkEnd* walk_end,
+                       uint32_t* lender) noexcept {
   const uint64_t now = now_ns();
   python_frames::Lender l;
   uint32_t n = 0;
   if (tl_borrow_memo && tl_borrow_memo->valid && within_rate(tl_confirm_tat, now, kConfirmBurst, kConfirmIntervalNs))
-    n = python_frames::confirm_borrowed(tl_borrow_memo, py, kMaxPythonDepth, &l, walk_end);
+    n = python_frames::confirm_borrowed(tl_borrow_memo, py, max, &l, walk_end);
   if (n) {
     g_borrow_confirmed.fetch_add(1, std::memory_order_relaxed);
   } else {
@@ -659,34 +664,77 @@ uint32_t borrow_frames(python_frames::PythonFrame* py, python_frames::WalkEnd* w
         thread_exit::watch_this_thread();
       }
     }
-    n = python_frames::capture_borrowed(py, kMaxPythonDepth, &l, walk_end, tl_borrow_memo);
+    n = python_frames::capture_borrowed(py, max, &l, walk_end, tl_borrow_memo);
     if (n) g_borrowed.fetch_add(1, std::memory_order_relaxed);
   }
   if (n) *lender = python_lender_encode(l.native_tid, l.running);
   return n;
 }
 
+// Whether the calling thread was created by native code, not by Python (docs/python-frames.md,
+// "Borrowed frames"): its start routine, as the interposed pthread_create saw it, lies outside the
+// interpreter's object. Decided once per thread, and only for threads that run Python (the caller
+// found own frames). The main thread (tid == pid) is Python's. A thread whose start routine is not
+// in the table is taken as Python's: asked again at its next few calls (its creator stores the
+// entry just after the thread started), then for good (the main thread, threads made otherwise).
+enum : uint8_t { kOriginUnknown, kOriginPython, kOriginNative };
+constexpr uint8_t kOriginLookups = 8;
+AW_TLS uint8_t tl_thread_origin, tl_origin_lookups;
+
+bool created_by_native_code() noexcept {
+  if (AW_LIKELY(tl_thread_origin != kOriginUnknown)) return tl_thread_origin == kOriginNative;
+  const uint64_t start = thread_starts::start_routine_of_self();
+  if (!start) {
+    if (++tl_origin_lookups >= kOriginLookups) tl_thread_origin = kOriginPython;
+    return false;
+  }
+  const bool main_thread = static_cast<pid_t>(syscall(SYS_gettid)) == getpid();  // a stale entry of its pthread_t
+  tl_thread_origin = !main_thread && !python_frames::in_interpreter(start) ? kOriginNative : kOriginPython;
+  return tl_thread_origin == kOriginNative;
+}
+
+// A thread Python did not create keeps at most this many of its own frames (the innermost
+// kOwnBeforeLender - kPythonOuterFrames and its kPythonOuterFrames outermost, where a user's
+// autograd Function.backward is), so that the lender's innermost frames (its line) fit after them.
+constexpr uint32_t kOwnBeforeLender = kMaxPythonDepth - 8;
+
 // The native stack `native_id` with the calling thread's Python frames, if it runs Python, or
-// those borrowed from another thread when it has no Python thread state.
+// those borrowed from another thread when it has no Python thread state. A thread Python did not
+// create gets both: its own frames, then the lender's (the Python thread that waits for its work).
 uint32_t with_python_frames(uint32_t native_id) noexcept {
   python_frames::PythonFrame py[kMaxPythonDepth];
   python_frames::WalkEnd walk_end;
-  uint32_t lender = 0;
+  uint32_t lender = 0, own = 0;
   uint32_t n = python_frames::capture(py, kMaxPythonDepth, &walk_end, kPythonOuterFrames);
   if (AW_LIKELY(n == 0)) {
     // No thread state, or one without frames (a native thread that attached a state once: PyTorch's
     // autograd engine threads while loss.backward() waits): another thread's line is borrowed.
     if (AW_LIKELY(walk_end != python_frames::WalkEnd::kNoThreadState && walk_end != python_frames::WalkEnd::kComplete))
       return native_id;
-    n = borrow_frames(py, &walk_end, &lender);
+    n = borrow_frames(py, kMaxPythonDepth, &walk_end, &lender);
     if (n == 0) return native_id;
+  } else if (AW_UNLIKELY(created_by_native_code())) {
+    // Its Python was entered from native code (autograd's engine running a compiled backward):
+    // the user's line, unless its own frames hold one, is the waiting thread's.
+    const uint32_t keep = n < kOwnBeforeLender ? n : kOwnBeforeLender;
+    python_frames::PythonFrame lent[kMaxPythonDepth];
+    python_frames::WalkEnd lent_end;
+    const uint32_t b = borrow_frames(lent, kMaxPythonDepth - keep, &lent_end, &lender);
+    if (b) {
+      if (keep < n)  // the outermost own frames move up, those before them are left out
+        std::memmove(py + keep - kPythonOuterFrames, py + n - kPythonOuterFrames, kPythonOuterFrames * sizeof *py);
+      std::memcpy(py + keep, lent, b * sizeof *py);
+      own = keep;
+      n = keep + b;
+      walk_end = lent_end;  // the record's python_end is the lender's walk's (trace_format.h)
+    }
   }
   uint8_t end = static_cast<uint8_t>(walk_end == python_frames::WalkEnd::kComplete     ? PythonWalkEnd::Complete
                                      : walk_end == python_frames::WalkEnd::kDepthLimit ? PythonWalkEnd::DepthLimit
                                      : walk_end == python_frames::WalkEnd::kElided     ? PythonWalkEnd::Elided
                                                                                        : PythonWalkEnd::Invalid);
   uint32_t gen = trace_writer::generation();
-  uint64_t h = hash_python(native_id, py, n, end, lender);
+  uint64_t h = hash_python(native_id, py, n, end, lender, own);
   if (!tl_py_cache) {
     tl_py_cache = static_cast<CacheEntry*>(calloc(kPyCacheSize, sizeof(CacheEntry)));
     if (!tl_py_cache) return native_id;
@@ -696,7 +744,7 @@ uint32_t with_python_frames(uint32_t native_id) noexcept {
   if (e.hash == h && e.generation == gen) return e.id;
   uint32_t id;
   try {
-    id = intern_python_slow(native_id, py, n, end, lender, h, gen);
+    id = intern_python_slow(native_id, py, n, end, lender, own, h, gen);
   } catch (...) {
     return native_id;
   }

@@ -7,7 +7,10 @@ with exit-busy, a daemon thread keeps the worker copying while the interpreter f
 attached, the worker first takes a Python thread state of its own and releases the GIL, as PyTorch's
 autograd engine threads do (a thread with a state and no frames: its calls borrow the line too);
 backward is attached with ITERATIONS steps of 100 copies each made by the worker while one line
-waits, as loss.backward() waits for a step's kernels (no spinning thread)."""
+waits, as loss.backward() waits for a step's kernels (no spinning thread); callback is attached, and
+the worker calls back into Python that copies (as autograd's engine thread runs a compiled or
+custom Function's backward): the framework's own code (fakeframework's copy_to_host) at the line
+that waits, and the user's own function at its own line."""
 import ctypes
 import os
 import sys
@@ -33,7 +36,8 @@ def main():
     ms = float(sys.argv[3]) if len(sys.argv) > 3 else 5.0
     exit_busy = len(sys.argv) > 4 and sys.argv[4] == "exit-busy"
     backward = len(sys.argv) > 4 and sys.argv[4] == "backward"
-    attached = backward or (len(sys.argv) > 4 and sys.argv[4] == "attached")
+    callback = len(sys.argv) > 4 and sys.argv[4] == "callback"
+    attached = backward or callback or (len(sys.argv) > 4 and sys.argv[4] == "attached")
     worker.aw_worker_call.argtypes = [ctypes.c_void_p, u64, u64, u64, u64, u64]
     worker.aw_worker_call_repeat.argtypes = [ctypes.c_void_p, ctypes.c_int, u64, u64, u64, u64, u64]
     cuda = fakeframework.Cuda()
@@ -59,6 +63,28 @@ def main():
     if backward:
         for _ in range(n):
             fakeframework.check("copies", worker.aw_worker_call_repeat(copy, 100, h, d, NBYTES, 2, 0))  # LINE:backward
+        worker.aw_worker_stop()
+        print("borrowed_app: done", flush=True)
+        return 0
+    if callback:
+        hook = ctypes.CFUNCTYPE(ctypes.c_int, u64, u64, u64, u64, u64)
+        in_framework = hook(cuda.copy_to_host)
+
+        def users_backward(host_, dev_, nbytes, kind, stream):
+            return cuda.rt.cudaMemcpyAsync(host_, dev_, nbytes, kind, stream or None)  # LINE:own_copy
+
+        in_users_code = hook(users_backward)
+
+        def threads_work():
+            cuda.copy_to_host(h, d, NBYTES, 2, 0)  # LINE:thread_copy
+
+        for _ in range(n):  # a thread Python created: its own line, nothing borrowed
+            t = threading.Thread(target=threads_work)
+            t.start()
+            t.join()
+        for _ in range(n):
+            fakeframework.check("callback", worker.aw_worker_call(in_framework, h, d, NBYTES, 2, 0))  # LINE:callback
+            fakeframework.check("callback", worker.aw_worker_call(in_users_code, h, d, NBYTES, 2, 0))  # LINE:waits
         worker.aw_worker_stop()
         print("borrowed_app: done", flush=True)
         return 0

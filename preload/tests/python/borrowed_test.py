@@ -8,7 +8,9 @@ call site is a .py file. A run that exits while the worker copies (the interpret
 under the borrowing thread) exits 0 and its trace reads. A worker with a Python thread state of its
 own and no frames (PyTorch's autograd engine threads while `loss.backward()` waits) borrows the
 main thread's lines the same way, also when it makes 300 calls while one line waits (beyond a
-thread's burst of borrowed walks: confirmed walks).
+thread's burst of borrowed walks: confirmed walks). A worker that calls back into Python (autograd's
+engine thread running a compiled backward) keeps its own frames and gets the waiting line after
+them: a callback of the framework's is reported at the line that waits, the user's own at its line.
 
     python borrowed_test.py ASYNCWATCH_BINARY WORKER.so
 Exit status 0 when every check passed, 1 otherwise."""
@@ -122,6 +124,45 @@ def main():
                   isinstance(got[0]["call_site"].get("borrowed"), dict),
                   f"backward: one borrowed finding of {100 * ITERATIONS} copies at borrowed_app.py:{lines['backward']} "
                   f"(got {[(at(f), f['count']) for f in fs]})")
+
+        # A native thread that runs Python of its own (autograd's engine running a compiled
+        # backward): its own frames first, the waiting thread's after them. The framework's code
+        # (site-packages) has no user line: the finding is at the line that waits, borrowed; the
+        # user's own callback has one: the finding is there, its own.
+        cb = os.path.join(tmp, "callback")
+        r = run_app(aw, worker, cb, {}, "callback")
+        check(r.returncode == 0, f"run with Python callbacks on the worker exits 0 (got {r.returncode}: {r.stderr[-400:]})")
+        if r.returncode == 0:
+            fs = [f for f in json.loads(report(aw, cb, "json"))["findings"] if f["id"] == "pageable-async-copy"]
+            where = [(at(f), f["count"]) for f in fs]
+            lib = [f for f in fs if at(f) == ("borrowed_app.py", lines["callback"])]
+            check(len(lib) == 1 and lib[0]["count"] == ITERATIONS and isinstance(lib[0]["call_site"].get("borrowed"), dict),
+                  f"callback: one borrowed finding of {ITERATIONS} copies at the waiting line borrowed_app.py:"
+                  f"{lines['callback']} (got {where})")
+            if lib:
+                b = lib[0]["call_site"].get("borrowed") or {}
+                m = re.search(r"main native id (\d+)", r.stdout)
+                want_thread = int(m.group(1)) if m and sys.version_info >= (3, 11) else None
+                check(b.get("thread") == want_thread and b.get("waiting") is True,
+                      f"callback: borrowed from the waiting main thread ({b})")
+                py = [(os.path.basename(fr.get("file") or ""), fr.get("function"), fr.get("borrowed", False))
+                      for fr in lib[0]["stack"] if (fr.get("file") or "").endswith(".py")]
+                check(len(py) >= 2 and py[0][0] == "fakeframework.py" and py[0][1].endswith("copy_to_host") and
+                      py[0][2] is False and
+                      py[-1][2] is True and ("borrowed_app.py", "main", True) in py,
+                      f"callback: the stack has the worker's own frame, then the main thread's, borrowed ({py})")
+            own = [f for f in fs if at(f) == ("borrowed_app.py", lines["own_copy"])]
+            check(len(own) == 1 and own[0]["count"] == ITERATIONS and own[0]["call_site"].get("borrowed") is None and
+                  own[0]["call_site"].get("user_code") is True,
+                  f"callback: the user's own callback's copies at its line borrowed_app.py:{lines['own_copy']}, not "
+                  f"borrowed (got {where})")
+            th = [f for f in fs if at(f) == ("borrowed_app.py", lines["thread_copy"])]
+            check(len(th) == 1 and th[0]["count"] == ITERATIONS and th[0]["call_site"].get("borrowed") is None and
+                  not any(fr.get("borrowed") for fr in th[0]["stack"]),
+                  f"callback: a threading thread's copies at its own line borrowed_app.py:{lines['thread_copy']}, "
+                  f"no frame borrowed (got {where})")
+            check(not [f for f in fs if at(f) == ("borrowed_app.py", lines["waits"])],
+                  f"callback: nothing at the line that waited for the user's callback ({where})")
 
         r = run_app(aw, worker, busy, {}, "exit-busy")
         check(r.returncode == 0 and "exiting while the worker copies" in r.stdout,

@@ -262,6 +262,19 @@ AW_HELPER int aw_walk_borrowed(char* out, int cap, int max_frames, int* end, int
   return b.n;
 }
 
+// As aw_walk_borrowed, on the calling thread (one with Python frames of its own, in a ctypes call:
+// GIL released): a thread never lends its own frames to itself.
+AW_HELPER int aw_walk_borrowed_here(char* out, int cap, int max_frames, int* end, int* used, unsigned* lender_tid,
+                                    int* running) {
+  Borrowed b{out, cap, max_frames, 1, 0, 0, 0, {}, 0, kWalk};
+  borrow_on_native_thread(&b);
+  *end = b.end;
+  *used = b.used;
+  *lender_tid = b.lender.native_tid;
+  *running = b.lender.running ? 1 : 0;
+  return b.n;
+}
+
 // As aw_walk_borrowed, with the walk kept across calls: `mode` 3 walks and keeps what it read
 // (g_memo), 2 only confirms the kept walk (0 frames when the memory it read has changed), 1 walks,
 // keeps and confirms at once (the frames are the confirmation's).

@@ -366,6 +366,20 @@ def case_borrowed_confirmed():
     if n <= 0:
         fail("borrowed-confirmed-loop", f"an unchanged walk was not confirmed ({n})")
     check("borrowed-confirmed-loop", n, exp, ["confirm_loop"])
+    # A kept walk serves a request for fewer frames (its first ones, depth-limit), not one for
+    # more when it stopped at its own limit.
+    results = []
+    for mode, limit in [(WALK_KEEP, N)] * 16 + [(CONFIRM_KEPT, 2)]:
+        results.append((WBM(mode, B, C, limit, E, U, tid, running), expected(sys._getframe())))  # @confirm_fewer
+    n, exp = results[-1]
+    if n <= 0:
+        fail("borrowed-confirmed-fewer", f"an unchanged walk was not confirmed for fewer frames ({n})")
+    check("borrowed-confirmed-fewer", n, exp, ["confirm_fewer"], max_frames=2)
+    for mode, limit in [(WALK_KEEP, 2)] * 16 + [(CONFIRM_KEPT, N)]:
+        n = WBM(mode, B, C, limit, E, U, tid, running)  # @confirm_more
+    if n != 0:
+        fail("borrowed-confirm-more", f"{n} frames confirmed from a walk cut at 2 for a request of {N}")
+    print("ok borrowed-confirm-more: a walk cut at its limit does not serve a larger one", flush=True)
     # Once the lender has moved to another line, the kept walk is not confirmed (never a stale
     # line), and it stays dropped.
     n = WBM(CONFIRM_KEPT, B, C, N, E, U, tid, running)  # @confirm_moved
@@ -437,6 +451,33 @@ def case_borrowed_other_thread():
     check_lender("borrowed-other-thread", tid, running, native_id, 0)
 
 
+def borrowed_here_in_thread(out, go):
+    while not go:
+        pass  # until the main thread is past Thread.start
+    buf, end, used = ctypes.create_string_buffer(1 << 16), ctypes.c_int(), ctypes.c_int()
+    tid, running = ctypes.c_uint(), ctypes.c_int()
+    out.append((lib.aw_walk_borrowed_here(buf, C, N, ctypes.byref(end), ctypes.byref(used), ctypes.byref(tid),  # @here
+                                          ctypes.byref(running)), buf, used, tid, threading.get_native_id()))
+
+
+def case_borrowed_never_from_itself():
+    # A thread with frames of its own that borrows (one Python did not create, in the preload) while
+    # the main thread runs bytecode: it is the one thread waiting in a C call, but never its own
+    # lender; the main thread lends (running, or waiting for the GIL).
+    out, go = [], []
+    t = threading.Thread(target=borrowed_here_in_thread, args=(out, go))
+    t.start()
+    go.append(1)
+    while t.is_alive():
+        pass  # spins with the GIL
+    t.join()
+    n, buf, used, tid, native_id = out[0]
+    got = parse(n, buf, used) if n > 0 else []
+    if n < 1 or got[0][2] == MARK["here"] or (HAS_NATIVE_ID and tid.value != threading.get_native_id()):
+        fail("borrowed-never-from-itself", f"{n} frames from thread {tid.value} (itself: {native_id}): {got}")
+    print(f"ok borrowed-never-from-itself: {n} frames of the main thread, innermost line {got[0][2]}", flush=True)
+
+
 def case_borrowed_running():
     # Nobody waits: the native thread borrows from the thread running bytecode, marked running.
     if lib.aw_borrow_async_start(50, N) != 0:
@@ -491,7 +532,7 @@ def main():
              case_second_thread, case_generator, case_coroutine, case_asyncio, case_deep_recursion, case_deep_recursion_outer,
              case_through_c, case_comprehension, case_traced, case_class_body, case_native_thread,
              case_native_thread_with_gilstate, case_borrowed_main, case_borrowed_confirmed, case_borrowed_busy_thread,
-             case_borrowed_other_thread, case_borrowed_running, case_fork_child]
+             case_borrowed_other_thread, case_borrowed_never_from_itself, case_borrowed_running, case_fork_child]
     for case in cases:
         case()
     for name in ["<exec-ascii>", "<exec-\xe9>", "<exec-\u65e5\u672c>", "<exec-\U0001f600>", "<exec-\udcff>"]:
