@@ -26,14 +26,20 @@ class ConcurrentCalls {
   // and its launches lose only this explanation.
   static constexpr size_t kMaxThreads = 256;
 
-  // `thread`: the record's RecordView::thread (its slot here: no look-up by tid). Inline: once per
-  // call record (a call, as GCC left it, cost the JSON report's records per second: docs/performance.md).
-  __attribute__((always_inline)) void call(uint32_t thread, uint32_t tid, uint16_t api, uint32_t stack_id,
-                                           uint64_t start, uint64_t end) {
-    if (thread < kMaxThreads) set(thread, ThreadCall{tid, api, false, stack_id, start, end});
+  // The trace's threads (TraceFile::threads(): index -> tid), before the first call: each slot's
+  // tid is set once, not per call (the JSON report's records per second: docs/performance.md).
+  void follow(size_t threads, const uint32_t* tids) {
+    used_ = threads < kMaxThreads ? threads : kMaxThreads;
+    for (size_t i = 0; i < used_; ++i) calls_[i].tid = tids[i];
   }
-  void host_function_run(uint32_t thread, uint32_t tid, uint64_t start, uint64_t end) {
-    if (thread < kMaxThreads) set(thread, ThreadCall{tid, 0, true, 0, start, end});
+  // `thread`: the record's RecordView::thread (its slot here: no look-up by tid), one of follow()'s.
+  // Inline: once per call record (a call, as GCC left it, cost the JSON report's records per second).
+  __attribute__((always_inline)) void call(uint32_t thread, uint16_t api, uint32_t stack_id, uint64_t start,
+                                           uint64_t end) {
+    if (thread < used_) set(calls_[thread], api, false, stack_id, start, end);
+  }
+  void host_function_run(uint32_t thread, uint64_t start, uint64_t end) {
+    if (thread < used_) set(calls_[thread], 0, true, 0, start, end);
   }
 
   // The call of another thread than `tid`, begun before `start`, that overlapped [start, end] the
@@ -55,12 +61,16 @@ class ConcurrentCalls {
   }
 
  private:
-  __attribute__((always_inline)) void set(uint32_t thread, const ThreadCall& c) {
-    calls_[thread] = c;
-    if (thread >= used_) used_ = thread + 1;
+  __attribute__((always_inline)) static void set(ThreadCall& c, uint16_t api, bool host_function, uint32_t stack_id,
+                                                 uint64_t start, uint64_t end) {
+    c.api = api;
+    c.host_function = host_function;
+    c.stack_id = stack_id;
+    c.start_ns = start;
+    c.end_ns = end;
   }
-  std::array<ThreadCall, kMaxThreads> calls_{};  // by thread
-  size_t used_ = 0;                              // slots [0, used_) may be set
+  std::array<ThreadCall, kMaxThreads> calls_{};  // by thread (end_ns 0: no call yet)
+  size_t used_ = 0;                              // the threads followed: slots [0, used_)
 };
 
 }  // namespace asyncwatch::events

@@ -40,11 +40,13 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
   const Options& opt = ctx.options();
   Observation o = observation_of(FindingId::BlockingLaunch, l);
   if (o.blocked_ns < opt.min_blocked_ns) return false;  // (threshold_first: the analysis skips these)
+  ObservationRare rare;
+  o.rare = &rare;
   if (e.first_call) {
     o.cause = Cause::ContextInit;
     // A runtime call creates the context inside itself; a driver entry point (the static runtime,
     // which asyncwatch sees only at the driver) runs after the creation, which the trace lacks.
-    o.context_creation_visible = !is_driver_api(static_cast<Api>(l.api));
+    rare.context_creation_visible = !is_driver_api(static_cast<Api>(l.api));
   } else if (ctx.launch_blocking_env())
     o.cause = Cause::LaunchBlockingEnv;
   else if (e.graph && e.graph->pageable_nodes)
@@ -59,24 +61,24 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
     o.cause = Cause::LaunchQueueFull;
   else if (e.concurrent) {
     o.cause = e.concurrent->host_function ? Cause::HostFunctionRunning : Cause::OtherThreadCall;
-    o.concurrent = *e.concurrent;
+    rare.concurrent = *e.concurrent;
   } else
     o.cause = Cause::Unknown;
   o.kernel_name_id = l.kernel_name_id;
   if (e.graph) {
     // A graph launch names the kernel captured into it when the trace shows one, else "a CUDA graph".
     o.kernel_name_id = e.graph->kernel_name_id ? e.graph->kernel_name_id : kGraphKernelId;
-    o.graph_pageable_nodes = e.graph->pageable_nodes;
-    o.graph_node = e.graph->first_pageable;
-    o.graph_memory_nodes = e.graph->memory_nodes;
+    rare.graph_pageable_nodes = e.graph->pageable_nodes;
+    rare.graph_node = e.graph->first_pageable;
+    rare.graph_memory_nodes = e.graph->memory_nodes;
   }
-  o.outstanding_launches = stream.launches_since_sync;
+  rare.outstanding_launches = stream.launches_since_sync;
   // Loading the module lazily waits for the work pending on the device (a pinned upload still
   // running): the first launch names it.
   if (o.cause == Cause::FirstLaunch && e.pending && !e.pending->empty()) {
     o.waited_for = &e.pending->kernels;
-    o.pending_copies = e.pending->copies;
-    o.pending_copy_bytes = e.pending->copy_bytes;
+    rare.pending_copies = e.pending->copies;
+    rare.pending_copy_bytes = e.pending->copy_bytes;
   }
   ctx.observe(o);
   return true;

@@ -19,10 +19,12 @@ void ProcessAnalyzer::observe(const Observation& o) {
   std::memcpy(&key, w, sizeof key);
   Group& g = group(key);
   if (g.count == 0) {
-    g.graph_pageable_nodes = o.graph_pageable_nodes;
-    g.graph_memory_nodes = o.graph_memory_nodes;
-    g.graph_node = o.graph_node;
-    g.concurrent = o.concurrent;
+    if (o.rare) {  // (a group's defaults are ObservationRare's)
+      g.graph_pageable_nodes = o.rare->graph_pageable_nodes;
+      g.graph_memory_nodes = o.rare->graph_memory_nodes;
+      g.graph_node = o.rare->graph_node;
+      g.concurrent = o.rare->concurrent;
+    }
     g.serial = next_serial_++;
     g.sink.owner = g.serial;
   }
@@ -38,13 +40,9 @@ void ProcessAnalyzer::observe(const Observation& o) {
   g.evidence_checked += o.evidence_checked;
   g.completed_at_return += o.completed_at_return;
   g.drained += o.drained_before_return;
-  g.outstanding_max = std::max(g.outstanding_max, o.outstanding_launches);
-  if (o.pending_copy_bytes > g.pending_copy_bytes)
-    g.pending_copies = o.pending_copies, g.pending_copy_bytes = o.pending_copy_bytes;
   g.at_threshold += o.at_threshold;
   g.event_waits += o.event_waits;
-  g.context_creation_visible = g.context_creation_visible || o.context_creation_visible;
-  g.ended_cleanly = g.ended_cleanly && o.process_ended_cleanly;
+  if (o.rare) observe_rare(*o.rare, g);
   if (!range_stacks_.empty() || !open_ranges_.empty()) add_ranges(g);
   if (g.last_tid == current_tid_ && g.last_thread != SIZE_MAX) {
     g.thread_blocked[g.last_thread].second += o.blocked_ns;
@@ -60,19 +58,27 @@ void ProcessAnalyzer::observe(const Observation& o) {
       t = threads.end();
     if (t != threads.end()) g.last_tid = current_tid_, g.last_thread = static_cast<size_t>(t - threads.begin());
   }
-  g.repeated += o.repeated;
-  if (o.repeat_key) {
-    if (!g.repeat_keys) g.repeat_keys = std::make_unique<std::unordered_map<uint64_t, uint32_t>>();
-    auto& keys = *g.repeat_keys;
-    if (auto k = keys.find(o.repeat_key); k != keys.end())
-      ++g.repeated;
-    else if (keys.size() < kMaxRepeatKeys)
-      keys.emplace(o.repeat_key, 1);
-  }
   if (!g.stack_id && o.stack_id) g.stack_id = o.stack_id;
   if (o.waited_for) {
     g.waited.add_all(*o.waited_for, &g.waited_others);  // bounded: the rest are "(other kernels)"
     g.waited_others += o.waited_for->others;
+  }
+}
+
+void ProcessAnalyzer::observe_rare(const ObservationRare& r, Group& g) {
+  g.outstanding_max = std::max(g.outstanding_max, r.outstanding_launches);
+  if (r.pending_copy_bytes > g.pending_copy_bytes)
+    g.pending_copies = r.pending_copies, g.pending_copy_bytes = r.pending_copy_bytes;
+  g.context_creation_visible = g.context_creation_visible || r.context_creation_visible;
+  g.ended_cleanly = g.ended_cleanly && r.process_ended_cleanly;
+  g.repeated += r.repeated;
+  if (r.repeat_key) {
+    if (!g.repeat_keys) g.repeat_keys = std::make_unique<std::unordered_map<uint64_t, uint32_t>>();
+    auto& keys = *g.repeat_keys;
+    if (auto k = keys.find(r.repeat_key); k != keys.end())
+      ++g.repeated;
+    else if (keys.size() < kMaxRepeatKeys)
+      keys.emplace(r.repeat_key, 1);
   }
 }
 

@@ -49,11 +49,13 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
   if (!is_implicit_sync_api(static_cast<Api>(m.api))) return false;
   Observation o = observation_of(FindingId::ImplicitSync, m);
   o.bytes = m.bytes;
+  ObservationRare rare;
+  o.rare = &rare;
   // Addresses may be 0 (cudaFree(0)): +1 keeps them apart from "no key".
   if (events::is_release_api(static_cast<Api>(m.api)))
-    o.repeat_key = m.address + 1;
+    rare.repeat_key = m.address + 1;
   else
-    o.repeated = e.made_again;
+    rare.repeated = e.made_again;
   if (m.memory != 0) o.host_memory = static_cast<MemoryKind>(m.memory);
   ctx.observe(o);
   return true;

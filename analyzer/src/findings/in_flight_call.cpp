@@ -24,7 +24,9 @@ bool detect(RuleContext& ctx, const RuleEvent& e) {
   o.driver_fn = h.driver_fn;
   o.stack_id = h.stack_id;
   o.blocked_ns = e.trace_end_ns > h.start_ns ? e.trace_end_ns - h.start_ns : 0;
-  o.process_ended_cleanly = e.ended_cleanly;
+  ObservationRare rare;
+  rare.process_ended_cleanly = e.ended_cleanly;
+  o.rare = &rare;
   ctx.observe(o);
   return true;
 }

@@ -60,6 +60,9 @@ class ProcessAnalyzer final : public RuleContext {
     sites_.push_back(Site{});
     policy_.executable = fixed_string(t.header().executable, sizeof t.header().executable);
     policy_.user_code = o.user_code;
+    std::vector<uint32_t> tids;
+    for (const ThreadInfo& ti : t.threads()) tids.push_back(ti.tid);
+    concurrent_.follow(tids.size(), tids.data());
     for (size_t i = 0; i < std::size(rules_); ++i) {
       rules_[i] = &rules_for(static_cast<Trigger>(i));
       const bool threshold_only = std::all_of(rules_[i]->begin(), rules_[i]->end(),
@@ -128,7 +131,7 @@ class ProcessAnalyzer final : public RuleContext {
       current_start_ = run.start_ns;
       current_end_ = run.end_ns;
       current_stream_ = UINT64_MAX;
-      concurrent_.host_function_run(r.thread, r.tid, run.start_ns, run.end_ns);
+      concurrent_.host_function_run(r.thread, run.start_ns, run.end_ns);
       on_run(run);
     } else {
       other_event(r, ev);
@@ -148,7 +151,7 @@ class ProcessAnalyzer final : public RuleContext {
     count_result(h);
     current_start_ = h.start_ns;
     current_end_ = h.end_ns;
-    concurrent_.call(current_thread_, current_tid_, h.api, h.stack_id, h.start_ns, h.end_ns);
+    concurrent_.call(current_thread_, h.api, h.stack_id, h.start_ns, h.end_ns);
   }
 
   // The other records (inline for the same figure).
@@ -200,6 +203,7 @@ class ProcessAnalyzer final : public RuleContext {
   void add_ranges(Group& g);
 
   void observe(const Observation& o) override;
+  void observe_rare(const ObservationRare& r, Group& g);  // observe's part for the few calls that carry it
 
   // The device's figures, once the trace has said which device it is (its DeviceInfo record comes
   // before the first call).

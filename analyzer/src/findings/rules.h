@@ -48,6 +48,24 @@ struct GraphLaunchInfo {
   uint64_t memory_nodes = 0;       // memory-allocation nodes (cudaMallocAsync captured into it)
 };
 
+// What only a few rules' calls carry (blocking-launch, implicit-sync, in-flight-call): apart from
+// Observation, which every flagged call fills and observe() reads (its fields zeroed and folded in
+// per call: the JSON report's records per second, docs/performance.md).
+struct ObservationRare {
+  uint64_t pending_copies = 0;  // blocking-launch first-launch: copies pending when it was called (PendingWork)
+  uint64_t pending_copy_bytes = 0;
+  uint64_t outstanding_launches = 0;
+  uint64_t graph_pageable_nodes = 0;      // blocking-launch of a graph: its pageable memcpy nodes ...
+  GraphMemcpyNode graph_node;             // ... and the first of them
+  uint64_t graph_memory_nodes = 0;        // ... its memory-allocation nodes
+  ConcurrentCall concurrent;              // blocking-launch other-thread-call, host-function-running
+  bool context_creation_visible = false;  // blocking-launch context-init
+  // implicit-sync: what makes two calls the same one repeated (a free's address); 0 = none.
+  uint64_t repeat_key = 0;
+  bool repeated = false;              // implicit-sync: an allocation made again (RuleEvent::made_again)
+  bool process_ended_cleanly = true;  // in-flight-call
+};
+
 // One flagged call.
 struct Observation {
   FindingId id = FindingId::Count;
@@ -63,24 +81,13 @@ struct Observation {
   bool evidence_checked = false;
   bool completed_at_return = false;
   bool drained_before_return = false;
-  const KernelTally* waited_for = nullptr;
-  uint64_t pending_copies = 0;  // blocking-launch first-launch: copies pending when it was called (PendingWork)
-  uint64_t pending_copy_bytes = 0;
-  uint64_t event_waits = 0;
-  uint64_t outstanding_launches = 0;
-  uint64_t graph_pageable_nodes = 0;  // blocking-launch of a graph: its pageable memcpy nodes ...
-  GraphMemcpyNode graph_node;         // ... and the first of them
-  uint64_t graph_memory_nodes = 0;    // ... its memory-allocation nodes
-  ConcurrentCall concurrent;          // blocking-launch other-thread-call, host-function-running
   // At or above the rule's threshold (--min-blocked-us; --min-callback-us for host functions): a
   // rule that reports every call of its kind (Rule::ranked_by_threshold) makes groups without
   // such a call notes.
   bool at_threshold = true;
-  bool context_creation_visible = false;  // blocking-launch context-init
-  // implicit-sync: what makes two calls the same one repeated (a free's address); 0 = none.
-  uint64_t repeat_key = 0;
-  bool repeated = false;              // implicit-sync: an allocation made again (RuleEvent::made_again)
-  bool process_ended_cleanly = true;  // in-flight-call
+  const KernelTally* waited_for = nullptr;
+  uint64_t event_waits = 0;
+  const ObservationRare* rare = nullptr;  // null: ObservationRare's defaults
 
   void set_direction(trace::Direction d) {
     if (d != trace::Direction::Unknown) direction = d;

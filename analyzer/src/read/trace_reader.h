@@ -667,6 +667,10 @@ struct TraceFile::Cursor : CursorState {
       // problem, which it names) is next_validated's.
       if (__builtin_expect(off < fast_end, 1)) {
         const uint8_t* p = block + off;
+        // The trace is read once: fetched ahead as non-temporal, it pushes fewer of the analysis'
+        // tables (the groups' statistics) out of the caches. The JSON report's CPU records per
+        // second: 2-4 % more in interleaved pairs on the benchmark's 20 M-record trace (2-core VM).
+        __builtin_prefetch(p + 4096, 0, 0);
         trace::RecordHeader rh;
         std::memcpy(&rh, p, sizeof rh);
         uint64_t t;
