@@ -136,10 +136,19 @@ def main():
             fs = [f for f in json.loads(report(aw, cb, "json"))["findings"] if f["id"] == "pageable-async-copy"]
             where = [(at(f), f["count"]) for f in fs]
             lib = [f for f in fs if at(f) == ("borrowed_app.py", lines["callback"])]
-            check(len(lib) == 1 and lib[0]["count"] == ITERATIONS and isinstance(lib[0]["call_site"].get("borrowed"), dict),
-                  f"callback: one borrowed finding of {ITERATIONS} copies at the waiting line borrowed_app.py:"
-                  f"{lines['callback']} (got {where})")
-            if lib:
+            # Under a sanitizer its runtime's pthread_create calls glibc's past the library's own, so
+            # the worker's start routine is not known and the thread counts as Python's (its own frames
+            # only, the documented fallback: docs/python-frames.md): nothing borrowed at the waiting line.
+            sanitized = bool(os.environ.get("AW_PRELOAD_PREFIX"))
+            if sanitized:
+                print("skip callback: the borrowed line (a sanitizer's pthread_create passes the library's by)")
+                check(not lib, f"callback under a sanitizer: nothing borrowed at borrowed_app.py:{lines['callback']} "
+                               f"(got {where})")
+            else:
+                check(len(lib) == 1 and lib[0]["count"] == ITERATIONS and isinstance(lib[0]["call_site"].get("borrowed"), dict),
+                      f"callback: one borrowed finding of {ITERATIONS} copies at the waiting line borrowed_app.py:"
+                      f"{lines['callback']} (got {where})")
+            if lib and not sanitized:
                 b = lib[0]["call_site"].get("borrowed") or {}
                 m = re.search(r"main native id (\d+)", r.stdout)
                 want_thread = int(m.group(1)) if m and sys.version_info >= (3, 11) else None
