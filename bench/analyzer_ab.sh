@@ -13,7 +13,8 @@
 #   --records  the trace's records (default: TRACE.records, which the generator writes)
 #   --pairs    before/after pairs per format (default 5); --cpu the core (default 1)
 # Output: one line per run (binary, format, cpu_s, M records/s), then a summary line per format
-# with each binary's range, and "reports identical: yes|NO" per format.
+# with each binary's range and median, the median of the pairs' after/before speed ratios, and
+# whether the reports are identical (yes|NO).
 set -euo pipefail
 die() { echo "analyzer_ab: $*" >&2; exit 2; }
 before=""; after=""; trace=""; records=""; pairs=5; cpu=1; formats="json,text"; generator=""; callgrind=0
@@ -53,19 +54,26 @@ run() {  # run BIN FORMAT OUT -> prints cpu seconds
 
 IFS=, read -r -a fmts <<<"$formats"
 for f in "${fmts[@]}"; do
-  a_all=(); b_all=()
+  a_all=(); b_all=(); ratios=()
   for ((i = 0; i < pairs; ++i)); do
     for which in before after; do
       bin=$before; [[ $which == after ]] && bin=$after
       s=$(run "$bin" "$f" "$scratch/$which.$f")
       rate=$(awk -v r="$records" -v s="$s" 'BEGIN {printf "%.2f", r / s / 1e6}')
       echo "$which format=$f cpu_s=$s m_records_per_s=$rate"
-      if [[ $which == before ]]; then a_all+=("$rate"); else b_all+=("$rate"); fi
+      if [[ $which == before ]]; then
+        a_all+=("$rate"); a_rate=$rate
+      else
+        b_all+=("$rate"); ratios+=("$(awk -v a="$a_rate" -v b="$rate" 'BEGIN {printf "%.3f", b / a}')")
+      fi
     done
   done
   range() { printf '%s\n' "$@" | sort -n | sed -n '1p;$p' | paste -sd- ; }
+  median() { printf '%s\n' "$@" | sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
   same=NO; cmp -s "$scratch/before.$f" "$scratch/after.$f" && same=yes
-  echo "summary format=$f before_m_records_per_s=$(range "${a_all[@]}") after_m_records_per_s=$(range "${b_all[@]}") reports_identical=$same"
+  echo "summary format=$f before_m_records_per_s=$(range "${a_all[@]}") median $(median "${a_all[@]}")" \
+    "after_m_records_per_s=$(range "${b_all[@]}") median $(median "${b_all[@]}")" \
+    "after_over_before=$(range "${ratios[@]}") median $(median "${ratios[@]}") reports_identical=$same"
 done
 if [[ $callgrind == 1 ]]; then
   command -v valgrind >/dev/null || die "valgrind not found"

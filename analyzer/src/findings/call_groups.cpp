@@ -44,20 +44,7 @@ void ProcessAnalyzer::observe(const Observation& o) {
   g.event_waits += o.event_waits;
   if (o.rare) observe_rare(*o.rare, g);
   if (!range_stacks_.empty() || !open_ranges_.empty()) add_ranges(g);
-  if (g.last_tid == current_tid_ && g.last_thread != SIZE_MAX) {
-    g.thread_blocked[g.last_thread].second += o.blocked_ns;
-  } else {
-    auto& threads = g.thread_blocked;
-    auto t = std::lower_bound(threads.begin(), threads.end(), current_tid_,
-                              [](const std::pair<uint32_t, uint64_t>& e, uint32_t tid) { return e.first < tid; });
-    if (t != threads.end() && t->first == current_tid_)
-      t->second += o.blocked_ns;
-    else if (threads.size() < kMaxThreadsPerGroup)
-      t = threads.insert(t, {current_tid_, o.blocked_ns});  // (only the entry just made is cached)
-    else
-      t = threads.end();
-    if (t != threads.end()) g.last_tid = current_tid_, g.last_thread = static_cast<size_t>(t - threads.begin());
-  }
+  g.thread_blocked.add(current_tid_, o.blocked_ns);
   if (!g.stack_id && o.stack_id) g.stack_id = o.stack_id;
   if (o.waited_for) {
     g.waited.add_all(*o.waited_for, &g.waited_others);  // bounded: the rest are "(other kernels)"
@@ -88,16 +75,17 @@ Group& ProcessAnalyzer::group(const GroupKey& key) {
   // for 98 k observations of 1 M records).
   constexpr uint64_t kMix = 0x9e3779b97f4a7c15ull;
   const size_t slot = static_cast<size_t>(((key.word(0) ^ (key.word(1) * kMix)) * kMix) >> (64 - kGroupCacheBits));
-  GroupCacheEntry& e = group_cache_[slot];
-  if (e.group && e.key == key) return *e.group;
+  Group*& cached = group_cache_[slot];
+  if (cached && cached->key == key) return *cached;
   auto found = groups_.find(key);
   if (found == groups_.end()) {
     if (groups_.size() >= opt_.limits.call_sites)
       over_limit("distinct findings before merging by source line (rule, cause, API, kernel, call stack)",
                  opt_.limits.call_sites, "--max-call-sites");
     found = groups_.emplace(key, Group{}).first;
+    found->second.key = key;
   }
-  e = GroupCacheEntry{key, &found->second};
+  cached = &found->second;
   return found->second;
 }
 

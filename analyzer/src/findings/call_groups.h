@@ -136,27 +136,81 @@ class WaitedKernels {
   uint32_t limit_ = 0;  // add() grows the table (or refuses new ids) at this size: one test per call
 };
 
-struct Group {
+
+
+// tid -> blocked ns, bounded (the first kMaxThreadsPerGroup threads): the first kInline in the
+// group itself, most groups having a few threads (a vector's entries were a cache miss a call
+// apart from the group: the JSON report's records per second), the rest in a vector sorted by tid.
+class ThreadBlocked {
+ public:
+  static constexpr uint32_t kInline = 4;
+  __attribute__((always_inline)) void add(uint32_t tid, uint64_t ns) {
+    for (uint32_t i = 0; i < inline_n_; ++i)
+      if (tids_[i] == tid) {
+        ns_[i] += ns;
+        return;
+      }
+    add_more(tid, ns);
+  }
+  size_t size() const { return inline_n_ + more_.size(); }
+  template <class F>
+  void each(F&& f) const {  // by tid, ascending (as the one sorted vector was)
+    std::pair<uint32_t, uint64_t> first[kInline];
+    for (uint32_t i = 0; i < inline_n_; ++i) first[i] = {tids_[i], ns_[i]};
+    std::sort(first, first + inline_n_);
+    uint32_t i = 0;
+    for (const auto& [tid, ns] : more_) {
+      for (; i < inline_n_ && first[i].first < tid; ++i) f(first[i].first, first[i].second);
+      f(tid, ns);
+    }
+    for (; i < inline_n_; ++i) f(first[i].first, first[i].second);
+  }
+
+ private:
+  void add_more(uint32_t tid, uint64_t ns) {
+    if (inline_n_ < kInline) {  // (the vector is empty until the inline entries are full)
+      tids_[inline_n_] = tid;
+      ns_[inline_n_++] = ns;
+      return;
+    }
+    auto t = std::lower_bound(more_.begin(), more_.end(), tid,
+                              [](const std::pair<uint32_t, uint64_t>& e, uint32_t id) { return e.first < id; });
+    if (t != more_.end() && t->first == tid)
+      t->second += ns;
+    else if (size() < kMaxThreadsPerGroup)
+      more_.insert(t, {tid, ns});
+  }
+  uint32_t tids_[kInline] = {};
+  uint64_t ns_[kInline] = {};
+  uint32_t inline_n_ = 0;
+  std::vector<std::pair<uint32_t, uint64_t>> more_;
+};
+
+// The fields observe() updates for every call first, adjacent from a cache line's start (the key
+// the group cache compares with them, 4 lines in all); the rest after them. The groups are out of
+// the caches between their calls: spread over a 400-byte group they were about 8 misses a call
+// (the JSON report's records per second, docs/performance.md).
+struct alignas(64) Group {
+  GroupKey key{};  // its key in the map (ProcessAnalyzer::group's cache holds only the pointer)
   uint64_t count = 0;
   uint64_t bytes = 0;
   DurationStats blocked;
   uint64_t evidence_checked = 0;
   uint64_t completed_at_return = 0;
   uint64_t drained = 0;
-  uint64_t outstanding_max = 0;
-  uint64_t pending_copies = 0, pending_copy_bytes = 0;  // the most of one call (first-launch)
-  WaitedKernels waited;
-  uint64_t waited_others = 0;
-  uint32_t stack_id = 0;  // a stack that shows the call site
   uint64_t at_threshold = 0;
   uint64_t event_waits = 0;
+  uint32_t stack_id = 0;  // a stack that shows the call site
+  uint64_t waited_others = 0;
+  ThreadBlocked thread_blocked;
+  impact::Sink sink;  // what fixing the calls would save end to end (impact.h); its owner is `serial`
+  WaitedKernels waited;
+  uint32_t serial = 0;  // order of creation (CallMark::finding before finish maps it)
+  uint32_t cause_serial = UINT32_MAX;  // sink.cause's owner, read before the groups are freed (finish)
+  uint64_t outstanding_max = 0;
+  uint64_t pending_copies = 0, pending_copy_bytes = 0;  // the most of one call (first-launch)
   bool context_creation_visible = false;
   bool ended_cleanly = true;
-  // tid -> blocked ns, by tid (bounded): a sorted vector, as most groups have one thread (a hash
-  // map was ~150 bytes more per group).
-  std::vector<std::pair<uint32_t, uint64_t>> thread_blocked;
-  uint32_t last_tid = 0;          // the thread of the last call, and the index of its entry
-  size_t last_thread = SIZE_MAX;  // SIZE_MAX: none
   // NVTX range name id -> calls made inside it (bounded); implicit-sync: the addresses freed
   // (frees) seen, and how many calls repeated one (a free of one of them, an allocation made again). Made on first use: most groups have
   // neither (two empty hash maps in every group were 112 bytes).
@@ -168,10 +222,7 @@ struct Group {
   uint64_t graph_pageable_nodes = 0;
   uint64_t graph_memory_nodes = 0;
   GraphMemcpyNode graph_node;
-  ConcurrentCall concurrent;           // the first call's (blocking-launch other-thread-call)
-  uint32_t serial = 0;                 // order of creation (CallMark::finding before finish maps it)
-  impact::Sink sink;                   // what fixing the calls would save end to end (impact.h); its owner is `serial`
-  uint32_t cause_serial = UINT32_MAX;  // sink.cause's owner, read before the groups are freed (finish)
+  ConcurrentCall concurrent;  // the first call's (blocking-launch other-thread-call)
 };
 
 // A call site: the frame, and the library function it called (module empty when none).

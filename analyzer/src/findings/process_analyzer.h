@@ -554,16 +554,12 @@ class ProcessAnalyzer final : public RuleContext {
   std::unordered_map<uint64_t, GraphNodes> graphs_;           // CUgraph -> its pageable memcpy nodes
   std::unordered_map<uint64_t, GraphNodes> execs_;            // CUgraphExec -> the same, as instantiated/updated
   std::unordered_map<GroupKey, Group, GroupKeyHash> groups_;
-  struct GroupCacheEntry {
-    GroupKey key{};
-    Group* group = nullptr;
-  };
-  // 4096 entries (128 KiB): a few hundred groups in use at once thrashed 256 (nearly every call
-  // of the benchmark's trace missed it and hashed into the map).
-  static constexpr unsigned kGroupCacheBits = 12;
+  // A direct-mapped cache of groups by key: a group pointer a slot, the key compared in the group's
+  // first line (which the call updates anyway). 8192 slots (64 KiB): with the key in each slot
+  // (24 bytes) 4096 of them took more room and more of the benchmark's groups collided.
+  static constexpr unsigned kGroupCacheBits = 13;
   static constexpr size_t kGroupCache = size_t{1} << kGroupCacheBits;
-  std::vector<GroupCacheEntry> group_cache_ =
-      std::vector<GroupCacheEntry>(kGroupCache);  // cleared when finish() starts erasing groups
+  std::vector<Group*> group_cache_ = std::vector<Group*>(kGroupCache);  // cleared when finish() starts erasing groups
   struct DenseSite {
     SiteRef ref;
     bool resolved = false;

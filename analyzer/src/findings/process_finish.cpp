@@ -215,7 +215,7 @@ std::vector<Finding> ProcessAnalyzer::findings_of_groups(const ProcessSummary& p
     }
   std::vector<std::string> key_of_serial(marks_ || causes ? next_serial_ : 0);
   std::vector<std::pair<std::string, uint32_t>> caused;  // a finding's key, its cause's serial
-  for (auto& e : group_cache_) e = GroupCacheEntry{};
+  std::fill(group_cache_.begin(), group_cache_.end(), nullptr);
   // The call site of a stack a finding names besides its own (a graph node's origin, a concurrent call).
   auto resolve_origin = [this](uint32_t stack_id, auto& info) {
     SiteRef origin = site_of(stack_id);
@@ -282,7 +282,7 @@ std::vector<Finding> ProcessAnalyzer::findings_of_groups(const ProcessSummary& p
     f.process_ended_cleanly = g.ended_cleanly;
     f.repeated_calls = g.repeated;
     f.thread_blocked.reserve(g.thread_blocked.size());
-    for (const auto& [tid, ns] : g.thread_blocked) f.add_thread_blocked((p.pid << 32) | tid, ns);
+    g.thread_blocked.each([&](uint32_t tid, uint64_t ns) { f.add_thread_blocked((p.pid << 32) | tid, ns); });
     f.impact_ns = g.sink.impact_ns;
     f.impact_basis = impact::basis_text(g.sink.basis | (p.simulated ? impact::kSimulated : 0));
     g.waited.each([&](uint32_t k, uint64_t n) { f.waited_for[kernel_name(k)] += n; });
