@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
+#include <vector>
 
 using namespace asyncwatch;
 
@@ -64,5 +66,34 @@ TEST(LogHistogram, BucketsCoverEveryValue) {
     if (v != ~0ull) {
       EXPECT_GT(LogHistogram::bucket_high(b), v);
     }
+  }
+}
+
+// add_one defers its counter to a batch: every rank, before and after merges, must be what
+// counting each value at once gives (the sorted values' buckets).
+TEST(LogHistogram, BatchedAddsCountAsTheyCome) {
+  std::mt19937_64 rng(11);
+  std::lognormal_distribution<double> dist(11.0, 1.5);
+  auto expected_at = [](std::vector<uint64_t> values, uint64_t rank) {
+    std::sort(values.begin(), values.end());
+    const int b = LogHistogram::bucket_of(values[rank]);
+    const uint64_t lo = LogHistogram::bucket_low(b), hi = LogHistogram::bucket_high(b);
+    return lo + (hi - lo - 1) / 2;
+  };
+  for (size_t n : {1u, 5u, 26u, 27u, 28u, 100u, 1001u}) {
+    LogHistogram a, b;
+    std::vector<uint64_t> all;
+    a.add(1);  // the counters exist: add_one's precondition
+    b.add(2);
+    all = {1, 2};
+    for (size_t i = 0; i < n; ++i) {
+      const auto v = static_cast<uint64_t>(dist(rng));
+      (i % 3 ? a : b).add_one(v);
+      all.push_back(v);
+    }
+    a.merge(b);  // both sides' pending values
+    ASSERT_EQ(a.count(), all.size());
+    for (uint64_t r = 0; r < all.size(); r += 1 + all.size() / 50)
+      EXPECT_EQ(a.value_at_rank(r), expected_at(all, r)) << "n " << n << " rank " << r;
   }
 }

@@ -1,5 +1,6 @@
 // Each finding rule on crafted traces.
 #include "findings/analysis.h"
+#include "findings/call_groups.h"
 #include "findings/hidden_sync.h"
 #include "report/reports.h"
 #include "test_util.h"
@@ -1256,4 +1257,23 @@ TEST(Findings, FrameworkCompilePhaseIsKeptApart) {
   EXPECT_EQ(finding_severity(*loop), Severity::Warning);
   EXPECT_NE(finding_message(*phase).find("made inside JAX compilation (XLA autotuning)"), std::string::npos)
       << finding_message(*phase);
+}
+
+// A group's blocked time per thread: the first ThreadBlocked::kInline threads kept in the group,
+// the rest in a vector; each() gives them by tid whatever the order they came in, and the bound
+// keeps the first kMaxThreadsPerGroup threads.
+TEST(ThreadBlocked, ByTidAndBounded) {
+  asyncwatch::analysis::ThreadBlocked t;
+  for (uint32_t tid : {40u, 7u, 300u, 12u, 9u, 500u, 7u, 1u, 40u}) t.add(tid, tid);
+  std::vector<std::pair<uint32_t, uint64_t>> got;
+  t.each([&](uint32_t tid, uint64_t ns) { got.emplace_back(tid, ns); });
+  const std::vector<std::pair<uint32_t, uint64_t>> want = {{1, 1},     {7, 14},    {9, 9},    {12, 12},
+                                                          {40, 80},   {300, 300}, {500, 500}};
+  EXPECT_EQ(got, want);
+  asyncwatch::analysis::ThreadBlocked many;
+  for (uint32_t tid = 1000; tid > 0; --tid) many.add(tid, 1);
+  EXPECT_EQ(many.size(), asyncwatch::analysis::kMaxThreadsPerGroup);
+  uint32_t first = 0;
+  many.each([&](uint32_t tid, uint64_t) { first = first ? first : tid; });
+  EXPECT_EQ(first, 1000u - asyncwatch::analysis::kMaxThreadsPerGroup + 1);  // the first ones to come
 }
