@@ -186,11 +186,12 @@ class ThreadBlocked {
   std::vector<std::pair<uint32_t, uint64_t>> more_;
 };
 
-// The fields observe() updates for every call first, adjacent from a cache line's start (the key
-// the group cache compares with them, 4 lines in all); the rest after them. The groups are out of
-// the caches between their calls: spread over a 400-byte group they were about 8 misses a call
-// (the JSON report's records per second, docs/performance.md).
-struct alignas(64) Group {
+// The fields observe() updates for every call first, side by side (with the key the group cache
+// compares, about 4 lines); the rest after them. The groups are out of the caches between their
+// calls: spread over the group, and with the threads' times apart, they were about 8 misses a
+// call (the JSON report's records per second, docs/performance.md). Not aligned to a line:
+// alignas(64) made no fewer misses (callgrind's cache model) and cost 160 bytes a group.
+struct Group {
   GroupKey key{};  // its key in the map (ProcessAnalyzer::group's cache holds only the pointer)
   uint64_t count = 0;
   uint64_t bytes = 0;

@@ -225,7 +225,17 @@ class ProcessAnalyzer final : public RuleContext {
 
   // The group of `key`, created when new. A direct-mapped cache answers the repeated ones (the
   // groups are node-based: a Group stays where it is until finish() erases it).
-  Group& group(const GroupKey& key);
+  // Inline into observe (once a grouped call: the JSON report's records per second); a key not in
+  // the cache takes group_missed. The slot from two multiplies of the key's words, not
+  // GroupKeyHash (the map's): about 18 instructions fewer an observation (callgrind).
+  __attribute__((always_inline)) Group& group(const GroupKey& key) {
+    constexpr uint64_t kMix = 0x9e3779b97f4a7c15ull;
+    const size_t slot = static_cast<size_t>(((key.word(0) ^ (key.word(1) * kMix)) * kMix) >> (64 - kGroupCacheBits));
+    Group*& cached = group_cache_[slot];
+    if (__builtin_expect(cached && cached->key == key, 1)) return *cached;
+    return group_missed(cached, key);
+  }
+  __attribute__((noinline)) Group& group_missed(Group*& cached, const GroupKey& key);
 
   // The end of the pass (process_finish.cpp): summarize, in_flight_calls, make_symbolizers, then
   // findings_of_groups.
