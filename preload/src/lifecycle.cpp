@@ -233,10 +233,12 @@ __attribute__((destructor(101))) void on_unload() {
     log::info("call-site cache: %llu hits, %llu full unwinds, %llu keys found ambiguous",
               static_cast<unsigned long long>(st.hits), static_cast<unsigned long long>(st.unwinds),
               static_cast<unsigned long long>(st.mismatches));
-  if (st.borrowed + st.borrow_confirmed + st.borrow_limited)
-    log::info("borrowed Python frames: %llu walks, %llu reused after a re-read, %llu refused by the rate limit",
-              static_cast<unsigned long long>(st.borrowed), static_cast<unsigned long long>(st.borrow_confirmed),
-              static_cast<unsigned long long>(st.borrow_limited));
+  if (st.borrowed + st.borrow_confirmed + st.borrow_reused + st.borrow_limited)
+    log::info(
+        "borrowed Python frames: %llu walks, %llu reused after a re-read, %llu reused unread (a waiting "
+        "lender's, read < 200 us before), %llu refused by the rate limit",
+        static_cast<unsigned long long>(st.borrowed), static_cast<unsigned long long>(st.borrow_confirmed),
+        static_cast<unsigned long long>(st.borrow_reused), static_cast<unsigned long long>(st.borrow_limited));
 }
 
 // Before any exec: the environment the new image needs to be traced, and the trace marked closed.

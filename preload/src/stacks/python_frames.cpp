@@ -848,7 +848,8 @@ uint32_t capture_borrowed(PythonFrame* out, uint32_t max, Lender* lender, WalkEn
   return borrow_dispatch(std::make_index_sequence<std::size(python_layout::kLayouts)>(), out, max, e, l, memo);
 }
 
-uint32_t confirm_borrowed(BorrowMemo* memo, PythonFrame* out, uint32_t max, Lender* lender, WalkEnd* end) noexcept {
+uint32_t confirm_borrowed(BorrowMemo* memo, PythonFrame* out, uint32_t max, Lender* lender, WalkEnd* end,
+                          bool reread) noexcept {
   // A walk that stopped at its limit tells nothing of the frames past it; else a walk with a
   // smaller limit would have read a prefix of the same regions and stored a prefix of its frames.
   if (!memo || !memo->valid || max == 0 || (max > memo->max && memo->end == WalkEnd::kDepthLimit) || !ready()) return 0;
@@ -859,12 +860,12 @@ uint32_t confirm_borrowed(BorrowMemo* memo, PythonFrame* out, uint32_t max, Lend
   if (e != WalkEnd::kNoThreadState || in.finalizing != 0 || in.own != m.own_state || in.main_interp != m.main_interp ||
       in.main_thread != m.main_thread)
     return 0;
-  {
+  if (reread) {
     ErrnoKeeper keep_errno;
     iovec local{m.scratch, m.bytes};
     if (process_vm_readv(getpid(), &local, 1, m.remote, m.regions, 0) != static_cast<ssize_t>(m.bytes)) return 0;
+    if (std::memcmp(m.scratch, m.data, m.bytes) != 0) return 0;
   }
-  if (std::memcmp(m.scratch, m.data, m.bytes) != 0) return 0;
   m.valid = true;
   const uint32_t n = m.n < max ? m.n : max;
   std::memcpy(out, m.frames, n * sizeof *out);

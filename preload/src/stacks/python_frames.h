@@ -114,7 +114,11 @@ uint32_t capture_borrowed(PythonFrame* out, uint32_t max, Lender* lender, WalkEn
 // compare), at most `max` of them (kDepthLimit when that cut them; a larger `max` than the walk's
 // only when the walk did not stop at its own); else 0 and the memo is dropped (invalid). Same
 // contract as capture_borrowed otherwise: any thread, no lock, no allocation, errno kept.
-uint32_t confirm_borrowed(BorrowMemo* memo, PythonFrame* out, uint32_t max, Lender* lender, WalkEnd* end) noexcept;
+// With `reread` false, only the four values loaded directly are checked (the interpreter not
+// finalizing, the same thread states): the frames as the last read found them, without reading
+// them again (the caller bounds how old that read may be: stack_capture.cpp, kReuseNs).
+uint32_t confirm_borrowed(BorrowMemo* memo, PythonFrame* out, uint32_t max, Lender* lender, WalkEnd* end,
+                          bool reread = true) noexcept;
 
 // A caller-provided buffer that describe_code fills. `needed` lets a caller size a trace record
 // before copying: describe once with small (or zero-capacity) buffers, then again into the record.

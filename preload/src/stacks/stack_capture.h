@@ -47,8 +47,9 @@ void set_main_stack_top(const void* argv) noexcept;
 struct CacheStats {
   uint64_t hits, unwinds, mismatches;
   // Stacks given borrowed Python frames by a walk, by a confirmation of the thread's last walk
-  // (python_frames::confirm_borrowed); borrowed walks refused by the rate limit.
-  uint64_t borrowed, borrow_confirmed, borrow_limited;
+  // (python_frames::confirm_borrowed), by a waiting lender's last read taken again unread beyond
+  // the confirmations' budget (kReuseNs); borrowed walks refused by the rate limit.
+  uint64_t borrowed, borrow_confirmed, borrow_reused, borrow_limited;
 };
 CacheStats cache_stats() noexcept;
 

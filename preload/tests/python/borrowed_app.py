@@ -6,7 +6,7 @@ bytecode throughout. `python borrowed_app.py WORKER.so ITERATIONS KERNEL_MS [exi
 with exit-busy, a daemon thread keeps the worker copying while the interpreter finalizes; with
 attached, the worker first takes a Python thread state of its own and releases the GIL, as PyTorch's
 autograd engine threads do (a thread with a state and no frames: its calls borrow the line too);
-backward is attached with ITERATIONS steps of 100 copies each made by the worker while one line
+backward is attached with ITERATIONS steps of 1,000 copies each made by the worker while one line
 waits, as loss.backward() waits for a step's kernels (no spinning thread); callback is attached, and
 the worker calls back into Python that copies (as autograd's engine thread runs a compiled or
 custom Function's backward): the framework's own code (fakeframework's copy_to_host) at the line
@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "ven
 import fakeframework  # noqa: E402
 
 NBYTES = 1 << 16
+BACKWARD_COPIES = 1000  # a wait's copies: beyond a thread's bursts of walks (64) and confirmations (320)
 u64 = ctypes.c_uint64
 
 
@@ -62,7 +63,7 @@ def main():
         return 0  # no aw_worker_stop: the worker is inside a copy while the interpreter finalizes
     if backward:
         for _ in range(n):
-            fakeframework.check("copies", worker.aw_worker_call_repeat(copy, 100, h, d, NBYTES, 2, 0))  # LINE:backward
+            fakeframework.check("copies", worker.aw_worker_call_repeat(copy, BACKWARD_COPIES, h, d, NBYTES, 2, 0))  # LINE:backward
         worker.aw_worker_stop()
         print("borrowed_app: done", flush=True)
         return 0

@@ -7,8 +7,8 @@ worker as the thread the calls ran on, in JSON, text and SARIF. With ASYNCWATCH_
 call site is a .py file. A run that exits while the worker copies (the interpreter finalizes
 under the borrowing thread) exits 0 and its trace reads. A worker with a Python thread state of its
 own and no frames (PyTorch's autograd engine threads while `loss.backward()` waits) borrows the
-main thread's lines the same way, also when it makes 300 calls while one line waits (beyond a
-thread's burst of borrowed walks: confirmed walks). A worker that calls back into Python (autograd's
+main thread's lines the same way, also when it makes 1,000 calls while one line waits (beyond a
+thread's bursts of borrowed walks and of confirmations: the waiting lender's last read taken again). A worker that calls back into Python (autograd's
 engine thread running a compiled backward) keeps its own frames and gets the waiting line after
 them: a callback of the framework's is reported at the line that waits, the user's own at its line.
 
@@ -110,19 +110,19 @@ def main():
                 check(len(got) == 1 and got[0]["count"] == ITERATIONS and isinstance(got[0]["call_site"].get("borrowed"), dict),
                       f"attached worker: {mark}: one borrowed {rule} finding of {ITERATIONS} calls at borrowed_app.py:{lines[mark]}")
 
-        # As autograd's engine thread in loss.backward(): 300 copies while one line waits, more
-        # than a thread's burst of borrowed walks (64): the walks after the first are confirmed by a
-        # re-read of what the last one read (python_frames::confirm_borrowed), so every copy has
-        # that line.
+        # As autograd's engine thread in loss.backward(): 1,000 copies while one line waits, more
+        # than a thread's bursts of borrowed walks (64) and of confirmations (320, a re-read of what
+        # the last walk read: python_frames::confirm_borrowed): beyond them, within 200 us of a read
+        # that found the lender waiting, its frames are taken again unread: every copy has that line.
         back = os.path.join(tmp, "backward")
         r = run_app(aw, worker, back, {}, "backward")
-        check(r.returncode == 0, f"run with a worker making 100 copies a wait exits 0 (got {r.returncode}: {r.stderr[-400:]})")
+        check(r.returncode == 0, f"run with a worker making 1,000 copies a wait exits 0 (got {r.returncode}: {r.stderr[-400:]})")
         if r.returncode == 0:
             fs = [f for f in json.loads(report(aw, back, "json"))["findings"] if f["id"] == "pageable-async-copy"]
             got = [f for f in fs if at(f) == ("borrowed_app.py", lines["backward"])]
-            check(len(got) == 1 and got[0]["count"] == 100 * ITERATIONS and
+            check(len(got) == 1 and got[0]["count"] == 1000 * ITERATIONS and
                   isinstance(got[0]["call_site"].get("borrowed"), dict),
-                  f"backward: one borrowed finding of {100 * ITERATIONS} copies at borrowed_app.py:{lines['backward']} "
+                  f"backward: one borrowed finding of {1000 * ITERATIONS} copies at borrowed_app.py:{lines['backward']} "
                   f"(got {[(at(f), f['count']) for f in fs]})")
 
         # A native thread that runs Python of its own (autograd's engine running a compiled
