@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <sstream>
 
 using namespace asyncwatch;
@@ -1267,8 +1268,8 @@ TEST(ThreadBlocked, ByTidAndBounded) {
   for (uint32_t tid : {40u, 7u, 300u, 12u, 9u, 500u, 7u, 1u, 40u}) t.add(tid, tid);
   std::vector<std::pair<uint32_t, uint64_t>> got;
   t.each([&](uint32_t tid, uint64_t ns) { got.emplace_back(tid, ns); });
-  const std::vector<std::pair<uint32_t, uint64_t>> want = {{1, 1},     {7, 14},    {9, 9},    {12, 12},
-                                                          {40, 80},   {300, 300}, {500, 500}};
+  const std::vector<std::pair<uint32_t, uint64_t>> want = {{1, 1},   {7, 14},    {9, 9},    {12, 12},
+                                                           {40, 80}, {300, 300}, {500, 500}};
   EXPECT_EQ(got, want);
   asyncwatch::analysis::ThreadBlocked many;
   for (uint32_t tid = 1000; tid > 0; --tid) many.add(tid, 1);
@@ -1276,4 +1277,28 @@ TEST(ThreadBlocked, ByTidAndBounded) {
   uint32_t first = 0;
   many.each([&](uint32_t tid, uint64_t) { first = first ? first : tid; });
   EXPECT_EQ(first, 1000u - asyncwatch::analysis::kMaxThreadsPerGroup + 1);  // the first ones to come
+}
+
+// The kernels a group waited for: counts past 32 bits exact (the slots hold 32; the rest goes on
+// apart), at most kMaxWaitedKernels ids (the rest refused, in the order they came).
+TEST(WaitedKernels, ExactCountsAndBounded) {
+  using asyncwatch::analysis::kMaxWaitedKernels;
+  asyncwatch::analysis::WaitedKernels w;
+  const uint64_t big = (uint64_t{1} << 32) - 5;
+  EXPECT_TRUE(w.add(7, big));
+  EXPECT_TRUE(w.add(7, 10));  // past 2^32
+  EXPECT_TRUE(w.add(7, uint64_t{3} << 32));
+  EXPECT_TRUE(w.add(UINT32_MAX, 1));                                              // the graph kernel's id
+  for (uint32_t id = 100; id < 100 + 2 * kMaxWaitedKernels; ++id) w.add(id, id);  // grows, then refuses
+  EXPECT_EQ(w.size(), kMaxWaitedKernels);
+  std::map<uint32_t, uint64_t> got;
+  w.each([&](uint32_t id, uint64_t n) { got[id] = n; });
+  EXPECT_EQ(got.size(), kMaxWaitedKernels);
+  EXPECT_EQ(got[7], big + 10 + (uint64_t{3} << 32));
+  EXPECT_EQ(got[UINT32_MAX], 1u);
+  EXPECT_EQ(got[100], 100u);
+  EXPECT_EQ(got.count(100 + kMaxWaitedKernels - 3), 1u);  // the first ones to come (7 and the graph kernel before)
+  EXPECT_EQ(got.count(100 + kMaxWaitedKernels - 2), 0u);
+  EXPECT_TRUE(w.add(7, 1));       // a held id is still counted when full
+  EXPECT_FALSE(w.add(99999, 1));  // a new one is refused
 }

@@ -63,6 +63,9 @@ struct GroupKeyHash {
 // Open addressing in a table grown at 3/4 load (an explicit synchronization adds each kernel
 // its stream ran since it was last idle: a hash-map look-up each was most of its cost; at half
 // load these tables were the largest part of a pass with 100 k call sites: docs/performance.md).
+// 8-byte slots (a 32-bit count; a count past it goes on in `high_`, exact) and the slots in use in
+// a bitmask: half the lines of 16-byte slots, each a cache miss at random per kernel (the JSON
+// report's records per second).
 class WaitedKernels {
  public:
   bool add(uint32_t id, uint64_t n) {
@@ -84,9 +87,10 @@ class WaitedKernels {
     Slot* slots = slots_.data();
     size_t mask = slots_.size() - 1;
     t.each([&](uint32_t id, uint64_t n) {
-      Slot& s = slots[(id * 2654435761u) & mask];
-      if (__builtin_expect(s.tag == tag_of(id), 1)) {
-        s.n += n;
+      const size_t i = (id * 2654435761u) & mask;
+      Slot& s = slots[i];
+      if (__builtin_expect(used(i) && s.id == id, 1)) {
+        count(s, n);
         return;
       }
       if (!add(id, n)) *others += n;
@@ -97,46 +101,75 @@ class WaitedKernels {
   size_t size() const { return size_; }
   template <class F>
   void each(F&& f) const {
-    for (const Slot& s : slots_)
-      if (s.tag) f(static_cast<uint32_t>(s.tag), s.n);
+    for (size_t i = 0; i < slots_.size(); ++i)
+      if (used(i)) f(slots_[i].id, slots_[i].n + high(slots_[i].id));
   }
 
  private:
   struct Slot {
-    uint64_t tag = 0;  // tag_of(id) when used, 0 when free: one comparison finds an id at its slot
-    uint64_t n = 0;
+    uint32_t id = 0;
+    uint32_t n = 0;  // the count's part below 2^32 (the rest in high_)
   };
-  static uint64_t tag_of(uint32_t id) { return uint64_t{1} << 32 | id; }
+  static constexpr size_t kMaxSlots = 128;  // kMaxWaitedKernels at 3/4 load, a power of two
+  static_assert(kMaxWaitedKernels * 4 / 3 <= kMaxSlots && kMaxWaitedKernels <= kMaxSlots * 3 / 4);
+  bool used(size_t i) const { return (used_[i >> 6] >> (i & 63)) & 1; }
+  uint64_t high(uint32_t id) const {
+    if (!high_) return 0;
+    auto it = high_->find(id);
+    return it == high_->end() ? 0 : it->second;
+  }
+  void count(Slot& s, uint64_t n) {
+    if (__builtin_expect(n > UINT32_MAX - s.n, 0)) {  // past 32 bits: the count goes on in high_
+      if (!high_) high_ = std::make_unique<std::unordered_map<uint32_t, uint64_t>>();
+      uint64_t& h = (*high_)[s.id];
+      h += s.n;
+      h += n;  // (wraps as the 64-bit count would)
+      s.n = 0;
+      return;
+    }
+    s.n += static_cast<uint32_t>(n);
+  }
   bool find_add(uint32_t id, uint64_t n, bool may_insert) {
     const size_t mask = slots_.size() - 1;
     for (size_t i = (id * 2654435761u) & mask;; i = (i + 1) & mask) {
       Slot& s = slots_[i];
-      if (s.tag == tag_of(id)) {
-        s.n += n;
+      if (!used(i)) {
+        if (!may_insert) return false;
+        used_[i >> 6] |= uint64_t{1} << (i & 63);
+        s = Slot{id, 0};
+        count(s, n);
+        ++size_;
         return true;
       }
-      if (!s.tag) {
-        if (!may_insert) return false;
-        s = Slot{tag_of(id), n};
-        ++size_;
+      if (s.id == id) {
+        count(s, n);
         return true;
       }
     }
   }
   void grow() {
     std::vector<Slot> old = std::move(slots_);
+    const uint64_t old_used[2] = {used_[0], used_[1]};
     slots_.assign(old.empty() ? 16 : old.size() * 2, Slot{});
+    used_[0] = used_[1] = 0;
     size_ = 0;
     limit_ = static_cast<uint32_t>(std::min(kMaxWaitedKernels, slots_.size() * 3 / 4));
-    for (const Slot& s : old)
-      if (s.tag) find_add(static_cast<uint32_t>(s.tag), s.n, true);
+    const size_t mask = slots_.size() - 1;
+    for (size_t j = 0; j < old.size(); ++j) {
+      if (!((old_used[j >> 6] >> (j & 63)) & 1)) continue;
+      size_t i = (old[j].id * 2654435761u) & mask;
+      while (used(i)) i = (i + 1) & mask;
+      used_[i >> 6] |= uint64_t{1} << (i & 63);
+      slots_[i] = old[j];  // (its high_ part stays under its id)
+      ++size_;
+    }
   }
-  std::vector<Slot> slots_;  // power of two, never full (grown at 3/4 load, kMaxWaitedKernels * 2 at most)
+  std::vector<Slot> slots_;  // power of two, never full (grown at 3/4 load, kMaxSlots at most)
   uint32_t size_ = 0;
-  uint32_t limit_ = 0;  // add() grows the table (or refuses new ids) at this size: one test per call
+  uint32_t limit_ = 0;         // add() grows the table (or refuses new ids) at this size: one test per call
+  uint64_t used_[2] = {0, 0};  // bit i: slots_[i] holds a kernel
+  std::unique_ptr<std::unordered_map<uint32_t, uint64_t>> high_;  // id -> its count's part past 32 bits
 };
-
-
 
 // tid -> blocked ns, bounded (the first kMaxThreadsPerGroup threads): the first kInline in the
 // group itself, most groups having a few threads (a vector's entries were a cache miss a call
@@ -206,7 +239,7 @@ struct Group {
   ThreadBlocked thread_blocked;
   impact::Sink sink;  // what fixing the calls would save end to end (impact.h); its owner is `serial`
   WaitedKernels waited;
-  uint32_t serial = 0;  // order of creation (CallMark::finding before finish maps it)
+  uint32_t serial = 0;                 // order of creation (CallMark::finding before finish maps it)
   uint32_t cause_serial = UINT32_MAX;  // sink.cause's owner, read before the groups are freed (finish)
   uint64_t outstanding_max = 0;
   uint64_t pending_copies = 0, pending_copy_bytes = 0;  // the most of one call (first-launch)
