@@ -4,7 +4,7 @@
 # how many not-ready queries it made. With the kernel's length fixed, the iterations traced over the
 # iterations bare is what asyncwatch leaves of the loop's speed (the target: at least 0.90). Runs the
 # shared-runtime build and, on a GPU, the static one (nvcc's default), rounds interleaved, and prints
-# the medians. Asserts nothing.
+# the medians (and each round pair's ratio, and the spread). Asserts nothing.
 #
 # usage: poll_loop.sh BUILD_DIR [--sim] [--callgrind] [--lib LIB] [--rounds N] [--cycles C] [--env VAR=VALUE]...
 #   BUILD_DIR    build tree with lib/libasyncwatch.so and test_apps/event_query_poll[.static]
@@ -114,7 +114,7 @@ median() { sort -n | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]; else p
 
 echo "# poll_loop: $rounds rounds, kernel $cycles cycles, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(uname -n)"
 [ ${#extra_env[@]} -gt 0 ] && echo "# traced with: ${extra_env[*]}"
-printf '%-24s %-16s %14s %14s %8s\n' build query bare traced ratio
+printf '%-24s %-16s %14s %14s %8s %10s %23s %23s\n' build query bare traced ratio pair-ratio 'bare min-max' 'traced min-max'
 for b in "${builds[@]}"; do
   prog=$build/test_apps/$b
   [ -x "$prog" ] || { echo "poll_loop: no $prog (built with the test apps)" >&2; failed=1; continue; }
@@ -129,7 +129,13 @@ for b in "${builds[@]}"; do
     bare=$(cut -d' ' -f$col "$tmp/bare" | median)
     traced=$(cut -d' ' -f$col "$tmp/traced" | median)
     ratio=$(awk -v t="$traced" -v b="$bare" 'BEGIN { if (b > 0) printf "%.3f", t / b; else print "-" }')
-    printf '%-24s %-16s %14s %14s %8s\n' "$b" "$name" "$bare" "$traced" "$ratio"
+    # The spread, and the median of each round's traced over its bare (the rounds interleave, so a
+    # host whose speed drifts moves both halves of a pair alike).
+    pair=$(paste -d' ' <(cut -d' ' -f$col "$tmp/bare") <(cut -d' ' -f$col "$tmp/traced") |
+      awk '$1 > 0 { printf "%.4f\n", $2 / $1 }' | median)
+    range() { sort -n | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%s-%s", lo, hi }'; }
+    printf '%-24s %-16s %14s %14s %8s %10s %23s %23s\n' "$b" "$name" "$bare" "$traced" "$ratio" "$pair" \
+      "$(cut -d' ' -f$col "$tmp/bare" | range)" "$(cut -d' ' -f$col "$tmp/traced" | range)"
   done
 done
 [ $failed = 0 ] || exit 1

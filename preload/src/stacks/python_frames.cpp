@@ -416,6 +416,7 @@ uint32_t borrow_as(PythonFrame* out, uint32_t max, WalkEnd& e, Lender& lender, B
   if (memo) {
     memo->valid = false;
     memo->regions = memo->bytes = 0;
+    memo->gil_region = BorrowMemo::kMaxRegions;
     rd.log = memo;
   }
   if (own != 0) {
@@ -432,7 +433,16 @@ uint32_t borrow_as(PythonFrame* out, uint32_t max, WalkEnd& e, Lender& lender, B
   }
   if (gil) {
     uint8_t g[view_size({L.gil_last_holder, L.gil_locked})];
-    if (rd.copy(gil, g, sizeof g) && field<int>(g, L.gil_locked) > 0) holder = field<uint64_t>(g, L.gil_last_holder);
+    const uint32_t region = memo ? memo->regions : 0, offset = memo ? memo->bytes : 0;
+    if (rd.copy(gil, g, sizeof g)) {
+      if (field<int>(g, L.gil_locked) > 0) holder = field<uint64_t>(g, L.gil_last_holder);
+      if (memo && !rd.log_lost) {
+        memo->gil_region = region;
+        memo->gil_offset = offset;
+        memo->gil_locked = L.gil_locked;
+        memo->gil_last_holder = L.gil_last_holder;
+      }
+    }
   }
   const uint64_t main_thread = inputs.main_thread;
   uint64_t t = 0;
@@ -848,6 +858,15 @@ uint32_t capture_borrowed(PythonFrame* out, uint32_t max, Lender* lender, WalkEn
   return borrow_dispatch(std::make_index_sequence<std::size(python_layout::kLayouts)>(), out, max, e, l, memo);
 }
 
+// The GIL's holder in the memo's GIL region of `bytes` (its data or scratch), 0 for none and for the
+// thread that borrows (borrow_as skips its own state).
+static uint64_t gil_holder(const BorrowMemo& m, const uint8_t* bytes) noexcept {
+  const uint8_t* g = bytes + m.gil_offset;
+  if (field<int>(g, m.gil_locked) <= 0) return 0;
+  const uint64_t holder = field<uint64_t>(g, m.gil_last_holder);
+  return holder == m.own_state ? 0 : holder;
+}
+
 uint32_t confirm_borrowed(BorrowMemo* memo, PythonFrame* out, uint32_t max, Lender* lender, WalkEnd* end,
                           bool reread) noexcept {
   // A walk that stopped at its limit tells nothing of the frames past it; else a walk with a
@@ -864,6 +883,13 @@ uint32_t confirm_borrowed(BorrowMemo* memo, PythonFrame* out, uint32_t max, Lend
     ErrnoKeeper keep_errno;
     iovec local{m.scratch, m.bytes};
     if (process_vm_readv(getpid(), &local, 1, m.remote, m.regions, 0) != static_cast<ssize_t>(m.bytes)) return 0;
+    if (m.gil_region < m.regions) {
+      // The walk read the GIL for its holder, and only asked of each other thread whether it is
+      // that holder: a holder that is the calling thread (never a lender) or none gives the same
+      // walk, so the region is compared for that, then taken as read.
+      if (gil_holder(m, m.scratch) != gil_holder(m, m.data)) return 0;
+      std::memcpy(m.scratch + m.gil_offset, m.data + m.gil_offset, m.remote[m.gil_region].iov_len);
+    }
     if (std::memcmp(m.scratch, m.data, m.bytes) != 0) return 0;
   }
   m.valid = true;

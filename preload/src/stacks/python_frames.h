@@ -101,6 +101,11 @@ struct BorrowMemo {
   uint32_t n = 0;
   WalkEnd end = WalkEnd::kNoPython;
   Lender lender;
+  // The GIL's region among them (gil_region < regions): compared for the holder the walk derived
+  // from it, not byte for byte (its lock word flips each time the borrowing thread, which never
+  // lends, takes or drops the GIL: autograd's engine thread running a compiled backward).
+  uint32_t gil_region = kMaxRegions, gil_offset = 0;
+  uint16_t gil_locked = 0, gil_last_holder = 0;  // field offsets in that region
   PythonFrame frames[kMaxFrames];
   alignas(8) uint8_t data[kMaxBytes];     // the bytes read, region after region
   alignas(8) uint8_t scratch[kMaxBytes];  // where confirm_borrowed reads them again

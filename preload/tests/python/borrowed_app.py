@@ -2,7 +2,7 @@
 (native_worker.c, a stand-in for XLA's threads) while the Python line that asked waits in ctypes
 (GIL released), as jax.device_put / np.asarray(jax_array) do. Each marked line must be the call
 site of its own finding, borrowed from this (the main) thread, while a second Python thread runs
-bytecode throughout. `python borrowed_app.py WORKER.so ITERATIONS KERNEL_MS [exit-busy|attached|backward]`;
+bytecode throughout. `python borrowed_app.py WORKER.so ITERATIONS KERNEL_MS [exit-busy|attached|backward|callback|gil-flip]`;
 with exit-busy, a daemon thread keeps the worker copying while the interpreter finalizes; with
 attached, the worker first takes a Python thread state of its own and releases the GIL, as PyTorch's
 autograd engine threads do (a thread with a state and no frames: its calls borrow the line too);
@@ -10,7 +10,10 @@ backward is attached with ITERATIONS steps of 1,000 copies each made by the work
 waits, as loss.backward() waits for a step's kernels (no spinning thread); callback is attached, and
 the worker calls back into Python that copies (as autograd's engine thread runs a compiled or
 custom Function's backward): the framework's own code (fakeframework's copy_to_host) at the line
-that waits, and the user's own function at its own line."""
+that waits, and the user's own function at its own line; gil-flip is attached, and the worker runs
+the framework's Python that makes 1,000 copies a wait, every other one with the GIL held (the
+worker itself takes and drops the GIL between its calls, as autograd's engine thread does in a
+compiled backward)."""
 import ctypes
 import os
 import sys
@@ -38,7 +41,8 @@ def main():
     exit_busy = len(sys.argv) > 4 and sys.argv[4] == "exit-busy"
     backward = len(sys.argv) > 4 and sys.argv[4] == "backward"
     callback = len(sys.argv) > 4 and sys.argv[4] == "callback"
-    attached = backward or callback or (len(sys.argv) > 4 and sys.argv[4] == "attached")
+    gil_flip = len(sys.argv) > 4 and sys.argv[4] == "gil-flip"
+    attached = backward or callback or gil_flip or (len(sys.argv) > 4 and sys.argv[4] == "attached")
     worker.aw_worker_call.argtypes = [ctypes.c_void_p, u64, u64, u64, u64, u64]
     worker.aw_worker_call_repeat.argtypes = [ctypes.c_void_p, ctypes.c_int, u64, u64, u64, u64, u64]
     cuda = fakeframework.Cuda()
@@ -64,6 +68,13 @@ def main():
     if backward:
         for _ in range(n):
             fakeframework.check("copies", worker.aw_worker_call_repeat(copy, BACKWARD_COPIES, h, d, NBYTES, 2, 0))  # LINE:backward
+        worker.aw_worker_stop()
+        print("borrowed_app: done", flush=True)
+        return 0
+    if gil_flip:
+        many = ctypes.CFUNCTYPE(ctypes.c_int, u64, u64, u64, u64, u64)(cuda.copy_to_host_many)
+        for _ in range(n):
+            fakeframework.check("many", worker.aw_worker_call(many, h, d, NBYTES, 2, 0))  # LINE:gil_flip
         worker.aw_worker_stop()
         print("borrowed_app: done", flush=True)
         return 0
