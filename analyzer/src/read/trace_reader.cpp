@@ -774,34 +774,31 @@ std::optional<std::vector<uint64_t>> TraceFile::stack(uint32_t id) const {
   return frames;
 }
 
-std::vector<PythonFrameRef> TraceFile::python_frames(uint32_t id) const {
-  if (id >= kCallerSiteStackBase && id - kCallerSiteStackBase < caller_sites_.size()) return {};
-  uint64_t off = stacks_.find(id);
-  if (off == UINT64_MAX || version_ < 3) return {};
+std::optional<StackRecord> TraceFile::stack_record(uint32_t id, uint32_t min_version) const {
+  if (id >= kCallerSiteStackBase && id - kCallerSiteStackBase < caller_sites_.size()) return std::nullopt;
+  const uint64_t off = stacks_.find(id);
+  if (off == UINT64_MAX || version_ < min_version) return std::nullopt;
   StackRecord s;
   std::memcpy(&s, map_ + off, sizeof s);
-  std::vector<PythonFrameRef> frames(s.python_depth);
-  if (s.python_depth)
-    std::memcpy(frames.data(), map_ + off + sizeof(StackRecord) + 8ull * s.depth, 8ull * s.python_depth);
+  return s;
+}
+
+std::vector<PythonFrameRef> TraceFile::python_frames(uint32_t id) const {
+  const std::optional<StackRecord> s = stack_record(id, 3);
+  if (!s || !s->python_depth) return {};
+  std::vector<PythonFrameRef> frames(s->python_depth);
+  std::memcpy(frames.data(), map_ + stacks_.find(id) + sizeof(StackRecord) + 8ull * s->depth, 8ull * s->python_depth);
   return frames;
 }
 
 uint32_t TraceFile::python_lender(uint32_t id) const {
-  if (id >= kCallerSiteStackBase && id - kCallerSiteStackBase < caller_sites_.size()) return 0;
-  uint64_t off = stacks_.find(id);
-  if (off == UINT64_MAX || version_ < 3) return 0;
-  StackRecord s;
-  std::memcpy(&s, map_ + off, sizeof s);
-  return trace::python_lender(s);
+  const std::optional<StackRecord> s = stack_record(id, 3);
+  return s ? trace::python_lender(*s) : 0;
 }
 
 uint32_t TraceFile::python_own(uint32_t id) const {
-  if (id >= kCallerSiteStackBase && id - kCallerSiteStackBase < caller_sites_.size()) return 0;
-  uint64_t off = stacks_.find(id);
-  if (off == UINT64_MAX || version_ < 7) return 0;
-  StackRecord s;
-  std::memcpy(&s, map_ + off, sizeof s);
-  return trace::python_lender(s) ? s.python_own : 0;
+  const std::optional<StackRecord> s = stack_record(id, 7);
+  return s && trace::python_lender(*s) ? s->python_own : 0;
 }
 
 std::optional<PyCodeInfo> TraceFile::py_code(uint32_t id) const {
