@@ -429,3 +429,21 @@ TEST(Limits, StreamsInUseAndPendingHostFunctions) {
   EXPECT_EQ(st.traces, 1u);
   EXPECT_EQ(st.host_functions_dropped, 1u);
 }
+
+// A header whose start times make the timeline's clock offset overflow a signed subtraction (the
+// fuzzer's input analyzer/tests/fuzz_corpus/946b98a0...: start_monotonic_ns of 2^63): exported,
+// in unsigned arithmetic (the sanitizer job would report the overflow).
+TEST(HostileHeader, StartTimesThatOverflowTheTimelineOffset) {
+  TraceBuilder b;
+  b.header().start_monotonic_ns = uint64_t{1} << 63;
+  b.header().start_realtime_ns = 0;
+  const uint64_t t = 1000;
+  b.event(1, RecordType::Launch, TraceBuilder::launch(Api::cudaLaunchKernel, 0, t, t + 100, 0, 0));
+  std::string p = write_trace(b, "overflowing-start.awtrace");
+  std::FILE* null = std::fopen("/dev/null", "w");
+  std::vector<UnreadableTrace> unreadable;
+  TimelineStats st = write_timeline(null, {p}, 50 * kUs, Limits{}, &unreadable);
+  std::fclose(null);
+  EXPECT_TRUE(unreadable.empty());
+  EXPECT_EQ(st.traces, 1u);
+}

@@ -312,11 +312,12 @@ TimelineStats write_timeline(std::FILE* file, const std::vector<std::string>& pa
     TraceFile* t = in.trace.get();
     const FileHeader& h = t->header();
     const uint64_t pid = h.pid;
-    // Time in ns since the earliest process start (wall clock aligns processes).
-    const int64_t offset =
-        static_cast<int64_t>(h.start_realtime_ns - base_realtime) - static_cast<int64_t>(h.start_monotonic_ns);
+    // Time in ns since the earliest process start (wall clock aligns processes). In unsigned
+    // arithmetic, read as signed at the end: a hostile header's times must not overflow a signed
+    // subtraction (the fuzzer's start_monotonic_ns of 2^63).
+    const uint64_t offset = h.start_realtime_ns - base_realtime - h.start_monotonic_ns;
     auto ts = [&](uint64_t mono) {
-      int64_t v = static_cast<int64_t>(mono) + offset;
+      const auto v = static_cast<int64_t>(mono + offset);
       return v > 0 ? static_cast<uint64_t>(v) : 0;
     };
     auto in_window = [&](uint64_t start, uint64_t end) {
