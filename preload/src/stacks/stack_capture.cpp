@@ -652,6 +652,7 @@ uint32_t borrow_frames(python_frames::PythonFrame* py, uint32_t max, python_fram
   const uint64_t now = now_ns();
   python_frames::Lender l;
   uint32_t n = 0;
+  bool unread = false;  // taken again without a read: tl_borrow_read_ns stays
   python_frames::BorrowMemo* const memo = tl_borrow_memo;
   if (memo && memo->valid) {
     if (within_rate(tl_confirm_tat, now, kConfirmBurst, kConfirmIntervalNs)) {
@@ -659,11 +660,8 @@ uint32_t borrow_frames(python_frames::PythonFrame* py, uint32_t max, python_fram
       if (n) g_borrow_confirmed.fetch_add(1, std::memory_order_relaxed);
     } else if (!memo->lender.running && now - tl_borrow_read_ns < kReuseNs) {
       n = python_frames::confirm_borrowed(memo, py, max, &l, walk_end, /*reread=*/false);
-      if (n) {
-        g_borrow_reused.fetch_add(1, std::memory_order_relaxed);
-        *lender = python_lender_encode(l.native_tid, l.running);
-        return n;  // not a read: tl_borrow_read_ns stays
-      }
+      if (n) g_borrow_reused.fetch_add(1, std::memory_order_relaxed);
+      unread = n != 0;
     }
   }
   if (!n) {
@@ -683,7 +681,7 @@ uint32_t borrow_frames(python_frames::PythonFrame* py, uint32_t max, python_fram
     if (n) g_borrowed.fetch_add(1, std::memory_order_relaxed);
   }
   if (n) {
-    tl_borrow_read_ns = now;
+    if (!unread) tl_borrow_read_ns = now;
     *lender = python_lender_encode(l.native_tid, l.running);
   }
   return n;

@@ -24,7 +24,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "ven
 import fakeframework  # noqa: E402
 
 NBYTES = 1 << 16
-BACKWARD_COPIES = 1000  # a wait's copies: beyond a thread's bursts of walks (64) and confirmations (320)
 u64 = ctypes.c_uint64
 
 
@@ -67,7 +66,7 @@ def main():
         return 0  # no aw_worker_stop: the worker is inside a copy while the interpreter finalizes
     if backward:
         for _ in range(n):
-            fakeframework.check("copies", worker.aw_worker_call_repeat(copy, BACKWARD_COPIES, h, d, NBYTES, 2, 0))  # LINE:backward
+            fakeframework.check("copies", worker.aw_worker_call_repeat(copy, fakeframework.MANY, h, d, NBYTES, 2, 0))  # LINE:backward
         worker.aw_worker_stop()
         print("borrowed_app: done", flush=True)
         return 0

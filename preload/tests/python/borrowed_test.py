@@ -27,10 +27,21 @@ from traced_app import check, marked_lines, report, run_traced, summary
 HERE = os.path.dirname(os.path.abspath(__file__))
 APP = os.path.join(HERE, "borrowed_app.py")
 ITERATIONS, KERNEL_MS = 3, 20
+sys.path.insert(0, os.path.join(HERE, "vendor", "site-packages"))
+from fakeframework import MANY  # noqa: E402  (the copies a wait of the backward and gil-flip runs)
 
 
 def run_app(aw, worker, out_dir, env_extra, *extra):
     return run_traced(aw, out_dir, env_extra, [APP, worker, str(ITERATIONS), str(KERNEL_MS), *extra])
+
+
+def copy_findings(aw, worker, out_dir, mode, what):
+    """Runs the app in `mode`: the run and its pageable-async-copy findings (None when it failed)."""
+    r = run_app(aw, worker, out_dir, {}, mode)
+    check(r.returncode == 0, f"run with {what} exits 0 (got {r.returncode}: {r.stderr[-400:]})")
+    if r.returncode:
+        return r, None
+    return r, [f for f in json.loads(report(aw, out_dir, "json"))["findings"] if f["id"] == "pageable-async-copy"]
 
 
 def at(finding):
@@ -115,26 +126,21 @@ def main():
         # than a thread's bursts of borrowed walks (64) and of confirmations (320, a re-read of what
         # the last walk read: python_frames::confirm_borrowed): beyond them, within 200 us of a read
         # that found the lender waiting, its frames are taken again unread: every copy has that line.
-        back = os.path.join(tmp, "backward")
-        r = run_app(aw, worker, back, {}, "backward")
-        check(r.returncode == 0, f"run with a worker making 1,000 copies a wait exits 0 (got {r.returncode}: {r.stderr[-400:]})")
-        if r.returncode == 0:
-            fs = [f for f in json.loads(report(aw, back, "json"))["findings"] if f["id"] == "pageable-async-copy"]
+        _, fs = copy_findings(aw, worker, os.path.join(tmp, "backward"), "backward",
+                              f"a worker making {MANY:,} copies a wait")
+        if fs is not None:
             got = [f for f in fs if at(f) == ("borrowed_app.py", lines["backward"])]
-            check(len(got) == 1 and got[0]["count"] == 1000 * ITERATIONS and
+            check(len(got) == 1 and got[0]["count"] == MANY * ITERATIONS and
                   isinstance(got[0]["call_site"].get("borrowed"), dict),
-                  f"backward: one borrowed finding of {1000 * ITERATIONS} copies at borrowed_app.py:{lines['backward']} "
+                  f"backward: one borrowed finding of {MANY * ITERATIONS} copies at borrowed_app.py:{lines['backward']} "
                   f"(got {[(at(f), f['count']) for f in fs]})")
 
         # A native thread that runs Python of its own (autograd's engine running a compiled
         # backward): its own frames first, the waiting thread's after them. The framework's code
         # (site-packages) has no user line: the finding is at the line that waits, borrowed; the
         # user's own callback has one: the finding is there, its own.
-        cb = os.path.join(tmp, "callback")
-        r = run_app(aw, worker, cb, {}, "callback")
-        check(r.returncode == 0, f"run with Python callbacks on the worker exits 0 (got {r.returncode}: {r.stderr[-400:]})")
-        if r.returncode == 0:
-            fs = [f for f in json.loads(report(aw, cb, "json"))["findings"] if f["id"] == "pageable-async-copy"]
+        r, fs = copy_findings(aw, worker, os.path.join(tmp, "callback"), "callback", "Python callbacks on the worker")
+        if fs is not None:
             where = [(at(f), f["count"]) for f in fs]
             lib = [f for f in fs if at(f) == ("borrowed_app.py", lines["callback"])]
             # Under a sanitizer its runtime's pthread_create calls glibc's past the library's own, so
@@ -178,19 +184,16 @@ def main():
         # generated code calls ops that keep it, C++ nodes run without it): the GIL's lock word
         # flips between two calls, which changes nothing for the lender (the worker never lends),
         # so its confirmations hold: 1,000 copies a wait, every one at the waiting line.
-        flip = os.path.join(tmp, "gil-flip")
-        r = run_app(aw, worker, flip, {}, "gil-flip")
-        check(r.returncode == 0, f"run with a worker flipping the GIL exits 0 (got {r.returncode}: {r.stderr[-400:]})")
-        if r.returncode == 0:
-            fs = [f for f in json.loads(report(aw, flip, "json"))["findings"] if f["id"] == "pageable-async-copy"]
+        _, fs = copy_findings(aw, worker, os.path.join(tmp, "gil-flip"), "gil-flip", "a worker flipping the GIL")
+        if fs is not None:
             where = [(at(f), f["count"]) for f in fs]
             got = [f for f in fs if at(f) == ("borrowed_app.py", lines["gil_flip"])]
             if os.environ.get("AW_PRELOAD_PREFIX"):  # as for callback: the worker counts as Python's
                 print("skip gil-flip: the borrowed line (a sanitizer's pthread_create passes the library's by)")
             else:
-                check(len(got) == 1 and got[0]["count"] == 1000 * ITERATIONS and
+                check(len(got) == 1 and got[0]["count"] == MANY * ITERATIONS and
                       isinstance(got[0]["call_site"].get("borrowed"), dict) and len(fs) == 1,
-                      f"gil-flip: one borrowed finding of {1000 * ITERATIONS} copies at borrowed_app.py:"
+                      f"gil-flip: one borrowed finding of {MANY * ITERATIONS} copies at borrowed_app.py:"
                       f"{lines['gil_flip']} (got {where})")
 
         r = run_app(aw, worker, busy, {}, "exit-busy")
