@@ -3,7 +3,7 @@
 # ASYNCWATCH_STATIC_DEPS=ON (default): the command runs on any x86-64 Linux with glibc >= the figure
 # in pyproject.toml's wheel tag, e.g. a GPU box with no elfutils or an fmt of another soname (PyTorch
 # images): elfutils (libdw, libelf) and the compression libraries they use are linked from their .a
-# files, fmt is header-only, CLI11 and nlohmann_json are header-only anyway, and libstdc++/libgcc are
+# files, fmt's compiled part is built from its headers once (compat/fmt_library.cpp), CLI11 and nlohmann_json are header-only anyway, and libstdc++/libgcc are
 # libstdc++ is linked statically (an older distribution's libstdc++ lacks the GLIBCXX versions GCC 12
 # emits). What remains NEEDED is libc, libm, ld-linux and libgcc_s; the package.binary-deps tests keep
 # it so.
@@ -12,7 +12,7 @@
 #
 # Defines:
 #   asyncwatch_libdw        INTERFACE target: libdw with everything it needs
-#   asyncwatch_fmt          INTERFACE target: fmt (header-only when static)
+#   asyncwatch_fmt          INTERFACE target: fmt (when static: its headers and compat/fmt_library.cpp)
 #   asyncwatch_static_rt    INTERFACE target: link options for a self-contained executable
 #   asyncwatch_sqlite3      INTERFACE target: SQLite (`export --format sqlite`), libsqlite3.a when static
 option(ASYNCWATCH_STATIC_DEPS "Link elfutils, fmt and libstdc++ into the asyncwatch command statically" ON)
@@ -62,7 +62,21 @@ target_include_directories(asyncwatch_libdw SYSTEM INTERFACE ${LIBDW_STATIC_INCL
 target_link_libraries(asyncwatch_libdw INTERFACE ${_aw_static_paths} Threads::Threads)
 message(STATUS "asyncwatch: libdw linked statically: ${_aw_static_paths}")
 
-target_link_libraries(asyncwatch_fmt INTERFACE fmt::fmt-header-only)
+# fmt: Debian ships its headers and the shared library only. What libfmt.a would hold (fmt's
+# src/format.cc) is compiled once, in compat/fmt_library.cpp, rather than in every file that includes
+# fmt, as FMT_HEADER_ONLY does: that was 17 % of each analyzer file's compile time with LTO, 29 %
+# without (CI time, docs/maintainers.md, "Testing"). The file names fmt 9's instantiations; another
+# fmt is used header-only.
+if(fmt_VERSION VERSION_GREATER_EQUAL 9 AND fmt_VERSION VERSION_LESS 10)
+  add_library(asyncwatch_fmt_library STATIC ${PROJECT_SOURCE_DIR}/compat/fmt_library.cpp)
+  get_target_property(_aw_fmt_include fmt::fmt INTERFACE_INCLUDE_DIRECTORIES)
+  target_include_directories(asyncwatch_fmt_library SYSTEM PUBLIC ${_aw_fmt_include})
+  set_target_properties(asyncwatch_fmt_library PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  target_link_libraries(asyncwatch_fmt_library PRIVATE asyncwatch_sanitize)
+  target_link_libraries(asyncwatch_fmt INTERFACE asyncwatch_fmt_library)
+else()
+  target_link_libraries(asyncwatch_fmt INTERFACE fmt::fmt-header-only)
+endif()
 
 # SQLite (public domain) from libsqlite3.a, with what `pkg-config --static sqlite3` lists (Debian 12:
 # m z; z is libdw's libz.a above).

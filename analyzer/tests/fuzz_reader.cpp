@@ -1,6 +1,6 @@
 // libFuzzer target for the reader and the analysis (build with clang, as .ci/test's fuzz job does:
 //   cmake -DCMAKE_CXX_COMPILER=clang++ -DASYNCWATCH_BUILD_FUZZERS=ON -DASYNCWATCH_SANITIZE=address,undefined ...
-//   build-fuzz/bin/asyncwatch_fuzz_reader -max_len=135168 NEW_DIR analyzer/tests/fuzz_corpus/
+//   build-clang-asan/bin/asyncwatch_fuzz_reader -max_len=135168 NEW_DIR analyzer/tests/fuzz_corpus/
 // new inputs go to the first directory; never name the checked-in corpus first). The ctest test
 // fuzz.reader-smoke runs it on the checked-in corpus for a bounded number of inputs.
 // Every input must give a report or a TraceError, nothing else; the text report must hold no raw
