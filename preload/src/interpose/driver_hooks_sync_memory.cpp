@@ -77,16 +77,19 @@ void fill_capture(calls::AnyRecord& rec, const hooks::HookInfo&, CUresult, uint6
 DEF_STREAM_SYNC(cuStreamSynchronize)
 DEF_STREAM_SYNC(cuStreamSynchronize_ptsz)
 
-// Queries: folded while their result repeats (query_fold.h), else recorded as above.
-#define DEF_STREAM_QUERY(sym)                                                                                          \
-  AW_DRIVER_HOOK(                                                                                                      \
-      sym, (st), const hooks::HookInfo& hq = hooks::info(Hook::sym);                                                   \
-      if (query_fold::eligible()) return query_fold::run(0, aw_caller, hq.api, hq.api, reinterpret_cast<uint64_t>(st), \
-                                                         calls::stream_kind(st, hq.per_thread), hq.per_thread, call);  \
-      return traced<Hook::sym>(                                                                                        \
-          aw_caller, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) AW_FILL {                 \
-            fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(st), calls::stream_kind(st, hi.per_thread));              \
-          });)
+// Queries: folded while their result repeats (query_fold.h), else recorded as above. The folding
+// path calls the real function through a closure of its own, by value: the body's `call` (by
+// reference) kept the handle and the function on the stack and made the polled query 107
+// instructions, 96 so (bench/poll_loop.sh --callgrind, the static runtime's way in).
+#define DEF_STREAM_QUERY(sym)                                                                                        \
+  AW_DRIVER_HOOK(sym, (st), const hooks::HookInfo& hq = hooks::info(Hook::sym);                                      \
+                 if (query_fold::eligible()) return query_fold::run(                                                 \
+                     0, aw_caller, hq.api, hq.api, reinterpret_cast<uint64_t>(st),                                   \
+                     calls::stream_kind(st, hq.per_thread), hq.per_thread, [real, st] { return real(st); });         \
+                 return traced<Hook::sym>(                                                                           \
+                     aw_caller, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) AW_FILL {    \
+                       fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(st), calls::stream_kind(st, hi.per_thread)); \
+                     });)
 DEF_STREAM_QUERY(cuStreamQuery)
 DEF_STREAM_QUERY(cuStreamQuery_ptsz)
 
@@ -98,15 +101,16 @@ DEF_STREAM_QUERY(cuStreamQuery_ptsz)
                      });)
 DEF_EVENT_SYNC(cuEventSynchronize)
 
-AW_DRIVER_HOOK(cuEventQuery, (ev),
-               if (query_fold::eligible()) return query_fold::run(0, aw_caller, trace::Api::cuEventQuery,
-                                                                  trace::Api::cuEventQuery,
-                                                                  reinterpret_cast<uint64_t>(ev),
-                                                                  trace::StreamKind::Unknown, false, call);
-               return traced<Hook::cuEventQuery>(
-                   aw_caller, call, [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) AW_FILL {
-                     fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(ev), trace::StreamKind::Unknown);
-                   });)
+AW_DRIVER_HOOK(
+    cuEventQuery, (ev),
+    if (query_fold::eligible()) return query_fold::run(0, aw_caller, trace::Api::cuEventQuery, trace::Api::cuEventQuery,
+                                                       reinterpret_cast<uint64_t>(ev), trace::StreamKind::Unknown,
+                                                       false, [real, ev] { return real(ev); });
+    return traced<Hook::cuEventQuery>(aw_caller, call,
+                                      [&](calls::AnyRecord& rec, const hooks::HookInfo& hi, CUresult r) AW_FILL {
+                                        fill_sync(rec, hi, r, reinterpret_cast<uint64_t>(ev),
+                                                  trace::StreamKind::Unknown);
+                                      });)
 
 AW_DRIVER_HOOK(cuCtxSynchronize, (),
                return traced<Hook::cuCtxSynchronize>(aw_caller, call,
