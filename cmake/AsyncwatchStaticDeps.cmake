@@ -3,9 +3,9 @@
 # ASYNCWATCH_STATIC_DEPS=ON (default): the command runs on any x86-64 Linux with glibc >= the figure
 # in pyproject.toml's wheel tag, e.g. a GPU box with no elfutils or an fmt of another soname (PyTorch
 # images): elfutils (libdw, libelf) and the compression libraries they use are linked from their .a
-# files, fmt's compiled part is built from its headers once (compat/fmt_library.cpp), CLI11 and nlohmann_json are header-only anyway, and libstdc++/libgcc are
-# libstdc++ is linked statically (an older distribution's libstdc++ lacks the GLIBCXX versions GCC 12
-# emits). What remains NEEDED is libc, libm, ld-linux and libgcc_s; the package.binary-deps tests keep
+# files, fmt's compiled part is built from its headers once (compat/fmt_library.cpp), CLI11 and
+# nlohmann_json are header-only anyway, and libstdc++ is linked statically (an older distribution's
+# libstdc++ lacks the GLIBCXX versions GCC 12 emits). What remains NEEDED is libc, libm, ld-linux and libgcc_s; the package.binary-deps tests keep
 # it so.
 #
 # OFF: the shared libraries of the build machine (a distribution package would want this).

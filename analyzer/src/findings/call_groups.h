@@ -112,7 +112,8 @@ class WaitedKernels {
   };
   static constexpr size_t kMaxSlots = 128;  // kMaxWaitedKernels at 3/4 load, a power of two
   static_assert(kMaxWaitedKernels * 4 / 3 <= kMaxSlots && kMaxWaitedKernels <= kMaxSlots * 3 / 4);
-  bool used(size_t i) const { return (used_[i >> 6] >> (i & 63)) & 1; }
+  static bool bit(const uint64_t* mask, size_t i) { return (mask[i >> 6] >> (i & 63)) & 1; }
+  bool used(size_t i) const { return bit(used_, i); }
   uint64_t high(uint32_t id) const {
     if (!high_) return 0;
     auto it = high_->find(id);
@@ -154,15 +155,8 @@ class WaitedKernels {
     used_[0] = used_[1] = 0;
     size_ = 0;
     limit_ = static_cast<uint32_t>(std::min(kMaxWaitedKernels, slots_.size() * 3 / 4));
-    const size_t mask = slots_.size() - 1;
-    for (size_t j = 0; j < old.size(); ++j) {
-      if (!((old_used[j >> 6] >> (j & 63)) & 1)) continue;
-      size_t i = (old[j].id * 2654435761u) & mask;
-      while (used(i)) i = (i + 1) & mask;
-      used_[i >> 6] |= uint64_t{1} << (i & 63);
-      slots_[i] = old[j];  // (its high_ part stays under its id)
-      ++size_;
-    }
+    for (size_t j = 0; j < old.size(); ++j)
+      if (bit(old_used, j)) find_add(old[j].id, old[j].n, true);  // (its high_ part stays under its id)
   }
   std::vector<Slot> slots_;  // power of two, never full (grown at 3/4 load, kMaxSlots at most)
   uint32_t size_ = 0;

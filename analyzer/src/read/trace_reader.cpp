@@ -774,20 +774,22 @@ std::optional<std::vector<uint64_t>> TraceFile::stack(uint32_t id) const {
   return frames;
 }
 
-std::optional<StackRecord> TraceFile::stack_record(uint32_t id, uint32_t min_version) const {
+std::optional<StackRecord> TraceFile::stack_record(uint32_t id, uint32_t min_version, uint64_t* offset) const {
   if (id >= kCallerSiteStackBase && id - kCallerSiteStackBase < caller_sites_.size()) return std::nullopt;
   const uint64_t off = stacks_.find(id);
   if (off == UINT64_MAX || version_ < min_version) return std::nullopt;
   StackRecord s;
   std::memcpy(&s, map_ + off, sizeof s);
+  if (offset) *offset = off;
   return s;
 }
 
 std::vector<PythonFrameRef> TraceFile::python_frames(uint32_t id) const {
-  const std::optional<StackRecord> s = stack_record(id, 3);
+  uint64_t off = 0;
+  const std::optional<StackRecord> s = stack_record(id, 3, &off);
   if (!s || !s->python_depth) return {};
   std::vector<PythonFrameRef> frames(s->python_depth);
-  std::memcpy(frames.data(), map_ + stacks_.find(id) + sizeof(StackRecord) + 8ull * s->depth, 8ull * s->python_depth);
+  std::memcpy(frames.data(), map_ + off + sizeof(StackRecord) + 8ull * s->depth, 8ull * s->python_depth);
   return frames;
 }
 

@@ -363,8 +363,9 @@ class TraceFile {
  private:
   TraceFile() = default;
   // The StackRecord of a stack id, when the trace has it and its version is at least `min_version`
-  // (the field the caller reads came then): python_frames, python_lender, python_own.
-  std::optional<trace::StackRecord> stack_record(uint32_t id, uint32_t min_version) const;
+  // (the field the caller reads came then), and its offset in the file into *offset when given:
+  // python_frames, python_lender, python_own.
+  std::optional<trace::StackRecord> stack_record(uint32_t id, uint32_t min_version, uint64_t* offset = nullptr) const;
   [[noreturn]] void fail(const std::string& what) const;
   [[noreturn]] void fail_at(uint64_t block, uint64_t offset, const std::string& what) const;
   void validate_record(const RecordView& r) const;
