@@ -2159,6 +2159,33 @@ TEST(HostileApp, SignalStormEveryCallWrittenOrCounted) {
   }
 }
 
+// A signal handler whose calls fill the thread's block while the call it interrupted has its record
+// in flight there: the block is retired, and the segment holding it (segment 0: the first call's
+// record) may leave the mapping before that call completes its record. It must stay mapped until
+// then (trace_file.cpp, in_flight_left): unmapped, the completion was a SIGSEGV in the program. In
+// each mode, since each completes the record its own way (summary mode through its slot, the flight
+// recorder with its ring copy made before the record's last store).
+TEST(HostileApp, HandlerFillingTheBlockOfAnInterruptedCallKeepsItsRecordMapped) {
+  const char* copies = "8000";  // 64-byte copy records: 560 KiB, past the first segment's 256 KiB
+  AppRun bare = run({"sig_fill", copies}, {"FAKE_CUDA_SYNC_SLEEP_US=300000"}, "", false);
+  ASSERT_TRUE(exited_ok(bare)) << bare.err;
+  for (const char* mode : {"", "ASYNCWATCH_SUMMARY=1", "ASYNCWATCH_TRACE_LIMIT=1M"}) {
+    SCOPED_TRACE(*mode ? mode : "full mode");
+    std::vector<std::string> env = handler_env();
+    env.push_back("FAKE_CUDA_SYNC_SLEEP_US=300000");
+    if (*mode) env.push_back(mode);
+    AppRun r = run({"sig_fill", copies}, env);
+    ASSERT_TRUE(exited_ok(r)) << r.err;
+    EXPECT_EQ(r.out, bare.out);
+    Trace t = only_trace(r);
+    EXPECT_EQ(t.header.closed, kClosedCleanly);
+    EXPECT_EQ(t.calls(RecordType::Copy) + t.header.records_lost, 8000u);
+    EXPECT_EQ(t.calls(RecordType::Sync), 1u);
+    for (const auto& sync : t.all<SyncRecord>(RecordType::Sync))
+      EXPECT_EQ(sync.flags & kFlagInFlight, 0u) << "completed";
+  }
+}
+
 // Item 3: a signal that arrives while the thread runs the library's own code (here: queued by the
 // fake driver inside the library's pointer query) is held back and delivered, with its siginfo,
 // when the wrapper returns: the handler runs once per signal, its copy is recorded (not lost), and

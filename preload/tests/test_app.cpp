@@ -534,6 +534,36 @@ static int sig_storm(int calls, long interval_us, bool raw) {
   return g_handler_failed ? 14 : 0;
 }
 
+// sig_fill N: a synchronization whose real call is interrupted (FAKE_CUDA_SYNC_SLEEP_US: the fake
+// driver sleeps in it) by a handler that makes N 64-byte copies from registered memory, enough to
+// fill the thread's block and move on past the segment that holds the synchronization's record in
+// flight, then sleeps 100 ms, so that the trace's file thread releases what was retired before the
+// interrupted call completes its record. Prints the handler's copies.
+static volatile sig_atomic_t g_fill_copies = 0;
+static void on_alarm_fill(int) {
+  int saved = errno;
+  for (int i = 0; i < g_fill_copies; ++i)
+    if (cuMemcpyHtoDAsync_v2(g_sig_dev, g_sig_host, 64, nullptr) != 0) g_handler_failed = 1;
+  ++g_handler_calls;
+  timespec t{0, 100 * 1000 * 1000};
+  while (nanosleep(&t, &t) != 0 && errno == EINTR) {}
+  errno = saved;
+}
+static int sig_fill(int n) {
+  CHECK(cuInit(0));
+  CUdeviceptr d;
+  CHECK(cuMemAlloc_v2(&d, 4096));
+  g_sig_dev = d;
+  CHECK(cuMemHostRegister_v2(g_sig_host, sizeof g_sig_host, 0));
+  g_fill_copies = n;
+  install(on_alarm_fill);
+  arm_timer(20000, 0);  // one signal, 20 ms into the synchronization's sleep
+  CHECK(cuStreamSynchronize(nullptr));
+  arm_timer(0, 0);
+  printf("handler calls %d copies %d\n", static_cast<int>(g_handler_calls), static_cast<int>(g_handler_calls) * n);
+  return g_handler_failed ? 14 : 0;
+}
+
 // sig_deferred N: N pageable copies while the fake driver queues SIGUSR2 (value 1234) inside each
 // of the library's pointer queries (FAKE_CUDA_QUERY_SIGNAL); the SA_SIGINFO handler checks its
 // siginfo and makes a 77-byte copy. Prints how often it ran and with the queued siginfo.
@@ -1399,6 +1429,7 @@ int main(int argc, char** argv) {
   if (mode == "sig_copy" && argc > 4) return sig_copy(atoi(argv[2]), atol(argv[3]), atoi(argv[4]));
   if (mode == "sig_storm" && argc > 3)
     return sig_storm(atoi(argv[2]), atol(argv[3]), argc > 4 && !strcmp(argv[4], "raw"));
+  if (mode == "sig_fill" && argc > 2) return sig_fill(atoi(argv[2]));
   if (mode == "cancel") return cancel_pending();
   if (mode == "sig_deferred" && argc > 2) return sig_deferred(atoi(argv[2]));
   if (mode == "sig_longjmp") return sig_longjmp(argc > 2 && !strcmp(argv[2], "alt"));

@@ -10,6 +10,7 @@
 #include "common.h"
 #include "stack_policy.h"
 #include "thread_state.h"
+#include "trace/flight_ring.h"
 #include "trace/site_summary.h"
 #include "trace/thread_buffer.h"
 #include "trace/trace_writer.h"
@@ -69,7 +70,12 @@ void cancel_in_place(AnyRecord* r) noexcept;
 // Completes it: result and end time, the stack policy, then the flags without kFlagInFlight as the
 // last store (release order). Inline: the policy is decided here with the category a constant, so
 // the common call (a launch that did not block, a pinned copy) takes no stack and makes no call;
-// one whose stack was taken before the call keeps it.
+// one whose stack was taken before the call keeps it. That store is the thread's last access to
+// the record: the call's block may have been retired while it ran (a signal handler's calls, or
+// its own stack, filled it), and the file thread unmaps such a block's segment once no record in
+// it is in flight (trace_file.cpp, in_flight_left). So the flight recorder's copy (kRingCopy:
+// summary mode) is made before it.
+template <bool kRingCopy = false>
 inline __attribute__((always_inline)) void complete_in_place(AnyRecord* r, Category c, int32_t result,
                                                              uint64_t end) noexcept {
   trace::CallHead& h = r->head;
@@ -77,6 +83,7 @@ inline __attribute__((always_inline)) void complete_in_place(AnyRecord* r, Categ
   h.end_ns = end;
   if (takes_stacks(c) && wants_stack(*r, c, end - h.start_ns) && !(h.flags & trace::kFlagStackCaptured))
     capture_stack(h);
+  if constexpr (kRingCopy) flight_ring::after_call(&h);
   __atomic_store_n(&h.flags, h.flags & ~uint32_t{trace::kFlagInFlight}, __ATOMIC_RELEASE);
 }
 inline __attribute__((always_inline)) void finish_in_place(AnyRecord* r, Category c, int32_t result,
@@ -91,7 +98,7 @@ inline __attribute__((always_inline)) void finish_in_place(AnyRecord* r, Categor
     // site cache keeps it for fold_in_flight.
     const bool quiet = m == site_summary::kOn &&
                        !(takes_stacks(c) && wants_stack(*r, c, 0) && !(r->head.flags & trace::kFlagStackCaptured));
-    complete_in_place(r, c, result, end);
+    complete_in_place<true>(r, c, result, end);
     // Folded into its signature's summary when it is the thread's slot.
     site_summary::after_call(reinterpret_cast<char*>(r), c, caller, end, quiet);
     return;

@@ -144,6 +144,7 @@ void copy(const CallHead* rec) noexcept {
     char* p = c.block + c.used;
     std::memcpy(p + sizeof(RecordHeader), reinterpret_cast<const char*>(rec) + sizeof(RecordHeader),
                 size - sizeof(RecordHeader));
+    reinterpret_cast<CallHead*>(p)->flags &= ~uint32_t{kFlagInFlight};  // completed by the caller after the copy
     if (c.used + size + sizeof(RecordHeader) <= kBlockSize)
       __atomic_store_n(reinterpret_cast<uint32_t*>(p + size), 0u, __ATOMIC_RELAXED);
     uint32_t word;

@@ -32,13 +32,13 @@ extern std::atomic<bool> g_enabled;
 // thread while it makes the file, before any writer of that trace.
 void start(uint64_t blocks) noexcept;
 
-// The calling thread's completed call record `rec` (kFlagInFlight clear), copied into its ring
-// block. A copy that cannot be made (every ring block held by a thread, tracing stopped, a signal
+// The calling thread's completed call record `rec` (its last store, the flags', still to come: the
+// copy is without kFlagInFlight), copied into its ring block. A copy that cannot be made (every ring block held by a thread, tracing stopped, a signal
 // handler's call while this thread copies) is counted in FileHeader::flight_copies_missed: the call
 // is still in the summary.
 void copy(const trace::CallHead* rec) noexcept;
 
-// In the wrapper after each completed call (site_summary's fold): one test when there is no ring.
+// In the wrapper as each call completes (calls::complete_in_place): one test when there is no ring.
 inline __attribute__((always_inline)) void after_call(const trace::CallHead* rec) noexcept {
   if (AW_UNLIKELY(g_enabled.load(std::memory_order_relaxed))) copy(rec);
 }

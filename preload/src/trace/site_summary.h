@@ -26,7 +26,6 @@
 
 #include "asyncwatch/trace_format.h"
 #include "common.h"
-#include "trace/flight_ring.h"
 #include "trace/thread_buffer.h"
 #include "trace/trace_writer.h"
 
@@ -282,15 +281,14 @@ inline __attribute__((always_inline)) bool fold_in_flight(char* p, trace::Record
 }
 
 // The calling thread's call record at `p` (published, completed: result, end time and stack set,
-// kFlagInFlight cleared), `ra` its caller: when it is the thread's slot, folded into its signature's
+// kFlagInFlight cleared, the flight recorder's copy made), `ra` its caller: when it is the thread's
+// slot (so in the thread's current block), folded into its signature's
 // summary or moved out as a record of its own. Called from the wrapper after the real call returned
 // (no reservation of this thread open). Inline: a call from a site already seen is compared with the
 // summary the site cache names and counted without a call (summary mode's per-call instructions,
 // docs/performance.md).
 inline __attribute__((always_inline)) void after_call(char* p, trace::RecordType type, uint64_t ra, uint64_t end,
                                                       bool quiet) noexcept {
-  // The flight recorder's raw copy of every completed call (flight_ring.h), before the slot may be released.
-  flight_ring::after_call(reinterpret_cast<const trace::CallHead*>(p));
   detail::Slots& t = detail::slots();
   // Not the slot (an appended record), or the thread left the slot's block during the call: the
   // call keeps its record where it is.

@@ -64,6 +64,9 @@ AW_LARGE_ZEROED std::atomic<char*> g_segments[kMaxSegments];
 static_assert(kBlocksPerSegment <= 64 && kFirstSegmentBlocks <= 64, "one 64-bit word of retired blocks per segment");
 AW_LARGE_ZEROED std::atomic<uint64_t> g_retired[kMaxSegments];
 AW_LARGE_ZEROED uint64_t g_released[kMaxSegments];
+// The file thread's own: where in a segment whose blocks are all retired a call record was last
+// found in flight (in_flight_left), 0 for none.
+AW_LARGE_ZEROED uint32_t g_in_flight_at[kMaxSegments];
 uint64_t g_release_from = 0;
 // Bit b of g_ring_dropped[seg]: ring block b of segment `seg` was let go by its thread
 // (drop_ring_block) and waits to leave the process's memory; taken by the file thread's exchange.
@@ -501,6 +504,30 @@ constexpr uint64_t all_blocks(uint64_t seg) {
   return segment_blocks(seg) >= 64 ? ~0ull : (1ull << segment_blocks(seg)) - 1;
 }
 
+// Where the records of a block (at `block`) end, read by their framing from offset `from` (a record's
+// start), and the offset of the first call record still in flight at or after `from` (0: none).
+// Flags are read atomically: the thread of an in-flight record stores them last when it completes.
+struct BlockRecords {
+  uint32_t end;
+  uint32_t in_flight;
+};
+BlockRecords walk_block(const char* block, uint32_t from) noexcept {
+  const uint32_t magic = __atomic_load_n(reinterpret_cast<const uint32_t*>(block), __ATOMIC_ACQUIRE);
+  if (magic != kBlockMagic && magic != kBlockMagicShared && magic != kBlockMagicRing) return {0, 0};  // never written
+  uint32_t off = from;
+  for (;;) {  // to the first empty header (the writer's own framing)
+    if (off + sizeof(RecordHeader) > kBlockSize) break;
+    RecordHeader rh;
+    memcpy(&rh, block + off, sizeof rh);
+    if (rh.type == 0 || rh.size < sizeof(RecordHeader) || rh.size % 8 || off + rh.size > kBlockSize) break;
+    if (record_info(rh.type).call && rh.size >= sizeof(CallHead) &&
+        (__atomic_load_n(&reinterpret_cast<const CallHead*>(block + off)->flags, __ATOMIC_ACQUIRE) & kFlagInFlight))
+      return {0, off};
+    off += rh.size;
+  }
+  return {off, 0};
+}
+
 // The unused rest of each block of a segment whose blocks are all retired (a thread that exited
 // after a few records leaves most of its 64 KiB unused) goes back to the file system: a hole
 // (FALLOC_FL_PUNCH_HOLE, the file's length kept) reads as the zeros it held, so readers see the
@@ -509,21 +536,7 @@ constexpr uint64_t all_blocks(uint64_t seg) {
 void punch_unused(uint64_t seg, const char* p) noexcept {
   const off_t seg_off = static_cast<off_t>(kHeaderSize + segment_first_block(seg) * kBlockSize);
   for (uint64_t b = 0; b < segment_blocks(seg); ++b) {
-    const char* block = p + b * kBlockSize;
-    uint32_t off = sizeof(BlockHeader);
-    const uint32_t magic = __atomic_load_n(reinterpret_cast<const uint32_t*>(block), __ATOMIC_ACQUIRE);
-    if (magic == kBlockMagic || magic == kBlockMagicShared || magic == kBlockMagicRing) {
-      for (;;) {  // the records' sizes, to the first empty header (the writer's own framing)
-        if (off + sizeof(RecordHeader) > kBlockSize) break;
-        RecordHeader rh;
-        memcpy(&rh, block + off, sizeof rh);
-        if (rh.type == 0 || rh.size < sizeof(RecordHeader) || rh.size % 8 || off + rh.size > kBlockSize) break;
-        off += rh.size;
-      }
-    } else {
-      off = 0;  // claimed but never written
-    }
-    const uint64_t from = (off + 4095ull) & ~4095ull;
+    const uint64_t from = (walk_block(p + b * kBlockSize, sizeof(BlockHeader)).end + 4095ull) & ~4095ull;
     if (from >= kBlockSize) continue;
     if (fallocate(g_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, seg_off + static_cast<off_t>(b * kBlockSize + from),
                   static_cast<off_t>(kBlockSize - from)) != 0 &&
@@ -532,14 +545,47 @@ void punch_unused(uint64_t seg, const char* p) noexcept {
   }
 }
 
+// Whether a call record of the segment at `p`, whose blocks are all retired, is still in flight:
+// a signal handler's calls (or the records a call writes while it runs: its stack) can fill the
+// thread's block and retire it while the interrupted call's record, published there, waits for
+// its completion, which stores into it. Such a segment stays mapped (its pages dropped) until that
+// store: unmapped, it would be a SIGSEGV in the application. The search resumes where it found one
+// (g_in_flight_at: the offset in the segment, 0: from the start), so a record that stays in flight
+// (a call the thread never returned from) costs one page a wake-up, not a walk of the segment.
+bool in_flight_left(uint64_t seg, const char* p) noexcept {
+  const uint64_t at = g_in_flight_at[seg];
+  for (uint64_t b = at / kBlockSize; b < segment_blocks(seg); ++b) {
+    const uint32_t from = b == at / kBlockSize && at ? static_cast<uint32_t>(at % kBlockSize) : sizeof(BlockHeader);
+    if (const uint32_t off = walk_block(p + b * kBlockSize, from).in_flight) {
+      g_in_flight_at[seg] = static_cast<uint32_t>(b * kBlockSize + off);
+      return true;
+    }
+  }
+  g_in_flight_at[seg] = 0;
+  return false;
+}
+
+// The retired blocks of segment `seg` (at `p`) not dropped from the mapping yet, dropped.
+void drop_retired(uint64_t seg, char* p, uint64_t retired) noexcept {
+  for (uint64_t fresh = retired & ~g_released[seg]; fresh;) {
+    const int first = __builtin_ctzll(fresh);
+    const uint64_t from_first = fresh >> first;
+    const int run = ~from_first ? __builtin_ctzll(~from_first) : 64 - first;
+    madvise(p + static_cast<uint64_t>(first) * kBlockSize, static_cast<size_t>(run) * kBlockSize, MADV_DONTNEED);
+    fresh &= ~((run >= 64 ? ~0ull : (1ull << run) - 1) << first);
+  }
+  g_released[seg] = retired;
+}
+
 // Retired blocks out of the process's memory (retire_block). A segment whose blocks are all
 // retired is unmapped (no thread holds or can claim a block in it any more: claims only go
-// forward) and its dirty pages are handed to write-back, so that they become reclaimable page
-// cache rather than memory charged to the application until the kernel's timer writes them. The
-// retired blocks of a segment still in use are dropped with MADV_DONTNEED, which on a shared file
-// mapping only unmaps the pages: the data stays in the page cache and the file, and a late store
-// (there is none by the protocol) would fault the page in again, not lose anything. So the crash
-// contract holds whatever happens here.
+// forward) once none of its call records is in flight (in_flight_left), and its dirty pages are
+// handed to write-back, so that they become reclaimable page cache rather than memory charged to
+// the application until the kernel's timer writes them. The retired blocks of a segment still in
+// use (or with a call in flight) are dropped with MADV_DONTNEED, which on a shared file mapping only
+// unmaps the pages: the data stays in the page cache and the file, and a late store (an in-flight
+// call's completion) faults the page in again, losing nothing. So the crash contract holds
+// whatever happens here.
 // Ring blocks (flight_ring.h) let go by their threads leave the process's memory the same way
 // (MADV_DONTNEED), but their segments stay mapped: a ring block is written again when it is reused.
 // A block reused before this runs loses nothing (its stores are in the page cache; the next faults
@@ -563,7 +609,7 @@ void release_retired() noexcept {
     char* p = g_segments[seg].load(std::memory_order_acquire);
     if (p) {
       const uint64_t retired = g_retired[seg].load(std::memory_order_acquire);
-      if (retired == all_blocks(seg)) {
+      if (retired == all_blocks(seg) && !in_flight_left(seg, p)) {
         g_segments[seg].store(nullptr, std::memory_order_release);
         const bool ours = g_fd >= 0 && descriptor_is_ours();
         if (ours) punch_unused(seg, p);
@@ -572,14 +618,7 @@ void release_retired() noexcept {
           sync_file_range(g_fd, static_cast<off_t>(kHeaderSize + segment_first_block(seg) * kBlockSize),
                           static_cast<off_t>(segment_bytes(seg)), SYNC_FILE_RANGE_WRITE);
       } else {
-        for (uint64_t fresh = retired & ~g_released[seg]; fresh;) {
-          const int first = __builtin_ctzll(fresh);
-          const uint64_t from_first = fresh >> first;
-          const int run = ~from_first ? __builtin_ctzll(~from_first) : 64 - first;
-          madvise(p + static_cast<uint64_t>(first) * kBlockSize, static_cast<size_t>(run) * kBlockSize, MADV_DONTNEED);
-          fresh &= ~((run >= 64 ? ~0ull : (1ull << run) - 1) << first);
-        }
-        g_released[seg] = retired;
+        drop_retired(seg, p, retired);
         lowest = false;
       }
     }
@@ -594,6 +633,7 @@ void forget_retired() noexcept {
     g_retired[i].store(0, std::memory_order_relaxed);
     g_ring_dropped[i].store(0, std::memory_order_relaxed);
     g_released[i] = 0;
+    g_in_flight_at[i] = 0;
   }
   g_ring_pending.store(false);
   g_release_from = 0;
