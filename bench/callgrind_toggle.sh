@@ -22,7 +22,7 @@ sim=$build/lib/asyncwatch/sim
 [[ -x $bench && -f $lib && -d $sim && -x $build/bin/asyncwatch ]] || die "need $bench, $lib, $sim and bin/asyncwatch"
 work=$(mktemp -d "${TMPDIR:-/tmp}/aw-cgtoggle.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-for v in $(compgen -e); do case $v in ASYNCWATCH_*) unset "$v" ;; esac; done
+for v in $(compgen -e); do case $v in ASYNCWATCH_SIM_*) ;; ASYNCWATCH_*) unset "$v" ;; esac; done
 unset LD_PRELOAD
 for fn in "$@"; do
   ir=(); n=()

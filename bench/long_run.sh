@@ -38,7 +38,7 @@ sim=$build/lib/asyncwatch/sim
 [[ -x $app && -f $lib && -d $sim ]] || die "need $app, $lib and $sim"
 work=$(mktemp -d "${TMPDIR:-/tmp}/aw-long-run.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-for v in $(compgen -e); do case $v in ASYNCWATCH_*) unset "$v" ;; esac; done
+for v in $(compgen -e); do case $v in ASYNCWATCH_SIM_*) ;; ASYNCWATCH_*) unset "$v" ;; esac; done
 unset LD_PRELOAD
 export LD_LIBRARY_PATH=$sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 field() { sed -n "s/.* $1 \([0-9-]*\).*/\1/p" <<<" $2"; }

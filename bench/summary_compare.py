@@ -59,7 +59,7 @@ def run(build, out, summary, program):
            "--report-output", os.path.join(out, "report.json"), "--min-blocked-us", str(MIN_BLOCKED_US)]
     if summary:
         cmd += ["--trace-limit", TRACE_LIMIT] if TRACE_LIMIT else ["--summary"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ASYNCWATCH_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASYNCWATCH_") or k.startswith("ASYNCWATCH_SIM_")}
     env["ASYNCWATCH_LAUNCH_STACK_THRESHOLD_US"] = str(OUT_OF_REACH_US)
     p = subprocess.run(cmd + ["--"] + program, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if p.returncode not in (0, 1):  # 1: findings (the default --fail-on)

@@ -1,6 +1,9 @@
 #include "host_wait.h"
 
+#include <chrono>
+#include <condition_variable>
 #include <ctime>
+#include <mutex>
 
 namespace aw_sim {
 
@@ -11,7 +14,27 @@ uint64_t now_ns() {
 }
 
 void busy_wait_until(uint64_t deadline_ns) {
+  if (config().host_waits_block) return sleep_until(deadline_ns);
   while (now_ns() < deadline_ns) sched_yield();
+}
+
+std::mutex& progress_mutex() {
+  static std::mutex* m = new std::mutex();  // leaked: detached workers outlive static destruction
+  return *m;
+}
+std::condition_variable& progress_cv() {
+  static std::condition_variable* cv = new std::condition_variable();
+  return *cv;
+}
+
+void notify_progress() {
+  { std::lock_guard<std::mutex> lock(progress_mutex()); }
+  progress_cv().notify_all();
+}
+
+void block_until(const std::function<bool()>& done) {
+  std::unique_lock<std::mutex> lock(progress_mutex());
+  while (!done()) progress_cv().wait_for(lock, std::chrono::microseconds(100));
 }
 
 void sleep_until(uint64_t deadline_ns) {

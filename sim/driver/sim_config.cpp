@@ -71,6 +71,11 @@ SimConfig load() {
       c.device_count = static_cast<int>(n);
   }
   c.peer_staged_bytes_per_s = env_double("ASYNCWATCH_SIM_PEER_STAGED_GBPS", 10) * 1e9;
+  if (const char* v = std::getenv("ASYNCWATCH_SIM_HOST_WAIT")) {
+    c.host_waits_block = std::string(v) == "block";
+    if (!c.host_waits_block && std::string(v) != "spin")
+      std::fprintf(stderr, "asyncwatch-sim: ignoring ASYNCWATCH_SIM_HOST_WAIT=%s (want spin or block)\n", v);
+  }
   return c;
 }
 

@@ -27,6 +27,8 @@ struct SimConfig {
   uint64_t context_init_ns = 20 * 1000 * 1000;
   int device_count = 1;                   // simulated devices (ASYNCWATCH_SIM_DEVICES, 1..kMaxDevices)
   double peer_staged_bytes_per_s = 10e9;  // device <-> device across devices without peer access
+  // ASYNCWATCH_SIM_HOST_WAIT=block: the host's waits sleep (host_wait.h) instead of spinning.
+  bool host_waits_block = false;
 };
 
 constexpr int kMaxDevices = 8;

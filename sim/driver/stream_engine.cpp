@@ -10,23 +10,9 @@
 namespace aw_sim {
 namespace {
 
-std::mutex& progress_mutex() {
-  static std::mutex* m = new std::mutex();
-  return *m;
-}
-std::condition_variable& progress_cv() {
-  static std::condition_variable* cv = new std::condition_variable();
-  return *cv;
-}
-
 constexpr unsigned kNonBlocking = 0x1;  // CU_STREAM_NON_BLOCKING
 
 }  // namespace
-
-void notify_progress() {
-  { std::lock_guard<std::mutex> lock(progress_mutex()); }
-  progress_cv().notify_all();
-}
 
 void wait_for_dependency(const Dependency& d) {
   if (!d.stream || d.stream->completed() >= d.seq) return;

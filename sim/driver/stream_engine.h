@@ -149,7 +149,6 @@ std::shared_ptr<Stream> find_stream(const void* handle);
 void synchronize_all_devices();
 
 // Wakes workers waiting for dependencies; called after any operation completes.
-void notify_progress();
 void wait_for_dependency(const Dependency& d);  // sleeping wait, used by workers
 
 }  // namespace aw_sim

@@ -23,7 +23,7 @@ def run(build, env_extra):
     try:
         env = dict(os.environ)
         for k in list(env):
-            if k.startswith("ASYNCWATCH_") or k == "LD_PRELOAD":
+            if (k.startswith("ASYNCWATCH_") and not k.startswith("ASYNCWATCH_SIM_")) or k == "LD_PRELOAD":
                 del env[k]
         env.update(LD_LIBRARY_PATH=os.path.join(build, "lib", "asyncwatch", "sim"),
                    LD_PRELOAD=os.path.join(build, "lib", "libasyncwatch.so"), ASYNCWATCH_OUTPUT_DIR=work,
