@@ -28,7 +28,9 @@ def run(build, env_extra):
         env.update(LD_LIBRARY_PATH=os.path.join(build, "lib", "asyncwatch", "sim"),
                    LD_PRELOAD=os.path.join(build, "lib", "libasyncwatch.so"), ASYNCWATCH_OUTPUT_DIR=work,
                    ASYNCWATCH_QUIET="1", **env_extra)
-        p = subprocess.run([os.path.join(build, "test_apps", "event_query_poll"), "2000000"], env=env,
+        # 8e6 cycles (~4 ms) a sleep kernel: with 1 ms, a loaded 2-core machine sometimes ran the kernel
+        # out before the first query (the program's "idle at once" check).
+        p = subprocess.run([os.path.join(build, "test_apps", "event_query_poll"), "8000000"], env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
         if p.returncode != 0:
             sys.exit(f"query_fold_test: event_query_poll failed ({p.returncode}): {p.stderr[-400:]}")
