@@ -355,6 +355,14 @@ static volatile sig_atomic_t g_handler_failed = 0;
 static CUdeviceptr g_sig_dev = 0;
 static char g_sig_host[4096];
 
+// The signal tests' device buffer (g_sig_dev), after cuInit.
+static void sig_device() {
+  CHECK(cuInit(0));
+  CUdeviceptr d;
+  CHECK(cuMemAlloc_v2(&d, 4096));
+  g_sig_dev = d;
+}
+
 static void arm_timer(long first_us, long interval_us) {
   itimerval it{};
   it.it_value.tv_sec = first_us / 1000000;
@@ -515,10 +523,7 @@ static void install_raw(int sig, void (*fn)(int)) {
 // call, unseen by the library; its copies are from registered (pinned) memory, so that one that
 // interrupted the program needs nothing but the trace.
 static int sig_storm(int calls, long interval_us, bool raw) {
-  CHECK(cuInit(0));
-  CUdeviceptr d;
-  CHECK(cuMemAlloc_v2(&d, 4096));
-  g_sig_dev = d;
+  sig_device();
   if (raw) {
     CHECK(cuMemHostRegister_v2(g_sig_host, sizeof g_sig_host, 0));
     install_raw(SIGALRM, on_alarm_copy);
@@ -527,7 +532,7 @@ static int sig_storm(int calls, long interval_us, bool raw) {
   }
   std::vector<char> host(4096, 1);
   arm_timer(interval_us, interval_us);
-  for (int i = 0; i < calls; ++i) CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 64, nullptr));
+  for (int i = 0; i < calls; ++i) CHECK(cuMemcpyHtoDAsync_v2(g_sig_dev, host.data(), 64, nullptr));
   arm_timer(0, 0);
   fprintf(stderr, "handler calls %d\n", static_cast<int>(g_handler_calls));
   printf("calls=%d handler_failed=%d\n", calls, static_cast<int>(g_handler_failed));
@@ -550,10 +555,7 @@ static void on_alarm_fill(int) {
   errno = saved;
 }
 static int sig_fill(int n) {
-  CHECK(cuInit(0));
-  CUdeviceptr d;
-  CHECK(cuMemAlloc_v2(&d, 4096));
-  g_sig_dev = d;
+  sig_device();
   CHECK(cuMemHostRegister_v2(g_sig_host, sizeof g_sig_host, 0));
   g_fill_copies = n;
   install(on_alarm_fill);
@@ -575,17 +577,14 @@ static void on_usr2_info(int, siginfo_t* si, void*) {
   errno = saved;
 }
 static int sig_deferred(int n) {
-  CHECK(cuInit(0));
-  CUdeviceptr d;
-  CHECK(cuMemAlloc_v2(&d, 4096));
-  g_sig_dev = d;
+  sig_device();
   struct sigaction sa {};
   sa.sa_sigaction = on_usr2_info;
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGUSR2, &sa, nullptr);
   std::vector<char> host(4096, 1);
-  for (int i = 0; i < n; ++i) CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 64, nullptr));
+  for (int i = 0; i < n; ++i) CHECK(cuMemcpyHtoDAsync_v2(g_sig_dev, host.data(), 64, nullptr));
   printf("handler ran %d times, %d with their siginfo\n", static_cast<int>(g_handler_calls),
          static_cast<int>(g_deferred_ok));
   return g_handler_failed ? 14 : 0;
@@ -600,10 +599,7 @@ static void on_usr1_jump(int) {
   siglongjmp(g_jump, 1);
 }
 static int sig_longjmp(bool alt) {
-  CHECK(cuInit(0));
-  CUdeviceptr d;
-  CHECK(cuMemAlloc_v2(&d, 4096));
-  g_sig_dev = d;
+  sig_device();
   static char alt_stack[1 << 16];
   if (alt) {
     stack_t ss{};
@@ -619,7 +615,7 @@ static int sig_longjmp(bool alt) {
   for (int round = 0; round < 3; ++round) {
     if (!sigsetjmp(g_jump, 1)) raise(SIGUSR1);
     std::vector<char> host(4096, 1);
-    for (int i = 0; i < 5; ++i) CHECK(cuMemcpyHtoDAsync_v2(d, host.data(), 64, nullptr));
+    for (int i = 0; i < 5; ++i) CHECK(cuMemcpyHtoDAsync_v2(g_sig_dev, host.data(), 64, nullptr));
   }
   printf("handler ran %d times\n", static_cast<int>(g_handler_calls));
   return g_handler_failed ? 14 : 0;
@@ -635,10 +631,7 @@ static void api_h3(int s) {
   on_alarm_copy(s);
 }
 static int sig_api() {
-  CHECK(cuInit(0));
-  CUdeviceptr d;
-  CHECK(cuMemAlloc_v2(&d, 4096));
-  g_sig_dev = d;
+  sig_device();
   struct sigaction a {
   }, q{};
   a.sa_sigaction = api_h1;
