@@ -539,7 +539,9 @@ __attribute__((no_sanitize("thread"))) BlockRecords walk_block(const char* block
 void punch_unused(uint64_t seg, const char* p) noexcept {
   const off_t seg_off = static_cast<off_t>(kHeaderSize + segment_first_block(seg) * kBlockSize);
   for (uint64_t b = 0; b < segment_blocks(seg); ++b) {
-    const uint64_t from = (walk_block(p + b * kBlockSize, sizeof(BlockHeader)).end + 4095ull) & ~4095ull;
+    const BlockRecords r = walk_block(p + b * kBlockSize, sizeof(BlockHeader));
+    if (r.in_flight) continue;  // cannot be (in_flight_left found none), but its `end` is not the records' end
+    const uint64_t from = (r.end + 4095ull) & ~4095ull;
     if (from >= kBlockSize) continue;
     if (fallocate(g_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, seg_off + static_cast<off_t>(b * kBlockSize + from),
                   static_cast<off_t>(kBlockSize - from)) != 0 &&
