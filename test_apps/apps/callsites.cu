@@ -7,9 +7,12 @@
 //  - a user function named like a runtime API (cuda + an upper-case letter) is the user's frame;
 //  - copies made inside a shared library without debug information are reported where main called
 //    the library, "via" its function;
-//  - a kernel template in an anonymous namespace keeps its full name.
+//  - a kernel template in an anonymous namespace keeps its full name;
+//  - a copy in an inline function of a namespace is reported in that function: clang writes a
+//    function's debug information inside its namespace's, GCC beside it.
 //   callsites [cycles=2e6 (~1 ms)] [bytes=8M]
-// Built four times (callsites_o0, callsites_o2, each also .static). Run with CUDA_LAUNCH_BLOCKING=1:
+// Built six times (callsites_o0, callsites_o2, and callsites_clang_o2 with clang as nvcc's host
+// compiler, each also .static). Run with CUDA_LAUNCH_BLOCKING=1:
 // every launch then waits for its kernel, so each launch site gives a blocking-launch finding.
 #include "aw_common.h"
 #include "nodebug_copy.h"
@@ -34,6 +37,16 @@ __attribute__((noinline)) void cudaGraphsManual(void* host, const void* dev, siz
   AW_CHECK(cudaMemcpyAsync(host, dev, n, cudaMemcpyDeviceToHost, s));  // @COPY_IN_CUDA_NAMED
   AW_CHECK(cudaStreamSynchronize(s));
 }
+
+// Where most C++ code lives: an inline helper in an anonymous namespace inside a named one.
+namespace app {
+namespace {
+__attribute__((always_inline)) inline void upload(void* dev, const void* host, size_t n, cudaStream_t s) {
+  AW_CHECK(cudaMemcpyAsync(dev, host, n, cudaMemcpyHostToDevice, s));  // @COPY_IN_NAMESPACE_INLINE
+}
+}  // namespace
+__attribute__((noinline)) void stage(void* dev, const void* host, size_t n, cudaStream_t s) { upload(dev, host, n, s); }
+}  // namespace app
 
 int main(int argc, char** argv) {
   const long long cycles = aw::arg_num(argc, argv, 1, 2000000);
@@ -70,6 +83,7 @@ int main(int argc, char** argv) {
   aw::fill(host.data(), bytes, 12);
   AW_CHECK(cudaMemcpyAsync(dev, host.data(), bytes, cudaMemcpyHostToDevice, s));  // @COPY_MAIN
   cudaGraphsManual(back.data(), dev, bytes, s);
+  app::stage(dev, host.data(), bytes, s);
   AW_EXPECT(aw::check(back.data(), bytes, 12), "device round trip");
   std::printf("copies in main: ok\n");
 

@@ -106,6 +106,61 @@ std::string die_function_name(Dwarf_Die* die) {
   return scope_prefix(&decl, name == "operator()") + name;
 }
 
+// A DIE's code holds pc: 1, 0 not, -1 it has no address attributes (dwarf_haspc's 0 for both).
+int holds_pc(Dwarf_Die* die, Dwarf_Addr pc) {
+  if (dwarf_haspc(die, pc) > 0) return 1;
+  return dwarf_hasattr(die, DW_AT_low_pc) || dwarf_hasattr(die, DW_AT_ranges) ? 0 : -1;
+}
+
+// Nesting a hostile or broken module could make deeper than any compiler does.
+constexpr int kMaxScopeDepth = 64;
+
+// Appends to `path` the lexical blocks and inlined subroutines inside `scope` that hold pc,
+// outermost first. A lexical block without addresses is looked into (GCC writes such blocks).
+bool inner_scopes(Dwarf_Die* scope, Dwarf_Addr pc, std::vector<Dwarf_Die>* path, int depth) {
+  Dwarf_Die child;
+  if (depth >= kMaxScopeDepth || dwarf_child(scope, &child) != 0) return false;
+  do {
+    const int tag = dwarf_tag(&child);
+    if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_lexical_block) continue;
+    const int holds = holds_pc(&child, pc);
+    if (holds > 0) {
+      path->push_back(child);
+      inner_scopes(&child, pc, path, depth + 1);
+      return true;
+    }
+    if (holds < 0 && tag == DW_TAG_lexical_block) {
+      const size_t at = path->size();
+      if (inner_scopes(&child, pc, path, depth + 1)) return true;
+      path->resize(at);
+    }
+  } while (dwarf_siblingof(&child, &child) == 0);
+  return false;
+}
+
+// The function of `scope` (a unit, or a namespace in it) whose code holds pc, into `*out`.
+// Namespaces are looked into: clang writes a function's definition inside its namespace's DIE,
+// where libdw 0.188's dwarf_getscopes does not look (it found no scopes there, so clang-built
+// code had no inline frames); GCC writes it at the unit's level.
+bool function_at(Dwarf_Die* scope, Dwarf_Addr pc, Dwarf_Die* out, int depth) {
+  Dwarf_Die child;
+  if (depth >= kMaxScopeDepth || dwarf_child(scope, &child) != 0) return false;
+  do {
+    const int tag = dwarf_tag(&child);
+    if ((tag == DW_TAG_subprogram || tag == DW_TAG_entry_point) && dwarf_haspc(&child, pc) > 0) {
+      *out = child;
+      return true;
+    }
+    if ((tag == DW_TAG_namespace || tag == DW_TAG_module) && function_at(&child, pc, out, depth + 1)) return true;
+    Dwarf_Attribute attr;
+    Dwarf_Die unit;
+    if (tag == DW_TAG_imported_unit && dwarf_formref_die(dwarf_attr(&child, DW_AT_import, &attr), &unit) &&
+        function_at(&unit, pc, out, depth + 1))  // dwz's partial units (distributions' debug files)
+      return true;
+  } while (dwarf_siblingof(&child, &child) == 0);
+  return false;
+}
+
 // Expands the inline scopes of `pc` (an address as libdwfl sees it; `cudie` its unit, `bias` the
 // module's) into frames,
 // innermost first, each a copy of `base` with its function, file and line. The innermost frame
@@ -113,22 +168,25 @@ std::string die_function_name(Dwarf_Die* die) {
 // Appends nothing when the module has no DWARF for pc (the caller keeps the symbol table's name).
 void inline_frames(Dwarf_Die* cudie, Dwarf_Addr bias, Dwarf_Addr pc, const Frame& base, std::vector<Frame>& out) {
   if (!cudie) return;
-  Dwarf_Die* scopes = nullptr;
-  int n = dwarf_getscopes(cudie, pc - bias, &scopes);
-  if (n <= 0) {
-    free(scopes);
-    return;
+  // The concrete nesting at pc, outermost first: the function, then its blocks and inlined code.
+  std::vector<Dwarf_Die> path(1);
+  if (function_at(cudie, pc - bias, &path[0], 0)) {
+    inner_scopes(&path[0], pc - bias, &path, 1);
+    std::reverse(path.begin(), path.end());
+  } else {                       // a layout the walk above does not know: libdw's scopes, whose innermost's own parents
+    Dwarf_Die* found = nullptr;  // are the concrete nesting (as eu-addr2line -i walks them)
+    const int k = dwarf_getscopes(cudie, pc - bias, &found);
+    Dwarf_Die innermost;
+    if (k > 0) innermost = found[0];
+    free(found);
+    found = nullptr;
+    const int m = k > 0 ? dwarf_getscopes_die(&innermost, &found) : 0;
+    path.assign(found, found + std::max(m, 0));
+    free(found);
+    if (path.empty()) return;
   }
-  // dwarf_getscopes also lists the abstract definition's scopes of inlined code; the concrete
-  // nesting is the innermost scope's own parents (as eu-addr2line -i walks them).
-  Dwarf_Die innermost = scopes[0];
-  free(scopes);
-  scopes = nullptr;
-  n = dwarf_getscopes_die(&innermost, &scopes);
-  if (n <= 0) {
-    free(scopes);
-    return;
-  }
+  Dwarf_Die* scopes = path.data();
+  const int n = static_cast<int>(path.size());
   Dwarf_Files* files = nullptr;
   size_t nfiles = 0;
   if (dwarf_getsrcfiles(cudie, &files, &nfiles) != 0) files = nullptr;
@@ -154,7 +212,6 @@ void inline_frames(Dwarf_Die* cudie, Dwarf_Addr bias, Dwarf_Addr pc, const Frame
       if (const char* src = dwarf_filesrc(files, value, nullptr, nullptr)) file = src;
     if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &attr), &value) == 0) line = static_cast<int>(value);
   }
-  free(scopes);
   // A trailing inline frame without its enclosing subprogram (broken DWARF): the symbol table's
   // function is the outer frame, at the call position just read.
   if (out.size() > first && out.back().inlined) {
