@@ -138,27 +138,102 @@ bool inner_scopes(Dwarf_Die* scope, Dwarf_Addr pc, std::vector<Dwarf_Die>* path,
   return false;
 }
 
-// The function of `scope` (a unit, or a namespace in it) whose code holds pc, into `*out`.
-// Namespaces are looked into: clang writes a function's definition inside its namespace's DIE,
-// where libdw 0.188's dwarf_getscopes does not look (it found no scopes there, so clang-built
-// code had no inline frames); GCC writes it at the unit's level.
-bool function_at(Dwarf_Die* scope, Dwarf_Addr pc, Dwarf_Die* out, int depth) {
-  Dwarf_Die child;
-  if (depth >= kMaxScopeDepth || dwarf_child(scope, &child) != 0) return false;
-  do {
-    const int tag = dwarf_tag(&child);
-    if ((tag == DW_TAG_subprogram || tag == DW_TAG_entry_point) && dwarf_haspc(&child, pc) > 0) {
-      *out = child;
-      return true;
+}  // namespace
+
+// A module's symbols that can name an address, by address: named, defined, of a nonzero size, not
+// a section, file or TLS symbol (those dwfl_module_addrname weighs). libdwfl reads the whole table
+// for each address: 10 ms an address in a library of 35 k functions (bench/symbolize_bench.cpp),
+// seconds for the thousands of return addresses a framework's stacks have.
+struct ModuleSymbols {
+  struct Symbol {
+    GElf_Addr low, high;
+    const char* name;  // libdwfl's, valid while the module is
+  };
+  std::vector<Symbol> symbols;   // by low
+  std::vector<GElf_Addr> reach;  // reach[i]: the highest end of symbols[0..i]
+  // Aliases (symbols of one range, other names: a constructor's C1 and C2, memcpy and its
+  // variant): libdwfl's order of preference picks one, the same for every address of the range.
+  std::unordered_map<GElf_Addr, const char*> alias_choice;  // by the range's start
+  // The name every symbol holding pc has, when they agree (one symbol, or one function in two
+  // tables; *start: where the innermost starts), else nullptr with *aliases_at set when they are aliases of one range starting there
+  // (0 when the symbols differ in range, none holds pc, or too many overlap pc to look at).
+  const char* name_at(GElf_Addr pc, GElf_Addr* aliases_at, GElf_Addr* start) const {
+    *aliases_at = *start = 0;
+    size_t i = static_cast<size_t>(
+        std::upper_bound(symbols.begin(), symbols.end(), pc, [](GElf_Addr a, const Symbol& x) { return a < x.low; }) -
+        symbols.begin());
+    const Symbol* first = nullptr;
+    bool same_name = true, same_range = true;
+    for (int looked = 0; i > 0 && reach[i - 1] > pc; --i) {  // no symbol further back reaches pc
+      if (++looked > 256) return nullptr;
+      const Symbol& x = symbols[i - 1];
+      if (pc >= x.high) continue;
+      if (!first) {
+        first = &x;
+        continue;
+      }
+      same_name = same_name && std::strcmp(first->name, x.name) == 0;
+      same_range = same_range && first->low == x.low && first->high == x.high;
     }
-    if ((tag == DW_TAG_namespace || tag == DW_TAG_module) && function_at(&child, pc, out, depth + 1)) return true;
-    Dwarf_Attribute attr;
-    Dwarf_Die unit;
-    if (tag == DW_TAG_imported_unit && dwarf_formref_die(dwarf_attr(&child, DW_AT_import, &attr), &unit) &&
-        function_at(&unit, pc, out, depth + 1))  // dwz's partial units (distributions' debug files)
-      return true;
+    if (first && same_name) *start = first->low;
+    if (!first || same_name) return first ? first->name : nullptr;
+    if (same_range) *aliases_at = first->low;
+    return nullptr;
+  }
+};
+
+// A unit's functions with code, by start address, wherever their entries are: at the unit's level,
+// in namespaces (clang writes a function defined in a namespace there; libdw 0.188's dwarf_getscopes
+// does not look inside them, so such code had no inline frames), in classes, in other functions
+// (the members of local classes: GCC's lambda closures' invokers) and in dwz's imported units.
+struct UnitFunctions {
+  struct Range {
+    Dwarf_Addr low, high;
+    Dwarf_Die function;
+  };
+  std::vector<Range> ranges;      // by low
+  std::vector<Dwarf_Addr> reach;  // reach[i]: the highest end of ranges[0..i]
+  // The innermost function whose code holds pc (the one starting last), or nullptr.
+  const Dwarf_Die* at(Dwarf_Addr pc) const {
+    size_t i = static_cast<size_t>(
+        std::upper_bound(ranges.begin(), ranges.end(), pc, [](Dwarf_Addr a, const Range& r) { return a < r.low; }) -
+        ranges.begin());
+    for (int looked = 0; i > 0 && reach[i - 1] > pc && looked < 256; --i, ++looked)  // none further back reaches pc
+      if (pc < ranges[i - 1].high) return &ranges[i - 1].function;
+    return nullptr;
+  }
+};
+
+namespace {
+void index_functions(Dwarf_Die* scope, std::vector<UnitFunctions::Range>* out, int depth) {
+  Dwarf_Die child;
+  if (depth >= kMaxScopeDepth || dwarf_child(scope, &child) != 0) return;
+  do {
+    switch (dwarf_tag(&child)) {
+      case DW_TAG_subprogram:
+      case DW_TAG_entry_point: {
+        Dwarf_Addr base = 0, low = 0, high = 0;
+        for (ptrdiff_t off = 0; (off = dwarf_ranges(&child, off, &base, &low, &high)) > 0;)
+          if (low < high && low != 0) out->push_back({low, high, child});  // 0: code the linker dropped
+        index_functions(&child, out, depth + 1);
+        break;
+      }
+      case DW_TAG_namespace:
+      case DW_TAG_module:
+      case DW_TAG_class_type:
+      case DW_TAG_structure_type:
+      case DW_TAG_union_type:
+      case DW_TAG_lexical_block:
+      case DW_TAG_inlined_subroutine: index_functions(&child, out, depth + 1); break;
+      case DW_TAG_imported_unit: {  // dwz's partial units (distributions' debug files)
+        Dwarf_Attribute attr;
+        Dwarf_Die unit;
+        if (dwarf_formref_die(dwarf_attr(&child, DW_AT_import, &attr), &unit)) index_functions(&unit, out, depth + 1);
+        break;
+      }
+      default: break;
+    }
   } while (dwarf_siblingof(&child, &child) == 0);
-  return false;
 }
 
 // Expands the inline scopes of `pc` (an address as libdwfl sees it; `cudie` its unit, `bias` the
@@ -166,15 +241,18 @@ bool function_at(Dwarf_Die* scope, Dwarf_Addr pc, Dwarf_Die* out, int depth) {
 // innermost first, each a copy of `base` with its function, file and line. The innermost frame
 // takes the line table's line; each scope's caller takes the scope's DW_AT_call_file/call_line.
 // Appends nothing when the module has no DWARF for pc (the caller keeps the symbol table's name).
-void inline_frames(Dwarf_Die* cudie, Dwarf_Addr bias, Dwarf_Addr pc, const Frame& base, std::vector<Frame>& out) {
-  if (!cudie) return;
+void inline_frames(Dwarf_Die* cudie, const UnitFunctions& functions, Dwarf_Addr bias, Dwarf_Addr pc, const Frame& base,
+                   std::vector<Frame>& out) {
   // The concrete nesting at pc, outermost first: the function, then its blocks and inlined code.
   std::vector<Dwarf_Die> path(1);
-  if (function_at(cudie, pc - bias, &path[0], 0)) {
+  if (const Dwarf_Die* function = functions.at(pc - bias)) {
+    path[0] = *function;
     inner_scopes(&path[0], pc - bias, &path, 1);
     std::reverse(path.begin(), path.end());
-  } else {                       // a layout the walk above does not know: libdw's scopes, whose innermost's own parents
-    Dwarf_Die* found = nullptr;  // are the concrete nesting (as eu-addr2line -i walks them)
+  } else {
+    // No function of the index holds pc (a layout it does not know): libdw's scopes, whose
+    // innermost's own parents are the concrete nesting (as eu-addr2line -i walks them).
+    Dwarf_Die* found = nullptr;
     const int k = dwarf_getscopes(cudie, pc - bias, &found);
     Dwarf_Die innermost;
     if (k > 0) innermost = found[0];
@@ -379,13 +457,23 @@ const std::vector<Frame>& Symbolizer::resolve(uint64_t address) {
     if (Dwfl_Module* mod = dwfl_addrmodule(dwfl_, pc)) {
       Dwarf_Addr dw_bias = 0;
       if (Dwarf* dw = dwfl_module_getdwarf(mod, &dw_bias)) dwarf_new_oom_handler(dw, debug_info_out_of_memory);
-      if (const char* sym = dwfl_module_addrname(mod, pc)) base.function = symbol_function_name(sym);
+      uint64_t symbol_start = 0;
+      if (const char* sym = symbol_name(mod, pc, &symbol_start)) base.function = symbol_function_name(sym);
       Dwarf_Addr bias = 0;
       Dwarf_Die* cu = mod == dwfl_modules_[index] ? static_cast<Dwarf_Die*>(unit_of(index, pc, &bias))
                                                   : dwfl_module_addrdie(mod, pc, &bias);
       // The line table's row for pc, in its unit (what dwfl_module_getsrc reads, but from the unit
       // found either way).
-      if (Dwarf_Line* l = cu ? dwarf_getsrc_die(cu, pc - bias) : nullptr) {
+      // Not a row from before the symbol's start unless one of the unit's functions holds pc (a
+      // cold part continuing the line of the code before it): code the unit does not describe (a
+      // function built without debug information, or another unit's copy of it) gets no line
+      // rather than the last line of other code before it.
+      const UnitFunctions* functions = cu ? &functions_of(cu) : nullptr;
+      Dwarf_Line* l = cu ? dwarf_getsrc_die(cu, pc - bias) : nullptr;
+      Dwarf_Addr row = 0;
+      if (l && symbol_start && dwarf_lineaddr(l, &row) == 0 && row + bias < symbol_start && !functions->at(pc - bias))
+        l = nullptr;
+      if (l) {
         int lineno = 0;
         const char* src = dwarf_linesrc(l, nullptr, nullptr);
         if (src && dwarf_lineno(l, &lineno) == 0) {
@@ -393,7 +481,7 @@ const std::vector<Frame>& Symbolizer::resolve(uint64_t address) {
           base.line = lineno;
         }
       }
-      inline_frames(cu, bias, pc, base, frames);
+      if (cu) inline_frames(cu, *functions, bias, pc, base, frames);
       // The outermost frame is the symbol's: its demangled name has the argument list (DWARF
       // has it only through a linkage name, which functions of internal linkage lack).
       if (!frames.empty() && !base.function.empty()) frames.back().function = base.function;
@@ -407,6 +495,56 @@ const std::vector<Frame>& Symbolizer::resolve(uint64_t address) {
   }
   if (frames.empty()) frames.push_back(std::move(base));
   return cache_.emplace(address, std::move(frames)).first->second;
+}
+
+const UnitFunctions& Symbolizer::functions_of(void* unit) {
+  std::unique_ptr<UnitFunctions>& f = unit_functions_[unit];
+  if (!f) {
+    f = std::make_unique<UnitFunctions>();
+    index_functions(static_cast<Dwarf_Die*>(unit), &f->ranges, 0);
+    std::stable_sort(f->ranges.begin(), f->ranges.end(),
+                     [](const UnitFunctions::Range& x, const UnitFunctions::Range& y) { return x.low < y.low; });
+    f->reach.resize(f->ranges.size());
+    for (size_t i = 0; i < f->ranges.size(); ++i) f->reach[i] = std::max(f->ranges[i].high, i ? f->reach[i - 1] : 0);
+  }
+  return *f;
+}
+
+const char* Symbolizer::symbol_name(void* dwfl_module, uint64_t pc, uint64_t* start) {
+  auto* mod = static_cast<Dwfl_Module*>(dwfl_module);
+  std::unique_ptr<ModuleSymbols>& m = module_symbols_[mod];
+  if (!m) {
+    m = std::make_unique<ModuleSymbols>();
+    const int n = dwfl_module_getsymtab(mod);
+    for (int i = 1; i < n; ++i) {
+      GElf_Sym sym;
+      GElf_Addr value = 0;
+      GElf_Word shndx = 0;
+      const char* name = dwfl_module_getsym_info(mod, i, &sym, &value, &shndx, nullptr, nullptr);
+      const int type = name ? GELF_ST_TYPE(sym.st_info) : STT_NOTYPE;
+      if (!name || !name[0] || sym.st_shndx == SHN_UNDEF || sym.st_size == 0 || type == STT_SECTION ||
+          type == STT_FILE || type == STT_TLS)
+        continue;
+      m->symbols.push_back({value, value + sym.st_size, name});
+    }
+    std::sort(m->symbols.begin(), m->symbols.end(),
+              [](const ModuleSymbols::Symbol& x, const ModuleSymbols::Symbol& y) { return x.low < y.low; });
+    m->reach.resize(m->symbols.size());
+    for (size_t i = 0; i < m->symbols.size(); ++i) m->reach[i] = std::max(m->symbols[i].high, i ? m->reach[i - 1] : 0);
+  }
+  GElf_Addr aliases_at = 0;
+  if (const char* name = m->name_at(pc, &aliases_at, start)) return name;
+  if (aliases_at) {
+    auto [it, added] = m->alias_choice.try_emplace(aliases_at, nullptr);
+    if (added) it->second = dwfl_module_addrname(mod, pc);
+    *start = it->second ? aliases_at : 0;
+    return it->second;
+  }
+  GElf_Off offset = 0;
+  GElf_Sym sym;
+  const char* name = dwfl_module_addrinfo(mod, pc, &offset, &sym, nullptr, nullptr, nullptr);
+  *start = name ? pc - offset : 0;
+  return name;
 }
 
 // libdw finds an address's unit through .debug_aranges, which clang does not write by default, and

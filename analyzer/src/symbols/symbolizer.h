@@ -23,6 +23,8 @@ namespace asyncwatch {
 class ElfCalls;
 struct DebugInfoBudget;
 struct ModuleSearch;
+struct UnitFunctions;  // symbolizer.cpp
+struct ModuleSymbols;  // symbolizer.cpp
 
 // Where a frame comes from: native code, a Python frame (function = qualified name, file = the .py
 // file, no address or module), or native code of the Python interpreter itself (libpython or the
@@ -105,6 +107,15 @@ class Symbolizer {
   };
   std::vector<ModuleUnits> units_;
   void* unit_of(size_t module, uint64_t pc, uint64_t* bias);  // a Dwarf_Die*, null if none
+  // Per compilation unit (by its Dwarf_Die), made on its first address: its functions' address
+  // ranges, so that each address of a unit is a binary search, not a walk of the unit.
+  std::unordered_map<const void*, std::unique_ptr<UnitFunctions>> unit_functions_;
+  const UnitFunctions& functions_of(void* unit);
+  // Per Dwfl_Module, made on its first address: its sized function symbols by address, so that an
+  // address's symbol is a binary search (libdwfl's dwfl_module_addrname reads the whole table).
+  std::unordered_map<const void*, std::unique_ptr<ModuleSymbols>> module_symbols_;
+  // The name of pc's symbol, and in *start where the symbol starts (0: not known).
+  const char* symbol_name(void* dwfl_module, uint64_t pc, uint64_t* start);
   std::map<std::pair<uint64_t, std::string>, Frame> called_cache_;
   std::vector<ModuleInfo> modules_;
   std::vector<std::unique_ptr<ModuleSearch>> searches_;  // per module: its find_debuginfo userdata
