@@ -134,8 +134,9 @@ int main(int argc, char** argv) {
       for (const Frame& f : symbols.resolve(a))
         std::printf("  %s at %s:%d\n", f.function.c_str(), f.file.empty() ? "??" : f.file.c_str(), f.line);
     }
-  std::printf("binary=%s functions=%zu addresses=%zu seconds=%.3f us_per_address=%.1f with_line=%zu with_inline_frames=%zu\n",
-              real, functions.size(), addresses.size(), s, 1e6 * s / static_cast<double>(addresses.size()), with_line,
-              with_inline);
+  std::printf(
+      "binary=%s functions=%zu addresses=%zu seconds=%.3f us_per_address=%.1f with_line=%zu with_inline_frames=%zu\n",
+      real, functions.size(), addresses.size(), s, 1e6 * s / static_cast<double>(addresses.size()), with_line,
+      with_inline);
   return 0;
 }
