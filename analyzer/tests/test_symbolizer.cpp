@@ -98,6 +98,38 @@ int find_loaded(dl_phdr_info* info, size_t, void* data) {
   return 0;
 }
 
+// Modules reported to a libdwfl session of the test's own (libdwfl's answers, to compare with):
+// each a path and the bias it is reported at.
+struct OwnDwfl {
+  Dwfl* dwfl = nullptr;
+  std::vector<Dwfl_Module*> modules;  // null where one could not be reported
+  explicit OwnDwfl(const std::vector<std::pair<std::string, uint64_t>>& paths) {
+    static const Dwfl_Callbacks callbacks = {dwfl_build_id_find_elf, dwfl_standard_find_debuginfo, nullptr, nullptr};
+    dwfl = dwfl_begin(&callbacks);
+    if (!dwfl) return;
+    dwfl_report_begin(dwfl);
+    for (const auto& [path, bias] : paths)
+      modules.push_back(dwfl_report_elf(dwfl, path.c_str(), path.c_str(), -1, bias, false));
+    dwfl_report_end(dwfl, nullptr, nullptr);
+  }
+  ~OwnDwfl() { dwfl_end(dwfl); }
+  OwnDwfl(const OwnDwfl&) = delete;
+  OwnDwfl& operator=(const OwnDwfl&) = delete;
+};
+
+// The defined function symbols of `mod` longer than `min_size` bytes: (address, size).
+std::vector<std::pair<GElf_Addr, GElf_Xword>> functions_of(Dwfl_Module* mod, GElf_Xword min_size) {
+  std::vector<std::pair<GElf_Addr, GElf_Xword>> functions;
+  for (int i = 1, n = dwfl_module_getsymtab(mod); i < n; ++i) {
+    GElf_Sym sym;
+    GElf_Addr value = 0;
+    const char* name = dwfl_module_getsym_info(mod, i, &sym, &value, nullptr, nullptr, nullptr);
+    if (name && GELF_ST_TYPE(sym.st_info) == STT_FUNC && sym.st_shndx != SHN_UNDEF && sym.st_size > min_size)
+      functions.push_back({value, sym.st_size});
+  }
+  return functions;
+}
+
 const int kMiddleLine = __LINE__ + 3;
 __attribute__((always_inline)) inline uint64_t middle() {
   asm volatile("" ::: "memory");
@@ -147,26 +179,15 @@ TEST(Symbolizer, SymbolOfAnAddressIsLibdwflsAnswer) {
   dl_iterate_phdr(find_loaded, &loaded);
   ASSERT_EQ(loaded.modules.size(), 3u);
   Symbolizer symbols(loaded.modules);
-  static const Dwfl_Callbacks callbacks = {dwfl_build_id_find_elf, dwfl_standard_find_debuginfo, nullptr, nullptr};
-  Dwfl* dwfl = dwfl_begin(&callbacks);
-  ASSERT_NE(dwfl, nullptr);
-  dwfl_report_begin(dwfl);
-  std::vector<Dwfl_Module*> mods;
-  for (const ModuleInfo& m : loaded.modules)
-    mods.push_back(dwfl_report_elf(dwfl, m.path.c_str(), m.path.c_str(), -1, m.load_bias, false));
-  dwfl_report_end(dwfl, nullptr, nullptr);
+  std::vector<std::pair<std::string, uint64_t>> paths;
+  for (const ModuleInfo& m : loaded.modules) paths.push_back({m.path, m.load_bias});
+  OwnDwfl own(paths);
+  ASSERT_NE(own.dwfl, nullptr);
   std::mt19937_64 rng(7);
   size_t checked = 0, aliased = 0;
-  for (Dwfl_Module* mod : mods) {
+  for (Dwfl_Module* mod : own.modules) {
     ASSERT_NE(mod, nullptr);
-    std::vector<std::pair<GElf_Addr, GElf_Xword>> functions;
-    for (int i = 1, n = dwfl_module_getsymtab(mod); i < n; ++i) {
-      GElf_Sym sym;
-      GElf_Addr value = 0;
-      const char* name = dwfl_module_getsym_info(mod, i, &sym, &value, nullptr, nullptr, nullptr);
-      if (name && GELF_ST_TYPE(sym.st_info) == STT_FUNC && sym.st_shndx != SHN_UNDEF && sym.st_size > 2)
-        functions.push_back({value, sym.st_size});
-    }
+    const std::vector<std::pair<GElf_Addr, GElf_Xword>> functions = functions_of(mod, 2);
     ASSERT_GT(functions.size(), 100u);
     for (int k = 0; k < 300; ++k) {
       const auto [start, size] = functions[rng() % functions.size()];
@@ -188,7 +209,6 @@ TEST(Symbolizer, SymbolOfAnAddressIsLibdwflsAnswer) {
       }
     }
   }
-  dwfl_end(dwfl);
   EXPECT_GT(checked, 2000u);
   EXPECT_GT(aliased, 0u);  // the aliases' way was taken
 }
@@ -281,22 +301,12 @@ TEST(Symbolizer, AgreesWithAddr2lineOnRandomAddressesOfThisProgram) {
   const std::string tool = "addr2line";
 #endif
   if (system((tool + " --version >/dev/null 2>&1").c_str()) != 0) GTEST_SKIP() << "no " << tool;
-  static const Dwfl_Callbacks callbacks = {dwfl_build_id_find_elf, dwfl_standard_find_debuginfo, nullptr, nullptr};
-  Dwfl* dwfl = dwfl_begin(&callbacks);
-  ASSERT_NE(dwfl, nullptr);
-  dwfl_report_begin(dwfl);
-  Dwfl_Module* mod = dwfl_report_elf(dwfl, "self", self.module.path.c_str(), -1, 0, false);
-  dwfl_report_end(dwfl, nullptr, nullptr);
-  ASSERT_NE(mod, nullptr);
   std::vector<std::pair<GElf_Addr, GElf_Xword>> functions;
-  for (int i = 1, n = dwfl_module_getsymtab(mod); i < n; ++i) {
-    GElf_Sym sym;
-    GElf_Addr value = 0;
-    const char* name = dwfl_module_getsym_info(mod, i, &sym, &value, nullptr, nullptr, nullptr);
-    if (name && GELF_ST_TYPE(sym.st_info) == STT_FUNC && sym.st_shndx != SHN_UNDEF && sym.st_size > 1)
-      functions.push_back({value, sym.st_size});
+  {
+    OwnDwfl own({{self.module.path, 0}});  // at bias 0: file addresses, what addr2line takes
+    ASSERT_TRUE(own.dwfl && own.modules[0]);
+    functions = functions_of(own.modules[0], 1);
   }
-  dwfl_end(dwfl);
   ASSERT_GT(functions.size(), 1000u);
   std::mt19937_64 rng(11);
   std::vector<uint64_t> offsets;  // of the call's last byte, in the file: what addr2line takes

@@ -140,43 +140,68 @@ bool inner_scopes(Dwarf_Die* scope, Dwarf_Addr pc, std::vector<Dwarf_Die>* path,
 
 }  // namespace
 
-// A module's symbols that can name an address, by address: named, defined, of a nonzero size, not
-// a section, file or TLS symbol (those dwfl_module_addrname weighs). libdwfl reads the whole table
-// for each address: 10 ms an address in a library of 35 k functions (bench/symbolize_bench.cpp),
-// seconds for the thousands of return addresses a framework's stacks have.
+// Address ranges that may nest or overlap, by start, with the running highest end: the ranges
+// holding an address are found from the last one starting at or before it backwards, as far back
+// as any range reaches it (a unit's functions, a module's symbols).
+template <class Range>  // with `low` and `high`
+struct RangeIndex {
+  std::vector<Range> ranges;    // by low, once sorted
+  std::vector<uint64_t> reach;  // reach[i]: the highest end of ranges[0..i]
+  void sort() {
+    std::stable_sort(ranges.begin(), ranges.end(), [](const Range& x, const Range& y) { return x.low < y.low; });
+    reach.resize(ranges.size());
+    for (size_t i = 0; i < ranges.size(); ++i) reach[i] = std::max<uint64_t>(ranges[i].high, i ? reach[i - 1] : 0);
+  }
+  // Calls `visit` with each range holding pc, the one starting last first, until it returns false.
+  // False when more than 256 ranges had to be looked at (the answer is then not known here).
+  template <class Visit>
+  bool holders(uint64_t pc, Visit visit) const {
+    size_t i = static_cast<size_t>(
+        std::upper_bound(ranges.begin(), ranges.end(), pc, [](uint64_t a, const Range& r) { return a < r.low; }) -
+        ranges.begin());
+    for (int looked = 0; i > 0 && reach[i - 1] > pc; --i) {  // no range further back reaches pc
+      if (++looked > 256) return false;
+      if (pc < ranges[i - 1].high && !visit(ranges[i - 1])) return true;
+    }
+    return true;
+  }
+};
+
+// A module's symbols that can name an address: named, defined, of a nonzero size, not a section,
+// file or TLS symbol (those dwfl_module_addrname weighs). libdwfl reads the whole table for each
+// address: 10 ms an address in a library of 35 k functions (bench/symbolize_bench.cpp), seconds
+// for the thousands of return addresses a framework's stacks have.
 struct ModuleSymbols {
   struct Symbol {
     GElf_Addr low, high;
     const char* name;  // libdwfl's, valid while the module is
   };
-  std::vector<Symbol> symbols;   // by low
-  std::vector<GElf_Addr> reach;  // reach[i]: the highest end of symbols[0..i]
+  RangeIndex<Symbol> index;
   // Aliases (symbols of one range, other names: a constructor's C1 and C2, memcpy and its
   // variant): libdwfl's order of preference picks one, the same for every address of the range.
   std::unordered_map<GElf_Addr, const char*> alias_choice;  // by the range's start
   // The name every symbol holding pc has, when they agree (one symbol, or one function in two
-  // tables; *start: where the innermost starts), else nullptr with *aliases_at set when they are aliases of one range starting there
-  // (0 when the symbols differ in range, none holds pc, or too many overlap pc to look at).
+  // tables; *start: where the innermost starts), else nullptr with *aliases_at set when they are
+  // aliases of one range starting there (0 when the symbols differ in range, none holds pc, or too
+  // many overlap pc to look at).
   const char* name_at(GElf_Addr pc, GElf_Addr* aliases_at, GElf_Addr* start) const {
     *aliases_at = *start = 0;
-    size_t i = static_cast<size_t>(
-        std::upper_bound(symbols.begin(), symbols.end(), pc, [](GElf_Addr a, const Symbol& x) { return a < x.low; }) -
-        symbols.begin());
     const Symbol* first = nullptr;
     bool same_name = true, same_range = true;
-    for (int looked = 0; i > 0 && reach[i - 1] > pc; --i) {  // no symbol further back reaches pc
-      if (++looked > 256) return nullptr;
-      const Symbol& x = symbols[i - 1];
-      if (pc >= x.high) continue;
+    const bool known = index.holders(pc, [&](const Symbol& x) {
       if (!first) {
         first = &x;
-        continue;
+      } else {
+        same_name = same_name && std::strcmp(first->name, x.name) == 0;
+        same_range = same_range && first->low == x.low && first->high == x.high;
       }
-      same_name = same_name && std::strcmp(first->name, x.name) == 0;
-      same_range = same_range && first->low == x.low && first->high == x.high;
+      return true;
+    });
+    if (!known || !first) return nullptr;
+    if (same_name) {
+      *start = first->low;
+      return first->name;
     }
-    if (first && same_name) *start = first->low;
-    if (!first || same_name) return first ? first->name : nullptr;
     if (same_range) *aliases_at = first->low;
     return nullptr;
   }
@@ -191,16 +216,15 @@ struct UnitFunctions {
     Dwarf_Addr low, high;
     Dwarf_Die function;
   };
-  std::vector<Range> ranges;      // by low
-  std::vector<Dwarf_Addr> reach;  // reach[i]: the highest end of ranges[0..i]
+  RangeIndex<Range> index;
   // The innermost function whose code holds pc (the one starting last), or nullptr.
   const Dwarf_Die* at(Dwarf_Addr pc) const {
-    size_t i = static_cast<size_t>(
-        std::upper_bound(ranges.begin(), ranges.end(), pc, [](Dwarf_Addr a, const Range& r) { return a < r.low; }) -
-        ranges.begin());
-    for (int looked = 0; i > 0 && reach[i - 1] > pc && looked < 256; --i, ++looked)  // none further back reaches pc
-      if (pc < ranges[i - 1].high) return &ranges[i - 1].function;
-    return nullptr;
+    const Dwarf_Die* found = nullptr;
+    index.holders(pc, [&](const Range& r) {
+      found = &r.function;
+      return false;
+    });
+    return found;
   }
 };
 
@@ -501,11 +525,8 @@ const UnitFunctions& Symbolizer::functions_of(void* unit) {
   std::unique_ptr<UnitFunctions>& f = unit_functions_[unit];
   if (!f) {
     f = std::make_unique<UnitFunctions>();
-    index_functions(static_cast<Dwarf_Die*>(unit), &f->ranges, 0);
-    std::stable_sort(f->ranges.begin(), f->ranges.end(),
-                     [](const UnitFunctions::Range& x, const UnitFunctions::Range& y) { return x.low < y.low; });
-    f->reach.resize(f->ranges.size());
-    for (size_t i = 0; i < f->ranges.size(); ++i) f->reach[i] = std::max(f->ranges[i].high, i ? f->reach[i - 1] : 0);
+    index_functions(static_cast<Dwarf_Die*>(unit), &f->index.ranges, 0);
+    f->index.sort();
   }
   return *f;
 }
@@ -525,12 +546,9 @@ const char* Symbolizer::symbol_name(void* dwfl_module, uint64_t pc, uint64_t* st
       if (!name || !name[0] || sym.st_shndx == SHN_UNDEF || sym.st_size == 0 || type == STT_SECTION ||
           type == STT_FILE || type == STT_TLS)
         continue;
-      m->symbols.push_back({value, value + sym.st_size, name});
+      m->index.ranges.push_back({value, value + sym.st_size, name});
     }
-    std::sort(m->symbols.begin(), m->symbols.end(),
-              [](const ModuleSymbols::Symbol& x, const ModuleSymbols::Symbol& y) { return x.low < y.low; });
-    m->reach.resize(m->symbols.size());
-    for (size_t i = 0; i < m->symbols.size(); ++i) m->reach[i] = std::max(m->symbols[i].high, i ? m->reach[i - 1] : 0);
+    m->index.sort();
   }
   GElf_Addr aliases_at = 0;
   if (const char* name = m->name_at(pc, &aliases_at, start)) return name;
