@@ -14,7 +14,8 @@ stacks of a static build differ (the runtime's own functions sit in the executab
 
 What is probed, in functions of the program's own code (not nvcc's stubs and wrappers, not the
 static runtime, not the runtime headers' inline functions):
-  - calls of nvcc's launch stubs and kernel wrappers (kernel<<<...>>>), at -O0 and -O2;
+  - calls of nvcc's launch stubs and kernel wrappers (kernel<<<...>>>), at -O0 and -O2 (also a
+    stub inlined into its kernel's host wrapper, as clang makes template kernels' stubs);
   - calls of runtime/driver API functions that launch (cudaLaunchKernel, cudaGraphLaunch, ...),
     copy asynchronously (cudaMemcpy*Async) or set memory (cudaMemset*): through the PLT (shared
     runtime) or directly (static runtime, and cuda_runtime.h's template wrappers);
@@ -201,6 +202,19 @@ def stub_kernel(mangled, dem):
     return rest if rest.startswith("_Z") else rest[1:] if rest.startswith("_") else rest
 
 
+def stub_locals_kernels(path):
+    """The kernels (mangled) named by nvcc's stubs' static locals (_ZZ[L]<n>__device_stub__<kernel>...)."""
+    out = []
+    p = subprocess.run(["nm", "--defined-only", path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True)
+    for line in p.stdout.splitlines():
+        m = re.match(r"^\S+ [bBdD] _ZZL?(\d+)(__device_stub_\w*)", line)
+        if m and len(m.group(2)) >= int(m.group(1)):
+            rest = m.group(2)[:int(m.group(1))][len("__device_stub_"):]
+            out.append(rest if rest.startswith("_Z") else rest[1:] if rest.startswith("_") else rest)
+    return sorted(set(out))
+
+
 def probe(binary, opts, apis):
     pie, low, high = elf_layout(binary)
     bias = 0x555555554000 if pie else 0
@@ -221,10 +235,21 @@ def probe(binary, opts, apis):
     def d(n):
         return dem.get(n.split("@")[0].split("+")[0], n)
 
+    # A stub inlined into its kernel's host wrapper (clang as nvcc's host compiler does it for
+    # template kernels): the wrapper pops the launch configuration itself and is the stub. Its
+    # kernel's name is in the stub's static locals, which keep the stub's name (_ZZ[L]<n>__device_stub_...).
+    inlined = {}  # demangled kernel -> mangled kernel
+    for k in stub_locals_kernels(binary):
+        inlined.setdefault(demangle_all([k]).get(k, k), k)
+    for f, calls in body.items():
+        if f not in stubs and d(f) in inlined and any(
+                t.split("@")[0] == "__cudaPopCallConfiguration" for _, _, _, t in calls):
+            stubs[f] = inlined[d(f)]
+
     # the kernels' host wrappers, by demangled name (the wrapper of a kernel in an anonymous
     # namespace has internal linkage: its mangled name differs from the kernel's by an "L")
     kernel_names = set(demangle_all(list(stubs.values())).values())
-    kernels = {f for f in body if d(f) in kernel_names}
+    kernels = {f for f in body if d(f) in kernel_names and f not in stubs}
 
     def inside(name):  # an address inside a function of the binary, as a return address
         v, size = syms.get(name, (None, 0))
