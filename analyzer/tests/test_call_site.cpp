@@ -330,6 +330,18 @@ TEST(CallSite, UnsymbolizedSitesAreKeyedByModuleAndOffset) {
   EXPECT_NE(call_site_key(site, v1), call_site_key(site, Frame{}));
 }
 
+// DWARF's line 0 (calls of several lines merged into one instruction): each call instruction is a
+// site of its own, as without a line; a real line keys by file and line.
+TEST(CallSite, LineZeroSitesAreKeyedByOffset) {
+  Frame a = frame("JacobiMethodGpu", "/work/jacobi", "/src/jacobi.cu", 0);
+  a.offset = 0x5418;
+  Frame b = a;
+  b.offset = 0x54d8;
+  EXPECT_NE(call_site_key(a, Frame{}), call_site_key(b, Frame{}));
+  a.line = b.line = 366;
+  EXPECT_EQ(call_site_key(a, Frame{}), call_site_key(b, Frame{}));
+}
+
 // A template kernel at -O2 (mergeSort): the stub, nvcc's __wrapper__device_stub_ and the kernel's
 // wrapper are inline frames named by DWARF, "mergeSortSharedKernel<1>" for the kernel
 // "void mergeSortSharedKernel<1u>(unsigned int*, ...)"; the launch's site is the inlined caller.

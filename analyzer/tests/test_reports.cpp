@@ -72,6 +72,29 @@ TEST(Reports, JsonFollowsTheContract) {
     EXPECT_TRUE(j["summary"].contains(key)) << key;
 }
 
+// DWARF's line 0 (clang -O2 made the launches of an if and its else one call: cuda-samples'
+// jacobiCudaGraphs) is no source line: the file without ":0", the JSON line null.
+TEST(Reports, LineZeroIsNoSourceLine) {
+  Report r = seed_report();
+  ASSERT_EQ(r.findings.size(), 1u);
+  Frame& site = r.findings[0].call_site;
+  site.function = "JacobiMethodGpu(float const*)";
+  site.file = "/src/jacobi.cu";
+  site.line = 0;
+  std::ostringstream out;
+  write_report_text(out, r, TextStyle{});
+  std::string text = out.str();
+  EXPECT_NE(text.find("\n/src/jacobi.cu: warning: cudaMemcpyAsync"), std::string::npos) << text;
+  EXPECT_NE(text.find("JacobiMethodGpu(float const*) at /src/jacobi.cu (line 0: code the compiler merged from "
+                      "several lines)"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("jacobi.cu:0"), std::string::npos) << text;
+  auto j = nlohmann::ordered_json::parse(report_json_text(r));
+  EXPECT_EQ(j["findings"][0]["call_site"]["file"], "/src/jacobi.cu");
+  EXPECT_TRUE(j["findings"][0]["call_site"]["line"].is_null());
+}
+
 TEST(Reports, SarifHasRulesAndResults) {
   Report r = seed_report();
   r.findings[0].call_site_known = true;

@@ -70,7 +70,9 @@ std::string finding_fingerprint(const Finding& f, const std::string& root, Sourc
         context = own.line(s.file, s.line);
       }
       key += fmt::format("\x1f{}\x1f{}\x1f{}", rel.empty() ? base_name(s.file) : rel, s.function,
-                         context.empty() ? fmt::format("line {}", s.line) : context);
+                         !context.empty() ? context
+                         : s.line > 0     ? fmt::format("line {}", s.line)
+                                          : fmt::format("+{:x}", s.offset));  // line 0: each call instruction
     } else {
       // No function name either (a stripped module): its offset, the same in every process of that build.
       key += fmt::format("\x1f{}\x1f{}", base_name(s.module),

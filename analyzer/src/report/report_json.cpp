@@ -15,7 +15,7 @@ namespace {
 void frame_fields(JsonWriter& w, const Frame& f) {
   w.text_or_null("function", f.function);
   w.text_or_null("file", f.file);
-  if (f.file.empty())
+  if (f.file.empty() || f.line <= 0)  // line 0: DWARF's "no source line" (merged code)
     w.null_field("line");
   else
     w.field("line", f.line);
