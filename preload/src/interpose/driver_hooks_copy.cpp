@@ -8,6 +8,7 @@
 #include "traced_call.h"
 #include "gpu_times/gpu_times.h"
 #include "classify/host_memory_classifier.h"
+#include "copy_sides.h"
 #include "config.h"
 #include "cuda_abi.h"
 #include "hook_table.h"
@@ -21,29 +22,11 @@ using asyncwatch::trace::MemoryKind;
 
 namespace {
 
-struct Sides {
-  Direction direction;
-  MemoryKind src;
-  MemoryKind dst;
-  uint64_t bytes;
-};
-
-inline MemoryKind host_kind(const void* p) noexcept {
-  return classify::classify_pointer(reinterpret_cast<uint64_t>(p));
-}
-inline MemoryKind unified_kind(CUdeviceptr p) noexcept { return classify::classify_pointer(p); }
-
+using copy_sides::host_kind;
+using copy_sides::Sides;
+using copy_sides::sides_of;
+using copy_sides::unified_kind;
 using trace::infer_direction;  // the one definition (trace_format.h)
-
-MemoryKind side_kind(unsigned type, const void* host, CUdeviceptr dev) noexcept {
-  switch (type) {
-    case CU_MEMORYTYPE_HOST: return host_kind(host);
-    case CU_MEMORYTYPE_DEVICE: return MemoryKind::Device;
-    case CU_MEMORYTYPE_ARRAY: return MemoryKind::Array;
-    case CU_MEMORYTYPE_UNIFIED: return unified_kind(dev);
-    default: return MemoryKind::Unknown;
-  }
-}
 
 // A host side that may make the call synchronous: anything not known to be pinned.
 inline bool doubtful_host(MemoryKind k) {
@@ -211,24 +194,7 @@ DEF_PREFILL(cuMemcpyDtoHAsync_v2_ptsz, DtoH)
                  });)
 AW_BOTH(DEF_DTOD_ASYNC, cuMemcpyDtoDAsync_v2, _ptsz)
 
-// ---- 2D / 3D: each side's kind from the descriptor's memory type -------------------------
-namespace {
-// A 2D, 3D or 3D-peer descriptor's sides; a 3D copy between contexts is Peer when both sides are
-// device memory of different contexts.
-template <class Desc>
-Sides sides_of(const Desc* p) noexcept {
-  if (!p) return Sides{Direction::Unknown, MemoryKind::Unknown, MemoryKind::Unknown, 0};
-  MemoryKind s = side_kind(p->srcMemoryType, p->srcHost, p->srcDevice);
-  MemoryKind d = side_kind(p->dstMemoryType, p->dstHost, p->dstDevice);
-  Direction dir = infer_direction(s, d);
-  uint64_t bytes = static_cast<uint64_t>(p->WidthInBytes) * p->Height;
-  if constexpr (!std::is_same_v<Desc, CUDA_MEMCPY2D>) bytes *= p->Depth ? p->Depth : 1;
-  if constexpr (std::is_same_v<Desc, CUDA_MEMCPY3D_PEER>) {
-    if (dir == Direction::DtoD && p->srcContext != p->dstContext) dir = Direction::Peer;
-  }
-  return Sides{dir, s, d, bytes};
-}
-}  // namespace
+// ---- 2D / 3D: each side's kind from the descriptor's memory type (copy_sides::sides_of) ----
 
 #define DEF_2D(sym) \
   AW_DRIVER_HOOK(sym, (p), return traced<Hook::sym>(aw_caller, nullptr, call, [&] { return sides_of(p); });)

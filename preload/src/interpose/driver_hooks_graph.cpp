@@ -7,7 +7,7 @@
 // The end of a capture (stream -> graph) is written by cuStreamEndCapture's wrapper
 // (driver_hooks_sync_memory.cpp) through write_end_of_capture below.
 #include "call_context.h"
-#include "classify/host_memory_classifier.h"
+#include "copy_sides.h"
 #include "cuda_abi.h"
 #include "hook_table.h"
 #include "real_functions.h"
@@ -16,29 +16,16 @@
 using namespace asyncwatch;
 using namespace asyncwatch::cuda;
 using asyncwatch::hooks::Hook;
-using asyncwatch::trace::Direction;
-using asyncwatch::trace::MemoryKind;
 
 namespace {
 
-MemoryKind side_kind(unsigned type, const void* host, CUdeviceptr dev) noexcept {
-  switch (type) {
-    case CU_MEMORYTYPE_HOST: return classify::classify_pointer(reinterpret_cast<uint64_t>(host));
-    case CU_MEMORYTYPE_DEVICE: return MemoryKind::Device;
-    case CU_MEMORYTYPE_ARRAY: return MemoryKind::Array;
-    case CU_MEMORYTYPE_UNIFIED: return classify::classify_pointer(dev);
-    default: return MemoryKind::Unknown;
-  }
-}
-
 void fill_node_copy(trace::GraphOpRecord& g, const CUDA_MEMCPY3D* p) noexcept {
   if (!p) return;
-  MemoryKind s = side_kind(p->srcMemoryType, p->srcHost, p->srcDevice);
-  MemoryKind d = side_kind(p->dstMemoryType, p->dstHost, p->dstDevice);
-  g.src_memory = static_cast<uint8_t>(s);
-  g.dst_memory = static_cast<uint8_t>(d);
-  g.direction = static_cast<uint8_t>(trace::infer_direction(s, d));
-  g.bytes = static_cast<uint64_t>(p->WidthInBytes) * p->Height * (p->Depth ? p->Depth : 1);
+  const copy_sides::Sides s = copy_sides::sides_of(p);  // as a cuMemcpy3DAsync's
+  g.src_memory = static_cast<uint8_t>(s.src);
+  g.dst_memory = static_cast<uint8_t>(s.dst);
+  g.direction = static_cast<uint8_t>(s.direction);
+  g.bytes = s.bytes;
 }
 
 template <class C, class Call, class Fill>
