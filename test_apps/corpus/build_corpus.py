@@ -15,7 +15,8 @@ then every program is built four ways with nvcc for sm_90, host code at -g -O0 a
 nvcc's default static runtime and with -cudart shared, into BIN_DIR/<program>.<O0|O2>.<static|shared>
 (the names run_corpus.py and check_corpus.py use). The libraries come from the expectation's
 "libraries" (libcublas.so.13: -lcublas); other per-program flags are in PROGRAM_FLAGS below.
-BIN_DIR/build-info.json records each binary's command, origin and nvcc version.
+BIN_DIR/build-info.json records each binary's command, origin and nvcc version, and nvcc's
+NVCC_PREPEND_FLAGS / NVCC_APPEND_FLAGS when set (a build with another host compiler or flags).
 
 Packing copies the 88 binaries of BIN_DIR (all must be there) with their debug sections compressed
 (objcopy --compress-debug-sections: the build ids, which the checker matches, do not change) into
@@ -189,6 +190,10 @@ def nvcc_version(nvcc):
 def build(opts, exps, git_dirs):
     release, full = nvcc_version(opts.nvcc)
     print(f"nvcc {opts.nvcc}: release {release} ({full})", flush=True)
+    # nvcc's own variables change every build (another host compiler, other flags): recorded with them.
+    nvcc_env = {k: os.environ[k] for k in ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS") if os.environ.get(k)}
+    for k, v in nvcc_env.items():
+        print(f"{k}={v}", flush=True)
     if release != NVCC_RELEASE:
         print(f"build_corpus: warning: the expectations were checked with nvcc {NVCC_RELEASE}, this is {release}",
               file=sys.stderr)
@@ -201,7 +206,7 @@ def build(opts, exps, git_dirs):
         return 0
     os.makedirs(opts.bin_dir, exist_ok=True)
     info_path = os.path.join(opts.bin_dir, "build-info.json")
-    info = {"nvcc": full, "binaries": {}}
+    info = {"nvcc": full, "nvcc_env": nvcc_env, "binaries": {}}
     if os.path.exists(info_path):  # a partial rebuild (--programs) keeps the other binaries' records
         with open(info_path) as f:
             info["binaries"] = json.load(f).get("binaries", {})
@@ -220,7 +225,7 @@ def build(opts, exps, git_dirs):
                 info["binaries"].pop(j["name"], None)
                 continue
             info["binaries"][j["name"]] = {
-                "origin": j["origin"], "nvcc": full,
+                "origin": j["origin"], "nvcc": full, "nvcc_env": nvcc_env,
                 "cwd": os.path.relpath(j["cwd"], opts.src_dir),
                 "command": [os.path.basename(c) if c == opts.nvcc else c.replace(opts.src_dir, "$SRC")
                             for c in j["cmd"]],
