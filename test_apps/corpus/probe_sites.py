@@ -120,16 +120,26 @@ def needed_and_runpath(path):
     return needed, runpath
 
 
-def symbols(path, dynamic):
-    """name -> (value, size) of the defined functions."""
-    out = {}
+def sized_symbols(path, dynamic):
+    """[(value, size, nm type, name)] of the defined symbols that have a size."""
     cmd = ["nm", "--defined-only", "-S"] + (["-D"] if dynamic else []) + [path]
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
-    for line in p.stdout.splitlines():
-        parts = line.split()
-        if len(parts) == 4 and parts[2] in "TtWi":
-            out.setdefault(parts[3].split("@")[0], (int(parts[0], 16), int(parts[1], 16)))
+    rows = [line.split() for line in p.stdout.splitlines()]
+    return [(int(r[0], 16), int(r[1], 16), r[2], r[3]) for r in rows if len(r) == 4]
+
+
+def functions(rows):
+    """name -> (value, size) of the functions among sized_symbols' rows."""
+    out = {}
+    for value, size, kind, name in rows:
+        if kind in "TtWi":
+            out.setdefault(name.split("@")[0], (value, size))
     return out
+
+
+def symbols(path, dynamic):
+    """name -> (value, size) of the defined functions."""
+    return functions(sized_symbols(path, dynamic))
 
 
 def disassemble(path):
@@ -202,24 +212,23 @@ def stub_kernel(mangled, dem):
     return rest if rest.startswith("_Z") else rest[1:] if rest.startswith("_") else rest
 
 
-def stub_locals_kernels(path):
-    """The kernels (mangled) named by nvcc's stubs' static locals (_ZZ[L]<n>__device_stub__<kernel>...)."""
-    out = []
-    p = subprocess.run(["nm", "--defined-only", path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       universal_newlines=True)
-    for line in p.stdout.splitlines():
-        m = re.match(r"^\S+ [bBdD] _ZZL?(\d+)(__device_stub_\w*)", line)
+def stub_locals_kernels(rows):
+    """The kernels (mangled) named by nvcc's stubs' static locals (_ZZ[L]<n>__device_stub__<kernel>...),
+    among sized_symbols' rows: the length-prefixed name is the stub's."""
+    out = set()
+    for _, _, kind, name in rows:
+        m = re.match(r"_ZZL?(\d+)(__device_stub_\w*)", name) if kind in "bBdD" else None
         if m and len(m.group(2)) >= int(m.group(1)):
-            rest = m.group(2)[:int(m.group(1))][len("__device_stub_"):]
-            out.append(rest if rest.startswith("_Z") else rest[1:] if rest.startswith("_") else rest)
-    return sorted(set(out))
+            out.add(stub_kernel(m.group(2)[:int(m.group(1))], {}))
+    return sorted(out)
 
 
 def probe(binary, opts, apis):
     pie, low, high = elf_layout(binary)
     bias = 0x555555554000 if pie else 0
     funcs = disassemble(binary)
-    syms = symbols(binary, False) or symbols(binary, True)
+    rows = sized_symbols(binary, False)
+    syms = functions(rows) or symbols(binary, True)
     names = [f for f, _ in funcs] + [c[3] for _, calls in funcs for c in calls]
     dem = demangle_all([n.split("@")[0].split("+")[0] for n in names])
     body = {f: calls for f, calls in funcs}
@@ -239,8 +248,10 @@ def probe(binary, opts, apis):
     # template kernels): the wrapper pops the launch configuration itself and is the stub. Its
     # kernel's name is in the stub's static locals, which keep the stub's name (_ZZ[L]<n>__device_stub_...).
     inlined = {}  # demangled kernel -> mangled kernel
-    for k in stub_locals_kernels(binary):
-        inlined.setdefault(demangle_all([k]).get(k, k), k)
+    local_kernels = stub_locals_kernels(rows)
+    local_dem = demangle_all(local_kernels)
+    for k in local_kernels:
+        inlined.setdefault(local_dem.get(k, k), k)
     for f, calls in body.items():
         if f not in stubs and d(f) in inlined and any(
                 t.split("@")[0] == "__cudaPopCallConfiguration" for _, _, _, t in calls):
