@@ -32,7 +32,7 @@ std::string site_words(const Frame& f) {
   if (f.file.empty()) return f.function.empty() ? "an unknown site" : f.function;
   size_t slash = f.file.rfind('/');
   std::string file = slash == std::string::npos ? f.file : f.file.substr(slash + 1);
-  return f.line > 0 ? fmt::format(FMT_COMPILE("{}:{}"), file, f.line) : file;  // line 0: merged code
+  return f.has_line() ? fmt::format(FMT_COMPILE("{}:{}"), file, f.line) : file;  // line 0: merged code
 }
 
 bool detect(RuleContext& ctx, const RuleEvent& e) {
@@ -233,10 +233,10 @@ void site_object(JsonWriter& out, const char* key, const Frame& site) {
   out.key(key);
   out.begin_object();
   out.field("file", site.file);
-  if (site.line > 0)
+  if (site.has_line())
     out.field("line", site.line);
   else
-    out.null_field("line");  // DWARF's line 0: no source line
+    out.null_field("line");
   out.field("function", site.function);
   out.end_object();
 }

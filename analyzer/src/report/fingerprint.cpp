@@ -71,7 +71,7 @@ std::string finding_fingerprint(const Finding& f, const std::string& root, Sourc
       }
       key += fmt::format("\x1f{}\x1f{}\x1f{}", rel.empty() ? base_name(s.file) : rel, s.function,
                          !context.empty() ? context
-                         : s.line > 0     ? fmt::format("line {}", s.line)
+                         : s.has_line()   ? fmt::format("line {}", s.line)
                                           : fmt::format("+{:x}", s.offset));  // line 0: each call instruction
     } else {
       // No function name either (a stripped module): its offset, the same in every process of that build.

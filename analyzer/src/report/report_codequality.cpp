@@ -43,7 +43,7 @@ void write_report_codequality(JsonWriter& w, const Report& report) {
       w.field("severity", gitlab_severity(finding_severity(f)));
       w.object("location", [&] {
         w.field("path", issue_path(f, report));
-        bool line = f.call_site_known && !f.call_site.file.empty() && f.call_site.line > 0;
+        bool line = f.call_site_known && f.call_site.has_line();
         w.object("lines", [&] { w.field("begin", line ? f.call_site.line : 1); });
       });
     });

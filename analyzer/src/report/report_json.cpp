@@ -15,10 +15,10 @@ namespace {
 void frame_fields(JsonWriter& w, const Frame& f) {
   w.text_or_null("function", f.function);
   w.text_or_null("file", f.file);
-  if (f.file.empty() || f.line <= 0)  // line 0: DWARF's "no source line" (merged code)
-    w.null_field("line");
-  else
+  if (f.has_line())
     w.field("line", f.line);
+  else
+    w.null_field("line");
   w.text_or_null("module", f.module);
   w.field("address", hex(f.address));
   w.field("offset", hex(f.offset));  // in the module: the same in every process

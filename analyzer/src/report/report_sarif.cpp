@@ -96,8 +96,8 @@ void result_location(JsonWriter& w, const Finding& f, const Report& report) {
       w.object("physicalLocation", [&] {
         artifact_location(w, site.file, report.source_root);
         w.object("region", [&] {
-          w.field("startLine", site.line > 0 ? site.line : 1);
-          w.field("endLine", site.line > 0 ? site.line : 1);
+          w.field("startLine", site.has_line() ? site.line : 1);
+          w.field("endLine", site.has_line() ? site.line : 1);
         });
       });
       logical_function(w, site.function);

@@ -182,8 +182,8 @@ std::string display_path(const std::string& path) {
 std::string location_text(const Finding& f) {
   if (!f.call_site_known) return {};
   if (!f.call_site.file.empty())
-    return f.call_site.line > 0 ? fmt::format(FMT_COMPILE("{}:{}"), display_path(f.call_site.file), f.call_site.line)
-                                : display_path(f.call_site.file);  // line 0: frame_text says why
+    return f.call_site.has_line() ? fmt::format(FMT_COMPILE("{}:{}"), display_path(f.call_site.file), f.call_site.line)
+                                  : display_path(f.call_site.file);  // line 0: frame_text says why
   // No source line: the function and its module ("cusparseSpMV (libcusparse.so.12)"), or the
   // module and the offset in it; never "??".
   return frame_name_text(f.call_site);
@@ -241,11 +241,10 @@ std::string frame_address_text(const Frame& f) {
 std::string frame_text(const Frame& f) {
   if (f.function.empty() && f.file.empty()) return frame_name_text(f);  // "libcuda.so.1+0x2a3f0"
   std::string s = f.function.empty() ? "(unknown function)" : shorten_middle(f.function, kDisplayNameMax);
-  // DWARF's line 0: no source line, e.g. clang -O2 made the calls of an if and its else one call.
-  if (!f.file.empty())
-    s += f.line > 0 ? fmt::format(FMT_COMPILE(" at {}:{}"), display_path(f.file), f.line)
-                    : fmt::format(FMT_COMPILE(" at {} (line 0: code the compiler merged from several lines)"),
-                                  display_path(f.file));
+  if (!f.file.empty())  // (line 0: Frame::has_line)
+    s += f.has_line() ? fmt::format(FMT_COMPILE(" at {}:{}"), display_path(f.file), f.line)
+                      : fmt::format(FMT_COMPILE(" at {} (line 0: code the compiler merged from several lines)"),
+                                    display_path(f.file));
   if (!f.module.empty()) s += fmt::format(FMT_COMPILE(" ({})"), basename_of(f.module));
   if (f.inlined) s += " [inlined]";
   return s;

@@ -369,10 +369,8 @@ std::string frame_name_text(const Frame& f) {
 
 std::string call_site_key(const Frame& site, const Frame& via) {
   std::string key = site.function + '\x1f' + site.module + '\x1f';
-  // Without a line (none, or DWARF's line 0: calls of several lines merged into one instruction)
-  // each call instruction is a site of its own.
-  key += site.file.empty() || site.line <= 0 ? "+" + std::to_string(site.offset)
-                                             : site.file + ':' + std::to_string(site.line);
+  // Without a line (also line 0: calls of several lines merged) each call instruction is a site.
+  key += site.has_line() ? site.file + ':' + std::to_string(site.line) : "+" + std::to_string(site.offset);
   if (!via.module.empty())
     key += '\x1d' + via.module + '\x1f' + (via.function.empty() ? "+" + std::to_string(via.offset) : via.function);
   return key;

@@ -43,6 +43,11 @@ struct Frame {
   std::string function;  // demangled, in full; empty when unknown
   std::string file;      // empty when unknown
   std::string module;    // path of the module holding the address, as traced; empty when none
+
+  // A source line: a file and a line above 0. DWARF's line 0 is "no source line" (clang -O2 makes
+  // the identical calls of an if and its else one instruction at line 0): such a frame names its
+  // file, and is told apart and shown as one without a line.
+  bool has_line() const { return !file.empty() && line > 0; }
 };
 
 // "FROM=TO" -> mapping; false (and `error` says why) when malformed.
